@@ -1,0 +1,30 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Provider } from '../core/providers/types';
+import type { ProviderJob } from '../core/providers/types';
+import type { OutputStore } from '../core/storage';
+import type { ProviderOutput } from '../machines/generation';
+import { ProviderRejectedError } from '../core/errors';
+
+/** Runs the provider, stores what it made, and reports where it is: the only step that talks to a model. */
+export function createProviderActivities({ provider, store }: { provider: Provider; store: OutputStore }) {
+  return {
+    async runProvider(job: ProviderJob): Promise<ProviderOutput> {
+      const ctx = Context.current();
+      try {
+        const result = await provider.run(job, { heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
+        let outputKey: string | null = null;
+        if (result.file) {
+          outputKey = `${job.generationId}/output.${result.file.extension}`;
+          await store.put(outputKey, result.file.data, result.file.contentType);
+        }
+        return { outputKey, outputText: result.text ?? null };
+      } catch (err) {
+        // A refusal is final; Temporal must not retry it, and the workflow reports its code.
+        if (err instanceof ProviderRejectedError) {
+          throw ApplicationFailure.create({ type: 'ProviderRejectedError', message: err.message, nonRetryable: true, details: [{ code: err.code }] });
+        }
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type pg from 'pg';
+import { findApiKeyByHash } from '../core/db/accounts';
+import type { Plan } from '../core/db/accounts';
+import { hashApiKey, isWellFormedApiKey } from '../core/api-keys';
+import { UnauthorizedError } from '../core/errors';
+import type { Principal } from '../core/generation-request';
+import type { RateLimiter } from './rate-limit';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal & { plan: Plan };
+  }
+}
+
+export function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  return match?.[1];
+}
+
+/**
+ * A preHandler that admits a live API key and counts it against its plan's rate limit. The error
+ * type differs by group (`unauthorized` in C, `authentication_error` in A and B).
+ */
+export function requireApiKey(deps: { pool: pg.Pool; limiter: RateLimiter }, unauthorizedType: 'unauthorized' | 'authentication_error') {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const token = bearerToken(request);
+    if (!token) throw new UnauthorizedError(undefined, unauthorizedType);
+    const key = isWellFormedApiKey(token) ? await findApiKeyByHash(deps.pool, hashApiKey(token)) : undefined;
+    if (!key) throw new UnauthorizedError('The API key is invalid or revoked.', unauthorizedType);
+    const decision = deps.limiter.take(key.id, key.plan);
+    reply.header('RateLimit-Limit', String(decision.limit));
+    reply.header('RateLimit-Remaining', String(decision.remaining));
+    reply.header('RateLimit-Reset', String(decision.resetSeconds));
+    request.principal = { accountId: key.accountId, apiKeyId: key.id, scopes: key.scopes, models: key.models, plan: key.plan };
+  };
+}
+
+export function principalOf(request: FastifyRequest): Principal & { plan: Plan } {
+  if (!request.principal) throw new UnauthorizedError();
+  return request.principal;
+}

@@ -1,0 +1,64 @@
+import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '../core/search-attributes';
+import { mcToCredits } from '../core/money';
+import type { generation } from '../workflows/generation';
+import { admissionUpdate, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
+import type { Admission, GenerationWorkflowInput } from '../workflows/definitions';
+
+/** How the API talks to Temporal about generations: start one, learn its admission, await its end. */
+export function createGenerationGateway({ client, taskQueue }: { client: Client; taskQueue: string }) {
+  return {
+    /**
+     * Starts the workflow and waits, in the same call, for the hold to be placed or refused
+     * (update-with-start), so a 402 is answered before anything runs.
+     */
+    async submit(input: GenerationWorkflowInput): Promise<Admission> {
+      const start = new WithStartWorkflowOperation<typeof generation>(GENERATION_WORKFLOW_TYPE, {
+        workflowId: input.generationId,
+        taskQueue,
+        args: [input],
+        workflowIdConflictPolicy: 'FAIL',
+        typedSearchAttributes: [
+          { key: AccountId, value: input.accountId },
+          { key: GenerationKind, value: input.kind },
+          { key: GenerationModel, value: input.model },
+          { key: GenerationStatus, value: 'admitting' },
+        ],
+        staticSummary: summarise(input),
+      });
+      return client.workflow.executeUpdateWithStart(admissionUpdate, { startWorkflowOperation: start });
+    },
+
+    /** Waits up to `ms` for the workflow to finish; false when it is still going. */
+    async awaitFinish(generationId: string, ms: number): Promise<boolean> {
+      if (ms <= 0) return false;
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), ms);
+      try {
+        await client.withAbortSignal(controller.signal, () => client.workflow.getHandle(generationId).result());
+        return true;
+      } catch (err) {
+        if (controller.signal.aborted) return false;
+        if (err instanceof WorkflowNotFoundError) return false;
+        // The workflow failing is an outcome, not an API error: the record says what happened.
+        return true;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+export type GenerationGateway = ReturnType<typeof createGenerationGateway>;
+
+/** The line an operator reads in the Temporal UI, e.g. "video · kling · 10 s 1080p · 130 credits". */
+export function summarise(input: GenerationWorkflowInput): string {
+  const p = input.params;
+  const detail =
+    input.kind === 'video' ? `${String(p.seconds)} s ${String(p.resolution)}`
+      : input.kind === 'image' ? `${String(p.width)}×${String(p.height)}`
+        : '';
+  const price = input.freeChat ? `${mcToCredits(input.quoteMc)} credits or free reply` : `${mcToCredits(input.quoteMc)} credits`;
+  return [input.kind, input.model, detail, price].filter((s) => s !== '').join(' · ');
+}

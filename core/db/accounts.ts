@@ -1,0 +1,71 @@
+import type { Queryable } from './pool';
+import { creditAccount } from './ledger';
+import type { Millicredits } from '../money';
+
+export const PLANS = ['free', 'ronin', 'shinobi', 'samurai'] as const;
+export type Plan = (typeof PLANS)[number];
+
+export interface AccountCredits {
+  plan: Plan;
+  balanceMc: Millicredits;
+  heldMc: Millicredits;
+  chatCap: number;
+  chatUsed: number;
+}
+
+export async function insertAccount(tx: Queryable, a: { id: string; plan: Plan; creditsMc: Millicredits; chatCap: number }): Promise<void> {
+  await tx.query('INSERT INTO accounts (id, plan, chat_cap) VALUES ($1, $2, $3)', [a.id, a.plan, a.chatCap]);
+  if (a.creditsMc > 0) await creditAccount(tx, a.id, a.creditsMc, 'opening balance');
+}
+
+export async function getAccountCredits(q: Queryable, accountId: string): Promise<AccountCredits | undefined> {
+  const r = await q.query<{ plan: Plan; balance_mc: number; held_mc: number; chat_cap: number; chat_used: number }>(
+    'SELECT plan, balance_mc, held_mc, chat_cap, chat_used FROM accounts WHERE id = $1',
+    [accountId],
+  );
+  const row = r.rows[0];
+  if (!row) return undefined;
+  return { plan: row.plan, balanceMc: row.balance_mc, heldMc: row.held_mc, chatCap: row.chat_cap, chatUsed: row.chat_used };
+}
+
+export interface StoredApiKey {
+  id: string;
+  accountId: string;
+  plan: Plan;
+  scopes: string[];
+  models: string[] | null;
+}
+
+export async function insertApiKey(
+  tx: Queryable,
+  k: { id: string; accountId: string; keyHash: Buffer; keyHint: string; scopes: string[]; models: string[] | null },
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO api_keys (id, account_id, key_hash, key_hint, scopes, models) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [k.id, k.accountId, k.keyHash, k.keyHint, k.scopes, k.models],
+  );
+}
+
+/** The live key with this hash; a revoked key is not found, so revocation applies on the next request. */
+export async function findApiKeyByHash(q: Queryable, keyHash: Buffer): Promise<StoredApiKey | undefined> {
+  const r = await q.query<{ id: string; account_id: string; plan: Plan; scopes: string[]; models: string[] | null }>(
+    `SELECT k.id, k.account_id, a.plan, k.scopes, k.models
+       FROM api_keys k JOIN accounts a ON a.id = k.account_id
+      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+    [keyHash],
+  );
+  const row = r.rows[0];
+  return row && { id: row.id, accountId: row.account_id, plan: row.plan, scopes: row.scopes, models: row.models };
+}
+
+export async function revokeApiKey(q: Queryable, keyId: string): Promise<boolean> {
+  const r = await q.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [keyId]);
+  if ((r.rowCount ?? 0) > 0) return true;
+  const exists = await q.query('SELECT 1 FROM api_keys WHERE id = $1', [keyId]);
+  return (exists.rowCount ?? 0) > 0;
+}
+
+export async function accountExists(q: Queryable, accountId: string): Promise<boolean> {
+  const r = await q.query('SELECT 1 FROM accounts WHERE id = $1', [accountId]);
+  return (r.rowCount ?? 0) > 0;
+}

@@ -1,0 +1,33 @@
+import pg from 'pg';
+
+/** A pool or a client inside a transaction: SQL functions take either, the caller owns the transaction. */
+export type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
+
+// BIGINT millicredits fit comfortably in a JS number; read them as numbers, not strings.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n)) throw new RangeError(`bigint out of safe range: ${v}`);
+  return n;
+});
+
+export function createPool(connectionString: string, max = 10): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * Domain failures, one class per documented error. Each carries the HTTP status and the `type`
+ * of the error body (DESIGN §6), so a single handler renders every one of them. The class name
+ * doubles as the Temporal failure type, which decides whether an activity is retried.
+ */
+export abstract class DomainError extends Error {
+  abstract readonly status: number;
+  abstract readonly type: string;
+  /** Extra fields rendered next to message/type/code, e.g. `param`, `required`, `available`. */
+  readonly details: Record<string, unknown>;
+
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = new.target.name;
+    this.details = details;
+  }
+}
+
+export class InvalidRequestError extends DomainError {
+  readonly status = 400;
+  readonly type = 'invalid_request_error';
+  constructor(message: string, param?: string) {
+    super(message, param === undefined ? {} : { param });
+  }
+}
+
+export class UnknownCostError extends DomainError {
+  readonly status = 400;
+  readonly type = 'unknown_cost';
+  constructor(kind: string, model: string) {
+    super(`No price is defined for ${kind} model '${model}'; nothing ran and nothing was charged.`, { param: 'model' });
+  }
+}
+
+export class ContentPolicyError extends DomainError {
+  readonly status = 400;
+  readonly type = 'content_policy_violation';
+  constructor() {
+    super('The prompt was refused by the safety guard; nothing was held or run.', { param: 'prompt' });
+  }
+}
+
+/** Group C says `unauthorized`, groups A and B say `authentication_error`; the route decides. */
+export class UnauthorizedError extends DomainError {
+  readonly status = 401;
+  readonly type: 'unauthorized' | 'authentication_error';
+  constructor(message = 'A valid API key is required (Authorization: Bearer <API_KEY>).', type: 'unauthorized' | 'authentication_error' = 'unauthorized') {
+    super(message);
+    this.type = type;
+  }
+}
+
+export class InsufficientCreditsError extends DomainError {
+  readonly status = 402;
+  readonly type = 'insufficient_credits';
+  constructor(requiredCredits: number, availableCredits: number) {
+    super(`Insufficient credits: ${requiredCredits} required, ${availableCredits} available.`, {
+      required: requiredCredits,
+      available: availableCredits,
+    });
+  }
+}
+
+export class PermissionError extends DomainError {
+  readonly status = 403;
+  readonly type = 'permission_error';
+}
+
+export class NotFoundError extends DomainError {
+  readonly status = 404;
+  readonly type = 'not_found';
+}
+
+export class RateLimitError extends DomainError {
+  readonly status = 429;
+  readonly type = 'rate_limit_error';
+  readonly retryAfterSeconds: number;
+  constructor(limit: number, retryAfterSeconds: number) {
+    super(`Rate limit of ${limit} requests per minute exceeded; retry after ${retryAfterSeconds} s.`);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** A provider refused or failed the job for good: not retried, the generation fails. */
+export class ProviderRejectedError extends Error {
+  override readonly name = 'ProviderRejectedError';
+  constructor(message: string, readonly code = 'provider_error') {
+    super(message);
+  }
+}

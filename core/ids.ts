@@ -1,0 +1,22 @@
+import { randomBytes } from 'node:crypto';
+
+const BASE32 = '0123456789abcdefghjkmnpqrstvwxyz';
+
+/**
+ * Time-ordered ids (48-bit millisecond timestamp + 80 random bits, Crockford base32), so ids sort
+ * by creation and make a natural cursor for listings. The prefix names the resource.
+ */
+export function newId(prefix: 'gen' | 'acct' | 'key', now = Date.now()): string {
+  let time = '';
+  let t = now;
+  for (let i = 0; i < 10; i++) {
+    time = BASE32[t % 32]! + time;
+    t = Math.floor(t / 32);
+  }
+  const random = randomBytes(16);
+  let rand = '';
+  for (let i = 0; i < 16; i++) rand += BASE32[random[i]! % 32]!;
+  return `${prefix}_${time}${rand}`;
+}
+
+export const GENERATION_ID_PATTERN = /^gen_[0-9a-z]{26}$/;

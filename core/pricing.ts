@@ -1,0 +1,144 @@
+/**
+ * Quotes: what a run will cost and with which parameters it will run. Group C charges exactly the
+ * quote, so everything that changes the price (model, resolution, clamped seconds) is decided
+ * here, once, and handed to the run as `params`. Pure functions; no I/O.
+ */
+import {
+  AUTO_CHAT_ID, findChatModel, findImageModel, findVideoModel, RESOLUTIONS,
+  type Resolution,
+} from './catalogue';
+import { InvalidRequestError, UnknownCostError } from './errors';
+import type { Millicredits } from './money';
+
+export interface ImageQuote {
+  readonly kind: 'image';
+  readonly model: string;
+  readonly priceMc: Millicredits;
+  readonly params: { readonly quality: string; readonly aspect: string; readonly width: number; readonly height: number };
+}
+
+export interface VideoQuote {
+  readonly kind: 'video';
+  readonly model: string;
+  readonly priceMc: Millicredits;
+  /** width/height are the preview size of the simulated file, not the nominal resolution. */
+  readonly params: {
+    readonly seconds: number; readonly resolution: Resolution; readonly aspect: string;
+    readonly width: number; readonly height: number;
+  };
+}
+
+export interface ChatQuote {
+  readonly kind: 'chat';
+  readonly model: string;
+  /** What the client asked for ('auto' when it sent nothing), kept for the record. */
+  readonly requestedModel: string;
+  readonly priceMc: Millicredits;
+  readonly params: { readonly maxPromptChars: number };
+}
+
+export type Quote = ImageQuote | VideoQuote | ChatQuote;
+
+const IMAGE_LONG_SIDE = 1024;
+const VIDEO_PREVIEW_LONG_SIDE = 320;
+
+export function quoteImage(req: { model?: string; quality?: string; aspect?: string }): ImageQuote {
+  if (!req.model) throw new InvalidRequestError('model is required for image', 'model');
+  const model = findImageModel(req.model);
+  if (!model) throw new UnknownCostError('image', req.model);
+  // The spec says quality "falls back to the model default": a wrong value is not worth a refusal.
+  const quality = req.quality !== undefined && model.qualities.includes(req.quality) ? req.quality : model.defaultQuality;
+  const aspect = snapAspect(req.aspect, model.aspects, model.defaultAspect);
+  return { kind: 'image', model: model.id, priceMc: model.priceMc, params: { quality, aspect, ...sizeForAspect(aspect, IMAGE_LONG_SIDE) } };
+}
+
+export function quoteVideo(req: { model?: string; quality?: string; aspect?: string; seconds?: number }): VideoQuote {
+  if (!req.model) throw new InvalidRequestError('model is required for video', 'model');
+  const model = findVideoModel(req.model);
+  if (!model) throw new UnknownCostError('video', req.model);
+
+  // A resolution the model has no rate for (a dash in the table) cannot be priced, so it gets
+  // the model default like any other value the model does not offer.
+  const requested = RESOLUTIONS.find((r) => r === req.quality);
+  const resolution = requested !== undefined && model.ratesMc[requested] !== undefined ? requested : model.defaultResolution;
+  const rateMc = model.ratesMc[resolution];
+  // Unreachable: the catalogue refuses, at load, a default resolution without a rate.
+  if (rateMc === undefined) throw new Error(`catalogue: ${model.id} has no rate for its default ${resolution}`);
+
+  const seconds = clampSeconds(req.seconds, model.defaultSeconds, model.secondsRange);
+  const aspect = snapAspect(req.aspect, model.aspects, model.defaultAspect);
+  return {
+    kind: 'video', model: model.id, priceMc: seconds * rateMc,
+    params: { seconds, resolution, aspect, ...sizeForAspect(aspect, VIDEO_PREVIEW_LONG_SIDE) },
+  };
+}
+
+export function quoteChat(req: { model?: string }): ChatQuote {
+  const requestedModel = req.model || AUTO_CHAT_ID;
+  const model = findChatModel(requestedModel);
+  if (!model) throw new UnknownCostError('chat', requestedModel);
+  return { kind: 'chat', model: model.id, requestedModel, priceMc: model.priceMc, params: { maxPromptChars: model.maxPromptChars } };
+}
+
+/**
+ * Whole seconds only: a run of 5.4 s is billed and run as 5 s rather than charging a fraction
+ * of a second the provider will not produce. Rounding comes before clamping so that the value
+ * run is always inside the model's range.
+ */
+function clampSeconds(seconds: number | undefined, fallback: number, [min, max]: readonly [number, number]): number {
+  if (seconds === undefined) return fallback;
+  if (!Number.isFinite(seconds)) throw new InvalidRequestError('seconds must be a finite number', 'seconds');
+  return Math.min(max, Math.max(min, Math.round(seconds)));
+}
+
+/**
+ * Picks the supported aspect closest to the requested one. Ratios are compared as logarithms so
+ * that 2:1 and 1:2 are equally far from 1:1. Ties go to the earlier entry of `supported`.
+ * A blank string counts as not given, as HTML forms send one for an untouched field.
+ */
+export function snapAspect(requested: string | undefined, supported: readonly string[], fallback: string): string {
+  if (requested === undefined || requested.trim() === '') return fallback;
+  const ratio = parseAspect(requested);
+  if (ratio === undefined) throw new InvalidRequestError(`aspect must look like '16:9', got '${requested}'`, 'aspect');
+  let best = fallback;
+  let bestDistance = Infinity;
+  for (const candidate of supported) {
+    const candidateRatio = parseAspect(candidate);
+    if (candidateRatio === undefined) continue;
+    const distance = Math.abs(Math.log(ratio) - Math.log(candidateRatio));
+    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  }
+  return best;
+}
+
+/** 'W:H' with positive numbers (decimals allowed, e.g. '2.39:1'); undefined when malformed. */
+function parseAspect(text: string): number | undefined {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(text);
+  if (!match) return undefined;
+  const ratio = Number(match[1]) / Number(match[2]);
+  return Number.isFinite(ratio) && ratio > 0 ? ratio : undefined;
+}
+
+/**
+ * Pixel size for an aspect: the long side is `longSide`, the short side is rounded to a multiple
+ * of 16, which every image and video encoder accepts (macroblocks are 16 px).
+ */
+export function sizeForAspect(aspect: string, longSide: number): { width: number; height: number } {
+  const ratio = parseAspect(aspect) ?? 1;
+  const shortSide = Math.max(16, Math.round((longSide * Math.min(ratio, 1 / ratio)) / 16) * 16);
+  return ratio >= 1 ? { width: longSide, height: shortSide } : { width: shortSide, height: longSide };
+}
+
+/**
+ * Cuts a chat prompt to the model's capacity (counted in UTF-16 code units, JavaScript's string
+ * length). The beginning is kept because that is where instructions and the question usually
+ * are; what gets cut is the tail of pasted material.
+ */
+export function capChatPrompt(prompt: string, maxChars: number): { prompt: string; truncated: boolean } {
+  if (prompt.length <= maxChars) return { prompt, truncated: false };
+  let end = maxChars;
+  // Do not split a surrogate pair: half an emoji is not valid text.
+  const last = prompt.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return { prompt: prompt.slice(0, end), truncated: true };
+}

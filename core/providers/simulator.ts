@@ -1,0 +1,81 @@
+import { ProviderRejectedError } from '../errors';
+import { renderImagePng } from '../media/png';
+import { renderVideoWebm } from '../media/webm';
+import { parseDirectives } from './directives';
+import type { Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+
+export interface SimulatorOptions {
+  /** Overrides the per-kind default latency when a prompt gives no `sim:delay`. */
+  latencyMs?: number;
+}
+
+const DEFAULT_LATENCY_MS = { image: 200, chat: 100, video: 1500, upscale: 300 } as const;
+const DEFAULT_CHAT_TOKENS = 24;
+const HEARTBEAT_EVERY_MS = 1000;
+
+/** The embedded default provider: real files, steerable by directives in the prompt. */
+export function createSimulator(options: SimulatorOptions = {}): Provider {
+  return {
+    async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
+      const directives = parseDirectives(job.prompt);
+      await wait(directives.delayMs ?? options.latencyMs ?? DEFAULT_LATENCY_MS[job.kind], ctx);
+      if (directives.fail) throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
+      const seed = `${job.model}|${job.prompt}|${job.generationId}`;
+      switch (job.kind) {
+        case 'image': {
+          const { width, height } = dimensions(job.params, 1024, 1024);
+          return { file: { data: await renderImagePng({ width, height, seed }), contentType: 'image/png', extension: 'png' } };
+        }
+        case 'video': {
+          const { width, height } = dimensions(job.params, 320, 180);
+          const seconds = typeof job.params.seconds === 'number' ? job.params.seconds : 5;
+          return { file: { data: await renderVideoWebm({ width, height, seconds, seed }), contentType: 'video/webm', extension: 'webm' } };
+        }
+        case 'chat': {
+          const text = chatReply(job.prompt, directives.tokens ?? DEFAULT_CHAT_TOKENS);
+          return { text, outputTokens: directives.tokens ?? DEFAULT_CHAT_TOKENS, file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' } };
+        }
+        case 'upscale':
+          // No API accepts upscale jobs yet; refusing here keeps a stray one from being charged.
+          throw new ProviderRejectedError('Upscaling is not offered yet.', 'unsupported_kind');
+      }
+    },
+  };
+}
+
+function dimensions(params: Record<string, unknown>, width: number, height: number): { width: number; height: number } {
+  return {
+    width: typeof params.width === 'number' ? params.width : width,
+    height: typeof params.height === 'number' ? params.height : height,
+  };
+}
+
+/** Sleeps in small steps so the job keeps heartbeating and stops promptly when cancelled. */
+async function wait(ms: number, ctx: ProviderContext): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    ctx.signal.throwIfAborted();
+    const left = end - Date.now();
+    if (left <= 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.min(left, HEARTBEAT_EVERY_MS));
+      ctx.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+    });
+    ctx.heartbeat();
+  }
+}
+
+const WORDS = ['the', 'light', 'over', 'quiet', 'water', 'moves', 'slowly', 'through', 'a', 'field', 'of', 'tall', 'grass', 'while', 'birds', 'answer', 'each', 'other', 'in', 'warm', 'evening', 'air', 'and', 'rest'];
+
+/** A deterministic reply of exactly `tokens` words (one word stands for one output token). */
+function chatReply(prompt: string, tokens: number): string {
+  let h = 2166136261;
+  for (let i = 0; i < prompt.length; i++) h = Math.imul(h ^ prompt.charCodeAt(i), 16777619) >>> 0;
+  const words: string[] = [];
+  for (let i = 0; i < tokens; i++) {
+    h = Math.imul(h ^ i, 2654435761) >>> 0;
+    words.push(WORDS[h % WORDS.length]!);
+  }
+  const text = words.join(' ');
+  return text.length > 0 ? `${text.charAt(0).toUpperCase()}${text.slice(1)}.` : '';
+}

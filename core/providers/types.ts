@@ -1,0 +1,33 @@
+import type { Kind } from '../catalogue';
+
+/** One job handed to a provider: the model and the parameters the quote was made with. */
+export interface ProviderJob {
+  generationId: string;
+  kind: Kind;
+  model: string;
+  prompt: string;
+  params: Record<string, unknown>;
+}
+
+export interface ProviderFile {
+  data: Buffer;
+  contentType: string;
+  extension: string;
+}
+
+export interface ProviderResult {
+  file?: ProviderFile;
+  text?: string;
+  /** For use-billed runs (per output token). */
+  outputTokens?: number;
+}
+
+/** What a long provider call may use: report liveness, and notice that the job was cancelled. */
+export interface ProviderContext {
+  heartbeat(): void;
+  signal: AbortSignal;
+}
+
+export interface Provider {
+  run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult>;
+}

@@ -1,0 +1,19 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../api/app';
+import type { Services } from './services';
+
+/** Builds the API on the given services and listens on the configured port. */
+export async function startApiServer(s: Services): Promise<FastifyInstance> {
+  const app = await buildApp({
+    pool: s.pool,
+    client: s.client,
+    taskQueue: s.config.TEMPORAL_TASK_QUEUE,
+    store: s.store,
+    adminToken: s.adminToken.value,
+    syncWaitMs: s.config.SYNC_WAIT_MS,
+    defaultChatCap: s.config.FREE_CHAT_CAP,
+    logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
+  });
+  await app.listen({ port: s.config.PORT, host: s.config.HOST });
+  return app;
+}

@@ -1,0 +1,94 @@
+// Small helpers for the child processes the embedded runtime starts (Temporal dev server,
+// PostgreSQL, the Go build of the Temporal CLI).
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * A port that was free a moment ago. The OS picks it; there is a short window in which another
+ * process could take it, which is acceptable for a development runtime and tests.
+ */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen({ host, port: 0, exclusive: true }, () => {
+      const address = server.address();
+      server.close(() => {
+        if (address && typeof address === 'object') resolve(address.port);
+        else reject(new Error('could not determine a free port'));
+      });
+    });
+  });
+}
+
+/** True while `pid` exists. EPERM means it exists but belongs to someone else. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Sends `signal` and ignores "no such process": the target may already be gone. */
+export function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
+
+/** Polls until `pid` is gone; resolves false if it is still there after `timeoutMs`. */
+export async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (isAlive(pid)) {
+    if (Date.now() >= deadline) return false;
+    await sleep(50);
+  }
+  return true;
+}
+
+export interface ProcessInfo {
+  /** Executable name as the kernel reports it (truncated to 15 characters). */
+  comm: string;
+  ppid: number;
+  /** argv of the process. */
+  args: string[];
+}
+
+/** Reads /proc (Linux only); undefined when the process is gone or /proc is unavailable. */
+export async function processInfo(pid: number): Promise<ProcessInfo | undefined> {
+  try {
+    const [stat, cmdline] = await Promise.all([
+      readFile(`/proc/${pid}/stat`, 'utf8'),
+      readFile(`/proc/${pid}/cmdline`, 'utf8'),
+    ]);
+    // `comm` is in parentheses and may itself contain spaces or parentheses, so split at the
+    // last closing one.
+    const close = stat.lastIndexOf(')');
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+    return { comm, ppid, args: cmdline.split('\0').filter((arg) => arg !== '') };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Keeps the last `limit` characters of a stream, for error messages about a failed child. */
+export class OutputTail {
+  private text = '';
+
+  constructor(private readonly limit = 16_000) {}
+
+  push(chunk: string): void {
+    this.text = (this.text + chunk).slice(-this.limit);
+  }
+
+  toString(): string {
+    return this.text.trim();
+  }
+}

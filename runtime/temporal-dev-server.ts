@@ -1,0 +1,207 @@
+// Runs `temporal server start-dev` for the embedded default and for tests. We start it ourselves
+// rather than through @temporalio/testing because its readiness wait (5 s) is too short for a
+// first start with a new SQLite file on a small machine.
+import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Connection } from '@temporalio/client';
+import { freePort, isAlive, OutputTail, signal, waitForExit } from './process';
+
+export type SearchAttributeType = 'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
+
+export interface TemporalDevServerOptions {
+  /** The `temporal` executable (see ensureTemporalCli). */
+  cliPath: string;
+  /** SQLite file for persistence; without it everything is lost when the server stops. */
+  dbFile?: string;
+  ip?: string;
+  /** Frontend gRPC port; a free one when omitted. */
+  port?: number;
+  /** Web UI port; a free one when omitted. */
+  uiPort?: number;
+  /** No Web UI (uiUrl is then undefined). */
+  headless?: boolean;
+  /** Created at launch if it is not `default` (which always exists). */
+  namespace?: string;
+  /** Registered at launch; readiness includes seeing them registered. */
+  searchAttributes?: Record<string, SearchAttributeType>;
+  /** The server's stdout and stderr are appended here (they are kept for errors either way). */
+  logFile?: string;
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /** How long to wait for the frontend to answer; the first start on a new SQLite file is slow. */
+  readyTimeoutMs?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface TemporalDevServer {
+  /** host:port of the frontend, for Connection.connect / NativeConnection.connect. */
+  address: string;
+  uiUrl: string | undefined;
+  /** Leader of the server's own process group. */
+  pid: number;
+  /** SIGTERM to the process group, SIGKILL after 10 s; resolves once nothing of it is left. */
+  stop(): Promise<void>;
+}
+
+export class TemporalDevServerError extends Error {
+  override name = 'TemporalDevServerError';
+}
+
+export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  const { ip = '127.0.0.1', namespace = 'default', searchAttributes = {}, headless = false } = options;
+  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  const port = options.port ?? (await freePort(ip));
+  const uiPort = headless ? undefined : (options.uiPort ?? (await freePort(ip)));
+  if (options.dbFile) await mkdir(dirname(options.dbFile), { recursive: true });
+  if (options.logFile) await mkdir(dirname(options.logFile), { recursive: true });
+
+  const server = spawnServer(options, startDevArgs({ ...options, ip, port, uiPort, namespace, searchAttributes }));
+  const pid = await server.started;
+
+  const host = ip === '0.0.0.0' ? '127.0.0.1' : ip === '::' ? '::1' : ip;
+  const hostPart = host.includes(':') ? `[${host}]` : host;
+  const address = `${hostPart}:${port}`;
+  const ready = waitUntilReady(address, namespace, Object.keys(searchAttributes), Date.now() + readyTimeoutMs, server.hasExited);
+  const failure = await Promise.race([ready, server.exited.then(() => 'exited' as const)]);
+  if (failure !== undefined) {
+    await server.stop();
+    const why = failure === 'exited' ? `exited early (${server.exitStatus()})` : `was not ready after ${readyTimeoutMs} ms: ${failure}`;
+    throw new TemporalDevServerError(`temporal server start-dev ${why}\n${await server.output()}`);
+  }
+
+  return { address, uiUrl: uiPort === undefined ? undefined : `http://${hostPart}:${uiPort}`, pid, stop: server.stop };
+}
+
+interface StartDevSettings {
+  ip: string;
+  port: number;
+  uiPort: number | undefined;
+  namespace: string;
+  searchAttributes: Record<string, SearchAttributeType>;
+  dbFile?: string;
+  logLevel?: string;
+}
+
+function startDevArgs(settings: StartDevSettings): string[] {
+  const args = ['server', 'start-dev', '--ip', settings.ip, '--port', String(settings.port)];
+  args.push('--log-level', settings.logLevel ?? 'warn', '--color', 'never');
+  if (settings.dbFile) args.push('--db-filename', settings.dbFile);
+  if (settings.uiPort === undefined) args.push('--headless');
+  else args.push('--ui-port', String(settings.uiPort));
+  if (settings.namespace !== 'default') args.push('--namespace', settings.namespace);
+  for (const [name, type] of Object.entries(settings.searchAttributes)) {
+    args.push('--search-attribute', `${name}=${type}`);
+  }
+  return args;
+}
+
+/** Spawns the CLI in its own process group and tracks it until it and its group are gone. */
+function spawnServer(options: TemporalDevServerOptions, args: string[]) {
+  // Its own process group, so a Ctrl-C meant for the parent does not stop it behind the
+  // caller's back (the caller stops things in order), and stop() can take down anything it
+  // spawned.
+  const child = spawn(options.cliPath, args, {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: options.env ?? process.env,
+  });
+  const tail = new OutputTail();
+  const logStream = options.logFile ? createWriteStream(options.logFile, { flags: 'a' }) : undefined;
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.setEncoding('utf8').on('data', (chunk: string) => {
+      tail.push(chunk);
+      logStream?.write(chunk);
+    });
+  }
+
+  let spawnError: Error | undefined;
+  let exitedFlag = false;
+  // A failed spawn emits `error` and no `exit`; `close` comes once stdout/stderr are drained.
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', (error) => {
+      spawnError = error;
+      resolve();
+    });
+  }).then(() => {
+    exitedFlag = true;
+  });
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  void closed.then(() => logStream?.end());
+
+  const started = (async () => {
+    if (child.pid !== undefined) return child.pid;
+    await exited;
+    throw new TemporalDevServerError(`could not run ${options.cliPath}: ${spawnError?.message ?? 'unknown error'}`);
+  })();
+
+  const stop = async (): Promise<void> => {
+    const pid = child.pid;
+    if (pid === undefined) return;
+    if (!exitedFlag) {
+      signal(-pid, 'SIGTERM');
+      if (!(await settlesWithin(exited, 10_000))) signal(-pid, 'SIGKILL');
+      await exited;
+    }
+    // The leader may be gone while something it started still runs in its group.
+    if (isAlive(-pid)) {
+      signal(-pid, 'SIGKILL');
+      await waitForExit(-pid, 5_000);
+    }
+  };
+
+  return {
+    started,
+    exited,
+    hasExited: () => exitedFlag,
+    exitStatus: () => (child.signalCode ? `signal ${child.signalCode}` : `exit code ${child.exitCode}`),
+    /** What it printed; waits briefly for the pipes to drain after an exit. */
+    output: async () => {
+      await settlesWithin(closed, 1_000);
+      return tail.toString();
+    },
+    stop,
+  };
+}
+
+/**
+ * Resolves undefined once the frontend answers and the namespace and search attributes exist
+ * (start-dev registers them after the frontend opens), or a description of the last failure.
+ */
+async function waitUntilReady(
+  address: string,
+  namespace: string,
+  attributes: string[],
+  deadline: number,
+  gone: () => boolean,
+): Promise<string | undefined> {
+  let lastError = 'no attempt made';
+  while (Date.now() < deadline && !gone()) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      try {
+        await connection.withDeadline(Date.now() + 5_000, async () => {
+          await connection.workflowService.getSystemInfo({});
+          await connection.workflowService.describeNamespace({ namespace });
+          const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+          const missing = attributes.filter((name) => !customAttributes?.[name]);
+          if (missing.length > 0) throw new Error(`search attributes not registered yet: ${missing.join(', ')}`);
+        });
+        return undefined;
+      } finally {
+        await connection.close();
+      }
+    } catch (error) {
+      lastError = error instanceof Error ? error.message : String(error);
+    }
+    await sleep(250);
+  }
+  return lastError;
+}
+
+async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  const timeout = sleep(ms, false, { ref: false });
+  return Promise.race([promise.then(() => true), timeout]);
+}

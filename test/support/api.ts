@@ -1,0 +1,58 @@
+import { expect } from 'vitest';
+import type { Harness } from './harness';
+import { eventually } from './harness';
+
+export interface GenerationRecord {
+  id: string;
+  kind: string;
+  model: string;
+  status: 'queued' | 'running' | 'succeeded' | 'failed';
+  outputUrl: string;
+  creditsCharged: number;
+  error: null | { code: string; message: string; retryable: boolean };
+  text?: string;
+}
+
+export interface ApiError {
+  type: string;
+  message: string;
+  code: number;
+  [extra: string]: unknown;
+}
+
+export interface Credits {
+  balance: number;
+  holdsActive: number;
+  trial: { chatCap: number; chatUsed: number; chatLeft: number };
+}
+
+export async function generate(h: Harness, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  const res = await h.call('POST', '/api/generate', { key, body, headers });
+  return { status: res.statusCode, body: res.json<{ generation: GenerationRecord; error?: ApiError }>() };
+}
+
+export async function credits(h: Harness, key: string): Promise<Credits> {
+  const res = await h.call('GET', '/api/credits', { key });
+  expect(res.statusCode).toBe(200);
+  return res.json<Credits>();
+}
+
+export async function poll(h: Harness, key: string, id: string): Promise<GenerationRecord> {
+  const res = await h.call('GET', `/api/generate/${id}`, { key });
+  expect(res.statusCode).toBe(200);
+  return res.json<{ generation: GenerationRecord }>().generation;
+}
+
+export async function untilFinished(h: Harness, key: string, id: string, timeoutMs = 60_000): Promise<GenerationRecord> {
+  return eventually(async () => {
+    const g = await poll(h, key, id);
+    return g.status === 'succeeded' || g.status === 'failed' ? g : undefined;
+  }, timeoutMs);
+}
+
+/** Downloads an output through the API's own file route, as a client following outputUrl would. */
+export async function download(h: Harness, outputUrl: string): Promise<{ status: number; contentType: string | undefined; body: Buffer }> {
+  const url = new URL(outputUrl);
+  const res = await h.app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
+  return { status: res.statusCode, contentType: res.headers['content-type'] as string | undefined, body: res.rawPayload };
+}

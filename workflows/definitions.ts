@@ -1,0 +1,34 @@
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { GenerationPhase } from '../machines/generation';
+import type { Kind } from '../core/catalogue';
+
+/** Everything the API needs to start, ask and steer a generation workflow. */
+
+export const GENERATION_WORKFLOW_TYPE = 'generation';
+
+export interface GenerationWorkflowInput {
+  generationId: string;
+  accountId: string;
+  apiKeyId: string | null;
+  kind: Kind;
+  model: string;
+  prompt: string;
+  params: Record<string, unknown>;
+  quoteMc: number;
+  /** Present when a free chat reply may be claimed instead of a hold; names the model that serves it. */
+  freeChat?: { model: string };
+}
+
+export type Admission =
+  | { admitted: true; free: boolean; model: string }
+  | { admitted: false; requiredMc: number; availableMc: number };
+
+export interface GenerationResult {
+  generationId: string;
+  phase: GenerationPhase;
+}
+
+/** Resolves as soon as the hold is placed or refused: the API answers 402 before anything runs. */
+export const admissionUpdate = defineUpdate<Admission>('admission');
+export const phaseQuery = defineQuery<GenerationPhase>('phase');
+export const cancelSignal = defineSignal<[reason: string]>('cancel');

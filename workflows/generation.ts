@@ -1,0 +1,183 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import { initialTransition, transition } from 'xstate';
+import type { GenerationActivities } from '../activities';
+import { generationMachine, phaseOf } from '../machines/generation';
+import type { FailureInfo, GenerationEvent, GenerationPhase } from '../machines/generation';
+import { GenerationModel, GenerationStatus } from '../core/search-attributes';
+import { admissionUpdate, cancelSignal, phaseQuery } from './definitions';
+import type { Admission, GenerationResult, GenerationWorkflowInput } from './definitions';
+
+// Money moves must eventually happen, so ledger activities retry without limit (they are idempotent).
+const ledger = proxyActivities<GenerationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+// The slot wait polls inside the activity and heartbeats, so a dead worker is noticed in seconds.
+const slots = proxyActivities<GenerationActivities>({
+  startToCloseTimeout: '7 days',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+function providerActivities(kind: GenerationWorkflowInput['kind']): GenerationActivities {
+  return proxyActivities<GenerationActivities>({
+    startToCloseTimeout: kind === 'video' || kind === 'upscale' ? '1 hour' : '10 minutes',
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['ProviderRejectedError'] },
+  });
+}
+
+/**
+ * One generation, from hold to charge or release. The XState machine decides every step; this
+ * workflow only runs the effects it names and turns their outcomes into the machine's events.
+ */
+export async function generation(input: GenerationWorkflowInput): Promise<GenerationResult> {
+  const provider = providerActivities(input.kind);
+  const events: GenerationEvent[] = [];
+  const background: CancellationScope[] = [];
+  let admission: Admission | undefined;
+
+  let [snapshot, pending] = initialTransition(generationMachine, { needsSlot: input.kind === 'video' });
+  let phase: GenerationPhase = phaseOf(snapshot.value);
+
+  setHandler(admissionUpdate, async () => {
+    await condition(() => admission !== undefined);
+    return admission!;
+  });
+  setHandler(phaseQuery, () => phase);
+  setHandler(cancelSignal, (reason) => void events.push({ type: 'CANCEL', reason }));
+
+  const failureOf = (err: unknown): FailureInfo => {
+    const cause = err instanceof ActivityFailure ? err.cause : err;
+    if (cause instanceof ApplicationFailure) {
+      const code = (cause.details?.[0] as { code?: string } | undefined)?.code ?? 'provider_error';
+      return { code, message: cause.message, retryable: !cause.nonRetryable && cause.type !== 'ProviderRejectedError' };
+    }
+    return { code: 'provider_error', message: (cause as Error | undefined)?.message ?? 'the provider failed', retryable: true };
+  };
+
+  /** Long work runs beside the event loop so that a cancel can interrupt it. */
+  const inBackground = (work: () => Promise<GenerationEvent>): void => {
+    const scope = new CancellationScope();
+    background.push(scope);
+    scope.run(work).then(
+      (event) => void events.push(event),
+      (err: unknown) => {
+        if (!isCancellation(err)) events.push({ type: 'PROVIDER_FAILED', error: failureOf(err) });
+      },
+    );
+  };
+
+  const perform = async (action: { type: string; params?: unknown }): Promise<void> => {
+    switch (action.type) {
+      case 'placeHold': {
+        const outcome = await ledger.placeHold({
+          generation: {
+            id: input.generationId,
+            accountId: input.accountId,
+            apiKeyId: input.apiKeyId,
+            kind: input.kind,
+            model: input.model,
+            params: input.params,
+            prompt: input.prompt,
+          },
+          amountMc: input.quoteMc,
+          ...(input.freeChat ? { freeChat: input.freeChat } : {}),
+        });
+        admission = outcome.admitted
+          ? { admitted: true, free: outcome.free, model: outcome.model }
+          : { admitted: false, requiredMc: outcome.requiredMc, availableMc: outcome.availableMc };
+        if (outcome.admitted && outcome.model !== input.model) {
+          upsertSearchAttributes([{ key: GenerationModel, value: outcome.model }]);
+        }
+        events.push({ type: outcome.admitted ? 'HOLD_PLACED' : 'HOLD_REFUSED' });
+        return;
+      }
+      case 'waitForSlot':
+        inBackground(async () => {
+          const claim = await slots.waitForVideoSlot({ accountId: input.accountId, generationId: input.generationId });
+          return claim === 'granted'
+            ? { type: 'SLOT_GRANTED' }
+            : { type: 'PROVIDER_FAILED', error: { code: 'slot_lost', message: 'the generation ended while queued', retryable: true } };
+        });
+        return;
+      case 'markRunning':
+        await ledger.markRunning({ generationId: input.generationId });
+        return;
+      case 'runProvider':
+        inBackground(async () => {
+          const output = await provider.runProvider({
+            generationId: input.generationId,
+            kind: input.kind,
+            model: admission?.admitted ? admission.model : input.model,
+            prompt: input.prompt,
+            params: input.params,
+          });
+          return { type: 'PROVIDER_SUCCEEDED', output };
+        });
+        return;
+      case 'stopWork':
+        for (const scope of background.splice(0)) scope.cancel();
+        return;
+      case 'settle': {
+        const { output } = action.params as { output: { outputKey: string | null; outputText: string | null; chargeMc?: number } };
+        await ledger.settle({
+          generationId: input.generationId,
+          outputKey: output.outputKey,
+          outputText: output.outputText,
+          ...(output.chargeMc === undefined ? {} : { chargeMc: output.chargeMc }),
+        });
+        return;
+      }
+      case 'release': {
+        const { error } = action.params as { error: FailureInfo };
+        await ledger.release({ generationId: input.generationId, error });
+        return;
+      }
+      default:
+        // Assignments are applied by the machine itself; anything else is a programming error.
+        if (!action.type.startsWith('xstate.')) throw ApplicationFailure.nonRetryable(`unknown machine action ${action.type}`);
+    }
+  };
+
+  const publishPhase = (): void => {
+    const next = phaseOf(snapshot.value);
+    if (next === phase) return;
+    phase = next;
+    if (phase !== 'admitting') upsertSearchAttributes([{ key: GenerationStatus, value: phase }]);
+  };
+
+  // Effects that move money never stop halfway, even when the workflow itself is cancelled.
+  const drive = async (): Promise<void> => {
+    for (;;) {
+      for (const action of pending.splice(0)) {
+        await CancellationScope.nonCancellable(() => perform(action));
+      }
+      publishPhase();
+      if (snapshot.status === 'done') return;
+      await condition(() => events.length > 0);
+      [snapshot, pending] = transition(generationMachine, snapshot, events.shift()!);
+    }
+  };
+
+  try {
+    await drive();
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    // Cancelled from outside (e.g. the Temporal UI): the machine decides what that means, and the
+    // compensations it asks for (release) run to completion.
+    events.push({ type: 'CANCEL', reason: 'cancelled by an operator' });
+    await CancellationScope.nonCancellable(drive);
+  }
+  return { generationId: input.generationId, phase };
+}

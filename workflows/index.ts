@@ -1,0 +1,1 @@
+export { generation } from './generation';
