@@ -56,3 +56,18 @@ export async function download(h: Harness, outputUrl: string): Promise<{ status:
   const res = await h.app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
   return { status: res.statusCode, contentType: res.headers['content-type'] as string | undefined, body: res.rawPayload };
 }
+
+/**
+ * Waits in the database for many generations to finish, then reads each through the API once:
+ * polling hundreds of jobs over HTTP would (rightly) run into the plan's rate limit.
+ */
+export async function allFinished(h: Harness, key: string, ids: string[], timeoutMs = 120_000): Promise<GenerationRecord[]> {
+  await eventually(async () => {
+    const r = await h.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM generations WHERE id = ANY($1::text[]) AND status IN ('succeeded', 'failed')`,
+      [ids],
+    );
+    return Number(r.rows[0]!.n) === ids.length ? true : undefined;
+  }, timeoutMs, 200);
+  return Promise.all(ids.map((id) => poll(h, key, id)));
+}

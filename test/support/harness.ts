@@ -13,7 +13,7 @@ import type { OutputStore } from '../../core/storage';
 import { createWorker } from '../../runtime/worker';
 
 // Worker chatter (state changes, expected activity failures) would bury the test report.
-Runtime.install({ logger: new DefaultLogger('WARN') });
+Runtime.install({ logger: new DefaultLogger('ERROR') });
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
