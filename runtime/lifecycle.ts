@@ -34,6 +34,21 @@ export function createShutdown(log: (line: string) => void = (l) => console.erro
       };
       process.on('SIGINT', handler);
       process.on('SIGTERM', handler);
+      process.on('SIGHUP', handler);
+    },
+    /**
+     * Stops when the parent process goes away. `npm start` does not pass SIGTERM on to its
+     * child, so without this a `kill <npm pid>` would leave the service (and its PostgreSQL
+     * and Temporal) running on its own.
+     */
+    followParent(exit: (code: number) => void, everyMs = 1000): void {
+      const parent = process.ppid;
+      const timer = setInterval(() => {
+        if (process.ppid === parent || stopping) return;
+        log('parent process exited: shutting down…');
+        void this.stop().then(() => exit(0));
+      }, everyMs);
+      timer.unref();
     },
   };
 }

@@ -18,6 +18,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const dataDir = resolve(config.DATA_DIR);
   shutdown.onSignals((code) => process.exit(code));
+  shutdown.followParent((code) => process.exit(code));
   const say = (line: string) => console.log(line);
 
   let databaseUrl = config.DATABASE_URL;

@@ -1,6 +1,6 @@
 import { resolve, join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type pg from 'pg';
 import type { Config } from '../core/config';
 import { migrate } from '../core/db/migrate';
@@ -29,7 +29,11 @@ export interface Services {
  * Connects to PostgreSQL and Temporal (wherever they run), brings the schema and the search
  * attributes up to date, and builds what both the API and the worker need.
  */
+const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info: 'INFO', debug: 'DEBUG', trace: 'TRACE', silent: 'ERROR' } as const;
+
 export async function openServices(config: Config, where: { databaseUrl: string; temporalAddress: string }): Promise<Services> {
+  // The Temporal runtime is process-wide and installed once, before any connection exists.
+  Runtime.install({ logger: new DefaultLogger(TEMPORAL_LOG_LEVELS[config.LOG_LEVEL]) });
   const dataDir = resolve(config.DATA_DIR);
   const pool = createPool(where.databaseUrl, 20);
   await migrate(pool);

@@ -37,5 +37,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     }),
     // Activities wait on I/O, not CPU; a small machine can run many at once.
     maxConcurrentActivityTaskExecutions: 200,
+    // Short jobs in flight may finish during a graceful stop; longer ones are retried elsewhere.
+    shutdownGraceTime: '5 seconds',
   });
 }

@@ -33,7 +33,8 @@ function providerActivities(kind: GenerationWorkflowInput['kind']): GenerationAc
   return proxyActivities<GenerationActivities>({
     startToCloseTimeout: kind === 'video' || kind === 'upscale' ? '1 hour' : '10 minutes',
     heartbeatTimeout: '10 seconds',
-    retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['ProviderRejectedError'] },
+    // A worker restart mid-job costs an attempt too, so allow a few before giving up.
+    retry: { initialInterval: '1 second', maximumAttempts: 5, nonRetryableErrorTypes: ['ProviderRejectedError'] },
   });
 }
 
