@@ -6,6 +6,7 @@ export default defineConfig({
     pool: 'forks',
     globalSetup: ['test/support/global-setup.ts'],
     include: ['test/**/*.test.ts'],
+    reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 120_000,
     hookTimeout: 180_000,
     teardownTimeout: 60_000,

@@ -72,7 +72,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     // Only the cluster itself is private; parents made here must stay searchable by the
     // postgres user when we run as root (a recursive mkdir would give them 0700 too).
     await mkdir(dirname(dataDir), { recursive: true });
-    await mkdir(dataDir, { mode: 0o700 });
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
   }
   else await clearStaleLock(dataDir, log);
   if (runAs) await prepareForUser(dataDir, runAs);

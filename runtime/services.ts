@@ -25,12 +25,12 @@ export interface Services {
   close(): Promise<void>;
 }
 
+const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info: 'INFO', debug: 'DEBUG', trace: 'TRACE', silent: 'ERROR' } as const;
+
 /**
  * Connects to PostgreSQL and Temporal (wherever they run), brings the schema and the search
  * attributes up to date, and builds what both the API and the worker need.
  */
-const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info: 'INFO', debug: 'DEBUG', trace: 'TRACE', silent: 'ERROR' } as const;
-
 export async function openServices(config: Config, where: { databaseUrl: string; temporalAddress: string }): Promise<Services> {
   // The Temporal runtime is process-wide and installed once, before any connection exists.
   Runtime.install({ logger: new DefaultLogger(TEMPORAL_LOG_LEVELS[config.LOG_LEVEL]) });

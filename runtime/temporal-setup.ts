@@ -11,8 +11,15 @@ export async function registerSearchAttributes(client: Client, namespace: string
   const known = new Set([...Object.keys(existing.customAttributes ?? {}), ...Object.keys(existing.systemAttributes ?? {})]);
   const missing = SEARCH_ATTRIBUTES.filter((k) => !known.has(k.name));
   if (missing.length === 0) return;
-  await client.connection.operatorService.addSearchAttributes({
-    namespace,
-    searchAttributes: Object.fromEntries(missing.map((k) => [k.name, INDEXED.INDEXED_VALUE_TYPE_KEYWORD])),
-  });
+  try {
+    await client.connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map((k) => [k.name, INDEXED.INDEXED_VALUE_TYPE_KEYWORD])),
+    });
+  } catch (err) {
+    // The API and every worker register at start-up; when they start together one of them wins.
+    if ((err as { code?: number }).code !== GRPC_ALREADY_EXISTS) throw err;
+  }
 }
+
+const GRPC_ALREADY_EXISTS = 6;

@@ -114,7 +114,7 @@ export async function startHarness(options: HarnessOptions = {}) {
 
 export type Harness = Awaited<ReturnType<typeof startHarness>>;
 
-function databaseUrlFor(name: string): string {
+export function databaseUrlFor(name: string): string {
   const url = new URL(inject('postgresUrl'));
   url.pathname = `/${name}`;
   return url.toString();
@@ -130,7 +130,7 @@ async function withAdmin<T>(work: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-async function createDatabase(name: string): Promise<void> {
+export async function createDatabase(name: string): Promise<void> {
   // Two files cloning the template at the same moment can collide; a short retry settles it.
   for (let attempt = 0; ; attempt++) {
     try {
@@ -143,7 +143,7 @@ async function createDatabase(name: string): Promise<void> {
   }
 }
 
-async function dropDatabase(name: string): Promise<void> {
+export async function dropDatabase(name: string): Promise<void> {
   await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 

@@ -1,0 +1,174 @@
+// `npm run bench [-- --quick] [-- --worker=child] [-- --keep]`: starts the whole service on free
+// ports in a private folder, measures it over real HTTP, prints a table and writes JSON under
+// .test-data/bench-results/, and stops everything it started (also on error and Ctrl-C).
+import { mkdir, writeFile } from 'node:fs/promises';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { createShutdown } from '../runtime/lifecycle';
+import { isAlive } from '../runtime/process';
+import { createErrorLog, createHttp } from './http';
+import { startMemorySampler } from './memory';
+import type { MemoryReport } from './memory';
+import { profileKind, workflowIdsOf } from './profile';
+import type { KindProfile } from './profile';
+import { evaluateTargets, flatMetrics, renderReport } from './report';
+import { baseline, chatSequential, imageConcurrent, imageSequential, refusal, videoFifo, videoSpread } from './scenarios';
+import type { Context, ScenarioResult } from './scenarios';
+import { FULL, QUICK } from './sizes';
+import { createStack } from './stack';
+import type { Stack, WorkerMode } from './stack';
+
+const USAGE = `usage: npm run bench [-- --quick] [-- --worker=in-process|child] [-- --keep]
+  --quick            smaller run (about a minute) to check that the bench works
+  --worker=child     run the worker as its own process (runtime/worker-process.ts) instead of in the bench process
+  --keep             keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
+
+function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; keep: boolean } {
+  let quick = false;
+  let workerMode: WorkerMode = 'in-process';
+  let keep = false;
+  for (const arg of argv) {
+    if (arg === '--quick') quick = true;
+    else if (arg === '--keep') keep = true;
+    else if (arg === '--worker=child' || arg === '--worker=in-process') workerMode = arg.slice('--worker='.length) as WorkerMode;
+    else {
+      console.error(arg === '--help' || arg === '-h' ? USAGE : `unknown argument ${arg}\n${USAGE}`);
+      process.exit(arg === '--help' || arg === '-h' ? 0 : 2);
+    }
+  }
+  return { quick, workerMode, keep };
+}
+
+const log = (line: string) => console.error(`[bench] ${line}`);
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  const sizes = args.quick ? QUICK : FULL;
+  const mode = args.quick ? 'quick' : 'full';
+  const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);
+  const stackHandle = createStack({ dataDir, workerMode: args.workerMode, keepData: args.keep, log });
+
+  // Ctrl-C, SIGTERM or the parent (npm) going away: stop what was started, then exit non-zero.
+  const shutdown = createShutdown(log);
+  shutdown.add('bench stack', () => stackHandle.stop());
+  shutdown.onSignals((code) => process.exit(code || 130));
+  shutdown.followParent((code) => process.exit(code || 130));
+  // A service that hangs must not hang the bench: give up well past the expected duration.
+  const watchdog = setTimeout(() => {
+    log(`the bench did not finish within ${args.quick ? 4 : 12} minutes; stopping`);
+    void shutdown.stop().then(() => process.exit(1));
+  }, (args.quick ? 4 : 12) * 60_000);
+  watchdog.unref();
+
+  const errors = createErrorLog();
+  let stack: Stack | undefined;
+  let exitCode = 0;
+  const startedAt = Date.now();
+  try {
+    log(`${mode} run, worker ${args.workerMode}, data in ${dataDir}`);
+    stack = await stackHandle.start();
+    log(`service up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${Object.entries(stack.startup).map(([k, v]) => `${k} ${v} ms`).join(', ')}); API ${stack.baseUrl}`);
+
+    const memory = startMemorySampler({
+      everyMs: 100,
+      temporalPid: stack.temporal.pid,
+      postgresPid: stack.postgres.pid,
+      ...(stack.workerPid === undefined ? {} : { workerPid: stack.workerPid }),
+    });
+    const before = await memory.now();
+    const ctx: Context = { http: createHttp(stack.baseUrl), stack, errors, sizes, memory, log, samples: { image: [], chat: [], video: [], refused: [] } };
+
+    const scenarios: ScenarioResult[] = [];
+    const run = async (name: string, scenario: () => Promise<ScenarioResult>) => {
+      memory.phase(name);
+      const t = Date.now();
+      log(`${name}…`);
+      const r = await scenario();
+      log(`${name}: p50 ${r.latency.p50.toFixed(1)} ms, p95 ${r.latency.p95.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+      scenarios.push(r);
+    };
+    await run('baseline', () => baseline(ctx));
+    await run('image.sequential', () => imageSequential(ctx));
+    for (const c of sizes.imageConcurrent.levels) await run(`image.c${c}`, () => imageConcurrent(ctx, c));
+    await run('video.admission', () => videoSpread(ctx));
+    await run('video.fifo', () => videoFifo(ctx));
+    await run('chat.sequential', () => chatSequential(ctx));
+    await run('refusal.402', () => refusal(ctx));
+    memory.phase('after');
+    const after = await memory.now();
+    const memoryReport: MemoryReport = await memory.stop();
+
+    log('reading Temporal histories for the profile…');
+    const last = <T>(list: T[]) => list.slice(-sizes.profile);
+    const refusedAccount = scenarios.find((s) => s.id === 'refusal.402')?.accountId;
+    const refusedIds = refusedAccount ? await workflowIdsOf(stack.services.client, refusedAccount, sizes.profile) : [];
+    const profile: Record<string, KindProfile | undefined> = {
+      image: await profileKind(stack.services.client, last(ctx.samples.image)),
+      chat: await profileKind(stack.services.client, last(ctx.samples.chat)),
+      video: await profileKind(stack.services.client, last(ctx.samples.video)),
+      refused: await profileKind(stack.services.client, refusedIds.map((id) => ({ id }))),
+    };
+
+    const metrics = flatMetrics(scenarios, memoryReport);
+    const targets = evaluateTargets(metrics);
+    console.log(`\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}\n`);
+    console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode }));
+
+    const misses = targets.filter((t) => t.verdict === 'MISS');
+    const resultsDir = join(process.cwd(), '.test-data', 'bench-results');
+    await mkdir(resultsDir, { recursive: true });
+    const json = JSON.stringify(
+      {
+        mode,
+        workerMode: args.workerMode,
+        date: new Date().toISOString(),
+        machine: { cpus: availableParallelism(), cpuModel: cpus()[0]?.model, memoryMb: Math.round(totalmem() / 2 ** 20), node: process.version },
+        startupMs: stack.startup,
+        sizes,
+        scenarios,
+        metrics,
+        targets,
+        memory: { before, after, ...memoryReport },
+        profile,
+        errors: { count: errors.count, first: errors.messages },
+        durationMs: Date.now() - startedAt,
+      },
+      null,
+      2,
+    );
+    const latest = join(resultsDir, 'latest.json');
+    await writeFile(latest, json);
+    await writeFile(join(resultsDir, `${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}-${mode}-${args.workerMode}.json`), json);
+
+    console.log(`\nResults: ${latest}`);
+    console.log(
+      errors.count > 0
+        ? `SERVICE ERRORS: ${errors.count} unexpected answers (see below); exit code 1.`
+        : misses.length > 0
+          ? `Summary: ${targets.length - misses.length}/${targets.length} targets met; MISS: ${misses.map((m) => m.metric).join(', ')} (reported, not fatal).`
+          : `Summary: all ${targets.length} targets met.`,
+    );
+  } catch (err) {
+    errors.record(`bench aborted: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  } finally {
+    log('stopping the service…');
+    await shutdown.stop();
+    const pids = stack ? [stack.temporal.pid, stack.postgres.pid, ...(stack.workerPid === undefined ? [] : [stack.workerPid])] : [];
+    const alive = pids.filter((pid) => isAlive(pid));
+    if (alive.length > 0) errors.record(`processes still alive after stopping: ${alive.join(', ')}`);
+    else if (pids.length > 0) log(`stopped (Temporal pid ${stack!.temporal.pid}, PostgreSQL pid ${stack!.postgres.pid}${stack!.workerPid ? `, worker pid ${stack!.workerPid}` : ''}); ${args.keep ? `data kept in ${dataDir}` : 'data folder removed'}`);
+  }
+  if (errors.count > 0) {
+    for (const m of errors.messages) console.error(`  error: ${m}`);
+    exitCode = 1;
+  }
+  return exitCode;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,34 @@
+/** How much each scenario does; `--quick` checks that the bench works, the full run gives the numbers. */
+export interface Sizes {
+  baseline: { n: number; warmup: number };
+  imageSequential: { n: number; warmup: number };
+  imageConcurrent: { total: number; levels: number[] };
+  videoSpread: { total: number; accounts: number; concurrency: number; warmup: number };
+  videoFifo: { total: number; concurrency: number };
+  chatSequential: { n: number; warmup: number };
+  refusal: { n: number; warmup: number };
+  /** Workflows per kind whose Temporal history is read for the profile. */
+  profile: number;
+}
+
+export const FULL: Sizes = {
+  baseline: { n: 100, warmup: 20 },
+  imageSequential: { n: 100, warmup: 10 },
+  imageConcurrent: { total: 300, levels: [20, 50] },
+  videoSpread: { total: 200, accounts: 40, concurrency: 20, warmup: 5 },
+  videoFifo: { total: 50, concurrency: 20 },
+  chatSequential: { n: 100, warmup: 10 },
+  refusal: { n: 100, warmup: 10 },
+  profile: 20,
+};
+
+export const QUICK: Sizes = {
+  baseline: { n: 30, warmup: 10 },
+  imageSequential: { n: 30, warmup: 5 },
+  imageConcurrent: { total: 100, levels: [20, 50] },
+  videoSpread: { total: 60, accounts: 12, concurrency: 20, warmup: 5 },
+  videoFifo: { total: 20, concurrency: 20 },
+  chatSequential: { n: 30, warmup: 5 },
+  refusal: { n: 30, warmup: 5 },
+  profile: 10,
+};

@@ -1,0 +1,203 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { loadConfig } from '../core/config';
+import { startApiServer } from '../runtime/api-server';
+import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
+import type { EmbeddedPostgres } from '../runtime/embedded-postgres';
+import { freePort, OutputTail, signal, waitForExit } from '../runtime/process';
+import { openServices } from '../runtime/services';
+import type { Services } from '../runtime/services';
+import { ensureTemporalCli } from '../runtime/temporal-cli';
+import { startTemporalDevServer } from '../runtime/temporal-dev-server';
+import type { TemporalDevServer } from '../runtime/temporal-dev-server';
+import { startWorker } from '../runtime/worker-runner';
+
+export type WorkerMode = 'in-process' | 'child';
+
+export interface Stack {
+  dataDir: string;
+  baseUrl: string;
+  adminToken: string;
+  services: Services;
+  /** A separate small pool for the bench's own observations, so they never queue behind the service. */
+  observer: pg.Pool;
+  temporal: TemporalDevServer;
+  postgres: EmbeddedPostgres;
+  workerMode: WorkerMode;
+  /** The worker child's pid when the worker runs in its own process. */
+  workerPid: number | undefined;
+  /** How long each start-up step took, in ms. */
+  startup: Record<string, number>;
+}
+
+export interface StackHandle {
+  /** Resolves once everything is up; rejects (after stopping what did start) on failure. */
+  start(): Promise<Stack>;
+  /** Stops whatever was started, last first; safe to call at any time and more than once. */
+  stop(): Promise<void>;
+}
+
+const TASK_QUEUE = 'bench';
+const WORKER_ENTRY = 'runtime/worker-process.ts';
+
+/**
+ * The whole service on free ports in a private folder: its own Temporal dev server (headless,
+ * SQLite file) and embedded PostgreSQL, migrated, search attributes registered, a worker and the
+ * API listening on a real port — the same start-up code `npm start` uses (openServices,
+ * startWorker, startApiServer), configured through the one config schema.
+ */
+export function createStack(options: { dataDir: string; workerMode: WorkerMode; keepData: boolean; log: (line: string) => void }): StackHandle {
+  const steps: { name: string; stop: () => Promise<unknown> }[] = [];
+  let stopping: Promise<void> | undefined;
+
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      for (const step of steps.reverse()) {
+        try {
+          await step.stop();
+        } catch (err) {
+          options.log(`stopping ${step.name} failed: ${(err as Error).message}`);
+        }
+      }
+    })());
+
+  const start = async (): Promise<Stack> => {
+    const { dataDir, log } = options;
+    const startup: Record<string, number> = {};
+    const timed = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
+      const t = Date.now();
+      try {
+        return await work();
+      } finally {
+        startup[name] = Date.now() - t;
+      }
+    };
+
+    // Default mode (0777 less umask): when we are root PostgreSQL runs as user postgres and must
+    // be able to search every parent of its data directory.
+    await mkdir(dataDir, { recursive: true });
+    if (!options.keepData) steps.push({ name: 'data folder', stop: () => rm(dataDir, { recursive: true, force: true }) });
+
+    const cliPath = await timed('temporal cli', () => ensureTemporalCli({ env: process.env }));
+    log('starting Temporal dev server and PostgreSQL…');
+    const [temporalResult, postgresResult] = await Promise.allSettled([
+      timed('temporal server', () =>
+        startTemporalDevServer({ cliPath, headless: true, dbFile: join(dataDir, 'temporal.sqlite'), logFile: join(dataDir, 'temporal.log') }),
+      ),
+      timed('postgres', () => startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres') })),
+    ]);
+    if (temporalResult.status === 'fulfilled') steps.push({ name: 'Temporal', stop: () => temporalResult.value.stop() });
+    if (postgresResult.status === 'fulfilled') steps.push({ name: 'PostgreSQL', stop: () => postgresResult.value.stop() });
+    if (temporalResult.status === 'rejected') throw temporalResult.reason;
+    if (postgresResult.status === 'rejected') throw postgresResult.reason;
+    const temporal = temporalResult.value;
+    const postgres = postgresResult.value;
+
+    await postgres.ensureDatabase('gensvc');
+    const databaseUrl = postgres.urlFor('gensvc');
+    const port = await freePort();
+    const adminToken = randomBytes(24).toString('base64url');
+    const env = {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN: adminToken,
+      DATA_DIR: dataDir,
+      URL_SIGNING_SECRET: randomBytes(24).toString('base64url'),
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      LOG_LEVEL: 'silent',
+    };
+    const config = loadConfig(env);
+
+    // Migrates and registers the search attributes, as at every start.
+    const services = await timed('connect + migrate', () => openServices(config, { databaseUrl, temporalAddress: temporal.address }));
+    steps.push({ name: 'connections', stop: () => services.close() });
+    const observer = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+    observer.on('error', () => undefined);
+    steps.push({ name: 'observer pool', stop: () => observer.end() });
+
+    let workerPid: number | undefined;
+    if (options.workerMode === 'in-process') {
+      const worker = await timed('worker (bundle + start)', () => startWorker(services));
+      steps.push({ name: 'worker', stop: () => worker.stop() });
+    } else {
+      const child = await timed('worker process (bundle + start)', () =>
+        startWorkerProcess({ ...env, LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address }),
+      );
+      steps.push({ name: 'worker process', stop: () => child.stop() });
+      workerPid = child.pid;
+    }
+
+    const app: FastifyInstance = await timed('api', () => startApiServer(services));
+    steps.push({ name: 'API', stop: () => app.close() });
+
+    return {
+      dataDir,
+      baseUrl: services.publicBaseUrl,
+      adminToken,
+      services,
+      observer,
+      temporal,
+      postgres,
+      workerMode: options.workerMode,
+      workerPid,
+      startup,
+    };
+  };
+
+  return {
+    async start() {
+      try {
+        return await start();
+      } catch (err) {
+        await stop();
+        throw err;
+      }
+    },
+    stop,
+  };
+}
+
+/**
+ * `runtime/worker-process.ts` (the docker-compose worker) as a child: no npx or tsx CLI in
+ * between, so our signals reach it and its pid is the worker's own.
+ */
+async function startWorkerProcess(env: Record<string, string>): Promise<{ pid: number; stop(): Promise<void> }> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', WORKER_ENTRY], {
+    cwd: process.cwd(),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const tail = new OutputTail();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      tail.push(chunk);
+      if (tail.toString().includes('worker polling')) resolve();
+    });
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => tail.push(chunk));
+    void exited.then(() => reject(new Error(`the worker process exited during start-up:\n${tail.toString()}`)));
+  });
+  const stop = async (): Promise<void> => {
+    const pid = child.pid;
+    if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    signal(pid, 'SIGTERM');
+    if (!(await waitForExit(pid, 15_000))) signal(pid, 'SIGKILL');
+    await exited;
+  };
+  if (child.pid === undefined) throw new Error('could not start the worker process');
+  try {
+    await Promise.race([
+      ready,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the worker process was not ready after 120 s:\n${tail.toString()}`)), 120_000).unref()),
+    ]);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { pid: child.pid, stop };
+}

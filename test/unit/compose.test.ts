@@ -1,0 +1,330 @@
+// The scaled-out deployment (docker-compose.yml, Dockerfile, .dockerignore) checked for coherence
+// without Docker: the services the design names, entry points that exist, an environment the
+// config schema accepts, references between services that resolve, pinned images.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { configSchema } from '../../core/config';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+
+interface Healthcheck {
+  test?: string[] | string;
+}
+interface Service {
+  image?: string;
+  build?: string | { context?: string; dockerfile?: string };
+  command?: string[] | string;
+  environment?: Record<string, string | number | boolean | null> | string[];
+  depends_on?: Record<string, { condition?: string }> | string[];
+  ports?: (string | { target?: number; published?: string | number })[];
+  volumes?: (string | { type?: string; source?: string; target?: string })[];
+  healthcheck?: Healthcheck;
+  deploy?: { replicas?: number };
+  container_name?: string;
+}
+interface Compose {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+}
+
+/** Sample values for what the operator must export (`${VAR:?…}`) and nothing else. */
+const SAMPLE_ENV: Record<string, string> = {
+  ADMIN_TOKEN: 'sample-admin-token-0123456789',
+  URL_SIGNING_SECRET: 'sample-url-signing-secret-0123456789',
+};
+
+class MissingVariableError extends Error {
+  override readonly name = 'MissingVariableError';
+}
+
+/**
+ * Compose's interpolation (the subset the spec defines): `$$`, `$VAR`, `${VAR}`, `${VAR:-default}`,
+ * `${VAR-default}`, `${VAR:?message}`, `${VAR?message}`.
+ */
+function interpolate(text: string, env: Record<string, string | undefined>): string {
+  return text.replace(/\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g, (_m, dollar: string | undefined, braced: string | undefined, op: string | undefined, arg: string | undefined, bare: string | undefined) => {
+    if (dollar) return '$';
+    const name = (braced ?? bare)!;
+    const value = env[name];
+    const unset = op?.startsWith(':') ? value === undefined || value === '' : value === undefined;
+    if (!op || !unset) return value ?? '';
+    if (op.endsWith('?')) throw new MissingVariableError(`${name}: ${arg ?? ''}`);
+    return arg ?? '';
+  });
+}
+
+function interpolateAll<T>(node: T, env: Record<string, string | undefined>): T {
+  if (typeof node === 'string') return interpolate(node, env) as T;
+  if (Array.isArray(node)) return node.map((n: unknown) => interpolateAll(n, env)) as T;
+  if (node && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, interpolateAll(v, env)])) as T;
+  return node;
+}
+
+const RAW = read('docker-compose.yml');
+const loadCompose = (env: Record<string, string | undefined>): Compose => interpolateAll(parse(RAW) as Compose, env);
+const compose = loadCompose(SAMPLE_ENV);
+const service = (name: string): Service => {
+  const s = compose.services[name];
+  if (!s) throw new Error(`docker-compose.yml has no service '${name}'`);
+  return s;
+};
+
+function environmentOf(s: Service): Record<string, string> {
+  const env = s.environment ?? {};
+  if (Array.isArray(env)) {
+    return Object.fromEntries(env.map((line) => {
+      const at = line.indexOf('=');
+      return at < 0 ? [line, ''] : [line.slice(0, at), line.slice(at + 1)];
+    }));
+  }
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === null ? '' : String(v)]));
+}
+
+const dependsOn = (s: Service): Record<string, { condition?: string }> =>
+  Array.isArray(s.depends_on) ? Object.fromEntries(s.depends_on.map((d) => [d, {}])) : (s.depends_on ?? {});
+
+const commandOf = (s: Service): string[] => (typeof s.command === 'string' ? s.command.split(/\s+/) : (s.command ?? []));
+
+const healthTest = (s: Service): string => {
+  const t = s.healthcheck?.test;
+  return Array.isArray(t) ? t.join(' ') : (t ?? '');
+};
+
+/** `host:container` → the container side; `ip:host:container` and `host:container/tcp` too. */
+function portMappings(s: Service): { published: string; target: string }[] {
+  return (s.ports ?? []).map((p) => {
+    if (typeof p !== 'string') return { published: String(p.published ?? ''), target: String(p.target ?? '') };
+    const parts = p.replace(/\/(tcp|udp)$/, '').split(':');
+    return { published: parts.at(-2) ?? '', target: parts.at(-1) ?? '' };
+  });
+}
+
+function volumeMounts(s: Service): { source: string; target: string; readOnly: boolean }[] {
+  return (s.volumes ?? []).map((v) => {
+    if (typeof v !== 'string') return { source: v.source ?? '', target: v.target ?? '', readOnly: false };
+    const [source = '', target = '', mode = ''] = v.split(':');
+    return { source, target, readOnly: mode.split(',').includes('ro') };
+  });
+}
+
+/** `repo/name:tag` (a registry port is not a tag; a digest pins too). */
+function imageTag(image: string): string | undefined {
+  if (image.includes('@sha256:')) return image.split('@')[1];
+  const last = image.slice(image.lastIndexOf('/') + 1);
+  return last.includes(':') ? last.slice(last.indexOf(':') + 1) : undefined;
+}
+
+const APP_SERVICES = { api: 'runtime/api-process.ts', worker: 'runtime/worker-process.ts' } as const;
+
+describe('docker-compose.yml', () => {
+  it('has the five services of the design', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'postgres', 'temporal', 'temporal-ui', 'worker']);
+    expect(service('postgres').image).toMatch(/^postgres:/);
+    expect(service('temporal').image).toMatch(/^temporalio\/auto-setup:/);
+    expect(service('temporal-ui').image).toMatch(/^temporalio\/ui:/);
+  });
+
+  it('pins every image to a tag other than latest', () => {
+    for (const [name, s] of Object.entries(compose.services)) {
+      expect(s.image ?? s.build, `${name} needs an image or a build`).toBeDefined();
+      if (!s.image) continue;
+      const tag = imageTag(s.image);
+      expect(tag, `${name}: ${s.image} has no tag`).toBeDefined();
+      expect(tag, `${name}: ${s.image}`).not.toBe('latest');
+    }
+  });
+
+  it.each(Object.entries(APP_SERVICES))('%s is built from the project Dockerfile and runs %s, a file in the repository', (name, entry) => {
+    const s = service(name);
+    const context = typeof s.build === 'string' ? s.build : s.build?.context;
+    expect(context).toBeDefined();
+    const dockerfile = typeof s.build === 'object' && s.build.dockerfile ? s.build.dockerfile : 'Dockerfile';
+    expect(existsSync(resolve(ROOT, context!, dockerfile))).toBe(true);
+    const files = commandOf(s).filter((arg) => arg.endsWith('.ts'));
+    expect(files).toEqual([entry]);
+    expect(existsSync(join(ROOT, entry))).toBe(true);
+  });
+
+  it.each(Object.keys(APP_SERVICES))('%s sets only variables of the config schema, with values it accepts', (name) => {
+    const env = environmentOf(service(name));
+    const known = Object.keys(configSchema.shape);
+    expect(Object.keys(env).filter((k) => !known.includes(k))).toEqual([]);
+    const config = configSchema.parse(env);
+    // The API alone and the worker alone refuse to start without these (runtime/*-process.ts).
+    expect(config.DATABASE_URL).toBeDefined();
+    expect(config.TEMPORAL_ADDRESS).toBeDefined();
+    expect(config).toMatchObject({ NODE_ENV: 'production', HOST: '0.0.0.0', ADMIN_TOKEN: SAMPLE_ENV.ADMIN_TOKEN, URL_SIGNING_SECRET: SAMPLE_ENV.URL_SIGNING_SECRET });
+  });
+
+  it('gives the API and every worker the same environment (one signing secret, one task queue, one store)', () => {
+    expect(environmentOf(service('worker'))).toEqual(environmentOf(service('api')));
+  });
+
+  it('makes the operator set ADMIN_TOKEN and URL_SIGNING_SECRET rather than defaulting them', () => {
+    for (const name of Object.keys(SAMPLE_ENV)) {
+      expect(() => loadCompose({ ...SAMPLE_ENV, [name]: undefined }), name).toThrow(new RegExp(`^${name}:`));
+    }
+  });
+
+  it('points DATABASE_URL at the postgres service, with its user, password and database', () => {
+    const pg = environmentOf(service('postgres'));
+    for (const name of Object.keys(APP_SERVICES)) {
+      const url = new URL(environmentOf(service(name)).DATABASE_URL!);
+      expect(url.protocol).toMatch(/^postgres(ql)?:$/);
+      expect(url.hostname).toBe('postgres');
+      expect(url.port || '5432').toBe('5432');
+      expect(decodeURIComponent(url.username)).toBe(pg.POSTGRES_USER);
+      expect(decodeURIComponent(url.password)).toBe(pg.POSTGRES_PASSWORD);
+      expect(url.pathname).toBe(`/${pg.POSTGRES_DB}`);
+    }
+  });
+
+  it('points TEMPORAL_ADDRESS (api, worker, UI) at the temporal service, which persists to the postgres service', () => {
+    for (const name of [...Object.keys(APP_SERVICES), 'temporal-ui']) {
+      expect(environmentOf(service(name)).TEMPORAL_ADDRESS, name).toBe('temporal:7233');
+    }
+    const pg = environmentOf(service('postgres'));
+    expect(environmentOf(service('temporal'))).toMatchObject({
+      DB: 'postgres12',
+      DB_PORT: '5432',
+      POSTGRES_SEEDS: 'postgres',
+      POSTGRES_USER: pg.POSTGRES_USER,
+      POSTGRES_PWD: pg.POSTGRES_PASSWORD,
+    });
+  });
+
+  it('mounts its Temporal dynamic config, which enables what the API uses (Update-with-Start)', () => {
+    const temporal = service('temporal');
+    const path = environmentOf(temporal).DYNAMIC_CONFIG_FILE_PATH!;
+    // Relative paths are resolved against the server's TEMPORAL_HOME, /etc/temporal.
+    const inContainer = path.startsWith('/') ? path : `/etc/temporal/${path}`;
+    const mount = volumeMounts(temporal).find((m) => inContainer.startsWith(`${m.target}/`));
+    expect(mount, `no volume holds ${inContainer}`).toBeDefined();
+    expect(mount!.source.startsWith('./')).toBe(true);
+    const onHost = join(ROOT, mount!.source, inContainer.slice(mount!.target.length));
+    expect(existsSync(onHost)).toBe(true);
+    const dynamic = parse(readFileSync(onHost, 'utf8')) as Record<string, { value: unknown }[]>;
+    expect(dynamic['frontend.enableExecuteMultiOperation']?.[0]?.value).toBe(true);
+  });
+
+  it('has every bind-mounted path in the repository and every named volume declared', () => {
+    for (const [name, s] of Object.entries(compose.services)) {
+      for (const m of volumeMounts(s)) {
+        if (m.source.startsWith('.') || m.source.startsWith('/')) expect(existsSync(join(ROOT, m.source)), `${name}: ${m.source}`).toBe(true);
+        else expect(Object.keys(compose.volumes ?? {}), `${name}: volume ${m.source}`).toContain(m.source);
+      }
+    }
+  });
+
+  it('shares one volume for output files at DATA_DIR between the API (reads) and the workers (write)', () => {
+    const mountAt = (name: string) => {
+      const dataDir = environmentOf(service(name)).DATA_DIR!;
+      return volumeMounts(service(name)).find((m) => m.target === dataDir);
+    };
+    const api = mountAt('api');
+    expect(api).toBeDefined();
+    expect(Object.keys(compose.volumes ?? {})).toContain(api!.source);
+    expect(mountAt('worker')).toEqual(api);
+    expect(api!.readOnly).toBe(false);
+  });
+
+  it('starts api and worker only once postgres and temporal are healthy, and every dependency exists and has a healthcheck', () => {
+    for (const [name, s] of Object.entries(compose.services)) {
+      for (const [dep, how] of Object.entries(dependsOn(s))) {
+        expect(compose.services, `${name} depends on ${dep}`).toHaveProperty([dep]);
+        if (how.condition === 'service_healthy') expect(service(dep).healthcheck?.test, `${dep} needs a healthcheck`).toBeDefined();
+      }
+    }
+    for (const name of Object.keys(APP_SERVICES)) {
+      expect(dependsOn(service(name))).toEqual({ postgres: { condition: 'service_healthy' }, temporal: { condition: 'service_healthy' } });
+    }
+    expect(dependsOn(service('temporal'))).toMatchObject({ postgres: { condition: 'service_healthy' } });
+    expect(healthTest(service('postgres'))).toMatch(/pg_isready/);
+    expect(healthTest(service('temporal'))).toMatch(/temporal:7233/);
+  });
+
+  it('publishes the API on PORT, checks its health on /health there, and builds output URLs for that port', () => {
+    const api = service('api');
+    const port = String(configSchema.parse(environmentOf(api)).PORT);
+    const mapping = portMappings(api).find((p) => p.target === port);
+    expect(mapping, `api publishes no port ${port}`).toBeDefined();
+    expect(healthTest(api)).toContain(`:${port}/health`);
+    const publicUrl = new URL(environmentOf(api).PUBLIC_BASE_URL!);
+    expect(publicUrl.port || (publicUrl.protocol === 'https:' ? '443' : '80')).toBe(mapping!.published);
+  });
+
+  it('publishes the Temporal UI on 8233', () => {
+    expect(portMappings(service('temporal-ui'))).toContainEqual({ published: '8233', target: '8080' });
+  });
+
+  it('lets the worker scale out: no fixed name, no host port, more than one replica', () => {
+    const worker = service('worker');
+    expect(worker.container_name).toBeUndefined();
+    expect(worker.ports ?? []).toEqual([]);
+    expect(worker.deploy?.replicas).toBeGreaterThanOrEqual(2);
+  });
+
+  // Optional: compose's own validation. `config` needs the compose plugin, not a running engine.
+  const composeCli = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8' });
+  const composeMissing = composeCli.error ? composeCli.error.message : composeCli.status !== 0 ? (composeCli.stderr || composeCli.stdout).trim().split('\n')[0]! : '';
+  it.skipIf(composeMissing !== '')(`is valid for docker compose itself${composeMissing ? ` (skipped: 'docker compose version' failed: ${composeMissing})` : ''}`, () => {
+    const check = spawnSync('docker', ['compose', '-f', 'docker-compose.yml', 'config', '-q'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, ...SAMPLE_ENV },
+    });
+    expect(check.stderr).toBe('');
+    expect(check.status).toBe(0);
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = read('Dockerfile');
+  const instructions = dockerfile
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+
+  it('starts from a pinned Node 20 image', () => {
+    const from = instructions.filter((l) => /^FROM\s/i.test(l)).map((l) => l.split(/\s+/)[1]!);
+    expect(from.length).toBeGreaterThan(0);
+    for (const image of from) {
+      const tag = imageTag(image);
+      expect(tag, image).toBeDefined();
+      expect(tag).not.toBe('latest');
+    }
+    expect(from.at(-1)).toMatch(/^node:20\.\d+\.\d+/);
+  });
+
+  it('installs with npm ci, keeping tsx (a runtime dependency) when dev dependencies are left out', () => {
+    const install = instructions.find((l) => /^RUN\s.*npm ci/.test(l));
+    expect(install).toBeDefined();
+    const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    if (/--omit[= ]dev|--production/.test(install!)) {
+      for (const runtimeDep of ['tsx', '@temporalio/worker', 'pg', 'fastify', 'zod']) expect(pkg.dependencies, runtimeDep).toHaveProperty([runtimeDep]);
+    }
+  });
+
+  it('runs an entry file that exists (exec form, so the process gets SIGTERM)', () => {
+    const cmd = instructions.filter((l) => /^CMD\s/i.test(l)).at(-1);
+    expect(cmd).toBeDefined();
+    const args = JSON.parse(cmd!.replace(/^CMD\s+/i, '')) as string[];
+    expect(Array.isArray(args)).toBe(true);
+    const files = args.filter((a) => a.endsWith('.ts'));
+    expect(files.length).toBe(1);
+    expect(existsSync(join(ROOT, files[0]!))).toBe(true);
+  });
+
+  it('is built from a context without dependencies, data, test output or git history, but with the sources', () => {
+    const ignored = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+    for (const entry of ['node_modules', '.data', '.test-data', '.git']) expect(ignored).toContain(entry);
+    const sources = ['package.json', 'package-lock.json', 'tsconfig.json', 'runtime', 'workflows', 'machines', 'activities', 'api', 'core', 'db'];
+    expect(ignored.filter((e) => sources.includes(e.replace(/^\/|\/$/g, '')))).toEqual([]);
+  });
+});
