@@ -22,7 +22,7 @@ function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
 /** The operator API (DESIGN §8), guarded by ADMIN_TOKEN. */
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   const expected = createHash('sha256').update(deps.adminToken).digest();
-  app.addHook('preHandler', async (request: FastifyRequest) => {
+  app.addHook('onRequest', async (request: FastifyRequest) => {
     const token = bearerToken(request);
     const given = createHash('sha256').update(token ?? '').digest();
     if (!token || !timingSafeEqual(given, expected)) throw new UnauthorizedError('A valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>).');

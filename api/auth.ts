@@ -20,7 +20,7 @@ export function bearerToken(request: FastifyRequest): string | undefined {
 }
 
 /**
- * A preHandler that admits a live API key and counts it against its plan's rate limit. The error
+ * An onRequest hook (headers only, so a stranger's body is never parsed) that admits a live API key and counts it against its plan's rate limit. The error
  * type differs by group (`unauthorized` in C, `authentication_error` in A and B).
  */
 export function requireApiKey(deps: { pool: pg.Pool; limiter: RateLimiter }, unauthorizedType: 'unauthorized' | 'authentication_error') {
@@ -29,10 +29,11 @@ export function requireApiKey(deps: { pool: pg.Pool; limiter: RateLimiter }, una
     if (!token) throw new UnauthorizedError(undefined, unauthorizedType);
     const key = isWellFormedApiKey(token) ? await findApiKeyByHash(deps.pool, hashApiKey(token)) : undefined;
     if (!key) throw new UnauthorizedError('The API key is invalid or revoked.', unauthorizedType);
-    const decision = deps.limiter.take(key.id, key.plan);
+    const decision = deps.limiter.decide(key.id, key.plan);
     reply.header('RateLimit-Limit', String(decision.limit));
     reply.header('RateLimit-Remaining', String(decision.remaining));
     reply.header('RateLimit-Reset', String(decision.resetSeconds));
+    if (decision.refused) throw decision.refused;
     request.principal = { accountId: key.accountId, apiKeyId: key.id, scopes: key.scopes, models: key.models, plan: key.plan };
   };
 }

@@ -29,7 +29,7 @@ function prefersAsync(prefer: string | string[] | undefined): boolean {
 
 /** Group C: per-kind generate, polling and credits, without a version prefix. */
 export async function legacyRoutes(app: FastifyInstance, deps: LegacyDeps): Promise<void> {
-  app.addHook('preHandler', requireApiKey(deps, 'unauthorized'));
+  app.addHook('onRequest', requireApiKey(deps, 'unauthorized'));
 
   const readGeneration = async (accountId: string, id: string) => {
     const g = GENERATION_ID_PATTERN.test(id) ? await getGeneration(deps.pool, accountId, id) : undefined;
@@ -37,7 +37,7 @@ export async function legacyRoutes(app: FastifyInstance, deps: LegacyDeps): Prom
     return g;
   };
 
-  app.post('/api/generate', async (request) => {
+  app.post('/api/generate', async (request, reply) => {
     const principal = principalOf(request);
     const parsed = legacyGenerateBody.safeParse(request.body ?? {});
     if (!parsed.success) throw fromZod(parsed.error);
@@ -49,8 +49,9 @@ export async function legacyRoutes(app: FastifyInstance, deps: LegacyDeps): Prom
     }
     // Images and chat replies finish within the call (unless the client prefers not to wait);
     // past the bound the client polls, as for video.
-    if (input.kind !== 'video' && !prefersAsync(request.headers.prefer)) {
-      await deps.gateway.awaitFinish(input.generationId, deps.syncWaitMs);
+    if (input.kind !== 'video') {
+      if (prefersAsync(request.headers.prefer)) reply.header('Preference-Applied', 'respond-async');
+      else await deps.gateway.awaitFinish(input.generationId, deps.syncWaitMs);
     }
     const g = await readGeneration(principal.accountId, input.generationId);
     return { generation: generationRecord(g, deps.store) };

@@ -9,6 +9,8 @@ export interface RateDecision {
   limit: number;
   remaining: number;
   resetSeconds: number;
+  /** Set when the window is full: the error to answer with (the headers still apply). */
+  refused?: RateLimitError;
 }
 
 /**
@@ -18,19 +20,25 @@ export interface RateDecision {
 export function createRateLimiter(now: () => number = Date.now) {
   const windows = new Map<string, number[]>();
   return {
-    /** Counts the request, or throws RateLimitError when the window is full. */
-    take(keyId: string, plan: Plan): RateDecision {
+    /** Counts the request if the window has room; otherwise says when to retry. */
+    decide(keyId: string, plan: Plan): RateDecision {
       const limit = PLAN_LIMITS[plan];
       const t = now();
       const stamps = (windows.get(keyId) ?? []).filter((s) => s > t - WINDOW_MS);
       if (stamps.length >= limit) {
         windows.set(keyId, stamps);
         const retryAfter = Math.max(1, Math.ceil((stamps[0]! + WINDOW_MS - t) / 1000));
-        throw new RateLimitError(limit, retryAfter);
+        return { limit, remaining: 0, resetSeconds: retryAfter, refused: new RateLimitError(limit, retryAfter) };
       }
       stamps.push(t);
       windows.set(keyId, stamps);
       return { limit, remaining: limit - stamps.length, resetSeconds: Math.ceil((stamps[0]! + WINDOW_MS - t) / 1000) };
+    },
+    /** Counts the request, or throws RateLimitError when the window is full. */
+    take(keyId: string, plan: Plan): RateDecision {
+      const decision = this.decide(keyId, plan);
+      if (decision.refused) throw decision.refused;
+      return decision;
     },
   };
 }

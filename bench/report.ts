@@ -84,6 +84,23 @@ export function renderReport(input: {
     );
   }
 
+  const withCpu = scenarios.filter((s) => s.cpu);
+  if (withCpu.length > 0) {
+    const worker = input.workerMode === 'child';
+    out.push('', 'CPU during the measured part (ms of CPU per request; machine busy = share of all cores in use)');
+    out.push(
+      table(
+        ['scenario', worker ? 'API+client' : 'API+worker+client', ...(worker ? ['worker'] : []), 'Temporal', 'PostgreSQL', 'stack total', 'other procs', 'machine busy'],
+        withCpu.map((s) => {
+          const c = s.cpu!;
+          const per = (v: number) => f(v / s.n);
+          return [s.title, per(c.bench), ...(worker ? [per(c.worker)] : []), per(c.temporal), per(c.postgres), per(c.bench + c.worker + c.temporal + c.postgres), per(c.other), `${f(c.machineBusy * 100, 0)} %`];
+        }),
+        (c) => c >= 1,
+      ),
+    );
+  }
+
   out.push('', `Memory (MB; worker ${input.workerMode}; sampled every ${memory.everyMs} ms, ${memory.samples} samples)`);
   const memRows: string[][] = [
     ['bench process RSS', f(mb(before.rss)), f(mb(after.rss)), f(mb(memory.peakRss)), verdictFor(targets, 'memory').replace(/peakHeapUsed.*$/, '')],
@@ -92,8 +109,8 @@ export function renderReport(input: {
   if (memory.workerPeakRss !== undefined) {
     memRows.push(['worker process RSS (/proc)', f(before.workerRss === undefined ? undefined : mb(before.workerRss)), f(after.workerRss === undefined ? undefined : mb(after.workerRss)), f(mb(memory.workerPeakRss)), `VmHWM ${f(memory.workerHwm === undefined ? undefined : mb(memory.workerHwm))}`]);
   }
-  memRows.push(['Temporal dev server RSS (1 s samples)', '', '', f(mb(memory.temporalPeakRss)), '']);
-  memRows.push(['PostgreSQL PSS, all processes (1 s)', '', '', f(mb(memory.postgresPeakPss)), '']);
+  memRows.push(['Temporal dev server RSS (2 s samples)', '', '', f(mb(memory.temporalPeakRss)), '']);
+  memRows.push(['PostgreSQL PSS, all processes (2 s)', '', '', f(mb(memory.postgresPeakPss)), '']);
   out.push(table(['', 'before', 'after', 'peak', 'target'], memRows, (c) => c >= 1 && c <= 3));
   out.push(
     table(

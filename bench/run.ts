@@ -2,10 +2,12 @@
 // ports in a private folder, measures it over real HTTP, prints a table and writes JSON under
 // .test-data/bench-results/, and stops everything it started (also on error and Ctrl-C).
 import { mkdir, writeFile } from 'node:fs/promises';
-import { availableParallelism, cpus, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createShutdown } from '../runtime/lifecycle';
 import { isAlive } from '../runtime/process';
+import { cpuBetween, cpuSnapshot } from './cpu';
+import type { CpuUse } from './cpu';
 import { createErrorLog, createHttp } from './http';
 import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
@@ -18,25 +20,28 @@ import { FULL, QUICK } from './sizes';
 import { createStack } from './stack';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --worker=in-process|child] [-- --keep]
-  --quick            smaller run (about a minute) to check that the bench works
-  --worker=child     run the worker as its own process (runtime/worker-process.ts) instead of in the bench process
-  --keep             keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
+const USAGE = `usage: npm run bench [-- --quick] [-- --worker=in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+  --quick               smaller run (about a minute and a half) to check that the bench works
+  --worker=child        run the worker as its own process (runtime/worker-process.ts) instead of in the bench process
+  --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
+  --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; keep: boolean } {
+function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean } {
   let quick = false;
   let workerMode: WorkerMode = 'in-process';
+  let temporalDb: 'file' | 'memory' = 'file';
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
     else if (arg === '--keep') keep = true;
     else if (arg === '--worker=child' || arg === '--worker=in-process') workerMode = arg.slice('--worker='.length) as WorkerMode;
+    else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory') temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
     else {
       console.error(arg === '--help' || arg === '-h' ? USAGE : `unknown argument ${arg}\n${USAGE}`);
       process.exit(arg === '--help' || arg === '-h' ? 0 : 2);
     }
   }
-  return { quick, workerMode, keep };
+  return { quick, workerMode, temporalDb, keep };
 }
 
 const log = (line: string) => console.error(`[bench] ${line}`);
@@ -46,7 +51,7 @@ async function main(): Promise<number> {
   const sizes = args.quick ? QUICK : FULL;
   const mode = args.quick ? 'quick' : 'full';
   const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);
-  const stackHandle = createStack({ dataDir, workerMode: args.workerMode, keepData: args.keep, log });
+  const stackHandle = createStack({ dataDir, workerMode: args.workerMode, temporalDb: args.temporalDb, keepData: args.keep, log });
 
   // Ctrl-C, SIGTERM or the parent (npm) going away: stop what was started, then exit non-zero.
   const shutdown = createShutdown(log);
@@ -65,7 +70,7 @@ async function main(): Promise<number> {
   let exitCode = 0;
   const startedAt = Date.now();
   try {
-    log(`${mode} run, worker ${args.workerMode}, data in ${dataDir}`);
+    log(`${mode} run, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}, data in ${dataDir}`);
     stack = await stackHandle.start();
     log(`service up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${Object.entries(stack.startup).map(([k, v]) => `${k} ${v} ms`).join(', ')}); API ${stack.baseUrl}`);
 
@@ -76,14 +81,35 @@ async function main(): Promise<number> {
       ...(stack.workerPid === undefined ? {} : { workerPid: stack.workerPid }),
     });
     const before = await memory.now();
-    const ctx: Context = { http: createHttp(stack.baseUrl), stack, errors, sizes, memory, log, samples: { image: [], chat: [], video: [], refused: [] } };
+    const pids = { temporal: stack.temporal.pid, postgres: stack.postgres.pid, ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }) };
+    let lastCpu: CpuUse | undefined;
+    const ctx: Context = {
+      http: createHttp(stack.baseUrl),
+      stack,
+      errors,
+      sizes,
+      memory,
+      log,
+      samples: { image: [], chat: [], video: [], refused: [] },
+      async measure(work) {
+        const a = await cpuSnapshot(pids);
+        try {
+          return await work();
+        } finally {
+          lastCpu = cpuBetween(a, await cpuSnapshot(pids));
+        }
+      },
+    };
+    const loadBefore = loadavg();
 
     const scenarios: ScenarioResult[] = [];
     const run = async (name: string, scenario: () => Promise<ScenarioResult>) => {
       memory.phase(name);
       const t = Date.now();
       log(`${name}…`);
+      lastCpu = undefined;
       const r = await scenario();
+      if (lastCpu) r.cpu = lastCpu;
       log(`${name}: p50 ${r.latency.p50.toFixed(1)} ms, p95 ${r.latency.p95.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
       scenarios.push(r);
     };
@@ -111,7 +137,9 @@ async function main(): Promise<number> {
 
     const metrics = flatMetrics(scenarios, memoryReport);
     const targets = evaluateTargets(metrics);
-    console.log(`\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}\n`);
+    const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
+    console.log(`\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}`);
+    console.log(`load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`);
     console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode }));
 
     const misses = targets.filter((t) => t.verdict === 'MISS');
@@ -121,8 +149,16 @@ async function main(): Promise<number> {
       {
         mode,
         workerMode: args.workerMode,
+        temporalDb: args.temporalDb,
         date: new Date().toISOString(),
-        machine: { cpus: availableParallelism(), cpuModel: cpus()[0]?.model, memoryMb: Math.round(totalmem() / 2 ** 20), node: process.version },
+        machine: {
+          cpus: availableParallelism(),
+          cpuModel: cpus()[0]?.model,
+          memoryMb: Math.round(totalmem() / 2 ** 20),
+          node: process.version,
+          loadAverageBefore: loadBefore,
+          loadAverageAfter: loadavg(),
+        },
         startupMs: stack.startup,
         sizes,
         scenarios,
@@ -138,7 +174,7 @@ async function main(): Promise<number> {
     );
     const latest = join(resultsDir, 'latest.json');
     await writeFile(latest, json);
-    await writeFile(join(resultsDir, `${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}-${mode}-${args.workerMode}.json`), json);
+    await writeFile(join(resultsDir, `${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}-${mode}-${args.workerMode}-${args.temporalDb}.json`), json);
 
     console.log(`\nResults: ${latest}`);
     console.log(

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { CpuUse } from './cpu';
 import type { BenchAccount, ErrorLog, Http } from './http';
 import { openAccount, runPool } from './http';
 import type { MemorySampler } from './memory';
@@ -23,6 +24,8 @@ export interface ScenarioResult {
   allSettledMs?: number;
   /** The one-account video drain: started out of id order, and the most running at once. */
   fifo?: { inversions: number; maxRunningAtOnce: number };
+  /** CPU used by each part of the stack during the measured part. */
+  cpu?: CpuUse;
   /** The account whose generations the profile reads through Temporal visibility. */
   accountId?: string;
 }
@@ -34,6 +37,8 @@ export interface Context {
   sizes: Sizes;
   memory: MemorySampler;
   log: (line: string) => void;
+  /** Runs the measured part of a scenario (not its set-up or warm-up) and records the CPU it took. */
+  measure<T>(work: () => Promise<T>): Promise<T>;
   /** Generation ids per kind, for the Temporal history profile. */
   samples: Record<'image' | 'chat' | 'video' | 'refused', { id: string; ms: number }[]>;
 }
@@ -112,7 +117,7 @@ export async function baseline(ctx: Context): Promise<ScenarioResult> {
   await sequential(warmup, read);
   const before = ctx.errors.count;
   const t = performance.now();
-  const latencies = await sequential(n, read);
+  const latencies = await ctx.measure(() => sequential(n, read));
   return result('baseline', 'GET /api/credits sequential (HTTP floor)', latencies, performance.now() - t, ctx, before);
 }
 
@@ -123,7 +128,7 @@ export async function imageSequential(ctx: Context): Promise<ScenarioResult> {
   await sequential(warmup, () => generate(ctx, account, IMAGE, SUCCEEDED));
   const before = ctx.errors.count;
   const t = performance.now();
-  const latencies = await sequential(n, () => generate(ctx, account, IMAGE, SUCCEEDED), ctx.samples.image);
+  const latencies = await ctx.measure(() => sequential(n, () => generate(ctx, account, IMAGE, SUCCEEDED), ctx.samples.image));
   const wallMs = performance.now() - t;
   return result('image.sequential', `image sequential (N=${n})`, latencies, wallMs, ctx, before, { throughput: (n / wallMs) * 1000 });
 }
@@ -137,44 +142,104 @@ export async function imageConcurrent(ctx: Context, concurrency: number): Promis
   const before = ctx.errors.count;
   const latencies: number[] = [];
   const t = performance.now();
-  await runPool(total, concurrency, async () => {
-    latencies.push((await generate(ctx, account, IMAGE, SUCCEEDED)).ms);
-  });
+  await ctx.measure(() =>
+    runPool(total, concurrency, async () => {
+      latencies.push((await generate(ctx, account, IMAGE, SUCCEEDED)).ms);
+    }),
+  );
   const wallMs = performance.now() - t;
   return result(`image.c${concurrency}`, `image concurrency ${concurrency} (total ${total})`, latencies, wallMs, ctx, before, {
     throughput: (total / wallMs) * 1000,
   });
 }
 
-interface Settled {
-  id: string;
+interface Observed {
   status: string;
-  startedMs: number | null;
   finishedMs: number | null;
+  /** Poll round in which the video was first seen waiting in `queued`. */
+  queuedRound?: number;
+  /** Poll round in which the video was first seen out of `queued` (claimed a slot, or ended). */
+  leftQueueRound?: number;
 }
 
-/** Waits (reading PostgreSQL, not the API, so the rate limit and the API see no extra load) until every id is terminal. */
-async function waitSettled(ctx: Context, ids: string[], timeoutMs: number): Promise<Settled[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await ctx.stack.observer.query<{ id: string; status: string; started_ms: number | null; finished_ms: number | null }>(
-      `SELECT id, status, (extract(epoch FROM started_at) * 1000)::float8 AS started_ms,
-              (extract(epoch FROM finished_at) * 1000)::float8 AS finished_ms
+/**
+ * Watches a batch of videos in PostgreSQL (not through the API, so neither the rate limit nor the
+ * API sees extra load) from the first submit until all have settled. Each poll is one statement,
+ * hence one consistent snapshot: the most `running` videos of one account seen at once is exact,
+ * and the order in which videos leave `queued` shows whether the drain is first in, first out.
+ */
+function observeVideos(ctx: Context, everyMs = 50) {
+  const ids: string[] = [];
+  const seen = new Map<string, Observed>();
+  let round = 0;
+  let maxRunningPerAccount = 0;
+
+  const poll = async (): Promise<boolean> => {
+    if (ids.length === 0) return false;
+    const r = await ctx.stack.observer.query<{ id: string; account_id: string; status: string; finished_ms: number | null }>(
+      `SELECT id, account_id, status, (extract(epoch FROM finished_at) * 1000)::float8 AS finished_ms
          FROM generations WHERE id = ANY($1::text[])`,
       [ids],
     );
-    const rows = r.rows.map((row) => ({ id: row.id, status: row.status, startedMs: row.started_ms, finishedMs: row.finished_ms }));
-    if (rows.length === ids.length && rows.every((row) => row.status === 'succeeded' || row.status === 'failed')) return rows;
-    if (Date.now() > deadline) {
-      ctx.errors.record(`videos not settled within ${timeoutMs} ms: ${rows.filter((row) => row.status !== 'succeeded' && row.status !== 'failed').length} of ${ids.length} still live`);
-      return rows;
+    round++;
+    const running = new Map<string, number>();
+    for (const row of r.rows) {
+      const o = seen.get(row.id) ?? { status: row.status, finishedMs: null };
+      o.status = row.status;
+      o.finishedMs = row.finished_ms;
+      if (row.status === 'queued') o.queuedRound ??= round;
+      else o.leftQueueRound ??= round;
+      seen.set(row.id, o);
+      if (row.status === 'running') running.set(row.account_id, (running.get(row.account_id) ?? 0) + 1);
     }
-    await sleep(50);
-  }
+    for (const n of running.values()) maxRunningPerAccount = Math.max(maxRunningPerAccount, n);
+    return r.rows.length === ids.length && r.rows.every((row) => row.status === 'succeeded' || row.status === 'failed');
+  };
+
+  let submitting = true;
+  const done = (async () => {
+    const deadline = Date.now() + 5 * 60_000;
+    for (;;) {
+      const settled = await poll();
+      if (settled && !submitting) return;
+      if (Date.now() > deadline) {
+        const live = [...seen.values()].filter((o) => o.status !== 'succeeded' && o.status !== 'failed').length;
+        ctx.errors.record(`videos not settled within 5 minutes: ${live} of ${ids.length} still live`);
+        return;
+      }
+      await sleep(everyMs);
+    }
+  })();
+
+  return {
+    add: (id: string) => void ids.push(id),
+    /** Resolves once every added video has settled (call after the last submit). */
+    async finish() {
+      submitting = false;
+      await done;
+      // Ids are time-ordered and the slot query admits an account's oldest queued video first.
+      // An inversion: an older video was already seen waiting, yet a younger one left the queue
+      // in an earlier poll. (Videos admitted concurrently may legitimately start out of id order
+      // while the older one's row does not exist yet; requiring it to have been seen queued
+      // excludes that.)
+      const order = [...seen.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, o]) => o);
+      let inversions = 0;
+      for (let i = 0; i < order.length; i++) {
+        const older = order[i]!;
+        const olderLeft = older.leftQueueRound ?? Infinity;
+        for (let j = i + 1; j < order.length; j++) {
+          const youngerLeft = order[j]!.leftQueueRound ?? Infinity;
+          if (older.queuedRound !== undefined && older.queuedRound < youngerLeft && youngerLeft < olderLeft) inversions++;
+        }
+      }
+      return { seen, maxRunningPerAccount, inversions };
+    },
+  };
 }
 
 /** Submits videos (admission only: the answer is `queued` or `running`, hold placed) and waits for them all to settle. */
 async function videoBatch(ctx: Context, accounts: BenchAccount[], total: number, concurrency: number) {
+  const observer = observeVideos(ctx);
   const submitted: { id: string; submitAt: number; ms: number }[] = [];
   const latencies: number[] = [];
   const t0 = Date.now();
@@ -183,23 +248,26 @@ async function videoBatch(ctx: Context, accounts: BenchAccount[], total: number,
     const submitAt = Date.now();
     const r = await generate(ctx, accounts[i % accounts.length]!, VIDEO, ADMITTED);
     latencies.push(r.ms);
-    if (r.id) submitted.push({ id: r.id, submitAt, ms: r.ms });
+    if (r.id) {
+      submitted.push({ id: r.id, submitAt, ms: r.ms });
+      observer.add(r.id);
+    }
   });
   const admitWallMs = performance.now() - tp;
-  const rows = await waitSettled(ctx, submitted.map((s) => s.id), 5 * 60_000);
-  const byId = new Map(rows.map((row) => [row.id, row]));
+  const { seen, maxRunningPerAccount, inversions } = await observer.finish();
   const settle: number[] = [];
   let failed = 0;
   let lastFinished = t0;
   for (const s of submitted) {
-    const row = byId.get(s.id);
-    if (!row || row.finishedMs === null) continue;
-    if (row.status !== 'succeeded') failed++;
-    settle.push(row.finishedMs - s.submitAt);
-    lastFinished = Math.max(lastFinished, row.finishedMs);
+    const o = seen.get(s.id);
+    if (!o || o.finishedMs === null) continue;
+    if (o.status !== 'succeeded') failed++;
+    settle.push(o.finishedMs - s.submitAt);
+    lastFinished = Math.max(lastFinished, o.finishedMs);
   }
   if (failed > 0) ctx.errors.record(`${failed} videos ended failed`);
-  return { latencies, admitWallMs, submitted, rows, settle: summarise(settle), makespanMs: lastFinished - t0 };
+  if (maxRunningPerAccount > 5) ctx.errors.record(`an account had ${maxRunningPerAccount} videos running at once (limit 5)`);
+  return { latencies, admitWallMs, submitted, settle: summarise(settle), makespanMs: lastFinished - t0, maxRunningPerAccount, inversions };
 }
 
 /** 3a. Video admission spread over many accounts, so the 5-slot limit per account does not dominate. */
@@ -211,7 +279,7 @@ export async function videoSpread(ctx: Context): Promise<ScenarioResult> {
   const accounts: BenchAccount[] = [];
   for (let i = 0; i < accountCount; i++) accounts.push(await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: perAccount }));
   const before = ctx.errors.count;
-  const batch = await videoBatch(ctx, accounts, total, concurrency);
+  const batch = await ctx.measure(() => videoBatch(ctx, accounts, total, concurrency));
   ctx.samples.video.push(...batch.submitted.map((s) => ({ id: s.id, ms: s.ms })));
   return result('video.admission', `video admission c${concurrency} over ${accountCount} accounts (total ${total})`, batch.latencies, batch.admitWallMs, ctx, before, {
     throughput: (total / batch.makespanMs) * 1000,
@@ -225,36 +293,14 @@ export async function videoFifo(ctx: Context): Promise<ScenarioResult> {
   const { total, concurrency } = ctx.sizes.videoFifo;
   const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: total });
   const before = ctx.errors.count;
-  const batch = await videoBatch(ctx, [account], total, concurrency);
-  // Ids are time-ordered and the slot query admits the oldest queued video first: count the
-  // pairs that started out of id order (started_at is the claiming transaction's start time).
-  const started = batch.rows.filter((r) => r.startedMs !== null).sort((a, b) => (a.id < b.id ? -1 : 1));
-  let inversions = 0;
-  for (let i = 0; i < started.length; i++) {
-    for (let j = i + 1; j < started.length; j++) if (started[j]!.startedMs! < started[i]!.startedMs!) inversions++;
-  }
-  const maxRunning = maxOverlap(batch.rows);
-  if (maxRunning > 5) ctx.errors.record(`one account ran ${maxRunning} videos at once (limit 5)`);
+  const batch = await ctx.measure(() => videoBatch(ctx, [account], total, concurrency));
+  if (batch.inversions > 0) ctx.errors.record(`the video queue of one account drained out of order (${batch.inversions} inverted pairs)`);
   return result('video.fifo', `video FIFO drain, 1 account × ${total}`, batch.latencies, batch.admitWallMs, ctx, before, {
     throughput: (total / batch.makespanMs) * 1000,
     settle: batch.settle,
     allSettledMs: batch.makespanMs,
-    fifo: { inversions, maxRunningAtOnce: maxRunning },
+    fifo: { inversions: batch.inversions, maxRunningAtOnce: batch.maxRunningPerAccount },
   });
-}
-
-/** The most videos whose [started, finished] intervals overlap at one instant. */
-function maxOverlap(rows: Settled[]): number {
-  const edges: [number, number][] = [];
-  for (const r of rows) {
-    if (r.startedMs === null || r.finishedMs === null) continue;
-    edges.push([r.startedMs, 1], [r.finishedMs, -1]);
-  }
-  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  let now = 0;
-  let max = 0;
-  for (const [, d] of edges) max = Math.max(max, (now += d));
-  return max;
 }
 
 /** 4. Paid chat (chat-haiku, no free allowance) one after another. */
@@ -264,7 +310,7 @@ export async function chatSequential(ctx: Context): Promise<ScenarioResult> {
   await sequential(warmup, () => generate(ctx, account, CHAT, SUCCEEDED));
   const before = ctx.errors.count;
   const t = performance.now();
-  const latencies = await sequential(n, () => generate(ctx, account, CHAT, SUCCEEDED), ctx.samples.chat);
+  const latencies = await ctx.measure(() => sequential(n, () => generate(ctx, account, CHAT, SUCCEEDED), ctx.samples.chat));
   const wallMs = performance.now() - t;
   return result('chat.sequential', `chat paid sequential (N=${n})`, latencies, wallMs, ctx, before, { throughput: (n / wallMs) * 1000 });
 }
@@ -276,11 +322,8 @@ export async function refusal(ctx: Context): Promise<ScenarioResult> {
   await sequential(warmup, () => generate(ctx, account, IMAGE, { http: 402 }));
   const before = ctx.errors.count;
   const t = performance.now();
-  const latencies: number[] = [];
-  for (let i = 0; i < n; i++) {
-    // A 402 names no generation; the profile finds the refused workflows by account instead.
-    latencies.push((await generate(ctx, account, IMAGE, { http: 402 })).ms);
-  }
+  // A 402 names no generation; the profile finds the refused workflows by account instead.
+  const latencies = await ctx.measure(() => sequential(n, () => generate(ctx, account, IMAGE, { http: 402 })));
   const wallMs = performance.now() - t;
   return result('refusal.402', `402 refusal sequential (N=${n})`, latencies, wallMs, ctx, before, { accountId: account.id });
 }

@@ -12,7 +12,7 @@ export interface Sizes {
 }
 
 export const FULL: Sizes = {
-  baseline: { n: 100, warmup: 20 },
+  baseline: { n: 200, warmup: 20 },
   imageSequential: { n: 100, warmup: 10 },
   imageConcurrent: { total: 300, levels: [20, 50] },
   videoSpread: { total: 200, accounts: 40, concurrency: 20, warmup: 5 },
@@ -23,12 +23,12 @@ export const FULL: Sizes = {
 };
 
 export const QUICK: Sizes = {
-  baseline: { n: 30, warmup: 10 },
-  imageSequential: { n: 30, warmup: 5 },
-  imageConcurrent: { total: 100, levels: [20, 50] },
-  videoSpread: { total: 60, accounts: 12, concurrency: 20, warmup: 5 },
-  videoFifo: { total: 20, concurrency: 20 },
-  chatSequential: { n: 30, warmup: 5 },
-  refusal: { n: 30, warmup: 5 },
+  baseline: { n: 50, warmup: 10 },
+  imageSequential: { n: 20, warmup: 5 },
+  imageConcurrent: { total: 60, levels: [20, 50] },
+  videoSpread: { total: 40, accounts: 8, concurrency: 20, warmup: 3 },
+  videoFifo: { total: 15, concurrency: 15 },
+  chatSequential: { n: 20, warmup: 5 },
+  refusal: { n: 20, warmup: 5 },
   profile: 10,
 };

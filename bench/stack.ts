@@ -51,7 +51,14 @@ const WORKER_ENTRY = 'runtime/worker-process.ts';
  * API listening on a real port — the same start-up code `npm start` uses (openServices,
  * startWorker, startApiServer), configured through the one config schema.
  */
-export function createStack(options: { dataDir: string; workerMode: WorkerMode; keepData: boolean; log: (line: string) => void }): StackHandle {
+export function createStack(options: {
+  dataDir: string;
+  workerMode: WorkerMode;
+  /** `file` (as `npm start` runs it) or `memory` (no SQLite file: shows what persistence costs). */
+  temporalDb: 'file' | 'memory';
+  keepData: boolean;
+  log: (line: string) => void;
+}): StackHandle {
   const steps: { name: string; stop: () => Promise<unknown> }[] = [];
   let stopping: Promise<void> | undefined;
 
@@ -87,7 +94,12 @@ export function createStack(options: { dataDir: string; workerMode: WorkerMode; 
     log('starting Temporal dev server and PostgreSQL…');
     const [temporalResult, postgresResult] = await Promise.allSettled([
       timed('temporal server', () =>
-        startTemporalDevServer({ cliPath, headless: true, dbFile: join(dataDir, 'temporal.sqlite'), logFile: join(dataDir, 'temporal.log') }),
+        startTemporalDevServer({
+          cliPath,
+          headless: true,
+          ...(options.temporalDb === 'file' ? { dbFile: join(dataDir, 'temporal.sqlite') } : {}),
+          logFile: join(dataDir, 'temporal.log'),
+        }),
       ),
       timed('postgres', () => startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres') })),
     ]);

@@ -24,7 +24,7 @@ export const createKeyBody = z.object({
   models: z.array(z.string().min(1)).min(1).optional(),
 });
 
-export const topUpBody = z.object({ credits: credits.refine((c) => c > 0, 'credits must be positive') });
+export const topUpBody = z.object({ credits: credits.refine((c) => creditsToMc(c) > 0, 'credits must be at least 0.001') });
 
 export async function createAccount(pool: pg.Pool, body: z.infer<typeof createAccountBody>, defaultChatCap: number) {
   const id = newId('acct');

@@ -5,6 +5,7 @@ import {
   condition,
   isCancellation,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
@@ -16,8 +17,10 @@ import { GenerationModel, GenerationStatus } from '../core/search-attributes';
 import { admissionUpdate, cancelSignal, phaseQuery } from './definitions';
 import type { Admission, GenerationResult, GenerationWorkflowInput } from './definitions';
 
-// Money moves must eventually happen, so ledger activities retry without limit (they are idempotent).
-const ledger = proxyActivities<GenerationActivities>({
+// Ledger steps are short database transactions: as local activities they run inside the workflow
+// task instead of a round trip through the server each. Money moves must eventually happen, so
+// they retry without limit (each one is idempotent, which also makes a re-run after a crash safe).
+const ledger = proxyLocalActivities<GenerationActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });

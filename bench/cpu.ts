@@ -1,0 +1,62 @@
+import { performance } from 'node:perf_hooks';
+import { childrenOf, machineCpuMs, processCpuMs } from './procfs';
+
+export interface CpuSnapshot {
+  at: number;
+  /** The bench process: API, load generator, and the worker when it runs in-process. */
+  bench: number;
+  worker: number;
+  temporal: number;
+  /** The postmaster and its backends. */
+  postgres: number;
+  machineBusy: number;
+  machineTotal: number;
+}
+
+export async function cpuSnapshot(pids: { temporal: number; postgres: number; worker?: number }): Promise<CpuSnapshot> {
+  const self = process.cpuUsage();
+  let postgres = await processCpuMs(pids.postgres);
+  for (const child of await childrenOf(pids.postgres)) postgres += await processCpuMs(child);
+  const machine = await machineCpuMs();
+  return {
+    at: performance.now(),
+    bench: (self.user + self.system) / 1000,
+    worker: pids.worker === undefined ? 0 : await processCpuMs(pids.worker),
+    temporal: await processCpuMs(pids.temporal),
+    postgres,
+    machineBusy: machine.busy,
+    machineTotal: machine.total,
+  };
+}
+
+export interface CpuUse {
+  wallMs: number;
+  /** CPU ms each part of the stack used during the phase. */
+  bench: number;
+  worker: number;
+  temporal: number;
+  postgres: number;
+  /** CPU used on the machine by anything else (other people's processes, the kernel). */
+  other: number;
+  /** Fraction of the machine's CPU that was busy. */
+  machineBusy: number;
+}
+
+export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): CpuUse {
+  const bench = b.bench - a.bench;
+  const worker = b.worker - a.worker;
+  const temporal = b.temporal - a.temporal;
+  // A backend that exited in between takes its time with it unless the postmaster reaped it into cutime.
+  const postgres = Math.max(0, b.postgres - a.postgres);
+  const busy = b.machineBusy - a.machineBusy;
+  const total = b.machineTotal - a.machineTotal;
+  return {
+    wallMs: b.at - a.at,
+    bench,
+    worker,
+    temporal,
+    postgres,
+    other: Math.max(0, busy - bench - worker - temporal - postgres),
+    machineBusy: total > 0 ? busy / total : 0,
+  };
+}
