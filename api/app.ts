@@ -19,6 +19,7 @@ export interface AppDeps {
   store: OutputStore;
   adminToken: string;
   syncWaitMs: number;
+  admissionTimeoutMs?: number;
   defaultChatCap: number;
   limiter?: RateLimiter;
   logger?: boolean | { level: string };
@@ -30,7 +31,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: deps.logger ?? false, bodyLimit: 8 * 1024 * 1024 });
   installErrorHandler(app);
   const limiter = deps.limiter ?? createRateLimiter();
-  const gateway = createGenerationGateway({ client: deps.client, taskQueue: deps.taskQueue });
+  const gateway = createGenerationGateway({ client: deps.client, taskQueue: deps.taskQueue, admissionTimeoutMs: deps.admissionTimeoutMs ?? 30_000 });
 
   await app.register(healthRoutes, { pool: deps.pool, client: deps.client });
   await app.register(fileRoutes, { store: deps.store });

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { ZodError } from 'zod';
-import { DomainError, InvalidRequestError, RateLimitError } from '../core/errors';
+import { DomainError, InvalidRequestError, RateLimitError, ServiceUnavailableError } from '../core/errors';
 
 /** The one error body of every group (DESIGN §6): `{ error: { message, type, code, ...details } }`. */
 export function errorBody(type: string, status: number, message: string, details: Record<string, unknown> = {}) {
@@ -8,7 +8,7 @@ export function errorBody(type: string, status: number, message: string, details
 }
 
 export function sendError(reply: FastifyReply, err: DomainError): FastifyReply {
-  if (err instanceof RateLimitError) reply.header('Retry-After', String(err.retryAfterSeconds));
+  if (err instanceof RateLimitError || err instanceof ServiceUnavailableError) reply.header('Retry-After', String(err.retryAfterSeconds));
   return reply.code(err.status).send(errorBody(err.type, err.status, err.message, err.details));
 }
 

@@ -3,11 +3,12 @@ import type { Client } from '@temporalio/client';
 import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '../core/search-attributes';
 import { mcToCredits } from '../core/money';
 import type { generation } from '../workflows/generation';
-import { admissionUpdate, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
+import { admissionUpdate, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
+import { ServiceUnavailableError } from '../core/errors';
 import type { Admission, GenerationWorkflowInput } from '../workflows/definitions';
 
 /** How the API talks to Temporal about generations: start one, learn its admission, await its end. */
-export function createGenerationGateway({ client, taskQueue }: { client: Client; taskQueue: string }) {
+export function createGenerationGateway({ client, taskQueue, admissionTimeoutMs }: { client: Client; taskQueue: string; admissionTimeoutMs: number }) {
   return {
     /**
      * Starts the workflow and waits, in the same call, for the hold to be placed or refused
@@ -27,7 +28,21 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
         ],
         staticSummary: summarise(input),
       });
-      return client.workflow.executeUpdateWithStart(admissionUpdate, { startWorkflowOperation: start });
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), admissionTimeoutMs);
+      try {
+        return await client.withAbortSignal(controller.signal, () =>
+          client.workflow.executeUpdateWithStart(admissionUpdate, { startWorkflowOperation: start }),
+        );
+      } catch (err) {
+        if (!controller.signal.aborted) throw err;
+        // The client is told it failed, so the job must not go on to charge: once the hold is
+        // placed (if it ever is), the machine sees the cancel and releases it.
+        await client.workflow.getHandle(input.generationId).signal(cancelSignal, 'admission timed out').catch(() => undefined);
+        throw new ServiceUnavailableError('The service could not place the hold in time; nothing was charged. Retry shortly.');
+      } finally {
+        clearTimeout(timer);
+      }
     },
 
     /** Waits up to `ms` for the workflow to finish; false when it is still going. */

@@ -34,6 +34,8 @@ interface WorkflowProfile {
   events: number;
   workflowTasks: Step[];
   activities: (Step & { name: string })[];
+  /** Local activities run inside a workflow task (recorded as markers): no round trip of their own. */
+  localActivities: string[];
   /** Execution started → closed. */
   durationMs: number;
   /** Execution started → admission update completed (hold placed or refused). */
@@ -47,6 +49,7 @@ function profileHistory(events: HistoryEvent[]): WorkflowProfile {
   const wft = new Map<number, { scheduled: number; started?: number; completed?: number }>();
   const act = new Map<number, { name: string; scheduled: number; started?: number; completed?: number }>();
   let lastWft: number | undefined;
+  const localActivities: string[] = [];
   for (const e of events) {
     const t = tsMs(e.eventTime);
     const id = Number(e.eventId);
@@ -90,6 +93,16 @@ function profileHistory(events: HistoryEvent[]): WorkflowProfile {
         if (a) a.completed = t;
         break;
       }
+      case EventType.EVENT_TYPE_MARKER_RECORDED: {
+        const data = e.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
+        try {
+          const parsed = data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }) : undefined;
+          if (parsed?.activity_type) localActivities.push(parsed.activity_type);
+        } catch {
+          // Some other marker.
+        }
+        break;
+      }
       default:
         break;
     }
@@ -102,6 +115,7 @@ function profileHistory(events: HistoryEvent[]): WorkflowProfile {
     events: events.length,
     workflowTasks: [...wft.values()].map(step),
     activities: [...act.values()].map((a) => ({ name: a.name, ...step(a) })),
+    localActivities,
     durationMs: closed - started,
     admissionMs: admission - started,
   };
@@ -112,7 +126,10 @@ export interface KindProfile {
   events: number;
   workflowTasks: number;
   activityTasks: number;
-  /** The activities of one workflow, in order. */
+  localActivities: number;
+  /** Workflow tasks plus activity tasks: each is a poll, a response and history writes on the server. */
+  serverRoundTrips: number;
+  /** The activities of one workflow, in order (local ones marked). */
   activitySequence: string[];
   workflowTask: { queueMs: number; runMs: number };
   activity: Record<string, { count: number; queueMs: number; runMs: number }>;
@@ -149,7 +166,9 @@ export async function profileKind(client: Client, samples: { id: string; ms?: nu
     events: round(mean(profiles.map((p) => p.events))),
     workflowTasks: round(mean(profiles.map((p) => p.workflowTasks.length))),
     activityTasks: round(mean(profiles.map((p) => p.activities.length))),
-    activitySequence: profiles[0]!.activities.map((a) => a.name),
+    localActivities: round(mean(profiles.map((p) => p.localActivities.length))),
+    serverRoundTrips: round(mean(profiles.map((p) => p.workflowTasks.length + p.activities.length))),
+    activitySequence: [...profiles[0]!.localActivities.map((n) => `${n} (local)`), ...profiles[0]!.activities.map((a) => a.name)],
     workflowTask: { queueMs: round(mean(wfts.map((w) => w.queueMs))), runMs: round(mean(wfts.map((w) => w.runMs))) },
     activity,
     durationMs: round(durationMs),

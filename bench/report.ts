@@ -1,6 +1,7 @@
 import type { MemoryPoint, MemoryReport } from './memory';
 import type { KindProfile } from './profile';
 import type { ScenarioResult } from './scenarios';
+import type { SimulatorCost } from './simulator-cost';
 import { mb, round } from './stats';
 import type { LatencyStats } from './stats';
 import { describeTarget, judge, TARGETS } from './targets';
@@ -56,6 +57,7 @@ export function renderReport(input: {
   after: MemoryPoint;
   profile: Record<string, KindProfile | undefined>;
   workerMode: string;
+  simulatorCost: SimulatorCost;
 }): string {
   const { scenarios, targets, memory, before, after, profile } = input;
   const out: string[] = [];
@@ -99,6 +101,8 @@ export function renderReport(input: {
         (c) => c >= 1,
       ),
     );
+    const sim = input.simulatorCost;
+    out.push(`  of which the simulator's own rendering (measured alone): image ${f(sim.image.cpuMs)} ms, video ${f(sim.video.cpuMs)} ms, chat ${f(sim.chat.cpuMs)} ms of CPU per run`);
   }
 
   out.push('', `Memory (MB; worker ${input.workerMode}; sampled every ${memory.everyMs} ms, ${memory.samples} samples)`);
@@ -125,14 +129,15 @@ export function renderReport(input: {
     out.push('', 'Where the time goes (means over sampled Temporal histories, ms)');
     out.push(
       table(
-        ['kind', 'wfs', 'events', 'wf tasks', 'activities', 'wf task queue/run', 'admission', 'workflow', 'orchestration', 'client', 'outside wf'],
+        ['kind', 'wfs', 'events', 'wf tasks', 'activities', 'local acts', 'wf task queue/run', 'admission', 'workflow', 'orchestration', 'client', 'outside wf'],
         kinds.map(([kind, p]) => [
-          kind, String(p.workflows), f(p.events), f(p.workflowTasks), f(p.activityTasks),
+          kind, String(p.workflows), f(p.events), f(p.workflowTasks), f(p.activityTasks), f(p.localActivities),
           `${f(p.workflowTask.queueMs)}/${f(p.workflowTask.runMs)}`, f(p.admissionMs), f(p.durationMs), f(p.orchestrationMs), f(p.clientMs), f(p.outsideWorkflowMs),
         ]),
-        (c) => c >= 1 && c !== 5,
+        (c) => c >= 1 && c !== 6,
       ),
     );
+    out.push(kinds.map(([kind, p]) => `  ${kind}: ${p.activitySequence.join(' → ')}`).join('\n'));
     out.push(
       table(
         ['kind', 'activity', 'per wf', 'queue', 'run'],

@@ -16,6 +16,7 @@ import type { KindProfile } from './profile';
 import { evaluateTargets, flatMetrics, renderReport } from './report';
 import { baseline, chatSequential, imageConcurrent, imageSequential, refusal, videoFifo, videoSpread } from './scenarios';
 import type { Context, ScenarioResult } from './scenarios';
+import { measureSimulatorCost } from './simulator-cost';
 import { FULL, QUICK } from './sizes';
 import { createStack } from './stack';
 import type { Stack, WorkerMode } from './stack';
@@ -73,6 +74,9 @@ async function main(): Promise<number> {
     log(`${mode} run, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}, data in ${dataDir}`);
     stack = await stackHandle.start();
     log(`service up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${Object.entries(stack.startup).map(([k, v]) => `${k} ${v} ms`).join(', ')}); API ${stack.baseUrl}`);
+
+    const simulatorCost = await measureSimulatorCost();
+    log(`simulator's own work per run (sim:delay=0): image ${simulatorCost.image.cpuMs} ms CPU, video ${simulatorCost.video.cpuMs} ms CPU, chat ${simulatorCost.chat.cpuMs} ms CPU`);
 
     const memory = startMemorySampler({
       everyMs: 100,
@@ -140,7 +144,7 @@ async function main(): Promise<number> {
     const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
     console.log(`\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}`);
     console.log(`load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`);
-    console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode }));
+    console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode, simulatorCost }));
 
     const misses = targets.filter((t) => t.verdict === 'MISS');
     const resultsDir = join(process.cwd(), '.test-data', 'bench-results');
@@ -160,6 +164,7 @@ async function main(): Promise<number> {
           loadAverageAfter: loadavg(),
         },
         startupMs: stack.startup,
+        simulatorCost,
         sizes,
         scenarios,
         metrics,

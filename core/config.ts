@@ -25,6 +25,8 @@ export const configSchema = z.object({
   URL_SIGNING_SECRET: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16).optional()),
   /** How long the API waits for an image or chat to finish before answering with its current state. */
   SYNC_WAIT_MS: z.coerce.number().int().min(0).max(300_000).default(60_000),
+  /** How long the API waits for a hold to be placed or refused before answering 503 (and cancelling). */
+  ADMISSION_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
   SIM_LATENCY_MS: z.coerce.number().int().min(0).max(600_000).optional(),
   FREE_CHAT_CAP: z.coerce.number().int().min(0).default(20),
   VIDEO_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5),

@@ -81,6 +81,13 @@ export class RateLimitError extends DomainError {
   }
 }
 
+/** The service could not decide in time; nothing was charged, and the client may retry. */
+export class ServiceUnavailableError extends DomainError {
+  readonly status = 503;
+  readonly type = 'server_error';
+  readonly retryAfterSeconds = 1;
+}
+
 /** A provider refused or failed the job for good: not retried, the generation fails. */
 export class ProviderRejectedError extends Error {
   override readonly name = 'ProviderRejectedError';

@@ -536,6 +536,20 @@ describe('responses conform to the document', () => {
     }
   });
 
+  it('503 when no worker can decide the hold in time (the same app, on a task queue nobody polls)', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const stranded = await buildApp({
+      pool: h.pool, client: h.client, taskQueue: `${h.taskQueue}-unpolled`, store: h.store, adminToken: ADMIN_TOKEN,
+      syncWaitMs: 1_000, admissionTimeoutMs: 500, defaultChatCap: 0,
+    });
+    try {
+      const res = await stranded.inject({ method: 'POST', url: '/api/generate', headers: { authorization: `Bearer ${key}` }, payload: { kind: 'chat', prompt: 'hi' } });
+      expect(conforms<{ error: { type: string } }>(res, 'post', '/api/generate', 503).error.type).toBe('server_error');
+    } finally {
+      await stranded.close();
+    }
+  });
+
   it('every documented status of every operation was produced above', () => {
     expect([...documented].filter((d) => !produced.has(d)).sort()).toEqual([]);
   });

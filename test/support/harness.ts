@@ -21,6 +21,7 @@ export interface HarnessOptions {
   /** Start an in-process worker (default); false when the test runs its own worker process. */
   worker?: boolean;
   syncWaitMs?: number;
+  admissionTimeoutMs?: number;
   videoConcurrency?: number;
 }
 
@@ -37,9 +38,9 @@ export async function startHarness(options: HarnessOptions = {}) {
   const store: OutputStore = createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl: 'http://files.test', signingSecret: 'test-signing-secret-0123456789' });
 
   let nativeConnection: NativeConnection | undefined;
-  let workerRun: Promise<void> | undefined;
-  let stopWorker = async () => undefined as void;
-  if (options.worker !== false) {
+  let stopWorker = async (): Promise<void> => undefined;
+  /** Starts the in-process worker (done at once unless `worker: false`; a test may start it later). */
+  const startWorker = async (): Promise<void> => {
     nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
     const worker = await createWorker({
       connection: nativeConnection,
@@ -52,12 +53,13 @@ export async function startHarness(options: HarnessOptions = {}) {
       workflowBundle: { codePath: inject('workflowBundlePath') },
       slotPollMs: 50,
     });
-    workerRun = worker.run();
+    const workerRun = worker.run();
     stopWorker = async () => {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await workerRun;
     };
-  }
+  };
+  if (options.worker !== false) await startWorker();
 
   const app: FastifyInstance = await buildApp({
     pool,
@@ -66,6 +68,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     store,
     adminToken: ADMIN_TOKEN,
     syncWaitMs: options.syncWaitMs ?? 30_000,
+    ...(options.admissionTimeoutMs === undefined ? {} : { admissionTimeoutMs: options.admissionTimeoutMs }),
     defaultChatCap: 5,
   });
 
@@ -101,6 +104,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     call,
     admin,
     account,
+    startWorker,
     async close() {
       await app.close();
       await stopWorker();
