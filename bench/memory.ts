@@ -20,6 +20,8 @@ export interface MemoryReport {
   /** The bench process (API, and the worker when it runs in-process, and the load generator). */
   peakRss: number;
   peakHeapUsed: number;
+  /** Peak of (bench process + worker child) sampled at the same instant: the service's whole footprint. Equals peakRss in-process. */
+  peakServiceRss: number;
   /** The worker child process, when there is one. */
   workerPeakRss?: number;
   workerHwm?: number;
@@ -37,6 +39,7 @@ export function startMemorySampler(opts: { everyMs: number; workerPid?: number; 
   let samples = 0;
   let peakRss = 0;
   let peakHeapUsed = 0;
+  let peakServiceRss = 0;
   let workerPeakRss = 0;
   let temporalPeakRss = 0;
   let postgresPeakPss = 0;
@@ -64,13 +67,16 @@ export function startMemorySampler(opts: { everyMs: number; workerPid?: number; 
       const p = (phases[phase] ??= { rss: 0, heapUsed: 0 });
       p.rss = Math.max(p.rss, m.rss);
       p.heapUsed = Math.max(p.heapUsed, m.heapUsed);
+      let service = m.rss;
       if (opts.workerPid !== undefined) {
         const w = await processRss(opts.workerPid);
         if (w) {
           workerPeakRss = Math.max(workerPeakRss, w.rss);
           p.workerRss = Math.max(p.workerRss ?? 0, w.rss);
+          service += w.rss;
         }
       }
+      peakServiceRss = Math.max(peakServiceRss, service);
       if (tick++ % Math.max(1, Math.round(OTHERS_EVERY_MS / opts.everyMs)) === 0) await sampleOthers();
     } finally {
       busy = false;
@@ -101,6 +107,7 @@ export function startMemorySampler(opts: { everyMs: number; workerPid?: number; 
         everyMs: opts.everyMs,
         peakRss,
         peakHeapUsed,
+        peakServiceRss,
         ...(opts.workerPid === undefined ? {} : { workerPeakRss, ...(w ? { workerHwm: w.hwm } : {}) }),
         temporalPeakRss,
         postgresPeakPss,

@@ -57,7 +57,7 @@ export const TARGETS: readonly Target[] = [
     why: 'a refusal holds nothing and runs nothing',
   },
   {
-    metric: 'memory.peakRss',
+    metric: 'memory.peakServiceRss',
     kind: 'max',
     limit: 600,
     unit: 'MB',

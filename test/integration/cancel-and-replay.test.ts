@@ -1,4 +1,6 @@
-import { readFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { Worker } from '@temporalio/worker';
 import { inject, afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, eventually } from '../support/harness';
@@ -80,6 +82,10 @@ describe('determinism', () => {
       workflowId,
       history: await h.client.workflow.getHandle(workflowId).fetchHistory(),
     })));
+    // RECORD_HISTORIES=1 refreshes the committed fixtures that test/unit/replay-fixtures.test.ts
+    // replays, one per path, so later code must stay compatible with workflows already running.
+    if (process.env.RECORD_HISTORIES === '1') await recordFixtures(histories);
+
     const bundle = { code: await readFile(inject('workflowBundlePath'), 'utf8') };
     const results = [];
     for await (const r of Worker.runReplayHistories({ workflowBundle: bundle }, histories)) results.push(r);
@@ -87,3 +93,22 @@ describe('determinism', () => {
     for (const r of results) expect(r.error, r.workflowId).toBeUndefined();
   });
 });
+
+/** Writes one history per path, in the Temporal CLI's JSON format (what replay reads back). */
+async function recordFixtures(histories: { workflowId: string }[]) {
+  const dir = new URL('../fixtures/histories/', import.meta.url);
+  await mkdir(dir, { recursive: true });
+  const written = new Set<string>();
+  for (const { workflowId } of histories) {
+    const { stdout } = await promisify(execFile)(inject('temporalCliPath'), [
+      'workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', workflowId, '--output', 'json',
+    ], { maxBuffer: 16 * 1024 * 1024 });
+    const phase = await h.client.workflow.getHandle(workflowId).query(phaseQuery);
+    const kind = (await h.pool.query<{ kind: string }>('SELECT kind FROM generations WHERE id = $1', [workflowId])).rows[0]?.kind ?? 'none';
+    const cancelled = stdout.includes('EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED') || stdout.includes('"signalName": "cancel"');
+    const name = kind === "none" ? phase : `${kind}-${phase}${cancelled ? "-cancelled" : ""}`;
+    if (written.has(name)) continue;
+    written.add(name);
+    await writeFile(new URL(`${name}.json`, dir), stdout);
+  }
+}
