@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { getAccountCredits } from '../core/db/accounts';
 import { getGeneration } from '../core/db/generations';
-import { InsufficientCreditsError, NotFoundError } from '../core/errors';
+import { claimIdempotencyKey } from '../core/db/idempotency';
+import { IdempotencyConflictError, InsufficientCreditsError, NotFoundError } from '../core/errors';
+import { parseIdempotencyKey, requestHash } from '../core/idempotency';
 import { legacyGenerateBody, toWorkflowInput } from '../core/generation-request';
 import { GENERATION_ID_PATTERN } from '../core/ids';
 import { mcToCredits } from '../core/money';
@@ -37,11 +39,21 @@ export async function legacyRoutes(app: FastifyInstance, deps: LegacyDeps): Prom
     return g;
   };
 
+  /** The generation id of the first request that used this Idempotency-Key (this one's, if first). */
+  const claimedId = async (accountId: string, key: string, body: unknown, generationId: string): Promise<string> => {
+    const claim = await claimIdempotencyKey(deps.pool, { accountId, key, requestHash: requestHash('POST /api/generate', body), generationId });
+    if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
+    return claim.generationId;
+  };
+
   app.post('/api/generate', async (request, reply) => {
     const principal = principalOf(request);
     const parsed = legacyGenerateBody.safeParse(request.body ?? {});
     if (!parsed.success) throw fromZod(parsed.error);
-    const input = toWorkflowInput(parsed.data, principal);
+    const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
+    // Validated and priced before the key is claimed: a refused request does not use up its key.
+    const priced = toWorkflowInput(parsed.data, principal);
+    const input = idempotencyKey === undefined ? priced : { ...priced, generationId: await claimedId(principal.accountId, idempotencyKey, parsed.data, priced.generationId) };
 
     const admission = await deps.gateway.submit(input);
     if (!admission.admitted) {

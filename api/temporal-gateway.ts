@@ -1,9 +1,9 @@
-import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '../core/search-attributes';
 import { mcToCredits } from '../core/money';
 import type { generation } from '../workflows/generation';
-import { admissionUpdate, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
+import { admissionQuery, admissionUpdate, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
 import { ServiceUnavailableError } from '../core/errors';
 import type { Admission, GenerationWorkflowInput } from '../workflows/definitions';
 
@@ -12,14 +12,17 @@ export function createGenerationGateway({ client, taskQueue, admissionTimeoutMs 
   return {
     /**
      * Starts the workflow and waits, in the same call, for the hold to be placed or refused
-     * (update-with-start), so a 402 is answered before anything runs.
+     * (update-with-start), so a 402 is answered before anything runs. A repeated request (same
+     * Idempotency-Key, so the same generation id) attaches to the running workflow, or reads the
+     * admission of the finished one: a generation id never gets a second run, so never a second hold.
      */
     async submit(input: GenerationWorkflowInput): Promise<Admission> {
       const start = new WithStartWorkflowOperation<typeof generation>(GENERATION_WORKFLOW_TYPE, {
         workflowId: input.generationId,
         taskQueue,
         args: [input],
-        workflowIdConflictPolicy: 'FAIL',
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
         typedSearchAttributes: [
           { key: AccountId, value: input.accountId },
           { key: GenerationKind, value: input.kind },
@@ -35,6 +38,10 @@ export function createGenerationGateway({ client, taskQueue, admissionTimeoutMs 
           client.workflow.executeUpdateWithStart(admissionUpdate, { startWorkflowOperation: start }),
         );
       } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) {
+          const decided = await client.workflow.getHandle(input.generationId).query(admissionQuery);
+          if (decided) return decided;
+        }
         if (!controller.signal.aborted) throw err;
         // The client is told it failed, so the job must not go on to charge: once the hold is
         // placed (if it ever is), the machine sees the cancel and releases it.

@@ -71,6 +71,14 @@ export class NotFoundError extends DomainError {
   readonly type = 'not_found';
 }
 
+export class IdempotencyConflictError extends DomainError {
+  readonly status = 409;
+  readonly type = 'idempotency_conflict';
+  constructor() {
+    super('This Idempotency-Key was already used with a different request; use a new key for a new request.', { param: 'Idempotency-Key' });
+  }
+}
+
 export class RateLimitError extends DomainError {
   readonly status = 429;
   readonly type = 'rate_limit_error';

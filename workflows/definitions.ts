@@ -31,4 +31,6 @@ export interface GenerationResult {
 /** Resolves as soon as the hold is placed or refused: the API answers 402 before anything runs. */
 export const admissionUpdate = defineUpdate<Admission>('admission');
 export const phaseQuery = defineQuery<GenerationPhase>('phase');
+/** The admission once decided (also after the workflow closed): how a repeated request learns it. */
+export const admissionQuery = defineQuery<Admission | null>('admission');
 export const cancelSignal = defineSignal<[reason: string]>('cancel');

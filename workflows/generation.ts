@@ -14,7 +14,7 @@ import type { GenerationActivities } from '../activities';
 import { generationMachine, phaseOf } from '../machines/generation';
 import type { FailureInfo, GenerationEvent, GenerationPhase } from '../machines/generation';
 import { GenerationModel, GenerationStatus } from '../core/search-attributes';
-import { admissionUpdate, cancelSignal, phaseQuery } from './definitions';
+import { admissionQuery, admissionUpdate, cancelSignal, phaseQuery } from './definitions';
 import type { Admission, GenerationResult, GenerationWorkflowInput } from './definitions';
 
 // Ledger steps are short database transactions: as local activities they run inside the workflow
@@ -59,6 +59,7 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
     return admission!;
   });
   setHandler(phaseQuery, () => phase);
+  setHandler(admissionQuery, () => admission ?? null);
   setHandler(cancelSignal, (reason) => void events.push({ type: 'CANCEL', reason }));
 
   const failureOf = (err: unknown): FailureInfo => {

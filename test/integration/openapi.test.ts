@@ -418,6 +418,15 @@ describe('responses conform to the document', () => {
     expect(conforms(res, 'post', '/api/generate', 402)).toMatchObject({ error: { type: 'insufficient_credits', required: 3, available: 2.5 } });
   });
 
+  it('409 when an Idempotency-Key is reused for another request', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const headers = { 'idempotency-key': 'openapi-409' };
+    const first = await h.call('POST', '/api/generate', { key, headers, body: { kind: 'chat', prompt: 'one' } });
+    conforms(first, 'post', '/api/generate', 200);
+    const other = await h.call('POST', '/api/generate', { key, headers, body: { kind: 'chat', prompt: 'two' } });
+    expect(conforms(other, 'post', '/api/generate', 409)).toMatchObject({ error: { type: 'idempotency_conflict' } });
+  });
+
   it('403 for a kind outside the key\'s scopes and for a model outside its allow-list', async () => {
     const chatOnly = await h.account({ credits: 100, scopes: ['chat'] });
     const scopeRes = await h.call('POST', '/api/generate', { key: chatOnly.key, body: { kind: 'image', model: 'flux', prompt: 'x' } });
