@@ -7,7 +7,7 @@ export interface SlotDeps {
   pool: pg.Pool;
   videoConcurrency: number;
   /** How often a waiting video asks again for a slot. */
-  pollMs?: number;
+  slotPollMs?: number;
 }
 
 /**
@@ -15,7 +15,7 @@ export interface SlotDeps {
  * activity (polling and heartbeating) rather than in workflow timers, so a long queue does not
  * grow the workflow history, and a crashed worker is noticed by the heartbeat timeout.
  */
-export function createSlotActivities({ pool, videoConcurrency, pollMs = 250 }: SlotDeps) {
+export function createSlotActivities({ pool, videoConcurrency, slotPollMs = 250 }: SlotDeps) {
   return {
     async waitForVideoSlot(req: { accountId: string; generationId: string }): Promise<'granted' | 'finished'> {
       const ctx = Context.current();
@@ -23,7 +23,7 @@ export function createSlotActivities({ pool, videoConcurrency, pollMs = 250 }: S
         const claim = await inTransaction(pool, (tx) => claimVideoSlot(tx, req.accountId, req.generationId, videoConcurrency));
         if (claim !== 'waiting') return claim;
         ctx.heartbeat();
-        await ctx.sleep(pollMs);
+        await ctx.sleep(slotPollMs);
       }
     },
   };

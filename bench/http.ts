@@ -37,8 +37,8 @@ export function createErrorLog(keep = 20): ErrorLog {
 
 const REQUEST_TIMEOUT_MS = 120_000;
 
-/** Real HTTP against the listening API; the time covers the whole exchange, body included. */
-export function createHttp(baseUrl: string) {
+/** Real HTTP against the listening API; the time covers the whole exchange, body included. `stop` aborts every request in flight (Ctrl-C). */
+export function createHttp(baseUrl: string, stop: AbortSignal) {
   const request = async <T>(method: 'GET' | 'POST' | 'DELETE', path: string, opts: { token?: string; body?: unknown } = {}): Promise<Timed<T>> => {
     const headers: Record<string, string> = {};
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
@@ -48,7 +48,7 @@ export function createHttp(baseUrl: string) {
       method,
       headers,
       ...(opts.body === undefined ? {} : { body: JSON.stringify(opts.body) }),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      signal: AbortSignal.any([stop, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
     });
     const text = await res.text();
     const ms = performance.now() - started;
@@ -60,7 +60,7 @@ export function createHttp(baseUrl: string) {
     }
     return { status: res.status, body: body as T, ms };
   };
-  return { request, baseUrl };
+  return { request, baseUrl, stop };
 }
 
 export type Http = ReturnType<typeof createHttp>;

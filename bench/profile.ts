@@ -132,19 +132,25 @@ export interface KindProfile {
   /** The activities of one workflow, in order (local ones marked). */
   activitySequence: string[];
   workflowTask: { queueMs: number; runMs: number };
+  /** The same, per workflow task in order (the first places the hold; the last settles). */
+  workflowTaskByIndex: { queueMs: number; runMs: number }[];
   activity: Record<string, { count: number; queueMs: number; runMs: number }>;
   durationMs: number;
   admissionMs: number;
   /** Client-observed HTTP latency of the same generations, when known. */
   clientMs?: number;
-  /** clientMs − durationMs: what the API and its Temporal calls add around the workflow. */
+  /**
+   * What the API and its Temporal calls add around the workflow: clientMs less the workflow's
+   * duration (image, chat: the client waits for the end) or less its admission (video: the
+   * client waits for the hold only).
+   */
   outsideWorkflowMs?: number;
   /** durationMs less the time activities ran: queueing, workflow tasks and the server's own work. */
   orchestrationMs: number;
 }
 
 /** Reads the Temporal histories of `samples` and averages where each generation's time went. */
-export async function profileKind(client: Client, samples: { id: string; ms?: number }[]): Promise<KindProfile | undefined> {
+export async function profileKind(client: Client, samples: { id: string; ms?: number }[], clientWaitsFor: 'end' | 'admission' = 'end'): Promise<KindProfile | undefined> {
   if (samples.length === 0) return undefined;
   const profiles: WorkflowProfile[] = [];
   for (const s of samples) {
@@ -157,7 +163,13 @@ export async function profileKind(client: Client, samples: { id: string; ms?: nu
     activity[name] = { count: round(all.length / profiles.length, 2), queueMs: round(mean(all.map((a) => a.queueMs))), runMs: round(mean(all.map((a) => a.runMs))) };
   }
   const wfts = profiles.flatMap((p) => p.workflowTasks);
+  const maxTasks = Math.max(...profiles.map((p) => p.workflowTasks.length));
+  const workflowTaskByIndex = Array.from({ length: maxTasks }, (_, i) => {
+    const nth = profiles.map((p) => p.workflowTasks[i]).filter((w): w is Step => w !== undefined);
+    return { queueMs: round(mean(nth.map((w) => w.queueMs))), runMs: round(mean(nth.map((w) => w.runMs))) };
+  });
   const durationMs = mean(profiles.map((p) => p.durationMs));
+  const admissionMs = mean(profiles.map((p) => p.admissionMs));
   const activityRun = mean(profiles.map((p) => p.activities.reduce((s, a) => s + (Number.isFinite(a.runMs) ? a.runMs : 0), 0)));
   const known = samples.map((s) => s.ms).filter((v): v is number => v !== undefined && Number.isFinite(v));
   const clientMs = known.length ? mean(known) : undefined;
@@ -170,10 +182,11 @@ export async function profileKind(client: Client, samples: { id: string; ms?: nu
     serverRoundTrips: round(mean(profiles.map((p) => p.workflowTasks.length + p.activities.length))),
     activitySequence: [...profiles[0]!.localActivities.map((n) => `${n} (local)`), ...profiles[0]!.activities.map((a) => a.name)],
     workflowTask: { queueMs: round(mean(wfts.map((w) => w.queueMs))), runMs: round(mean(wfts.map((w) => w.runMs))) },
+    workflowTaskByIndex,
     activity,
     durationMs: round(durationMs),
-    admissionMs: round(mean(profiles.map((p) => p.admissionMs))),
-    ...(clientMs === undefined ? {} : { clientMs: round(clientMs), outsideWorkflowMs: round(clientMs - durationMs) }),
+    admissionMs: round(admissionMs),
+    ...(clientMs === undefined ? {} : { clientMs: round(clientMs), outsideWorkflowMs: round(clientMs - (clientWaitsFor === 'end' ? durationMs : admissionMs)) }),
     orchestrationMs: round(durationMs - activityRun),
   };
 }

@@ -1,6 +1,7 @@
-// `npm run bench [-- --quick] [-- --worker=child] [-- --keep]`: starts the whole service on free
-// ports in a private folder, measures it over real HTTP, prints a table and writes JSON under
-// .test-data/bench-results/, and stops everything it started (also on error and Ctrl-C).
+// `npm run bench [-- --quick] [-- --worker=child] [-- --temporal-db=memory] [-- --keep]`: starts
+// the whole service on free ports in a private folder, measures it over real HTTP, prints a table
+// and writes JSON under .test-data/bench-results/, and stops everything it started (also on error,
+// Ctrl-C and SIGKILL, see bench/reaper.mjs). docs/benchmark.md explains the scenarios and numbers.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -47,6 +48,26 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
 
 const log = (line: string) => console.error(`[bench] ${line}`);
 
+/**
+ * Ctrl-C reaches the bench twice: from the terminal (the whole foreground process group) and
+ * relayed by tsx. Signals within a few seconds of the first are that echo; a later one means
+ * "stop now" and exits at once (the stack's exit hooks and the reaper still stop the children).
+ */
+function onSignals(stop: () => void): void {
+  let first: number | undefined;
+  const handler = (name: NodeJS.Signals) => {
+    if (first === undefined) {
+      first = Date.now();
+      log(`${name}: stopping (press Ctrl-C again after a few seconds to exit at once)…`);
+      stop();
+    } else if (Date.now() - first > 3_000) {
+      log(`${name} again: exiting now`);
+      process.exit(130);
+    }
+  };
+  for (const name of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(name, handler);
+}
+
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
   const sizes = args.quick ? QUICK : FULL;
@@ -54,11 +75,42 @@ async function main(): Promise<number> {
   const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);
   const stackHandle = createStack({ dataDir, workerMode: args.workerMode, temporalDb: args.temporalDb, keepData: args.keep, log });
 
-  // Ctrl-C, SIGTERM or the parent (npm) going away: stop what was started, then exit non-zero.
+  // Ctrl-C, SIGTERM or the parent (npm) going away: abort the requests in flight, stop what was
+  // started, then exit non-zero. (A second Ctrl-C exits at once; the stack's exit hooks then still
+  // take the Temporal dev server and the worker child down.)
+  const interrupt = new AbortController();
   const shutdown = createShutdown(log);
   shutdown.add('bench stack', () => stackHandle.stop());
-  shutdown.onSignals((code) => process.exit(code || 130));
-  shutdown.followParent((code) => process.exit(code || 130));
+  shutdown.add('requests in flight', async () => interrupt.abort());
+  onSignals(() => {
+    interrupt.abort();
+    void shutdown.stop().then(() => {
+      log(`stopped after the interruption${args.keep ? `; data kept in ${dataDir}` : '; data folder removed'}`);
+      process.exit(130);
+    });
+  });
+  shutdown.followParent(() => {
+    interrupt.abort();
+    process.exit(130);
+  });
+  // An exception nobody caught (in the service or here) must still stop what was started. One
+  // known source: when Ctrl-C also reaches PostgreSQL, pg clients checked out of a pool have no
+  // 'error' listener and throw "Connection terminated unexpectedly".
+  const afterInterrupt = new Set<string>();
+  const onUncaught = (err: unknown) => {
+    const text = err instanceof Error ? (err.stack ?? err.message) : String(err);
+    if (interrupt.signal.aborted) {
+      // Requests cut off mid-way fail in the service as its connections close; say so once each.
+      const first = text.split('\n')[0] ?? '';
+      if (!afterInterrupt.has(first)) log(`after the interruption (expected while stopping): ${first}`);
+      afterInterrupt.add(first);
+    } else {
+      console.error(`[bench] uncaught: ${text}`);
+      void shutdown.stop().then(() => process.exit(1));
+    }
+  };
+  process.on('uncaughtException', onUncaught);
+  process.on('unhandledRejection', onUncaught);
   // A service that hangs must not hang the bench: give up well past the expected duration.
   const watchdog = setTimeout(() => {
     log(`the bench did not finish within ${args.quick ? 4 : 12} minutes; stopping`);
@@ -73,6 +125,7 @@ async function main(): Promise<number> {
   try {
     log(`${mode} run, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}, data in ${dataDir}`);
     stack = await stackHandle.start();
+    log(`Temporal CLI ${stack.temporalCli}`);
     log(`service up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${Object.entries(stack.startup).map(([k, v]) => `${k} ${v} ms`).join(', ')}); API ${stack.baseUrl}`);
 
     const simulatorCost = await measureSimulatorCost();
@@ -88,7 +141,7 @@ async function main(): Promise<number> {
     const pids = { temporal: stack.temporal.pid, postgres: stack.postgres.pid, ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }) };
     let lastCpu: CpuUse | undefined;
     const ctx: Context = {
-      http: createHttp(stack.baseUrl),
+      http: createHttp(stack.baseUrl, interrupt.signal),
       stack,
       errors,
       sizes,
@@ -110,6 +163,7 @@ async function main(): Promise<number> {
     const run = async (name: string, scenario: () => Promise<ScenarioResult>) => {
       memory.phase(name);
       const t = Date.now();
+      if (interrupt.signal.aborted) throw new Error('interrupted');
       log(`${name}…`);
       lastCpu = undefined;
       const r = await scenario();
@@ -135,7 +189,7 @@ async function main(): Promise<number> {
     const profile: Record<string, KindProfile | undefined> = {
       image: await profileKind(stack.services.client, last(ctx.samples.image)),
       chat: await profileKind(stack.services.client, last(ctx.samples.chat)),
-      video: await profileKind(stack.services.client, last(ctx.samples.video)),
+      video: await profileKind(stack.services.client, last(ctx.samples.video), 'admission'),
       refused: await profileKind(stack.services.client, refusedIds.map((id) => ({ id }))),
     };
 
@@ -163,6 +217,7 @@ async function main(): Promise<number> {
           loadAverageBefore: loadBefore,
           loadAverageAfter: loadavg(),
         },
+        temporalCli: stack.temporalCli,
         startupMs: stack.startup,
         simulatorCost,
         sizes,
@@ -190,14 +245,15 @@ async function main(): Promise<number> {
           : `Summary: all ${targets.length} targets met.`,
     );
   } catch (err) {
-    errors.record(`bench aborted: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    if (interrupt.signal.aborted) errors.record('interrupted');
+    else errors.record(`bench aborted: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   } finally {
     log('stopping the service…');
     await shutdown.stop();
-    const pids = stack ? [stack.temporal.pid, stack.postgres.pid, ...(stack.workerPid === undefined ? [] : [stack.workerPid])] : [];
-    const alive = pids.filter((pid) => isAlive(pid));
+    const started = stack ? [stack.temporal.pid, stack.postgres.pid, ...(stack.workerPid === undefined ? [] : [stack.workerPid])] : [];
+    const alive = started.filter((pid) => isAlive(pid));
     if (alive.length > 0) errors.record(`processes still alive after stopping: ${alive.join(', ')}`);
-    else if (pids.length > 0) log(`stopped (Temporal pid ${stack!.temporal.pid}, PostgreSQL pid ${stack!.postgres.pid}${stack!.workerPid ? `, worker pid ${stack!.workerPid}` : ''}); ${args.keep ? `data kept in ${dataDir}` : 'data folder removed'}`);
+    else if (started.length > 0) log(`stopped (Temporal pid ${stack!.temporal.pid}, PostgreSQL pid ${stack!.postgres.pid}${stack!.workerPid ? `, worker pid ${stack!.workerPid}` : ''}); ${args.keep ? `data kept in ${dataDir}` : 'data folder removed'}`);
   }
   if (errors.count > 0) {
     for (const m of errors.messages) console.error(`  error: ${m}`);

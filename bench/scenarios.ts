@@ -68,6 +68,7 @@ async function generate(ctx: Context, account: BenchAccount, body: object, expec
   try {
     r = await ctx.http.request<{ generation?: GenerationView; error?: { type: string } }>('POST', '/api/generate', { token: account.nextKey(), body });
   } catch (err) {
+    if (ctx.http.stop.aborted) throw err; // interrupted: not the service's fault
     ctx.errors.record(`POST /api/generate: ${(err as Error).message}`);
     return { ms: Number.NaN };
   }
@@ -111,6 +112,7 @@ export async function baseline(ctx: Context): Promise<ScenarioResult> {
   const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: 100, requests: n + warmup });
   const read = async () => {
     const r = await ctx.http.request('GET', '/api/credits', { token: account.nextKey() });
+    // (A failed fetch throws: an interrupted run stops here, a dead API aborts the bench.)
     if (r.status !== 200) ctx.errors.record(`GET /api/credits: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
     return { ms: r.ms };
   };

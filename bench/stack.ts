@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -9,7 +10,7 @@ import { loadConfig } from '../core/config';
 import { startApiServer } from '../runtime/api-server';
 import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
 import type { EmbeddedPostgres } from '../runtime/embedded-postgres';
-import { freePort, OutputTail, signal, waitForExit } from '../runtime/process';
+import { freePort, isAlive, OutputTail, signal, waitForExit } from '../runtime/process';
 import { openServices } from '../runtime/services';
 import type { Services } from '../runtime/services';
 import { ensureTemporalCli } from '../runtime/temporal-cli';
@@ -33,6 +34,8 @@ export interface Stack {
   workerPid: number | undefined;
   /** How long each start-up step took, in ms. */
   startup: Record<string, number>;
+  /** The Temporal CLI that runs the dev server (TEMPORAL_CLI, PATH or the cache). */
+  temporalCli: string;
 }
 
 export interface StackHandle {
@@ -44,6 +47,36 @@ export interface StackHandle {
 
 const TASK_QUEUE = 'bench';
 const WORKER_ENTRY = 'runtime/worker-process.ts';
+const REAPER = 'bench/reaper.mjs';
+
+/**
+ * Starts bench/reaper.mjs, detached: it outlives a bench process killed with SIGKILL (which runs
+ * no exit hook) and then stops whatever the bench had started. `tell` reports each child as it
+ * starts; `dismiss` ends it once the bench has stopped everything itself.
+ */
+function startReaper(dataDir: string, keepData: boolean) {
+  const reaper = spawn(process.execPath, [REAPER, String(process.pid), dataDir, keepData ? '1' : '0'], {
+    cwd: process.cwd(),
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  reaper.unref();
+  const stdin = reaper.stdin as Socket | null;
+  stdin?.on('error', () => undefined);
+  stdin?.unref();
+  const watched: number[] = [];
+  return {
+    tell: (name: 'temporal' | 'postgres' | 'worker', pid: number) => {
+      watched.push(name === 'temporal' ? -pid : pid);
+      stdin?.write(`${name} ${pid}\n`);
+    },
+    /** Ends the reaper, unless something it watches is still alive: then it stays to finish the job after we exit. */
+    dismiss: () => {
+      if (watched.some((pid) => isAlive(pid))) return;
+      if (reaper.pid !== undefined && reaper.exitCode === null) signal(reaper.pid, 'SIGTERM');
+    },
+  };
+}
 
 /**
  * The whole service on free ports in a private folder: its own Temporal dev server (headless,
@@ -59,19 +92,32 @@ export function createStack(options: {
   keepData: boolean;
   log: (line: string) => void;
 }): StackHandle {
-  const steps: { name: string; stop: () => Promise<unknown> }[] = [];
+  const steps: { name: string; stop: () => Promise<unknown>; limitMs: number }[] = [];
   let stopping: Promise<void> | undefined;
 
+  // Each step is bounded: after an interruption the API may still hold requests that wait for
+  // workflows (up to SYNC_WAIT_MS), and the worker may wait for activities that retry against a
+  // PostgreSQL that is already gone. What must not be skipped is stopping the child processes.
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       for (const step of steps.reverse()) {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), step.limitMs)));
         try {
-          await step.stop();
+          if ((await Promise.race([step.stop(), late])) === 'late') options.log(`stopping ${step.name} took over ${step.limitMs} ms; moving on`);
         } catch (err) {
           options.log(`stopping ${step.name} failed: ${(err as Error).message}`);
+        } finally {
+          clearTimeout(timer);
         }
       }
     })());
+
+  /** If this process exits without stop() (a second Ctrl-C exits at once), take a child process down with it. */
+  const killOnExit = (kill: () => void) => {
+    process.on('exit', kill);
+    return () => process.removeListener('exit', kill);
+  };
 
   const start = async (): Promise<Stack> => {
     const { dataDir, log } = options;
@@ -88,7 +134,10 @@ export function createStack(options: {
     // Default mode (0777 less umask): when we are root PostgreSQL runs as user postgres and must
     // be able to search every parent of its data directory.
     await mkdir(dataDir, { recursive: true });
-    if (!options.keepData) steps.push({ name: 'data folder', stop: () => rm(dataDir, { recursive: true, force: true }) });
+    const reaper = startReaper(dataDir, options.keepData);
+    // Last step of stop(): everything is down, the safety net can go.
+    steps.push({ name: 'reaper', stop: async () => reaper.dismiss(), limitMs: 1_000 });
+    if (!options.keepData) steps.push({ name: 'data folder', stop: () => rm(dataDir, { recursive: true, force: true }), limitMs: 30_000 });
 
     const cliPath = await timed('temporal cli', () => ensureTemporalCli({ env: process.env }));
     log('starting Temporal dev server and PostgreSQL…');
@@ -103,8 +152,16 @@ export function createStack(options: {
       ),
       timed('postgres', () => startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres') })),
     ]);
-    if (temporalResult.status === 'fulfilled') steps.push({ name: 'Temporal', stop: () => temporalResult.value.stop() });
-    if (postgresResult.status === 'fulfilled') steps.push({ name: 'PostgreSQL', stop: () => postgresResult.value.stop() });
+    if (temporalResult.status === 'fulfilled') {
+      // The dev server runs in its own process group, so a terminal's Ctrl-C does not reach it.
+      const server = temporalResult.value;
+      reaper.tell('temporal', server.pid);
+      const forget = killOnExit(() => signal(-server.pid, 'SIGKILL'));
+      steps.push({ name: 'Temporal', stop: () => server.stop().finally(forget), limitMs: 30_000 });
+    }
+    // embedded-postgres asks the postmaster for a fast shutdown on exit by itself.
+    if (postgresResult.status === 'fulfilled') reaper.tell('postgres', postgresResult.value.pid);
+    if (postgresResult.status === 'fulfilled') steps.push({ name: 'PostgreSQL', stop: () => postgresResult.value.stop(), limitMs: 45_000 });
     if (temporalResult.status === 'rejected') throw temporalResult.reason;
     if (postgresResult.status === 'rejected') throw postgresResult.reason;
     const temporal = temporalResult.value;
@@ -127,25 +184,27 @@ export function createStack(options: {
 
     // Migrates and registers the search attributes, as at every start.
     const services = await timed('connect + migrate', () => openServices(config, { databaseUrl, temporalAddress: temporal.address }));
-    steps.push({ name: 'connections', stop: () => services.close() });
+    steps.push({ name: 'connections', stop: () => services.close(), limitMs: 10_000 });
     const observer = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     observer.on('error', () => undefined);
-    steps.push({ name: 'observer pool', stop: () => observer.end() });
+    steps.push({ name: 'observer pool', stop: () => observer.end(), limitMs: 5_000 });
 
     let workerPid: number | undefined;
     if (options.workerMode === 'in-process') {
       const worker = await timed('worker (bundle + start)', () => startWorker(services));
-      steps.push({ name: 'worker', stop: () => worker.stop() });
+      steps.push({ name: 'worker', stop: () => worker.stop(), limitMs: 15_000 });
     } else {
       const child = await timed('worker process (bundle + start)', () =>
         startWorkerProcess({ ...env, LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address }),
       );
-      steps.push({ name: 'worker process', stop: () => child.stop() });
+      reaper.tell('worker', child.pid);
+      const forget = killOnExit(() => signal(child.pid, 'SIGKILL'));
+      steps.push({ name: 'worker process', stop: () => child.stop().finally(forget), limitMs: 25_000 });
       workerPid = child.pid;
     }
 
     const app: FastifyInstance = await timed('api', () => startApiServer(services));
-    steps.push({ name: 'API', stop: () => app.close() });
+    steps.push({ name: 'API', stop: () => app.close(), limitMs: 5_000 });
 
     return {
       dataDir,
@@ -158,6 +217,7 @@ export function createStack(options: {
       workerMode: options.workerMode,
       workerPid,
       startup,
+      temporalCli: cliPath,
     };
   };
 

