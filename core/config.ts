@@ -33,6 +33,14 @@ export const configSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
+/** In production, secrets must be given: a generated one would differ per instance and be lost with its disk. */
+const productionSecrets = configSchema.superRefine((c, ctx) => {
+  if (c.NODE_ENV !== 'production') return;
+  for (const name of ['ADMIN_TOKEN', 'URL_SIGNING_SECRET'] as const) {
+    if (!c[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when NODE_ENV=production' });
+  }
+});
+
 export type Config = z.infer<typeof configSchema>;
 
 export class ConfigError extends Error {
@@ -40,7 +48,7 @@ export class ConfigError extends Error {
 }
 
 export function loadConfig(env: Record<string, string | undefined>): Config {
-  const parsed = configSchema.safeParse(env);
+  const parsed = productionSecrets.safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);

@@ -78,4 +78,8 @@ describe('configuration', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => loadConfig({ TEMPORAL_ADDRESS: 'nowhere' })).toThrow(/TEMPORAL_ADDRESS/);
   });
+  it('requires the secrets in production instead of generating them', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20) })).toThrow(/URL_SIGNING_SECRET: is required/);
+    expect(loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), URL_SIGNING_SECRET: 'b'.repeat(20) }).NODE_ENV).toBe('production');
+  });
 });
