@@ -1,22 +1,15 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type pg from 'pg';
-import type { z } from 'zod';
 import { createAccount, createAccountBody, createKey, createKeyBody, revokeKey, topUp, topUpBody } from '../core/admin-operations';
 import { UnauthorizedError } from '../core/errors';
 import { bearerToken } from './auth';
-import { fromZod } from './errors';
+import { parseBody as parse } from './body';
 
 export interface AdminDeps {
   pool: pg.Pool;
   adminToken: string;
   defaultChatCap: number;
-}
-
-function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
-  const r = schema.safeParse(body ?? {});
-  if (!r.success) throw fromZod(r.error);
-  return r.data;
 }
 
 /** The operator API (DESIGN §8), guarded by ADMIN_TOKEN. */

@@ -10,7 +10,7 @@ import { GENERATION_ID_PATTERN } from '../core/ids';
 import { mcToCredits } from '../core/money';
 import type { OutputStore } from '../core/storage';
 import { principalOf, requireApiKey } from './auth';
-import { fromZod } from './errors';
+import { parseBody } from './body';
 import type { RateLimiter } from './rate-limit';
 import type { GenerationGateway } from './temporal-gateway';
 import { creditsView, generationRecord } from './views';
@@ -48,12 +48,11 @@ export async function legacyRoutes(app: FastifyInstance, deps: LegacyDeps): Prom
 
   app.post('/api/generate', async (request, reply) => {
     const principal = principalOf(request);
-    const parsed = legacyGenerateBody.safeParse(request.body ?? {});
-    if (!parsed.success) throw fromZod(parsed.error);
+    const body = parseBody(legacyGenerateBody, request.body);
     const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
     // Validated and priced before the key is claimed: a refused request does not use up its key.
-    const priced = toWorkflowInput(parsed.data, principal);
-    const input = idempotencyKey === undefined ? priced : { ...priced, generationId: await claimedId(principal.accountId, idempotencyKey, parsed.data, priced.generationId) };
+    const priced = toWorkflowInput(body, principal);
+    const input = idempotencyKey === undefined ? priced : { ...priced, generationId: await claimedId(principal.accountId, idempotencyKey, body, priced.generationId) };
 
     const admission = await deps.gateway.submit(input);
     if (!admission.admitted) {

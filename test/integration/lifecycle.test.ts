@@ -200,6 +200,11 @@ describe('refusals charge nothing and run nothing', () => {
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.error).toMatchObject({ type: 'invalid_request_error', code: 400, param });
     }
+    for (const [payload, type] of [['[]', 'application/json'], ['kind=image', 'text/plain']]) {
+      const r = await h.call('POST', '/api/generate', { key, body: payload, headers: { 'content-type': type! } });
+      expect(r.statusCode).toBe(400);
+      expect(r.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringMatching(/JSON object/) } });
+    }
     const notJson = await h.call('POST', '/api/generate', { key, body: '{"kind":', headers: { 'content-type': 'application/json' } });
     expect(notJson.statusCode).toBe(400);
     expect(notJson.json()).toMatchObject({ error: { type: 'invalid_request_error', code: 400 } });
