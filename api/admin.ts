@@ -1,10 +1,12 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type pg from 'pg';
+import { z } from 'zod';
 import { createAccount, createAccountBody, createKey, createKeyBody, revokeKey, topUp, topUpBody } from '../core/admin-operations';
 import { UnauthorizedError } from '../core/errors';
 import { bearerToken } from './auth';
-import { parseBody as parse } from './body';
+import { errorResponses } from './schemas';
 
 export interface AdminDeps {
   pool: pg.Pool;
@@ -12,8 +14,12 @@ export interface AdminDeps {
   defaultChatCap: number;
 }
 
+const security = [{ adminToken: [] }];
+const tags = ['Operator'];
+const accountParams = z.object({ id: z.string().describe('An account id (acct_…)') });
+
 /** The operator API (DESIGN §8), guarded by ADMIN_TOKEN. */
-export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
+export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) => {
   const expected = createHash('sha256').update(deps.adminToken).digest();
   app.addHook('onRequest', async (request: FastifyRequest) => {
     const token = bearerToken(request);
@@ -21,17 +27,44 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     if (!token || !timingSafeEqual(given, expected)) throw new UnauthorizedError('A valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>).');
   });
 
-  app.post('/admin/v1/accounts', async (request, reply) => {
+  app.post('/admin/v1/accounts', {
+    schema: {
+      operationId: 'adminCreateAccount', tags, security, summary: 'Open an account with a plan and opening credits',
+      body: createAccountBody,
+      response: { 201: z.object({ id: z.string() }), ...errorResponses(400, 401, 500, 503) },
+    },
+  }, async (request, reply) => {
     reply.code(201);
-    return createAccount(deps.pool, parse(createAccountBody, request.body), deps.defaultChatCap);
+    return createAccount(deps.pool, request.body, deps.defaultChatCap);
   });
-  app.post<{ Params: { id: string } }>('/admin/v1/accounts/:id/keys', async (request, reply) => {
-    const created = await createKey(deps.pool, request.params.id, parse(createKeyBody, request.body));
+
+  app.post('/admin/v1/accounts/:id/keys', {
+    schema: {
+      operationId: 'adminCreateKey', tags, security, summary: 'Issue an API key; the key is shown only in this answer',
+      params: accountParams,
+      body: createKeyBody,
+      response: { 201: z.object({ id: z.string(), key: z.string().describe('gsk_…; store it now, it is never shown again') }), ...errorResponses(400, 401, 404, 500, 503) },
+    },
+  }, async (request, reply) => {
+    const created = await createKey(deps.pool, request.params.id, request.body);
     reply.code(201);
     return created;
   });
-  app.post<{ Params: { id: string } }>('/admin/v1/accounts/:id/credits', async (request) =>
-    topUp(deps.pool, request.params.id, parse(topUpBody, request.body)),
-  );
-  app.delete<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => revokeKey(deps.pool, request.params.id));
-}
+
+  app.post('/admin/v1/accounts/:id/credits', {
+    schema: {
+      operationId: 'adminTopUp', tags, security, summary: 'Add credits to an account',
+      params: accountParams,
+      body: topUpBody,
+      response: { 200: z.object({ id: z.string(), balance: z.number() }), ...errorResponses(400, 401, 404, 500, 503) },
+    },
+  }, async (request) => topUp(deps.pool, request.params.id, request.body));
+
+  app.delete('/admin/v1/keys/:id', {
+    schema: {
+      operationId: 'adminRevokeKey', tags, security, summary: 'Revoke an API key; it is refused from its next request',
+      params: z.object({ id: z.string().describe('A key id (key_…)') }),
+      response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...errorResponses(401, 404, 500, 503) },
+    },
+  }, async (request) => revokeKey(deps.pool, request.params.id));
+};

@@ -4,7 +4,7 @@ import { findApiKeyByHash } from '../core/db/accounts';
 import type { Plan } from '../core/db/accounts';
 import { hashApiKey, isWellFormedApiKey } from '../core/api-keys';
 import { UnauthorizedError } from '../core/errors';
-import type { Principal } from '../core/generation-request';
+import type { Principal } from '../core/principal';
 import type { RateLimiter } from './rate-limit';
 
 declare module 'fastify' {
@@ -23,7 +23,12 @@ export function bearerToken(request: FastifyRequest): string | undefined {
  * An onRequest hook (headers only, so a stranger's body is never parsed) that admits a live API key and counts it against its plan's rate limit. The error
  * type differs by group (`unauthorized` in C, `authentication_error` in A and B).
  */
-export function requireApiKey(deps: { pool: pg.Pool; limiter: RateLimiter }, unauthorizedType: 'unauthorized' | 'authentication_error') {
+export interface AuthDeps {
+  pool: pg.Pool;
+  limiter: RateLimiter;
+}
+
+export function requireApiKey(deps: AuthDeps, unauthorizedType: 'unauthorized' | 'authentication_error') {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const token = bearerToken(request);
     if (!token) throw new UnauthorizedError(undefined, unauthorizedType);

@@ -1,6 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { ZodError } from 'zod';
+import { classifyDbError } from '../core/db/errors';
 import { DomainError, InvalidRequestError, RateLimitError, ServiceUnavailableError } from '../core/errors';
+import type { MethodIndex } from './methods';
 
 /** The one error body of every group (DESIGN §6): `{ error: { message, type, code, ...details } }`. */
 export function errorBody(type: string, status: number, message: string, details: Record<string, unknown> = {}) {
@@ -12,28 +15,60 @@ export function sendError(reply: FastifyReply, err: DomainError): FastifyReply {
   return reply.code(err.status).send(errorBody(err.type, err.status, err.message, err.details));
 }
 
+const BODY_NOT_OBJECT = 'The request body must be a JSON object (Content-Type: application/json).';
+// Fastify lower-cases header names; errors name them as clients write them.
+const HEADER_NAMES: Record<string, string> = { 'idempotency-key': 'Idempotency-Key', prefer: 'Prefer' };
+
 export function fromZod(err: ZodError): InvalidRequestError {
   const issue = err.issues[0];
-  const param = issue && issue.path.length > 0 ? issue.path.join('.') : undefined;
-  const message = issue ? (param ? `${param}: ${issue.message}` : issue.message) : 'invalid request';
-  return new InvalidRequestError(message, param);
+  return invalid(issue?.path.map(String) ?? [], issue?.message ?? 'invalid request', 'body');
+}
+
+function invalid(path: string[], message: string, context: string | undefined): InvalidRequestError {
+  if (path.length === 0 && context === 'body') return new InvalidRequestError(BODY_NOT_OBJECT);
+  const raw = path.join('.');
+  const param = context === 'headers' ? (HEADER_NAMES[raw] ?? raw) : raw || undefined;
+  // A message that already names its parameter (e.g. the Idempotency-Key one) is kept as it is.
+  const text = param === undefined || message.includes(param) ? message : `${param}: ${message}`;
+  return new InvalidRequestError(text, param);
 }
 
 /** Maps every failure to the documented body; a 5xx never shows its internal message. */
-export function installErrorHandler(app: FastifyInstance): void {
+export function installErrorHandler(app: FastifyInstance, methods: MethodIndex): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
-    if (err instanceof DomainError) return sendError(reply, err);
+    if (err instanceof DomainError) {
+      if (err.status >= 500) request.log.warn({ err, cause: err.cause }, err.message);
+      return sendError(reply, err);
+    }
+    if (hasZodFastifySchemaValidationErrors(err)) {
+      const first = err.validation[0];
+      const path = (first?.instancePath ?? '').split('/').filter((s) => s !== '');
+      return sendError(reply, invalid(path, first?.message ?? 'invalid request', err.validationContext));
+    }
     if (err instanceof ZodError) return sendError(reply, fromZod(err));
     const status = (err as FastifyError).statusCode;
     if (status === 413) return reply.code(413).send(errorBody('invalid_request_error', 413, 'The request body is too large.'));
+    if (status === 415) return reply.code(400).send(errorBody('invalid_request_error', 400, BODY_NOT_OBJECT));
     if (status !== undefined && status >= 400 && status < 500) {
-      // Fastify's own 4xx (malformed JSON, wrong content type): the client's mistake, say so plainly.
+      // Fastify's own 4xx (malformed JSON): the client's mistake, say so plainly.
       return reply.code(400).send(errorBody('invalid_request_error', 400, err.message));
+    }
+    if (classifyDbError(err) === 'transient') {
+      request.log.warn({ err }, 'database unavailable');
+      return sendError(reply, new ServiceUnavailableError('The service is briefly unavailable; nothing was charged. Retry shortly.'));
     }
     request.log.error({ err }, 'unhandled error');
     return reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send(errorBody('not_found', 404, `No route for ${request.method} ${request.url.split('?')[0]}.`)),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = methods.allowed(path);
+    if (allowed.length > 0) {
+      return reply
+        .code(405)
+        .header('Allow', allowed.join(', '))
+        .send(errorBody('invalid_request_error', 405, `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}.`));
+    }
+    return reply.code(404).send(errorBody('not_found', 404, `No route for ${request.method} ${path}.`));
+  });
 }

@@ -1,18 +1,37 @@
 import { createReadStream } from 'node:fs';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { OutputStore } from '../core/storage';
 import { errorBody } from './errors';
+import { apiError } from './schemas';
 
 /** Output files, reached only through a signed URL; the signature is the authorisation. */
-export async function fileRoutes(app: FastifyInstance, deps: { store: OutputStore }): Promise<void> {
-  app.get<{ Params: { '*': string }; Querystring: { expires?: string; signature?: string } }>('/files/*', async (request, reply) => {
+export const fileRoutes: FastifyPluginAsyncZod<{ store: OutputStore }> = async (app, deps) => {
+  app.get('/files/*', {
+    schema: {
+      operationId: 'getFile',
+      tags: ['Files'],
+      summary: 'A generated file (the outputUrl of a generation); valid 24 h from when the URL was made',
+      description: 'The signature in the URL is the authorisation: no key is needed.',
+      security: [],
+      params: z.object({ '*': z.string().describe('The file key, e.g. gen_…/output.png') }),
+      querystring: z.object({ expires: z.string().optional(), signature: z.string().optional() }),
+      response: {
+        200: { description: 'The file, with its content type', content: { '*/*': { schema: z.string().describe('binary') } } },
+        404: apiError.describe('The file does not exist or its link is invalid or expired'),
+      },
+    },
+  }, async (request, reply) => {
     const { expires = '', signature = '' } = request.query;
     const file = await deps.store.open(request.params['*'], expires, signature);
     if (!file) return reply.code(404).send(errorBody('not_found', 404, 'The file does not exist or its link has expired.'));
-    return reply
+    // A stream is not what the documented schema types; the raw reply sends it.
+    const raw: FastifyReply = reply;
+    return raw
       .header('Content-Type', file.contentType)
       .header('Content-Length', String(file.size))
       .header('Cache-Control', 'private, max-age=3600')
       .send(createReadStream(file.path));
   });
-}
+};

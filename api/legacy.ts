@@ -1,81 +1,133 @@
-import type { FastifyInstance } from 'fastify';
-import type pg from 'pg';
-import { getAccountCredits } from '../core/db/accounts';
-import { getGeneration } from '../core/db/generations';
-import { claimIdempotencyKey } from '../core/db/idempotency';
-import { IdempotencyConflictError, InsufficientCreditsError, NotFoundError } from '../core/errors';
-import { parseIdempotencyKey, requestHash } from '../core/idempotency';
-import { legacyGenerateBody, toWorkflowInput } from '../core/generation-request';
-import { GENERATION_ID_PATTERN } from '../core/ids';
-import { mcToCredits } from '../core/money';
-import type { OutputStore } from '../core/storage';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { UPSCALE_SCALES } from '../core/catalogue';
+import { safeText } from '../core/text';
+import type { GenerationRequest } from '../service/requests';
+import type { GenerationService } from '../service/generation-service';
+import type { GenerationView } from '../service/records';
 import { principalOf, requireApiKey } from './auth';
-import { parseBody } from './body';
-import type { RateLimiter } from './rate-limit';
-import type { GenerationGateway } from './temporal-gateway';
-import { creditsView, generationRecord } from './views';
+import type { AuthDeps } from './auth';
+import { credits, errorResponses, generateHeaders, generationRecord, idParams, prefersAsync } from './schemas';
 
-export interface LegacyDeps {
-  pool: pg.Pool;
-  gateway: GenerationGateway;
-  store: OutputStore;
-  limiter: RateLimiter;
-  syncWaitMs: number;
+/** Group C's body for POST /api/generate: camelCase, one `kind` per shape (spec, group C). */
+const MAX_MEDIA_PROMPT_CHARS = 10_000;
+const common = {
+  model: safeText({ trim: true, min: 1, max: 100, label: 'model' }).optional(),
+  quality: safeText({ max: 50 }).optional().describe('Image: model-specific; video: 480p, 720p or 1080p. Falls back to the model default'),
+  aspect: safeText({ max: 20 }).optional().describe('e.g. 16:9; snapped to what the model supports'),
+  // Accepted and ignored by design: the model's default resolution is used, with its price.
+  resolution: z.unknown().optional().describe('Accepted and ignored: the model default is used, with its price'),
+};
+const mediaPrompt = safeText({ trim: true, min: 1, max: MAX_MEDIA_PROMPT_CHARS, label: 'prompt' })
+  .describe(`Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`);
+
+export const legacyGenerateBody = z
+  .discriminatedUnion(
+    'kind',
+    [
+      z.object({ ...common, kind: z.literal('image'), prompt: mediaPrompt }),
+      z.object({ ...common, kind: z.literal('video'), prompt: mediaPrompt, seconds: z.number().finite().optional().describe('Clamped to the model range') }),
+      // Chat prompts of any length are accepted and capped server-side to what the model takes.
+      z.object({ ...common, kind: z.literal('chat'), prompt: safeText({ trim: true, min: 1, label: 'prompt' }).describe('Long input is capped to what the model accepts') }),
+      z.object({
+        kind: z.literal('upscale'),
+        model: common.model,
+        imageUrl: z.url({ protocol: /^https?$/, error: 'imageUrl must be an http(s) URL' }).max(2048).describe('The image to upscale (PNG, JPEG or WebP)'),
+        scale: z.union(UPSCALE_SCALES.map((s) => z.literal(s)) as [z.ZodLiteral<2>, z.ZodLiteral<4>], { error: 'scale must be 2 or 4' }),
+        prompt: safeText({ trim: true, max: MAX_MEDIA_PROMPT_CHARS }).optional().describe('Optional guidance for the upscaler'),
+      }),
+    ],
+    { error: () => "kind must be one of 'image', 'video', 'chat', 'upscale'" },
+  )
+  .meta({
+    id: 'LegacyGenerateRequest',
+    examples: [
+      { kind: 'image', model: 'flux', prompt: 'a lighthouse at dusk' },
+      { kind: 'video', model: 'kling', prompt: 'waves rolling onto a beach', seconds: 10, quality: '1080p' },
+      { kind: 'chat', prompt: 'Write a haiku about the tide' },
+    ],
+  });
+
+type LegacyGenerateBody = z.infer<typeof legacyGenerateBody>;
+
+function toRequest(body: LegacyGenerateBody): GenerationRequest {
+  switch (body.kind) {
+    case 'image':
+      return { kind: 'image', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect };
+    case 'video':
+      return { kind: 'video', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect, seconds: body.seconds };
+    case 'chat':
+      return { kind: 'chat', model: body.model, messages: [{ role: 'user', content: body.prompt }] };
+    case 'upscale':
+      return { kind: 'upscale', model: body.model, imageUrl: body.imageUrl, scale: body.scale, prompt: body.prompt };
+  }
 }
 
-/** RFC 7240: `Prefer: respond-async` asks for the accepted state at once instead of the result. */
-function prefersAsync(prefer: string | string[] | undefined): boolean {
-  const values = Array.isArray(prefer) ? prefer : prefer ? [prefer] : [];
-  return values.some((v) => v.split(',').some((p) => p.trim().toLowerCase() === 'respond-async'));
+/** The spec's generation record, as group C and catalogue-A webhooks show it. */
+export function recordOf(g: GenerationView): z.infer<typeof generationRecord> {
+  return {
+    id: g.id,
+    kind: g.kind,
+    model: g.model,
+    status: g.status,
+    outputUrl: g.outputUrl,
+    creditsCharged: g.creditsCharged,
+    error: g.error,
+    ...(g.kind === 'chat' && g.text !== null ? { text: g.text } : {}),
+  };
 }
+
+const generationResponse = z.object({ generation: generationRecord });
+const security = [{ apiKey: [] }];
 
 /** Group C: per-kind generate, polling and credits, without a version prefix. */
-export async function legacyRoutes(app: FastifyInstance, deps: LegacyDeps): Promise<void> {
+export const legacyRoutes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationService }> = async (app, deps) => {
   app.addHook('onRequest', requireApiKey(deps, 'unauthorized'));
 
-  const readGeneration = async (accountId: string, id: string) => {
-    const g = GENERATION_ID_PATTERN.test(id) ? await getGeneration(deps.pool, accountId, id) : undefined;
-    if (!g) throw new NotFoundError(`Generation '${id}' not found.`, { param: 'id' });
-    return g;
-  };
-
-  /** The generation id of the first request that used this Idempotency-Key (this one's, if first). */
-  const claimedId = async (accountId: string, key: string, body: unknown, generationId: string): Promise<string> => {
-    const claim = await claimIdempotencyKey(deps.pool, { accountId, key, requestHash: requestHash('POST /api/generate', body), generationId });
-    if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
-    return claim.generationId;
-  };
-
-  app.post('/api/generate', async (request, reply) => {
-    const principal = principalOf(request);
-    const body = parseBody(legacyGenerateBody, request.body);
-    const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
-    // Validated and priced before the key is claimed: a refused request does not use up its key.
-    const priced = toWorkflowInput(body, principal);
-    const input = idempotencyKey === undefined ? priced : { ...priced, generationId: await claimedId(principal.accountId, idempotencyKey, body, priced.generationId) };
-
-    const admission = await deps.gateway.submit(input);
-    if (!admission.admitted) {
-      throw new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
-    }
-    // Images and chat replies finish within the call (unless the client prefers not to wait);
-    // past the bound the client polls, as for video.
-    if (input.kind !== 'video') {
-      if (prefersAsync(request.headers.prefer)) reply.header('Preference-Applied', 'respond-async');
-      else await deps.gateway.awaitFinish(input.generationId, deps.syncWaitMs);
-    }
-    const g = await readGeneration(principal.accountId, input.generationId);
-    return { generation: generationRecord(g, deps.store) };
+  app.post('/api/generate', {
+    schema: {
+      operationId: 'legacyGenerate',
+      tags: ['Group C'],
+      summary: 'Generate an image, video, chat reply or upscale',
+      description: 'Images and chat replies finish within the call (unless `Prefer: respond-async`); videos and upscales answer `queued` or `running` at once and are polled with GET /api/generate/{id}. Every run is priced before it starts and the quote is the charge.',
+      security,
+      body: legacyGenerateBody,
+      headers: generateHeaders,
+      response: { 200: generationResponse, ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503) },
+    },
+  }, async (request, reply) => {
+    const respondAsync = prefersAsync(request.headers.prefer);
+    const idempotencyKey = request.headers['idempotency-key'];
+    const { generation } = await deps.service.submit(toRequest(request.body), principalOf(request), {
+      door: 'C',
+      respondAsync,
+      idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, route: 'POST /api/generate', body: request.body },
+    });
+    if (respondAsync) reply.header('Preference-Applied', 'respond-async');
+    return { generation: recordOf(generation) };
   });
 
-  app.get<{ Params: { id: string } }>('/api/generate/:id', async (request) => {
-    const g = await readGeneration(principalOf(request).accountId, request.params.id);
-    return { generation: generationRecord(g, deps.store) };
-  });
+  app.get('/api/generate/:id', {
+    schema: {
+      operationId: 'legacyGetGeneration',
+      tags: ['Group C'],
+      summary: 'Poll a generation',
+      security,
+      params: idParams,
+      response: { 200: generationResponse, ...errorResponses(401, 404, 429, 500, 503) },
+    },
+  }, async (request) => ({ generation: recordOf(await deps.service.get(principalOf(request), request.params.id)) }));
 
-  app.get('/api/credits', async (request) => {
-    const credits = await getAccountCredits(deps.pool, principalOf(request).accountId);
-    if (!credits) throw new NotFoundError('Account not found.');
-    return creditsView(credits);
+  app.get('/api/credits', {
+    schema: {
+      operationId: 'legacyGetCredits',
+      tags: ['Group C'],
+      summary: 'The credit balance and the free chat allowance',
+      security,
+      response: { 200: credits, ...errorResponses(401, 429, 500, 503) },
+    },
+  }, async (request) => {
+    const { balance, holdsActive, trial } = await deps.service.balance(principalOf(request));
+    return { balance, holdsActive, trial };
   });
-}
+};

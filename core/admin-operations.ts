@@ -4,7 +4,7 @@ import { accountExists, insertAccount, insertApiKey, revokeApiKey, PLANS } from 
 import { creditAccount } from './db/ledger';
 import { inTransaction } from './db/pool';
 import { generateApiKey, hashApiKey, normaliseScope } from './api-keys';
-import { findChatModel, findImageModel, findVideoModel, AUTO_CHAT_ID } from './catalogue';
+import { findChatModel, findImageModel, findOpenAiVideoModel, findUpscaleModel, findVideoModel, AUTO_CHAT_ID } from './catalogue';
 import { InvalidRequestError, NotFoundError } from './errors';
 import { newId } from './ids';
 import { creditsToMc, mcToCredits } from './money';
@@ -14,17 +14,18 @@ import { creditsToMc, mcToCredits } from './money';
 const credits = z.number().finite().min(0).max(1e12);
 
 export const createAccountBody = z.object({
-  plan: z.enum(PLANS),
+  plan: z.enum(PLANS).describe('Rate limit per key: free 20, ronin 60, shinobi 200, samurai 600 requests a minute'),
   credits,
-  chatCap: z.number().int().min(0).max(1_000_000).optional(),
-});
+  chatCap: z.number().int().min(0).max(1_000_000).optional().describe('Free chat replies (default FREE_CHAT_CAP)'),
+}).meta({ examples: [{ plan: 'samurai', credits: 500 }, { plan: 'free', credits: 10, chatCap: 5 }] });
 
 export const createKeyBody = z.object({
-  scopes: z.array(z.string()).min(1, 'at least one scope is required'),
-  models: z.array(z.string().min(1)).min(1).optional(),
-});
+  scopes: z.array(z.string().max(40)).min(1, 'at least one scope is required')
+    .describe('Capabilities: image, video, chat, upscale (or generate:image, generate:video, generate:chat, generate:upscale)'),
+  models: z.array(z.string().min(1).max(100)).min(1).optional().describe('An allow-list of model ids; omitted: every model'),
+}).meta({ examples: [{ scopes: ['image', 'video', 'chat', 'upscale'] }, { scopes: ['generate:image'], models: ['flux'] }] });
 
-export const topUpBody = z.object({ credits: credits.refine((c) => creditsToMc(c) > 0, 'credits must be at least 0.001') });
+export const topUpBody = z.object({ credits: credits.refine((c) => creditsToMc(c) > 0, 'credits must be at least 0.001') }).meta({ examples: [{ credits: 250 }] });
 
 export async function createAccount(pool: pg.Pool, body: z.infer<typeof createAccountBody>, defaultChatCap: number) {
   const id = newId('acct');
@@ -39,7 +40,7 @@ export async function createKey(pool: pg.Pool, accountId: string, body: z.infer<
     return scope;
   });
   for (const m of body.models ?? []) {
-    if (m !== AUTO_CHAT_ID && !findImageModel(m) && !findVideoModel(m) && !findChatModel(m)) {
+    if (m !== AUTO_CHAT_ID && !findImageModel(m) && !findVideoModel(m) && !findOpenAiVideoModel(m) && !findChatModel(m) && !findUpscaleModel(m)) {
       throw new InvalidRequestError(`unknown model '${m}'`, 'models');
     }
   }
@@ -58,5 +59,5 @@ export async function topUp(pool: pg.Pool, accountId: string, body: z.infer<type
 
 export async function revokeKey(pool: pg.Pool, keyId: string) {
   if (!(await revokeApiKey(pool, keyId))) throw new NotFoundError(`Key '${keyId}' not found.`);
-  return { id: keyId, revoked: true };
+  return { id: keyId, revoked: true as const };
 }

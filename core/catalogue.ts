@@ -50,7 +50,19 @@ export interface ChatModel {
   readonly defaultMaxOutputTokens: number;
 }
 
-export type Model = ImageModel | VideoModel | ChatModel;
+export type UpscaleScale = 2 | 4;
+export const UPSCALE_SCALES: readonly UpscaleScale[] = [2, 4];
+
+export interface UpscaleModel {
+  readonly kind: 'upscale';
+  readonly id: string;
+  readonly aliases: readonly string[];
+  /** Price of one upscaled image, by factor. */
+  readonly pricesMc: Readonly<Record<UpscaleScale, Millicredits>>;
+  readonly defaultScale: UpscaleScale;
+}
+
+export type Model = ImageModel | VideoModel | ChatModel | UpscaleModel;
 
 // ---------------------------------------------------------------------------------------------
 // Image (spec: group C "Image pricing", credits per image)
@@ -166,6 +178,17 @@ export const CHAT_MODELS: readonly ChatModel[] = [
   chat('chat-opus', 4, 64_000, 4_096),
 ];
 
+// ---------------------------------------------------------------------------------------------
+// Upscale (not priced by the spec; chosen in docs/decisions.md, "Upscale prices")
+// ---------------------------------------------------------------------------------------------
+
+export const UPSCALE_MODELS: readonly UpscaleModel[] = [
+  { kind: 'upscale', id: 'upscale', aliases: ['upscale-standard'], pricesMc: { 2: creditsToMc(2), 4: creditsToMc(4) }, defaultScale: 2 },
+  { kind: 'upscale', id: 'upscale-pro', aliases: [], pricesMc: { 2: creditsToMc(5), 4: creditsToMc(8) }, defaultScale: 2 },
+];
+/** The model used when an upscale request names none. */
+export const DEFAULT_UPSCALE_MODEL_ID = 'upscale';
+
 /** The id a client sends (or implies by omitting `model`) to let the service choose. */
 export const AUTO_CHAT_ID = 'auto';
 /** The model the service chooses for `auto`; it also serves the free allowance. */
@@ -191,6 +214,7 @@ const imageIndex = indexByName(IMAGE_MODELS, (m) => [m.id, ...m.aliases]);
 const videoIndex = indexByName(VIDEO_MODELS, (m) => [m.id, ...m.aliases]);
 const openaiVideoIndex = indexByName(VIDEO_MODELS, (m) => m.openaiIds);
 const chatIndex = indexByName(CHAT_MODELS, (m) => [m.id, ...m.aliases]);
+const upscaleIndex = indexByName(UPSCALE_MODELS, (m) => [m.id, ...m.aliases]);
 
 // Ids are matched exactly, as the spec and the OpenAI API spell them.
 export function findImageModel(idOrAlias: string): ImageModel | undefined {
@@ -215,7 +239,34 @@ export function findChatModel(idOrAlias: string): ChatModel | undefined {
   return chatIndex.get(idOrAlias === AUTO_CHAT_ID ? AUTO_CHAT_MODEL_ID : idOrAlias);
 }
 
-/** Every model, each tagged with its kind, in table order: image, video, chat. */
+/** `undefined` (no model named) resolves to the default upscaler. */
+export function findUpscaleModel(idOrAlias: string | undefined): UpscaleModel | undefined {
+  return upscaleIndex.get(idOrAlias ?? DEFAULT_UPSCALE_MODEL_ID);
+}
+
+/** Every model, each tagged with its kind, in table order: image, video, chat, upscale. */
 export function listModels(): readonly Model[] {
-  return [...IMAGE_MODELS, ...VIDEO_MODELS, ...CHAT_MODELS];
+  return [...IMAGE_MODELS, ...VIDEO_MODELS, ...CHAT_MODELS, ...UPSCALE_MODELS];
+}
+
+/**
+ * The doors into the one service (DESIGN §6). Each accepts the ids its part of the spec lists:
+ * group C only the ids of its price tables; group A (and MCP, which is part of group A) every id
+ * of the catalogue, group B spellings included, since its model list shows them all.
+ */
+export type Door = 'A' | 'B' | 'C';
+
+/** The model a door accepts under `id` for `kind`, or undefined (an unknown cost). */
+export function resolveModel(kind: Kind, id: string | undefined, door: Door): Model | undefined {
+  switch (kind) {
+    case 'image':
+      return id === undefined ? undefined : findImageModel(id);
+    case 'video':
+      if (id === undefined) return undefined;
+      return findVideoModel(id) ?? (door === 'C' ? undefined : findOpenAiVideoModel(id));
+    case 'chat':
+      return findChatModel(id ?? AUTO_CHAT_ID);
+    case 'upscale':
+      return findUpscaleModel(id);
+  }
 }

@@ -89,11 +89,25 @@ export class RateLimitError extends DomainError {
   }
 }
 
-/** The service could not decide in time; nothing was charged, and the client may retry. */
+/** A request that needs a queued or running generation met a finished one. */
+export class GenerationFinishedError extends DomainError {
+  readonly status = 409;
+  readonly type = 'generation_finished';
+  constructor(id: string, state: string) {
+    super(`Generation '${id}' has already ${state}; only a queued or running generation can be cancelled.`, { status: state });
+  }
+}
+
+/** The service could not do it now; nothing was charged, and the client may retry. */
 export class ServiceUnavailableError extends DomainError {
   readonly status = 503;
   readonly type = 'server_error';
   readonly retryAfterSeconds = 1;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message);
+    // The cause is for logs only: error bodies never show internals.
+    if (options?.cause !== undefined) this.cause = options.cause;
+  }
 }
 
 /** A provider refused or failed the job for good: not retried, the generation fails. */

@@ -1,17 +1,4 @@
 import { createHash } from 'node:crypto';
-import { InvalidRequestError } from './errors';
-
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-
-/** The header's value, checked: 1 to 255 visible ASCII characters. */
-export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined || !KEY_PATTERN.test(value)) {
-    throw new InvalidRequestError('Idempotency-Key must be 1 to 255 visible ASCII characters.', 'Idempotency-Key');
-  }
-  return value;
-}
 
 /** A hash of what was asked, independent of key order and spacing, so a true repeat matches. */
 export function requestHash(route: string, body: unknown): Buffer {

@@ -4,8 +4,8 @@
  * here, once, and handed to the run as `params`. Pure functions; no I/O.
  */
 import {
-  AUTO_CHAT_ID, findChatModel, findImageModel, findVideoModel, RESOLUTIONS,
-  type Resolution,
+  AUTO_CHAT_ID, findChatModel, findImageModel, findUpscaleModel, resolveModel, RESOLUTIONS,
+  type Door, type Resolution, type UpscaleScale, type VideoModel,
 } from './catalogue';
 import { InvalidRequestError, UnknownCostError } from './errors';
 import type { Millicredits } from './money';
@@ -37,24 +37,39 @@ export interface ChatQuote {
   readonly params: { readonly maxPromptChars: number };
 }
 
-export type Quote = ImageQuote | VideoQuote | ChatQuote;
+export interface UpscaleQuote {
+  readonly kind: 'upscale';
+  readonly model: string;
+  readonly priceMc: Millicredits;
+  readonly params: { readonly scale: UpscaleScale };
+}
+
+export type Quote = ImageQuote | VideoQuote | ChatQuote | UpscaleQuote;
 
 const IMAGE_LONG_SIDE = 1024;
 const VIDEO_PREVIEW_LONG_SIDE = 320;
 
-export function quoteImage(req: { model?: string; quality?: string; aspect?: string }): ImageQuote {
+/** Images are priced per image whatever their size; these bound what a width/height may ask. */
+export const IMAGE_MIN_SIDE = 256;
+export const IMAGE_MAX_SIDE = 2048;
+
+export function quoteImage(req: { model?: string | undefined; quality?: string | undefined; aspect?: string | undefined; width?: number | undefined; height?: number | undefined }): ImageQuote {
   if (!req.model) throw new InvalidRequestError('model is required for image', 'model');
   const model = findImageModel(req.model);
   if (!model) throw new UnknownCostError('image', req.model);
   // The spec says quality "falls back to the model default": a wrong value is not worth a refusal.
   const quality = req.quality !== undefined && model.qualities.includes(req.quality) ? req.quality : model.defaultQuality;
-  const aspect = snapAspect(req.aspect, model.aspects, model.defaultAspect);
-  return { kind: 'image', model: model.id, priceMc: model.priceMc, params: { quality, aspect, ...sizeForAspect(aspect, IMAGE_LONG_SIDE) } };
+  // A width and height (group A) ask for a shape as well as a size: the shape is snapped to what
+  // the model renders like an aspect, the long side is kept within what we render.
+  const sized = req.width !== undefined && req.height !== undefined;
+  const aspect = snapAspect(req.aspect ?? (sized ? `${req.width}:${req.height}` : undefined), model.aspects, model.defaultAspect);
+  const longSide = sized ? Math.min(IMAGE_MAX_SIDE, Math.max(IMAGE_MIN_SIDE, Math.max(req.width!, req.height!))) : IMAGE_LONG_SIDE;
+  return { kind: 'image', model: model.id, priceMc: model.priceMc, params: { quality, aspect, ...sizeForAspect(aspect, longSide) } };
 }
 
-export function quoteVideo(req: { model?: string; quality?: string; aspect?: string; seconds?: number }): VideoQuote {
+export function quoteVideo(req: { model?: string | undefined; quality?: string | undefined; aspect?: string | undefined; seconds?: number | undefined }, door: Door = 'C'): VideoQuote {
   if (!req.model) throw new InvalidRequestError('model is required for video', 'model');
-  const model = findVideoModel(req.model);
+  const model = resolveModel('video', req.model, door) as VideoModel | undefined;
   if (!model) throw new UnknownCostError('video', req.model);
 
   // A resolution the model has no rate for (a dash in the table) cannot be priced, so it gets
@@ -73,11 +88,17 @@ export function quoteVideo(req: { model?: string; quality?: string; aspect?: str
   };
 }
 
-export function quoteChat(req: { model?: string }): ChatQuote {
+export function quoteChat(req: { model?: string | undefined }): ChatQuote {
   const requestedModel = req.model || AUTO_CHAT_ID;
   const model = findChatModel(requestedModel);
   if (!model) throw new UnknownCostError('chat', requestedModel);
   return { kind: 'chat', model: model.id, requestedModel, priceMc: model.priceMc, params: { maxPromptChars: model.maxPromptChars } };
+}
+
+export function quoteUpscale(req: { model?: string | undefined; scale: UpscaleScale }): UpscaleQuote {
+  const model = findUpscaleModel(req.model);
+  if (!model) throw new UnknownCostError('upscale', req.model ?? '');
+  return { kind: 'upscale', model: model.id, priceMc: model.pricesMc[req.scale], params: { scale: req.scale } };
 }
 
 /**
@@ -141,4 +162,32 @@ export function capChatPrompt(prompt: string, maxChars: number): { prompt: strin
   const last = prompt.charCodeAt(end - 1);
   if (last >= 0xd800 && last <= 0xdbff) end -= 1;
   return { prompt: prompt.slice(0, end), truncated: true };
+}
+
+/**
+ * Caps a conversation to the model's capacity. A single message is cut like a prompt (its
+ * beginning kept). In a longer conversation the system messages and the newest turns matter
+ * most, so the oldest other turns are dropped first; the newest message is then cut if it alone
+ * is still too long. `prompt` is the conversation as one text, which records and the simulator use.
+ */
+export function capChatMessages<M extends { role: string; content: string }>(
+  messages: readonly M[],
+  maxChars: number,
+): { messages: M[]; prompt: string; truncated: boolean } {
+  const render = (ms: readonly M[]) => (ms.length === 1 && ms[0]!.role === 'user' ? ms[0]!.content : ms.map((m) => `${m.role}: ${m.content}`).join('\n'));
+  let kept = [...messages];
+  let truncated = false;
+  while (kept.length > 1 && render(kept).length > maxChars) {
+    const oldest = kept.findIndex((m, i) => m.role !== 'system' && i < kept.length - 1);
+    if (oldest === -1) break;
+    kept.splice(oldest, 1);
+    truncated = true;
+  }
+  if (render(kept).length > maxChars) {
+    const last = kept[kept.length - 1]!;
+    const room = Math.max(0, maxChars - (render(kept).length - last.content.length));
+    kept = [...kept.slice(0, -1), { ...last, content: capChatPrompt(last.content, room).prompt }];
+    truncated = true;
+  }
+  return { messages: kept, prompt: render(kept), truncated };
 }

@@ -11,7 +11,6 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     store: s.store,
     adminToken: s.adminToken.value,
     syncWaitMs: s.config.SYNC_WAIT_MS,
-    admissionTimeoutMs: s.config.ADMISSION_TIMEOUT_MS,
     defaultChatCap: s.config.FREE_CHAT_CAP,
     logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
   });

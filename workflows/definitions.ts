@@ -17,6 +17,12 @@ export interface GenerationWorkflowInput {
   quoteMc: number;
   /** Present when a free chat reply may be claimed instead of a hold; names the model that serves it. */
   freeChat?: { model: string };
+  /**
+   * Set when the API placed the hold before starting the workflow (every generation since API
+   * admission; see docs/decisions.md). Absent in workflows started by earlier code, which place
+   * the hold themselves: both paths replay.
+   */
+  admitted?: { free: boolean; model: string };
 }
 
 export type Admission =

@@ -86,6 +86,12 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
   const perform = async (action: { type: string; params?: unknown }): Promise<void> => {
     switch (action.type) {
       case 'placeHold': {
+        if (input.admitted) {
+          // The API placed the hold before starting this workflow.
+          admission = { admitted: true, ...input.admitted };
+          events.push({ type: 'HOLD_PLACED' });
+          return;
+        }
         const outcome = await ledger.placeHold({
           generation: {
             id: input.generationId,

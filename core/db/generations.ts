@@ -4,13 +4,19 @@ import type { Millicredits } from '../money';
 
 export type GenerationStatus = 'queued' | 'running' | 'succeeded' | 'failed';
 
+export type GenerationKind = 'image' | 'video' | 'chat' | 'upscale';
+export const GENERATION_KINDS: readonly GenerationKind[] = ['image', 'video', 'chat', 'upscale'];
+export const GENERATION_STATUSES: readonly GenerationStatus[] = ['queued', 'running', 'succeeded', 'failed'];
+
 export interface GenerationRow {
   id: string;
   accountId: string;
-  kind: 'image' | 'video' | 'chat' | 'upscale';
+  apiKeyId: string | null;
+  kind: GenerationKind;
   model: string;
   status: GenerationStatus;
   params: Record<string, unknown>;
+  prompt: string;
   quoteMc: Millicredits;
   chargedMc: Millicredits;
   freeChat: boolean;
@@ -22,16 +28,18 @@ export interface GenerationRow {
   finishedAt: Date | null;
 }
 
-const COLUMNS = `id, account_id, kind, model, status, params, quote_mc, charged_mc, free_chat, output_key,
-  output_text, error, created_at, started_at, finished_at`;
+const COLUMNS = `id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, charged_mc, free_chat,
+  output_key, output_text, error, created_at, started_at, finished_at`;
 
 interface Row {
   id: string;
   account_id: string;
-  kind: GenerationRow['kind'];
+  api_key_id: string | null;
+  kind: GenerationKind;
   model: string;
   status: GenerationStatus;
   params: Record<string, unknown>;
+  prompt: string;
   quote_mc: number;
   charged_mc: number;
   free_chat: boolean;
@@ -47,10 +55,12 @@ function fromRow(r: Row): GenerationRow {
   return {
     id: r.id,
     accountId: r.account_id,
+    apiKeyId: r.api_key_id,
     kind: r.kind,
     model: r.model,
     status: r.status,
     params: r.params,
+    prompt: r.prompt,
     quoteMc: r.quote_mc,
     chargedMc: r.charged_mc,
     freeChat: r.free_chat,
@@ -67,6 +77,33 @@ function fromRow(r: Row): GenerationRow {
 export async function getGeneration(q: Queryable, accountId: string, id: string): Promise<GenerationRow | undefined> {
   const r = await q.query<Row>(`SELECT ${COLUMNS} FROM generations WHERE id = $1 AND account_id = $2`, [id, accountId]);
   return r.rows[0] && fromRow(r.rows[0]);
+}
+
+export interface ListFilter {
+  limit: number;
+  /** Only generations older than this id (the previous page's last): a keyset cursor. */
+  before?: string | undefined;
+  kind?: GenerationKind | undefined;
+  status?: GenerationStatus | undefined;
+}
+
+/**
+ * An account's generations, newest first. Ids are time-ordered, so paging by id is stable: a
+ * generation inserted while a client pages through is newer than every cursor it holds and is
+ * never shown twice or skipped among the older ones.
+ */
+export async function listGenerations(q: Queryable, accountId: string, f: ListFilter): Promise<GenerationRow[]> {
+  const r = await q.query<Row>(
+    `SELECT ${COLUMNS} FROM generations
+      WHERE account_id = $1
+        AND ($2::text IS NULL OR id < $2)
+        AND ($3::text IS NULL OR kind = $3)
+        AND ($4::text IS NULL OR status = $4)
+      ORDER BY id DESC
+      LIMIT $5`,
+    [accountId, f.before ?? null, f.kind ?? null, f.status ?? null, f.limit],
+  );
+  return r.rows.map(fromRow);
 }
 
 /** Mirrors `running` for jobs that need no slot; never moves a finished generation back. */

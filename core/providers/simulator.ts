@@ -32,8 +32,10 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
           return { file: { data: await renderVideoWebm({ width, height, seconds, seed }), contentType: 'video/webm', extension: 'webm' } };
         }
         case 'chat': {
-          const text = chatReply(job.prompt, directives.tokens ?? DEFAULT_CHAT_TOKENS);
-          return { text, outputTokens: directives.tokens ?? DEFAULT_CHAT_TOKENS, file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' } };
+          const cap = typeof job.params.maxTokens === 'number' ? job.params.maxTokens : Infinity;
+          const tokens = Math.min(directives.tokens ?? DEFAULT_CHAT_TOKENS, cap);
+          const text = chatReply(job.prompt, tokens);
+          return { text, outputTokens: tokens, file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' } };
         }
         case 'upscale':
           // No API accepts upscale jobs yet; refusing here keeps a stray one from being charged.

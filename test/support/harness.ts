@@ -21,7 +21,6 @@ export interface HarnessOptions {
   /** Start an in-process worker (default); false when the test runs its own worker process. */
   worker?: boolean;
   syncWaitMs?: number;
-  admissionTimeoutMs?: number;
   videoConcurrency?: number;
 }
 
@@ -68,7 +67,6 @@ export async function startHarness(options: HarnessOptions = {}) {
     store,
     adminToken: ADMIN_TOKEN,
     syncWaitMs: options.syncWaitMs ?? 30_000,
-    ...(options.admissionTimeoutMs === undefined ? {} : { admissionTimeoutMs: options.admissionTimeoutMs }),
     defaultChatCap: 5,
   });
 

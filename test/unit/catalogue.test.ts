@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import {
-  AUTO_CHAT_MODEL_ID, CHAT_MODELS, IMAGE_MODELS, VIDEO_MODELS,
+  AUTO_CHAT_MODEL_ID, CHAT_MODELS, IMAGE_MODELS, UPSCALE_MODELS, VIDEO_MODELS,
   findChatModel, findImageModel, findOpenAiVideoModel, findVideoModel, listModels,
 } from '../../core/catalogue';
 
@@ -10,11 +10,13 @@ describe('catalogue', () => {
     expect(models.filter((m) => m.kind === 'image')).toHaveLength(15);
     expect(models.filter((m) => m.kind === 'video')).toHaveLength(21);
     expect(models.filter((m) => m.kind === 'chat')).toHaveLength(3);
-    expect(models).toHaveLength(39);
+    // Upscale is not priced by the spec: two models of our own (docs/decisions.md).
+    expect(models.filter((m) => m.kind === 'upscale').map((m) => m.id)).toEqual(['upscale', 'upscale-pro']);
+    expect(models).toHaveLength(41);
   });
 
   it('never uses a name twice within a kind', () => {
-    for (const models of [IMAGE_MODELS, VIDEO_MODELS, CHAT_MODELS]) {
+    for (const models of [IMAGE_MODELS, VIDEO_MODELS, CHAT_MODELS, UPSCALE_MODELS]) {
       const names = models.flatMap((m) => [m.id, ...m.aliases]);
       expect(new Set(names).size).toBe(names.length);
     }

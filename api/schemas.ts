@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import { PLANS } from '../core/db/accounts';
+import { GENERATION_KINDS, GENERATION_STATUSES } from '../core/db/generations';
+
+/**
+ * Schemas of what the API answers, shared by every door. Routes declare them, so the handlers are
+ * type-checked against them and the OpenAPI document (/openapi.json) is generated from them: the
+ * description cannot drift from the code. Request bodies live with the door that parses them.
+ */
+
+/** The one error body of every group (DESIGN §6); extra fields such as `param` may follow. */
+export const apiError = z
+  .object({
+    error: z.looseObject({
+      message: z.string().describe('What went wrong, for people'),
+      type: z.string().describe('The code name, e.g. invalid_request_error, unknown_cost, insufficient_credits'),
+      code: z.number().int().describe('The HTTP status'),
+      param: z.string().optional().describe('The parameter at fault, where one is'),
+      required: z.number().optional().describe('402: credits the request needs'),
+      available: z.number().optional().describe('402: credits available now'),
+      status: z.string().optional().describe('409: the state of the finished generation'),
+    }),
+  })
+  .meta({ id: 'Error' });
+
+const ERROR_MEANINGS: Record<number, string> = {
+  400: 'Missing or malformed parameter (invalid_request_error), no price for the model (unknown_cost), or a prompt refused by the safety guard (content_policy_violation); nothing was held or run',
+  401: 'Missing or invalid credentials',
+  402: 'insufficient_credits: the quoted price exceeds the available balance; nothing ran',
+  403: 'permission_error: the key lacks the scope or the model',
+  404: 'not_found',
+  405: 'The path exists but not with this method; see the Allow header',
+  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), or a generation that has already finished (generation_finished)',
+  413: 'The request body is too large',
+  429: 'rate_limit_error: the key has used its plan’s requests of the last 60 s; see Retry-After',
+  500: 'server_error: internal error; retry shortly',
+  503: 'server_error: a dependency is unavailable; nothing was charged; retry after Retry-After',
+};
+
+/** Response entries for the given error statuses, each with the error body. */
+export function errorResponses<const S extends readonly (keyof typeof ERROR_MEANINGS)[]>(...statuses: S) {
+  return Object.fromEntries(statuses.map((s) => [s, apiError.describe(ERROR_MEANINGS[s] ?? 'error')])) as { [K in S[number]]: typeof apiError };
+}
+
+export const generationError = z
+  .object({
+    code: z.string().describe('e.g. provider_failed, provider_error, cancelled, timeout, not_started'),
+    message: z.string(),
+    retryable: z.boolean().describe('Whether the same request may succeed if sent again'),
+  })
+  .meta({ id: 'GenerationError' });
+
+const kind = z.enum(GENERATION_KINDS as ['image', 'video', 'chat', 'upscale']);
+const status = z.enum(GENERATION_STATUSES as ['queued', 'running', 'succeeded', 'failed']);
+
+/** The spec's generation record (group C, webhook payloads); chat replies also carry their text. */
+export const generationRecord = z
+  .object({
+    id: z.string().describe('gen_ followed by 26 characters; ids sort by creation'),
+    kind,
+    model: z.string().describe('The model that ran (canonical id)'),
+    status,
+    outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
+    creditsCharged: z.number().describe('0 while in flight and for a free chat reply; the final charge after success'),
+    error: generationError.nullable(),
+    text: z.string().optional().describe('Chat only: the reply'),
+  })
+  .meta({ id: 'GenerationRecord' });
+
+/** Group A's generation: the record plus what a history needs (quote, parameters, times). */
+export const generation = z
+  .object({
+    id: z.string(),
+    kind,
+    model: z.string(),
+    status,
+    outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
+    creditsCharged: z.number(),
+    creditsQuoted: z.number().describe('The price quoted and held at submit (0 for a free chat reply)'),
+    error: generationError.nullable(),
+    text: z.string().nullable().describe('Chat only: the reply; null otherwise'),
+    params: z.record(z.string(), z.unknown()).describe('What the run was asked for after pricing: quality, aspect, size, seconds, scale…'),
+    createdAt: z.string().describe('ISO 8601 UTC'),
+    startedAt: z.string().nullable(),
+    finishedAt: z.string().nullable(),
+  })
+  .meta({ id: 'Generation' });
+
+const trial = z.object({
+  chatCap: z.number().int().describe('Free chat replies granted'),
+  chatUsed: z.number().int(),
+  chatLeft: z.number().int(),
+});
+
+export const credits = z
+  .object({
+    balance: z.number().describe('Credits that can be spent now: the ledger balance less active holds'),
+    holdsActive: z.number().describe('Credits held by generations in flight'),
+    trial,
+  })
+  .meta({ id: 'Credits' });
+
+export const balance = z
+  .object({
+    balance: z.number().describe('Credits that can be spent now: the ledger balance less active holds'),
+    holdsActive: z.number().describe('Credits held by generations in flight'),
+    plan: z.enum(PLANS),
+    trial,
+  })
+  .meta({ id: 'Balance' });
+
+export const idParams = z.object({ id: z.string().describe('A generation id') });
+
+/** Headers every generate endpoint reads (RFC 7240 Prefer; Idempotency-Key of DESIGN §5). */
+export const generateHeaders = z.looseObject({
+  'idempotency-key': z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.')
+    .optional()
+    .describe('The same key and body within 24 h return the same generation, never a second hold'),
+  prefer: z.string().optional().describe('respond-async: answer at once with the accepted state instead of waiting for an image or chat'),
+});
+
+/** RFC 7240: `Prefer: respond-async` asks for the accepted state at once instead of the result. */
+export function prefersAsync(prefer: string | undefined): boolean {
+  return (prefer ?? '').split(',').some((p) => p.trim().toLowerCase() === 'respond-async');
+}

@@ -1,0 +1,36 @@
+import { findChatModel, findImageModel, findUpscaleModel, findVideoModel, findOpenAiVideoModel } from './catalogue';
+import type { Kind } from './catalogue';
+import type { Plan } from './db/accounts';
+import { PermissionError } from './errors';
+
+/** Who asks: the key's account and what the key may do. */
+export interface Principal {
+  accountId: string;
+  apiKeyId: string | null;
+  plan?: Plan;
+  scopes: readonly string[];
+  /** A model allow-list, or null for every model. */
+  models: readonly string[] | null;
+}
+
+export function assertScope(principal: Principal, kind: Kind): void {
+  if (!principal.scopes.includes(kind)) {
+    throw new PermissionError(`This API key lacks the '${kind}' scope (generate:${kind}).`, { param: 'kind' });
+  }
+}
+
+/** A key's allow-list may name a model by any of its ids; compare canonical ids. */
+export function assertModelAllowed(principal: Principal, kind: Kind, model: string): void {
+  if (principal.models === null) return;
+  const canonical = (id: string): string => {
+    const found =
+      kind === 'image' ? findImageModel(id)
+        : kind === 'video' ? (findVideoModel(id) ?? findOpenAiVideoModel(id))
+          : kind === 'chat' ? findChatModel(id)
+            : findUpscaleModel(id);
+    return found?.id ?? id;
+  };
+  if (!principal.models.some((m) => canonical(m) === model)) {
+    throw new PermissionError(`This API key has no permission for model '${model}'.`, { param: 'model' });
+  }
+}

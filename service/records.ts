@@ -1,0 +1,47 @@
+import type { GenerationError } from '../core/db/ledger';
+import type { GenerationKind, GenerationRow, GenerationStatus } from '../core/db/generations';
+import { mcToCredits } from '../core/money';
+import type { OutputStore } from '../core/storage';
+
+/** A generation as every door may show it; each door picks and names the fields of its shape. */
+export interface GenerationView {
+  id: string;
+  kind: GenerationKind;
+  model: string;
+  status: GenerationStatus;
+  /** A fresh signed URL on every read; empty until the generation has succeeded. */
+  outputUrl: string;
+  creditsCharged: number;
+  creditsQuoted: number;
+  error: GenerationError | null;
+  /** The reply of a chat generation. */
+  text: string | null;
+  params: Record<string, unknown>;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export function viewOf(g: GenerationRow, store: OutputStore): GenerationView {
+  return {
+    id: g.id,
+    kind: g.kind,
+    model: g.model,
+    status: g.status,
+    outputUrl: g.status === 'succeeded' && g.outputKey ? store.signedUrl(g.outputKey) : '',
+    creditsCharged: mcToCredits(g.chargedMc),
+    creditsQuoted: mcToCredits(g.quoteMc),
+    error: g.status === 'failed' ? g.error : null,
+    text: g.kind === 'chat' ? g.outputText : null,
+    params: publicParams(g),
+    createdAt: g.createdAt,
+    startedAt: g.startedAt,
+    finishedAt: g.finishedAt,
+  };
+}
+
+/** What the run was asked to do, without internals (stored input keys, whole conversations). */
+function publicParams(g: GenerationRow): Record<string, unknown> {
+  const { inputKey: _inputKey, messages: _messages, ...rest } = g.params;
+  return rest;
+}

@@ -1,0 +1,106 @@
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import type { Client, WorkflowStartOptions } from '@temporalio/client';
+import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '../core/search-attributes';
+import { ServiceUnavailableError } from '../core/errors';
+import { mcToCredits } from '../core/money';
+import type { generation } from '../workflows/generation';
+import { cancelSignal, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
+import type { GenerationWorkflowInput } from '../workflows/definitions';
+
+/**
+ * How the service talks to Temporal about generations. The hold is already placed (by the
+ * service, in PostgreSQL) when a workflow starts, so starting one is a single request to the
+ * server that no worker has to answer: the workflow then owns settle-or-release.
+ */
+/**
+ * A start is one request that normally takes milliseconds; past this the client is answered 503
+ * rather than kept waiting while the SDK retries an unreachable server.
+ */
+const START_DEADLINE_MS = 5_000;
+
+export function createGenerationGateway({ client, taskQueue }: { client: Client; taskQueue: string }) {
+  const startOptions = (input: GenerationWorkflowInput): WorkflowStartOptions<typeof generation> => ({
+    workflowId: input.generationId,
+    taskQueue,
+    args: [input],
+    // One generation id, one run, ever: a repeated start (an idempotent retry, a cancel racing the
+    // start) joins the running workflow or is refused for a closed one, never runs the job twice.
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    typedSearchAttributes: [
+      { key: AccountId, value: input.accountId },
+      { key: GenerationKind, value: input.kind },
+      { key: GenerationModel, value: input.model },
+      { key: GenerationStatus, value: 'queued' },
+    ],
+    staticSummary: summarise(input),
+  });
+
+  return {
+    /** Starts the workflow of an admitted generation; a generation that already has one is left as it is. */
+    async start(input: GenerationWorkflowInput): Promise<void> {
+      try {
+        await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+          client.workflow.start<typeof generation>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
+        );
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      }
+    },
+
+    /**
+     * Asks the generation to stop. Signal-with-start, so that a generation whose workflow never
+     * started (its API process died right after placing the hold) gets one that sees the cancel
+     * first and releases the hold: exactly one workflow, hence exactly one release.
+     * False when the workflow has already closed.
+     */
+    async cancel(input: GenerationWorkflowInput, reason: string): Promise<boolean> {
+      try {
+        await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+          client.workflow.signalWithStart<typeof generation, [string]>(GENERATION_WORKFLOW_TYPE, {
+            ...startOptions(input),
+            signal: cancelSignal,
+            signalArgs: [reason],
+          }),
+        );
+        return true;
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
+        throw new ServiceUnavailableError('The cancel could not reach the workflow service; nothing changed. Retry shortly.', { cause: err });
+      }
+    },
+
+    /** Waits up to `ms` for the workflow to finish; false when it is still going. */
+    async awaitFinish(generationId: string, ms: number): Promise<boolean> {
+      if (ms <= 0) return false;
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), ms);
+      try {
+        await client.withAbortSignal(controller.signal, () => client.workflow.getHandle(generationId).result());
+        return true;
+      } catch (err) {
+        if (controller.signal.aborted) return false;
+        if (err instanceof WorkflowNotFoundError) return false;
+        // The workflow failing is an outcome, not an API error: the record says what happened.
+        return true;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+export type GenerationGateway = ReturnType<typeof createGenerationGateway>;
+
+/** The line an operator reads in the Temporal UI, e.g. "video · kling · 10 s 1080p · 130 credits". */
+export function summarise(input: GenerationWorkflowInput): string {
+  const p = input.params;
+  const detail =
+    input.kind === 'video' ? `${String(p.seconds)} s ${String(p.resolution)}`
+      : input.kind === 'image' ? `${String(p.width)}×${String(p.height)}`
+        : input.kind === 'upscale' ? `${String(p.scale)}×`
+          : '';
+  const free = input.admitted?.free ?? false;
+  const price = free ? 'free reply' : `${mcToCredits(input.quoteMc)} credits`;
+  return [input.kind, input.model, detail, price].filter((s) => s !== '').join(' · ');
+}
