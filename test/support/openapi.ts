@@ -27,6 +27,21 @@ export interface OpenApiDoc {
 }
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/**
+ * Which test file proves the documented statuses of which paths (longest prefix wins). Every
+ * documented path must have an owner, and each owner ends with `expectCoverage()` for its paths,
+ * so a route added without a test of each of its documented answers fails the suite.
+ */
+export const COVERAGE_OWNERS: readonly { prefix: string; file: string }[] = [
+  { prefix: '/', file: 'openapi.test.ts' },
+];
+
+export function ownerOf(path: string): string {
+  const match = [...COVERAGE_OWNERS].filter((o) => path.startsWith(o.prefix)).sort((a, b) => b.prefix.length - a.prefix.length)[0];
+  if (!match) throw new Error(`no test owns ${path}`);
+  return match.file;
+}
 const METHODS: readonly Method[] = ['get', 'post', 'put', 'patch', 'delete'];
 
 export async function loadDocument(app: FastifyInstance): Promise<OpenApiDoc> {
@@ -92,7 +107,13 @@ export function createConformance(doc: OpenApiDoc) {
     return body;
   }
 
-  return { ajv, operations, validatorAt, assertValid, conforms, documented, produced };
+  /** Asserts that every documented status of the paths `file` owns was produced in this run. */
+  const expectCoverage = (file: string): void => {
+    const missing = [...documented].filter((d) => ownerOf(d.split(' ')[1]!) === file && !produced.has(d)).sort();
+    expect(missing).toEqual([]);
+  };
+
+  return { ajv, operations, validatorAt, assertValid, conforms, documented, produced, expectCoverage };
 }
 
 /** `METHOD path` of every route the app serves (HEAD excepted), from Fastify's route table. */
