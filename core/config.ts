@@ -4,7 +4,8 @@ import { z } from 'zod';
  * The one place configuration is read. Entry points call `loadConfig(process.env)` once and pass
  * the typed result down; nothing else reads the environment.
  */
-const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional());
+const unsetIfEmpty = (v: unknown) => (v === '' ? undefined : v);
+const optionalUrl = z.preprocess(unsetIfEmpty, z.string().url().optional());
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 
 export const configSchema = z.object({
@@ -31,10 +32,12 @@ export const configSchema = z.object({
   FREE_CHAT_CAP: z.coerce.number().int().min(0).default(20),
   VIDEO_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Rate-limit windows shared by every API instance; without it each instance counts on its own. */
+  REDIS_URL: z.preprocess(unsetIfEmpty, z.string().regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL').optional()),
 });
 
 /** In production, secrets must be given: a generated one would differ per instance and be lost with its disk. */
-const productionSecrets = configSchema.superRefine((c, ctx) => {
+const validatedConfig = configSchema.superRefine((c, ctx) => {
   if (c.NODE_ENV !== 'production') return;
   for (const name of ['ADMIN_TOKEN', 'URL_SIGNING_SECRET'] as const) {
     if (!c[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when NODE_ENV=production' });
@@ -48,7 +51,7 @@ export class ConfigError extends Error {
 }
 
 export function loadConfig(env: Record<string, string | undefined>): Config {
-  const parsed = productionSecrets.safeParse(env);
+  const parsed = validatedConfig.safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);

@@ -2,6 +2,8 @@ import { resolve, join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type pg from 'pg';
+import { createRateLimiter, createRedisRateLimiter } from '../api/rate-limit';
+import type { RateLimiter } from '../api/rate-limit';
 import type { Config } from '../core/config';
 import { migrate } from '../core/db/migrate';
 import { createPool } from '../core/db/pool';
@@ -19,6 +21,8 @@ export interface Services {
   client: Client;
   nativeConnection: NativeConnection;
   store: OutputStore;
+  /** Shared through Redis when REDIS_URL is set; only the API uses it (it connects on first use). */
+  limiter: RateLimiter;
   provider: Provider;
   adminToken: { value: string; generated: boolean };
   publicBaseUrl: string;
@@ -46,6 +50,7 @@ export async function openServices(config: Config, where: { databaseUrl: string;
   const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
   const signing = await persistentSecret(dataDir, 'url-signing-secret', config.URL_SIGNING_SECRET);
   const store = createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl, signingSecret: signing.value });
+  const limiter = config.REDIS_URL ? createRedisRateLimiter({ url: config.REDIS_URL }) : createRateLimiter();
   const adminToken = await persistentSecret(dataDir, 'admin-token', config.ADMIN_TOKEN);
   const provider = createSimulator(config.SIM_LATENCY_MS === undefined ? {} : { latencyMs: config.SIM_LATENCY_MS });
 
@@ -56,10 +61,12 @@ export async function openServices(config: Config, where: { databaseUrl: string;
     client,
     nativeConnection,
     store,
+    limiter,
     provider,
     adminToken,
     publicBaseUrl,
     async close() {
+      await limiter.close();
       await nativeConnection.close().catch(() => undefined);
       await connection.close().catch(() => undefined);
       await pool.end().catch(() => undefined);
