@@ -65,12 +65,12 @@ export async function legacyRoutes(app: FastifyInstance, deps: LegacyDeps): Prom
       else await deps.gateway.awaitFinish(input.generationId, deps.syncWaitMs);
     }
     const g = await readGeneration(principal.accountId, input.generationId);
-    return { generation: generationRecord(g, deps.store) };
+    return { generation: await generationRecord(g, deps.store) };
   });
 
   app.get<{ Params: { id: string } }>('/api/generate/:id', async (request) => {
     const g = await readGeneration(principalOf(request).accountId, request.params.id);
-    return { generation: generationRecord(g, deps.store) };
+    return { generation: await generationRecord(g, deps.store) };
   });
 
   app.get('/api/credits', async (request) => {

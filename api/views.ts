@@ -4,14 +4,14 @@ import { mcToCredits } from '../core/money';
 import type { OutputStore } from '../core/storage';
 
 /** The generation record of the spec; chat replies also carry their text. */
-export function generationRecord(g: GenerationRow, store: OutputStore) {
+export async function generationRecord(g: GenerationRow, store: OutputStore) {
   return {
     id: g.id,
     kind: g.kind,
     model: g.model,
     status: g.status,
     // A fresh signed URL on every read; empty until the generation has succeeded.
-    outputUrl: g.status === 'succeeded' && g.outputKey ? store.signedUrl(g.outputKey) : '',
+    outputUrl: g.status === 'succeeded' && g.outputKey ? await store.signedUrl(g.outputKey) : '',
     creditsCharged: mcToCredits(g.chargedMc),
     error: g.status === 'failed' ? g.error : null,
     ...(g.kind === 'chat' && g.outputText !== null ? { text: g.outputText } : {}),
