@@ -34,7 +34,7 @@ export function requireApiKey(deps: AuthDeps, unauthorizedType: 'unauthorized' |
     if (!token) throw new UnauthorizedError(undefined, unauthorizedType);
     const key = isWellFormedApiKey(token) ? await findApiKeyByHash(deps.pool, hashApiKey(token)) : undefined;
     if (!key) throw new UnauthorizedError('The API key is invalid or revoked.', unauthorizedType);
-    const decision = deps.limiter.decide(key.id, key.plan);
+    const decision = await deps.limiter.decide(key.id, key.plan);
     reply.header('RateLimit-Limit', String(decision.limit));
     reply.header('RateLimit-Remaining', String(decision.remaining));
     reply.header('RateLimit-Reset', String(decision.resetSeconds));

@@ -4,7 +4,10 @@ import { z } from 'zod';
  * The one place configuration is read. Entry points call `loadConfig(process.env)` once and pass
  * the typed result down; nothing else reads the environment.
  */
-const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional());
+const unsetIfEmpty = (v: unknown) => (v === '' ? undefined : v);
+const optionalUrl = z.preprocess(unsetIfEmpty, z.string().url().optional());
+const optionalText = z.preprocess(unsetIfEmpty, z.string().min(1).optional());
+const optionalHttpUrl = z.preprocess(unsetIfEmpty, z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional());
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 
 export const configSchema = z.object({
@@ -31,12 +34,37 @@ export const configSchema = z.object({
   FREE_CHAT_CAP: z.coerce.number().int().min(0).default(20),
   VIDEO_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Rate-limit windows shared by every API instance; without it each instance counts on its own. */
+  REDIS_URL: z.preprocess(unsetIfEmpty, z.string().regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL').optional()),
+  /** Output files in an S3-compatible bucket (set S3_BUCKET to enable); the local DATA_DIR/outputs otherwise. */
+  S3_BUCKET: optionalText,
+  /** Where the API and the workers reach the store; unset for AWS S3 itself. */
+  S3_ENDPOINT: optionalHttpUrl,
+  /** Where clients reach the store, when not at S3_ENDPOINT (e.g. a container name inside, localhost outside). */
+  S3_PUBLIC_ENDPOINT: optionalHttpUrl,
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ACCESS_KEY_ID: optionalText,
+  S3_SECRET_ACCESS_KEY: optionalText,
+  /** `bucket` in the path rather than the host name; defaults to true when S3_ENDPOINT is set (MinIO, SeaweedFS). */
+  S3_FORCE_PATH_STYLE: z.preprocess(unsetIfEmpty, z.stringbool().optional()),
 });
 
-/** In production, secrets must be given: a generated one would differ per instance and be lost with its disk. */
-const productionSecrets = configSchema.superRefine((c, ctx) => {
+const S3_SETTINGS = ['S3_BUCKET', 'S3_ENDPOINT', 'S3_PUBLIC_ENDPOINT', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_FORCE_PATH_STYLE'] as const;
+
+const validatedConfig = configSchema.superRefine((c, ctx) => {
+  // Any S3 setting means the operator wants the bucket: a half-given one must not quietly fall back
+  // to local files. Static keys are required because a presigned URL dies with the credentials
+  // that signed it, and role credentials usually live shorter than the 24 h the URLs promise.
+  if (S3_SETTINGS.some((name) => c[name] !== undefined)) {
+    for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
+      if (!c[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when any S3_* setting is given' });
+    }
+  }
+  // In production, secrets must be given: a generated one would differ per instance and be lost
+  // with its disk. The URL signing secret only signs local output URLs.
   if (c.NODE_ENV !== 'production') return;
-  for (const name of ['ADMIN_TOKEN', 'URL_SIGNING_SECRET'] as const) {
+  const required = c.S3_BUCKET ? (['ADMIN_TOKEN'] as const) : (['ADMIN_TOKEN', 'URL_SIGNING_SECRET'] as const);
+  for (const name of required) {
     if (!c[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when NODE_ENV=production' });
   }
 });
@@ -48,10 +76,35 @@ export class ConfigError extends Error {
 }
 
 export function loadConfig(env: Record<string, string | undefined>): Config {
-  const parsed = productionSecrets.safeParse(env);
+  const parsed = validatedConfig.safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   return parsed.data;
+}
+
+export interface S3Settings {
+  bucket: string;
+  region: string;
+  endpoint?: string;
+  publicEndpoint?: string;
+  forcePathStyle: boolean;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+/** The S3 store's settings, or undefined when outputs stay in the local folder. */
+export function s3Settings(c: Config): S3Settings | undefined {
+  if (!c.S3_BUCKET || !c.S3_ACCESS_KEY_ID || !c.S3_SECRET_ACCESS_KEY) return undefined;
+  return {
+    bucket: c.S3_BUCKET,
+    region: c.S3_REGION,
+    ...(c.S3_ENDPOINT ? { endpoint: c.S3_ENDPOINT } : {}),
+    ...(c.S3_PUBLIC_ENDPOINT ? { publicEndpoint: c.S3_PUBLIC_ENDPOINT } : {}),
+    // Self-hosted stores rarely have wildcard DNS for bucket host names; AWS prefers them.
+    forcePathStyle: c.S3_FORCE_PATH_STYLE ?? c.S3_ENDPOINT !== undefined,
+    accessKeyId: c.S3_ACCESS_KEY_ID,
+    secretAccessKey: c.S3_SECRET_ACCESS_KEY,
+  };
 }

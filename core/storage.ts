@@ -15,9 +15,12 @@ import { dirname, join, resolve, sep } from 'node:path';
 export interface OutputStore {
   /** Stores `data` under `key` (e.g. `gen_abc/output.png`); readers see the old file or the new one, never a part. */
   put(key: string, data: Buffer, contentType: string): Promise<void>;
-  /** A fresh URL for `key`, valid `ttlSeconds` after `now`. */
-  signedUrl(key: string, now?: Date): string;
-  /** The stored file behind a signed URL; undefined when the signature is invalid or expired or the file is missing. */
+  /** A fresh URL for `key`, valid `ttlSeconds` after `now` (async: a remote store presigns). */
+  signedUrl(key: string, now?: Date): Promise<string>;
+  /**
+   * The stored file behind a URL served by the API (`/files/...`); undefined when the signature is
+   * invalid or expired or the file is missing. Stores whose URLs point elsewhere always answer undefined.
+   */
   open(key: string, expires: string, signature: string, now?: Date): Promise<StoredFile | undefined>;
 }
 
@@ -74,7 +77,7 @@ export function createLocalStore(opts: LocalStoreOptions): OutputStore {
       await writeAtomically(path, data);
     },
 
-    signedUrl(key, now = new Date()) {
+    async signedUrl(key, now = new Date()) {
       pathOf(key);
       const expires = String(Math.floor(now.getTime() / 1000) + ttl);
       const signature = sign(key, expires).toString('hex');

@@ -9,6 +9,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     client: s.client,
     taskQueue: s.config.TEMPORAL_TASK_QUEUE,
     store: s.store,
+    limiter: s.limiter,
     adminToken: s.adminToken.value,
     syncWaitMs: s.config.SYNC_WAIT_MS,
     defaultChatCap: s.config.FREE_CHAT_CAP,

@@ -2,6 +2,9 @@ import { resolve, join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type pg from 'pg';
+import { createRateLimiter, createRedisRateLimiter } from '../api/rate-limit';
+import type { RateLimiter } from '../api/rate-limit';
+import { s3Settings } from '../core/config';
 import type { Config } from '../core/config';
 import { migrate } from '../core/db/migrate';
 import { createPool } from '../core/db/pool';
@@ -9,6 +12,7 @@ import { createSimulator } from '../core/providers/simulator';
 import type { Provider } from '../core/providers/types';
 import { createLocalStore } from '../core/storage';
 import type { OutputStore } from '../core/storage';
+import { createS3Store } from '../core/storage/s3';
 import { persistentSecret } from './secrets';
 import { registerSearchAttributes } from './temporal-setup';
 
@@ -19,6 +23,8 @@ export interface Services {
   client: Client;
   nativeConnection: NativeConnection;
   store: OutputStore;
+  /** Shared through Redis when REDIS_URL is set; only the API uses it (it connects on first use). */
+  limiter: RateLimiter;
   provider: Provider;
   adminToken: { value: string; generated: boolean };
   publicBaseUrl: string;
@@ -44,8 +50,8 @@ export async function openServices(config: Config, where: { databaseUrl: string;
   const nativeConnection = await NativeConnection.connect({ address: where.temporalAddress });
 
   const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
-  const signing = await persistentSecret(dataDir, 'url-signing-secret', config.URL_SIGNING_SECRET);
-  const store = createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl, signingSecret: signing.value });
+  const { store, closeStore } = await openStore(config, dataDir, publicBaseUrl);
+  const limiter = config.REDIS_URL ? createRedisRateLimiter({ url: config.REDIS_URL }) : createRateLimiter();
   const adminToken = await persistentSecret(dataDir, 'admin-token', config.ADMIN_TOKEN);
   const provider = createSimulator(config.SIM_LATENCY_MS === undefined ? {} : { latencyMs: config.SIM_LATENCY_MS });
 
@@ -56,13 +62,28 @@ export async function openServices(config: Config, where: { databaseUrl: string;
     client,
     nativeConnection,
     store,
+    limiter,
     provider,
     adminToken,
     publicBaseUrl,
     async close() {
+      await limiter.close();
+      closeStore();
       await nativeConnection.close().catch(() => undefined);
       await connection.close().catch(() => undefined);
       await pool.end().catch(() => undefined);
     },
   };
+}
+
+/** The S3-compatible bucket when S3_* is configured (its bucket made if missing), else DATA_DIR/outputs. */
+async function openStore(config: Config, dataDir: string, publicBaseUrl: string): Promise<{ store: OutputStore; closeStore: () => void }> {
+  const s3 = s3Settings(config);
+  if (s3) {
+    const store = createS3Store(s3);
+    await store.ensureBucket();
+    return { store, closeStore: () => store.close() };
+  }
+  const signing = await persistentSecret(dataDir, 'url-signing-secret', config.URL_SIGNING_SECRET);
+  return { store: createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl, signingSecret: signing.value }), closeStore: () => undefined };
 }

@@ -103,7 +103,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     // The first request may have died between its hold and its start; starting again is harmless.
     if (!TERMINAL.has(g.status)) await gateway.start(workflowInputOf(g));
     await waitIfSync(id, g.kind, opts);
-    return { generation: viewOf(await read(accountId, id), store), replayed: true };
+    return { generation: await viewOf(await read(accountId, id), store), replayed: true };
   };
 
   /** Starts the admitted generation's workflow; if that fails, the hold goes back at once. */
@@ -176,7 +176,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       }
       await startOrRelease(input);
       await waitIfSync(input.generationId, input.kind, opts);
-      return { generation: viewOf(await read(principal.accountId, input.generationId), store), replayed: false };
+      return { generation: await viewOf(await read(principal.accountId, input.generationId), store), replayed: false };
     },
 
     async get(principal: Principal, id: string): Promise<GenerationView> {
@@ -188,7 +188,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       const rows = await listGenerations(pool, principal.accountId, { limit: q.limit + 1, before, kind: q.kind, status: q.status });
       const page = rows.slice(0, q.limit);
       const last = page[page.length - 1];
-      return { data: page.map((g) => viewOf(g, store)), nextCursor: rows.length > q.limit && last ? encodeCursor(last.id) : null };
+      return { data: await Promise.all(page.map((g) => viewOf(g, store))), nextCursor: rows.length > q.limit && last ? encodeCursor(last.id) : null };
     },
 
     /**

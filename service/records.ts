@@ -22,13 +22,13 @@ export interface GenerationView {
   finishedAt: Date | null;
 }
 
-export function viewOf(g: GenerationRow, store: OutputStore): GenerationView {
+export async function viewOf(g: GenerationRow, store: OutputStore): Promise<GenerationView> {
   return {
     id: g.id,
     kind: g.kind,
     model: g.model,
     status: g.status,
-    outputUrl: g.status === 'succeeded' && g.outputKey ? store.signedUrl(g.outputKey) : '',
+    outputUrl: g.status === 'succeeded' && g.outputKey ? await store.signedUrl(g.outputKey) : '',
     creditsCharged: mcToCredits(g.chargedMc),
     creditsQuoted: mcToCredits(g.quoteMc),
     error: g.status === 'failed' ? g.error : null,

@@ -2,84 +2,28 @@
 // (runtime/api-process.ts, runtime/worker-process.ts, exactly what the containers run), sharing a
 // fresh database, the run's Temporal server, a task queue and an output folder. Everything a
 // client does goes over real HTTP; the processes must stop cleanly on SIGTERM.
-import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
-import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort, isAlive, OutputTail } from '../../runtime/process';
+import { freePort, isAlive } from '../../runtime/process';
+import { createProcessGroup, http as httpAt, minimalEnv, waitForHealth, waitForWorkers } from '../support/app-processes';
+import type { AppProcess } from '../support/app-processes';
 import { createDatabase, databaseUrlFor, dropDatabase, eventually } from '../support/harness';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ADMIN_TOKEN = 'topology-admin-token-0123456789';
 const URL_SIGNING_SECRET = 'topology-url-signing-secret-0123456789';
 const STARTUP_MS = 90_000; // each worker bundles workflows/ with webpack as it starts
 const STOP_MS = 15_000;
 
-const { TaskQueueType } = proto.temporal.api.enums.v1;
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const EBML_MAGIC = Buffer.from([0x1a, 0x45, 0xdf, 0xa3]);
 
-// --- the child processes ---
-
-interface Child {
-  label: string;
-  proc: ChildProcess;
-  pid: number;
-  output: OutputTail;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  exit?: { code: number | null; signal: NodeJS.Signals | null };
-}
-
-const children: Child[] = [];
-
-function startProcess(label: string, entry: string, env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  if (proc.pid === undefined) throw new Error(`${label}: could not start ${entry}`);
-  const output = new OutputTail(8_000);
-  proc.stdout.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));
-  proc.stderr.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));
-  const child: Child = {
-    label,
-    proc,
-    pid: proc.pid,
-    output,
-    exited: new Promise((resolve) => {
-      proc.once('exit', (code, signal) => {
-        child.exit = { code, signal };
-        resolve({ code, signal });
-      });
-    }),
-  };
-  children.push(child);
-  return child;
-}
-
-function diagnostics(): string {
-  return children
-    .map((c) => `--- ${c.label} (pid ${c.pid}, ${c.exit ? `exited ${JSON.stringify(c.exit)}` : 'running'}) ---\n${c.output.toString() || '(no output)'}`)
-    .join('\n');
-}
-
-/** Runs `work`; on failure prints what the children said, then fails as `work` did. */
-async function explained<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    console.error(`topology test failed; output of the processes:\n${diagnostics()}`);
-    throw err;
-  }
-}
-
-function failIfAnyExited(): void {
-  const gone = children.find((c) => c.exit);
-  if (gone) throw new Error(`${gone.label} exited early: ${JSON.stringify(gone.exit)}`);
-}
+const group = createProcessGroup();
+const children = group.children;
+const explained = <T>(work: () => Promise<T>) => group.explained('topology test', work);
 
 /** Pids of live processes whose environment carries `marker` (this run's task queue): ours, and anything they started. */
 async function processesMarkedWith(marker: string): Promise<number[]> {
@@ -100,35 +44,12 @@ const name = `t_topology_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
 const taskQueue = `q-${name}`;
 const marker = `TEMPORAL_TASK_QUEUE=${taskQueue}`;
 let base: string;
-let api: Child;
-let workers: Child[] = [];
+let api: AppProcess;
+let workers: AppProcess[] = [];
 let connection: Connection | undefined;
 let databaseCreated = false;
 
-async function http<T>(method: 'GET' | 'POST', path: string, opts: { token?: string; body?: unknown } = {}): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
-      ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(opts.body === undefined ? {} : { body: JSON.stringify(opts.body) }),
-  });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // not JSON: keep the text for the assertion message
-  }
-  return { status: res.status, body: body as T };
-}
-
-/** Identities (`pid@host`) polling the task queue, per kind of task. */
-async function pollers(type: (typeof TaskQueueType)[keyof typeof TaskQueueType]): Promise<string[]> {
-  const res = await connection!.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: type });
-  return (res.pollers ?? []).map((p) => p.identity ?? '');
-}
+const http = <T>(method: 'GET' | 'POST', path: string, opts: { token?: string; body?: unknown } = {}) => httpAt<T>(base, method, path, opts);
 
 beforeAll(async () => {
   await explained(async () => {
@@ -139,8 +60,7 @@ beforeAll(async () => {
     base = `http://127.0.0.1:${port}`;
     // The environment docker-compose.yml gives the api and worker services, with this run's values.
     const env: Record<string, string> = {
-      ...(process.env.PATH ? { PATH: process.env.PATH } : {}),
-      ...(process.env.HOME ? { HOME: process.env.HOME } : {}),
+      ...minimalEnv(),
       NODE_ENV: 'production',
       HOST: '127.0.0.1',
       PORT: String(port),
@@ -153,31 +73,18 @@ beforeAll(async () => {
       DATA_DIR: join(inject('testDataDir'), name),
       LOG_LEVEL: 'warn',
     };
-    workers = [startProcess('worker 1', 'runtime/worker-process.ts', env), startProcess('worker 2', 'runtime/worker-process.ts', env)];
-    api = startProcess('api', 'runtime/api-process.ts', env);
+    workers = [group.start('worker 1', 'runtime/worker-process.ts', env), group.start('worker 2', 'runtime/worker-process.ts', env)];
+    api = group.start('api', 'runtime/api-process.ts', env);
 
-    await eventually(async () => {
-      failIfAnyExited();
-      const res = await fetch(`${base}/health`).catch(() => undefined);
-      return res?.status === 200 ? true : undefined;
-    }, STARTUP_MS, 250);
-
+    await waitForHealth(group, base, STARTUP_MS);
     // /health speaks for the API; the workers are ready once both poll the task queue.
     connection = await Connection.connect({ address: inject('temporalAddress') });
-    await eventually(async () => {
-      failIfAnyExited();
-      const [wf, act] = await Promise.all([pollers(TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW), pollers(TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)]);
-      const ready = (ids: string[]) => workers.every((w) => ids.some((id) => id.startsWith(`${w.pid}@`)));
-      return ready(wf) && ready(act) ? true : undefined;
-    }, STARTUP_MS, 250);
+    await waitForWorkers(group, connection, taskQueue, workers, STARTUP_MS);
   });
 }, 2 * STARTUP_MS + 30_000);
 
 afterAll(async () => {
-  for (const c of children) {
-    if (!c.exit && isAlive(c.pid)) c.proc.kill('SIGKILL');
-  }
-  await Promise.all(children.map((c) => Promise.race([c.exited, sleep(5_000)])));
+  await group.killAll();
   await connection?.close();
   if (databaseCreated) await dropDatabase(name);
 });
@@ -230,7 +137,7 @@ describe('the docker-compose topology as plain processes (one api, two workers)'
 
   it('stops every process on SIGTERM with exit code 0 and leaves nothing running', async () => {
     await explained(async () => {
-      failIfAnyExited();
+      group.failIfAnyExited();
       expect(await processesMarkedWith(marker)).toEqual(expect.arrayContaining([api.pid, ...workers.map((w) => w.pid)]));
 
       for (const c of children) c.proc.kill('SIGTERM');

@@ -6,7 +6,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { configSchema } from '../../core/config';
+import { configSchema, loadConfig, s3Settings } from '../../core/config';
+import { MINIO_RELEASE } from '../../scripts/minio';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -34,7 +35,7 @@ interface Compose {
 /** Sample values for what the operator must export (`${VAR:?…}`) and nothing else. */
 const SAMPLE_ENV: Record<string, string> = {
   ADMIN_TOKEN: 'sample-admin-token-0123456789',
-  URL_SIGNING_SECRET: 'sample-url-signing-secret-0123456789',
+  S3_SECRET_ACCESS_KEY: 'sample-s3-secret-0123456789',
 };
 
 class MissingVariableError extends Error {
@@ -121,11 +122,13 @@ function imageTag(image: string): string | undefined {
 const APP_SERVICES = { api: 'runtime/api-process.ts', worker: 'runtime/worker-process.ts' } as const;
 
 describe('docker-compose.yml', () => {
-  it('has the five services of the design', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'postgres', 'temporal', 'temporal-ui', 'worker']);
+  it('has the services of the design, with Redis and MinIO for the state the instances share', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'minio', 'postgres', 'redis', 'temporal', 'temporal-ui', 'worker']);
     expect(service('postgres').image).toMatch(/^postgres:/);
     expect(service('temporal').image).toMatch(/^temporalio\/auto-setup:/);
     expect(service('temporal-ui').image).toMatch(/^temporalio\/ui:/);
+    expect(service('redis').image).toMatch(/^redis:/);
+    expect(service('minio').image).toMatch(/^minio\/minio:/);
   });
 
   it('pins every image to a tag other than latest', () => {
@@ -153,18 +156,22 @@ describe('docker-compose.yml', () => {
     const env = environmentOf(service(name));
     const known = Object.keys(configSchema.shape);
     expect(Object.keys(env).filter((k) => !known.includes(k))).toEqual([]);
-    const config = configSchema.parse(env);
+    // loadConfig, not just the schema: it also holds production and the S3 settings to their rules.
+    const config = loadConfig(env);
     // The API alone and the worker alone refuse to start without these (runtime/*-process.ts).
     expect(config.DATABASE_URL).toBeDefined();
     expect(config.TEMPORAL_ADDRESS).toBeDefined();
-    expect(config).toMatchObject({ NODE_ENV: 'production', HOST: '0.0.0.0', ADMIN_TOKEN: SAMPLE_ENV.ADMIN_TOKEN, URL_SIGNING_SECRET: SAMPLE_ENV.URL_SIGNING_SECRET });
+    expect(config).toMatchObject({ NODE_ENV: 'production', HOST: '0.0.0.0', ADMIN_TOKEN: SAMPLE_ENV.ADMIN_TOKEN });
+    // Several instances share rate limits and output files only through these.
+    expect(config.REDIS_URL).toBeDefined();
+    expect(s3Settings(config)).toMatchObject({ secretAccessKey: SAMPLE_ENV.S3_SECRET_ACCESS_KEY, forcePathStyle: true });
   });
 
-  it('gives the API and every worker the same environment (one signing secret, one task queue, one store)', () => {
+  it('gives the API and every worker the same environment (one task queue, one bucket, one rate-limit store)', () => {
     expect(environmentOf(service('worker'))).toEqual(environmentOf(service('api')));
   });
 
-  it('makes the operator set ADMIN_TOKEN and URL_SIGNING_SECRET rather than defaulting them', () => {
+  it('makes the operator set ADMIN_TOKEN and S3_SECRET_ACCESS_KEY rather than defaulting them', () => {
     for (const name of Object.keys(SAMPLE_ENV)) {
       expect(() => loadCompose({ ...SAMPLE_ENV, [name]: undefined }), name).toThrow(new RegExp(`^${name}:`));
     }
@@ -220,28 +227,66 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('shares one volume for output files at DATA_DIR between the API (reads) and the workers (write)', () => {
-    const mountAt = (name: string) => {
-      const dataDir = environmentOf(service(name)).DATA_DIR!;
-      return volumeMounts(service(name)).find((m) => m.target === dataDir);
-    };
-    const api = mountAt('api');
-    expect(api).toBeDefined();
-    expect(Object.keys(compose.volumes ?? {})).toContain(api!.source);
-    expect(mountAt('worker')).toEqual(api);
-    expect(api!.readOnly).toBe(false);
+  it('points REDIS_URL (api, worker) at the redis service, which answers its healthcheck and keeps nothing on disk', () => {
+    const redis = service('redis');
+    for (const name of Object.keys(APP_SERVICES)) {
+      const url = new URL(environmentOf(service(name)).REDIS_URL!);
+      expect(url.protocol, name).toBe('redis:');
+      expect(url.hostname, name).toBe('redis');
+      expect(url.port || '6379', name).toBe('6379');
+    }
+    expect(commandOf(redis)).not.toContain('--port');
+    expect(commandOf(redis).join(' ')).toMatch(/--appendonly no/);
+    expect(redis.volumes ?? []).toEqual([]);
+    expect(healthTest(redis)).toMatch(/redis-cli ping/);
   });
 
-  it('starts api and worker only once postgres and temporal are healthy, and every dependency exists and has a healthcheck', () => {
+  it('stores output files in the minio service: the app\'s keys are its root credentials, its data a named volume', () => {
+    const minio = service('minio');
+    const minioEnv = environmentOf(minio);
+    for (const name of Object.keys(APP_SERVICES)) {
+      const s3 = s3Settings(loadConfig(environmentOf(service(name))))!;
+      const endpoint = new URL(s3.endpoint!);
+      expect(endpoint.hostname, name).toBe('minio');
+      expect(endpoint.port, name).toBe('9000');
+      expect(s3.accessKeyId).toBe(minioEnv.MINIO_ROOT_USER);
+      expect(s3.secretAccessKey).toBe(minioEnv.MINIO_ROOT_PASSWORD);
+    }
+    // MinIO refuses root passwords shorter than 8 characters.
+    expect(() => loadCompose({ ...SAMPLE_ENV, S3_SECRET_ACCESS_KEY: undefined })).toThrow(/S3_SECRET_ACCESS_KEY:.*at least 8/);
+    expect(commandOf(minio).slice(0, 2)).toEqual(['server', '/data']);
+    const data = volumeMounts(minio).find((m) => m.target === '/data');
+    expect(Object.keys(compose.volumes ?? {})).toContain(data?.source);
+    expect(healthTest(minio)).toBe('CMD mc ready local');
+  });
+
+  it('runs the MinIO release that CI tests the S3 store against', () => {
+    expect(imageTag(service('minio').image!)).toBe(MINIO_RELEASE);
+  });
+
+  it('signs output URLs for where clients reach MinIO: S3_PUBLIC_ENDPOINT is the port it publishes', () => {
+    const publicUrl = new URL(s3Settings(loadConfig(environmentOf(service('api'))))!.publicEndpoint!);
+    expect(publicUrl.hostname).toBe('localhost');
+    const mapping = portMappings(service('minio')).find((p) => p.target === '9000');
+    expect(mapping, 'minio publishes no port 9000').toBeDefined();
+    expect(publicUrl.port || (publicUrl.protocol === 'https:' ? '443' : '80')).toBe(mapping!.published);
+  });
+
+  it('shares files between the API and the workers only through the bucket: no volume holds them', () => {
+    for (const name of Object.keys(APP_SERVICES)) expect(service(name).volumes ?? [], name).toEqual([]);
+  });
+
+  it('starts api and worker only once the services they use are healthy, and every dependency exists and has a healthcheck', () => {
     for (const [name, s] of Object.entries(compose.services)) {
       for (const [dep, how] of Object.entries(dependsOn(s))) {
         expect(compose.services, `${name} depends on ${dep}`).toHaveProperty([dep]);
         if (how.condition === 'service_healthy') expect(service(dep).healthcheck?.test, `${dep} needs a healthcheck`).toBeDefined();
       }
     }
-    for (const name of Object.keys(APP_SERVICES)) {
-      expect(dependsOn(service(name))).toEqual({ postgres: { condition: 'service_healthy' }, temporal: { condition: 'service_healthy' } });
-    }
+    const healthy = { condition: 'service_healthy' };
+    // The API checks rate limits in Redis; both put or presign files in MinIO (and make its bucket).
+    expect(dependsOn(service('api'))).toEqual({ postgres: healthy, temporal: healthy, redis: healthy, minio: healthy });
+    expect(dependsOn(service('worker'))).toEqual({ postgres: healthy, temporal: healthy, minio: healthy });
     expect(dependsOn(service('temporal'))).toMatchObject({ postgres: { condition: 'service_healthy' } });
     expect(healthTest(service('postgres'))).toMatch(/pg_isready/);
     expect(healthTest(service('temporal'))).toMatch(/temporal:7233/);

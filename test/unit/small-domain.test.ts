@@ -39,23 +39,21 @@ describe('money and ids', () => {
 });
 
 describe('rate limit', () => {
-  it('allows the plan limit in a sliding minute, then says when to retry', () => {
+  it('allows the plan limit in a sliding minute, then says when to retry', async () => {
     let now = 0;
     const limiter = createRateLimiter(() => now);
     for (let i = 0; i < 20; i++) {
       now += 1000;
-      limiter.take('k', 'free');
+      expect((await limiter.decide('k', 'free')).refused).toBeUndefined();
     }
     now += 1000;
-    expect(() => limiter.take('k', 'free')).toThrow(RateLimitError);
-    try {
-      limiter.take('k', 'free');
-    } catch (err) {
-      expect((err as RateLimitError).retryAfterSeconds).toBe(40);
-    }
+    const refused = await limiter.decide('k', 'free');
+    expect(refused.refused).toBeInstanceOf(RateLimitError);
+    expect(refused).toMatchObject({ limit: 20, remaining: 0, resetSeconds: 40 });
+    expect(refused.refused?.retryAfterSeconds).toBe(40);
     now = 61_001; // the first request has left the window
-    expect(limiter.take('k', 'free').remaining).toBe(0);
-    expect(limiter.take('other', 'samurai').remaining).toBe(599);
+    expect(await limiter.decide('k', 'free')).toMatchObject({ remaining: 0, resetSeconds: 1 });
+    expect((await limiter.decide('other', 'samurai')).remaining).toBe(599);
   });
 });
 

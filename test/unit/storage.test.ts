@@ -45,7 +45,7 @@ describe('local output store', () => {
     const data = Buffer.from('png bytes');
     await store.put('gen_abc/output.png', data, 'image/png');
 
-    const signed = parseSigned(store.signedUrl('gen_abc/output.png', T0));
+    const signed = parseSigned(await store.signedUrl('gen_abc/output.png', T0));
     expect(signed.url.origin + signed.url.pathname).toBe('https://api.example.test/files/gen_abc/output.png');
     expect(signed.expires).toBe(String(Math.floor(T0.getTime() / 1000) + 86_400));
     expect(signed.signature).toBe(hmac('gen_abc/output.png', signed.expires));
@@ -55,21 +55,21 @@ describe('local output store', () => {
     expect(await readFile(file!.path)).toEqual(data);
   });
 
-  it('gives a fresh URL at each call', () => {
-    const first = store.signedUrl('gen_abc/output.png', T0);
-    const later = store.signedUrl('gen_abc/output.png', new Date(T0.getTime() + 60_000));
+  it('gives a fresh URL at each call', async () => {
+    const first = await store.signedUrl('gen_abc/output.png', T0);
+    const later = await store.signedUrl('gen_abc/output.png', new Date(T0.getTime() + 60_000));
     expect(later).not.toBe(first);
   });
 
   it('honours the URL for 24 h and not a second longer', async () => {
-    const { key, expires, signature } = parseSigned(store.signedUrl('gen_abc/output.png', T0));
+    const { key, expires, signature } = parseSigned(await store.signedUrl('gen_abc/output.png', T0));
     expect(await store.open(key, expires, signature, new Date(T0.getTime() + DAY_MS - 250))).toBeDefined();
     expect(await store.open(key, expires, signature, new Date(T0.getTime() + DAY_MS + 1000))).toBeUndefined();
   });
 
   it('refuses a tampered signature, key or expiry', async () => {
     await store.put('gen_other/output.png', Buffer.from('other'), 'image/png');
-    const { key, expires, signature } = parseSigned(store.signedUrl('gen_abc/output.png', T0));
+    const { key, expires, signature } = parseSigned(await store.signedUrl('gen_abc/output.png', T0));
     const flipped = (signature[0] === 'a' ? 'b' : 'a') + signature.slice(1);
 
     expect(await store.open(key, expires, flipped, T0)).toBeUndefined();
@@ -80,7 +80,7 @@ describe('local output store', () => {
   });
 
   it('answers undefined for a validly signed key with no file', async () => {
-    const { key, expires, signature } = parseSigned(store.signedUrl('gen_missing/output.png', T0));
+    const { key, expires, signature } = parseSigned(await store.signedUrl('gen_missing/output.png', T0));
     expect(await store.open(key, expires, signature, T0)).toBeUndefined();
   });
 
@@ -99,14 +99,14 @@ describe('local output store', () => {
     // Correctly signed, so only the key rules stand between the URL and the file.
     const expires = String(Math.floor(T0.getTime() / 1000) + 60);
     expect(await store.open(badKey, expires, hmac(badKey, expires), T0)).toBeUndefined();
-    expect(() => store.signedUrl(badKey, T0)).toThrow(InvalidStorageKeyError);
+    await expect(store.signedUrl(badKey, T0)).rejects.toBeInstanceOf(InvalidStorageKeyError);
     await expect(store.put(badKey, Buffer.from('x'), 'text/plain')).rejects.toBeInstanceOf(InvalidStorageKeyError);
   });
 
   it('replaces a file whole and leaves no temporary files behind', async () => {
     await store.put('gen_replace/output.mp4', Buffer.from('first'), 'video/webm');
     await store.put('gen_replace/output.mp4', Buffer.from('second version'), 'video/webm');
-    const { key, expires, signature } = parseSigned(store.signedUrl('gen_replace/output.mp4', T0));
+    const { key, expires, signature } = parseSigned(await store.signedUrl('gen_replace/output.mp4', T0));
     const file = await store.open(key, expires, signature, T0);
     expect(file).toMatchObject({ contentType: 'video/webm', size: 'second version'.length });
     expect(await readdir(join(root, 'gen_replace'))).toEqual(['output.mp4']);
