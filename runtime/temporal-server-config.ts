@@ -23,6 +23,13 @@ export const TEMPORAL_DYNAMIC_CONFIG = {
   // written, so the cap costs no idle CPU, and with 20 or 50 workflows at once the Temporal CPU
   // per workflow stayed the same.
   'history.transferProcessorMaxPollRPS': 1000,
+
+  // An activity scheduled by a workflow task is handed to that worker in the reply to the task's
+  // completion, skipping the transfer queue and matching, when the worker has a slot free: ~10-15 %
+  // less Temporal CPU per one-activity workflow; its latency gain is within this machine's noise.
+  // The SDK asks for it by default (maxEagerActivityReservationsPerWorkflowTask 3) for activities
+  // on the workflow's own task queue, which all of ours are.
+  'system.enableActivityEagerExecution': true,
 } as const satisfies Record<string, boolean | number | string>;
 
 export type TemporalDynamicConfig = Record<string, boolean | number | string>;
