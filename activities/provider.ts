@@ -11,7 +11,8 @@ export function createProviderActivities({ provider, store }: { provider: Provid
     async runProvider(job: ProviderJob): Promise<ProviderOutput> {
       const ctx = Context.current();
       try {
-        const result = await provider.run(job, { heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
+        const input = await inputOf(job, store);
+        const result = await provider.run(input === undefined ? job : { ...job, input }, { heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
         let outputKey: string | null = null;
         if (result.file) {
           outputKey = `${job.generationId}/output.${result.file.extension}`;
@@ -27,4 +28,13 @@ export function createProviderActivities({ provider, store }: { provider: Provid
       }
     },
   };
+}
+
+/** The stored input of a job that transforms one; a missing input fails the job for good. */
+async function inputOf(job: ProviderJob, store: OutputStore): Promise<Buffer | undefined> {
+  const key = job.params.inputKey;
+  if (typeof key !== 'string') return undefined;
+  const data = await store.get(key);
+  if (!data) throw new ProviderRejectedError(`The input ${key} is missing from the store.`, 'input_missing');
+  return data;
 }

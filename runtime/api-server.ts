@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app';
+import { createSafeHttpClient } from '../core/net/safe-http';
+import { createInputPreparer } from '../service/inputs';
 import type { Services } from './services';
 
 /** Builds the API on the given services and listens on the configured port. */
@@ -13,6 +15,12 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     adminToken: s.adminToken.value,
     syncWaitMs: s.config.SYNC_WAIT_MS,
     defaultChatCap: s.config.FREE_CHAT_CAP,
+    prepareInput: createInputPreparer({
+      // Inputs on the developer's own machine or LAN are fine in development; never elsewhere.
+      http: createSafeHttpClient({ policy: { allowPrivateNetworks: s.config.NODE_ENV === 'development' } }),
+      store: s.store,
+      publicBaseUrl: s.publicBaseUrl,
+    }),
     logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });
