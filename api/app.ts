@@ -30,6 +30,7 @@ export interface AppDeps {
   limiter?: RateLimiter;
   /** Fetches and checks upscale inputs (SSRF-safe); without it upscale requests are refused. */
   prepareInput?: GenerationServiceDeps['prepareInput'];
+  deadlines?: GenerationServiceDeps['deadlines'];
   logger?: boolean | { level: string };
 }
 
@@ -66,6 +67,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     store: deps.store,
     syncWaitMs: deps.syncWaitMs,
     ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
+    ...(deps.deadlines ? { deadlines: deps.deadlines } : {}),
   });
 
   await app.register(healthRoutes, { pool: deps.pool, client: deps.client });

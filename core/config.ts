@@ -33,6 +33,11 @@ export const configSchema = z.object({
   SIM_LATENCY_MS: z.coerce.number().int().min(0).max(600_000).optional(),
   FREE_CHAT_CAP: z.coerce.number().int().min(0).default(20),
   VIDEO_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5),
+  /** Per kind: past this a generation fails with `timeout` and its hold is released (DESIGN §5). */
+  DEADLINE_IMAGE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(10 * 60_000),
+  DEADLINE_CHAT_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(10 * 60_000),
+  DEADLINE_VIDEO_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(2 * 3_600_000),
+  DEADLINE_UPSCALE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(2 * 3_600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Rate-limit windows shared by every API instance; without it each instance counts on its own. */
   REDIS_URL: z.preprocess(unsetIfEmpty, z.string().regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL').optional()),
@@ -107,4 +112,9 @@ export function s3Settings(c: Config): S3Settings | undefined {
     accessKeyId: c.S3_ACCESS_KEY_ID,
     secretAccessKey: c.S3_SECRET_ACCESS_KEY,
   };
+}
+
+/** The per-kind deadlines of a configuration, as the generation service takes them. */
+export function deadlinesOf(c: Config): Record<'image' | 'video' | 'chat' | 'upscale', number> {
+  return { image: c.DEADLINE_IMAGE_MS, chat: c.DEADLINE_CHAT_MS, video: c.DEADLINE_VIDEO_MS, upscale: c.DEADLINE_UPSCALE_MS };
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app';
+import { deadlinesOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createInputPreparer } from '../service/inputs';
 import type { Services } from './services';
@@ -15,6 +16,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     adminToken: s.adminToken.value,
     syncWaitMs: s.config.SYNC_WAIT_MS,
     defaultChatCap: s.config.FREE_CHAT_CAP,
+    deadlines: deadlinesOf(s.config),
     prepareInput: createInputPreparer({
       // Inputs on the developer's own machine or LAN are fine in development; never elsewhere.
       http: createSafeHttpClient({ policy: { allowPrivateNetworks: s.config.NODE_ENV === 'development' } }),

@@ -30,6 +30,8 @@ export interface GenerationServiceDeps {
   store: OutputStore;
   /** How long a submit waits for an image or chat to finish before answering its current state. */
   syncWaitMs: number;
+  /** Per kind, how long a generation may stay in flight before it fails with `timeout`. */
+  deadlines?: Partial<Record<GenerationKind, number>>;
   /** How long a cancel waits for the workflow to release the hold before answering. */
   cancelWaitMs?: number;
   /** Fetches and checks an upscale input before anything is held; without it upscale is refused. */
@@ -101,7 +103,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const replay = async (accountId: string, id: string, opts: SubmitOptions): Promise<Submitted> => {
     const g = await read(accountId, id);
     // The first request may have died between its hold and its start; starting again is harmless.
-    if (!TERMINAL.has(g.status)) await gateway.start(workflowInputOf(g));
+    if (!TERMINAL.has(g.status)) await gateway.start(workflowInputOf(g, deps.deadlines?.[g.kind]));
     await waitIfSync(id, g.kind, opts);
     return { generation: await viewOf(await read(accountId, id), store), replayed: true };
   };
@@ -163,7 +165,10 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
 
       const { outcome } = admitted;
-      const input: GenerationWorkflowInput = { ...priced, model: outcome.model, admitted: { free: outcome.free, model: outcome.model } };
+      const deadlineMs = deps.deadlines?.[priced.kind];
+      const input: GenerationWorkflowInput = {
+        ...priced, model: outcome.model, admitted: { free: outcome.free, model: outcome.model }, ...(deadlineMs === undefined ? {} : { deadlineMs }),
+      };
       if (prepared) {
         try {
           input.params = { ...input.params, ...(await prepared.store(input.generationId)) };
@@ -199,7 +204,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     async cancel(principal: Principal, id: string): Promise<GenerationView> {
       const g = await read(principal.accountId, id);
       if (!TERMINAL.has(g.status)) {
-        await gateway.cancel(workflowInputOf(g), 'cancelled by the client');
+        await gateway.cancel(workflowInputOf(g, deps.deadlines?.[g.kind]), 'cancelled by the client');
         await gateway.awaitFinish(id, deps.cancelWaitMs ?? 10_000);
       }
       const after = await read(principal.accountId, id);
@@ -225,8 +230,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 export type GenerationService = ReturnType<typeof createGenerationService>;
 
 /** Everything a generation's workflow needs, rebuilt from its record (replays, cancels, the reconciler). */
-export function workflowInputOf(g: GenerationRow): GenerationWorkflowInput {
+export function workflowInputOf(g: GenerationRow, deadlineMs?: number): GenerationWorkflowInput {
   return {
+    ...(deadlineMs === undefined ? {} : { deadlineMs }),
     generationId: g.id,
     accountId: g.accountId,
     apiKeyId: g.apiKeyId,

@@ -8,9 +8,11 @@ import { inject } from 'vitest';
 import { buildApp } from '../../api/app';
 import { createPool } from '../../core/db/pool';
 import { createSimulator } from '../../core/providers/simulator';
+import type { Provider } from '../../core/providers/types';
 import { createLocalStore } from '../../core/storage';
 import type { OutputStore } from '../../core/storage';
 import { createWorker } from '../../runtime/worker';
+import { deadlinesOf, loadConfig } from '../../core/config';
 import { createSafeHttpClient } from '../../core/net/safe-http';
 import { createInputPreparer } from '../../service/inputs';
 
@@ -25,6 +27,10 @@ export interface HarnessOptions {
   /** Start an in-process worker (default); false when the test runs its own worker process. */
   worker?: boolean;
   syncWaitMs?: number;
+  /** The provider the worker runs; default the simulator. */
+  provider?: Provider;
+  /** Per-kind deadlines (ms); default: the configuration's defaults. */
+  deadlines?: Partial<Record<'image' | 'video' | 'chat' | 'upscale', number>>;
   /** Whether upscale inputs may come from loopback and private networks (development mode); default true. */
   allowPrivateNetworks?: boolean;
   videoConcurrency?: number;
@@ -52,7 +58,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       namespace: 'default',
       taskQueue,
       pool,
-      provider: createSimulator(),
+      provider: options.provider ?? createSimulator(),
       store,
       videoConcurrency: options.videoConcurrency ?? 5,
       workflowBundle: { codePath: inject('workflowBundlePath') },
@@ -74,6 +80,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     adminToken: ADMIN_TOKEN,
     syncWaitMs: options.syncWaitMs ?? 30_000,
     defaultChatCap: 5,
+    deadlines: options.deadlines ?? deadlinesOf(loadConfig({})),
     // Tests serve inputs from loopback, as development mode allows; SSRF tests build their own.
     prepareInput: createInputPreparer({ http: createSafeHttpClient({ policy: { allowPrivateNetworks: options.allowPrivateNetworks ?? true } }), store, publicBaseUrl: FILES_BASE_URL }),
   });
