@@ -37,6 +37,9 @@ export const configSchema = z.object({
   DEADLINE_IMAGE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(10 * 60_000),
   DEADLINE_CHAT_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(10 * 60_000),
   DEADLINE_VIDEO_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(2 * 3_600_000),
+  /** How often the reconciler looks for holds left behind, and how old a hold must be to be looked at. */
+  RECONCILE_EVERY_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(60_000),
+  RECONCILE_GRACE_MS: z.coerce.number().int().min(0).max(86_400_000).default(120_000),
   DEADLINE_UPSCALE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(2 * 3_600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Rate-limit windows shared by every API instance; without it each instance counts on its own. */

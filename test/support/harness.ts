@@ -62,6 +62,8 @@ export async function startHarness(options: HarnessOptions = {}) {
       store,
       videoConcurrency: options.videoConcurrency ?? 5,
       workflowBundle: { codePath: inject('workflowBundlePath') },
+      client,
+      deadlines: deadlinesOf(loadConfig({})),
       slotPollMs: 50,
     });
     const workerRun = worker.run();
