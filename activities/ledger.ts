@@ -5,6 +5,7 @@ import { inTransaction } from '../core/db/pool';
 import { placeHold, releaseHold, settleHold } from '../core/db/ledger';
 import type { GenerationError, HoldOutcome, HoldRequest, Resolution, SettleRequest } from '../core/db/ledger';
 import { markRunning } from '../core/db/generations';
+import { recordResolution } from '../core/metrics';
 
 /**
  * Ledger activities: each is one transaction and safe to retry. A database error that will fail
@@ -16,9 +17,9 @@ import { markRunning } from '../core/db/generations';
 export function createLedgerActivities({ pool }: { pool: pg.Pool }) {
   return {
     placeHold: (req: HoldRequest): Promise<HoldOutcome> => classified(() => inTransaction(pool, (tx) => placeHold(tx, req))),
-    settle: (req: SettleRequest): Promise<Resolution> => classified(() => inTransaction(pool, (tx) => settleHold(tx, req))),
-    release: (req: { generationId: string; error: GenerationError }): Promise<Resolution> =>
-      classified(() => inTransaction(pool, (tx) => releaseHold(tx, req.generationId, req.error))),
+    settle: async (req: SettleRequest): Promise<Resolution> => recordResolution(await classified(() => inTransaction(pool, (tx) => settleHold(tx, req)))),
+    release: async (req: { generationId: string; error: GenerationError }): Promise<Resolution> =>
+      recordResolution(await classified(() => inTransaction(pool, (tx) => releaseHold(tx, req.generationId, req.error)))),
     markRunning: (req: { generationId: string }): Promise<void> => classified(() => markRunning(pool, req.generationId)),
   };
 }

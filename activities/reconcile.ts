@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { releaseHold } from '../core/db/ledger';
 import { inTransaction } from '../core/db/pool';
 import { findLingeringHolds } from '../core/db/reconcile';
+import { recordResolution } from '../core/metrics';
 import { cancelSignal } from '../workflows/definitions';
 
 export interface ReconcileDeps {
@@ -75,7 +76,7 @@ export function createReconcileActivities({ pool, client, deadlines }: Reconcile
         const message = status === undefined
           ? 'The workflow of this generation never started; the reconciler released the hold.'
           : `The workflow of this generation ended (${status.toLowerCase()}) without settling; the reconciler released the hold.`;
-        const outcome = await inTransaction(pool, (tx) => releaseHold(tx, id, { code: reason, message, retryable: true }));
+        const outcome = recordResolution(await inTransaction(pool, (tx) => releaseHold(tx, id, { code: reason, message, retryable: true })));
         if (outcome.outcome === 'released') report.released.push({ generationId: id, reason });
       }
       return report;

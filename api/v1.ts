@@ -198,6 +198,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
       const { generation: g } = await inGroupAWords(() => deps.service.submit(toRequest(request.body), principalOf(request), {
         door: 'A',
         respondAsync,
+        log: request.log,
         idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, route: 'POST /api/v1/generate', body: request.body },
       }));
       if (respondAsync) reply.header('Preference-Applied', 'respond-async');

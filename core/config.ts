@@ -23,6 +23,8 @@ export const configSchema = z.object({
   TEMPORAL_UI_PORT: port(8233),
   TEMPORAL_PORT: port(7233),
   EMBEDDED_PG_PORT: port(5433),
+  /** A worker on its own serves GET /metrics on this port (the API serves its own on PORT). */
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   PUBLIC_BASE_URL: optionalUrl,
   /** Signs output URLs; generated and kept in DATA_DIR when not given. */
   URL_SIGNING_SECRET: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16).optional()),

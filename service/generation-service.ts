@@ -13,6 +13,7 @@ import {
 } from '../core/errors';
 import { requestHash } from '../core/idempotency';
 import { GENERATION_ID_PATTERN } from '../core/ids';
+import { metrics, recordResolution } from '../core/metrics';
 import { mcToCredits } from '../core/money';
 import type { Principal } from '../core/principal';
 import type { OutputStore } from '../core/storage';
@@ -50,6 +51,8 @@ export interface SubmitOptions {
   idempotency?: { key: string; route: string; body: unknown } | undefined;
   /** Answer at once (RFC 7240 `Prefer: respond-async`) instead of waiting for an image or chat. */
   respondAsync?: boolean | undefined;
+  /** The request's logger: admission lines carry its request id next to the generation id. */
+  log?: { info(obj: object, msg: string): void } | undefined;
 }
 
 export interface Submitted {
@@ -115,9 +118,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     } catch (err) {
       // The client is told it failed, so the generation must not charge. Should the start have
       // reached the server after all, that workflow finds the hold released and charges nothing.
-      await inTransaction(pool, (tx) =>
+      recordResolution(await inTransaction(pool, (tx) =>
         releaseHold(tx, input.generationId, { code: 'not_started', message: 'The generation could not be started; nothing was charged.', retryable: true }),
-      );
+      ));
       throw new ServiceUnavailableError('The service could not start the generation; nothing was charged. Retry shortly.', { cause: err });
     }
   };
@@ -144,6 +147,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
         priced.params = { ...priced.params, ...prepared.params };
       }
 
+      const admissionTimer = metrics.admissionDuration.startTimer({ kind: priced.kind });
       const admitted = await inTransaction(pool, async (tx): Promise<{ replayOf: string } | { outcome: HoldOutcome & { admitted: true } }> => {
         if (keyed) {
           const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: priced.generationId });
@@ -173,13 +177,17 @@ export function createGenerationService(deps: GenerationServiceDeps) {
         try {
           input.params = { ...input.params, ...(await prepared.store(input.generationId)) };
         } catch (err) {
-          await inTransaction(pool, (tx) =>
+          recordResolution(await inTransaction(pool, (tx) =>
             releaseHold(tx, input.generationId, { code: 'input_unavailable', message: 'The input could not be stored; nothing was charged.', retryable: true }),
-          );
+          ));
           throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', { cause: err });
         }
       }
       await startOrRelease(input);
+      admissionTimer();
+      metrics.admissions.inc({ kind: input.kind });
+      if (!outcome.free) metrics.creditsHeld.inc(mcToCredits(outcome.amountMc));
+      opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: mcToCredits(outcome.amountMc), free: outcome.free }, 'generation admitted');
       await waitIfSync(input.generationId, input.kind, opts);
       return { generation: await viewOf(await read(principal.accountId, input.generationId), store), replayed: false };
     },
