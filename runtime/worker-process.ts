@@ -1,9 +1,10 @@
 import { runStandalone } from './standalone';
+import { SHUTDOWN_FORCE_MS } from './worker';
 import { startWorker } from './worker-runner';
 
 /** A worker alone (docker-compose `worker`; run as many as needed). */
 runStandalone('worker', async (services, shutdown) => {
   const worker = await startWorker(services);
-  shutdown.add('worker', () => worker.stop());
+  shutdown.add('worker', () => worker.stop(), { timeoutMs: SHUTDOWN_FORCE_MS + 1_000 });
   return `worker polling task queue '${services.config.TEMPORAL_TASK_QUEUE}' on ${services.config.TEMPORAL_ADDRESS}`;
 });

@@ -8,6 +8,17 @@ import type { OutputStore } from '../core/storage';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
+/** How long activities in flight get to finish when the worker stops; then they are cancelled. */
+export const SHUTDOWN_GRACE_MS = 4_000;
+/**
+ * How long the worker may take to stop at all. A local activity that keeps failing (ledger steps
+ * retry without limit) holds its workflow task open, and the SDK's graceful shutdown would wait
+ * for it forever; past this the worker gives up on it. Temporal then times the task out and
+ * another worker (or this one after a restart) runs it again, which is safe because every ledger
+ * step is idempotent.
+ */
+export const SHUTDOWN_FORCE_MS = 5_000;
+
 export interface WorkerDeps {
   connection: NativeConnection;
   namespace: string;
@@ -38,6 +49,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     // Activities wait on I/O, not CPU; a small machine can run many at once.
     maxConcurrentActivityTaskExecutions: 200,
     // Short jobs in flight may finish during a graceful stop; longer ones are retried elsewhere.
-    shutdownGraceTime: '5 seconds',
+    shutdownGraceTime: SHUTDOWN_GRACE_MS,
+    shutdownForceTime: SHUTDOWN_FORCE_MS,
   });
 }
