@@ -1,7 +1,10 @@
+import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../core/config';
 import { API_DRAIN_MS, startApiServer, stopApiServer } from './api-server';
 import { startEmbeddedPostgres } from './embedded-postgres';
+import { acquireInstanceLock, InstanceLockedError } from './instance-lock';
+import type { InstanceLock } from './instance-lock';
 import { createShutdown, STOP_DEADLINE_MS } from './lifecycle';
 import { isAlive, signal, waitForExit } from './process';
 import { openServices } from './services';
@@ -20,6 +23,7 @@ import { startWorker } from './worker-runner';
 const shutdown = createShutdown({ deadlineMs: STOP_DEADLINE_MS });
 /** The servers this process started (a negative pid is a process group), and how to stop them. */
 const servers: { pid: number; stop: NodeJS.Signals }[] = [];
+let lock: InstanceLock | undefined;
 
 /**
  * Exits, but only once every server this process started is gone: a stop that came while they
@@ -27,7 +31,9 @@ const servers: { pid: number; stop: NodeJS.Signals }[] = [];
  */
 async function exit(code: number): Promise<never> {
   for (const server of servers) if (isAlive(server.pid)) signal(server.pid, server.stop);
-  await Promise.all(servers.map((server) => waitForExit(server.pid, 5_000)));
+  const gone = await Promise.all(servers.map((server) => waitForExit(server.pid, 5_000)));
+  // Left in place otherwise, so that the next start stops what still runs.
+  if (gone.every(Boolean)) await lock?.release().catch(() => undefined);
   process.exit(code);
 }
 
@@ -38,6 +44,13 @@ async function main(): Promise<void> {
   shutdown.followParent((code) => void exit(code));
   const say = (line: string) => console.log(line);
 
+  // Default mode (0777 less umask): when we are root PostgreSQL runs as user postgres and must be
+  // able to search its parent.
+  await mkdir(dataDir, { recursive: true });
+  // Embedded servers are what two instances would fight over and what a killed one leaves behind.
+  const embedded = !config.DATABASE_URL || !config.TEMPORAL_ADDRESS;
+  const instance = embedded ? (lock = await acquireInstanceLock(dataDir, say)) : undefined;
+
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
     say(`Starting embedded PostgreSQL (data in ${join(dataDir, 'postgres')})…`);
@@ -45,7 +58,10 @@ async function main(): Promise<void> {
       dataDir: join(dataDir, 'postgres'),
       port: config.EMBEDDED_PG_PORT,
       logFile: join(dataDir, 'postgres.log'),
-      onSpawn: (pid) => void servers.push({ pid, stop: 'SIGINT' }),
+      onSpawn: async (pid) => {
+        servers.push({ pid, stop: 'SIGINT' });
+        await instance?.recordServer({ name: 'PostgreSQL', pid, group: false, stopSignals: [['SIGINT', 5_000], ['SIGQUIT', 2_000], ['SIGKILL', 2_000]] });
+      },
     });
     shutdown.add('PostgreSQL', () => pg.stop(), { timeoutMs: 9_000, kill: () => pg.kill() });
     await pg.ensureDatabase('gensvc');
@@ -64,7 +80,10 @@ async function main(): Promise<void> {
       uiPort: config.TEMPORAL_UI_PORT,
       namespace: config.TEMPORAL_NAMESPACE,
       logFile: join(dataDir, 'temporal.log'),
-      onSpawn: (pid) => void servers.push({ pid: -pid, stop: 'SIGTERM' }),
+      onSpawn: async (pid) => {
+        servers.push({ pid: -pid, stop: 'SIGTERM' });
+        await instance?.recordServer({ name: 'Temporal dev server', pid, group: true, stopSignals: [['SIGTERM', 3_000], ['SIGKILL', 2_000]] });
+      },
     });
     shutdown.add('Temporal', () => server.stop(), { timeoutMs: 6_000, kill: () => server.kill() });
     temporalAddress = server.address;
@@ -97,7 +116,7 @@ Press Ctrl-C to stop.`);
 
 main().catch(async (err: unknown) => {
   // A stop that comes during start-up ends what is starting; its failure is no news then.
-  if (!shutdown.stopping) console.error(err instanceof ConfigError ? err.message : err);
+  if (!shutdown.stopping) console.error(err instanceof ConfigError || err instanceof InstanceLockedError ? err.message : err);
   // Whatever did start (PostgreSQL, the Temporal dev server) must not outlive a failed start.
   await shutdown.stop();
   await exit(1);
