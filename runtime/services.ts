@@ -25,7 +25,9 @@ export interface Services {
   close(): Promise<void>;
 }
 
-const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info: 'INFO', debug: 'DEBUG', trace: 'TRACE', silent: 'ERROR' } as const;
+// The SDK's info lines are worker lifecycle chatter (state changes, "no Nexus services"); at the
+// default level the SDK says only what needs attention, and its info lines show from `debug` on.
+const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info: 'WARN', debug: 'DEBUG', trace: 'TRACE', silent: 'ERROR' } as const;
 
 /**
  * Connects to PostgreSQL and Temporal (wherever they run), brings the schema and the search

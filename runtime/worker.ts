@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
+import type { Logger } from '@temporalio/common';
+import { bundleWorkflowCode, Runtime, Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities } from '../activities';
@@ -34,11 +35,12 @@ export interface WorkerDeps {
 
 /** The worker runs the generation workflow and its activities, bound to real dependencies. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
+  const workflowBundle = deps.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(Runtime.instance().logger) }));
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    workflowBundle,
     activities: createActivities({
       pool: deps.pool,
       provider: deps.provider,
@@ -52,4 +54,27 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
     shutdownForceTime: SHUTDOWN_FORCE_MS,
   });
+}
+
+/**
+ * The SDK logs webpack's statistics of the workflow bundle (a screen of module sizes) at info
+ * level on every start. Only what needs attention goes through: errors, and warnings, which
+ * webpack reports inside that same text.
+ */
+export function bundlerLogger(logger: Logger): Logger {
+  const quiet = (): void => undefined;
+  const info = (message: string, meta?: Record<string, unknown>): void => {
+    if (/\bWARNING\b|compiled with \d+ warnings?/.test(message)) logger.warn(message, meta);
+  };
+  return {
+    log: (level, message, meta) => {
+      if (level === 'WARN' || level === 'ERROR') logger.log(level, message, meta);
+      else if (level === 'INFO') info(message, meta);
+    },
+    trace: quiet,
+    debug: quiet,
+    info,
+    warn: (message, meta) => void logger.warn(message, meta),
+    error: (message, meta) => void logger.error(message, meta),
+  };
 }
