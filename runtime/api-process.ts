@@ -1,9 +1,9 @@
-import { startApiServer } from './api-server';
+import { API_DRAIN_MS, startApiServer, stopApiServer } from './api-server';
 import { runStandalone } from './standalone';
 
 /** The API alone (docker-compose `api`). */
 runStandalone('API', async (services, shutdown) => {
   const app = await startApiServer(services);
-  shutdown.add('API', () => app.close());
+  shutdown.add('API', () => stopApiServer(app), { timeoutMs: API_DRAIN_MS + 1_000 });
   return `API listening on ${services.publicBaseUrl}`;
 });

@@ -3,7 +3,11 @@ import { buildApp } from '../api/app';
 import { deadlinesOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createInputPreparer } from '../service/inputs';
+import { settlesWithin } from './process';
 import type { Services } from './services';
+
+/** How long requests in flight get to finish when the API stops. */
+export const API_DRAIN_MS = 2_000;
 
 /** Builds the API on the given services and listens on the configured port. */
 export async function startApiServer(s: Services): Promise<FastifyInstance> {
@@ -27,4 +31,16 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });
   return app;
+}
+
+/**
+ * Stops taking requests and lets those in flight finish for up to `drainMs`. A request may wait
+ * far longer (an image waits up to SYNC_WAIT_MS for its result), so past that its connection is
+ * closed: the job itself goes on in Temporal, and a client that retries with its
+ * Idempotency-Key gets the same generation.
+ */
+export async function stopApiServer(app: FastifyInstance, drainMs = API_DRAIN_MS): Promise<void> {
+  const closed = app.close();
+  if (!(await settlesWithin(closed, drainMs))) app.server.closeAllConnections();
+  await closed;
 }

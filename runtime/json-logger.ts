@@ -12,6 +12,9 @@ const PINO_LEVELS: Record<LogLevel, number> = { TRACE: 10, DEBUG: 20, INFO: 30, 
 export function jsonLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line)): DefaultLogger {
   return new DefaultLogger(level, (entry: LogEntry) => {
     const meta = (entry.meta ?? {}) as Record<string, unknown>;
+    // The worker's own info lines (state changes, bundle size) are noise at start-up; lines about
+    // jobs (workflow and activity components) are what an operator reads. From debug, all of them.
+    if (entry.level === 'INFO' && level === 'INFO' && meta.sdkComponent === 'worker') return;
     const workflowId = typeof meta.workflowId === 'string' ? meta.workflowId : undefined;
     const line = {
       level: PINO_LEVELS[entry.level],

@@ -1,31 +1,69 @@
+import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../core/config';
-import { startApiServer } from './api-server';
+import { API_DRAIN_MS, startApiServer, stopApiServer } from './api-server';
 import { startEmbeddedPostgres } from './embedded-postgres';
-import { createShutdown } from './lifecycle';
+import { acquireInstanceLock, InstanceLockedError } from './instance-lock';
+import type { InstanceLock } from './instance-lock';
+import { createShutdown, STOP_DEADLINE_MS } from './lifecycle';
+import { isAlive, signal, waitForExit } from './process';
 import { openServices } from './services';
 import { ensureTemporalCli } from './temporal-cli';
 import { startTemporalDevServer } from './temporal-dev-server';
+import { SHUTDOWN_FORCE_MS } from './worker';
 import { startWorker } from './worker-runner';
 
 /**
  * `npm start`: the whole service on one machine. PostgreSQL and Temporal are embedded unless
  * DATABASE_URL / TEMPORAL_ADDRESS point elsewhere; the worker and the API run in this process.
+ *
+ * Stopping (docs/decisions.md, "Stopping"): the API stops taking requests, the worker drains,
+ * then the Temporal dev server and PostgreSQL stop, each step bounded, the whole within ~15 s.
  */
-const shutdown = createShutdown();
+const shutdown = createShutdown({ deadlineMs: STOP_DEADLINE_MS });
+/** The servers this process started (a negative pid is a process group), and how to stop them. */
+const servers: { pid: number; stop: NodeJS.Signals }[] = [];
+let lock: InstanceLock | undefined;
+
+/**
+ * Exits, but only once every server this process started is gone: a stop that came while they
+ * were still starting (before their steps were added), or one cut short, may have missed some.
+ */
+async function exit(code: number): Promise<never> {
+  for (const server of servers) if (isAlive(server.pid)) signal(server.pid, server.stop);
+  const gone = await Promise.all(servers.map((server) => waitForExit(server.pid, 5_000)));
+  // Left in place otherwise, so that the next start stops what still runs.
+  if (gone.every(Boolean)) await lock?.release().catch(() => undefined);
+  process.exit(code);
+}
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const dataDir = resolve(config.DATA_DIR);
-  shutdown.onSignals((code) => process.exit(code));
-  shutdown.followParent((code) => process.exit(code));
+  shutdown.onSignals((code) => void exit(code));
+  shutdown.followParent((code) => void exit(code));
   const say = (line: string) => console.log(line);
+
+  // Default mode (0777 less umask): when we are root PostgreSQL runs as user postgres and must be
+  // able to search its parent.
+  await mkdir(dataDir, { recursive: true });
+  // Embedded servers are what two instances would fight over and what a killed one leaves behind.
+  const embedded = !config.DATABASE_URL || !config.TEMPORAL_ADDRESS;
+  const instance = embedded ? (lock = await acquireInstanceLock(dataDir, say)) : undefined;
 
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
     say(`Starting embedded PostgreSQL (data in ${join(dataDir, 'postgres')})…`);
-    const pg = await startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres'), port: config.EMBEDDED_PG_PORT });
-    shutdown.add('PostgreSQL', () => pg.stop());
+    const pg = await startEmbeddedPostgres({
+      dataDir: join(dataDir, 'postgres'),
+      port: config.EMBEDDED_PG_PORT,
+      logFile: join(dataDir, 'postgres.log'),
+      onSpawn: async (pid) => {
+        servers.push({ pid, stop: 'SIGINT' });
+        await instance?.recordServer({ name: 'PostgreSQL', pid, group: false, stopSignals: [['SIGINT', 5_000], ['SIGQUIT', 2_000], ['SIGKILL', 2_000]] });
+      },
+    });
+    shutdown.add('PostgreSQL', () => pg.stop(), { timeoutMs: 9_000, kill: () => pg.kill() });
     await pg.ensureDatabase('gensvc');
     databaseUrl = pg.urlFor('gensvc');
   }
@@ -42,18 +80,23 @@ async function main(): Promise<void> {
       uiPort: config.TEMPORAL_UI_PORT,
       namespace: config.TEMPORAL_NAMESPACE,
       logFile: join(dataDir, 'temporal.log'),
+      onSpawn: async (pid) => {
+        servers.push({ pid: -pid, stop: 'SIGTERM' });
+        await instance?.recordServer({ name: 'Temporal dev server', pid, group: true, stopSignals: [['SIGTERM', 3_000], ['SIGKILL', 2_000]] });
+      },
     });
-    shutdown.add('Temporal', () => server.stop());
+    shutdown.add('Temporal', () => server.stop(), { timeoutMs: 6_000, kill: () => server.kill() });
     temporalAddress = server.address;
     temporalUi = server.uiUrl;
   }
 
+  say('Starting the worker and the API…');
   const services = await openServices(config, { databaseUrl, temporalAddress });
-  shutdown.add('connections', () => services.close());
+  shutdown.add('connections', () => services.close(), { timeoutMs: 2_000 });
   const worker = await startWorker(services);
-  shutdown.add('worker', () => worker.stop());
+  shutdown.add('worker', () => worker.stop(), { timeoutMs: SHUTDOWN_FORCE_MS + 1_000 });
   const app = await startApiServer(services);
-  shutdown.add('API', () => app.close());
+  shutdown.add('API', () => stopApiServer(app), { timeoutMs: API_DRAIN_MS + 1_000 });
 
   const api = services.publicBaseUrl;
   const token = services.adminToken.value;
@@ -72,8 +115,9 @@ Press Ctrl-C to stop.`);
 }
 
 main().catch(async (err: unknown) => {
-  console.error(err instanceof ConfigError ? err.message : err);
+  // A stop that comes during start-up ends what is starting; its failure is no news then.
+  if (!shutdown.stopping) console.error(err instanceof ConfigError || err instanceof InstanceLockedError ? err.message : err);
   // Whatever did start (PostgreSQL, the Temporal dev server) must not outlive a failed start.
   await shutdown.stop();
-  process.exit(1);
+  await exit(1);
 });

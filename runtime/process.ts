@@ -52,12 +52,27 @@ export async function waitForExit(pid: number, timeoutMs: number): Promise<boole
   return true;
 }
 
+/** True if `promise` settles within `ms`; the timer does not keep the process alive. */
+export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const timeout = sleep(ms, false, { ref: false });
+  return Promise.race([promise.then(() => true, () => true), timeout]);
+}
+
 export interface ProcessInfo {
   /** Executable name as the kernel reports it (truncated to 15 characters). */
   comm: string;
   ppid: number;
+  /** Process group id. */
+  pgid: number;
+  /**
+   * When it started, in clock ticks since boot. A pid can be reused by an unrelated process;
+   * pid and start time together name one process for good.
+   */
+  startTime: number;
   /** argv of the process. */
   args: string[];
+  /** Exited but not yet reaped by its parent: it holds nothing any more. */
+  zombie: boolean;
 }
 
 /** Reads /proc (Linux only); undefined when the process is gone or /proc is unavailable. */
@@ -71,8 +86,16 @@ export async function processInfo(pid: number): Promise<ProcessInfo | undefined>
     // last closing one.
     const close = stat.lastIndexOf(')');
     const comm = stat.slice(stat.indexOf('(') + 1, close);
-    const ppid = Number(stat.slice(close + 2).split(' ')[1]);
-    return { comm, ppid, args: cmdline.split('\0').filter((arg) => arg !== '') };
+    // Fields after the comm, numbered as in proc(5) from field 3 (state) on.
+    const fields = stat.slice(close + 2).split(' ');
+    return {
+      comm,
+      ppid: Number(fields[1]),
+      pgid: Number(fields[2]),
+      startTime: Number(fields[19]),
+      args: cmdline.split('\0').filter((arg) => arg !== ''),
+      zombie: fields[0] === 'Z',
+    };
   } catch {
     return undefined;
   }

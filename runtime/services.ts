@@ -32,6 +32,8 @@ export interface Services {
   close(): Promise<void>;
 }
 
+// The SDK's info lines are worker lifecycle chatter (state changes, "no Nexus services"); at the
+// default level the SDK says only what needs attention, and its info lines show from `debug` on.
 const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info: 'INFO', debug: 'DEBUG', trace: 'TRACE', silent: 'ERROR' } as const;
 
 /**
@@ -39,8 +41,10 @@ const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info
  * attributes up to date, and builds what both the API and the worker need.
  */
 export async function openServices(config: Config, where: { databaseUrl: string; temporalAddress: string }): Promise<Services> {
-  // The Temporal runtime is process-wide and installed once, before any connection exists.
-  Runtime.install({ logger: jsonLogger(TEMPORAL_LOG_LEVELS[config.LOG_LEVEL]) });
+  // The Temporal runtime is process-wide and installed once, before any connection exists. It
+  // would otherwise shut the worker down on SIGINT/SIGTERM by itself, at once and out of order
+  // (before the API has stopped taking requests); the process's own shutdown decides instead.
+  Runtime.install({ logger: jsonLogger(TEMPORAL_LOG_LEVELS[config.LOG_LEVEL]), shutdownSignals: [] });
   const dataDir = resolve(config.DATA_DIR);
   const pool = createPool(where.databaseUrl, 20);
   await migrate(pool);

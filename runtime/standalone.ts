@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from '../core/config';
-import { createShutdown } from './lifecycle';
+import { createShutdown, STOP_DEADLINE_MS } from './lifecycle';
 import { openServices } from './services';
 import type { Services } from './services';
 
@@ -10,13 +10,13 @@ type Shutdown = ReturnType<typeof createShutdown>;
  * and Temporal: parse the configuration, connect, start, and stop cleanly on a signal or a failure.
  */
 export function runStandalone(what: string, start: (services: Services, shutdown: Shutdown) => Promise<string>): void {
-  const shutdown = createShutdown();
+  const shutdown = createShutdown({ deadlineMs: STOP_DEADLINE_MS });
   const main = async () => {
     const config = loadConfig(process.env);
     if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) throw new ConfigError(`The ${what} needs DATABASE_URL and TEMPORAL_ADDRESS.`);
     shutdown.onSignals((code) => process.exit(code));
     const services = await openServices(config, { databaseUrl: config.DATABASE_URL, temporalAddress: config.TEMPORAL_ADDRESS });
-    shutdown.add('connections', () => services.close());
+    shutdown.add('connections', () => services.close(), { timeoutMs: 2_000 });
     console.log(await start(services, shutdown));
   };
   main().catch(async (err: unknown) => {

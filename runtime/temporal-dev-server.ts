@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
-import { freePort, isAlive, OutputTail, signal, waitForExit } from './process';
+import { freePort, isAlive, OutputTail, settlesWithin, signal, waitForExit } from './process';
 import { dynamicConfigArgs, TEMPORAL_DYNAMIC_CONFIG } from './temporal-server-config';
 import type { TemporalDynamicConfig } from './temporal-server-config';
 
@@ -37,6 +37,11 @@ export interface TemporalDevServerOptions {
   /** Dynamic config values; the service's own (TEMPORAL_DYNAMIC_CONFIG) when omitted. */
   dynamicConfig?: TemporalDynamicConfig;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Told the server's pid (the leader of its process group) as soon as it is spawned, before it
+   * is ready, so that a successor can stop it if this process is killed meanwhile.
+   */
+  onSpawn?: (pid: number) => void | Promise<void>;
 }
 
 export interface TemporalDevServer {
@@ -45,8 +50,10 @@ export interface TemporalDevServer {
   uiUrl: string | undefined;
   /** Leader of the server's own process group. */
   pid: number;
-  /** SIGTERM to the process group, SIGKILL after 10 s; resolves once nothing of it is left. */
+  /** SIGTERM to the process group, SIGKILL after 3 s; resolves once nothing of it is left. */
   stop(): Promise<void>;
+  /** SIGKILL to the process group: for a stop that must not wait. SQLite in WAL mode survives it. */
+  kill(): Promise<void>;
 }
 
 export class TemporalDevServerError extends Error {
@@ -63,6 +70,17 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
 
   const server = spawnServer(options, startDevArgs({ ...options, ip, port, uiPort, namespace, searchAttributes }));
   const pid = await server.started;
+  // Its own process group keeps it out of reach of signals meant for this process, so nothing
+  // else stops it if this process ends without stop() (an uncaught error, process.exit()).
+  const onExit = () => signal(-pid, 'SIGTERM');
+  process.on('exit', onExit);
+  const forget = () => void process.removeListener('exit', onExit);
+  try {
+    await options.onSpawn?.(pid);
+  } catch (error) {
+    await server.kill().finally(forget);
+    throw error;
+  }
 
   const host = ip === '0.0.0.0' ? '127.0.0.1' : ip === '::' ? '::1' : ip;
   const hostPart = host.includes(':') ? `[${host}]` : host;
@@ -70,12 +88,18 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
   const ready = waitUntilReady(address, namespace, Object.keys(searchAttributes), Date.now() + readyTimeoutMs, server.hasExited);
   const failure = await Promise.race([ready, server.exited.then(() => 'exited' as const)]);
   if (failure !== undefined) {
-    await server.stop();
+    await server.stop().finally(forget);
     const why = failure === 'exited' ? `exited early (${server.exitStatus()})` : `was not ready after ${readyTimeoutMs} ms: ${failure}`;
     throw new TemporalDevServerError(`temporal server start-dev ${why}\n${await server.output()}`);
   }
 
-  return { address, uiUrl: uiPort === undefined ? undefined : `http://${hostPart}:${uiPort}`, pid, stop: server.stop };
+  return {
+    address,
+    uiUrl: uiPort === undefined ? undefined : `http://${hostPart}:${uiPort}`,
+    pid,
+    stop: () => server.stop().finally(forget),
+    kill: () => server.kill().finally(forget),
+  };
 }
 
 interface StartDevSettings {
@@ -147,12 +171,14 @@ function spawnServer(options: TemporalDevServerOptions, args: string[]) {
     throw new TemporalDevServerError(`could not run ${options.cliPath}: ${spawnError?.message ?? 'unknown error'}`);
   })();
 
-  const stop = async (): Promise<void> => {
+  // It usually exits within a second of SIGTERM; SQLite in WAL mode survives the SIGKILL that
+  // follows if it does not.
+  const stop = async (graceMs = 3_000): Promise<void> => {
     const pid = child.pid;
     if (pid === undefined) return;
     if (!exitedFlag) {
-      signal(-pid, 'SIGTERM');
-      if (!(await settlesWithin(exited, 10_000))) signal(-pid, 'SIGKILL');
+      if (graceMs > 0) signal(-pid, 'SIGTERM');
+      if (graceMs === 0 || !(await settlesWithin(exited, graceMs))) signal(-pid, 'SIGKILL');
       await exited;
     }
     // The leader may be gone while something it started still runs in its group.
@@ -172,7 +198,8 @@ function spawnServer(options: TemporalDevServerOptions, args: string[]) {
       await settlesWithin(closed, 1_000);
       return tail.toString();
     },
-    stop,
+    stop: () => stop(),
+    kill: () => stop(0),
   };
 }
 
@@ -209,9 +236,4 @@ async function waitUntilReady(
     await sleep(250);
   }
   return lastError;
-}
-
-async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
-  const timeout = sleep(ms, false, { ref: false });
-  return Promise.race([promise.then(() => true), timeout]);
 }

@@ -1,11 +1,12 @@
 import { runStandalone } from './standalone';
 import { startMetricsServer } from './metrics-server';
+import { SHUTDOWN_FORCE_MS } from './worker';
 import { startWorker } from './worker-runner';
 
 /** A worker alone (docker-compose `worker`; run as many as needed). */
 runStandalone('worker', async (services, shutdown) => {
   const worker = await startWorker(services);
-  shutdown.add('worker', () => worker.stop());
+  shutdown.add('worker', () => worker.stop(), { timeoutMs: SHUTDOWN_FORCE_MS + 1_000 });
   const port = services.config.METRICS_PORT;
   if (port !== undefined) {
     const server = await startMetricsServer({ port, host: services.config.HOST, adminToken: services.adminToken.value });

@@ -1,10 +1,15 @@
 import { deadlinesOf } from '../core/config';
 import { ensureReconcilerSchedule } from './reconciler-schedule';
+import { GracefulShutdownPeriodExpiredError } from '@temporalio/worker';
 import type { Services } from './services';
-import { createWorker } from './worker';
+import { createWorker, SHUTDOWN_FORCE_MS } from './worker';
 
-/** Starts a worker on the given services; `stop()` drains it (in-flight activities finish or are retried). */
-export async function startWorker(s: Services): Promise<{ stop(): Promise<void> }> {
+/**
+ * Starts a worker on the given services. `stop()` drains it: activities in flight get the grace
+ * time to finish and are then cancelled (Temporal retries them); after SHUTDOWN_FORCE_MS the
+ * worker stops whatever is still running, such as a ledger step that keeps failing.
+ */
+export async function startWorker(s: Services, log: (line: string) => void = (line) => console.error(line)): Promise<{ stop(): Promise<void> }> {
   const worker = await createWorker({
     connection: s.nativeConnection,
     namespace: s.config.TEMPORAL_NAMESPACE,
@@ -20,8 +25,17 @@ export async function startWorker(s: Services): Promise<{ stop(): Promise<void> 
   const running = worker.run();
   return {
     async stop() {
+      const started = Date.now();
       if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
+      try {
+        await running;
+      } catch (err) {
+        // Past the force time the SDK gives up on what is still running, and tearing that down
+        // may fail as well (IllegalStateError: "Workflow execution context should have been
+        // disposed first") instead of GracefulShutdownPeriodExpiredError.
+        if (!(err instanceof GracefulShutdownPeriodExpiredError) && Date.now() - started < SHUTDOWN_FORCE_MS) throw err;
+        log(`the worker did not drain within ${SHUTDOWN_FORCE_MS / 1000} s; Temporal will run again what it left unfinished`);
+      }
     },
   };
 }

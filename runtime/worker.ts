@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
+import type { Logger } from '@temporalio/common';
+import { bundleWorkflowCode, Runtime, Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities } from '../activities';
@@ -8,6 +9,17 @@ import type { Provider } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/** How long activities in flight get to finish when the worker stops; then they are cancelled. */
+export const SHUTDOWN_GRACE_MS = 4_000;
+/**
+ * How long the worker may take to stop at all. A local activity that keeps failing (ledger steps
+ * retry without limit) holds its workflow task open, and the SDK's graceful shutdown would wait
+ * for it forever; past this the worker gives up on it. Temporal then times the task out and
+ * another worker (or this one after a restart) runs it again, which is safe because every ledger
+ * step is idempotent.
+ */
+export const SHUTDOWN_FORCE_MS = 5_000;
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -26,11 +38,12 @@ export interface WorkerDeps {
 
 /** The worker runs the generation workflow and its activities, bound to real dependencies. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
+  const workflowBundle = deps.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(Runtime.instance().logger) }));
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    workflowBundle,
     activities: createActivities({
       pool: deps.pool,
       provider: deps.provider,
@@ -43,6 +56,30 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     // Activities wait on I/O, not CPU; a small machine can run many at once.
     maxConcurrentActivityTaskExecutions: 200,
     // Short jobs in flight may finish during a graceful stop; longer ones are retried elsewhere.
-    shutdownGraceTime: '5 seconds',
+    shutdownGraceTime: SHUTDOWN_GRACE_MS,
+    shutdownForceTime: SHUTDOWN_FORCE_MS,
   });
+}
+
+/**
+ * The SDK logs webpack's statistics of the workflow bundle (a screen of module sizes) at info
+ * level on every start. Only what needs attention goes through: errors, and warnings, which
+ * webpack reports inside that same text.
+ */
+export function bundlerLogger(logger: Logger): Logger {
+  const quiet = (): void => undefined;
+  const info = (message: string, meta?: Record<string, unknown>): void => {
+    if (/\bWARNING\b|compiled with \d+ warnings?/.test(message)) logger.warn(message, meta);
+  };
+  return {
+    log: (level, message, meta) => {
+      if (level === 'WARN' || level === 'ERROR') logger.log(level, message, meta);
+      else if (level === 'INFO') info(message, meta);
+    },
+    trace: quiet,
+    debug: quiet,
+    info,
+    warn: (message, meta) => void logger.warn(message, meta),
+    error: (message, meta) => void logger.error(message, meta),
+  };
 }
