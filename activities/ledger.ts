@@ -11,6 +11,6 @@ export function createLedgerActivities({ pool }: { pool: pg.Pool }) {
     settle: (req: SettleRequest): Promise<Resolution> => inTransaction(pool, (tx) => settleHold(tx, req)),
     release: (req: { generationId: string; error: GenerationError }): Promise<Resolution> =>
       inTransaction(pool, (tx) => releaseHold(tx, req.generationId, req.error)),
-    markRunning: (req: { generationId: string }): Promise<void> => markRunning(pool, req.generationId),
+    markRunning: (req: { generationId: string }): Promise<void> => inTransaction(pool, (tx) => markRunning(tx, req.generationId)),
   };
 }

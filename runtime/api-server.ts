@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app';
+import { isDevelopment, webhookTaskQueueOf } from '../core/config';
 import type { Services } from './services';
 
 /** Builds the API on the given services and listens on the configured port. */
@@ -13,6 +14,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     adminToken: s.adminToken.value,
     syncWaitMs: s.config.SYNC_WAIT_MS,
     defaultChatCap: s.config.FREE_CHAT_CAP,
+    webhooks: { secretKey: s.webhookSecretKey, taskQueue: webhookTaskQueueOf(s.config), developmentMode: isDevelopment(s.config) },
     logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });

@@ -3,6 +3,8 @@ import { Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities } from '../activities';
+import { createWebhookActivities } from '../activities/webhooks';
+import type { WebhookActivityDeps } from '../activities/webhooks';
 import type { Provider } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 
@@ -38,6 +40,33 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     // Activities wait on I/O, not CPU; a small machine can run many at once.
     maxConcurrentActivityTaskExecutions: 200,
     // Short jobs in flight may finish during a graceful stop; longer ones are retried elsewhere.
+    shutdownGraceTime: '5 seconds',
+  });
+}
+
+export interface WebhookWorkerDeps extends WebhookActivityDeps {
+  connection: NativeConnection;
+  namespace: string;
+  /** The webhook task queue, never the generations' one. */
+  taskQueue: string;
+  /** Delivery attempts in flight at once (WEBHOOK_CONCURRENCY). */
+  concurrency: number;
+  workflowBundle?: WorkerOptions['workflowBundle'];
+}
+
+/**
+ * The webhook worker: delivery workflows and their attempts, on their own task queue with their
+ * own slots, so that however slow or hostile a receiver is, generations never wait for it.
+ */
+export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Worker> {
+  const { connection, namespace, taskQueue, concurrency, workflowBundle, ...activityDeps } = deps;
+  return Worker.create({
+    connection,
+    namespace,
+    taskQueue,
+    ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createWebhookActivities(activityDeps),
+    maxConcurrentActivityTaskExecutions: concurrency,
     shutdownGraceTime: '5 seconds',
   });
 }

@@ -45,3 +45,29 @@ function publicParams(g: GenerationRow): Record<string, unknown> {
   const { inputKey: _inputKey, messages: _messages, ...rest } = g.params;
   return rest;
 }
+
+/** The spec's generation record: group C's answer and the `generation` of catalogue-A webhooks. */
+export interface GenerationRecord {
+  id: string;
+  kind: GenerationKind;
+  model: string;
+  status: GenerationStatus;
+  outputUrl: string;
+  creditsCharged: number;
+  error: GenerationError | null;
+  /** Chat only: the reply. */
+  text?: string;
+}
+
+export function recordOf(g: GenerationView): GenerationRecord {
+  return {
+    id: g.id,
+    kind: g.kind,
+    model: g.model,
+    status: g.status,
+    outputUrl: g.outputUrl,
+    creditsCharged: g.creditsCharged,
+    error: g.error,
+    ...(g.kind === 'chat' && g.text !== null ? { text: g.text } : {}),
+  };
+}

@@ -1,1 +1,2 @@
 export { generation } from './generation';
+export { webhookDelivery } from './webhook-delivery';
