@@ -157,11 +157,11 @@ export const webhookRoutes: FastifyPluginAsyncZod<AuthDeps & { webhooks: Webhook
     schema: {
       operationId: 'deleteWebhook', tags, security, summary: 'Delete an endpoint with its delivery log; pending deliveries stop',
       params: idParams,
-      response: { 204: z.null().describe('Deleted'), ...errorResponses(401, 404, 429, 500, 503) },
+      response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }).meta({ id: 'WebhookDeleted' }), ...errorResponses(401, 404, 429, 500, 503) },
     },
-  }, async (request, reply) => {
+  }, async (request) => {
     await webhooks.remove(principalOf(request), request.params.id);
-    return reply.code(204).send(null);
+    return { id: request.params.id, deleted: true as const };
   });
 
   route.post('/api/v1/webhooks/:id/rotate-secret', {
