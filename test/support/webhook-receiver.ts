@@ -11,8 +11,8 @@ export interface Received {
   at: number;
 }
 
-/** What the receiver answers the n-th request (0-based): a status, or 'hang' to never answer. */
-export type Behaviour = (n: number, r: Received) => number | 'hang';
+/** What the receiver answers the n-th request (0-based): a status (with headers), or 'hang' to never answer. */
+export type Behaviour = (n: number, r: Received) => number | { status: number; headers: Record<string, string> } | 'hang';
 
 export interface TestReceiver {
   url: string;
@@ -47,7 +47,8 @@ export async function startReceiver(opts: { host?: string; port?: number; path?:
         hanging.add(res);
         return;
       }
-      res.writeHead(answer, { 'content-type': 'text/plain' }).end(`answer ${answer}`);
+      const { status, headers } = typeof answer === 'number' ? { status: answer, headers: {} } : answer;
+      res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(`answer ${status}`);
     });
   });
   const host = opts.host ?? '127.0.0.1';
