@@ -66,7 +66,8 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Work
     taskQueue,
     ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createWebhookActivities(activityDeps),
-    maxConcurrentActivityTaskExecutions: concurrency,
+    // Attempts are local activities (see workflows/webhook-delivery.ts): this bounds them.
+    maxConcurrentLocalActivityExecutions: concurrency,
     shutdownGraceTime: '5 seconds',
   });
 }
