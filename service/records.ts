@@ -47,17 +47,10 @@ function publicParams(g: GenerationRow): Record<string, unknown> {
 }
 
 /** The spec's generation record: group C's answer and the `generation` of catalogue-A webhooks. */
-export interface GenerationRecord {
-  id: string;
-  kind: GenerationKind;
-  model: string;
-  status: GenerationStatus;
-  outputUrl: string;
-  creditsCharged: number;
-  error: GenerationError | null;
+export type GenerationRecord = Pick<GenerationView, 'id' | 'kind' | 'model' | 'status' | 'outputUrl' | 'creditsCharged' | 'error'> & {
   /** Chat only: the reply. */
   text?: string;
-}
+};
 
 export function recordOf(g: GenerationView): GenerationRecord {
   return {

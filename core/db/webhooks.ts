@@ -31,46 +31,13 @@ export interface EndpointRow {
   updatedAt: Date;
 }
 
-const ENDPOINT_COLUMNS = `id, account_id, url, format, events, description, enabled, disabled_reason, disabled_at, secret_sealed,
-  previous_secret_sealed, previous_secret_expires_at, failing_since, created_at, updated_at`;
-
-interface EndpointDbRow {
-  id: string;
-  account_id: string;
-  url: string;
-  format: WebhookFormat;
-  events: string[] | null;
-  description: string | null;
-  enabled: boolean;
-  disabled_reason: string | null;
-  disabled_at: Date | null;
-  secret_sealed: string;
-  previous_secret_sealed: string | null;
-  previous_secret_expires_at: Date | null;
-  failing_since: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-function endpointOf(r: EndpointDbRow): EndpointRow {
-  return {
-    id: r.id,
-    accountId: r.account_id,
-    url: r.url,
-    format: r.format,
-    events: r.events,
-    description: r.description,
-    enabled: r.enabled,
-    disabledReason: r.disabled_reason,
-    disabledAt: r.disabled_at,
-    secretSealed: r.secret_sealed,
-    previousSecretSealed: r.previous_secret_sealed,
-    previousSecretExpiresAt: r.previous_secret_expires_at,
-    failingSince: r.failing_since,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  };
-}
+/** The endpoint's columns, named as EndpointRow names them; `e` qualifies them in a join. */
+const endpointColumns = (e = '') =>
+  `${e}id, ${e}account_id AS "accountId", ${e}url, ${e}format, ${e}events, ${e}description, ${e}enabled,
+   ${e}disabled_reason AS "disabledReason", ${e}disabled_at AS "disabledAt", ${e}secret_sealed AS "secretSealed",
+   ${e}previous_secret_sealed AS "previousSecretSealed", ${e}previous_secret_expires_at AS "previousSecretExpiresAt",
+   ${e}failing_since AS "failingSince", ${e}created_at AS "createdAt", ${e}updated_at AS "updatedAt"`;
+const ENDPOINT_COLUMNS = endpointColumns();
 
 /** Locks the account (so two registrations cannot both take the last place) and counts its endpoints. */
 export async function lockAndCountEndpoints(tx: Queryable, accountId: string): Promise<number> {
@@ -79,34 +46,26 @@ export async function lockAndCountEndpoints(tx: Queryable, accountId: string): P
   return r.rows[0]?.n ?? 0;
 }
 
-export interface NewEndpoint {
-  id: string;
-  accountId: string;
-  url: string;
-  format: WebhookFormat;
-  events: string[] | null;
-  description: string | null;
-  secretSealed: string;
-}
+export type NewEndpoint = Pick<EndpointRow, 'id' | 'accountId' | 'url' | 'format' | 'events' | 'description' | 'secretSealed'>;
 
 export async function insertEndpoint(tx: Queryable, e: NewEndpoint): Promise<EndpointRow> {
-  const r = await tx.query<EndpointDbRow>(
+  const r = await tx.query<EndpointRow>(
     `INSERT INTO webhook_endpoints (id, account_id, url, format, events, description, secret_sealed)
      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${ENDPOINT_COLUMNS}`,
     [e.id, e.accountId, e.url, e.format, e.events, e.description, e.secretSealed],
   );
-  return endpointOf(r.rows[0]!);
+  return r.rows[0]!;
 }
 
 export async function listEndpoints(q: Queryable, accountId: string): Promise<EndpointRow[]> {
-  const r = await q.query<EndpointDbRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = $1 ORDER BY id`, [accountId]);
-  return r.rows.map(endpointOf);
+  const r = await q.query<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = $1 ORDER BY id`, [accountId]);
+  return r.rows;
 }
 
 /** Another account's endpoint reads as not found. */
 export async function getEndpoint(q: Queryable, accountId: string, id: string): Promise<EndpointRow | undefined> {
-  const r = await q.query<EndpointDbRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, [id, accountId]);
-  return r.rows[0] && endpointOf(r.rows[0]);
+  const r = await q.query<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  return r.rows[0];
 }
 
 export interface EndpointPatch {
@@ -119,7 +78,7 @@ export interface EndpointPatch {
 
 /** Applies the fields given; enabling clears the reason it was disabled and its run of failures. */
 export async function updateEndpoint(q: Queryable, accountId: string, id: string, p: EndpointPatch): Promise<EndpointRow | undefined> {
-  const r = await q.query<EndpointDbRow>(
+  const r = await q.query<EndpointRow>(
     `UPDATE webhook_endpoints SET
         url = COALESCE($3, url),
         events = CASE WHEN $4::boolean THEN $5::text[] ELSE events END,
@@ -133,7 +92,7 @@ export async function updateEndpoint(q: Queryable, accountId: string, id: string
       RETURNING ${ENDPOINT_COLUMNS}`,
     [id, accountId, p.url ?? null, p.events !== undefined, p.events ?? null, p.description !== undefined, p.description ?? null, p.enabled ?? null],
   );
-  return r.rows[0] && endpointOf(r.rows[0]);
+  return r.rows[0];
 }
 
 export async function deleteEndpoint(q: Queryable, accountId: string, id: string): Promise<boolean> {
@@ -145,13 +104,13 @@ export async function deleteEndpoint(q: Queryable, accountId: string, id: string
 export async function rotateEndpointSecret(
   q: Queryable, accountId: string, id: string, secretSealed: string, previousExpiresAt: Date,
 ): Promise<EndpointRow | undefined> {
-  const r = await q.query<EndpointDbRow>(
+  const r = await q.query<EndpointRow>(
     `UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, previous_secret_expires_at = $4,
             secret_sealed = $3, updated_at = now()
       WHERE id = $1 AND account_id = $2 RETURNING ${ENDPOINT_COLUMNS}`,
     [id, accountId, secretSealed, previousExpiresAt],
   );
-  return r.rows[0] && endpointOf(r.rows[0]);
+  return r.rows[0];
 }
 
 async function enqueue(tx: Queryable, rows: { endpointId: string; accountId: string; event: string }[], generationId: string | null): Promise<string[]> {
@@ -224,15 +183,16 @@ export interface DeliveryTarget {
 }
 
 export async function loadDeliveryTarget(q: Queryable, deliveryId: string): Promise<DeliveryTarget | undefined> {
-  const r = await q.query<EndpointDbRow & { d_id: string; d_event: string; d_generation_id: string | null; d_created_at: Date }>(
-    `SELECT d.id AS d_id, d.event AS d_event, d.generation_id AS d_generation_id, d.created_at AS d_created_at,
-            ${ENDPOINT_COLUMNS.split(',').map((c) => `e.${c.trim()}`).join(', ')}
+  const r = await q.query<EndpointRow & { d_id: string; d_event: string; d_generation_id: string | null; d_created_at: Date }>(
+    `SELECT d.id AS d_id, d.event AS d_event, d.generation_id AS d_generation_id, d.created_at AS d_created_at, ${endpointColumns('e.')}
        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
       WHERE d.id = $1`,
     [deliveryId],
   );
   const row = r.rows[0];
-  return row && { id: row.d_id, event: row.d_event, generationId: row.d_generation_id, createdAt: row.d_created_at, endpoint: endpointOf(row) };
+  if (!row) return undefined;
+  const { d_id: id, d_event: event, d_generation_id: generationId, d_created_at: createdAt, ...endpoint } = row;
+  return { id, event, generationId, createdAt, endpoint };
 }
 
 export interface AttemptResult {

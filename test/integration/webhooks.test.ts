@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
 import { PLAN_LIMITS } from '../../api/rate-limit';
 import { freePort } from '../../runtime/process';
-import { ADMIN_TOKEN, createDatabase, databaseUrlFor, dropDatabase, eventually, startHarness, WEBHOOK_SECRET_KEY } from '../support/harness';
+import { ADMIN_TOKEN, eventually, startHarness, WEBHOOK_SECRET_KEY, withScratchDatabase } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { createConformance, loadDocument } from '../support/openapi';
 import type { Method } from '../support/openapi';
@@ -394,10 +394,7 @@ describe('the webhook routes conform to the document', () => {
   });
 
   it('500 without internals when the database answers but is broken', async () => {
-    const name = `t_broken_wh_${Date.now()}`;
-    await createDatabase(name);
-    const pool = new pg.Pool({ connectionString: databaseUrlFor(name), max: 2 });
-    try {
+    await withScratchDatabase(async (pool) => {
       const broken = await buildApp({
         pool, client: h.client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0,
         webhooks: { secretKey: WEBHOOK_SECRET_KEY, developmentMode: true },
@@ -414,10 +411,7 @@ describe('the webhook routes conform to the document', () => {
       } finally {
         await broken.close();
       }
-    } finally {
-      await pool.end();
-      await dropDatabase(name);
-    }
+    });
   });
 
   it('every documented status of the webhook routes was produced above', () => {

@@ -210,6 +210,19 @@ export async function dropDatabase(name: string): Promise<void> {
   await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
+/** A migrated database of its own for a test that breaks it (drops tables…), dropped afterwards. */
+export async function withScratchDatabase<T>(work: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const name = `t_scratch_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  await createDatabase(name);
+  const pool = new pg.Pool({ connectionString: databaseUrlFor(name), max: 2 });
+  try {
+    return await work(pool);
+  } finally {
+    await pool.end();
+    await dropDatabase(name);
+  }
+}
+
 /** Polls until `check` returns a value, or fails after `timeoutMs`. */
 export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
