@@ -28,6 +28,11 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
+  // Examples are plain Node scripts for people to copy.
+  {
+    files: ['examples/**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly' } },
+  },
   {
     files: ['workflows/**/*.ts', 'machines/**/*.ts'],
     rules: {

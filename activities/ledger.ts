@@ -20,7 +20,7 @@ export function createLedgerActivities({ pool }: { pool: pg.Pool }) {
     settle: async (req: SettleRequest): Promise<Resolution> => recordResolution(await classified(() => inTransaction(pool, (tx) => settleHold(tx, req)))),
     release: async (req: { generationId: string; error: GenerationError }): Promise<Resolution> =>
       recordResolution(await classified(() => inTransaction(pool, (tx) => releaseHold(tx, req.generationId, req.error)))),
-    markRunning: (req: { generationId: string }): Promise<void> => classified(() => markRunning(pool, req.generationId)),
+    markRunning: (req: { generationId: string }): Promise<void> => classified(() => inTransaction(pool, (tx) => markRunning(tx, req.generationId))),
   };
 }
 

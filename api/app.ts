@@ -5,10 +5,14 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type pg from 'pg';
 import secureJson from 'secure-json-parse';
 import { validatorCompiler } from 'fastify-type-provider-zod';
+import type { NetworkPolicy } from '../core/net/address-policy';
 import type { OutputStore } from '../core/storage';
+import { createSecretBox } from '../core/webhooks/secret-box';
 import { createGenerationService } from '../service/generation-service';
 import type { GenerationServiceDeps } from '../service/generation-service';
 import { createGenerationGateway } from '../service/temporal-gateway';
+import { createWebhookDispatcher } from '../service/webhook-dispatch';
+import { createWebhookService } from '../service/webhook-service';
 import { adminRoutes } from './admin';
 import { registerDocs } from './docs';
 import { installErrorHandler } from './errors';
@@ -20,6 +24,7 @@ import { trackRouteMethods } from './methods';
 import { createRateLimiter } from './rate-limit';
 import type { RateLimiter } from './rate-limit';
 import { v1Routes } from './v1';
+import { webhookRoutes } from './webhooks';
 
 export interface AppDeps {
   pool: pg.Pool;
@@ -34,6 +39,23 @@ export interface AppDeps {
   prepareInput?: GenerationServiceDeps['prepareInput'];
   deadlines?: GenerationServiceDeps['deadlines'];
   logger?: FastifyServerOptions['logger'];
+  /** Webhook registration and replays; without it creating or rotating an endpoint answers 503. */
+  webhooks?: AppWebhookOptions;
+}
+
+export interface AppWebhookOptions {
+  /** WEBHOOK_SECRET_KEY: seals endpoint secrets (the workers open them with the same key). */
+  secretKey: string;
+  /** Default `<taskQueue>-webhooks`. */
+  taskQueue?: string;
+  /** Development mode: plain http to loopback, and private networks, may be registered. */
+  developmentMode: boolean;
+  /** Which addresses a URL may name or resolve to; the mode's policy when absent. */
+  policy?: NetworkPolicy;
+  resolve?: (hostname: string) => Promise<string[]>;
+  /** A compressed retry schedule for redeliveries (tests). */
+  retryScheduleMs?: readonly number[];
+  clock?: () => number;
 }
 
 /** Builds the HTTP API without listening: `server.ts` listens, tests call `app.inject()`. */
@@ -91,5 +113,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service });
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
+
+  const hooks = deps.webhooks;
+  const webhooks = createWebhookService({
+    pool: deps.pool,
+    secretBox: hooks && createSecretBox(hooks.secretKey),
+    dispatcher: createWebhookDispatcher({ client: deps.client, taskQueue: hooks?.taskQueue ?? `${deps.taskQueue}-webhooks`, retryScheduleMs: hooks?.retryScheduleMs }),
+    urlRules: {
+      developmentMode: hooks?.developmentMode ?? false,
+      policy: hooks?.policy ?? { allowPrivateNetworks: hooks?.developmentMode ?? false },
+      ...(hooks?.resolve ? { resolve: hooks.resolve } : {}),
+    },
+    ...(hooks?.clock ? { clock: hooks.clock } : {}),
+  });
+  await app.register(webhookRoutes, { pool: deps.pool, limiter, webhooks });
   return app;
 }

@@ -25,7 +25,8 @@ export function fromZod(err: ZodError): InvalidRequestError {
 }
 
 function invalid(path: string[], message: string, context: string | undefined): InvalidRequestError {
-  if (path.length === 0 && context === 'body') return new InvalidRequestError(BODY_NOT_OBJECT);
+  // A body that names fields a strict schema does not know says which, rather than "not an object".
+  if (path.length === 0 && context === 'body' && !/^Unrecognized key/.test(message)) return new InvalidRequestError(BODY_NOT_OBJECT);
   const raw = path.join('.');
   const param = context === 'headers' ? (HEADER_NAMES[raw] ?? raw) : raw || undefined;
   // A message that already names its parameter (e.g. the Idempotency-Key one) is kept as it is.

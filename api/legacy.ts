@@ -4,7 +4,7 @@ import { UPSCALE_SCALES } from '../core/catalogue';
 import { safeText } from '../core/text';
 import type { GenerationRequest } from '../service/requests';
 import type { GenerationService } from '../service/generation-service';
-import type { GenerationView } from '../service/records';
+import { recordOf } from '../service/records';
 import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
 import { credits, errorResponses, generateHeaders, generationRecord, idParams, prefersAsync } from './schemas';
@@ -61,20 +61,6 @@ function toRequest(body: LegacyGenerateBody): GenerationRequest {
     case 'upscale':
       return { kind: 'upscale', model: body.model, imageUrl: body.imageUrl, scale: body.scale, prompt: body.prompt };
   }
-}
-
-/** The spec's generation record, as group C and catalogue-A webhooks show it. */
-export function recordOf(g: GenerationView): z.infer<typeof generationRecord> {
-  return {
-    id: g.id,
-    kind: g.kind,
-    model: g.model,
-    status: g.status,
-    outputUrl: g.outputUrl,
-    creditsCharged: g.creditsCharged,
-    error: g.error,
-    ...(g.kind === 'chat' && g.text !== null ? { text: g.text } : {}),
-  };
 }
 
 const generationResponse = z.object({ generation: generationRecord });

@@ -7,6 +7,7 @@ import { IMAGE_MAX_SIDE } from '../core/pricing';
 import { safeText } from '../core/text';
 import type { GenerationService } from '../service/generation-service';
 import { modelListing } from '../service/model-list';
+import { recordOf } from '../service/records';
 import type { GenerationView } from '../service/records';
 import type { ChatMessage, GenerationRequest } from '../service/requests';
 import { principalOf, requireApiKey } from './auth';
@@ -112,14 +113,8 @@ async function inGroupAWords<T>(work: () => Promise<T>): Promise<T> {
 /** A generation as group A shows it. */
 export function generationOf(g: GenerationView): z.infer<typeof generation> {
   return {
-    id: g.id,
-    kind: g.kind,
-    model: g.model,
-    status: g.status,
-    outputUrl: g.outputUrl,
-    creditsCharged: g.creditsCharged,
+    ...recordOf(g),
     creditsQuoted: g.creditsQuoted,
-    error: g.error,
     text: g.text,
     params: g.params,
     createdAt: g.createdAt.toISOString(),

@@ -44,6 +44,12 @@ export const configSchema = z.object({
   RECONCILE_GRACE_MS: z.coerce.number().int().min(0).max(86_400_000).default(120_000),
   DEADLINE_UPSCALE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(2 * 3_600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Seals webhook secrets at rest (AES-256-GCM); generated and kept in DATA_DIR when not given. */
+  WEBHOOK_SECRET_KEY: z.preprocess(unsetIfEmpty, z.string().min(16, 'must be at least 16 characters').optional()),
+  /** Task queue of webhook deliveries; default `<TEMPORAL_TASK_QUEUE>-webhooks`. */
+  TEMPORAL_WEBHOOK_TASK_QUEUE: optionalText,
+  /** Delivery attempts in flight at once per worker (each may wait up to 15 s on its receiver). */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
   /** Rate-limit windows shared by every API instance; without it each instance counts on its own. */
   REDIS_URL: z.preprocess(unsetIfEmpty, z.string().regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL').optional()),
   /** Output files in an S3-compatible bucket (set S3_BUCKET to enable); the local DATA_DIR/outputs otherwise. */
@@ -73,7 +79,8 @@ const validatedConfig = configSchema.superRefine((c, ctx) => {
   // In production, secrets must be given: a generated one would differ per instance and be lost
   // with its disk. The URL signing secret only signs local output URLs.
   if (c.NODE_ENV !== 'production') return;
-  const required = c.S3_BUCKET ? (['ADMIN_TOKEN'] as const) : (['ADMIN_TOKEN', 'URL_SIGNING_SECRET'] as const);
+  // Webhook secrets are sealed by the API and opened by the workers: one key for all of them.
+  const required = c.S3_BUCKET ? (['ADMIN_TOKEN', 'WEBHOOK_SECRET_KEY'] as const) : (['ADMIN_TOKEN', 'URL_SIGNING_SECRET', 'WEBHOOK_SECRET_KEY'] as const);
   for (const name of required) {
     if (!c[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when NODE_ENV=production' });
   }
@@ -122,4 +129,14 @@ export function s3Settings(c: Config): S3Settings | undefined {
 /** The per-kind deadlines of a configuration, as the generation service takes them. */
 export function deadlinesOf(c: Config): Record<'image' | 'video' | 'chat' | 'upscale', number> {
   return { image: c.DEADLINE_IMAGE_MS, chat: c.DEADLINE_CHAT_MS, video: c.DEADLINE_VIDEO_MS, upscale: c.DEADLINE_UPSCALE_MS };
+}
+
+/** The webhook deliveries' own task queue, so a slow receiver never takes a generation's worker slot. */
+export function webhookTaskQueueOf(c: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_WEBHOOK_TASK_QUEUE'>): string {
+  return c.TEMPORAL_WEBHOOK_TASK_QUEUE ?? `${c.TEMPORAL_TASK_QUEUE}-webhooks`;
+}
+
+/** Development mode: webhooks may be plain http to loopback, and deliveries reach private networks. */
+export function isDevelopment(c: Pick<Config, 'NODE_ENV'>): boolean {
+  return c.NODE_ENV === 'development';
 }

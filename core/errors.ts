@@ -98,6 +98,15 @@ export class GenerationFinishedError extends DomainError {
   }
 }
 
+/** A webhook endpoint that is disabled cannot be sent to until it is enabled again. */
+export class WebhookDisabledError extends DomainError {
+  readonly status = 409;
+  readonly type = 'endpoint_disabled';
+  constructor(id: string, reason: string | null) {
+    super(`Webhook endpoint '${id}' is disabled${reason ? ` (${reason})` : ''}; enable it first (PATCH with enabled: true).`);
+  }
+}
+
 /** The service could not do it now; nothing was charged, and the client may retry. */
 export class ServiceUnavailableError extends DomainError {
   readonly status = 503;

@@ -4,6 +4,7 @@ import { deadlinesOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createInputPreparer } from '../service/inputs';
 import { settlesWithin } from './process';
+import { isDevelopment, webhookTaskQueueOf } from '../core/config';
 import type { Services } from './services';
 
 /** How long requests in flight get to finish when the API stops. */
@@ -27,6 +28,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
       store: s.store,
       publicBaseUrl: s.publicBaseUrl,
     }),
+    webhooks: { secretKey: s.webhookSecretKey, taskQueue: webhookTaskQueueOf(s.config), developmentMode: isDevelopment(s.config) },
     logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });

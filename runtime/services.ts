@@ -28,6 +28,8 @@ export interface Services {
   limiter: RateLimiter;
   provider: Provider;
   adminToken: { value: string; generated: boolean };
+  /** Seals webhook secrets (WEBHOOK_SECRET_KEY, or generated once into DATA_DIR). */
+  webhookSecretKey: string;
   publicBaseUrl: string;
   close(): Promise<void>;
 }
@@ -58,6 +60,7 @@ export async function openServices(config: Config, where: { databaseUrl: string;
   const { store, closeStore } = await openStore(config, dataDir, publicBaseUrl);
   const limiter = config.REDIS_URL ? createRedisRateLimiter({ url: config.REDIS_URL }) : createRateLimiter();
   const adminToken = await persistentSecret(dataDir, 'admin-token', config.ADMIN_TOKEN);
+  const webhookSecretKey = (await persistentSecret(dataDir, 'webhook-secret-key', config.WEBHOOK_SECRET_KEY)).value;
   const provider = createSimulator(config.SIM_LATENCY_MS === undefined ? {} : { latencyMs: config.SIM_LATENCY_MS });
 
   return {
@@ -70,6 +73,7 @@ export async function openServices(config: Config, where: { databaseUrl: string;
     limiter,
     provider,
     adminToken,
+    webhookSecretKey,
     publicBaseUrl,
     async close() {
       await limiter.close();

@@ -5,6 +5,8 @@ import { bundleWorkflowCode, Runtime, Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities } from '../activities';
+import { createWebhookActivities } from '../activities/webhooks';
+import type { WebhookActivityDeps } from '../activities/webhooks';
 import type { Provider } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 
@@ -82,4 +84,33 @@ export function bundlerLogger(logger: Logger): Logger {
     warn: (message, meta) => void logger.warn(message, meta),
     error: (message, meta) => void logger.error(message, meta),
   };
+}
+
+export interface WebhookWorkerDeps extends WebhookActivityDeps {
+  connection: NativeConnection;
+  namespace: string;
+  /** The webhook task queue, never the generations' one. */
+  taskQueue: string;
+  /** Delivery attempts in flight at once (WEBHOOK_CONCURRENCY). */
+  concurrency: number;
+  workflowBundle?: WorkerOptions['workflowBundle'];
+}
+
+/**
+ * The webhook worker: delivery workflows and their attempts, on their own task queue with their
+ * own slots, so that however slow or hostile a receiver is, generations never wait for it.
+ */
+export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Worker> {
+  const { connection, namespace, taskQueue, concurrency, workflowBundle, ...activityDeps } = deps;
+  return Worker.create({
+    connection,
+    namespace,
+    taskQueue,
+    ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createWebhookActivities(activityDeps),
+    // Attempts are local activities (see workflows/webhook-delivery.ts): this bounds them.
+    maxConcurrentLocalActivityExecutions: concurrency,
+    shutdownGraceTime: SHUTDOWN_GRACE_MS,
+    shutdownForceTime: SHUTDOWN_FORCE_MS,
+  });
 }

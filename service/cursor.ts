@@ -11,10 +11,10 @@ export function encodeCursor(lastId: string): string {
   return Buffer.from(`${VERSION}${lastId}`, 'utf8').toString('base64url');
 }
 
-/** The id a cursor points after; a cursor not made by `encodeCursor` is a 400. */
-export function decodeCursor(cursor: string): string {
+/** The id a cursor points after; a cursor not made by `encodeCursor` (for ids of `pattern`) is a 400. */
+export function decodeCursor(cursor: string, pattern: RegExp = GENERATION_ID_PATTERN): string {
   const text = /^[A-Za-z0-9_-]{1,200}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
   const id = text.startsWith(VERSION) ? text.slice(VERSION.length) : '';
-  if (!GENERATION_ID_PATTERN.test(id)) throw new InvalidRequestError('cursor is not valid; use the next_cursor of a previous page.', 'cursor');
+  if (!pattern.test(id)) throw new InvalidRequestError('cursor is not valid; use the next_cursor of a previous page.', 'cursor');
   return id;
 }

@@ -45,3 +45,22 @@ function publicParams(g: GenerationRow): Record<string, unknown> {
   const { inputKey: _inputKey, messages: _messages, ...rest } = g.params;
   return rest;
 }
+
+/** The spec's generation record: group C's answer and the `generation` of catalogue-A webhooks. */
+export type GenerationRecord = Pick<GenerationView, 'id' | 'kind' | 'model' | 'status' | 'outputUrl' | 'creditsCharged' | 'error'> & {
+  /** Chat only: the reply. */
+  text?: string;
+};
+
+export function recordOf(g: GenerationView): GenerationRecord {
+  return {
+    id: g.id,
+    kind: g.kind,
+    model: g.model,
+    status: g.status,
+    outputUrl: g.outputUrl,
+    creditsCharged: g.creditsCharged,
+    error: g.error,
+    ...(g.kind === 'chat' && g.text !== null ? { text: g.text } : {}),
+  };
+}

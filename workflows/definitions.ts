@@ -42,3 +42,19 @@ export const phaseQuery = defineQuery<GenerationPhase>('phase');
 /** The admission once decided (also after the workflow closed): how a repeated request learns it. */
 export const admissionQuery = defineQuery<Admission | null>('admission');
 export const cancelSignal = defineSignal<[reason: string]>('cancel');
+
+export const WEBHOOK_DELIVERY_WORKFLOW_TYPE = 'webhookDelivery';
+
+export interface WebhookDeliveryInput {
+  deliveryId: string;
+  /** Waits after each failure; the production schedule (core/webhooks/schedule.ts) when absent. */
+  retryScheduleMs?: number[];
+}
+
+export interface WebhookDeliveryResult {
+  deliveryId: string;
+  outcome: 'delivered' | 'failed' | 'stopped' | 'retry';
+}
+
+/** Send now: cuts a retry wait short, or (with signal-with-start) sends a finished delivery again. */
+export const redeliverSignal = defineSignal('redeliver');

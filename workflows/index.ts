@@ -1,2 +1,3 @@
 export { generation } from './generation';
 export { reconcile } from './reconcile';
+export { webhookDelivery } from './webhook-delivery';

@@ -1,6 +1,7 @@
 import type { Queryable } from './pool';
 import type { GenerationError } from './ledger';
 import type { Millicredits } from '../money';
+import { recordGenerationEvent } from './webhooks';
 
 export type GenerationStatus = 'queued' | 'running' | 'succeeded' | 'failed';
 
@@ -106,13 +107,17 @@ export async function listGenerations(q: Queryable, accountId: string, f: ListFi
   return r.rows.map(fromRow);
 }
 
-/** Mirrors `running` for jobs that need no slot; never moves a finished generation back. */
-export async function markRunning(q: Queryable, id: string): Promise<void> {
-  await q.query(
+/**
+ * Mirrors `running` for jobs that need no slot; never moves a finished generation back. Run it
+ * inside a transaction: the webhook deliveries of the change are recorded with it.
+ */
+export async function markRunning(tx: Queryable, id: string): Promise<void> {
+  const moved = await tx.query(
     `UPDATE generations SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now()
       WHERE id = $1 AND status = 'queued'`,
     [id],
   );
+  if ((moved.rowCount ?? 0) > 0) await recordGenerationEvent(tx, id, 'running');
 }
 
 export type SlotClaim = 'granted' | 'waiting' | 'finished';
@@ -134,7 +139,10 @@ export async function claimVideoSlot(tx: Queryable, accountId: string, id: strin
               WHERE o.account_id = $1 AND o.kind = 'video' AND o.status = 'queued' AND o.id < $2)`,
     [accountId, id, limit],
   );
-  if ((claimed.rowCount ?? 0) > 0) return 'granted';
+  if ((claimed.rowCount ?? 0) > 0) {
+    await recordGenerationEvent(tx, id, 'running');
+    return 'granted';
+  }
   const r = await tx.query<{ status: GenerationStatus }>('SELECT status FROM generations WHERE id = $1', [id]);
   const status = r.rows[0]?.status;
   if (status === 'running') return 'granted';

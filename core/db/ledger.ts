@@ -1,5 +1,6 @@
 import type { Queryable } from './pool';
 import type { Millicredits } from '../money';
+import { recordGenerationEvent } from './webhooks';
 
 /**
  * Holds and their settlement. Each function runs inside the caller's transaction; together with
@@ -92,6 +93,7 @@ async function insertGenerationAndHold(
     [g.id, g.accountId, amountMc, free],
   );
   await appendEntry(tx, g.accountId, g.id, 'hold', amountMc, after, note);
+  await recordGenerationEvent(tx, g.id, 'queued');
 }
 
 export interface SettleRequest {
@@ -128,6 +130,7 @@ export async function settleHold(tx: Queryable, req: SettleRequest): Promise<Res
       WHERE id = $1 RETURNING kind`,
     [req.generationId, hold.charged_mc, req.outputKey, req.outputText],
   );
+  await recordGenerationEvent(tx, req.generationId, 'succeeded');
   return { outcome: 'settled', kind: g.rows[0]?.kind ?? 'unknown', chargedMc: hold.charged_mc, releasedMc: rest };
 }
 
@@ -154,6 +157,7 @@ export async function releaseHold(tx: Queryable, generationId: string, error: Ge
     `UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now() WHERE id = $1 RETURNING kind`,
     [generationId, JSON.stringify(error)],
   );
+  await recordGenerationEvent(tx, generationId, 'failed');
   return { outcome: 'released', kind: g.rows[0]?.kind ?? 'unknown', releasedMc: hold.amount_mc, code: error.code };
 }
 

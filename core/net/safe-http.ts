@@ -23,6 +23,12 @@ export interface SafeRequestOptions {
   /** For the whole exchange: DNS, connect, every redirect and the body. */
   timeoutMs?: number;
   maxResponseBytes?: number;
+  /**
+   * A body longer than `maxResponseBytes`: `error` (default) fails with ResponseTooLargeError;
+   * `truncate` keeps the first `maxResponseBytes` and closes the connection, for callers that only
+   * need the status and a prefix to log (a webhook receiver's 2xx counts, however long its answer).
+   */
+  overflow?: 'error' | 'truncate';
   redirect?: RedirectPolicy;
   /** The caller's own cancellation, e.g. a Temporal activity's. */
   signal?: AbortSignal;
@@ -34,6 +40,8 @@ export interface SafeResponse {
   body: Buffer;
   /** Where the body came from, after redirects. */
   url: string;
+  /** The body was cut at `maxResponseBytes` (only with `overflow: 'truncate'`). */
+  truncated?: boolean;
 }
 
 export interface SafeHttpClient {
@@ -55,13 +63,15 @@ export const IMAGE_DOWNLOAD = {
 
 /**
  * A webhook POST (DESIGN §6): a redirect is answered, not followed, so a receiver cannot bounce
- * a signed payload elsewhere; any status comes back for the delivery log.
+ * a signed payload elsewhere; any status comes back for the delivery log. Only the status decides
+ * the outcome, so an answer of any length counts: its first 64 KiB are read, the rest is dropped.
  */
 export const WEBHOOK_DELIVERY = {
   method: 'POST',
   redirect: 'manual',
   timeoutMs: 15_000,
-  maxResponseBytes: 1024 * 1024,
+  maxResponseBytes: 64 * 1024,
+  overflow: 'truncate',
 } as const satisfies SafeRequestOptions;
 
 const REDIRECT_STATUSES: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
@@ -76,7 +86,7 @@ interface Hop {
 }
 
 type Exchange =
-  | { kind: 'response'; status: number; headers: IncomingHttpHeaders; body: Buffer }
+  | { kind: 'response'; status: number; headers: IncomingHttpHeaders; body: Buffer; truncated?: boolean }
   | { kind: 'redirect'; status: number; location: string };
 
 export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
@@ -94,8 +104,10 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
     const signal = options.signal ? AbortSignal.any([deadline.signal, options.signal]) : deadline.signal;
     try {
       for (let redirects = 0; ; redirects++) {
-        const result = await exchange(url, hop, { signal, maxBytes, followRedirects: redirect !== 'manual' });
-        if (result.kind === 'response') return { status: result.status, headers: result.headers, body: result.body, url: url.href };
+        const result = await exchange(url, hop, { signal, maxBytes, truncate: options.overflow === 'truncate', followRedirects: redirect !== 'manual' });
+        if (result.kind === 'response') {
+          return { status: result.status, headers: result.headers, body: result.body, url: url.href, ...(result.truncated ? { truncated: true } : {}) };
+        }
         const maxRedirects = redirect === 'manual' ? 0 : redirect.follow;
         if (redirects >= maxRedirects) throw new TooManyRedirectsError(maxRedirects);
         const next = parseSafeUrl(result.location, url);
@@ -107,8 +119,8 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
     }
   }
 
-  function exchange(url: URL, hop: Hop, limits: { signal: AbortSignal; maxBytes: number; followRedirects: boolean }): Promise<Exchange> {
-    const { signal, maxBytes, followRedirects } = limits;
+  function exchange(url: URL, hop: Hop, limits: { signal: AbortSignal; maxBytes: number; truncate: boolean; followRedirects: boolean }): Promise<Exchange> {
+    const { signal, maxBytes, truncate, followRedirects } = limits;
     return new Promise<Exchange>((resolve, reject) => {
       if (signal.aborted) {
         reject(asError(signal.reason));
@@ -152,16 +164,30 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
           return;
         }
         const announced = Number(res.headers['content-length']);
-        if (Number.isFinite(announced) && announced > maxBytes) {
+        if (!truncate && Number.isFinite(announced) && announced > maxBytes) {
           fail(new ResponseTooLargeError(maxBytes));
           return;
         }
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > maxBytes) fail(new ResponseTooLargeError(maxBytes));
-          else chunks.push(chunk);
+          if (size + chunk.length <= maxBytes) {
+            size += chunk.length;
+            chunks.push(chunk);
+            return;
+          }
+          if (!truncate) {
+            fail(new ResponseTooLargeError(maxBytes));
+            return;
+          }
+          // Enough read: keep the prefix and close the connection instead of reading the rest.
+          chunks.push(chunk.subarray(0, maxBytes - size));
+          size = maxBytes;
+          settle(() => {
+            res.destroy();
+            req.destroy();
+            resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size), truncated: true });
+          });
         });
         res.on('end', () => settle(() => resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size) })));
         res.on('close', () => {

@@ -154,8 +154,19 @@ describe('cancel', () => {
 describe('authorization matrix', () => {
   type Who = 'none' | 'malformed' | 'revoked' | 'noScope' | 'otherAccount' | 'right';
   const WHO: readonly Who[] = ['none', 'malformed', 'revoked', 'noScope', 'otherAccount', 'right'];
+  interface Ids {
+    generation: string;
+    /** A running video, fresh for each call. */
+    cancellable: string;
+    /** A webhook endpoint of the owner that every call may read. */
+    endpoint: string;
+    /** A delivery of that endpoint (its ping). */
+    delivery: string;
+    /** A webhook endpoint fresh for each call, for the calls that change or delete it. */
+    disposable: string;
+  }
   interface Row {
-    request: (ids: { generation: string; cancellable: string }) => { method: 'GET' | 'POST'; url: string; body?: unknown };
+    request: (ids: Ids) => { method: 'GET' | 'POST' | 'PATCH' | 'DELETE'; url: string; body?: unknown };
     /** Statuses for a key without the kind's scope, another account's key, and the right key. */
     expect: { noScope: number; otherAccount: number; right: number };
   }
@@ -170,7 +181,19 @@ describe('authorization matrix', () => {
     'GET /api/v1/generations': { request: () => ({ method: 'GET', url: '/api/v1/generations' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'GET /api/v1/generations/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
     'POST /api/v1/generations/:id/cancel': { request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.cancellable}/cancel` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
+    // Webhooks: any valid key of the account manages its endpoints; another account's are 404.
+    'POST /api/v1/webhooks': { request: () => ({ method: 'POST', url: '/api/v1/webhooks', body: { url: HOOK_URL } }), expect: { noScope: 201, otherAccount: 201, right: 201 } },
+    'GET /api/v1/webhooks': { request: () => ({ method: 'GET', url: '/api/v1/webhooks' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
+    'GET /api/v1/webhooks/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
+    'PATCH /api/v1/webhooks/:id': { request: (i) => ({ method: 'PATCH', url: `/api/v1/webhooks/${i.disposable}`, body: { description: 'renamed' } }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
+    'DELETE /api/v1/webhooks/:id': { request: (i) => ({ method: 'DELETE', url: `/api/v1/webhooks/${i.disposable}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
+    'POST /api/v1/webhooks/:id/rotate-secret': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.disposable}/rotate-secret` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
+    'GET /api/v1/webhooks/:id/deliveries': { request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}/deliveries` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
+    'POST /api/v1/webhooks/:id/deliveries/:deliveryId/redeliver': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/deliveries/${i.delivery}/redeliver` }), expect: { noScope: 202, otherAccount: 404, right: 202 } },
+    'POST /api/v1/webhooks/:id/test': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/test` }), expect: { noScope: 202, otherAccount: 404, right: 202 } },
   };
+  /** A receiver nobody listens on: deliveries fail, which is fine for who may ask what. */
+  const HOOK_URL = 'http://127.0.0.1:9/hook';
   /** Public or not part of groups A and C: no key is asked for. */
   const PUBLIC = new Set(['GET /api/v1/models']);
 
@@ -197,14 +220,26 @@ describe('authorization matrix', () => {
       right: owner.key,
     };
     const generation = (await generate(h, owner.key, { kind: 'chat', prompt: 'mine' })).body.generation.id;
+    const createEndpoint = async (): Promise<string> => {
+      const res = await h.call('POST', '/api/v1/webhooks', { key: owner.key, body: { url: HOOK_URL } });
+      expect(res.statusCode, res.body).toBe(201);
+      return res.json<{ id: string }>().id;
+    };
+    const endpoint = await createEndpoint();
+    const ping = await h.call('POST', `/api/v1/webhooks/${endpoint}/test`, { key: owner.key });
+    const delivery = ping.json<{ id: string }>().id;
 
     const results: string[] = [];
     for (const [route, row] of Object.entries(MATRIX)) {
       for (const who of WHO) {
         // A fresh running video for every cancel, so each caller meets a cancellable generation.
         const cancellable = (await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'long sim:delay=60000' })).body.generation.id;
-        const { method, url, body } = row.request({ generation, cancellable });
+        const disposable = route.startsWith('PATCH') || route.startsWith('DELETE') || route.includes('rotate-secret') ? await createEndpoint() : endpoint;
+        const { method, url, body } = row.request({ generation, cancellable, endpoint, delivery, disposable });
         const res = await h.call(method, url, { ...(keys[who] ? { key: keys[who] } : {}), ...(body === undefined ? {} : { body }) });
+        // What a call created or left behind goes, so the account stays under its 5 endpoints.
+        if (route === 'POST /api/v1/webhooks' && res.statusCode === 201) await h.call('DELETE', `/api/v1/webhooks/${res.json<{ id: string }>().id}`, { key: keys[who] ?? owner.key });
+        if (disposable !== endpoint) await h.call('DELETE', `/api/v1/webhooks/${disposable}`, { key: owner.key });
         const expected = who === 'none' || who === 'malformed' || who === 'revoked' ? 401 : row.expect[who];
         results.push(`${route} ${who} ${res.statusCode === expected ? 'ok' : `${res.statusCode} (expected ${expected}: ${res.body.slice(0, 120)})`}`);
         if (expected === 401) expect(res.json()).toMatchObject({ error: { type: route.includes('/api/v1/') ? 'authentication_error' : 'unauthorized' } });

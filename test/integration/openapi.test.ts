@@ -13,7 +13,7 @@ import { buildApp } from '../../api/app';
 import { PLAN_LIMITS } from '../../api/rate-limit';
 import { PLANS } from '../../core/db/accounts';
 import { freePort } from '../../runtime/process';
-import { ADMIN_TOKEN, createDatabase, databaseUrlFor, dropDatabase, eventually, startHarness } from '../support/harness';
+import { ADMIN_TOKEN, eventually, startHarness, withScratchDatabase } from '../support/harness';
 import type { Harness } from '../support/harness';
 import type { GenerationRecord } from '../support/api';
 import { createConformance, loadDocument, mediaTypeOf, normalisePath, ownerOf, pointerOf, servedRoutes } from '../support/openapi';
@@ -446,10 +446,7 @@ describe('failures of the services behind the API', () => {
 
   it('500 everywhere, without internals, when the database answers but is broken (no schema)', async () => {
     const { key } = await h.account({ credits: 10 });
-    const name = `t_broken_${Date.now()}`;
-    await createDatabase(name);
-    const pool = new pg.Pool({ connectionString: databaseUrlFor(name), max: 2 });
-    try {
+    await withScratchDatabase(async (pool) => {
       await pool.query('DROP TABLE ledger_entries, holds, idempotency_keys, generations, api_keys, accounts CASCADE');
       const broken = await buildApp({ pool, client: h.client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0 });
       try {
@@ -460,10 +457,7 @@ describe('failures of the services behind the API', () => {
       } finally {
         await broken.close();
       }
-    } finally {
-      await pool.end();
-      await dropDatabase(name);
-    }
+    });
   });
 
   it('503 on generate and cancel when Temporal cannot be reached, nothing charged', async () => {

@@ -58,6 +58,7 @@ beforeAll(async () => {
       TEMPORAL_TASK_QUEUE: taskQueue,
       ADMIN_TOKEN,
       // No URL_SIGNING_SECRET: with the outputs in a bucket, production does not need one.
+      WEBHOOK_SECRET_KEY: 'shared-state-webhook-key-0123456789',
       REDIS_URL: redis.url,
       S3_ENDPOINT: minio.endpoint,
       S3_PUBLIC_ENDPOINT: publicEndpoint,

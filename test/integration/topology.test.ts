@@ -69,6 +69,7 @@ beforeAll(async () => {
       TEMPORAL_TASK_QUEUE: taskQueue,
       ADMIN_TOKEN,
       URL_SIGNING_SECRET,
+      WEBHOOK_SECRET_KEY: 'topology-webhook-key-0123456789',
       PUBLIC_BASE_URL: base,
       DATA_DIR: join(inject('testDataDir'), name),
       LOG_LEVEL: 'warn',

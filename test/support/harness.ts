@@ -11,10 +11,14 @@ import { createSimulator } from '../../core/providers/simulator';
 import type { Provider } from '../../core/providers/types';
 import { createLocalStore } from '../../core/storage';
 import type { OutputStore } from '../../core/storage';
-import { createWorker } from '../../runtime/worker';
 import { deadlinesOf, loadConfig } from '../../core/config';
-import { createSafeHttpClient } from '../../core/net/safe-http';
 import { createInputPreparer } from '../../service/inputs';
+import { createSafeHttpClient } from '../../core/net/safe-http';
+import type { SafeHttpClient } from '../../core/net/safe-http';
+import { createSecretBox } from '../../core/webhooks/secret-box';
+import { startWebhookRelay } from '../../runtime/webhook-relay';
+import { createWebhookWorker, createWorker } from '../../runtime/worker';
+import { createWebhookDispatcher } from '../../service/webhook-dispatch';
 
 // Worker chatter (state changes, expected activity failures) would bury the test report.
 Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -22,6 +26,20 @@ Runtime.install({ logger: new DefaultLogger('ERROR') });
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 /** Where the harness says its files are served (the app is called with inject, so nothing listens there). */
 export const FILES_BASE_URL = 'http://files.test';
+export const WEBHOOK_SECRET_KEY = 'test-webhook-secret-key-0123456789';
+
+/** Webhook deliveries in a test: a worker on the webhook task queue and the outbox relay. */
+export interface HarnessWebhookOptions {
+  /** Compressed waits between attempts; the production schedule when absent. */
+  retryScheduleMs?: number[];
+  disableAfterMs?: number;
+  clock?: () => number;
+  /** The delivery client; a development-mode one (loopback allowed) when absent. */
+  http?: SafeHttpClient;
+  perEndpointConcurrency?: number;
+  concurrency?: number;
+  relayPollMs?: number;
+}
 
 export interface HarnessOptions {
   /** Start an in-process worker (default); false when the test runs its own worker process. */
@@ -34,6 +52,8 @@ export interface HarnessOptions {
   /** Whether upscale inputs may come from loopback and private networks (development mode); default true. */
   allowPrivateNetworks?: boolean;
   videoConcurrency?: number;
+  /** Start the webhook worker and the outbox relay too, with these settings. */
+  webhooks?: HarnessWebhookOptions;
 }
 
 /** A fresh database (from the migrated template), its own task queue and worker, and the API on top. */
@@ -45,6 +65,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   const client = new Client({ connection });
   const taskQueue = `q-${name}`;
+  const webhookTaskQueue = `${taskQueue}-webhooks`;
   const dataDir = join(inject('testDataDir'), name);
   const store: OutputStore = createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl: FILES_BASE_URL, signingSecret: 'test-signing-secret-0123456789' });
 
@@ -66,10 +87,41 @@ export async function startHarness(options: HarnessOptions = {}) {
       deadlines: deadlinesOf(loadConfig({})),
       slotPollMs: 50,
     });
-    const workerRun = worker.run();
+    const workers = [worker];
+    let stopRelay = async (): Promise<void> => undefined;
+    let closeHttp = (): void => undefined;
+    const hooks = options.webhooks;
+    if (hooks) {
+      const http = hooks.http ?? createSafeHttpClient({ policy: { allowPrivateNetworks: true } });
+      if (!hooks.http) closeHttp = () => http.close();
+      workers.push(await createWebhookWorker({
+        connection: nativeConnection,
+        namespace: 'default',
+        taskQueue: webhookTaskQueue,
+        concurrency: hooks.concurrency ?? 50,
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+        pool,
+        store,
+        secretBox: createSecretBox(WEBHOOK_SECRET_KEY),
+        http,
+        ...(hooks.clock ? { clock: hooks.clock } : {}),
+        ...(hooks.disableAfterMs === undefined ? {} : { disableAfterMs: hooks.disableAfterMs }),
+        ...(hooks.perEndpointConcurrency === undefined ? {} : { perEndpointConcurrency: hooks.perEndpointConcurrency }),
+      }));
+      const relay = startWebhookRelay({
+        pool,
+        dispatcher: createWebhookDispatcher({ client, taskQueue: webhookTaskQueue, retryScheduleMs: hooks.retryScheduleMs }),
+        pollMs: hooks.relayPollMs ?? 1_000,
+        onError: (err) => console.warn('webhook relay:', err),
+      });
+      stopRelay = () => relay.stop();
+    }
+    const runs = workers.map((w) => w.run());
     stopWorker = async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await workerRun;
+      await stopRelay();
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.all(runs);
+      closeHttp();
     };
   };
   if (options.worker !== false) await startWorker();
@@ -85,9 +137,16 @@ export async function startHarness(options: HarnessOptions = {}) {
     deadlines: options.deadlines ?? deadlinesOf(loadConfig({})),
     // Tests serve inputs from loopback, as development mode allows; SSRF tests build their own.
     prepareInput: createInputPreparer({ http: createSafeHttpClient({ policy: { allowPrivateNetworks: options.allowPrivateNetworks ?? true } }), store, publicBaseUrl: FILES_BASE_URL }),
+    webhooks: {
+      secretKey: WEBHOOK_SECRET_KEY,
+      taskQueue: webhookTaskQueue,
+      developmentMode: true,
+      ...(options.webhooks?.retryScheduleMs ? { retryScheduleMs: options.webhooks.retryScheduleMs } : {}),
+      ...(options.webhooks?.clock ? { clock: options.webhooks.clock } : {}),
+    },
   });
 
-  const call = async (method: 'GET' | 'POST' | 'DELETE', url: string, opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<LightMyRequestResponse> =>
+  const call = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<LightMyRequestResponse> =>
     app.inject({
       method,
       url,
@@ -113,6 +172,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     pool,
     client,
     taskQueue,
+    webhookTaskQueue,
     store,
     databaseUrl,
     dataDir,
@@ -164,6 +224,19 @@ export async function createDatabase(name: string): Promise<void> {
 
 export async function dropDatabase(name: string): Promise<void> {
   await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+}
+
+/** A migrated database of its own for a test that breaks it (drops tables…), dropped afterwards. */
+export async function withScratchDatabase<T>(work: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const name = `t_scratch_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  await createDatabase(name);
+  const pool = new pg.Pool({ connectionString: databaseUrlFor(name), max: 2 });
+  try {
+    return await work(pool);
+  } finally {
+    await pool.end();
+    await dropDatabase(name);
+  }
 }
 
 /** Polls until `check` returns a value, or fails after `timeoutMs`. */

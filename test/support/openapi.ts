@@ -36,6 +36,7 @@ export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export const COVERAGE_OWNERS: readonly { prefix: string; file: string }[] = [
   { prefix: '/', file: 'openapi.test.ts' },
   { prefix: '/metrics', file: 'metrics.test.ts' },
+  { prefix: '/api/v1/webhooks', file: 'webhooks.test.ts' },
 ];
 
 export function ownerOf(path: string): string {

@@ -37,6 +37,7 @@ interface Compose {
 const SAMPLE_ENV: Record<string, string> = {
   ADMIN_TOKEN: 'sample-admin-token-0123456789',
   S3_SECRET_ACCESS_KEY: 'sample-s3-secret-0123456789',
+  WEBHOOK_SECRET_KEY: 'sample-webhook-key-0123456789',
 };
 
 class MissingVariableError extends Error {
@@ -172,7 +173,7 @@ describe('docker-compose.yml', () => {
     expect(environmentOf(service('worker'))).toEqual(environmentOf(service('api')));
   });
 
-  it('makes the operator set ADMIN_TOKEN and S3_SECRET_ACCESS_KEY rather than defaulting them', () => {
+  it('makes the operator set ADMIN_TOKEN, S3_SECRET_ACCESS_KEY and WEBHOOK_SECRET_KEY rather than defaulting them', () => {
     for (const name of Object.keys(SAMPLE_ENV)) {
       expect(() => loadCompose({ ...SAMPLE_ENV, [name]: undefined }), name).toThrow(new RegExp(`^${name}:`));
     }

@@ -372,6 +372,15 @@ describe('limits', () => {
     await expect(production.request(`http://origin.test:${port}/bytes?n=${8 * 1024 * 1024}`, { ...fast, maxResponseBytes: 1024 * 1024 })).rejects.toBeInstanceOf(ResponseTooLargeError);
   });
 
+  it('with overflow: truncate, keeps the first bytes of a long answer and its status (a webhook 2xx of any length counts)', async () => {
+    const long = await production.request(`http://origin.test:${port}/bytes?n=${8 * 1024 * 1024}`, { ...fast, maxResponseBytes: 1000, overflow: 'truncate' });
+    expect(long).toMatchObject({ status: 200, truncated: true });
+    expect(long.body.length).toBe(1000);
+    const short = await production.request(`http://origin.test:${port}/bytes?n=1000`, { ...fast, maxResponseBytes: 1000, overflow: 'truncate' });
+    expect(short.truncated).toBeUndefined();
+    expect(WEBHOOK_DELIVERY).toMatchObject({ overflow: 'truncate', redirect: 'manual', timeoutMs: 15_000 });
+  });
+
   it('refuses on the announced Content-Length before any body arrives', async () => {
     const started = Date.now();
     await expect(production.request(`http://origin.test:${port}/announces-huge`, { timeoutMs: 5000, maxResponseBytes: 1024 * 1024 })).rejects.toBeInstanceOf(ResponseTooLargeError);

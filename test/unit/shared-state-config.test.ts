@@ -51,9 +51,14 @@ describe('S3_* settings', () => {
   });
 
   it('make URL_SIGNING_SECRET unnecessary in production, since the bucket signs the URLs', () => {
-    const production = { NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20) };
+    const production = { NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), WEBHOOK_SECRET_KEY: 'w'.repeat(20) };
     expect(loadConfig({ ...production, ...S3 }).URL_SIGNING_SECRET).toBeUndefined();
     expect(() => loadConfig(production)).toThrow(/URL_SIGNING_SECRET: is required/);
     expect(() => loadConfig({ NODE_ENV: 'production', ...S3 })).toThrow(/ADMIN_TOKEN: is required/);
+  });
+
+  it('make WEBHOOK_SECRET_KEY required in production: the API seals webhook secrets that every worker must open', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), ...S3 })).toThrow(/WEBHOOK_SECRET_KEY: is required/);
+    expect(() => loadConfig({ WEBHOOK_SECRET_KEY: 'short' })).toThrow(/WEBHOOK_SECRET_KEY: must be at least 16 characters/);
   });
 });

@@ -78,6 +78,7 @@ describe('configuration', () => {
   });
   it('requires the secrets in production instead of generating them', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20) })).toThrow(/URL_SIGNING_SECRET: is required/);
-    expect(loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), URL_SIGNING_SECRET: 'b'.repeat(20) }).NODE_ENV).toBe('production');
+    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), URL_SIGNING_SECRET: 'b'.repeat(20) })).toThrow(/WEBHOOK_SECRET_KEY: is required/);
+    expect(loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), URL_SIGNING_SECRET: 'b'.repeat(20), WEBHOOK_SECRET_KEY: 'c'.repeat(20) }).NODE_ENV).toBe('production');
   });
 });

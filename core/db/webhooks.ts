@@ -1,0 +1,334 @@
+import { newId } from '../ids';
+import { eventFor, PING_EVENT } from '../webhooks/events';
+import type { WebhookFormat } from '../webhooks/events';
+import type { GenerationKind, GenerationStatus } from './generations';
+import type { Queryable } from './pool';
+
+/**
+ * Webhook endpoints, deliveries and attempts. A delivery row is also the outbox entry: it is
+ * written by the transaction that records the generation's state, and the relay starts its
+ * workflow (`dispatched_at`) afterwards, so a crash in between loses nothing.
+ */
+
+/** Woken by every commit that adds deliveries; the relay listens (and also polls). */
+export const OUTBOX_CHANNEL = 'gensvc_webhook_outbox';
+
+export interface EndpointRow {
+  id: string;
+  accountId: string;
+  url: string;
+  format: WebhookFormat;
+  events: string[] | null;
+  description: string | null;
+  enabled: boolean;
+  disabledReason: string | null;
+  disabledAt: Date | null;
+  secretSealed: string;
+  previousSecretSealed: string | null;
+  previousSecretExpiresAt: Date | null;
+  failingSince: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The endpoint's columns, named as EndpointRow names them; `e` qualifies them in a join. */
+const endpointColumns = (e = '') =>
+  `${e}id, ${e}account_id AS "accountId", ${e}url, ${e}format, ${e}events, ${e}description, ${e}enabled,
+   ${e}disabled_reason AS "disabledReason", ${e}disabled_at AS "disabledAt", ${e}secret_sealed AS "secretSealed",
+   ${e}previous_secret_sealed AS "previousSecretSealed", ${e}previous_secret_expires_at AS "previousSecretExpiresAt",
+   ${e}failing_since AS "failingSince", ${e}created_at AS "createdAt", ${e}updated_at AS "updatedAt"`;
+const ENDPOINT_COLUMNS = endpointColumns();
+
+/** Locks the account (so two registrations cannot both take the last place) and counts its endpoints. */
+export async function lockAndCountEndpoints(tx: Queryable, accountId: string): Promise<number> {
+  await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+  const r = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1', [accountId]);
+  return r.rows[0]?.n ?? 0;
+}
+
+export type NewEndpoint = Pick<EndpointRow, 'id' | 'accountId' | 'url' | 'format' | 'events' | 'description' | 'secretSealed'>;
+
+export async function insertEndpoint(tx: Queryable, e: NewEndpoint): Promise<EndpointRow> {
+  const r = await tx.query<EndpointRow>(
+    `INSERT INTO webhook_endpoints (id, account_id, url, format, events, description, secret_sealed)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${ENDPOINT_COLUMNS}`,
+    [e.id, e.accountId, e.url, e.format, e.events, e.description, e.secretSealed],
+  );
+  return r.rows[0]!;
+}
+
+export async function listEndpoints(q: Queryable, accountId: string): Promise<EndpointRow[]> {
+  const r = await q.query<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = $1 ORDER BY id`, [accountId]);
+  return r.rows;
+}
+
+/** Another account's endpoint reads as not found. */
+export async function getEndpoint(q: Queryable, accountId: string, id: string): Promise<EndpointRow | undefined> {
+  const r = await q.query<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  return r.rows[0];
+}
+
+export interface EndpointPatch {
+  url?: string | undefined;
+  /** null: back to every event of the catalogue. */
+  events?: string[] | null | undefined;
+  description?: string | null | undefined;
+  enabled?: boolean | undefined;
+}
+
+/** Applies the fields given; enabling clears the reason it was disabled and its run of failures. */
+export async function updateEndpoint(q: Queryable, accountId: string, id: string, p: EndpointPatch): Promise<EndpointRow | undefined> {
+  const r = await q.query<EndpointRow>(
+    `UPDATE webhook_endpoints SET
+        url = COALESCE($3, url),
+        events = CASE WHEN $4::boolean THEN $5::text[] ELSE events END,
+        description = CASE WHEN $6::boolean THEN $7 ELSE description END,
+        enabled = COALESCE($8, enabled),
+        disabled_reason = CASE WHEN $8 IS TRUE THEN NULL WHEN $8 IS FALSE AND enabled THEN 'Disabled through the API.' ELSE disabled_reason END,
+        disabled_at = CASE WHEN $8 IS TRUE THEN NULL WHEN $8 IS FALSE AND enabled THEN now() ELSE disabled_at END,
+        failing_since = CASE WHEN $8 IS TRUE THEN NULL ELSE failing_since END,
+        updated_at = now()
+      WHERE id = $1 AND account_id = $2
+      RETURNING ${ENDPOINT_COLUMNS}`,
+    [id, accountId, p.url ?? null, p.events !== undefined, p.events ?? null, p.description !== undefined, p.description ?? null, p.enabled ?? null],
+  );
+  return r.rows[0];
+}
+
+export async function deleteEndpoint(q: Queryable, accountId: string, id: string): Promise<boolean> {
+  const r = await q.query('DELETE FROM webhook_endpoints WHERE id = $1 AND account_id = $2', [id, accountId]);
+  return (r.rowCount ?? 0) > 0;
+}
+
+/** The current secret becomes the previous one, valid until `previousExpiresAt`; an older one is dropped. */
+export async function rotateEndpointSecret(
+  q: Queryable, accountId: string, id: string, secretSealed: string, previousExpiresAt: Date,
+): Promise<EndpointRow | undefined> {
+  const r = await q.query<EndpointRow>(
+    `UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, previous_secret_expires_at = $4,
+            secret_sealed = $3, updated_at = now()
+      WHERE id = $1 AND account_id = $2 RETURNING ${ENDPOINT_COLUMNS}`,
+    [id, accountId, secretSealed, previousExpiresAt],
+  );
+  return r.rows[0];
+}
+
+async function enqueue(tx: Queryable, rows: { endpointId: string; accountId: string; event: string }[], generationId: string | null): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const ids = rows.map(() => newId('whd'));
+  const r = await tx.query<{ id: string }>(
+    `WITH ins AS (
+       INSERT INTO webhook_deliveries (id, endpoint_id, account_id, generation_id, event)
+       SELECT u.id, u.endpoint_id, u.account_id, $4, u.event
+         FROM unnest($1::text[], $2::text[], $3::text[], $5::text[]) AS u (id, endpoint_id, account_id, event)
+       ON CONFLICT DO NOTHING
+       RETURNING id
+     ), wake AS (
+       SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM (SELECT count(*) AS n FROM ins) c WHERE c.n > 0
+     )
+     SELECT id FROM ins, (SELECT count(*) FROM wake) w`,
+    [ids, rows.map((x) => x.endpointId), rows.map((x) => x.accountId), generationId, rows.map((x) => x.event)],
+  );
+  return r.rows.map((x) => x.id);
+}
+
+/**
+ * Records, in the caller's transaction, one delivery per enabled endpoint of the generation's
+ * account that wants the event its new `status` means. Called by every statement that changes a
+ * generation's status, right after it, only when it did change it.
+ */
+export async function recordGenerationEvent(tx: Queryable, generationId: string, status: GenerationStatus): Promise<void> {
+  const r = await tx.query<{ id: string; account_id: string; format: WebhookFormat; events: string[] | null; kind: GenerationKind }>(
+    `SELECT e.id, e.account_id, e.format, e.events, g.kind
+       FROM generations g JOIN webhook_endpoints e ON e.account_id = g.account_id AND e.enabled
+      WHERE g.id = $1`,
+    [generationId],
+  );
+  const rows = r.rows.flatMap((e) => {
+    const event = eventFor(e.format, e.kind, status);
+    return event && (e.events === null || e.events.includes(event)) ? [{ endpointId: e.id, accountId: e.account_id, event }] : [];
+  });
+  await enqueue(tx, rows, generationId);
+}
+
+/** A `ping` for POST /api/v1/webhooks/:id/test. */
+export async function enqueuePing(tx: Queryable, endpoint: { id: string; accountId: string }): Promise<string> {
+  const [id] = await enqueue(tx, [{ endpointId: endpoint.id, accountId: endpoint.accountId, event: PING_EVENT }], null);
+  return id!;
+}
+
+// ---- The outbox relay ----
+
+/** Locks a batch of deliveries whose workflow has not been started; other relays skip them. */
+export async function claimUndispatched(tx: Queryable, limit: number): Promise<string[]> {
+  const r = await tx.query<{ id: string }>(
+    'SELECT id FROM webhook_deliveries WHERE dispatched_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED',
+    [limit],
+  );
+  return r.rows.map((x) => x.id);
+}
+
+export async function markDispatched(q: Queryable, ids: readonly string[]): Promise<void> {
+  if (ids.length > 0) await q.query('UPDATE webhook_deliveries SET dispatched_at = now() WHERE id = ANY($1::text[])', [ids]);
+}
+
+// ---- Attempts ----
+
+export interface DeliveryTarget {
+  id: string;
+  event: string;
+  generationId: string | null;
+  createdAt: Date;
+  endpoint: EndpointRow;
+}
+
+export async function loadDeliveryTarget(q: Queryable, deliveryId: string): Promise<DeliveryTarget | undefined> {
+  const r = await q.query<EndpointRow & { d_id: string; d_event: string; d_generation_id: string | null; d_created_at: Date }>(
+    `SELECT d.id AS d_id, d.event AS d_event, d.generation_id AS d_generation_id, d.created_at AS d_created_at, ${endpointColumns('e.')}
+       FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE d.id = $1`,
+    [deliveryId],
+  );
+  const row = r.rows[0];
+  if (!row) return undefined;
+  const { d_id: id, d_event: event, d_generation_id: generationId, d_created_at: createdAt, ...endpoint } = row;
+  return { id, event, generationId, createdAt, endpoint };
+}
+
+export interface AttemptResult {
+  deliveryId: string;
+  endpointId: string;
+  startedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  responseExcerpt: string | null;
+  delivered: boolean;
+  /** The receiver answered 410 Gone: the endpoint is disabled. */
+  gone: boolean;
+  /** When the next attempt is due; null when none will follow. */
+  nextRetryAt: Date | null;
+  now: Date;
+  /** An endpoint failing for this long without a success is disabled. */
+  disableAfterMs: number;
+}
+
+/**
+ * Records one attempt: its log line, the delivery's state and the endpoint's run of failures, in
+ * one transaction. Returns the attempt's number and, when this attempt disabled the endpoint, why;
+ * undefined when the delivery no longer exists (its endpoint was deleted).
+ */
+export async function recordAttempt(tx: Queryable, a: AttemptResult): Promise<{ attempt: number; disabledReason: string | null } | undefined> {
+  let disabledReason: string | null = null;
+  if (a.delivered) {
+    await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [a.endpointId]);
+  } else if (a.gone) {
+    disabledReason = `The receiver answered 410 Gone on ${a.now.toISOString()}.`;
+  } else {
+    const r = await tx.query<{ failing_since: Date }>(
+      'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING failing_since',
+      [a.endpointId, a.startedAt],
+    );
+    const since = r.rows[0]?.failing_since;
+    if (since && a.now.getTime() - since.getTime() >= a.disableAfterMs) {
+      disabledReason = `Every delivery failed since ${since.toISOString()} (last: ${a.error ?? `HTTP ${a.statusCode ?? '?'}`}).`;
+    }
+  }
+  if (disabledReason !== null) {
+    await tx.query(
+      `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, disabled_at = $3, updated_at = now() WHERE id = $1 AND enabled`,
+      [a.endpointId, disabledReason, a.now],
+    );
+  }
+  const nextRetryAt = a.delivered || disabledReason !== null ? null : a.nextRetryAt;
+  const d = await tx.query<{ attempts: number }>(
+    `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2, last_error = $3, next_attempt_at = $4,
+            status = CASE WHEN $5::boolean THEN 'succeeded' WHEN $4::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
+            delivered_at = CASE WHEN $5::boolean THEN $6::timestamptz ELSE delivered_at END
+      WHERE id = $1 RETURNING attempts`,
+    [a.deliveryId, a.statusCode, a.error, nextRetryAt, a.delivered, a.now],
+  );
+  const attempt = d.rows[0]?.attempts;
+  if (attempt === undefined) return undefined;
+  await tx.query(
+    `INSERT INTO webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_excerpt, next_retry_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [a.deliveryId, attempt, a.startedAt, a.durationMs, a.statusCode, a.error, a.responseExcerpt, nextRetryAt],
+  );
+  return { attempt, disabledReason };
+}
+
+/** A delivery that will not be attempted (its endpoint is disabled) ends failed, saying why. */
+export async function stopDelivery(q: Queryable, deliveryId: string, reason: string): Promise<void> {
+  await q.query(
+    `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = $2 WHERE id = $1 AND status = 'pending'`,
+    [deliveryId, reason],
+  );
+}
+
+// ---- The delivery log ----
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface DeliveryRow {
+  id: string;
+  endpointId: string;
+  event: string;
+  generationId: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  nextAttemptAt: Date | null;
+  deliveredAt: Date | null;
+  createdAt: Date;
+}
+
+export interface AttemptRow {
+  deliveryId: string;
+  attempt: number;
+  startedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  responseExcerpt: string | null;
+  nextRetryAt: Date | null;
+}
+
+const DELIVERY_COLUMNS = `id, endpoint_id AS "endpointId", event, generation_id AS "generationId", status, attempts,
+  last_status_code AS "lastStatusCode", last_error AS "lastError", next_attempt_at AS "nextAttemptAt",
+  delivered_at AS "deliveredAt", created_at AS "createdAt"`;
+
+/** An endpoint's deliveries, newest first, keyset-paged by id (ids are time-ordered). */
+export async function listDeliveries(
+  q: Queryable, endpointId: string, f: { limit: number; before?: string | undefined; status?: DeliveryStatus | undefined },
+): Promise<DeliveryRow[]> {
+  const r = await q.query<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
+      WHERE endpoint_id = $1 AND ($2::text IS NULL OR id < $2) AND ($3::text IS NULL OR status = $3)
+      ORDER BY id DESC LIMIT $4`,
+    [endpointId, f.before ?? null, f.status ?? null, f.limit],
+  );
+  return r.rows;
+}
+
+export async function getDelivery(q: Queryable, endpointId: string, deliveryId: string): Promise<DeliveryRow | undefined> {
+  const r = await q.query<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2`, [deliveryId, endpointId]);
+  return r.rows[0];
+}
+
+export async function attemptsOf(q: Queryable, deliveryIds: readonly string[]): Promise<AttemptRow[]> {
+  if (deliveryIds.length === 0) return [];
+  const r = await q.query<AttemptRow>(
+    `SELECT delivery_id AS "deliveryId", attempt, started_at AS "startedAt", duration_ms AS "durationMs", status_code AS "statusCode",
+            error, response_excerpt AS "responseExcerpt", next_retry_at AS "nextRetryAt"
+       FROM webhook_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, attempt`,
+    [deliveryIds],
+  );
+  return r.rows;
+}
+
+/** A redelivery puts the delivery back to pending; its workflow sends it at once. */
+export async function reopenDelivery(q: Queryable, deliveryId: string, now: Date): Promise<void> {
+  await q.query(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2 WHERE id = $1`, [deliveryId, now]);
+}

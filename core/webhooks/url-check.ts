@@ -1,0 +1,61 @@
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { classifyAddress, describeAddressClass, refusedAddressClass } from '../net/address-policy';
+import type { NetworkPolicy } from '../net/address-policy';
+import { UnsafeUrlError } from '../net/errors';
+import { parseSafeUrl } from '../net/safe-url';
+import { InvalidRequestError } from '../errors';
+
+export interface WebhookUrlRules {
+  /** Development mode: plain http to loopback is allowed, and private networks are reachable. */
+  developmentMode: boolean;
+  policy: NetworkPolicy;
+  /** Resolves a host name to every address; dns.lookup unless a test stands in for DNS. */
+  resolve?: (hostname: string) => Promise<string[]>;
+}
+
+const defaultResolve = async (hostname: string): Promise<string[]> => (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+
+/**
+ * Checks a webhook URL at registration (DESIGN §6): https only (plain http to loopback in
+ * development mode), and a host that is not, and does not resolve to, an address deliveries would
+ * refuse. Deliveries check again at connect time, since DNS can change after registration.
+ */
+export async function checkWebhookUrl(input: string, rules: WebhookUrlRules): Promise<string> {
+  let url: URL;
+  try {
+    url = parseSafeUrl(input);
+  } catch (err) {
+    throw new InvalidRequestError(`url: ${err instanceof UnsafeUrlError ? err.message : 'not a valid URL'}`, 'url');
+  }
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const literal = isIP(host) !== 0;
+  if (url.protocol !== 'https:') {
+    const loopback = host === 'localhost' || (literal && classifyAddress(host) === 'loopback');
+    if (!(rules.developmentMode && loopback)) {
+      throw new InvalidRequestError(
+        rules.developmentMode ? 'url: must be https (plain http is allowed only to loopback in development mode).' : 'url: must be https.',
+        'url',
+      );
+    }
+  }
+  if (url.hash !== '') throw new InvalidRequestError('url: must not have a #fragment.', 'url');
+
+  let addresses: string[];
+  if (literal) addresses = [host];
+  else {
+    try {
+      addresses = await (rules.resolve ?? defaultResolve)(host);
+    } catch {
+      throw new InvalidRequestError(`url: the host '${host}' could not be resolved.`, 'url');
+    }
+  }
+  for (const address of addresses) {
+    const refused = refusedAddressClass(address, rules.policy);
+    if (refused) {
+      const what = describeAddressClass(refused);
+      throw new InvalidRequestError(literal ? `url: deliveries are refused to ${what}.` : `url: the host resolves to ${what}; deliveries to it are refused.`, 'url');
+    }
+  }
+  return url.href;
+}
