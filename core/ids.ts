@@ -6,7 +6,7 @@ const BASE32 = '0123456789abcdefghjkmnpqrstvwxyz';
  * Time-ordered ids (48-bit millisecond timestamp + 80 random bits, Crockford base32), so ids sort
  * by creation and make a natural cursor for listings. The prefix names the resource.
  */
-export function newId(prefix: 'gen' | 'acct' | 'key', now = Date.now()): string {
+export function newId(prefix: 'gen' | 'acct' | 'key' | 'task', now = Date.now()): string {
   let time = '';
   let t = now;
   for (let i = 0; i < 10; i++) {
@@ -20,3 +20,4 @@ export function newId(prefix: 'gen' | 'acct' | 'key', now = Date.now()): string 
 }
 
 export const GENERATION_ID_PATTERN = /^gen_[0-9a-z]{26}$/;
+export const TASK_ID_PATTERN = /^task_[0-9a-z]{26}$/;
