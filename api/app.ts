@@ -14,6 +14,7 @@ import { installErrorHandler } from './errors';
 import { fileRoutes } from './files';
 import { healthRoutes } from './health';
 import { legacyRoutes } from './legacy';
+import { mcpRoutes } from './mcp/route';
 import { trackRouteMethods } from './methods';
 import { createRateLimiter } from './rate-limit';
 import type { RateLimiter } from './rate-limit';
@@ -28,6 +29,10 @@ export interface AppDeps {
   syncWaitMs: number;
   defaultChatCap: number;
   limiter?: RateLimiter;
+  /** Origins whose browser pages may call /api/mcp (requests without an Origin header always may). */
+  mcpAllowedOrigins?: readonly string[];
+  /** The pollInterval MCP tasks suggest, in ms (default 1000). */
+  mcpTaskPollIntervalMs?: number;
   /** Fetches and checks upscale inputs (SSRF-safe); without it upscale requests are refused. */
   prepareInput?: GenerationServiceDeps['prepareInput'];
   logger?: boolean | { level: string };
@@ -73,5 +78,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(adminRoutes, { pool: deps.pool, adminToken: deps.adminToken, defaultChatCap: deps.defaultChatCap });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service });
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
+  await app.register(mcpRoutes, {
+    pool: deps.pool,
+    limiter,
+    service,
+    syncWaitMs: deps.syncWaitMs,
+    allowedOrigins: deps.mcpAllowedOrigins ?? [],
+    taskPollIntervalMs: deps.mcpTaskPollIntervalMs,
+  });
   return app;
 }
