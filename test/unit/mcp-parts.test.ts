@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { mimeTypeOf } from '../../api/mcp/results';
 import { taskOf } from '../../api/mcp/task-store';
 import { TOOLS } from '../../api/mcp/tools';
+import { loadConfig } from '../../core/config';
 import type { McpTaskRow } from '../../core/db/mcp-tasks';
 
 const T0 = new Date('2026-01-01T10:00:00Z');
@@ -59,5 +60,15 @@ describe('output media types', () => {
     ['http://x/files/gen_1/output', 'application/octet-stream'],
   ])('%s is %s', (outputUrl, type) => {
     expect(mimeTypeOf(outputUrl)).toBe(type);
+  });
+});
+
+describe('MCP_ALLOWED_ORIGINS', () => {
+  it('is a comma-separated list of origins; anything else stops the start naming the variable', () => {
+    expect(loadConfig({}).MCP_ALLOWED_ORIGINS).toEqual([]);
+    expect(loadConfig({ MCP_ALLOWED_ORIGINS: 'https://app.example.com, http://localhost:5173/' }).MCP_ALLOWED_ORIGINS)
+      .toEqual(['https://app.example.com', 'http://localhost:5173']);
+    expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: 'https://app.example.com/path' })).toThrow(/MCP_ALLOWED_ORIGINS: 'https:\/\/app.example.com\/path' is not an origin/);
+    expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: 'app.example.com' })).toThrow(/MCP_ALLOWED_ORIGINS/);
   });
 });
