@@ -49,6 +49,10 @@ const description =
   'answered 202. Tools: generate_image, generate_video (also as an MCP task), enhance_prompt, list_models, get_generation. ' +
   'Refusals (e.g. insufficient_credits) are tool results with isError, not HTTP errors. Pages of other origins are refused (Origin).';
 
+/** What a page may send (its preflight asks) and read (beyond the CORS-safelisted headers). */
+const CORS_ALLOWED = 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Last-Event-ID';
+const CORS_EXPOSED = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
+
 const STATELESS_MESSAGE = 'This MCP endpoint is stateless: it offers no server-to-client stream (GET) and no session to end (DELETE); POST each message.';
 
 /** MCP at /api/mcp (DESIGN §6): the same key, scopes, rate limit and ledger as the REST doors. */
@@ -62,12 +66,15 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
   };
 
   // Browsers send Origin; a page of another origin must not reach a local or internal endpoint
-  // (DNS rebinding). Clients that are not browsers send none and are let in.
-  const checkOrigin = async (request: FastifyRequest): Promise<void> => {
+  // (DNS rebinding). Clients that are not browsers send none and are let in. A page of an allowed
+  // origin gets the CORS headers that let it read every answer, errors included.
+  const checkOrigin = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const origin = request.headers.origin;
-    if (origin !== undefined && !allowed.has(origin)) {
+    if (origin === undefined) return;
+    if (!allowed.has(origin)) {
       throw new PermissionError(`Requests from pages of origin '${origin}' are not allowed on ${MCP_PATH}.`, { param: 'Origin' });
     }
+    reply.header('Access-Control-Allow-Origin', origin).header('Vary', 'Origin').header('Access-Control-Expose-Headers', CORS_EXPOSED);
   };
 
   // A 401 names the scheme (RFC 9110, RFC 6750) and points at no authorization server: with no
@@ -129,6 +136,24 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
   const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) =>
     reply.code(405).header('Allow', 'POST').send(errorBody('invalid_request_error', 405, STATELESS_MESSAGE));
   app.get(MCP_PATH, { schema: { ...stateless, operationId: 'mcpStream', summary: 'No server-to-client stream: 405' } }, notAllowed);
+
+  // The CORS preflight of a page of an allowed origin (its POST carries Authorization and JSON).
+  app.options(MCP_PATH, {
+    onRequest: checkOrigin,
+    schema: {
+      operationId: 'mcpPreflight',
+      tags,
+      summary: 'CORS preflight for pages of the allowed origins',
+      description: 'Pages of the API’s own origin and of MCP_ALLOWED_ORIGINS may call POST /api/mcp from a browser; other origins get 403.',
+      security: [],
+      response: {
+        204: z.null().describe('Allowed: Access-Control-Allow-Origin/-Methods/-Headers name what the page may send'),
+        403: apiError.describe('permission_error: the Origin header names a page of another origin'),
+      },
+    },
+  }, async (_request, reply) =>
+    reply.code(204).header('Allow', 'POST, OPTIONS').header('Access-Control-Allow-Methods', 'POST')
+      .header('Access-Control-Allow-Headers', CORS_ALLOWED).header('Access-Control-Max-Age', '600').send(null));
   app.delete(MCP_PATH, { schema: { ...stateless, operationId: 'mcpEndSession', summary: 'No session to end: 405' } }, notAllowed);
 };
 

@@ -416,14 +416,35 @@ describe('the endpoint', () => {
     }
   });
 
-  it('a page of a configured origin may call; a foreign origin may not', async () => {
+  it('a page of a configured origin may call (CORS lets it read the answers, errors too); a foreign origin may not', async () => {
     const { key } = await h.account({ credits: 0 });
     const other = await secondInstance({ mcpAllowedOrigins: ['https://console.example'] });
     try {
       const auth = { authorization: `Bearer ${key}` };
-      expect((await post(other.app, INITIALIZE, { ...auth, origin: 'https://console.example' })).statusCode).toBe(200);
-      expect((await post(other.app, INITIALIZE, { ...auth, origin: 'https://evil.example' })).statusCode).toBe(403);
-      expect((await post(other.app, INITIALIZE, auth)).statusCode).toBe(200);
+      const page = { origin: 'https://console.example' };
+      const preflight = await other.app.inject({
+        method: 'OPTIONS', url: '/api/mcp', headers: { ...page, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+      });
+      c.conforms(preflight, 'options', '/api/mcp', 204);
+      expect(preflight.headers).toMatchObject({
+        'access-control-allow-origin': 'https://console.example', 'access-control-allow-methods': 'POST', vary: 'Origin',
+        'access-control-allow-headers': expect.stringContaining('Authorization'),
+      });
+      const ok = await post(other.app, INITIALIZE, { ...auth, ...page });
+      expect(ok.statusCode).toBe(200);
+      expect(ok.headers['access-control-allow-origin']).toBe('https://console.example');
+      const unauthorised = await post(other.app, INITIALIZE, page);
+      expect(unauthorised.statusCode).toBe(401);
+      expect(unauthorised.headers).toMatchObject({ 'access-control-allow-origin': 'https://console.example', 'access-control-expose-headers': expect.stringContaining('WWW-Authenticate') });
+
+      const foreign = { origin: 'https://evil.example' };
+      const refused = await post(other.app, INITIALIZE, { ...auth, ...foreign });
+      expect(refused.statusCode).toBe(403);
+      expect(refused.headers['access-control-allow-origin']).toBeUndefined();
+      c.conforms(await other.app.inject({ method: 'OPTIONS', url: '/api/mcp', headers: foreign }), 'options', '/api/mcp', 403);
+      const bare = await post(other.app, INITIALIZE, auth);
+      expect(bare.statusCode).toBe(200);
+      expect(bare.headers['access-control-allow-origin']).toBeUndefined();
     } finally {
       await other.app.close();
     }

@@ -26,7 +26,7 @@ export interface OpenApiDoc {
   components: { schemas: Record<string, Record<string, unknown>>; securitySchemes: Record<string, unknown> };
 }
 
-export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete' | 'options';
 
 /**
  * Which test file proves the documented statuses of which paths (longest prefix wins). Every
@@ -43,7 +43,7 @@ export function ownerOf(path: string): string {
   if (!match) throw new Error(`no test owns ${path}`);
   return match.file;
 }
-const METHODS: readonly Method[] = ['get', 'post', 'put', 'patch', 'delete'];
+const METHODS: readonly Method[] = ['get', 'post', 'put', 'patch', 'delete', 'options'];
 
 export async function loadDocument(app: FastifyInstance): Promise<OpenApiDoc> {
   const res = await app.inject({ method: 'GET', url: '/openapi.json' });
