@@ -38,6 +38,7 @@ const INSTRUCTIONS =
 
 /** One step per status a generation goes through, for progress notifications (done is 3 of 3). */
 const PROGRESS_STEP: Readonly<Record<GenerationStatus, number>> = { queued: 1, running: 2, succeeded: 3, failed: 3 };
+const MODEL_IMMEDIATE_RESPONSE = 'io.modelcontextprotocol/model-immediate-response';
 /** tasks/result follows its generation in slices of this length until the generation ends. */
 const TASK_FOLLOW_SLICE_MS = 60_000;
 
@@ -104,17 +105,22 @@ export function createMcpServer(deps: McpServerDeps, principal: Principal, log: 
   /** A task-augmented call answers a task at once; a refused one makes a task that has already failed with the refusal. */
   const startTask = async (tool: string, submit: NonNullable<McpTool['submit']>, args: unknown, extra: Extra): Promise<CreateTaskResult> => {
     let context: TaskContext;
+    let immediate: string;
     try {
-      context = { generationId: (await submit(args, contextOf(extra, undefined))).id };
+      const g = await submit(args, contextOf(extra, undefined));
+      context = { generationId: g.id };
+      immediate = `Generation ${g.id} is ${g.status}; this task follows it to its end (tasks/get, tasks/result).`;
     } catch (err) {
       const refused = refusalOf(err);
       if (!refused) throw internal(err);
       context = { refused };
+      immediate = (refused.content[0] as { text: string }).text;
     }
     if (!extra.taskStore) throw internal(new Error('no task store'));
     const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl, context });
     log.info({ taskId: task.taskId, tool, accountId: principal.accountId, status: task.status }, 'mcp task created');
-    return { task };
+    // What a host may hand the model at once while the task runs (MCP 2025-11-25, Tasks): the generation id, or the refusal.
+    return { task, _meta: { [MODEL_IMMEDIATE_RESPONSE]: immediate } };
   };
 
   const definitions = [...TOOLS.values()].map((t) => t.definition);

@@ -7,7 +7,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ResponseMessage } from '@modelcontextprotocol/sdk/experimental/tasks';
-import { CallToolResultSchema, ErrorCode, LATEST_PROTOCOL_VERSION, McpError, RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ErrorCode, LATEST_PROTOCOL_VERSION, McpError, RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult, Progress, ResourceLink, Task } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
@@ -17,7 +17,7 @@ import { PLAN_LIMITS } from '../../api/rate-limit';
 import { freePort } from '../../runtime/process';
 import { download } from '../support/api';
 import type { Credits, GenerationRecord } from '../support/api';
-import { ADMIN_TOKEN, createDatabase, databaseUrlFor, dropDatabase, startHarness } from '../support/harness';
+import { ADMIN_TOKEN, createDatabase, databaseUrlFor, dropDatabase, eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { createConformance, loadDocument } from '../support/openapi';
 
@@ -37,6 +37,7 @@ afterAll(async () => {
 });
 
 const MISSING_GENERATION = `gen_${'0'.repeat(26)}`;
+const MODEL_IMMEDIATE_RESPONSE = 'io.modelcontextprotocol/model-immediate-response';
 const TOOL_NAMES = ['enhance_prompt', 'generate_image', 'generate_video', 'get_generation', 'list_models'];
 
 /** A generation as group A (and so MCP) shows it. */
@@ -296,7 +297,13 @@ describe('MCP tasks', () => {
   it('a failed generation fails its task; a refused call makes a task that has failed with the refusal; nothing is charged', async () => {
     const { key } = await h.account({ credits: 50 });
     const client = await connect(key);
-    const failed = createdTask(await callAsTask(client, 'generate_video', { model: 'kling', prompt: 'storm sim:fail sim:delay=300' }));
+    // The plain request shows what the SDK's task stream leaves out: what a host may tell the model at once.
+    const { task: failed, _meta } = await client.request(
+      { method: 'tools/call', params: { name: 'generate_video', arguments: { model: 'kling', prompt: 'storm sim:fail sim:delay=300' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    expect(_meta?.[MODEL_IMMEDIATE_RESPONSE]).toMatch(/^Generation gen_\w{26} is (queued|running); this task follows it/);
+    await eventually(async () => ((await client.experimental.tasks.getTask(failed.taskId)).status === 'working' ? undefined : true));
     const after = await client.experimental.tasks.getTask(failed.taskId);
     expect(after).toMatchObject({ status: 'failed', statusMessage: expect.stringContaining('sim:fail') });
     const result = await client.experimental.tasks.getTaskResult(failed.taskId, CallToolResultSchema);
