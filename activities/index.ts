@@ -1,8 +1,11 @@
+import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { Provider } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import { createLedgerActivities } from './ledger';
 import { createProviderActivities } from './provider';
+import { createReconcileActivities } from './reconcile';
+import type { ReconcileDeps } from './reconcile';
 import { createSlotActivities } from './slots';
 
 export interface ActivityDeps {
@@ -11,6 +14,9 @@ export interface ActivityDeps {
   store: OutputStore;
   videoConcurrency: number;
   slotPollMs?: number;
+  /** The reconciler asks Temporal about workflows. */
+  client: Client;
+  deadlines: ReconcileDeps['deadlines'];
 }
 
 /** Every activity the generation workflow uses, bound to real dependencies by the worker (or a test). */
@@ -19,6 +25,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createLedgerActivities(deps),
     ...createSlotActivities(deps),
     ...createProviderActivities(deps),
+    ...createReconcileActivities(deps),
   };
 }
 

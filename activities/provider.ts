@@ -4,27 +4,47 @@ import type { ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import type { ProviderOutput } from '../machines/generation';
 import { ProviderRejectedError } from '../core/errors';
+import { metrics } from '../core/metrics';
 
 /** Runs the provider, stores what it made, and reports where it is: the only step that talks to a model. */
 export function createProviderActivities({ provider, store }: { provider: Provider; store: OutputStore }) {
   return {
     async runProvider(job: ProviderJob): Promise<ProviderOutput> {
       const ctx = Context.current();
+      const timer = metrics.providerDuration.startTimer({ kind: job.kind });
+      let outcome = 'failed';
       try {
-        const result = await provider.run(job, { heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
+        const input = await inputOf(job, store);
+        ctx.log.info('provider run started', { generationId: job.generationId, kind: job.kind, model: job.model, attempt: ctx.info.attempt });
+        const result = await provider.run(input === undefined ? job : { ...job, input }, { heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
         let outputKey: string | null = null;
         if (result.file) {
           outputKey = `${job.generationId}/output.${result.file.extension}`;
           await store.put(outputKey, result.file.data, result.file.contentType);
         }
+        outcome = 'succeeded';
+        ctx.log.info('provider run finished', { generationId: job.generationId, outputKey });
         return { outputKey, outputText: result.text ?? null };
       } catch (err) {
+        if (err instanceof ProviderRejectedError) outcome = 'rejected';
+        ctx.log.warn('provider run failed', { generationId: job.generationId, error: (err as Error).message });
         // A refusal is final; Temporal must not retry it, and the workflow reports its code.
         if (err instanceof ProviderRejectedError) {
           throw ApplicationFailure.create({ type: 'ProviderRejectedError', message: err.message, nonRetryable: true, details: [{ code: err.code }] });
         }
         throw err;
+      } finally {
+        timer({ outcome });
       }
     },
   };
+}
+
+/** The stored input of a job that transforms one; a missing input fails the job for good. */
+async function inputOf(job: ProviderJob, store: OutputStore): Promise<Buffer | undefined> {
+  const key = job.params.inputKey;
+  if (typeof key !== 'string') return undefined;
+  const data = await store.get(key);
+  if (!data) throw new ProviderRejectedError(`The input ${key} is missing from the store.`, 'input_missing');
+  return data;
 }

@@ -18,14 +18,19 @@ const security = [{ adminToken: [] }];
 const tags = ['Operator'];
 const accountParams = z.object({ id: z.string().describe('An account id (acct_…)') });
 
-/** The operator API (DESIGN §8), guarded by ADMIN_TOKEN. */
-export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) => {
-  const expected = createHash('sha256').update(deps.adminToken).digest();
-  app.addHook('onRequest', async (request: FastifyRequest) => {
+/** An onRequest hook admitting only the operator's token (compared in constant time). */
+export function requireAdminToken(adminToken: string) {
+  const expected = createHash('sha256').update(adminToken).digest();
+  return async (request: FastifyRequest): Promise<void> => {
     const token = bearerToken(request);
     const given = createHash('sha256').update(token ?? '').digest();
     if (!token || !timingSafeEqual(given, expected)) throw new UnauthorizedError('A valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>).');
-  });
+  };
+}
+
+/** The operator API (DESIGN §8), guarded by ADMIN_TOKEN. */
+export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) => {
+  app.addHook('onRequest', requireAdminToken(deps.adminToken));
 
   app.post('/admin/v1/accounts', {
     schema: {

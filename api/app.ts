@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type pg from 'pg';
 import secureJson from 'secure-json-parse';
 import { validatorCompiler } from 'fastify-type-provider-zod';
@@ -15,6 +16,7 @@ import { fileRoutes } from './files';
 import { healthRoutes } from './health';
 import { legacyRoutes } from './legacy';
 import { mcpRoutes } from './mcp/route';
+import { instrumentRequests, metricsRoutes } from './metrics';
 import { trackRouteMethods } from './methods';
 import { createRateLimiter } from './rate-limit';
 import type { RateLimiter } from './rate-limit';
@@ -35,13 +37,27 @@ export interface AppDeps {
   mcpTaskPollIntervalMs?: number;
   /** Fetches and checks upscale inputs (SSRF-safe); without it upscale requests are refused. */
   prepareInput?: GenerationServiceDeps['prepareInput'];
-  logger?: boolean | { level: string };
+  deadlines?: GenerationServiceDeps['deadlines'];
+  logger?: FastifyServerOptions['logger'];
 }
 
 /** Builds the HTTP API without listening: `server.ts` listens, tests call `app.inject()`. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Chat input of any length is capped, not refused, so the body limit is generous.
-  const app = Fastify({ logger: deps.logger ?? false, bodyLimit: 8 * 1024 * 1024 });
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: 8 * 1024 * 1024,
+    // Every log line about a request carries its id; a caller's own x-request-id is kept when sane.
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  instrumentRequests(app);
   // Route schemas are zod: they validate requests and generate the OpenAPI document. Responses are
   // written as plain JSON; their schemas type-check the handlers and the document, and a test holds
   // real responses to the document.
@@ -71,11 +87,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     store: deps.store,
     syncWaitMs: deps.syncWaitMs,
     ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
+    ...(deps.deadlines ? { deadlines: deps.deadlines } : {}),
   });
 
   await app.register(healthRoutes, { pool: deps.pool, client: deps.client });
   await app.register(fileRoutes, { store: deps.store });
   await app.register(adminRoutes, { pool: deps.pool, adminToken: deps.adminToken, defaultChatCap: deps.defaultChatCap });
+  await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service });
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
   await app.register(mcpRoutes, {

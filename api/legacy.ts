@@ -101,6 +101,7 @@ export const legacyRoutes: FastifyPluginAsyncZod<AuthDeps & { service: Generatio
     const { generation } = await deps.service.submit(toRequest(request.body), principalOf(request), {
       door: 'C',
       respondAsync,
+      log: request.log,
       idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, route: 'POST /api/generate', body: request.body },
     });
     if (respondAsync) reply.header('Preference-Applied', 'respond-async');

@@ -37,6 +37,8 @@ export const configSchema = z.object({
   TEMPORAL_UI_PORT: port(8233),
   TEMPORAL_PORT: port(7233),
   EMBEDDED_PG_PORT: port(5433),
+  /** A worker on its own serves GET /metrics on this port (the API serves its own on PORT). */
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   PUBLIC_BASE_URL: optionalUrl,
   /** Signs output URLs; generated and kept in DATA_DIR when not given. */
   URL_SIGNING_SECRET: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16).optional()),
@@ -47,6 +49,14 @@ export const configSchema = z.object({
   SIM_LATENCY_MS: z.coerce.number().int().min(0).max(600_000).optional(),
   FREE_CHAT_CAP: z.coerce.number().int().min(0).default(20),
   VIDEO_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5),
+  /** Per kind: past this a generation fails with `timeout` and its hold is released (DESIGN §5). */
+  DEADLINE_IMAGE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(10 * 60_000),
+  DEADLINE_CHAT_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(10 * 60_000),
+  DEADLINE_VIDEO_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(2 * 3_600_000),
+  /** How often the reconciler looks for holds left behind, and how old a hold must be to be looked at. */
+  RECONCILE_EVERY_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(60_000),
+  RECONCILE_GRACE_MS: z.coerce.number().int().min(0).max(86_400_000).default(120_000),
+  DEADLINE_UPSCALE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(2 * 3_600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Origins whose browser pages may call /api/mcp besides the API's own (PUBLIC_BASE_URL); clients that send no Origin always may. */
   MCP_ALLOWED_ORIGINS: originList,
@@ -123,4 +133,9 @@ export function s3Settings(c: Config): S3Settings | undefined {
     accessKeyId: c.S3_ACCESS_KEY_ID,
     secretAccessKey: c.S3_SECRET_ACCESS_KEY,
   };
+}
+
+/** The per-kind deadlines of a configuration, as the generation service takes them. */
+export function deadlinesOf(c: Config): Record<'image' | 'video' | 'chat' | 'upscale', number> {
+  return { image: c.DEADLINE_IMAGE_MS, chat: c.DEADLINE_CHAT_MS, video: c.DEADLINE_VIDEO_MS, upscale: c.DEADLINE_UPSCALE_MS };
 }

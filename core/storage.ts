@@ -15,6 +15,8 @@ import { dirname, join, resolve, sep } from 'node:path';
 export interface OutputStore {
   /** Stores `data` under `key` (e.g. `gen_abc/output.png`); readers see the old file or the new one, never a part. */
   put(key: string, data: Buffer, contentType: string): Promise<void>;
+  /** The bytes stored under `key`, for the service's own use (e.g. an upscale input); undefined when absent. */
+  get(key: string): Promise<Buffer | undefined>;
   /** A fresh URL for `key`, valid `ttlSeconds` after `now` (async: a remote store presigns). */
   signedUrl(key: string, now?: Date): Promise<string>;
   /**
@@ -75,6 +77,15 @@ export function createLocalStore(opts: LocalStoreOptions): OutputStore {
       // The sidecar goes first: a reader that finds the file then also finds its type.
       await writeAtomically(metaPathOf(key), JSON.stringify({ contentType }));
       await writeAtomically(path, data);
+    },
+
+    async get(key) {
+      try {
+        return await readFile(pathOf(key));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw err;
+      }
     },
 
     async signedUrl(key, now = new Date()) {

@@ -36,7 +36,9 @@ export type GenerationEvent =
   | { type: 'SLOT_GRANTED' }
   | { type: 'PROVIDER_SUCCEEDED'; output: ProviderOutput }
   | { type: 'PROVIDER_FAILED'; error: FailureInfo }
-  | { type: 'CANCEL'; reason: string };
+  | { type: 'CANCEL'; reason: string }
+  /** The generation's deadline passed before it finished (DESIGN §5: nothing in flight forever). */
+  | { type: 'DEADLINE'; message: string };
 
 interface GenerationContext {
   needsSlot: boolean;
@@ -46,6 +48,8 @@ interface GenerationContext {
 }
 
 export const cancelledError = (reason: string): FailureInfo => ({ code: 'cancelled', message: reason, retryable: false });
+/** A run that overstayed its deadline may well succeed when sent again. */
+export const timeoutError = (message: string): FailureInfo => ({ code: 'timeout', message, retryable: true });
 
 export const generationMachine = setup({
   types: {
@@ -107,6 +111,10 @@ export const generationMachine = setup({
           target: 'failed',
           actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: cancelledError(event.reason) }) }],
         },
+        DEADLINE: {
+          target: 'failed',
+          actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: timeoutError(event.message) }) }],
+        },
         // The slot wait itself can fail for good (e.g. the account vanished).
         PROVIDER_FAILED: {
           target: 'failed',
@@ -128,6 +136,10 @@ export const generationMachine = setup({
         CANCEL: {
           target: 'failed',
           actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: cancelledError(event.reason) }) }],
+        },
+        DEADLINE: {
+          target: 'failed',
+          actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: timeoutError(event.message) }) }],
         },
       },
     },

@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app';
+import { deadlinesOf } from '../core/config';
+import { createSafeHttpClient } from '../core/net/safe-http';
+import { createInputPreparer } from '../service/inputs';
 import type { Services } from './services';
 
 /** Builds the API on the given services and listens on the configured port. */
@@ -15,6 +18,13 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     defaultChatCap: s.config.FREE_CHAT_CAP,
     // Browser pages of the API's own origin, and of the configured ones, may call /api/mcp.
     mcpAllowedOrigins: [s.publicBaseUrl, ...s.config.MCP_ALLOWED_ORIGINS],
+    deadlines: deadlinesOf(s.config),
+    prepareInput: createInputPreparer({
+      // Inputs on the developer's own machine or LAN are fine in development; never elsewhere.
+      http: createSafeHttpClient({ policy: { allowPrivateNetworks: s.config.NODE_ENV === 'development' } }),
+      store: s.store,
+      publicBaseUrl: s.publicBaseUrl,
+    }),
     logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });

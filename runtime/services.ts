@@ -1,6 +1,7 @@
 import { resolve, join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import { jsonLogger } from './json-logger';
 import type pg from 'pg';
 import { createRateLimiter, createRedisRateLimiter } from '../api/rate-limit';
 import type { RateLimiter } from '../api/rate-limit';
@@ -39,7 +40,7 @@ const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info
  */
 export async function openServices(config: Config, where: { databaseUrl: string; temporalAddress: string }): Promise<Services> {
   // The Temporal runtime is process-wide and installed once, before any connection exists.
-  Runtime.install({ logger: new DefaultLogger(TEMPORAL_LOG_LEVELS[config.LOG_LEVEL]) });
+  Runtime.install({ logger: jsonLogger(TEMPORAL_LOG_LEVELS[config.LOG_LEVEL]) });
   const dataDir = resolve(config.DATA_DIR);
   const pool = createPool(where.databaseUrl, 20);
   await migrate(pool);

@@ -8,6 +8,8 @@ import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { freePort, isAlive, OutputTail, signal, waitForExit } from './process';
+import { dynamicConfigArgs, TEMPORAL_DYNAMIC_CONFIG } from './temporal-server-config';
+import type { TemporalDynamicConfig } from './temporal-server-config';
 
 export type SearchAttributeType = 'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
 
@@ -32,6 +34,8 @@ export interface TemporalDevServerOptions {
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** How long to wait for the frontend to answer; the first start on a new SQLite file is slow. */
   readyTimeoutMs?: number;
+  /** Dynamic config values; the service's own (TEMPORAL_DYNAMIC_CONFIG) when omitted. */
+  dynamicConfig?: TemporalDynamicConfig;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -82,6 +86,7 @@ interface StartDevSettings {
   searchAttributes: Record<string, SearchAttributeType>;
   dbFile?: string;
   logLevel?: string;
+  dynamicConfig?: TemporalDynamicConfig;
 }
 
 function startDevArgs(settings: StartDevSettings): string[] {
@@ -98,6 +103,7 @@ function startDevArgs(settings: StartDevSettings): string[] {
   for (const [name, type] of Object.entries(settings.searchAttributes)) {
     args.push('--search-attribute', `${name}=${type}`);
   }
+  args.push(...dynamicConfigArgs(settings.dynamicConfig ?? TEMPORAL_DYNAMIC_CONFIG));
   return args;
 }
 

@@ -1,3 +1,5 @@
+import { deadlinesOf } from '../core/config';
+import { ensureReconcilerSchedule } from './reconciler-schedule';
 import type { Services } from './services';
 import { createWorker } from './worker';
 
@@ -11,7 +13,10 @@ export async function startWorker(s: Services): Promise<{ stop(): Promise<void> 
     provider: s.provider,
     store: s.store,
     videoConcurrency: s.config.VIDEO_CONCURRENCY,
+    client: s.client,
+    deadlines: deadlinesOf(s.config),
   });
+  await ensureReconcilerSchedule(s.client, { taskQueue: s.config.TEMPORAL_TASK_QUEUE, everyMs: s.config.RECONCILE_EVERY_MS, graceMs: s.config.RECONCILE_GRACE_MS });
   const running = worker.run();
   return {
     async stop() {

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
@@ -19,6 +20,8 @@ export interface WorkerDeps {
   /** A prebuilt bundle (tests build one for all files); otherwise the workflows are bundled here. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   slotPollMs?: number;
+  client: Client;
+  deadlines: Record<'image' | 'video' | 'chat' | 'upscale', number>;
 }
 
 /** The worker runs the generation workflow and its activities, bound to real dependencies. */
@@ -33,6 +36,8 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       provider: deps.provider,
       store: deps.store,
       videoConcurrency: deps.videoConcurrency,
+      client: deps.client,
+      deadlines: deps.deadlines,
       ...(deps.slotPollMs === undefined ? {} : { slotPollMs: deps.slotPollMs }),
     }),
     // Activities wait on I/O, not CPU; a small machine can run many at once.

@@ -14,6 +14,7 @@ import {
 } from '../core/errors';
 import { requestHash } from '../core/idempotency';
 import { GENERATION_ID_PATTERN } from '../core/ids';
+import { metrics, recordResolution } from '../core/metrics';
 import { mcToCredits } from '../core/money';
 import type { Principal } from '../core/principal';
 import type { OutputStore } from '../core/storage';
@@ -31,6 +32,8 @@ export interface GenerationServiceDeps {
   store: OutputStore;
   /** How long a submit waits for an image or chat to finish before answering its current state. */
   syncWaitMs: number;
+  /** Per kind, how long a generation may stay in flight before it fails with `timeout`. */
+  deadlines?: Partial<Record<GenerationKind, number>>;
   /** How long a cancel waits for the workflow to release the hold before answering. */
   cancelWaitMs?: number;
   /** Fetches and checks an upscale input before anything is held; without it upscale is refused. */
@@ -49,6 +52,8 @@ export interface SubmitOptions {
   idempotency?: { key: string; route: string; body: unknown } | undefined;
   /** Answer at once (RFC 7240 `Prefer: respond-async`) instead of waiting for an image or chat. */
   respondAsync?: boolean | undefined;
+  /** The request's logger: admission lines carry its request id next to the generation id. */
+  log?: { info(obj: object, msg: string): void } | undefined;
 }
 
 export interface Submitted {
@@ -113,7 +118,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const replay = async (accountId: string, id: string, opts: SubmitOptions): Promise<Submitted> => {
     const g = await read(accountId, id);
     // The first request may have died between its hold and its start; starting again is harmless.
-    if (!TERMINAL.has(g.status)) await gateway.start(workflowInputOf(g));
+    if (!TERMINAL.has(g.status)) await gateway.start(workflowInputOf(g, deps.deadlines?.[g.kind]));
     await waitIfSync(id, g.kind, opts);
     return { generation: await viewOf(await read(accountId, id), store), replayed: true };
   };
@@ -125,9 +130,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     } catch (err) {
       // The client is told it failed, so the generation must not charge. Should the start have
       // reached the server after all, that workflow finds the hold released and charges nothing.
-      await inTransaction(pool, (tx) =>
+      recordResolution(await inTransaction(pool, (tx) =>
         releaseHold(tx, input.generationId, { code: 'not_started', message: 'The generation could not be started; nothing was charged.', retryable: true }),
-      );
+      ));
       throw new ServiceUnavailableError('The service could not start the generation; nothing was charged. Retry shortly.', { cause: err });
     }
   };
@@ -154,6 +159,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
         priced.params = { ...priced.params, ...prepared.params };
       }
 
+      const admissionTimer = metrics.admissionDuration.startTimer({ kind: priced.kind });
       const admitted = await inTransaction(pool, async (tx): Promise<{ replayOf: string } | { outcome: HoldOutcome & { admitted: true } }> => {
         if (keyed) {
           const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: priced.generationId });
@@ -175,18 +181,25 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
 
       const { outcome } = admitted;
-      const input: GenerationWorkflowInput = { ...priced, model: outcome.model, admitted: { free: outcome.free, model: outcome.model } };
+      const deadlineMs = deps.deadlines?.[priced.kind];
+      const input: GenerationWorkflowInput = {
+        ...priced, model: outcome.model, admitted: { free: outcome.free, model: outcome.model }, ...(deadlineMs === undefined ? {} : { deadlineMs }),
+      };
       if (prepared) {
         try {
           input.params = { ...input.params, ...(await prepared.store(input.generationId)) };
         } catch (err) {
-          await inTransaction(pool, (tx) =>
+          recordResolution(await inTransaction(pool, (tx) =>
             releaseHold(tx, input.generationId, { code: 'input_unavailable', message: 'The input could not be stored; nothing was charged.', retryable: true }),
-          );
+          ));
           throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', { cause: err });
         }
       }
       await startOrRelease(input);
+      admissionTimer();
+      metrics.admissions.inc({ kind: input.kind });
+      if (!outcome.free) metrics.creditsHeld.inc(mcToCredits(outcome.amountMc));
+      opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: mcToCredits(outcome.amountMc), free: outcome.free }, 'generation admitted');
       await waitIfSync(input.generationId, input.kind, opts);
       return { generation: await viewOf(await read(principal.accountId, input.generationId), store), replayed: false };
     },
@@ -250,7 +263,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     async cancel(principal: Principal, id: string): Promise<GenerationView> {
       const g = await read(principal.accountId, id);
       if (!TERMINAL.has(g.status)) {
-        await gateway.cancel(workflowInputOf(g), 'cancelled by the client');
+        await gateway.cancel(workflowInputOf(g, deps.deadlines?.[g.kind]), 'cancelled by the client');
         await gateway.awaitFinish(id, deps.cancelWaitMs ?? 10_000);
       }
       const after = await read(principal.accountId, id);
@@ -276,8 +289,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 export type GenerationService = ReturnType<typeof createGenerationService>;
 
 /** Everything a generation's workflow needs, rebuilt from its record (replays, cancels, the reconciler). */
-export function workflowInputOf(g: GenerationRow): GenerationWorkflowInput {
+export function workflowInputOf(g: GenerationRow, deadlineMs?: number): GenerationWorkflowInput {
   return {
+    ...(deadlineMs === undefined ? {} : { deadlineMs }),
     generationId: g.id,
     accountId: g.accountId,
     apiKeyId: g.apiKeyId,

@@ -23,6 +23,8 @@ export interface GenerationWorkflowInput {
    * the hold themselves: both paths replay.
    */
   admitted?: { free: boolean; model: string };
+  /** After this long the generation fails with `timeout` and its hold is released (per kind, configured). */
+  deadlineMs?: number;
 }
 
 export type Admission =

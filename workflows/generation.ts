@@ -7,6 +7,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { initialTransition, transition } from 'xstate';
@@ -18,11 +19,14 @@ import { admissionQuery, admissionUpdate, cancelSignal, phaseQuery } from './def
 import type { Admission, GenerationResult, GenerationWorkflowInput } from './definitions';
 
 // Ledger steps are short database transactions: as local activities they run inside the workflow
-// task instead of a round trip through the server each. Money moves must eventually happen, so
-// they retry without limit (each one is idempotent, which also makes a re-run after a crash safe).
+// task instead of a round trip through the server each. Each is idempotent, so a re-run after a
+// crash is safe. A permanent database error (invalid input, a constraint) is not retried; a
+// transient one (connection, serialization, deadlock) is, for a bounded time, after which the
+// generation fails cleanly and the reconciler finishes what is left (docs/decisions.md).
 const ledger = proxyLocalActivities<GenerationActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  scheduleToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: ['LedgerPermanentError'] },
 });
 
 // The slot wait polls inside the activity and heartbeats, so a dead worker is noticed in seconds.
@@ -50,6 +54,8 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
   const events: GenerationEvent[] = [];
   const background: CancellationScope[] = [];
   let admission: Admission | undefined;
+  /** Set when the ledger, not the provider, decided that a finished run failed (see settle). */
+  let finalFailure: FailureInfo | undefined;
 
   let [snapshot, pending] = initialTransition(generationMachine, { needsSlot: input.kind === 'video' });
   let phase: GenerationPhase = phaseOf(snapshot.value);
@@ -61,6 +67,16 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
   setHandler(phaseQuery, () => phase);
   setHandler(admissionQuery, () => admission ?? null);
   setHandler(cancelSignal, (reason) => void events.push({ type: 'CANCEL', reason }));
+
+  // Nothing stays in flight forever (DESIGN §5). Workflows of the earlier code carry no deadline.
+  const deadline = new CancellationScope();
+  if (input.deadlineMs !== undefined) {
+    const ms = input.deadlineMs;
+    deadline.run(() => sleep(ms)).then(
+      () => void events.push({ type: 'DEADLINE', message: `the generation did not finish within its deadline of ${Math.round(ms / 60_000)} min` }),
+      () => undefined,
+    );
+  }
 
   const failureOf = (err: unknown): FailureInfo => {
     const cause = err instanceof ActivityFailure ? err.cause : err;
@@ -123,7 +139,12 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
         });
         return;
       case 'markRunning':
-        await ledger.markRunning({ generationId: input.generationId });
+        try {
+          await ledger.markRunning({ generationId: input.generationId });
+        } catch (err) {
+          if (isCancellation(err)) throw err;
+          events.push({ type: 'PROVIDER_FAILED', error: { code: 'ledger_error', message: 'the generation could not be marked running', retryable: true } });
+        }
         return;
       case 'runProvider':
         inBackground(async () => {
@@ -142,12 +163,21 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
         return;
       case 'settle': {
         const { output } = action.params as { output: { outputKey: string | null; outputText: string | null; chargeMc?: number } };
-        await ledger.settle({
-          generationId: input.generationId,
-          outputKey: output.outputKey,
-          outputText: output.outputText,
-          ...(output.chargeMc === undefined ? {} : { chargeMc: output.chargeMc }),
-        });
+        try {
+          const settled = await ledger.settle({
+            generationId: input.generationId,
+            outputKey: output.outputKey,
+            outputText: output.outputText,
+            ...(output.chargeMc === undefined ? {} : { chargeMc: output.chargeMc }),
+          });
+          // The API released the hold (its start of this workflow looked failed): nothing was charged.
+          if (settled.outcome === 'already' && settled.state === 'released') finalFailure = { code: 'not_started', message: 'the hold was released before the run finished', retryable: true };
+        } catch (err) {
+          if (isCancellation(err) || !input.admitted) throw err;
+          // A charge that cannot be recorded is not charged: give the hold back instead.
+          finalFailure = { code: 'settle_failed', message: 'the charge could not be recorded; nothing was charged', retryable: true };
+          await ledger.release({ generationId: input.generationId, error: finalFailure });
+        }
         return;
       }
       case 'release': {
@@ -189,6 +219,19 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
     // compensations it asks for (release) run to completion.
     events.push({ type: 'CANCEL', reason: 'cancelled by an operator' });
     await CancellationScope.nonCancellable(drive);
+  }
+  deadline.cancel();
+
+  // A failed generation ends as a failed workflow, so an operator tells failures from successes in
+  // the Temporal UI list; its error code is the failure message. Workflows started by the earlier
+  // code completed in every case and must replay as they ran.
+  const failure = finalFailure ?? (phase === 'failed' ? snapshot.context.error : null);
+  if (input.admitted && failure) {
+    if (finalFailure) {
+      phase = 'failed';
+      upsertSearchAttributes([{ key: GenerationStatus, value: 'failed' }]);
+    }
+    throw ApplicationFailure.create({ type: 'GenerationFailed', message: failure.code, nonRetryable: true, details: [failure] });
   }
   return { generationId: input.generationId, phase };
 }

@@ -1,1 +1,2 @@
 export { generation } from './generation';
+export { reconcile } from './reconcile';

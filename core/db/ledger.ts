@@ -103,8 +103,8 @@ export interface SettleRequest {
 }
 
 export type Resolution =
-  | { outcome: 'settled'; chargedMc: Millicredits }
-  | { outcome: 'released'; releasedMc: Millicredits }
+  | { outcome: 'settled'; kind: string; chargedMc: Millicredits; releasedMc: Millicredits }
+  | { outcome: 'released'; kind: string; releasedMc: Millicredits; code: string }
   | { outcome: 'already'; state: 'settled' | 'released' };
 
 export async function settleHold(tx: Queryable, req: SettleRequest): Promise<Resolution> {
@@ -122,13 +122,13 @@ export async function settleHold(tx: Queryable, req: SettleRequest): Promise<Res
   const after = await moveAccount(tx, hold.account_id, { heldDelta: -hold.amount_mc, balanceDelta: -hold.charged_mc });
   await appendEntry(tx, hold.account_id, req.generationId, 'charge', hold.charged_mc, after, null);
   if (rest > 0) await appendEntry(tx, hold.account_id, req.generationId, 'release', rest, after, 'unused part of the hold');
-  await tx.query(
+  const g = await tx.query<{ kind: string }>(
     `UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
             started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
-      WHERE id = $1`,
+      WHERE id = $1 RETURNING kind`,
     [req.generationId, hold.charged_mc, req.outputKey, req.outputText],
   );
-  return { outcome: 'settled', chargedMc: hold.charged_mc };
+  return { outcome: 'settled', kind: g.rows[0]?.kind ?? 'unknown', chargedMc: hold.charged_mc, releasedMc: rest };
 }
 
 export interface GenerationError {
@@ -150,11 +150,11 @@ export async function releaseHold(tx: Queryable, generationId: string, error: Ge
   // A failed free reply gives its allowance back: a failure costs nothing, not even a trial reply.
   const after = await moveAccount(tx, hold.account_id, { heldDelta: -hold.amount_mc, balanceDelta: 0, chatUsedDelta: hold.free_chat ? -1 : 0 });
   await appendEntry(tx, hold.account_id, generationId, 'release', hold.amount_mc, after, error.code);
-  await tx.query(
-    `UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now() WHERE id = $1`,
+  const g = await tx.query<{ kind: string }>(
+    `UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now() WHERE id = $1 RETURNING kind`,
     [generationId, JSON.stringify(error)],
   );
-  return { outcome: 'released', releasedMc: hold.amount_mc };
+  return { outcome: 'released', kind: g.rows[0]?.kind ?? 'unknown', releasedMc: hold.amount_mc, code: error.code };
 }
 
 async function alreadyResolved(tx: Queryable, generationId: string): Promise<Resolution> {

@@ -30,28 +30,6 @@ export async function renderImagePng({ width, height, seed }: ImageRequest): Pro
     .toBuffer();
 }
 
-export interface UpscaledImage {
-  data: Buffer;
-  width: number;
-  height: number;
-}
-
-export async function upscaleImage(input: Buffer, scale: 2 | 4): Promise<UpscaledImage> {
-  // Orientation first, so a portrait photo stored sideways with an EXIF tag comes out upright
-  // and the reported size is the one a viewer sees.
-  const meta = await sharp(input).metadata();
-  const width = meta.autoOrient.width * scale;
-  const height = meta.autoOrient.height * scale;
-  assertSide(width, 'upscaled width');
-  assertSide(height, 'upscaled height');
-  const { data, info } = await sharp(input)
-    .autoOrient()
-    .resize(width, height, { kernel: 'lanczos3', fit: 'fill' })
-    .png()
-    .toBuffer({ resolveWithObject: true });
-  return { data, width: info.width, height: info.height };
-}
-
 function assertSide(value: number, name: string): void {
   if (!Number.isInteger(value) || value < 1 || value > MAX_IMAGE_SIDE) {
     throw new MediaRequestError(`${name} must be an integer from 1 to ${MAX_IMAGE_SIDE}, got ${value}`);

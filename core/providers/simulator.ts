@@ -1,6 +1,8 @@
 import { ProviderRejectedError } from '../errors';
 import { renderImagePng } from '../media/png';
 import { renderVideoWebm } from '../media/webm';
+import { ImageInputError } from '../media/image-errors';
+import { upscale } from '../media/upscale';
 import { parseDirectives } from './directives';
 import type { Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 
@@ -37,9 +39,18 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
           const text = chatReply(job.prompt, tokens);
           return { text, outputTokens: tokens, file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' } };
         }
-        case 'upscale':
-          // No API accepts upscale jobs yet; refusing here keeps a stray one from being charged.
-          throw new ProviderRejectedError('Upscaling is not offered yet.', 'unsupported_kind');
+        case 'upscale': {
+          if (!job.input) throw new ProviderRejectedError('The upscale job has no input image.', 'input_missing');
+          const scale = job.params.scale === 4 ? 4 : 2;
+          try {
+            const out = await upscale(job.input, scale);
+            return { file: { data: out.data, contentType: 'image/png', extension: 'png' } };
+          } catch (err) {
+            // The input was checked at submit; one that still fails will fail on every attempt.
+            if (err instanceof ImageInputError) throw new ProviderRejectedError(err.message, 'invalid_input');
+            throw err;
+          }
+        }
       }
     },
   };

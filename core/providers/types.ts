@@ -7,6 +7,8 @@ export interface ProviderJob {
   model: string;
   prompt: string;
   params: Record<string, unknown>;
+  /** The input file of a job that transforms one (upscale), read from the store by the activity. */
+  input?: Buffer;
 }
 
 export interface ProviderFile {

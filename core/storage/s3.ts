@@ -57,6 +57,16 @@ export function createS3Store(opts: S3StoreOptions): S3Store {
       await client.send(new PutObjectCommand({ Bucket: opts.bucket, Key: checked(key), Body: data, ContentType: contentType, CacheControl: 'private, max-age=3600' }));
     },
 
+    async get(key) {
+      try {
+        const object = await client.send(new GetObjectCommand({ Bucket: opts.bucket, Key: checked(key) }));
+        return object.Body ? Buffer.from(await object.Body.transformToByteArray()) : undefined;
+      } catch (err) {
+        if (err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.$metadata.httpStatusCode === 404)) return undefined;
+        throw describe(err, `cannot read '${key}'`);
+      }
+    },
+
     async signedUrl(key, now = new Date()) {
       return getSignedUrl(signer, new GetObjectCommand({ Bucket: opts.bucket, Key: checked(key) }), { expiresIn: ttl, signingDate: now });
     },

@@ -8,19 +8,31 @@ import { inject } from 'vitest';
 import { buildApp } from '../../api/app';
 import { createPool } from '../../core/db/pool';
 import { createSimulator } from '../../core/providers/simulator';
+import type { Provider } from '../../core/providers/types';
 import { createLocalStore } from '../../core/storage';
 import type { OutputStore } from '../../core/storage';
 import { createWorker } from '../../runtime/worker';
+import { deadlinesOf, loadConfig } from '../../core/config';
+import { createSafeHttpClient } from '../../core/net/safe-http';
+import { createInputPreparer } from '../../service/inputs';
 
 // Worker chatter (state changes, expected activity failures) would bury the test report.
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+/** Where the harness says its files are served (the app is called with inject, so nothing listens there). */
+export const FILES_BASE_URL = 'http://files.test';
 
 export interface HarnessOptions {
   /** Start an in-process worker (default); false when the test runs its own worker process. */
   worker?: boolean;
   syncWaitMs?: number;
+  /** The provider the worker runs; default the simulator. */
+  provider?: Provider;
+  /** Per-kind deadlines (ms); default: the configuration's defaults. */
+  deadlines?: Partial<Record<'image' | 'video' | 'chat' | 'upscale', number>>;
+  /** Whether upscale inputs may come from loopback and private networks (development mode); default true. */
+  allowPrivateNetworks?: boolean;
   videoConcurrency?: number;
 }
 
@@ -34,7 +46,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   const client = new Client({ connection });
   const taskQueue = `q-${name}`;
   const dataDir = join(inject('testDataDir'), name);
-  const store: OutputStore = createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl: 'http://files.test', signingSecret: 'test-signing-secret-0123456789' });
+  const store: OutputStore = createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl: FILES_BASE_URL, signingSecret: 'test-signing-secret-0123456789' });
 
   let nativeConnection: NativeConnection | undefined;
   let stopWorker = async (): Promise<void> => undefined;
@@ -46,10 +58,12 @@ export async function startHarness(options: HarnessOptions = {}) {
       namespace: 'default',
       taskQueue,
       pool,
-      provider: createSimulator(),
+      provider: options.provider ?? createSimulator(),
       store,
       videoConcurrency: options.videoConcurrency ?? 5,
       workflowBundle: { codePath: inject('workflowBundlePath') },
+      client,
+      deadlines: deadlinesOf(loadConfig({})),
       slotPollMs: 50,
     });
     const workerRun = worker.run();
@@ -68,6 +82,9 @@ export async function startHarness(options: HarnessOptions = {}) {
     adminToken: ADMIN_TOKEN,
     syncWaitMs: options.syncWaitMs ?? 30_000,
     defaultChatCap: 5,
+    deadlines: options.deadlines ?? deadlinesOf(loadConfig({})),
+    // Tests serve inputs from loopback, as development mode allows; SSRF tests build their own.
+    prepareInput: createInputPreparer({ http: createSafeHttpClient({ policy: { allowPrivateNetworks: options.allowPrivateNetworks ?? true } }), store, publicBaseUrl: FILES_BASE_URL }),
   });
 
   const call = async (method: 'GET' | 'POST' | 'DELETE', url: string, opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<LightMyRequestResponse> =>

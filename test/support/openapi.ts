@@ -36,6 +36,7 @@ export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete' | 'options';
 export const COVERAGE_OWNERS: readonly { prefix: string; file: string }[] = [
   { prefix: '/', file: 'openapi.test.ts' },
   { prefix: '/api/mcp', file: 'mcp.test.ts' },
+  { prefix: '/metrics', file: 'metrics.test.ts' },
 ];
 
 export function ownerOf(path: string): string {

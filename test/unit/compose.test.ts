@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { configSchema, loadConfig, s3Settings } from '../../core/config';
 import { MINIO_RELEASE } from '../../scripts/minio';
+import { TEMPORAL_DYNAMIC_CONFIG } from '../../runtime/temporal-server-config';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -204,7 +205,7 @@ describe('docker-compose.yml', () => {
     });
   });
 
-  it('mounts its Temporal dynamic config, which enables what the API uses (Update-with-Start)', () => {
+  it('mounts its Temporal dynamic config: the settings the dev server gets too (Update-with-Start, dispatch latency)', () => {
     const temporal = service('temporal');
     const path = environmentOf(temporal).DYNAMIC_CONFIG_FILE_PATH!;
     // Relative paths are resolved against the server's TEMPORAL_HOME, /etc/temporal.
@@ -214,8 +215,15 @@ describe('docker-compose.yml', () => {
     expect(mount!.source.startsWith('./')).toBe(true);
     const onHost = join(ROOT, mount!.source, inContainer.slice(mount!.target.length));
     expect(existsSync(onHost)).toBe(true);
-    const dynamic = parse(readFileSync(onHost, 'utf8')) as Record<string, { value: unknown }[]>;
+    const dynamic = parse(readFileSync(onHost, 'utf8')) as Record<string, { value: unknown; constraints?: unknown }[]>;
     expect(dynamic['frontend.enableExecuteMultiOperation']?.[0]?.value).toBe(true);
+    // One value per key and no constraints: the same setting everywhere, as on the dev server.
+    const values = Object.fromEntries(Object.entries(dynamic).map(([key, entries]) => {
+      expect(entries, key).toHaveLength(1);
+      expect(entries[0]!.constraints ?? {}, key).toEqual({});
+      return [key, entries[0]!.value];
+    }));
+    expect(values).toEqual(TEMPORAL_DYNAMIC_CONFIG);
   });
 
   it('has every bind-mounted path in the repository and every named volume declared', () => {

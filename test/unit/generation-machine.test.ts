@@ -89,4 +89,18 @@ describe('generation machine', () => {
     expect(phaseOf(next.value)).toBe('failed');
     expect(actions).toEqual([]);
   });
+
+  it('a deadline fails a queued or running generation with a retryable timeout, stops its work and releases', () => {
+    for (const [needsSlot, before] of [[true, [{ type: 'HOLD_PLACED' }]], [false, [{ type: 'HOLD_PLACED' }]]] as [boolean, GenerationEvent[]][]) {
+      const { steps, last, snapshot } = run(needsSlot, [...before, { type: 'DEADLINE', message: 'over 10 min' }]);
+      expect(steps[steps.length - 1]).toEqual({ phase: 'failed', effects: ['stopWork', 'release'] });
+      expect(last[1]!.params).toEqual({ error: { code: 'timeout', message: 'over 10 min', retryable: true } });
+      expect(snapshot.status).toBe('done');
+    }
+  });
+
+  it('a deadline after the end changes nothing', () => {
+    const { steps } = run(false, [{ type: 'HOLD_PLACED' }, { type: 'PROVIDER_SUCCEEDED', output }, { type: 'DEADLINE', message: 'late' }]);
+    expect(steps[steps.length - 1]).toEqual({ phase: 'succeeded', effects: [] });
+  });
 });

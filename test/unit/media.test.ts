@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import sharp from 'sharp';
-import { MediaRequestError, renderImagePng, upscaleImage } from '../../core/media/png';
+import { MediaRequestError, renderImagePng } from '../../core/media/png';
 import { renderVideoWebm } from '../../core/media/webm';
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -39,16 +39,6 @@ describe('renderImagePng', () => {
   it('refuses sizes it cannot produce', async () => {
     await expect(renderImagePng({ width: 0, height: 10, seed: 's' })).rejects.toBeInstanceOf(MediaRequestError);
     await expect(renderImagePng({ width: 10.5, height: 10, seed: 's' })).rejects.toBeInstanceOf(MediaRequestError);
-  });
-});
-
-describe('upscaleImage', () => {
-  it.each([2, 4] as const)('resizes by %i into a PNG', async (scale) => {
-    const input = await renderImagePng({ width: 120, height: 80, seed: 'upscale' });
-    const out = await upscaleImage(input, scale);
-    expect(out).toMatchObject({ width: 120 * scale, height: 80 * scale });
-    expect(out.data.subarray(0, 8)).toEqual(PNG_SIGNATURE);
-    expect(await sharp(out.data).metadata()).toMatchObject({ width: 120 * scale, height: 80 * scale });
   });
 });
 

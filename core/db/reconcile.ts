@@ -1,0 +1,20 @@
+import type { Queryable } from './pool';
+
+export interface HeldHold {
+  generationId: string;
+  kind: 'image' | 'video' | 'chat' | 'upscale';
+  heldForMs: number;
+}
+
+/** Holds still held after `olderThanMs`, oldest first: the ones whose workflow may be gone. */
+export async function findLingeringHolds(q: Queryable, olderThanMs: number, limit: number): Promise<HeldHold[]> {
+  const r = await q.query<{ generation_id: string; kind: HeldHold['kind']; held_ms: number }>(
+    `SELECT h.generation_id, g.kind, (extract(epoch FROM now() - h.created_at) * 1000)::bigint AS held_ms
+       FROM holds h JOIN generations g ON g.id = h.generation_id
+      WHERE h.state = 'held' AND h.created_at < now() - make_interval(secs => $1::double precision / 1000)
+      ORDER BY h.created_at
+      LIMIT $2`,
+    [olderThanMs, limit],
+  );
+  return r.rows.map((row) => ({ generationId: row.generation_id, kind: row.kind, heldForMs: row.held_ms }));
+}

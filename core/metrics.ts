@@ -1,0 +1,66 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Resolution } from './db/ledger';
+import { mcToCredits } from './money';
+
+/**
+ * The service's Prometheus metrics (served at GET /metrics). One registry per process: `npm start`
+ * runs API and worker in one process, so one scrape sees both; a worker on its own serves its
+ * registry on METRICS_PORT. Counters of money and outcomes are incremented where the ledger
+ * transaction actually moved (never for an idempotent repeat), so they count each event once.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'gensvc_' });
+
+const seconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+export const metrics = {
+  httpRequests: new Counter({
+    name: 'gensvc_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames: ['method', 'route', 'status'], registers: [registry],
+  }),
+  httpDuration: new Histogram({
+    name: 'gensvc_http_request_duration_seconds', help: 'Time to answer an HTTP request', labelNames: ['method', 'route'], buckets: seconds, registers: [registry],
+  }),
+  admissions: new Counter({
+    name: 'gensvc_generations_admitted_total', help: 'Generations admitted (hold placed or free reply claimed)', labelNames: ['kind'], registers: [registry],
+  }),
+  admissionDuration: new Histogram({
+    name: 'gensvc_admission_duration_seconds', help: 'From a priced request to its hold placed and its workflow started', labelNames: ['kind'], buckets: seconds, registers: [registry],
+  }),
+  finished: new Counter({
+    name: 'gensvc_generations_finished_total', help: 'Generations that reached a final status, with the error code of failed ones', labelNames: ['kind', 'status', 'code'], registers: [registry],
+  }),
+  creditsHeld: new Counter({ name: 'gensvc_credits_held_total', help: 'Credits placed on hold', registers: [registry] }),
+  creditsCharged: new Counter({ name: 'gensvc_credits_charged_total', help: 'Credits charged when holds settled', registers: [registry] }),
+  creditsReleased: new Counter({ name: 'gensvc_credits_released_total', help: 'Credits released back to balances (failures and unused parts of holds)', registers: [registry] }),
+  providerDuration: new Histogram({
+    name: 'gensvc_provider_duration_seconds', help: 'Time a provider took to run a job', labelNames: ['kind', 'outcome'], buckets: seconds, registers: [registry],
+  }),
+  webhookDeliveries: new Counter({
+    name: 'gensvc_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'], registers: [registry],
+  }),
+  holdsActive: new Gauge({ name: 'gensvc_holds_active', help: 'Holds currently held (read from PostgreSQL at scrape time)', registers: [registry] }),
+  creditsOnHold: new Gauge({ name: 'gensvc_credits_on_hold', help: 'Credits currently held (read from PostgreSQL at scrape time)', registers: [registry] }),
+};
+
+/** Times `work` into `histogram` (with `labels`) whether it succeeds or fails. */
+export async function timed<T>(histogram: Histogram<string>, labels: Record<string, string>, work: () => Promise<T>): Promise<T> {
+  const end = histogram.startTimer(labels);
+  try {
+    return await work();
+  } finally {
+    end();
+  }
+}
+
+/** Counts what a settle or release transaction moved; an idempotent repeat moved nothing. */
+export function recordResolution(r: Resolution): Resolution {
+  if (r.outcome === 'settled') {
+    metrics.finished.inc({ kind: r.kind, status: 'succeeded', code: '' });
+    metrics.creditsCharged.inc(mcToCredits(r.chargedMc));
+    if (r.releasedMc > 0) metrics.creditsReleased.inc(mcToCredits(r.releasedMc));
+  } else if (r.outcome === 'released') {
+    metrics.finished.inc({ kind: r.kind, status: 'failed', code: r.code });
+    if (r.releasedMc > 0) metrics.creditsReleased.inc(mcToCredits(r.releasedMc));
+  }
+  return r;
+}

@@ -1,0 +1,25 @@
+import { DefaultLogger } from '@temporalio/worker';
+import type { LogEntry, LogLevel } from '@temporalio/worker';
+
+/** pino's level numbers, so the worker's lines read like the API's (Fastify logs with pino). */
+const PINO_LEVELS: Record<LogLevel, number> = { TRACE: 10, DEBUG: 20, INFO: 30, WARN: 40, ERROR: 50 };
+
+/**
+ * The Temporal runtime's logger (worker, workflows, activities) writing one JSON object per line,
+ * like the API. Workflow and activity lines carry their workflow id, which for a generation is
+ * its id: it is repeated as `generationId` so one query finds every line about a job.
+ */
+export function jsonLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line)): DefaultLogger {
+  return new DefaultLogger(level, (entry: LogEntry) => {
+    const meta = (entry.meta ?? {}) as Record<string, unknown>;
+    const workflowId = typeof meta.workflowId === 'string' ? meta.workflowId : undefined;
+    const line = {
+      level: PINO_LEVELS[entry.level],
+      time: Math.floor(Number(entry.timestampNanos / 1_000_000n)),
+      msg: entry.message,
+      ...(workflowId?.startsWith('gen_') ? { generationId: workflowId } : {}),
+      ...meta,
+    };
+    write(`${JSON.stringify(line, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n`);
+  });
+}
