@@ -83,6 +83,7 @@ export function createMcpServer(deps: McpServerDeps, principal: Principal, log: 
     syncWaitMs: deps.syncWaitMs,
     onStatus: token === undefined ? undefined : (g) => sendProgress(extra, token, g, taskId),
     signal: extra.signal,
+    log,
   });
 
   /** A failure no REST door would answer with its error body: logged, and an internal error without internals. */

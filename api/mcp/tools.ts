@@ -2,7 +2,7 @@ import type { CallToolResult, Tool, ToolAnnotations } from '@modelcontextprotoco
 import { z } from 'zod';
 import type { Principal } from '../../core/principal';
 import { safeText } from '../../core/text';
-import type { GenerationService } from '../../service/generation-service';
+import type { GenerationService, SubmitOptions } from '../../service/generation-service';
 import { modelListing } from '../../service/model-list';
 import type { GenerationView } from '../../service/records';
 import { fromZod } from '../errors';
@@ -20,6 +20,8 @@ export interface ToolContext {
   onStatus: ((g: GenerationView) => Promise<void>) | undefined;
   /** Aborted when the caller goes away. */
   signal: AbortSignal;
+  /** The HTTP request's logger: admission lines carry its request id. */
+  log: SubmitOptions['log'];
 }
 
 export interface McpTool {
@@ -110,14 +112,14 @@ const generateImage = defineTool({
   annotations: GENERATES,
   parse: asGroupA('image'),
   run: async (body, ctx) => {
-    const { generation: submitted } = await ctx.service.submit(toRequest(body), ctx.principal, { door: 'A', respondAsync: true });
+    const { generation: submitted } = await ctx.service.submit(toRequest(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log });
     const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
     return generationResult(g, { failedIsError: true });
   },
 });
 
 const submitVideo = async (body: z.output<typeof v1GenerateBody>, ctx: ToolContext): Promise<GenerationView> =>
-  (await ctx.service.submit(toRequest(body), ctx.principal, { door: 'A' })).generation;
+  (await ctx.service.submit(toRequest(body), ctx.principal, { door: 'A', log: ctx.log })).generation;
 
 const generateVideo = defineTool({
   name: 'generate_video',
@@ -158,7 +160,7 @@ const enhancePrompt = defineTool({
         { role: 'user' as const, content: args.prompt },
       ],
     };
-    const { generation: submitted } = await ctx.service.submit(request, ctx.principal, { door: 'A', respondAsync: true });
+    const { generation: submitted } = await ctx.service.submit(request, ctx.principal, { door: 'A', respondAsync: true, log: ctx.log });
     const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
     return structured({ prompt: g.status === 'succeeded' ? (g.text ?? '').trim() : '', generation: generationOf(g) }, { isError: g.status === 'failed' });
   },
