@@ -155,7 +155,7 @@ describe('authorization matrix', () => {
   type Who = 'none' | 'malformed' | 'revoked' | 'noScope' | 'otherAccount' | 'right';
   const WHO: readonly Who[] = ['none', 'malformed', 'revoked', 'noScope', 'otherAccount', 'right'];
   interface Row {
-    request: (ids: { generation: string; cancellable: string }) => { method: 'GET' | 'POST'; url: string; body?: unknown };
+    request: (ids: { generation: string; cancellable: string }) => { method: 'GET' | 'POST'; url: string; body?: unknown; headers?: Record<string, string> };
     /** Statuses for a key without the kind's scope, another account's key, and the right key. */
     expect: { noScope: number; otherAccount: number; right: number };
   }
@@ -170,9 +170,17 @@ describe('authorization matrix', () => {
     'GET /api/v1/generations': { request: () => ({ method: 'GET', url: '/api/v1/generations' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'GET /api/v1/generations/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
     'POST /api/v1/generations/:id/cancel': { request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.cancellable}/cancel` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
+    // MCP refuses a missing scope or another account's generation inside the answer (a tool error), never by HTTP status.
+    'POST /api/mcp': {
+      request: () => ({
+        method: 'POST', url: '/api/mcp', headers: { accept: 'application/json, text/event-stream' },
+        body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } } },
+      }),
+      expect: { noScope: 200, otherAccount: 200, right: 200 },
+    },
   };
-  /** Public or not part of groups A and C: no key is asked for. */
-  const PUBLIC = new Set(['GET /api/v1/models']);
+  /** Public or not part of groups A and C: no key is asked for (MCP's GET and DELETE are 405, OPTIONS the CORS preflight). */
+  const PUBLIC = new Set(['GET /api/v1/models', 'GET /api/mcp', 'DELETE /api/mcp', 'OPTIONS /api/mcp']);
 
   it('lists every keyed route of groups A and C the app serves', async () => {
     await h.app.ready();
@@ -203,11 +211,11 @@ describe('authorization matrix', () => {
       for (const who of WHO) {
         // A fresh running video for every cancel, so each caller meets a cancellable generation.
         const cancellable = (await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'long sim:delay=60000' })).body.generation.id;
-        const { method, url, body } = row.request({ generation, cancellable });
-        const res = await h.call(method, url, { ...(keys[who] ? { key: keys[who] } : {}), ...(body === undefined ? {} : { body }) });
+        const { method, url, body, headers } = row.request({ generation, cancellable });
+        const res = await h.call(method, url, { ...(keys[who] ? { key: keys[who] } : {}), ...(body === undefined ? {} : { body }), ...(headers ? { headers } : {}) });
         const expected = who === 'none' || who === 'malformed' || who === 'revoked' ? 401 : row.expect[who];
         results.push(`${route} ${who} ${res.statusCode === expected ? 'ok' : `${res.statusCode} (expected ${expected}: ${res.body.slice(0, 120)})`}`);
-        if (expected === 401) expect(res.json()).toMatchObject({ error: { type: route.includes('/api/v1/') ? 'authentication_error' : 'unauthorized' } });
+        if (expected === 401) expect(res.json()).toMatchObject({ error: { type: /\/api\/(v1\/|mcp)/.test(route) ? 'authentication_error' : 'unauthorized' } });
         if (res.statusCode === 404) expect(res.json()).toMatchObject({ error: { type: 'not_found' } });
         await h.call('POST', `/api/v1/generations/${cancellable}/cancel`, { key: owner.key });
       }
