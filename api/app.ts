@@ -19,6 +19,7 @@ import { installErrorHandler } from './errors';
 import { fileRoutes } from './files';
 import { healthRoutes } from './health';
 import { legacyRoutes } from './legacy';
+import { mcpRoutes } from './mcp/route';
 import { instrumentRequests, metricsRoutes } from './metrics';
 import { trackRouteMethods } from './methods';
 import { createRateLimiter } from './rate-limit';
@@ -35,6 +36,10 @@ export interface AppDeps {
   syncWaitMs: number;
   defaultChatCap: number;
   limiter?: RateLimiter;
+  /** Origins whose browser pages may call /api/mcp (requests without an Origin header always may). */
+  mcpAllowedOrigins?: readonly string[];
+  /** The pollInterval MCP tasks suggest, in ms (default 1000). */
+  mcpTaskPollIntervalMs?: number;
   /** Fetches and checks upscale inputs (SSRF-safe); without it upscale requests are refused. */
   prepareInput?: GenerationServiceDeps['prepareInput'];
   deadlines?: GenerationServiceDeps['deadlines'];
@@ -127,5 +132,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(hooks?.clock ? { clock: hooks.clock } : {}),
   });
   await app.register(webhookRoutes, { pool: deps.pool, limiter, webhooks });
+  await app.register(mcpRoutes, {
+    pool: deps.pool,
+    limiter,
+    service,
+    syncWaitMs: deps.syncWaitMs,
+    allowedOrigins: deps.mcpAllowedOrigins ?? [],
+    taskPollIntervalMs: deps.mcpTaskPollIntervalMs,
+  });
   return app;
 }

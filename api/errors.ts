@@ -15,6 +15,11 @@ export function sendError(reply: FastifyReply, err: DomainError): FastifyReply {
   return reply.code(err.status).send(errorBody(err.type, err.status, err.message, err.details));
 }
 
+/** What every door answers while PostgreSQL cannot be reached: nothing was charged. */
+export function databaseUnavailable(): ServiceUnavailableError {
+  return new ServiceUnavailableError('The service is briefly unavailable; nothing was charged. Retry shortly.');
+}
+
 const BODY_NOT_OBJECT = 'The request body must be a JSON object (Content-Type: application/json).';
 // Fastify lower-cases header names; errors name them as clients write them.
 const HEADER_NAMES: Record<string, string> = { 'idempotency-key': 'Idempotency-Key', prefer: 'Prefer' };
@@ -56,7 +61,7 @@ export function installErrorHandler(app: FastifyInstance, methods: MethodIndex):
     }
     if (classifyDbError(err) === 'transient') {
       request.log.warn({ err }, 'database unavailable');
-      return sendError(reply, new ServiceUnavailableError('The service is briefly unavailable; nothing was charged. Retry shortly.'));
+      return sendError(reply, databaseUnavailable());
     }
     request.log.error({ err }, 'unhandled error');
     return reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));

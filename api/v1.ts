@@ -28,20 +28,24 @@ const chatMessage = z.object({
   content: safeText({ label: 'content' }),
 });
 
+/** The image and video branches of the body; the MCP tools take the same fields. */
+export const v1ImageBody = z.object({
+  kind: z.literal('image'), model, prompt: mediaPrompt, quality, aspect,
+  width: side.optional().describe(`With height: the shape (snapped like aspect) and size (long side ${IMAGE_MAX_SIDE} px at most)`),
+  height: side.optional(),
+});
+export const v1VideoBody = z.object({
+  kind: z.literal('video'), model, prompt: mediaPrompt, aspect,
+  quality: quality.describe('480p, 720p or 1080p; falls back to the model default'),
+  seconds: z.number().finite().optional().describe('Clamped to the model range'),
+});
+
 export const v1GenerateBody = z
   .discriminatedUnion(
     'kind',
     [
-      z.object({
-        kind: z.literal('image'), model, prompt: mediaPrompt, quality, aspect,
-        width: side.optional().describe(`With height: the shape (snapped like aspect) and size (long side ${IMAGE_MAX_SIDE} px at most)`),
-        height: side.optional(),
-      }),
-      z.object({
-        kind: z.literal('video'), model, prompt: mediaPrompt, aspect,
-        quality: quality.describe('480p, 720p or 1080p; falls back to the model default'),
-        seconds: z.number().finite().optional().describe('Clamped to the model range'),
-      }),
+      v1ImageBody,
+      v1VideoBody,
       z.object({
         kind: z.literal('chat'),
         model: model.optional().describe('Omitted or auto: the service picks the model'),
@@ -76,9 +80,9 @@ export const v1GenerateBody = z
     ],
   });
 
-type V1GenerateBody = z.infer<typeof v1GenerateBody>;
+export type V1GenerateBody = z.infer<typeof v1GenerateBody>;
 
-function toRequest(body: V1GenerateBody): GenerationRequest {
+export function toRequest(body: V1GenerateBody): GenerationRequest {
   switch (body.kind) {
     case 'image':
       return { kind: 'image', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect, width: body.width, height: body.height };
@@ -134,7 +138,7 @@ const generationList = z
   .object({ data: z.array(generation), next_cursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last page') })
   .meta({ id: 'GenerationList' });
 
-const modelEntry = z
+export const modelEntry = z
   .object({
     id: z.string(),
     kind,

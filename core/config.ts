@@ -10,6 +10,20 @@ const optionalText = z.preprocess(unsetIfEmpty, z.string().min(1).optional());
 const optionalHttpUrl = z.preprocess(unsetIfEmpty, z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional());
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 
+/** A comma-separated list of web origins (`https://app.example.com`), as origins. */
+const originList = z
+  .string()
+  .default('')
+  .transform((value, ctx) =>
+    value.split(',').map((o) => o.trim()).filter((o) => o !== '').map((o) => {
+      const url = URL.canParse(o) ? new URL(o) : undefined;
+      if (!url || !/^https?:$/.test(url.protocol) || url.origin !== o.replace(/\/$/, '')) {
+        ctx.addIssue({ code: 'custom', message: `'${o}' is not an origin such as https://app.example.com` });
+      }
+      return url?.origin ?? o;
+    }),
+  );
+
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port(3000),
@@ -50,6 +64,8 @@ export const configSchema = z.object({
   TEMPORAL_WEBHOOK_TASK_QUEUE: optionalText,
   /** Delivery attempts in flight at once per worker (each may wait up to 15 s on its receiver). */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
+  /** Origins whose browser pages may call /api/mcp besides the API's own (PUBLIC_BASE_URL); clients that send no Origin always may. */
+  MCP_ALLOWED_ORIGINS: originList,
   /** Rate-limit windows shared by every API instance; without it each instance counts on its own. */
   REDIS_URL: z.preprocess(unsetIfEmpty, z.string().regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL').optional()),
   /** Output files in an S3-compatible bucket (set S3_BUCKET to enable); the local DATA_DIR/outputs otherwise. */

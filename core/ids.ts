@@ -6,7 +6,7 @@ const BASE32 = '0123456789abcdefghjkmnpqrstvwxyz';
  * Time-ordered ids (48-bit millisecond timestamp + 80 random bits, Crockford base32), so ids sort
  * by creation and make a natural cursor for listings. The prefix names the resource.
  */
-export function newId(prefix: 'gen' | 'acct' | 'key' | 'wh' | 'whd', now = Date.now()): string {
+export function newId(prefix: 'gen' | 'acct' | 'key' | 'wh' | 'whd' | 'task', now = Date.now()): string {
   let time = '';
   let t = now;
   for (let i = 0; i < 10; i++) {
@@ -24,3 +24,4 @@ export const GENERATION_ID_PATTERN = /^gen_[0-9a-z]{26}$/;
 export const WEBHOOK_ID_PATTERN = /^wh_[0-9a-z]{26}$/;
 /** One event for one endpoint: the X-Service-Delivery and webhook-id, the same on every retry. */
 export const DELIVERY_ID_PATTERN = /^whd_[0-9a-z]{26}$/;
+export const TASK_ID_PATTERN = /^task_[0-9a-z]{26}$/;

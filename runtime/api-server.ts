@@ -21,6 +21,8 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     adminToken: s.adminToken.value,
     syncWaitMs: s.config.SYNC_WAIT_MS,
     defaultChatCap: s.config.FREE_CHAT_CAP,
+    // Browser pages of the API's own origin, and of the configured ones, may call /api/mcp.
+    mcpAllowedOrigins: [s.publicBaseUrl, ...s.config.MCP_ALLOWED_ORIGINS],
     deadlines: deadlinesOf(s.config),
     prepareInput: createInputPreparer({
       // Inputs on the developer's own machine or LAN are fine in development; never elsewhere.

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type pg from 'pg';
 import type { Door } from '../core/catalogue';
 import { getAccountCredits } from '../core/db/accounts';
@@ -68,6 +69,15 @@ export interface ListQuery {
   status?: GenerationStatus | undefined;
 }
 
+export interface FollowOptions {
+  /** How long to wait at most; past it the generation is answered as it is then. */
+  waitMs: number;
+  /** Called with the generation in each status it is seen in, the first one included. */
+  onStatus?: ((g: GenerationView) => Promise<void> | void) | undefined;
+  /** Ends the wait early (the caller went away). */
+  signal?: AbortSignal | undefined;
+}
+
 export interface Balance {
   balance: number;
   holdsActive: number;
@@ -78,6 +88,8 @@ export interface Balance {
 /** Kinds that finish within the call: the client waits for their result (DESIGN §5). */
 const WAITED_KINDS: ReadonlySet<GenerationKind> = new Set(['image', 'chat']);
 const TERMINAL: ReadonlySet<GenerationStatus> = new Set(['succeeded', 'failed']);
+/** How often a followed generation is read while a caller watches it move (queued → running). */
+const FOLLOW_POLL_MS = 250;
 
 /**
  * The one generation service behind every door (groups A, B, C and MCP): prices a request,
@@ -194,6 +206,45 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 
     async get(principal: Principal, id: string): Promise<GenerationView> {
       return viewOf(await read(principal.accountId, id), store);
+    },
+
+    /**
+     * Waits for a generation to finish, up to `waitMs`, and answers it as it then is. The end is
+     * pushed by Temporal (the workflow's result), so a plain wait costs no polling. The record is
+     * also read every FOLLOW_POLL_MS while a caller watches the status (`onStatus`, e.g. to send
+     * progress as it starts running), and once Temporal has nothing to say (a workflow it does not
+     * know, such as one whose start was lost) until the deadline.
+     */
+    async follow(principal: Principal, id: string, opts: FollowOptions): Promise<GenerationView> {
+      let g = await read(principal.accountId, id);
+      let seen = g.status;
+      await opts.onStatus?.(await viewOf(g, store));
+      if (TERMINAL.has(g.status)) return viewOf(g, store);
+      const watch = new AbortController();
+      const forward = () => watch.abort();
+      opts.signal?.addEventListener('abort', forward, { once: true });
+      let pushed = false;
+      const finished = gateway.awaitFinish(id, opts.waitMs, watch.signal).finally(() => {
+        pushed = true;
+      });
+      const deadline = Date.now() + opts.waitMs;
+      const tick = () => delay(Math.max(0, Math.min(FOLLOW_POLL_MS, deadline - Date.now())));
+      try {
+        while (!TERMINAL.has(g.status) && Date.now() < deadline && !watch.signal.aborted) {
+          if (pushed) await tick();
+          else await (opts.onStatus ? Promise.race([finished, tick()]) : finished);
+          g = await read(principal.accountId, id);
+          if (g.status !== seen) {
+            seen = g.status;
+            await opts.onStatus?.(await viewOf(g, store));
+          }
+        }
+        return await viewOf(g, store);
+      } finally {
+        watch.abort();
+        opts.signal?.removeEventListener('abort', forward);
+        await finished;
+      }
     },
 
     async list(principal: Principal, q: ListQuery): Promise<{ data: GenerationView[]; nextCursor: string | null }> {

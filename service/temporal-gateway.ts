@@ -70,11 +70,16 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
       }
     },
 
-    /** Waits up to `ms` for the workflow to finish; false when it is still going. */
-    async awaitFinish(generationId: string, ms: number): Promise<boolean> {
-      if (ms <= 0) return false;
+    /**
+     * Waits up to `ms` for the workflow to finish; false when it is still going. `signal` ends the
+     * wait early (the caller went away).
+     */
+    async awaitFinish(generationId: string, ms: number, signal?: AbortSignal): Promise<boolean> {
+      if (ms <= 0 || signal?.aborted) return false;
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(), ms);
+      const stop = () => controller.abort();
+      signal?.addEventListener('abort', stop, { once: true });
       try {
         await client.withAbortSignal(controller.signal, () => client.workflow.getHandle(generationId).result());
         return true;
@@ -85,6 +90,7 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
         return true;
       } finally {
         clearTimeout(timer);
+        signal?.removeEventListener('abort', stop);
       }
     },
   };

@@ -166,7 +166,7 @@ describe('authorization matrix', () => {
     disposable: string;
   }
   interface Row {
-    request: (ids: Ids) => { method: 'GET' | 'POST' | 'PATCH' | 'DELETE'; url: string; body?: unknown };
+    request: (ids: Ids) => { method: 'GET' | 'POST' | 'PATCH' | 'DELETE'; url: string; body?: unknown; headers?: Record<string, string> };
     /** Statuses for a key without the kind's scope, another account's key, and the right key. */
     expect: { noScope: number; otherAccount: number; right: number };
   }
@@ -191,11 +191,19 @@ describe('authorization matrix', () => {
     'GET /api/v1/webhooks/:id/deliveries': { request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}/deliveries` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
     'POST /api/v1/webhooks/:id/deliveries/:deliveryId/redeliver': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/deliveries/${i.delivery}/redeliver` }), expect: { noScope: 202, otherAccount: 404, right: 202 } },
     'POST /api/v1/webhooks/:id/test': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/test` }), expect: { noScope: 202, otherAccount: 404, right: 202 } },
+    // MCP refuses a missing scope or another account's generation inside the answer (a tool error), never by HTTP status.
+    'POST /api/mcp': {
+      request: () => ({
+        method: 'POST', url: '/api/mcp', headers: { accept: 'application/json, text/event-stream' },
+        body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } } },
+      }),
+      expect: { noScope: 200, otherAccount: 200, right: 200 },
+    },
   };
   /** A receiver nobody listens on: deliveries fail, which is fine for who may ask what. */
   const HOOK_URL = 'http://127.0.0.1:9/hook';
-  /** Public or not part of groups A and C: no key is asked for. */
-  const PUBLIC = new Set(['GET /api/v1/models']);
+  /** Public or not part of groups A and C: no key is asked for (MCP's GET and DELETE are 405, OPTIONS the CORS preflight). */
+  const PUBLIC = new Set(['GET /api/v1/models', 'GET /api/mcp', 'DELETE /api/mcp', 'OPTIONS /api/mcp']);
 
   it('lists every keyed route of groups A and C the app serves', async () => {
     await h.app.ready();
@@ -235,14 +243,14 @@ describe('authorization matrix', () => {
         // A fresh running video for every cancel, so each caller meets a cancellable generation.
         const cancellable = (await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'long sim:delay=60000' })).body.generation.id;
         const disposable = route.startsWith('PATCH') || route.startsWith('DELETE') || route.includes('rotate-secret') ? await createEndpoint() : endpoint;
-        const { method, url, body } = row.request({ generation, cancellable, endpoint, delivery, disposable });
-        const res = await h.call(method, url, { ...(keys[who] ? { key: keys[who] } : {}), ...(body === undefined ? {} : { body }) });
+        const { method, url, body, headers } = row.request({ generation, cancellable, endpoint, delivery, disposable });
+        const res = await h.call(method, url, { ...(keys[who] ? { key: keys[who] } : {}), ...(body === undefined ? {} : { body }), ...(headers ? { headers } : {}) });
         // What a call created or left behind goes, so the account stays under its 5 endpoints.
         if (route === 'POST /api/v1/webhooks' && res.statusCode === 201) await h.call('DELETE', `/api/v1/webhooks/${res.json<{ id: string }>().id}`, { key: keys[who] ?? owner.key });
         if (disposable !== endpoint) await h.call('DELETE', `/api/v1/webhooks/${disposable}`, { key: owner.key });
         const expected = who === 'none' || who === 'malformed' || who === 'revoked' ? 401 : row.expect[who];
         results.push(`${route} ${who} ${res.statusCode === expected ? 'ok' : `${res.statusCode} (expected ${expected}: ${res.body.slice(0, 120)})`}`);
-        if (expected === 401) expect(res.json()).toMatchObject({ error: { type: route.includes('/api/v1/') ? 'authentication_error' : 'unauthorized' } });
+        if (expected === 401) expect(res.json()).toMatchObject({ error: { type: /\/api\/(v1\/|mcp)/.test(route) ? 'authentication_error' : 'unauthorized' } });
         if (res.statusCode === 404) expect(res.json()).toMatchObject({ error: { type: 'not_found' } });
         await h.call('POST', `/api/v1/generations/${cancellable}/cancel`, { key: owner.key });
       }

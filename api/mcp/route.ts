@@ -1,0 +1,172 @@
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { PermissionError, UnauthorizedError } from '../../core/errors';
+import type { GenerationService } from '../../service/generation-service';
+import { bearerToken, principalOf, requireApiKey } from '../auth';
+import type { AuthDeps } from '../auth';
+import { errorBody } from '../errors';
+import { apiError, errorResponses } from '../schemas';
+import { createMcpServer } from './server';
+
+export const MCP_PATH = '/api/mcp';
+const REALM = 'generation-service';
+/** The pollInterval a task suggests: a video takes minutes, a poll a second apart is plenty. */
+const DEFAULT_TASK_POLL_MS = 1_000;
+
+export interface McpRouteDeps extends AuthDeps {
+  service: GenerationService;
+  syncWaitMs: number;
+  /** Origins whose pages may call the endpoint (the API's own and configured ones); a request without Origin is always let in. */
+  allowedOrigins: readonly string[];
+  taskPollIntervalMs?: number | undefined;
+}
+
+const jsonRpcMessage = z
+  .looseObject({
+    jsonrpc: z.literal('2.0'),
+    id: z.union([z.string(), z.number()]).optional().describe('Present on requests and responses'),
+    method: z.string().optional().describe('e.g. initialize, tools/list, tools/call, tasks/get, tasks/result'),
+  })
+  .describe('A JSON-RPC 2.0 request, notification or response');
+
+const jsonRpcError = z
+  .object({
+    jsonrpc: z.literal('2.0'),
+    id: z.null(),
+    error: z.object({ code: z.number().int().describe('A JSON-RPC error code, e.g. -32700 parse error, -32000 transport error'), message: z.string() }),
+  })
+  .meta({ id: 'JsonRpcError' });
+
+const security = [{ apiKey: [] }];
+const tags = ['Group A'];
+const description =
+  'The Model Context Protocol (revision 2025-11-25) over Streamable HTTP, stateless: every POST carries one JSON-RPC message ' +
+  '(or a batch) and is answered on its own, so any API instance answers any request. Send `Accept: application/json, text/event-stream` ' +
+  'and the API key as `Authorization: Bearer <API_KEY>`, with the same scopes, rate limit and balance as REST. A request is answered ' +
+  'with a Server-Sent Events stream that carries progress notifications and ends with the JSON-RPC response; notifications alone are ' +
+  'answered 202. Tools: generate_image, generate_video (also as an MCP task), enhance_prompt, list_models, get_generation. ' +
+  'Refusals (e.g. insufficient_credits) are tool results with isError, not HTTP errors. Pages of other origins are refused (Origin).';
+
+/** What a page may send (its preflight asks) and read (beyond the CORS-safelisted headers). */
+const CORS_ALLOWED = 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Last-Event-ID';
+const CORS_EXPOSED = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
+
+const STATELESS_MESSAGE = 'This MCP endpoint is stateless: it offers no server-to-client stream (GET) and no session to end (DELETE); POST each message.';
+
+/** MCP at /api/mcp (DESIGN §6): the same key, scopes, rate limit and ledger as the REST doors. */
+export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) => {
+  const allowed = new Set(deps.allowedOrigins.map((o) => new URL(o).origin));
+  const serverDeps = {
+    pool: deps.pool,
+    service: deps.service,
+    syncWaitMs: deps.syncWaitMs,
+    taskPollIntervalMs: deps.taskPollIntervalMs ?? DEFAULT_TASK_POLL_MS,
+  };
+
+  // Browsers send Origin; a page of another origin must not reach a local or internal endpoint
+  // (DNS rebinding). Clients that are not browsers send none and are let in. A page of an allowed
+  // origin gets the CORS headers that let it read every answer, errors included.
+  const checkOrigin = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const origin = request.headers.origin;
+    if (origin === undefined) return;
+    if (!allowed.has(origin)) {
+      throw new PermissionError(`Requests from pages of origin '${origin}' are not allowed on ${MCP_PATH}.`, { param: 'Origin' });
+    }
+    reply.header('Access-Control-Allow-Origin', origin).header('Vary', 'Origin').header('Access-Control-Expose-Headers', CORS_EXPOSED);
+  };
+
+  // A 401 names the scheme (RFC 9110, RFC 6750) and points at no authorization server: with no
+  // OAuth metadata either, MCP clients send the configured key rather than start an OAuth flow.
+  const authenticate = requireApiKey(deps, 'authentication_error');
+  const authenticateWithChallenge = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    try {
+      await authenticate(request, reply);
+    } catch (err) {
+      if (err instanceof UnauthorizedError) {
+        reply.header('WWW-Authenticate', `Bearer realm="${REALM}"${bearerToken(request) ? ', error="invalid_token"' : ''}`);
+      }
+      throw err;
+    }
+  };
+
+  app.post(MCP_PATH, {
+    onRequest: [checkOrigin, authenticateWithChallenge],
+    schema: {
+      operationId: 'mcp',
+      tags,
+      summary: 'MCP (Model Context Protocol) over Streamable HTTP',
+      description,
+      security,
+      body: z.union([jsonRpcMessage, z.array(jsonRpcMessage).min(1)]),
+      response: {
+        200: {
+          description: 'A Server-Sent Events stream: notifications (e.g. notifications/progress), then the JSON-RPC response',
+          content: { 'text/event-stream': { schema: z.string().describe('`event: message` events whose data is a JSON-RPC message') } },
+        },
+        202: z.null().describe('Notifications or responses only: accepted, no body'),
+        400: z.union([apiError, jsonRpcError]).describe('The body is not JSON (error body) or not a JSON-RPC message the server takes (JSON-RPC error)'),
+        401: apiError.describe('authentication_error: missing, invalid or revoked key; `WWW-Authenticate: Bearer realm="…"`'),
+        403: apiError.describe('permission_error: the Origin header names a page of another origin'),
+        406: jsonRpcError.describe('The Accept header must list both application/json and text/event-stream'),
+        ...errorResponses(413, 429, 500, 503),
+      },
+    },
+  }, async (request, reply) => {
+    const server = createMcpServer(serverDeps, principalOf(request), request.log);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    await server.connect(transport);
+    // One server and transport per request: when the answer is over or the caller has gone, so
+    // are they (a handler still waiting on a generation is aborted).
+    reply.raw.once('close', () => {
+      server.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
+    });
+    const response = await transport.handleRequest(webRequestOf(request), { parsedBody: request.body });
+    // Fastify sends a web Response as it is (status, headers, streamed body); the typed reply knows only JSON bodies.
+    return reply.send(response as never);
+  });
+
+  const stateless = {
+    tags,
+    description: STATELESS_MESSAGE,
+    security: [],
+    response: { 405: apiError.describe('Always: see Allow') },
+  };
+  const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) =>
+    reply.code(405).header('Allow', 'POST').send(errorBody('invalid_request_error', 405, STATELESS_MESSAGE));
+  app.get(MCP_PATH, { schema: { ...stateless, operationId: 'mcpStream', summary: 'No server-to-client stream: 405' } }, notAllowed);
+
+  // The CORS preflight of a page of an allowed origin (its POST carries Authorization and JSON).
+  app.options(MCP_PATH, {
+    onRequest: checkOrigin,
+    schema: {
+      operationId: 'mcpPreflight',
+      tags,
+      summary: 'CORS preflight for pages of the allowed origins',
+      description: 'Pages of the API’s own origin and of MCP_ALLOWED_ORIGINS may call POST /api/mcp from a browser; other origins get 403.',
+      security: [],
+      response: {
+        204: z.null().describe('Allowed: Access-Control-Allow-Origin/-Methods/-Headers name what the page may send'),
+        403: apiError.describe('permission_error: the Origin header names a page of another origin'),
+      },
+    },
+  }, async (_request, reply) =>
+    reply.code(204).header('Allow', 'POST, OPTIONS').header('Access-Control-Allow-Methods', 'POST')
+      .header('Access-Control-Allow-Headers', CORS_ALLOWED).header('Access-Control-Max-Age', '600').send(null));
+  app.delete(MCP_PATH, { schema: { ...stateless, operationId: 'mcpEndSession', summary: 'No session to end: 405' } }, notAllowed);
+};
+
+/**
+ * The request as the SDK's web-standard transport reads it: method and headers (Fastify has
+ * already parsed the body). The transport uses the URL only to describe the request to handlers,
+ * so a fixed origin spares parsing a client's Host header.
+ */
+function webRequestOf(request: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return new Request(new URL(request.url, 'http://localhost'), { method: request.method, headers });
+}

@@ -1,0 +1,205 @@
+import type { CallToolResult, Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Principal } from '../../core/principal';
+import { safeText } from '../../core/text';
+import type { GenerationService, SubmitOptions } from '../../service/generation-service';
+import { modelListing } from '../../service/model-list';
+import type { GenerationView } from '../../service/records';
+import { fromZod } from '../errors';
+import { generation } from '../schemas';
+import { generationOf, modelEntry, toRequest, v1GenerateBody, v1ImageBody, v1VideoBody } from '../v1';
+import { generationResult, structured } from './results';
+
+/** What a tool call runs with: the one service, the caller, and how to tell the caller how it goes. */
+export interface ToolContext {
+  service: GenerationService;
+  principal: Principal;
+  /** How long a tool that waits for its generation (image, chat) waits, as REST does. */
+  syncWaitMs: number;
+  /** Sends progress as the followed generation moves, when the caller sent a progressToken. */
+  onStatus: ((g: GenerationView) => Promise<void>) | undefined;
+  /** Aborted when the caller goes away. */
+  signal: AbortSignal;
+  /** The HTTP request's logger: admission lines carry its request id. */
+  log: SubmitOptions['log'];
+}
+
+export interface McpTool {
+  /** The definition tools/list shows: name, schemas (JSON Schema 2020-12), annotations, task support. */
+  definition: Tool;
+  /** Runs a call; invalid arguments and refusals throw (InvalidRequestError and the other domain errors). */
+  call: (args: unknown, ctx: ToolContext) => Promise<CallToolResult>;
+  /** For a task-augmented call: submits the generation the task will follow, without waiting for it. */
+  submit?: (args: unknown, ctx: ToolContext) => Promise<GenerationView>;
+}
+
+/** The longest a get_generation call may wait for its generation to finish. */
+export const MAX_WAIT_SECONDS = 60;
+
+function defineTool<I extends z.ZodObject, P = z.output<I>>(t: {
+  name: string;
+  title: string;
+  description: string;
+  input: I;
+  output: z.ZodObject;
+  annotations: ToolAnnotations;
+  /** Validates the arguments (by default with the input schema); a ZodError becomes invalid_request_error. */
+  parse?: (args: unknown) => P;
+  run: (args: P, ctx: ToolContext) => Promise<CallToolResult>;
+  submit?: (args: P, ctx: ToolContext) => Promise<GenerationView>;
+}): McpTool {
+  const validate = t.parse ?? ((args: unknown) => t.input.parse(args) as P);
+  const parse = (args: unknown): P => {
+    try {
+      return validate(args ?? {});
+    } catch (err) {
+      throw err instanceof z.ZodError ? fromZod(err) : err;
+    }
+  };
+  const submit = t.submit;
+  return {
+    definition: {
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      inputSchema: jsonSchemaOf(t.input, 'input'),
+      outputSchema: jsonSchemaOf(t.output, 'output'),
+      annotations: { title: t.title, ...t.annotations },
+      ...(submit ? { execution: { taskSupport: 'optional' as const } } : {}),
+    },
+    call: (args, ctx) => t.run(parse(args), ctx),
+    ...(submit ? { submit: (args: unknown, ctx: ToolContext) => submit(parse(args), ctx) } : {}),
+  };
+}
+
+/** Tool schemas are objects at the top (MCP requires `type: "object"`); shared parts go to `$defs`. */
+function jsonSchemaOf(schema: z.ZodObject, io: 'input' | 'output'): Tool['inputSchema'] {
+  return z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Tool['inputSchema'];
+}
+
+/** A generation as group A answers it, as a plain object schema (the named one is a `$ref`). */
+const generationOutput = z.object(generation.shape);
+
+/** Media tools spend credits and reach model providers: never destructive, never idempotent. */
+const GENERATES: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
+const READS: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
+
+const ENHANCE_MAX_TOKENS = 300;
+const enhanceInstructions = (target: 'image' | 'video') =>
+  `You rewrite prompts for ${target} generation models. Keep the user's intent and subject; make it concrete: ` +
+  `subject, setting, composition, lighting, style${target === 'video' ? ', camera movement and pacing' : ''}. ` +
+  'Answer with the improved prompt only, in one paragraph, without comments or quotes.';
+
+const enhanceOutput = z.object({
+  prompt: z.string().describe('The improved prompt; empty if the chat reply failed or is not finished'),
+  generation: generationOutput.describe('The chat generation that wrote it (its id, credits charged, …)'),
+});
+
+/** A media tool's arguments are group A's body of that kind: parsed by the same schema, refinements included. */
+const asGroupA = (kind: 'image' | 'video') => (args: unknown) => v1GenerateBody.parse({ ...(args as object), kind });
+const listedModel = (kind: 'image' | 'video', example: string) =>
+  v1ImageBody.shape.model.describe(`A ${kind} model id or alias from list_models, e.g. ${example}`);
+
+const generateImage = defineTool({
+  name: 'generate_image',
+  title: 'Generate an image',
+  description:
+    'Generates one image and waits for it (usually seconds). Answers the generation: its id, status, the credits charged and ' +
+    'a signed URL of the image (valid 24 h), also given as a resource_link. The price is held when the call is accepted and ' +
+    'charged only if the image is made. Needs the image scope. Models and prices: list_models {"kind":"image"}.',
+  input: v1ImageBody.omit({ kind: true }).extend({ model: listedModel('image', 'flux') }),
+  output: generationOutput,
+  annotations: GENERATES,
+  parse: asGroupA('image'),
+  run: async (body, ctx) => {
+    const { generation: submitted } = await ctx.service.submit(toRequest(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log });
+    const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
+    return generationResult(g, { failedIsError: true });
+  },
+});
+
+const submitVideo = async (body: z.output<typeof v1GenerateBody>, ctx: ToolContext): Promise<GenerationView> =>
+  (await ctx.service.submit(toRequest(body), ctx.principal, { door: 'A', log: ctx.log })).generation;
+
+const generateVideo = defineTool({
+  name: 'generate_video',
+  title: 'Generate a video',
+  description:
+    'Starts a video and answers at once with its generation id and status queued or running; a video takes minutes. ' +
+    'Call it as an MCP task to follow it with tasks/get and tasks/result, or follow the id with get_generation. ' +
+    'Its price (seconds × the per-second rate of the resolution) is held meanwhile and charged only if the video is made. ' +
+    'Needs the video scope. Models, rates and seconds ranges: list_models {"kind":"video"}.',
+  input: v1VideoBody.omit({ kind: true }).extend({ model: listedModel('video', 'kling') }),
+  output: generationOutput,
+  annotations: GENERATES,
+  parse: asGroupA('video'),
+  run: async (body, ctx) => generationResult(await submitVideo(body, ctx), { failedIsError: true }),
+  submit: submitVideo,
+});
+
+const enhancePrompt = defineTool({
+  name: 'enhance_prompt',
+  title: 'Improve a prompt',
+  description:
+    'Rewrites a prompt for generate_image or generate_video to be concrete and detailed, keeping its intent. It is a chat ' +
+    'reply, billed as one (free while the account has free chat replies left). Needs the chat scope.',
+  input: z.object({
+    prompt: safeText({ trim: true, min: 1, max: 10_000, label: 'prompt' }).describe('The prompt to improve'),
+    target: z.enum(['image', 'video']).default('image').describe('What the prompt is for (default image)'),
+    model: safeText({ trim: true, min: 1, max: 100, label: 'model' }).optional().describe('A chat model; omitted or auto: the service picks'),
+  }),
+  output: enhanceOutput,
+  annotations: GENERATES,
+  run: async (args, ctx) => {
+    const request = {
+      kind: 'chat' as const,
+      model: args.model,
+      maxTokens: ENHANCE_MAX_TOKENS,
+      messages: [
+        { role: 'system' as const, content: enhanceInstructions(args.target) },
+        { role: 'user' as const, content: args.prompt },
+      ],
+    };
+    const { generation: submitted } = await ctx.service.submit(request, ctx.principal, { door: 'A', respondAsync: true, log: ctx.log });
+    const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
+    return structured({ prompt: g.status === 'succeeded' ? (g.text ?? '').trim() : '', generation: generationOf(g) }, { isError: g.status === 'failed' });
+  },
+});
+
+const listModels = defineTool({
+  name: 'list_models',
+  title: 'List models and prices',
+  description:
+    'Every model with its kind, the ids it is known by, its unit (image, second, reply) and prices in credits (1 credit = 0.01 EUR), ' +
+    'seconds range and defaults. Optionally of one kind.',
+  input: z.object({ kind: modelEntry.shape.kind.optional().describe('Only models of this kind') }),
+  output: z.object({ data: z.array(modelEntry) }),
+  annotations: READS,
+  run: async (args) => structured({ data: modelListing(args.kind) }),
+});
+
+const getGeneration = defineTool({
+  name: 'get_generation',
+  title: 'Read a generation',
+  description:
+    'One generation of this account by id (any door made it): status queued, running, succeeded or failed, the signed output URL ' +
+    'once it has succeeded (also as a resource_link), credits charged, and the error of a failed one. With wait_seconds the call ' +
+    `waits up to that long (at most ${MAX_WAIT_SECONDS}) for the generation to finish, so a video can be followed without polling hard.`,
+  input: z.object({
+    id: z.string().min(1).max(64).describe('A generation id (gen_…), as a generate tool or the REST API answered it'),
+    wait_seconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).default(0).describe('Wait up to this many seconds for the generation to finish'),
+  }),
+  output: generationOutput,
+  annotations: READS,
+  run: async (args, ctx) => {
+    const g = args.wait_seconds > 0
+      ? await ctx.service.follow(ctx.principal, args.id, { waitMs: args.wait_seconds * 1000, onStatus: ctx.onStatus, signal: ctx.signal })
+      : await ctx.service.get(ctx.principal, args.id);
+    return generationResult(g, { failedIsError: false });
+  },
+});
+
+/** The tools of the MCP endpoint, by name. */
+export const TOOLS: ReadonlyMap<string, McpTool> = new Map(
+  [generateImage, generateVideo, enhancePrompt, listModels, getGeneration].map((t) => [t.definition.name, t]),
+);
