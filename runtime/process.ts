@@ -1,6 +1,7 @@
 // Small helpers for the child processes the embedded runtime starts (Temporal dev server,
 // PostgreSQL, the Go build of the Temporal CLI).
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -113,5 +114,16 @@ export class OutputTail {
 
   toString(): string {
     return this.text.trim();
+  }
+}
+
+/** A regular file this process may execute (a built CLI in a cache folder, say). */
+export async function isExecutableFile(path: string): Promise<boolean> {
+  try {
+    if (!(await stat(path)).isFile()) return false;
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
   }
 }

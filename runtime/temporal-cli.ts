@@ -1,12 +1,11 @@
 // Finds the Temporal CLI, or builds it from source into a cache folder. It cannot be downloaded
 // at run time on machines without internet, but the Go module proxy is usually reachable.
 import { spawn } from 'node:child_process';
-import { constants } from 'node:fs';
-import { access, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { homedir, hostname } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isAlive, OutputTail } from './process';
+import { isAlive, isExecutableFile, OutputTail } from './process';
 
 /** v1.5.1 is the newest tag whose go.mod has no `replace` directive, which `go install` refuses. */
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
@@ -209,15 +208,5 @@ async function isStale(file: string, owner: LockOwner | undefined): Promise<bool
     return age > (owner ? 60 * 60_000 : 30_000);
   } catch {
     return false; // vanished meanwhile: the next attempt will tell
-  }
-}
-
-async function isExecutableFile(path: string): Promise<boolean> {
-  try {
-    if (!(await stat(path)).isFile()) return false;
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -2,11 +2,10 @@
 // downloaded at run time, but the Go module proxy is reachable: MinIO is built from source once
 // into the same cache folder as the Temporal CLI (runtime/temporal-cli.ts), never into the repository.
 import { spawn } from 'node:child_process';
-import { constants } from 'node:fs';
-import { access, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { cachedTemporalCliPath } from '../runtime/temporal-cli';
-import { OutputTail } from '../runtime/process';
+import { isExecutableFile, OutputTail } from '../runtime/process';
 
 /**
  * The release the docker-compose `minio` image runs. MinIO tags releases as `RELEASE.<date>`,
@@ -78,14 +77,4 @@ async function run(command: string, args: string[], env: NodeJS.ProcessEnv): Pro
     child.once('error', reject);
     child.once('close', (code) => resolvePromise({ code, output: output.toString() }));
   });
-}
-
-async function isExecutableFile(path: string): Promise<boolean> {
-  try {
-    if (!(await stat(path)).isFile()) return false;
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
