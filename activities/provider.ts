@@ -4,6 +4,7 @@ import type { ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import type { ProviderOutput } from '../machines/generation';
 import { ProviderRejectedError } from '../core/errors';
+import { chargeForTokens } from '../core/pricing';
 
 /** Runs the provider, stores what it made, and reports where it is: the only step that talks to a model. */
 export function createProviderActivities({ provider, store }: { provider: Provider; store: OutputStore }) {
@@ -12,13 +13,22 @@ export function createProviderActivities({ provider, store }: { provider: Provid
       const ctx = Context.current();
       try {
         const input = await inputOf(job, store);
-        const result = await provider.run(input === undefined ? job : { ...job, input }, { heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
+        const resume: unknown = ctx.info.heartbeatDetails;
+        const result = await provider.run(input === undefined ? job : { ...job, input }, {
+          heartbeat: (details?: unknown) => ctx.heartbeat(details),
+          signal: ctx.cancellationSignal,
+          ...(resume === undefined ? {} : { resume }),
+        });
         let outputKey: string | null = null;
         if (result.file) {
           outputKey = `${job.generationId}/output.${result.file.extension}`;
           await store.put(outputKey, result.file.data, result.file.contentType);
         }
-        return { outputKey, outputText: result.text ?? null };
+        // A per-token model (group B chat run through group A) is charged what it produced.
+        const rate = job.params.ratePer1kMc;
+        const tokens = result.outputTokens === undefined ? undefined : Math.min(result.outputTokens, Number(job.params.maxTokens ?? Infinity));
+        const charge = typeof rate === 'number' && tokens !== undefined ? { chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens } : {};
+        return { outputKey, outputText: result.text ?? null, ...charge };
       } catch (err) {
         // A refusal is final; Temporal must not retry it, and the workflow reports its code.
         if (err instanceof ProviderRejectedError) {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
@@ -17,7 +18,9 @@ import { legacyRoutes } from './legacy';
 import { trackRouteMethods } from './methods';
 import { createRateLimiter } from './rate-limit';
 import type { RateLimiter } from './rate-limit';
+import { openaiRoutes } from './openai';
 import { v1Routes } from './v1';
+import type { Provider } from '../core/providers/types';
 
 export interface AppDeps {
   pool: pg.Pool;
@@ -28,15 +31,26 @@ export interface AppDeps {
   syncWaitMs: number;
   defaultChatCap: number;
   limiter?: RateLimiter;
-  /** Fetches and checks upscale inputs (SSRF-safe); without it upscale requests are refused. */
+  /** Fetches and checks input images (SSRF-safe); without it upscale and image-to-video are refused. */
   prepareInput?: GenerationServiceDeps['prepareInput'];
+  /** Runs the chats the API streams itself (group B): the configured upstreams, or the simulator. */
+  provider?: Provider;
   logger?: boolean | { level: string };
 }
 
 /** Builds the HTTP API without listening: `server.ts` listens, tests call `app.inject()`. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Chat input of any length is capped, not refused, so the body limit is generous.
-  const app = Fastify({ logger: deps.logger ?? false, bodyLimit: 8 * 1024 * 1024 });
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: 8 * 1024 * 1024,
+    // Every answer names its request (`x-request-id`), as OpenAI's API does and its SDKs report
+    // in their errors; support can find it in the logs. Our own ids: a client's would be trusted.
+    genReqId: () => `req_${randomBytes(12).toString('hex')}`,
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
   // Route schemas are zod: they validate requests and generate the OpenAPI document. Responses are
   // written as plain JSON; their schemas type-check the handlers and the document, and a test holds
   // real responses to the document.
@@ -66,6 +80,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     store: deps.store,
     syncWaitMs: deps.syncWaitMs,
     ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
+    ...(deps.provider ? { provider: deps.provider } : {}),
   });
 
   await app.register(healthRoutes, { pool: deps.pool, client: deps.client });
@@ -73,5 +88,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(adminRoutes, { pool: deps.pool, adminToken: deps.adminToken, defaultChatCap: deps.defaultChatCap });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service });
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
+  await app.register(openaiRoutes, { pool: deps.pool, limiter, service, store: deps.store });
   return app;
 }

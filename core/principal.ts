@@ -1,4 +1,4 @@
-import { findChatModel, findImageModel, findUpscaleModel, findVideoModel, findOpenAiVideoModel } from './catalogue';
+import { findChatModel, findImageModel, findOpenAiChatModel, findUpscaleModel, findVideoModel, findOpenAiVideoModel } from './catalogue';
 import type { Kind } from './catalogue';
 import type { Plan } from './db/accounts';
 import { PermissionError } from './errors';
@@ -26,7 +26,7 @@ export function assertModelAllowed(principal: Principal, kind: Kind, model: stri
     const found =
       kind === 'image' ? findImageModel(id)
         : kind === 'video' ? (findVideoModel(id) ?? findOpenAiVideoModel(id))
-          : kind === 'chat' ? findChatModel(id)
+          : kind === 'chat' ? (findChatModel(id) ?? findOpenAiChatModel(id))
             : findUpscaleModel(id);
     return found?.id ?? id;
   };

@@ -21,6 +21,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
       store: s.store,
       publicBaseUrl: s.publicBaseUrl,
     }),
+    provider: s.provider,
     logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });

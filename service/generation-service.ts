@@ -2,21 +2,25 @@ import type pg from 'pg';
 import type { Door } from '../core/catalogue';
 import { getAccountCredits } from '../core/db/accounts';
 import type { Plan } from '../core/db/accounts';
-import { getGeneration, listGenerations } from '../core/db/generations';
+import { getGeneration, listBatch, listGenerations } from '../core/db/generations';
 import type { GenerationKind, GenerationRow, GenerationStatus } from '../core/db/generations';
-import { claimIdempotencyKey, findIdempotencyClaim } from '../core/db/idempotency';
-import { placeHold, releaseHold } from '../core/db/ledger';
-import type { HoldOutcome } from '../core/db/ledger';
+import { findIdempotencyClaim } from '../core/db/idempotency';
+import { releaseHold } from '../core/db/ledger';
 import { inTransaction } from '../core/db/pool';
 import {
-  GenerationFinishedError, IdempotencyConflictError, InsufficientCreditsError, NotFoundError, ServiceUnavailableError,
+  GenerationFinishedError, IdempotencyConflictError, markAfterAdmission, NotFoundError, ServiceUnavailableError,
 } from '../core/errors';
 import { requestHash } from '../core/idempotency';
 import { GENERATION_ID_PATTERN } from '../core/ids';
 import { mcToCredits } from '../core/money';
 import type { Principal } from '../core/principal';
+import { createSimulator } from '../core/providers/simulator';
+import type { Provider } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import type { GenerationWorkflowInput } from '../workflows/definitions';
+import { admit } from './admission';
+import type { KeyedRequest } from './admission';
+import { createChatRuns } from './chat-runs';
 import { decodeCursor, encodeCursor } from './cursor';
 import { priceRequest } from './requests';
 import type { GenerationRequest, PricedGeneration } from './requests';
@@ -32,8 +36,10 @@ export interface GenerationServiceDeps {
   syncWaitMs: number;
   /** How long a cancel waits for the workflow to release the hold before answering. */
   cancelWaitMs?: number;
-  /** Fetches and checks an upscale input before anything is held; without it upscale is refused. */
+  /** Fetches and checks an input image (upscale, image-to-video) before anything is held; without it those are refused. */
   prepareInput?: (priced: PricedGeneration) => Promise<PreparedInput>;
+  /** Runs the chats the API streams itself (group B); the simulator when not given. */
+  provider?: Provider;
 }
 
 /** An input fetched and checked before the hold: stored once the generation exists. */
@@ -53,6 +59,12 @@ export interface SubmitOptions {
 export interface Submitted {
   generation: GenerationView;
   /** True when an Idempotency-Key repeat returned an earlier generation. */
+  replayed: boolean;
+}
+
+export interface SubmittedMany {
+  /** In request order. */
+  generations: GenerationView[];
   replayed: boolean;
 }
 
@@ -97,13 +109,20 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     if (!opts.respondAsync && WAITED_KINDS.has(kind)) await gateway.awaitFinish(id, deps.syncWaitMs);
   };
 
-  /** An Idempotency-Key repeat: the first request's generation, whose workflow is made sure of. */
-  const replay = async (accountId: string, id: string, opts: SubmitOptions): Promise<Submitted> => {
-    const g = await read(accountId, id);
+  /** The generations of an admitted request, in request order: one, or a batch (group B's `n`). */
+  const readAll = async (accountId: string, firstId: string): Promise<GenerationRow[]> => {
+    const batch = await listBatch(pool, accountId, firstId);
+    return batch.length > 0 ? batch : [await read(accountId, firstId)];
+  };
+
+  /** An Idempotency-Key repeat: the first request's generations, whose workflows are made sure of. */
+  const replay = async (accountId: string, firstId: string, opts: SubmitOptions): Promise<SubmittedMany> => {
+    const rows = await readAll(accountId, firstId);
     // The first request may have died between its hold and its start; starting again is harmless.
-    if (!TERMINAL.has(g.status)) await gateway.start(workflowInputOf(g));
-    await waitIfSync(id, g.kind, opts);
-    return { generation: await viewOf(await read(accountId, id), store), replayed: true };
+    await Promise.all(rows.filter((g) => !TERMINAL.has(g.status)).map((g) => gateway.start(workflowInputOf(g))));
+    await Promise.all(rows.map((g) => waitIfSync(g.id, g.kind, opts)));
+    const after = await readAll(accountId, firstId);
+    return { generations: await Promise.all(after.map((g) => viewOf(g, store))), replayed: true };
   };
 
   /** Starts the admitted generation's workflow; if that fails, the hold goes back at once. */
@@ -120,67 +139,114 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     }
   };
 
+  /** The claim on an Idempotency-Key, or undefined without one. */
+  const keyedOf = (principal: Principal, opts: SubmitOptions): KeyedRequest | undefined =>
+    opts.idempotency && {
+      accountId: principal.accountId,
+      key: opts.idempotency.key,
+      requestHash: requestHash(opts.idempotency.route, opts.idempotency.body),
+    };
+
+  /** A live claim on the key: a true repeat is answered without pricing (or fetching) anything again. */
+  const priorClaim = async (keyed: KeyedRequest | undefined): Promise<string | undefined> => {
+    if (!keyed) return undefined;
+    const prior = await findIdempotencyClaim(pool, keyed);
+    if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
+    return prior?.outcome === 'replay' ? prior.generationId : undefined;
+  };
+
+  /** Fetches and checks an input (upscale image, video reference frame) before anything is held. */
+  const prepare = async (priced: PricedGeneration): Promise<PreparedInput | undefined> => {
+    const needsInput = priced.kind === 'upscale' || (priced.kind === 'video' && typeof priced.params.imageUrl === 'string');
+    if (!needsInput) return undefined;
+    if (!deps.prepareInput) throw new ServiceUnavailableError('Fetching input images is not available on this instance.');
+    const prepared = await deps.prepareInput(priced);
+    priced.params = { ...priced.params, ...prepared.params };
+    return prepared;
+  };
+
+  /** Stores a prepared input under the admitted generation; the hold goes back if that fails. */
+  const storeInput = async (input: GenerationWorkflowInput, prepared: PreparedInput): Promise<void> => {
+    try {
+      input.params = { ...input.params, ...(await prepared.store(input.generationId)) };
+    } catch (err) {
+      await inTransaction(pool, (tx) =>
+        releaseHold(tx, input.generationId, { code: 'input_unavailable', message: 'The input could not be stored; nothing was charged.', retryable: true }),
+      );
+      throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', { cause: err });
+    }
+  };
+
+  /**
+   * Prices, admits and starts `count` generations of one request (group B's `n` images; 1
+   * elsewhere), all held in one transaction or none. Each is a generation of its own, listed by
+   * every door; an Idempotency-Key stands for the whole batch.
+   */
+  const submitMany = async (request: GenerationRequest, principal: Principal, opts: SubmitOptions & { count?: number }): Promise<SubmittedMany> => {
+    const keyed = keyedOf(principal, opts);
+    const prior = await priorClaim(keyed);
+    if (prior !== undefined) return replay(principal.accountId, prior, opts);
+
+    const count = opts.count ?? 1;
+    const priced = Array.from({ length: count }, () => priceRequest(request, principal, opts.door));
+    if (count > 1) {
+      const batch = priced[0]!.generationId;
+      priced.forEach((p, index) => (p.params = { ...p.params, batch, batchIndex: index }));
+    }
+    const prepared = await prepare(priced[0]!);
+    for (const p of priced.slice(1)) p.params = { ...p.params, ...prepared?.params };
+
+    const admitted = await admit(pool, priced, keyed);
+    if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
+    try {
+      for (const input of admitted.inputs) {
+        if (prepared) await storeInput(input, prepared);
+        await startOrRelease(input);
+      }
+      await Promise.all(admitted.inputs.map((input) => waitIfSync(input.generationId, input.kind, opts)));
+      const rows = await Promise.all(admitted.inputs.map((input) => read(principal.accountId, input.generationId)));
+      return { generations: await Promise.all(rows.map((g) => viewOf(g, store))), replayed: false };
+    } catch (err) {
+      // Admitted: an error now must not make a client send the request again (and hold again).
+      throw markAfterAdmission(err);
+    }
+  };
+
+  const chat = createChatRuns({
+    pool, gateway, store, provider: deps.provider ?? createSimulator(),
+    admitOne: async (request, principal, opts) => {
+      const keyed = keyedOf(principal, opts);
+      const prior = await priorClaim(keyed);
+      if (prior !== undefined) return { replay: (await replay(principal.accountId, prior, opts)).generations[0]! };
+      const priced = priceRequest(request, principal, opts.door);
+      const admitted = await admit(pool, [priced], keyed);
+      if ('replayOf' in admitted) return { replay: (await replay(principal.accountId, admitted.replayOf, opts)).generations[0]! };
+      return { input: admitted.inputs[0]! };
+    },
+  });
+
   return {
     async submit(request: GenerationRequest, principal: Principal, opts: SubmitOptions): Promise<Submitted> {
-      const keyed = opts.idempotency && {
-        accountId: principal.accountId,
-        key: opts.idempotency.key,
-        requestHash: requestHash(opts.idempotency.route, opts.idempotency.body),
-      };
-      if (keyed) {
-        // A true repeat is answered without pricing (or fetching) anything again.
-        const prior = await findIdempotencyClaim(pool, keyed);
-        if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
-        if (prior?.outcome === 'replay') return replay(principal.accountId, prior.generationId, opts);
-      }
-
-      const priced = priceRequest(request, principal, opts.door);
-      let prepared: PreparedInput | undefined;
-      if (priced.kind === 'upscale') {
-        if (!deps.prepareInput) throw new ServiceUnavailableError('Upscaling is not available on this instance.');
-        prepared = await deps.prepareInput(priced);
-        priced.params = { ...priced.params, ...prepared.params };
-      }
-
-      const admitted = await inTransaction(pool, async (tx): Promise<{ replayOf: string } | { outcome: HoldOutcome & { admitted: true } }> => {
-        if (keyed) {
-          const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: priced.generationId });
-          if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
-          if (claim.outcome === 'replay') return { replayOf: claim.generationId };
-        }
-        const outcome = await placeHold(tx, {
-          generation: {
-            id: priced.generationId, accountId: priced.accountId, apiKeyId: priced.apiKeyId,
-            kind: priced.kind, model: priced.model, params: priced.params, prompt: priced.prompt,
-          },
-          amountMc: priced.quoteMc,
-          ...(priced.freeChat ? { freeChat: priced.freeChat } : {}),
-        });
-        // Thrown inside the transaction, so a refused request leaves no claim and no generation.
-        if (!outcome.admitted) throw new InsufficientCreditsError(mcToCredits(outcome.requiredMc), mcToCredits(outcome.availableMc));
-        return { outcome };
-      });
-      if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
-
-      const { outcome } = admitted;
-      const input: GenerationWorkflowInput = { ...priced, model: outcome.model, admitted: { free: outcome.free, model: outcome.model } };
-      if (prepared) {
-        try {
-          input.params = { ...input.params, ...(await prepared.store(input.generationId)) };
-        } catch (err) {
-          await inTransaction(pool, (tx) =>
-            releaseHold(tx, input.generationId, { code: 'input_unavailable', message: 'The input could not be stored; nothing was charged.', retryable: true }),
-          );
-          throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', { cause: err });
-        }
-      }
-      await startOrRelease(input);
-      await waitIfSync(input.generationId, input.kind, opts);
-      return { generation: await viewOf(await read(principal.accountId, input.generationId), store), replayed: false };
+      const { generations, replayed } = await submitMany(request, principal, opts);
+      return { generation: generations[0]!, replayed };
     },
+
+    submitMany,
+
+    /** A chat the API runs itself, its reply streamed as it comes (group B); see service/chat-runs.ts. */
+    runChat: chat.run,
 
     async get(principal: Principal, id: string): Promise<GenerationView> {
       return viewOf(await read(principal.accountId, id), store);
+    },
+
+    /** A generation with its output file's bytes (once it has succeeded), for doors that serve the file itself. */
+    async output(principal: Principal, id: string): Promise<{ generation: GenerationView; file?: { data: Buffer; contentType: string } }> {
+      const g = await read(principal.accountId, id);
+      const generation = await viewOf(g, store);
+      if (g.status !== 'succeeded' || !g.outputKey) return { generation };
+      const data = await store.get(g.outputKey);
+      return data ? { generation, file: { data, contentType: contentTypeOf(g.outputKey) } } : { generation };
     },
 
     async list(principal: Principal, q: ListQuery): Promise<{ data: GenerationView[]; nextCursor: string | null }> {
@@ -224,6 +290,12 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 
 export type GenerationService = ReturnType<typeof createGenerationService>;
 
+const CONTENT_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp', webm: 'video/webm', mp4: 'video/mp4', txt: 'text/plain; charset=utf-8' };
+
+function contentTypeOf(key: string): string {
+  return CONTENT_TYPES[key.slice(key.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
+}
+
 /** Everything a generation's workflow needs, rebuilt from its record (replays, cancels, the reconciler). */
 export function workflowInputOf(g: GenerationRow): GenerationWorkflowInput {
   return {
@@ -236,5 +308,7 @@ export function workflowInputOf(g: GenerationRow): GenerationWorkflowInput {
     params: g.params,
     quoteMc: g.quoteMc,
     admitted: { free: g.freeChat, model: g.model },
+    // A chat the API runs itself stays one: its workflow waits for the API's report.
+    ...(typeof g.params.apiRunDeadlineMs === 'number' ? { apiRun: { deadlineMs: g.params.apiRunDeadlineMs } } : {}),
   };
 }

@@ -4,8 +4,8 @@ import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '..
 import { ServiceUnavailableError } from '../core/errors';
 import { mcToCredits } from '../core/money';
 import type { generation } from '../workflows/generation';
-import { cancelSignal, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
-import type { GenerationWorkflowInput } from '../workflows/definitions';
+import { apiRunResultSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
+import type { ApiRunResult, GenerationWorkflowInput } from '../workflows/definitions';
 
 /**
  * How the service talks to Temporal about generations. The hold is already placed (by the
@@ -67,6 +67,26 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
         throw new ServiceUnavailableError('The cancel could not reach the workflow service; nothing changed. Retry shortly.', { cause: err });
+      }
+    },
+
+    /**
+     * Hands the outcome of a run the API did itself (a streamed chat) to its workflow, which then
+     * settles or releases. Signal-with-start, so that a workflow whose first start failed is
+     * started now. Throws when the server cannot be reached: the caller then resolves the hold.
+     */
+    async reportApiRun(input: GenerationWorkflowInput, result: ApiRunResult): Promise<void> {
+      try {
+        await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+          client.workflow.signalWithStart<typeof generation, [ApiRunResult]>(GENERATION_WORKFLOW_TYPE, {
+            ...startOptions(input),
+            signal: apiRunResultSignal,
+            signalArgs: [result],
+          }),
+        );
+      } catch (err) {
+        // Already closed (e.g. cancelled meanwhile): it settled or released without this report.
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       }
     },
 

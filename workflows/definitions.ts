@@ -23,7 +23,19 @@ export interface GenerationWorkflowInput {
    * the hold themselves: both paths replay.
    */
   admitted?: { free: boolean; model: string };
+  /**
+   * Set when the API runs the provider itself and streams the reply to the client (group B chat):
+   * the workflow does not run the provider activity but waits, up to `deadlineMs` after it starts
+   * running, for the `apiRunResult` signal, then settles what it reports or releases. No signal by
+   * the deadline (the API died mid-stream) releases the hold. Absent for every other generation.
+   */
+  apiRun?: { deadlineMs: number };
 }
+
+/** What the API reports about a generation it ran itself (see `apiRun`). */
+export type ApiRunResult =
+  | { ok: true; output: { outputKey: string | null; outputText: string | null; chargeMc: number; outputTokens: number } }
+  | { ok: false; error: { code: string; message: string; retryable: boolean } };
 
 export type Admission =
   | { admitted: true; free: boolean; model: string }
@@ -40,3 +52,5 @@ export const phaseQuery = defineQuery<GenerationPhase>('phase');
 /** The admission once decided (also after the workflow closed): how a repeated request learns it. */
 export const admissionQuery = defineQuery<Admission | null>('admission');
 export const cancelSignal = defineSignal<[reason: string]>('cancel');
+/** The outcome of a run the API did itself (`apiRun`); the first one counts. */
+export const apiRunResultSignal = defineSignal<[ApiRunResult]>('apiRunResult');

@@ -100,6 +100,8 @@ export interface SettleRequest {
   chargeMc?: Millicredits;
   outputKey: string | null;
   outputText: string | null;
+  /** Per-token runs: the output tokens charged for, kept with the generation's parameters. */
+  outputTokens?: number;
 }
 
 export type Resolution =
@@ -124,9 +126,10 @@ export async function settleHold(tx: Queryable, req: SettleRequest): Promise<Res
   if (rest > 0) await appendEntry(tx, hold.account_id, req.generationId, 'release', rest, after, 'unused part of the hold');
   await tx.query(
     `UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
+            params = CASE WHEN $5::integer IS NULL THEN params ELSE params || jsonb_build_object('outputTokens', $5::integer) END,
             started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
       WHERE id = $1`,
-    [req.generationId, hold.charged_mc, req.outputKey, req.outputText],
+    [req.generationId, hold.charged_mc, req.outputKey, req.outputText, req.outputTokens ?? null],
   );
   return { outcome: 'settled', chargedMc: hold.charged_mc };
 }
