@@ -268,7 +268,10 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
       summary: 'The video file (client.videos.downloadContent); 404 until it has succeeded',
       params: idParams,
       querystring: z.object({ variant: z.enum(['video'], { error: "variant: only 'video' is available" }).optional() }),
-      response: { 200: z.string().describe('The video file (video/webm from the simulator)'), ...errorsB(400, 401, 404, 429, 500, 503) },
+      response: {
+        200: { description: 'The video file, with its content type (video/webm from the simulator)', content: { '*/*': { schema: z.string().describe('binary') } } },
+        ...errorsB(400, 401, 404, 429, 500, 503),
+      },
     },
   }, async (request, reply) => {
     const principal = principalOf(request);

@@ -290,7 +290,13 @@ export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps)
       body: chatCompletionBody,
       headers: z.looseObject({ 'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.').optional() }),
       response: {
-        200: z.union([chatCompletion, z.string().describe('text/event-stream: chat.completion.chunk events, then data: [DONE]')]),
+        200: {
+          description: 'The reply; with stream: true, Server-Sent Events',
+          content: {
+            'application/json': { schema: chatCompletion },
+            'text/event-stream': { schema: z.string().describe('data: <chat.completion.chunk JSON> events, then data: [DONE]') },
+          },
+        },
         ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 502, 503),
       },
     },
@@ -307,7 +313,11 @@ export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps)
     const events = run.events[Symbol.asyncIterator]();
     // The first event (or a failure before it) decides the status: errors before any token are
     // ordinary error answers; after it they travel inside the stream.
-    const first = await inGroupBWords(() => events.next());
+    const first = await inGroupBWords(() => events.next()).catch(async (err: unknown) => {
+      // Answered once the hold is back, so that the balance read next shows nothing taken.
+      await run.settled();
+      throw err;
+    });
 
     if (body.stream) {
       const includeUsage = body.stream_options?.include_usage === true;
@@ -319,9 +329,14 @@ export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps)
 
     let text = '';
     let end: Extract<ChatRunEvent, { type: 'end' }> | undefined;
-    for (let r = first; !r.done; r = await inGroupBWords(() => events.next())) {
-      if (r.value.type === 'delta') text += r.value.text;
-      else end = r.value;
+    try {
+      for (let r = first; !r.done; r = await inGroupBWords(() => events.next())) {
+        if (r.value.type === 'delta') text += r.value.text;
+        else end = r.value;
+      }
+    } catch (err) {
+      await run.settled();
+      throw err;
     }
     end ??= run.replay ? replayEndOf(run.replay).value : undefined;
     if (!end) throw new InvalidRequestError('The reply ended early.');

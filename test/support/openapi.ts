@@ -35,6 +35,7 @@ export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
  */
 export const COVERAGE_OWNERS: readonly { prefix: string; file: string }[] = [
   { prefix: '/', file: 'openapi.test.ts' },
+  { prefix: '/v1/', file: 'openai-sdk.test.ts' },
 ];
 
 export function ownerOf(path: string): string {
