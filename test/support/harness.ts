@@ -8,6 +8,7 @@ import { inject } from 'vitest';
 import { buildApp } from '../../api/app';
 import { createPool } from '../../core/db/pool';
 import { createSimulator } from '../../core/providers/simulator';
+import type { Provider } from '../../core/providers/types';
 import { createLocalStore } from '../../core/storage';
 import type { OutputStore } from '../../core/storage';
 import { createWorker } from '../../runtime/worker';
@@ -28,6 +29,8 @@ export interface HarnessOptions {
   /** Whether upscale inputs may come from loopback and private networks (development mode); default true. */
   allowPrivateNetworks?: boolean;
   videoConcurrency?: number;
+  /** The provider for the worker and the API's streamed chats; the simulator by default. */
+  provider?: Provider;
 }
 
 /** A fresh database (from the migrated template), its own task queue and worker, and the API on top. */
@@ -52,7 +55,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       namespace: 'default',
       taskQueue,
       pool,
-      provider: createSimulator(),
+      provider: options.provider ?? createSimulator(),
       store,
       videoConcurrency: options.videoConcurrency ?? 5,
       workflowBundle: { codePath: inject('workflowBundlePath') },
@@ -75,6 +78,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     syncWaitMs: options.syncWaitMs ?? 30_000,
     defaultChatCap: 5,
     // Tests serve inputs from loopback, as development mode allows; SSRF tests build their own.
+    ...(options.provider ? { provider: options.provider } : {}),
     prepareInput: createInputPreparer({ http: createSafeHttpClient({ policy: { allowPrivateNetworks: options.allowPrivateNetworks ?? true } }), store, publicBaseUrl: FILES_BASE_URL }),
   });
 
