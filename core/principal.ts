@@ -11,6 +11,12 @@ export interface Principal {
   scopes: readonly string[];
   /** A model allow-list, or null for every model. */
   models: readonly string[] | null;
+  /**
+   * The account's available balance as read with the key (same query, no extra round trip). A
+   * hint only: the hold transaction decides. A streamed chat opens its upstream while the hold is
+   * being placed when this says the hold will very likely be granted.
+   */
+  availableMc?: number;
 }
 
 export function assertScope(principal: Principal, kind: Kind): void {

@@ -5,12 +5,13 @@ import { ContentPolicyError, InvalidRequestError, markAfterAdmission, ProviderFa
 import type { DomainError } from '../core/errors';
 import { chargeForTokens } from '../core/pricing';
 import type { Principal } from '../core/principal';
-import type { Provider, ProviderJob } from '../core/providers/types';
+import type { ChatStreamEvent, Provider, ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import type { ApiRunResult, GenerationWorkflowInput } from '../workflows/definitions';
 import type { SubmitOptions } from './generation-service';
 import type { GenerationView } from './records';
-import type { GenerationRequest } from './requests';
+import { priceRequest } from './requests';
+import type { GenerationRequest, PricedGeneration } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
 
 /**
@@ -65,8 +66,10 @@ export interface ChatRunDeps {
   gateway: GenerationGateway;
   store: OutputStore;
   provider: Provider;
-  /** The service's admission (Idempotency-Key, pricing, hold), shared with every other submit. */
-  admitOne(request: ChatRequest, principal: Principal, opts: SubmitOptions): Promise<{ replay: GenerationView } | { input: GenerationWorkflowInput }>;
+  /** A live Idempotency-Key claim of this same request: the earlier generation, once finished. */
+  replayOf(principal: Principal, opts: SubmitOptions): Promise<GenerationView | undefined>;
+  /** The service's admission (Idempotency-Key claim and hold in one transaction), shared with every other submit. */
+  admit(priced: PricedGeneration, principal: Principal, opts: SubmitOptions): Promise<{ replay: GenerationView } | { input: GenerationWorkflowInput }>;
   log?: (message: string, err: unknown) => void;
 }
 
@@ -88,26 +91,47 @@ export function createChatRuns(deps: ChatRunDeps) {
     }
   };
 
+  /** An Idempotency-Key repeat: the earlier reply, answered again from its record. */
+  const replayed = (g: GenerationView): ChatRun => {
+    const text = g.text ?? '';
+    return {
+      id: g.id, model: g.model, createdAt: g.createdAt, replay: g,
+      events: (async function* () {
+        if (text) yield { type: 'delta', text } as const;
+      })(),
+      reported: Promise.resolve(),
+      settled: () => Promise.resolve(),
+    };
+  };
+
   async function run(request: ChatRequest, principal: Principal, opts: SubmitOptions & { signal: AbortSignal }): Promise<ChatRun> {
-    const admitted = await deps.admitOne(request, principal, opts);
+    const prior = opts.idempotency ? await deps.replayOf(principal, opts) : undefined;
+    if (prior) return replayed(prior);
+    const priced = priceRequest(request, principal, opts.door);
+    const rate = Number(priced.params.ratePer1kMc);
+    const maxTokens = Number(priced.params.maxTokens);
+    if (!Number.isFinite(rate) || !Number.isFinite(maxTokens)) throw new Error(`chat ${priced.model} is not billed per token`);
+    priced.params = { ...priced.params, apiRunDeadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS };
+    const job: ProviderJob = { generationId: priced.generationId, kind: 'chat', model: priced.model, prompt: priced.prompt, params: priced.params };
+
+    // The provider is asked while the hold is being placed when the balance read with the key
+    // says the hold will be granted: its time to first token then hides the transaction. A
+    // refusal after all (a concurrent spend) stops the upstream call before anything is sent.
+    const stop = new AbortController();
+    const early = (principal.availableMc ?? 0) >= priced.quoteMc ? openStream(deps.provider, job, stop.signal) : undefined;
+    let admitted: Awaited<ReturnType<ChatRunDeps['admit']>>;
+    try {
+      admitted = await deps.admit(priced, principal, opts);
+    } catch (err) {
+      stop.abort(new Error('not admitted'));
+      throw err;
+    }
     if ('replay' in admitted) {
-      const g = admitted.replay;
-      const text = g.text ?? '';
-      return {
-        id: g.id, model: g.model, createdAt: g.createdAt, replay: g,
-        events: (async function* () {
-          if (text) yield { type: 'delta', text } as const;
-        })(),
-        reported: Promise.resolve(),
-        settled: () => Promise.resolve(),
-      };
+      stop.abort(new Error('a repeat'));
+      return replayed(admitted.replay);
     }
 
     const input: GenerationWorkflowInput = { ...admitted.input, apiRun: { deadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS } };
-    input.params = { ...input.params, apiRunDeadlineMs: input.apiRun!.deadlineMs };
-    const rate = Number(input.params.ratePer1kMc);
-    const maxTokens = Number(input.params.maxTokens);
-    if (!Number.isFinite(rate) || !Number.isFinite(maxTokens)) throw new Error(`chat ${input.model} is not billed per token`);
 
     // Fired now, awaited only when the outcome is reported: the first token does not wait for it.
     const started = deps.gateway.start(input).catch((err: unknown) => log(`generation ${input.generationId}: start failed; retried when the run is reported`, err));
@@ -119,15 +143,14 @@ export function createChatRuns(deps: ChatRunDeps) {
         .finally(resolveReported);
     };
 
-    const job: ProviderJob = { generationId: input.generationId, kind: 'chat', model: input.model, prompt: input.prompt, params: input.params };
     const store = deps.store;
     const provider = deps.provider;
 
     async function* events(): AsyncGenerator<ChatRunEvent> {
-      const stop = new AbortController();
       const limit = setTimeout(() => stop.abort(new Error('the reply took longer than allowed')), CHAT_STREAM_LIMIT_MS);
       const onClientGone = () => stop.abort(new Error('the client went away'));
       opts.signal.addEventListener('abort', onClientGone, { once: true });
+      if (opts.signal.aborted) onClientGone();
       let delivered = 0;
       let text = '';
       let providerTokens: number | undefined;
@@ -137,7 +160,8 @@ export function createChatRuns(deps: ChatRunDeps) {
       try {
         for (let attempt = 1; ; attempt++) {
           try {
-            for await (const event of provider.streamChat(job, stop.signal)) {
+            const stream = attempt === 1 && early ? early : openStream(provider, job, stop.signal);
+            for await (const event of stream) {
               if (event.type === 'usage') {
                 providerTokens = event.outputTokens;
                 promptTokens = event.promptTokens ?? promptTokens;
@@ -228,4 +252,26 @@ function clientErrorOf(err: unknown): DomainError {
     return new ProviderFailedError(`The model provider refused the request (${err.code}); nothing was charged.`);
   }
   return new ProviderFailedError('The model provider failed; nothing was charged. Retry shortly.');
+}
+
+/**
+ * Opens the provider's stream and asks for its first event at once (an async generator would not
+ * start before its first `next()`), so that the upstream request is under way from here on.
+ */
+function openStream(provider: Provider, job: ProviderJob, signal: AbortSignal): AsyncIterable<ChatStreamEvent> {
+  const iterator = provider.streamChat(job, signal)[Symbol.asyncIterator]();
+  const first = iterator.next();
+  // Not awaited until the run reads it: a failure meanwhile must not be an unhandled rejection.
+  first.catch(() => undefined);
+  let started = false;
+  return {
+    [Symbol.asyncIterator]: () => ({
+      next: () => {
+        if (started) return iterator.next();
+        started = true;
+        return first;
+      },
+      return: async () => (await iterator.return?.()) ?? { done: true, value: undefined },
+    }),
+  };
 }

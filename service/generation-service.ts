@@ -214,12 +214,12 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 
   const chat = createChatRuns({
     pool, gateway, store, provider: deps.provider ?? createSimulator(),
-    admitOne: async (request, principal, opts) => {
-      const keyed = keyedOf(principal, opts);
-      const prior = await priorClaim(keyed);
-      if (prior !== undefined) return { replay: (await replay(principal.accountId, prior, opts)).generations[0]! };
-      const priced = priceRequest(request, principal, opts.door);
-      const admitted = await admit(pool, [priced], keyed);
+    async replayOf(principal, opts) {
+      const prior = await priorClaim(keyedOf(principal, opts));
+      return prior === undefined ? undefined : (await replay(principal.accountId, prior, opts)).generations[0]!;
+    },
+    async admit(priced, principal, opts) {
+      const admitted = await admit(pool, [priced], keyedOf(principal, opts));
       if ('replayOf' in admitted) return { replay: (await replay(principal.accountId, admitted.replayOf, opts)).generations[0]! };
       return { input: admitted.inputs[0]! };
     },

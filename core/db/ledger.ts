@@ -34,20 +34,13 @@ interface AccountMoney {
 
 export async function placeHold(tx: Queryable, req: HoldRequest): Promise<HoldOutcome> {
   const { generation: g } = req;
-  // A retried activity finds the hold it already placed.
-  const existing = await tx.query<{ amount_mc: number; free_chat: boolean; model: string }>(
-    `SELECT h.amount_mc, h.free_chat, g.model FROM holds h JOIN generations g ON g.id = h.generation_id
-      WHERE h.generation_id = $1`,
-    [g.id],
-  );
-  const found = existing.rows[0];
-  if (found) return { admitted: true, free: found.free_chat, model: found.model, amountMc: found.amount_mc };
 
   if (req.freeChat) {
     const claimed = await tx.query<AccountMoney>(
       `UPDATE accounts SET chat_used = chat_used + 1
-        WHERE id = $1 AND chat_used < chat_cap RETURNING balance_mc, held_mc`,
-      [g.accountId],
+        WHERE id = $1 AND chat_used < chat_cap
+          AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $2) RETURNING balance_mc, held_mc`,
+      [g.accountId, g.id],
     );
     const money = claimed.rows[0];
     if (money) {
@@ -57,21 +50,41 @@ export async function placeHold(tx: Queryable, req: HoldRequest): Promise<HoldOu
     }
   }
 
+  // One statement, one round trip: the conditional update and the three rows it entails. The
+  // foreign keys between them are checked at the end of the statement, when all three exist.
   const held = await tx.query<AccountMoney>(
-    `UPDATE accounts SET held_mc = held_mc + $2::bigint
-      WHERE id = $1 AND balance_mc - held_mc >= $2::bigint RETURNING balance_mc, held_mc`,
-    [g.accountId, req.amountMc],
+    `WITH a AS (
+       UPDATE accounts SET held_mc = held_mc + $2::bigint
+        WHERE id = $1 AND balance_mc - held_mc >= $2::bigint
+          AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $3)
+        RETURNING id, balance_mc, held_mc
+     ), g AS (
+       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, free_chat)
+       SELECT $3, id, $4, $5, $6, 'queued', $7, $8, $2::bigint, false FROM a
+     ), h AS (
+       INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT $3, id, $2::bigint, false FROM a
+     ), e AS (
+       INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
+       SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
+     )
+     SELECT balance_mc, held_mc FROM a`,
+    [g.accountId, req.amountMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt],
   );
-  const money = held.rows[0];
-  if (!money) {
-    const available = await tx.query<{ available_mc: number }>(
-      'SELECT balance_mc - held_mc AS available_mc FROM accounts WHERE id = $1',
-      [g.accountId],
-    );
-    return { admitted: false, requiredMc: req.amountMc, availableMc: available.rows[0]?.available_mc ?? 0 };
-  }
-  await insertGenerationAndHold(tx, g, req.amountMc, false, money, null);
-  return { admitted: true, free: false, model: g.model, amountMc: req.amountMc };
+  if (held.rows[0]) return { admitted: true, free: false, model: g.model, amountMc: req.amountMc };
+
+  // Nothing moved: either a retried activity that already placed this hold, or too little money.
+  const existing = await tx.query<{ amount_mc: number; free_chat: boolean; model: string }>(
+    `SELECT h.amount_mc, h.free_chat, g.model FROM holds h JOIN generations g ON g.id = h.generation_id
+      WHERE h.generation_id = $1`,
+    [g.id],
+  );
+  const found = existing.rows[0];
+  if (found) return { admitted: true, free: found.free_chat, model: found.model, amountMc: found.amount_mc };
+  const available = await tx.query<{ available_mc: number }>(
+    'SELECT balance_mc - held_mc AS available_mc FROM accounts WHERE id = $1',
+    [g.accountId],
+  );
+  return { admitted: false, requiredMc: req.amountMc, availableMc: available.rows[0]?.available_mc ?? 0 };
 }
 
 async function insertGenerationAndHold(
