@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { claimIdempotencyKey } from '../core/db/idempotency';
 import { placeHold } from '../core/db/ledger';
 import { inTransaction } from '../core/db/pool';
+import type { Queryable } from '../core/db/pool';
 import { IdempotencyConflictError, InsufficientCreditsError } from '../core/errors';
 import { mcToCredits } from '../core/money';
 import type { GenerationWorkflowInput } from '../workflows/definitions';
@@ -29,7 +30,10 @@ export type Admission =
 export async function admit(pool: pg.Pool, priced: readonly PricedGeneration[], keyed: KeyedRequest | undefined): Promise<Admission> {
   const first = priced[0];
   if (!first) throw new Error('admit: nothing to admit');
-  return inTransaction(pool, async (tx): Promise<Admission> => {
+  // One paid generation without a key is one statement (placeHold's), atomic by itself: no
+  // BEGIN and COMMIT round trips around it. It is the hot path of a streamed chat.
+  const single = !keyed && priced.length === 1 && !first.freeChat;
+  const hold = async (tx: Queryable): Promise<Admission> => {
     if (keyed) {
       const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: first.generationId });
       if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
@@ -53,5 +57,6 @@ export async function admit(pool: pg.Pool, priced: readonly PricedGeneration[], 
       inputs.push({ ...p, model: outcome.model, admitted: { free: outcome.free, model: outcome.model } });
     }
     return { inputs };
-  });
+  };
+  return single ? hold(pool) : inTransaction(pool, hold);
 }
