@@ -20,7 +20,7 @@ import type { Context, ScenarioResult } from './scenarios';
 import { measureSimulatorCost } from './simulator-cost';
 import { FULL, QUICK } from './sizes';
 import { createStack } from './stack';
-import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MODEL } from './stream';
+import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MODEL, wholeReply } from './stream';
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
@@ -195,6 +195,8 @@ async function main(): Promise<number> {
     memory.phase('stream');
     log('stream (service against the upstream directly)…');
     const stream = await streamOverhead(ctx, upstream.baseUrl, sizes.stream);
+    const whole = await wholeReply(ctx, Math.min(50, sizes.stream.n), sizes.stream.tokens);
+    log(`whole reply: API path p50 ${whole.apiPath.p50.toFixed(1)} ms, activity path p50 ${whole.activityPath.p50.toFixed(1)} ms`);
     for (const r of stream) {
       log(`stream ${r.mode} c${r.concurrency}: first byte overhead p50 ${r.overhead.ttfb.p50} ms, p99 ${r.overhead.ttfb.p99} ms; full reply overhead p50 ${r.overhead.full.p50} ms, p99 ${r.overhead.full.p99} ms`);
     }
@@ -219,7 +221,7 @@ async function main(): Promise<number> {
     console.log(`\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}`);
     console.log(`load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`);
     console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode, simulatorCost }));
-    console.log(`\n${renderStream(stream)}`);
+    console.log(`\n${renderStream(stream, whole)}`);
 
     const misses = targets.filter((t) => t.verdict === 'MISS');
     const resultsDir = join(process.cwd(), '.test-data', 'bench-results');
@@ -244,6 +246,7 @@ async function main(): Promise<number> {
         sizes,
         scenarios,
         stream,
+        wholeReply: whole,
         metrics,
         targets,
         memory: { before, after, ...memoryReport },

@@ -128,6 +128,39 @@ export async function streamOverhead(ctx: Context, upstreamBaseUrl: string, size
   return [sequential, concurrent];
 }
 
+/** A whole (non-streamed) reply, the same model and upstream: the API path (group B) against the activity path (group A). */
+export interface WholeReply {
+  n: number;
+  apiPath: LatencyStats;
+  activityPath: LatencyStats;
+}
+
+export async function wholeReply(ctx: Context, n: number, tokens: number): Promise<WholeReply> {
+  const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: 1_000_000_000, requests: 2 * n + 20 });
+  const prompt = `say something up:tokens=${tokens}`;
+  const viaApi = async () => {
+    const r = await ctx.http.request<{ choices?: unknown[] }>('POST', '/v1/chat/completions', { token: account.nextKey(), body: { model: STREAM_MODEL, messages: [{ role: 'user', content: prompt }], max_tokens: 2 * tokens } });
+    if (r.status !== 200 || !r.body.choices) ctx.errors.record(`whole reply (group B): ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+    return r.ms;
+  };
+  const viaActivity = async () => {
+    const r = await ctx.http.request<{ status?: string }>('POST', '/api/v1/generate', { token: account.nextKey(), body: { kind: 'chat', model: STREAM_MODEL, prompt, max_tokens: 2 * tokens } });
+    if (r.status !== 200 || r.body.status !== 'succeeded') ctx.errors.record(`whole reply (group A): ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+    return r.ms;
+  };
+  for (let i = 0; i < 5; i++) {
+    await viaApi();
+    await viaActivity();
+  }
+  const api: number[] = [];
+  const activity: number[] = [];
+  for (let i = 0; i < n; i++) {
+    api.push(await viaApi());
+    activity.push(await viaActivity());
+  }
+  return { n, apiPath: summarise(api), activityPath: summarise(activity) };
+}
+
 /** The flat metrics targets refer to, e.g. `stream.sequential.ttfbOverhead.p50`. */
 export function streamMetrics(runs: StreamRun[]): Record<string, number> {
   const m: Record<string, number> = {};
@@ -141,7 +174,7 @@ export function streamMetrics(runs: StreamRun[]): Record<string, number> {
   return m;
 }
 
-export function renderStream(runs: StreamRun[]): string {
+export function renderStream(runs: StreamRun[], whole?: WholeReply): string {
   const f = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : '–');
   const rows = runs.flatMap((r) => [
     [`${r.mode === 'sequential' ? 'sequential' : `c${r.concurrency}`} service`, String(r.n), String(r.errors), f(r.service.ttfb.p50), f(r.service.ttfb.p99), f(r.service.full.p50), f(r.service.full.p99), '', ''],
@@ -152,5 +185,10 @@ export function renderStream(runs: StreamRun[]): string {
   const headers = ['streamed chat', 'n', 'err', 'first byte p50', 'p99', 'full p50', 'p99', 'overhead is', ''];
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i >= 1 && i <= 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
-  return ['Streamed chat: service against the same upstream directly (ms)', line(headers), widths.map((w) => '─'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+  const out = ['Streamed chat: service against the same upstream directly (ms)', line(headers), widths.map((w) => '─'.repeat(w)).join('  '), ...rows.map(line)];
+  if (whole) {
+    out.push('', `Whole reply, sequential (n=${whole.n}): API path (POST /v1/chat/completions) p50 ${f(whole.apiPath.p50)} p99 ${f(whole.apiPath.p99)} ms; ` +
+      `activity path (POST /api/v1/generate, same model and upstream) p50 ${f(whole.activityPath.p50)} p99 ${f(whole.activityPath.p99)} ms`);
+  }
+  return out.join('\n');
 }

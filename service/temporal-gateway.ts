@@ -121,6 +121,8 @@ export function summarise(input: GenerationWorkflowInput): string {
         : input.kind === 'upscale' ? `${String(p.scale)}×`
           : '';
   const free = input.admitted?.free ?? false;
-  const price = free ? 'free reply' : `${mcToCredits(input.quoteMc)} credits`;
+  // Per-token chat holds its output cap; what it charges is known at the end.
+  const perToken = typeof p.ratePer1kMc === 'number';
+  const price = free ? 'free reply' : perToken ? `up to ${mcToCredits(input.quoteMc)} credits, per token` : `${mcToCredits(input.quoteMc)} credits`;
   return [input.kind, input.model, detail, price].filter((s) => s !== '').join(' · ');
 }

@@ -425,3 +425,28 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
     c.expectCoverage('openai-sdk.test.ts');
   });
 });
+
+describe('image-to-video (image_url)', () => {
+  it('fetches the reference frame before the hold, as upscale does: a bad one is a 400 naming image_url, nothing held', async () => {
+    const sharp = (await import('sharp')).default;
+    const { createServer } = await import('node:http');
+    const png = await sharp({ create: { width: 320, height: 180, channels: 3, background: '#246' } }).png().toBuffer();
+    const server = createServer((req, res) => (req.url === '/frame.png' ? res.writeHead(200, { 'content-type': 'image/png' }).end(png) : res.writeHead(200).end('<html>')));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const { key } = await h.account({ credits: 100 });
+      const client = sdk(key, { maxRetries: 0 });
+      const created = await client.post<{ id: string }>('/video/generations', { body: { model: 'wan-2.1', prompt: 'the frame comes alive sim:delay=3000', image_url: `${origin}/frame.png` } });
+      const g = await generationA(key, created.id);
+      expect(g.params).toMatchObject({ inputWidth: 320, inputHeight: 180 });
+      expect(g.params.inputKey).toBeUndefined(); // internal, not shown
+      const err = (await client.videos.create({ model: 'wan-2.1' as OpenAI.VideoModel, prompt: 'x', input_reference: { image_url: `${origin}/page.html` } }).catch((e: unknown) => e)) as APIError;
+      expect(err).toMatchObject({ status: 400, type: 'invalid_request_error', param: 'image_url' });
+      expect(err.message).toMatch(/image_url/);
+      expect(await balanceOf(key)).toMatchObject({ holdsActive: 50.5 });
+    } finally {
+      server.close();
+    }
+  });
+});
