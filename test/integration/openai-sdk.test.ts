@@ -441,7 +441,7 @@ describe('image-to-video (image_url)', () => {
       const g = await generationA(key, created.id);
       expect(g.params).toMatchObject({ inputWidth: 320, inputHeight: 180 });
       expect(g.params.inputKey).toBeUndefined(); // internal, not shown
-      const err = (await client.videos.create({ model: 'wan-2.1' as OpenAI.VideoModel, prompt: 'x', input_reference: { image_url: `${origin}/page.html` } }).catch((e: unknown) => e)) as APIError;
+      const err = (await client.videos.create({ model: 'wan-2.1', prompt: 'x', input_reference: { image_url: `${origin}/page.html` } }).catch((e: unknown) => e)) as APIError;
       expect(err).toMatchObject({ status: 400, type: 'invalid_request_error', param: 'image_url' });
       expect(err.message).toMatch(/image_url/);
       expect(await balanceOf(key)).toMatchObject({ holdsActive: 50.5 });
