@@ -30,6 +30,11 @@ export interface StreamRun {
   direct: StreamSide;
   /** Sequential: percentiles of the per-pair differences; concurrent: differences of the percentiles. */
   overhead: { ttfb: { p50: number; p99: number }; full: { p50: number; p99: number } };
+  /**
+   * Sequential only: GET /api/credits measured in the same rounds, the floor of any keyed request
+   * (HTTP, key lookup, rate limit, one SELECT) on this machine at that moment.
+   */
+  floor?: LatencyStats;
 }
 
 interface Timed {
@@ -59,7 +64,7 @@ async function timedStream(url: string, headers: Record<string, string>, body: u
 const side = (samples: Timed[]): StreamSide => ({ ttfb: summarise(samples.map((s) => s.ttfb)), full: summarise(samples.map((s) => s.full)) });
 
 export async function streamOverhead(ctx: Context, upstreamBaseUrl: string, sizes: { n: number; total: number; concurrency: number; tokens: number }): Promise<StreamRun[]> {
-  const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: 1_000_000_000, requests: 2 * sizes.n + sizes.total + 40 });
+  const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: 1_000_000_000, requests: 3 * sizes.n + sizes.total + 40 });
   const messages = [{ role: 'user', content: `say something up:tokens=${sizes.tokens}` }];
   const service = (a: BenchAccount) =>
     timedStream(`${ctx.stack.baseUrl}/v1/chat/completions`, { authorization: `Bearer ${a.nextKey()}` }, { model: STREAM_MODEL, messages, stream: true, max_tokens: 2 * sizes.tokens }, ctx.http.stop);
@@ -87,12 +92,14 @@ export async function streamOverhead(ctx: Context, upstreamBaseUrl: string, size
 
   // Sequential: direct and service one after another, pair by pair, so both meet the same moment.
   const pairs: { s: Timed; d: Timed }[] = [];
+  const floor: number[] = [];
   const errorsBefore = errors;
   await ctx.measure(async () => {
     for (let i = 0; i < sizes.n; i++) {
       const d = await attempt('direct', direct);
       const s = await attempt('service', () => service(account));
       if (d && s) pairs.push({ s, d });
+      floor.push((await ctx.http.request('GET', '/api/credits', { token: account.nextKey() })).ms);
     }
   });
   const diff = (pick: (t: Timed) => number) => summarise(pairs.map((p) => pick(p.s) - pick(p.d)));
@@ -102,6 +109,7 @@ export async function streamOverhead(ctx: Context, upstreamBaseUrl: string, size
     mode: 'sequential', concurrency: 1, n: pairs.length, errors: errors - errorsBefore,
     service: side(pairs.map((p) => p.s)), direct: side(pairs.map((p) => p.d)),
     overhead: { ttfb: { p50: round(ttfbDiff.p50, 2), p99: round(ttfbDiff.p99, 2) }, full: { p50: round(fullDiff.p50, 2), p99: round(fullDiff.p99, 2) } },
+    floor: summarise(floor),
   };
 
   // Concurrent: the same number of streams at once, through the service, then directly.
@@ -186,6 +194,8 @@ export function renderStream(runs: StreamRun[], whole?: WholeReply): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i >= 1 && i <= 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
   const out = ['Streamed chat: service against the same upstream directly (ms)', line(headers), widths.map((w) => '─'.repeat(w)).join('  '), ...rows.map(line)];
+  const floor = runs.find((r) => r.floor)?.floor;
+  if (floor) out.push('', `Floor of any keyed request in the same rounds (GET /api/credits): p50 ${f(floor.p50)} p99 ${f(floor.p99)} ms`);
   if (whole) {
     out.push('', `Whole reply, sequential (n=${whole.n}): API path (POST /v1/chat/completions) p50 ${f(whole.apiPath.p50)} p99 ${f(whole.apiPath.p99)} ms; ` +
       `activity path (POST /api/v1/generate, same model and upstream) p50 ${f(whole.activityPath.p50)} p99 ${f(whole.activityPath.p99)} ms`);
