@@ -5,7 +5,7 @@ import { safeText } from '../core/text';
 import type { GenerationView } from '../service/records';
 import { principalOf } from './auth';
 import type { OpenAiDeps } from './openai';
-import { errorsB, inGroupBWords, refuseUnknownFields, unixSeconds } from './openai';
+import { errorsB, inGroupBWords, refuseUnknownFields, submitOptionsOf, unixSeconds } from './openai';
 import { idParams } from './schemas';
 
 /** Group B images and videos: each image and each video is a generation like any other door's. */
@@ -162,6 +162,20 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     return g;
   };
 
+  /** Both spellings of a video submit: one generation, an Idempotency-Key per route. */
+  const submitVideo = async (
+    principal: ReturnType<typeof principalOf>,
+    options: ReturnType<typeof submitOptionsOf>,
+    v: { model: string; prompt: string; seconds: number | undefined; reference: string | undefined; aspect?: string; quality?: string },
+  ): Promise<GenerationView> => {
+    const { generation } = await inGroupBWords(() => deps.service.submit(
+      { kind: 'video', model: v.model, prompt: v.prompt, seconds: v.seconds, aspect: v.aspect, quality: v.quality, ...(v.reference ? { imageUrl: v.reference } : {}) },
+      principal,
+      options,
+    ));
+    return generation;
+  };
+
   route.post('/v1/images/generations', {
     preValidation: refuseUnknownFields(Object.keys(imageGenerationBody.shape)),
     schema: {
@@ -174,12 +188,11 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
   }, async (request) => {
     const body = request.body;
     const [width, height] = IMAGE_SIZES[body.size ?? '1024x1024'];
-    const key = request.headers['idempotency-key'];
     const principal = principalOf(request);
     const { generations } = await inGroupBWords(() => deps.service.submitMany(
       { kind: 'image', model: body.model, prompt: body.prompt, width, height, hd: body.quality === 'hd' },
       principal,
-      { door: 'B', count: body.n ?? 1, idempotency: key === undefined ? undefined : { key, route: 'POST /v1/images/generations', body } },
+      { ...submitOptionsOf(request, 'POST /v1/images/generations', body), count: body.n ?? 1 },
     ));
     try {
       const done = generations.filter((g) => g.status === 'succeeded');
@@ -213,13 +226,9 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     },
   }, async (request) => {
     const body = request.body;
-    const key = request.headers['idempotency-key'];
-    const { generation } = await inGroupBWords(() => deps.service.submit(
-      { kind: 'video', model: body.model, prompt: body.prompt, seconds: body.duration ?? 5, ...(body.image_url ? { imageUrl: body.image_url } : {}) },
-      principalOf(request),
-      { door: 'B', idempotency: key === undefined ? undefined : { key, route: 'POST /v1/video/generations', body } },
-    ));
-    return videoGenerationOf(generation);
+    const reference = body.image_url ?? undefined;
+    const options = submitOptionsOf(request, 'POST /v1/video/generations', body);
+    return videoGenerationOf(await submitVideo(principalOf(request), options, { model: body.model, prompt: body.prompt, seconds: body.duration ?? 5, reference }));
   });
 
   route.get('/v1/video/generations/:id', {
@@ -244,13 +253,8 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     const body = request.body;
     const reference = body['input_reference[image_url]'] ?? body.input_reference?.image_url;
     const shape = body.size === undefined ? {} : VIDEO_SIZES[body.size]!;
-    const key = request.headers['idempotency-key'];
-    const { generation } = await inGroupBWords(() => deps.service.submit(
-      { kind: 'video', model: body.model ?? 'sora-2', prompt: body.prompt, seconds: body.seconds, ...shape, ...(reference ? { imageUrl: reference } : {}) },
-      principalOf(request),
-      { door: 'B', idempotency: key === undefined ? undefined : { key, route: 'POST /v1/videos', body } },
-    ));
-    return videoOf(generation);
+    const options = submitOptionsOf(request, 'POST /v1/videos', body);
+    return videoOf(await submitVideo(principalOf(request), options, { model: body.model ?? 'sora-2', prompt: body.prompt, seconds: body.seconds, reference, ...shape }));
   });
 
   route.get('/v1/videos/:id', {

@@ -55,6 +55,12 @@ export function refuseUnknownFields(allowed: readonly string[]) {
   };
 }
 
+/** The service options of a group B POST: its door, and the Idempotency-Key with what it stands for. */
+export function submitOptionsOf(request: { headers: { 'idempotency-key'?: string | undefined } }, route: string, body: unknown) {
+  const key = request.headers['idempotency-key'];
+  return { door: 'B' as const, idempotency: key === undefined ? undefined : { key, route, body } };
+}
+
 /** Seconds since the epoch, as OpenAI's objects carry them. */
 export const unixSeconds = (d: Date): number => Math.floor(d.getTime() / 1000);
 
@@ -302,12 +308,11 @@ export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps)
     },
   }, async (request, reply) => {
     const body = request.body;
-    const idempotencyKey = request.headers['idempotency-key'];
     const signal = clientGone(request, reply);
     const run = await inGroupBWords(() => deps.service.runChat(
       { kind: 'chat', model: body.model, messages: messagesOf(body), maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined, sampling: samplingOf(body) },
       principalOf(request),
-      { door: 'B', signal, idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, route: 'POST /v1/chat/completions', body } },
+      { ...submitOptionsOf(request, 'POST /v1/chat/completions', body), signal },
     ));
     const created = unixSeconds(run.createdAt);
     const events = run.events[Symbol.asyncIterator]();
