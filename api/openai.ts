@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provid
 import { z } from 'zod';
 import { findOpenAiChatModel, listModels } from '../core/catalogue';
 import type { Model } from '../core/catalogue';
-import { DomainError, InvalidRequestError, UnknownCostError } from '../core/errors';
+import { DomainError, InvalidRequestError, markAfterAdmission, ProviderFailedError, UnknownCostError } from '../core/errors';
 import type { OutputStore } from '../core/storage';
 import { safeText } from '../core/text';
 import type { ChatRunEvent } from '../service/chat-runs';
@@ -315,6 +315,11 @@ export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps)
       { ...submitOptionsOf(request, 'POST /v1/chat/completions', body), signal },
     ));
     const created = unixSeconds(run.createdAt);
+    if (run.replay?.status === 'failed') {
+      // A repeat of a request that failed answers the same failure (nothing was charged either time).
+      const e = run.replay.error;
+      throw markAfterAdmission(new ProviderFailedError(`The reply failed (${e?.code ?? 'failed'}): ${e?.message ?? ''} Nothing was charged.`));
+    }
     const events = run.events[Symbol.asyncIterator]();
     // The first event (or a failure before it) decides the status: errors before any token are
     // ordinary error answers; after it they travel inside the stream.

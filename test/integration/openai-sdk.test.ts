@@ -142,6 +142,14 @@ describe('chat completions (per-token billing)', () => {
     expect((err as APIError).headers?.get('x-should-retry')).toBe('false');
     expect(await generationCount(failing.accountId)).toBe(1);
     expect(await balanceOf(failing.key)).toMatchObject({ balance: 10, holdsActive: 0 });
+    // Resent with an Idempotency-Key, a failed reply fails the same way, without a second generation.
+    const keyed = { headers: { 'Idempotency-Key': 'failing-1' } };
+    const once = sdk(failing.key, { maxRetries: 0 });
+    for (let i = 0; i < 2; i++) {
+      const again = await once.chat.completions.create({ model: 'kimi-k2', messages: [{ role: 'user', content: 'sim:fail' }] }, keyed).catch((e: unknown) => e);
+      expect(again).toMatchObject({ status: 502, type: 'server_error' });
+    }
+    expect(await generationCount(failing.accountId)).toBe(2);
 
     // The answer is lost on the way back (the connection drops): the SDK resends, the key replays.
     const lost = await h.account({ credits: 10 });
