@@ -36,7 +36,9 @@ export async function callUpstream(
   init: { method?: 'GET' | 'POST' | 'PUT'; body?: unknown; signal: AbortSignal; url?: string },
 ): Promise<Response> {
   const url = init.url ?? `${endpoint.baseUrl.replace(/\/+$/, '')}${path}`;
-  const deadline = AbortSignal.timeout(endpoint.timeoutMs);
+  // The limit runs until the answer starts; a stream's body has its own limit between pieces.
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new Error('timeout')), endpoint.timeoutMs);
   let res: Response;
   try {
     res = await fetch(url, {
@@ -48,12 +50,14 @@ export async function callUpstream(
       },
       ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
       redirect: 'error',
-      signal: AbortSignal.any([init.signal, deadline]),
+      signal: AbortSignal.any([init.signal, deadline.signal]),
     });
   } catch (err) {
     if (init.signal.aborted) throw err;
-    const what = deadline.aborted ? `did not answer within ${endpoint.timeoutMs} ms` : `could not be reached (${(err as Error).message})`;
+    const what = deadline.signal.aborted ? `did not answer within ${endpoint.timeoutMs} ms` : `could not be reached (${(err as Error).message})`;
     throw new UpstreamUnavailableError(`The upstream ${endpoint.name} ${what}.`, { cause: err });
+  } finally {
+    clearTimeout(timer);
   }
   if (res.ok) return res;
   throw await failureOf(endpoint, res);

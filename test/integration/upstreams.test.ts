@@ -13,7 +13,7 @@ import { createSafeHttpClient } from '../../core/net/safe-http';
 import { chargeForTokens } from '../../core/pricing';
 import { createProviderRouter } from '../../core/providers/router';
 import { createSimulator } from '../../core/providers/simulator';
-import { startHarness } from '../support/harness';
+import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { credits, generate, untilFinished } from '../support/api';
 import { startOpenAiUpstream, startQueueVideoUpstream } from '../support/upstream-servers';
@@ -117,6 +117,38 @@ describe('an OpenAI-compatible upstream', () => {
     expect(chatUp.received.length - before).toBe(10);
     expect(await credits(h, key)).toMatchObject({ balance: 50, holdsActive: 0 });
   }, 60_000);
+});
+
+describe('asking the upstream while the hold is placed', () => {
+  it('stops the upstream call of a request whose hold is refused after all, before anything reaches the client', async () => {
+    // Enough for one hold of 2 credits (1,000 tokens at 2 credits per 1,000), not for two: the
+    // balance read with the key lets both ask the upstream early, the ledger admits one.
+    const { key } = await h.account({ credits: 3 });
+    const request = (i: number) => client(key).chat.completions.create({
+      model: 'claude-sonnet', messages: [{ role: 'user', content: `race ${i} up:tokens=20 up:pace=100` }], max_tokens: 1000, stream: true,
+    }).then(async (stream) => {
+      let n = 0;
+      for await (const chunk of stream) if (chunk.choices[0]?.delta.content) n++;
+      return n;
+    });
+    const results = await Promise.allSettled([request(1), request(2)]);
+    const refused = results.filter((r) => r.status === 'rejected');
+    expect(refused).toHaveLength(1);
+    expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({ status: 402, type: 'insufficient_credits' });
+    expect(results.find((r) => r.status === 'fulfilled')).toMatchObject({ value: 20 });
+    const calls = chatRequests().filter((r) => JSON.stringify(r.body).includes('race '));
+    // The refused one's call was aborted before it left, or cut off before its second token.
+    const served = calls.filter((r) => r.cutAfter === undefined);
+    expect(served).toHaveLength(1);
+    expect(calls.length - served.length).toBeLessThanOrEqual(1);
+    for (const r of calls.filter((c) => c.cutAfter !== undefined)) expect(r.cutAfter).toBeLessThanOrEqual(1);
+    // The workflow settles right after the stream's [DONE].
+    const after = await eventually(async () => {
+      const c = await credits(h, key);
+      return c.holdsActive === 0 ? c : undefined;
+    });
+    expect(after.balance).toBe(3 - chargeForTokens(20, 2000) / 1000);
+  });
 });
 
 describe('a queue-style video upstream', () => {

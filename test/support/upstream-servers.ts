@@ -15,6 +15,8 @@ export interface Received {
   path: string;
   authorization: string | undefined;
   body: Record<string, unknown> | undefined;
+  /** Streams only: how many deltas were written before the client went away (undefined: it did not). */
+  cutAfter?: number;
 }
 
 export interface UpstreamServer {
@@ -66,7 +68,8 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
   const server = createServer((req, res) => {
     void (async () => {
       const body = await readJson(req);
-      received.push({ method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization, body });
+      const record: Received = { method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization, body };
+      received.push(record);
       const messages = Array.isArray(body?.messages) ? (body.messages as { content?: unknown }[]) : [];
       const text = messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body);
       if (directive(text, 'hang') !== undefined) return; // never answers
@@ -95,7 +98,10 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
       const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
       for (const [i, piece] of pieces.entries()) {
         if (i > 0 && pace) await sleep(pace);
-        if (res.destroyed) return;
+        if (res.destroyed) {
+          record.cutAfter = i;
+          return;
+        }
         send({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta: i === 0 ? { role: 'assistant', content: piece } : { content: piece }, finish_reason: null }] });
       }
       send({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
