@@ -199,9 +199,15 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     const admitted = await admit(pool, priced, keyed);
     if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
     try {
-      for (const input of admitted.inputs) {
+      // Each either starts or gives its hold back at once; none is left held without a workflow.
+      const started = await Promise.allSettled(admitted.inputs.map(async (input) => {
         if (prepared) await storeInput(input, prepared);
         await startOrRelease(input);
+      }));
+      const failures = started.filter((r) => r.status === 'rejected');
+      if (failures.length === started.length) throw (failures[0] as PromiseRejectedResult).reason;
+      if (failures.length > 0) {
+        throw new ServiceUnavailableError(`${failures.length} of ${started.length} generations could not be started and were not charged; the others run and are listed by GET /api/v1/generations.`);
       }
       await Promise.all(admitted.inputs.map((input) => waitIfSync(input.generationId, input.kind, opts)));
       const rows = await Promise.all(admitted.inputs.map((input) => read(principal.accountId, input.generationId)));
