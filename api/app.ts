@@ -81,6 +81,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     syncWaitMs: deps.syncWaitMs,
     ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
     ...(deps.provider ? { provider: deps.provider } : {}),
+    log: (message, err) => app.log.warn({ err }, message),
   });
 
   await app.register(healthRoutes, { pool: deps.pool, client: deps.client });

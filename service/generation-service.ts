@@ -40,6 +40,8 @@ export interface GenerationServiceDeps {
   prepareInput?: (priced: PricedGeneration) => Promise<PreparedInput>;
   /** Runs the chats the API streams itself (group B); the simulator when not given. */
   provider?: Provider;
+  /** Where trouble that no client hears of is told (e.g. a report Temporal did not take). */
+  log?: (message: string, err: unknown) => void;
 }
 
 /** An input fetched and checked before the hold: stored once the generation exists. */
@@ -220,6 +222,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 
   const chat = createChatRuns({
     pool, gateway, store, provider: deps.provider ?? createSimulator(),
+    ...(deps.log ? { log: deps.log } : {}),
     async replayOf(principal, opts) {
       const prior = await priorClaim(keyedOf(principal, opts));
       return prior === undefined ? undefined : (await replay(principal.accountId, prior, opts)).generations[0]!;

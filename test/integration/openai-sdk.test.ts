@@ -429,6 +429,29 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
     }
   });
 
+  it('Temporal unreachable: images are refused with 503, nothing held; a streamed chat still runs and is settled by the API itself', async () => {
+    const { key, accountId } = await h.account({ credits: 10 });
+    const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
+    const app = await buildApp({ pool: h.pool, client: new Client({ connection }), taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0 });
+    try {
+      const images = await inject(app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x', n: 2 });
+      expect(c.conforms(images, 'post', '/v1/images/generations', 503)).toMatchObject({ error: { type: 'server_error' } });
+      expect(images.headers['x-should-retry']).toBe('false');
+      expect(await balanceOf(key)).toMatchObject({ balance: 10, holdsActive: 0 });
+
+      const streamed = await inject(app, 'post', '/v1/chat/completions', key, { model: 'auto', messages: [{ role: 'user', content: 'sim:tokens=5' }], stream: true });
+      expect(streamed.statusCode).toBe(200);
+      expect(streamed.body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+      const settledHere = await eventually(async () => ((await balanceOf(key)).holdsActive === 0 ? balanceOf(key) : undefined), 30_000);
+      expect(settledHere.balance).toBe(10 - credits(chargeForTokens(5, 700)));
+      const rows = await h.pool.query<{ status: string; charged_mc: number }>("SELECT status, charged_mc FROM generations WHERE account_id = $1 AND kind = 'chat'", [accountId]);
+      expect(rows.rows).toEqual([{ status: 'succeeded', charged_mc: chargeForTokens(5, 700) }]);
+    } finally {
+      await app.close();
+      await connection.close();
+    }
+  }, 60_000);
+
   it('every documented status of the /v1 routes was produced above', () => {
     c.expectCoverage('openai-sdk.test.ts');
   });
