@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { markAfterAdmission, NotFoundError, ProviderFailedError } from '../core/errors';
+import { createHash } from 'node:crypto';
+import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedError } from '../core/errors';
 import { safeText } from '../core/text';
 import type { GenerationView } from '../service/records';
 import { principalOf } from './auth';
@@ -100,7 +101,7 @@ export const videosCreateBody = z
     seconds: z.coerce.number().int().min(1).max(60).optional().describe('Clamped to the model’s range'),
     size: z.enum(Object.keys(VIDEO_SIZES) as ['720x1280'], { error: `size must be one of ${Object.keys(VIDEO_SIZES).join(', ')}` }).optional(),
     'input_reference[image_url]': imageUrl.optional().describe('A reference frame (image-to-video), fetched by the service'),
-    input_reference: z.object({ image_url: imageUrl }).optional(),
+    input_reference: z.unknown().optional().describe('A reference frame: an uploaded image file (multipart), or { image_url }'),
   })
   .meta({ id: 'VideoCreateRequest' });
 
@@ -150,6 +151,17 @@ function videoGenerationOf(g: GenerationView): z.infer<typeof videoGeneration> {
     created_at: unixSeconds(g.createdAt), completed_at: g.finishedAt === null ? null : unixSeconds(g.finishedAt),
     output_url: g.outputUrl === '' ? null : g.outputUrl, credits_quoted: g.creditsQuoted, credits_charged: g.creditsCharged, error: g.error,
   };
+}
+
+/** `input_reference` as the SDK sends it: a file (multipart upload) or `{ image_url }` (a form field or JSON). */
+function referenceOf(formField: string | undefined, value: unknown): { url?: string; file?: Buffer } {
+  if (formField !== undefined) return { url: formField };
+  if (value === undefined) return {};
+  if (Buffer.isBuffer(value)) return { file: value };
+  const url = (value as { image_url?: unknown } | null)?.image_url;
+  const parsed = imageUrl.safeParse(url);
+  if (!parsed.success) throw new InvalidRequestError('input_reference must be an uploaded image file or { "image_url": "https://…" }.', 'input_reference');
+  return { url: parsed.data };
 }
 
 export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
@@ -244,16 +256,17 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     schema: {
       operationId: 'openaiCreateVideo', tags, security,
       summary: 'Start a video as OpenAI’s video API does (the SDK’s client.videos.create)',
-      description: 'Accepts multipart/form-data (what the SDK sends) or JSON. input_reference takes { image_url } (a file upload is not supported).',
+      description: 'Accepts multipart/form-data (what the SDK sends) or JSON. input_reference is an uploaded image file or { image_url }.',
       body: videosCreateBody,
       headers: idempotencyHeaders,
       response: { 200: video, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 503) },
     },
   }, async (request) => {
     const body = request.body;
-    const reference = body['input_reference[image_url]'] ?? body.input_reference?.image_url;
+    const { url: reference, file } = referenceOf(body['input_reference[image_url]'], body.input_reference);
     const shape = body.size === undefined ? {} : VIDEO_SIZES[body.size]!;
-    const options = submitOptionsOf(request, 'POST /v1/videos', body);
+    // The upload is in the request: its hash stands for it under an Idempotency-Key.
+    const options = { ...submitOptionsOf(request, 'POST /v1/videos', { ...body, input_reference: file ? createHash('sha256').update(file).digest('hex') : body.input_reference }), inputFile: file };
     return videoOf(await submitVideo(principalOf(request), options, { model: body.model ?? 'sora-2', prompt: body.prompt, seconds: body.seconds, reference, ...shape }));
   });
 

@@ -32,7 +32,7 @@ export interface OpenAiDeps extends AuthDeps {
 }
 
 /** The shared request names fields as the service does; group B spells them OpenAI's way. */
-export const GROUP_B_PARAMS: Record<string, string> = { imageUrl: 'image_url', maxTokens: 'max_tokens', kind: 'model', seconds: 'duration' };
+export const GROUP_B_PARAMS: Record<string, string> = { imageUrl: 'image_url', inputFile: 'input_reference', maxTokens: 'max_tokens', kind: 'model', seconds: 'duration' };
 
 /** Group B has no `unknown_cost`: an id it does not know is a bad parameter, as with OpenAI. */
 export function inGroupBWords<T>(work: () => Promise<T>): Promise<T> {

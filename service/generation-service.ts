@@ -37,7 +37,7 @@ export interface GenerationServiceDeps {
   /** How long a cancel waits for the workflow to release the hold before answering. */
   cancelWaitMs?: number;
   /** Fetches and checks an input image (upscale, image-to-video) before anything is held; without it those are refused. */
-  prepareInput?: (priced: PricedGeneration) => Promise<PreparedInput>;
+  prepareInput?: (priced: PricedGeneration, uploaded?: Buffer) => Promise<PreparedInput>;
   /** Runs the chats the API streams itself (group B); the simulator when not given. */
   provider?: Provider;
   /** Where trouble that no client hears of is told (e.g. a report Temporal did not take). */
@@ -56,6 +56,8 @@ export interface SubmitOptions {
   idempotency?: { key: string; route: string; body: unknown } | undefined;
   /** Answer at once (RFC 7240 `Prefer: respond-async`) instead of waiting for an image or chat. */
   respondAsync?: boolean | undefined;
+  /** An input image sent with the request itself (group B's `input_reference` file), instead of a URL. */
+  inputFile?: Buffer | undefined;
 }
 
 export interface Submitted {
@@ -158,11 +160,11 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   };
 
   /** Fetches and checks an input (upscale image, video reference frame) before anything is held. */
-  const prepare = async (priced: PricedGeneration): Promise<PreparedInput | undefined> => {
-    const needsInput = priced.kind === 'upscale' || (priced.kind === 'video' && typeof priced.params.imageUrl === 'string');
+  const prepare = async (priced: PricedGeneration, uploaded: Buffer | undefined): Promise<PreparedInput | undefined> => {
+    const needsInput = priced.kind === 'upscale' || (priced.kind === 'video' && (typeof priced.params.imageUrl === 'string' || uploaded !== undefined));
     if (!needsInput) return undefined;
     if (!deps.prepareInput) throw new ServiceUnavailableError('Fetching input images is not available on this instance.');
-    const prepared = await deps.prepareInput(priced);
+    const prepared = await deps.prepareInput(priced, uploaded);
     priced.params = { ...priced.params, ...prepared.params };
     return prepared;
   };
@@ -195,7 +197,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       const batch = priced[0]!.generationId;
       priced.forEach((p, index) => (p.params = { ...p.params, batch, batchIndex: index }));
     }
-    const prepared = await prepare(priced[0]!);
+    const prepared = await prepare(priced[0]!, opts.inputFile);
     for (const p of priced.slice(1)) p.params = { ...p.params, ...prepared?.params };
 
     const admitted = await admit(pool, priced, keyed);

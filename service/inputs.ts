@@ -53,14 +53,15 @@ export function createInputPreparer(deps: InputPreparerDeps) {
     }
   };
 
-  return async (priced: PricedGeneration): Promise<PreparedInput> => {
+  return async (priced: PricedGeneration, uploaded?: Buffer): Promise<PreparedInput> => {
     const url = String(priced.params.imageUrl);
-    const data = (await readOwn(url)) ?? (await download(url));
+    const data = uploaded ?? (await readOwn(url)) ?? (await download(url));
     let info: ImageInfo;
     try {
       info = await inspectImage(data);
     } catch (err) {
-      if (err instanceof ImageInputError) throw invalid(`imageUrl: ${err.message}`);
+      // An uploaded file is named as the door named its field (group B: input_reference).
+      if (err instanceof ImageInputError) throw uploaded ? new InvalidRequestError(`inputFile: ${err.message}`, 'inputFile') : invalid(`imageUrl: ${err.message}`);
       throw err;
     }
     const inputSize = { inputWidth: info.width, inputHeight: info.height };

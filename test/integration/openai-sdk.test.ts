@@ -5,7 +5,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
-import OpenAI, { APIError } from 'openai';
+import OpenAI, { APIError, toFile } from 'openai';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
@@ -458,7 +458,7 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
 });
 
 describe('image-to-video (image_url)', () => {
-  it('fetches the reference frame before the hold, as upscale does: a bad one is a 400 naming image_url, nothing held', async () => {
+  it('takes the reference frame by URL (fetched before the hold, as upscale does) or as an uploaded file; a bad one is a 400 naming its field, nothing held', async () => {
     const sharp = (await import('sharp')).default;
     const { createServer } = await import('node:http');
     const png = await sharp({ create: { width: 320, height: 180, channels: 3, background: '#246' } }).png().toBuffer();
@@ -466,7 +466,7 @@ describe('image-to-video (image_url)', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const { key } = await h.account({ credits: 100 });
+      const { key } = await h.account({ credits: 200 });
       const client = sdk(key, { maxRetries: 0 });
       const created = await client.post<{ id: string }>('/video/generations', { body: { model: 'wan-2.1', prompt: 'the frame comes alive sim:delay=3000', image_url: `${origin}/frame.png` } });
       const g = await generationA(key, created.id);
@@ -476,6 +476,13 @@ describe('image-to-video (image_url)', () => {
       expect(err).toMatchObject({ status: 400, type: 'invalid_request_error', param: 'image_url' });
       expect(err.message).toMatch(/image_url/);
       expect(await balanceOf(key)).toMatchObject({ holdsActive: 50.5 });
+
+      // The SDK's own way: input_reference as an uploaded file (multipart).
+      const uploaded = await client.videos.create({ model: 'wan-2.1' as OpenAI.VideoModel, prompt: 'from a file sim:delay=3000', input_reference: await toFile(png, 'frame.png', { type: 'image/png' }) });
+      expect((await generationA(key, uploaded.id)).params).toMatchObject({ inputWidth: 320, inputHeight: 180 });
+      const notAnImage = (await client.videos.create({ model: 'wan-2.1' as OpenAI.VideoModel, prompt: 'x', input_reference: await toFile(Buffer.from('<html>'), 'page.png') }).catch((e: unknown) => e)) as APIError;
+      expect(notAnImage).toMatchObject({ status: 400, param: 'input_reference' });
+      expect(await balanceOf(key)).toMatchObject({ holdsActive: 101 });
     } finally {
       server.close();
     }
