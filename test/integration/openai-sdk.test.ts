@@ -478,9 +478,9 @@ describe('image-to-video (image_url)', () => {
       expect(await balanceOf(key)).toMatchObject({ holdsActive: 50.5 });
 
       // The SDK's own way: input_reference as an uploaded file (multipart).
-      const uploaded = await client.videos.create({ model: 'wan-2.1' as OpenAI.VideoModel, prompt: 'from a file sim:delay=3000', input_reference: await toFile(png, 'frame.png', { type: 'image/png' }) });
+      const uploaded = await client.videos.create({ model: 'wan-2.1', prompt: 'from a file sim:delay=3000', input_reference: await toFile(png, 'frame.png', { type: 'image/png' }) });
       expect((await generationA(key, uploaded.id)).params).toMatchObject({ inputWidth: 320, inputHeight: 180 });
-      const notAnImage = (await client.videos.create({ model: 'wan-2.1' as OpenAI.VideoModel, prompt: 'x', input_reference: await toFile(Buffer.from('<html>'), 'page.png') }).catch((e: unknown) => e)) as APIError;
+      const notAnImage = (await client.videos.create({ model: 'wan-2.1', prompt: 'x', input_reference: await toFile(Buffer.from('<html>'), 'page.png') }).catch((e: unknown) => e)) as APIError;
       expect(notAnImage).toMatchObject({ status: 400, param: 'input_reference' });
       expect(await balanceOf(key)).toMatchObject({ holdsActive: 101 });
     } finally {
