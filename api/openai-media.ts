@@ -158,7 +158,7 @@ function referenceOf(formField: string | undefined, value: unknown): { url?: str
   if (formField !== undefined) return { url: formField };
   if (value === undefined) return {};
   if (Buffer.isBuffer(value)) return { file: value };
-  const url = (value)?.image_url;
+  const url = typeof value === 'object' && value !== null && 'image_url' in value ? value.image_url : undefined;
   const parsed = imageUrl.safeParse(url);
   if (!parsed.success) throw new InvalidRequestError('input_reference must be an uploaded image file or { "image_url": "https://…" }.', 'input_reference');
   return { url: parsed.data };
