@@ -69,7 +69,12 @@ describe('an OpenAI-compatible upstream', () => {
     const counted = await client(key).chat.completions.create({ model: 'claude-sonnet', messages: [{ role: 'user', content: 'up:tokens=4 up:nousage' }], temperature: 0.2 });
     expect(counted.usage?.completion_tokens).toBe(4);
     expect(chatRequests().at(-1)!.body).toMatchObject({ temperature: 0.2 });
-    expect(await credits(h, key)).toMatchObject({ balance: 10 - (chargeForTokens(9, 2000) + chargeForTokens(4, 2000)) / 1000, holdsActive: 0 });
+    // The streamed reply is settled by its workflow right after its [DONE]; wait for it.
+    const after = await eventually(async () => {
+      const c = await credits(h, key);
+      return c.holdsActive === 0 ? c : undefined;
+    });
+    expect(after.balance).toBe(10 - (chargeForTokens(9, 2000) + chargeForTokens(4, 2000)) / 1000);
   });
 
   it('runs a whole reply through the activity path (group A) and an image through the worker', async () => {
