@@ -5,6 +5,7 @@ import type { OutputStore } from '../core/storage';
 import type { ProviderOutput } from '../machines/generation';
 import { ProviderRejectedError } from '../core/errors';
 import { metrics } from '../core/metrics';
+import { chargeForTokens } from '../core/pricing';
 
 /** Runs the provider, stores what it made, and reports where it is: the only step that talks to a model. */
 export function createProviderActivities({ provider, store }: { provider: Provider; store: OutputStore }) {
@@ -16,15 +17,24 @@ export function createProviderActivities({ provider, store }: { provider: Provid
       try {
         const input = await inputOf(job, store);
         ctx.log.info('provider run started', { generationId: job.generationId, kind: job.kind, model: job.model, attempt: ctx.info.attempt });
-        const result = await provider.run(input === undefined ? job : { ...job, input }, { heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
+        const resume: unknown = ctx.info.heartbeatDetails;
+        const result = await provider.run(input === undefined ? job : { ...job, input }, {
+          heartbeat: (details?: unknown) => ctx.heartbeat(details),
+          signal: ctx.cancellationSignal,
+          ...(resume === undefined ? {} : { resume }),
+        });
         let outputKey: string | null = null;
         if (result.file) {
           outputKey = `${job.generationId}/output.${result.file.extension}`;
           await store.put(outputKey, result.file.data, result.file.contentType);
         }
+        // A per-token model (group B chat run through group A) is charged what it produced.
+        const rate = job.params.ratePer1kMc;
+        const tokens = result.outputTokens === undefined ? undefined : Math.min(result.outputTokens, Number(job.params.maxTokens ?? Infinity));
+        const charge = typeof rate === 'number' && tokens !== undefined ? { chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens } : {};
         outcome = 'succeeded';
         ctx.log.info('provider run finished', { generationId: job.generationId, outputKey });
-        return { outputKey, outputText: result.text ?? null };
+        return { outputKey, outputText: result.text ?? null, ...charge };
       } catch (err) {
         if (err instanceof ProviderRejectedError) outcome = 'rejected';
         ctx.log.warn('provider run failed', { generationId: job.generationId, error: (err as Error).message });

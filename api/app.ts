@@ -1,5 +1,5 @@
+import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type pg from 'pg';
@@ -24,8 +24,10 @@ import { instrumentRequests, metricsRoutes } from './metrics';
 import { trackRouteMethods } from './methods';
 import { createRateLimiter } from './rate-limit';
 import type { RateLimiter } from './rate-limit';
+import { openaiRoutes } from './openai';
 import { v1Routes } from './v1';
 import { webhookRoutes } from './webhooks';
+import type { Provider } from '../core/providers/types';
 
 export interface AppDeps {
   pool: pg.Pool;
@@ -40,8 +42,10 @@ export interface AppDeps {
   mcpAllowedOrigins?: readonly string[];
   /** The pollInterval MCP tasks suggest, in ms (default 1000). */
   mcpTaskPollIntervalMs?: number;
-  /** Fetches and checks upscale inputs (SSRF-safe); without it upscale requests are refused. */
+  /** Fetches and checks input images (SSRF-safe); without it upscale and image-to-video are refused. */
   prepareInput?: GenerationServiceDeps['prepareInput'];
+  /** Runs the chats the API streams itself (group B): the configured upstreams, or the simulator. */
+  provider?: Provider;
   deadlines?: GenerationServiceDeps['deadlines'];
   logger?: FastifyServerOptions['logger'];
   /** Webhook registration and replays; without it creating or rotating an endpoint answers 503. */
@@ -73,7 +77,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+      // Ours look like OpenAI's (`req_…`), which its SDKs report in their errors.
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : `req_${randomBytes(12).toString('hex')}`;
     },
   });
   app.addHook('onRequest', async (request, reply) => {
@@ -110,6 +115,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     syncWaitMs: deps.syncWaitMs,
     ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
     ...(deps.deadlines ? { deadlines: deps.deadlines } : {}),
+    ...(deps.provider ? { provider: deps.provider } : {}),
+    log: (message, err) => app.log.warn({ err }, message),
   });
 
   await app.register(healthRoutes, { pool: deps.pool, client: deps.client });
@@ -140,5 +147,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     allowedOrigins: deps.mcpAllowedOrigins ?? [],
     taskPollIntervalMs: deps.mcpTaskPollIntervalMs,
   });
+  await app.register(openaiRoutes, { pool: deps.pool, limiter, service, store: deps.store });
   return app;
 }

@@ -39,7 +39,10 @@ export function requireApiKey(deps: AuthDeps, unauthorizedType: 'unauthorized' |
     reply.header('RateLimit-Remaining', String(decision.remaining));
     reply.header('RateLimit-Reset', String(decision.resetSeconds));
     if (decision.refused) throw decision.refused;
-    request.principal = { accountId: key.accountId, apiKeyId: key.id, scopes: key.scopes, models: key.models, plan: key.plan };
+    request.principal = {
+      accountId: key.accountId, apiKeyId: key.id, scopes: key.scopes, models: key.models, plan: key.plan,
+      ...(key.availableMc === undefined ? {} : { availableMc: key.availableMc }),
+    };
   };
 }
 

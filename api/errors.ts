@@ -2,7 +2,9 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { ZodError } from 'zod';
 import { classifyDbError } from '../core/db/errors';
-import { DomainError, InvalidRequestError, RateLimitError, ServiceUnavailableError } from '../core/errors';
+import {
+  DomainError, IdempotencyConflictError, InvalidRequestError, isAfterAdmission, markAfterAdmission, RateLimitError, ServiceUnavailableError,
+} from '../core/errors';
 import type { MethodIndex } from './methods';
 
 /** The one error body of every group (DESIGN §6): `{ error: { message, type, code, ...details } }`. */
@@ -11,13 +13,40 @@ export function errorBody(type: string, status: number, message: string, details
 }
 
 export function sendError(reply: FastifyReply, err: DomainError): FastifyReply {
-  if (err instanceof RateLimitError || err instanceof ServiceUnavailableError) reply.header('Retry-After', String(err.retryAfterSeconds));
+  if (err instanceof RateLimitError || err instanceof ServiceUnavailableError) {
+    reply.header('Retry-After', String(err.retryAfterSeconds));
+    // OpenAI's SDKs read the wait in milliseconds first (DESIGN §6, group B).
+    reply.header('retry-after-ms', String(err.retryAfterSeconds * 1000));
+  }
+  // Sending it again cannot help: the same key conflicts again, an admitted request would be held twice.
+  if (err instanceof IdempotencyConflictError || isAfterAdmission(err)) reply.header('x-should-retry', 'false');
   return reply.code(err.status).send(errorBody(err.type, err.status, err.message, err.details));
 }
 
 /** What every door answers while PostgreSQL cannot be reached: nothing was charged. */
 export function databaseUnavailable(): ServiceUnavailableError {
   return new ServiceUnavailableError('The service is briefly unavailable; nothing was charged. Retry shortly.');
+}
+
+/**
+ * Runs a door's call to the service and renames the parameters its errors name into the door's
+ * own words (group A's and B's snake_case), message included; `translate` may replace an error.
+ */
+export async function inDoorWords<T>(renames: Record<string, string>, work: () => Promise<T>, translate?: (err: DomainError) => DomainError | undefined): Promise<T> {
+  try {
+    return await work();
+  } catch (caught) {
+    if (!(caught instanceof DomainError)) throw caught;
+    const err = translate?.(caught) ?? caught;
+    if (err !== caught && isAfterAdmission(caught)) markAfterAdmission(err);
+    const param = err.details.param;
+    const renamed = typeof param === 'string' ? renames[param] : undefined;
+    if (renamed !== undefined) {
+      (err.details as { param?: string }).param = renamed;
+      err.message = err.message.replaceAll(param as string, renamed);
+    }
+    throw err;
+  }
 }
 
 const BODY_NOT_OBJECT = 'The request body must be a JSON object (Content-Type: application/json).';
@@ -64,6 +93,7 @@ export function installErrorHandler(app: FastifyInstance, methods: MethodIndex):
       return sendError(reply, databaseUnavailable());
     }
     request.log.error({ err }, 'unhandled error');
+    if (isAfterAdmission(err)) reply.header('x-should-retry', 'false');
     return reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));
   });
   app.setNotFoundHandler((request, reply) => {

@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provid
 import { z } from 'zod';
 import { UPSCALE_SCALES } from '../core/catalogue';
 import { GENERATION_KINDS, GENERATION_STATUSES } from '../core/db/generations';
-import { DomainError } from '../core/errors';
 import { IMAGE_MAX_SIDE } from '../core/pricing';
 import { safeText } from '../core/text';
 import type { GenerationService } from '../service/generation-service';
@@ -12,6 +11,7 @@ import type { GenerationView } from '../service/records';
 import type { ChatMessage, GenerationRequest } from '../service/requests';
 import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
+import { inDoorWords } from './errors';
 import { balance, errorResponses, generateHeaders, generation, idParams, prefersAsync } from './schemas';
 
 /** Group A's body for POST /api/v1/generate: the spec's fields plus what each kind needs, snake_case. */
@@ -100,20 +100,6 @@ export function toRequest(body: V1GenerateBody): GenerationRequest {
 /** The service names request fields as the shared request type does; group A spells some in snake_case. */
 const GROUP_A_PARAMS: Record<string, string> = { imageUrl: 'image_url', maxTokens: 'max_tokens' };
 
-async function inGroupAWords<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    const param = err instanceof DomainError ? err.details.param : undefined;
-    const renamed = typeof param === 'string' ? GROUP_A_PARAMS[param] : undefined;
-    if (err instanceof DomainError && renamed !== undefined) {
-      (err.details as { param?: string }).param = renamed;
-      err.message = err.message.replaceAll(param as string, renamed);
-    }
-    throw err;
-  }
-}
-
 /** A generation as group A shows it. */
 export function generationOf(g: GenerationView): z.infer<typeof generation> {
   return {
@@ -194,7 +180,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
     }, async (request, reply) => {
       const respondAsync = prefersAsync(request.headers.prefer);
       const idempotencyKey = request.headers['idempotency-key'];
-      const { generation: g } = await inGroupAWords(() => deps.service.submit(toRequest(request.body), principalOf(request), {
+      const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.submit(toRequest(request.body), principalOf(request), {
         door: 'A',
         respondAsync,
         log: request.log,

@@ -20,21 +20,26 @@ import type { Context, ScenarioResult } from './scenarios';
 import { measureSimulatorCost } from './simulator-cost';
 import { FULL, QUICK } from './sizes';
 import { createStack } from './stack';
+import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MODEL, wholeReply } from './stream';
+import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --worker=in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream] [-- --worker=in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run (about a minute and a half) to check that the bench works
+  --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --worker=child        run the worker as its own process (runtime/worker-process.ts) instead of in the bench process
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean } {
+function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; only?: 'stream' } {
   let quick = false;
+  let only: 'stream' | undefined;
   let workerMode: WorkerMode = 'in-process';
   let temporalDb: 'file' | 'memory' = 'file';
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
+    else if (arg === '--only=stream') only = 'stream';
     else if (arg === '--keep') keep = true;
     else if (arg === '--worker=child' || arg === '--worker=in-process') workerMode = arg.slice('--worker='.length) as WorkerMode;
     else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory') temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
@@ -43,7 +48,7 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
       process.exit(arg === '--help' || arg === '-h' ? 0 : 2);
     }
   }
-  return { quick, workerMode, temporalDb, keep };
+  return { quick, workerMode, temporalDb, keep, ...(only ? { only } : {}) };
 }
 
 const log = (line: string) => console.error(`[bench] ${line}`);
@@ -73,13 +78,20 @@ async function main(): Promise<number> {
   const sizes = args.quick ? QUICK : FULL;
   const mode = args.quick ? 'quick' : 'full';
   const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);
-  const stackHandle = createStack({ dataDir, workerMode: args.workerMode, temporalDb: args.temporalDb, keepData: args.keep, log });
+  // The streamed-chat scenario's upstream: an OpenAI-compatible server on loopback, configured as
+  // the chat model's upstream exactly as an operator would (UPSTREAMS_JSON).
+  const upstream = await startOpenAiUpstream();
+  const upstreams = { upstreams: [{ name: 'bench-upstream', protocol: 'openai', baseUrl: upstream.baseUrl, models: { [STREAM_MODEL]: UPSTREAM_MODEL } }] };
+  const stackHandle = createStack({
+    dataDir, workerMode: args.workerMode, temporalDb: args.temporalDb, keepData: args.keep, log, env: { UPSTREAMS_JSON: JSON.stringify(upstreams) },
+  });
 
   // Ctrl-C, SIGTERM or the parent (npm) going away: abort the requests in flight, stop what was
   // started, then exit non-zero. (A second Ctrl-C exits at once; the stack's exit hooks then still
   // take the Temporal dev server and the worker child down.)
   const interrupt = new AbortController();
   const shutdown = createShutdown(log);
+  shutdown.add('stream upstream', () => upstream.close());
   shutdown.add('bench stack', () => stackHandle.stop());
   shutdown.add('requests in flight', async () => interrupt.abort());
   onSignals(() => {
@@ -171,13 +183,23 @@ async function main(): Promise<number> {
       log(`${name}: p50 ${r.latency.p50.toFixed(1)} ms, p95 ${r.latency.p95.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
       scenarios.push(r);
     };
-    await run('baseline', () => baseline(ctx));
-    await run('image.sequential', () => imageSequential(ctx));
-    for (const c of sizes.imageConcurrent.levels) await run(`image.c${c}`, () => imageConcurrent(ctx, c));
-    await run('video.admission', () => videoSpread(ctx));
-    await run('video.fifo', () => videoFifo(ctx));
-    await run('chat.sequential', () => chatSequential(ctx));
-    await run('refusal.402', () => refusal(ctx));
+    if (!args.only) {
+      await run('baseline', () => baseline(ctx));
+      await run('image.sequential', () => imageSequential(ctx));
+      for (const c of sizes.imageConcurrent.levels) await run(`image.c${c}`, () => imageConcurrent(ctx, c));
+      await run('video.admission', () => videoSpread(ctx));
+      await run('video.fifo', () => videoFifo(ctx));
+      await run('chat.sequential', () => chatSequential(ctx));
+      await run('refusal.402', () => refusal(ctx));
+    }
+    memory.phase('stream');
+    log('stream (service against the upstream directly)…');
+    const stream = await streamOverhead(ctx, upstream.baseUrl, sizes.stream);
+    const whole = await wholeReply(ctx, Math.min(50, sizes.stream.n), sizes.stream.tokens);
+    log(`whole reply: API path p50 ${whole.apiPath.p50.toFixed(1)} ms, activity path p50 ${whole.activityPath.p50.toFixed(1)} ms`);
+    for (const r of stream) {
+      log(`stream ${r.mode} c${r.concurrency}: first byte overhead p50 ${r.overhead.ttfb.p50} ms, p99 ${r.overhead.ttfb.p99} ms; full reply overhead p50 ${r.overhead.full.p50} ms, p99 ${r.overhead.full.p99} ms`);
+    }
     memory.phase('after');
     const after = await memory.now();
     const memoryReport: MemoryReport = await memory.stop();
@@ -193,12 +215,13 @@ async function main(): Promise<number> {
       refused: await profileKind(stack.services.client, refusedIds.map((id) => ({ id }))),
     };
 
-    const metrics = flatMetrics(scenarios, memoryReport);
+    const metrics = { ...flatMetrics(scenarios, memoryReport), ...streamMetrics(stream) };
     const targets = evaluateTargets(metrics);
     const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
     console.log(`\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}`);
     console.log(`load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`);
     console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode, simulatorCost }));
+    console.log(`\n${renderStream(stream, whole)}`);
 
     const misses = targets.filter((t) => t.verdict === 'MISS');
     const resultsDir = join(process.cwd(), '.test-data', 'bench-results');
@@ -222,6 +245,8 @@ async function main(): Promise<number> {
         simulatorCost,
         sizes,
         scenarios,
+        stream,
+        wholeReply: whole,
         metrics,
         targets,
         memory: { before, after, ...memoryReport },
@@ -234,7 +259,7 @@ async function main(): Promise<number> {
     );
     const latest = join(resultsDir, 'latest.json');
     await writeFile(latest, json);
-    await writeFile(join(resultsDir, `${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}-${mode}-${args.workerMode}-${args.temporalDb}.json`), json);
+    await writeFile(join(resultsDir, `${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}-${args.only ? `${args.only}-` : ''}${mode}-${args.workerMode}-${args.temporalDb}.json`), json);
 
     console.log(`\nResults: ${latest}`);
     console.log(

@@ -7,6 +7,8 @@ export interface Sizes {
   videoFifo: { total: number; concurrency: number };
   chatSequential: { n: number; warmup: number };
   refusal: { n: number; warmup: number };
+  /** Streamed chat against the upstream directly: sequential pairs, then `total` at `concurrency`. */
+  stream: { n: number; total: number; concurrency: number; tokens: number };
   /** Workflows per kind whose Temporal history is read for the profile. */
   profile: number;
 }
@@ -19,6 +21,7 @@ export const FULL: Sizes = {
   videoFifo: { total: 50, concurrency: 20 },
   chatSequential: { n: 100, warmup: 10 },
   refusal: { n: 100, warmup: 10 },
+  stream: { n: 200, total: 320, concurrency: 32, tokens: 32 },
   profile: 20,
 };
 
@@ -30,5 +33,6 @@ export const QUICK: Sizes = {
   videoFifo: { total: 15, concurrency: 15 },
   chatSequential: { n: 20, warmup: 5 },
   refusal: { n: 20, warmup: 5 },
+  stream: { n: 50, total: 96, concurrency: 32, tokens: 32 },
   profile: 10,
 };

@@ -91,6 +91,8 @@ export function createStack(options: {
   temporalDb: 'file' | 'memory';
   keepData: boolean;
   log: (line: string) => void;
+  /** More settings for the service (e.g. UPSTREAMS_JSON), through the same config schema. */
+  env?: Record<string, string>;
 }): StackHandle {
   const steps: { name: string; stop: () => Promise<unknown>; limitMs: number }[] = [];
   let stopping: Promise<void> | undefined;
@@ -179,6 +181,7 @@ export function createStack(options: {
       URL_SIGNING_SECRET: randomBytes(24).toString('base64url'),
       TEMPORAL_TASK_QUEUE: TASK_QUEUE,
       LOG_LEVEL: 'silent',
+      ...options.env,
     };
     const config = loadConfig(env);
 

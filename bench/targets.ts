@@ -72,6 +72,20 @@ export const TARGETS: readonly Target[] = [
     why: 'a refusal holds nothing and runs nothing',
   },
   {
+    metric: 'stream.sequential.ttfbOverhead.p50',
+    kind: 'max',
+    limit: 5,
+    unit: 'ms',
+    why: 'a streamed chat’s first token waits only for the key, the rate limit and the hold transaction, never a workflow task',
+  },
+  {
+    metric: 'stream.sequential.ttfbOverhead.p99',
+    kind: 'max',
+    limit: 20,
+    unit: 'ms',
+    why: 'the same at the tail',
+  },
+  {
     metric: 'memory.peakServiceRss',
     kind: 'max',
     limit: 700,

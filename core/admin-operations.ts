@@ -4,7 +4,7 @@ import { accountExists, insertAccount, insertApiKey, revokeApiKey, PLANS } from 
 import { creditAccount } from './db/ledger';
 import { inTransaction } from './db/pool';
 import { generateApiKey, hashApiKey, normaliseScope } from './api-keys';
-import { findChatModel, findImageModel, findOpenAiVideoModel, findUpscaleModel, findVideoModel, AUTO_CHAT_ID } from './catalogue';
+import { findChatModel, findImageModel, findOpenAiChatModel, findOpenAiVideoModel, findUpscaleModel, findVideoModel, AUTO_CHAT_ID } from './catalogue';
 import { InvalidRequestError, NotFoundError } from './errors';
 import { newId } from './ids';
 import { creditsToMc, mcToCredits } from './money';
@@ -40,7 +40,7 @@ export async function createKey(pool: pg.Pool, accountId: string, body: z.infer<
     return scope;
   });
   for (const m of body.models ?? []) {
-    if (m !== AUTO_CHAT_ID && !findImageModel(m) && !findVideoModel(m) && !findOpenAiVideoModel(m) && !findChatModel(m) && !findUpscaleModel(m)) {
+    if (m !== AUTO_CHAT_ID && !findImageModel(m) && !findVideoModel(m) && !findOpenAiVideoModel(m) && !findChatModel(m) && !findOpenAiChatModel(m) && !findUpscaleModel(m)) {
       throw new InvalidRequestError(`unknown model '${m}'`, 'models');
     }
   }

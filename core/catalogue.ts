@@ -43,11 +43,18 @@ export interface ChatModel {
   readonly kind: 'chat';
   readonly id: string;
   readonly aliases: readonly string[];
+  /**
+   * What `priceMc` buys: one reply (group C's models, quoted and charged as one price) or 1,000
+   * output tokens (group B's models: the hold covers the output cap, the settle what was produced).
+   */
+  readonly unit: 'reply' | '1k_output_tokens';
   readonly priceMc: Millicredits;
   /** Input beyond this is cut server-side (spec: "capped to what the model accepts"). */
   readonly maxPromptChars: number;
   /** Output cap when the client sends no max_tokens; group B holds credits for this many. */
   readonly defaultMaxOutputTokens: number;
+  /** The most output tokens a client may ask for (max_tokens); more is a 400. */
+  readonly maxOutputTokens: number;
 }
 
 export type UpscaleScale = 2 | 4;
@@ -148,8 +155,8 @@ export const VIDEO_MODELS: readonly VideoModel[] = [
   video('seedance-2-fast',      [3, 12],  5, '720p',  [   8, 16.6, 51.1]),
   video('seedance-2-5',         [4, 30],  5, '720p',  [  24,   51,  '-']),
   video('seedance-lite',        [3, 12],  5, '720p',  [   2,    3,    6]),
-  video('sora',                 [4, 20],  5, '720p',  [   7,   12,   67]),
-  video('veo',                  [4, 8],   5, '720p',  [15.1,   18,   56]),
+  video('sora',                 [4, 20],  5, '720p',  [   7,   12,   67], ['sora-2']),
+  video('veo',                  [4, 8],   5, '720p',  [15.1,   18,   56], ['veo-3-fast']),
   video('veo31',                [4, 8],   6, '720p',  [40.1, 40.1, 40.1]),
   video('hailuo',               [6, 10],  6, '720p',  [   5,    5,  8.2], ['minimax-video-01']),
   video('ltx',                  [6, 10],  6, '1080p', [ '-',  '-',  6.1]),
@@ -160,7 +167,7 @@ export const VIDEO_MODELS: readonly VideoModel[] = [
   video('kie-seedance-2-mini',  [3, 12],  5, '720p',  [   6, 10.3, 20.6]),
   video('kie-seedance-lite',    [3, 10],  5, '720p',  [   4,    6,   11]),
   video('kie-kling-3-turbo',    [5, 10],  5, '1080p', [ 9.1,  9.1, 11.3]),
-  video('kie-wan-2-6',          [5, 10],  5, '720p',  [ 7.1,  7.1, 10.5]),
+  video('kie-wan-2-6',          [5, 10],  5, '720p',  [ 7.1,  7.1, 10.5], ['wan-2.6']),
   video('kling-25-turbo',       [5, 10],  5, '720p',  [ 8.6,  8.6,  8.6]),
 ];
 
@@ -169,7 +176,10 @@ export const VIDEO_MODELS: readonly VideoModel[] = [
 // ---------------------------------------------------------------------------------------------
 
 function chat(id: string, credits: number, maxPromptChars: number, defaultMaxOutputTokens: number): ChatModel {
-  return { kind: 'chat', id, aliases: [], priceMc: creditsToMc(credits), maxPromptChars, defaultMaxOutputTokens };
+  return {
+    kind: 'chat', id, aliases: [], unit: 'reply', priceMc: creditsToMc(credits), maxPromptChars, defaultMaxOutputTokens,
+    maxOutputTokens: 32_768,
+  };
 }
 
 export const CHAT_MODELS: readonly ChatModel[] = [
@@ -177,6 +187,37 @@ export const CHAT_MODELS: readonly ChatModel[] = [
   chat('chat-sonnet', 2, 64_000, 4_096),
   chat('chat-opus', 4, 64_000, 4_096),
 ];
+
+// ---------------------------------------------------------------------------------------------
+// Chat of group B (spec: "Chat ids listed for group B"; "Credits are deducted per output token")
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * id, credits per 1,000 output tokens, prompt capacity (characters), default and largest output
+ * cap (tokens). Rates: the upstream's list price for output in euro cents per 1k tokens, with a
+ * margin of about a third, rounded to a tenth of a credit (docs/decisions.md, "Group B chat").
+ */
+function tokenChat(id: string, creditsPer1k: number, maxPromptChars: number, defaultMaxOutputTokens: number, maxOutputTokens: number): ChatModel {
+  return { kind: 'chat', id, aliases: [], unit: '1k_output_tokens', priceMc: creditsToMc(creditsPer1k), maxPromptChars, defaultMaxOutputTokens, maxOutputTokens };
+}
+
+export const OPENAI_CHAT_MODELS: readonly ChatModel[] = [
+  tokenChat('claude-fable', 3.5, 400_000, 4_096, 32_000),
+  tokenChat('claude-opus', 3.5, 400_000, 4_096, 32_000),
+  tokenChat('claude-sonnet', 2, 400_000, 4_096, 64_000),
+  tokenChat('claude-haiku', 0.7, 400_000, 4_096, 64_000),
+  tokenChat('deepseek-v4-flash', 0.1, 200_000, 4_096, 8_192),
+  tokenChat('deepseek-v4-pro', 0.4, 200_000, 4_096, 8_192),
+  tokenChat('kimi-k2', 0.4, 200_000, 4_096, 16_384),
+  tokenChat('glm-5.1', 0.4, 200_000, 4_096, 16_384),
+  tokenChat('llama-3.3', 0.1, 200_000, 2_048, 8_192),
+  tokenChat('gemini-pro', 1.6, 800_000, 4_096, 65_536),
+  tokenChat('gpt-5.5', 1.5, 400_000, 4_096, 128_000),
+  tokenChat('minimax', 0.2, 400_000, 4_096, 32_768),
+  tokenChat('grok-4.3', 2, 400_000, 4_096, 32_768),
+];
+/** The model group B's `auto` (or no model) runs: the Claude tier group C's `auto` also picks. */
+export const AUTO_OPENAI_CHAT_MODEL_ID = 'claude-haiku';
 
 // ---------------------------------------------------------------------------------------------
 // Upscale (not priced by the spec; chosen in docs/decisions.md, "Upscale prices")
@@ -214,6 +255,7 @@ const imageIndex = indexByName(IMAGE_MODELS, (m) => [m.id, ...m.aliases]);
 const videoIndex = indexByName(VIDEO_MODELS, (m) => [m.id, ...m.aliases]);
 const openaiVideoIndex = indexByName(VIDEO_MODELS, (m) => m.openaiIds);
 const chatIndex = indexByName(CHAT_MODELS, (m) => [m.id, ...m.aliases]);
+const openaiChatIndex = indexByName(OPENAI_CHAT_MODELS, (m) => [m.id, ...m.aliases]);
 const upscaleIndex = indexByName(UPSCALE_MODELS, (m) => [m.id, ...m.aliases]);
 
 // Ids are matched exactly, as the spec and the OpenAI API spell them.
@@ -239,6 +281,11 @@ export function findChatModel(idOrAlias: string): ChatModel | undefined {
   return chatIndex.get(idOrAlias === AUTO_CHAT_ID ? AUTO_CHAT_MODEL_ID : idOrAlias);
 }
 
+/** Group B's chat ids, billed per output token; `auto` resolves to the model group B picks. */
+export function findOpenAiChatModel(id: string): ChatModel | undefined {
+  return openaiChatIndex.get(id === AUTO_CHAT_ID ? AUTO_OPENAI_CHAT_MODEL_ID : id);
+}
+
 /** `undefined` (no model named) resolves to the default upscaler. */
 export function findUpscaleModel(idOrAlias: string | undefined): UpscaleModel | undefined {
   return upscaleIndex.get(idOrAlias ?? DEFAULT_UPSCALE_MODEL_ID);
@@ -246,7 +293,7 @@ export function findUpscaleModel(idOrAlias: string | undefined): UpscaleModel | 
 
 /** Every model, each tagged with its kind, in table order: image, video, chat, upscale. */
 export function listModels(): readonly Model[] {
-  return [...IMAGE_MODELS, ...VIDEO_MODELS, ...CHAT_MODELS, ...UPSCALE_MODELS];
+  return [...IMAGE_MODELS, ...VIDEO_MODELS, ...CHAT_MODELS, ...OPENAI_CHAT_MODELS, ...UPSCALE_MODELS];
 }
 
 /**
@@ -265,7 +312,9 @@ export function resolveModel(kind: Kind, id: string | undefined, door: Door): Mo
       if (id === undefined) return undefined;
       return findVideoModel(id) ?? (door === 'C' ? undefined : findOpenAiVideoModel(id));
     case 'chat':
-      return findChatModel(id ?? AUTO_CHAT_ID);
+      // Group B bills per token and its `auto` picks a per-token model; group C per reply.
+      if (door === 'B') return findOpenAiChatModel(id ?? AUTO_CHAT_ID);
+      return findChatModel(id ?? AUTO_CHAT_ID) ?? (door === 'A' ? findOpenAiChatModel(id ?? AUTO_CHAT_ID) : undefined);
     case 'upscale':
       return findUpscaleModel(id);
   }

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { listModels } from './catalogue';
 
 /**
  * The one place configuration is read. Entry points call `loadConfig(process.env)` once and pass
@@ -23,6 +25,65 @@ const originList = z
       return url?.origin ?? o;
     }),
   );
+
+/**
+ * Real model providers (DESIGN §7), by model: which catalogue model goes to which upstream, where
+ * that is, its key, and the upstream's own name for the model. Models not listed run on the
+ * simulator. `openai`: an OpenAI-compatible API (chat and images); `queue-video`: a queue-style
+ * video API (submit, then poll; fal.ai's queue protocol).
+ */
+const upstreamSchema = z.object({
+  name: z.string().min(1).max(50),
+  protocol: z.enum(['openai', 'queue-video']),
+  baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+  apiKey: z.string().min(1).optional(),
+  /** How the key is sent: `Bearer <key>` (OpenAI, Replicate) or `Key <key>` (fal.ai). */
+  auth: z.enum(['bearer', 'key']).optional(),
+  /** Catalogue model id → the upstream's name for it (queue-video: its path). */
+  models: z.record(z.string(), z.string().min(1)).refine((m) => Object.keys(m).length > 0, 'must name at least one model'),
+  /** Until an answer starts, and between two pieces of a stream. */
+  timeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
+  /** queue-video: how often a running job is polled. */
+  pollMs: z.number().int().min(10).max(600_000).default(2_000),
+});
+export const upstreamsSchema = z
+  .object({ upstreams: z.array(upstreamSchema) })
+  .superRefine(({ upstreams }, ctx) => {
+    const kinds = new Map(listModels().map((m) => [m.id, m.kind]));
+    const seen = new Map<string, string>();
+    upstreams.forEach((u, i) => {
+      for (const model of Object.keys(u.models)) {
+        const kind = kinds.get(model);
+        const path = ['upstreams', i, 'models', model];
+        const allowed = u.protocol === 'openai' ? ['chat', 'image'] : ['video'];
+        if (kind === undefined) ctx.addIssue({ code: 'custom', path, message: `is not a catalogue model id (see GET /api/v1/models)` });
+        else if (!allowed.includes(kind)) ctx.addIssue({ code: 'custom', path, message: `is a ${kind} model; a ${u.protocol} upstream serves ${allowed.join(' and ')}` });
+        if (seen.has(model)) ctx.addIssue({ code: 'custom', path, message: `is already routed to ${seen.get(model)}` });
+        seen.set(model, u.name);
+      }
+    });
+  });
+export type UpstreamsConfig = z.infer<typeof upstreamsSchema>;
+export type UpstreamConfig = UpstreamsConfig['upstreams'][number];
+
+/** Parses the upstreams' JSON (from UPSTREAMS_JSON, or the file UPSTREAMS_FILE names) once, at start-up. */
+const upstreamsJson = (read: (v: string) => string) =>
+  z.preprocess(unsetIfEmpty, z.string().min(1).optional()).transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(read(v));
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `is not readable JSON: ${(err as Error).message}` });
+      return z.NEVER;
+    }
+    const result = upstreamsSchema.safeParse(parsed);
+    if (!result.success) {
+      for (const issue of result.error.issues) ctx.addIssue({ code: 'custom', message: `${issue.path.join('.')}: ${issue.message}` });
+      return z.NEVER;
+    }
+    return result.data;
+  });
 
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -79,6 +140,10 @@ export const configSchema = z.object({
   S3_SECRET_ACCESS_KEY: optionalText,
   /** `bucket` in the path rather than the host name; defaults to true when S3_ENDPOINT is set (MinIO, SeaweedFS). */
   S3_FORCE_PATH_STYLE: z.preprocess(unsetIfEmpty, z.stringbool().optional()),
+  /** Real upstreams per model, as JSON (see `upstreamsSchema`); the simulator runs every model otherwise. */
+  UPSTREAMS_JSON: upstreamsJson((v) => v),
+  /** The same JSON in a file (keeps keys out of the environment); not with UPSTREAMS_JSON. */
+  UPSTREAMS_FILE: upstreamsJson((path) => readFileSync(path, 'utf8')),
 });
 
 const S3_SETTINGS = ['S3_BUCKET', 'S3_ENDPOINT', 'S3_PUBLIC_ENDPOINT', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_FORCE_PATH_STYLE'] as const;
@@ -87,6 +152,7 @@ const validatedConfig = configSchema.superRefine((c, ctx) => {
   // Any S3 setting means the operator wants the bucket: a half-given one must not quietly fall back
   // to local files. Static keys are required because a presigned URL dies with the credentials
   // that signed it, and role credentials usually live shorter than the 24 h the URLs promise.
+  if (c.UPSTREAMS_JSON && c.UPSTREAMS_FILE) ctx.addIssue({ code: 'custom', path: ['UPSTREAMS_FILE'], message: 'give UPSTREAMS_JSON or UPSTREAMS_FILE, not both' });
   if (S3_SETTINGS.some((name) => c[name] !== undefined)) {
     for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
       if (!c[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when any S3_* setting is given' });
@@ -155,4 +221,9 @@ export function webhookTaskQueueOf(c: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMP
 /** Development mode: webhooks may be plain http to loopback, and deliveries reach private networks. */
 export function isDevelopment(c: Pick<Config, 'NODE_ENV'>): boolean {
   return c.NODE_ENV === 'development';
+}
+
+/** The configured upstreams (none: every model runs on the simulator). */
+export function upstreamSettings(c: Config): UpstreamConfig[] {
+  return (c.UPSTREAMS_JSON ?? c.UPSTREAMS_FILE)?.upstreams ?? [];
 }

@@ -126,3 +126,25 @@ export class ProviderRejectedError extends Error {
     super(message);
   }
 }
+
+/** The model provider failed the run (after retries) or refused it for a reason of its own; nothing was charged. */
+export class ProviderFailedError extends DomainError {
+  readonly status = 502;
+  readonly type = 'server_error';
+}
+
+const AFTER_ADMISSION = Symbol('afterAdmission');
+
+/**
+ * Marks a failure that happened after a generation was admitted (its hold placed). Such an answer
+ * tells clients not to resend the request (`x-should-retry: false`): an SDK that retries 5xx
+ * would otherwise admit, and hold, a second generation.
+ */
+export function markAfterAdmission<E>(err: E): E {
+  if (typeof err === 'object' && err !== null) Object.defineProperty(err, AFTER_ADMISSION, { value: true });
+  return err;
+}
+
+export function isAfterAdmission(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[AFTER_ADMISSION] === true;
+}

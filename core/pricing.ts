@@ -4,8 +4,8 @@
  * here, once, and handed to the run as `params`. Pure functions; no I/O.
  */
 import {
-  AUTO_CHAT_ID, findChatModel, findImageModel, findUpscaleModel, resolveModel, RESOLUTIONS,
-  type Door, type Resolution, type UpscaleScale, type VideoModel,
+  AUTO_CHAT_ID, findImageModel, findUpscaleModel, resolveModel, RESOLUTIONS,
+  type ChatModel, type Door, type Resolution, type UpscaleScale, type VideoModel,
 } from './catalogue';
 import { InvalidRequestError, UnknownCostError } from './errors';
 import type { Millicredits } from './money';
@@ -14,7 +14,7 @@ export interface ImageQuote {
   readonly kind: 'image';
   readonly model: string;
   readonly priceMc: Millicredits;
-  readonly params: { readonly quality: string; readonly aspect: string; readonly width: number; readonly height: number };
+  readonly params: { readonly quality: string; readonly aspect: string; readonly width: number; readonly height: number; readonly hd?: true };
 }
 
 export interface VideoQuote {
@@ -33,8 +33,14 @@ export interface ChatQuote {
   readonly model: string;
   /** What the client asked for ('auto' when it sent nothing), kept for the record. */
   readonly requestedModel: string;
+  /** Per reply: the price. Per token: what the output cap costs, which is what is held. */
   readonly priceMc: Millicredits;
-  readonly params: { readonly maxPromptChars: number };
+  readonly params: {
+    readonly maxPromptChars: number;
+    /** Per-token models only: the output cap the hold covers and the rate the settle charges. */
+    readonly maxTokens?: number;
+    readonly ratePer1kMc?: Millicredits;
+  };
 }
 
 export interface UpscaleQuote {
@@ -53,10 +59,16 @@ const VIDEO_PREVIEW_LONG_SIDE = 320;
 export const IMAGE_MIN_SIDE = 256;
 export const IMAGE_MAX_SIDE = 2048;
 
-export function quoteImage(req: { model?: string | undefined; quality?: string | undefined; aspect?: string | undefined; width?: number | undefined; height?: number | undefined }): ImageQuote {
+export function quoteImage(req: {
+  model?: string | undefined; quality?: string | undefined; aspect?: string | undefined; width?: number | undefined; height?: number | undefined;
+  hd?: boolean | undefined;
+}): ImageQuote {
   if (!req.model) throw new InvalidRequestError('model is required for image', 'model');
-  const model = findImageModel(req.model);
-  if (!model) throw new UnknownCostError('image', req.model);
+  const asked = findImageModel(req.model);
+  if (!asked) throw new UnknownCostError('image', req.model);
+  // Group B's hd (DESIGN §6): the model's high variant where one is listed, else twice its price.
+  const model = req.hd && asked.hdVariant ? (findImageModel(asked.hdVariant) ?? asked) : asked;
+  const doubled = req.hd === true && model === asked;
   // The spec says quality "falls back to the model default": a wrong value is not worth a refusal.
   const quality = req.quality !== undefined && model.qualities.includes(req.quality) ? req.quality : model.defaultQuality;
   // A width and height (group A) ask for a shape as well as a size: the shape is snapped to what
@@ -64,7 +76,10 @@ export function quoteImage(req: { model?: string | undefined; quality?: string |
   const sized = req.width !== undefined && req.height !== undefined;
   const aspect = snapAspect(req.aspect ?? (sized ? `${req.width}:${req.height}` : undefined), model.aspects, model.defaultAspect);
   const longSide = sized ? Math.min(IMAGE_MAX_SIDE, Math.max(IMAGE_MIN_SIDE, Math.max(req.width!, req.height!))) : IMAGE_LONG_SIDE;
-  return { kind: 'image', model: model.id, priceMc: model.priceMc, params: { quality, aspect, ...sizeForAspect(aspect, longSide) } };
+  return {
+    kind: 'image', model: model.id, priceMc: doubled ? 2 * model.priceMc : model.priceMc,
+    params: { quality, aspect, ...sizeForAspect(aspect, longSide), ...(doubled ? { hd: true } : {}) },
+  };
 }
 
 export function quoteVideo(req: { model?: string | undefined; quality?: string | undefined; aspect?: string | undefined; seconds?: number | undefined }, door: Door = 'C'): VideoQuote {
@@ -88,11 +103,32 @@ export function quoteVideo(req: { model?: string | undefined; quality?: string |
   };
 }
 
-export function quoteChat(req: { model?: string | undefined }): ChatQuote {
+export function quoteChat(req: { model?: string | undefined; maxTokens?: number | undefined }, door: Door = 'C'): ChatQuote {
   const requestedModel = req.model || AUTO_CHAT_ID;
-  const model = findChatModel(requestedModel);
+  const model = resolveModel('chat', requestedModel, door) as ChatModel | undefined;
   if (!model) throw new UnknownCostError('chat', requestedModel);
-  return { kind: 'chat', model: model.id, requestedModel, priceMc: model.priceMc, params: { maxPromptChars: model.maxPromptChars } };
+  const base = { kind: 'chat', model: model.id, requestedModel } as const;
+  if (model.unit === 'reply') return { ...base, priceMc: model.priceMc, params: { maxPromptChars: model.maxPromptChars } };
+  // Billed per output token (DESIGN §4): the hold covers the output cap at the model's rate.
+  const maxTokens = req.maxTokens ?? model.defaultMaxOutputTokens;
+  if (maxTokens > model.maxOutputTokens) {
+    throw new InvalidRequestError(`maxTokens: ${model.id} produces at most ${model.maxOutputTokens} output tokens; ${maxTokens} were asked for.`, 'maxTokens');
+  }
+  return {
+    ...base,
+    priceMc: chargeForTokens(maxTokens, model.priceMc),
+    params: { maxPromptChars: model.maxPromptChars, maxTokens, ratePer1kMc: model.priceMc },
+  };
+}
+
+/**
+ * What `tokens` output tokens cost at `ratePer1kMc` millicredits per 1,000, rounded up to a whole
+ * millicredit (a thousandth of a cent): never zero when a token was produced, and never more for
+ * fewer tokens, so a charge for what was produced stays within the hold for the cap.
+ */
+export function chargeForTokens(tokens: number, ratePer1kMc: Millicredits): Millicredits {
+  if (!Number.isSafeInteger(tokens) || tokens < 0) throw new RangeError(`token count out of range: ${tokens}`);
+  return Math.ceil((tokens * ratePer1kMc) / 1000);
 }
 
 export function quoteUpscale(req: { model?: string | undefined; scale: UpscaleScale }): UpscaleQuote {

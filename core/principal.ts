@@ -1,4 +1,4 @@
-import { findChatModel, findImageModel, findUpscaleModel, findVideoModel, findOpenAiVideoModel } from './catalogue';
+import { findChatModel, findImageModel, findOpenAiChatModel, findUpscaleModel, findVideoModel, findOpenAiVideoModel } from './catalogue';
 import type { Kind } from './catalogue';
 import type { Plan } from './db/accounts';
 import { PermissionError } from './errors';
@@ -11,6 +11,12 @@ export interface Principal {
   scopes: readonly string[];
   /** A model allow-list, or null for every model. */
   models: readonly string[] | null;
+  /**
+   * The account's available balance as read with the key (same query, no extra round trip). A
+   * hint only: the hold transaction decides. A streamed chat opens its upstream while the hold is
+   * being placed when this says the hold will very likely be granted.
+   */
+  availableMc?: number;
 }
 
 export function assertScope(principal: Principal, kind: Kind): void {
@@ -26,7 +32,7 @@ export function assertModelAllowed(principal: Principal, kind: Kind, model: stri
     const found =
       kind === 'image' ? findImageModel(id)
         : kind === 'video' ? (findVideoModel(id) ?? findOpenAiVideoModel(id))
-          : kind === 'chat' ? findChatModel(id)
+          : kind === 'chat' ? (findChatModel(id) ?? findOpenAiChatModel(id))
             : findUpscaleModel(id);
     return found?.id ?? id;
   };

@@ -23,6 +23,8 @@ export interface ProviderOutput {
   outputText: string | null;
   /** Set when the run is billed by use (per token) rather than by its quote. */
   chargeMc?: number;
+  /** Per-token runs: the output tokens `chargeMc` pays for. */
+  outputTokens?: number;
 }
 
 export interface GenerationMachineInput {

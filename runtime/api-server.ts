@@ -31,6 +31,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
       publicBaseUrl: s.publicBaseUrl,
     }),
     webhooks: { secretKey: s.webhookSecretKey, taskQueue: webhookTaskQueueOf(s.config), developmentMode: isDevelopment(s.config) },
+    provider: s.provider,
     logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });

@@ -5,7 +5,9 @@ import { jsonLogger } from './json-logger';
 import type pg from 'pg';
 import { createRateLimiter, createRedisRateLimiter } from '../api/rate-limit';
 import type { RateLimiter } from '../api/rate-limit';
-import { s3Settings } from '../core/config';
+import { s3Settings, upstreamSettings } from '../core/config';
+import { createSafeHttpClient } from '../core/net/safe-http';
+import { createProviderRouter } from '../core/providers/router';
 import type { Config } from '../core/config';
 import { migrate } from '../core/db/migrate';
 import { createPool } from '../core/db/pool';
@@ -61,7 +63,10 @@ export async function openServices(config: Config, where: { databaseUrl: string;
   const limiter = config.REDIS_URL ? createRedisRateLimiter({ url: config.REDIS_URL }) : createRateLimiter();
   const adminToken = await persistentSecret(dataDir, 'admin-token', config.ADMIN_TOKEN);
   const webhookSecretKey = (await persistentSecret(dataDir, 'webhook-secret-key', config.WEBHOOK_SECRET_KEY)).value;
-  const provider = createSimulator(config.SIM_LATENCY_MS === undefined ? {} : { latencyMs: config.SIM_LATENCY_MS });
+  const simulator = createSimulator(config.SIM_LATENCY_MS === undefined ? {} : { latencyMs: config.SIM_LATENCY_MS });
+  // Files an upstream hands back by URL come from wherever it says: fetched SSRF-safely.
+  const outputs = createSafeHttpClient({ policy: { allowPrivateNetworks: config.NODE_ENV === 'development' } });
+  const provider = createProviderRouter(upstreamSettings(config), simulator, outputs);
 
   return {
     config,
@@ -78,6 +83,7 @@ export async function openServices(config: Config, where: { databaseUrl: string;
     async close() {
       await limiter.close();
       closeStore();
+      outputs.close();
       await nativeConnection.close().catch(() => undefined);
       await connection.close().catch(() => undefined);
       await pool.end().catch(() => undefined);

@@ -3,22 +3,26 @@ import type pg from 'pg';
 import type { Door } from '../core/catalogue';
 import { getAccountCredits } from '../core/db/accounts';
 import type { Plan } from '../core/db/accounts';
-import { getGeneration, listGenerations } from '../core/db/generations';
+import { getGeneration, listBatch, listGenerations } from '../core/db/generations';
 import type { GenerationKind, GenerationRow, GenerationStatus } from '../core/db/generations';
-import { claimIdempotencyKey, findIdempotencyClaim } from '../core/db/idempotency';
-import { placeHold, releaseHold } from '../core/db/ledger';
-import type { HoldOutcome } from '../core/db/ledger';
+import { findIdempotencyClaim } from '../core/db/idempotency';
+import { releaseHold } from '../core/db/ledger';
 import { inTransaction } from '../core/db/pool';
 import {
-  GenerationFinishedError, IdempotencyConflictError, InsufficientCreditsError, NotFoundError, ServiceUnavailableError,
+  GenerationFinishedError, IdempotencyConflictError, markAfterAdmission, NotFoundError, ServiceUnavailableError,
 } from '../core/errors';
 import { requestHash } from '../core/idempotency';
 import { GENERATION_ID_PATTERN } from '../core/ids';
 import { metrics, recordResolution } from '../core/metrics';
 import { mcToCredits } from '../core/money';
 import type { Principal } from '../core/principal';
+import { createSimulator } from '../core/providers/simulator';
+import type { Provider } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import type { GenerationWorkflowInput } from '../workflows/definitions';
+import { admit } from './admission';
+import type { KeyedRequest } from './admission';
+import { createChatRuns } from './chat-runs';
 import { decodeCursor, encodeCursor } from './cursor';
 import { priceRequest } from './requests';
 import type { GenerationRequest, PricedGeneration } from './requests';
@@ -32,12 +36,16 @@ export interface GenerationServiceDeps {
   store: OutputStore;
   /** How long a submit waits for an image or chat to finish before answering its current state. */
   syncWaitMs: number;
-  /** Per kind, how long a generation may stay in flight before it fails with `timeout`. */
-  deadlines?: Partial<Record<GenerationKind, number>>;
   /** How long a cancel waits for the workflow to release the hold before answering. */
   cancelWaitMs?: number;
-  /** Fetches and checks an upscale input before anything is held; without it upscale is refused. */
-  prepareInput?: (priced: PricedGeneration) => Promise<PreparedInput>;
+  /** Per kind, how long a generation may stay in flight before it fails with `timeout`. */
+  deadlines?: Partial<Record<GenerationKind, number>>;
+  /** Fetches and checks an input image (upscale, image-to-video) before anything is held; without it those are refused. */
+  prepareInput?: (priced: PricedGeneration, uploaded?: Buffer) => Promise<PreparedInput>;
+  /** Runs the chats the API streams itself (group B); the simulator when not given. */
+  provider?: Provider;
+  /** Where trouble that no client hears of is told (e.g. a report Temporal did not take). */
+  log?: (message: string, err: unknown) => void;
 }
 
 /** An input fetched and checked before the hold: stored once the generation exists. */
@@ -52,6 +60,8 @@ export interface SubmitOptions {
   idempotency?: { key: string; route: string; body: unknown } | undefined;
   /** Answer at once (RFC 7240 `Prefer: respond-async`) instead of waiting for an image or chat. */
   respondAsync?: boolean | undefined;
+  /** An input image sent with the request itself (group B's `input_reference` file), instead of a URL. */
+  inputFile?: Buffer | undefined;
   /** The request's logger: admission lines carry its request id next to the generation id. */
   log?: { info(obj: object, msg: string): void } | undefined;
 }
@@ -59,6 +69,12 @@ export interface SubmitOptions {
 export interface Submitted {
   generation: GenerationView;
   /** True when an Idempotency-Key repeat returned an earlier generation. */
+  replayed: boolean;
+}
+
+export interface SubmittedMany {
+  /** In request order. */
+  generations: GenerationView[];
   replayed: boolean;
 }
 
@@ -88,7 +104,7 @@ export interface Balance {
 /** Kinds that finish within the call: the client waits for their result (DESIGN §5). */
 const WAITED_KINDS: ReadonlySet<GenerationKind> = new Set(['image', 'chat']);
 const TERMINAL: ReadonlySet<GenerationStatus> = new Set(['succeeded', 'failed']);
-/** How often a followed generation is read while a caller watches it move (queued → running). */
+/** How often `follow` re-reads a record while a caller watches its status. */
 const FOLLOW_POLL_MS = 250;
 
 /**
@@ -103,6 +119,7 @@ const FOLLOW_POLL_MS = 250;
  */
 export function createGenerationService(deps: GenerationServiceDeps) {
   const { pool, gateway, store } = deps;
+  const deadlineOf = (kind: GenerationKind): number | undefined => deps.deadlines?.[kind];
 
   const read = async (accountId: string, id: string): Promise<GenerationRow> => {
     const g = GENERATION_ID_PATTERN.test(id) ? await getGeneration(pool, accountId, id) : undefined;
@@ -114,13 +131,20 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     if (!opts.respondAsync && WAITED_KINDS.has(kind)) await gateway.awaitFinish(id, deps.syncWaitMs);
   };
 
-  /** An Idempotency-Key repeat: the first request's generation, whose workflow is made sure of. */
-  const replay = async (accountId: string, id: string, opts: SubmitOptions): Promise<Submitted> => {
-    const g = await read(accountId, id);
+  /** The generations of an admitted request, in request order: one, or a batch (group B's `n`). */
+  const readAll = async (accountId: string, firstId: string): Promise<GenerationRow[]> => {
+    const batch = await listBatch(pool, accountId, firstId);
+    return batch.length > 0 ? batch : [await read(accountId, firstId)];
+  };
+
+  /** An Idempotency-Key repeat: the first request's generations, whose workflows are made sure of. */
+  const replay = async (accountId: string, firstId: string, opts: SubmitOptions): Promise<SubmittedMany> => {
+    const rows = await readAll(accountId, firstId);
     // The first request may have died between its hold and its start; starting again is harmless.
-    if (!TERMINAL.has(g.status)) await gateway.start(workflowInputOf(g, deps.deadlines?.[g.kind]));
-    await waitIfSync(id, g.kind, opts);
-    return { generation: await viewOf(await read(accountId, id), store), replayed: true };
+    await Promise.all(rows.filter((g) => !TERMINAL.has(g.status)).map((g) => gateway.start(workflowInputOf(g, deadlineOf(g.kind)))));
+    await Promise.all(rows.map((g) => waitIfSync(g.id, g.kind, opts)));
+    const after = await readAll(accountId, firstId);
+    return { generations: await Promise.all(after.map((g) => viewOf(g, store))), replayed: true };
   };
 
   /** Starts the admitted generation's workflow; if that fails, the hold goes back at once. */
@@ -137,72 +161,130 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     }
   };
 
+  /** The claim on an Idempotency-Key, or undefined without one. */
+  const keyedOf = (principal: Principal, opts: SubmitOptions): KeyedRequest | undefined =>
+    opts.idempotency && {
+      accountId: principal.accountId,
+      key: opts.idempotency.key,
+      requestHash: requestHash(opts.idempotency.route, opts.idempotency.body),
+    };
+
+  /** A live claim on the key: a true repeat is answered without pricing (or fetching) anything again. */
+  const priorClaim = async (keyed: KeyedRequest | undefined): Promise<string | undefined> => {
+    if (!keyed) return undefined;
+    const prior = await findIdempotencyClaim(pool, keyed);
+    if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
+    return prior?.outcome === 'replay' ? prior.generationId : undefined;
+  };
+
+  /** Fetches and checks an input (upscale image, video reference frame) before anything is held. */
+  const prepare = async (priced: PricedGeneration, uploaded: Buffer | undefined): Promise<PreparedInput | undefined> => {
+    const needsInput = priced.kind === 'upscale' || (priced.kind === 'video' && (typeof priced.params.imageUrl === 'string' || uploaded !== undefined));
+    if (!needsInput) return undefined;
+    if (!deps.prepareInput) throw new ServiceUnavailableError('Fetching input images is not available on this instance.');
+    const prepared = await deps.prepareInput(priced, uploaded);
+    priced.params = { ...priced.params, ...prepared.params };
+    return prepared;
+  };
+
+  /** Stores a prepared input under the admitted generation; the hold goes back if that fails. */
+  const storeInput = async (input: GenerationWorkflowInput, prepared: PreparedInput): Promise<void> => {
+    try {
+      input.params = { ...input.params, ...(await prepared.store(input.generationId)) };
+    } catch (err) {
+      recordResolution(await inTransaction(pool, (tx) =>
+        releaseHold(tx, input.generationId, { code: 'input_unavailable', message: 'The input could not be stored; nothing was charged.', retryable: true }),
+      ));
+      throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', { cause: err });
+    }
+  };
+
+  /** Every generation carries its kind's deadline (DESIGN §5: nothing in flight forever). */
+  const withDeadline = (input: GenerationWorkflowInput): GenerationWorkflowInput => {
+    const deadlineMs = deadlineOf(input.kind);
+    if (deadlineMs !== undefined) input.deadlineMs = deadlineMs;
+    return input;
+  };
+
+  /** Counts and logs an admitted generation (its workflow started). */
+  const admitted_ = (input: GenerationWorkflowInput, opts: SubmitOptions): void => {
+    const free = input.admitted?.free ?? false;
+    metrics.admissions.inc({ kind: input.kind });
+    if (!free) metrics.creditsHeld.inc(mcToCredits(input.quoteMc));
+    opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: free ? 0 : mcToCredits(input.quoteMc), free }, 'generation admitted');
+  };
+
+  /**
+   * Prices, admits and starts `count` generations of one request (group B's `n` images; 1
+   * elsewhere), all held in one transaction or none. Each is a generation of its own, listed by
+   * every door; an Idempotency-Key stands for the whole batch.
+   */
+  const submitMany = async (request: GenerationRequest, principal: Principal, opts: SubmitOptions & { count?: number }): Promise<SubmittedMany> => {
+    const keyed = keyedOf(principal, opts);
+    const prior = await priorClaim(keyed);
+    if (prior !== undefined) return replay(principal.accountId, prior, opts);
+
+    const count = opts.count ?? 1;
+    const priced = Array.from({ length: count }, () => priceRequest(request, principal, opts.door));
+    if (count > 1) {
+      const batch = priced[0]!.generationId;
+      priced.forEach((p, index) => (p.params = { ...p.params, batch, batchIndex: index }));
+    }
+    const prepared = await prepare(priced[0]!, opts.inputFile);
+    for (const p of priced.slice(1)) p.params = { ...p.params, ...prepared?.params };
+
+    const admissionTimer = metrics.admissionDuration.startTimer({ kind: priced[0]!.kind });
+    const admitted = await admit(pool, priced, keyed);
+    if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
+    for (const input of admitted.inputs) withDeadline(input);
+    try {
+      // Each either starts or gives its hold back at once; none is left held without a workflow.
+      const started = await Promise.allSettled(admitted.inputs.map(async (input) => {
+        if (prepared) await storeInput(input, prepared);
+        await startOrRelease(input);
+      }));
+      const failures = started.filter((r) => r.status === 'rejected');
+      if (failures.length === started.length) throw (failures[0] as PromiseRejectedResult).reason;
+      if (failures.length > 0) {
+        throw new ServiceUnavailableError(`${failures.length} of ${started.length} generations could not be started and were not charged; the others run and are listed by GET /api/v1/generations.`);
+      }
+      admissionTimer();
+      for (const input of admitted.inputs) admitted_(input, opts);
+      await Promise.all(admitted.inputs.map((input) => waitIfSync(input.generationId, input.kind, opts)));
+      const rows = await Promise.all(admitted.inputs.map((input) => read(principal.accountId, input.generationId)));
+      return { generations: await Promise.all(rows.map((g) => viewOf(g, store))), replayed: false };
+    } catch (err) {
+      // Admitted: an error now must not make a client send the request again (and hold again).
+      throw markAfterAdmission(err);
+    }
+  };
+
+  const chat = createChatRuns({
+    pool, gateway, store, provider: deps.provider ?? createSimulator(),
+    ...(deps.log ? { log: deps.log } : {}),
+    async replayOf(principal, opts) {
+      const prior = await priorClaim(keyedOf(principal, opts));
+      return prior === undefined ? undefined : (await replay(principal.accountId, prior, opts)).generations[0]!;
+    },
+    async admit(priced, principal, opts) {
+      const admitted = await admit(pool, [priced], keyedOf(principal, opts));
+      if ('replayOf' in admitted) return { replay: (await replay(principal.accountId, admitted.replayOf, opts)).generations[0]! };
+      const input = withDeadline(admitted.inputs[0]!);
+      admitted_(input, opts);
+      return { input };
+    },
+  });
+
   return {
     async submit(request: GenerationRequest, principal: Principal, opts: SubmitOptions): Promise<Submitted> {
-      const keyed = opts.idempotency && {
-        accountId: principal.accountId,
-        key: opts.idempotency.key,
-        requestHash: requestHash(opts.idempotency.route, opts.idempotency.body),
-      };
-      if (keyed) {
-        // A true repeat is answered without pricing (or fetching) anything again.
-        const prior = await findIdempotencyClaim(pool, keyed);
-        if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
-        if (prior?.outcome === 'replay') return replay(principal.accountId, prior.generationId, opts);
-      }
-
-      const priced = priceRequest(request, principal, opts.door);
-      let prepared: PreparedInput | undefined;
-      if (priced.kind === 'upscale') {
-        if (!deps.prepareInput) throw new ServiceUnavailableError('Upscaling is not available on this instance.');
-        prepared = await deps.prepareInput(priced);
-        priced.params = { ...priced.params, ...prepared.params };
-      }
-
-      const admissionTimer = metrics.admissionDuration.startTimer({ kind: priced.kind });
-      const admitted = await inTransaction(pool, async (tx): Promise<{ replayOf: string } | { outcome: HoldOutcome & { admitted: true } }> => {
-        if (keyed) {
-          const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: priced.generationId });
-          if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
-          if (claim.outcome === 'replay') return { replayOf: claim.generationId };
-        }
-        const outcome = await placeHold(tx, {
-          generation: {
-            id: priced.generationId, accountId: priced.accountId, apiKeyId: priced.apiKeyId,
-            kind: priced.kind, model: priced.model, params: priced.params, prompt: priced.prompt,
-          },
-          amountMc: priced.quoteMc,
-          ...(priced.freeChat ? { freeChat: priced.freeChat } : {}),
-        });
-        // Thrown inside the transaction, so a refused request leaves no claim and no generation.
-        if (!outcome.admitted) throw new InsufficientCreditsError(mcToCredits(outcome.requiredMc), mcToCredits(outcome.availableMc));
-        return { outcome };
-      });
-      if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
-
-      const { outcome } = admitted;
-      const deadlineMs = deps.deadlines?.[priced.kind];
-      const input: GenerationWorkflowInput = {
-        ...priced, model: outcome.model, admitted: { free: outcome.free, model: outcome.model }, ...(deadlineMs === undefined ? {} : { deadlineMs }),
-      };
-      if (prepared) {
-        try {
-          input.params = { ...input.params, ...(await prepared.store(input.generationId)) };
-        } catch (err) {
-          recordResolution(await inTransaction(pool, (tx) =>
-            releaseHold(tx, input.generationId, { code: 'input_unavailable', message: 'The input could not be stored; nothing was charged.', retryable: true }),
-          ));
-          throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', { cause: err });
-        }
-      }
-      await startOrRelease(input);
-      admissionTimer();
-      metrics.admissions.inc({ kind: input.kind });
-      if (!outcome.free) metrics.creditsHeld.inc(mcToCredits(outcome.amountMc));
-      opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: mcToCredits(outcome.amountMc), free: outcome.free }, 'generation admitted');
-      await waitIfSync(input.generationId, input.kind, opts);
-      return { generation: await viewOf(await read(principal.accountId, input.generationId), store), replayed: false };
+      const { generations, replayed } = await submitMany(request, principal, opts);
+      return { generation: generations[0]!, replayed };
     },
+
+    submitMany,
+
+    /** A chat the API runs itself, its reply streamed as it comes (group B); see service/chat-runs.ts. */
+    runChat: chat.run,
 
     async get(principal: Principal, id: string): Promise<GenerationView> {
       return viewOf(await read(principal.accountId, id), store);
@@ -246,6 +328,14 @@ export function createGenerationService(deps: GenerationServiceDeps) {
         await finished;
       }
     },
+    /** A generation with its output file's bytes (once it has succeeded), for doors that serve the file itself. */
+    async output(principal: Principal, id: string): Promise<{ generation: GenerationView; file?: { data: Buffer; contentType: string } }> {
+      const g = await read(principal.accountId, id);
+      const generation = await viewOf(g, store);
+      if (g.status !== 'succeeded' || !g.outputKey) return { generation };
+      const data = await store.get(g.outputKey);
+      return data ? { generation, file: { data, contentType: contentTypeOf(g.outputKey) } } : { generation };
+    },
 
     async list(principal: Principal, q: ListQuery): Promise<{ data: GenerationView[]; nextCursor: string | null }> {
       const before = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
@@ -263,7 +353,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     async cancel(principal: Principal, id: string): Promise<GenerationView> {
       const g = await read(principal.accountId, id);
       if (!TERMINAL.has(g.status)) {
-        await gateway.cancel(workflowInputOf(g, deps.deadlines?.[g.kind]), 'cancelled by the client');
+        await gateway.cancel(workflowInputOf(g, deadlineOf(g.kind)), 'cancelled by the client');
         await gateway.awaitFinish(id, deps.cancelWaitMs ?? 10_000);
       }
       const after = await read(principal.accountId, id);
@@ -288,6 +378,12 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 
 export type GenerationService = ReturnType<typeof createGenerationService>;
 
+const CONTENT_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp', webm: 'video/webm', mp4: 'video/mp4', txt: 'text/plain; charset=utf-8' };
+
+function contentTypeOf(key: string): string {
+  return CONTENT_TYPES[key.slice(key.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
+}
+
 /** Everything a generation's workflow needs, rebuilt from its record (replays, cancels, the reconciler). */
 export function workflowInputOf(g: GenerationRow, deadlineMs?: number): GenerationWorkflowInput {
   return {
@@ -301,5 +397,7 @@ export function workflowInputOf(g: GenerationRow, deadlineMs?: number): Generati
     params: g.params,
     quoteMc: g.quoteMc,
     admitted: { free: g.freeChat, model: g.model },
+    // A chat the API runs itself stays one: its workflow waits for the API's report.
+    ...(typeof g.params.apiRunDeadlineMs === 'number' ? { apiRun: { deadlineMs: g.params.apiRunDeadlineMs } } : {}),
   };
 }

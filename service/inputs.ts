@@ -25,7 +25,7 @@ export interface InputPreparerDeps {
 }
 
 /**
- * Fetches an upscale input before anything is held, so that every way it can be wrong is a 400
+ * Fetches an input image (an upscale's, or a video's reference frame) before anything is held, so that every way it can be wrong is a 400
  * with nothing charged: not http(s), a refused address (checked when connecting, redirects
  * included), too large, not an image, too large to upscale by this factor. Once the generation
  * exists the bytes are stored beside its output, where the job reads them.
@@ -53,23 +53,30 @@ export function createInputPreparer(deps: InputPreparerDeps) {
     }
   };
 
-  return async (priced: PricedGeneration): Promise<PreparedInput> => {
+  return async (priced: PricedGeneration, uploaded?: Buffer): Promise<PreparedInput> => {
     const url = String(priced.params.imageUrl);
-    const scale = Number(priced.params.scale);
-    const data = (await readOwn(url)) ?? (await download(url));
+    const data = uploaded ?? (await readOwn(url)) ?? (await download(url));
     let info: ImageInfo;
     try {
       info = await inspectImage(data);
     } catch (err) {
-      if (err instanceof ImageInputError) throw invalid(`imageUrl: ${err.message}`);
+      // An uploaded file is named as the door named its field (group B: input_reference).
+      if (err instanceof ImageInputError) throw uploaded ? new InvalidRequestError(`inputFile: ${err.message}`, 'inputFile') : invalid(`imageUrl: ${err.message}`);
       throw err;
     }
-    const maxSide = MAX_UPSCALED_SIDE / scale;
-    if (Math.max(info.width, info.height) > maxSide) {
-      throw invalid(`imageUrl: a ${scale}× upscale takes images up to ${maxSide} px on the long side; this one is ${info.width}×${info.height}.`);
+    const inputSize = { inputWidth: info.width, inputHeight: info.height };
+    let params: Record<string, unknown> = inputSize;
+    if (priced.kind === 'upscale') {
+      const scale = Number(priced.params.scale);
+      const maxSide = MAX_UPSCALED_SIDE / scale;
+      if (Math.max(info.width, info.height) > maxSide) {
+        throw invalid(`imageUrl: a ${scale}× upscale takes images up to ${maxSide} px on the long side; this one is ${info.width}×${info.height}.`);
+      }
+      params = { ...inputSize, width: info.width * scale, height: info.height * scale };
     }
+    // A video's reference frame (image-to-video) is any real image; the model scales it itself.
     return {
-      params: { inputWidth: info.width, inputHeight: info.height, width: info.width * scale, height: info.height * scale },
+      params,
       store: async (generationId) => {
         const inputKey = `${generationId}/input.${info.format === 'jpeg' ? 'jpg' : info.format}`;
         await deps.store.put(inputKey, data, CONTENT_TYPES[info.format]);

@@ -2,7 +2,7 @@ import { listModels, RESOLUTIONS, UPSCALE_SCALES } from '../core/catalogue';
 import type { Model } from '../core/catalogue';
 import { mcToCredits } from '../core/money';
 
-/** How a model is billed: per image, per second of video, per chat reply, per 1,000 output tokens. */
+/** How a model is billed: per image, per second of video, per chat reply, per 1,000 output tokens (group B chat). */
 export type PriceUnit = 'image' | 'second' | 'reply' | '1k_output_tokens';
 
 export interface ModelListing {
@@ -46,7 +46,13 @@ function listingOf(m: Model): ModelListing {
         options: { resolutions: RESOLUTIONS.filter((r) => m.ratesMc[r] !== undefined), aspects: [...m.aspects] },
       };
     case 'chat':
-      return { ...base, unit: 'reply', price: mcToCredits(m.priceMc), prices: null, seconds: null, defaults: {}, options: {} };
+      return {
+        ...base, unit: m.unit, price: mcToCredits(m.priceMc), prices: null, seconds: null,
+        // Per-token models: the output cap held when a request names none, and the largest allowed.
+        ...(m.unit === '1k_output_tokens'
+          ? { defaults: { max_tokens: m.defaultMaxOutputTokens }, options: { max_tokens: [1, m.maxOutputTokens] } }
+          : { defaults: {}, options: {} }),
+      };
     case 'upscale':
       return {
         ...base, unit: 'image', price: null,

@@ -9,6 +9,8 @@ export interface GenerationView {
   kind: GenerationKind;
   model: string;
   status: GenerationStatus;
+  /** The prompt as run (chat: the conversation as one text). */
+  prompt: string;
   /** A fresh signed URL on every read; empty until the generation has succeeded. */
   outputUrl: string;
   creditsCharged: number;
@@ -28,6 +30,7 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
     kind: g.kind,
     model: g.model,
     status: g.status,
+    prompt: g.prompt,
     outputUrl: g.status === 'succeeded' && g.outputKey ? await store.signedUrl(g.outputKey) : '',
     creditsCharged: mcToCredits(g.chargedMc),
     creditsQuoted: mcToCredits(g.quoteMc),

@@ -17,10 +17,29 @@ export interface ChatMessage {
   content: string;
 }
 
+/** Sampling settings passed on to the model as given (OpenAI's names); none changes the price. */
+export interface ChatSampling {
+  temperature?: number;
+  top_p?: number;
+  stop?: string[];
+  seed?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+}
+
 export type GenerationRequest =
-  | { kind: 'image'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined; width?: number | undefined; height?: number | undefined }
-  | { kind: 'video'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined; seconds?: number | undefined }
-  | { kind: 'chat'; model?: string | undefined; messages: ChatMessage[]; maxTokens?: number | undefined }
+  | {
+    kind: 'image'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined;
+    width?: number | undefined; height?: number | undefined;
+    /** Group B's `quality: "hd"`: the model's high variant, or twice its price (DESIGN §6). */
+    hd?: boolean | undefined;
+  }
+  | {
+    kind: 'video'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined; seconds?: number | undefined;
+    /** A reference frame (image-to-video), fetched and checked before the hold like an upscale input. */
+    imageUrl?: string | undefined;
+  }
+  | { kind: 'chat'; model?: string | undefined; messages: ChatMessage[]; maxTokens?: number | undefined; sampling?: ChatSampling | undefined }
   | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
 
 /** A priced request: everything a generation workflow needs, before its hold is placed. */
@@ -45,12 +64,15 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
       assertPromptAllowed(request.prompt);
       const quote = quoteVideo(request, door);
       assertModelAllowed(principal, 'video', quote.model);
-      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params }, quoteMc: quote.priceMc };
+      const reference = request.imageUrl === undefined ? {} : { imageUrl: request.imageUrl };
+      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params, ...reference }, quoteMc: quote.priceMc };
     }
     case 'chat': {
-      const quote = quoteChat(request);
+      const quote = quoteChat(request, door);
       assertModelAllowed(principal, 'chat', quote.model);
       const capped = capChatMessages(request.messages, quote.params.maxPromptChars);
+      const perToken = quote.params.ratePer1kMc !== undefined;
+      const sampling = Object.entries(request.sampling ?? {}).filter(([, v]) => v !== undefined);
       return {
         ...base,
         model: quote.model,
@@ -59,12 +81,16 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
           requestedModel: quote.requestedModel,
           promptTruncated: capped.truncated,
           ...(request.maxTokens === undefined ? {} : { maxTokens: request.maxTokens }),
+          // Per-token models: the cap the hold covers and the rate the settle charges.
+          ...(perToken ? { maxTokens: quote.params.maxTokens, ratePer1kMc: quote.params.ratePer1kMc } : {}),
+          ...(sampling.length > 0 ? { sampling: Object.fromEntries(sampling) } : {}),
           // A conversation is kept whole for providers that take one; a lone prompt needs no copy.
           ...(capped.messages.length > 1 || capped.messages[0]?.role !== 'user' ? { messages: capped.messages } : {}),
         },
         quoteMc: quote.priceMc,
-        // While the allowance lasts, the automatically chosen model answers for free.
-        freeChat: { model: AUTO_CHAT_MODEL_ID },
+        // While the allowance lasts, the automatically chosen model answers for free. Per-token
+        // models (group B's) are never swapped for it: the client asked for that model by name.
+        ...(perToken ? {} : { freeChat: { model: AUTO_CHAT_MODEL_ID } }),
       };
     }
     case 'upscale': {

@@ -4,8 +4,8 @@ import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '..
 import { ServiceUnavailableError } from '../core/errors';
 import { mcToCredits } from '../core/money';
 import type { generation } from '../workflows/generation';
-import { cancelSignal, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
-import type { GenerationWorkflowInput } from '../workflows/definitions';
+import { apiRunResultSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
+import type { ApiRunResult, GenerationWorkflowInput } from '../workflows/definitions';
 
 /**
  * How the service talks to Temporal about generations. The hold is already placed (by the
@@ -71,6 +71,26 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
     },
 
     /**
+     * Hands the outcome of a run the API did itself (a streamed chat) to its workflow, which then
+     * settles or releases. Signal-with-start, so that a workflow whose first start failed is
+     * started now. Throws when the server cannot be reached: the caller then resolves the hold.
+     */
+    async reportApiRun(input: GenerationWorkflowInput, result: ApiRunResult): Promise<void> {
+      try {
+        await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+          client.workflow.signalWithStart<typeof generation, [ApiRunResult]>(GENERATION_WORKFLOW_TYPE, {
+            ...startOptions(input),
+            signal: apiRunResultSignal,
+            signalArgs: [result],
+          }),
+        );
+      } catch (err) {
+        // Already closed (e.g. cancelled meanwhile): it settled or released without this report.
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      }
+    },
+
+    /**
      * Waits up to `ms` for the workflow to finish; false when it is still going. `signal` ends the
      * wait early (the caller went away).
      */
@@ -107,6 +127,8 @@ export function summarise(input: GenerationWorkflowInput): string {
         : input.kind === 'upscale' ? `${String(p.scale)}×`
           : '';
   const free = input.admitted?.free ?? false;
-  const price = free ? 'free reply' : `${mcToCredits(input.quoteMc)} credits`;
+  // Per-token chat holds its output cap; what it charges is known at the end.
+  const perToken = typeof p.ratePer1kMc === 'number';
+  const price = free ? 'free reply' : perToken ? `up to ${mcToCredits(input.quoteMc)} credits, per token` : `${mcToCredits(input.quoteMc)} credits`;
   return [input.kind, input.model, detail, price].filter((s) => s !== '').join(' · ');
 }

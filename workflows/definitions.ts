@@ -25,7 +25,19 @@ export interface GenerationWorkflowInput {
   admitted?: { free: boolean; model: string };
   /** After this long the generation fails with `timeout` and its hold is released (per kind, configured). */
   deadlineMs?: number;
+  /**
+   * Set when the API runs the provider itself and streams the reply to the client (group B chat):
+   * the workflow does not run the provider activity but waits, up to `deadlineMs` after it starts
+   * running, for the `apiRunResult` signal, then settles what it reports or releases. No signal by
+   * the deadline (the API died mid-stream) releases the hold. Absent for every other generation.
+   */
+  apiRun?: { deadlineMs: number };
 }
+
+/** What the API reports about a generation it ran itself (see `apiRun`). */
+export type ApiRunResult =
+  | { ok: true; output: { outputKey: string | null; outputText: string | null; chargeMc: number; outputTokens: number } }
+  | { ok: false; error: { code: string; message: string; retryable: boolean } };
 
 export type Admission =
   | { admitted: true; free: boolean; model: string }
@@ -58,3 +70,5 @@ export interface WebhookDeliveryResult {
 
 /** Send now: cuts a retry wait short, or (with signal-with-start) sends a finished delivery again. */
 export const redeliverSignal = defineSignal('redeliver');
+/** The outcome of a run the API did itself (`apiRun`); the first one counts. */
+export const apiRunResultSignal = defineSignal<[ApiRunResult]>('apiRunResult');

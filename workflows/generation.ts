@@ -13,10 +13,10 @@ import {
 import { initialTransition, transition } from 'xstate';
 import type { GenerationActivities } from '../activities';
 import { generationMachine, phaseOf } from '../machines/generation';
-import type { FailureInfo, GenerationEvent, GenerationPhase } from '../machines/generation';
+import type { FailureInfo, GenerationEvent, GenerationPhase, ProviderOutput } from '../machines/generation';
 import { GenerationModel, GenerationStatus } from '../core/search-attributes';
-import { admissionQuery, admissionUpdate, cancelSignal, phaseQuery } from './definitions';
-import type { Admission, GenerationResult, GenerationWorkflowInput } from './definitions';
+import { admissionQuery, admissionUpdate, apiRunResultSignal, cancelSignal, phaseQuery } from './definitions';
+import type { Admission, ApiRunResult, GenerationResult, GenerationWorkflowInput } from './definitions';
 
 // Ledger steps are short database transactions: as local activities they run inside the workflow
 // task instead of a round trip through the server each. Each is idempotent, so a re-run after a
@@ -67,6 +67,10 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
   setHandler(phaseQuery, () => phase);
   setHandler(admissionQuery, () => admission ?? null);
   setHandler(cancelSignal, (reason) => void events.push({ type: 'CANCEL', reason }));
+  let apiRunResult: ApiRunResult | undefined;
+  setHandler(apiRunResultSignal, (result) => {
+    apiRunResult ??= result;
+  });
 
   // Nothing stays in flight forever (DESIGN §5). Workflows of the earlier code carry no deadline.
   const deadline = new CancellationScope();
@@ -147,6 +151,19 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
         }
         return;
       case 'runProvider':
+        if (input.apiRun) {
+          // The API runs this one (a streamed chat): wait for what it reports, or give up at the
+          // deadline, which is how a hold outlives an API that died mid-stream: it is released.
+          const { deadlineMs } = input.apiRun;
+          inBackground(async () => {
+            if (!(await condition(() => apiRunResult !== undefined, deadlineMs))) {
+              return { type: 'PROVIDER_FAILED', error: { code: 'timeout', message: `the API did not report the run within ${deadlineMs} ms`, retryable: true } };
+            }
+            const result = apiRunResult!;
+            return result.ok ? { type: 'PROVIDER_SUCCEEDED', output: result.output } : { type: 'PROVIDER_FAILED', error: result.error };
+          });
+          return;
+        }
         inBackground(async () => {
           const output = await provider.runProvider({
             generationId: input.generationId,
@@ -162,13 +179,14 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
         for (const scope of background.splice(0)) scope.cancel();
         return;
       case 'settle': {
-        const { output } = action.params as { output: { outputKey: string | null; outputText: string | null; chargeMc?: number } };
+        const { output } = action.params as { output: ProviderOutput };
         try {
           const settled = await ledger.settle({
             generationId: input.generationId,
             outputKey: output.outputKey,
             outputText: output.outputText,
             ...(output.chargeMc === undefined ? {} : { chargeMc: output.chargeMc }),
+            ...(output.outputTokens === undefined ? {} : { outputTokens: output.outputTokens }),
           });
           // The API released the hold (its start of this workflow looked failed): nothing was charged.
           if (settled.outcome === 'already' && settled.state === 'released') finalFailure = { code: 'not_started', message: 'the hold was released before the run finished', retryable: true };

@@ -34,6 +34,8 @@ export interface StoredApiKey {
   plan: Plan;
   scopes: string[];
   models: string[] | null;
+  /** The account's available balance when the key was read: a hint for speculation, never a decision. */
+  availableMc?: number;
 }
 
 export async function insertApiKey(
@@ -48,14 +50,14 @@ export async function insertApiKey(
 
 /** The live key with this hash; a revoked key is not found, so revocation applies on the next request. */
 export async function findApiKeyByHash(q: Queryable, keyHash: Buffer): Promise<StoredApiKey | undefined> {
-  const r = await q.query<{ id: string; account_id: string; plan: Plan; scopes: string[]; models: string[] | null }>(
-    `SELECT k.id, k.account_id, a.plan, k.scopes, k.models
+  const r = await q.query<{ id: string; account_id: string; plan: Plan; scopes: string[]; models: string[] | null; available_mc: number }>(
+    `SELECT k.id, k.account_id, a.plan, k.scopes, k.models, a.balance_mc - a.held_mc AS available_mc
        FROM api_keys k JOIN accounts a ON a.id = k.account_id
       WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
     [keyHash],
   );
   const row = r.rows[0];
-  return row && { id: row.id, accountId: row.account_id, plan: row.plan, scopes: row.scopes, models: row.models };
+  return row && { id: row.id, accountId: row.account_id, plan: row.plan, scopes: row.scopes, models: row.models, availableMc: row.available_mc };
 }
 
 export async function revokeApiKey(q: Queryable, keyId: string): Promise<boolean> {

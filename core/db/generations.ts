@@ -108,6 +108,21 @@ export async function listGenerations(q: Queryable, accountId: string, f: ListFi
 }
 
 /**
+ * The generations admitted together by one request (group B's `n` images), in request order;
+ * empty when `firstId` names no batch. Each carries `params.batch` (the first one's id) and
+ * `params.batchIndex`.
+ */
+export async function listBatch(q: Queryable, accountId: string, firstId: string): Promise<GenerationRow[]> {
+  const r = await q.query<Row>(
+    `SELECT ${COLUMNS} FROM generations
+      WHERE account_id = $1 AND params->>'batch' = $2
+      ORDER BY (params->>'batchIndex')::int`,
+    [accountId, firstId],
+  );
+  return r.rows.map(fromRow);
+}
+
+/**
  * Mirrors `running` for jobs that need no slot; never moves a finished generation back. Run it
  * inside a transaction: the webhook deliveries of the change are recorded with it.
  */

@@ -1,6 +1,8 @@
 import type { Queryable } from './pool';
 import type { Millicredits } from '../money';
 import { recordGenerationEvent } from './webhooks';
+import { anyEventFor } from '../webhooks/events';
+import type { GenerationKind } from './generations';
 
 /**
  * Holds and their settlement. Each function runs inside the caller's transaction; together with
@@ -35,20 +37,13 @@ interface AccountMoney {
 
 export async function placeHold(tx: Queryable, req: HoldRequest): Promise<HoldOutcome> {
   const { generation: g } = req;
-  // A retried activity finds the hold it already placed.
-  const existing = await tx.query<{ amount_mc: number; free_chat: boolean; model: string }>(
-    `SELECT h.amount_mc, h.free_chat, g.model FROM holds h JOIN generations g ON g.id = h.generation_id
-      WHERE h.generation_id = $1`,
-    [g.id],
-  );
-  const found = existing.rows[0];
-  if (found) return { admitted: true, free: found.free_chat, model: found.model, amountMc: found.amount_mc };
 
   if (req.freeChat) {
     const claimed = await tx.query<AccountMoney>(
       `UPDATE accounts SET chat_used = chat_used + 1
-        WHERE id = $1 AND chat_used < chat_cap RETURNING balance_mc, held_mc`,
-      [g.accountId],
+        WHERE id = $1 AND chat_used < chat_cap
+          AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $2) RETURNING balance_mc, held_mc`,
+      [g.accountId, g.id],
     );
     const money = claimed.rows[0];
     if (money) {
@@ -58,21 +53,46 @@ export async function placeHold(tx: Queryable, req: HoldRequest): Promise<HoldOu
     }
   }
 
+  // One statement, one round trip: the conditional update and the three rows it entails. The
+  // foreign keys between them are checked at the end of the statement, when all three exist.
   const held = await tx.query<AccountMoney>(
-    `UPDATE accounts SET held_mc = held_mc + $2::bigint
-      WHERE id = $1 AND balance_mc - held_mc >= $2::bigint RETURNING balance_mc, held_mc`,
-    [g.accountId, req.amountMc],
+    `WITH a AS (
+       UPDATE accounts SET held_mc = held_mc + $2::bigint
+        WHERE id = $1 AND balance_mc - held_mc >= $2::bigint
+          AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $3)
+        RETURNING id, balance_mc, held_mc
+     ), g AS (
+       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, free_chat)
+       SELECT $3, id, $4, $5, $6, 'queued', $7, $8, $2::bigint, false FROM a
+     ), h AS (
+       INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT $3, id, $2::bigint, false FROM a
+     ), e AS (
+       INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
+       SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
+     )
+     SELECT balance_mc, held_mc FROM a`,
+    [g.accountId, req.amountMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt],
   );
-  const money = held.rows[0];
-  if (!money) {
-    const available = await tx.query<{ available_mc: number }>(
-      'SELECT balance_mc - held_mc AS available_mc FROM accounts WHERE id = $1',
-      [g.accountId],
-    );
-    return { admitted: false, requiredMc: req.amountMc, availableMc: available.rows[0]?.available_mc ?? 0 };
+  if (held.rows[0]) {
+    // Webhook endpoints may want this `queued` state (flat ones, for videos and upscales): their
+    // deliveries are written in the caller's transaction, as for every other state change.
+    if (anyEventFor(g.kind as GenerationKind, 'queued')) await recordGenerationEvent(tx, g.id, 'queued');
+    return { admitted: true, free: false, model: g.model, amountMc: req.amountMc };
   }
-  await insertGenerationAndHold(tx, g, req.amountMc, false, money, null);
-  return { admitted: true, free: false, model: g.model, amountMc: req.amountMc };
+
+  // Nothing moved: either a retried activity that already placed this hold, or too little money.
+  const existing = await tx.query<{ amount_mc: number; free_chat: boolean; model: string }>(
+    `SELECT h.amount_mc, h.free_chat, g.model FROM holds h JOIN generations g ON g.id = h.generation_id
+      WHERE h.generation_id = $1`,
+    [g.id],
+  );
+  const found = existing.rows[0];
+  if (found) return { admitted: true, free: found.free_chat, model: found.model, amountMc: found.amount_mc };
+  const available = await tx.query<{ available_mc: number }>(
+    'SELECT balance_mc - held_mc AS available_mc FROM accounts WHERE id = $1',
+    [g.accountId],
+  );
+  return { admitted: false, requiredMc: req.amountMc, availableMc: available.rows[0]?.available_mc ?? 0 };
 }
 
 async function insertGenerationAndHold(
@@ -102,6 +122,8 @@ export interface SettleRequest {
   chargeMc?: Millicredits;
   outputKey: string | null;
   outputText: string | null;
+  /** Per-token runs: the output tokens charged for, kept with the generation's parameters. */
+  outputTokens?: number;
 }
 
 export type Resolution =
@@ -126,9 +148,10 @@ export async function settleHold(tx: Queryable, req: SettleRequest): Promise<Res
   if (rest > 0) await appendEntry(tx, hold.account_id, req.generationId, 'release', rest, after, 'unused part of the hold');
   const g = await tx.query<{ kind: string }>(
     `UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
+            params = CASE WHEN $5::integer IS NULL THEN params ELSE params || jsonb_build_object('outputTokens', $5::integer) END,
             started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
       WHERE id = $1 RETURNING kind`,
-    [req.generationId, hold.charged_mc, req.outputKey, req.outputText],
+    [req.generationId, hold.charged_mc, req.outputKey, req.outputText, req.outputTokens ?? null],
   );
   await recordGenerationEvent(tx, req.generationId, 'succeeded');
   return { outcome: 'settled', kind: g.rows[0]?.kind ?? 'unknown', chargedMc: hold.charged_mc, releasedMc: rest };

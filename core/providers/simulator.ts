@@ -4,7 +4,8 @@ import { renderVideoWebm } from '../media/webm';
 import { ImageInputError } from '../media/image-errors';
 import { upscale } from '../media/upscale';
 import { parseDirectives } from './directives';
-import type { Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import type { SimDirectives } from './directives';
+import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 
 export interface SimulatorOptions {
   /** Overrides the per-kind default latency when a prompt gives no `sim:delay`. */
@@ -18,6 +19,7 @@ const HEARTBEAT_EVERY_MS = 1000;
 /** The embedded default provider: real files, steerable by directives in the prompt. */
 export function createSimulator(options: SimulatorOptions = {}): Provider {
   return {
+    streamChat: (job, signal) => streamChat(job, signal, options),
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       const directives = parseDirectives(job.prompt);
       await wait(directives.delayMs ?? options.latencyMs ?? DEFAULT_LATENCY_MS[job.kind], ctx);
@@ -34,9 +36,8 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
           return { file: { data: await renderVideoWebm({ width, height, seconds, seed }), contentType: 'video/webm', extension: 'webm' } };
         }
         case 'chat': {
-          const cap = typeof job.params.maxTokens === 'number' ? job.params.maxTokens : Infinity;
-          const tokens = Math.min(directives.tokens ?? DEFAULT_CHAT_TOKENS, cap);
-          const text = chatReply(job.prompt, tokens);
+          const tokens = replyTokens(job, directives);
+          const text = chatWords(job.prompt, tokens).join('');
           return { text, outputTokens: tokens, file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' } };
         }
         case 'upscale': {
@@ -54,6 +55,44 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
       }
     },
   };
+}
+
+/**
+ * The same reply as `run` gives, token by token: `sim:delay` before the first token, `sim:pace`
+ * between tokens, then the count as the provider's usage.
+ */
+async function* streamChat(job: ProviderJob, signal: AbortSignal, options: SimulatorOptions): AsyncGenerator<ChatStreamEvent> {
+  const directives = parseDirectives(job.prompt);
+  await pause(directives.delayMs ?? options.latencyMs ?? DEFAULT_LATENCY_MS.chat, signal);
+  if (directives.fail) throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
+  const words = chatWords(job.prompt, replyTokens(job, directives));
+  for (const [i, word] of words.entries()) {
+    if (i > 0 && directives.paceMs) await pause(directives.paceMs, signal);
+    signal.throwIfAborted();
+    yield { type: 'delta', text: word };
+  }
+  yield { type: 'usage', outputTokens: words.length };
+}
+
+function replyTokens(job: ProviderJob, directives: SimDirectives): number {
+  const cap = typeof job.params.maxTokens === 'number' ? job.params.maxTokens : Infinity;
+  return Math.min(directives.tokens ?? DEFAULT_CHAT_TOKENS, cap);
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  if (ms <= 0) return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function dimensions(params: Record<string, unknown>, width: number, height: number): { width: number; height: number } {
@@ -80,15 +119,20 @@ async function wait(ms: number, ctx: ProviderContext): Promise<void> {
 
 const WORDS = ['the', 'light', 'over', 'quiet', 'water', 'moves', 'slowly', 'through', 'a', 'field', 'of', 'tall', 'grass', 'while', 'birds', 'answer', 'each', 'other', 'in', 'warm', 'evening', 'air', 'and', 'rest'];
 
-/** A deterministic reply of exactly `tokens` words (one word stands for one output token). */
-function chatReply(prompt: string, tokens: number): string {
+/**
+ * A deterministic reply of exactly `tokens` words, one word standing for one output token, as the
+ * pieces a stream sends (each after the first with its leading space, the last with the full
+ * stop): joined, they are the whole reply.
+ */
+function chatWords(prompt: string, tokens: number): string[] {
   let h = 2166136261;
   for (let i = 0; i < prompt.length; i++) h = Math.imul(h ^ prompt.charCodeAt(i), 16777619) >>> 0;
   const words: string[] = [];
   for (let i = 0; i < tokens; i++) {
     h = Math.imul(h ^ i, 2654435761) >>> 0;
-    words.push(WORDS[h % WORDS.length]!);
+    const word = WORDS[h % WORDS.length]!;
+    words.push(i === 0 ? `${word.charAt(0).toUpperCase()}${word.slice(1)}` : ` ${word}`);
   }
-  const text = words.join(' ');
-  return text.length > 0 ? `${text.charAt(0).toUpperCase()}${text.slice(1)}.` : '';
+  if (words.length > 0) words[words.length - 1] += '.';
+  return words;
 }

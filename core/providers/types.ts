@@ -26,10 +26,25 @@ export interface ProviderResult {
 
 /** What a long provider call may use: report liveness, and notice that the job was cancelled. */
 export interface ProviderContext {
-  heartbeat(): void;
+  /** Reports liveness; `details` are handed back as `resume` to a retried attempt (e.g. an upstream job id). */
+  heartbeat(details?: unknown): void;
   signal: AbortSignal;
+  /** What the previous attempt of this job last reported with `heartbeat(details)`. */
+  resume?: unknown;
 }
+
+/** One piece of a streamed chat reply, as the provider sends it. */
+export type ChatStreamEvent =
+  | { type: 'delta'; text: string }
+  /** The provider's own count of the output tokens, when it gives one (at the end). */
+  | { type: 'usage'; outputTokens: number; promptTokens?: number };
 
 export interface Provider {
   run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult>;
+  /**
+   * A chat reply as it is produced, for the API's streamed path (group B). Ends when the reply is
+   * complete; stops (and stops the upstream) when `signal` aborts. Fails before its first event
+   * with a ProviderRejectedError (final) or any other error (may pass).
+   */
+  streamChat(job: ProviderJob, signal: AbortSignal): AsyncIterable<ChatStreamEvent>;
 }

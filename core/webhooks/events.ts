@@ -29,6 +29,11 @@ export function eventFor(format: WebhookFormat, kind: GenerationKind, status: Ge
   return FLAT_KINDS.includes(kind) ? `generation.${status}` : undefined;
 }
 
+/** Whether any endpoint, of either format, can want an event when a generation of `kind` reaches `status`. */
+export function anyEventFor(kind: GenerationKind, status: GenerationStatus): boolean {
+  return (['nested', 'flat'] as const).some((format) => eventFor(format, kind, status) !== undefined);
+}
+
 /** Events outside the format's catalogue, for a 400 that names them. */
 export function unknownEvents(format: WebhookFormat, events: readonly string[]): string[] {
   return events.filter((e) => !(CATALOGUES[format] as readonly string[]).includes(e));

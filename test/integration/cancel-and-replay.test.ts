@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { Worker } from '@temporalio/worker';
@@ -7,6 +8,29 @@ import { startHarness, eventually } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { credits, generate, untilFinished } from '../support/api';
 import { phaseQuery } from '../../workflows/definitions';
+import { newId } from '../../core/ids';
+import { admit } from '../../service/admission';
+import { createGenerationGateway } from '../../service/temporal-gateway';
+
+/**
+ * A chat admitted for the API to run (apiRun) whose report never comes, as when the API process
+ * dies mid-stream: the workflow must release the hold at its deadline. Returns its id once released.
+ */
+async function apiRunNeverReported(accountId: string): Promise<string> {
+  const generationId = newId('gen');
+  const admitted = await admit(h.pool, [{
+    generationId, accountId, apiKeyId: null, kind: 'chat', model: 'claude-haiku', prompt: 'hello',
+    params: { maxTokens: 100, ratePer1kMc: 700, apiRunDeadlineMs: 300 }, quoteMc: 70,
+  }], undefined);
+  if (!('inputs' in admitted)) throw new Error('not admitted');
+  await createGenerationGateway({ client: h.client, taskQueue: h.taskQueue }).start({ ...admitted.inputs[0]!, apiRun: { deadlineMs: 300 } });
+  await eventually(async () => ((await statusOf(generationId)) === 'failed' ? true : undefined));
+  const hold = await h.pool.query<{ state: string }>('SELECT state FROM holds WHERE generation_id = $1', [generationId]);
+  expect(hold.rows[0]?.state).toBe('released');
+  const error = await h.pool.query<{ error: { code: string } }>('SELECT error FROM generations WHERE id = $1', [generationId]);
+  expect(error.rows[0]?.error.code).toBe('timeout');
+  return generationId;
+}
 
 let h: Harness;
 beforeAll(async () => {
@@ -61,6 +85,11 @@ describe('determinism', () => {
     ids.push((await generate(h, key, { kind: 'image', model: 'flux', prompt: 'a bridge' })).body.generation.id);
     ids.push((await generate(h, key, { kind: 'chat', prompt: 'hello' })).body.generation.id);
     ids.push((await generate(h, key, { kind: 'image', model: 'flux', prompt: 'sim:fail' })).body.generation.id);
+    // Group B chat: the API streams the reply itself and reports it to the workflow (apiRun).
+    const streamed = await h.call('POST', '/v1/chat/completions', { key, body: { model: 'auto', messages: [{ role: 'user', content: 'sim:tokens=3' }], stream: true } });
+    ids.push(/"id":"(gen_[^"]+)"/.exec(streamed.body)![1]!);
+    // An API that died mid-stream never reports: the workflow releases the hold at its deadline.
+    ids.push(await apiRunNeverReported(accountId));
     const video = await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'sim:delay=200 dunes' });
     ids.push(video.body.generation.id);
     await untilFinished(h, key, video.body.generation.id);
@@ -110,17 +139,23 @@ async function recordFixtures(histories: { workflowId: string }[]) {
     const cancelled = stdout.includes('EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED') || stdout.includes('"signalName": "cancel"');
     // Workflows admitted by the API (input `admitted`) are recorded beside those of the earlier
     // code, which placed their own hold: both kinds may be in flight and both must replay.
-    const admittedByApi = startInputOf(stdout)?.admitted !== undefined;
-    const name = `${kind === 'none' ? phase : `${kind}-${phase}${cancelled ? '-cancelled' : ''}`}${admittedByApi ? '-api-admitted' : ''}`;
+    const input = startInputOf(stdout);
+    const admittedByApi = input?.admitted !== undefined;
+    // Chats the API ran itself (apiRun) wait for its report instead of running the provider.
+    const runByApi = input?.apiRun !== undefined;
+    const name = `${kind === 'none' ? phase : `${kind}-${phase}${cancelled ? '-cancelled' : ''}`}${admittedByApi ? '-api-admitted' : ''}${runByApi ? '-api-run' : ''}`;
     if (written.has(name)) continue;
     written.add(name);
-    await writeFile(new URL(`${name}.json`, dir), stdout);
+    // A fixture, once committed, stands for workflows that may still be running: never rewritten.
+    const file = new URL(`${name}.json`, dir);
+    if (existsSync(file)) continue;
+    await writeFile(file, stdout);
   }
 }
 
 /** The workflow input recorded in a history's first event (payloads are base64 JSON). */
-function startInputOf(historyJson: string): { admitted?: unknown } | undefined {
+function startInputOf(historyJson: string): { admitted?: unknown; apiRun?: unknown } | undefined {
   const events = (JSON.parse(historyJson) as { events?: { workflowExecutionStartedEventAttributes?: { input?: { payloads?: { data?: string }[] } } }[] }).events;
   const data = events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
-  return data === undefined ? undefined : (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { admitted?: unknown });
+  return data === undefined ? undefined : (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { admitted?: unknown; apiRun?: unknown });
 }

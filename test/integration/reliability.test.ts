@@ -11,6 +11,7 @@ import { credits, generate, untilFinished } from '../support/api';
  */
 const simulator = createSimulator();
 const poisoning: Provider = {
+  streamChat: (job, ctx) => simulator.streamChat(job, ctx),
   async run(job, ctx) {
     const result = await simulator.run(job, ctx);
     return job.prompt.includes('poison:text') ? { ...result, text: `bad\u0000reply` } : result;

@@ -45,8 +45,6 @@ export interface HarnessOptions {
   /** Start an in-process worker (default); false when the test runs its own worker process. */
   worker?: boolean;
   syncWaitMs?: number;
-  /** The provider the worker runs; default the simulator. */
-  provider?: Provider;
   /** Per-kind deadlines (ms); default: the configuration's defaults. */
   deadlines?: Partial<Record<'image' | 'video' | 'chat' | 'upscale', number>>;
   /** Whether upscale inputs may come from loopback and private networks (development mode); default true. */
@@ -54,6 +52,8 @@ export interface HarnessOptions {
   videoConcurrency?: number;
   /** Start the webhook worker and the outbox relay too, with these settings. */
   webhooks?: HarnessWebhookOptions;
+  /** The provider for the worker and the API's streamed chats; the simulator by default. */
+  provider?: Provider;
 }
 
 /** A fresh database (from the migrated template), its own task queue and worker, and the API on top. */
@@ -136,6 +136,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     defaultChatCap: 5,
     deadlines: options.deadlines ?? deadlinesOf(loadConfig({})),
     // Tests serve inputs from loopback, as development mode allows; SSRF tests build their own.
+    ...(options.provider ? { provider: options.provider } : {}),
     prepareInput: createInputPreparer({ http: createSafeHttpClient({ policy: { allowPrivateNetworks: options.allowPrivateNetworks ?? true } }), store, publicBaseUrl: FILES_BASE_URL }),
     webhooks: {
       secretKey: WEBHOOK_SECRET_KEY,

@@ -38,6 +38,7 @@ export const COVERAGE_OWNERS: readonly { prefix: string; file: string }[] = [
   { prefix: '/api/mcp', file: 'mcp.test.ts' },
   { prefix: '/metrics', file: 'metrics.test.ts' },
   { prefix: '/api/v1/webhooks', file: 'webhooks.test.ts' },
+  { prefix: '/v1/', file: 'openai-sdk.test.ts' },
 ];
 
 export function ownerOf(path: string): string {

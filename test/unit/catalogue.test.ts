@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import {
-  AUTO_CHAT_MODEL_ID, CHAT_MODELS, IMAGE_MODELS, UPSCALE_MODELS, VIDEO_MODELS,
-  findChatModel, findImageModel, findOpenAiVideoModel, findVideoModel, listModels,
+  AUTO_CHAT_MODEL_ID, CHAT_MODELS, IMAGE_MODELS, OPENAI_CHAT_MODELS, UPSCALE_MODELS, VIDEO_MODELS,
+  findChatModel, findImageModel, findOpenAiChatModel, findOpenAiVideoModel, findVideoModel, listModels, resolveModel,
 } from '../../core/catalogue';
 
 describe('catalogue', () => {
@@ -9,14 +9,16 @@ describe('catalogue', () => {
     const models = listModels();
     expect(models.filter((m) => m.kind === 'image')).toHaveLength(15);
     expect(models.filter((m) => m.kind === 'video')).toHaveLength(21);
-    expect(models.filter((m) => m.kind === 'chat')).toHaveLength(3);
+    // Group C's three per-reply models and group B's thirteen per-token ones (auto aside).
+    expect(models.filter((m) => m.kind === 'chat' && m.unit === 'reply')).toHaveLength(3);
+    expect(models.filter((m) => m.kind === 'chat' && m.unit === '1k_output_tokens')).toHaveLength(13);
     // Upscale is not priced by the spec: two models of our own (docs/decisions.md).
     expect(models.filter((m) => m.kind === 'upscale').map((m) => m.id)).toEqual(['upscale', 'upscale-pro']);
-    expect(models).toHaveLength(41);
+    expect(models).toHaveLength(54);
   });
 
   it('never uses a name twice within a kind', () => {
-    for (const models of [IMAGE_MODELS, VIDEO_MODELS, CHAT_MODELS, UPSCALE_MODELS]) {
+    for (const models of [IMAGE_MODELS, VIDEO_MODELS, [...CHAT_MODELS, ...OPENAI_CHAT_MODELS], UPSCALE_MODELS]) {
       const names = models.flatMap((m) => [m.id, ...m.aliases]);
       expect(new Set(names).size).toBe(names.length);
     }
@@ -26,6 +28,7 @@ describe('catalogue', () => {
     const amounts = [
       ...IMAGE_MODELS.map((m) => m.priceMc),
       ...CHAT_MODELS.map((m) => m.priceMc),
+      ...OPENAI_CHAT_MODELS.map((m) => m.priceMc),
       ...VIDEO_MODELS.flatMap((m) => Object.values(m.ratesMc)),
     ];
     for (const mc of amounts) expect(Number.isSafeInteger(mc) && mc > 0).toBe(true);
@@ -108,5 +111,29 @@ describe('group B ids (DESIGN §6)', () => {
     const hd = findImageModel('gpt-image-1')?.hdVariant;
     expect(hd).toBe('gpt-image-1-high');
     expect(findImageModel(hd!)?.priceMc).toBe(17_000);
+  });
+});
+
+describe('group B chat (per output token)', () => {
+  it('has every chat id of the spec’s group B list, each with a rate per 1,000 output tokens and caps', () => {
+    const ids = ['claude-fable', 'claude-opus', 'claude-sonnet', 'claude-haiku', 'deepseek-v4-flash', 'kimi-k2', 'glm-5.1', 'llama-3.3', 'deepseek-v4-pro', 'gemini-pro', 'gpt-5.5', 'minimax', 'grok-4.3'];
+    expect(OPENAI_CHAT_MODELS.map((m) => m.id).sort()).toEqual([...ids].sort());
+    for (const m of OPENAI_CHAT_MODELS) {
+      expect(m.unit).toBe('1k_output_tokens');
+      expect(m.defaultMaxOutputTokens).toBeLessThanOrEqual(m.maxOutputTokens);
+    }
+    expect(findOpenAiChatModel('auto')?.id).toBe('claude-haiku');
+  });
+
+  it('keeps each group’s chat ids to itself; group A accepts both', () => {
+    expect(resolveModel('chat', 'gpt-5.5', 'C')).toBeUndefined();
+    expect(resolveModel('chat', 'chat-haiku', 'B')).toBeUndefined();
+    expect(resolveModel('chat', undefined, 'B')?.id).toBe('claude-haiku');
+    expect(resolveModel('chat', 'gpt-5.5', 'A')?.id).toBe('gpt-5.5');
+    expect(resolveModel('chat', undefined, 'A')?.id).toBe('chat-haiku');
+  });
+
+  it.each([['sora-2', 'sora'], ['veo-3-fast', 'veo'], ['wan-2.6', 'kie-wan-2-6']])('prices group B video %s as %s', (openaiId, id) => {
+    expect(findOpenAiVideoModel(openaiId)?.id).toBe(id);
   });
 });

@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import type { Resolution } from '../../core/catalogue';
 import { InvalidRequestError, UnknownCostError } from '../../core/errors';
 import { mcToCredits } from '../../core/money';
-import { capChatPrompt, quoteChat, quoteImage, quoteVideo, snapAspect } from '../../core/pricing';
+import { capChatPrompt, chargeForTokens, quoteChat, quoteImage, quoteVideo, snapAspect } from '../../core/pricing';
 
 // The expected prices below are typed in from the spec's group C tables, not read from the
 // catalogue, so a slip in the catalogue fails here.
@@ -239,5 +239,30 @@ describe('capChatPrompt', () => {
 
   it('does not split a surrogate pair at the cut', () => {
     expect(capChatPrompt('ab😀cd', 3)).toEqual({ prompt: 'ab', truncated: true });
+  });
+});
+
+describe('per-token chat (group B)', () => {
+  it('holds max_tokens, or the model’s default cap, at the model’s rate', () => {
+    expect(quoteChat({ model: 'claude-sonnet', maxTokens: 1000 }, 'B')).toMatchObject({ model: 'claude-sonnet', priceMc: 2000, params: { maxTokens: 1000, ratePer1kMc: 2000 } });
+    expect(quoteChat({ model: 'auto' }, 'B')).toMatchObject({ model: 'claude-haiku', priceMc: chargeForTokens(4096, 700), params: { maxTokens: 4096 } });
+  });
+
+  it('refuses max_tokens above the model’s largest output', () => {
+    expect(() => quoteChat({ model: 'llama-3.3', maxTokens: 9000 }, 'B')).toThrow(/at most 8192/);
+  });
+
+  it('charges whole millicredits rounded up: never zero for a token, never more for fewer tokens', () => {
+    expect(chargeForTokens(0, 700)).toBe(0);
+    expect(chargeForTokens(1, 100)).toBe(1);
+    expect(chargeForTokens(7, 700)).toBe(5);
+    expect(chargeForTokens(1000, 1500)).toBe(1500);
+    for (let t = 1; t < 300; t++) expect(chargeForTokens(t, 700)).toBeLessThanOrEqual(chargeForTokens(t + 1, 700));
+  });
+
+  it('prices hd images as the high variant where one is listed, else twice', () => {
+    expect(quoteImage({ model: 'gpt-image-1', hd: true })).toMatchObject({ model: 'gpt-image-1-high', priceMc: 17_000 });
+    expect(quoteImage({ model: 'flux', hd: true })).toMatchObject({ model: 'image-flux', priceMc: 6_000, params: { hd: true } });
+    expect(quoteImage({ model: 'flux' }).priceMc).toBe(3_000);
   });
 });

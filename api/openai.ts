@@ -1,0 +1,392 @@
+import { Readable } from 'node:stream';
+import multipart from '@fastify/multipart';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { findOpenAiChatModel, listModels } from '../core/catalogue';
+import type { Model } from '../core/catalogue';
+import { DomainError, InvalidRequestError, markAfterAdmission, ProviderFailedError, UnknownCostError } from '../core/errors';
+import type { OutputStore } from '../core/storage';
+import { safeText } from '../core/text';
+import type { ChatRunEvent } from '../service/chat-runs';
+import type { GenerationService } from '../service/generation-service';
+import { modelListing } from '../service/model-list';
+import type { ChatMessage, ChatSampling } from '../service/requests';
+import { principalOf, requireApiKey } from './auth';
+import type { AuthDeps } from './auth';
+import { errorBody, inDoorWords } from './errors';
+import { openaiMediaRoutes } from './openai-media';
+import { apiError } from './schemas';
+
+/**
+ * Group B: the OpenAI-compatible API under /v1 (DESIGN §6). The official `openai` SDK works with
+ * its base URL and key changed: request and response shapes, Server-Sent Events, error bodies
+ * (`type` the code name, `code` the HTTP status), `x-request-id`, `retry-after-ms` and
+ * `x-should-retry`. Chat runs in this process and streams as the provider sends (service/chat-runs.ts);
+ * images and videos are ordinary generations, listed by groups A and C too.
+ */
+
+export interface OpenAiDeps extends AuthDeps {
+  service: GenerationService;
+  store: OutputStore;
+}
+
+/** The shared request names fields as the service does; group B spells them OpenAI's way. */
+export const GROUP_B_PARAMS: Record<string, string> = { imageUrl: 'image_url', inputFile: 'input_reference', maxTokens: 'max_tokens', kind: 'model', seconds: 'duration' };
+
+/** Group B has no `unknown_cost`: an id it does not know is a bad parameter, as with OpenAI. */
+export function inGroupBWords<T>(work: () => Promise<T>): Promise<T> {
+  return inDoorWords(GROUP_B_PARAMS, work, (err) =>
+    err instanceof UnknownCostError ? new InvalidRequestError(err.message.replace('No price is defined for', 'Group B has no'), 'model') : undefined,
+  );
+}
+
+/**
+ * OpenAI answers an argument it does not know with a 400 that names it, rather than ignoring it;
+ * so do we (zod would silently strip it). Runs before validation, on the raw body.
+ */
+export function refuseUnknownFields(allowed: readonly string[]) {
+  const known = new Set(allowed);
+  return async (request: FastifyRequest): Promise<void> => {
+    const body = request.body;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+    const unknown = Object.keys(body).find((k) => !known.has(k));
+    if (unknown !== undefined) throw new InvalidRequestError(`Unrecognized request argument supplied: ${unknown}`, unknown);
+  };
+}
+
+/** The service options of a group B POST: its door, and the Idempotency-Key with what it stands for. */
+export function submitOptionsOf(request: { headers: { 'idempotency-key'?: string | undefined } }, route: string, body: unknown) {
+  const key = request.headers['idempotency-key'];
+  return { door: 'B' as const, idempotency: key === undefined ? undefined : { key, route, body } };
+}
+
+/** Seconds since the epoch, as OpenAI's objects carry them. */
+export const unixSeconds = (d: Date): number => Math.floor(d.getTime() / 1000);
+
+// ---------------------------------------------------------------------------------------------
+// Chat completions
+// ---------------------------------------------------------------------------------------------
+
+const textPart = z.object({ type: z.literal('text'), text: safeText({ label: 'content' }) });
+const chatMessage = z.object({
+  role: z.enum(['system', 'developer', 'user', 'assistant']).describe('developer counts as system; tool messages are not supported'),
+  content: z.union([safeText({ label: 'content' }), z.array(textPart).min(1)]).describe('Text, or an array of text parts (image parts are not supported)'),
+  name: z.string().max(64).optional(),
+});
+
+const CHAT_FIELDS = [
+  'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'n', 'stop',
+  'presence_penalty', 'frequency_penalty', 'seed', 'user', 'response_format', 'store', 'metadata', 'tools', 'tool_choice',
+  'functions', 'function_call', 'logprobs', 'top_logprobs', 'logit_bias', 'parallel_tool_calls', 'modalities', 'audio', 'reasoning_effort',
+] as const;
+const UNSUPPORTED = 'is not supported by this service';
+
+export const chatCompletionBody = z
+  .object({
+    model: safeText({ trim: true, min: 1, max: 100, label: 'model' }).describe('A group B chat id (GET /v1/models); auto lets the service choose'),
+    messages: z.array(chatMessage).min(1).max(1000),
+    stream: z.boolean().nullish().describe('Server-Sent Events of chat.completion.chunk, ending with data: [DONE]'),
+    stream_options: z.object({ include_usage: z.boolean().optional() }).nullish().describe('include_usage: a last chunk with the usage'),
+    max_tokens: z.number().int().min(1).nullish().describe('Longest reply in tokens; the hold covers it (default: the model’s cap)'),
+    max_completion_tokens: z.number().int().min(1).nullish().describe('Same as max_tokens (preferred by newer SDKs)'),
+    temperature: z.number().min(0).max(2).nullish().describe('0 to 2, default 1'),
+    top_p: z.number().min(0).max(1).nullish(),
+    n: z.literal(1, { error: 'n: only one choice per request (n = 1) is supported' }).nullish(),
+    stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
+    presence_penalty: z.number().min(-2).max(2).nullish(),
+    frequency_penalty: z.number().min(-2).max(2).nullish(),
+    seed: z.number().int().nullish(),
+    user: z.string().max(256).optional().describe('Accepted and ignored'),
+    store: z.boolean().nullish().describe('Accepted and ignored'),
+    metadata: z.record(z.string(), z.string()).nullish().describe('Accepted and ignored'),
+    response_format: z.object({ type: z.literal('text', { error: `response_format: only {"type":"text"} ${UNSUPPORTED}` }) }).nullish(),
+    // Refused clearly rather than ignored: the client would rely on them.
+    tools: z.never({ error: `tools ${UNSUPPORTED}` }).optional(),
+    tool_choice: z.never({ error: `tool_choice ${UNSUPPORTED}` }).optional(),
+    functions: z.never({ error: `functions ${UNSUPPORTED}` }).optional(),
+    function_call: z.never({ error: `function_call ${UNSUPPORTED}` }).optional(),
+    logprobs: z.literal(false, { error: `logprobs ${UNSUPPORTED}` }).nullish(),
+    top_logprobs: z.never({ error: `top_logprobs ${UNSUPPORTED}` }).optional(),
+    logit_bias: z.never({ error: `logit_bias ${UNSUPPORTED}` }).optional(),
+    parallel_tool_calls: z.never({ error: `parallel_tool_calls ${UNSUPPORTED}` }).optional(),
+    modalities: z.array(z.literal('text', { error: `modalities: only text ${UNSUPPORTED}` })).nullish(),
+    audio: z.never({ error: `audio ${UNSUPPORTED}` }).optional(),
+    reasoning_effort: z.string().nullish().describe('Accepted and ignored'),
+  })
+  .meta({
+    id: 'ChatCompletionRequest',
+    examples: [{ model: 'claude-haiku', messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 64, stream: true, stream_options: { include_usage: true } }],
+  });
+
+type ChatBody = z.infer<typeof chatCompletionBody>;
+
+const usage = z.object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() });
+const chatCompletion = z
+  .object({
+    id: z.string().describe('The generation id (also readable at /api/v1/generations/{id})'),
+    object: z.literal('chat.completion'),
+    created: z.number().int(),
+    model: z.string().describe('The model that answered'),
+    choices: z.array(z.object({
+      index: z.number().int(),
+      message: z.object({ role: z.literal('assistant'), content: z.string(), refusal: z.null() }),
+      finish_reason: z.enum(['stop', 'length']),
+      logprobs: z.null(),
+    })),
+    usage: usage.describe('completion_tokens is what was charged for, at the model’s rate per 1,000'),
+  })
+  .meta({ id: 'ChatCompletion' });
+
+function messagesOf(body: ChatBody): ChatMessage[] {
+  return body.messages.map((m) => ({
+    role: m.role === 'developer' ? 'system' : m.role,
+    content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(''),
+  }));
+}
+
+function samplingOf(body: ChatBody): ChatSampling {
+  const s: ChatSampling = {};
+  if (body.temperature != null) s.temperature = body.temperature;
+  if (body.top_p != null) s.top_p = body.top_p;
+  if (body.stop != null) s.stop = typeof body.stop === 'string' ? [body.stop] : body.stop;
+  if (body.seed != null) s.seed = body.seed;
+  if (body.presence_penalty != null) s.presence_penalty = body.presence_penalty;
+  if (body.frequency_penalty != null) s.frequency_penalty = body.frequency_penalty;
+  return s;
+}
+
+const sse = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`;
+
+/** Writes a run as OpenAI's stream: role and deltas, the finish, the usage if asked, [DONE]. */
+async function* chatChunks(
+  first: IteratorResult<ChatRunEvent>,
+  rest: AsyncIterator<ChatRunEvent>,
+  meta: { id: string; created: number; model: string; includeUsage: boolean },
+): AsyncGenerator<string> {
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    sse({ id: meta.id, object: 'chat.completion.chunk', created: meta.created, model: meta.model, system_fingerprint: null, choices, ...(meta.includeUsage ? { usage: null } : {}), ...extra });
+  let role = true;
+  let result = first;
+  try {
+    for (;;) {
+      if (result.done) break;
+      const event = result.value;
+      if (event.type === 'delta') {
+        yield chunk([{ index: 0, delta: role ? { role: 'assistant', content: event.text } : { content: event.text }, logprobs: null, finish_reason: null }]);
+        role = false;
+      } else {
+        if (role) yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
+        yield chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: event.finishReason }]);
+        if (meta.includeUsage) yield chunk([], { usage: usageOf(event.usage) });
+      }
+      result = await rest.next();
+    }
+    yield 'data: [DONE]\n\n';
+  } catch (err) {
+    // Headers are gone: the error travels as an event, which the SDK raises as an APIError.
+    const e = err instanceof DomainError ? err : undefined;
+    yield sse(errorBody(e?.type ?? 'server_error', e?.status ?? 500, e?.message ?? 'Internal error.'));
+  } finally {
+    await rest.return?.();
+  }
+}
+
+function usageOf(u: { promptTokens: number; completionTokens: number }) {
+  return { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, total_tokens: u.promptTokens + u.completionTokens };
+}
+
+/** Ends when the client closes the connection before the response is done. */
+function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
+  };
+  reply.raw.once('close', onClose);
+  request.raw.once('close', () => {
+    if (request.raw.readableAborted) onClose();
+  });
+  return controller.signal;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models
+// ---------------------------------------------------------------------------------------------
+
+const openaiModel = z
+  .object({
+    id: z.string(),
+    object: z.literal('model'),
+    created: z.number().int(),
+    owned_by: z.string(),
+    kind: z.enum(['image', 'video', 'chat']).describe('What it generates'),
+    unit: z.enum(['image', 'second', 'reply', '1k_output_tokens']).describe('What one price unit buys'),
+    price: z.number().nullable().describe('Credits per unit, when the price has one value'),
+    prices: z.record(z.string(), z.number().nullable()).nullable().describe('Video: credits per second by resolution'),
+    priced_as: z.string().describe('The catalogue model whose price applies (GET /api/v1/models)'),
+  })
+  .meta({ id: 'OpenAiModel' });
+
+/** When the catalogue took its current shape; OpenAI's `created` has no better meaning here. */
+const CATALOGUE_CREATED = 1_767_225_600;
+
+/** The ids group B accepts, each with the price of the model it runs as. */
+function groupBModels(): z.infer<typeof openaiModel>[] {
+  const listing = new Map(modelListing().map((m) => [m.id, m]));
+  const entry = (id: string, m: Model) => {
+    const l = listing.get(m.id)!;
+    return {
+      id, object: 'model' as const, created: CATALOGUE_CREATED, owned_by: 'gensvc', kind: m.kind as 'image' | 'video' | 'chat',
+      unit: l.unit, price: l.price, prices: l.prices, priced_as: m.id,
+    };
+  };
+  const out: z.infer<typeof openaiModel>[] = [];
+  for (const m of listModels()) {
+    if (m.kind === 'image') for (const id of [m.id, ...m.aliases]) out.push(entry(id, m));
+    if (m.kind === 'video') for (const id of [m.id, ...m.openaiIds]) out.push(entry(id, m));
+    if (m.kind === 'chat' && m.unit === '1k_output_tokens') out.push(entry(m.id, m));
+  }
+  out.push(entry('auto', findOpenAiChatModel('auto')!));
+  return out;
+}
+
+const security = [{ apiKey: [] }];
+const tags = ['Group B (OpenAI-compatible)'];
+
+export function errorsB<const S extends readonly number[]>(...statuses: S) {
+  return Object.fromEntries(statuses.map((s) => [s, apiError.describe(`OpenAI error shape: type is the code name, code the status ${s}`)])) as { [K in S[number]]: typeof apiError };
+}
+
+export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+  app.addHook('onRequest', requireApiKey(deps, 'authentication_error'));
+  // OpenAI's SDK sends video creation as multipart/form-data; fields become the body, files buffers.
+  await app.register(multipart, { attachFieldsToBody: 'keyValues', limits: { fileSize: 25 * 1024 * 1024, files: 1, fields: 20 } });
+  const route = app.withTypeProvider<ZodTypeProvider>();
+
+  route.get('/v1/models', {
+    schema: {
+      operationId: 'openaiListModels', tags, security,
+      summary: 'The model ids group B accepts, with their prices',
+      response: { 200: z.object({ object: z.literal('list'), data: z.array(openaiModel) }), ...errorsB(401, 429, 500, 503) },
+    },
+  }, async () => ({ object: 'list' as const, data: groupBModels() }));
+
+  route.get('/v1/models/:model', {
+    schema: {
+      operationId: 'openaiGetModel', tags, security,
+      summary: 'One model id of group B',
+      params: z.object({ model: z.string() }),
+      response: { 200: openaiModel, ...errorsB(401, 404, 429, 500, 503) },
+    },
+  }, async (request) => {
+    const found = groupBModels().find((m) => m.id === request.params.model);
+    if (!found) throw new NotFoundModel(request.params.model);
+    return found;
+  });
+
+  route.post('/v1/chat/completions', {
+    preValidation: refuseUnknownFields(CHAT_FIELDS),
+    schema: {
+      operationId: 'openaiChatCompletion', tags, security,
+      summary: 'A chat reply, whole or streamed as Server-Sent Events; billed per output token',
+      description:
+        'Holds max_tokens (or the model’s cap) at the model’s rate per 1,000 output tokens, then charges the tokens produced and releases the rest. ' +
+        'With stream: true the reply is a stream of chat.completion.chunk events ending with `data: [DONE]` (and a usage chunk first when ' +
+        'stream_options.include_usage is set); a client that disconnects is charged the tokens it was sent. An Idempotency-Key makes retries safe.',
+      body: chatCompletionBody,
+      headers: z.looseObject({ 'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.').optional() }),
+      response: {
+        200: {
+          description: 'The reply; with stream: true, Server-Sent Events',
+          content: {
+            'application/json': { schema: chatCompletion },
+            'text/event-stream': { schema: z.string().describe('data: <chat.completion.chunk JSON> events, then data: [DONE]') },
+          },
+        },
+        ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 502, 503),
+      },
+    },
+  }, async (request, reply) => {
+    const body = request.body;
+    const signal = clientGone(request, reply);
+    const run = await inGroupBWords(() => deps.service.runChat(
+      { kind: 'chat', model: body.model, messages: messagesOf(body), maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined, sampling: samplingOf(body) },
+      principalOf(request),
+      { ...submitOptionsOf(request, 'POST /v1/chat/completions', body), signal },
+    ));
+    const created = unixSeconds(run.createdAt);
+    if (run.replay?.status === 'failed') {
+      // A repeat of a request that failed answers the same failure (nothing was charged either time).
+      const e = run.replay.error;
+      throw markAfterAdmission(new ProviderFailedError(`The reply failed (${e?.code ?? 'failed'}): ${e?.message ?? ''} Nothing was charged.`));
+    }
+    const events = run.events[Symbol.asyncIterator]();
+    // The first event (or a failure before it) decides the status: errors before any token are
+    // ordinary error answers; after it they travel inside the stream.
+    const first = await inGroupBWords(() => events.next()).catch(async (err: unknown) => {
+      // Answered once the hold is back, so that the balance read next shows nothing taken.
+      await run.settled();
+      throw err;
+    });
+
+    if (body.stream) {
+      const includeUsage = body.stream_options?.include_usage === true;
+      const replayEnd = run.replay ? replayEndOf(run.replay) : undefined;
+      const rest: AsyncIterator<ChatRunEvent> = replayEnd ? concat(events, replayEnd) : events;
+      reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
+      return reply.send(Readable.from(chatChunks(first, rest, { id: run.id, created, model: run.model, includeUsage }), { objectMode: false }) as unknown as string);
+    }
+
+    let text = '';
+    let end: Extract<ChatRunEvent, { type: 'end' }> | undefined;
+    try {
+      for (let r = first; !r.done; r = await inGroupBWords(() => events.next())) {
+        if (r.value.type === 'delta') text += r.value.text;
+        else end = r.value;
+      }
+    } catch (err) {
+      await run.settled();
+      throw err;
+    }
+    end ??= run.replay ? replayEndOf(run.replay).value : undefined;
+    if (!end) throw new InvalidRequestError('The reply ended early.');
+    // A whole reply is answered once it is settled, so the balance read next already shows it.
+    await run.settled();
+    return {
+      id: run.id, object: 'chat.completion' as const, created, model: run.model,
+      choices: [{ index: 0, message: { role: 'assistant' as const, content: text, refusal: null }, finish_reason: end.finishReason, logprobs: null }],
+      usage: usageOf(end.usage),
+    };
+  });
+
+  await app.register(openaiMediaRoutes, deps);
+};
+
+/** The end of a reply answered again for an Idempotency-Key repeat: from its record. */
+function replayEndOf(g: { params: Record<string, unknown> }): { value: Extract<ChatRunEvent, { type: 'end' }> } {
+  const tokens = Number(g.params.outputTokens ?? 0);
+  const cap = Number(g.params.maxTokens);
+  return { value: { type: 'end', finishReason: tokens >= cap ? 'length' : 'stop', usage: { promptTokens: 0, completionTokens: tokens } } };
+}
+
+function concat(head: AsyncIterator<ChatRunEvent>, end: { value: ChatRunEvent }): AsyncIterator<ChatRunEvent> {
+  let ended = false;
+  return {
+    async next() {
+      const r = await head.next();
+      if (!r.done) return r;
+      if (ended) return { done: true, value: undefined };
+      ended = true;
+      return { done: false, value: end.value };
+    },
+    return: () => head.return?.() ?? Promise.resolve({ done: true, value: undefined }),
+  };
+}
+
+class NotFoundModel extends DomainError {
+  readonly status = 404;
+  readonly type = 'not_found';
+  constructor(id: string) {
+    super(`The model '${id}' does not exist in group B; see GET /v1/models.`, { param: 'model' });
+  }
+}

@@ -1,0 +1,91 @@
+import { ProviderRejectedError } from '../errors';
+import type { SafeHttpClient } from '../net/safe-http';
+import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import { callUpstream, downloadOutput, extensionOf, sseData, UpstreamUnavailableError } from './upstream-http';
+import type { UpstreamEndpoint } from './upstream-http';
+
+/**
+ * An OpenAI-compatible upstream (OpenAI itself, OpenRouter, vLLM, LiteLLM…) for chat and images.
+ * Chat always streams from the upstream: the API passes the deltas on as they come, and a whole
+ * reply (the activity path) is the same stream gathered. Billing uses the upstream's usage when it
+ * sends one (`stream_options.include_usage`); otherwise each content delta counts as one token.
+ */
+export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string> }, http: SafeHttpClient): Provider {
+  const upstreamModel = (job: ProviderJob): string => {
+    const name = endpoint.models[job.model];
+    if (!name) throw new ProviderRejectedError(`The upstream ${endpoint.name} is not configured for ${job.model}.`, 'provider_rejected');
+    return name;
+  };
+
+  async function* streamChat(job: ProviderJob, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
+    const messages = Array.isArray(job.params.messages) ? job.params.messages : [{ role: 'user', content: job.prompt }];
+    const sampling = typeof job.params.sampling === 'object' && job.params.sampling !== null ? job.params.sampling : {};
+    const res = await callUpstream(endpoint, '/chat/completions', {
+      signal,
+      body: {
+        ...sampling,
+        model: upstreamModel(job),
+        messages,
+        stream: true,
+        stream_options: { include_usage: true },
+        ...(typeof job.params.maxTokens === 'number' ? { max_tokens: job.params.maxTokens } : {}),
+      },
+    });
+    for await (const data of sseData(endpoint, res, signal)) {
+      if (data === '[DONE]') return;
+      let chunk: UpstreamChunk;
+      try {
+        chunk = JSON.parse(data) as UpstreamChunk;
+      } catch {
+        throw new UpstreamUnavailableError(`The upstream ${endpoint.name} sent an event that is not JSON.`);
+      }
+      if (chunk.error) throw new UpstreamUnavailableError(`The upstream ${endpoint.name} failed mid-stream: ${chunk.error.message ?? 'unknown error'}`);
+      const content = chunk.choices?.[0]?.delta?.content;
+      if (typeof content === 'string' && content !== '') yield { type: 'delta', text: content };
+      if (chunk.usage && typeof chunk.usage.completion_tokens === 'number') {
+        yield { type: 'usage', outputTokens: chunk.usage.completion_tokens, ...(typeof chunk.usage.prompt_tokens === 'number' ? { promptTokens: chunk.usage.prompt_tokens } : {}) };
+      }
+    }
+  }
+
+  return {
+    streamChat,
+    async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
+      if (job.kind === 'chat') {
+        let text = '';
+        let deltas = 0;
+        let usage: number | undefined;
+        for await (const event of streamChat(job, ctx.signal)) {
+          if (event.type === 'usage') usage = event.outputTokens;
+          else {
+            text += event.text;
+            deltas++;
+            ctx.heartbeat();
+          }
+        }
+        return { text, outputTokens: usage ?? deltas, file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' } };
+      }
+      if (job.kind === 'image') {
+        const res = await callUpstream(endpoint, '/images/generations', {
+          signal: ctx.signal,
+          body: { model: upstreamModel(job), prompt: job.prompt, n: 1, size: `${Number(job.params.width)}x${Number(job.params.height)}`, response_format: 'b64_json' },
+        });
+        const body = (await res.json()) as { data?: { b64_json?: string; url?: string }[] };
+        const image = body.data?.[0];
+        if (image?.b64_json) return { file: { data: Buffer.from(image.b64_json, 'base64'), contentType: 'image/png', extension: 'png' } };
+        if (image?.url) {
+          const file = await downloadOutput(endpoint, image.url, http, ctx.signal);
+          return { file: { ...file, extension: extensionOf(file.contentType, 'png') } };
+        }
+        throw new UpstreamUnavailableError(`The upstream ${endpoint.name} answered without an image.`);
+      }
+      throw new ProviderRejectedError(`The upstream ${endpoint.name} speaks OpenAI's API, which has no ${job.kind} jobs here.`, 'provider_rejected');
+    },
+  };
+}
+
+interface UpstreamChunk {
+  choices?: { delta?: { content?: string | null } }[];
+  usage?: { completion_tokens?: number; prompt_tokens?: number } | null;
+  error?: { message?: string };
+}

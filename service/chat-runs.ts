@@ -1,0 +1,278 @@
+import type pg from 'pg';
+import { recordResolution } from '../core/metrics';
+import { releaseHold, settleHold } from '../core/db/ledger';
+import { inTransaction } from '../core/db/pool';
+import { ContentPolicyError, InvalidRequestError, markAfterAdmission, ProviderFailedError, ProviderRejectedError } from '../core/errors';
+import type { DomainError } from '../core/errors';
+import { chargeForTokens } from '../core/pricing';
+import type { Principal } from '../core/principal';
+import type { ChatStreamEvent, Provider, ProviderJob } from '../core/providers/types';
+import type { OutputStore } from '../core/storage';
+import type { ApiRunResult, GenerationWorkflowInput } from '../workflows/definitions';
+import type { SubmitOptions } from './generation-service';
+import type { GenerationView } from './records';
+import { priceRequest } from './requests';
+import type { GenerationRequest, PricedGeneration } from './requests';
+import type { GenerationGateway } from './temporal-gateway';
+
+/**
+ * Chats the API runs itself, so that a streamed reply never waits on a workflow (DESIGN §5):
+ *
+ *   admit (one PostgreSQL transaction: the hold) ─┬─► start the workflow (not awaited)
+ *                                                 └─► open the provider stream ─► deltas to the client
+ *   end of the stream (complete, client gone, failed) ─► report to the workflow ─► settle / release
+ *
+ * The workflow owns the money: it was started with `apiRun`, so it runs no provider activity but
+ * waits for the report, settles the tokens it names (at most the hold) or releases, and releases
+ * by itself when no report comes before its deadline (this API process died mid-stream). Should
+ * Temporal be unreachable both when the run starts and when it ends, this process resolves the
+ * hold itself; a workflow that appears later finds it resolved and moves nothing.
+ */
+
+/** A reply may stream this long; the workflow waits for the report a little longer. */
+export const CHAT_STREAM_LIMIT_MS = 10 * 60_000;
+const REPORT_GRACE_MS = 2 * 60_000;
+/** Attempts at opening the provider's stream, while nothing has reached the client yet. */
+const STREAM_ATTEMPTS = 3;
+const RETRY_PAUSE_MS = 250;
+
+export type ChatRunEvent =
+  | { type: 'delta'; text: string }
+  /** The reply is complete: `length` when it stopped at max_tokens. */
+  | { type: 'end'; finishReason: 'stop' | 'length'; usage: { promptTokens: number; completionTokens: number } };
+
+export interface ChatRun {
+  id: string;
+  /** The model that answers (canonical id). */
+  model: string;
+  createdAt: Date;
+  /** An Idempotency-Key repeat: the earlier generation (as far as it got), nothing new admitted. */
+  replay?: GenerationView;
+  /**
+   * The reply as the provider sends it. Iterate once. Stopping early (the client went away) ends
+   * the run: the tokens handed out so far are charged. A failure before the first delta throws a
+   * DomainError for the client; after it, the generation fails (released) and the error is thrown.
+   */
+  events: AsyncIterable<ChatRunEvent>;
+  /** Resolves once the outcome is with the workflow (or resolved here); never rejects. */
+  reported: Promise<void>;
+  /** Resolves once the generation has settled or been released (bounded wait). */
+  settled(): Promise<void>;
+}
+
+type ChatRequest = Extract<GenerationRequest, { kind: 'chat' }>;
+
+export interface ChatRunDeps {
+  pool: pg.Pool;
+  gateway: GenerationGateway;
+  store: OutputStore;
+  provider: Provider;
+  /** A live Idempotency-Key claim of this same request: the earlier generation, once finished. */
+  replayOf(principal: Principal, opts: SubmitOptions): Promise<GenerationView | undefined>;
+  /** The service's admission (Idempotency-Key claim and hold in one transaction), shared with every other submit. */
+  admit(priced: PricedGeneration, principal: Principal, opts: SubmitOptions): Promise<{ replay: GenerationView } | { input: GenerationWorkflowInput }>;
+  log?: (message: string, err: unknown) => void;
+}
+
+export function createChatRuns(deps: ChatRunDeps) {
+  const log = deps.log ?? ((message: string, err: unknown) => console.warn(message, err));
+
+  /** Hands the outcome to the workflow; if Temporal cannot be reached, resolves the hold here. */
+  const report = async (input: GenerationWorkflowInput, started: Promise<unknown>, result: ApiRunResult): Promise<void> => {
+    await started;
+    try {
+      await deps.gateway.reportApiRun(input, result);
+    } catch (err) {
+      log(`generation ${input.generationId}: the workflow could not be reached; resolving its hold here`, err);
+      recordResolution(await inTransaction(deps.pool, (tx) =>
+        result.ok
+          ? settleHold(tx, { generationId: input.generationId, ...result.output })
+          : releaseHold(tx, input.generationId, result.error),
+      ));
+    }
+  };
+
+  /** An Idempotency-Key repeat: the earlier reply, answered again from its record. */
+  const replayed = (g: GenerationView): ChatRun => {
+    const text = g.text ?? '';
+    return {
+      id: g.id, model: g.model, createdAt: g.createdAt, replay: g,
+      events: (async function* () {
+        if (text) yield { type: 'delta', text } as const;
+      })(),
+      reported: Promise.resolve(),
+      settled: () => Promise.resolve(),
+    };
+  };
+
+  async function run(request: ChatRequest, principal: Principal, opts: SubmitOptions & { signal: AbortSignal }): Promise<ChatRun> {
+    const prior = opts.idempotency ? await deps.replayOf(principal, opts) : undefined;
+    if (prior) return replayed(prior);
+    const priced = priceRequest(request, principal, opts.door);
+    const rate = Number(priced.params.ratePer1kMc);
+    const maxTokens = Number(priced.params.maxTokens);
+    if (!Number.isFinite(rate) || !Number.isFinite(maxTokens)) throw new Error(`chat ${priced.model} is not billed per token`);
+    priced.params = { ...priced.params, apiRunDeadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS };
+    const job: ProviderJob = { generationId: priced.generationId, kind: 'chat', model: priced.model, prompt: priced.prompt, params: priced.params };
+
+    // The provider is asked while the hold is being placed when the balance read with the key
+    // says the hold will be granted: its time to first token then hides the transaction. A
+    // refusal after all (a concurrent spend) stops the upstream call before anything is sent.
+    const stop = new AbortController();
+    const early = (principal.availableMc ?? 0) >= priced.quoteMc ? openStream(deps.provider, job, stop.signal) : undefined;
+    let admitted: Awaited<ReturnType<ChatRunDeps['admit']>>;
+    try {
+      admitted = await deps.admit(priced, principal, opts);
+    } catch (err) {
+      stop.abort(new Error('not admitted'));
+      throw err;
+    }
+    if ('replay' in admitted) {
+      stop.abort(new Error('a repeat'));
+      return replayed(admitted.replay);
+    }
+
+    const input: GenerationWorkflowInput = { ...admitted.input, apiRun: { deadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS } };
+
+    // Fired now, awaited only when the outcome is reported: the first token does not wait for it.
+    const started = deps.gateway.start(input).catch((err: unknown) => log(`generation ${input.generationId}: start failed; retried when the run is reported`, err));
+    let resolveReported!: () => void;
+    const reported = new Promise<void>((resolve) => (resolveReported = resolve));
+    const finish = (result: ApiRunResult): void => {
+      report(input, started, result)
+        .catch((err: unknown) => log(`generation ${input.generationId}: its outcome could not be recorded; the workflow deadline will release it`, err))
+        .finally(resolveReported);
+    };
+
+    const store = deps.store;
+    const provider = deps.provider;
+
+    async function* events(): AsyncGenerator<ChatRunEvent> {
+      const limit = setTimeout(() => stop.abort(new Error('the reply took longer than allowed')), CHAT_STREAM_LIMIT_MS);
+      const onClientGone = () => stop.abort(new Error('the client went away'));
+      opts.signal.addEventListener('abort', onClientGone, { once: true });
+      if (opts.signal.aborted) onClientGone();
+      let delivered = 0;
+      let text = '';
+      let providerTokens: number | undefined;
+      // The provider's count when it gives one; else about four characters a token.
+      let promptTokens = Math.ceil(input.prompt.length / 4);
+      let outcome: 'complete' | 'length' | 'client_gone' | { failed: unknown } = 'client_gone';
+      try {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const stream = attempt === 1 && early ? early : openStream(provider, job, stop.signal);
+            for await (const event of stream) {
+              if (event.type === 'usage') {
+                providerTokens = event.outputTokens;
+                promptTokens = event.promptTokens ?? promptTokens;
+                continue;
+              }
+              if (event.text === '') continue;
+              // One delta is one token unless the provider counts otherwise (it says so at the end).
+              delivered++;
+              text += event.text;
+              yield { type: 'delta', text: event.text };
+              // An upstream that ignores max_tokens is cut off there: the hold covers no more.
+              if (delivered >= maxTokens) break;
+            }
+            break;
+          } catch (err) {
+            if (stop.signal.aborted) throw err;
+            const retryable = !(err instanceof ProviderRejectedError) && delivered === 0 && attempt < STREAM_ATTEMPTS;
+            if (!retryable) throw err;
+            await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS * attempt));
+          }
+        }
+        const tokens = Math.min(providerTokens ?? delivered, maxTokens);
+        outcome = delivered >= maxTokens || tokens >= maxTokens ? 'length' : 'complete';
+        yield { type: 'end', finishReason: outcome === 'length' ? 'length' : 'stop', usage: { promptTokens, completionTokens: tokens } };
+      } catch (err) {
+        if (opts.signal.aborted) {
+          outcome = 'client_gone';
+          return;
+        }
+        outcome = { failed: err };
+        throw markAfterAdmission(clientErrorOf(err));
+      } finally {
+        clearTimeout(limit);
+        opts.signal.removeEventListener('abort', onClientGone);
+        stop.abort(new Error('the run ended'));
+        // Complete: the provider's own count when it gave one. Cut short by the client: what was
+        // handed out, never more (the provider may have produced a few more that nobody saw).
+        const tokens = Math.min(typeof outcome === 'string' && outcome !== 'client_gone' ? (providerTokens ?? delivered) : delivered, maxTokens);
+        const failed = typeof outcome === 'object' ? outcome.failed : undefined;
+        if (failed !== undefined || tokens === 0) {
+          // A failure costs nothing (spec), even when part of it reached the client.
+          finish({ ok: false, error: failed === undefined ? { code: 'cancelled', message: 'The client went away before the first token.', retryable: true } : failureOf(failed) });
+        } else {
+          void storeText(store, input.generationId, text).then((outputKey) =>
+            finish({ ok: true, output: { outputKey, outputText: text, chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens } }),
+          );
+        }
+      }
+    }
+
+    return {
+      id: input.generationId,
+      model: input.model,
+      createdAt: new Date(),
+      events: events(),
+      reported,
+      async settled() {
+        await reported;
+        await deps.gateway.awaitFinish(input.generationId, 10_000);
+      },
+    };
+  }
+
+  return { run };
+}
+
+/** The reply as a file beside the other outputs; a store failure loses the file, not the charge. */
+async function storeText(store: OutputStore, generationId: string, text: string): Promise<string | null> {
+  const key = `${generationId}/output.txt`;
+  try {
+    await store.put(key, Buffer.from(text, 'utf8'), 'text/plain; charset=utf-8');
+    return key;
+  } catch {
+    return null;
+  }
+}
+
+function failureOf(err: unknown): { code: string; message: string; retryable: boolean } {
+  if (err instanceof ProviderRejectedError) return { code: err.code, message: err.message, retryable: false };
+  return { code: 'provider_error', message: err instanceof Error ? err.message : 'the provider failed', retryable: true };
+}
+
+/** What the client is told when the provider fails; nothing was charged. */
+function clientErrorOf(err: unknown): DomainError {
+  if (err instanceof ProviderRejectedError) {
+    if (err.code === 'content_policy') return new ContentPolicyError();
+    if (err.code === 'invalid_request') return new InvalidRequestError(`The model refused the request: ${err.message}`);
+    return new ProviderFailedError(`The model provider refused the request (${err.code}); nothing was charged.`);
+  }
+  return new ProviderFailedError('The model provider failed; nothing was charged. Retry shortly.');
+}
+
+/**
+ * Opens the provider's stream and asks for its first event at once (an async generator would not
+ * start before its first `next()`), so that the upstream request is under way from here on.
+ */
+function openStream(provider: Provider, job: ProviderJob, signal: AbortSignal): AsyncIterable<ChatStreamEvent> {
+  const iterator = provider.streamChat(job, signal)[Symbol.asyncIterator]();
+  const first = iterator.next();
+  // Not awaited until the run reads it: a failure meanwhile must not be an unhandled rejection.
+  first.catch(() => undefined);
+  let started = false;
+  return {
+    [Symbol.asyncIterator]: () => ({
+      next: () => {
+        if (started) return iterator.next();
+        started = true;
+        return first;
+      },
+      return: async () => (await iterator.return?.()) ?? { done: true, value: undefined },
+    }),
+  };
+}

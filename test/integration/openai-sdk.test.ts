@@ -1,0 +1,490 @@
+/**
+ * Group B with the official `openai` package, unmodified, over real HTTP: only its base URL and
+ * key point at the service. Then every documented answer of the /v1 routes, held to the OpenAPI
+ * document (this file owns /v1/ in test/support/openapi.ts).
+ */
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import OpenAI, { APIError, toFile } from 'openai';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../api/app';
+import { PLAN_LIMITS } from '../../api/rate-limit';
+import { chargeForTokens } from '../../core/pricing';
+import { freePort } from '../../runtime/process';
+import { ADMIN_TOKEN, createDatabase, databaseUrlFor, dropDatabase, eventually, startHarness } from '../support/harness';
+import type { Harness } from '../support/harness';
+import { download } from '../support/api';
+import { createConformance, loadDocument } from '../support/openapi';
+import type { Method } from '../support/openapi';
+
+let h: Harness;
+let baseURL: string;
+let c: ReturnType<typeof createConformance>;
+beforeAll(async () => {
+  h = await startHarness({ syncWaitMs: 20_000 });
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  baseURL = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;
+  c = createConformance(await loadDocument(h.app));
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const sdk = (apiKey: string, options: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) => new OpenAI({ apiKey, baseURL, ...options });
+const MISSING = `gen_${'0'.repeat(26)}`;
+
+interface GroupAGeneration { id: string; status: string; kind: string; model: string; creditsCharged: number; creditsQuoted: number; params: Record<string, unknown>; text: string | null }
+
+const balanceOf = async (key: string) => (await h.call('GET', '/api/v1/balance', { key })).json<{ balance: number; holdsActive: number }>();
+const settled = (key: string) => eventually(async () => ((await balanceOf(key)).holdsActive === 0 ? balanceOf(key) : undefined));
+const generationA = async (key: string, id: string) => (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<GroupAGeneration>();
+const generationCount = async (accountId: string) =>
+  (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM generations WHERE account_id = $1', [accountId])).rows[0]!.n;
+const credits = (mc: number) => mc / 1000;
+
+describe('chat completions (per-token billing)', () => {
+  it('answers a whole reply with usage; charges the tokens produced and releases the rest of the hold', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const { data: reply, response } = await sdk(key).chat.completions
+      .create({ model: 'claude-haiku', messages: [{ role: 'user', content: 'hello sim:tokens=7' }], max_tokens: 100 })
+      .withResponse();
+    expect(response.headers.get('x-request-id')).toMatch(/^req_/);
+    expect(reply).toMatchObject({ object: 'chat.completion', model: 'claude-haiku', usage: { completion_tokens: 7 } });
+    expect(reply.choices[0]!.message.content?.split(' ')).toHaveLength(7);
+    expect(reply.choices[0]!.finish_reason).toBe('stop');
+    // 7 tokens at 0.7 credits per 1,000: 4.9 millicredits, rounded up to 5; answered once settled.
+    expect(await balanceOf(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(7, 700)), holdsActive: 0 });
+    const g = await generationA(key, reply.id);
+    expect(g).toMatchObject({ kind: 'chat', status: 'succeeded', creditsQuoted: credits(chargeForTokens(100, 700)), creditsCharged: 0.005, params: { outputTokens: 7 } });
+  });
+
+  it('holds max_tokens (or the model’s cap) while the reply runs, then settles what was produced', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = sdk(key);
+    const pending = client.chat.completions.create({ model: 'claude-opus', messages: [{ role: 'user', content: 'slow sim:delay=1500 sim:tokens=3' }] });
+    // No max_tokens: the hold covers the model's default cap, 4,096 tokens at 3.5 credits per 1,000.
+    await eventually(async () => ((await balanceOf(key)).holdsActive > 0 ? true : undefined));
+    expect(await balanceOf(key)).toMatchObject({ holdsActive: credits(chargeForTokens(4096, 3500)) });
+    const reply = await pending;
+    expect(reply.usage?.completion_tokens).toBe(3);
+    expect(await balanceOf(key)).toMatchObject({ balance: 100 - credits(chargeForTokens(3, 3500)), holdsActive: 0 });
+  });
+
+  it('stops at max_tokens with finish_reason length and charges exactly that', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const reply = await sdk(key).chat.completions.create({ model: 'auto', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'sim:tokens=50' }], max_completion_tokens: 8 });
+    expect(reply).toMatchObject({ model: 'claude-haiku', usage: { completion_tokens: 8 }, choices: [{ finish_reason: 'length' }] });
+    expect(await balanceOf(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(8, 700)) });
+  });
+
+  it('streams chat.completion.chunk deltas ending with [DONE], with the usage chunk when asked', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const stream = await sdk(key).chat.completions.create({
+      model: 'gpt-5.5', messages: [{ role: 'user', content: 'tell me sim:tokens=12' }], stream: true, stream_options: { include_usage: true },
+    });
+    const deltas: string[] = [];
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    let finish: string | null | undefined;
+    let id = '';
+    for await (const chunk of stream) {
+      expect(chunk.object).toBe('chat.completion.chunk');
+      id = chunk.id;
+      const choice = chunk.choices[0];
+      if (choice?.delta.content) deltas.push(choice.delta.content);
+      if (choice?.finish_reason) finish = choice.finish_reason;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(deltas).toHaveLength(12);
+    expect(finish).toBe('stop');
+    expect(usage?.completion_tokens).toBe(12);
+    // 12 tokens at 1.5 credits per 1,000 = 18 millicredits; the workflow settles after [DONE].
+    expect(await settled(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(12, 1500)) });
+    expect(await generationA(key, id)).toMatchObject({ status: 'succeeded', text: deltas.join(''), params: { outputTokens: 12 } });
+  });
+
+  it('charges a client that disconnects halfway exactly the tokens it was sent: more than none, less than the hold', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const stream = await sdk(key).chat.completions.create({
+      model: 'claude-sonnet', messages: [{ role: 'user', content: 'a long story sim:tokens=40 sim:pace=250' }], stream: true, max_tokens: 40,
+    });
+    let received = 0;
+    let id = '';
+    for await (const chunk of stream) {
+      id = chunk.id;
+      if (chunk.choices[0]?.delta.content) received++;
+      if (received === 10) break; // the SDK aborts the request
+    }
+    const after = await settled(key);
+    const g = await generationA(key, id);
+    expect(g.params.outputTokens).toBe(10);
+    expect(g).toMatchObject({ status: 'succeeded', creditsCharged: credits(chargeForTokens(10, 2000)) });
+    expect(g.creditsCharged).toBeGreaterThan(0);
+    expect(g.creditsCharged).toBeLessThan(g.creditsQuoted);
+    expect(after.balance).toBe(10 - g.creditsCharged);
+  });
+
+  it('bills a per-token model run through group A (the activity path) the same way', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const res = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'chat', model: 'gpt-5.5', prompt: 'hi sim:tokens=9', max_tokens: 50 } });
+    expect(res.json()).toMatchObject({ status: 'succeeded', creditsQuoted: credits(chargeForTokens(50, 1500)), creditsCharged: credits(chargeForTokens(9, 1500)), params: { outputTokens: 9 } });
+    expect(await balanceOf(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(9, 1500)), holdsActive: 0 });
+  });
+
+  it('never bills twice when the SDK retries: x-should-retry false after admission, and Idempotency-Key', async () => {
+    // A provider failure after admission: 502, released, and the SDK does not send it again.
+    const failing = await h.account({ credits: 10 });
+    const err = await sdk(failing.key, { maxRetries: 2 }).chat.completions
+      .create({ model: 'kimi-k2', messages: [{ role: 'user', content: 'sim:fail' }] })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((err as APIError).status).toBe(502);
+    expect((err as APIError).headers?.get('x-should-retry')).toBe('false');
+    expect(await generationCount(failing.accountId)).toBe(1);
+    expect(await balanceOf(failing.key)).toMatchObject({ balance: 10, holdsActive: 0 });
+    // Resent with an Idempotency-Key, a failed reply fails the same way, without a second generation.
+    const keyed = { headers: { 'Idempotency-Key': 'failing-1' } };
+    const once = sdk(failing.key, { maxRetries: 0 });
+    for (let i = 0; i < 2; i++) {
+      const again = await once.chat.completions.create({ model: 'kimi-k2', messages: [{ role: 'user', content: 'sim:fail' }] }, keyed).catch((e: unknown) => e);
+      expect(again).toMatchObject({ status: 502, type: 'server_error' });
+    }
+    expect(await generationCount(failing.accountId)).toBe(2);
+
+    // The answer is lost on the way back (the connection drops): the SDK resends, the key replays.
+    const lost = await h.account({ credits: 10 });
+    let attempts = 0;
+    const dropFirstAnswer: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (attempts++ === 0) {
+        await res.text();
+        throw new TypeError('fetch failed: connection reset');
+      }
+      return res;
+    };
+    const reply = await sdk(lost.key, { fetch: dropFirstAnswer, maxRetries: 2 }).chat.completions.create(
+      { model: 'glm-5.1', messages: [{ role: 'user', content: 'once sim:tokens=4' }] },
+      { headers: { 'Idempotency-Key': 'chat-once-1' } },
+    );
+    expect(attempts).toBe(2);
+    expect(reply.choices[0]!.message.content?.split(' ')).toHaveLength(4);
+    expect(reply.usage?.completion_tokens).toBe(4);
+    expect(await generationCount(lost.accountId)).toBe(1);
+    expect(await balanceOf(lost.key)).toMatchObject({ balance: 10 - credits(chargeForTokens(4, 400)), holdsActive: 0 });
+  });
+});
+
+describe('images', () => {
+  it('n = 2 as URLs: two generations, each charged, each a PNG', async () => {
+    const { key, accountId } = await h.account({ credits: 20 });
+    const images = await sdk(key).images.generate({ model: 'flux', prompt: 'a lighthouse', n: 2, size: '1792x1024' });
+    expect(images.data).toHaveLength(2);
+    for (const image of images.data!) {
+      const file = await download(h, image.url!);
+      expect(file.status).toBe(200);
+      expect(file.body.subarray(1, 4).toString()).toBe('PNG');
+    }
+    expect(await generationCount(accountId)).toBe(2);
+    expect(await balanceOf(key)).toMatchObject({ balance: 14, holdsActive: 0 });
+  });
+
+  it('n = 2 as b64_json, hd: the high variant where one is listed, else twice the price', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = sdk(key);
+    const hd = await client.images.generate({ model: 'gpt-image-1', prompt: 'a fox', n: 2, quality: 'hd', response_format: 'b64_json' });
+    expect(hd.data).toHaveLength(2);
+    for (const image of hd.data!) expect(Buffer.from(image.b64_json!, 'base64').subarray(1, 4).toString()).toBe('PNG');
+    expect(await balanceOf(key)).toMatchObject({ balance: 100 - 2 * 17 });
+    await client.images.generate({ model: 'image-nano-pro', prompt: 'a fox', quality: 'hd' });
+    expect(await balanceOf(key)).toMatchObject({ balance: 100 - 2 * 17 - 2 * 17 });
+  });
+
+  it('a repeat with the same Idempotency-Key answers the same images without a second hold', async () => {
+    const { key, accountId } = await h.account({ credits: 20 });
+    const client = sdk(key);
+    const opts = { headers: { 'Idempotency-Key': 'images-1' } };
+    const first = await client.images.generate({ model: 'kie-z-image', prompt: 'dunes', n: 3 }, opts);
+    const again = await client.images.generate({ model: 'kie-z-image', prompt: 'dunes', n: 3 }, opts);
+    const ids = (r: typeof first) => r.data!.map((d) => (d as { generation_id?: string }).generation_id);
+    expect(ids(again)).toEqual(ids(first));
+    expect(await generationCount(accountId)).toBe(3);
+    expect(await balanceOf(key)).toMatchObject({ balance: 11 });
+  });
+});
+
+describe('video, both spellings of one job', () => {
+  it('client.videos: create (multipart), retrieve until completed, downloadContent', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const client = sdk(key);
+    const created = await client.videos.create({ model: 'kling-2.1-pro', prompt: 'waves sim:delay=300', seconds: '8', size: '1280x720' });
+    expect(created).toMatchObject({ object: 'video', model: 'kling', seconds: '8', size: '1280x720', error: null });
+    expect(['queued', 'in_progress']).toContain(created.status);
+    const done = await eventually(async () => {
+      const v = await client.videos.retrieve(created.id);
+      return v.status === 'completed' ? v : undefined;
+    });
+    expect(done).toMatchObject({ progress: 100, completed_at: expect.any(Number) });
+    const content = await client.videos.downloadContent(created.id);
+    const bytes = Buffer.from(await content.arrayBuffer());
+    expect(bytes.subarray(0, 4)).toEqual(Buffer.from([0x1a, 0x45, 0xdf, 0xa3])); // WebM (EBML)
+    // The same generation through group A, charged 8 s × 8.5 credits.
+    expect(await generationA(key, created.id)).toMatchObject({ kind: 'video', status: 'succeeded', creditsCharged: 68 });
+  });
+
+  it('the spec’s /v1/video/generations: create and poll; the same id reads as a video of client.videos', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const client = sdk(key);
+    const created = await client.post<{ id: string; status: string; model: string; duration: number; credits_quoted: number }>('/video/generations', {
+      body: { model: 'minimax-video-01', prompt: 'a paper boat sim:delay=200', duration: 10 },
+    });
+    expect(created).toMatchObject({ model: 'hailuo', duration: 10, credits_quoted: 50 });
+    const done = await eventually(async () => {
+      const g = await client.get<{ status: string; output_url: string | null; credits_charged: number }>(`/video/generations/${created.id}`);
+      return g.status === 'succeeded' ? g : undefined;
+    });
+    expect(done).toMatchObject({ credits_charged: 50, output_url: expect.stringContaining('/files/') });
+    expect(await client.videos.retrieve(created.id)).toMatchObject({ status: 'completed', seconds: '10' });
+  });
+});
+
+describe('models', () => {
+  it('lists the group B ids in OpenAI’s shape with their prices', async () => {
+    const page = await sdk((await h.account({ credits: 1 })).key).models.list();
+    const ids = page.data.map((m) => m.id);
+    for (const id of ['auto', 'claude-haiku', 'gpt-5.5', 'grok-4.3', 'flux', 'gpt-image-1', 'image-nano-pro', 'kling-2.1-pro', 'wan-2.1', 'minimax-video-01', 'sora-2']) {
+      expect(ids).toContain(id);
+    }
+    expect(page.data.find((m) => m.id === 'gpt-5.5')).toMatchObject({ object: 'model', owned_by: 'gensvc', unit: '1k_output_tokens', price: 1.5 });
+  });
+});
+
+describe('errors as the SDK knows them', () => {
+  it('400, 401, 402, 403, 404, 409, 429, each with its class, the OpenAI body and x-request-id', async () => {
+    const { key } = await h.account({ credits: 10, scopes: ['chat', 'video'], models: ['claude-haiku', 'kling'] });
+    const client = sdk(key, { maxRetries: 0 });
+    const messages = [{ role: 'user' as const, content: 'hi' }];
+    const expectError = async (call: Promise<unknown>, cls: new (...args: never[]) => APIError, status: number, type: string, param?: string) => {
+      const err = (await call.catch((e: unknown) => e)) as APIError;
+      expect(err, `${status} ${type}`).toBeInstanceOf(cls);
+      expect(err).toMatchObject({ status, type, code: status, ...(param ? { param } : {}) });
+      expect(err.requestID).toMatch(/^req_/);
+      return err;
+    };
+    await expectError(client.chat.completions.create({ model: 'claude-haiku', messages, temperature: 3 }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'temperature');
+    await expectError(client.chat.completions.create({ model: 'claude-haiku', messages, n: 2 }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'n');
+    await expectError(client.chat.completions.create({ model: 'chat-haiku', messages }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'model');
+    await expectError(client.chat.completions.create({ model: 'claude-haiku', messages, max_tokens: 1_000_000 }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'max_tokens');
+    await expectError(client.chat.completions.create({ model: 'claude-haiku', messages, tools: [{ type: 'function', function: { name: 'f' } }] }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'tools');
+    await expectError(client.chat.completions.create({ model: 'claude-haiku', messages, bogus: 1 } as never), OpenAI.BadRequestError, 400, 'invalid_request_error', 'bogus');
+    await expectError(client.images.generate({ model: 'flux', prompt: 'x', n: 5 }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'n');
+    await expectError(client.videos.create({ model: 'kling', prompt: 'a beheading' }), OpenAI.BadRequestError, 400, 'content_policy_violation', 'prompt');
+    await expectError(sdk('gsk_not_a_key', { maxRetries: 0 }).models.list(), OpenAI.AuthenticationError, 401, 'authentication_error');
+    await expectError(client.images.generate({ model: 'flux', prompt: 'x' }), OpenAI.PermissionDeniedError, 403, 'permission_error', 'model');
+    await expectError(client.chat.completions.create({ model: 'gpt-5.5', messages }), OpenAI.PermissionDeniedError, 403, 'permission_error', 'model');
+    await expectError(client.videos.retrieve(MISSING), OpenAI.NotFoundError, 404, 'not_found', 'id');
+    await expectError(client.models.retrieve('dall-e-9'), OpenAI.NotFoundError, 404, 'not_found', 'model');
+
+    const poor = await h.account({ credits: 0.001 });
+    const e402 = await expectError(sdk(poor.key, { maxRetries: 0 }).chat.completions.create({ model: 'claude-opus', messages }), APIError, 402, 'insufficient_credits');
+    expect(e402.error).toMatchObject({ required: credits(chargeForTokens(4096, 3500)), available: 0.001 });
+
+    const headers = { 'Idempotency-Key': 'conflict-1' };
+    await client.chat.completions.create({ model: 'claude-haiku', messages }, { headers });
+    const retrying = sdk(key, { maxRetries: 2 });
+    const started = Date.now();
+    const e409 = await expectError(retrying.chat.completions.create({ model: 'claude-haiku', messages: [{ role: 'user', content: 'other' }] }, { headers }), OpenAI.ConflictError, 409, 'idempotency_conflict');
+    expect(e409.headers?.get('x-should-retry')).toBe('false');
+    expect(Date.now() - started).toBeLessThan(400); // not retried (the SDK would wait ≥ 0.5 s)
+
+    const limited = await h.account({ credits: 10, plan: 'free' });
+    const free = sdk(limited.key, { maxRetries: 0 });
+    for (let i = 0; i < PLAN_LIMITS.free; i++) await free.models.list();
+    const e429 = await expectError(free.models.list(), OpenAI.RateLimitError, 429, 'rate_limit_error');
+    expect(Number(e429.headers?.get('retry-after'))).toBeGreaterThan(0);
+    expect(Number(e429.headers?.get('retry-after-ms'))).toBe(1000 * Number(e429.headers?.get('retry-after')));
+  });
+});
+
+/** Every /v1 route with a request that passes authentication and reaches the database. */
+function everyRoute(): [Method, string, string, unknown][] {
+  return [
+    ['get', '/v1/models', '/v1/models', undefined],
+    ['get', '/v1/models/{model}', '/v1/models/gpt-5.5', undefined],
+    ['post', '/v1/chat/completions', '/v1/chat/completions', { model: 'auto', messages: [{ role: 'user', content: 'hi' }] }],
+    ['post', '/v1/images/generations', '/v1/images/generations', { model: 'flux', prompt: 'x' }],
+    ['post', '/v1/video/generations', '/v1/video/generations', { model: 'wan-2.1', prompt: 'x' }],
+    ['get', '/v1/video/generations/{id}', `/v1/video/generations/${MISSING}`, undefined],
+    ['post', '/v1/videos', '/v1/videos', { model: 'wan-2.1', prompt: 'x' }],
+    ['get', '/v1/videos/{id}', `/v1/videos/${MISSING}`, undefined],
+    ['get', '/v1/videos/{id}/content', `/v1/videos/${MISSING}/content`, undefined],
+  ];
+}
+
+const inject = (app: Harness['app'], method: Method, url: string, key?: string, body?: unknown, headers: Record<string, string> = {}) =>
+  app.inject({
+    method: method.toUpperCase() as 'GET',
+    url,
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+    ...(body === undefined ? {} : { payload: body as object }),
+  });
+
+describe('the /v1 routes conform to the OpenAPI document', () => {
+  it('200s, including the event stream, and the 400s, 402, 403, 404, 409, 413 and 502', async () => {
+    const { key } = await h.account({ credits: 500, scopes: ['chat', 'image', 'video'] });
+    c.conforms(await inject(h.app, 'get', '/v1/models', key), 'get', '/v1/models', 200);
+    c.conforms(await inject(h.app, 'get', '/v1/models/gpt-5.5', key), 'get', '/v1/models/{model}', 200);
+    c.conforms(await inject(h.app, 'get', '/v1/models/nope', key), 'get', '/v1/models/{model}', 404);
+
+    const chat = { model: 'auto', messages: [{ role: 'user', content: 'hi sim:tokens=3' }] };
+    c.conforms(await inject(h.app, 'post', '/v1/chat/completions', key, chat), 'post', '/v1/chat/completions', 200);
+    const streamed = await inject(h.app, 'post', '/v1/chat/completions', key, { ...chat, stream: true });
+    c.conforms(streamed, 'post', '/v1/chat/completions', 200);
+    expect(streamed.body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    c.conforms(await inject(h.app, 'post', '/v1/chat/completions', key, { ...chat, temperature: -1 }), 'post', '/v1/chat/completions', 400);
+    c.conforms(await inject(h.app, 'post', '/v1/chat/completions', key, { ...chat, messages: [{ role: 'user', content: 'sim:fail' }] }), 'post', '/v1/chat/completions', 502);
+    c.conforms(await inject(h.app, 'post', '/v1/chat/completions', key, { ...chat, messages: [{ role: 'user', content: 'x'.repeat(9 * 1024 * 1024) }] }), 'post', '/v1/chat/completions', 413);
+
+    const images = c.conforms<{ data: { url: string }[] }>(await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x', n: 2 }), 'post', '/v1/images/generations', 200);
+    expect(images.data).toHaveLength(2);
+    c.conforms(await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x', size: '10x10' }), 'post', '/v1/images/generations', 400);
+    c.conforms(await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'sim:fail' }), 'post', '/v1/images/generations', 502);
+    c.conforms(await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x'.repeat(9 * 1024 * 1024) }), 'post', '/v1/images/generations', 413);
+
+    const v = c.conforms<{ id: string }>(await inject(h.app, 'post', '/v1/video/generations', key, { model: 'wan-2.1', prompt: 'x sim:delay=100' }), 'post', '/v1/video/generations', 200);
+    c.conforms(await inject(h.app, 'post', '/v1/video/generations', key, { model: 'wan-2.1', prompt: 'x', duration: 7 }), 'post', '/v1/video/generations', 400);
+    c.conforms(await inject(h.app, 'post', '/v1/video/generations', key, { model: 'wan-2.1', prompt: 'x'.repeat(9 * 1024 * 1024) }), 'post', '/v1/video/generations', 413);
+    c.conforms(await inject(h.app, 'get', `/v1/video/generations/${v.id}`, key), 'get', '/v1/video/generations/{id}', 200);
+    c.conforms(await inject(h.app, 'get', `/v1/video/generations/${MISSING}`, key), 'get', '/v1/video/generations/{id}', 404);
+
+    const early = await inject(h.app, 'get', `/v1/videos/${v.id}/content`, key);
+    if (early.statusCode === 404) c.conforms(early, 'get', '/v1/videos/{id}/content', 404);
+    c.conforms(await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x', seconds: '5' }), 'post', '/v1/videos', 200);
+    c.conforms(await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x', size: '1x1' }), 'post', '/v1/videos', 400);
+    c.conforms(await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x'.repeat(9 * 1024 * 1024) }), 'post', '/v1/videos', 413);
+    c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}`, key), 'get', '/v1/videos/{id}', 200);
+    c.conforms(await inject(h.app, 'get', `/v1/videos/${MISSING}`, key), 'get', '/v1/videos/{id}', 404);
+    await eventually(async () => ((await inject(h.app, 'get', `/v1/videos/${v.id}`, key)).json<{ status: string }>().status === 'completed' ? true : undefined));
+    c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content`, key), 'get', '/v1/videos/{id}/content', 200);
+    c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content?variant=thumbnail`, key), 'get', '/v1/videos/{id}/content', 400);
+    c.conforms(await inject(h.app, 'get', `/v1/videos/${MISSING}/content`, key), 'get', '/v1/videos/{id}/content', 404);
+
+    const poor = await h.account({ credits: 0, scopes: ['image'] });
+    for (const [method, path, url, body] of everyRoute().filter(([m]) => m === 'post')) {
+      const res = await inject(h.app, method, url, poor.key, body);
+      c.conforms(res, method, path, path === '/v1/images/generations' ? 402 : 403);
+      if (path === '/v1/images/generations') c.conforms(await inject(h.app, method, url, (await h.account({ credits: 0, scopes: ['video'] })).key, body), method, path, 403);
+      else c.conforms(await inject(h.app, method, url, (await h.account({ credits: 0, scopes: ['chat', 'video'] })).key, body), method, path, 402);
+    }
+    const headers = { 'idempotency-key': 'conform-409' };
+    for (const [method, path, url, body] of everyRoute().filter(([m]) => m === 'post')) {
+      const k = (await h.account({ credits: 100 })).key;
+      await inject(h.app, method, url, k, body, headers);
+      const other = { ...(body as object), prompt: 'other', messages: [{ role: 'user', content: 'other' }] };
+      const res = await inject(h.app, method, url, k, path === '/v1/chat/completions' ? { model: 'auto', messages: other.messages } : { ...(body as object), prompt: 'other' }, headers);
+      expect(c.conforms(res, method, path, 409)).toMatchObject({ error: { type: 'idempotency_conflict' } });
+    }
+  });
+
+  it('401 and 429 on every route', async () => {
+    const { key } = await h.account({ credits: 10, plan: 'free' });
+    for (const [method, path, url, body] of everyRoute()) {
+      for (const auth of [undefined, 'gsk_bogus']) {
+        expect(c.conforms(await inject(h.app, method, url, auth, body), method, path, 401)).toMatchObject({ error: { type: 'authentication_error', code: 401 } });
+      }
+    }
+    for (let i = 0; i < PLAN_LIMITS.free; i++) await inject(h.app, 'get', '/v1/models', key);
+    for (const [method, path, url, body] of everyRoute()) {
+      const res = await inject(h.app, method, url, key, body);
+      c.conforms(res, method, path, 429);
+      expect(res.headers['retry-after-ms']).toBe(String(1000 * Number(res.headers['retry-after'])));
+      expect(res.headers['x-request-id']).toMatch(/^req_/);
+    }
+  });
+
+  it('503 when PostgreSQL cannot be reached and 500 when it is broken, without internals', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const unreachable = new pg.Pool({ connectionString: `postgresql://nobody@127.0.0.1:${await freePort()}/nowhere`, connectionTimeoutMillis: 2_000, max: 1 });
+    const name = `t_broken_b_${Date.now()}`;
+    await createDatabase(name);
+    const brokenPool = new pg.Pool({ connectionString: databaseUrlFor(name), max: 2 });
+    await brokenPool.query('DROP TABLE ledger_entries, holds, idempotency_keys, generations, api_keys, accounts CASCADE');
+    const connection = await Connection.connect({ address: (h.client.connection as Connection).options.address });
+    try {
+      for (const [pool, status] of [[unreachable, 503], [brokenPool, 500]] as const) {
+        const app = await buildApp({ pool, client: new Client({ connection }), taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0 });
+        try {
+          for (const [method, path, url, body] of everyRoute()) {
+            const { error } = c.conforms<{ error: { message: string } }>(await inject(app, method, url, key, body), method, path, status);
+            expect(error.message).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|relation/);
+          }
+        } finally {
+          await app.close();
+        }
+      }
+    } finally {
+      await connection.close();
+      await unreachable.end();
+      await brokenPool.end();
+      await dropDatabase(name);
+    }
+  });
+
+  it('Temporal unreachable: images are refused with 503, nothing held; a streamed chat still runs and is settled by the API itself', async () => {
+    const { key, accountId } = await h.account({ credits: 10 });
+    const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
+    const app = await buildApp({ pool: h.pool, client: new Client({ connection }), taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0 });
+    try {
+      const images = await inject(app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x', n: 2 });
+      expect(c.conforms(images, 'post', '/v1/images/generations', 503)).toMatchObject({ error: { type: 'server_error' } });
+      expect(images.headers['x-should-retry']).toBe('false');
+      expect(await balanceOf(key)).toMatchObject({ balance: 10, holdsActive: 0 });
+
+      const streamed = await inject(app, 'post', '/v1/chat/completions', key, { model: 'auto', messages: [{ role: 'user', content: 'sim:tokens=5' }], stream: true });
+      expect(streamed.statusCode).toBe(200);
+      expect(streamed.body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+      const settledHere = await eventually(async () => ((await balanceOf(key)).holdsActive === 0 ? balanceOf(key) : undefined), 30_000);
+      expect(settledHere.balance).toBe(10 - credits(chargeForTokens(5, 700)));
+      const rows = await h.pool.query<{ status: string; charged_mc: number }>("SELECT status, charged_mc FROM generations WHERE account_id = $1 AND kind = 'chat'", [accountId]);
+      expect(rows.rows).toEqual([{ status: 'succeeded', charged_mc: chargeForTokens(5, 700) }]);
+    } finally {
+      await app.close();
+      await connection.close();
+    }
+  }, 60_000);
+
+  it('every documented status of the /v1 routes was produced above', () => {
+    c.expectCoverage('openai-sdk.test.ts');
+  });
+});
+
+describe('image-to-video (image_url)', () => {
+  it('takes the reference frame by URL (fetched before the hold, as upscale does) or as an uploaded file; a bad one is a 400 naming its field, nothing held', async () => {
+    const sharp = (await import('sharp')).default;
+    const { createServer } = await import('node:http');
+    const png = await sharp({ create: { width: 320, height: 180, channels: 3, background: '#246' } }).png().toBuffer();
+    const server = createServer((req, res) => (req.url === '/frame.png' ? res.writeHead(200, { 'content-type': 'image/png' }).end(png) : res.writeHead(200).end('<html>')));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const { key } = await h.account({ credits: 200 });
+      const client = sdk(key, { maxRetries: 0 });
+      const created = await client.post<{ id: string }>('/video/generations', { body: { model: 'wan-2.1', prompt: 'the frame comes alive sim:delay=3000', image_url: `${origin}/frame.png` } });
+      const g = await generationA(key, created.id);
+      expect(g.params).toMatchObject({ inputWidth: 320, inputHeight: 180 });
+      expect(g.params.inputKey).toBeUndefined(); // internal, not shown
+      const err = (await client.videos.create({ model: 'wan-2.1', prompt: 'x', input_reference: { image_url: `${origin}/page.html` } }).catch((e: unknown) => e)) as APIError;
+      expect(err).toMatchObject({ status: 400, type: 'invalid_request_error', param: 'image_url' });
+      expect(err.message).toMatch(/image_url/);
+      expect(await balanceOf(key)).toMatchObject({ holdsActive: 50.5 });
+
+      // The SDK's own way: input_reference as an uploaded file (multipart).
+      const uploaded = await client.videos.create({ model: 'wan-2.1', prompt: 'from a file sim:delay=3000', input_reference: await toFile(png, 'frame.png', { type: 'image/png' }) });
+      expect((await generationA(key, uploaded.id)).params).toMatchObject({ inputWidth: 320, inputHeight: 180 });
+      const notAnImage = (await client.videos.create({ model: 'wan-2.1', prompt: 'x', input_reference: await toFile(Buffer.from('<html>'), 'page.png') }).catch((e: unknown) => e)) as APIError;
+      expect(notAnImage).toMatchObject({ status: 400, param: 'input_reference' });
+      expect(await balanceOf(key)).toMatchObject({ holdsActive: 101 });
+    } finally {
+      server.close();
+    }
+  });
+});

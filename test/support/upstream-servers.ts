@@ -1,0 +1,160 @@
+// Local HTTP servers on loopback that speak the upstream protocols the real adapters call: an
+// OpenAI-compatible API (streaming chat, images) and a queue-style video API (submit, poll,
+// result). Words in the prompt steer them, like the simulator's: `up:status=<code>` answers that
+// status, `up:policy` makes it a content-policy refusal, `up:hang` never answers, `up:tokens=<n>`,
+// `up:pace=<ms>`, `up:usage=<n>` (the usage it reports), `up:nousage`, `up:polls=<n>`,
+// `up:pollfail=<n>` (that many status polls answer 503 first), `up:fail` (the video job fails).
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import sharp from 'sharp';
+
+export interface Received {
+  method: string;
+  path: string;
+  authorization: string | undefined;
+  body: Record<string, unknown> | undefined;
+  /** Streams only: how many deltas were written before the client went away (undefined: it did not). */
+  cutAfter?: number;
+}
+
+export interface UpstreamServer {
+  baseUrl: string;
+  received: Received[];
+  close(): Promise<void>;
+}
+
+const directive = (text: string, name: string): string | undefined => new RegExp(`(?:^|\\s)up:${name}(?:=(\\S+))?(?:\\s|$)`).exec(text)?.[1] ?? (new RegExp(`(?:^|\\s)up:${name}(?:\\s|$)`).test(text) ? '' : undefined);
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  return text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+}
+
+async function listen(server: Server, path = ''): Promise<{ baseUrl: string; close(): Promise<void> }> {
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}${path}`,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+const promptOf = (body: Record<string, unknown> | undefined): string => (typeof body?.prompt === 'string' ? body.prompt : '');
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function refuse(res: ServerResponse, status: number, policy: boolean): void {
+  const error = policy
+    ? { message: 'Your request was rejected by the content_policy safety system.', type: 'invalid_request_error', code: 'content_policy_violation' }
+    : { message: `simulated upstream status ${status}`, type: status >= 500 ? 'server_error' : 'invalid_request_error', code: null };
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
+}
+
+const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta'];
+
+/** An OpenAI-compatible API on loopback: /v1/chat/completions (whole or streamed) and /v1/images/generations. */
+export async function startOpenAiUpstream(): Promise<UpstreamServer> {
+  const received: Received[] = [];
+  const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#3a6' } }).png().toBuffer();
+  const server = createServer((req, res) => {
+    void (async () => {
+      const body = await readJson(req);
+      const record: Received = { method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization, body };
+      received.push(record);
+      const messages = Array.isArray(body?.messages) ? (body.messages as { content?: unknown }[]) : [];
+      const text = messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body);
+      if (directive(text, 'hang') !== undefined) return; // never answers
+      const status = Number(directive(text, 'status') ?? 0);
+      if (status) return refuse(res, status, directive(text, 'policy') !== undefined);
+
+      if (req.url === '/v1/images/generations') {
+        return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1, data: [{ b64_json: png.toString('base64') }] }));
+      }
+      if (req.url !== '/v1/chat/completions') return refuse(res, 404, false);
+
+      const cap = typeof body?.max_tokens === 'number' ? body.max_tokens : Infinity;
+      const count = Math.min(Number(directive(text, 'tokens') ?? 5), cap);
+      const pace = Number(directive(text, 'pace') ?? 0);
+      const usage = directive(text, 'nousage') !== undefined ? undefined : Number(directive(text, 'usage') ?? count);
+      const pieces = Array.from({ length: count }, (_, i) => `${i === 0 ? '' : ' '}${WORDS[i % WORDS.length]!}`);
+      const model = String(body?.model);
+      if (body?.stream !== true) {
+        return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
+          id: 'up-1', object: 'chat.completion', created: 1, model,
+          choices: [{ index: 0, message: { role: 'assistant', content: pieces.join('') }, finish_reason: 'stop' }],
+          ...(usage === undefined ? {} : { usage: { prompt_tokens: 3, completion_tokens: usage, total_tokens: usage + 3 } }),
+        }));
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
+      for (const [i, piece] of pieces.entries()) {
+        if (i > 0 && pace) await sleep(pace);
+        if (res.destroyed) {
+          record.cutAfter = i;
+          return;
+        }
+        send({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta: i === 0 ? { role: 'assistant', content: piece } : { content: piece }, finish_reason: null }] });
+      }
+      send({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+      const wantsUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+      if (wantsUsage && usage !== undefined) send({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [], usage: { prompt_tokens: 3, completion_tokens: usage, total_tokens: usage + 3 } });
+      res.end('data: [DONE]\n\n');
+    })();
+  });
+  const listening = await listen(server, '/v1');
+  return { ...listening, received };
+}
+
+/** A queue-style video API on loopback, as fal.ai's queue: submit, poll the status, fetch the result and its file. */
+export async function startQueueVideoUpstream(): Promise<UpstreamServer & { submits: () => number }> {
+  const received: Received[] = [];
+  const jobs = new Map<string, { prompt: string; polls: number; pollFailures: number }>();
+  let base = '';
+  const webm = Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01]);
+  const server = createServer((req, res) => {
+    void (async () => {
+      const body = await readJson(req);
+      const path = req.url ?? '';
+      received.push({ method: req.method ?? '', path, authorization: req.headers.authorization, body });
+      const json = (status: number, data: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(data));
+      if (path.startsWith('/files/')) return res.writeHead(200, { 'content-type': 'video/webm' }).end(webm);
+      const request = /^\/(.+)\/requests\/([^/]+)(\/status|\/cancel)?$/.exec(path);
+      if (request) {
+        const job = jobs.get(request[2]!);
+        if (!job) return json(404, { detail: 'no such request' });
+        if (request[3] === '/cancel') return json(202, { status: 'CANCELLATION_REQUESTED' });
+        if (request[3] === '/status') {
+          if (job.pollFailures > 0) {
+            job.pollFailures--;
+            return json(503, { detail: 'busy' });
+          }
+          job.polls--;
+          if (directive(job.prompt, 'fail') !== undefined && job.polls <= 0) return json(200, { status: 'FAILED', error: 'the model could not render this' });
+          return json(200, { status: job.polls <= 0 ? 'COMPLETED' : job.polls === 1 ? 'IN_PROGRESS' : 'IN_QUEUE' });
+        }
+        return json(200, { video: { url: `${base}/files/${request[2]!}.webm`, content_type: 'video/webm' } });
+      }
+      if (req.method !== 'POST') return json(404, { detail: 'not found' });
+      const prompt = promptOf(body);
+      if (directive(prompt, 'hang') !== undefined) return;
+      const status = Number(directive(prompt, 'status') ?? 0);
+      if (status) return json(status, { detail: directive(prompt, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}` });
+      const id = `req-${jobs.size + 1}`;
+      jobs.set(id, { prompt, polls: Number(directive(prompt, 'polls') ?? 2), pollFailures: Number(directive(prompt, 'pollfail') ?? 0) });
+      // Status and result URLs are left out: the adapter builds them from the model path.
+      return json(200, { request_id: id });
+    })();
+  });
+  const listening = await listen(server);
+  base = listening.baseUrl;
+  return { ...listening, received, submits: () => received.filter((r) => r.method === 'POST' && !r.path.includes('/requests/')).length };
+}
