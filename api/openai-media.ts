@@ -37,7 +37,7 @@ export const imageGenerationBody = z
       .describe('hd: the model’s high variant where one is listed (gpt-image-1 → gpt-image-1-high), else twice the price'),
     response_format: z.enum(['url', 'b64_json'], { error: "response_format must be 'url' or 'b64_json'" }).nullish().describe('url (default): signed, valid 24 h'),
     style: z.enum(['vivid', 'natural']).nullish().describe('Accepted and ignored'),
-    user: z.string().max(256).optional().describe('Accepted and ignored'),
+    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
   })
   .meta({ id: 'ImageGenerationRequest', examples: [{ model: 'flux', prompt: 'a lighthouse at dusk', n: 2, size: '1024x1024', quality: 'standard', response_format: 'url' }] });
 

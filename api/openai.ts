@@ -72,7 +72,7 @@ const textPart = z.object({ type: z.literal('text'), text: safeText({ label: 'co
 const chatMessage = z.object({
   role: z.enum(['system', 'developer', 'user', 'assistant']).describe('developer counts as system; tool messages are not supported'),
   content: z.union([safeText({ label: 'content' }), z.array(textPart).min(1)]).describe('Text, or an array of text parts (image parts are not supported)'),
-  name: z.string().max(64).optional(),
+  name: safeText({ max: 64 }).optional(),
 });
 
 const CHAT_FIELDS = [
@@ -93,13 +93,13 @@ export const chatCompletionBody = z
     temperature: z.number().min(0).max(2).nullish().describe('0 to 2, default 1'),
     top_p: z.number().min(0).max(1).nullish(),
     n: z.literal(1, { error: 'n: only one choice per request (n = 1) is supported' }).nullish(),
-    stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
+    stop: z.union([safeText({ max: 200 }), z.array(safeText({ max: 200 })).max(4)]).nullish(),
     presence_penalty: z.number().min(-2).max(2).nullish(),
     frequency_penalty: z.number().min(-2).max(2).nullish(),
     seed: z.number().int().nullish(),
-    user: z.string().max(256).optional().describe('Accepted and ignored'),
+    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
     store: z.boolean().nullish().describe('Accepted and ignored'),
-    metadata: z.record(z.string(), z.string()).nullish().describe('Accepted and ignored'),
+    metadata: z.record(safeText({ max: 64 }), safeText({ max: 512 })).nullish().describe('Accepted and ignored'),
     response_format: z.object({ type: z.literal('text', { error: `response_format: only {"type":"text"} ${UNSUPPORTED}` }) }).nullish(),
     // Refused clearly rather than ignored: the client would rely on them.
     tools: z.never({ error: `tools ${UNSUPPORTED}` }).optional(),
@@ -112,7 +112,7 @@ export const chatCompletionBody = z
     parallel_tool_calls: z.never({ error: `parallel_tool_calls ${UNSUPPORTED}` }).optional(),
     modalities: z.array(z.literal('text', { error: `modalities: only text ${UNSUPPORTED}` })).nullish(),
     audio: z.never({ error: `audio ${UNSUPPORTED}` }).optional(),
-    reasoning_effort: z.string().nullish().describe('Accepted and ignored'),
+    reasoning_effort: safeText({ max: 20 }).nullish().describe('Accepted and ignored'),
   })
   .meta({
     id: 'ChatCompletionRequest',

@@ -1,10 +1,11 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSimulator } from '../../core/providers/simulator';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 
 /**
- * Every text and number field of the generate endpoints, fed arbitrary JSON values in an otherwise
+ * Every text and number field of the generate endpoints of groups A, B and C, fed arbitrary JSON values in an otherwise
  * valid request: the answer is never a 5xx, always comes within a second, and whatever it admitted
  * finishes (no workflow is left running, no hold is left held).
  */
@@ -14,7 +15,7 @@ import type { Harness } from '../support/harness';
 const nasty = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.string({ unit: 'binary', maxLength: 200 }),
-  fc.constantFrom('a cat\u0000', '\ud800', 'x\udc00y', '\u001b[31mred', '\u0007', '   ', '', 'sim:fail', '😀'.repeat(50), 'x'.repeat(20_000)),
+  fc.constantFrom('a cat\u0000', '\ud800', 'x\udc00y', '\u001b[31mred', '\u0007', '   ', '', 'sim:delay=abc sim:tokens=-1', '😀'.repeat(50), 'x'.repeat(20_000)),
   fc.constantFrom(0, -1, -0.5, 1e308, -1e308, 2 ** 53, Number.MIN_VALUE, 3.7, 1e-9),
 );
 
@@ -26,6 +27,7 @@ interface Target {
 
 const C = '/api/generate';
 const A = '/api/v1/generate';
+const B = { chat: '/v1/chat/completions', images: '/v1/images/generations', video: '/v1/video/generations', videos: '/v1/videos' };
 const TARGETS: Target[] = [
   { url: C, base: { kind: 'image', model: 'flux', prompt: 'a cat' }, fields: ['prompt', 'model', 'quality', 'aspect', 'resolution'] },
   { url: C, base: { kind: 'video', model: 'seedance-lite', prompt: 'a cat', seconds: 3 }, fields: ['prompt', 'model', 'quality', 'aspect', 'seconds'] },
@@ -36,11 +38,16 @@ const TARGETS: Target[] = [
   { url: A, base: { kind: 'chat', prompt: 'a cat' }, fields: ['prompt', 'model', 'max_tokens'] },
   { url: A, base: { kind: 'chat', messages: [{ role: 'user', content: 'a cat' }] }, fields: ['messages', 'model'] },
   { url: A, base: { kind: 'upscale', image_url: 'http://127.0.0.1:9/none.png', scale: 2 }, fields: ['image_url', 'scale', 'model', 'prompt'] },
+  { url: B.chat, base: { model: 'claude-haiku', messages: [{ role: 'user', content: 'a cat' }], max_tokens: 16 }, fields: ['model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'user', 'seed', 'stream'] },
+  { url: B.images, base: { model: 'flux', prompt: 'a cat' }, fields: ['model', 'prompt', 'n', 'size', 'quality', 'response_format', 'user'] },
+  { url: B.video, base: { model: 'kling-2.1-pro', prompt: 'a cat', duration: 5 }, fields: ['model', 'prompt', 'duration', 'image_url'] },
+  { url: B.videos, base: { model: 'sora-2', prompt: 'a cat', seconds: '4' }, fields: ['model', 'prompt', 'seconds', 'size'] },
 ];
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ syncWaitMs: 20_000 });
+  // The provider answers at once: the bound of a second is on the service's own handling.
+  h = await startHarness({ syncWaitMs: 20_000, provider: createSimulator({ latencyMs: 0 }) });
 });
 afterAll(async () => {
   await h?.close();
