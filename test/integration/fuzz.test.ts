@@ -72,6 +72,13 @@ describe('fuzzing the generate endpoints', () => {
             const ms = performance.now() - started;
             expect(res.statusCode, `${target.url} ${field}=${JSON.stringify(value)?.slice(0, 80)}: ${res.body.slice(0, 200)}`).toBeLessThan(500);
             expect(ms, `${target.url} ${field} took ${ms} ms`).toBeLessThan(1_000);
+            if (String(res.headers['content-type']).startsWith('text/event-stream')) {
+              // A fuzzed `stream: true` asks for server-sent events: a well-formed stream, ended by [DONE].
+              expect(res.statusCode).toBe(200);
+              expect(res.body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+              admitted++;
+              return;
+            }
             const json = res.json<{ error?: { type: string; code: number; message: string } }>();
             if (res.statusCode >= 400) expect(json.error).toMatchObject({ type: expect.any(String), code: res.statusCode, message: expect.any(String) });
             else admitted++;
