@@ -115,7 +115,9 @@ async function main(): Promise<number> {
   phases.push(['start-up', Date.now() - began]);
 
   const admin = createHttp(stack.baseUrl, interrupt.signal);
-  const perAccount = Math.ceil(args.count / (ACCOUNTS.length - 1));
+  // Keys enough that no key reaches the plan's rate limit (a 429 would be the harness's doing):
+  // each request is followed by polls every 2 s while it runs.
+  const perAccount = Math.ceil(args.count / (ACCOUNTS.length - 1)) * 8;
   const accounts = [];
   for (const a of ACCOUNTS) {
     accounts.push(await openAccount(admin, stack.adminToken, { ...a, requests: perAccount, scopes: ['image', 'video', 'chat', 'upscale'] }));
