@@ -118,7 +118,13 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const replay = async (accountId: string, id: string, opts: SubmitOptions): Promise<Submitted> => {
     const g = await read(accountId, id);
     // The first request may have died between its hold and its start; starting again is harmless.
-    if (!TERMINAL.has(g.status)) await gateway.start(workflowInputOf(g, deps.deadlines?.[g.kind]));
+    // If Temporal cannot be reached, the hold stays: the workflow may well be running already, and
+    // the client's next repeat (or the reconciler, if it never started) settles what happens.
+    if (!TERMINAL.has(g.status)) {
+      await gateway.start(workflowInputOf(g, deps.deadlines?.[g.kind])).catch((err: unknown) => {
+        throw new ServiceUnavailableError('The generation could not be resumed just now; retry shortly with the same Idempotency-Key.', { cause: err });
+      });
+    }
     await waitIfSync(id, g.kind, opts);
     return { generation: await viewOf(await read(accountId, id), store), replayed: true };
   };
