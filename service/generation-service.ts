@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Door } from '../core/catalogue';
 import { getAccountCredits } from '../core/db/accounts';
 import type { Plan } from '../core/db/accounts';
+import { classifyDbError } from '../core/db/errors';
 import { getGeneration, listGenerations } from '../core/db/generations';
 import type { GenerationKind, GenerationRow, GenerationStatus } from '../core/db/generations';
 import { claimIdempotencyKey, findIdempotencyClaim } from '../core/db/idempotency';
@@ -143,6 +144,25 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     }
   };
 
+  /**
+   * The generation just admitted, as the database has it now. Its workflow has started, so it will
+   * run and be charged: a read that fails now (PostgreSQL gone for a moment) must not become a 503
+   * saying nothing was charged, which a client without a key would answer by paying twice. It is
+   * answered as admitted instead, queued, for the client to poll.
+   */
+  const admittedView = async (input: GenerationWorkflowInput, outcome: HoldOutcome & { admitted: true }, admittedAt: Date): Promise<GenerationView> => {
+    try {
+      return await viewOf(await read(input.accountId, input.generationId), store);
+    } catch (err) {
+      if (classifyDbError(err) !== 'transient') throw err;
+      return viewOf({
+        id: input.generationId, accountId: input.accountId, apiKeyId: input.apiKeyId, kind: input.kind, model: outcome.model,
+        status: 'queued', params: input.params, prompt: input.prompt, quoteMc: outcome.amountMc, chargedMc: 0, freeChat: outcome.free,
+        outputKey: null, outputText: null, error: null, createdAt: admittedAt, startedAt: null, finishedAt: null,
+      }, store);
+    }
+  };
+
   return {
     async submit(request: GenerationRequest, principal: Principal, opts: SubmitOptions): Promise<Submitted> {
       const keyed = opts.idempotency && {
@@ -166,6 +186,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       }
 
       const admissionTimer = metrics.admissionDuration.startTimer({ kind: priced.kind });
+      const admittedAt = new Date();
       const admitted = await inTransaction(pool, async (tx): Promise<{ replayOf: string } | { outcome: HoldOutcome & { admitted: true } }> => {
         if (keyed) {
           const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: priced.generationId });
@@ -207,7 +228,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       if (!outcome.free) metrics.creditsHeld.inc(mcToCredits(outcome.amountMc));
       opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: mcToCredits(outcome.amountMc), free: outcome.free }, 'generation admitted');
       await waitIfSync(input.generationId, input.kind, opts);
-      return { generation: await viewOf(await read(principal.accountId, input.generationId), store), replayed: false };
+      return { generation: await admittedView(input, outcome, admittedAt), replayed: false };
     },
 
     async get(principal: Principal, id: string): Promise<GenerationView> {
