@@ -25,6 +25,7 @@ import { outputChecks } from './output-checks';
 import { duration, renderReport } from './report';
 import { createFaultStack } from './stack';
 import type { FaultStack } from './stack';
+import { startWebhookReceiver, registerEndpoint, webhookCheck } from './webhooks';
 import { ACCOUNTS, planRequests } from './workload';
 
 const USAGE = `usage: npm run faults [-- --count=1000] [-- --rate=3.3] [-- --keep]
@@ -38,6 +39,8 @@ const WORKER_EVERY_MS = 30_000;
 const OUTAGE_MS = 8_000;
 /** How long the service gets to finish what the faults left in flight. */
 const SETTLE_LIMIT_MS = 8 * 60_000;
+/** How long the last webhook events get to arrive once everything has settled (a failed attempt is retried after 5 s). */
+const WEBHOOK_WAIT_MS = 120_000;
 
 function parseArgs(argv: string[]): { count: number; rate: number; keep: boolean } {
   const args = { count: 1000, rate: 3.3, keep: false };
@@ -101,9 +104,10 @@ async function main(): Promise<number> {
     },
   });
   /** What the steps below stop, once it exists. */
-  const opened: { db?: pg.Pool; inputs?: Awaited<ReturnType<typeof startInputServer>> } = {};
+  const opened: { db?: pg.Pool; inputs?: Awaited<ReturnType<typeof startInputServer>>; receiver?: Awaited<ReturnType<typeof startWebhookReceiver>> } = {};
   shutdown.add('stack', () => handle.stop());
   shutdown.add('input server', async () => opened.inputs?.close());
+  shutdown.add('webhook receiver', async () => opened.receiver?.close());
   shutdown.add('database observer', async () => opened.db?.end());
   shutdown.add('requests in flight', async () => interrupt.abort());
   shutdown.onSignals(() => process.exit(130));
@@ -122,6 +126,9 @@ async function main(): Promise<number> {
   for (const a of ACCOUNTS) {
     accounts.push(await openAccount(admin, stack.adminToken, { ...a, requests: perAccount, scopes: ['image', 'video', 'chat', 'upscale'] }));
   }
+  // The first account's finished generations are also sent to a webhook receiver.
+  const receiver = (opened.receiver = await startWebhookReceiver());
+  await registerEndpoint(stack.baseUrl, accounts[0]!.nextKey(), receiver.url);
   const plans = planRequests(args.count, inputs.images, randomBytes(4).toString('hex'));
   const spanMs = (args.count / args.rate) * 1000;
   const origin = Date.now();
@@ -151,7 +158,7 @@ async function main(): Promise<number> {
   await Promise.all(sent);
   clearInterval(progress);
   await faults;
-  phases.push(['submissions', Date.now() - origin]);
+  phases.push([`requests (sent over ${duration(spanMs)}, answered, followed to their end)`, Date.now() - origin]);
 
   const settling = Date.now();
   const db = (opened.db = createPool(stack.databaseUrl, 2));
@@ -164,6 +171,7 @@ async function main(): Promise<number> {
   const checks: Check[] = [...(await ledgerChecks(db, facts)), ...answerChecks(outcomes, facts, await idempotencyClaims(db))];
   const files = await outputChecks(stack.baseUrl, accounts.map((a) => a.nextKey()), facts, plans);
   checks.push(files.check);
+  checks.push(await webhookCheck(db, accounts[0]!.id, facts, receiver.received, WEBHOOK_WAIT_MS));
   checks.push({ name: 'no service process died on its own', ok: processProblems.length === 0, detail: processProblems.length === 0 ? 'only the kills of the schedule' : processProblems.join('; ') });
   phases.push(['checks', Date.now() - checking]);
 

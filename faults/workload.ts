@@ -30,7 +30,7 @@ export interface PlannedRequest {
 
 export const TOKEN_PATTERN = /\[faults #(\d+)\]/;
 
-/** Accounts: the rich ones never run out; the last one has a little and gets every 20th request. */
+/** Accounts: the rich ones never run out; the last one has a little and gets every 21st request. */
 export const ACCOUNTS = [
   { credits: 1_000_000, chatCap: 25 },
   { credits: 1_000_000, chatCap: 25 },
@@ -56,7 +56,8 @@ function mix(n: number, salt: number): number {
 export function planRequests(count: number, inputs: InputImage[], runId: string): PlannedRequest[] {
   return Array.from({ length: count }, (_, index) => {
     const kind = KIND_CYCLE[index % KIND_CYCLE.length]!;
-    const account = index % 20 === 13 ? POOR : index % POOR;
+    // 21 against the kind cycle's 20, so that the poor account gets every kind in turn.
+    const account = index % 21 === 13 ? POOR : index % POOR;
     const door: Door = mix(index, 1) < 0.5 ? 'A' : 'C';
     const simFail = mix(index, 2) < 0.1;
     const keyed = mix(index, 3) < 0.5;
