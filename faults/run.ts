@@ -110,8 +110,10 @@ async function main(): Promise<number> {
   shutdown.add('webhook receiver', async () => opened.receiver?.close());
   shutdown.add('database observer', async () => opened.db?.end());
   shutdown.add('requests in flight', async () => interrupt.abort());
-  shutdown.onSignals(() => process.exit(130));
-  shutdown.followParent(() => process.exit(130));
+  // Interrupted, the run has nothing to show: its folder goes unless asked to keep it.
+  const interrupted = () => void (args.keep ? Promise.resolve() : rm(dataDir, { recursive: true, force: true })).finally(() => process.exit(130));
+  shutdown.onSignals(interrupted);
+  shutdown.followParent(interrupted);
 
   log(`data in ${dataDir}; load average ${loadBefore} on ${availableParallelism()} cores`);
   const stack: FaultStack = await handle.start();
@@ -153,7 +155,10 @@ async function main(): Promise<number> {
   for (const plan of plans) {
     const wait = origin + (plan.index * 1000) / args.rate - Date.now();
     if (wait > 0) await sleep(wait, undefined, { signal: interrupt.signal });
-    sent.push(send(plan, accounts[plan.account]!.nextKey()).then((o) => void outcomes.push(o)));
+    sent.push(send(plan, accounts[plan.account]!.nextKey()).then((o) => void outcomes.push(o), (err: unknown) => {
+      // Cut short by Ctrl-C: the stop is under way, and there is nothing to report.
+      if (!interrupt.signal.aborted) throw err;
+    }));
   }
   await Promise.all(sent);
   clearInterval(progress);
