@@ -76,6 +76,8 @@ export async function startEntryProcess(options: {
   /** Its output is appended here too. */
   logFile?: string;
   detached?: boolean;
+  /** Told the pid as soon as it is spawned, before it is ready, so a safety net knows it at once. */
+  onSpawn?: (pid: number) => void;
 }): Promise<EntryProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', options.entry], {
     cwd: process.cwd(),
@@ -116,6 +118,7 @@ export async function startEntryProcess(options: {
     await exited;
   };
   if (child.pid === undefined) throw new EntryStartError(`could not start ${options.entry}`);
+  options.onSpawn?.(child.pid);
   const timeoutMs = options.readyTimeoutMs ?? 120_000;
   let timer: NodeJS.Timeout | undefined;
   try {

@@ -167,9 +167,9 @@ export function createStack(options: {
           entry: WORKER_ENTRY,
           env: { ...process.env, ...env, LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address },
           readyText: 'worker polling',
+          onSpawn: (pid) => reaper.tell('worker', pid),
         }),
       );
-      reaper.tell('worker', child.pid);
       steps.push({ name: 'worker process', stop: () => child.stop(), limitMs: 25_000 });
       workerPid = child.pid;
     }

@@ -13,6 +13,8 @@ export interface FaultEvent {
 export interface Timeline {
   readonly events: FaultEvent[];
   add(what: string): void;
+  /** Times count from here on (the first request); what happened during start-up shows before 0. */
+  startAt(origin: number): void;
 }
 
 export function createTimeline(origin: number, echo: (line: string) => void): Timeline {
@@ -22,7 +24,11 @@ export function createTimeline(origin: number, echo: (line: string) => void): Ti
     add(what) {
       const event = { at: Date.now() - origin, what };
       events.push(event);
-      echo(`t+${(event.at / 1000).toFixed(1)} s  ${what}`);
+      echo(`t${event.at < 0 ? '' : '+'}${(event.at / 1000).toFixed(1)} s  ${what}`);
+    },
+    startAt(next) {
+      for (const event of events) event.at -= next - origin;
+      origin = next;
     },
   };
 }

@@ -75,7 +75,7 @@ export function renderReport(r: RunFacts): string {
   ]), '');
 
   out.push('Faults (t = since the first request)');
-  out.push(...r.timeline.map((e) => `  t+${(e.at / 1000).toFixed(1).padStart(6)} s  ${e.what}`), '');
+  out.push(...r.timeline.map((e) => `  t${e.at < 0 ? '' : '+'}${(e.at / 1000).toFixed(1).padStart(6)} s  ${e.what}`), '');
 
   out.push('Invariants');
   out.push(...r.checks.map((c) => `  ${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail}`));

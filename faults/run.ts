@@ -91,7 +91,7 @@ async function main(): Promise<number> {
   setMaxListeners(0, interrupt.signal);
   const phases: [string, number][] = [];
   const processProblems: string[] = [];
-  let timeline = createTimeline(began, log);
+  const timeline = createTimeline(began, log);
 
   const handle = createFaultStack({
     dataDir,
@@ -134,7 +134,7 @@ async function main(): Promise<number> {
   const plans = planRequests(args.count, inputs.images, randomBytes(4).toString('hex'));
   const spanMs = (args.count / args.rate) * 1000;
   const origin = Date.now();
-  timeline = createTimeline(origin, log);
+  timeline.startAt(origin);
   log(`sending ${args.count} requests over ${duration(spanMs)}; faults: worker every ${WORKER_EVERY_MS / 1000} s, PostgreSQL and Temporal once each`);
   const faults = runFaults(stack, {
     workerEveryMs: WORKER_EVERY_MS,

@@ -18,6 +18,7 @@ import type { TemporalDevServer } from '../runtime/temporal-dev-server';
 const TASK_QUEUE = 'faults';
 /** Each worker bundles the workflows with webpack as it starts: slow on a busy machine. */
 const START_TIMEOUT_MS = 180_000;
+const MAX_STARTS = 10;
 
 export interface StackSettings {
   dataDir: string;
@@ -135,7 +136,7 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Fa
      * again until it is ready.
      */
     const supervised = async (what: Service): Promise<EntryProcess> => {
-      for (;;) {
+      for (let attempt = 1; ; attempt++) {
         try {
           const child = await startEntryProcess({
             entry: what === 'api' ? 'runtime/api-process.ts' : 'runtime/worker-process.ts',
@@ -144,11 +145,12 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Fa
             readyTimeoutMs: START_TIMEOUT_MS,
             logFile: join(dataDir, `${what}.log`),
             detached: true,
+            onSpawn: tell(what),
           });
-          tell(what)(child.pid);
           return child;
         } catch (err) {
-          if (!(err instanceof EntryStartError) || stopping) throw err;
+          // A few failed starts are an outage that has not ended yet; more is a service that cannot start.
+          if (!(err instanceof EntryStartError) || stopping || attempt >= MAX_STARTS) throw err;
           settings.onStartFailure(what, err.message.split('\n')[0] ?? err.message);
           await sleep(1_000);
         }
