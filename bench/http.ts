@@ -88,10 +88,10 @@ const REQUESTS_PER_KEY = 450;
 export async function openAccount(
   http: Http,
   adminToken: string,
-  a: { credits: number; requests: number; plan?: string },
+  a: { credits: number; requests: number; plan?: string; chatCap?: number; scopes?: string[] },
 ): Promise<BenchAccount> {
   const { id } = await expectStatus<{ id: string }>(
-    http.request('POST', '/admin/v1/accounts', { token: adminToken, body: { plan: a.plan ?? 'samurai', credits: a.credits, chatCap: 0 } }),
+    http.request('POST', '/admin/v1/accounts', { token: adminToken, body: { plan: a.plan ?? 'samurai', credits: a.credits, chatCap: a.chatCap ?? 0 } }),
     201,
     'create account',
   );
@@ -99,7 +99,7 @@ export async function openAccount(
   const keys: string[] = [];
   for (let i = 0; i < keyCount; i++) {
     const k = await expectStatus<{ key: string }>(
-      http.request('POST', `/admin/v1/accounts/${id}/keys`, { token: adminToken, body: { scopes: ['image', 'video', 'chat'] } }),
+      http.request('POST', `/admin/v1/accounts/${id}/keys`, { token: adminToken, body: { scopes: a.scopes ?? ['image', 'video', 'chat'] } }),
       201,
       'create key',
     );

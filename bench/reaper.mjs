@@ -1,17 +1,18 @@
-// The bench's safety net, run as its own detached process: if the bench process disappears
-// without stopping what it started (SIGKILL, or tsx escalating a Ctrl-C to SIGKILL while the
-// bench's event loop is busy), this stops the Temporal dev server's process group, PostgreSQL and
-// the worker child, and removes the bench's data folder. Plain JavaScript so it starts at once,
-// without a TypeScript loader.
+// The safety net of the bench and the fault run, run as its own detached process: if the harness
+// process disappears without stopping what it started (SIGKILL, or tsx escalating a Ctrl-C to
+// SIGKILL while the harness's event loop is busy), this stops the API and worker children, the
+// Temporal dev server's process group and PostgreSQL, and removes the harness's data folder.
+// Plain JavaScript so it starts at once, without a TypeScript loader.
 //
-//   node bench/reaper.mjs <bench pid> <data dir> <keep: 0|1>
-// and then, on stdin, lines `temporal <pgid>`, `postgres <pid>`, `worker <pid>` as they start.
+//   node bench/reaper.mjs <harness pid> <data dir> <keep: 0|1>
+// and then, on stdin, lines `temporal <pgid>`, `postgres <pid>`, `worker <pid>`, `api <pid>` as
+// they start (a later line for the same name replaces the earlier one: a restarted child).
 import { rm } from 'node:fs/promises';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const [benchPid, dataDir, keep] = [Number(process.argv[2]), process.argv[3], process.argv[4] === '1'];
-const targets = { temporal: undefined, postgres: undefined, worker: undefined };
+const targets = { temporal: undefined, postgres: undefined, worker: undefined, api: undefined };
 
 process.stdin.setEncoding('utf8').on('data', (chunk) => {
   for (const line of chunk.split('\n')) {
@@ -44,11 +45,12 @@ const waitGone = async (pid, ms) => {
 
 while (alive(benchPid)) await sleep(250);
 
-const { temporal, postgres, worker } = targets;
-if (worker && alive(worker)) {
-  send(worker, 'SIGTERM');
-  if (!(await waitGone(worker, 10_000))) send(worker, 'SIGKILL');
-}
+const { temporal, postgres, worker, api } = targets;
+await Promise.all([api, worker].map(async (pid) => {
+  if (!pid || !alive(pid)) return;
+  send(pid, 'SIGTERM');
+  if (!(await waitGone(pid, 10_000))) send(pid, 'SIGKILL');
+}));
 if (temporal && alive(-temporal)) {
   send(-temporal, 'SIGTERM');
   if (!(await waitGone(-temporal, 10_000))) send(-temporal, 'SIGKILL');
@@ -58,5 +60,5 @@ if (postgres && alive(postgres)) {
   if (!(await waitGone(postgres, 20_000))) send(postgres, 'SIGQUIT');
   if (!(await waitGone(postgres, 5_000))) send(postgres, 'SIGKILL');
 }
-if (!keep && dataDir && /\/bench-\d+$/.test(dataDir)) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+if (!keep && dataDir && /\/(bench|faults)-\d+$/.test(dataDir)) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
 process.exit(0);

@@ -1,8 +1,5 @@
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
-import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -10,13 +7,14 @@ import { loadConfig } from '../core/config';
 import { startApiServer } from '../runtime/api-server';
 import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
 import type { EmbeddedPostgres } from '../runtime/embedded-postgres';
-import { freePort, isAlive, OutputTail, signal, waitForExit } from '../runtime/process';
+import { freePort, signal } from '../runtime/process';
 import { openServices } from '../runtime/services';
 import type { Services } from '../runtime/services';
 import { ensureTemporalCli } from '../runtime/temporal-cli';
 import { startTemporalDevServer } from '../runtime/temporal-dev-server';
 import type { TemporalDevServer } from '../runtime/temporal-dev-server';
 import { startWorker } from '../runtime/worker-runner';
+import { startEntryProcess, startReaper } from './children';
 
 export type WorkerMode = 'in-process' | 'child';
 
@@ -47,36 +45,6 @@ export interface StackHandle {
 
 const TASK_QUEUE = 'bench';
 const WORKER_ENTRY = 'runtime/worker-process.ts';
-const REAPER = 'bench/reaper.mjs';
-
-/**
- * Starts bench/reaper.mjs, detached: it outlives a bench process killed with SIGKILL (which runs
- * no exit hook) and then stops whatever the bench had started. `tell` reports each child as it
- * starts; `dismiss` ends it once the bench has stopped everything itself.
- */
-function startReaper(dataDir: string, keepData: boolean) {
-  const reaper = spawn(process.execPath, [REAPER, String(process.pid), dataDir, keepData ? '1' : '0'], {
-    cwd: process.cwd(),
-    detached: true,
-    stdio: ['pipe', 'ignore', 'ignore'],
-  });
-  reaper.unref();
-  const stdin = reaper.stdin as Socket | null;
-  stdin?.on('error', () => undefined);
-  stdin?.unref();
-  const watched: number[] = [];
-  return {
-    tell: (name: 'temporal' | 'postgres' | 'worker', pid: number) => {
-      watched.push(name === 'temporal' ? -pid : pid);
-      stdin?.write(`${name} ${pid}\n`);
-    },
-    /** Ends the reaper, unless something it watches is still alive: then it stays to finish the job after we exit. */
-    dismiss: () => {
-      if (watched.some((pid) => isAlive(pid))) return;
-      if (reaper.pid !== undefined && reaper.exitCode === null) signal(reaper.pid, 'SIGTERM');
-    },
-  };
-}
 
 /**
  * The whole service on free ports in a private folder: its own Temporal dev server (headless,
@@ -198,11 +166,14 @@ export function createStack(options: {
       steps.push({ name: 'worker', stop: () => worker.stop(), limitMs: 15_000 });
     } else {
       const child = await timed('worker process (bundle + start)', () =>
-        startWorkerProcess({ ...env, LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address }),
+        startEntryProcess({
+          entry: WORKER_ENTRY,
+          env: { ...process.env, ...env, LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address },
+          readyText: 'worker polling',
+          onSpawn: (pid) => reaper.tell('worker', pid),
+        }),
       );
-      reaper.tell('worker', child.pid);
-      const forget = killOnExit(() => signal(child.pid, 'SIGKILL'));
-      steps.push({ name: 'worker process', stop: () => child.stop().finally(forget), limitMs: 25_000 });
+      steps.push({ name: 'worker process', stop: () => child.stop(), limitMs: 25_000 });
       workerPid = child.pid;
     }
 
@@ -235,44 +206,4 @@ export function createStack(options: {
     },
     stop,
   };
-}
-
-/**
- * `runtime/worker-process.ts` (the docker-compose worker) as a child: no npx or tsx CLI in
- * between, so our signals reach it and its pid is the worker's own.
- */
-async function startWorkerProcess(env: Record<string, string>): Promise<{ pid: number; stop(): Promise<void> }> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', WORKER_ENTRY], {
-    cwd: process.cwd(),
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const tail = new OutputTail();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      tail.push(chunk);
-      if (tail.toString().includes('worker polling')) resolve();
-    });
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => tail.push(chunk));
-    void exited.then(() => reject(new Error(`the worker process exited during start-up:\n${tail.toString()}`)));
-  });
-  const stop = async (): Promise<void> => {
-    const pid = child.pid;
-    if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-    signal(pid, 'SIGTERM');
-    if (!(await waitForExit(pid, 15_000))) signal(pid, 'SIGKILL');
-    await exited;
-  };
-  if (child.pid === undefined) throw new Error('could not start the worker process');
-  try {
-    await Promise.race([
-      ready,
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the worker process was not ready after 120 s:\n${tail.toString()}`)), 120_000).unref()),
-    ]);
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-  return { pid: child.pid, stop };
 }

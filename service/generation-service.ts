@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Door } from '../core/catalogue';
 import { getAccountCredits } from '../core/db/accounts';
 import type { Plan } from '../core/db/accounts';
+import { classifyDbError } from '../core/db/errors';
 import { getGeneration, listBatch, listGenerations } from '../core/db/generations';
 import type { GenerationKind, GenerationRow, GenerationStatus } from '../core/db/generations';
 import { findIdempotencyClaim } from '../core/db/idempotency';
@@ -141,7 +142,12 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const replay = async (accountId: string, firstId: string, opts: SubmitOptions): Promise<SubmittedMany> => {
     const rows = await readAll(accountId, firstId);
     // The first request may have died between its hold and its start; starting again is harmless.
-    await Promise.all(rows.filter((g) => !TERMINAL.has(g.status)).map((g) => gateway.start(workflowInputOf(g, deadlineOf(g.kind)))));
+    // If Temporal cannot be reached, the hold stays: the workflow may well be running already, and
+    // the client's next repeat (or the reconciler, if it never started) settles what happens.
+    await Promise.all(rows.filter((g) => !TERMINAL.has(g.status)).map((g) => gateway.start(workflowInputOf(g, deadlineOf(g.kind)))))
+      .catch((err: unknown) => {
+        throw new ServiceUnavailableError('The generation could not be resumed just now; retry shortly with the same Idempotency-Key.', { cause: err });
+      });
     await Promise.all(rows.map((g) => waitIfSync(g.id, g.kind, opts)));
     const after = await readAll(accountId, firstId);
     return { generations: await Promise.all(after.map((g) => viewOf(g, store))), replayed: true };
@@ -215,6 +221,25 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   };
 
   /**
+   * The generation just admitted, as the database has it now. Its workflow has started, so it will
+   * run and be charged: a read that fails now (PostgreSQL gone for a moment) must not become a 503
+   * saying nothing was charged, which a client without a key would answer by paying twice. It is
+   * answered as admitted instead, queued, for the client to poll.
+   */
+  const admittedView = async (input: GenerationWorkflowInput, admittedAt: Date): Promise<GenerationView> => {
+    try {
+      return await viewOf(await read(input.accountId, input.generationId), store);
+    } catch (err) {
+      if (classifyDbError(err) !== 'transient') throw err;
+      return viewOf({
+        id: input.generationId, accountId: input.accountId, apiKeyId: input.apiKeyId, kind: input.kind, model: input.model,
+        status: 'queued', params: input.params, prompt: input.prompt, quoteMc: input.quoteMc, chargedMc: 0, freeChat: input.admitted?.free ?? false,
+        outputKey: null, outputText: null, error: null, createdAt: admittedAt, startedAt: null, finishedAt: null,
+      }, store);
+    }
+  };
+
+  /**
    * Prices, admits and starts `count` generations of one request (group B's `n` images; 1
    * elsewhere), all held in one transaction or none. Each is a generation of its own, listed by
    * every door; an Idempotency-Key stands for the whole batch.
@@ -234,6 +259,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     for (const p of priced.slice(1)) p.params = { ...p.params, ...prepared?.params };
 
     const admissionTimer = metrics.admissionDuration.startTimer({ kind: priced[0]!.kind });
+    const admittedAt = new Date();
     const admitted = await admit(pool, priced, keyed);
     if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
     for (const input of admitted.inputs) withDeadline(input);
@@ -251,8 +277,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       admissionTimer();
       for (const input of admitted.inputs) admitted_(input, opts);
       await Promise.all(admitted.inputs.map((input) => waitIfSync(input.generationId, input.kind, opts)));
-      const rows = await Promise.all(admitted.inputs.map((input) => read(principal.accountId, input.generationId)));
-      return { generations: await Promise.all(rows.map((g) => viewOf(g, store))), replayed: false };
+      return { generations: await Promise.all(admitted.inputs.map((input) => admittedView(input, admittedAt))), replayed: false };
     } catch (err) {
       // Admitted: an error now must not make a client send the request again (and hold again).
       throw markAfterAdmission(err);

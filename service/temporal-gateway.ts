@@ -37,14 +37,18 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
   });
 
   return {
-    /** Starts the workflow of an admitted generation; a generation that already has one is left as it is. */
+    /**
+     * Starts the workflow of an admitted generation; a generation that already has one is left as it
+     * is. A server that cannot be reached is a ServiceUnavailableError (503), like a cancel's.
+     */
     async start(input: GenerationWorkflowInput): Promise<void> {
       try {
         await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
           client.workflow.start<typeof generation>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
         );
       } catch (err) {
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+        throw new ServiceUnavailableError('The workflow service could not be reached; retry shortly.', { cause: err });
       }
     },
 

@@ -1,0 +1,209 @@
+// The service as the compose deployment runs it, but as plain processes on free ports in one
+// folder, each reachable on its own so that it can be killed or restarted: an embedded PostgreSQL,
+// the Temporal dev server (SQLite file, as `npm start` runs it), the API (runtime/api-process.ts)
+// and one worker (runtime/worker-process.ts).
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EntryStartError, startEntryProcess, startReaper } from '../bench/children';
+import type { EntryProcess, ReaperTarget } from '../bench/children';
+import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
+import type { EmbeddedPostgres } from '../runtime/embedded-postgres';
+import { freePort } from '../runtime/process';
+import { ensureTemporalCli } from '../runtime/temporal-cli';
+import { startTemporalDevServer } from '../runtime/temporal-dev-server';
+import type { TemporalDevServer } from '../runtime/temporal-dev-server';
+
+const TASK_QUEUE = 'faults';
+/** Each worker bundles the workflows with webpack as it starts: slow on a busy machine. */
+const START_TIMEOUT_MS = 180_000;
+const MAX_STARTS = 10;
+
+export interface StackSettings {
+  dataDir: string;
+  /** Extra environment of the API and the worker (the reconciler's pace). */
+  serviceEnv: Record<string, string>;
+  log: (line: string) => void;
+  /** Told of every start of a service process that ended before it was ready (a supervisor restarts it). */
+  onStartFailure: (what: Service, error: string) => void;
+  /** Told when a running service process ended without being asked to (it is started again). */
+  onUnexpectedExit: (what: Service, how: string) => void;
+}
+
+export type Service = 'api' | 'worker';
+
+export interface FaultStack {
+  baseUrl: string;
+  adminToken: string;
+  databaseUrl: string;
+  dataDir: string;
+  /** The service processes' pids as they are now (a restart replaces them). */
+  pids(): Record<Service, number>;
+  /** SIGKILLs the worker; `startWorker` brings a new one. */
+  killWorker(): Promise<number>;
+  /** Starts a new worker and resolves once it polls. */
+  startWorker(): Promise<number>;
+  /** Fast shutdown of PostgreSQL; `startPostgres` starts it again on the same data and port. */
+  stopPostgres(): Promise<void>;
+  startPostgres(): Promise<void>;
+  /** Stops the Temporal dev server; `startTemporal` starts it again on the same SQLite file and port. */
+  stopTemporal(): Promise<void>;
+  startTemporal(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the stack. Whatever has started is stopped by `stop()` of the handle, which exists before
+ * anything starts so that a Ctrl-C during start-up can use it.
+ */
+export function createFaultStack(settings: StackSettings): { start(): Promise<FaultStack>; stop(): Promise<void> } {
+  const { dataDir, log } = settings;
+  let postgres: EmbeddedPostgres | undefined;
+  let temporal: TemporalDevServer | undefined;
+  let api: EntryProcess | undefined;
+  let worker: EntryProcess | undefined;
+  let reaper: ReturnType<typeof startReaper> | undefined;
+  let stopping: Promise<void> | undefined;
+
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      const bounded = async (name: string, work: Promise<unknown> | undefined, ms: number) => {
+        if (!work) return;
+        const late = sleep(ms, 'late' as const, { ref: false });
+        const outcome = await Promise.race([work.then(() => 'done' as const, (err: unknown) => err), late]);
+        if (outcome === 'late') log(`stopping ${name} took over ${ms / 1000} s; moving on`);
+        else if (outcome !== 'done') log(`stopping ${name} failed: ${(outcome as Error).message}`);
+      };
+      await Promise.all([bounded('the API', api?.stop(), 20_000), bounded('the worker', worker?.stop(), 20_000)]);
+      await bounded('Temporal', temporal?.stop(), 15_000);
+      await bounded('PostgreSQL', postgres?.stop(), 15_000);
+      reaper?.dismiss();
+    })());
+
+  const start = async (): Promise<FaultStack> => {
+    // Default mode (0777 less umask): as root PostgreSQL runs as user postgres and must be able to
+    // search every parent of its data directory.
+    await mkdir(dataDir, { recursive: true });
+    // Data is kept for inspection if the harness is killed; a finished run removes it itself.
+    reaper = startReaper(dataDir, true);
+    const tell = (name: ReaperTarget) => (pid: number) => reaper?.tell(name, pid);
+    const cliPath = await ensureTemporalCli({ env: process.env });
+    const [pgPort, temporalPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+
+    const startPostgres = () =>
+      startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres'), port: pgPort, logFile: join(dataDir, 'postgres.log'), onSpawn: tell('postgres'), readyTimeoutMs: 120_000 });
+    const startTemporal = () =>
+      startTemporalDevServer({
+        cliPath, dbFile: join(dataDir, 'temporal.sqlite'), port: temporalPort, headless: true, logFile: join(dataDir, 'temporal.log'), onSpawn: tell('temporal'), readyTimeoutMs: 120_000,
+      });
+
+    log('starting PostgreSQL and the Temporal dev server…');
+    const [pgResult, temporalResult] = await Promise.allSettled([startPostgres(), startTemporal()]);
+    if (pgResult.status === 'fulfilled') postgres = pgResult.value;
+    if (temporalResult.status === 'fulfilled') temporal = temporalResult.value;
+    if (pgResult.status === 'rejected') throw pgResult.reason;
+    if (temporalResult.status === 'rejected') throw temporalResult.reason;
+    await postgres!.ensureDatabase('gensvc');
+
+    const baseUrl = `http://127.0.0.1:${apiPort}`;
+    const adminToken = randomBytes(24).toString('base64url');
+    const databaseUrl = postgres!.urlFor('gensvc');
+    // What docker-compose gives the api and worker services, with this run's values; nothing else
+    // is inherited, so a DATABASE_URL or S3_BUCKET of the caller's shell cannot leak in.
+    const env: NodeJS.ProcessEnv = {
+      ...(process.env.PATH ? { PATH: process.env.PATH } : {}),
+      ...(process.env.HOME ? { HOME: process.env.HOME } : {}),
+      // Development mode lets the API fetch upscale inputs from the harness's loopback server.
+      NODE_ENV: 'development',
+      HOST: '127.0.0.1',
+      PORT: String(apiPort),
+      PUBLIC_BASE_URL: baseUrl,
+      DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporal!.address,
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      ADMIN_TOKEN: adminToken,
+      URL_SIGNING_SECRET: randomBytes(24).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(24).toString('base64url'),
+      LOG_LEVEL: 'warn',
+      ...settings.serviceEnv,
+    };
+
+    /**
+     * Starts a service process the way a supervisor (compose's `restart: unless-stopped`) would:
+     * one that exits during start-up, because PostgreSQL or Temporal is down just then, is started
+     * again until it is ready.
+     */
+    const supervised = async (what: Service): Promise<EntryProcess> => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const child = await startEntryProcess({
+            entry: what === 'api' ? 'runtime/api-process.ts' : 'runtime/worker-process.ts',
+            env,
+            readyText: what === 'api' ? 'API listening' : 'worker polling',
+            readyTimeoutMs: START_TIMEOUT_MS,
+            logFile: join(dataDir, `${what}.log`),
+            detached: true,
+            onSpawn: tell(what),
+          });
+          return child;
+        } catch (err) {
+          // A few failed starts are an outage that has not ended yet; more is a service that cannot start.
+          if (!(err instanceof EntryStartError) || stopping || attempt >= MAX_STARTS) throw err;
+          settings.onStartFailure(what, err.message.split('\n')[0] ?? err.message);
+          await sleep(1_000);
+        }
+      }
+    };
+
+    /** What runs as `what` now; a process that ends unasked is reported and replaced. */
+    const killed = new Set<number>();
+    const restarts: Partial<Record<Service, Promise<void>>> = {};
+    const launch = async (what: Service): Promise<void> => {
+      const child = await supervised(what);
+      if (what === 'api') api = child;
+      else worker = child;
+      void child.exited.then((how) => {
+        if (stopping || killed.has(child.pid)) return;
+        settings.onUnexpectedExit(what, how.signal ?? `exit code ${how.code}`);
+        // Past a stop, the supervisor gives up; nothing is left to report.
+        restarts[what] = launch(what).catch(() => undefined);
+      });
+    };
+
+    log('starting the API and the worker (each bundles or loads the code: up to a minute or two)…');
+    const results = await Promise.allSettled([launch('api'), launch('worker')]);
+    for (const result of results) if (result.status === 'rejected') throw result.reason;
+
+    return {
+      baseUrl,
+      adminToken,
+      databaseUrl,
+      dataDir,
+      pids: () => ({ api: api!.pid, worker: worker!.pid }),
+      async killWorker() {
+        await restarts.worker;
+        const victim = worker!;
+        killed.add(victim.pid);
+        await victim.kill();
+        return victim.pid;
+      },
+      async startWorker() {
+        await launch('worker');
+        return worker!.pid;
+      },
+      stopPostgres: () => postgres!.stop(),
+      async startPostgres() {
+        postgres = await startPostgres();
+      },
+      stopTemporal: () => temporal!.stop(),
+      async startTemporal() {
+        temporal = await startTemporal();
+      },
+      stop,
+    };
+  };
+
+  return { start, stop };
+}

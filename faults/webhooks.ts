@@ -1,0 +1,81 @@
+// Webhooks under the faults: one account has an endpoint on a loopback receiver, so the outbox,
+// the relay and the delivery workflows live through the same kills and restarts as generations.
+// Delivery is at least once: what must hold is that every finished generation's event arrives,
+// and that repeats carry the same delivery id (receivers drop duplicates by it).
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type pg from 'pg';
+import type { Check, GenerationFact } from './ledger-checks';
+
+interface Delivery {
+  deliveryId: string;
+  event: string;
+  generationId: string;
+}
+
+export async function startWebhookReceiver(): Promise<{ url: string; received: Delivery[]; close(): Promise<void> }> {
+  const received: Delivery[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { event?: string; generation?: { id?: string } };
+        received.push({ deliveryId: String(req.headers['webhook-id'] ?? ''), event: body.event ?? '', generationId: body.generation?.id ?? '' });
+      } catch {
+        // Not JSON: counted as nothing; the check finds the event missing.
+      }
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    received,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+/** Registers the receiver for the account of `token` (development mode allows plain http to loopback). */
+export async function registerEndpoint(baseUrl: string, token: string, url: string): Promise<void> {
+  const res = await fetch(`${baseUrl}/api/v1/webhooks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url, format: 'nested', events: ['generation.completed', 'generation.failed'] }),
+  });
+  if (res.status !== 201 && res.status !== 200) throw new Error(`registering the webhook endpoint answered ${res.status}: ${await res.text()}`);
+}
+
+const EVENT_OF: Record<string, string> = { succeeded: 'generation.completed', failed: 'generation.failed' };
+
+/**
+ * Waits (up to `waitMs`) until every finished generation of the account has had its event
+ * delivered, then says what arrived. A delivery whose attempt failed waits for its next one
+ * (5 s, then 5 min): the wait ends early only when nothing is missing.
+ */
+export async function webhookCheck(db: pg.Pool, accountId: string, facts: GenerationFact[], received: Delivery[], waitMs: number): Promise<Check> {
+  const expected = facts.filter((g) => g.accountId === accountId && EVENT_OF[g.status]);
+  const missing = () => {
+    const got = new Set(received.map((d) => `${d.generationId} ${d.event}`));
+    return expected.filter((g) => !got.has(`${g.id} ${EVENT_OF[g.status]}`));
+  };
+  const deadline = Date.now() + waitMs;
+  while (missing().length > 0 && Date.now() < deadline) await sleep(1_000);
+  const left = missing();
+  const ids = received.map((d) => d.deliveryId);
+  const repeats = ids.length - new Set(ids).size;
+  const states = await db.query<{ status: string; n: number }>(
+    `SELECT d.status, count(*)::int AS n FROM webhook_deliveries d WHERE d.account_id = $1 GROUP BY d.status ORDER BY d.status`,
+    [accountId],
+  );
+  const rows = states.rows.map((r) => `${r.n} ${r.status}`).join(', ');
+  return {
+    name: 'every finished generation of the webhook account had its event delivered',
+    ok: left.length === 0,
+    detail: `${expected.length} expected, ${received.length} received (${repeats} repeats of a delivery id, dropped by it); deliveries ${rows || 'none'}${left.length ? `; MISSING ${left.length}: ${left.slice(0, 5).map((g) => g.id).join(', ')}` : ''}`,
+  };
+}

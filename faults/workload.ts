@@ -1,0 +1,100 @@
+// What the fault run asks of the service: a fixed, reproducible mix of every kind through both
+// doors, some that the simulator fails, some keyed, some on an account that runs out of credits.
+// Every prompt carries the request's number (`[faults #N]`), so that the checks can find in the
+// database every generation a request made, however many times it was sent.
+import type { InputImage } from './inputs';
+
+export type Kind = 'image' | 'video' | 'chat' | 'upscale';
+export type Door = 'A' | 'C';
+
+export interface PlannedRequest {
+  index: number;
+  /** Index into the run's accounts; the last one is the account meant to run out of credits. */
+  account: number;
+  door: Door;
+  kind: Kind;
+  /** `sim:fail` in the prompt: the provider refuses the run, the hold must be released. */
+  simFail: boolean;
+  /** Sent with an Idempotency-Key and retried on a 5xx or a dropped connection. */
+  idempotencyKey: string | undefined;
+  /**
+   * Keyed requests only: the network loses the first answer after this long (the client stops
+   * waiting), so the retry meets its first attempt still in flight or already admitted.
+   */
+  loseFirstAnswerAfterMs?: number;
+  path: '/api/v1/generate' | '/api/generate';
+  body: Record<string, unknown>;
+  /** Upscales: the input and the factor, to check the output's size. */
+  upscale?: { input: InputImage; scale: 2 | 4 };
+}
+
+export const TOKEN_PATTERN = /\[faults #(\d+)\]/;
+
+/** Accounts: the rich ones never run out; the last one has a little and gets every 21st request. */
+export const ACCOUNTS = [
+  { credits: 1_000_000, chatCap: 25 },
+  { credits: 1_000_000, chatCap: 25 },
+  { credits: 1_000_000, chatCap: 25 },
+  { credits: 120, chatCap: 5 },
+] as const;
+const POOR = ACCOUNTS.length - 1;
+
+/** Kind by position in a cycle of 20: 7 images, 5 chats, 4 videos, 4 upscales. */
+const KIND_CYCLE: Kind[] = [
+  'image', 'chat', 'video', 'image', 'upscale', 'chat', 'image', 'video', 'upscale', 'image',
+  'chat', 'image', 'video', 'upscale', 'chat', 'image', 'video', 'upscale', 'chat', 'image',
+];
+
+/** A small deterministic hash, so a run's mix is the same every time. */
+function mix(n: number, salt: number): number {
+  let x = (n + 1) * 2654435761 + salt * 40503;
+  x = Math.imul(x ^ (x >>> 15), 2246822507);
+  x = Math.imul(x ^ (x >>> 13), 3266489909);
+  return ((x ^ (x >>> 16)) >>> 0) / 4294967296;
+}
+
+export function planRequests(count: number, inputs: InputImage[], runId: string): PlannedRequest[] {
+  return Array.from({ length: count }, (_, index) => {
+    const kind = KIND_CYCLE[index % KIND_CYCLE.length]!;
+    // 21 against the kind cycle's 20, so that the poor account gets every kind in turn.
+    const account = index % 21 === 13 ? POOR : index % POOR;
+    const door: Door = mix(index, 1) < 0.5 ? 'A' : 'C';
+    const simFail = mix(index, 2) < 0.1;
+    const keyed = mix(index, 3) < 0.5;
+    // Some runs take seconds, so that kills and restarts find work in flight at every step.
+    const slow = mix(index, 4) < 0.3;
+    const delayMs = { image: slow ? 2_500 : 0, chat: slow ? 1_500 : 0, video: 2_000 + Math.round(mix(index, 5) * 6_000), upscale: slow ? 3_000 : 0 }[kind];
+    const prompt = `[faults #${index}] ${kind} under faults${simFail ? ' sim:fail' : ''}${delayMs > 0 ? ` sim:delay=${delayMs}` : ''}`;
+    const request: PlannedRequest = {
+      index,
+      account,
+      door,
+      kind,
+      simFail,
+      idempotencyKey: keyed ? `faults-${runId}-${index}` : undefined,
+      ...(keyed && mix(index, 7) < 0.15 ? { loseFirstAnswerAfterMs: 20 + Math.round(mix(index, 8) * 400) } : {}),
+      path: door === 'A' ? '/api/v1/generate' : '/api/generate',
+      body: {},
+    };
+    switch (kind) {
+      case 'image':
+        request.body = door === 'A' ? { kind, model: 'flux', prompt, width: 512, height: 384 } : { kind, model: 'flux', prompt };
+        break;
+      case 'video':
+        request.body = door === 'A' ? { kind, model: 'kling', prompt, seconds: 5, quality: '480p' } : { kind, model: 'hailuo', prompt, seconds: 6, quality: '480p' };
+        break;
+      case 'chat':
+        // No model: free while the account's allowance lasts, then the automatic model, paid.
+        request.body = { kind, prompt };
+        break;
+      case 'upscale': {
+        const input = inputs[index % inputs.length]!;
+        const scale = mix(index, 6) < 0.7 ? 2 : 4;
+        request.upscale = { input, scale };
+        request.body = door === 'A' ? { kind, image_url: input.url, scale, prompt } : { kind, imageUrl: input.url, scale, prompt };
+        break;
+      }
+    }
+    return request;
+  });
+}
