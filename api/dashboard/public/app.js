@@ -65,7 +65,7 @@ function Login() {
     ${params.get('password') === 'set' ? html`<${Alert} kind="notice">Your password is set. Log in with it.<//>` : null}
     <${Alert} error=${error} />
     <form onSubmit=${submit} class="stack">
-      <label>Email<input name="email" type="email" autocomplete="username" required value=${params.get('email') ?? ''} /></label>
+      <label>Email<input name="email" type="email" autocomplete="username" required defaultValue=${params.get('email') ?? ''} /></label>
       <label>Password<input name="password" type="password" autocomplete="current-password" required /></label>
       <button type="submit" disabled=${busy}>${busy ? 'Logging in…' : 'Log in'}</button>
     </form>
