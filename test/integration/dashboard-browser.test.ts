@@ -156,6 +156,7 @@ describe('the dashboard in Chromium', () => {
     await expect.poll(() => page.locator('[data-endpoint] p').first().textContent()).toContain('renamed');
     await page.getByRole('button', { name: /^Redeliver / }).first().click();
     await receiver.until(2, (r) => r.json.event === 'ping');
+    await page.locator('[data-delivery][data-status="succeeded"] td[data-label="Attempts"]', { hasText: '2' }).waitFor({ timeout: 20_000 });
     await shot('webhooks');
   });
 

@@ -15,6 +15,11 @@ let seq = 0;
 /** An account with a user whose password is set (through the API, as the set-password page does). */
 export async function dashboardUser(h: Harness, a: { credits: number; plan?: string; chatCap?: number } = { credits: 1_000 }): Promise<DashboardUser & { key: string }> {
   const { accountId, key } = await h.account({ credits: a.credits, plan: a.plan, chatCap: a.chatCap, scopes: ['image', 'video', 'chat', 'upscale'] });
+  return { ...(await userOf(h, accountId)), key };
+}
+
+/** A user of an existing account, password set. */
+export async function userOf(h: Harness, accountId: string): Promise<DashboardUser> {
   const email = `user${++seq}-${Date.now()}@example.com`;
   const created = await h.admin('POST', '/admin/v1/users', { accountId, email });
   expect(created.statusCode, created.body).toBe(201);
@@ -22,7 +27,7 @@ export async function dashboardUser(h: Harness, a: { credits: number; plan?: str
   const password = 'correct horse battery staple';
   const set = await h.app.inject({ method: 'POST', url: '/dashboard/api/set-password', payload: { token: linkToken(setPasswordUrl), password } });
   expect(set.statusCode, set.body).toBe(200);
-  return { accountId, key, userId: id, email, password, setPasswordUrl };
+  return { accountId, userId: id, email, password, setPasswordUrl };
 }
 
 export const linkToken = (url: string): string => new URL(url).hash.replace(/^#token=/, '');
