@@ -9,16 +9,16 @@ import { MAX_PASSWORD_LENGTH } from '../../core/passwords';
 import type { OutputStore } from '../../core/storage';
 import type { GenerationService } from '../../service/generation-service';
 import { csrfTokenOf, SESSION_TTL_MS } from '../../service/session-service';
+import type { Session } from '../../service/session-service';
 import type { WebhookService } from '../../service/webhook-service';
 import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKIE } from '../auth';
 import type { SessionAuthDeps } from '../auth';
 import { legacyGenerateBody, toRequest } from '../legacy';
-import { PLAN_LIMITS } from '../rate-limit';
 import { balance, errorResponses, generation, idParams, quote } from '../schemas';
 import type { ErrorStatus } from '../schemas';
 import { generationList, generationOf, listQuery } from '../v1';
 import { webhookRoutes } from '../webhooks';
-import { liveEvents } from './events';
+import { liveEvents, overviewOf } from './events';
 
 /** Limits of the dashboard's own calls, per user, per 60 s window. */
 export interface DashboardLimits {
@@ -78,6 +78,10 @@ function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean): s
   return [`${SESSION_COOKIE}=${token}`, 'Path=/', 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAgeSeconds}`, ...(secure ? ['Secure'] : [])].join('; ');
 }
 
+const sessionInfoOf = (s: Session, token: string): z.infer<typeof sessionInfo> => ({
+  user: { id: s.userId, email: s.email }, accountId: s.accountId, csrfToken: csrfTokenOf(token), expiresAt: s.expiresAt.toISOString(),
+});
+
 const bucketOf = (kind: string, value: string) => `login:${kind}:${createHash('sha256').update(value).digest('base64url')}`;
 
 /** The dashboard's JSON calls under /dashboard/api: a session cookie, and its CSRF token on every change. */
@@ -107,7 +111,7 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     await countAttempt(request, reply, request.body.email);
     const { token, session } = await sessions.service.login(request.body.email, request.body.password, request.headers['user-agent'] ?? null);
     reply.header('Set-Cookie', sessionCookie(token, Math.floor(SESSION_TTL_MS / 1000), sessions.secure));
-    return { user: { id: session.userId, email: session.email }, accountId: session.accountId, csrfToken: csrfTokenOf(token), expiresAt: session.expiresAt.toISOString() };
+    return sessionInfoOf(session, token);
   });
 
   anonymous.post('/dashboard/api/set-password', {
@@ -141,17 +145,11 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
 
     route.get('/dashboard/api/session', {
       schema: { operationId: 'dashboardSession', tags, security, summary: 'Who is logged in, and the session’s CSRF token', response: { 200: sessionInfo, ...errors() } },
-    }, async (request) => {
-      const s = request.session!;
-      return { user: { id: s.userId, email: s.email }, accountId: s.accountId, csrfToken: csrfTokenOf(s.token), expiresAt: s.expiresAt.toISOString() };
-    });
+    }, async (request) => sessionInfoOf(request.session!, request.session!.token));
 
     route.get('/dashboard/api/overview', {
       schema: { operationId: 'dashboardOverview', tags, security, summary: 'Balance, holds, free chat allowance, plan and rate limit', response: { 200: overview, ...errors() } },
-    }, async (request) => {
-      const b = await deps.service.balance(principalOf(request));
-      return { ...b, rateLimitPerMinute: PLAN_LIMITS[b.plan] };
-    });
+    }, async (request) => overviewOf(await deps.service.balance(principalOf(request))));
 
     route.get('/dashboard/api/generations', {
       schema: { operationId: 'dashboardListGenerations', tags, security, summary: 'The account’s generations, newest first (as GET /api/v1/generations)', querystring: listQuery, response: { 200: generationList, ...errors(400) } },

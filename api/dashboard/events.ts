@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { listChangedGenerations, listInFlightIds } from '../../core/db/generations';
 import { idFloorAt } from '../../core/ids';
 import type { OutputStore } from '../../core/storage';
-import type { GenerationService } from '../../service/generation-service';
+import type { Balance, GenerationService } from '../../service/generation-service';
 import { viewOf } from '../../service/records';
 import type { SessionService } from '../../service/session-service';
 import { principalOf } from '../auth';
@@ -26,6 +26,9 @@ const MAX_STREAM_MS = 10 * 60_000;
 const OVERLAP_MS = 5_000;
 /** Generations created this long ago are still watched (an admission that fetched an input commits late). */
 const RECENT_MS = 10 * 60_000;
+
+/** The overview of the dashboard: the balance with the plan's rate limit. */
+export const overviewOf = (b: Balance) => ({ ...b, rateLimitPerMinute: PLAN_LIMITS[b.plan] });
 
 /** Streams that are open, so that the app's close ends them instead of waiting for the browsers. */
 const open = new Set<() => void>();
@@ -87,11 +90,11 @@ export function liveEvents(deps: LiveEventsDeps, request: FastifyRequest, reply:
         return end();
       }
     }
-    const b = await deps.service.balance(principal);
-    const overview = JSON.stringify({ ...b, rateLimitPerMinute: PLAN_LIMITS[b.plan] });
-    if (overview !== lastOverview) {
-      lastOverview = overview;
-      send('overview', JSON.parse(overview));
+    const overview = overviewOf(await deps.service.balance(principal));
+    const seen = JSON.stringify(overview);
+    if (seen !== lastOverview) {
+      lastOverview = seen;
+      send('overview', overview);
     }
     const tickStarted = new Date();
     const recent = idFloorAt('gen', Date.now() - RECENT_MS);
