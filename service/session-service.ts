@@ -39,7 +39,7 @@ export function createSessionService(deps: { pool: pg.Pool; now?: () => number }
 
     /** A new session for the right email and password; the same refusal for every wrong pair. */
     async login(email: string, password: string, userAgent: string | null): Promise<{ token: string; session: Session }> {
-      const user = await findUserByEmail(pool, email.toLowerCase());
+      const user = await findUserByEmail(pool, email.trim().toLowerCase());
       const ok = user?.passwordHash ? await verifyPassword(password, user.passwordHash) : await burnPasswordCheck(password);
       if (!user || !ok) throw new UnauthorizedError('The email or the password is wrong.');
       const token = newToken();

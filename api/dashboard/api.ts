@@ -97,7 +97,7 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
   const countAttempt = async (request: FastifyRequest, reply: FastifyReply, email?: string) => {
     assertSameOrigin(request, sessions.origins);
     await rateLimited(limiter, reply, bucketOf('ip', request.ip), limits.loginsPerIp);
-    if (email !== undefined) await rateLimited(limiter, reply, bucketOf('email', email.toLowerCase()), limits.loginsPerEmail);
+    if (email !== undefined) await rateLimited(limiter, reply, bucketOf('email', email.trim().toLowerCase()), limits.loginsPerEmail);
   };
 
   anonymous.post('/dashboard/api/login', {
