@@ -1,10 +1,13 @@
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core): an operator's
  * invitation, setting the password, logging in, keys, webhooks, the playground and logging out,
- * each checked against the API with plain HTTP as a client would. Screenshots of every page go to
- * docs/screenshots/ (desktop, and a phone for some).
+ * each checked against the API with plain HTTP as a client would. Screenshots of every page
+ * (desktop, and a phone for some) go to docs/screenshots/ with UPDATE_SCREENSHOTS=1:
+ *   UPDATE_SCREENSHOTS=1 npx vitest run test/integration/dashboard-browser.test.ts
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchBrowser } from '../support/browser';
@@ -13,7 +16,11 @@ import type { Harness } from '../support/harness';
 import { startReceiver } from '../support/webhook-receiver';
 import type { TestReceiver } from '../support/webhook-receiver';
 
-const SHOTS = new URL('../../docs/screenshots/', import.meta.url).pathname;
+// Every run takes the screenshots (they render each page on a desktop and a phone); they replace
+// docs/screenshots/ only when asked, so that a test run leaves the working tree as it was.
+const SHOTS = process.env.UPDATE_SCREENSHOTS === '1'
+  ? new URL('../../docs/screenshots/', import.meta.url).pathname
+  : `${join(tmpdir(), `gensvc-screenshots-${process.pid}`)}/`;
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1280, height: 860 };
 const PASSWORD = 'a password for the browser test';
@@ -45,6 +52,7 @@ afterAll(async () => {
   await browser?.close();
   await receiver?.close();
   await h?.close();
+  if (process.env.UPDATE_SCREENSHOTS !== '1') await rm(SHOTS, { recursive: true, force: true });
 });
 
 async function shot(name: string, size = DESKTOP): Promise<void> {
