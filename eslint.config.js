@@ -33,6 +33,17 @@ export default tseslint.config(
     files: ['examples/**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly' } },
   },
+  // The dashboard's front end runs in browsers (ES modules served as they are).
+  {
+    files: ['api/dashboard/public/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries([
+        'window', 'document', 'location', 'history', 'navigator', 'fetch', 'EventSource', 'FormData', 'URLSearchParams',
+        'Intl', 'confirm', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'console',
+      ].map((name) => [name, 'readonly'])),
+    },
+  },
   {
     files: ['workflows/**/*.ts', 'machines/**/*.ts'],
     rules: {

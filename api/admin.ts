@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import { z } from 'zod';
-import { createAccount, createAccountBody, createKey, createKeyBody, revokeKey, topUp, topUpBody } from '../core/admin-operations';
+import { createAccount, createAccountBody, createKey, createKeyBody, createUser, createUserBody, revokeKey, topUp, topUpBody } from '../core/admin-operations';
 import { UnauthorizedError } from '../core/errors';
 import { bearerToken } from './auth';
 import { errorResponses } from './schemas';
@@ -12,10 +12,17 @@ export interface AdminDeps {
   pool: pg.Pool;
   adminToken: string;
   defaultChatCap: number;
+  /** The origin set-password links point at (PUBLIC_BASE_URL); the request's own when absent. */
+  publicBaseUrl?: string | undefined;
 }
 
 const security = [{ adminToken: [] }];
 const tags = ['Operator'];
+const userCreated = z.object({
+  id: z.string().describe('usr_…'),
+  setPasswordUrl: z.string().describe('Hand it to the user: it sets the password once, then the user logs in at /dashboard/login'),
+  expiresAt: z.string().describe('When the link stops working'),
+}).meta({ id: 'UserCreated' });
 const accountParams = z.object({ id: z.string().describe('An account id (acct_…)') });
 
 /** An onRequest hook admitting only the operator's token (compared in constant time). */
@@ -64,6 +71,26 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
       response: { 200: z.object({ id: z.string(), balance: z.number() }), ...errorResponses(400, 401, 404, 500, 503) },
     },
   }, async (request) => topUp(deps.pool, request.params.id, request.body));
+
+  app.post('/admin/v1/users', {
+    schema: {
+      operationId: 'adminCreateUser', tags, security,
+      summary: 'Create a dashboard user of an account; answers a one-time link to set the password',
+      description: 'The link works once and expires after 24 hours. Asking again for a user of the same account answers 200 with a new link (an invitation resent, or a password reset).',
+      body: createUserBody,
+      response: {
+        201: userCreated.describe('A new user'),
+        200: userCreated.describe('The user already existed in this account: a new link'),
+        ...errorResponses(400, 401, 404, 409, 500, 503),
+      },
+    },
+  }, async (request, reply) => {
+    const user = await createUser(deps.pool, request.body);
+    const base = deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+    reply.code(user.created ? 201 : 200);
+    // The token travels in the fragment, which browsers never send to a server nor put in a Referer.
+    return { id: user.id, setPasswordUrl: `${base}/dashboard/set-password#token=${user.token}`, expiresAt: user.expiresAt.toISOString() };
+  });
 
   app.delete('/admin/v1/keys/:id', {
     schema: {

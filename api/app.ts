@@ -12,8 +12,13 @@ import { createGenerationService } from '../service/generation-service';
 import type { GenerationServiceDeps } from '../service/generation-service';
 import { createGenerationGateway } from '../service/temporal-gateway';
 import { createWebhookDispatcher } from '../service/webhook-dispatch';
+import { createSessionService } from '../service/session-service';
 import { createWebhookService } from '../service/webhook-service';
 import { adminRoutes } from './admin';
+import { dashboardApiRoutes, DEFAULT_DASHBOARD_LIMITS } from './dashboard/api';
+import type { DashboardLimits } from './dashboard/api';
+import { endLiveEvents } from './dashboard/events';
+import { dashboardPages } from './dashboard/pages';
 import { registerDocs } from './docs';
 import { installErrorHandler } from './errors';
 import { fileRoutes } from './files';
@@ -26,7 +31,7 @@ import { createRateLimiter } from './rate-limit';
 import type { RateLimiter } from './rate-limit';
 import { openaiRoutes } from './openai';
 import { v1Routes } from './v1';
-import { webhookRoutes } from './webhooks';
+import { keyedWebhookDoor, webhookRoutes } from './webhooks';
 import type { Provider } from '../core/providers/types';
 
 export interface AppDeps {
@@ -50,6 +55,11 @@ export interface AppDeps {
   logger?: FastifyServerOptions['logger'];
   /** Webhook registration and replays; without it creating or rotating an endpoint answers 503. */
   webhooks?: AppWebhookOptions;
+  /** PUBLIC_BASE_URL: the origin of set-password links and of the dashboard; the request's own when absent. */
+  publicBaseUrl?: string;
+  /** Session cookies are `Secure` unless this is false (development mode over plain http). */
+  secureCookies?: boolean;
+  dashboardLimits?: Partial<DashboardLimits>;
 }
 
 export interface AppWebhookOptions {
@@ -119,11 +129,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     log: (message, err) => app.log.warn({ err }, message),
   });
 
+  const publicOrigin = deps.publicBaseUrl ? new URL(deps.publicBaseUrl).origin : undefined;
+  const sessions = {
+    service: createSessionService({ pool: deps.pool }),
+    secure: deps.secureCookies ?? true,
+    origins: publicOrigin ? [publicOrigin] : [],
+  };
+
   await app.register(healthRoutes, { pool: deps.pool, client: deps.client });
   await app.register(fileRoutes, { store: deps.store });
-  await app.register(adminRoutes, { pool: deps.pool, adminToken: deps.adminToken, defaultChatCap: deps.defaultChatCap });
+  await app.register(adminRoutes, { pool: deps.pool, adminToken: deps.adminToken, defaultChatCap: deps.defaultChatCap, publicBaseUrl: publicOrigin });
   await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
-  await app.register(legacyRoutes, { pool: deps.pool, limiter, service });
+  await app.register(legacyRoutes, { pool: deps.pool, limiter, service, sessions });
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
 
   const hooks = deps.webhooks;
@@ -138,7 +155,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     ...(hooks?.clock ? { clock: hooks.clock } : {}),
   });
-  await app.register(webhookRoutes, { pool: deps.pool, limiter, webhooks });
+  await app.register(webhookRoutes, { door: keyedWebhookDoor({ pool: deps.pool, limiter }), webhooks });
+  await app.register(dashboardPages, { sessions });
+  await app.register(dashboardApiRoutes, {
+    pool: deps.pool, limiter, sessions, service, webhooks, store: deps.store,
+    limits: { ...DEFAULT_DASHBOARD_LIMITS, ...deps.dashboardLimits },
+  });
+  // Open live views would hold the server's close until the browsers leave.
+  app.addHook('preClose', async () => endLiveEvents());
   await app.register(mcpRoutes, {
     pool: deps.pool,
     limiter,

@@ -29,11 +29,16 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'An API key (gsk_…), shown once when created' },
           adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN)' },
+          session: {
+            type: 'apiKey', in: 'cookie', name: 'gensvc_session',
+            description: 'A dashboard session (log in at /dashboard/login). POST, PATCH and DELETE also need the session’s CSRF token in the X-CSRF-Token header.',
+          },
         },
       },
       tags: [
         { name: 'Group A', description: 'The unified API: one generate endpoint, models, balance, history' },
         { name: 'Group C', description: 'Per-kind generate endpoint and credits' },
+        { name: 'Dashboard', description: 'The web dashboard’s own calls, made with a session cookie (/dashboard)' },
         { name: 'Files', description: 'Generated files, reached through signed URLs' },
         { name: 'Operator', description: 'Health and the admin API' },
       ],

@@ -5,8 +5,8 @@ import { safeText } from '../core/text';
 import type { GenerationRequest } from '../service/requests';
 import type { GenerationService } from '../service/generation-service';
 import { recordOf } from '../service/records';
-import { principalOf, requireApiKey } from './auth';
-import type { AuthDeps } from './auth';
+import { principalOf, requireKeyOrSession } from './auth';
+import type { SessionAuthDeps } from './auth';
 import { credits, errorResponses, generateHeaders, generationRecord, idParams, prefersAsync } from './schemas';
 
 /** Group C's body for POST /api/generate: camelCase, one `kind` per shape (spec, group C). */
@@ -50,7 +50,7 @@ export const legacyGenerateBody = z
 
 type LegacyGenerateBody = z.infer<typeof legacyGenerateBody>;
 
-function toRequest(body: LegacyGenerateBody): GenerationRequest {
+export function toRequest(body: LegacyGenerateBody): GenerationRequest {
   switch (body.kind) {
     case 'image':
       return { kind: 'image', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect };
@@ -64,11 +64,12 @@ function toRequest(body: LegacyGenerateBody): GenerationRequest {
 }
 
 const generationResponse = z.object({ generation: generationRecord });
-const security = [{ apiKey: [] }];
+/** Group C takes an API key or a dashboard session (spec, Authentication 4). */
+const security: Record<string, string[]>[] = [{ apiKey: [] }, { session: [] }];
 
 /** Group C: per-kind generate, polling and credits, without a version prefix. */
-export const legacyRoutes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationService }> = async (app, deps) => {
-  app.addHook('onRequest', requireApiKey(deps, 'unauthorized'));
+export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: GenerationService }> = async (app, deps) => {
+  app.addHook('onRequest', requireKeyOrSession(deps));
 
   app.post('/api/generate', {
     schema: {

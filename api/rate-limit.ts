@@ -18,6 +18,8 @@ export interface RateDecision {
 export interface RateLimiter {
   /** Counts the request if the window has room; otherwise says when to retry. */
   decide(keyId: string, plan: Plan): Promise<RateDecision>;
+  /** The same for any bucket with its own limit per window (a session's user, login attempts). */
+  check(bucket: string, limit: number): Promise<RateDecision>;
   close(): Promise<void>;
 }
 
@@ -34,16 +36,17 @@ function decision(limit: number, allowed: boolean, count: number, resetMs: numbe
  */
 export function createRateLimiter(now: () => number = Date.now, windowMs = WINDOW_MS): RateLimiter {
   const windows = new Map<string, number[]>();
+  const check = (bucket: string, limit: number): Promise<RateDecision> => {
+    const t = now();
+    const stamps = (windows.get(bucket) ?? []).filter((s) => s > t - windowMs);
+    const allowed = stamps.length < limit;
+    if (allowed) stamps.push(t);
+    windows.set(bucket, stamps);
+    return Promise.resolve(decision(limit, allowed, stamps.length, stamps[0]! + windowMs - t));
+  };
   return {
-    decide(keyId, plan) {
-      const limit = PLAN_LIMITS[plan];
-      const t = now();
-      const stamps = (windows.get(keyId) ?? []).filter((s) => s > t - windowMs);
-      const allowed = stamps.length < limit;
-      if (allowed) stamps.push(t);
-      windows.set(keyId, stamps);
-      return Promise.resolve(decision(limit, allowed, stamps.length, stamps[0]! + windowMs - t));
-    },
+    decide: (keyId, plan) => check(keyId, PLAN_LIMITS[plan]),
+    check,
     close: () => Promise.resolve(),
   };
 }
@@ -128,22 +131,24 @@ export function createRedisRateLimiter(opts: RedisRateLimiterOptions): RateLimit
     return firstConnect;
   };
 
-  return {
-    async decide(keyId, plan) {
-      const limit = PLAN_LIMITS[plan];
-      try {
-        await connected();
-        const [allowed, count, resetMs] = await redis.slidingWindow(`${prefix}${keyId}`, windowMs, limit, randomUUID());
-        if (degraded) {
-          degraded = false;
-          log.info('rate limit: Redis is back; API instances share the plan limits again');
-        }
-        return decision(limit, allowed === 1, count, resetMs);
-      } catch (err) {
-        unavailable(err);
-        return local.decide(keyId, plan);
+  const check = async (bucket: string, limit: number): Promise<RateDecision> => {
+    try {
+      await connected();
+      const [allowed, count, resetMs] = await redis.slidingWindow(`${prefix}${bucket}`, windowMs, limit, randomUUID());
+      if (degraded) {
+        degraded = false;
+        log.info('rate limit: Redis is back; API instances share the plan limits again');
       }
-    },
+      return decision(limit, allowed === 1, count, resetMs);
+    } catch (err) {
+      unavailable(err);
+      return local.check(bucket, limit);
+    }
+  };
+
+  return {
+    decide: (keyId, plan) => check(keyId, PLAN_LIMITS[plan]),
+    check,
     close() {
       // quit() would wait for a connection that may never come.
       redis.disconnect();

@@ -23,11 +23,13 @@ export const apiError = z
   })
   .meta({ id: 'Error' });
 
-const ERROR_MEANINGS: Record<number, string> = {
+export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 429 | 500 | 503;
+
+const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   400: 'Missing or malformed parameter (invalid_request_error), no price for the model (unknown_cost), or a prompt refused by the safety guard (content_policy_violation); nothing was held or run',
   401: 'Missing or invalid credentials',
   402: 'insufficient_credits: the quoted price exceeds the available balance; nothing ran',
-  403: 'permission_error: the key lacks the scope or the model',
+  403: 'permission_error: the key lacks the scope or the model; csrf_error: a session’s call without its X-CSRF-Token, or from a page of another origin',
   404: 'not_found',
   405: 'The path exists but not with this method; see the Allow header',
   409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), or a disabled webhook endpoint (endpoint_disabled)',
@@ -38,7 +40,7 @@ const ERROR_MEANINGS: Record<number, string> = {
 };
 
 /** Response entries for the given error statuses, each with the error body. */
-export function errorResponses<const S extends readonly (keyof typeof ERROR_MEANINGS)[]>(...statuses: S) {
+export function errorResponses<const S extends readonly ErrorStatus[]>(...statuses: S) {
   return Object.fromEntries(statuses.map((s) => [s, apiError.describe(ERROR_MEANINGS[s] ?? 'error')])) as { [K in S[number]]: typeof apiError };
 }
 
@@ -108,6 +110,19 @@ export const balance = z
     trial,
   })
   .meta({ id: 'Balance' });
+
+/** A priced request with nothing held (POST /api/v1/quote, the dashboard's playground). */
+export const quote = z
+  .object({
+    kind,
+    model: z.string().describe('The model that would run (canonical id; the free model while the chat allowance lasts)'),
+    credits: z.number().describe('The price that submitting now would hold and charge'),
+    free: z.boolean().describe('A chat reply the free allowance would cover'),
+    params: z.record(z.string(), z.unknown()).describe('What would run after pricing: clamped seconds, resolution, snapped aspect, size…'),
+    balance: z.number().describe('Credits that can be spent now'),
+    affordable: z.boolean().describe('Whether the balance covers the price now'),
+  })
+  .meta({ id: 'Quote' });
 
 export const idParams = z.object({ id: z.string().describe('A generation id') });
 

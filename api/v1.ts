@@ -12,7 +12,7 @@ import type { ChatMessage, GenerationRequest } from '../service/requests';
 import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
 import { inDoorWords } from './errors';
-import { balance, errorResponses, generateHeaders, generation, idParams, prefersAsync } from './schemas';
+import { balance, errorResponses, generateHeaders, generation, idParams, prefersAsync, quote } from './schemas';
 
 /** Group A's body for POST /api/v1/generate: the spec's fields plus what each kind needs, snake_case. */
 const MAX_MEDIA_PROMPT_CHARS = 10_000;
@@ -114,13 +114,13 @@ export function generationOf(g: GenerationView): z.infer<typeof generation> {
 }
 
 const kind = z.enum(GENERATION_KINDS as ['image', 'video', 'chat', 'upscale']);
-const listQuery = z.object({
+export const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size, 1 to 100 (default 20)'),
   cursor: z.string().max(400).optional().describe('next_cursor of the previous page'),
   kind: kind.optional(),
   status: z.enum(GENERATION_STATUSES as ['queued', 'running', 'succeeded', 'failed']).optional(),
 });
-const generationList = z
+export const generationList = z
   .object({ data: z.array(generation), next_cursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last page') })
   .meta({ id: 'GenerationList' });
 
@@ -192,6 +192,18 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
       }
       return generationOf(g);
     });
+
+    route.post('/api/v1/quote', {
+      schema: {
+        operationId: 'quote',
+        tags,
+        summary: 'What a generate request would cost now, with nothing held',
+        description: 'The body of POST /api/v1/generate, priced by the same rules (scope, safety guard, model, clamping) without admitting it: nothing is held, run or recorded. An upscale’s image is not fetched.',
+        security,
+        body: v1GenerateBody,
+        response: { 200: quote, ...errorResponses(400, 401, 403, 429, 500, 503) },
+      },
+    }, async (request) => inDoorWords(GROUP_A_PARAMS, () => deps.service.quote(toRequest(request.body), principalOf(request), 'A')));
 
     route.get('/api/v1/balance', {
       schema: {

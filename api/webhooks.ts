@@ -4,9 +4,11 @@ import { FLAT_EVENTS, NESTED_EVENTS, WEBHOOK_FORMATS } from '../core/webhooks/ev
 import { safeText } from '../core/text';
 import type { DeliveryView, EndpointView, WebhookService } from '../service/webhook-service';
 import { MAX_WEBHOOK_ENDPOINTS } from '../service/webhook-service';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
 import { errorResponses } from './schemas';
+import type { ErrorStatus } from './schemas';
 
 /** Group A's webhook API (DESIGN §6 "Webhooks API"): any valid key of the account manages its endpoints. */
 
@@ -73,6 +75,11 @@ const delivery = z.object({
   createdAt: z.string(),
 }).meta({ id: 'WebhookDelivery' });
 
+// Named schemas are made once: the routes are registered for two doors.
+const endpointList = z.object({ data: z.array(endpoint) }).meta({ id: 'WebhookEndpointList' });
+const deleted = z.object({ id: z.string(), deleted: z.literal(true) }).meta({ id: 'WebhookDeleted' });
+const deliveryList = z.object({ data: z.array(delivery), next_cursor: z.string().nullable() }).meta({ id: 'WebhookDeliveryList' });
+
 const idParams = z.object({ id: z.string().describe('A webhook endpoint id (wh_…)') });
 const deliveryParams = idParams.extend({ deliveryId: z.string().describe('A delivery id (whd_…)') });
 const deliveriesQuery = z.object({
@@ -108,83 +115,115 @@ function deliveryOf(d: DeliveryView): z.infer<typeof delivery> {
   };
 }
 
-const security = [{ apiKey: [] }];
-const tags = ['Webhooks'];
 
-export const webhookRoutes: FastifyPluginAsyncZod<AuthDeps & { webhooks: WebhookService }> = async (app, deps) => {
-  app.addHook('onRequest', requireApiKey(deps, 'authentication_error'));
+/**
+ * Who calls the webhook routes and how: group A with an API key at /api/v1/webhooks, or the
+ * dashboard with a session at /dashboard/api/webhooks. The routes, their service and their shapes
+ * are the same; the prefix, the authentication and its failures differ.
+ */
+export interface WebhookDoor {
+  prefix: string;
+  authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  security: Record<string, string[]>[];
+  tags: string[];
+  /** Prepended to every operationId (e.g. `dashboard` → dashboardCreateWebhook). */
+  operationPrefix?: string;
+  /** The failure statuses every route of this door can answer besides its own (401, 429, 500, 503…). */
+  errors: readonly ErrorStatus[];
+  /** And those only its POST, PATCH and DELETE can (a session's CSRF refusal). */
+  changeErrors?: readonly ErrorStatus[];
+}
+
+export function keyedWebhookDoor(deps: AuthDeps): WebhookDoor {
+  return {
+    prefix: '/api/v1/webhooks',
+    authenticate: requireApiKey(deps, 'authentication_error'),
+    security: [{ apiKey: [] }],
+    tags: ['Webhooks'],
+    errors: [401, 429, 500, 503],
+  };
+}
+
+export const webhookRoutes: FastifyPluginAsyncZod<{ door: WebhookDoor; webhooks: WebhookService }> = async (app, deps) => {
+  const { door, webhooks } = deps;
+  app.addHook('onRequest', door.authenticate);
   const route = app.withTypeProvider<ZodTypeProvider>();
-  const { webhooks } = deps;
+  const { security, tags, prefix } = door;
+  const operationId = (name: string) => (door.operationPrefix ? `${door.operationPrefix}${name[0]!.toUpperCase()}${name.slice(1)}` : name);
+  const statuses = (own: ErrorStatus[], extra: readonly ErrorStatus[]) => errorResponses(...[...new Set([...own, ...door.errors, ...extra])].sort((a, b) => a - b));
+  /** The error answers of a GET, and of a change. */
+  const errors = (...own: ErrorStatus[]) => statuses(own, []);
+  const changeErrors = (...own: ErrorStatus[]) => statuses(own, door.changeErrors ?? []);
 
-  route.post('/api/v1/webhooks', {
+  route.post(prefix, {
     schema: {
-      operationId: 'createWebhook', tags, security,
+      operationId: operationId('createWebhook'), tags, security,
       summary: 'Register an endpoint; the answer shows its signing secret, once',
       description: `At most ${MAX_WEBHOOK_ENDPOINTS} endpoints per account. The URL must be https and must not be, or resolve to, a private, loopback, link-local or metadata address.`,
       body: createBody,
-      response: { 201: endpointWithSecret, ...errorResponses(400, 401, 429, 500, 503) },
+      response: { 201: endpointWithSecret, ...changeErrors(400) },
     },
   }, async (request, reply) => {
     const { endpoint: e, secret } = await webhooks.create(principalOf(request), request.body);
-    reply.code(201).header('Location', `/api/v1/webhooks/${e.id}`);
+    reply.code(201).header('Location', `${prefix}/${e.id}`);
     return { ...endpointOf(e), secret };
   });
 
-  route.get('/api/v1/webhooks', {
+  route.get(prefix, {
     schema: {
-      operationId: 'listWebhooks', tags, security, summary: 'The account’s endpoints (without secrets)',
-      response: { 200: z.object({ data: z.array(endpoint) }).meta({ id: 'WebhookEndpointList' }), ...errorResponses(401, 429, 500, 503) },
+      operationId: operationId('listWebhooks'), tags, security, summary: 'The account’s endpoints (without secrets)',
+      response: { 200: endpointList, ...errors() },
     },
   }, async (request) => ({ data: (await webhooks.list(principalOf(request))).map(endpointOf) }));
 
-  route.get('/api/v1/webhooks/:id', {
+  route.get(`${prefix}/:id`, {
     schema: {
-      operationId: 'getWebhook', tags, security, summary: 'One endpoint (without its secret)', params: idParams,
-      response: { 200: endpoint, ...errorResponses(401, 404, 429, 500, 503) },
+      operationId: operationId('getWebhook'), tags, security, summary: 'One endpoint (without its secret)', params: idParams,
+      response: { 200: endpoint, ...errors(404) },
     },
   }, async (request) => endpointOf(await webhooks.get(principalOf(request), request.params.id)));
 
-  route.patch('/api/v1/webhooks/:id', {
+  route.patch(`${prefix}/:id`, {
     schema: {
-      operationId: 'updateWebhook', tags, security, summary: 'Change the URL, the events, the description, or enable or disable it',
+      operationId: operationId('updateWebhook'), tags, security, summary: 'Change the URL, the events, the description, or enable or disable it',
       params: idParams,
       body: updateBody,
-      response: { 200: endpoint, ...errorResponses(400, 401, 404, 429, 500, 503) },
+      response: { 200: endpoint, ...changeErrors(400, 404) },
     },
   }, async (request) => endpointOf(await webhooks.update(principalOf(request), request.params.id, request.body)));
 
-  route.delete('/api/v1/webhooks/:id', {
+  route.delete(`${prefix}/:id`, {
     schema: {
-      operationId: 'deleteWebhook', tags, security, summary: 'Delete an endpoint with its delivery log; pending deliveries stop',
+      operationId: operationId('deleteWebhook'), tags, security, summary: 'Delete an endpoint with its delivery log; pending deliveries stop',
       params: idParams,
-      response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }).meta({ id: 'WebhookDeleted' }), ...errorResponses(401, 404, 429, 500, 503) },
+      response: { 200: deleted, ...changeErrors(404) },
     },
   }, async (request) => {
     await webhooks.remove(principalOf(request), request.params.id);
     return { id: request.params.id, deleted: true as const };
   });
 
-  route.post('/api/v1/webhooks/:id/rotate-secret', {
+  route.post(`${prefix}/:id/rotate-secret`, {
     schema: {
-      operationId: 'rotateWebhookSecret', tags, security,
+      operationId: operationId('rotateWebhookSecret'), tags, security,
       summary: 'A new secret, shown once; the previous one keeps signing beside it for 24 hours',
       params: idParams,
-      response: { 200: endpointWithSecret, ...errorResponses(401, 404, 429, 500, 503) },
+      response: { 200: endpointWithSecret, ...changeErrors(404) },
     },
   }, async (request) => {
     const { endpoint: e, secret } = await webhooks.rotate(principalOf(request), request.params.id);
     return { ...endpointOf(e), secret };
   });
 
-  route.get('/api/v1/webhooks/:id/deliveries', {
+  route.get(`${prefix}/:id/deliveries`, {
     schema: {
-      operationId: 'listWebhookDeliveries', tags, security,
+      operationId: operationId('listWebhookDeliveries'), tags, security,
       summary: 'The delivery log, newest first: every attempt with its status code, duration, error and next retry',
       params: idParams,
       querystring: deliveriesQuery,
       response: {
-        200: z.object({ data: z.array(delivery), next_cursor: z.string().nullable() }).meta({ id: 'WebhookDeliveryList' }),
-        ...errorResponses(400, 401, 404, 429, 500, 503),
+        200: deliveryList,
+        ...errors(400, 404),
       },
     },
   }, async (request) => {
@@ -192,12 +231,12 @@ export const webhookRoutes: FastifyPluginAsyncZod<AuthDeps & { webhooks: Webhook
     return { data: page.data.map(deliveryOf), next_cursor: page.nextCursor };
   });
 
-  route.post('/api/v1/webhooks/:id/deliveries/:deliveryId/redeliver', {
+  route.post(`${prefix}/:id/deliveries/:deliveryId/redeliver`, {
     schema: {
-      operationId: 'redeliverWebhook', tags, security,
+      operationId: operationId('redeliverWebhook'), tags, security,
       summary: 'Send a delivery again now, with the same delivery id (a failed one gets a new retry schedule)',
       params: deliveryParams,
-      response: { 202: delivery, ...errorResponses(401, 404, 409, 429, 500, 503) },
+      response: { 202: delivery, ...changeErrors(404, 409) },
     },
   }, async (request, reply) => {
     const d = await webhooks.redeliver(principalOf(request), request.params.id, request.params.deliveryId);
@@ -205,11 +244,11 @@ export const webhookRoutes: FastifyPluginAsyncZod<AuthDeps & { webhooks: Webhook
     return deliveryOf(d);
   });
 
-  route.post('/api/v1/webhooks/:id/test', {
+  route.post(`${prefix}/:id/test`, {
     schema: {
-      operationId: 'testWebhook', tags, security, summary: 'Send a signed ping event to the endpoint',
+      operationId: operationId('testWebhook'), tags, security, summary: 'Send a signed ping event to the endpoint',
       params: idParams,
-      response: { 202: delivery, ...errorResponses(401, 404, 409, 429, 500, 503) },
+      response: { 202: delivery, ...changeErrors(404, 409) },
     },
   }, async (request, reply) => {
     const d = await webhooks.test(principalOf(request), request.params.id);

@@ -91,6 +91,7 @@ export function createAdminClient(o: AdminClientOptions) {
     createKey: (accountId: string, input: { scopes: string[]; models?: string[] }) =>
       call<{ id: string; key: string }>('POST', `/admin/v1/accounts/${seg(accountId)}/keys`, input),
     addCredits: (accountId: string, credits: number) => call<{ id: string; balance: number }>('POST', `/admin/v1/accounts/${seg(accountId)}/credits`, { credits }),
+    createUser: (input: { accountId: string; email: string }) => call<{ id: string; setPasswordUrl: string; expiresAt: string }>('POST', '/admin/v1/users', input),
     revokeKey: (keyId: string) => call<{ id: string; revoked: boolean }>('DELETE', `/admin/v1/keys/${seg(keyId)}`),
   };
 }

@@ -13,7 +13,8 @@ export type Command =
   | { name: 'account create'; plan: Plan; credits: number; chatCap?: number }
   | { name: 'key create'; accountId: string; scopes: string[]; models?: string[] }
   | { name: 'key revoke'; keyId: string }
-  | { name: 'credits add'; accountId: string; credits: number };
+  | { name: 'credits add'; accountId: string; credits: number }
+  | { name: 'user create'; accountId: string; email: string };
 
 export interface Invocation {
   command: Command;
@@ -32,6 +33,8 @@ const OPTIONS = {
   'chat-cap': { type: 'string' },
   scopes: { type: 'string' },
   models: { type: 'string' },
+  account: { type: 'string' },
+  email: { type: 'string' },
 } as const;
 
 const GLOBAL_FLAGS = ['url', 'admin-token', 'json', 'help'];
@@ -68,6 +71,15 @@ const SPECS: Record<string, Spec> = {
     }),
   },
   'key revoke': { positionals: ['key id'], flags: [], build: ([keyId = '']) => ({ name: 'key revoke', keyId }) },
+  'user create': {
+    positionals: [],
+    flags: ['account', 'email'],
+    build: (_, v) => {
+      const email = need(v.email, 'email');
+      if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError(`--email must be an email address; got '${email}'`);
+      return { name: 'user create', accountId: need(v.account, 'account'), email };
+    },
+  },
   'credits add': {
     positionals: ['account id'],
     flags: ['credits'],

@@ -15,6 +15,15 @@ export const formatKeyCreated = (body: { id: string; key: string }) =>
 
 export const formatCreditsAdded = (body: { id: string; balance: number }) => `${body.balance} credits available on ${body.id}`;
 
+export const formatUserCreated = (body: { id: string; setPasswordUrl: string; expiresAt: string }) =>
+  [
+    `Set-password link  ${body.setPasswordUrl}`,
+    `User id            ${body.id}`,
+    '',
+    `Send the link to the user: it sets their password once and expires at ${body.expiresAt}.`,
+    'Then they log in at /dashboard/login. Running this again for the same email gives a new link.',
+  ].join('\n');
+
 export const formatKeyRevoked = (body: { id: string }) => `Revoked key ${body.id}; requests made with it now get 401.`;
 
 export function formatHealth(body: Health): string {

@@ -4,7 +4,7 @@ import { parseInvocation, UsageError } from './args';
 import type { Command } from './args';
 import { ConfigError, resolveTarget } from './config';
 import type { CliEnv } from './config';
-import { formatAccountCreated, formatCreditsAdded, formatHealth, formatJson, formatKeyCreated, formatKeyRevoked } from './output';
+import { formatAccountCreated, formatCreditsAdded, formatHealth, formatJson, formatKeyCreated, formatKeyRevoked, formatUserCreated } from './output';
 import { USAGE } from './usage';
 
 export interface Io {
@@ -64,6 +64,10 @@ async function execute(cmd: Exclude<Command, { name: 'help' }>, client: AdminCli
     case 'credits add': {
       const body = await client.addCredits(cmd.accountId, cmd.credits);
       return { body, text: formatCreditsAdded(body), ok: true };
+    }
+    case 'user create': {
+      const body = await client.createUser({ accountId: cmd.accountId, email: cmd.email });
+      return { body, text: formatUserCreated(body), ok: true };
     }
     case 'key revoke': {
       const body = await client.revokeKey(cmd.keyId);

@@ -20,6 +20,11 @@ Commands:
       Top up an account; prints the new available balance.
       e.g. gensvc credits add acct_01j... --credits 250
 
+  user create --account <account id> --email <email>
+      Create a dashboard user of the account; prints a one-time link to set the password
+      (valid 24 h, works once). Run it again for the same email to get a new link.
+      e.g. gensvc user create --account acct_01j... --email ada@example.com
+
   health
       Check that the API, PostgreSQL and Temporal answer.
       e.g. gensvc health

@@ -1,15 +1,17 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { accountExists, insertAccount, insertApiKey, revokeApiKey, PLANS } from './db/accounts';
+import { findUserByEmail, insertPasswordLink, insertUser } from './db/users';
 import { creditAccount } from './db/ledger';
 import { inTransaction } from './db/pool';
 import { generateApiKey, hashApiKey, normaliseScope } from './api-keys';
 import { findChatModel, findImageModel, findOpenAiChatModel, findOpenAiVideoModel, findUpscaleModel, findVideoModel, AUTO_CHAT_ID } from './catalogue';
-import { InvalidRequestError, NotFoundError } from './errors';
+import { EmailTakenError, InvalidRequestError, NotFoundError } from './errors';
 import { newId } from './ids';
 import { creditsToMc, mcToCredits } from './money';
+import { hashToken, newToken } from './passwords';
 
-/** What an operator does: open accounts, issue and revoke keys, add credits. */
+/** What an operator does: open accounts, issue and revoke keys, add credits, invite dashboard users. */
 
 const credits = z.number().finite().min(0).max(1e12);
 
@@ -57,7 +59,34 @@ export async function topUp(pool: pg.Pool, accountId: string, body: z.infer<type
   return { id: accountId, balance: mcToCredits(after.balance_mc - after.held_mc) };
 }
 
-export async function revokeKey(pool: pg.Pool, keyId: string) {
-  if (!(await revokeApiKey(pool, keyId))) throw new NotFoundError(`Key '${keyId}' not found.`);
+/** Revokes a key at once; given an account (the dashboard), only a key of that account. */
+export async function revokeKey(pool: pg.Pool, keyId: string, accountId?: string) {
+  if (!(await revokeApiKey(pool, keyId, accountId))) throw new NotFoundError(`Key '${keyId}' not found.`);
   return { id: keyId, revoked: true as const };
+}
+
+/** How long a link to set a password stays valid. */
+export const PASSWORD_LINK_TTL_MS = 24 * 3_600_000;
+
+export const createUserBody = z.object({
+  accountId: z.string().min(1).max(100).describe('The account the user works in (acct_…)'),
+  email: z.email({ error: 'email must be an email address' }).max(254).transform((e) => e.toLowerCase()).describe('Their login; compared case-insensitively'),
+}).meta({ examples: [{ accountId: 'acct_01j0000000000000000000000', email: 'ada@example.com' }] });
+
+/**
+ * Creates a dashboard user of an account with a one-time link to set the password (valid
+ * PASSWORD_LINK_TTL_MS, single use; only its SHA-256 is stored). Asking again for a user of the same
+ * account issues a new link (an invitation resent, or a password reset); `created` says which.
+ */
+export async function createUser(pool: pg.Pool, body: z.infer<typeof createUserBody>, now = Date.now()) {
+  if (!(await accountExists(pool, body.accountId))) throw new NotFoundError(`Account '${body.accountId}' not found.`, { param: 'accountId' });
+  const token = newToken();
+  return inTransaction(pool, async (tx) => {
+    const created = await insertUser(tx, { id: newId('usr'), accountId: body.accountId, email: body.email });
+    const user = await findUserByEmail(tx, body.email);
+    if (!user || user.accountId !== body.accountId) throw new EmailTakenError();
+    const expiresAt = new Date(now + PASSWORD_LINK_TTL_MS);
+    await insertPasswordLink(tx, { tokenHash: hashToken(token), userId: user.id, expiresAt });
+    return { id: user.id, token, expiresAt, created };
+  });
 }

@@ -66,6 +66,12 @@ export class PermissionError extends DomainError {
   readonly type = 'permission_error';
 }
 
+/** A dashboard session's state-changing call without its CSRF token, or from a page of another origin. */
+export class CsrfError extends DomainError {
+  readonly status = 403;
+  readonly type = 'csrf_error';
+}
+
 export class NotFoundError extends DomainError {
   readonly status = 404;
   readonly type = 'not_found';
@@ -86,6 +92,15 @@ export class RateLimitError extends DomainError {
   constructor(limit: number, retryAfterSeconds: number) {
     super(`Rate limit of ${limit} requests per minute exceeded; retry after ${retryAfterSeconds} s.`);
     this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** An email that already belongs to a user of another account (emails are unique across accounts). */
+export class EmailTakenError extends DomainError {
+  readonly status = 409;
+  readonly type = 'email_taken';
+  constructor() {
+    super('This email already belongs to a user of another account.', { param: 'email' });
   }
 }
 

@@ -6,13 +6,25 @@ const BASE32 = '0123456789abcdefghjkmnpqrstvwxyz';
  * Time-ordered ids (48-bit millisecond timestamp + 80 random bits, Crockford base32), so ids sort
  * by creation and make a natural cursor for listings. The prefix names the resource.
  */
-export function newId(prefix: 'gen' | 'acct' | 'key' | 'wh' | 'whd' | 'task', now = Date.now()): string {
+type IdPrefix = 'gen' | 'acct' | 'key' | 'wh' | 'whd' | 'task' | 'usr';
+
+function timePart(now: number): string {
   let time = '';
   let t = now;
   for (let i = 0; i < 10; i++) {
     time = BASE32[t % 32]! + time;
     t = Math.floor(t / 32);
   }
+  return time;
+}
+
+/** The smallest id of that time: every id made at or after `time` sorts at or above it. */
+export function idFloorAt(prefix: IdPrefix, time: number): string {
+  return `${prefix}_${timePart(time)}${'0'.repeat(16)}`;
+}
+
+export function newId(prefix: IdPrefix, now = Date.now()): string {
+  const time = timePart(now);
   const random = randomBytes(16);
   let rand = '';
   for (let i = 0; i < 16; i++) rand += BASE32[random[i]! % 32]!;

@@ -32,6 +32,9 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     }),
     webhooks: { secretKey: s.webhookSecretKey, taskQueue: webhookTaskQueueOf(s.config), developmentMode: isDevelopment(s.config) },
     provider: s.provider,
+    publicBaseUrl: s.publicBaseUrl,
+    // Browsers keep Secure cookies only over https (and on localhost): plain http is for development.
+    secureCookies: !isDevelopment(s.config),
     logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });

@@ -95,6 +95,21 @@ export interface FollowOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** What a request would cost now, priced exactly as `submit` prices it, with nothing held. */
+export interface Quote {
+  kind: GenerationKind;
+  /** The model that would run (canonical id; the free model while the chat allowance lasts). */
+  model: string;
+  credits: number;
+  /** A chat reply the free allowance would cover. */
+  free: boolean;
+  /** What would be run after pricing: clamped seconds, resolution, snapped aspect, size… */
+  params: Record<string, unknown>;
+  /** Credits that can be spent now, and whether they cover the quote. */
+  balance: number;
+  affordable: boolean;
+}
+
 export interface Balance {
   balance: number;
   holdsActive: number;
@@ -310,6 +325,21 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 
     /** A chat the API runs itself, its reply streamed as it comes (group B); see service/chat-runs.ts. */
     runChat: chat.run,
+    /**
+     * Prices a request without admitting it: the same `priceRequest` as submit (scope, safety
+     * guard, price, model allow-list), then the balance and the free allowance as they are now.
+     * Nothing is held, claimed or recorded; an upscale's input is not fetched.
+     */
+    async quote(request: GenerationRequest, principal: Principal, door: Door): Promise<Quote> {
+      const priced = priceRequest(request, principal, door);
+      const c = await getAccountCredits(pool, principal.accountId);
+      if (!c) throw new NotFoundError('Account not found.');
+      const free = priced.freeChat !== undefined && c.chatUsed < c.chatCap;
+      const credits = free ? 0 : mcToCredits(priced.quoteMc);
+      const balance = mcToCredits(c.balanceMc - c.heldMc);
+      const { messages: _messages, imageUrl: _imageUrl, ...params } = priced.params;
+      return { kind: priced.kind, model: free ? priced.freeChat!.model : priced.model, credits, free, params, balance, affordable: free || balance >= credits };
+    },
 
     async get(principal: Principal, id: string): Promise<GenerationView> {
       return viewOf(await read(principal.accountId, id), store);

@@ -36,6 +36,7 @@ export interface StoredApiKey {
   models: string[] | null;
   /** The account's available balance when the key was read: a hint for speculation, never a decision. */
   availableMc?: number;
+  lastUsedAt: Date | null;
 }
 
 export async function insertApiKey(
@@ -50,21 +51,57 @@ export async function insertApiKey(
 
 /** The live key with this hash; a revoked key is not found, so revocation applies on the next request. */
 export async function findApiKeyByHash(q: Queryable, keyHash: Buffer): Promise<StoredApiKey | undefined> {
-  const r = await q.query<{ id: string; account_id: string; plan: Plan; scopes: string[]; models: string[] | null; available_mc: number }>(
-    `SELECT k.id, k.account_id, a.plan, k.scopes, k.models, a.balance_mc - a.held_mc AS available_mc
+  const r = await q.query<{ id: string; account_id: string; plan: Plan; scopes: string[]; models: string[] | null; available_mc: number; last_used_at: Date | null }>(
+    `SELECT k.id, k.account_id, a.plan, k.scopes, k.models, a.balance_mc - a.held_mc AS available_mc, k.last_used_at
        FROM api_keys k JOIN accounts a ON a.id = k.account_id
       WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
     [keyHash],
   );
   const row = r.rows[0];
-  return row && { id: row.id, accountId: row.account_id, plan: row.plan, scopes: row.scopes, models: row.models, availableMc: row.available_mc };
+  return row && { id: row.id, accountId: row.account_id, plan: row.plan, scopes: row.scopes, models: row.models, availableMc: row.available_mc, lastUsedAt: row.last_used_at };
 }
 
-export async function revokeApiKey(q: Queryable, keyId: string): Promise<boolean> {
-  const r = await q.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [keyId]);
+/** How stale `last_used_at` may get: the auth hook writes it at most about once a minute per key. */
+export const KEY_USE_RESOLUTION_MS = 60_000;
+
+/** Records a use of the key unless one was recorded within the last minute (a no-op then). */
+export async function touchApiKey(q: Queryable, keyId: string): Promise<void> {
+  await q.query(
+    `UPDATE api_keys SET last_used_at = now()
+      WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2::double precision / 1000))`,
+    [keyId, KEY_USE_RESOLUTION_MS],
+  );
+}
+
+/** Revokes a key; with an account, only a key of that account (another account's reads as unknown). */
+export async function revokeApiKey(q: Queryable, keyId: string, accountId?: string): Promise<boolean> {
+  const r = await q.query(
+    'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL AND ($2::text IS NULL OR account_id = $2)',
+    [keyId, accountId ?? null],
+  );
   if ((r.rowCount ?? 0) > 0) return true;
-  const exists = await q.query('SELECT 1 FROM api_keys WHERE id = $1', [keyId]);
+  const exists = await q.query('SELECT 1 FROM api_keys WHERE id = $1 AND ($2::text IS NULL OR account_id = $2)', [keyId, accountId ?? null]);
   return (exists.rowCount ?? 0) > 0;
+}
+
+export interface ApiKeySummary {
+  id: string;
+  /** The key's first and last characters (gsk_AbCd…wxyz): enough to recognise it, useless to use it. */
+  hint: string;
+  scopes: string[];
+  models: string[] | null;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+/** An account's live keys, newest first. */
+export async function listApiKeys(q: Queryable, accountId: string): Promise<ApiKeySummary[]> {
+  const r = await q.query<{ id: string; key_hint: string; scopes: string[]; models: string[] | null; created_at: Date; last_used_at: Date | null }>(
+    `SELECT id, key_hint, scopes, models, created_at, last_used_at FROM api_keys
+      WHERE account_id = $1 AND revoked_at IS NULL ORDER BY id DESC`,
+    [accountId],
+  );
+  return r.rows.map((row) => ({ id: row.id, hint: row.key_hint, scopes: row.scopes, models: row.models, createdAt: row.created_at, lastUsedAt: row.last_used_at }));
 }
 
 export async function accountExists(q: Queryable, accountId: string): Promise<boolean> {

@@ -107,6 +107,26 @@ export async function listGenerations(q: Queryable, accountId: string, f: ListFi
   return r.rows.map(fromRow);
 }
 
+/** The ids of an account's generations in flight (a partial index holds only those). */
+export async function listInFlightIds(q: Queryable, accountId: string): Promise<string[]> {
+  const r = await q.query<{ id: string }>(`SELECT id FROM generations WHERE account_id = $1 AND status IN ('queued', 'running') ORDER BY id`, [accountId]);
+  return r.rows.map((row) => row.id);
+}
+
+/**
+ * An account's generations from `fromId` on (ids are time-ordered, so this is a bounded range of
+ * the account's index) that changed after `since`: what a live view has to redraw.
+ */
+export async function listChangedGenerations(q: Queryable, accountId: string, f: { fromId: string; since: Date }): Promise<(GenerationRow & { updatedAt: Date })[]> {
+  const r = await q.query<Row & { updated_at: Date }>(
+    `SELECT ${COLUMNS}, updated_at FROM generations
+      WHERE account_id = $1 AND id >= $2 AND updated_at > $3
+      ORDER BY id LIMIT 200`,
+    [accountId, f.fromId, f.since],
+  );
+  return r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at }));
+}
+
 /**
  * The generations admitted together by one request (group B's `n` images), in request order;
  * empty when `firstId` names no batch. Each carries `params.batch` (the first one's id) and

@@ -55,6 +55,17 @@ describe('gensvc against the running API', () => {
     expect(topped).toEqual({ code: 0, stdout: `750 credits available on ${accountId}\n`, stderr: '' });
     expect(await balance(key!)).toEqual({ status: 200, balance: 750 });
 
+    // A dashboard user: the link it prints sets the password once; then the user logs in.
+    const user = await gensvc(['user', 'create', '--account', accountId, '--email', 'ops-cli@example.com']);
+    expect(user).toMatchObject({ code: 0, stderr: '' });
+    const link = /Set-password link {2}(\S+)/.exec(user.stdout)?.[1];
+    expect(link).toMatch(new RegExp(`^${url}/dashboard/set-password#token=[\\w-]{43}$`));
+    const token = new URL(link!).hash.slice('#token='.length);
+    const set = await fetch(`${url}/dashboard/api/set-password`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, password: 'a password from the cli test' }) });
+    expect(set.status).toBe(200);
+    const login = await fetch(`${url}/dashboard/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'ops-cli@example.com', password: 'a password from the cli test' }) });
+    expect(login.status).toBe(200);
+
     const revoked = await gensvc(['key', 'revoke', keyId!]);
     expect(revoked).toMatchObject({ code: 0, stdout: `Revoked key ${keyId}; requests made with it now get 401.\n` });
     expect((await balance(key!)).status).toBe(401);

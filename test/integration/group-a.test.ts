@@ -3,6 +3,7 @@ import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { generate } from '../support/api';
 import { servedRoutes } from '../support/openapi';
+import { login, userOf } from '../support/dashboard';
 
 interface Generation {
   id: string;
@@ -152,8 +153,9 @@ describe('cancel', () => {
 });
 
 describe('authorization matrix', () => {
-  type Who = 'none' | 'malformed' | 'revoked' | 'noScope' | 'otherAccount' | 'right';
-  const WHO: readonly Who[] = ['none', 'malformed', 'revoked', 'noScope', 'otherAccount', 'right'];
+  type Who = 'none' | 'malformed' | 'revoked' | 'noScope' | 'otherAccount' | 'right' | 'session';
+  /** `session`: the owner's dashboard session (cookie and CSRF token, as the dashboard sends them) instead of a key. */
+  const WHO: readonly Who[] = ['none', 'malformed', 'revoked', 'noScope', 'otherAccount', 'right', 'session'];
   interface Ids {
     generation: string;
     /** A running video, fresh for each call. */
@@ -177,6 +179,7 @@ describe('authorization matrix', () => {
     'GET /api/generate/:id': { request: (i) => ({ method: 'GET', url: `/api/generate/${i.generation}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
     'GET /api/credits': { request: () => ({ method: 'GET', url: '/api/credits' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'POST /api/v1/generate': { request: () => ({ method: 'POST', url: '/api/v1/generate', body: { kind: 'image', model: 'flux', prompt: 'x' } }), expect: { noScope: 403, otherAccount: 200, right: 200 } },
+    'POST /api/v1/quote': { request: () => ({ method: 'POST', url: '/api/v1/quote', body: { kind: 'image', model: 'flux', prompt: 'x' } }), expect: { noScope: 403, otherAccount: 200, right: 200 } },
     'GET /api/v1/balance': { request: () => ({ method: 'GET', url: '/api/v1/balance' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'GET /api/v1/generations': { request: () => ({ method: 'GET', url: '/api/v1/generations' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'GET /api/v1/generations/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
@@ -219,7 +222,8 @@ describe('authorization matrix', () => {
     const chatOnly = await h.admin('POST', `/admin/v1/accounts/${owner.accountId}/keys`, { scopes: ['chat'] });
     const revoked = await h.admin('POST', `/admin/v1/accounts/${owner.accountId}/keys`, { scopes: ['image', 'video', 'chat'] });
     await h.admin('DELETE', `/admin/v1/keys/${revoked.json<{ id: string }>().id}`);
-    const keys: Record<Who, string | undefined> = {
+    const session = await login(h, await userOf(h, owner.accountId));
+    const keys: Record<Exclude<Who, 'session'>, string | undefined> = {
       none: undefined,
       malformed: 'gsk_this-is-not-a-key',
       revoked: revoked.json<{ key: string }>().key,
@@ -244,11 +248,16 @@ describe('authorization matrix', () => {
         const cancellable = (await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'long sim:delay=60000' })).body.generation.id;
         const disposable = route.startsWith('PATCH') || route.startsWith('DELETE') || route.includes('rotate-secret') ? await createEndpoint() : endpoint;
         const { method, url, body, headers } = row.request({ generation, cancellable, endpoint, delivery, disposable });
-        const res = await h.call(method, url, { ...(keys[who] ? { key: keys[who] } : {}), ...(body === undefined ? {} : { body }), ...(headers ? { headers } : {}) });
+        const credentials = who === 'session'
+          ? { headers: { ...headers, cookie: session.cookie, 'x-csrf-token': session.csrf } }
+          : { ...(keys[who] ? { key: keys[who] } : {}), ...(headers ? { headers } : {}) };
+        const res = await h.call(method, url, { ...credentials, ...(body === undefined ? {} : { body }) });
         // What a call created or left behind goes, so the account stays under its 5 endpoints.
-        if (route === 'POST /api/v1/webhooks' && res.statusCode === 201) await h.call('DELETE', `/api/v1/webhooks/${res.json<{ id: string }>().id}`, { key: keys[who] ?? owner.key });
+        if (route === 'POST /api/v1/webhooks' && res.statusCode === 201) await h.call('DELETE', `/api/v1/webhooks/${res.json<{ id: string }>().id}`, { key: owner.key });
         if (disposable !== endpoint) await h.call('DELETE', `/api/v1/webhooks/${disposable}`, { key: owner.key });
-        const expected = who === 'none' || who === 'malformed' || who === 'revoked' ? 401 : row.expect[who];
+        // Group C takes a session as it takes the account's key; groups A, MCP and webhooks want a key.
+        const groupC = !/^\w+ \/api\/(v1\/|mcp)/.test(route);
+        const expected = who === 'none' || who === 'malformed' || who === 'revoked' ? 401 : who === 'session' ? (groupC ? row.expect.right : 401) : row.expect[who];
         results.push(`${route} ${who} ${res.statusCode === expected ? 'ok' : `${res.statusCode} (expected ${expected}: ${res.body.slice(0, 120)})`}`);
         if (expected === 401) expect(res.json()).toMatchObject({ error: { type: /\/api\/(v1\/|mcp)/.test(route) ? 'authentication_error' : 'unauthorized' } });
         if (res.statusCode === 404) expect(res.json()).toMatchObject({ error: { type: 'not_found' } });

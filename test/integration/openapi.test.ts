@@ -103,9 +103,12 @@ describe('the document', () => {
 });
 
 describe('routes', () => {
-  it('the app serves exactly the documented paths and methods (the /docs page and its assets aside)', async () => {
+  it('the app serves exactly the documented paths and methods (HTML pages, their assets and the dashboard’s event stream aside)', async () => {
     await h.app.ready();
-    const served = [...servedRoutes(h.app)].filter((r) => !/^\w+ \/docs(\/|$)/.test(r)).map(normalisePath).sort();
+    // Hidden with `schema: { hide: true }`: the /docs page, the dashboard's pages and assets (HTML,
+    // scripts, styles) and its Server-Sent Events stream. Every JSON endpoint is documented.
+    const hidden = (r: string) => /^\w+ \/docs(\/|$)/.test(r) || /^get \/dashboard(\/(?!api\/)|$)/.test(r) || r === 'get /dashboard/api/events';
+    const served = [...servedRoutes(h.app)].filter((r) => !hidden(r)).map(normalisePath).sort();
     const described = c.operations().map(({ path, method }) => normalisePath(`${method} ${path}`)).sort();
     expect(served.length).toBeGreaterThan(10);
     expect(served).toEqual(described);
@@ -328,6 +331,11 @@ describe('group A responses conform to the document', () => {
     c.conforms(await h.call('POST', '/api/v1/generate', { key, headers, body: { kind: 'chat', prompt: 'one' } }), 'post', '/api/v1/generate', 200);
     c.conforms(await h.call('POST', '/api/v1/generate', { key, headers, body: { kind: 'chat', prompt: 'two' } }), 'post', '/api/v1/generate', 409);
     c.conforms(await h.call('POST', '/api/v1/generate', { key, body: { kind: 'chat', prompt: 'x'.repeat(9 * 1024 * 1024) } }), 'post', '/api/v1/generate', 413);
+    // The quote prices by the same rules and holds nothing: even past the balance it answers.
+    expect(c.conforms(await h.call('POST', '/api/v1/quote', { key, body: { kind: 'video', model: 'kling', prompt: 'x', seconds: 10 } }), 'post', '/api/v1/quote', 200))
+      .toMatchObject({ kind: 'video', model: 'kling', credits: 85, affordable: false, params: { seconds: 10, resolution: '720p' } });
+    for (const [body] of bad) c.conforms(await h.call('POST', '/api/v1/quote', { key, body }), 'post', '/api/v1/quote', 400);
+    c.conforms(await h.call('POST', '/api/v1/quote', { key, body: { kind: 'upscale', image_url: 'https://example.com/a.png', scale: 2 } }), 'post', '/api/v1/quote', 403);
     for (const query of ['limit=0', 'limit=abc', 'status=done', 'cursor=bm9wZQ']) {
       c.conforms(await h.call('GET', `/api/v1/generations?${query}`, { key }), 'get', '/api/v1/generations', 400);
     }
@@ -340,6 +348,7 @@ describe('authentication and rate limits on every keyed route', () => {
     ['get', '/api/generate/{id}', `/api/generate/${MISSING_GENERATION}`, undefined],
     ['get', '/api/credits', '/api/credits', undefined],
     ['post', '/api/v1/generate', '/api/v1/generate', { kind: 'chat', prompt: 'hi' }],
+    ['post', '/api/v1/quote', '/api/v1/quote', { kind: 'chat', prompt: 'hi' }],
     ['get', '/api/v1/balance', '/api/v1/balance', undefined],
     ['get', '/api/v1/generations', '/api/v1/generations', undefined],
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, undefined],
@@ -412,6 +421,7 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['get', '/api/generate/{id}', `/api/generate/${MISSING_GENERATION}`, key, undefined],
     ['get', '/api/credits', '/api/credits', key, undefined],
     ['post', '/api/v1/generate', '/api/v1/generate', key, { kind: 'chat', prompt: 'hi' }],
+    ['post', '/api/v1/quote', '/api/v1/quote', key, { kind: 'chat', prompt: 'hi' }],
     ['get', '/api/v1/balance', '/api/v1/balance', key, undefined],
     ['get', '/api/v1/generations', '/api/v1/generations', key, undefined],
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, key, undefined],

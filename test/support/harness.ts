@@ -6,6 +6,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../../api/app';
+import type { DashboardLimits } from '../../api/dashboard/api';
+import { freePort } from '../../runtime/process';
 import { createPool } from '../../core/db/pool';
 import { createSimulator } from '../../core/providers/simulator';
 import type { Provider } from '../../core/providers/types';
@@ -54,6 +56,12 @@ export interface HarnessOptions {
   webhooks?: HarnessWebhookOptions;
   /** The provider for the worker and the API's streamed chats; the simulator by default. */
   provider?: Provider;
+  /**
+   * Listen on an ephemeral loopback port (for a browser or fetch): output URLs and set-password
+   * links then point at it, and session cookies are not Secure (development mode over http).
+   */
+  listen?: boolean;
+  dashboardLimits?: Partial<DashboardLimits>;
 }
 
 /** A fresh database (from the migrated template), its own task queue and worker, and the API on top. */
@@ -67,7 +75,9 @@ export async function startHarness(options: HarnessOptions = {}) {
   const taskQueue = `q-${name}`;
   const webhookTaskQueue = `${taskQueue}-webhooks`;
   const dataDir = join(inject('testDataDir'), name);
-  const store: OutputStore = createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl: FILES_BASE_URL, signingSecret: 'test-signing-secret-0123456789' });
+  const port = options.listen ? await freePort() : undefined;
+  const baseUrl = port === undefined ? undefined : `http://127.0.0.1:${port}`;
+  const store: OutputStore = createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl: baseUrl ?? FILES_BASE_URL, signingSecret: 'test-signing-secret-0123456789' });
 
   let nativeConnection: NativeConnection | undefined;
   let stopWorker = async (): Promise<void> => undefined;
@@ -145,7 +155,10 @@ export async function startHarness(options: HarnessOptions = {}) {
       ...(options.webhooks?.retryScheduleMs ? { retryScheduleMs: options.webhooks.retryScheduleMs } : {}),
       ...(options.webhooks?.clock ? { clock: options.webhooks.clock } : {}),
     },
+    ...(baseUrl ? { publicBaseUrl: baseUrl, secureCookies: false } : {}),
+    ...(options.dashboardLimits ? { dashboardLimits: options.dashboardLimits } : {}),
   });
+  if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });
 
   const call = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<LightMyRequestResponse> =>
     app.inject({
@@ -170,6 +183,8 @@ export async function startHarness(options: HarnessOptions = {}) {
 
   return {
     app,
+    /** Where the app listens (with `listen: true`). */
+    baseUrl,
     pool,
     client,
     taskQueue,

@@ -18,6 +18,9 @@ describe('parseInvocation', () => {
     });
     expect(parseInvocation(['credits', 'add', 'acct_1', '--credits', '250']).command).toEqual({ name: 'credits add', accountId: 'acct_1', credits: 250 });
     expect(parseInvocation(['key', 'revoke', 'key_1']).command).toEqual({ name: 'key revoke', keyId: 'key_1' });
+    expect(parseInvocation(['user', 'create', '--account', 'acct_1', '--email', 'ada@example.com']).command).toEqual({ name: 'user create', accountId: 'acct_1', email: 'ada@example.com' });
+    expect(() => parseInvocation(['user', 'create', '--account', 'acct_1', '--email', 'ada'])).toThrow(/--email must be an email address/);
+    expect(() => parseInvocation(['user', 'create', '--email', 'ada@example.com'])).toThrow(/--account is required/);
     expect(parseInvocation(['health']).command).toEqual({ name: 'health' });
   });
 
@@ -136,6 +139,15 @@ describe('run', () => {
     expect(f.sent[0]).toMatchObject({ method: 'POST', url: 'http://svc:9/admin/v1/accounts/acct_1/credits', body: { credits: 250 } });
   });
 
+  it('user create posts the account and email and prints the one-time link', async () => {
+    const f = fakeFetch(201, { id: 'usr_1', setPasswordUrl: 'http://svc:9/dashboard/set-password#token=abc', expiresAt: '2030-01-01T00:00:00.000Z' });
+    const out = await cli(['user', 'create', '--account', 'acct_1', '--email', 'ada@example.com'], f.fetch);
+    expect(out.code).toBe(0);
+    expect(out.stdout).toContain('Set-password link  http://svc:9/dashboard/set-password#token=abc\n');
+    expect(out.stdout).toContain('User id            usr_1\n');
+    expect(f.sent[0]).toMatchObject({ method: 'POST', url: 'http://svc:9/admin/v1/users', body: { accountId: 'acct_1', email: 'ada@example.com' } });
+  });
+
   it('key revoke sends DELETE without a body', async () => {
     const f = fakeFetch(200, { id: 'key_1', revoked: true });
     const out = await cli(['key', 'revoke', 'key_1'], f.fetch);
@@ -177,7 +189,7 @@ describe('run', () => {
   });
 
   it('the usage lists every command with an example', () => {
-    for (const example of ['account create --plan samurai --credits 500', 'key create acct_', 'key revoke key_', 'credits add acct_', 'gensvc health']) {
+    for (const example of ['account create --plan samurai --credits 500', 'key create acct_', 'key revoke key_', 'credits add acct_', 'user create --account acct_', 'gensvc health']) {
       expect(USAGE).toContain(`e.g. gensvc ${example.replace(/^gensvc /, '')}`);
     }
   });

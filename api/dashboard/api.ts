@@ -1,0 +1,206 @@
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { createKey, createKeyBody, revokeKey } from '../../core/admin-operations';
+import { listApiKeys } from '../../core/db/accounts';
+import { UnauthorizedError } from '../../core/errors';
+import { MAX_PASSWORD_LENGTH } from '../../core/passwords';
+import type { OutputStore } from '../../core/storage';
+import type { GenerationService } from '../../service/generation-service';
+import { csrfTokenOf, SESSION_TTL_MS } from '../../service/session-service';
+import type { Session } from '../../service/session-service';
+import type { WebhookService } from '../../service/webhook-service';
+import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKIE } from '../auth';
+import type { SessionAuthDeps } from '../auth';
+import { legacyGenerateBody, toRequest } from '../legacy';
+import { balance, errorResponses, generation, idParams, quote } from '../schemas';
+import type { ErrorStatus } from '../schemas';
+import { generationList, generationOf, listQuery } from '../v1';
+import { webhookRoutes } from '../webhooks';
+import { liveEvents, overviewOf } from './events';
+
+/** Limits of the dashboard's own calls, per user, per 60 s window. */
+export interface DashboardLimits {
+  /** Every call of a logged-in user (pages load several; the live view is one). */
+  requestsPerMinute: number;
+  /** Login attempts per email address, and per client IP address (both counted on every attempt). */
+  loginsPerEmail: number;
+  loginsPerIp: number;
+}
+
+export const DEFAULT_DASHBOARD_LIMITS: DashboardLimits = { requestsPerMinute: 600, loginsPerEmail: 5, loginsPerIp: 20 };
+
+export interface DashboardApiDeps extends SessionAuthDeps {
+  service: GenerationService;
+  webhooks: WebhookService;
+  store: OutputStore;
+  limits: DashboardLimits;
+}
+
+const tags = ['Dashboard'];
+const security = [{ session: [] }];
+/** What every session route can answer; its changes (POST, PATCH, DELETE) can also be refused by the CSRF check (403). */
+const sessionErrors = [401, 429, 500, 503] as const;
+
+const loginBody = z.strictObject({
+  email: z.string().max(254).describe('The user’s email, any case'),
+  password: z.string().max(MAX_PASSWORD_LENGTH),
+}).meta({ id: 'DashboardLogin' });
+
+const setPasswordBody = z.strictObject({
+  token: z.string().max(200).describe('The token of the one-time link the operator handed out'),
+  password: z.string().max(MAX_PASSWORD_LENGTH).describe('10 to 200 characters'),
+}).meta({ id: 'DashboardSetPassword' });
+
+const sessionInfo = z.object({
+  user: z.object({ id: z.string(), email: z.string() }),
+  accountId: z.string(),
+  csrfToken: z.string().describe('Send it as X-CSRF-Token on every POST, PATCH and DELETE made with this session'),
+  expiresAt: z.string(),
+}).meta({ id: 'DashboardSession' });
+
+const overview = balance.extend({ rateLimitPerMinute: z.number().int().describe('Requests per minute per key (and per dashboard user on group C)') }).meta({ id: 'DashboardOverview' });
+
+const keySummary = {
+  id: z.string(),
+  hint: z.string().describe('The first and last characters of the key: enough to recognise it, never enough to use it'),
+  scopes: z.array(z.string()),
+  models: z.array(z.string()).nullable(),
+  createdAt: z.string(),
+  lastUsedAt: z.string().nullable().describe('Updated at most about once a minute'),
+};
+const apiKey = z.object(keySummary).meta({ id: 'DashboardApiKey' });
+const apiKeyCreated = z.object({ ...keySummary, key: z.string().describe('gsk_…: shown in this answer only') }).meta({ id: 'DashboardApiKeyCreated' });
+const keyParams = z.object({ id: z.string().describe('A key id (key_…)') });
+
+function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean): string {
+  return [`${SESSION_COOKIE}=${token}`, 'Path=/', 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAgeSeconds}`, ...(secure ? ['Secure'] : [])].join('; ');
+}
+
+const sessionInfoOf = (s: Session, token: string): z.infer<typeof sessionInfo> => ({
+  user: { id: s.userId, email: s.email }, accountId: s.accountId, csrfToken: csrfTokenOf(token), expiresAt: s.expiresAt.toISOString(),
+});
+
+const bucketOf = (kind: string, value: string) => `login:${kind}:${createHash('sha256').update(value).digest('base64url')}`;
+
+/** The dashboard's JSON calls under /dashboard/api: a session cookie, and its CSRF token on every change. */
+export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async (app, deps) => {
+  const { sessions, limiter, limits } = deps;
+  const noStore = async (_request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('Cache-Control', 'no-store');
+  };
+  app.addHook('onRequest', noStore);
+
+  /** Login and set-password: no session yet, so no CSRF token either; the origin is checked and attempts are counted. */
+  const anonymous = app.withTypeProvider<ZodTypeProvider>();
+  const countAttempt = async (request: FastifyRequest, reply: FastifyReply, email?: string) => {
+    assertSameOrigin(request, sessions.origins);
+    await rateLimited(limiter, reply, bucketOf('ip', request.ip), limits.loginsPerIp);
+    if (email !== undefined) await rateLimited(limiter, reply, bucketOf('email', email.trim().toLowerCase()), limits.loginsPerEmail);
+  };
+
+  anonymous.post('/dashboard/api/login', {
+    schema: {
+      operationId: 'dashboardLogin', tags, security: [], summary: 'Log in: sets the HttpOnly session cookie and answers the CSRF token',
+      description: `Attempts are limited per email (${limits.loginsPerEmail} a minute) and per client address (${limits.loginsPerIp} a minute).`,
+      body: loginBody,
+      response: { 200: sessionInfo, ...errorResponses(400, 401, 403, 429, 500, 503) },
+    },
+  }, async (request, reply) => {
+    await countAttempt(request, reply, request.body.email);
+    const { token, session } = await sessions.service.login(request.body.email, request.body.password, request.headers['user-agent'] ?? null);
+    reply.header('Set-Cookie', sessionCookie(token, Math.floor(SESSION_TTL_MS / 1000), sessions.secure));
+    return sessionInfoOf(session, token);
+  });
+
+  anonymous.post('/dashboard/api/set-password', {
+    schema: {
+      operationId: 'dashboardSetPassword', tags, security: [], summary: 'Set the password with a one-time link (then log in)',
+      description: 'The link works once and expires; setting a password ends the user’s sessions.',
+      body: setPasswordBody,
+      response: { 200: z.object({ email: z.string() }), ...errorResponses(400, 403, 429, 500, 503) },
+    },
+  }, async (request, reply) => {
+    await countAttempt(request, reply);
+    return sessions.service.setPassword(request.body.token, request.body.password);
+  });
+
+  await app.register(async (authed) => {
+    authed.addHook('onRequest', async (request, reply) => {
+      if (!(await admitSession(sessions, request))) throw new UnauthorizedError('Log in to the dashboard first (/dashboard/login).');
+      await rateLimited(limiter, reply, `dashboard:${request.session!.userId}`, limits.requestsPerMinute);
+    });
+    const route = authed.withTypeProvider<ZodTypeProvider>();
+    const errors = <const S extends readonly ErrorStatus[]>(...own: S) => errorResponses(...own, ...sessionErrors);
+    const changeErrors = <const S extends readonly ErrorStatus[]>(...own: S) => errorResponses(...own, 403, ...sessionErrors);
+
+    route.post('/dashboard/api/logout', {
+      schema: { operationId: 'dashboardLogout', tags, security, summary: 'End the session; its cookie is refused from then on', response: { 200: z.object({ loggedOut: z.literal(true) }), ...changeErrors() } },
+    }, async (request, reply) => {
+      await sessions.service.logout(request.session!.token);
+      reply.header('Set-Cookie', sessionCookie('', 0, sessions.secure));
+      return { loggedOut: true as const };
+    });
+
+    route.get('/dashboard/api/session', {
+      schema: { operationId: 'dashboardSession', tags, security, summary: 'Who is logged in, and the session’s CSRF token', response: { 200: sessionInfo, ...errors() } },
+    }, async (request) => sessionInfoOf(request.session!, request.session!.token));
+
+    route.get('/dashboard/api/overview', {
+      schema: { operationId: 'dashboardOverview', tags, security, summary: 'Balance, holds, free chat allowance, plan and rate limit', response: { 200: overview, ...errors() } },
+    }, async (request) => overviewOf(await deps.service.balance(principalOf(request))));
+
+    route.get('/dashboard/api/generations', {
+      schema: { operationId: 'dashboardListGenerations', tags, security, summary: 'The account’s generations, newest first (as GET /api/v1/generations)', querystring: listQuery, response: { 200: generationList, ...errors(400) } },
+    }, async (request) => {
+      const page = await deps.service.list(principalOf(request), request.query);
+      return { data: page.data.map(generationOf), next_cursor: page.nextCursor };
+    });
+
+    route.post('/dashboard/api/generations/:id/cancel', {
+      schema: { operationId: 'dashboardCancelGeneration', tags, security, summary: 'Cancel a queued or running generation; its hold is released', params: idParams, response: { 200: generation, ...changeErrors(404, 409) } },
+    }, async (request) => generationOf(await deps.service.cancel(principalOf(request), request.params.id)));
+
+    route.post('/dashboard/api/quote', {
+      schema: {
+        operationId: 'dashboardQuote', tags, security, summary: 'The price of a group C request (POST /api/generate’s body), with nothing held',
+        body: legacyGenerateBody, response: { 200: quote, ...changeErrors(400) },
+      },
+    }, async (request) => deps.service.quote(toRequest(request.body), principalOf(request), 'C'));
+
+    const keyOf = (k: Awaited<ReturnType<typeof listApiKeys>>[number]) => ({
+      ...k, createdAt: k.createdAt.toISOString(), lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+    });
+
+    route.get('/dashboard/api/keys', {
+      schema: { operationId: 'dashboardListKeys', tags, security, summary: 'The account’s live API keys (never the keys themselves)', response: { 200: z.object({ data: z.array(apiKey) }), ...errors() } },
+    }, async (request) => ({ data: (await listApiKeys(deps.pool, principalOf(request).accountId)).map(keyOf) }));
+
+    route.post('/dashboard/api/keys', {
+      schema: { operationId: 'dashboardCreateKey', tags, security, summary: 'Issue an API key with scopes and an optional model list; the key is shown in this answer only', body: createKeyBody, response: { 201: apiKeyCreated, ...changeErrors(400) } },
+    }, async (request, reply) => {
+      const accountId = principalOf(request).accountId;
+      const { id, key } = await createKey(deps.pool, accountId, request.body);
+      const created = (await listApiKeys(deps.pool, accountId)).find((k) => k.id === id)!;
+      reply.code(201);
+      return { ...keyOf(created), key };
+    });
+
+    route.delete('/dashboard/api/keys/:id', {
+      schema: { operationId: 'dashboardRevokeKey', tags, security, summary: 'Revoke a key at once: its next request is refused', params: keyParams, response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...changeErrors(404) } },
+    }, async (request) => revokeKey(deps.pool, request.params.id, principalOf(request).accountId));
+
+    // Live updates of the account's generations and balance (Server-Sent Events): not JSON, so not in the document.
+    route.get('/dashboard/api/events', { schema: { hide: true } }, async (request, reply) => {
+      liveEvents({ pool: deps.pool, store: deps.store, service: deps.service, sessions: sessions.service }, request, reply);
+    });
+
+    // The webhook API of group A, at /dashboard/api/webhooks with the session instead of a key.
+    await authed.register(webhookRoutes, {
+      webhooks: deps.webhooks,
+      door: { prefix: '/dashboard/api/webhooks', authenticate: async () => undefined, security, tags, operationPrefix: 'dashboard', errors: sessionErrors, changeErrors: [403] },
+    });
+  });
+};
+

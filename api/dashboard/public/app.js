@@ -1,0 +1,118 @@
+// The dashboard's entry point: the frame (skip link, navigation, log out) around the page the
+// server named in the boot data, or the login and set-password pages.
+import { html, render } from 'htm/preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { Alert, api, boot } from './lib.js';
+import { Generations, Keys, Overview, Playground, Webhooks } from './pages.js';
+
+const NAV = [
+  { page: 'overview', href: '/dashboard', label: 'Overview' },
+  { page: 'generations', href: '/dashboard/generations', label: 'Generations' },
+  { page: 'keys', href: '/dashboard/keys', label: 'API keys' },
+  { page: 'webhooks', href: '/dashboard/webhooks', label: 'Webhooks' },
+  { page: 'playground', href: '/dashboard/playground', label: 'Playground' },
+];
+const PAGES = { overview: Overview, generations: Generations, keys: Keys, webhooks: Webhooks, playground: Playground };
+
+function Frame({ children }) {
+  const [error, setError] = useState();
+  const logout = async () => {
+    try {
+      await api('POST', '/dashboard/api/logout');
+      location.assign('/dashboard/login');
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`
+    <a class="skip" href="#main">Skip to content</a>
+    <header class="top">
+      <div class="brand"><a href="/dashboard">Generation service</a></div>
+      <nav aria-label="Dashboard">
+        <ul>${NAV.map((n) => html`<li><a href=${n.href} aria-current=${boot.page === n.page ? 'page' : undefined}>${n.label}</a></li>`)}</ul>
+      </nav>
+      <div class="who">
+        <span class="muted" title="Logged in as">${boot.email}</span>
+        <button type="button" class="secondary" onClick=${logout}>Log out</button>
+      </div>
+    </header>
+    <main id="main" tabindex="-1">
+      <${Alert} error=${error} />
+      ${children}
+    </main>`;
+}
+
+function Login() {
+  const [error, setError] = useState();
+  const [busy, setBusy] = useState(false);
+  const params = new URLSearchParams(location.search);
+  const submit = async (e) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    setBusy(true);
+    setError(undefined);
+    try {
+      await api('POST', '/dashboard/api/login', { email: String(form.get('email')), password: String(form.get('password')) });
+      location.assign('/dashboard');
+    } catch (err) {
+      setError(err);
+      setBusy(false);
+    }
+  };
+  return html`<main id="main" class="narrow">
+    <h1>Log in</h1>
+    <p class="muted">Generation service dashboard</p>
+    ${params.get('password') === 'set' ? html`<${Alert} kind="notice">Your password is set. Log in with it.<//>` : null}
+    <${Alert} error=${error} />
+    <form onSubmit=${submit} class="stack">
+      <label>Email<input name="email" type="email" autocomplete="username" required defaultValue=${params.get('email') ?? ''} /></label>
+      <label>Password<input name="password" type="password" autocomplete="current-password" required /></label>
+      <button type="submit" disabled=${busy}>${busy ? 'Logging in…' : 'Log in'}</button>
+    </form>
+    <p class="muted small">No password yet? Use the link your operator gave you.</p>
+  </main>`;
+}
+
+function SetPassword() {
+  // The token travels in the fragment (never sent to a server); it is read once and wiped from the address bar.
+  const token = useRef(new URLSearchParams(location.hash.slice(1)).get('token') ?? '');
+  const [error, setError] = useState();
+  const [busy, setBusy] = useState(false);
+  useEffect(() => history.replaceState(null, '', location.pathname), []);
+  const submit = async (e) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    if (form.get('password') !== form.get('confirm')) return setError(new Error('The two passwords differ.'));
+    setBusy(true);
+    setError(undefined);
+    try {
+      const { email } = await api('POST', '/dashboard/api/set-password', { token: token.current, password: String(form.get('password')) });
+      location.assign(`/dashboard/login?password=set&email=${encodeURIComponent(email)}`);
+    } catch (err) {
+      setError(err);
+      setBusy(false);
+    }
+  };
+  if (!token.current) {
+    return html`<main id="main" class="narrow"><h1>Set your password</h1><${Alert} error=${new Error('This page needs the link your operator gave you.')} /></main>`;
+  }
+  return html`<main id="main" class="narrow">
+    <h1>Set your password</h1>
+    <${Alert} error=${error} />
+    <form onSubmit=${submit} class="stack">
+      <label>New password<input name="password" type="password" autocomplete="new-password" minlength="10" maxlength="200" required aria-describedby="pw-hint" /></label>
+      <p id="pw-hint" class="muted small">10 characters or more.</p>
+      <label>The same again<input name="confirm" type="password" autocomplete="new-password" minlength="10" maxlength="200" required /></label>
+      <button type="submit" disabled=${busy}>${busy ? 'Saving…' : 'Set password'}</button>
+    </form>
+  </main>`;
+}
+
+function App() {
+  if (boot.page === 'login') return html`<${Login} />`;
+  if (boot.page === 'set-password') return html`<${SetPassword} />`;
+  const Page = PAGES[boot.page] ?? Overview;
+  return html`<${Frame}><${Page} /><//>`;
+}
+
+render(html`<${App} />`, document.getElementById('app'));

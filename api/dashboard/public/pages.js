@@ -1,0 +1,442 @@
+// The dashboard's pages. Each reads and changes the account through /dashboard/api (the same
+// services as the API's doors) and follows it live where things move.
+import { html } from 'htm/preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { Alert, api, credits, formatNumber, isoTitle, Preview, Secret, StatusBadge, useLive, useLoad, when } from './lib.js';
+
+const KINDS = ['image', 'video', 'chat', 'upscale'];
+const STATUSES = ['queued', 'running', 'succeeded', 'failed'];
+const IN_FLIGHT = new Set(['queued', 'running']);
+const CATALOGUES = {
+  nested: ['generation.completed', 'generation.failed'],
+  flat: ['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed'],
+};
+
+function Loading({ state, children }) {
+  if (state.error) return html`<${Alert} error=${state.error} />`;
+  if (state.data === undefined) return html`<p class="muted" role="status">Loading…</p>`;
+  return children(state.data);
+}
+
+// ---------------------------------------------------------------- overview
+
+export function Overview() {
+  const state = useLoad(() => api('GET', '/dashboard/api/overview'));
+  useLive({ overview: (o) => state.set(o) });
+  return html`<h1>Overview</h1>
+    <${Loading} state=${state}>${(o) => html`
+      <dl class="cards">
+        <div class="card"><dt>Balance</dt><dd data-testid="balance">${credits(o.balance)}</dd><dd class="muted small">Available to spend now</dd></div>
+        <div class="card"><dt>On hold</dt><dd data-testid="holds">${credits(o.holdsActive)}</dd><dd class="muted small">Held by generations in flight</dd></div>
+        <div class="card"><dt>Free chat replies</dt><dd>${formatNumber(o.trial.chatLeft)} of ${formatNumber(o.trial.chatCap)} left</dd><dd class="muted small">${formatNumber(o.trial.chatUsed)} used</dd></div>
+        <div class="card"><dt>Plan</dt><dd class="capital">${o.plan}</dd><dd class="muted small">${formatNumber(o.rateLimitPerMinute)} requests a minute per key</dd></div>
+      </dl>`}<//>
+    <h2>Next steps</h2>
+    <ul class="links">
+      <li><a href="/dashboard/keys">Create an API key</a> to call the API from your code.</li>
+      <li><a href="/dashboard/playground">Try a model in the playground</a>, with its price before you submit.</li>
+      <li><a href="/dashboard/webhooks">Register a webhook</a> to hear when generations finish.</li>
+      <li><a href="/docs">Read the API reference</a>.</li>
+    </ul>`;
+}
+
+// ---------------------------------------------------------------- generations
+
+export function Generations() {
+  const [filters, setFilters] = useState({ kind: '', status: '' });
+  const [error, setError] = useState();
+  const [announce, setAnnounce] = useState('');
+  const query = (cursor) => {
+    const q = new URLSearchParams({ limit: '20' });
+    if (filters.kind) q.set('kind', filters.kind);
+    if (filters.status) q.set('status', filters.status);
+    if (cursor) q.set('cursor', cursor);
+    return api('GET', `/dashboard/api/generations?${q}`);
+  };
+  const state = useLoad(() => query(), [filters.kind, filters.status]);
+  const matches = (g) => (!filters.kind || g.kind === filters.kind) && (!filters.status || g.status === filters.status);
+  useLive({
+    generation: (g) => state.set((page) => {
+      if (!page) return page;
+      const known = page.data.some((x) => x.id === g.id);
+      if (known) {
+        if (!IN_FLIGHT.has(g.status)) setAnnounce(`${g.kind} ${g.id} ${g.status}`);
+        return { ...page, data: page.data.map((x) => (x.id === g.id ? g : x)) };
+      }
+      return matches(g) && (page.data.length === 0 || g.id > page.data[0].id) ? { ...page, data: [g, ...page.data] } : page;
+    }),
+  });
+  const more = async () => {
+    try {
+      const next = await query(state.data.next_cursor);
+      state.set((page) => ({ data: [...page.data, ...next.data], next_cursor: next.next_cursor }));
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const cancel = async (g) => {
+    try {
+      const after = await api('POST', `/dashboard/api/generations/${g.id}/cancel`);
+      state.set((page) => ({ ...page, data: page.data.map((x) => (x.id === after.id ? after : x)) }));
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const onFilter = (e) => setFilters((f) => ({ ...f, [e.currentTarget.name]: e.currentTarget.value }));
+  return html`<h1>Generations</h1>
+    <form class="filters" onSubmit=${(e) => e.preventDefault()} aria-label="Filter generations">
+      <label>Kind<select name="kind" value=${filters.kind} onChange=${onFilter}><option value="">All kinds</option>${KINDS.map((k) => html`<option value=${k}>${k}</option>`)}</select></label>
+      <label>Status<select name="status" value=${filters.status} onChange=${onFilter}><option value="">All statuses</option>${STATUSES.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
+    </form>
+    <p class="visually-hidden" aria-live="polite">${announce}</p>
+    <${Alert} error=${error} />
+    <${Loading} state=${state}>${(page) => page.data.length === 0
+      ? html`<p>No generations yet. <a href="/dashboard/playground">Make one in the playground.</a></p>`
+      : html`<table class="table generations">
+          <caption class="visually-hidden">Generations, newest first; in-flight ones update live</caption>
+          <thead><tr><th scope="col">Preview</th><th scope="col">Kind</th><th scope="col">Model</th><th scope="col">Status</th><th scope="col">Credits</th><th scope="col">Created</th><th scope="col">Finished</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+          <tbody>${page.data.map((g) => html`<tr key=${g.id} data-generation=${g.id} data-status=${g.status}>
+            <td data-label="Preview"><${Preview} g=${g} /></td>
+            <td data-label="Kind">${g.kind}</td>
+            <td data-label="Model" class="mono">${g.model}</td>
+            <td data-label="Status"><${StatusBadge} status=${g.status} />${g.error ? html` <span class="muted small">${g.error.code}</span>` : null}</td>
+            <td data-label="Credits">${g.status === 'succeeded' ? formatNumber(g.creditsCharged) : html`<span class="muted" title="Quoted and held">${formatNumber(g.creditsQuoted)} held</span>`}</td>
+            <td data-label="Created"><time datetime=${isoTitle(g.createdAt)}>${when(g.createdAt)}</time></td>
+            <td data-label="Finished"><time datetime=${isoTitle(g.finishedAt)}>${when(g.finishedAt)}</time></td>
+            <td>${IN_FLIGHT.has(g.status) ? html`<button type="button" class="danger small" onClick=${() => cancel(g)} aria-label=${`Cancel ${g.kind} ${g.id}`}>Cancel</button>` : null}</td>
+          </tr>`)}</tbody>
+        </table>
+        ${page.next_cursor ? html`<button type="button" class="secondary" onClick=${more}>Load more</button>` : null}`}<//>`;
+}
+
+// ---------------------------------------------------------------- API keys
+
+export function Keys() {
+  const state = useLoad(() => api('GET', '/dashboard/api/keys'));
+  const [created, setCreated] = useState();
+  const [error, setError] = useState();
+  const [busy, setBusy] = useState(false);
+  const create = async (e) => {
+    e.preventDefault();
+    const formEl = e.currentTarget;
+    const form = new FormData(formEl);
+    const scopes = form.getAll('scopes').map(String);
+    const models = String(form.get('models') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+    setError(undefined);
+    if (scopes.length === 0) return setError(new Error('Choose at least one scope.'));
+    setBusy(true);
+    try {
+      const key = await api('POST', '/dashboard/api/keys', { scopes, ...(models.length ? { models } : {}) });
+      setCreated(key);
+      formEl.reset();
+      state.reload();
+    } catch (err) {
+      setError(err);
+    }
+    setBusy(false);
+  };
+  const revoke = async (k) => {
+    if (!confirm(`Revoke ${k.hint}? Requests made with it are refused from now on.`)) return;
+    try {
+      await api('DELETE', `/dashboard/api/keys/${k.id}`);
+      state.set((d) => ({ data: d.data.filter((x) => x.id !== k.id) }));
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<h1>API keys</h1>
+    <section aria-labelledby="new-key">
+      <h2 id="new-key">New key</h2>
+      ${created ? html`<${Secret} label="Your new API key" value=${created.key} onDone=${() => setCreated(undefined)} />` : null}
+      <${Alert} error=${error} />
+      <form class="stack" onSubmit=${create}>
+        <fieldset>
+          <legend>Scopes</legend>
+          <div class="checks">${KINDS.map((k) => html`<label class="check"><input type="checkbox" name="scopes" value=${k} checked=${k !== 'upscale'} /> ${k}</label>`)}</div>
+        </fieldset>
+        <label>Models <span class="muted small">(optional)</span>
+          <input name="models" placeholder="e.g. flux, kling" aria-describedby="models-hint" /></label>
+        <p id="models-hint" class="muted small">A comma-separated allow-list of model ids; empty lets the key use every model.</p>
+        <button type="submit" disabled=${busy}>Create key</button>
+      </form>
+    </section>
+    <section aria-labelledby="keys">
+      <h2 id="keys">Keys</h2>
+      <${Loading} state=${state}>${(d) => d.data.length === 0 ? html`<p>No keys yet.</p>` : html`<table class="table">
+        <caption class="visually-hidden">Live API keys</caption>
+        <thead><tr><th scope="col">Key</th><th scope="col">Scopes</th><th scope="col">Models</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+        <tbody>${d.data.map((k) => html`<tr key=${k.id} data-key=${k.id}>
+          <td data-label="Key" class="mono">${k.hint}</td>
+          <td data-label="Scopes">${k.scopes.join(', ')}</td>
+          <td data-label="Models">${k.models ? k.models.join(', ') : html`<span class="muted">all</span>`}</td>
+          <td data-label="Created">${when(k.createdAt)}</td>
+          <td data-label="Last used">${k.lastUsedAt ? when(k.lastUsedAt) : html`<span class="muted">never</span>`}</td>
+          <td><button type="button" class="danger small" onClick=${() => revoke(k)} aria-label=${`Revoke ${k.hint}`}>Revoke</button></td>
+        </tr>`)}</tbody></table>`}<//>
+    </section>`;
+}
+
+// ---------------------------------------------------------------- webhooks
+
+function EventChoices({ format, chosen }) {
+  return html`<fieldset>
+    <legend>Events <span class="muted small">(none ticked: all of them)</span></legend>
+    <div class="checks">${CATALOGUES[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}</div>
+  </fieldset>`;
+}
+
+function Deliveries({ endpoint, onError }) {
+  const state = useLoad(() => api('GET', `/dashboard/api/webhooks/${endpoint.id}/deliveries?limit=20`));
+  useEffect(() => {
+    // Deliveries happen in the background: look again a few times while the log is open.
+    const timer = setInterval(() => state.reload(), 3000);
+    return () => clearInterval(timer);
+  }, []);
+  const redeliver = async (d) => {
+    try {
+      await api('POST', `/dashboard/api/webhooks/${endpoint.id}/deliveries/${d.id}/redeliver`);
+      state.reload();
+    } catch (err) {
+      onError(err);
+    }
+  };
+  return html`<${Loading} state=${state}>${(page) => page.data.length === 0 ? html`<p class="muted">No deliveries yet.</p>` : html`<table class="table deliveries">
+    <caption class="visually-hidden">Deliveries to ${endpoint.url}, newest first</caption>
+    <thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Last answer</th><th scope="col">Attempts</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+    <tbody>${page.data.map((d) => {
+      const last = d.attempts[d.attempts.length - 1];
+      return html`<tr key=${d.id} data-delivery=${d.id} data-status=${d.status}>
+        <td data-label="Event">${d.event}</td>
+        <td data-label="Status"><span class=${`badge badge-${d.status}`}>${d.status}</span></td>
+        <td data-label="Last answer" data-testid="status-code">${last ? (last.statusCode ?? last.error ?? '—') : '—'}</td>
+        <td data-label="Attempts">${d.attempts.length}</td>
+        <td data-label="Created">${when(d.createdAt)}</td>
+        <td><button type="button" class="secondary small" onClick=${() => redeliver(d)} aria-label=${`Redeliver ${d.event} ${d.id}`}>Redeliver</button></td>
+      </tr>`;
+    })}</tbody></table>`}<//>`;
+}
+
+function Endpoint({ e, onChange, onRemove, onSecret, onError }) {
+  const [editing, setEditing] = useState(false);
+  const [log, setLog] = useState(false);
+  const [logKey, setLogKey] = useState(0);
+  const act = async (work) => {
+    try {
+      await work();
+    } catch (err) {
+      onError(err);
+    }
+  };
+  const save = (ev) => {
+    ev.preventDefault();
+    const form = new FormData(ev.currentTarget);
+    const events = form.getAll('events').map(String);
+    return act(async () => {
+      onChange(await api('PATCH', `/dashboard/api/webhooks/${e.id}`, {
+        url: String(form.get('url')),
+        description: String(form.get('description') ?? '') || null,
+        enabled: form.get('enabled') === 'on',
+        events: events.length ? events : CATALOGUES[e.format],
+      }));
+      setEditing(false);
+    });
+  };
+  const test = () => act(async () => {
+    await api('POST', `/dashboard/api/webhooks/${e.id}/test`);
+    setLog(true);
+    setLogKey((k) => k + 1);
+  });
+  return html`<article class="card endpoint" data-endpoint=${e.id} aria-labelledby=${`ep-${e.id}`}>
+    <h3 id=${`ep-${e.id}`} class="mono break">${e.url}</h3>
+    <p class="muted small">${e.format} · ${e.events.join(', ')}${e.description ? ` · ${e.description}` : ''}</p>
+    <p>${e.enabled ? html`<span class="badge badge-succeeded">enabled</span>` : html`<span class="badge badge-failed">disabled</span> <span class="muted small">${e.disabledReason}</span>`}
+      ${e.previousSecretExpiresAt ? html` <span class="muted small">previous secret valid until ${when(e.previousSecretExpiresAt)}</span>` : null}</p>
+    <div class="actions">
+      <button type="button" class="secondary small" onClick=${() => setEditing(!editing)} aria-expanded=${editing}>Edit</button>
+      <button type="button" class="secondary small" onClick=${test}>Send test event</button>
+      <button type="button" class="secondary small" onClick=${() => act(async () => onSecret(await api('POST', `/dashboard/api/webhooks/${e.id}/rotate-secret`)))}>Rotate secret</button>
+      <button type="button" class="secondary small" onClick=${() => setLog(!log)} aria-expanded=${log}>Delivery log</button>
+      <button type="button" class="danger small" onClick=${() => confirm(`Delete the endpoint ${e.url} and its delivery log?`) && act(async () => { await api('DELETE', `/dashboard/api/webhooks/${e.id}`); onRemove(e.id); })}>Delete</button>
+    </div>
+    ${editing ? html`<form class="stack edit" onSubmit=${save} aria-label=${`Edit ${e.url}`}>
+      <label>URL<input name="url" type="url" required value=${e.url} /></label>
+      <label>Description<input name="description" value=${e.description ?? ''} maxlength="500" /></label>
+      <${EventChoices} format=${e.format} chosen=${e.events} />
+      <label class="check"><input type="checkbox" name="enabled" checked=${e.enabled} /> Enabled</label>
+      <div class="actions"><button type="submit">Save</button><button type="button" class="secondary" onClick=${() => setEditing(false)}>Cancel</button></div>
+    </form>` : null}
+    ${log ? html`<${Deliveries} key=${logKey} endpoint=${e} onError=${onError} />` : null}
+  </article>`;
+}
+
+export function Webhooks() {
+  const state = useLoad(() => api('GET', '/dashboard/api/webhooks'));
+  const [format, setFormat] = useState('nested');
+  const [secret, setSecret] = useState();
+  const [error, setError] = useState();
+  const create = async (e) => {
+    e.preventDefault();
+    const formEl = e.currentTarget;
+    const form = new FormData(formEl);
+    const events = form.getAll('events').map(String);
+    setError(undefined);
+    try {
+      const created = await api('POST', '/dashboard/api/webhooks', {
+        url: String(form.get('url')), format, ...(events.length ? { events } : {}),
+        ...(form.get('description') ? { description: String(form.get('description')) } : {}),
+      });
+      setSecret({ label: `Signing secret of ${created.url}`, value: created.secret });
+      formEl.reset();
+      state.reload();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const replace = (e) => state.set((d) => ({ data: d.data.map((x) => (x.id === e.id ? { ...x, ...e } : x)) }));
+  return html`<h1>Webhooks</h1>
+    <p class="muted">Each delivery is signed with the endpoint’s secret (<a href="/docs">how to verify</a>) and retried for about three days.</p>
+    ${secret ? html`<${Secret} label=${secret.label} value=${secret.value} onDone=${() => setSecret(undefined)} />` : null}
+    <${Alert} error=${error} />
+    <section aria-labelledby="new-endpoint">
+      <h2 id="new-endpoint">New endpoint</h2>
+      <form class="stack" onSubmit=${create}>
+        <label>URL<input name="url" type="url" required placeholder="https://example.com/hooks/gensvc" /></label>
+        <fieldset>
+          <legend>Format</legend>
+          <div class="checks">
+            <label class="check"><input type="radio" name="format" value="nested" checked=${format === 'nested'} onChange=${() => setFormat('nested')} /> nested: generation.completed and .failed, every kind</label>
+            <label class="check"><input type="radio" name="format" value="flat" checked=${format === 'flat'} onChange=${() => setFormat('flat')} /> flat: every state change of videos and upscales</label>
+          </div>
+        </fieldset>
+        <${EventChoices} format=${format} />
+        <label>Description <span class="muted small">(optional)</span><input name="description" maxlength="500" /></label>
+        <button type="submit">Add endpoint</button>
+      </form>
+    </section>
+    <section aria-labelledby="endpoints">
+      <h2 id="endpoints">Endpoints</h2>
+      <${Loading} state=${state}>${(d) => d.data.length === 0 ? html`<p>No endpoints yet (up to 5).</p>` : d.data.map((e) => html`<${Endpoint} key=${e.id} e=${e}
+        onChange=${replace}
+        onRemove=${(id) => state.set((x) => ({ data: x.data.filter((y) => y.id !== id) }))}
+        onSecret=${(r) => { replace(r); setSecret({ label: `New signing secret of ${r.url}`, value: r.secret }); }}
+        onError=${setError} />`)}<//>
+    </section>`;
+}
+
+// ---------------------------------------------------------------- playground
+
+function describeQuote(q) {
+  const p = q.params;
+  if (q.kind === 'video') return `${p.seconds} s at ${p.resolution}, ${p.aspect}`;
+  if (q.kind === 'image') return `${p.width}×${p.height}, ${p.quality}`;
+  if (q.kind === 'upscale') return `${p.scale}×`;
+  return q.free ? 'covered by the free allowance' : 'per reply';
+}
+
+export function Playground() {
+  const models = useLoad(() => api('GET', '/api/v1/models'));
+  const overview = useLoad(() => api('GET', '/dashboard/api/overview'));
+  const [kind, setKind] = useState('video');
+  const [form, setForm] = useState({ model: '', prompt: '', seconds: '', quality: '', aspect: '', imageUrl: '', scale: '2' });
+  const [quote, setQuote] = useState();
+  const [quoteError, setQuoteError] = useState();
+  const [submitError, setSubmitError] = useState();
+  const [result, setResult] = useState();
+  const [busy, setBusy] = useState(false);
+  const resultRef = useRef(null);
+
+  const choices = (models.data?.data ?? []).filter((m) => m.kind === kind && (kind !== 'chat' || m.unit === 'reply'));
+  const model = choices.find((m) => m.id === form.model);
+  useEffect(() => {
+    if (choices.length && !model) setForm((f) => ({ ...f, model: choices[0].id, quality: '', aspect: '', seconds: '' }));
+  }, [kind, models.data]);
+
+  const body = () => {
+    const b = { kind, prompt: form.prompt.trim() || 'a lighthouse at dusk' };
+    if (kind === 'chat') return { ...b, ...(form.model ? { model: form.model } : {}) };
+    if (kind === 'upscale') return { kind, imageUrl: form.imageUrl, scale: Number(form.scale), ...(form.model ? { model: form.model } : {}) };
+    return {
+      ...b, model: form.model,
+      ...(form.quality ? { quality: form.quality } : {}),
+      ...(form.aspect ? { aspect: form.aspect } : {}),
+      ...(kind === 'video' && form.seconds ? { seconds: Number(form.seconds) } : {}),
+    };
+  };
+
+  // The price before submitting: the service prices the same body as POST /api/generate, holding nothing.
+  useEffect(() => {
+    if (!form.model && kind !== 'chat') return undefined;
+    if (kind === 'upscale' && !form.imageUrl) {
+      setQuote(undefined);
+      return undefined;
+    }
+    const timer = setTimeout(() => {
+      api('POST', '/dashboard/api/quote', body()).then((q) => { setQuote(q); setQuoteError(undefined); }, (err) => { setQuote(undefined); setQuoteError(err); });
+    }, 250);
+    return () => clearTimeout(timer);
+  }, [kind, form.model, form.seconds, form.quality, form.aspect, form.prompt, form.imageUrl, form.scale]);
+
+  useLive({
+    generation: (g) => setResult((r) => (r && r.id === g.id ? g : r)),
+    overview: (o) => overview.set(o),
+  });
+  useEffect(() => {
+    if (result && !IN_FLIGHT.has(result.status)) resultRef.current?.focus();
+  }, [result?.status]);
+
+  const submit = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    setSubmitError(undefined);
+    try {
+      // Group C's own endpoint, with the session: the answer comes at once and the result follows live.
+      const { generation } = await api('POST', '/api/generate', body(), { prefer: 'respond-async' });
+      setResult((r) => (r && r.id === generation.id ? r : generation));
+    } catch (err) {
+      setSubmitError(err);
+    }
+    setBusy(false);
+  };
+  const set = (name) => (e) => setForm((f) => ({ ...f, [name]: e.currentTarget.value }));
+
+  return html`<h1>Playground</h1>
+    <div class="playground">
+      <form class="stack" onSubmit=${submit} aria-describedby="price">
+        <fieldset>
+          <legend>Kind</legend>
+          <div class="checks">${KINDS.map((k) => html`<label class="check"><input type="radio" name="kind" value=${k} checked=${kind === k} onChange=${() => { setKind(k); setQuote(undefined); }} /> ${k}</label>`)}</div>
+        </fieldset>
+        <label>Model<select name="model" value=${form.model} onChange=${set('model')}>${choices.map((m) => html`<option value=${m.id}>${m.id}</option>`)}</select></label>
+        ${kind === 'upscale'
+          ? html`<label>Image URL<input name="imageUrl" type="url" required value=${form.imageUrl} onInput=${set('imageUrl')} placeholder="https://…/image.png" /></label>
+              <label>Scale<select name="scale" value=${form.scale} onChange=${set('scale')}><option value="2">2×</option><option value="4">4×</option></select></label>`
+          : html`<label>Prompt<textarea name="prompt" rows="3" required onInput=${set('prompt')} value=${form.prompt} placeholder="a lighthouse at dusk"></textarea></label>`}
+        ${kind === 'video' && model ? html`
+          <label>Seconds <span class="muted small">(${model.seconds.min}–${model.seconds.max}, default ${model.seconds.default})</span>
+            <input name="seconds" type="number" inputmode="numeric" min=${model.seconds.min} max=${model.seconds.max} value=${form.seconds} onInput=${set('seconds')} placeholder=${String(model.seconds.default)} /></label>
+          <label>Resolution<select name="quality" value=${form.quality} onChange=${set('quality')}><option value="">Default (${model.defaults.resolution})</option>${model.options.resolutions.map((r) => html`<option value=${r}>${r} · ${formatNumber(model.prices[r])} credits/s</option>`)}</select></label>` : null}
+        ${(kind === 'video' || kind === 'image') && model ? html`
+          <label>Aspect<select name="aspect" value=${form.aspect} onChange=${set('aspect')}><option value="">Default (${model.defaults.aspect})</option>${model.options.aspects.map((a) => html`<option value=${a}>${a}</option>`)}</select></label>` : null}
+        ${kind === 'image' && model && model.options.qualities.length > 1 ? html`
+          <label>Quality<select name="quality" value=${form.quality} onChange=${set('quality')}><option value="">Default (${model.defaults.quality})</option>${model.options.qualities.map((q) => html`<option value=${q}>${q}</option>`)}</select></label>` : null}
+        <div id="price" class="price" aria-live="polite">
+          ${quote ? html`<p><strong data-testid="quote">${credits(quote.credits)}</strong> <span class="muted">· ${quote.model} · ${describeQuote(quote)}</span></p>
+            ${quote.affordable ? null : html`<p class="warning">Your balance (${credits(quote.balance)}) does not cover it.</p>`}` : null}
+          ${quoteError ? html`<p class="warning">${quoteError.message}</p>` : null}
+        </div>
+        <${Alert} error=${submitError} />
+        <button type="submit" disabled=${busy || !quote}>${busy ? 'Submitting…' : quote ? `Generate for ${credits(quote.credits)}` : 'Generate'}</button>
+        <p class="muted small">Balance: <span data-testid="playground-balance">${overview.data ? credits(overview.data.balance) : '…'}</span>${overview.data?.holdsActive ? ` (${credits(overview.data.holdsActive)} on hold)` : ''}</p>
+      </form>
+      <section class="result" aria-labelledby="result-title" tabindex="-1" ref=${resultRef}>
+        <h2 id="result-title">Result</h2>
+        ${result ? html`<div data-result=${result.id} data-status=${result.status}>
+            <p><${StatusBadge} status=${result.status} /> <span class="mono small">${result.id}</span></p>
+            <p class="muted small">${result.status === 'succeeded' ? `${credits(result.creditsCharged)} charged` : result.status === 'failed' ? `${result.error?.message ?? 'failed'} Nothing was charged.` : 'Following it live…'}</p>
+            <${Preview} g=${result} large=${true} />
+            ${IN_FLIGHT.has(result.status) ? html`<button type="button" class="danger small" onClick=${async () => { try { setResult(await api('POST', `/dashboard/api/generations/${result.id}/cancel`)); } catch (err) { setSubmitError(err); } }}>Cancel</button>` : null}
+          </div>`
+          : html`<p class="muted">Submit to see the result here, live.</p>`}
+      </section>
+    </div>`;
+}
