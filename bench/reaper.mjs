@@ -5,13 +5,13 @@
 // without a TypeScript loader.
 //
 //   node bench/reaper.mjs <bench pid> <data dir> <keep: 0|1>
-// and then, on stdin, lines `temporal <pgid>`, `postgres <pid>`, `worker <pid>` as they start.
+// and then, on stdin, lines `temporal <pgid>`, `postgres <pid>`, `worker <pid>`, `reference <pid>` as they start.
 import { rm } from 'node:fs/promises';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const [benchPid, dataDir, keep] = [Number(process.argv[2]), process.argv[3], process.argv[4] === '1'];
-const targets = { temporal: undefined, postgres: undefined, worker: undefined };
+const targets = { temporal: undefined, postgres: undefined, worker: undefined, reference: undefined };
 
 process.stdin.setEncoding('utf8').on('data', (chunk) => {
   for (const line of chunk.split('\n')) {
@@ -44,10 +44,12 @@ const waitGone = async (pid, ms) => {
 
 while (alive(benchPid)) await sleep(250);
 
-const { temporal, postgres, worker } = targets;
-if (worker && alive(worker)) {
-  send(worker, 'SIGTERM');
-  if (!(await waitGone(worker, 10_000))) send(worker, 'SIGKILL');
+const { temporal, postgres, worker, reference } = targets;
+for (const child of [worker, reference]) {
+  if (child && alive(child)) {
+    send(child, 'SIGTERM');
+    if (!(await waitGone(child, 10_000))) send(child, 'SIGKILL');
+  }
 }
 if (temporal && alive(-temporal)) {
   send(-temporal, 'SIGTERM');

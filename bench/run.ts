@@ -14,8 +14,9 @@ import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
 import { profileKind, workflowIdsOf } from './profile';
 import type { KindProfile } from './profile';
-import { evaluateTargets, flatMetrics, renderReport } from './report';
-import { baseline, chatSequential, imageConcurrent, imageSequential, refusal, videoFifo, videoSpread } from './scenarios';
+import { comparisonRows, evaluateTargets, flatMetrics, renderReport } from './report';
+import { refImageConcurrent, refImageSequential, refInflight, refRefusal, refVideo } from './reference-scenarios';
+import { baseline, chatSequential, imageConcurrent, imageSequential, inflightVideos, refusal, videoFifo, videoSequential, videoSpread } from './scenarios';
 import type { Context, ScenarioResult } from './scenarios';
 import { measureSimulatorCost } from './simulator-cost';
 import { FULL, QUICK } from './sizes';
@@ -135,19 +136,21 @@ async function main(): Promise<number> {
       everyMs: 100,
       temporalPid: stack.temporal.pid,
       postgresPid: stack.postgres.pid,
+      referencePid: stack.reference.pid,
       ...(stack.workerPid === undefined ? {} : { workerPid: stack.workerPid }),
     });
     const before = await memory.now();
-    const pids = { temporal: stack.temporal.pid, postgres: stack.postgres.pid, ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }) };
+    const pids = { temporal: stack.temporal.pid, postgres: stack.postgres.pid, reference: stack.reference.pid, ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }) };
     let lastCpu: CpuUse | undefined;
     const ctx: Context = {
       http: createHttp(stack.baseUrl, interrupt.signal),
+      ref: createHttp(stack.reference.baseUrl, interrupt.signal),
       stack,
       errors,
       sizes,
       memory,
       log,
-      samples: { image: [], chat: [], video: [], refused: [] },
+      samples: { image: [], chat: [], video: [], refused: [], refImage: [] },
       async measure(work) {
         const a = await cpuSnapshot(pids);
         try {
@@ -171,13 +174,29 @@ async function main(): Promise<number> {
       log(`${name}: p50 ${r.latency.p50.toFixed(1)} ms, p95 ${r.latency.p95.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
       scenarios.push(r);
     };
+    // Each of the service's scenarios is followed at once by the bare reference's (same sizes,
+    // same clients), so that both meet the same load from the machine's other users.
     await run('baseline', () => baseline(ctx));
     await run('image.sequential', () => imageSequential(ctx));
-    for (const c of sizes.imageConcurrent.levels) await run(`image.c${c}`, () => imageConcurrent(ctx, c));
-    await run('video.admission', () => videoSpread(ctx));
+    await run('ref.image.sequential', () => refImageSequential(ctx));
+    for (const c of sizes.imageConcurrent.levels) {
+      await run(`image.c${c}`, () => imageConcurrent(ctx, c));
+      await run(`ref.image.c${c}`, () => refImageConcurrent(ctx, c));
+    }
+    await run('video.c1', () => videoSequential(ctx));
+    await run('ref.video.c1', () => refVideo(ctx, 1));
+    await run(`video.c${sizes.videoSpread.concurrency}`, () => videoSpread(ctx));
+    await run(`ref.video.c${sizes.videoSpread.concurrency}`, () => refVideo(ctx, sizes.videoSpread.concurrency));
     await run('video.fifo', () => videoFifo(ctx));
     await run('chat.sequential', () => chatSequential(ctx));
     await run('refusal.402', () => refusal(ctx));
+    await run('ref.refusal.402', () => refRefusal(ctx));
+    const rate = (id: string) => {
+      const s = scenarios.find((x) => x.id === id);
+      return s ? (s.n / s.wallMs) * 1000 : undefined;
+    };
+    await run('inflight', () => inflightVideos(ctx, rate(`video.c${sizes.videoSpread.concurrency}`)));
+    await run('ref.inflight', () => refInflight(ctx, rate(`ref.video.c${sizes.videoSpread.concurrency}`)));
     memory.phase('after');
     const after = await memory.now();
     const memoryReport: MemoryReport = await memory.stop();
@@ -188,17 +207,19 @@ async function main(): Promise<number> {
     const refusedIds = refusedAccount ? await workflowIdsOf(stack.services.client, refusedAccount, sizes.profile) : [];
     const profile: Record<string, KindProfile | undefined> = {
       image: await profileKind(stack.services.client, last(ctx.samples.image)),
+      'image (reference)': await profileKind(stack.services.client, last(ctx.samples.refImage)),
       chat: await profileKind(stack.services.client, last(ctx.samples.chat)),
-      video: await profileKind(stack.services.client, last(ctx.samples.video), 'admission'),
+      video: await profileKind(stack.services.client, last(ctx.samples.video), 'start'),
       refused: await profileKind(stack.services.client, refusedIds.map((id) => ({ id }))),
     };
 
-    const metrics = flatMetrics(scenarios, memoryReport);
+    const metrics = flatMetrics(scenarios, memoryReport, simulatorCost);
     const targets = evaluateTargets(metrics);
+    const comparison = comparisonRows(metrics, targets);
     const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
     console.log(`\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}`);
     console.log(`load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`);
-    console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode, simulatorCost }));
+    console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode, simulatorCost, comparison }));
 
     const misses = targets.filter((t) => t.verdict === 'MISS');
     const resultsDir = join(process.cwd(), '.test-data', 'bench-results');
@@ -224,6 +245,7 @@ async function main(): Promise<number> {
         scenarios,
         metrics,
         targets,
+        comparison,
         memory: { before, after, ...memoryReport },
         profile,
         errors: { count: errors.count, first: errors.messages },

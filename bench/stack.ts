@@ -32,6 +32,8 @@ export interface Stack {
   workerMode: WorkerMode;
   /** The worker child's pid when the worker runs in its own process. */
   workerPid: number | undefined;
+  /** The bare reference (bench/reference-process.ts): its own process on the same Temporal and PostgreSQL. */
+  reference: { pid: number; baseUrl: string; taskQueue: string };
   /** How long each start-up step took, in ms. */
   startup: Record<string, number>;
   /** The Temporal CLI that runs the dev server (TEMPORAL_CLI, PATH or the cache). */
@@ -47,6 +49,8 @@ export interface StackHandle {
 
 const TASK_QUEUE = 'bench';
 const WORKER_ENTRY = 'runtime/worker-process.ts';
+const REFERENCE_ENTRY = 'bench/reference-process.ts';
+const REFERENCE_TASK_QUEUE = 'bench-bare';
 const REAPER = 'bench/reaper.mjs';
 
 /**
@@ -66,7 +70,7 @@ function startReaper(dataDir: string, keepData: boolean) {
   stdin?.unref();
   const watched: number[] = [];
   return {
-    tell: (name: 'temporal' | 'postgres' | 'worker', pid: number) => {
+    tell: (name: 'temporal' | 'postgres' | 'worker' | 'reference', pid: number) => {
       watched.push(name === 'temporal' ? -pid : pid);
       stdin?.write(`${name} ${pid}\n`);
     },
@@ -195,7 +199,7 @@ export function createStack(options: {
       steps.push({ name: 'worker', stop: () => worker.stop(), limitMs: 15_000 });
     } else {
       const child = await timed('worker process (bundle + start)', () =>
-        startWorkerProcess({ ...env, LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address }),
+        startChildProcess(WORKER_ENTRY, { ...env, LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address }, 'worker polling'),
       );
       reaper.tell('worker', child.pid);
       const forget = killOnExit(() => signal(child.pid, 'SIGKILL'));
@@ -205,6 +209,14 @@ export function createStack(options: {
 
     const app: FastifyInstance = await timed('api', () => startApiServer(services));
     steps.push({ name: 'API', stop: () => app.close(), limitMs: 5_000 });
+
+    const referencePort = await freePort();
+    const ref = await timed('reference (bundle + start)', () =>
+      startChildProcess(REFERENCE_ENTRY, { DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, PORT: String(referencePort), TASK_QUEUE: REFERENCE_TASK_QUEUE }, 'reference listening'),
+    );
+    reaper.tell('reference', ref.pid);
+    const forgetRef = killOnExit(() => signal(ref.pid, 'SIGKILL'));
+    steps.push({ name: 'reference process', stop: () => ref.stop().finally(forgetRef), limitMs: 20_000 });
 
     return {
       dataDir,
@@ -216,6 +228,7 @@ export function createStack(options: {
       postgres,
       workerMode: options.workerMode,
       workerPid,
+      reference: { pid: ref.pid, baseUrl: `http://127.0.0.1:${referencePort}`, taskQueue: REFERENCE_TASK_QUEUE },
       startup,
       temporalCli: cliPath,
     };
@@ -235,11 +248,12 @@ export function createStack(options: {
 }
 
 /**
- * `runtime/worker-process.ts` (the docker-compose worker) as a child: no npx or tsx CLI in
- * between, so our signals reach it and its pid is the worker's own.
+ * A TypeScript entry point (`runtime/worker-process.ts`, the docker-compose worker, or the bare
+ * reference) as a child: no npx or tsx CLI in between, so our signals reach it and its pid is its
+ * own. Ready once its stdout says `readyText`.
  */
-async function startWorkerProcess(env: Record<string, string>): Promise<{ pid: number; stop(): Promise<void> }> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', WORKER_ENTRY], {
+async function startChildProcess(entry: string, env: Record<string, string>, readyText: string): Promise<{ pid: number; stop(): Promise<void> }> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: process.cwd(),
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -249,10 +263,10 @@ async function startWorkerProcess(env: Record<string, string>): Promise<{ pid: n
   const ready = new Promise<void>((resolve, reject) => {
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       tail.push(chunk);
-      if (tail.toString().includes('worker polling')) resolve();
+      if (tail.toString().includes(readyText)) resolve();
     });
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => tail.push(chunk));
-    void exited.then(() => reject(new Error(`the worker process exited during start-up:\n${tail.toString()}`)));
+    void exited.then(() => reject(new Error(`${entry} exited during start-up:\n${tail.toString()}`)));
   });
   const stop = async (): Promise<void> => {
     const pid = child.pid;
@@ -261,11 +275,11 @@ async function startWorkerProcess(env: Record<string, string>): Promise<{ pid: n
     if (!(await waitForExit(pid, 15_000))) signal(pid, 'SIGKILL');
     await exited;
   };
-  if (child.pid === undefined) throw new Error('could not start the worker process');
+  if (child.pid === undefined) throw new Error(`could not start ${entry}`);
   try {
     await Promise.race([
       ready,
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the worker process was not ready after 120 s:\n${tail.toString()}`)), 120_000).unref()),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${entry} was not ready after 120 s:\n${tail.toString()}`)), 120_000).unref()),
     ]);
   } catch (err) {
     await stop();
