@@ -11,7 +11,7 @@ import { createSimulator } from '../../core/providers/simulator';
 import type { Provider } from '../../core/providers/types';
 import { createLocalStore } from '../../core/storage';
 import type { OutputStore } from '../../core/storage';
-import { createWorker } from '../../runtime/worker';
+import { createWorkers } from '../../runtime/worker';
 import { deadlinesOf, loadConfig } from '../../core/config';
 import { createSafeHttpClient } from '../../core/net/safe-http';
 import { createInputPreparer } from '../../service/inputs';
@@ -50,10 +50,13 @@ export async function startHarness(options: HarnessOptions = {}) {
 
   let nativeConnection: NativeConnection | undefined;
   let stopWorker = async (): Promise<void> => undefined;
-  /** Starts the in-process worker (done at once unless `worker: false`; a test may start it later). */
+  /**
+   * Starts the in-process workers, as `npm start` runs them: the workflow worker and the provider
+   * worker on its own task queue (done at once unless `worker: false`; a test may start them later).
+   */
   const startWorker = async (): Promise<void> => {
     nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-    const worker = await createWorker({
+    const workers = await createWorkers({
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
@@ -65,11 +68,11 @@ export async function startHarness(options: HarnessOptions = {}) {
       client,
       deadlines: deadlinesOf(loadConfig({})),
       slotPollMs: 50,
-    });
-    const workerRun = worker.run();
+    }, 'all');
+    const runs = workers.map((w) => w.run());
     stopWorker = async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await workerRun;
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.all(runs);
     };
   };
   if (options.worker !== false) await startWorker();
