@@ -84,6 +84,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
     ...(deps.deadlines ? { deadlines: deps.deadlines } : {}),
   });
+  // Workflow starts made after a `queued` answer finish before the app closes.
+  app.addHook('onClose', () => service.drain());
 
   await app.register(healthRoutes, { pool: deps.pool, client: deps.client });
   await app.register(fileRoutes, { store: deps.store });

@@ -5,7 +5,7 @@ import type { Plan } from '../core/db/accounts';
 import { getGeneration, listGenerations } from '../core/db/generations';
 import type { GenerationKind, GenerationRow, GenerationStatus } from '../core/db/generations';
 import { claimIdempotencyKey, findIdempotencyClaim } from '../core/db/idempotency';
-import { placeHold, releaseHold } from '../core/db/ledger';
+import { admitGeneration, placeHold, releaseHold } from '../core/db/ledger';
 import type { HoldOutcome } from '../core/db/ledger';
 import { inTransaction } from '../core/db/pool';
 import {
@@ -52,7 +52,7 @@ export interface SubmitOptions {
   /** Answer at once (RFC 7240 `Prefer: respond-async`) instead of waiting for an image or chat. */
   respondAsync?: boolean | undefined;
   /** The request's logger: admission lines carry its request id next to the generation id. */
-  log?: { info(obj: object, msg: string): void } | undefined;
+  log?: { info(obj: object, msg: string): void; warn?(obj: object, msg: string): void } | undefined;
 }
 
 export interface Submitted {
@@ -111,6 +111,16 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     return { generation: await viewOf(await read(accountId, id), store), replayed: true };
   };
 
+  /** Workflow starts made after the answer (see submit), so that a graceful stop waits for them. */
+  const starting = new Set<Promise<void>>();
+  const startInBackground = (input: GenerationWorkflowInput, opts: SubmitOptions, onStarted: () => void): void => {
+    const started: Promise<void> = startOrRelease(input).then(onStarted, (err: unknown) => {
+      // Released already: the generation reads `failed` with code `not_started`, nothing charged.
+      opts.log?.warn?.({ generationId: input.generationId, err }, 'generation workflow could not be started; hold released');
+    }).finally(() => starting.delete(started));
+    starting.add(started);
+  };
+
   /** Starts the admitted generation's workflow; if that fails, the hold goes back at once. */
   const startOrRelease = async (input: GenerationWorkflowInput): Promise<void> => {
     try {
@@ -148,27 +158,39 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       }
 
       const admissionTimer = metrics.admissionDuration.startTimer({ kind: priced.kind });
-      const admitted = await inTransaction(pool, async (tx): Promise<{ replayOf: string } | { outcome: HoldOutcome & { admitted: true } }> => {
-        if (keyed) {
-          const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: priced.generationId });
-          if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
-          if (claim.outcome === 'replay') return { replayOf: claim.generationId };
-        }
-        const outcome = await placeHold(tx, {
-          generation: {
-            id: priced.generationId, accountId: priced.accountId, apiKeyId: priced.apiKeyId,
-            kind: priced.kind, model: priced.model, params: priced.params, prompt: priced.prompt,
-          },
-          amountMc: priced.quoteMc,
-          ...(priced.freeChat ? { freeChat: priced.freeChat } : {}),
+      const newGeneration = {
+        id: priced.generationId, accountId: priced.accountId, apiKeyId: priced.apiKeyId,
+        kind: priced.kind, model: priced.model, params: priced.params, prompt: priced.prompt,
+      };
+      let outcome: HoldOutcome & { admitted: true };
+      /** The row as admitted, when the admission returned it (no read needed to answer `queued`). */
+      let admittedRow: GenerationRow | undefined;
+      if (!keyed && !priced.freeChat) {
+        // The common case: one statement, one round trip, its own transaction.
+        const a = await admitGeneration(pool, { generation: newGeneration, amountMc: priced.quoteMc });
+        if (!a.admitted) throw new InsufficientCreditsError(mcToCredits(a.requiredMc), mcToCredits(a.availableMc));
+        outcome = { admitted: true, free: false, model: priced.model, amountMc: priced.quoteMc };
+        admittedRow = a.generation;
+      } else {
+        const admitted = await inTransaction(pool, async (tx): Promise<{ replayOf: string } | { outcome: HoldOutcome & { admitted: true } }> => {
+          if (keyed) {
+            const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: priced.generationId });
+            if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
+            if (claim.outcome === 'replay') return { replayOf: claim.generationId };
+          }
+          const held = await placeHold(tx, {
+            generation: newGeneration,
+            amountMc: priced.quoteMc,
+            ...(priced.freeChat ? { freeChat: priced.freeChat } : {}),
+          });
+          // Thrown inside the transaction, so a refused request leaves no claim and no generation.
+          if (!held.admitted) throw new InsufficientCreditsError(mcToCredits(held.requiredMc), mcToCredits(held.availableMc));
+          return { outcome: held };
         });
-        // Thrown inside the transaction, so a refused request leaves no claim and no generation.
-        if (!outcome.admitted) throw new InsufficientCreditsError(mcToCredits(outcome.requiredMc), mcToCredits(outcome.availableMc));
-        return { outcome };
-      });
-      if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
+        if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
+        outcome = admitted.outcome;
+      }
 
-      const { outcome } = admitted;
       const deadlineMs = deps.deadlines?.[priced.kind];
       const input: GenerationWorkflowInput = {
         ...priced, model: outcome.model, admitted: { free: outcome.free, model: outcome.model }, ...(deadlineMs === undefined ? {} : { deadlineMs }),
@@ -183,13 +205,30 @@ export function createGenerationService(deps: GenerationServiceDeps) {
           throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', { cause: err });
         }
       }
+      const admittedNow = () => {
+        admissionTimer();
+        metrics.admissions.inc({ kind: input.kind });
+        if (!outcome.free) metrics.creditsHeld.inc(mcToCredits(outcome.amountMc));
+        opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: mcToCredits(outcome.amountMc), free: outcome.free }, 'generation admitted');
+      };
+      const waits = !opts.respondAsync && WAITED_KINDS.has(input.kind);
+      if (!waits && admittedRow && !prepared) {
+        // Nobody waits for the result: answer `queued` as soon as the hold is durable and start the
+        // workflow right after. A crash in between leaves a held generation without a workflow,
+        // which an Idempotency-Key repeat starts and the reconciler otherwise releases
+        // (docs/decisions.md, "A queued answer does not wait for the workflow start").
+        startInBackground(input, opts, admittedNow);
+        return { generation: await viewOf(admittedRow, store), replayed: false };
+      }
       await startOrRelease(input);
-      admissionTimer();
-      metrics.admissions.inc({ kind: input.kind });
-      if (!outcome.free) metrics.creditsHeld.inc(mcToCredits(outcome.amountMc));
-      opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: mcToCredits(outcome.amountMc), free: outcome.free }, 'generation admitted');
+      admittedNow();
       await waitIfSync(input.generationId, input.kind, opts);
       return { generation: await viewOf(await read(principal.accountId, input.generationId), store), replayed: false };
+    },
+
+    /** Resolves once every workflow start still under way has been made (or failed and released): call before closing. */
+    async drain(): Promise<void> {
+      await Promise.allSettled([...starting]);
     },
 
     async get(principal: Principal, id: string): Promise<GenerationView> {

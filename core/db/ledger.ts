@@ -1,5 +1,7 @@
 import type { Queryable } from './pool';
 import type { Millicredits } from '../money';
+import { fromRow, GENERATION_COLUMNS } from './generations';
+import type { GenerationDbRow, GenerationRow } from './generations';
 
 /**
  * Holds and their settlement. Each function runs inside the caller's transaction; together with
@@ -72,6 +74,49 @@ export async function placeHold(tx: Queryable, req: HoldRequest): Promise<HoldOu
   }
   await insertGenerationAndHold(tx, g, req.amountMc, false, money, null);
   return { admitted: true, free: false, model: g.model, amountMc: req.amountMc };
+}
+
+export type Admission =
+  | { admitted: true; generation: GenerationRow }
+  | { admitted: false; requiredMc: Millicredits; availableMc: Millicredits };
+
+/**
+ * The API's admission of a new paid generation in ONE statement, hence one round trip and its own
+ * transaction: the conditional hold on the account, the generation row, the hold row and the
+ * ledger entry, all or nothing. Every part of a data-modifying WITH sees the same snapshot, so the
+ * account read at the bottom is the balance before this hold: on a refusal it is what was
+ * available. No row at all means no such account (refused, nothing available). Requests that
+ * claim an Idempotency-Key or a free chat reply take `placeHold` in a transaction instead.
+ */
+const ADMIT = `
+  WITH a AS (
+    UPDATE accounts SET held_mc = held_mc + $8::bigint
+     WHERE id = $2 AND balance_mc - held_mc >= $8::bigint
+     RETURNING id, balance_mc, held_mc
+  ), g AS (
+    INSERT INTO generations (id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, free_chat)
+    SELECT $1, a.id, $3, $4, $5, 'queued', $6, $7, $8::bigint, false FROM a
+    RETURNING ${GENERATION_COLUMNS}
+  ), h AS (
+    INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT $1, a.id, $8::bigint, false FROM a
+  ), e AS (
+    INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
+    SELECT a.id, $1, 'hold', $8::bigint, a.balance_mc, a.held_mc, NULL FROM a
+  )
+  SELECT g.*, before.available_mc
+    FROM (SELECT balance_mc - held_mc AS available_mc FROM accounts WHERE id = $2) before
+    LEFT JOIN g ON true`;
+
+export async function admitGeneration(q: Queryable, req: { generation: NewGeneration; amountMc: Millicredits }): Promise<Admission> {
+  const { generation: g } = req;
+  const r = await q.query<GenerationDbRow & { available_mc: number }>({
+    name: 'admit-generation',
+    text: ADMIT,
+    values: [g.id, g.accountId, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, req.amountMc],
+  });
+  const row = r.rows[0];
+  if (row?.id) return { admitted: true, generation: fromRow(row) };
+  return { admitted: false, requiredMc: req.amountMc, availableMc: row?.available_mc ?? 0 };
 }
 
 async function insertGenerationAndHold(
