@@ -17,7 +17,8 @@ import { recordResolution } from '../core/metrics';
 export function createLedgerActivities({ pool }: { pool: pg.Pool }) {
   return {
     placeHold: (req: HoldRequest): Promise<HoldOutcome> => classified(() => inTransaction(pool, (tx) => placeHold(tx, req))),
-    settle: async (req: SettleRequest): Promise<Resolution> => recordResolution(await classified(() => inTransaction(pool, (tx) => settleHold(tx, req)))),
+    // One statement, hence its own transaction (core/db/ledger.ts).
+    settle: async (req: SettleRequest): Promise<Resolution> => recordResolution(await classified(() => settleHold(pool, req))),
     release: async (req: { generationId: string; error: GenerationError }): Promise<Resolution> =>
       recordResolution(await classified(() => inTransaction(pool, (tx) => releaseHold(tx, req.generationId, req.error)))),
     markRunning: (req: { generationId: string }): Promise<void> => classified(() => markRunning(pool, req.generationId)),

@@ -152,28 +152,53 @@ export type Resolution =
   | { outcome: 'released'; kind: string; releasedMc: Millicredits; code: string }
   | { outcome: 'already'; state: 'settled' | 'released' };
 
-export async function settleHold(tx: Queryable, req: SettleRequest): Promise<Resolution> {
-  const moved = await tx.query<{ account_id: string; amount_mc: number; charged_mc: number }>(
-    `UPDATE holds SET state = 'settled', resolved_at = now(),
-            charged_mc = LEAST(COALESCE($2::bigint, amount_mc), amount_mc)
-      WHERE generation_id = $1 AND state = 'held'
-      RETURNING account_id, amount_mc, charged_mc`,
-    [req.generationId, req.chargeMc ?? null],
-  );
-  const hold = moved.rows[0];
-  if (!hold) return alreadyResolved(tx, req.generationId);
+/**
+ * The settle, in ONE statement (one round trip, its own transaction when not given one): the hold
+ * moves `held → settled` with its charge (never more than the hold), the account gives the hold back
+ * and pays the charge, the ledger records the charge and, if the run cost less than the hold, the
+ * release of the rest (in that order), and the generation becomes `succeeded` with its output. If
+ * the hold had already moved (a retried activity, or a release that won), nothing changes and the
+ * answer says which way it went; `prior` is the hold's state in the statement's snapshot.
+ */
+const SETTLE = `
+  WITH h AS (
+    UPDATE holds SET state = 'settled', resolved_at = now(), charged_mc = LEAST(COALESCE($2::bigint, amount_mc), amount_mc)
+     WHERE generation_id = $1 AND state = 'held'
+     RETURNING account_id, amount_mc, charged_mc
+  ), a AS (
+    UPDATE accounts SET held_mc = accounts.held_mc - h.amount_mc, balance_mc = accounts.balance_mc - h.charged_mc
+      FROM h WHERE accounts.id = h.account_id
+    RETURNING accounts.id, accounts.balance_mc, accounts.held_mc
+  ), e AS (
+    INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
+    SELECT a.id, $1, v.entry, v.amount, a.balance_mc, a.held_mc, v.note
+      FROM a, h, LATERAL (VALUES (1, 'charge', h.charged_mc, NULL::text),
+                                 (2, 'release', h.amount_mc - h.charged_mc, 'unused part of the hold')) AS v (n, entry, amount, note)
+     WHERE v.n = 1 OR v.amount > 0
+     ORDER BY v.n
+  ), g AS (
+    UPDATE generations SET status = 'succeeded', charged_mc = h.charged_mc, output_key = $3, output_text = $4,
+           started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
+      FROM h WHERE generations.id = $1
+    RETURNING generations.kind
+  )
+  SELECT prior.state AS prior, h.amount_mc, h.charged_mc, g.kind
+    FROM (SELECT state FROM holds WHERE generation_id = $1) AS prior
+    LEFT JOIN h ON true LEFT JOIN g ON true`;
 
-  const rest = hold.amount_mc - hold.charged_mc;
-  const after = await moveAccount(tx, hold.account_id, { heldDelta: -hold.amount_mc, balanceDelta: -hold.charged_mc });
-  await appendEntry(tx, hold.account_id, req.generationId, 'charge', hold.charged_mc, after, null);
-  if (rest > 0) await appendEntry(tx, hold.account_id, req.generationId, 'release', rest, after, 'unused part of the hold');
-  const g = await tx.query<{ kind: string }>(
-    `UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
-            started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
-      WHERE id = $1 RETURNING kind`,
-    [req.generationId, hold.charged_mc, req.outputKey, req.outputText],
-  );
-  return { outcome: 'settled', kind: g.rows[0]?.kind ?? 'unknown', chargedMc: hold.charged_mc, releasedMc: rest };
+export async function settleHold(q: Queryable, req: SettleRequest): Promise<Resolution> {
+  const r = await q.query<{ prior: 'held' | 'settled' | 'released'; amount_mc: number | null; charged_mc: number | null; kind: string | null }>({
+    name: 'settle-hold',
+    text: SETTLE,
+    values: [req.generationId, req.chargeMc ?? null, req.outputKey, req.outputText],
+  });
+  const row = r.rows[0];
+  if (!row) throw new Error(`no hold for generation ${req.generationId}`);
+  if (row.amount_mc === null || row.charged_mc === null) {
+    // Seen `held` yet not moved: a release committed while this statement waited for the row.
+    return row.prior === 'held' ? alreadyResolved(q, req.generationId) : { outcome: 'already', state: row.prior };
+  }
+  return { outcome: 'settled', kind: row.kind ?? 'unknown', chargedMc: row.charged_mc, releasedMc: row.amount_mc - row.charged_mc };
 }
 
 export interface GenerationError {
