@@ -113,8 +113,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 
   /** Workflow starts made after the answer (see submit), so that a graceful stop waits for them. */
   const starting = new Set<Promise<void>>();
-  const startInBackground = (input: GenerationWorkflowInput, opts: SubmitOptions, onStarted: () => void): void => {
-    const started: Promise<void> = startOrRelease(input).then(onStarted, (err: unknown) => {
+  const startInBackground = (input: GenerationWorkflowInput, opts: SubmitOptions): void => {
+    const started: Promise<void> = startOrRelease(input).catch((err: unknown) => {
       // Released already: the generation reads `failed` with code `not_started`, nothing charged.
       opts.log?.warn?.({ generationId: input.generationId, err }, 'generation workflow could not be started; hold released');
     }).finally(() => starting.delete(started));
@@ -205,8 +205,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
           throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', { cause: err });
         }
       }
-      const admittedNow = () => {
-        admissionTimer();
+      const countAdmission = () => {
         metrics.admissions.inc({ kind: input.kind });
         if (!outcome.free) metrics.creditsHeld.inc(mcToCredits(outcome.amountMc));
         opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: mcToCredits(outcome.amountMc), free: outcome.free }, 'generation admitted');
@@ -217,11 +216,14 @@ export function createGenerationService(deps: GenerationServiceDeps) {
         // workflow right after. A crash in between leaves a held generation without a workflow,
         // which an Idempotency-Key repeat starts and the reconciler otherwise releases
         // (docs/decisions.md, "A queued answer does not wait for the workflow start").
-        startInBackground(input, opts, admittedNow);
+        admissionTimer();
+        countAdmission();
+        startInBackground(input, opts);
         return { generation: await viewOf(admittedRow, store), replayed: false };
       }
       await startOrRelease(input);
-      admittedNow();
+      admissionTimer();
+      countAdmission();
       await waitIfSync(input.generationId, input.kind, opts);
       return { generation: await viewOf(await read(principal.accountId, input.generationId), store), replayed: false };
     },
