@@ -11,15 +11,18 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { Context } from '@temporalio/activity';
 import pg from 'pg';
 import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '../core/search-attributes';
+import { bundleInChildProcess } from '../runtime/worker';
 import type { BareActivities, BareInput } from './reference-workflows';
 
 const WORKFLOWS = fileURLToPath(new URL('./reference-workflows.ts', import.meta.url));
 const PRICE = { image: 3000, video: 42500 } as const;
 const DEADLINE_MS = { image: 10 * 60_000, video: 2 * 3_600_000 } as const;
+/** The service's default (core/config.ts, WORKFLOW_CACHE_SIZE). */
+const WORKFLOW_CACHE = 250;
 
 const env = (name: string): string => {
   const v = process.env[name];
@@ -66,9 +69,14 @@ async function main(): Promise<void> {
       return { outputKey: 'none' };
     },
   };
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS, logger: new DefaultLogger('ERROR') });
+  // Bundled out of process, as the service's worker does, so that webpack's memory is in neither.
+  const bundle = await bundleInChildProcess(WORKFLOWS);
   // The service's worker settings (runtime/worker.ts), so the two differ only in what they run.
-  const worker = await Worker.create({ connection: native, taskQueue, workflowBundle, activities, maxConcurrentActivityTaskExecutions: 200, shutdownGraceTime: '5 seconds' });
+  const worker = await Worker.create({
+    connection: native, taskQueue, workflowBundle: { codePath: bundle.codePath }, activities,
+    maxConcurrentActivityTaskExecutions: 200, maxCachedWorkflows: WORKFLOW_CACHE, shutdownGraceTime: '5 seconds',
+  });
+  await bundle.remove();
   const running = worker.run();
 
   const send = (res: ServerResponse, status: number, body: unknown) => {

@@ -21,6 +21,7 @@ export async function startWorker(s: Services, role: WorkerRole = s.config.WORKE
     client: s.client,
     deadlines: deadlinesOf(s.config),
     providerConcurrency: s.config.PROVIDER_CONCURRENCY,
+    workflowCacheSize: s.config.WORKFLOW_CACHE_SIZE,
   }, role);
   if (role !== 'provider') {
     await ensureReconcilerSchedule(s.client, { taskQueue: s.config.TEMPORAL_TASK_QUEUE, everyMs: s.config.RECONCILE_EVERY_MS, graceMs: s.config.RECONCILE_GRACE_MS });

@@ -38,6 +38,8 @@ export interface WorkerDeps {
   deadlines: Record<'image' | 'video' | 'chat' | 'upscale', number>;
   /** Provider runs one worker process takes at once (they wait on upstreams, or on the render pool). */
   providerConcurrency?: number;
+  /** Workflows kept in memory between tasks (WORKFLOW_CACHE_SIZE); the SDK's default sizes it from the heap. */
+  workflowCacheSize?: number;
 }
 
 /** The workflow worker: generation and reconcile workflows and every activity they run on the main queue. */
@@ -59,6 +61,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     }),
     // Activities here wait on I/O (slot polls, the reconciler's calls), not CPU.
     maxConcurrentActivityTaskExecutions: 200,
+    ...(deps.workflowCacheSize === undefined ? {} : { maxCachedWorkflows: deps.workflowCacheSize }),
     // Short jobs in flight may finish during a graceful stop; longer ones are retried elsewhere.
     shutdownGraceTime: '5 seconds',
   });
@@ -95,11 +98,11 @@ export async function createWorkers(deps: WorkerDeps, role: WorkerRole): Promise
  * Bundles workflows/ with the SDK's webpack in a short-lived child process: webpack's ~110 MB would
  * otherwise stay in the worker's RSS for its whole life. The worker reads the file once, at creation.
  */
-export async function bundleInChildProcess(): Promise<{ codePath: string; remove(): Promise<void> }> {
+export async function bundleInChildProcess(workflowsPath = WORKFLOWS_PATH): Promise<{ codePath: string; remove(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'gensvc-workflows-'));
   const codePath = join(dir, 'workflows.js');
   const tail = new OutputTail();
-  const child = spawn(process.execPath, ['--import', 'tsx', BUNDLER, WORKFLOWS_PATH, codePath], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', BUNDLER, workflowsPath, codePath], { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout.setEncoding('utf8').on('data', (c: string) => tail.push(c));
   child.stderr.setEncoding('utf8').on('data', (c: string) => tail.push(c));
   const code = await new Promise<number | null>((resolve, reject) => {

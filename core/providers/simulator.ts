@@ -1,3 +1,4 @@
+import sharp from 'sharp';
 import { ProviderRejectedError } from '../errors';
 import { renderImagePng } from '../media/png';
 import { renderVideoWebm } from '../media/webm';
@@ -19,6 +20,8 @@ const MAX_UNTIL_MS = 60 * 60 * 1000;
 
 /** The embedded default provider: real files, steerable by directives in the prompt. */
 export function createSimulator(options: SimulatorOptions = {}): Provider {
+  // Every render is new: libvips' operation cache (up to 50 MB of pixels) would only hold memory.
+  sharp.cache(false);
   return {
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       const directives = parseDirectives(job.prompt);
