@@ -26,7 +26,7 @@ export const TARGETS: readonly Target[] = [
   { metric: 'memory.inflight.serviceRss', kind: 'max', limit: 400, unit: 'MB', why: 'API + worker with 1,000 videos in flight' },
   { metric: 'image.c50.p95', kind: 'max', limit: 10_000, unit: 'ms', why: 'regression guard: 50 clients stay far from the API\'s waits' },
   { metric: 'chat.sequential.p95', kind: 'max', limit: 400, unit: 'ms', why: 'regression guard: a paid chat reply takes the image path with nothing to render' },
-  { metric: 'video.fifo.p95', kind: 'max', limit: 300, unit: 'ms', why: 'regression guard: one account\'s queued videos do not slow its admission' },
+  { metric: 'video.fifo.p95', kind: 'max', limit: 1000, unit: 'ms', why: 'regression guard: one account\'s 50 videos, its admissions and slot claims all lock its account row (before issue 10: p95 5.1 s)' },
   { metric: 'memory.peakServiceRss', kind: 'max', limit: 700, unit: 'MB', why: 'regression guard: API + worker peak over the whole run' },
 ];
 
