@@ -4,7 +4,7 @@
 import { performance } from 'node:perf_hooks';
 import { runPool } from './http';
 import type { Context, ScenarioResult } from './scenarios';
-import { holdFor, result, sequential, waitForDrain } from './scenarios';
+import { holdFor, holdThenDrain, result, sequential, waitForDrain } from './scenarios';
 
 type Kind = 'image' | 'video';
 
@@ -115,7 +115,7 @@ export async function refInflight(ctx: Context, submitsPerSecond: number | undef
       latencies.push(r.ms);
       if (r.id) ids.push(r.id);
     });
-    return waitForDrain(() => liveJobs(ctx, ids), ctx);
+    return holdThenDrain(ctx, 'ref.inflight', until, () => liveJobs(ctx, ids));
   });
   return result('ref.inflight', `reference: ${total} videos in flight`, latencies, performance.now() - t, ctx, before, { inFlight: { max, holdUntil: until }, side: 'reference' });
 }

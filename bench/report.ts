@@ -39,6 +39,10 @@ export function flatMetrics(scenarios: ScenarioResult[], memory: MemoryReport, s
   if (inflight) m['memory.inflight.serviceRss'] = mb(inflight.serviceRss);
   const refInflight = memory.phases['ref.inflight'];
   if (refInflight?.referenceRss !== undefined) m['memory.inflight.referenceRss'] = mb(refInflight.referenceRss);
+  const drain = memory.phases['inflight.drain'];
+  if (drain) m['memory.drain.serviceRss'] = mb(drain.serviceRss);
+  const refDrain = memory.phases['ref.inflight.drain'];
+  if (refDrain?.referenceRss !== undefined) m['memory.drain.referenceRss'] = mb(refDrain.referenceRss);
   return m;
 }
 
@@ -82,6 +86,7 @@ export function comparisonRows(m: Record<string, number>, targets: TargetResult[
     row('CPU per video admitted, 32 clients, stack (ms)', 'video.c32.cpuPerOp', 'ref.video.c32.cpuPerOp'),
     row('CPU per 402, stack (ms)', 'refusal.402.cpuPerOp', 'ref.refusal.402.cpuPerOp'),
     row('peak RSS, videos in flight (MB)', 'memory.inflight.serviceRss', 'memory.inflight.referenceRss', verdict('memory.inflight.serviceRss')),
+    row('  peak RSS while they all end at once (MB)', 'memory.drain.serviceRss', 'memory.drain.referenceRss'),
     row('  most seen in flight at once', 'inflight.maxInFlight', 'ref.inflight.maxInFlight', '', 0),
   ];
 }

@@ -389,13 +389,26 @@ export async function inflightVideos(ctx: Context, submitsPerSecond: number | un
       latencies.push(r.ms);
       if (r.id) ids.push(r.id);
     });
-    return waitForDrain(async () => {
+    return holdThenDrain(ctx, 'inflight', until, async () => {
       const r = await ctx.stack.observer.query<{ live: number }>(
         `SELECT count(*)::int AS live FROM generations WHERE id = ANY($1::text[]) AND status IN ('queued', 'running')`, [ids]);
       return r.rows[0]?.live ?? 0;
-    }, ctx);
+    });
   });
   return result('inflight', `${total} videos in flight (${accountCount} accounts, ${concurrency} clients)`, latencies, performance.now() - t, ctx, before, { inFlight: { max: maxInFlight, holdUntil: until } });
+}
+
+/**
+ * The in-flight scenarios' second half: counts the jobs in flight once all are submitted, waits
+ * for the moment they are let go (memory phase `<phase>`: held), then for all to end (phase
+ * `<phase>.drain`: a thousand workflow tasks at once, most of them replays). Returns the most
+ * seen in flight at once.
+ */
+export async function holdThenDrain(ctx: Context, phase: string, until: number, live: () => Promise<number>): Promise<number> {
+  const held = await live();
+  await sleep(Math.max(0, until - Date.now()));
+  ctx.memory.phase(`${phase}.drain`);
+  return Math.max(held, await waitForDrain(live, ctx));
 }
 
 /** Polls the number of live jobs until none is left; returns the most seen at once. */
