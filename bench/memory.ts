@@ -41,7 +41,17 @@ export interface MemoryReport {
 const OTHERS_EVERY_MS = 2000;
 
 /** Samples memory every `everyMs` while the bench runs, keeping the peak overall and per phase. */
-export function startMemorySampler(opts: { everyMs: number; workerPid?: number; referencePid?: number; temporalPid: number; postgresPid: number }) {
+export function startMemorySampler(opts: {
+  everyMs: number;
+  /** The worker child, or the whole service's process (then `serviceInBench` is false). */
+  workerPid?: number;
+  referencePid?: number;
+  temporalPid: number;
+  postgresPid: number;
+  /** False when the bench process is only the load generator: the service's RSS is then the child's alone. */
+  serviceInBench?: boolean;
+}) {
+  const benchCounts = opts.serviceInBench ?? true;
   let samples = 0;
   let peakRss = 0;
   let peakHeapUsed = 0;
@@ -74,7 +84,7 @@ export function startMemorySampler(opts: { everyMs: number; workerPid?: number; 
       const p = (phases[phase] ??= { rss: 0, heapUsed: 0, serviceRss: 0 });
       p.rss = Math.max(p.rss, m.rss);
       p.heapUsed = Math.max(p.heapUsed, m.heapUsed);
-      let service = m.rss;
+      let service = benchCounts ? m.rss : 0;
       if (opts.workerPid !== undefined) {
         const w = await processRss(opts.workerPid);
         if (w) {

@@ -8,7 +8,7 @@ import { describeTarget, judge, TARGETS } from './targets';
 import type { Verdict } from './targets';
 
 /** Every number as `scenario.stat`, the keys targets refer to. */
-export function flatMetrics(scenarios: ScenarioResult[], memory: MemoryReport, simulatorCost: SimulatorCost): Record<string, number> {
+export function flatMetrics(scenarios: ScenarioResult[], memory: MemoryReport, simulatorCost: SimulatorCost, serviceInBench: boolean): Record<string, number> {
   const m: Record<string, number> = {};
   for (const s of scenarios) {
     for (const stat of ['mean', 'p50', 'p95', 'p99', 'max'] as const) m[`${s.id}.${stat}`] = round(s.latency[stat]);
@@ -16,7 +16,10 @@ export function flatMetrics(scenarios: ScenarioResult[], memory: MemoryReport, s
     if (s.cpu) {
       const c = s.cpu;
       m[`${s.id}.cpuPerOp`] = round((c.bench + c.worker + c.reference + c.temporal + c.postgres) / s.n);
-      m[`${s.id}.cpuProcesses`] = round((c.bench + c.worker + c.reference) / s.n);
+      // The service's (or the reference's) own processes; with the service in the bench process
+      // the load generator is counted in too, on both sides.
+      m[`${s.id}.cpuProcesses`] = round(((serviceInBench ? c.bench : 0) + c.worker + c.reference) / s.n);
+      m[`${s.id}.cpuClient`] = round(c.bench / s.n);
       m[`${s.id}.cpuTemporal`] = round(c.temporal / s.n);
       m[`${s.id}.cpuPostgres`] = round(c.postgres / s.n);
     }
@@ -29,6 +32,7 @@ export function flatMetrics(scenarios: ScenarioResult[], memory: MemoryReport, s
     const cpu = m[`image.c${c}.cpuPerOp`];
     if (cpu !== undefined) m[`image.c${c}.cpuLessRender`] = round(cpu - simulatorCost.image.cpuMs);
   }
+  m.serviceInBench = serviceInBench ? 1 : 0;
   m['sim.image.cpuMs'] = simulatorCost.image.cpuMs;
   m['sim.video.cpuMs'] = simulatorCost.video.cpuMs;
   m['memory.peakRss'] = mb(memory.peakRss);
@@ -80,7 +84,8 @@ export function comparisonRows(m: Record<string, number>, targets: TargetResult[
     row('images/s, 50 clients', 'image.c50.throughput', 'ref.image.c50.throughput'),
     row('CPU per image, 20 clients, stack (ms)', 'image.c20.cpuPerOp', 'ref.image.c20.cpuPerOp'),
     row('  same, less the task itself (render + store, measured alone) (ms)', 'image.c20.cpuLessRender', 'ref.image.c20.cpuPerOp', verdict('image.c20.cpuLessRender')),
-    row('  of which API + worker (+ load generator) (ms)', 'image.c20.cpuProcesses', 'ref.image.c20.cpuProcesses'),
+    row(m.serviceInBench ? '  of which API + worker (+ load generator) (ms)' : '  of which the service\'s process: API + workers (ms)', 'image.c20.cpuProcesses', 'ref.image.c20.cpuProcesses'),
+    row('  of which the load generator (ms)', 'image.c20.cpuClient', 'ref.image.c20.cpuClient'),
     row('  of which Temporal dev server (ms)', 'image.c20.cpuTemporal', 'ref.image.c20.cpuTemporal'),
     row('  of which PostgreSQL (ms)', 'image.c20.cpuPostgres', 'ref.image.c20.cpuPostgres'),
     row('CPU per video admitted, 32 clients, stack (ms)', 'video.c32.cpuPerOp', 'ref.video.c32.cpuPerOp'),
@@ -172,11 +177,12 @@ export function renderReport(input: {
 
   const withCpu = scenarios.filter((s) => s.cpu);
   if (withCpu.length > 0) {
-    const worker = input.workerMode === 'child';
+    const worker = input.workerMode !== 'in-process';
+    const benchLabel = input.workerMode === 'process' ? 'load generator' : input.workerMode === 'child' ? 'API+client' : 'API+worker+client';
     out.push('', 'CPU during the measured part (ms of CPU per request; machine busy = share of all cores in use)');
     out.push(
       table(
-        ['scenario', worker ? 'API+client' : 'API+worker+client', ...(worker ? ['worker'] : []), 'reference', 'Temporal', 'PostgreSQL', 'stack total', 'other procs', 'machine busy'],
+        ['scenario', benchLabel, ...(worker ? [input.workerMode === 'process' ? 'service' : 'worker'] : []), 'reference', 'Temporal', 'PostgreSQL', 'stack total', 'other procs', 'machine busy'],
         withCpu.map((s) => {
           const c = s.cpu!;
           const per = (v: number) => f(v / s.n);
@@ -186,19 +192,22 @@ export function renderReport(input: {
       ),
     );
     const sim = input.simulatorCost;
-    out.push('  on the reference\'s rows the bench process (first column) is the load generator and the idle service; the reference process is its API and worker');
+    out.push(input.workerMode === 'process'
+      ? '  service: runtime/main.ts (API + workers) as npm start runs it; reference: its HTTP server and worker; the load generator is the bench process'
+      : '  on the reference\'s rows the bench process (first column) is the load generator and the idle service; the reference process is its API and worker');
     out.push(`  of which the task itself (the simulator's render and the store's put, measured alone): image ${f(sim.image.cpuMs)} ms, video ${f(sim.video.cpuMs)} ms, chat ${f(sim.chat.cpuMs)} ms of CPU per run`);
   }
 
   out.push('', `Memory (MB; worker ${input.workerMode}; sampled every ${memory.everyMs} ms, ${memory.samples} samples)`);
   const memRows: string[][] = [
-    ['bench process RSS', f(mb(before.rss)), f(mb(after.rss)), f(mb(memory.peakRss)), ''],
+    [input.workerMode === 'process' ? 'bench process RSS (the load generator)' : 'bench process RSS', f(mb(before.rss)), f(mb(after.rss)), f(mb(memory.peakRss)), ''],
     ['bench process heap used (main isolate)', f(mb(before.heapUsed)), f(mb(after.heapUsed)), f(mb(memory.peakHeapUsed)), ''],
   ];
   if (memory.workerPeakRss !== undefined) {
-    memRows.push(['worker process RSS (/proc)', f(before.workerRss === undefined ? undefined : mb(before.workerRss)), f(after.workerRss === undefined ? undefined : mb(after.workerRss)), f(mb(memory.workerPeakRss)), `VmHWM ${f(memory.workerHwm === undefined ? undefined : mb(memory.workerHwm))}`]);
+    memRows.push([input.workerMode === 'process' ? 'service process RSS (/proc): API + workers' : 'worker process RSS (/proc)', f(before.workerRss === undefined ? undefined : mb(before.workerRss)), f(after.workerRss === undefined ? undefined : mb(after.workerRss)), f(mb(memory.workerPeakRss)), `VmHWM ${f(memory.workerHwm === undefined ? undefined : mb(memory.workerHwm))}`]);
   }
-  const sum = (p: MemoryPoint) => p.rss + (p.workerRss ?? 0);
+  // With the service in its own process the bench process is only the load generator.
+  const sum = (p: MemoryPoint) => (input.workerMode === 'process' ? 0 : p.rss) + (p.workerRss ?? 0);
   memRows.push(['service RSS (API + worker)', f(mb(sum(before))), f(mb(sum(after))), f(mb(memory.peakServiceRss)), verdictFor(targets, 'memory')]);
   if (memory.referencePeakRss !== undefined) memRows.push(['bare reference process RSS', f(before.referenceRss === undefined ? undefined : mb(before.referenceRss)), f(after.referenceRss === undefined ? undefined : mb(after.referenceRss)), f(mb(memory.referencePeakRss)), '']);
   memRows.push(['Temporal dev server RSS (2 s samples)', '', '', f(mb(memory.temporalPeakRss)), '']);

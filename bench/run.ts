@@ -23,21 +23,23 @@ import { FULL, QUICK } from './sizes';
 import { createStack } from './stack';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --worker=in-process|child] [-- --temporal-db=file|memory] [-- --keep]
-  --quick               smaller run (about a minute and a half) to check that the bench works
-  --worker=child        run the worker as its own process (runtime/worker-process.ts) instead of in the bench process
+const USAGE = `usage: npm run bench [-- --quick] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+  --quick               smaller run (about three and a half minutes) to check that the bench works
+  --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
+  --worker=in-process   API and worker inside the bench process
+  --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts)
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
 function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean } {
   let quick = false;
-  let workerMode: WorkerMode = 'in-process';
+  let workerMode: WorkerMode = 'process';
   let temporalDb: 'file' | 'memory' = 'file';
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
     else if (arg === '--keep') keep = true;
-    else if (arg === '--worker=child' || arg === '--worker=in-process') workerMode = arg.slice('--worker='.length) as WorkerMode;
+    else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
     else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory') temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
     else {
       console.error(arg === '--help' || arg === '-h' ? USAGE : `unknown argument ${arg}\n${USAGE}`);
@@ -137,6 +139,7 @@ async function main(): Promise<number> {
       temporalPid: stack.temporal.pid,
       postgresPid: stack.postgres.pid,
       referencePid: stack.reference.pid,
+      serviceInBench: stack.serviceInBench,
       ...(stack.workerPid === undefined ? {} : { workerPid: stack.workerPid }),
     });
     const before = await memory.now();
@@ -204,16 +207,16 @@ async function main(): Promise<number> {
     log('reading Temporal histories for the profile…');
     const last = <T>(list: T[]) => list.slice(-sizes.profile);
     const refusedAccount = scenarios.find((s) => s.id === 'refusal.402')?.accountId;
-    const refusedIds = refusedAccount ? await workflowIdsOf(stack.services.client, refusedAccount, sizes.profile) : [];
+    const refusedIds = refusedAccount ? await workflowIdsOf(stack.client, refusedAccount, sizes.profile) : [];
     const profile: Record<string, KindProfile | undefined> = {
-      image: await profileKind(stack.services.client, last(ctx.samples.image)),
-      'image (reference)': await profileKind(stack.services.client, last(ctx.samples.refImage)),
-      chat: await profileKind(stack.services.client, last(ctx.samples.chat)),
-      video: await profileKind(stack.services.client, last(ctx.samples.video), 'start'),
-      refused: await profileKind(stack.services.client, refusedIds.map((id) => ({ id }))),
+      image: await profileKind(stack.client, last(ctx.samples.image)),
+      'image (reference)': await profileKind(stack.client, last(ctx.samples.refImage)),
+      chat: await profileKind(stack.client, last(ctx.samples.chat)),
+      video: await profileKind(stack.client, last(ctx.samples.video), 'start'),
+      refused: await profileKind(stack.client, refusedIds.map((id) => ({ id }))),
     };
 
-    const metrics = flatMetrics(scenarios, memoryReport, simulatorCost);
+    const metrics = flatMetrics(scenarios, memoryReport, simulatorCost, stack.serviceInBench);
     const targets = evaluateTargets(metrics);
     const comparison = comparisonRows(metrics, targets);
     const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
