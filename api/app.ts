@@ -128,6 +128,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.provider ? { provider: deps.provider } : {}),
     log: (message, err) => app.log.warn({ err }, message),
   });
+  // Workflow starts made after a `queued` answer finish before the app closes.
+  app.addHook('onClose', () => service.drain());
 
   const publicOrigin = deps.publicBaseUrl ? new URL(deps.publicBaseUrl).origin : undefined;
   const sessions = {

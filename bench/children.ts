@@ -8,7 +8,7 @@ import { isAlive, OutputTail, signal, waitForExit } from '../runtime/process';
 
 const REAPER = 'bench/reaper.mjs';
 
-export type ReaperTarget = 'temporal' | 'postgres' | 'worker' | 'api';
+export type ReaperTarget = 'temporal' | 'postgres' | 'worker' | 'api' | 'reference';
 
 export interface Reaper {
   /** Names a child as it starts (again: a restarted one replaces the one before). */

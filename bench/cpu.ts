@@ -6,6 +6,8 @@ export interface CpuSnapshot {
   /** The bench process: API, load generator, and the worker when it runs in-process. */
   bench: number;
   worker: number;
+  /** The bare reference's process (its HTTP server and worker). */
+  reference: number;
   temporal: number;
   /** The postmaster and its backends. */
   postgres: number;
@@ -13,7 +15,7 @@ export interface CpuSnapshot {
   machineTotal: number;
 }
 
-export async function cpuSnapshot(pids: { temporal: number; postgres: number; worker?: number }): Promise<CpuSnapshot> {
+export async function cpuSnapshot(pids: { temporal: number; postgres: number; worker?: number; reference?: number }): Promise<CpuSnapshot> {
   const self = process.cpuUsage();
   let postgres = await processCpuMs(pids.postgres);
   for (const child of await childrenOf(pids.postgres)) postgres += await processCpuMs(child);
@@ -22,6 +24,7 @@ export async function cpuSnapshot(pids: { temporal: number; postgres: number; wo
     at: performance.now(),
     bench: (self.user + self.system) / 1000,
     worker: pids.worker === undefined ? 0 : await processCpuMs(pids.worker),
+    reference: pids.reference === undefined ? 0 : await processCpuMs(pids.reference),
     temporal: await processCpuMs(pids.temporal),
     postgres,
     machineBusy: machine.busy,
@@ -34,6 +37,7 @@ export interface CpuUse {
   /** CPU ms each part of the stack used during the phase. */
   bench: number;
   worker: number;
+  reference: number;
   temporal: number;
   postgres: number;
   /** CPU used on the machine by anything else (other people's processes, the kernel). */
@@ -45,6 +49,7 @@ export interface CpuUse {
 export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): CpuUse {
   const bench = b.bench - a.bench;
   const worker = b.worker - a.worker;
+  const reference = b.reference - a.reference;
   const temporal = b.temporal - a.temporal;
   // A backend that exited in between takes its time with it unless the postmaster reaped it into cutime.
   const postgres = Math.max(0, b.postgres - a.postgres);
@@ -54,9 +59,10 @@ export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): CpuUse {
     wallMs: b.at - a.at,
     bench,
     worker,
+    reference,
     temporal,
     postgres,
-    other: Math.max(0, busy - bench - worker - temporal - postgres),
+    other: Math.max(0, busy - bench - worker - reference - temporal - postgres),
     machineBusy: total > 0 ? busy / total : 0,
   };
 }

@@ -6,12 +6,17 @@ export interface MemoryPoint {
   heapTotal: number;
   external: number;
   workerRss?: number;
+  referenceRss?: number;
 }
 
 export interface PhasePeak {
   rss: number;
   heapUsed: number;
   workerRss?: number;
+  /** Bench process + worker child at the same instant. */
+  serviceRss: number;
+  /** The bare reference's process. */
+  referenceRss?: number;
 }
 
 export interface MemoryReport {
@@ -28,6 +33,7 @@ export interface MemoryReport {
   /** Sampled every 2 s: the Temporal dev server's RSS and PostgreSQL's PSS summed over its processes. */
   temporalPeakRss: number;
   postgresPeakPss: number;
+  referencePeakRss?: number;
   phases: Record<string, PhasePeak>;
 }
 
@@ -35,7 +41,17 @@ export interface MemoryReport {
 const OTHERS_EVERY_MS = 2000;
 
 /** Samples memory every `everyMs` while the bench runs, keeping the peak overall and per phase. */
-export function startMemorySampler(opts: { everyMs: number; workerPid?: number; temporalPid: number; postgresPid: number }) {
+export function startMemorySampler(opts: {
+  everyMs: number;
+  /** The worker child, or the whole service's process (then `serviceInBench` is false). */
+  workerPid?: number;
+  referencePid?: number;
+  temporalPid: number;
+  postgresPid: number;
+  /** False when the bench process is only the load generator: the service's RSS is then the child's alone. */
+  serviceInBench?: boolean;
+}) {
+  const benchCounts = opts.serviceInBench ?? true;
   let samples = 0;
   let peakRss = 0;
   let peakHeapUsed = 0;
@@ -43,6 +59,7 @@ export function startMemorySampler(opts: { everyMs: number; workerPid?: number; 
   let workerPeakRss = 0;
   let temporalPeakRss = 0;
   let postgresPeakPss = 0;
+  let referencePeakRss = 0;
   let phase = 'idle';
   const phases: Record<string, PhasePeak> = {};
   let busy = false;
@@ -64,10 +81,10 @@ export function startMemorySampler(opts: { everyMs: number; workerPid?: number; 
       samples++;
       peakRss = Math.max(peakRss, m.rss);
       peakHeapUsed = Math.max(peakHeapUsed, m.heapUsed);
-      const p = (phases[phase] ??= { rss: 0, heapUsed: 0 });
+      const p = (phases[phase] ??= { rss: 0, heapUsed: 0, serviceRss: 0 });
       p.rss = Math.max(p.rss, m.rss);
       p.heapUsed = Math.max(p.heapUsed, m.heapUsed);
-      let service = m.rss;
+      let service = benchCounts ? m.rss : 0;
       if (opts.workerPid !== undefined) {
         const w = await processRss(opts.workerPid);
         if (w) {
@@ -77,6 +94,14 @@ export function startMemorySampler(opts: { everyMs: number; workerPid?: number; 
         }
       }
       peakServiceRss = Math.max(peakServiceRss, service);
+      p.serviceRss = Math.max(p.serviceRss, service);
+      if (opts.referencePid !== undefined) {
+        const r = await processRss(opts.referencePid);
+        if (r) {
+          referencePeakRss = Math.max(referencePeakRss, r.rss);
+          p.referenceRss = Math.max(p.referenceRss ?? 0, r.rss);
+        }
+      }
       if (tick++ % Math.max(1, Math.round(OTHERS_EVERY_MS / opts.everyMs)) === 0) await sampleOthers();
     } finally {
       busy = false;
@@ -95,7 +120,8 @@ export function startMemorySampler(opts: { everyMs: number; workerPid?: number; 
     async now(): Promise<MemoryPoint> {
       const m = process.memoryUsage();
       const w = opts.workerPid === undefined ? undefined : await processRss(opts.workerPid);
-      return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, ...(w ? { workerRss: w.rss } : {}) };
+      const r = opts.referencePid === undefined ? undefined : await processRss(opts.referencePid);
+      return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, ...(w ? { workerRss: w.rss } : {}), ...(r ? { referenceRss: r.rss } : {}) };
     },
     async stop(): Promise<MemoryReport> {
       clearInterval(timer);
@@ -111,6 +137,7 @@ export function startMemorySampler(opts: { everyMs: number; workerPid?: number; 
         ...(opts.workerPid === undefined ? {} : { workerPeakRss, ...(w ? { workerHwm: w.hwm } : {}) }),
         temporalPeakRss,
         postgresPeakPss,
+        ...(opts.referencePid === undefined ? {} : { referencePeakRss }),
         phases,
       };
     },

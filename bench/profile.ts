@@ -40,6 +40,9 @@ interface WorkflowProfile {
   durationMs: number;
   /** Execution started → admission update completed (hold placed or refused). */
   admissionMs: number;
+  /** Epoch ms of the execution's start and close, as the server recorded them (same machine clock as the client's). */
+  startedAt: number;
+  closedAt: number;
 }
 
 function profileHistory(events: HistoryEvent[]): WorkflowProfile {
@@ -118,6 +121,8 @@ function profileHistory(events: HistoryEvent[]): WorkflowProfile {
     localActivities,
     durationMs: closed - started,
     admissionMs: admission - started,
+    startedAt: started,
+    closedAt: closed,
   };
 }
 
@@ -147,10 +152,14 @@ export interface KindProfile {
   outsideWorkflowMs?: number;
   /** durationMs less the time activities ran: queueing, workflow tasks and the server's own work. */
   orchestrationMs: number;
+  /** Client's send → workflow execution started: HTTP, auth, pricing, the hold transaction, the start RPC. */
+  beforeStartMs?: number;
+  /** Workflow closed → client's last byte: the result long-poll's notification, the final read, HTTP. */
+  afterCloseMs?: number;
 }
 
 /** Reads the Temporal histories of `samples` and averages where each generation's time went. */
-export async function profileKind(client: Client, samples: { id: string; ms?: number }[], clientWaitsFor: 'end' | 'admission' = 'end'): Promise<KindProfile | undefined> {
+export async function profileKind(client: Client, samples: { id: string; ms?: number; at?: number }[], clientWaitsFor: 'end' | 'admission' | 'start' = 'end'): Promise<KindProfile | undefined> {
   if (samples.length === 0) return undefined;
   const profiles: WorkflowProfile[] = [];
   for (const s of samples) {
@@ -173,6 +182,10 @@ export async function profileKind(client: Client, samples: { id: string; ms?: nu
   const activityRun = mean(profiles.map((p) => p.activities.reduce((s, a) => s + (Number.isFinite(a.runMs) ? a.runMs : 0), 0)));
   const known = samples.map((s) => s.ms).filter((v): v is number => v !== undefined && Number.isFinite(v));
   const clientMs = known.length ? mean(known) : undefined;
+  const timed = samples.map((s, i) => ({ s, p: profiles[i]! })).filter(({ s }) => s.at !== undefined && s.ms !== undefined);
+  const beforeStartMs = timed.length ? mean(timed.map(({ s, p }) => p.startedAt - s.at!)) : undefined;
+  const afterCloseMs = timed.length && clientWaitsFor === 'end' ? mean(timed.map(({ s, p }) => s.at! + s.ms! - p.closedAt)) : undefined;
+  const outside = clientWaitsFor === 'end' ? durationMs : clientWaitsFor === 'admission' ? admissionMs : 0;
   return {
     workflows: profiles.length,
     events: round(mean(profiles.map((p) => p.events))),
@@ -186,7 +199,9 @@ export async function profileKind(client: Client, samples: { id: string; ms?: nu
     activity,
     durationMs: round(durationMs),
     admissionMs: round(admissionMs),
-    ...(clientMs === undefined ? {} : { clientMs: round(clientMs), outsideWorkflowMs: round(clientMs - (clientWaitsFor === 'end' ? durationMs : admissionMs)) }),
+    ...(clientMs === undefined ? {} : { clientMs: round(clientMs), outsideWorkflowMs: round(clientMs - outside) }),
+    ...(beforeStartMs === undefined ? {} : { beforeStartMs: round(beforeStartMs) }),
+    ...(afterCloseMs === undefined ? {} : { afterCloseMs: round(afterCloseMs) }),
     orchestrationMs: round(durationMs - activityRun),
   };
 }

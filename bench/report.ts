@@ -8,18 +8,100 @@ import { describeTarget, judge, TARGETS } from './targets';
 import type { Verdict } from './targets';
 
 /** Every number as `scenario.stat`, the keys targets refer to. */
-export function flatMetrics(scenarios: ScenarioResult[], memory: MemoryReport): Record<string, number> {
+export function flatMetrics(scenarios: ScenarioResult[], memory: MemoryReport, simulatorCost: SimulatorCost, serviceInBench: boolean): Record<string, number> {
   const m: Record<string, number> = {};
   for (const s of scenarios) {
     for (const stat of ['mean', 'p50', 'p95', 'p99', 'max'] as const) m[`${s.id}.${stat}`] = round(s.latency[stat]);
     if (s.throughput !== undefined) m[`${s.id}.throughput`] = round(s.throughput);
-    if (s.cpu) m[`${s.id}.cpuPerOp`] = round((s.cpu.bench + s.cpu.worker + s.cpu.temporal + s.cpu.postgres) / s.n);
+    if (s.cpu) {
+      const c = s.cpu;
+      m[`${s.id}.cpuPerOp`] = round((c.bench + c.worker + c.reference + c.temporal + c.postgres) / s.n);
+      // The service's (or the reference's) own processes; with the service in the bench process
+      // the load generator is counted in too, on both sides.
+      m[`${s.id}.cpuProcesses`] = round(((serviceInBench ? c.bench : 0) + c.worker + c.reference) / s.n);
+      m[`${s.id}.cpuClient`] = round(c.bench / s.n);
+      m[`${s.id}.cpuTemporal`] = round(c.temporal / s.n);
+      m[`${s.id}.cpuPostgres`] = round(c.postgres / s.n);
+    }
+    if (s.inFlight) m[`${s.id}.maxInFlight`] = s.inFlight.max;
   }
+  for (const c of [20, 50]) {
+    const ours = m[`image.c${c}.throughput`];
+    const ref = m[`ref.image.c${c}.throughput`];
+    if (ours !== undefined && ref !== undefined && ref > 0) m[`image.c${c}.throughputRatio`] = round(ours / ref, 2);
+    const cpu = m[`image.c${c}.cpuPerOp`];
+    if (cpu !== undefined) m[`image.c${c}.cpuLessRender`] = round(cpu - simulatorCost.image.cpuMs);
+  }
+  m.serviceInBench = serviceInBench ? 1 : 0;
+  m['sim.image.cpuMs'] = simulatorCost.image.cpuMs;
+  m['sim.video.cpuMs'] = simulatorCost.video.cpuMs;
   m['memory.peakRss'] = mb(memory.peakRss);
   m['memory.peakHeapUsed'] = mb(memory.peakHeapUsed);
   m['memory.peakServiceRss'] = mb(memory.peakServiceRss);
   if (memory.workerPeakRss !== undefined) m['memory.workerPeakRss'] = mb(memory.workerPeakRss);
+  const inflight = memory.phases.inflight;
+  if (inflight) m['memory.inflight.serviceRss'] = mb(inflight.serviceRss);
+  const refInflight = memory.phases['ref.inflight'];
+  if (refInflight?.referenceRss !== undefined) m['memory.inflight.referenceRss'] = mb(refInflight.referenceRss);
+  const drain = memory.phases['inflight.drain'];
+  if (drain) m['memory.drain.serviceRss'] = mb(drain.serviceRss);
+  const refDrain = memory.phases['ref.inflight.drain'];
+  if (refDrain?.referenceRss !== undefined) m['memory.drain.referenceRss'] = mb(refDrain.referenceRss);
   return m;
+}
+
+interface ComparisonRow {
+  label: string;
+  service: string;
+  reference: string;
+  /** Service ÷ reference (for throughput: the service's share of the reference's). */
+  ratio: number | undefined;
+  target: string;
+}
+
+/**
+ * The headline: each figure of the service next to the bare reference's, measured in the same run
+ * on the same Temporal server and PostgreSQL, and their ratio.
+ */
+export function comparisonRows(m: Record<string, number>, targets: TargetResult[]): ComparisonRow[] {
+  const verdict = (metric: string) => {
+    const t = targets.find((x) => x.metric === metric);
+    return t ? `${t.target} ${t.verdict}` : '';
+  };
+  const row = (label: string, ours: string, ref: string, target = '', digits = 1): ComparisonRow => {
+    const a = m[ours];
+    const b = m[ref];
+    return { label, service: f(a, digits), reference: f(b, digits), ratio: a !== undefined && b !== undefined && b !== 0 ? a / b : undefined, target };
+  };
+  return [
+    row('image, 1 client: p50 (ms)', 'image.sequential.p50', 'ref.image.sequential.p50', verdict('image.sequential.p50')),
+    row('image, 1 client: p95 (ms)', 'image.sequential.p95', 'ref.image.sequential.p95'),
+    row('video submit → queued, 1 client: p50 (ms)', 'video.c1.p50', 'ref.video.c1.p50', verdict('video.c1.p50')),
+    row('video submit → queued, 32 clients: p95 (ms)', 'video.c32.p95', 'ref.video.c32.p95', verdict('video.c32.p95')),
+    row('402, 1 client: p50 (ms)', 'refusal.402.p50', 'ref.refusal.402.p50', verdict('refusal.402.p50')),
+    row('402 p50 vs GET /api/credits p50 (ms)', 'refusal.402.p50', 'baseline.p50'),
+    row('images/s, 20 clients', 'image.c20.throughput', 'ref.image.c20.throughput', `${verdict('image.c20.throughput')}; ratio ${verdict('image.c20.throughputRatio')}`),
+    row('images/s, 50 clients', 'image.c50.throughput', 'ref.image.c50.throughput'),
+    row('CPU per image, 20 clients, stack (ms)', 'image.c20.cpuPerOp', 'ref.image.c20.cpuPerOp'),
+    row('  same, less the task itself (render + store, measured alone) (ms)', 'image.c20.cpuLessRender', 'ref.image.c20.cpuPerOp', verdict('image.c20.cpuLessRender')),
+    row(m.serviceInBench ? '  of which API + worker (+ load generator) (ms)' : '  of which the service\'s process: API + workers (ms)', 'image.c20.cpuProcesses', 'ref.image.c20.cpuProcesses'),
+    row('  of which the load generator (ms)', 'image.c20.cpuClient', 'ref.image.c20.cpuClient'),
+    row('  of which Temporal dev server (ms)', 'image.c20.cpuTemporal', 'ref.image.c20.cpuTemporal'),
+    row('  of which PostgreSQL (ms)', 'image.c20.cpuPostgres', 'ref.image.c20.cpuPostgres'),
+    row('CPU per video admitted, 32 clients, stack (ms)', 'video.c32.cpuPerOp', 'ref.video.c32.cpuPerOp'),
+    row('CPU per 402, stack (ms)', 'refusal.402.cpuPerOp', 'ref.refusal.402.cpuPerOp'),
+    row('peak RSS, videos in flight (MB)', 'memory.inflight.serviceRss', 'memory.inflight.referenceRss', verdict('memory.inflight.serviceRss')),
+    row('  peak RSS while they all end at once (MB)', 'memory.drain.serviceRss', 'memory.drain.referenceRss'),
+    row('  most seen in flight at once', 'inflight.maxInFlight', 'ref.inflight.maxInFlight', '', 0),
+  ];
+}
+
+export function renderComparison(rows: ComparisonRow[]): string {
+  return table(
+    ['metric', 'service', 'reference', 'ratio', 'target'],
+    rows.map((r) => [r.label, r.service, r.reference, r.ratio === undefined || !Number.isFinite(r.ratio) ? '–' : `${r.ratio.toFixed(2)}×`, r.target]),
+    (c) => c >= 1 && c <= 3,
+  );
 }
 
 export interface TargetResult {
@@ -60,9 +142,14 @@ export function renderReport(input: {
   profile: Record<string, KindProfile | undefined>;
   workerMode: string;
   simulatorCost: SimulatorCost;
+  comparison: ComparisonRow[];
 }): string {
   const { scenarios, targets, memory, before, after, profile } = input;
   const out: string[] = [];
+
+  out.push('Service vs bare reference (same run, same Temporal server and PostgreSQL; ratio = service ÷ reference)');
+  out.push(renderComparison(input.comparison));
+  out.push('');
 
   out.push('Latency (ms, measured at the HTTP client, warm-up excluded)');
   out.push(
@@ -90,40 +177,46 @@ export function renderReport(input: {
 
   const withCpu = scenarios.filter((s) => s.cpu);
   if (withCpu.length > 0) {
-    const worker = input.workerMode === 'child';
+    const worker = input.workerMode !== 'in-process';
+    const benchLabel = input.workerMode === 'process' ? 'load generator' : input.workerMode === 'child' ? 'API+client' : 'API+worker+client';
     out.push('', 'CPU during the measured part (ms of CPU per request; machine busy = share of all cores in use)');
     out.push(
       table(
-        ['scenario', worker ? 'API+client' : 'API+worker+client', ...(worker ? ['worker'] : []), 'Temporal', 'PostgreSQL', 'stack total', 'other procs', 'machine busy'],
+        ['scenario', benchLabel, ...(worker ? [input.workerMode === 'process' ? 'service' : 'worker'] : []), 'reference', 'Temporal', 'PostgreSQL', 'stack total', 'other procs', 'machine busy'],
         withCpu.map((s) => {
           const c = s.cpu!;
           const per = (v: number) => f(v / s.n);
-          return [s.title, per(c.bench), ...(worker ? [per(c.worker)] : []), per(c.temporal), per(c.postgres), per(c.bench + c.worker + c.temporal + c.postgres), per(c.other), `${f(c.machineBusy * 100, 0)} %`];
+          return [s.title, per(c.bench), ...(worker ? [per(c.worker)] : []), per(c.reference), per(c.temporal), per(c.postgres), per(c.bench + c.worker + c.reference + c.temporal + c.postgres), per(c.other), `${f(c.machineBusy * 100, 0)} %`];
         }),
         (c) => c >= 1,
       ),
     );
     const sim = input.simulatorCost;
-    out.push(`  of which the simulator's own rendering (measured alone): image ${f(sim.image.cpuMs)} ms, video ${f(sim.video.cpuMs)} ms, chat ${f(sim.chat.cpuMs)} ms of CPU per run`);
+    out.push(input.workerMode === 'process'
+      ? '  service: runtime/main.ts (API + workers) as npm start runs it; reference: its HTTP server and worker; the load generator is the bench process'
+      : '  on the reference\'s rows the bench process (first column) is the load generator and the idle service; the reference process is its API and worker');
+    out.push(`  of which the task itself (the simulator's render and the store's put, measured alone): image ${f(sim.image.cpuMs)} ms, video ${f(sim.video.cpuMs)} ms, chat ${f(sim.chat.cpuMs)} ms of CPU per run`);
   }
 
   out.push('', `Memory (MB; worker ${input.workerMode}; sampled every ${memory.everyMs} ms, ${memory.samples} samples)`);
   const memRows: string[][] = [
-    ['bench process RSS', f(mb(before.rss)), f(mb(after.rss)), f(mb(memory.peakRss)), ''],
+    [input.workerMode === 'process' ? 'bench process RSS (the load generator)' : 'bench process RSS', f(mb(before.rss)), f(mb(after.rss)), f(mb(memory.peakRss)), ''],
     ['bench process heap used (main isolate)', f(mb(before.heapUsed)), f(mb(after.heapUsed)), f(mb(memory.peakHeapUsed)), ''],
   ];
   if (memory.workerPeakRss !== undefined) {
-    memRows.push(['worker process RSS (/proc)', f(before.workerRss === undefined ? undefined : mb(before.workerRss)), f(after.workerRss === undefined ? undefined : mb(after.workerRss)), f(mb(memory.workerPeakRss)), `VmHWM ${f(memory.workerHwm === undefined ? undefined : mb(memory.workerHwm))}`]);
+    memRows.push([input.workerMode === 'process' ? 'service process RSS (/proc): API + workers' : 'worker process RSS (/proc)', f(before.workerRss === undefined ? undefined : mb(before.workerRss)), f(after.workerRss === undefined ? undefined : mb(after.workerRss)), f(mb(memory.workerPeakRss)), `VmHWM ${f(memory.workerHwm === undefined ? undefined : mb(memory.workerHwm))}`]);
   }
-  const sum = (p: MemoryPoint) => p.rss + (p.workerRss ?? 0);
+  // With the service in its own process the bench process is only the load generator.
+  const sum = (p: MemoryPoint) => (input.workerMode === 'process' ? 0 : p.rss) + (p.workerRss ?? 0);
   memRows.push(['service RSS (API + worker)', f(mb(sum(before))), f(mb(sum(after))), f(mb(memory.peakServiceRss)), verdictFor(targets, 'memory')]);
+  if (memory.referencePeakRss !== undefined) memRows.push(['bare reference process RSS', f(before.referenceRss === undefined ? undefined : mb(before.referenceRss)), f(after.referenceRss === undefined ? undefined : mb(after.referenceRss)), f(mb(memory.referencePeakRss)), '']);
   memRows.push(['Temporal dev server RSS (2 s samples)', '', '', f(mb(memory.temporalPeakRss)), '']);
   memRows.push(['PostgreSQL PSS, all processes (2 s)', '', '', f(mb(memory.postgresPeakPss)), '']);
   out.push(table(['', 'before', 'after', 'peak', 'target'], memRows, (c) => c >= 1 && c <= 3));
   out.push(
     table(
-      ['peak per phase', 'RSS', 'heap used', ...(memory.workerPeakRss !== undefined ? ['worker RSS'] : [])],
-      Object.entries(memory.phases).map(([phase, p]) => [phase, f(mb(p.rss)), f(mb(p.heapUsed)), ...(memory.workerPeakRss !== undefined ? [f(mb(p.workerRss ?? 0))] : [])]),
+      ['peak per phase', 'RSS', 'heap used', ...(memory.workerPeakRss !== undefined ? ['worker RSS', 'service RSS'] : []), 'reference RSS'],
+      Object.entries(memory.phases).map(([phase, p]) => [phase, f(mb(p.rss)), f(mb(p.heapUsed)), ...(memory.workerPeakRss !== undefined ? [f(mb(p.workerRss ?? 0)), f(mb(p.serviceRss))] : []), f(p.referenceRss === undefined ? undefined : mb(p.referenceRss))]),
       (c) => c >= 1,
     ),
   );
@@ -133,16 +226,17 @@ export function renderReport(input: {
     out.push('', 'Where the time goes (means over sampled Temporal histories, ms)');
     out.push(
       table(
-        ['kind', 'wfs', 'events', 'wf tasks', 'activities', 'local acts', 'wf task queue/run (1st, 2nd, …)', 'admission', 'workflow', 'orchestration', 'client', 'outside wf'],
+        ['kind', 'wfs', 'events', 'wf tasks', 'activities', 'local acts', 'wf task queue/run (1st, 2nd, …)', 'send→start', 'workflow', 'orchestration', 'close→answer', 'client'],
         kinds.map(([kind, p]) => [
           kind, String(p.workflows), f(p.events), f(p.workflowTasks), f(p.activityTasks), f(p.localActivities),
-          p.workflowTaskByIndex.map((w) => `${f(w.queueMs, 0)}/${f(w.runMs, 0)}`).join(', '), f(p.admissionMs), f(p.durationMs), f(p.orchestrationMs), f(p.clientMs), f(p.outsideWorkflowMs),
+          p.workflowTaskByIndex.map((w) => `${f(w.queueMs, 0)}/${f(w.runMs, 0)}`).join(', '), f(p.beforeStartMs), f(p.durationMs), f(p.orchestrationMs), f(p.afterCloseMs), f(p.clientMs),
         ]),
         (c) => c >= 1 && c !== 6,
       ),
     );
-    out.push('  admission: workflow start → hold placed (update completed); orchestration: workflow time not spent running activity tasks');
-    out.push('  (local activities run inside workflow tasks); outside wf: client latency less the workflow (video: less the admission)');
+    out.push('  send→start: client sends → workflow execution started (HTTP, auth, pricing, hold transaction, start RPC); orchestration: workflow');
+    out.push('  time not spent running activity tasks (local activities run inside workflow tasks); close→answer: workflow closed → the');
+    out.push('  client has the answer (result long-poll notification, final read, HTTP). Video: the client waits for the start only.');
     out.push(kinds.map(([kind, p]) => `  ${kind}: ${p.activitySequence.join(' → ')}`).join('\n'));
     out.push(
       table(

@@ -14,8 +14,9 @@ import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
 import { profileKind, workflowIdsOf } from './profile';
 import type { KindProfile } from './profile';
-import { evaluateTargets, flatMetrics, renderReport } from './report';
-import { baseline, chatSequential, imageConcurrent, imageSequential, refusal, videoFifo, videoSpread } from './scenarios';
+import { comparisonRows, evaluateTargets, flatMetrics, renderReport } from './report';
+import { refImageConcurrent, refImageSequential, refInflight, refRefusal, refVideo } from './reference-scenarios';
+import { baseline, chatSequential, imageConcurrent, imageSequential, inflightVideos, refusal, videoFifo, videoSequential, videoSpread } from './scenarios';
 import type { Context, ScenarioResult } from './scenarios';
 import { measureSimulatorCost } from './simulator-cost';
 import { FULL, QUICK } from './sizes';
@@ -24,24 +25,26 @@ import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MOD
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream] [-- --worker=in-process|child] [-- --temporal-db=file|memory] [-- --keep]
-  --quick               smaller run (about a minute and a half) to check that the bench works
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+  --quick               smaller run to check that the bench works
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
-  --worker=child        run the worker as its own process (runtime/worker-process.ts) instead of in the bench process
+  --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
+  --worker=in-process   API and worker inside the bench process
+  --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts)
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
 function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; only?: 'stream' } {
   let quick = false;
   let only: 'stream' | undefined;
-  let workerMode: WorkerMode = 'in-process';
+  let workerMode: WorkerMode = 'process';
   let temporalDb: 'file' | 'memory' = 'file';
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
     else if (arg === '--only=stream') only = 'stream';
     else if (arg === '--keep') keep = true;
-    else if (arg === '--worker=child' || arg === '--worker=in-process') workerMode = arg.slice('--worker='.length) as WorkerMode;
+    else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
     else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory') temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
     else {
       console.error(arg === '--help' || arg === '-h' ? USAGE : `unknown argument ${arg}\n${USAGE}`);
@@ -125,9 +128,9 @@ async function main(): Promise<number> {
   process.on('unhandledRejection', onUncaught);
   // A service that hangs must not hang the bench: give up well past the expected duration.
   const watchdog = setTimeout(() => {
-    log(`the bench did not finish within ${args.quick ? 4 : 12} minutes; stopping`);
+    log(`the bench did not finish within ${args.quick ? 8 : 20} minutes; stopping`);
     void shutdown.stop().then(() => process.exit(1));
-  }, (args.quick ? 4 : 12) * 60_000);
+  }, (args.quick ? 8 : 20) * 60_000);
   watchdog.unref();
 
   const errors = createErrorLog();
@@ -141,25 +144,28 @@ async function main(): Promise<number> {
     log(`service up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${Object.entries(stack.startup).map(([k, v]) => `${k} ${v} ms`).join(', ')}); API ${stack.baseUrl}`);
 
     const simulatorCost = await measureSimulatorCost();
-    log(`simulator's own work per run (sim:delay=0): image ${simulatorCost.image.cpuMs} ms CPU, video ${simulatorCost.video.cpuMs} ms CPU, chat ${simulatorCost.chat.cpuMs} ms CPU`);
+    log(`the task itself per run (render + store, sim:delay=0): image ${simulatorCost.image.cpuMs} ms CPU, video ${simulatorCost.video.cpuMs} ms CPU, chat ${simulatorCost.chat.cpuMs} ms CPU`);
 
     const memory = startMemorySampler({
       everyMs: 100,
       temporalPid: stack.temporal.pid,
       postgresPid: stack.postgres.pid,
+      referencePid: stack.reference.pid,
+      serviceInBench: stack.serviceInBench,
       ...(stack.workerPid === undefined ? {} : { workerPid: stack.workerPid }),
     });
     const before = await memory.now();
-    const pids = { temporal: stack.temporal.pid, postgres: stack.postgres.pid, ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }) };
+    const pids = { temporal: stack.temporal.pid, postgres: stack.postgres.pid, reference: stack.reference.pid, ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }) };
     let lastCpu: CpuUse | undefined;
     const ctx: Context = {
       http: createHttp(stack.baseUrl, interrupt.signal),
+      ref: createHttp(stack.reference.baseUrl, interrupt.signal),
       stack,
       errors,
       sizes,
       memory,
       log,
-      samples: { image: [], chat: [], video: [], refused: [] },
+      samples: { image: [], chat: [], video: [], refused: [], refImage: [] },
       async measure(work) {
         const a = await cpuSnapshot(pids);
         try {
@@ -184,13 +190,29 @@ async function main(): Promise<number> {
       scenarios.push(r);
     };
     if (!args.only) {
+      // Each of the service's scenarios is followed at once by the bare reference's (same sizes,
+      // same clients), so that both meet the same load from the machine's other users.
       await run('baseline', () => baseline(ctx));
       await run('image.sequential', () => imageSequential(ctx));
-      for (const c of sizes.imageConcurrent.levels) await run(`image.c${c}`, () => imageConcurrent(ctx, c));
-      await run('video.admission', () => videoSpread(ctx));
+      await run('ref.image.sequential', () => refImageSequential(ctx));
+      for (const c of sizes.imageConcurrent.levels) {
+        await run(`image.c${c}`, () => imageConcurrent(ctx, c));
+        await run(`ref.image.c${c}`, () => refImageConcurrent(ctx, c));
+      }
+      await run('video.c1', () => videoSequential(ctx));
+      await run('ref.video.c1', () => refVideo(ctx, 1));
+      await run(`video.c${sizes.videoSpread.concurrency}`, () => videoSpread(ctx));
+      await run(`ref.video.c${sizes.videoSpread.concurrency}`, () => refVideo(ctx, sizes.videoSpread.concurrency));
       await run('video.fifo', () => videoFifo(ctx));
       await run('chat.sequential', () => chatSequential(ctx));
       await run('refusal.402', () => refusal(ctx));
+      await run('ref.refusal.402', () => refRefusal(ctx));
+      const rate = (id: string) => {
+        const s = scenarios.find((x) => x.id === id);
+        return s ? (s.n / s.wallMs) * 1000 : undefined;
+      };
+      await run('inflight', () => inflightVideos(ctx, rate(`video.c${sizes.videoSpread.concurrency}`)));
+      await run('ref.inflight', () => refInflight(ctx, rate(`ref.video.c${sizes.videoSpread.concurrency}`)));
     }
     memory.phase('stream');
     log('stream (service against the upstream directly)…');
@@ -207,20 +229,22 @@ async function main(): Promise<number> {
     log('reading Temporal histories for the profile…');
     const last = <T>(list: T[]) => list.slice(-sizes.profile);
     const refusedAccount = scenarios.find((s) => s.id === 'refusal.402')?.accountId;
-    const refusedIds = refusedAccount ? await workflowIdsOf(stack.services.client, refusedAccount, sizes.profile) : [];
+    const refusedIds = refusedAccount ? await workflowIdsOf(stack.client, refusedAccount, sizes.profile) : [];
     const profile: Record<string, KindProfile | undefined> = {
-      image: await profileKind(stack.services.client, last(ctx.samples.image)),
-      chat: await profileKind(stack.services.client, last(ctx.samples.chat)),
-      video: await profileKind(stack.services.client, last(ctx.samples.video), 'admission'),
-      refused: await profileKind(stack.services.client, refusedIds.map((id) => ({ id }))),
+      image: await profileKind(stack.client, last(ctx.samples.image)),
+      'image (reference)': await profileKind(stack.client, last(ctx.samples.refImage)),
+      chat: await profileKind(stack.client, last(ctx.samples.chat)),
+      video: await profileKind(stack.client, last(ctx.samples.video), 'start'),
+      refused: await profileKind(stack.client, refusedIds.map((id) => ({ id }))),
     };
 
-    const metrics = { ...flatMetrics(scenarios, memoryReport), ...streamMetrics(stream) };
+    const metrics = { ...flatMetrics(scenarios, memoryReport, simulatorCost, stack.serviceInBench), ...streamMetrics(stream) };
     const targets = evaluateTargets(metrics);
+    const comparison = comparisonRows(metrics, targets);
     const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
     console.log(`\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}`);
     console.log(`load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`);
-    console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode, simulatorCost }));
+    console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode, simulatorCost, comparison }));
     console.log(`\n${renderStream(stream, whole)}`);
 
     const misses = targets.filter((t) => t.verdict === 'MISS');
@@ -249,6 +273,7 @@ async function main(): Promise<number> {
         wholeReply: whole,
         metrics,
         targets,
+        comparison,
         memory: { before, after, ...memoryReport },
         profile,
         errors: { count: errors.count, first: errors.messages },

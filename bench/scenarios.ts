@@ -28,10 +28,23 @@ export interface ScenarioResult {
   cpu?: CpuUse;
   /** The account whose generations the profile reads through Temporal visibility. */
   accountId?: string;
+  /** The in-flight scenario: the most jobs seen live at once, and when they were let go. */
+  inFlight?: { max: number; holdUntil: number };
+  /** Which side ran it: the service or the bare reference. */
+  side?: 'service' | 'reference';
+}
+
+/** One generation the profile reads back: its id, the client's latency and when the client sent it (epoch ms). */
+export interface Sample {
+  id: string;
+  ms: number;
+  at?: number;
 }
 
 export interface Context {
   http: Http;
+  /** The bare reference's HTTP server (bench/reference-process.ts). */
+  ref: Http;
   stack: Stack;
   errors: ErrorLog;
   sizes: Sizes;
@@ -40,7 +53,7 @@ export interface Context {
   /** Runs the measured part of a scenario (not its set-up or warm-up) and records the CPU it took. */
   measure<T>(work: () => Promise<T>): Promise<T>;
   /** Generation ids per kind, for the Temporal history profile. */
-  samples: Record<'image' | 'chat' | 'video' | 'refused', { id: string; ms: number }[]>;
+  samples: Record<'image' | 'chat' | 'video' | 'refused' | 'refImage', Sample[]>;
 }
 
 interface GenerationView {
@@ -63,45 +76,46 @@ type Expect = { http: 200; statuses: readonly string[] } | { http: 402 };
  * 429 (the bench spreads load over keys to stay clear of rate limits), or a generation that
  * ended `failed` although nothing asked it to.
  */
-async function generate(ctx: Context, account: BenchAccount, body: object, expect: Expect): Promise<{ ms: number; id?: string }> {
+async function generate(ctx: Context, account: BenchAccount, body: object, expect: Expect): Promise<{ ms: number; id?: string; at: number }> {
+  const at = Date.now();
   let r;
   try {
     r = await ctx.http.request<{ generation?: GenerationView; error?: { type: string } }>('POST', '/api/generate', { token: account.nextKey(), body });
   } catch (err) {
     if (ctx.http.stop.aborted) throw err; // interrupted: not the service's fault
     ctx.errors.record(`POST /api/generate: ${(err as Error).message}`);
-    return { ms: Number.NaN };
+    return { ms: Number.NaN, at };
   }
   if (r.status !== expect.http) {
     ctx.errors.record(`POST /api/generate ${JSON.stringify(body)}: expected ${expect.http}, got ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
-    return { ms: r.ms };
+    return { ms: r.ms, at };
   }
   if (expect.http === 402) {
     if (r.body.error?.type !== 'insufficient_credits') ctx.errors.record(`402 with unexpected body ${JSON.stringify(r.body).slice(0, 300)}`);
-    return { ms: r.ms };
+    return { ms: r.ms, at };
   }
   const g = r.body.generation;
   if (!g || !expect.statuses.includes(g.status)) {
     ctx.errors.record(`POST /api/generate ${JSON.stringify(body)}: expected status ${expect.statuses.join('|')}, got ${JSON.stringify(r.body).slice(0, 300)}`);
   }
-  return { ms: r.ms, ...(g ? { id: g.id } : {}) };
+  return { ms: r.ms, at, ...(g ? { id: g.id } : {}) };
 }
 
 const SUCCEEDED: Expect = { http: 200, statuses: ['succeeded'] };
 const ADMITTED: Expect = { http: 200, statuses: ['queued', 'running'] };
 
-function result(id: string, title: string, latencies: number[], wallMs: number, ctx: Context, errorsBefore: number, more: Partial<ScenarioResult> = {}): ScenarioResult {
+export function result(id: string, title: string, latencies: number[], wallMs: number, ctx: Context, errorsBefore: number, more: Partial<ScenarioResult> = {}): ScenarioResult {
   const valid = latencies.filter((v) => Number.isFinite(v));
   return { id, title, n: latencies.length, errors: ctx.errors.count - errorsBefore, latency: summarise(valid), wallMs, ...more };
 }
 
 /** Runs `count` calls one after another and returns their latencies. */
-async function sequential(count: number, call: (i: number) => Promise<{ ms: number; id?: string }>, keep?: { id: string; ms: number }[]): Promise<number[]> {
+export async function sequential(count: number, call: (i: number) => Promise<{ ms: number; id?: string; at?: number }>, keep?: Sample[]): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < count; i++) {
     const r = await call(i);
     out.push(r.ms);
-    if (keep && r.id) keep.push({ id: r.id, ms: r.ms });
+    if (keep && r.id) keep.push({ id: r.id, ms: r.ms, ...(r.at === undefined ? {} : { at: r.at }) });
   }
   return out;
 }
@@ -272,7 +286,21 @@ async function videoBatch(ctx: Context, accounts: BenchAccount[], total: number,
   return { latencies, admitWallMs, submitted, settle: summarise(settle), makespanMs: lastFinished - t0, maxRunningPerAccount, inversions };
 }
 
-/** 3a. Video admission spread over many accounts, so the 5-slot limit per account does not dominate. */
+/** 3a. Video submits one after another (one client), over 10 accounts: the `queued` answer's latency. */
+export async function videoSequential(ctx: Context): Promise<ScenarioResult> {
+  const { n, warmup } = ctx.sizes.videoSequential;
+  const accounts: BenchAccount[] = [];
+  for (let i = 0; i < 10; i++) accounts.push(await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: Math.ceil((n + warmup) / 10) + 1 }));
+  await videoBatch(ctx, accounts, warmup, 1);
+  const before = ctx.errors.count;
+  const batch = await ctx.measure(() => videoBatch(ctx, accounts, n, 1));
+  return result('video.c1', `video submit → queued, 1 client (N=${n})`, batch.latencies, batch.admitWallMs, ctx, before, {
+    settle: batch.settle,
+    allSettledMs: batch.makespanMs,
+  });
+}
+
+/** 3b. Video admission spread over many accounts, so the 5-slot limit per account does not dominate. */
 export async function videoSpread(ctx: Context): Promise<ScenarioResult> {
   const { total, accounts: accountCount, concurrency, warmup } = ctx.sizes.videoSpread;
   const perAccount = Math.ceil(total / accountCount);
@@ -282,15 +310,15 @@ export async function videoSpread(ctx: Context): Promise<ScenarioResult> {
   for (let i = 0; i < accountCount; i++) accounts.push(await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: perAccount }));
   const before = ctx.errors.count;
   const batch = await ctx.measure(() => videoBatch(ctx, accounts, total, concurrency));
-  ctx.samples.video.push(...batch.submitted.map((s) => ({ id: s.id, ms: s.ms })));
-  return result('video.admission', `video admission c${concurrency} over ${accountCount} accounts (total ${total})`, batch.latencies, batch.admitWallMs, ctx, before, {
+  ctx.samples.video.push(...batch.submitted.map((s) => ({ id: s.id, ms: s.ms, at: s.submitAt })));
+  return result(`video.c${concurrency}`, `video submit → queued, ${concurrency} clients over ${accountCount} accounts (total ${total})`, batch.latencies, batch.admitWallMs, ctx, before, {
     throughput: (total / batch.makespanMs) * 1000,
     settle: batch.settle,
     allSettledMs: batch.makespanMs,
   });
 }
 
-/** 3b. One account with many videos: 5 run at once, the rest drain first in first out. */
+/** 3c. One account with many videos: 5 run at once, the rest drain first in first out. */
 export async function videoFifo(ctx: Context): Promise<ScenarioResult> {
   const { total, concurrency } = ctx.sizes.videoFifo;
   const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: total });
@@ -328,4 +356,73 @@ export async function refusal(ctx: Context): Promise<ScenarioResult> {
   const latencies = await ctx.measure(() => sequential(n, () => generate(ctx, account, IMAGE, { http: 402 })));
   const wallMs = performance.now() - t;
   return result('refusal.402', `402 refusal sequential (N=${n})`, latencies, wallMs, ctx, before, { accountId: account.id });
+}
+
+/**
+ * How long to hold in-flight jobs so that the last submit lands before the first is let go: the
+ * submit rate of the c32 video scenario just measured, with a margin.
+ */
+export function holdFor(total: number, submitsPerSecond: number | undefined): number {
+  const rate = submitsPerSecond !== undefined && Number.isFinite(submitsPerSecond) && submitsPerSecond > 0 ? submitsPerSecond : 20;
+  return Math.min(90_000, Math.round((total / rate) * 1000 * 1.4 + 3_000));
+}
+
+/**
+ * 6. Many videos in flight at once, for memory: each waits in the provider until one common moment
+ * (`sim:until`), then fails without rendering (`sim:fail`), so a thousand drain in seconds. Spread
+ * over accounts 5 each, so every one holds a slot and none polls the queue. The peak RSS of the
+ * phase is the figure; the most seen in flight at once (PostgreSQL, one statement) is reported.
+ */
+export async function inflightVideos(ctx: Context, submitsPerSecond: number | undefined): Promise<ScenarioResult> {
+  const { total, accounts: accountCount, concurrency } = ctx.sizes.inflight;
+  const accounts: BenchAccount[] = [];
+  for (let i = 0; i < accountCount; i++) accounts.push(await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: Math.ceil(total / accountCount) }));
+  const until = Date.now() + holdFor(total, submitsPerSecond);
+  const body = { ...VIDEO, prompt: `waves held in flight sim:until=${until} sim:fail` };
+  const before = ctx.errors.count;
+  const ids: string[] = [];
+  const latencies: number[] = [];
+  const t = performance.now();
+  const maxInFlight = await ctx.measure(async () => {
+    await runPool(total, concurrency, async (i) => {
+      const r = await generate(ctx, accounts[i % accounts.length]!, body, ADMITTED);
+      latencies.push(r.ms);
+      if (r.id) ids.push(r.id);
+    });
+    return holdThenDrain(ctx, 'inflight', until, async () => {
+      const r = await ctx.stack.observer.query<{ live: number }>(
+        `SELECT count(*)::int AS live FROM generations WHERE id = ANY($1::text[]) AND status IN ('queued', 'running')`, [ids]);
+      return r.rows[0]?.live ?? 0;
+    });
+  });
+  return result('inflight', `${total} videos in flight (${accountCount} accounts, ${concurrency} clients)`, latencies, performance.now() - t, ctx, before, { inFlight: { max: maxInFlight, holdUntil: until } });
+}
+
+/**
+ * The in-flight scenarios' second half: counts the jobs in flight once all are submitted, waits
+ * for the moment they are let go (memory phase `<phase>`: held), then for all to end (phase
+ * `<phase>.drain`: a thousand workflow tasks at once, most of them replays). Returns the most
+ * seen in flight at once.
+ */
+export async function holdThenDrain(ctx: Context, phase: string, until: number, live: () => Promise<number>): Promise<number> {
+  const held = await live();
+  await sleep(Math.max(0, until - Date.now()));
+  ctx.memory.phase(`${phase}.drain`);
+  return Math.max(held, await waitForDrain(live, ctx));
+}
+
+/** Polls the number of live jobs until none is left; returns the most seen at once. */
+export async function waitForDrain(live: () => Promise<number>, ctx: Context, timeoutMs = 180_000): Promise<number> {
+  let max = 0;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const n = await live();
+    max = Math.max(max, n);
+    if (n === 0) return max;
+    if (Date.now() > deadline) {
+      ctx.errors.record(`${n} jobs still in flight after ${timeoutMs / 1000} s`);
+      return max;
+    }
+    await sleep(200);
+  }
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { loadConfig } from '../core/config';
 import { startApiServer } from '../runtime/api-server';
@@ -16,20 +17,33 @@ import type { TemporalDevServer } from '../runtime/temporal-dev-server';
 import { startWorker } from '../runtime/worker-runner';
 import { startEntryProcess, startReaper } from './children';
 
-export type WorkerMode = 'in-process' | 'child';
+/**
+ * Where the service runs. `process` (default): one child process running `runtime/main.ts` against
+ * the bench's PostgreSQL and Temporal — exactly `npm start` — so that the bench process is only the
+ * load generator and the service's CPU and RSS are its own. `in-process`: API and worker inside the
+ * bench process. `child`: the API inside the bench process, the worker as `runtime/worker-process.ts`.
+ */
+export type WorkerMode = 'process' | 'in-process' | 'child';
 
 export interface Stack {
   dataDir: string;
   baseUrl: string;
   adminToken: string;
-  services: Services;
+  /** The service's connections when it runs in the bench process (modes in-process and child). */
+  services: Services | undefined;
+  /** The bench's own Temporal client (histories for the profile). */
+  client: Client;
   /** A separate small pool for the bench's own observations, so they never queue behind the service. */
   observer: pg.Pool;
   temporal: TemporalDevServer;
   postgres: EmbeddedPostgres;
   workerMode: WorkerMode;
-  /** The worker child's pid when the worker runs in its own process. */
+  /** The worker child's pid (mode child), or the service process's (mode process). */
   workerPid: number | undefined;
+  /** True when the bench process hosts (part of) the service; false when it is only the load generator. */
+  serviceInBench: boolean;
+  /** The bare reference (bench/reference-process.ts): its own process on the same Temporal and PostgreSQL. */
+  reference: { pid: number; baseUrl: string; taskQueue: string };
   /** How long each start-up step took, in ms. */
   startup: Record<string, number>;
   /** The Temporal CLI that runs the dev server (TEMPORAL_CLI, PATH or the cache). */
@@ -45,6 +59,9 @@ export interface StackHandle {
 
 const TASK_QUEUE = 'bench';
 const WORKER_ENTRY = 'runtime/worker-process.ts';
+const SERVICE_ENTRY = 'runtime/main.ts';
+const REFERENCE_ENTRY = 'bench/reference-process.ts';
+const REFERENCE_TASK_QUEUE = 'bench-bare';
 
 /**
  * The whole service on free ports in a private folder: its own Temporal dev server (headless,
@@ -153,43 +170,76 @@ export function createStack(options: {
     };
     const config = loadConfig(env);
 
-    // Migrates and registers the search attributes, as at every start.
-    const services = await timed('connect + migrate', () => openServices(config, { databaseUrl, temporalAddress: temporal.address }));
-    steps.push({ name: 'connections', stop: () => services.close(), limitMs: 10_000 });
     const observer = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     observer.on('error', () => undefined);
     steps.push({ name: 'observer pool', stop: () => observer.end(), limitMs: 5_000 });
 
+    let services: Services | undefined;
     let workerPid: number | undefined;
-    if (options.workerMode === 'in-process') {
-      const worker = await timed('worker (bundle + start)', () => startWorker(services));
-      steps.push({ name: 'worker', stop: () => worker.stop(), limitMs: 15_000 });
-    } else {
-      const child = await timed('worker process (bundle + start)', () =>
+    if (options.workerMode === 'process') {
+      // npm start with DATABASE_URL and TEMPORAL_ADDRESS set: API and workers in one process, which
+      // migrates and registers the search attributes as at every start.
+      const child = await timed('service process (migrate + bundle + start)', () =>
         startEntryProcess({
-          entry: WORKER_ENTRY,
-          env: { ...process.env, ...env, LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address },
-          readyText: 'worker polling',
+          entry: SERVICE_ENTRY,
+          env: { ...process.env, ...env, DATA_DIR: join(dataDir, 'service'), DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address },
+          readyText: 'Generation service is running',
           onSpawn: (pid) => reaper.tell('worker', pid),
         }),
       );
-      steps.push({ name: 'worker process', stop: () => child.stop(), limitMs: 25_000 });
+      steps.push({ name: 'service process', stop: () => child.stop(), limitMs: 25_000 });
       workerPid = child.pid;
+    } else {
+      // Migrates and registers the search attributes, as at every start.
+      const s = await timed('connect + migrate', () => openServices(config, { databaseUrl, temporalAddress: temporal.address }));
+      services = s;
+      steps.push({ name: 'connections', stop: () => s.close(), limitMs: 10_000 });
+      if (options.workerMode === 'in-process') {
+        const worker = await timed('worker (bundle + start)', () => startWorker(s));
+        steps.push({ name: 'worker', stop: () => worker.stop(), limitMs: 15_000 });
+      } else {
+        const child = await timed('worker process (bundle + start)', () =>
+          startEntryProcess({
+            entry: WORKER_ENTRY,
+            env: { ...process.env, ...env, LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address },
+            readyText: 'worker polling',
+            onSpawn: (pid) => reaper.tell('worker', pid),
+          }),
+        );
+        steps.push({ name: 'worker process', stop: () => child.stop(), limitMs: 25_000 });
+        workerPid = child.pid;
+      }
+      const app: FastifyInstance = await timed('api', () => startApiServer(s));
+      steps.push({ name: 'API', stop: () => app.close(), limitMs: 5_000 });
     }
+    const connection = await Connection.connect({ address: temporal.address });
+    steps.push({ name: 'bench Temporal connection', stop: () => connection.close(), limitMs: 5_000 });
+    const client = new Client({ connection });
 
-    const app: FastifyInstance = await timed('api', () => startApiServer(services));
-    steps.push({ name: 'API', stop: () => app.close(), limitMs: 5_000 });
+    const referencePort = await freePort();
+    const ref = await timed('reference (bundle + start)', () =>
+      startEntryProcess({
+        entry: REFERENCE_ENTRY,
+        env: { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, PORT: String(referencePort), TASK_QUEUE: REFERENCE_TASK_QUEUE },
+        readyText: 'reference listening',
+        onSpawn: (pid) => reaper.tell('reference', pid),
+      }),
+    );
+    steps.push({ name: 'reference process', stop: () => ref.stop(), limitMs: 20_000 });
 
     return {
       dataDir,
-      baseUrl: services.publicBaseUrl,
+      baseUrl: `http://127.0.0.1:${port}`,
       adminToken,
       services,
+      client,
+      serviceInBench: options.workerMode !== 'process',
       observer,
       temporal,
       postgres,
       workerMode: options.workerMode,
       workerPid,
+      reference: { pid: ref.pid, baseUrl: `http://127.0.0.1:${referencePort}`, taskQueue: REFERENCE_TASK_QUEUE },
       startup,
       temporalCli: cliPath,
     };

@@ -110,6 +110,19 @@ export const configSchema = z.object({
   SIM_LATENCY_MS: z.coerce.number().int().min(0).max(600_000).optional(),
   FREE_CHAT_CAP: z.coerce.number().int().min(0).default(20),
   VIDEO_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5),
+  /**
+   * What a worker process serves: `workflows` (workflows, ledger steps, slot waits), `provider`
+   * (provider runs, on the task queue `<TEMPORAL_TASK_QUEUE>-provider`), or `all` (both).
+   */
+  WORKER_ROLE: z.enum(['all', 'workflows', 'provider']).default('all'),
+  /**
+   * Workflows a workflow worker keeps in memory between their tasks (~0.2 MB each); one that was
+   * evicted is replayed from its history at its next task. Videos wait long, so a thousand in
+   * flight should not mean a thousand in memory.
+   */
+  WORKFLOW_CACHE_SIZE: z.coerce.number().int().min(2).max(100_000).default(250),
+  /** Provider runs one worker process takes at once. */
+  PROVIDER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
   /** Per kind: past this a generation fails with `timeout` and its hold is released (DESIGN §5). */
   DEADLINE_IMAGE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(10 * 60_000),
   DEADLINE_CHAT_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(10 * 60_000),

@@ -24,7 +24,7 @@ export const metrics = {
     name: 'gensvc_generations_admitted_total', help: 'Generations admitted (hold placed or free reply claimed)', labelNames: ['kind'], registers: [registry],
   }),
   admissionDuration: new Histogram({
-    name: 'gensvc_admission_duration_seconds', help: 'From a priced request to its hold placed and its workflow started', labelNames: ['kind'], buckets: seconds, registers: [registry],
+    name: 'gensvc_admission_duration_seconds', help: 'From a priced request to its admission: hold placed, and the workflow started when the client waits for the result', labelNames: ['kind'], buckets: seconds, registers: [registry],
   }),
   finished: new Counter({
     name: 'gensvc_generations_finished_total', help: 'Generations that reached a final status, with the error code of failed ones', labelNames: ['kind', 'status', 'code'], registers: [registry],

@@ -3,7 +3,10 @@ import { startMetricsServer } from './metrics-server';
 import { SHUTDOWN_FORCE_MS } from './worker';
 import { startWorker } from './worker-runner';
 
-/** A worker alone (docker-compose `worker`; run as many as needed). */
+/**
+ * A worker alone (docker-compose `worker` with WORKER_ROLE=workflows, `provider` with
+ * WORKER_ROLE=provider; run as many of each as needed).
+ */
 runStandalone('worker', async (services, shutdown) => {
   const worker = await startWorker(services);
   shutdown.add('worker', () => worker.stop(), { timeoutMs: SHUTDOWN_FORCE_MS + 1_000 });
@@ -12,5 +15,5 @@ runStandalone('worker', async (services, shutdown) => {
     const server = await startMetricsServer({ port, host: services.config.HOST, adminToken: services.adminToken.value });
     shutdown.add('metrics', () => new Promise<void>((resolve) => server.close(() => resolve())));
   }
-  return `worker polling task queue '${services.config.TEMPORAL_TASK_QUEUE}' on ${services.config.TEMPORAL_ADDRESS}`;
+  return `worker polling task queue${worker.queues.length > 1 ? 's' : ''} ${worker.queues.map((q) => `'${q}'`).join(', ')} on ${services.config.TEMPORAL_ADDRESS} (WORKER_ROLE=${services.config.WORKER_ROLE})`;
 });

@@ -1,4 +1,4 @@
-import { bundleWorkflowCode, GracefulShutdownPeriodExpiredError, Runtime } from '@temporalio/worker';
+import { GracefulShutdownPeriodExpiredError } from '@temporalio/worker';
 import type { Worker } from '@temporalio/worker';
 import { deadlinesOf, isDevelopment, webhookTaskQueueOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
@@ -7,20 +7,28 @@ import { createWebhookDispatcher } from '../service/webhook-dispatch';
 import { ensureReconcilerSchedule } from './reconciler-schedule';
 import type { Services } from './services';
 import { startWebhookRelay } from './webhook-relay';
-import { bundlerLogger, createWebhookWorker, createWorker, SHUTDOWN_FORCE_MS, WORKFLOWS_PATH } from './worker';
+import { createWorkers, SHUTDOWN_FORCE_MS } from './worker';
+import type { WorkerRole } from './worker';
 
 /**
- * Starts the workers on the given services: generations on their task queue, webhook deliveries
- * on theirs, the outbox relay that hands new deliveries to Temporal, and (once per task queue)
- * the reconciler's schedule. `stop()` drains them: activities in flight get the grace time to
- * finish and are then cancelled (Temporal retries them); after SHUTDOWN_FORCE_MS a worker stops
- * whatever is still running, such as a ledger step that keeps failing.
+ * Starts the workers of a role on the given services (`all`, as `npm start` does: everything).
+ * A workflows worker runs generations on their task queue, webhook deliveries on theirs, the
+ * outbox relay that hands new deliveries to Temporal, and (once per task queue) the reconciler's
+ * schedule; a provider worker runs provider work on its own queue. `stop()` drains them:
+ * activities in flight get the grace time to finish and are then cancelled (Temporal retries
+ * them); after SHUTDOWN_FORCE_MS a worker stops whatever is still running, such as a ledger step
+ * that keeps failing.
  */
-export async function startWorker(s: Services, log: (line: string) => void = (line) => console.error(line)): Promise<{ stop(): Promise<void> }> {
+export async function startWorker(
+  s: Services,
+  role: WorkerRole = s.config.WORKER_ROLE,
+  log: (line: string) => void = (line) => console.error(line),
+): Promise<{ stop(): Promise<void>; queues: string[] }> {
   const { config } = s;
-  // Bundled once for both workers.
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(Runtime.instance().logger) });
-  const worker = await createWorker({
+  const serveWorkflows = role !== 'provider';
+  const http = serveWorkflows ? createSafeHttpClient({ policy: { allowPrivateNetworks: isDevelopment(config) } }) : undefined;
+  const webhookTaskQueue = webhookTaskQueueOf(config);
+  const workers = await createWorkers({
     connection: s.nativeConnection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
@@ -30,28 +38,26 @@ export async function startWorker(s: Services, log: (line: string) => void = (li
     videoConcurrency: config.VIDEO_CONCURRENCY,
     client: s.client,
     deadlines: deadlinesOf(config),
-    workflowBundle,
-  });
-  const http = createSafeHttpClient({ policy: { allowPrivateNetworks: isDevelopment(config) } });
-  const webhookTaskQueue = webhookTaskQueueOf(config);
-  const webhookWorker = await createWebhookWorker({
-    connection: s.nativeConnection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: webhookTaskQueue,
-    concurrency: config.WEBHOOK_CONCURRENCY,
-    workflowBundle,
-    pool: s.pool,
-    store: s.store,
-    secretBox: createSecretBox(s.webhookSecretKey),
-    http,
-  });
-  await ensureReconcilerSchedule(s.client, { taskQueue: config.TEMPORAL_TASK_QUEUE, everyMs: config.RECONCILE_EVERY_MS, graceMs: config.RECONCILE_GRACE_MS });
-  const running = new Map<Worker, Promise<void>>([[worker, worker.run()], [webhookWorker, webhookWorker.run()]]);
-  const relay = startWebhookRelay({
-    pool: s.pool,
-    dispatcher: createWebhookDispatcher({ client: s.client, taskQueue: webhookTaskQueue }),
-    onError: (err) => console.warn('webhook relay:', err instanceof Error ? err.message : err),
-  });
+    providerConcurrency: config.PROVIDER_CONCURRENCY,
+    workflowCacheSize: config.WORKFLOW_CACHE_SIZE,
+    ...(http ? {
+      webhooks: {
+        taskQueue: webhookTaskQueue, concurrency: config.WEBHOOK_CONCURRENCY, pool: s.pool, store: s.store, secretBox: createSecretBox(s.webhookSecretKey), http,
+      },
+    } : {}),
+  }, role);
+  if (serveWorkflows) {
+    await ensureReconcilerSchedule(s.client, { taskQueue: config.TEMPORAL_TASK_QUEUE, everyMs: config.RECONCILE_EVERY_MS, graceMs: config.RECONCILE_GRACE_MS });
+  }
+  const running = new Map<Worker, Promise<void>>(workers.map((w) => [w, w.run()]));
+  const relay = serveWorkflows
+    ? startWebhookRelay({
+        pool: s.pool,
+        dispatcher: createWebhookDispatcher({ client: s.client, taskQueue: webhookTaskQueue }),
+        onError: (err) => console.warn('webhook relay:', err instanceof Error ? err.message : err),
+      })
+    : undefined;
+  const queues = workers.map((w) => w.options.taskQueue);
 
   const drain = async (w: Worker, run: Promise<void>, started: number): Promise<void> => {
     try {
@@ -66,12 +72,13 @@ export async function startWorker(s: Services, log: (line: string) => void = (li
   };
 
   return {
+    queues,
     async stop() {
       const started = Date.now();
-      await relay.stop();
+      await relay?.stop();
       for (const w of running.keys()) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.all([...running].map(([w, run]) => drain(w, run, started)));
-      http.close();
+      http?.close();
     },
   };
 }

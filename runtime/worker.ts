@@ -1,3 +1,7 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import type { Logger } from '@temporalio/common';
@@ -7,10 +11,20 @@ import type pg from 'pg';
 import { createActivities } from '../activities';
 import { createWebhookActivities } from '../activities/webhooks';
 import type { WebhookActivityDeps } from '../activities/webhooks';
+import { createProviderActivities } from '../activities/provider';
 import type { Provider } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
+import { providerTaskQueueOf } from '../workflows/definitions';
+import { OutputTail } from './process';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+const BUNDLER = fileURLToPath(new URL('./bundle-workflows.ts', import.meta.url));
+
+/**
+ * What a worker process serves: `workflows` (the generation and reconcile workflows, ledger steps,
+ * slot waits), `provider` (provider runs, on their own task queue), or `all` (both, as `npm start`).
+ */
+export type WorkerRole = 'all' | 'workflows' | 'provider';
 
 /** How long activities in flight get to finish when the worker stops; then they are cancelled. */
 export const SHUTDOWN_GRACE_MS = 4_000;
@@ -31,14 +45,18 @@ export interface WorkerDeps {
   provider: Provider;
   store: OutputStore;
   videoConcurrency: number;
-  /** A prebuilt bundle (tests build one for all files); otherwise the workflows are bundled here. */
+  /** A prebuilt bundle (tests build one for all files); otherwise the workflows are bundled in a child process. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   slotPollMs?: number;
   client: Client;
   deadlines: Record<'image' | 'video' | 'chat' | 'upscale', number>;
+  /** Provider runs one worker process takes at once (they wait on upstreams, or on the render pool). */
+  providerConcurrency?: number;
+  /** Workflows kept in memory between tasks (WORKFLOW_CACHE_SIZE); the SDK's default sizes it from the heap. */
+  workflowCacheSize?: number;
 }
 
-/** The worker runs the generation workflow and its activities, bound to real dependencies. */
+/** The workflow worker: generation and reconcile workflows and every activity they run on the main queue. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const workflowBundle = deps.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(Runtime.instance().logger) }));
   return Worker.create({
@@ -46,6 +64,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     workflowBundle,
+    // runProvider stays registered here for workflows of the earlier code, which scheduled it on this queue.
     activities: createActivities({
       pool: deps.pool,
       provider: deps.provider,
@@ -55,8 +74,9 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       deadlines: deps.deadlines,
       ...(deps.slotPollMs === undefined ? {} : { slotPollMs: deps.slotPollMs }),
     }),
-    // Activities wait on I/O, not CPU; a small machine can run many at once.
+    // Activities here wait on I/O (slot polls, the reconciler's calls), not CPU.
     maxConcurrentActivityTaskExecutions: 200,
+    ...(deps.workflowCacheSize === undefined ? {} : { maxCachedWorkflows: deps.workflowCacheSize }),
     // Short jobs in flight may finish during a graceful stop; longer ones are retried elsewhere.
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
     shutdownForceTime: SHUTDOWN_FORCE_MS,
@@ -113,4 +133,64 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Work
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
     shutdownForceTime: SHUTDOWN_FORCE_MS,
   });
+}
+
+/** The provider worker: only provider runs, from the provider task queue. */
+export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' | 'namespace' | 'taskQueue' | 'provider' | 'store' | 'providerConcurrency'>): Promise<Worker> {
+  return Worker.create({
+    connection: deps.connection,
+    namespace: deps.namespace,
+    taskQueue: providerTaskQueueOf(deps.taskQueue),
+    activities: createProviderActivities({ provider: deps.provider, store: deps.store }),
+    maxConcurrentActivityTaskExecutions: deps.providerConcurrency ?? 200,
+    shutdownGraceTime: SHUTDOWN_GRACE_MS,
+    shutdownForceTime: SHUTDOWN_FORCE_MS,
+  });
+}
+
+/**
+ * The workers of a role, created (not yet running): for `workflows` and `all`, the generation
+ * worker and, when given its settings, the webhook worker (both from one bundle); for `provider`
+ * and `all`, the provider worker.
+ */
+export async function createWorkers(
+  deps: WorkerDeps & { webhooks?: Omit<WebhookWorkerDeps, 'connection' | 'namespace' | 'workflowBundle'> },
+  role: WorkerRole,
+): Promise<Worker[]> {
+  const workers: Worker[] = [];
+  if (role !== 'provider') {
+    const bundle = deps.workflowBundle ? undefined : await bundleInChildProcess();
+    const workflowBundle = bundle ? { codePath: bundle.codePath } : deps.workflowBundle;
+    try {
+      workers.push(await createWorker({ ...deps, workflowBundle }));
+      if (deps.webhooks) workers.push(await createWebhookWorker({ ...deps.webhooks, connection: deps.connection, namespace: deps.namespace, workflowBundle }));
+    } finally {
+      await bundle?.remove();
+    }
+  }
+  if (role !== 'workflows') workers.push(await createProviderWorker(deps));
+  return workers;
+}
+
+/**
+ * Bundles workflows/ with the SDK's webpack in a short-lived child process: webpack's ~110 MB would
+ * otherwise stay in the worker's RSS for its whole life. The worker reads the file once, at creation.
+ */
+export async function bundleInChildProcess(workflowsPath = WORKFLOWS_PATH): Promise<{ codePath: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'gensvc-workflows-'));
+  const codePath = join(dir, 'workflows.js');
+  const tail = new OutputTail();
+  const child = spawn(process.execPath, ['--import', 'tsx', BUNDLER, workflowsPath, codePath], { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.setEncoding('utf8').on('data', (c: string) => tail.push(c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => tail.push(c));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  const remove = () => rm(dir, { recursive: true, force: true });
+  if (code !== 0) {
+    await remove();
+    throw new Error(`bundling the workflows failed (exit ${code}):\n${tail.toString()}`);
+  }
+  return { codePath, remove };
 }

@@ -64,7 +64,7 @@ export interface SubmitOptions {
   /** An input image sent with the request itself (group B's `input_reference` file), instead of a URL. */
   inputFile?: Buffer | undefined;
   /** The request's logger: admission lines carry its request id next to the generation id. */
-  log?: { info(obj: object, msg: string): void } | undefined;
+  log?: { info(obj: object, msg: string): void; warn?(obj: object, msg: string): void } | undefined;
 }
 
 export interface Submitted {
@@ -168,6 +168,16 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     return { generations: await Promise.all(after.map((g) => viewOf(g, store))), replayed: true };
   };
 
+  /** Workflow starts made after the answer (see submit), so that a graceful stop waits for them. */
+  const starting = new Set<Promise<void>>();
+  const startInBackground = (input: GenerationWorkflowInput, opts: SubmitOptions): void => {
+    const started: Promise<void> = startOrRelease(input).catch((err: unknown) => {
+      // Released already: the generation reads `failed` with code `not_started`, nothing charged.
+      opts.log?.warn?.({ generationId: input.generationId, err }, 'generation workflow could not be started; hold released');
+    }).finally(() => starting.delete(started));
+    starting.add(started);
+  };
+
   /** Starts the admitted generation's workflow; if that fails, the hold goes back at once. */
   const startOrRelease = async (input: GenerationWorkflowInput): Promise<void> => {
     try {
@@ -246,13 +256,16 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       return await viewOf(await read(input.accountId, input.generationId), store);
     } catch (err) {
       if (classifyDbError(err) !== 'transient') throw err;
-      return viewOf({
-        id: input.generationId, accountId: input.accountId, apiKeyId: input.apiKeyId, kind: input.kind, model: input.model,
-        status: 'queued', params: input.params, prompt: input.prompt, quoteMc: input.quoteMc, chargedMc: 0, freeChat: input.admitted?.free ?? false,
-        outputKey: null, outputText: null, error: null, createdAt: admittedAt, startedAt: null, finishedAt: null,
-      }, store);
+      return queuedView(input, admittedAt);
     }
   };
+
+  /** The generation as admission wrote it: queued, nothing charged, no output yet. */
+  const queuedView = (input: GenerationWorkflowInput, admittedAt: Date): Promise<GenerationView> => viewOf({
+    id: input.generationId, accountId: input.accountId, apiKeyId: input.apiKeyId, kind: input.kind, model: input.model,
+    status: 'queued', params: input.params, prompt: input.prompt, quoteMc: input.quoteMc, chargedMc: 0, freeChat: input.admitted?.free ?? false,
+    outputKey: null, outputText: null, error: null, createdAt: admittedAt, startedAt: null, finishedAt: null,
+  }, store);
 
   /**
    * Prices, admits and starts `count` generations of one request (group B's `n` images; 1
@@ -278,6 +291,17 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     const admitted = await admit(pool, priced, keyed);
     if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
     for (const input of admitted.inputs) withDeadline(input);
+    const only = admitted.inputs.length === 1 ? admitted.inputs[0]! : undefined;
+    if (only && !prepared && (opts.respondAsync || !WAITED_KINDS.has(only.kind))) {
+      // Nobody waits for the result: answer `queued` as soon as the hold is durable and start the
+      // workflow right after. A crash in between leaves a held generation without a workflow,
+      // which an Idempotency-Key repeat starts and the reconciler otherwise releases
+      // (docs/decisions.md, "A queued answer does not wait for the workflow start").
+      admissionTimer();
+      admitted_(only, opts);
+      startInBackground(only, opts);
+      return { generations: [await queuedView(only, admittedAt)], replayed: false };
+    }
     try {
       // Each either starts or gives its hold back at once; none is left held without a workflow.
       const started = await Promise.allSettled(admitted.inputs.map(async (input) => {
@@ -339,6 +363,11 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       const balance = mcToCredits(c.balanceMc - c.heldMc);
       const { messages: _messages, imageUrl: _imageUrl, ...params } = priced.params;
       return { kind: priced.kind, model: free ? priced.freeChat!.model : priced.model, credits, free, params, balance, affordable: free || balance >= credits };
+    },
+
+    /** Resolves once every workflow start still under way has been made (or failed and released): call before closing. */
+    async drain(): Promise<void> {
+      await Promise.allSettled([...starting]);
     },
 
     async get(principal: Principal, id: string): Promise<GenerationView> {

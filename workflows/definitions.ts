@@ -6,6 +6,15 @@ import type { Kind } from '../core/catalogue';
 
 export const GENERATION_WORKFLOW_TYPE = 'generation';
 
+/**
+ * Provider runs (rendering, uploads, calls to a model) have their own task queue beside the
+ * workflows' one, so that a worker process serving workflow tasks never runs them on its event
+ * loop unless it also serves this queue (docs/decisions.md, "Provider work on its own queue").
+ */
+export function providerTaskQueueOf(taskQueue: string): string {
+  return `${taskQueue}-provider`;
+}
+
 export interface GenerationWorkflowInput {
   generationId: string;
   accountId: string;

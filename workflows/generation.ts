@@ -9,13 +9,14 @@ import {
   setHandler,
   sleep,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import { initialTransition, transition } from 'xstate';
 import type { GenerationActivities } from '../activities';
 import { generationMachine, phaseOf } from '../machines/generation';
 import type { FailureInfo, GenerationEvent, GenerationPhase, ProviderOutput } from '../machines/generation';
 import { GenerationModel, GenerationStatus } from '../core/search-attributes';
-import { admissionQuery, admissionUpdate, apiRunResultSignal, cancelSignal, phaseQuery } from './definitions';
+import { admissionQuery, admissionUpdate, apiRunResultSignal, cancelSignal, phaseQuery, providerTaskQueueOf } from './definitions';
 import type { Admission, ApiRunResult, GenerationResult, GenerationWorkflowInput } from './definitions';
 
 // Ledger steps are short database transactions: as local activities they run inside the workflow
@@ -38,6 +39,7 @@ const slots = proxyActivities<GenerationActivities>({
 
 function providerActivities(kind: GenerationWorkflowInput['kind']): GenerationActivities {
   return proxyActivities<GenerationActivities>({
+    taskQueue: providerTaskQueueOf(workflowInfo().taskQueue),
     startToCloseTimeout: kind === 'video' || kind === 'upscale' ? '1 hour' : '10 minutes',
     heartbeatTimeout: '10 seconds',
     // A worker restart mid-job costs an attempt too, so allow a few before giving up.

@@ -51,12 +51,14 @@ export async function insertApiKey(
 
 /** The live key with this hash; a revoked key is not found, so revocation applies on the next request. */
 export async function findApiKeyByHash(q: Queryable, keyHash: Buffer): Promise<StoredApiKey | undefined> {
-  const r = await q.query<{ id: string; account_id: string; plan: Plan; scopes: string[]; models: string[] | null; available_mc: number; last_used_at: Date | null }>(
-    `SELECT k.id, k.account_id, a.plan, k.scopes, k.models, a.balance_mc - a.held_mc AS available_mc, k.last_used_at
-       FROM api_keys k JOIN accounts a ON a.id = k.account_id
-      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-    [keyHash],
-  );
+  // Named: prepared once per connection, since every keyed request starts with it.
+  const r = await q.query<{ id: string; account_id: string; plan: Plan; scopes: string[]; models: string[] | null; available_mc: number; last_used_at: Date | null }>({
+    name: 'find-api-key',
+    text: `SELECT k.id, k.account_id, a.plan, k.scopes, k.models, a.balance_mc - a.held_mc AS available_mc, k.last_used_at
+             FROM api_keys k JOIN accounts a ON a.id = k.account_id
+            WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+    values: [keyHash],
+  });
   const row = r.rows[0];
   return row && { id: row.id, accountId: row.account_id, plan: row.plan, scopes: row.scopes, models: row.models, availableMc: row.available_mc, lastUsedAt: row.last_used_at };
 }

@@ -29,10 +29,10 @@ export interface GenerationRow {
   finishedAt: Date | null;
 }
 
-const COLUMNS = `id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, charged_mc, free_chat,
+export const GENERATION_COLUMNS = `id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, charged_mc, free_chat,
   output_key, output_text, error, created_at, started_at, finished_at`;
 
-interface Row {
+export interface GenerationDbRow {
   id: string;
   account_id: string;
   api_key_id: string | null;
@@ -52,7 +52,7 @@ interface Row {
   finished_at: Date | null;
 }
 
-function fromRow(r: Row): GenerationRow {
+export function fromRow(r: GenerationDbRow): GenerationRow {
   return {
     id: r.id,
     accountId: r.account_id,
@@ -76,7 +76,8 @@ function fromRow(r: Row): GenerationRow {
 
 /** An account only ever sees its own generations: another account's id reads as not found. */
 export async function getGeneration(q: Queryable, accountId: string, id: string): Promise<GenerationRow | undefined> {
-  const r = await q.query<Row>(`SELECT ${COLUMNS} FROM generations WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  // Named: prepared once per connection, as the most frequent read (every answer ends with it).
+  const r = await q.query<GenerationDbRow>({ name: 'get-generation', text: `SELECT ${GENERATION_COLUMNS} FROM generations WHERE id = $1 AND account_id = $2`, values: [id, accountId] });
   return r.rows[0] && fromRow(r.rows[0]);
 }
 
@@ -94,8 +95,8 @@ export interface ListFilter {
  * never shown twice or skipped among the older ones.
  */
 export async function listGenerations(q: Queryable, accountId: string, f: ListFilter): Promise<GenerationRow[]> {
-  const r = await q.query<Row>(
-    `SELECT ${COLUMNS} FROM generations
+  const r = await q.query<GenerationDbRow>(
+    `SELECT ${GENERATION_COLUMNS} FROM generations
       WHERE account_id = $1
         AND ($2::text IS NULL OR id < $2)
         AND ($3::text IS NULL OR kind = $3)
@@ -118,8 +119,8 @@ export async function listInFlightIds(q: Queryable, accountId: string): Promise<
  * the account's index) that changed after `since`: what a live view has to redraw.
  */
 export async function listChangedGenerations(q: Queryable, accountId: string, f: { fromId: string; since: Date }): Promise<(GenerationRow & { updatedAt: Date })[]> {
-  const r = await q.query<Row & { updated_at: Date }>(
-    `SELECT ${COLUMNS}, updated_at FROM generations
+  const r = await q.query<GenerationDbRow & { updated_at: Date }>(
+    `SELECT ${GENERATION_COLUMNS}, updated_at FROM generations
       WHERE account_id = $1 AND id >= $2 AND updated_at > $3
       ORDER BY id LIMIT 200`,
     [accountId, f.fromId, f.since],
@@ -133,8 +134,8 @@ export async function listChangedGenerations(q: Queryable, accountId: string, f:
  * `params.batchIndex`.
  */
 export async function listBatch(q: Queryable, accountId: string, firstId: string): Promise<GenerationRow[]> {
-  const r = await q.query<Row>(
-    `SELECT ${COLUMNS} FROM generations
+  const r = await q.query<GenerationDbRow>(
+    `SELECT ${GENERATION_COLUMNS} FROM generations
       WHERE account_id = $1 AND params->>'batch' = $2
       ORDER BY (params->>'batchIndex')::int`,
     [accountId, firstId],

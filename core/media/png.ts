@@ -1,5 +1,6 @@
 import sharp from 'sharp';
-import { paintScene, sceneFromSeed } from './seed';
+import { paintFrame } from './paint-pool';
+import { sceneFromSeed } from './seed';
 
 /** Beyond this a request is a mistake, not a picture: a 16k RGB frame is already ~800 MB raw. */
 export const MAX_IMAGE_SIDE = 8192;
@@ -22,7 +23,7 @@ export interface ImageRequest {
 export async function renderImagePng({ width, height, seed }: ImageRequest): Promise<Buffer> {
   assertSide(width, 'width');
   assertSide(height, 'height');
-  const raw = paintScene(sceneFromSeed(seed), width, height);
+  const raw = await paintFrame(sceneFromSeed(seed), width, height);
   // A smooth gradient compresses well with light zlib effort; the default level costs
   // several times the time for a few percent of bytes.
   return sharp(raw, { raw: { width, height, channels: 3 } })

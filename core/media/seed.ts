@@ -1,24 +1,17 @@
 import { createHash } from 'node:crypto';
+import type { Scene } from './paint.mjs';
 
-/**
- * What a seed looks like: the simulator's images and videos are painted from a scene derived
- * from a hash of the seed, so the same prompt and generation id always give the same pixels and
- * two different seeds visibly differ (other colours, another angle, the disc elsewhere).
- */
-export interface Scene {
-  from: Rgb;
-  to: Rgb;
-  disc: Rgb;
-  /** Direction of the background gradient, radians. */
-  angle: number;
-  /** Disc centre as a fraction of the frame, and its radius as a fraction of the shorter side. */
-  cx: number;
-  cy: number;
-  radius: number;
-}
+// The painter itself is plain JavaScript, so that render threads load it without a TypeScript
+// loader (core/media/paint-pool.ts).
+export { paintScene } from './paint.mjs';
+export type { Scene } from './paint.mjs';
 
 type Rgb = readonly [number, number, number];
 
+/**
+ * The scene of a seed: the same prompt and generation id always give the same pixels, and two
+ * different seeds visibly differ (other colours, another angle, the disc elsewhere).
+ */
 export function sceneFromSeed(seed: string): Scene {
   const h = createHash('sha256').update(seed).digest();
   // Each field takes its own bytes of the digest so fields vary independently.
@@ -35,53 +28,6 @@ export function sceneFromSeed(seed: string): Scene {
     cy: 0.25 + unit(10) * 0.5,
     radius: 0.12 + unit(12) * 0.15,
   };
-}
-
-/**
- * Paints the scene into a packed 8-bit RGB buffer, the raw input sharp expects. `phase` in [0, 1)
- * animates it for video: the disc travels a closed loop and the gradient turns, so phase 0 and 1
- * look the same and a clip of any length moves visibly from frame to frame.
- */
-export function paintScene(scene: Scene, width: number, height: number, phase = 0): Buffer {
-  const out = Buffer.allocUnsafe(width * height * 3);
-  const turn = 2 * Math.PI * phase;
-  const angle = scene.angle + turn / 4;
-  const ux = Math.cos(angle) / width;
-  const uy = Math.sin(angle) / height;
-  // Offsets that map the gradient's projection onto [0, 1] whatever its direction.
-  const gMin = Math.min(0, ux * width) + Math.min(0, uy * height);
-  const gSpan = Math.abs(ux * width) + Math.abs(uy * height) || 1;
-
-  const short = Math.min(width, height);
-  const r = scene.radius * short;
-  const cx = (scene.cx + 0.2 * Math.sin(turn)) * width;
-  const cy = (scene.cy + 0.2 * Math.sin(2 * turn)) * height;
-  const [r0, g0, b0] = scene.from;
-  const [r1, g1, b1] = scene.to;
-  const [rd, gd, bd] = scene.disc;
-
-  let o = 0;
-  for (let y = 0; y < height; y++) {
-    const dy = y + 0.5 - cy;
-    for (let x = 0; x < width; x++) {
-      const t = (ux * x + uy * y - gMin) / gSpan;
-      let red = r0 + (r1 - r0) * t;
-      let green = g0 + (g1 - g0) * t;
-      let blue = b0 + (b1 - b0) * t;
-      const dx = x + 0.5 - cx;
-      // Coverage of the disc with a one-pixel soft edge, so it does not alias when it moves.
-      const cover = Math.min(1, Math.max(0, r - Math.sqrt(dx * dx + dy * dy) + 0.5));
-      if (cover > 0) {
-        red += (rd - red) * cover;
-        green += (gd - green) * cover;
-        blue += (bd - blue) * cover;
-      }
-      out[o++] = red;
-      out[o++] = green;
-      out[o++] = blue;
-    }
-  }
-  return out;
 }
 
 function hslToRgb(hue: number, s: number, l: number): Rgb {

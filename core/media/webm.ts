@@ -1,7 +1,8 @@
 import sharp from 'sharp';
 import { ArrayBufferTarget, Muxer } from 'webm-muxer';
 import { MediaRequestError, MAX_IMAGE_SIDE } from './png';
-import { paintScene, sceneFromSeed } from './seed';
+import { paintFrames } from './paint-pool';
+import { sceneFromSeed } from './seed';
 
 /**
  * A browser-playable WebM (VP8) made without a native video encoder: a lossy WebP is a RIFF
@@ -39,9 +40,8 @@ export async function renderVideoWebm(request: VideoRequest): Promise<Buffer> {
 
   for (let first = 0; first < frameCount; first += ENCODE_BATCH) {
     const indices = Array.from({ length: Math.min(ENCODE_BATCH, frameCount - first) }, (_, k) => first + k);
-    const frames = await Promise.all(
-      indices.map((i) => encodeVp8Frame(paintScene(scene, width, height, i / frameCount), width, height)),
-    );
+    const raws = await paintFrames(scene, width, height, indices.map((i) => i / frameCount));
+    const frames = await Promise.all(raws.map((raw) => encodeVp8Frame(raw, width, height)));
     // Muxed in order once the batch is done: the muxer wants timestamps that only increase.
     frames.forEach((frame, k) => {
       muxer.addVideoChunkRaw(frame, 'key', Math.round(((first + k) * 1_000_000) / fps));

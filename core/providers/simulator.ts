@@ -1,3 +1,4 @@
+import sharp from 'sharp';
 import { ProviderRejectedError } from '../errors';
 import { renderImagePng } from '../media/png';
 import { renderVideoWebm } from '../media/webm';
@@ -15,14 +16,19 @@ export interface SimulatorOptions {
 const DEFAULT_LATENCY_MS = { image: 200, chat: 100, video: 1500, upscale: 300 } as const;
 const DEFAULT_CHAT_TOKENS = 24;
 const HEARTBEAT_EVERY_MS = 1000;
+/** `sim:until` never holds a run longer than `sim:delay` could. */
+const MAX_UNTIL_MS = 60 * 60 * 1000;
 
 /** The embedded default provider: real files, steerable by directives in the prompt. */
 export function createSimulator(options: SimulatorOptions = {}): Provider {
+  // Every render is new: libvips' operation cache (up to 50 MB of pixels) would only hold memory.
+  sharp.cache(false);
   return {
     streamChat: (job, signal) => streamChat(job, signal, options),
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       const directives = parseDirectives(job.prompt);
-      await wait(directives.delayMs ?? options.latencyMs ?? DEFAULT_LATENCY_MS[job.kind], ctx);
+      const delayMs = directives.untilEpochMs === undefined ? undefined : Math.min(Math.max(0, directives.untilEpochMs - Date.now()), MAX_UNTIL_MS);
+      await wait(delayMs ?? directives.delayMs ?? options.latencyMs ?? DEFAULT_LATENCY_MS[job.kind], ctx);
       if (directives.fail) throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
       const seed = `${job.model}|${job.prompt}|${job.generationId}`;
       switch (job.kind) {

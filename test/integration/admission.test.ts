@@ -11,7 +11,8 @@ import { credits, generate, untilFinished } from '../support/api';
 
 /**
  * The API admits a generation itself: one PostgreSQL transaction places the hold, then the
- * workflow is started without waiting for any worker. These tests hold it to what that promises.
+ * workflow is started without waiting for any worker (before the answer when the client waits for
+ * the result, right after it otherwise). These tests hold it to what that promises.
  */
 let h: Harness;
 beforeAll(async () => {
@@ -44,18 +45,31 @@ describe('admission by the API', () => {
     // The same app on a Temporal address where nothing listens.
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
     const app = await buildApp({ pool: h.pool, client: new Client({ connection }), taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1000, defaultChatCap: 0 });
+    let videoId: string;
     try {
-      const res = await app.inject({ method: 'POST', url: '/api/generate', headers: { authorization: `Bearer ${key}` }, payload: { kind: 'video', model: 'seedance-lite', prompt: 'a pier' } });
+      // An image is waited for, so its workflow must start before the answer: 503 if it cannot.
+      const res = await app.inject({ method: 'POST', url: '/api/generate', headers: { authorization: `Bearer ${key}` }, payload: { kind: 'image', model: 'flux', prompt: 'a pier' } });
       expect(res.statusCode).toBe(503);
       expect(res.headers['retry-after']).toBe('1');
       expect(res.json()).toMatchObject({ error: { type: 'server_error', code: 503, message: expect.stringMatching(/nothing was charged/) } });
+
+      // A video answers `queued` once its hold is durable; the start follows the answer, and when
+      // it fails the hold goes back the same way: the generation fails `not_started`, charging nothing.
+      const video = await app.inject({ method: 'POST', url: '/api/generate', headers: { authorization: `Bearer ${key}` }, payload: { kind: 'video', model: 'seedance-lite', prompt: 'a pier' } });
+      expect(video.statusCode).toBe(200);
+      expect(video.json()).toMatchObject({ generation: { status: 'queued', creditsCharged: 0 } });
+      videoId = video.json<{ generation: { id: string } }>().generation.id;
     } finally {
+      // Closing waits for the starts still under way.
       await app.close();
       await connection.close();
     }
     expect(await credits(h, key)).toMatchObject({ balance: 20, holdsActive: 0 });
-    const rows = await h.pool.query<{ status: string; error: { code: string } }>('SELECT status, error FROM generations WHERE account_id = $1', [accountId]);
-    expect(rows.rows).toEqual([{ status: 'failed', error: expect.objectContaining({ code: 'not_started', retryable: true }) }]);
+    const rows = await h.pool.query<{ id: string; kind: string; status: string; error: { code: string } }>('SELECT id, kind, status, error FROM generations WHERE account_id = $1 ORDER BY id', [accountId]);
+    expect(rows.rows).toEqual([
+      { id: expect.any(String), kind: 'image', status: 'failed', error: expect.objectContaining({ code: 'not_started', retryable: true }) },
+      { id: videoId, kind: 'video', status: 'failed', error: expect.objectContaining({ code: 'not_started', retryable: true }) },
+    ]);
   });
 
   it('releases, exactly once, the hold of a generation whose workflow never started', async () => {

@@ -6,7 +6,7 @@ import { Worker } from '@temporalio/worker';
 import { inject, afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, eventually } from '../support/harness';
 import type { Harness } from '../support/harness';
-import { credits, generate, untilFinished } from '../support/api';
+import { credits, generate, untilFinished, untilStarted } from '../support/api';
 import { phaseQuery } from '../../workflows/definitions';
 import { newId } from '../../core/ids';
 import { admit } from '../../service/admission';
@@ -70,6 +70,8 @@ describe('cancelling a workflow (as an operator does from the Temporal UI)', () 
     expect(waiting.body.generation.status).toBe('queued');
     expect(await credits(h, key)).toMatchObject({ holdsActive: 5 * 15 + 42.5 });
 
+    // A `queued` answer comes before its workflow is started: an operator sees it a moment later.
+    await untilStarted(h, waiting.body.generation.id);
     await h.client.workflow.getHandle(waiting.body.generation.id).cancel();
     const done = await untilFinished(h, key, waiting.body.generation.id);
     expect(done).toMatchObject({ status: 'failed', error: { code: 'cancelled' } });

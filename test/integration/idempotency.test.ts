@@ -1,4 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimIdempotencyKey } from '../../core/db/idempotency';
+import { placeHold } from '../../core/db/ledger';
+import { inTransaction } from '../../core/db/pool';
+import { requestHash } from '../../core/idempotency';
+import { newId } from '../../core/ids';
 import { startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { credits, generate, untilFinished } from '../support/api';
@@ -29,6 +34,26 @@ describe('Idempotency-Key on POST /api/generate', () => {
     await untilFinished(h, key, first.body.generation.id);
     const late = await generate(h, key, body, { 'idempotency-key': 'order-1' });
     expect(late.body.generation).toMatchObject({ id: first.body.generation.id, status: 'succeeded', creditsCharged: 42.5 });
+    expect(await credits(h, key)).toMatchObject({ balance: 57.5, holdsActive: 0 });
+    expect(await count(accountId)).toBe(1);
+  });
+
+  it('a repeat starts the workflow that the first request never started (its API died after answering)', async () => {
+    const { key, accountId, keyId } = await h.account({ credits: 100 });
+    const body = { kind: 'video', model: 'kling', prompt: 'an orphan sim:delay=0' };
+    // What the first request left behind: the claim, the hold and a queued generation, no workflow.
+    const id = newId('gen');
+    await inTransaction(h.pool, async (tx) => {
+      await claimIdempotencyKey(tx, { accountId, key: 'order-orphan', requestHash: requestHash('POST /api/generate', body), generationId: id });
+      await placeHold(tx, {
+        generation: { id, accountId, apiKeyId: keyId, kind: 'video', model: 'kling', params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 }, prompt: body.prompt },
+        amountMc: 42_500,
+      });
+    });
+    const again = await generate(h, key, body, { 'idempotency-key': 'order-orphan' });
+    expect(again.status).toBe(200);
+    expect(again.body.generation.id).toBe(id);
+    expect(await untilFinished(h, key, id)).toMatchObject({ status: 'succeeded', creditsCharged: 42.5 });
     expect(await credits(h, key)).toMatchObject({ balance: 57.5, holdsActive: 0 });
     expect(await count(accountId)).toBe(1);
   });

@@ -6,7 +6,7 @@ import { newId } from '../../core/ids';
 import { ensureReconcilerSchedule, reconcilerScheduleId } from '../../runtime/reconciler-schedule';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
-import { credits, generate, untilFinished } from '../support/api';
+import { credits, generate, untilFinished, untilStarted } from '../support/api';
 
 let h: Harness;
 beforeAll(async () => {
@@ -49,6 +49,8 @@ describe('the reconciler', () => {
     await eventually(async () => ((await Promise.all(running.map((r) => statusOf(r.body.generation.id)))).every((s) => s === 'running') ? true : undefined));
     const waiting = await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'next in line sim:delay=100' });
     expect(waiting.body.generation.status).toBe('queued');
+    // Its workflow starts right after the answer; a pass with no grace period must not find it missing.
+    await untilStarted(h, waiting.body.generation.id);
 
     // An operator terminates one from the Temporal UI: no compensation can run.
     const victim = running[0]!.body.generation.id;

@@ -1,21 +1,26 @@
-// The docker-compose topology run as plain processes: one API process and two worker processes
-// (runtime/api-process.ts, runtime/worker-process.ts, exactly what the containers run), sharing a
-// fresh database, the run's Temporal server, a task queue and an output folder. Everything a
-// client does goes over real HTTP; the processes must stop cleanly on SIGTERM.
+// The docker-compose topology run as plain processes: one API process, one workflow worker and two
+// provider workers (runtime/api-process.ts, runtime/worker-process.ts with WORKER_ROLE=workflows
+// and =provider, exactly what the containers run), sharing a fresh database, the run's Temporal
+// server, a task queue and an output folder. Everything a client does goes over real HTTP; provider
+// runs happen in the provider processes and workflow tasks in the workflow worker; the processes
+// must stop cleanly on SIGTERM.
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort, isAlive } from '../../runtime/process';
+import { providerTaskQueueOf } from '../../workflows/definitions';
 import { createProcessGroup, http as httpAt, minimalEnv, waitForHealth, waitForWorkers } from '../support/app-processes';
 import type { AppProcess } from '../support/app-processes';
 import { createDatabase, databaseUrlFor, dropDatabase, eventually } from '../support/harness';
 
 const ADMIN_TOKEN = 'topology-admin-token-0123456789';
 const URL_SIGNING_SECRET = 'topology-url-signing-secret-0123456789';
-const STARTUP_MS = 90_000; // each worker bundles workflows/ with webpack as it starts
+const STARTUP_MS = 90_000; // the workflow worker bundles workflows/ with webpack as it starts
+const EventType = proto.temporal.api.enums.v1.EventType;
 const STOP_MS = 15_000;
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -46,6 +51,8 @@ const marker = `TEMPORAL_TASK_QUEUE=${taskQueue}`;
 let base: string;
 let api: AppProcess;
 let workers: AppProcess[] = [];
+let workflowWorker: AppProcess;
+let providers: AppProcess[] = [];
 let connection: Connection | undefined;
 let databaseCreated = false;
 
@@ -74,13 +81,16 @@ beforeAll(async () => {
       DATA_DIR: join(inject('testDataDir'), name),
       LOG_LEVEL: 'warn',
     };
-    workers = [group.start('worker 1', 'runtime/worker-process.ts', env), group.start('worker 2', 'runtime/worker-process.ts', env)];
+    workflowWorker = group.start('worker', 'runtime/worker-process.ts', { ...env, WORKER_ROLE: 'workflows' });
+    providers = [1, 2].map((i) => group.start(`provider ${i}`, 'runtime/worker-process.ts', { ...env, WORKER_ROLE: 'provider' }));
+    workers = [workflowWorker, ...providers];
     api = group.start('api', 'runtime/api-process.ts', env);
 
     await waitForHealth(group, base, STARTUP_MS);
-    // /health speaks for the API; the workers are ready once both poll the task queue.
+    // /health speaks for the API; the workers are ready once each polls its task queue.
     connection = await Connection.connect({ address: inject('temporalAddress') });
-    await waitForWorkers(group, connection, taskQueue, workers, STARTUP_MS);
+    await waitForWorkers(group, connection, taskQueue, [workflowWorker], STARTUP_MS);
+    await waitForWorkers(group, connection, providerTaskQueueOf(taskQueue), providers, STARTUP_MS, true);
   });
 }, 2 * STARTUP_MS + 30_000);
 
@@ -90,7 +100,7 @@ afterAll(async () => {
   if (databaseCreated) await dropDatabase(name);
 });
 
-describe('the docker-compose topology as plain processes (one api, two workers)', () => {
+describe('the docker-compose topology as plain processes (one api, a workflow worker, two provider workers)', () => {
   interface Generation {
     id: string;
     status: string;
@@ -133,6 +143,22 @@ describe('the docker-compose topology as plain processes (one api, two workers)'
       const credits = await http<{ balance: number; holdsActive: number }>('GET', '/api/credits', { token });
       expect(credits.status).toBe(200);
       expect(credits.body).toMatchObject({ balance: 54.5, holdsActive: 0 });
+
+      // Who did what, from the workflow histories: every workflow task in the workflow worker, every
+      // provider run in a provider worker (identities are `<pid>@<host>`).
+      const client = new Client({ connection: connection! });
+      const pidOf = (identity: string | null | undefined) => Number((identity ?? '').split('@')[0]);
+      for (const id of [image.body.generation.id, videoId]) {
+        const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+        const scheduled = new Map(events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => [Number(e.eventId), e.activityTaskScheduledEventAttributes]));
+        const providerRuns = events
+          .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
+          .filter((e) => scheduled.get(Number(e.activityTaskStartedEventAttributes?.scheduledEventId))?.activityType?.name === 'runProvider');
+        expect(providerRuns.length, id).toBe(1);
+        expect(providers.map((p) => p.pid), id).toContain(pidOf(providerRuns[0]!.activityTaskStartedEventAttributes?.identity));
+        const workflowTasks = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+        expect(new Set(workflowTasks.map((e) => pidOf(e.workflowTaskStartedEventAttributes?.identity))), id).toEqual(new Set([workflowWorker.pid]));
+      }
     });
   });
 
@@ -145,8 +171,9 @@ describe('the docker-compose topology as plain processes (one api, two workers)'
       const exits = await Promise.all(children.map((c) => Promise.race([c.exited, sleep(STOP_MS).then(() => 'still running' as const)])));
       expect(Object.fromEntries(children.map((c, i) => [c.label, exits[i]]))).toEqual({
         api: { code: 0, signal: null },
-        'worker 1': { code: 0, signal: null },
-        'worker 2': { code: 0, signal: null },
+        worker: { code: 0, signal: null },
+        'provider 1': { code: 0, signal: null },
+        'provider 2': { code: 0, signal: null },
       });
       expect(children.filter((c) => isAlive(c.pid)).map((c) => c.label)).toEqual([]);
       expect(await processesMarkedWith(marker)).toEqual([]);

@@ -97,17 +97,20 @@ export async function waitForHealth(group: ProcessGroup, base: string, timeoutMs
   }, timeoutMs, 250);
 }
 
-/** Waits until every one of `workers` polls the task queue for workflow and activity tasks. */
-export async function waitForWorkers(group: ProcessGroup, connection: Connection, taskQueue: string, workers: AppProcess[], timeoutMs: number): Promise<void> {
+/**
+ * Waits until every one of `workers` polls the task queue for workflow and activity tasks (or, with
+ * `activitiesOnly`, for activity tasks: provider workers poll their own queue for those alone).
+ */
+export async function waitForWorkers(group: ProcessGroup, connection: Connection, taskQueue: string, workers: AppProcess[], timeoutMs: number, activitiesOnly = false): Promise<void> {
   const pollers = async (type: (typeof TaskQueueType)[keyof typeof TaskQueueType]): Promise<string[]> => {
     const res = await connection.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: type });
     return (res.pollers ?? []).map((p) => p.identity ?? '');
   };
   await eventually(async () => {
     group.failIfAnyExited();
-    const [wf, act] = await Promise.all([pollers(TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW), pollers(TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)]);
+    const [wf, act] = await Promise.all([activitiesOnly ? [] : pollers(TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW), pollers(TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)]);
     const ready = (ids: string[]) => workers.every((w) => ids.some((id) => id.startsWith(`${w.pid}@`)));
-    return ready(wf) && ready(act) ? true : undefined;
+    return (activitiesOnly || ready(wf)) && ready(act) ? true : undefined;
   }, timeoutMs, 250);
 }
 

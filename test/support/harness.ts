@@ -13,13 +13,13 @@ import { createSimulator } from '../../core/providers/simulator';
 import type { Provider } from '../../core/providers/types';
 import { createLocalStore } from '../../core/storage';
 import type { OutputStore } from '../../core/storage';
+import { createWorkers } from '../../runtime/worker';
 import { deadlinesOf, loadConfig } from '../../core/config';
 import { createInputPreparer } from '../../service/inputs';
 import { createSafeHttpClient } from '../../core/net/safe-http';
 import type { SafeHttpClient } from '../../core/net/safe-http';
 import { createSecretBox } from '../../core/webhooks/secret-box';
 import { startWebhookRelay } from '../../runtime/webhook-relay';
-import { createWebhookWorker, createWorker } from '../../runtime/worker';
 import { createWebhookDispatcher } from '../../service/webhook-dispatch';
 
 // Worker chatter (state changes, expected activity failures) would bury the test report.
@@ -81,10 +81,17 @@ export async function startHarness(options: HarnessOptions = {}) {
 
   let nativeConnection: NativeConnection | undefined;
   let stopWorker = async (): Promise<void> => undefined;
-  /** Starts the in-process worker (done at once unless `worker: false`; a test may start it later). */
+  /**
+   * Starts the in-process workers, as `npm start` runs them: the workflow worker and the provider
+   * worker on its own task queue (done at once unless `worker: false`; a test may start them later).
+   */
   const startWorker = async (): Promise<void> => {
     nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-    const worker = await createWorker({
+    const webhookHttp = options.webhooks ? options.webhooks.http ?? createSafeHttpClient({ policy: { allowPrivateNetworks: true } }) : undefined;
+    const closeHttp = (): void => {
+      if (options.webhooks && !options.webhooks.http) webhookHttp?.close();
+    };
+    const workers = await createWorkers({
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
@@ -96,28 +103,23 @@ export async function startHarness(options: HarnessOptions = {}) {
       client,
       deadlines: deadlinesOf(loadConfig({})),
       slotPollMs: 50,
-    });
-    const workers = [worker];
+      ...(options.webhooks ? {
+        webhooks: {
+          taskQueue: webhookTaskQueue,
+          concurrency: options.webhooks.concurrency ?? 50,
+          pool,
+          store,
+          secretBox: createSecretBox(WEBHOOK_SECRET_KEY),
+          http: webhookHttp!,
+          ...(options.webhooks.clock ? { clock: options.webhooks.clock } : {}),
+          ...(options.webhooks.disableAfterMs === undefined ? {} : { disableAfterMs: options.webhooks.disableAfterMs }),
+          ...(options.webhooks.perEndpointConcurrency === undefined ? {} : { perEndpointConcurrency: options.webhooks.perEndpointConcurrency }),
+        },
+      } : {}),
+    }, 'all');
     let stopRelay = async (): Promise<void> => undefined;
-    let closeHttp = (): void => undefined;
     const hooks = options.webhooks;
     if (hooks) {
-      const http = hooks.http ?? createSafeHttpClient({ policy: { allowPrivateNetworks: true } });
-      if (!hooks.http) closeHttp = () => http.close();
-      workers.push(await createWebhookWorker({
-        connection: nativeConnection,
-        namespace: 'default',
-        taskQueue: webhookTaskQueue,
-        concurrency: hooks.concurrency ?? 50,
-        workflowBundle: { codePath: inject('workflowBundlePath') },
-        pool,
-        store,
-        secretBox: createSecretBox(WEBHOOK_SECRET_KEY),
-        http,
-        ...(hooks.clock ? { clock: hooks.clock } : {}),
-        ...(hooks.disableAfterMs === undefined ? {} : { disableAfterMs: hooks.disableAfterMs }),
-        ...(hooks.perEndpointConcurrency === undefined ? {} : { perEndpointConcurrency: hooks.perEndpointConcurrency }),
-      }));
       const relay = startWebhookRelay({
         pool,
         dispatcher: createWebhookDispatcher({ client, taskQueue: webhookTaskQueue, retryScheduleMs: hooks.retryScheduleMs }),

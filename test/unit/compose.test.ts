@@ -68,7 +68,8 @@ function interpolateAll<T>(node: T, env: Record<string, string | undefined>): T 
 }
 
 const RAW = read('docker-compose.yml');
-const loadCompose = (env: Record<string, string | undefined>): Compose => interpolateAll(parse(RAW) as Compose, env);
+// Merge keys (`<<: *app-environment`) as Compose reads them.
+const loadCompose = (env: Record<string, string | undefined>): Compose => interpolateAll(parse(RAW, { merge: true }) as Compose, env);
 const compose = loadCompose(SAMPLE_ENV);
 const service = (name: string): Service => {
   const s = compose.services[name];
@@ -121,11 +122,12 @@ function imageTag(image: string): string | undefined {
   return last.includes(':') ? last.slice(last.indexOf(':') + 1) : undefined;
 }
 
-const APP_SERVICES = { api: 'runtime/api-process.ts', worker: 'runtime/worker-process.ts' } as const;
+const APP_SERVICES = { api: 'runtime/api-process.ts', worker: 'runtime/worker-process.ts', provider: 'runtime/worker-process.ts' } as const;
+const WORKER_SERVICES = { worker: 'workflows', provider: 'provider' } as const;
 
 describe('docker-compose.yml', () => {
   it('has the services of the design, with Redis and MinIO for the state the instances share', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'minio', 'postgres', 'redis', 'temporal', 'temporal-ui', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'minio', 'postgres', 'provider', 'redis', 'temporal', 'temporal-ui', 'worker']);
     expect(service('postgres').image).toMatch(/^postgres:/);
     expect(service('temporal').image).toMatch(/^temporalio\/auto-setup:/);
     expect(service('temporal-ui').image).toMatch(/^temporalio\/ui:/);
@@ -169,8 +171,13 @@ describe('docker-compose.yml', () => {
     expect(s3Settings(config)).toMatchObject({ secretAccessKey: SAMPLE_ENV.S3_SECRET_ACCESS_KEY, forcePathStyle: true });
   });
 
-  it('gives the API and every worker the same environment (one task queue, one bucket, one rate-limit store)', () => {
-    expect(environmentOf(service('worker'))).toEqual(environmentOf(service('api')));
+  it('gives the API and every worker the same environment (one task queue, one bucket, one rate-limit store), workers their role', () => {
+    for (const [name, role] of Object.entries(WORKER_SERVICES)) {
+      const { WORKER_ROLE, ...env } = environmentOf(service(name));
+      expect(WORKER_ROLE, name).toBe(role);
+      expect(env, name).toEqual(environmentOf(service('api')));
+      expect(loadConfig(environmentOf(service(name))).WORKER_ROLE).toBe(role);
+    }
   });
 
   it('makes the operator set ADMIN_TOKEN, S3_SECRET_ACCESS_KEY and WEBHOOK_SECRET_KEY rather than defaulting them', () => {
@@ -295,7 +302,7 @@ describe('docker-compose.yml', () => {
     const healthy = { condition: 'service_healthy' };
     // The API checks rate limits in Redis; both put or presign files in MinIO (and make its bucket).
     expect(dependsOn(service('api'))).toEqual({ postgres: healthy, temporal: healthy, redis: healthy, minio: healthy });
-    expect(dependsOn(service('worker'))).toEqual({ postgres: healthy, temporal: healthy, minio: healthy });
+    for (const name of Object.keys(WORKER_SERVICES)) expect(dependsOn(service(name)), name).toEqual({ postgres: healthy, temporal: healthy, minio: healthy });
     expect(dependsOn(service('temporal'))).toMatchObject({ postgres: { condition: 'service_healthy' } });
     expect(healthTest(service('postgres'))).toMatch(/pg_isready/);
     expect(healthTest(service('temporal'))).toMatch(/temporal:7233/);
@@ -315,8 +322,8 @@ describe('docker-compose.yml', () => {
     expect(portMappings(service('temporal-ui'))).toContainEqual({ published: '8233', target: '8080' });
   });
 
-  it('lets the worker scale out: no fixed name, no host port, more than one replica', () => {
-    const worker = service('worker');
+  it.each(Object.keys(WORKER_SERVICES))('lets %s scale out: no fixed name, no host port, more than one replica', (name) => {
+    const worker = service(name);
     expect(worker.container_name).toBeUndefined();
     expect(worker.ports ?? []).toEqual([]);
     expect(worker.deploy?.replicas).toBeGreaterThanOrEqual(2);

@@ -62,6 +62,7 @@ describe('simulator directives and safety guard', () => {
     expect(parseDirectives('a cat sim:fail')).toEqual({ fail: true });
     expect(parseDirectives('sim:delay=250 sim:tokens=9 x')).toEqual({ fail: false, delayMs: 250, tokens: 9 });
     expect(parseDirectives('simulated failure')).toEqual({ fail: false });
+    expect(parseDirectives('hold sim:until=1700000000000 sim:fail')).toEqual({ fail: true, untilEpochMs: 1700000000000 });
   });
   it('refuses listed subjects as whole words only', () => {
     expect(isPromptRefused('graphic GORE in a car')).toBe(true);

@@ -1,0 +1,167 @@
+// The bare reference, as its own process so that its CPU and memory are read from /proc apart
+// from the service's: a plain node:http server and a Temporal worker on the bench's Temporal dev
+// server and PostgreSQL. Admission is one SQL statement (hold + job row) and a workflow start, no
+// worker waited for; an image waits for the workflow's result. Everything the service adds on top
+// (Fastify, zod, keys, rate limits, pricing, XState, files) is what the bench's ratios measure.
+//
+//   node --import tsx bench/reference-process.ts   (env: DATABASE_URL, TEMPORAL_ADDRESS, PORT, TASK_QUEUE)
+// Prints `reference listening on <port>` once the worker polls and the server listens.
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Context } from '@temporalio/activity';
+import pg from 'pg';
+import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '../core/search-attributes';
+import { bundleInChildProcess } from '../runtime/worker';
+import type { BareActivities, BareInput } from './reference-workflows';
+
+const WORKFLOWS = fileURLToPath(new URL('./reference-workflows.ts', import.meta.url));
+const PRICE = { image: 3000, video: 42500 } as const;
+const DEADLINE_MS = { image: 10 * 60_000, video: 2 * 3_600_000 } as const;
+/** The service's default (core/config.ts, WORKFLOW_CACHE_SIZE). */
+const WORKFLOW_CACHE = 250;
+
+const env = (name: string): string => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is required`);
+  return v;
+};
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const pool = new pg.Pool({ connectionString: env('DATABASE_URL'), max: 20 });
+  pool.on('error', () => undefined);
+  await pool.query(`
+    CREATE TABLE IF NOT EXISTS bench_bare_accounts (id text PRIMARY KEY, balance bigint NOT NULL, held bigint NOT NULL DEFAULT 0,
+      CHECK (held >= 0 AND balance - held >= 0));
+    CREATE TABLE IF NOT EXISTS bench_bare_jobs (id text PRIMARY KEY, account_id text NOT NULL, kind text NOT NULL,
+      status text NOT NULL, amount bigint NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz)`);
+
+  const address = env('TEMPORAL_ADDRESS');
+  const taskQueue = env('TASK_QUEUE');
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const native = await NativeConnection.connect({ address });
+
+  const activities: BareActivities = {
+    async bareMarkRunning(id) {
+      await pool.query(`UPDATE bench_bare_jobs SET status = 'running' WHERE id = $1 AND status = 'queued'`, [id]);
+    },
+    async bareSettle(id) {
+      await pool.query(
+        `WITH j AS (UPDATE bench_bare_jobs SET status = 'succeeded', finished_at = now() WHERE id = $1 AND status <> 'succeeded' RETURNING account_id, amount)
+         UPDATE bench_bare_accounts a SET balance = a.balance - j.amount, held = a.held - j.amount FROM j WHERE a.id = j.account_id`,
+        [id],
+      );
+    },
+    async bareWaitForSlot() {},
+    async bareProvider(_id, ms) {
+      if (ms > 0) {
+        const ctx = Context.current();
+        for (let left = ms; left > 0; left -= 1000) {
+          await ctx.sleep(Math.min(1000, left));
+          ctx.heartbeat();
+        }
+      }
+      return { outputKey: 'none' };
+    },
+  };
+  // Bundled out of process, as the service's worker does, so that webpack's memory is in neither.
+  const bundle = await bundleInChildProcess(WORKFLOWS);
+  // The service's worker settings (runtime/worker.ts), so the two differ only in what they run.
+  const worker = await Worker.create({
+    connection: native, taskQueue, workflowBundle: { codePath: bundle.codePath }, activities,
+    maxConcurrentActivityTaskExecutions: 200, maxCachedWorkflows: WORKFLOW_CACHE, shutdownGraceTime: '5 seconds',
+  });
+  await bundle.remove();
+  const running = worker.run();
+
+  const send = (res: ServerResponse, status: number, body: unknown) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  };
+  const readJson = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    return chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>) : {};
+  };
+
+  const generate = async (body: Record<string, unknown>): Promise<[number, unknown]> => {
+    const kind = body.kind === 'video' ? 'video' : 'image';
+    const accountId = String(body.account);
+    const id = `bare_${randomBytes(12).toString('hex')}`;
+    // The hold and the job row: one statement, one round trip.
+    const held = await pool.query(
+      `WITH a AS (UPDATE bench_bare_accounts SET held = held + $3::bigint WHERE id = $2 AND balance - held >= $3::bigint RETURNING id)
+       INSERT INTO bench_bare_jobs (id, account_id, kind, status, amount) SELECT $1, a.id, $4, 'queued', $3::bigint FROM a RETURNING id`,
+      [id, accountId, PRICE[kind], kind],
+    );
+    if (held.rowCount === 0) return [402, { error: { type: 'insufficient_credits' } }];
+    const input: BareInput = { id, kind, deadlineMs: DEADLINE_MS[kind], providerMs: Number(body.providerMs ?? 0) };
+    const handle = await client.workflow.start('bareGeneration', {
+      workflowId: id,
+      taskQueue,
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [
+        { key: AccountId, value: accountId },
+        { key: GenerationKind, value: kind },
+        { key: GenerationModel, value: kind === 'image' ? 'image-flux' : 'kling' },
+        { key: GenerationStatus, value: 'queued' },
+      ],
+    });
+    if (kind === 'video') return [200, { generation: { id, status: 'queued' } }];
+    await handle.result();
+    return [200, { generation: { id, status: 'succeeded' } }];
+  };
+
+  const server = createServer((req, res) => {
+    void (async () => {
+      try {
+        const body = req.method === 'POST' ? await readJson(req) : {};
+        if (req.method === 'POST' && req.url === '/generate') {
+          const [status, answer] = await generate(body);
+          send(res, status, answer);
+        } else if (req.method === 'POST' && req.url === '/accounts') {
+          const id = `bacct_${randomBytes(8).toString('hex')}`;
+          await pool.query('INSERT INTO bench_bare_accounts (id, balance) VALUES ($1, $2::bigint)', [id, Math.round(Number(body.credits ?? 0) * 1000)]);
+          send(res, 201, { id });
+        } else {
+          send(res, 404, { error: { type: 'not_found' } });
+        }
+      } catch (err) {
+        send(res, 500, { error: { type: 'server_error', message: (err as Error).message } });
+      }
+    })();
+  });
+  const port = Number(env('PORT'));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  console.log(`reference listening on ${port}`);
+
+  const stop = async () => {
+    server.close();
+    server.closeAllConnections();
+    worker.shutdown();
+    await running.catch(() => undefined);
+    await native.close().catch(() => undefined);
+    await connection.close().catch(() => undefined);
+    await pool.end().catch(() => undefined);
+    process.exit(0);
+  };
+  for (const name of ['SIGTERM', 'SIGINT'] as const) process.once(name, () => void stop());
+  // The bench is the parent: never outlive it.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void stop();
+  }, 1000).unref();
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
