@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provid
 import { z } from 'zod';
 import { createHash } from 'node:crypto';
 import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedError } from '../core/errors';
+import { GENERATION_ID_PATTERN } from '../core/ids';
 import { safeText } from '../core/text';
 import type { GenerationView } from '../service/records';
 import { principalOf } from './auth';
@@ -122,6 +123,23 @@ const video = z
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
   })
   .meta({ id: 'Video' });
+
+const videoListQuery = z.object({
+  after: z.string().regex(GENERATION_ID_PATTERN, { error: 'after must be the id of a video of a previous page (its last_id)' }).optional()
+    .describe('The last_id of the previous page'),
+  limit: z.coerce.number().int().min(1, { error: 'limit must be between 1 and 100' }).max(100, { error: 'limit must be between 1 and 100' }).default(20),
+  order: z.enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" }).default('desc').describe('By creation time; desc (newest first) by default'),
+});
+
+const videoList = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(video),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'VideoList' });
 
 const OPENAI_STATUS = { queued: 'queued', running: 'in_progress', succeeded: 'completed', failed: 'failed' } as const;
 const URL_LIFETIME_S = 24 * 60 * 60;
@@ -268,6 +286,21 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     // The upload is in the request: its hash stands for it under an Idempotency-Key.
     const options = { ...submitOptionsOf(request, 'POST /v1/videos', { ...body, input_reference: file ? createHash('sha256').update(file).digest('hex') : body.input_reference }), inputFile: file };
     return videoOf(await submitVideo(principalOf(request), options, { model: body.model ?? 'sora-2', prompt: body.prompt, seconds: body.seconds, reference, ...shape }));
+  });
+
+  route.get('/v1/videos', {
+    schema: {
+      operationId: 'openaiListVideos', tags, security,
+      summary: 'The account’s videos, newest first, as OpenAI’s video API lists them (client.videos.list)',
+      description: 'Every video of the account, whichever API made it. Pages follow `after` = the previous page’s `last_id`.',
+      querystring: videoListQuery,
+      response: { 200: videoList, ...errorsB(400, 401, 429, 500, 503) },
+    },
+  }, async (request) => {
+    const q = request.query;
+    const page = await inGroupBWords(() => deps.service.list(principalOf(request), { limit: q.limit, after: q.after, order: q.order, kind: 'video' }));
+    const data = page.data.map(videoOf);
+    return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.nextCursor !== null };
   });
 
   route.get('/v1/videos/:id', {

@@ -81,9 +81,13 @@ export interface SubmittedMany {
 
 export interface ListQuery {
   limit: number;
+  /** The opaque `next_cursor` of the previous page (group A). */
   cursor?: string | undefined;
+  /** The previous page's last generation id, as OpenAI's lists take `after` (group B). */
+  after?: string | undefined;
   kind?: GenerationKind | undefined;
   status?: GenerationStatus | undefined;
+  order?: 'asc' | 'desc' | undefined;
 }
 
 export interface FollowOptions {
@@ -422,8 +426,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     },
 
     async list(principal: Principal, q: ListQuery): Promise<{ data: GenerationView[]; nextCursor: string | null }> {
-      const before = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-      const rows = await listGenerations(pool, principal.accountId, { limit: q.limit + 1, before, kind: q.kind, status: q.status });
+      const before = q.cursor === undefined ? q.after : decodeCursor(q.cursor);
+      const rows = await listGenerations(pool, principal.accountId, { limit: q.limit + 1, before, kind: q.kind, status: q.status, order: q.order });
       const page = rows.slice(0, q.limit);
       const last = page[page.length - 1];
       return { data: await Promise.all(page.map((g) => viewOf(g, store))), nextCursor: rows.length > q.limit && last ? encodeCursor(last.id) : null };

@@ -83,10 +83,15 @@ export async function getGeneration(q: Queryable, accountId: string, id: string)
 
 export interface ListFilter {
   limit: number;
-  /** Only generations older than this id (the previous page's last): a keyset cursor. */
+  /**
+   * The previous page's last id (a keyset cursor): the page goes on past it in `order`, to older
+   * generations when newest first, to newer ones when oldest first.
+   */
   before?: string | undefined;
   kind?: GenerationKind | undefined;
   status?: GenerationStatus | undefined;
+  /** Newest first (`desc`, the default) or oldest first (`asc`); ids are time-ordered. */
+  order?: 'asc' | 'desc' | undefined;
 }
 
 /**
@@ -95,13 +100,15 @@ export interface ListFilter {
  * never shown twice or skipped among the older ones.
  */
 export async function listGenerations(q: Queryable, accountId: string, f: ListFilter): Promise<GenerationRow[]> {
+  // Two texts rather than a CASE in ORDER BY, so that each walks the (account_id, id) index.
+  const asc = f.order === 'asc';
   const r = await q.query<GenerationDbRow>(
     `SELECT ${GENERATION_COLUMNS} FROM generations
       WHERE account_id = $1
-        AND ($2::text IS NULL OR id < $2)
+        AND ($2::text IS NULL OR id ${asc ? '>' : '<'} $2)
         AND ($3::text IS NULL OR kind = $3)
         AND ($4::text IS NULL OR status = $4)
-      ORDER BY id DESC
+      ORDER BY id ${asc ? 'ASC' : 'DESC'}
       LIMIT $5`,
     [accountId, f.before ?? null, f.kind ?? null, f.status ?? null, f.limit],
   );

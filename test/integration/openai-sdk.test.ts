@@ -247,6 +247,36 @@ describe('video, both spellings of one job', () => {
   });
 });
 
+describe('listing videos (client.videos.list)', () => {
+  it('pages through every video of the account, whichever door made it, newest first or oldest first; nothing else', async () => {
+    const { key } = await h.account({ credits: 500, scopes: ['video', 'image'] });
+    const client = sdk(key);
+    const viaSdk = await client.videos.create({ model: 'wan-2.1', prompt: 'one sim:delay=100' });
+    const viaSpec = await client.post<{ id: string }>('/video/generations', { body: { model: 'wan-2.1', prompt: 'two sim:delay=100' } });
+    const viaGroupA = (await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'wan-2.1', prompt: 'three sim:delay=100' } })).json<{ id: string }>();
+    await client.images.generate({ model: 'flux', prompt: 'not a video' });
+    const other = sdk((await h.account({ credits: 100, scopes: ['video'] })).key);
+    await other.videos.create({ model: 'wan-2.1', prompt: 'not ours sim:delay=100' });
+    const ours = [viaSdk.id, viaSpec.id, viaGroupA.id];
+
+    // The SDK follows has_more and last_id by itself: pages of 2 visit each video once.
+    const newestFirst: string[] = [];
+    for await (const v of client.videos.list({ limit: 2 })) {
+      expect(v).toMatchObject({ object: 'video', model: 'wan' });
+      newestFirst.push(v.id);
+    }
+    expect(newestFirst).toEqual([...ours].reverse());
+    const page = await client.videos.list({ limit: 2, order: 'asc' });
+    expect(page.data.map((v) => v.id)).toEqual(ours.slice(0, 2));
+    expect(page.has_more).toBe(true);
+    const next = await page.getNextPage();
+    expect(next.data.map((v) => v.id)).toEqual([viaGroupA.id]);
+    expect(next.has_more).toBe(false);
+    // Another account lists its own video only.
+    expect((await other.videos.list()).data).toHaveLength(1);
+  });
+});
+
 describe('models', () => {
   it('lists the group B ids in OpenAI’s shape with their prices', async () => {
     const page = await sdk((await h.account({ credits: 1 })).key).models.list();
@@ -315,6 +345,7 @@ function everyRoute(): [Method, string, string, unknown][] {
     ['post', '/v1/video/generations', '/v1/video/generations', { model: 'wan-2.1', prompt: 'x' }],
     ['get', '/v1/video/generations/{id}', `/v1/video/generations/${MISSING}`, undefined],
     ['post', '/v1/videos', '/v1/videos', { model: 'wan-2.1', prompt: 'x' }],
+    ['get', '/v1/videos', '/v1/videos', undefined],
     ['get', '/v1/videos/{id}', `/v1/videos/${MISSING}`, undefined],
     ['get', '/v1/videos/{id}/content', `/v1/videos/${MISSING}/content`, undefined],
   ];
@@ -362,6 +393,10 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
     c.conforms(await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x', size: '1x1' }), 'post', '/v1/videos', 400);
     c.conforms(await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x'.repeat(9 * 1024 * 1024) }), 'post', '/v1/videos', 413);
     c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}`, key), 'get', '/v1/videos/{id}', 200);
+    c.conforms(await inject(h.app, 'get', '/v1/videos?limit=1&order=asc', key), 'get', '/v1/videos', 200);
+    for (const query of ['limit=0', 'limit=101', 'order=up', 'after=not-an-id']) {
+      c.conforms(await inject(h.app, 'get', `/v1/videos?${query}`, key), 'get', '/v1/videos', 400);
+    }
     c.conforms(await inject(h.app, 'get', `/v1/videos/${MISSING}`, key), 'get', '/v1/videos/{id}', 404);
     await eventually(async () => ((await inject(h.app, 'get', `/v1/videos/${v.id}`, key)).json<{ status: string }>().status === 'completed' ? true : undefined));
     c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content`, key), 'get', '/v1/videos/{id}/content', 200);
