@@ -25,24 +25,27 @@ import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MOD
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
+  --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
   --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
   --worker=in-process   API and worker inside the bench process
   --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts)
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; only?: 'stream' } {
+type Only = 'stream' | 'inflight';
+
+function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; only?: Only } {
   let quick = false;
-  let only: 'stream' | undefined;
+  let only: Only | undefined;
   let workerMode: WorkerMode = 'process';
   let temporalDb: 'file' | 'memory' = 'file';
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
-    else if (arg === '--only=stream') only = 'stream';
+    else if (arg === '--only=stream' || arg === '--only=inflight') only = arg.slice('--only='.length) as Only;
     else if (arg === '--keep') keep = true;
     else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
     else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory') temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
@@ -207,6 +210,8 @@ async function main(): Promise<number> {
       await run('chat.sequential', () => chatSequential(ctx));
       await run('refusal.402', () => refusal(ctx));
       await run('ref.refusal.402', () => refRefusal(ctx));
+    }
+    if (args.only !== 'stream') {
       const rate = (id: string) => {
         const s = scenarios.find((x) => x.id === id);
         return s ? (s.n / s.wallMs) * 1000 : undefined;
@@ -214,14 +219,18 @@ async function main(): Promise<number> {
       await run('inflight', () => inflightVideos(ctx, rate(`video.c${sizes.videoSpread.concurrency}`)));
       await run('ref.inflight', () => refInflight(ctx, rate(`ref.video.c${sizes.videoSpread.concurrency}`)));
     }
-    memory.phase('stream');
-    log('stream (service against the upstream directly)…');
-    const stream = await streamOverhead(ctx, upstream.baseUrl, sizes.stream);
-    const whole = await wholeReply(ctx, Math.min(50, sizes.stream.n), sizes.stream.tokens);
-    log(`whole reply: API path p50 ${whole.apiPath.p50.toFixed(1)} ms, activity path p50 ${whole.activityPath.p50.toFixed(1)} ms`);
-    for (const r of stream) {
-      log(`stream ${r.mode} c${r.concurrency}: first byte overhead p50 ${r.overhead.ttfb.p50} ms, p99 ${r.overhead.ttfb.p99} ms; full reply overhead p50 ${r.overhead.full.p50} ms, p99 ${r.overhead.full.p99} ms`);
-    }
+    const streamScenarios = async () => {
+      memory.phase('stream');
+      log('stream (service against the upstream directly)…');
+      const rows = await streamOverhead(ctx, upstream.baseUrl, sizes.stream);
+      for (const r of rows) {
+        log(`stream ${r.mode} c${r.concurrency}: first byte overhead p50 ${r.overhead.ttfb.p50} ms, p99 ${r.overhead.ttfb.p99} ms; full reply overhead p50 ${r.overhead.full.p50} ms, p99 ${r.overhead.full.p99} ms`);
+      }
+      return rows;
+    };
+    const stream = args.only === 'inflight' ? [] : await streamScenarios();
+    const whole = args.only === 'inflight' ? undefined : await wholeReply(ctx, Math.min(50, sizes.stream.n), sizes.stream.tokens);
+    if (whole) log(`whole reply: API path p50 ${whole.apiPath.p50.toFixed(1)} ms, activity path p50 ${whole.activityPath.p50.toFixed(1)} ms`);
     memory.phase('after');
     const after = await memory.now();
     const memoryReport: MemoryReport = await memory.stop();
@@ -245,7 +254,7 @@ async function main(): Promise<number> {
     console.log(`\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}`);
     console.log(`load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`);
     console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode, simulatorCost, comparison }));
-    console.log(`\n${renderStream(stream, whole)}`);
+    if (whole) console.log(`\n${renderStream(stream, whole)}`);
 
     const misses = targets.filter((t) => t.verdict === 'MISS');
     const resultsDir = join(process.cwd(), '.test-data', 'bench-results');

@@ -115,9 +115,15 @@ async function wait(ms: number, ctx: ProviderContext): Promise<void> {
     ctx.signal.throwIfAborted();
     const left = end - Date.now();
     if (left <= 0) return;
+    // One listener per beat, removed when the beat ends: a long run must not pile them up.
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.min(left, HEARTBEAT_EVERY_MS));
-      ctx.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+      const done = () => {
+        clearTimeout(timer);
+        ctx.signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.min(left, HEARTBEAT_EVERY_MS));
+      ctx.signal.addEventListener('abort', done, { once: true });
     });
     ctx.heartbeat();
   }
