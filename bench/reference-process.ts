@@ -58,13 +58,11 @@ async function main(): Promise<void> {
       );
     },
     async bareWaitForSlot() {},
-    async bareProvider(_id, ms) {
-      if (ms > 0) {
-        const ctx = Context.current();
-        for (let left = ms; left > 0; left -= 1000) {
-          await ctx.sleep(Math.min(1000, left));
-          ctx.heartbeat();
-        }
+    async bareProvider(_id, until) {
+      const ctx = Context.current();
+      for (let left = until - Date.now(); left > 0; left = until - Date.now()) {
+        await ctx.sleep(Math.min(1000, left));
+        ctx.heartbeat();
       }
       return { outputKey: 'none' };
     },
@@ -101,7 +99,7 @@ async function main(): Promise<void> {
       [id, accountId, PRICE[kind], kind],
     );
     if (held.rowCount === 0) return [402, { error: { type: 'insufficient_credits' } }];
-    const input: BareInput = { id, kind, deadlineMs: DEADLINE_MS[kind], providerMs: Number(body.providerMs ?? 0) };
+    const input: BareInput = { id, kind, deadlineMs: DEADLINE_MS[kind], providerUntil: Number(body.providerUntil ?? 0) };
     const handle = await client.workflow.start('bareGeneration', {
       workflowId: id,
       taskQueue,

@@ -20,7 +20,7 @@ async function refGenerate(ctx: Context, account: string, kind: Kind, expect: 20
   let r;
   try {
     r = await ctx.ref.request<{ generation?: { id: string; status: string } }>('POST', '/generate', {
-      body: { kind, account, ...(providerUntil === undefined ? {} : { providerMs: Math.max(0, providerUntil - Date.now()) }) },
+      body: { kind, account, ...(providerUntil === undefined ? {} : { providerUntil }) },
     });
   } catch (err) {
     if (ctx.ref.stop.aborted) throw err;

@@ -10,8 +10,11 @@ export interface BareInput {
   id: string;
   kind: 'image' | 'video';
   deadlineMs: number;
-  /** How long the provider pretends to work (0 for the latency scenarios, seconds for the in-flight one). */
-  providerMs: number;
+  /**
+   * Until when (epoch ms) the provider pretends to work: 0 for the latency scenarios; for the
+   * in-flight one a common moment, as the service's `sim:until`, however late a run starts.
+   */
+  providerUntil: number;
 }
 
 export interface BareActivities {
@@ -21,8 +24,8 @@ export interface BareActivities {
   bareSettle(id: string): Promise<void>;
   /** A no-op that returns at once (the slot is always free). */
   bareWaitForSlot(id: string): Promise<void>;
-  /** The provider: returns after `ms` (0: at once). */
-  bareProvider(id: string, ms: number): Promise<{ outputKey: string }>;
+  /** The provider: returns at `until` (epoch ms; at once if past). */
+  bareProvider(id: string, until: number): Promise<{ outputKey: string }>;
 }
 
 const ledger = proxyLocalActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
@@ -35,7 +38,7 @@ export async function bareGeneration(input: BareInput): Promise<string> {
   if (input.kind === 'video') await slots.bareWaitForSlot(input.id);
   await ledger.bareMarkRunning(input.id);
   upsertSearchAttributes([{ key: GenerationStatus, value: 'running' }]);
-  const output = await provider.bareProvider(input.id, input.providerMs);
+  const output = await provider.bareProvider(input.id, input.providerUntil);
   await ledger.bareSettle(input.id);
   upsertSearchAttributes([{ key: GenerationStatus, value: 'succeeded' }]);
   deadline.cancel();
