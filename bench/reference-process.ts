@@ -14,6 +14,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { Context } from '@temporalio/activity';
 import pg from 'pg';
+import { loadConfig } from '../core/config';
 import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '../core/search-attributes';
 import { bundleInChildProcess } from '../runtime/worker';
 import type { BareActivities, BareInput } from './reference-workflows';
@@ -21,8 +22,8 @@ import type { BareActivities, BareInput } from './reference-workflows';
 const WORKFLOWS = fileURLToPath(new URL('./reference-workflows.ts', import.meta.url));
 const PRICE = { image: 3000, video: 42500 } as const;
 const DEADLINE_MS = { image: 10 * 60_000, video: 2 * 3_600_000 } as const;
-/** The service's default (core/config.ts, WORKFLOW_CACHE_SIZE). */
-const WORKFLOW_CACHE = 250;
+/** The service's default, so that both cache alike. */
+const WORKFLOW_CACHE = loadConfig({}).WORKFLOW_CACHE_SIZE;
 
 const env = (name: string): string => {
   const v = process.env[name];

@@ -116,11 +116,11 @@ export const configSchema = z.object({
    */
   WORKER_ROLE: z.enum(['all', 'workflows', 'provider']).default('all'),
   /**
-   * Workflows a workflow worker keeps in memory between their tasks (~0.2 MB each); one that was
-   * evicted is replayed from its history at its next task. Videos wait long, so a thousand in
-   * flight should not mean a thousand in memory.
+   * Workflows a workflow worker keeps in memory between their tasks (~0.5 MB each, measured); one
+   * that was evicted is replayed from its history at its next task. Videos wait long, so a
+   * thousand in flight should not mean a thousand in memory (docs/benchmark.md).
    */
-  WORKFLOW_CACHE_SIZE: z.coerce.number().int().min(2).max(100_000).default(250),
+  WORKFLOW_CACHE_SIZE: z.coerce.number().int().min(2).max(100_000).default(100),
   /** Provider runs one worker process takes at once. */
   PROVIDER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
   /** Per kind: past this a generation fails with `timeout` and its hold is released (DESIGN §5). */
