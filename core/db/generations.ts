@@ -173,8 +173,11 @@ export type SlotClaim = 'granted' | 'waiting' | 'finished';
  */
 export async function claimVideoSlot(tx: Queryable, accountId: string, id: string, limit: number): Promise<SlotClaim> {
   await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+  // clock_timestamp, not now(): this transaction may have begun before the settle that freed the
+  // slot committed (it waited on the account lock), and now() would then date the start before
+  // the previous job's finish.
   const claimed = await tx.query(
-    `UPDATE generations g SET status = 'running', started_at = now(), updated_at = now()
+    `UPDATE generations g SET status = 'running', started_at = clock_timestamp(), updated_at = now()
       WHERE g.id = $2 AND g.account_id = $1 AND g.status = 'queued'
         AND (SELECT count(*) FROM generations r
               WHERE r.account_id = $1 AND r.kind = 'video' AND r.status = 'running') < $3
