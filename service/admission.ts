@@ -19,8 +19,8 @@ export interface KeyedRequest {
 export type Admission =
   /** The key was already claimed by this same request: its (first) generation. */
   | { replayOf: string }
-  /** Every generation held and recorded, ready for its workflow. */
-  | { inputs: GenerationWorkflowInput[] };
+  /** Every generation held and recorded, ready for its workflow; `createdAt` is their rows'. */
+  | { inputs: GenerationWorkflowInput[]; createdAt: Date };
 
 /**
  * Admits one request's generations in one PostgreSQL transaction: claims the Idempotency-Key
@@ -44,6 +44,7 @@ export async function admit(pool: pg.Pool, priced: readonly PricedGeneration[], 
     }
     const inputs: GenerationWorkflowInput[] = [];
     let heldMc = 0;
+    let createdAt: Date | undefined;
     for (const p of priced) {
       const outcome = await placeHold(tx, {
         generation: { id: p.generationId, accountId: p.accountId, apiKeyId: p.apiKeyId, kind: p.kind, model: p.model, params: p.params, prompt: p.prompt },
@@ -57,9 +58,10 @@ export async function admit(pool: pg.Pool, priced: readonly PricedGeneration[], 
         throw new InsufficientCreditsError(mcToCredits(requiredMc), mcToCredits(outcome.availableMc + heldMc));
       }
       heldMc += outcome.amountMc;
+      createdAt ??= outcome.createdAt;
       inputs.push({ ...p, model: outcome.model, admitted: { free: outcome.free, model: outcome.model } });
     }
-    return { inputs };
+    return { inputs, createdAt: createdAt! };
   };
   return single ? hold(pool) : inTransaction(pool, hold);
 }

@@ -255,20 +255,20 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    * saying nothing was charged, which a client without a key would answer by paying twice. It is
    * answered as admitted instead, queued, for the client to poll.
    */
-  const admittedView = async (input: GenerationWorkflowInput, admittedAt: Date): Promise<GenerationView> => {
+  const admittedView = async (input: GenerationWorkflowInput, createdAt: Date): Promise<GenerationView> => {
     try {
       return await viewOf(await read(input.accountId, input.generationId), store);
     } catch (err) {
       if (classifyDbError(err) !== 'transient') throw err;
-      return queuedView(input, admittedAt);
+      return queuedView(input, createdAt);
     }
   };
 
   /** The generation as admission wrote it: queued, nothing charged, no output yet. */
-  const queuedView = (input: GenerationWorkflowInput, admittedAt: Date): Promise<GenerationView> => viewOf({
+  const queuedView = (input: GenerationWorkflowInput, createdAt: Date): Promise<GenerationView> => viewOf({
     id: input.generationId, accountId: input.accountId, apiKeyId: input.apiKeyId, kind: input.kind, model: input.model,
     status: 'queued', params: input.params, prompt: input.prompt, quoteMc: input.quoteMc, chargedMc: 0, freeChat: input.admitted?.free ?? false,
-    outputKey: null, outputText: null, error: null, createdAt: admittedAt, startedAt: null, finishedAt: null,
+    outputKey: null, outputText: null, error: null, createdAt, startedAt: null, finishedAt: null,
   }, store);
 
   /**
@@ -291,7 +291,6 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     for (const p of priced.slice(1)) p.params = { ...p.params, ...prepared?.params };
 
     const admissionTimer = metrics.admissionDuration.startTimer({ kind: priced[0]!.kind });
-    const admittedAt = new Date();
     const admitted = await admit(pool, priced, keyed);
     if ('replayOf' in admitted) return replay(principal.accountId, admitted.replayOf, opts);
     for (const input of admitted.inputs) withDeadline(input);
@@ -304,7 +303,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       admissionTimer();
       admitted_(only, opts);
       startInBackground(only, opts);
-      return { generations: [await queuedView(only, admittedAt)], replayed: false };
+      return { generations: [await queuedView(only, admitted.createdAt)], replayed: false };
     }
     try {
       // Each either starts or gives its hold back at once; none is left held without a workflow.
@@ -320,7 +319,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       admissionTimer();
       for (const input of admitted.inputs) admitted_(input, opts);
       await Promise.all(admitted.inputs.map((input) => waitIfSync(input.generationId, input.kind, opts)));
-      return { generations: await Promise.all(admitted.inputs.map((input) => admittedView(input, admittedAt))), replayed: false };
+      return { generations: await Promise.all(admitted.inputs.map((input) => admittedView(input, admitted.createdAt))), replayed: false };
     } catch (err) {
       // Admitted: an error now must not make a client send the request again (and hold again).
       throw markAfterAdmission(err);

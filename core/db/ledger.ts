@@ -27,7 +27,8 @@ export interface HoldRequest {
 }
 
 export type HoldOutcome =
-  | { admitted: true; free: boolean; model: string; amountMc: Millicredits }
+  /** `createdAt` is the generation row's, for an answer given before anything else reads it. */
+  | { admitted: true; free: boolean; model: string; amountMc: Millicredits; createdAt: Date }
   | { admitted: false; requiredMc: Millicredits; availableMc: Millicredits };
 
 interface AccountMoney {
@@ -35,27 +36,32 @@ interface AccountMoney {
   held_mc: number;
 }
 
+/** now() is the transaction's start, so it is also the `created_at` its inserts default to. */
+interface HeldMoney extends AccountMoney {
+  created_at: Date;
+}
+
 export async function placeHold(tx: Queryable, req: HoldRequest): Promise<HoldOutcome> {
   const { generation: g } = req;
 
   if (req.freeChat) {
-    const claimed = await tx.query<AccountMoney>(
+    const claimed = await tx.query<HeldMoney>(
       `UPDATE accounts SET chat_used = chat_used + 1
         WHERE id = $1 AND chat_used < chat_cap
-          AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $2) RETURNING balance_mc, held_mc`,
+          AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $2) RETURNING balance_mc, held_mc, now() AS created_at`,
       [g.accountId, g.id],
     );
     const money = claimed.rows[0];
     if (money) {
       const model = req.freeChat.model;
       await insertGenerationAndHold(tx, { ...g, model }, 0, true, money, 'free chat reply');
-      return { admitted: true, free: true, model, amountMc: 0 };
+      return { admitted: true, free: true, model, amountMc: 0, createdAt: money.created_at };
     }
   }
 
   // One statement, one round trip: the conditional update and the three rows it entails. The
   // foreign keys between them are checked at the end of the statement, when all three exist.
-  const held = await tx.query<AccountMoney>(
+  const held = await tx.query<HeldMoney>(
     `WITH a AS (
        UPDATE accounts SET held_mc = held_mc + $2::bigint
         WHERE id = $1 AND balance_mc - held_mc >= $2::bigint
@@ -70,24 +76,25 @@ export async function placeHold(tx: Queryable, req: HoldRequest): Promise<HoldOu
        INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
        SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
      )
-     SELECT balance_mc, held_mc FROM a`,
+     SELECT balance_mc, held_mc, now() AS created_at FROM a`,
     [g.accountId, req.amountMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt],
   );
-  if (held.rows[0]) {
+  const done = held.rows[0];
+  if (done) {
     // Webhook endpoints may want this `queued` state (flat ones, for videos and upscales): their
     // deliveries are written in the caller's transaction, as for every other state change.
     if (anyEventFor(g.kind as GenerationKind, 'queued')) await recordGenerationEvent(tx, g.id, 'queued');
-    return { admitted: true, free: false, model: g.model, amountMc: req.amountMc };
+    return { admitted: true, free: false, model: g.model, amountMc: req.amountMc, createdAt: done.created_at };
   }
 
   // Nothing moved: either a retried activity that already placed this hold, or too little money.
-  const existing = await tx.query<{ amount_mc: number; free_chat: boolean; model: string }>(
-    `SELECT h.amount_mc, h.free_chat, g.model FROM holds h JOIN generations g ON g.id = h.generation_id
+  const existing = await tx.query<{ amount_mc: number; free_chat: boolean; model: string; created_at: Date }>(
+    `SELECT h.amount_mc, h.free_chat, g.model, g.created_at FROM holds h JOIN generations g ON g.id = h.generation_id
       WHERE h.generation_id = $1`,
     [g.id],
   );
   const found = existing.rows[0];
-  if (found) return { admitted: true, free: found.free_chat, model: found.model, amountMc: found.amount_mc };
+  if (found) return { admitted: true, free: found.free_chat, model: found.model, amountMc: found.amount_mc, createdAt: found.created_at };
   const available = await tx.query<{ available_mc: number }>(
     'SELECT balance_mc - held_mc AS available_mc FROM accounts WHERE id = $1',
     [g.accountId],
@@ -232,7 +239,7 @@ export async function creditAccount(tx: Queryable, accountId: string, amountMc: 
        INSERT INTO ledger_entries (account_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
        SELECT id, 'credit', $2::bigint, balance_mc, held_mc, $3 FROM a
      )
-     SELECT balance_mc, held_mc FROM a`,
+     SELECT balance_mc, held_mc, now() AS created_at FROM a`,
     [accountId, amountMc, note],
   );
   return r.rows[0];

@@ -72,6 +72,16 @@ describe('admission by the API', () => {
     ]);
   });
 
+  it('answers a queued video, before anything reads its row back, with the row\'s own creation time', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const res = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'seedance-lite', prompt: 'a pier at dusk' } });
+    expect(res.statusCode).toBe(202);
+    const answered = res.json<{ id: string; status: string; createdAt: string }>();
+    expect(answered.status).toBe('queued');
+    const row = await h.pool.query<{ created_at: Date }>('SELECT created_at FROM generations WHERE id = $1', [answered.id]);
+    expect(answered.createdAt).toBe(row.rows[0]!.created_at.toISOString());
+  });
+
   it('releases, exactly once, the hold of a generation whose workflow never started', async () => {
     const { key, accountId, keyId } = await h.account({ credits: 50 });
     // As if the API process died right after its hold transaction, before starting the workflow.
