@@ -32,7 +32,7 @@ const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   403: 'permission_error: the key lacks the scope or the model; csrf_error: a session’s call without its X-CSRF-Token, or from a page of another origin',
   404: 'not_found',
   405: 'The path exists but not with this method; see the Allow header',
-  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), or a disabled webhook endpoint (endpoint_disabled)',
+  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished) or whose reply is being streamed to its client (generation_streaming), or a disabled webhook endpoint (endpoint_disabled)',
   413: 'The request body is too large',
   429: 'rate_limit_error: the key has used its plan’s requests of the last 60 s; see Retry-After',
   500: 'server_error: internal error; retry shortly',

@@ -113,6 +113,18 @@ export class GenerationFinishedError extends DomainError {
   }
 }
 
+/**
+ * A reply the API is streaming to its client: what was sent is charged when the stream ends, so a
+ * cancel from elsewhere, which releases the hold, would hand the reply over for free.
+ */
+export class GenerationStreamingError extends DomainError {
+  readonly status = 409;
+  readonly type = 'generation_streaming';
+  constructor(id: string) {
+    super(`Generation '${id}' is a reply being streamed to its client and cannot be cancelled from here; closing that connection stops it, charged only for the tokens sent.`, { status: 'running' });
+  }
+}
+
 /** A webhook endpoint that is disabled cannot be sent to until it is enabled again. */
 export class WebhookDisabledError extends DomainError {
   readonly status = 409;

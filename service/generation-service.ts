@@ -10,7 +10,7 @@ import { findIdempotencyClaim } from '../core/db/idempotency';
 import { releaseHold } from '../core/db/ledger';
 import { inTransaction } from '../core/db/pool';
 import {
-  GenerationFinishedError, IdempotencyConflictError, markAfterAdmission, NotFoundError, ServiceUnavailableError,
+  GenerationFinishedError, GenerationStreamingError, IdempotencyConflictError, markAfterAdmission, NotFoundError, ServiceUnavailableError,
 } from '../core/errors';
 import { requestHash } from '../core/idempotency';
 import { GENERATION_ID_PATTERN } from '../core/ids';
@@ -435,10 +435,12 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     /**
      * Cancels a queued or running generation: it fails with code `cancelled` and its hold is
      * released. Cancelling one that is already cancelled answers it again; any other finished
-     * generation is a 409 that names its state.
+     * generation is a 409 that names its state, and so is a reply the API is streaming (its
+     * client stops it by closing the connection, and pays for the tokens it was sent).
      */
     async cancel(principal: Principal, id: string): Promise<GenerationView> {
       const g = await read(principal.accountId, id);
+      if (!TERMINAL.has(g.status) && isApiRun(g)) throw new GenerationStreamingError(g.id);
       if (!TERMINAL.has(g.status)) {
         await gateway.cancel(workflowInputOf(g, deadlineOf(g.kind)), 'cancelled by the client');
         await gateway.awaitFinish(id, deps.cancelWaitMs ?? 10_000);
@@ -485,6 +487,11 @@ export function workflowInputOf(g: GenerationRow, deadlineMs?: number): Generati
     quoteMc: g.quoteMc,
     admitted: { free: g.freeChat, model: g.model },
     // A chat the API runs itself stays one: its workflow waits for the API's report.
-    ...(typeof g.params.apiRunDeadlineMs === 'number' ? { apiRun: { deadlineMs: g.params.apiRunDeadlineMs } } : {}),
+    ...(isApiRun(g) ? { apiRun: { deadlineMs: g.params.apiRunDeadlineMs } } : {}),
   };
+}
+
+/** A chat the API runs itself (a group B reply): its workflow waits for the API's report. */
+function isApiRun(g: GenerationRow): g is GenerationRow & { params: { apiRunDeadlineMs: number } } {
+  return typeof g.params.apiRunDeadlineMs === 'number';
 }

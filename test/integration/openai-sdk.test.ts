@@ -124,6 +124,24 @@ describe('chat completions (per-token billing)', () => {
     expect(after.balance).toBe(10 - g.creditsCharged);
   });
 
+  it('refuses to cancel a reply while it streams, which would release the tokens already sent; the disconnect still bills them', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const stream = await sdk(key).chat.completions.create({
+      model: 'claude-sonnet', messages: [{ role: 'user', content: 'a long story sim:tokens=40 sim:pace=200' }], stream: true, max_tokens: 40,
+    });
+    let received = 0;
+    for await (const chunk of stream) {
+      if (chunk.choices[0]?.delta.content) received++;
+      if (received === 3) {
+        const res = await h.call('POST', `/api/v1/generations/${chunk.id}/cancel`, { key });
+        expect(res.statusCode).toBe(409);
+        expect(res.json()).toMatchObject({ error: { type: 'generation_streaming', status: 'running', message: expect.stringMatching(/closing that connection/) } });
+      }
+      if (received === 5) break;
+    }
+    expect(await settled(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(5, 2000)) });
+  });
+
   it('bills a per-token model run through group A (the activity path) the same way', async () => {
     const { key } = await h.account({ credits: 10 });
     const res = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'chat', model: 'gpt-5.5', prompt: 'hi sim:tokens=9', max_tokens: 50 } });
