@@ -138,6 +138,8 @@ export const configSchema = z.object({
   TEMPORAL_WEBHOOK_TASK_QUEUE: optionalText,
   /** Delivery attempts in flight at once per worker (each may wait up to 15 s on its receiver). */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
+  /** Days a finished delivery and its attempts stay in the log (GET …/deliveries); pending ones stay until they finish. */
+  WEBHOOK_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** Origins whose browser pages may call /api/mcp besides the API's own (PUBLIC_BASE_URL); clients that send no Origin always may. */
   MCP_ALLOWED_ORIGINS: originList,
   /** Rate-limit windows shared by every API instance; without it each instance counts on its own. */

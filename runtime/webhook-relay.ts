@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { inTransaction } from '../core/db/pool';
-import { claimUndispatched, markDispatched, OUTBOX_CHANNEL } from '../core/db/webhooks';
+import { claimUndispatched, markDispatched, OUTBOX_CHANNEL, pruneFinishedDeliveries } from '../core/db/webhooks';
 import type { WebhookDispatcher } from '../service/webhook-dispatch';
 
 export interface WebhookRelayOptions {
@@ -9,8 +9,15 @@ export interface WebhookRelayOptions {
   /** How often the outbox is read without a notification (a missed NOTIFY, a relay that restarted). */
   pollMs?: number;
   batchSize?: number;
+  /** How long finished deliveries stay in the log; kept for ever when not given. */
+  retentionMs?: number;
+  /** How often the relay looks for deliveries past their retention. */
+  pruneEveryMs?: number;
   onError?: (err: unknown) => void;
 }
+
+const PRUNE_BATCH = 1_000;
+const PRUNE_BATCHES_PER_TURN = 10;
 
 export interface WebhookRelay {
   stop(): Promise<void>;
@@ -23,12 +30,15 @@ export interface WebhookRelay {
  * notification lost while it was down costs a few seconds, not the delivery. Several relays (one
  * per worker) share the work with `FOR UPDATE SKIP LOCKED`; starting a workflow is idempotent by
  * its id, so a relay that dies between the start and the mark only makes the next one find it.
+ * It also keeps the delivery log to its retention, in small batches so as not to hold locks long.
  */
 export function startWebhookRelay(opts: WebhookRelayOptions): WebhookRelay {
   const { pool, dispatcher } = opts;
   const pollMs = opts.pollMs ?? 5_000;
   const batchSize = opts.batchSize ?? 100;
   const onError = opts.onError ?? (() => undefined);
+  const pruneEveryMs = opts.pruneEveryMs ?? 3_600_000;
+  let nextPruneAt = 0;
   let stopped = false;
   let signalled = true;
   let wake: (() => void) | undefined;
@@ -67,9 +77,27 @@ export function startWebhookRelay(opts: WebhookRelayOptions): WebhookRelay {
       return ids.length === batchSize && started.length === ids.length;
     });
 
+  const prune = async (retentionMs: number): Promise<void> => {
+    if (Date.now() < nextPruneAt) return;
+    nextPruneAt = Date.now() + pruneEveryMs;
+    try {
+      // A few batches a turn, so that a long backlog never keeps new deliveries waiting; what is
+      // left is taken on the next turns.
+      const before = new Date(Date.now() - retentionMs);
+      for (let batch = 0; batch < PRUNE_BATCHES_PER_TURN; batch++) {
+        if (stopped) return;
+        if ((await pruneFinishedDeliveries(pool, before, PRUNE_BATCH)) < PRUNE_BATCH) return;
+      }
+      nextPruneAt = 0;
+    } catch (err) {
+      onError(err);
+    }
+  };
+
   const loop = async (): Promise<void> => {
     while (!stopped) {
       if (!listener) await listen();
+      if (opts.retentionMs !== undefined) await prune(opts.retentionMs);
       if (signalled) {
         signalled = false;
         try {

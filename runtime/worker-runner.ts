@@ -54,6 +54,7 @@ export async function startWorker(
     ? startWebhookRelay({
         pool: s.pool,
         dispatcher: createWebhookDispatcher({ client: s.client, taskQueue: webhookTaskQueue }),
+        retentionMs: config.WEBHOOK_LOG_RETENTION_DAYS * 86_400_000,
         onError: (err) => console.warn('webhook relay:', err instanceof Error ? err.message : err),
       })
     : undefined;

@@ -1,4 +1,4 @@
-import { newId } from '../ids';
+import { idFloorAt, newId } from '../ids';
 import { eventFor, PING_EVENT } from '../webhooks/events';
 import type { WebhookFormat } from '../webhooks/events';
 import type { GenerationKind, GenerationStatus } from './generations';
@@ -170,6 +170,19 @@ export async function claimUndispatched(tx: Queryable, limit: number): Promise<s
 
 export async function markDispatched(q: Queryable, ids: readonly string[]): Promise<void> {
   if (ids.length > 0) await q.query('UPDATE webhook_deliveries SET dispatched_at = now() WHERE id = ANY($1::text[])', [ids]);
+}
+
+/**
+ * Deletes up to `limit` finished deliveries (their attempts go with them) made before `before`,
+ * oldest first; pending ones stay, however old. Walks the time-ordered primary key, not a scan.
+ */
+export async function pruneFinishedDeliveries(q: Queryable, before: Date, limit: number): Promise<number> {
+  const r = await q.query(
+    `DELETE FROM webhook_deliveries WHERE id IN (
+       SELECT id FROM webhook_deliveries WHERE id < $1 AND status <> 'pending' ORDER BY id LIMIT $2)`,
+    [idFloorAt('whd', before.getTime()), limit],
+  );
+  return r.rowCount ?? 0;
 }
 
 // ---- Attempts ----

@@ -6,11 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookRelay } from '../../runtime/webhook-relay';
 import { createWebhookDispatcher } from '../../service/webhook-dispatch';
+import { newId } from '../../core/ids';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { eventOf, startReceiver } from '../support/webhook-receiver';
 import type { TestReceiver } from '../support/webhook-receiver';
 
+const DAY_MS = 86_400_000;
 let h: Harness;
 const receivers: TestReceiver[] = [];
 beforeAll(async () => {
@@ -135,6 +137,47 @@ describe('the outbox', () => {
       expect(undispatched.rows[0]).toEqual({ n: 0 });
     } finally {
       await rival.stop();
+    }
+  });
+});
+
+describe('the delivery log', () => {
+  it('keeps finished deliveries for the retention, then drops them with their attempts; pending ones stay', async () => {
+    const r = await receiver();
+    const { key, accountId } = await h.account({ credits: 1 });
+    const e = (await h.call('POST', '/api/v1/webhooks', { key, body: { url: r.url } })).json<{ id: string }>();
+    const recent = (await h.call('POST', `/api/v1/webhooks/${e.id}/test`, { key })).json<{ id: string }>().id;
+    await r.until(1);
+
+    // Deliveries made 40 days ago (ids carry their creation time): two finished, one still pending.
+    const old = (status: string) => ({ id: newId('whd', Date.now() - 40 * DAY_MS), status });
+    const rows = [old('succeeded'), old('failed'), old('pending')];
+    for (const row of rows) {
+      await h.pool.query(
+        `INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event, status, attempts, dispatched_at, created_at)
+         VALUES ($1, $2, $3, 'ping', $4, 1, now(), now() - interval '40 days')`,
+        [row.id, e.id, accountId, row.status],
+      );
+      await h.pool.query(
+        `INSERT INTO webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code) VALUES ($1, 1, now() - interval '40 days', 12, 200)`,
+        [row.id],
+      );
+    }
+    const listed = async () =>
+      (await h.call('GET', `/api/v1/webhooks/${e.id}/deliveries?limit=100`, { key })).json<{ data: { id: string }[] }>().data.map((d) => d.id).sort();
+    expect(await listed()).toEqual([recent, ...rows.map((x) => x.id)].sort());
+
+    const relay = startWebhookRelay({
+      pool: h.pool, dispatcher: createWebhookDispatcher({ client: h.client, taskQueue: h.webhookTaskQueue }), pollMs: 100, retentionMs: 30 * DAY_MS,
+    });
+    try {
+      const [gone1, gone2, pending] = rows.map((x) => x.id);
+      await eventually(async () => ((await listed()).length === 2 ? true : undefined), 10_000);
+      expect(await listed()).toEqual([recent, pending].sort());
+      const attempts = await h.pool.query<{ delivery_id: string }>('SELECT delivery_id FROM webhook_attempts WHERE delivery_id = ANY($1::text[])', [[gone1, gone2, pending]]);
+      expect(attempts.rows.map((a) => a.delivery_id)).toEqual([pending]);
+    } finally {
+      await relay.stop();
     }
   });
 });
