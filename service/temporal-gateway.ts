@@ -7,6 +7,11 @@ import type { generation } from '../workflows/generation';
 import { apiRunResultSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
 import type { ApiRunResult, GenerationWorkflowInput } from '../workflows/definitions';
 
+/** The signals the API sends a generation's workflow. */
+type GenerationSignal =
+  | { signal: typeof cancelSignal; signalArgs: [reason: string] }
+  | { signal: typeof apiRunResultSignal; signalArgs: [result: ApiRunResult] };
+
 /**
  * How the service talks to Temporal about generations. The hold is already placed (by the
  * service, in PostgreSQL) when a workflow starts, so starting one is a single request to the
@@ -36,6 +41,19 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
     staticSummary: summarise(input),
   });
 
+  /** Signals the generation's workflow, starting it first if it never started; false when it has closed. */
+  const signalWithStart = async (input: GenerationWorkflowInput, signal: GenerationSignal): Promise<boolean> => {
+    try {
+      await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+        client.workflow.signalWithStart<typeof generation, GenerationSignal['signalArgs']>(GENERATION_WORKFLOW_TYPE, { ...startOptions(input), ...signal }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
+      throw err;
+    }
+  };
+
   return {
     /**
      * Starts the workflow of an admitted generation; a generation that already has one is left as it
@@ -60,16 +78,8 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
      */
     async cancel(input: GenerationWorkflowInput, reason: string): Promise<boolean> {
       try {
-        await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-          client.workflow.signalWithStart<typeof generation, [string]>(GENERATION_WORKFLOW_TYPE, {
-            ...startOptions(input),
-            signal: cancelSignal,
-            signalArgs: [reason],
-          }),
-        );
-        return true;
+        return await signalWithStart(input, { signal: cancelSignal, signalArgs: [reason] });
       } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
         throw new ServiceUnavailableError('The cancel could not reach the workflow service; nothing changed. Retry shortly.', { cause: err });
       }
     },
@@ -80,18 +90,8 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
      * started now. Throws when the server cannot be reached: the caller then resolves the hold.
      */
     async reportApiRun(input: GenerationWorkflowInput, result: ApiRunResult): Promise<void> {
-      try {
-        await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-          client.workflow.signalWithStart<typeof generation, [ApiRunResult]>(GENERATION_WORKFLOW_TYPE, {
-            ...startOptions(input),
-            signal: apiRunResultSignal,
-            signalArgs: [result],
-          }),
-        );
-      } catch (err) {
-        // Already closed (e.g. cancelled meanwhile): it settled or released without this report.
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      }
+      // False when already closed (e.g. cancelled meanwhile): it settled or released without this report.
+      await signalWithStart(input, { signal: apiRunResultSignal, signalArgs: [result] });
     },
 
     /**
