@@ -3,9 +3,10 @@ import type pg from 'pg';
 import { classifyDbError } from '../core/db/errors';
 import { inTransaction } from '../core/db/pool';
 import { placeHold, releaseHold, settleHold } from '../core/db/ledger';
-import type { GenerationError, HoldOutcome, HoldRequest, Resolution, SettleRequest } from '../core/db/ledger';
+import type { HoldOutcome, HoldRequest, Resolution, SettleRequest } from '../core/db/ledger';
 import { markRunning } from '../core/db/generations';
 import { recordResolution } from '../core/metrics';
+import type { GenerationFailure } from '../core/vocabulary';
 
 /**
  * Ledger activities: each is one transaction and safe to retry. A database error that will fail
@@ -18,7 +19,7 @@ export function createLedgerActivities({ pool }: { pool: pg.Pool }) {
   return {
     placeHold: (req: HoldRequest): Promise<HoldOutcome> => classified(() => inTransaction(pool, (tx) => placeHold(tx, req))),
     settle: async (req: SettleRequest): Promise<Resolution> => recordResolution(await classified(() => inTransaction(pool, (tx) => settleHold(tx, req)))),
-    release: async (req: { generationId: string; error: GenerationError }): Promise<Resolution> =>
+    release: async (req: { generationId: string; error: GenerationFailure }): Promise<Resolution> =>
       recordResolution(await classified(() => inTransaction(pool, (tx) => releaseHold(tx, req.generationId, req.error)))),
     markRunning: (req: { generationId: string }): Promise<void> => classified(() => inTransaction(pool, (tx) => markRunning(tx, req.generationId))),
   };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PLANS } from '../core/db/accounts';
-import { GENERATION_KINDS, GENERATION_STATUSES } from '../core/db/generations';
+import { GENERATION_KINDS, GENERATION_STATUSES } from '../core/vocabulary';
 
 /**
  * Schemas of what the API answers, shared by every door. Routes declare them, so the handlers are

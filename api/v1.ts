@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { UPSCALE_SCALES } from '../core/catalogue';
-import { GENERATION_KINDS, GENERATION_STATUSES } from '../core/db/generations';
 import { IMAGE_MAX_SIDE } from '../core/pricing';
 import { safeText } from '../core/text';
 import type { GenerationService } from '../service/generation-service';
@@ -13,6 +12,7 @@ import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
 import { inDoorWords } from './errors';
 import { balance, errorResponses, generateHeaders, generation, idParams, prefersAsync, quote } from './schemas';
+import { GENERATION_KINDS, GENERATION_STATUSES } from '../core/vocabulary';
 
 /** Group A's body for POST /api/v1/generate: the spec's fields plus what each kind needs, snake_case. */
 const MAX_MEDIA_PROMPT_CHARS = 10_000;

@@ -4,8 +4,8 @@
  * to millicredits once, here, so pricing is integer arithmetic from then on.
  */
 import { creditsToMc, type Millicredits } from './money';
+import type { Door, GenerationKind } from './vocabulary';
 
-export type Kind = 'image' | 'video' | 'chat' | 'upscale';
 export type Resolution = '480p' | '720p' | '1080p';
 
 export const RESOLUTIONS: readonly Resolution[] = ['480p', '720p', '1080p'];
@@ -301,10 +301,9 @@ export function listModels(): readonly Model[] {
  * group C only the ids of its price tables; group A (and MCP, which is part of group A) every id
  * of the catalogue, group B spellings included, since its model list shows them all.
  */
-export type Door = 'A' | 'B' | 'C';
 
 /** The model a door accepts under `id` for `kind`, or undefined (an unknown cost). */
-export function resolveModel(kind: Kind, id: string | undefined, door: Door): Model | undefined {
+export function resolveModel(kind: GenerationKind, id: string | undefined, door: Door): Model | undefined {
   switch (kind) {
     case 'image':
       return id === undefined ? undefined : findImageModel(id);

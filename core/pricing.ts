@@ -3,12 +3,10 @@
  * quote, so everything that changes the price (model, resolution, clamped seconds) is decided
  * here, once, and handed to the run as `params`. Pure functions; no I/O.
  */
-import {
-  AUTO_CHAT_ID, findImageModel, findUpscaleModel, resolveModel, RESOLUTIONS,
-  type ChatModel, type Door, type Resolution, type UpscaleScale, type VideoModel,
-} from './catalogue';
+import { AUTO_CHAT_ID, findImageModel, findUpscaleModel, resolveModel, RESOLUTIONS, type ChatModel, type Resolution, type UpscaleScale, type VideoModel } from './catalogue';
 import { InvalidRequestError, UnknownCostError } from './errors';
 import type { Millicredits } from './money';
+import type { Door } from './vocabulary';
 
 export interface ImageQuote {
   readonly kind: 'image';

@@ -1,7 +1,7 @@
 import { findChatModel, findImageModel, findOpenAiChatModel, findUpscaleModel, findVideoModel, findOpenAiVideoModel } from './catalogue';
-import type { Kind } from './catalogue';
 import type { Plan } from './db/accounts';
 import { PermissionError } from './errors';
+import type { GenerationKind } from './vocabulary';
 
 /** Who asks: the key's account and what the key may do. */
 export interface Principal {
@@ -19,14 +19,14 @@ export interface Principal {
   availableMc?: number;
 }
 
-export function assertScope(principal: Principal, kind: Kind): void {
+export function assertScope(principal: Principal, kind: GenerationKind): void {
   if (!principal.scopes.includes(kind)) {
     throw new PermissionError(`This API key lacks the '${kind}' scope (generate:${kind}).`, { param: 'kind' });
   }
 }
 
 /** A key's allow-list may name a model by any of its ids; compare canonical ids. */
-export function assertModelAllowed(principal: Principal, kind: Kind, model: string): void {
+export function assertModelAllowed(principal: Principal, kind: GenerationKind, model: string): void {
   if (principal.models === null) return;
   const canonical = (id: string): string => {
     const found =

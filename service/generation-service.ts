@@ -1,11 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type pg from 'pg';
-import type { Door } from '../core/catalogue';
 import { getAccountCredits } from '../core/db/accounts';
 import type { Plan } from '../core/db/accounts';
 import { classifyDbError } from '../core/db/errors';
 import { getGeneration, listBatch, listGenerations } from '../core/db/generations';
-import type { GenerationKind, GenerationRow, GenerationStatus } from '../core/db/generations';
+import type { GenerationRow } from '../core/db/generations';
 import { findIdempotencyClaim } from '../core/db/idempotency';
 import { releaseHold } from '../core/db/ledger';
 import { inTransaction } from '../core/db/pool';
@@ -30,6 +29,7 @@ import type { GenerationRequest, PricedGeneration } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
 import { viewOf } from './records';
 import type { GenerationView } from './records';
+import type { Door, GenerationKind, GenerationStatus } from '../core/vocabulary';
 
 export interface GenerationServiceDeps {
   pool: pg.Pool;

@@ -1,7 +1,7 @@
-import type { GenerationError } from '../core/db/ledger';
-import type { GenerationKind, GenerationRow, GenerationStatus } from '../core/db/generations';
+import type { GenerationRow } from '../core/db/generations';
 import { mcToCredits } from '../core/money';
 import type { OutputStore } from '../core/storage';
+import type { GenerationFailure, GenerationKind, GenerationStatus } from '../core/vocabulary';
 
 /** A generation as every door may show it; each door picks and names the fields of its shape. */
 export interface GenerationView {
@@ -15,7 +15,7 @@ export interface GenerationView {
   outputUrl: string;
   creditsCharged: number;
   creditsQuoted: number;
-  error: GenerationError | null;
+  error: GenerationFailure | null;
   /** The reply of a chat generation. */
   text: string | null;
   params: Record<string, unknown>;

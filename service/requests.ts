@@ -1,11 +1,12 @@
 import { AUTO_CHAT_MODEL_ID } from '../core/catalogue';
-import type { Door, UpscaleScale } from '../core/catalogue';
+import type { UpscaleScale } from '../core/catalogue';
 import { newId } from '../core/ids';
 import { assertModelAllowed, assertScope } from '../core/principal';
 import type { Principal } from '../core/principal';
 import { capChatMessages, quoteChat, quoteImage, quoteUpscale, quoteVideo } from '../core/pricing';
 import { assertPromptAllowed } from '../core/safety';
 import type { GenerationWorkflowInput } from '../workflows/definitions';
+import type { Door } from '../core/vocabulary';
 
 /**
  * The one request every door parses its own body into (group C's camelCase, group A's

@@ -1,6 +1,6 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { GenerationPhase } from '../machines/generation';
-import type { Kind } from '../core/catalogue';
+import type { GenerationKind } from '../core/vocabulary';
 
 /** Everything the API needs to start, ask and steer a generation workflow. */
 
@@ -19,7 +19,7 @@ export interface GenerationWorkflowInput {
   generationId: string;
   accountId: string;
   apiKeyId: string | null;
-  kind: Kind;
+  kind: GenerationKind;
   model: string;
   prompt: string;
   params: Record<string, unknown>;

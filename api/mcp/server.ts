@@ -7,7 +7,6 @@ import {
 import type { CallToolResult, CreateTaskResult, ProgressToken, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type pg from 'pg';
-import type { GenerationStatus } from '../../core/db/generations';
 import { GenerationFinishedError } from '../../core/errors';
 import type { Principal } from '../../core/principal';
 import type { GenerationService } from '../../service/generation-service';
@@ -18,6 +17,7 @@ import { McpTaskStore, taskNotFound, taskOf } from './task-store';
 import type { TaskContext } from './task-store';
 import { TOOLS } from './tools';
 import type { McpTool, ToolContext } from './tools';
+import type { GenerationStatus } from '../../core/vocabulary';
 
 export interface McpServerDeps {
   pool: pg.Pool;

@@ -1,13 +1,8 @@
 import type { Queryable } from './pool';
-import type { GenerationError } from './ledger';
 import type { Millicredits } from '../money';
 import { recordGenerationEvent } from './webhooks';
+import type { GenerationFailure, GenerationKind, GenerationStatus } from '../vocabulary';
 
-export type GenerationStatus = 'queued' | 'running' | 'succeeded' | 'failed';
-
-export type GenerationKind = 'image' | 'video' | 'chat' | 'upscale';
-export const GENERATION_KINDS: readonly GenerationKind[] = ['image', 'video', 'chat', 'upscale'];
-export const GENERATION_STATUSES: readonly GenerationStatus[] = ['queued', 'running', 'succeeded', 'failed'];
 
 export interface GenerationRow {
   id: string;
@@ -23,7 +18,7 @@ export interface GenerationRow {
   freeChat: boolean;
   outputKey: string | null;
   outputText: string | null;
-  error: GenerationError | null;
+  error: GenerationFailure | null;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
@@ -46,7 +41,7 @@ export interface GenerationDbRow {
   free_chat: boolean;
   output_key: string | null;
   output_text: string | null;
-  error: GenerationError | null;
+  error: GenerationFailure | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;

@@ -2,7 +2,7 @@ import type { Queryable } from './pool';
 import type { Millicredits } from '../money';
 import { recordGenerationEvent } from './webhooks';
 import { anyEventFor } from '../webhooks/events';
-import type { GenerationKind } from './generations';
+import type { GenerationFailure, GenerationKind } from '../vocabulary';
 
 /**
  * Holds and their settlement. Each function runs inside the caller's transaction; together with
@@ -164,13 +164,8 @@ export async function settleHold(tx: Queryable, req: SettleRequest): Promise<Res
   return { outcome: 'settled', kind: g.rows[0]?.kind ?? 'unknown', chargedMc: hold.charged_mc, releasedMc: rest };
 }
 
-export interface GenerationError {
-  code: string;
-  message: string;
-  retryable: boolean;
-}
 
-export async function releaseHold(tx: Queryable, generationId: string, error: GenerationError): Promise<Resolution> {
+export async function releaseHold(tx: Queryable, generationId: string, error: GenerationFailure): Promise<Resolution> {
   const moved = await tx.query<{ account_id: string; amount_mc: number; free_chat: boolean }>(
     `UPDATE holds SET state = 'released', resolved_at = now()
       WHERE generation_id = $1 AND state = 'held'

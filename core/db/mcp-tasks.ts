@@ -1,6 +1,5 @@
-import type { GenerationError } from './ledger';
-import type { GenerationStatus } from './generations';
 import type { Queryable } from './pool';
+import type { GenerationFailure, GenerationStatus } from '../vocabulary';
 
 /** A status the task itself decided; otherwise its status follows its generation's. */
 export type McpTaskOutcome = 'completed' | 'failed' | 'cancelled';
@@ -20,7 +19,7 @@ export interface McpTaskRow {
   createdAt: Date;
   updatedAt: Date;
   /** The generation the task follows, as it is now. */
-  generation: { status: GenerationStatus; error: GenerationError | null; updatedAt: Date } | null;
+  generation: { status: GenerationStatus; error: GenerationFailure | null; updatedAt: Date } | null;
 }
 
 interface Row {
@@ -37,7 +36,7 @@ interface Row {
   created_at: Date;
   updated_at: Date;
   generation_status: GenerationStatus | null;
-  generation_error: GenerationError | null;
+  generation_error: GenerationFailure | null;
   generation_updated_at: Date | null;
 }
 

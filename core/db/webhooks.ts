@@ -1,8 +1,8 @@
 import { idFloorAt, newId } from '../ids';
 import { eventFor, PING_EVENT } from '../webhooks/events';
 import type { WebhookFormat } from '../webhooks/events';
-import type { GenerationKind, GenerationStatus } from './generations';
 import type { Queryable } from './pool';
+import type { GenerationKind, GenerationStatus } from '../vocabulary';
 
 /**
  * Webhook endpoints, deliveries and attempts. A delivery row is also the outbox entry: it is

@@ -1,9 +1,9 @@
-import type { Kind } from '../catalogue';
+import type { GenerationKind } from '../vocabulary';
 
 /** One job handed to a provider: the model and the parameters the quote was made with. */
 export interface ProviderJob {
   generationId: string;
-  kind: Kind;
+  kind: GenerationKind;
   model: string;
   prompt: string;
   params: Record<string, unknown>;

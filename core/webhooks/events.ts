@@ -1,4 +1,4 @@
-import type { GenerationKind, GenerationStatus } from '../db/generations';
+import type { GenerationKind, GenerationStatus } from '../vocabulary';
 
 /**
  * The two event catalogues of the spec. An endpoint's `format` picks one: `nested` endpoints get

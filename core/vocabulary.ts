@@ -1,0 +1,29 @@
+/**
+ * The words every layer shares: what a generation is, where it stands, how it failed and which
+ * door it came through. This file imports nothing, so anything may import it and no import
+ * circle can pass through it. The dashboard reads the same lists from the API.
+ */
+
+export const GENERATION_KINDS = ['image', 'video', 'chat', 'upscale'] as const;
+export type GenerationKind = (typeof GENERATION_KINDS)[number];
+
+/** `queued → running → succeeded | failed`; the last two are final. */
+export const GENERATION_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
+export type GenerationStatus = (typeof GENERATION_STATUSES)[number];
+
+export const FINAL_STATUSES: ReadonlySet<GenerationStatus> = new Set(['succeeded', 'failed']);
+export const isFinal = (status: GenerationStatus): boolean => FINAL_STATUSES.has(status);
+
+/** A failed generation's `error`, as every door shows it. */
+export interface GenerationFailure {
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+/** The API groups of the spec: A (`/api/v1`), B (OpenAI-compatible `/v1`), C (`/api/generate`). */
+export const DOORS = ['A', 'B', 'C'] as const;
+export type Door = (typeof DOORS)[number];
+
+/** Kinds whose generations wait for one of the account's slots before they run. */
+export const SLOT_KINDS: ReadonlySet<GenerationKind> = new Set(['video']);
