@@ -1,38 +1,41 @@
-import { ApplicationFailure } from '@temporalio/activity';
 import type pg from 'pg';
-import { classifyDbError } from '../core/db/errors';
-import { inTransaction } from '../core/db/pool';
-import { placeHold, releaseHold, settleHold } from '../core/db/ledger';
-import type { HoldOutcome, HoldRequest, Resolution, SettleRequest } from '../core/db/ledger';
-import { markRunning } from '../core/db/generations';
-import { recordResolution } from '../core/metrics';
-import type { GenerationFailure } from '../core/vocabulary';
+import { admit, release, settle, startRunning } from '../core/ledger';
+import type { Resolution, SettleRequest, StartOutcome, StartRequest } from '../core/ledger';
+import type { GenerationFailure, GenerationKind } from '../core/vocabulary';
 
 /**
- * Ledger activities: each is one transaction and safe to retry. A database error that will fail
- * the same way every time (invalid input, a constraint, a schema error) is raised as a
- * non-retryable `LedgerPermanentError`, so a poisoned step fails its generation at once instead
- * of retrying forever; anything else (a lost connection, a deadlock) is left to Temporal's bounded
- * retries.
+ * The workflow's ledger steps: each is one call into the ledger (core/ledger), which owns the
+ * transaction, makes it idempotent and names failures that cannot heal `LedgerPermanentError`
+ * (listed as non-retryable by the workflow). The names are those recorded in workflow
+ * histories, so they stay.
  */
 export function createLedgerActivities({ pool }: { pool: pg.Pool }) {
   return {
-    placeHold: (req: HoldRequest): Promise<HoldOutcome> => classified(() => inTransaction(pool, (tx) => placeHold(tx, req))),
-    settle: async (req: SettleRequest): Promise<Resolution> => recordResolution(await classified(() => inTransaction(pool, (tx) => settleHold(tx, req)))),
-    release: async (req: { generationId: string; error: GenerationFailure }): Promise<Resolution> =>
-      recordResolution(await classified(() => inTransaction(pool, (tx) => releaseHold(tx, req.generationId, req.error)))),
-    markRunning: (req: { generationId: string }): Promise<void> => classified(() => inTransaction(pool, (tx) => markRunning(tx, req.generationId))),
+    /** Records `running` for a generation that needs no slot. */
+    markRunning: (req: StartRequest): Promise<StartOutcome> => startRunning(pool, req),
+    settle: (req: SettleRequest): Promise<Resolution> => settle(pool, req),
+    release: (req: { generationId: string; error: GenerationFailure }): Promise<Resolution> => release(pool, req.generationId, req.error),
+    /**
+     * The hold of a workflow that places its own (workflows/legacy-admission.ts): the same
+     * admission as the API's, answered in the shape those workflows read.
+     */
+    async placeHold(req: LegacyHoldRequest): Promise<LegacyHoldOutcome> {
+      const g = req.generation;
+      const admission = await admit(pool, [{ ...g, quoteMc: req.amountMc, freeChat: req.freeChat }]);
+      if (admission.outcome === 'refused') return { admitted: false, requiredMc: admission.requiredMc, availableMc: admission.availableMc };
+      if (admission.outcome !== 'admitted') throw new Error('a hold request without an Idempotency-Key cannot be a replay');
+      const [one] = admission.generations;
+      return { admitted: true, free: one!.free, model: one!.model, amountMc: one!.amountMc, createdAt: admission.createdAt };
+    },
   };
 }
 
-async function classified<T>(step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (err) {
-    if (classifyDbError(err) === 'permanent') {
-      const code = (err as { code?: string }).code;
-      throw ApplicationFailure.create({ type: 'LedgerPermanentError', message: `${(err as Error).message}${code ? ` (SQLSTATE ${code})` : ''}`, nonRetryable: true, cause: err as Error });
-    }
-    throw err;
-  }
+export interface LegacyHoldRequest {
+  generation: { id: string; accountId: string; apiKeyId: string | null; kind: GenerationKind; model: string; params: Record<string, unknown>; prompt: string };
+  amountMc: number;
+  freeChat?: { model: string };
 }
+
+export type LegacyHoldOutcome =
+  | { admitted: true; free: boolean; model: string; amountMc: number; createdAt: Date }
+  | { admitted: false; requiredMc: number; availableMc: number };

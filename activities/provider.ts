@@ -2,7 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Provider } from '../core/providers/types';
 import type { ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
-import type { ProviderOutput } from '../machines/generation';
+import type { RunOutput } from '../core/vocabulary';
 import { ProviderRejectedError } from '../core/errors';
 import { metrics } from '../core/metrics';
 import { chargeForTokens } from '../core/pricing';
@@ -10,7 +10,7 @@ import { chargeForTokens } from '../core/pricing';
 /** Runs the provider, stores what it made, and reports where it is: the only step that talks to a model. */
 export function createProviderActivities({ provider, store }: { provider: Provider; store: OutputStore }) {
   return {
-    async runProvider(job: ProviderJob): Promise<ProviderOutput> {
+    async runProvider(job: ProviderJob): Promise<RunOutput> {
       const ctx = Context.current();
       const timer = metrics.providerDuration.startTimer({ kind: job.kind });
       let outcome = 'failed';

@@ -1,17 +1,16 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { releaseHold } from '../core/db/ledger';
-import { inTransaction } from '../core/db/pool';
 import { findLingeringHolds } from '../core/db/reconcile';
-import { recordResolution } from '../core/metrics';
-import { cancelSignal } from '../workflows/definitions';
+import { release } from '../core/ledger';
+import { cancelSignal } from '../core/workflow-contract';
+import type { GenerationKind } from '../core/vocabulary';
 
 export interface ReconcileDeps {
   pool: pg.Pool;
   client: Client;
   /** Per kind: a generation still running this long after its hold is overdue even for its deadline. */
-  deadlines: Record<'image' | 'video' | 'chat' | 'upscale', number>;
+  deadlines: Record<GenerationKind, number>;
 }
 
 export interface ReconcileRequest {
@@ -76,7 +75,7 @@ export function createReconcileActivities({ pool, client, deadlines }: Reconcile
         const message = status === undefined
           ? 'The workflow of this generation never started; the reconciler released the hold.'
           : `The workflow of this generation ended (${status.toLowerCase()}) without settling; the reconciler released the hold.`;
-        const outcome = recordResolution(await inTransaction(pool, (tx) => releaseHold(tx, id, { code: reason, message, retryable: true })));
+        const outcome = await release(pool, id, { code: reason, message, retryable: true });
         if (outcome.outcome === 'released') report.released.push({ generationId: id, reason });
       }
       return report;

@@ -10,7 +10,7 @@ import { OutboundRequestError } from '../core/net/errors';
 import { WEBHOOK_DELIVERY } from '../core/net/safe-http';
 import type { SafeHttpClient } from '../core/net/safe-http';
 import type { OutputStore } from '../core/storage';
-import { deliveryPayload } from '../service/webhook-payload';
+import { deliveryPayload } from '../core/webhooks/payload';
 import { DISABLE_AFTER_FAILING_MS } from '../core/webhooks/schedule';
 import type { SecretBox } from '../core/webhooks/secret-box';
 import { deliveryHeaders } from '../core/webhooks/signing';

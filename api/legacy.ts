@@ -4,7 +4,7 @@ import { UPSCALE_SCALES } from '../core/catalogue';
 import { safeText } from '../core/text';
 import type { GenerationRequest } from '../service/requests';
 import type { GenerationService } from '../service/generation-service';
-import { recordOf } from '../service/records';
+import { recordOf } from '../core/generation-view';
 import { principalOf, requireKeyOrSession } from './auth';
 import type { SessionAuthDeps } from './auth';
 import { credits, errorResponses, generateHeaders, generationRecord, idParams, prefersAsync } from './schemas';

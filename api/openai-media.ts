@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedError } from '../core/errors';
 import { GENERATION_ID_PATTERN } from '../core/ids';
 import { safeText } from '../core/text';
-import type { GenerationView } from '../service/records';
+import type { GenerationView } from '../core/generation-view';
 import { principalOf } from './auth';
 import type { OpenAiDeps } from './openai';
 import { errorsB, inGroupBWords, refuseUnknownFields, submitOptionsOf, unixSeconds } from './openai';

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { accountExists, insertAccount, insertApiKey, revokeApiKey, PLANS } from './db/accounts';
 import { findUserByEmail, insertPasswordLink, insertUser } from './db/users';
-import { creditAccount } from './db/ledger';
+import { credit } from './ledger';
 import { inTransaction } from './db/pool';
 import { generateApiKey, hashApiKey, normaliseScope } from './api-keys';
 import { findChatModel, findImageModel, findOpenAiChatModel, findOpenAiVideoModel, findUpscaleModel, findVideoModel, AUTO_CHAT_ID } from './catalogue';
@@ -54,7 +54,7 @@ export async function createKey(pool: pg.Pool, accountId: string, body: z.infer<
 }
 
 export async function topUp(pool: pg.Pool, accountId: string, body: z.infer<typeof topUpBody>) {
-  const after = await inTransaction(pool, (tx) => creditAccount(tx, accountId, creditsToMc(body.credits), 'top-up'));
+  const after = await inTransaction(pool, (tx) => credit(tx, accountId, creditsToMc(body.credits), 'top-up'));
   if (!after) throw new NotFoundError(`Account '${accountId}' not found.`);
   return { id: accountId, balance: mcToCredits(after.balance_mc - after.held_mc) };
 }

@@ -1,6 +1,4 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Resolution } from './db/ledger';
-import { mcToCredits } from './money';
 
 /**
  * The service's Prometheus metrics (served at GET /metrics). One registry per process: `npm start`
@@ -50,17 +48,4 @@ export async function timed<T>(histogram: Histogram<string>, labels: Record<stri
   } finally {
     end();
   }
-}
-
-/** Counts what a settle or release transaction moved; an idempotent repeat moved nothing. */
-export function recordResolution(r: Resolution): Resolution {
-  if (r.outcome === 'settled') {
-    metrics.finished.inc({ kind: r.kind, status: 'succeeded', code: '' });
-    metrics.creditsCharged.inc(mcToCredits(r.chargedMc));
-    if (r.releasedMc > 0) metrics.creditsReleased.inc(mcToCredits(r.releasedMc));
-  } else if (r.outcome === 'released') {
-    metrics.finished.inc({ kind: r.kind, status: 'failed', code: r.code });
-    if (r.releasedMc > 0) metrics.creditsReleased.inc(mcToCredits(r.releasedMc));
-  }
-  return r;
 }

@@ -27,3 +27,13 @@ export type Door = (typeof DOORS)[number];
 
 /** Kinds whose generations wait for one of the account's slots before they run. */
 export const SLOT_KINDS: ReadonlySet<GenerationKind> = new Set(['video']);
+
+/** What a finished run produced, as the ledger settles it. */
+export interface RunOutput {
+  outputKey: string | null;
+  outputText: string | null;
+  /** Set when the run is billed by use (per token) rather than by its quote. */
+  chargeMc?: number | undefined;
+  /** Per-token runs: the output tokens `chargeMc` pays for. */
+  outputTokens?: number | undefined;
+}

@@ -1,57 +1,62 @@
 import { assign, setup } from 'xstate';
+import type { GenerationFailure, GenerationStatus, RunOutput } from '../core/vocabulary';
 
 /**
- * The lifecycle of one generation, and nothing else: which state follows which event, and which
- * named side effects each step asks for. It performs no I/O; the workflow runs the effects
- * (as activities) and feeds their outcome back as events.
+ * The lifecycle of one admitted generation, and nothing else: which state follows which event,
+ * and which named effects each step asks for. It performs no I/O; the workflow runs the effects
+ * (as activities, through a typed table) and feeds their outcomes back as events. The hold is
+ * already placed when it starts (the API admits in PostgreSQL), and it decides the outcome: a
+ * settle that could not be recorded is an event here like any other.
  *
- *   admitting ──HOLD_PLACED──► queued ──(slot)──► running ──PROVIDER_SUCCEEDED──► succeeded
- *       │                        │                   │
- *       └─HOLD_REFUSED─► refused └──CANCEL──► failed ◄─PROVIDER_FAILED / CANCEL
- *
- * `refused` is not a generation status: the hold failed, so no generation exists.
+ *   queued ─┬─(starting) STARTED ──────┬─► running ─RUN_SUCCEEDED─► settling ─SETTLED─► succeeded
+ *           └─(waitingForSlot) SLOT_GRANTED ┘    │                       │
+ *   STOP (CANCEL, DEADLINE) from queued or running, RUN_FAILED, START_REFUSED, SETTLE_FAILED ──► failed
  */
 
-export interface FailureInfo {
-  code: string;
-  message: string;
-  retryable: boolean;
-}
-
-export interface ProviderOutput {
-  outputKey: string | null;
-  outputText: string | null;
-  /** Set when the run is billed by use (per token) rather than by its quote. */
-  chargeMc?: number;
-  /** Per-token runs: the output tokens `chargeMc` pays for. */
-  outputTokens?: number;
-}
+export type GenerationEvent =
+  /** `running` is recorded (no slot needed). */
+  | { type: 'STARTED' }
+  /** The generation had already ended when it was to start: its hold was released meanwhile. */
+  | { type: 'START_REFUSED'; error: GenerationFailure }
+  /** One of the account's slots is ours; the claim recorded `running`. */
+  | { type: 'SLOT_GRANTED' }
+  | { type: 'RUN_SUCCEEDED'; output: RunOutput }
+  | { type: 'RUN_FAILED'; error: GenerationFailure }
+  | { type: 'SETTLED' }
+  /** The charge could not be recorded, or the hold was found released: nothing was charged. */
+  | { type: 'SETTLE_FAILED'; error: GenerationFailure }
+  | { type: 'CANCEL'; reason: string }
+  /** The generation's deadline passed before it finished (nothing in flight forever). */
+  | { type: 'DEADLINE'; message: string };
 
 export interface GenerationMachineInput {
-  /** Video jobs wait for one of the account's slots before running. */
+  /** Videos wait for one of the account's slots before running. */
   needsSlot: boolean;
+  /**
+   * Replays workflows whose slot grant was followed by a second `running` write (before the
+   * `slot-claim-starts-running` patch): the grant then goes through `starting` too.
+   */
+  startAfterSlot?: boolean;
 }
-
-export type GenerationEvent =
-  | { type: 'HOLD_PLACED' }
-  | { type: 'HOLD_REFUSED' }
-  | { type: 'SLOT_GRANTED' }
-  | { type: 'PROVIDER_SUCCEEDED'; output: ProviderOutput }
-  | { type: 'PROVIDER_FAILED'; error: FailureInfo }
-  | { type: 'CANCEL'; reason: string }
-  /** The generation's deadline passed before it finished (DESIGN §5: nothing in flight forever). */
-  | { type: 'DEADLINE'; message: string };
 
 interface GenerationContext {
   needsSlot: boolean;
-  cancelReason: string | null;
-  output: ProviderOutput | null;
-  error: FailureInfo | null;
+  startAfterSlot: boolean;
+  output: RunOutput | null;
+  error: GenerationFailure | null;
 }
 
-export const cancelledError = (reason: string): FailureInfo => ({ code: 'cancelled', message: reason, retryable: false });
+export const cancelledError = (reason: string): GenerationFailure => ({ code: 'cancelled', message: reason, retryable: false });
 /** A run that overstayed its deadline may well succeed when sent again. */
-export const timeoutError = (message: string): FailureInfo => ({ code: 'timeout', message, retryable: true });
+export const timeoutError = (message: string): GenerationFailure => ({ code: 'timeout', message, retryable: true });
+
+/** Why a CANCEL or DEADLINE stops the generation, as its error. */
+const stopError = (event: GenerationEvent): GenerationFailure =>
+  event.type === 'DEADLINE' ? timeoutError(event.message) : cancelledError(event.type === 'CANCEL' ? event.reason : 'stopped');
+
+/** Events that carry the failure the generation ends with. */
+const failureOf = (event: GenerationEvent): GenerationFailure =>
+  'error' in event ? event.error : { code: 'failed', message: 'generation failed', retryable: true };
 
 export const generationMachine = setup({
   types: {
@@ -59,111 +64,103 @@ export const generationMachine = setup({
     events: {} as GenerationEvent,
     input: {} as GenerationMachineInput,
   },
-  // Effects are declared, not performed: the workflow looks them up by name.
+  // Effects are declared, not performed: the workflow maps each name to an activity.
   actions: {
-    placeHold: () => undefined,
+    startRunning: () => undefined,
     waitForSlot: () => undefined,
-    markRunning: () => undefined,
     runProvider: () => undefined,
     stopWork: () => undefined,
-    settle: (_, _params: { output: ProviderOutput }) => undefined,
-    release: (_, _params: { error: FailureInfo }) => undefined,
-    rememberCancel: assign({ cancelReason: (_, params: { reason: string }) => params.reason }),
-    recordOutput: assign({ output: (_, params: { output: ProviderOutput }) => params.output }),
-    recordError: assign({ error: (_, params: { error: FailureInfo }) => params.error }),
+    settle: (_, _params: { output: RunOutput }) => undefined,
+    release: (_, _params: { error: GenerationFailure }) => undefined,
+    recordOutput: assign({ output: (_, params: { output: RunOutput }) => params.output }),
+    recordError: assign({ error: (_, params: { error: GenerationFailure }) => params.error }),
   },
   guards: {
     needsSlot: ({ context }) => context.needsSlot,
-    cancelRequested: ({ context }) => context.cancelReason !== null,
+    startAfterSlot: ({ context }) => context.startAfterSlot,
   },
 }).createMachine({
   id: 'generation',
-  context: ({ input }) => ({ needsSlot: input.needsSlot, cancelReason: null, output: null, error: null }),
-  initial: 'admitting',
+  context: ({ input }) => ({ needsSlot: input.needsSlot, startAfterSlot: input.startAfterSlot ?? false, output: null, error: null }),
+  initial: 'active',
   states: {
-    admitting: {
-      entry: 'placeHold',
+    active: {
+      initial: 'queued',
+      // One transition for every way a generation is stopped from outside while it is in flight.
       on: {
-        HOLD_PLACED: [
-          // A cancel that arrived while the hold was being placed wins once the hold exists.
-          {
-            guard: 'cancelRequested',
-            target: 'failed',
-            actions: { type: 'recordError', params: ({ context }) => ({ error: cancelledError(context.cancelReason ?? 'cancelled') }) },
-          },
-          { target: 'queued' },
-        ],
-        HOLD_REFUSED: 'refused',
-        CANCEL: { actions: { type: 'rememberCancel', params: ({ event }) => ({ reason: event.reason }) } },
+        CANCEL: { target: '#generation.failed', actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: stopError(event) }) }] },
+        DEADLINE: { target: '#generation.failed', actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: stopError(event) }) }] },
+        RUN_FAILED: { target: '#generation.failed', actions: { type: 'recordError', params: ({ event }) => ({ error: failureOf(event) }) } },
+        START_REFUSED: { target: '#generation.failed', actions: { type: 'recordError', params: ({ event }) => ({ error: failureOf(event) }) } },
       },
-    },
-    queued: {
-      initial: 'routing',
       states: {
-        routing: {
-          always: [{ guard: 'needsSlot', target: 'waitingForSlot' }, { target: '#generation.running' }],
+        queued: {
+          initial: 'routing',
+          states: {
+            routing: {
+              always: [{ guard: 'needsSlot', target: 'waitingForSlot' }, { target: 'starting' }],
+            },
+            waitingForSlot: {
+              entry: 'waitForSlot',
+              on: { SLOT_GRANTED: [{ guard: 'startAfterSlot', target: 'starting' }, { target: '#generation.active.running' }] },
+            },
+            starting: {
+              entry: 'startRunning',
+              on: { STARTED: '#generation.active.running' },
+            },
+          },
         },
-        waitingForSlot: {
-          entry: 'waitForSlot',
-          on: { SLOT_GRANTED: '#generation.running' },
-        },
-      },
-      on: {
-        CANCEL: {
-          target: 'failed',
-          actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: cancelledError(event.reason) }) }],
-        },
-        DEADLINE: {
-          target: 'failed',
-          actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: timeoutError(event.message) }) }],
-        },
-        // The slot wait itself can fail for good (e.g. the account vanished).
-        PROVIDER_FAILED: {
-          target: 'failed',
-          actions: { type: 'recordError', params: ({ event }) => ({ error: event.error }) },
-        },
-      },
-    },
-    running: {
-      entry: ['markRunning', 'runProvider'],
-      on: {
-        PROVIDER_SUCCEEDED: {
-          target: 'succeeded',
-          actions: { type: 'recordOutput', params: ({ event }) => ({ output: event.output }) },
-        },
-        PROVIDER_FAILED: {
-          target: 'failed',
-          actions: { type: 'recordError', params: ({ event }) => ({ error: event.error }) },
-        },
-        CANCEL: {
-          target: 'failed',
-          actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: cancelledError(event.reason) }) }],
-        },
-        DEADLINE: {
-          target: 'failed',
-          actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: timeoutError(event.message) }) }],
+        running: {
+          entry: 'runProvider',
+          on: {
+            RUN_SUCCEEDED: { target: '#generation.settling', actions: { type: 'recordOutput', params: ({ event }) => ({ output: event.output }) } },
+          },
         },
       },
     },
-    succeeded: {
-      type: 'final',
+    // The run is over and its charge is being recorded: a cancel or deadline can no longer stop it.
+    settling: {
       entry: { type: 'settle', params: ({ context }) => ({ output: context.output ?? { outputKey: null, outputText: null } }) },
+      on: {
+        SETTLED: 'succeeded',
+        SETTLE_FAILED: { target: 'failed', actions: { type: 'recordError', params: ({ event }) => ({ error: event.error }) } },
+      },
     },
+    succeeded: { type: 'final' },
     failed: {
       type: 'final',
-      entry: {
-        type: 'release',
-        params: ({ context }) => ({ error: context.error ?? { code: 'failed', message: 'generation failed', retryable: true } }),
-      },
+      entry: { type: 'release', params: ({ context }) => ({ error: context.error ?? { code: 'failed', message: 'generation failed', retryable: true } }) },
     },
-    refused: { type: 'final' },
   },
 });
 
-export type GenerationPhase = 'admitting' | 'queued' | 'running' | 'succeeded' | 'failed' | 'refused';
+/** The named effects the machine asks for, each with its parameters: what the workflow must run. */
+export interface EffectParams {
+  startRunning: undefined;
+  waitForSlot: undefined;
+  runProvider: undefined;
+  stopWork: undefined;
+  settle: { output: RunOutput };
+  release: { error: GenerationFailure };
+}
+export type EffectName = keyof EffectParams;
+export type GenerationEffect<K extends EffectName = EffectName> = { [P in K]: { type: P; params: EffectParams[P] } }[K];
 
-/** The top-level state, which is what the API calls the status (plus the pre-admission phases). */
-export function phaseOf(value: unknown): GenerationPhase {
-  if (typeof value === 'string') return value as GenerationPhase;
-  return Object.keys(value as object)[0] as GenerationPhase;
+const EFFECTS: Readonly<Record<EffectName, true>> = { startRunning: true, waitForSlot: true, runProvider: true, stopWork: true, settle: true, release: true };
+const isEffect = (action: { type: string; params?: unknown }): action is GenerationEffect => Object.hasOwn(EFFECTS, action.type);
+
+/** Keeps the effects among a transition's actions (assignments are the machine's own business). */
+export function effectsOf(actions: readonly { type: string; params?: unknown }[]): GenerationEffect[] {
+  return actions.filter(isEffect);
+}
+
+/**
+ * The status a snapshot stands for. `settling` is still `running` to the outside: the charge is
+ * being recorded, and only its outcome says whether the generation succeeded.
+ */
+export function statusOf(value: unknown): GenerationStatus {
+  if (value === 'succeeded' || value === 'failed') return value;
+  if (value === 'settling') return 'running';
+  const active = (value as { active?: unknown }).active;
+  return active === 'running' ? 'running' : 'queued';
 }

@@ -14,7 +14,7 @@ import type { WebhookActivityDeps } from '../activities/webhooks';
 import { createProviderActivities } from '../activities/provider';
 import type { Provider } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
-import { providerTaskQueueOf } from '../workflows/definitions';
+import { providerTaskQueueOf } from '../core/workflow-contract';
 import { OutputTail } from './process';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));

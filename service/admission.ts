@@ -1,67 +1,101 @@
 import type pg from 'pg';
-import { claimIdempotencyKey } from '../core/db/idempotency';
-import { placeHold } from '../core/db/ledger';
-import { inTransaction } from '../core/db/pool';
-import type { Queryable } from '../core/db/pool';
-import { IdempotencyConflictError, InsufficientCreditsError } from '../core/errors';
+import { findIdempotencyClaim } from '../core/db/idempotency';
+import { IdempotencyConflictError, InsufficientCreditsError, ServiceUnavailableError } from '../core/errors';
+import { viewOf } from '../core/generation-view';
+import { requestHash } from '../core/idempotency';
+import { admit } from '../core/ledger';
+import type { KeyedRequest } from '../core/ledger';
 import { mcToCredits } from '../core/money';
-import { anyEventFor } from '../core/webhooks/events';
-import type { GenerationWorkflowInput } from '../workflows/definitions';
+import type { Principal } from '../core/principal';
+import type { OutputStore } from '../core/storage';
+import type { GenerationWorkflowInput } from '../core/workflow-contract';
+import { isFinal } from '../core/vocabulary';
+import type { GenerationKind } from '../core/vocabulary';
+import { readRequest } from './lookup';
 import type { PricedGeneration } from './requests';
+import type { GenerationGateway } from './temporal-gateway';
+import type { SubmitOptions, SubmittedMany } from './types';
+import { inputOfAdmitted, inputOfRecord } from './workflow-inputs';
+import type { Deadlines } from './workflow-inputs';
 
-/** An Idempotency-Key with the hash of the request it was sent with. */
-export interface KeyedRequest {
-  accountId: string;
-  key: string;
-  requestHash: Buffer;
+export interface AdmissionDeps {
+  pool: pg.Pool;
+  gateway: GenerationGateway;
+  store: OutputStore;
+  /** How long a submit waits for an image or chat to finish before answering its current state. */
+  syncWaitMs: number;
+  deadlines?: Deadlines | undefined;
 }
 
-export type Admission =
-  /** The key was already claimed by this same request: its (first) generation. */
+export type Admitted =
+  /** The Idempotency-Key was claimed by this same request: its first generation. */
   | { replayOf: string }
   /** Every generation held and recorded, ready for its workflow; `createdAt` is their rows'. */
   | { inputs: GenerationWorkflowInput[]; createdAt: Date };
 
+/** Kinds that finish within the call: the client waits for their result (DESIGN §5). */
+export const WAITED_KINDS: ReadonlySet<GenerationKind> = new Set(['image', 'chat']);
+
 /**
- * Admits one request's generations in one PostgreSQL transaction: claims the Idempotency-Key
- * (naming the first generation), places every hold (or claims a free chat reply) and records
- * each generation. All or nothing: a refusal rolls it all back and is a 402 for the whole
- * request, so a refused request leaves no claim, no hold and no generation, and never a workflow.
+ * Admission as every submit does it (the streamed chat too): the Idempotency-Key first, then the
+ * ledger's admission (hold, generation, outbox in one transaction). A 402 costs one round trip to
+ * the database and never a workflow.
  */
-export async function admit(pool: pg.Pool, priced: readonly PricedGeneration[], keyed: KeyedRequest | undefined): Promise<Admission> {
-  const first = priced[0];
-  if (!first) throw new Error('admit: nothing to admit');
-  // One paid generation without a key is one statement (placeHold's), atomic by itself: no
-  // BEGIN and COMMIT round trips around it. It is the hot path of a streamed chat.
-  // A video or upscale may also owe webhook endpoints a `queued` delivery, written beside the hold:
-  // that needs the transaction.
-  const single = !keyed && priced.length === 1 && !first.freeChat && !anyEventFor(first.kind, 'queued');
-  const hold = async (tx: Queryable): Promise<Admission> => {
-    if (keyed) {
-      const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: first.generationId });
-      if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
-      if (claim.outcome === 'replay') return { replayOf: claim.generationId };
-    }
-    const inputs: GenerationWorkflowInput[] = [];
-    let heldMc = 0;
-    let createdAt: Date | undefined;
-    for (const p of priced) {
-      const outcome = await placeHold(tx, {
-        generation: { id: p.generationId, accountId: p.accountId, apiKeyId: p.apiKeyId, kind: p.kind, model: p.model, params: p.params, prompt: p.prompt },
-        amountMc: p.quoteMc,
-        ...(p.freeChat ? { freeChat: p.freeChat } : {}),
-      });
-      // Thrown inside the transaction, so a refused request leaves nothing behind. The message
-      // speaks of the whole request: what all of it needs against what was available before it.
-      if (!outcome.admitted) {
-        const requiredMc = priced.reduce((sum, q) => sum + q.quoteMc, 0);
-        throw new InsufficientCreditsError(mcToCredits(requiredMc), mcToCredits(outcome.availableMc + heldMc));
-      }
-      heldMc += outcome.amountMc;
-      createdAt ??= outcome.createdAt;
-      inputs.push({ ...p, model: outcome.model, admitted: { free: outcome.free, model: outcome.model } });
-    }
-    return { inputs, createdAt: createdAt! };
+export function createAdmission(deps: AdmissionDeps) {
+  const { pool, gateway, store } = deps;
+
+  /** The claim on an Idempotency-Key, or undefined without one. */
+  const keyedOf = (principal: Principal, opts: SubmitOptions): KeyedRequest | undefined =>
+    opts.idempotency && {
+      accountId: principal.accountId,
+      key: opts.idempotency.key,
+      requestHash: requestHash(opts.idempotency.route, opts.idempotency.body),
+    };
+
+  const waitIfSync = async (id: string, kind: GenerationKind, opts: SubmitOptions): Promise<void> => {
+    if (!opts.respondAsync && WAITED_KINDS.has(kind)) await gateway.awaitFinish(id, deps.syncWaitMs);
   };
-  return single ? hold(pool) : inTransaction(pool, hold);
+
+  /** An Idempotency-Key repeat: the first request's generations, whose workflows are made sure of. */
+  const replay = async (accountId: string, firstId: string, opts: SubmitOptions): Promise<SubmittedMany> => {
+    const rows = await readRequest(pool, accountId, firstId);
+    // The first request may have died between its hold and its start; starting again is harmless.
+    // If Temporal cannot be reached, the hold stays: the workflow may well be running already, and
+    // the client's next repeat (or the reconciler, if it never started) settles what happens.
+    await Promise.all(rows.filter((g) => !isFinal(g.status)).map((g) => gateway.start(inputOfRecord(g, deps.deadlines))))
+      .catch((err: unknown) => {
+        throw new ServiceUnavailableError('The generation could not be resumed just now; retry shortly with the same Idempotency-Key.', { cause: err });
+      });
+    await Promise.all(rows.map((g) => waitIfSync(g.id, g.kind, opts)));
+    const after = await readRequest(pool, accountId, firstId);
+    return { generations: await Promise.all(after.map((g) => viewOf(g, store))), replayed: true };
+  };
+
+  return {
+    waitIfSync,
+    replay,
+
+    /** A live claim on the key: a true repeat is answered without pricing (or fetching) anything again. */
+    async priorClaim(principal: Principal, opts: SubmitOptions): Promise<string | undefined> {
+      const keyed = keyedOf(principal, opts);
+      if (!keyed) return undefined;
+      const prior = await findIdempotencyClaim(pool, keyed);
+      if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
+      return prior?.outcome === 'replay' ? prior.generationId : undefined;
+    },
+
+    /** Admits a request's priced generations, all or none; a refusal is a 402 for the whole request. */
+    async admit(priced: readonly PricedGeneration[], principal: Principal, opts: SubmitOptions): Promise<Admitted> {
+      const admission = await admit(pool, priced.map((p) => ({ ...p, id: p.generationId })), keyedOf(principal, opts));
+      if (admission.outcome === 'replay') return { replayOf: admission.firstId };
+      if (admission.outcome === 'refused') throw new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
+      const inputs = admission.generations.map((a, i) => inputOfAdmitted(priced[i]!, a, deps.deadlines));
+      for (const input of inputs) {
+        opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: input.admitted.free ? 0 : mcToCredits(input.quoteMc), free: input.admitted.free }, 'generation admitted');
+      }
+      return { inputs, createdAt: admission.createdAt };
+    },
+  };
 }
+
+export type Admission = ReturnType<typeof createAdmission>;

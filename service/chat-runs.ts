@@ -1,18 +1,17 @@
 import type pg from 'pg';
-import { recordResolution } from '../core/metrics';
-import { releaseHold, settleHold } from '../core/db/ledger';
-import { inTransaction } from '../core/db/pool';
-import { ContentPolicyError, InvalidRequestError, markAfterAdmission, ProviderFailedError, ProviderRejectedError } from '../core/errors';
-import type { DomainError } from '../core/errors';
+import { release, settle } from '../core/ledger';
+import { markAfterAdmission, ProviderRejectedError } from '../core/errors';
 import { chargeForTokens } from '../core/pricing';
 import type { Principal } from '../core/principal';
-import type { ChatStreamEvent, Provider, ProviderJob } from '../core/providers/types';
+import type { Provider, ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
-import type { ApiRunResult, GenerationWorkflowInput } from '../workflows/definitions';
-import type { SubmitOptions } from './generation-service';
-import type { GenerationView } from './records';
+import type { ApiRunResult, GenerationWorkflowInput } from '../core/workflow-contract';
+import type { GenerationView } from '../core/generation-view';
+import type { Admission } from './admission';
+import { clientErrorOf, failureOf, openStream, storeText } from './chat-stream';
+import type { SubmitOptions } from './types';
 import { priceRequest } from './requests';
-import type { GenerationRequest, PricedGeneration } from './requests';
+import type { GenerationRequest } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
 
 /**
@@ -67,10 +66,8 @@ export interface ChatRunDeps {
   gateway: GenerationGateway;
   store: OutputStore;
   provider: Provider;
-  /** A live Idempotency-Key claim of this same request: the earlier generation, once finished. */
-  replayOf(principal: Principal, opts: SubmitOptions): Promise<GenerationView | undefined>;
-  /** The service's admission (Idempotency-Key claim and hold in one transaction), shared with every other submit. */
-  admit(priced: PricedGeneration, principal: Principal, opts: SubmitOptions): Promise<{ replay: GenerationView } | { input: GenerationWorkflowInput }>;
+  /** The admission every submit shares (Idempotency-Key claim, then the ledger's hold). */
+  admission: Admission;
   log?: (message: string, err: unknown) => void;
 }
 
@@ -84,11 +81,7 @@ export function createChatRuns(deps: ChatRunDeps) {
       await deps.gateway.reportApiRun(input, result);
     } catch (err) {
       log(`generation ${input.generationId}: the workflow could not be reached; resolving its hold here`, err);
-      recordResolution(await inTransaction(deps.pool, (tx) =>
-        result.ok
-          ? settleHold(tx, { generationId: input.generationId, ...result.output })
-          : releaseHold(tx, input.generationId, result.error),
-      ));
+      await (result.ok ? settle(deps.pool, { generationId: input.generationId, ...result.output }) : release(deps.pool, input.generationId, result.error));
     }
   };
 
@@ -106,8 +99,8 @@ export function createChatRuns(deps: ChatRunDeps) {
   };
 
   async function run(request: ChatRequest, principal: Principal, opts: SubmitOptions & { signal: AbortSignal }): Promise<ChatRun> {
-    const prior = opts.idempotency ? await deps.replayOf(principal, opts) : undefined;
-    if (prior) return replayed(prior);
+    const prior = await deps.admission.priorClaim(principal, opts);
+    if (prior !== undefined) return replayed(await firstOf(deps.admission.replay(principal.accountId, prior, opts)));
     const priced = priceRequest(request, principal, opts.door);
     const rate = Number(priced.params.ratePer1kMc);
     const maxTokens = Number(priced.params.maxTokens);
@@ -120,19 +113,19 @@ export function createChatRuns(deps: ChatRunDeps) {
     // refusal after all (a concurrent spend) stops the upstream call before anything is sent.
     const stop = new AbortController();
     const early = (principal.availableMc ?? 0) >= priced.quoteMc ? openStream(deps.provider, job, stop.signal) : undefined;
-    let admitted: Awaited<ReturnType<ChatRunDeps['admit']>>;
+    let admitted: Awaited<ReturnType<Admission['admit']>>;
     try {
-      admitted = await deps.admit(priced, principal, opts);
+      admitted = await deps.admission.admit([priced], principal, opts);
     } catch (err) {
       stop.abort(new Error('not admitted'));
       throw err;
     }
-    if ('replay' in admitted) {
+    if ('replayOf' in admitted) {
       stop.abort(new Error('a repeat'));
-      return replayed(admitted.replay);
+      return replayed(await firstOf(deps.admission.replay(principal.accountId, admitted.replayOf, opts)));
     }
 
-    const input: GenerationWorkflowInput = { ...admitted.input, apiRun: { deadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS } };
+    const input: GenerationWorkflowInput = { ...admitted.inputs[0]!, apiRun: { deadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS } };
 
     // Fired now, awaited only when the outcome is reported: the first token does not wait for it.
     const started = deps.gateway.start(input).catch((err: unknown) => log(`generation ${input.generationId}: start failed; retried when the run is reported`, err));
@@ -229,50 +222,7 @@ export function createChatRuns(deps: ChatRunDeps) {
   return { run };
 }
 
-/** The reply as a file beside the other outputs; a store failure loses the file, not the charge. */
-async function storeText(store: OutputStore, generationId: string, text: string): Promise<string | null> {
-  const key = `${generationId}/output.txt`;
-  try {
-    await store.put(key, Buffer.from(text, 'utf8'), 'text/plain; charset=utf-8');
-    return key;
-  } catch {
-    return null;
-  }
-}
-
-function failureOf(err: unknown): { code: string; message: string; retryable: boolean } {
-  if (err instanceof ProviderRejectedError) return { code: err.code, message: err.message, retryable: false };
-  return { code: 'provider_error', message: err instanceof Error ? err.message : 'the provider failed', retryable: true };
-}
-
-/** What the client is told when the provider fails; nothing was charged. */
-function clientErrorOf(err: unknown): DomainError {
-  if (err instanceof ProviderRejectedError) {
-    if (err.code === 'content_policy') return new ContentPolicyError();
-    if (err.code === 'invalid_request') return new InvalidRequestError(`The model refused the request: ${err.message}`);
-    return new ProviderFailedError(`The model provider refused the request (${err.code}); nothing was charged.`);
-  }
-  return new ProviderFailedError('The model provider failed; nothing was charged. Retry shortly.');
-}
-
-/**
- * Opens the provider's stream and asks for its first event at once (an async generator would not
- * start before its first `next()`), so that the upstream request is under way from here on.
- */
-function openStream(provider: Provider, job: ProviderJob, signal: AbortSignal): AsyncIterable<ChatStreamEvent> {
-  const iterator = provider.streamChat(job, signal)[Symbol.asyncIterator]();
-  const first = iterator.next();
-  // Not awaited until the run reads it: a failure meanwhile must not be an unhandled rejection.
-  first.catch(() => undefined);
-  let started = false;
-  return {
-    [Symbol.asyncIterator]: () => ({
-      next: () => {
-        if (started) return iterator.next();
-        started = true;
-        return first;
-      },
-      return: async () => (await iterator.return?.()) ?? { done: true, value: undefined },
-    }),
-  };
+/** The one generation of a replayed chat request. */
+async function firstOf(replay: Promise<{ generations: GenerationView[] }>): Promise<GenerationView> {
+  return (await replay).generations[0]!;
 }

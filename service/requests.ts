@@ -5,7 +5,7 @@ import { assertModelAllowed, assertScope } from '../core/principal';
 import type { Principal } from '../core/principal';
 import { capChatMessages, quoteChat, quoteImage, quoteUpscale, quoteVideo } from '../core/pricing';
 import { assertPromptAllowed } from '../core/safety';
-import type { GenerationWorkflowInput } from '../workflows/definitions';
+import type { GenerationWorkflowInput } from '../core/workflow-contract';
 import type { Door } from '../core/vocabulary';
 
 /**
@@ -44,7 +44,10 @@ export type GenerationRequest =
   | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
 
 /** A priced request: everything a generation workflow needs, before its hold is placed. */
-export type PricedGeneration = Omit<GenerationWorkflowInput, 'admitted'>;
+export interface PricedGeneration extends Omit<GenerationWorkflowInput, 'admitted'> {
+  /** A free chat reply may be claimed instead of a hold while the account has some; names the model that serves it. */
+  freeChat?: { model: string };
+}
 
 /**
  * Turns a valid request into the priced input of a generation, refusing it as the spec orders:

@@ -4,8 +4,8 @@ import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '..
 import { ServiceUnavailableError } from '../core/errors';
 import { mcToCredits } from '../core/money';
 import type { generation } from '../workflows/generation';
-import { apiRunResultSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../workflows/definitions';
-import type { ApiRunResult, GenerationWorkflowInput } from '../workflows/definitions';
+import { apiRunResultSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../core/workflow-contract';
+import type { ApiRunResult, GenerationWorkflowInput } from '../core/workflow-contract';
 
 /** The signals the API sends a generation's workflow. */
 type GenerationSignal =

@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Client, WorkflowStartOptions } from '@temporalio/client';
 import { ServiceUnavailableError } from '../core/errors';
-import { redeliverSignal, WEBHOOK_DELIVERY_WORKFLOW_TYPE } from '../workflows/definitions';
+import { redeliverSignal, WEBHOOK_DELIVERY_WORKFLOW_TYPE } from '../core/workflow-contract';
 import type { webhookDelivery } from '../workflows/webhook-delivery';
 
 export interface WebhookDispatcherOptions {

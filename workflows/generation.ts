@@ -4,6 +4,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -13,11 +14,14 @@ import {
 } from '@temporalio/workflow';
 import { initialTransition, transition } from 'xstate';
 import type { GenerationActivities } from '../activities';
-import { generationMachine, phaseOf } from '../machines/generation';
-import type { FailureInfo, GenerationEvent, GenerationPhase, ProviderOutput } from '../machines/generation';
-import { GenerationModel, GenerationStatus } from '../core/search-attributes';
-import { admissionQuery, admissionUpdate, apiRunResultSignal, cancelSignal, phaseQuery, providerTaskQueueOf } from './definitions';
-import type { Admission, ApiRunResult, GenerationResult, GenerationWorkflowInput } from './definitions';
+import { GenerationStatus } from '../core/search-attributes';
+import { apiRunResultSignal, cancelSignal, phaseQuery, providerTaskQueueOf } from '../core/workflow-contract';
+import type { ApiRunResult, GenerationPhase, GenerationResult, GenerationWorkflowInput, LegacyWorkflowInput } from '../core/workflow-contract';
+import { SLOT_KINDS } from '../core/vocabulary';
+import type { GenerationFailure, GenerationKind } from '../core/vocabulary';
+import { effectsOf, generationMachine, statusOf } from '../machines/generation';
+import type { EffectName, EffectParams, GenerationEffect, GenerationEvent } from '../machines/generation';
+import { admitLegacy } from './legacy-admission';
 
 // Ledger steps are short database transactions: as local activities they run inside the workflow
 // task instead of a round trip through the server each. Each is idempotent, so a re-run after a
@@ -37,7 +41,7 @@ const slots = proxyActivities<GenerationActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
-function providerActivities(kind: GenerationWorkflowInput['kind']): GenerationActivities {
+function providerActivities(kind: GenerationKind): GenerationActivities {
   return proxyActivities<GenerationActivities>({
     taskQueue: providerTaskQueueOf(workflowInfo().taskQueue),
     startToCloseTimeout: kind === 'video' || kind === 'upscale' ? '1 hour' : '10 minutes',
@@ -48,33 +52,38 @@ function providerActivities(kind: GenerationWorkflowInput['kind']): GenerationAc
 }
 
 /**
- * One generation, from hold to charge or release. The XState machine decides every step; this
- * workflow only runs the effects it names and turns their outcomes into the machine's events.
+ * Replay paths. Each id marks where new workflows differ from ones already in flight; the branch
+ * without it may go once no workflow started before the id was added is open (every kind has a
+ * deadline, and the reconciler cancels what overstays it, so one deadline after that release).
  */
-export async function generation(input: GenerationWorkflowInput): Promise<GenerationResult> {
+export const PATCHES = {
+  /** A video's slot claim records `running`; workflows before it wrote `running` a second time. */
+  slotClaimStartsRunning: 'slot-claim-starts-running',
+  /** A settle that failed, or found the hold released, is an event the machine decides on. */
+  settleOutcomeInMachine: 'settle-outcome-in-machine',
+  /** A generation that cannot be marked running fails without asking the provider. */
+  startFailureSkipsRun: 'start-failure-skips-run',
+} as const;
+
+/**
+ * One admitted generation, from its hold to its charge or release. The XState machine decides
+ * every step; this workflow runs the effects it names, through the table below, and turns their
+ * outcomes into the machine's events.
+ */
+export async function generation(input: GenerationWorkflowInput | LegacyWorkflowInput): Promise<GenerationResult> {
   const provider = providerActivities(input.kind);
   const events: GenerationEvent[] = [];
   const background: CancellationScope[] = [];
-  let admission: Admission | undefined;
-  /** Set when the ledger, not the provider, decided that a finished run failed (see settle). */
-  let finalFailure: FailureInfo | undefined;
+  let phase: GenerationPhase = 'queued';
 
-  let [snapshot, pending] = initialTransition(generationMachine, { needsSlot: input.kind === 'video' });
-  let phase: GenerationPhase = phaseOf(snapshot.value);
-
-  setHandler(admissionUpdate, async () => {
-    await condition(() => admission !== undefined);
-    return admission!;
-  });
   setHandler(phaseQuery, () => phase);
-  setHandler(admissionQuery, () => admission ?? null);
   setHandler(cancelSignal, (reason) => void events.push({ type: 'CANCEL', reason }));
   let apiRunResult: ApiRunResult | undefined;
   setHandler(apiRunResultSignal, (result) => {
     apiRunResult ??= result;
   });
 
-  // Nothing stays in flight forever (DESIGN §5). Workflows of the earlier code carry no deadline.
+  // Nothing stays in flight forever (DESIGN §5).
   const deadline = new CancellationScope();
   if (input.deadlineMs !== undefined) {
     const ms = input.deadlineMs;
@@ -84,7 +93,29 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
     );
   }
 
-  const failureOf = (err: unknown): FailureInfo => {
+  let model: string;
+  if (input.admitted === undefined) {
+    const admission = await admitLegacy(input, ledger.placeHold);
+    if (!admission.admitted) {
+      phase = 'refused';
+      upsertSearchAttributes([{ key: GenerationStatus, value: phase }]);
+      deadline.cancel();
+      return { generationId: input.generationId, phase };
+    }
+    model = admission.model;
+  } else {
+    model = input.admitted.model;
+  }
+
+  const needsSlot = SLOT_KINDS.has(input.kind);
+  const slotStartsRunning = needsSlot && patched(PATCHES.slotClaimStartsRunning);
+  let [snapshot, pending] = initialTransition(generationMachine, { needsSlot, startAfterSlot: needsSlot && !slotStartsRunning });
+  // The start set the status `queued`; workflows before the slot patch announced it again.
+  let published: GenerationPhase | undefined = needsSlot && !slotStartsRunning ? undefined : 'queued';
+  /** Set only on replay paths from before `settleOutcomeInMachine`, where the workflow overruled the machine. */
+  let overruled: GenerationFailure | undefined;
+
+  const failureOf = (err: unknown): GenerationFailure => {
     const cause = err instanceof ActivityFailure ? err.cause : err;
     if (cause instanceof ApplicationFailure) {
       const code = (cause.details?.[0] as { code?: string } | undefined)?.code ?? 'provider_error';
@@ -100,129 +131,100 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
     scope.run(work).then(
       (event) => void events.push(event),
       (err: unknown) => {
-        if (!isCancellation(err)) events.push({ type: 'PROVIDER_FAILED', error: failureOf(err) });
+        if (!isCancellation(err)) events.push({ type: 'RUN_FAILED', error: failureOf(err) });
       },
     );
   };
 
-  const perform = async (action: { type: string; params?: unknown }): Promise<void> => {
-    switch (action.type) {
-      case 'placeHold': {
-        if (input.admitted) {
-          // The API placed the hold before starting this workflow.
-          admission = { admitted: true, ...input.admitted };
-          events.push({ type: 'HOLD_PLACED' });
-          return;
-        }
-        const outcome = await ledger.placeHold({
-          generation: {
-            id: input.generationId,
-            accountId: input.accountId,
-            apiKeyId: input.apiKeyId,
-            kind: input.kind,
-            model: input.model,
-            params: input.params,
-            prompt: input.prompt,
-          },
-          amountMc: input.quoteMc,
-          ...(input.freeChat ? { freeChat: input.freeChat } : {}),
-        });
-        admission = outcome.admitted
-          ? { admitted: true, free: outcome.free, model: outcome.model }
-          : { admitted: false, requiredMc: outcome.requiredMc, availableMc: outcome.availableMc };
-        if (outcome.admitted && outcome.model !== input.model) {
-          upsertSearchAttributes([{ key: GenerationModel, value: outcome.model }]);
-        }
-        events.push({ type: outcome.admitted ? 'HOLD_PLACED' : 'HOLD_REFUSED' });
-        return;
-      }
-      case 'waitForSlot':
-        inBackground(async () => {
-          const claim = await slots.waitForVideoSlot({ accountId: input.accountId, generationId: input.generationId });
-          return claim === 'granted'
-            ? { type: 'SLOT_GRANTED' }
-            : { type: 'PROVIDER_FAILED', error: { code: 'slot_lost', message: 'the generation ended while queued', retryable: true } };
-        });
-        return;
-      case 'markRunning':
-        try {
-          await ledger.markRunning({ generationId: input.generationId });
-        } catch (err) {
-          if (isCancellation(err)) throw err;
-          events.push({ type: 'PROVIDER_FAILED', error: { code: 'ledger_error', message: 'the generation could not be marked running', retryable: true } });
-        }
-        return;
-      case 'runProvider':
-        if (input.apiRun) {
-          // The API runs this one (a streamed chat): wait for what it reports, or give up at the
-          // deadline, which is how a hold outlives an API that died mid-stream: it is released.
-          const { deadlineMs } = input.apiRun;
-          inBackground(async () => {
-            if (!(await condition(() => apiRunResult !== undefined, deadlineMs))) {
-              return { type: 'PROVIDER_FAILED', error: { code: 'timeout', message: `the API did not report the run within ${deadlineMs} ms`, retryable: true } };
-            }
-            const result = apiRunResult!;
-            return result.ok ? { type: 'PROVIDER_SUCCEEDED', output: result.output } : { type: 'PROVIDER_FAILED', error: result.error };
-          });
-          return;
-        }
-        inBackground(async () => {
-          const output = await provider.runProvider({
-            generationId: input.generationId,
-            kind: input.kind,
-            model: admission?.admitted ? admission.model : input.model,
-            prompt: input.prompt,
-            params: input.params,
-          });
-          return { type: 'PROVIDER_SUCCEEDED', output };
-        });
-        return;
-      case 'stopWork':
-        for (const scope of background.splice(0)) scope.cancel();
-        return;
-      case 'settle': {
-        const { output } = action.params as { output: ProviderOutput };
-        try {
-          const settled = await ledger.settle({
-            generationId: input.generationId,
-            outputKey: output.outputKey,
-            outputText: output.outputText,
-            ...(output.chargeMc === undefined ? {} : { chargeMc: output.chargeMc }),
-            ...(output.outputTokens === undefined ? {} : { outputTokens: output.outputTokens }),
-          });
-          // The API released the hold (its start of this workflow looked failed): nothing was charged.
-          if (settled.outcome === 'already' && settled.state === 'released') finalFailure = { code: 'not_started', message: 'the hold was released before the run finished', retryable: true };
-        } catch (err) {
-          if (isCancellation(err) || !input.admitted) throw err;
-          // A charge that cannot be recorded is not charged: give the hold back instead.
-          finalFailure = { code: 'settle_failed', message: 'the charge could not be recorded; nothing was charged', retryable: true };
-          await ledger.release({ generationId: input.generationId, error: finalFailure });
-        }
-        return;
-      }
-      case 'release': {
-        const { error } = action.params as { error: FailureInfo };
-        await ledger.release({ generationId: input.generationId, error });
-        return;
-      }
-      default:
-        // Assignments are applied by the machine itself; anything else is a programming error.
-        if (!action.type.startsWith('xstate.')) throw ApplicationFailure.nonRetryable(`unknown machine action ${action.type}`);
+  /** A settle that did not charge: the machine decides (or, replaying older code, the workflow did). */
+  const settleFailed = async (error: GenerationFailure, releaseFirst: boolean): Promise<void> => {
+    if (patched(PATCHES.settleOutcomeInMachine)) {
+      events.push({ type: 'SETTLE_FAILED', error });
+      return;
     }
+    if (releaseFirst) await ledger.release({ generationId: input.generationId, error });
+    overruled = error;
+    events.push({ type: 'SETTLED' });
   };
 
+  const effects: { [K in EffectName]: (params: EffectParams[K]) => Promise<void> } = {
+    async startRunning() {
+      try {
+        const outcome = await ledger.markRunning({ generationId: input.generationId, accountId: input.accountId, kind: input.kind });
+        events.push(outcome === 'finished'
+          ? { type: 'START_REFUSED', error: { code: 'not_started', message: 'the generation ended before it could run', retryable: true } }
+          : { type: 'STARTED' });
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        const error = { code: 'ledger_error', message: 'the generation could not be marked running', retryable: true };
+        // Older code asked the provider anyway and failed on the next event.
+        if (!patched(PATCHES.startFailureSkipsRun)) events.push({ type: 'STARTED' });
+        events.push({ type: 'RUN_FAILED', error });
+      }
+    },
+    async waitForSlot() {
+      inBackground(async () => {
+        const claim = await slots.waitForVideoSlot({ accountId: input.accountId, generationId: input.generationId });
+        return claim === 'granted'
+          ? { type: 'SLOT_GRANTED' }
+          : { type: 'START_REFUSED', error: { code: 'slot_lost', message: 'the generation ended while queued', retryable: true } };
+      });
+    },
+    async runProvider() {
+      if (input.apiRun) {
+        // The API runs this one (a streamed chat): wait for what it reports, or give up at the
+        // deadline, which is how a hold outlives an API that died mid-stream: it is released.
+        const { deadlineMs } = input.apiRun;
+        inBackground(async () => {
+          if (!(await condition(() => apiRunResult !== undefined, deadlineMs))) {
+            return { type: 'RUN_FAILED', error: { code: 'timeout', message: `the API did not report the run within ${deadlineMs} ms`, retryable: true } };
+          }
+          const result = apiRunResult!;
+          return result.ok ? { type: 'RUN_SUCCEEDED', output: result.output } : { type: 'RUN_FAILED', error: result.error };
+        });
+        return;
+      }
+      inBackground(async () => {
+        const output = await provider.runProvider({ generationId: input.generationId, kind: input.kind, model, prompt: input.prompt, params: input.params });
+        return { type: 'RUN_SUCCEEDED', output };
+      });
+    },
+    async stopWork() {
+      for (const scope of background.splice(0)) scope.cancel();
+    },
+    async settle({ output }) {
+      let settled;
+      try {
+        settled = await ledger.settle({ generationId: input.generationId, ...output });
+      } catch (err) {
+        if (isCancellation(err) || input.admitted === undefined) throw err;
+        // A charge that cannot be recorded is not charged: the machine gives the hold back.
+        return settleFailed({ code: 'settle_failed', message: 'the charge could not be recorded; nothing was charged', retryable: true }, true);
+      }
+      // The API released the hold (its start of this workflow looked failed): nothing was charged.
+      if (settled.outcome === 'already' && settled.state === 'released') {
+        return settleFailed({ code: 'not_started', message: 'the hold was released before the run finished', retryable: true }, false);
+      }
+      events.push({ type: 'SETTLED' });
+    },
+    async release({ error }) {
+      await ledger.release({ generationId: input.generationId, error });
+    },
+  };
+  const perform = <K extends EffectName>(effect: GenerationEffect<K>): Promise<void> => effects[effect.type](effect.params);
+
   const publishPhase = (): void => {
-    const next = phaseOf(snapshot.value);
-    if (next === phase) return;
-    phase = next;
-    if (phase !== 'admitting') upsertSearchAttributes([{ key: GenerationStatus, value: phase }]);
+    phase = statusOf(snapshot.value);
+    if (phase === published) return;
+    published = phase;
+    upsertSearchAttributes([{ key: GenerationStatus, value: phase }]);
   };
 
   // Effects that move money never stop halfway, even when the workflow itself is cancelled.
   const drive = async (): Promise<void> => {
     for (;;) {
-      for (const action of pending.splice(0)) {
-        await CancellationScope.nonCancellable(() => perform(action));
+      for (const effect of effectsOf(pending.splice(0))) {
+        await CancellationScope.nonCancellable(() => perform(effect));
       }
       publishPhase();
       if (snapshot.status === 'done') return;
@@ -243,11 +245,11 @@ export async function generation(input: GenerationWorkflowInput): Promise<Genera
   deadline.cancel();
 
   // A failed generation ends as a failed workflow, so an operator tells failures from successes in
-  // the Temporal UI list; its error code is the failure message. Workflows started by the earlier
-  // code completed in every case and must replay as they ran.
-  const failure = finalFailure ?? (phase === 'failed' ? snapshot.context.error : null);
-  if (input.admitted && failure) {
-    if (finalFailure) {
+  // the Temporal UI list; its error code is the failure message. Legacy workflows completed in
+  // every case and replay as they ran.
+  const failure = overruled ?? (statusOf(snapshot.value) === 'failed' ? snapshot.context.error : null);
+  if (input.admitted !== undefined && failure) {
+    if (overruled) {
       phase = 'failed';
       upsertSearchAttributes([{ key: GenerationStatus, value: 'failed' }]);
     }

@@ -1,8 +1,8 @@
 import { ActivityFailure, condition, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks';
 import { RETRY_SCHEDULE_MS } from '../core/webhooks/schedule';
-import { redeliverSignal } from './definitions';
-import type { WebhookDeliveryInput, WebhookDeliveryResult } from './definitions';
+import { redeliverSignal } from '../core/workflow-contract';
+import type { WebhookDeliveryInput, WebhookDeliveryResult } from '../core/workflow-contract';
 
 // One attempt is a 15 s POST and two short transactions, run as a local activity: on the worker
 // that runs the workflow task, recorded with its completion, which halves the Temporal server's

@@ -4,7 +4,7 @@ import { listChangedGenerations, listInFlightIds } from '../../core/db/generatio
 import { idFloorAt } from '../../core/ids';
 import type { OutputStore } from '../../core/storage';
 import type { Balance, GenerationService } from '../../service/generation-service';
-import { viewOf } from '../../service/records';
+import { viewOf } from '../../core/generation-view';
 import type { SessionService } from '../../service/session-service';
 import { principalOf } from '../auth';
 import { PLAN_LIMITS } from '../rate-limit';

@@ -1,7 +1,7 @@
 import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
 import { classifyDbError } from '../../core/db/errors';
 import { DomainError } from '../../core/errors';
-import type { GenerationView } from '../../service/records';
+import type { GenerationView } from '../../core/generation-view';
 import { databaseUnavailable, errorBody } from '../errors';
 import { generationOf } from '../v1';
 

@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { GenerationFinishedError } from '../../core/errors';
 import type { Principal } from '../../core/principal';
 import type { GenerationService } from '../../service/generation-service';
-import type { GenerationView } from '../../service/records';
+import type { GenerationView } from '../../core/generation-view';
 import { version } from '../docs';
 import { generationResult, refusalOf } from './results';
 import { McpTaskStore, taskNotFound, taskOf } from './task-store';

@@ -4,7 +4,7 @@ import type { Principal } from '../../core/principal';
 import { safeText } from '../../core/text';
 import type { GenerationService, SubmitOptions } from '../../service/generation-service';
 import { modelListing } from '../../service/model-list';
-import type { GenerationView } from '../../service/records';
+import type { GenerationView } from '../../core/generation-view';
 import { fromZod } from '../errors';
 import { generation } from '../schemas';
 import { generationOf, modelEntry, toRequest, v1GenerateBody, v1ImageBody, v1VideoBody } from '../v1';

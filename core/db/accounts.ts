@@ -1,5 +1,5 @@
 import type { Queryable } from './pool';
-import { creditAccount } from './ledger';
+import { credit } from '../ledger';
 import type { Millicredits } from '../money';
 
 export const PLANS = ['free', 'ronin', 'shinobi', 'samurai'] as const;
@@ -15,7 +15,7 @@ export interface AccountCredits {
 
 export async function insertAccount(tx: Queryable, a: { id: string; plan: Plan; creditsMc: Millicredits; chatCap: number }): Promise<void> {
   await tx.query('INSERT INTO accounts (id, plan, chat_cap) VALUES ($1, $2, $3)', [a.id, a.plan, a.chatCap]);
-  if (a.creditsMc > 0) await creditAccount(tx, a.id, a.creditsMc, 'opening balance');
+  if (a.creditsMc > 0) await credit(tx, a.id, a.creditsMc, 'opening balance');
 }
 
 export async function getAccountCredits(q: Queryable, accountId: string): Promise<AccountCredits | undefined> {

@@ -1,6 +1,5 @@
 import type { Queryable } from './pool';
 import type { Millicredits } from '../money';
-import { recordGenerationEvent } from './webhooks';
 import type { GenerationFailure, GenerationKind, GenerationStatus } from '../vocabulary';
 
 
@@ -143,50 +142,4 @@ export async function listBatch(q: Queryable, accountId: string, firstId: string
     [accountId, firstId],
   );
   return r.rows.map(fromRow);
-}
-
-/**
- * Mirrors `running` for jobs that need no slot; never moves a finished generation back. Run it
- * inside a transaction: the webhook deliveries of the change are recorded with it.
- */
-export async function markRunning(tx: Queryable, id: string): Promise<void> {
-  const moved = await tx.query(
-    `UPDATE generations SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now()
-      WHERE id = $1 AND status = 'queued'`,
-    [id],
-  );
-  if ((moved.rowCount ?? 0) > 0) await recordGenerationEvent(tx, id, 'running');
-}
-
-export type SlotClaim = 'granted' | 'waiting' | 'finished';
-
-/**
- * Moves a queued video to `running` if its account has a free slot and no older video is waiting
- * (first in, first out). The slot is the `running` row itself, so it is freed by the same
- * transaction that settles or releases the hold, whatever ends the job. Locking the account row
- * serialises claims per account; run this inside a transaction.
- */
-export async function claimVideoSlot(tx: Queryable, accountId: string, id: string, limit: number): Promise<SlotClaim> {
-  await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
-  // clock_timestamp, not now(): this transaction may have begun before the settle that freed the
-  // slot committed (it waited on the account lock), and now() would then date the start before
-  // the previous job's finish.
-  const claimed = await tx.query(
-    `UPDATE generations g SET status = 'running', started_at = clock_timestamp(), updated_at = now()
-      WHERE g.id = $2 AND g.account_id = $1 AND g.status = 'queued'
-        AND (SELECT count(*) FROM generations r
-              WHERE r.account_id = $1 AND r.kind = 'video' AND r.status = 'running') < $3
-        AND NOT EXISTS (SELECT 1 FROM generations o
-              WHERE o.account_id = $1 AND o.kind = 'video' AND o.status = 'queued' AND o.id < $2)`,
-    [accountId, id, limit],
-  );
-  if ((claimed.rowCount ?? 0) > 0) {
-    await recordGenerationEvent(tx, id, 'running');
-    return 'granted';
-  }
-  const r = await tx.query<{ status: GenerationStatus }>('SELECT status FROM generations WHERE id = $1', [id]);
-  const status = r.rows[0]?.status;
-  if (status === 'running') return 'granted';
-  if (status === 'succeeded' || status === 'failed') return 'finished';
-  return 'waiting';
 }

@@ -1,8 +1,9 @@
 import type { Queryable } from './pool';
+import type { GenerationKind } from '../vocabulary';
 
 export interface HeldHold {
   generationId: string;
-  kind: 'image' | 'video' | 'chat' | 'upscale';
+  kind: GenerationKind;
   heldForMs: number;
 }
 

@@ -1,8 +1,7 @@
 import { idFloorAt, newId } from '../ids';
-import { eventFor, PING_EVENT } from '../webhooks/events';
+import { PING_EVENT } from '../webhooks/events';
 import type { WebhookFormat } from '../webhooks/events';
 import type { Queryable } from './pool';
-import type { GenerationKind, GenerationStatus } from '../vocabulary';
 
 /**
  * Webhook endpoints, deliveries and attempts. A delivery row is also the outbox entry: it is
@@ -113,7 +112,8 @@ export async function rotateEndpointSecret(
   return r.rows[0];
 }
 
-async function enqueue(tx: Queryable, rows: { endpointId: string; accountId: string; event: string }[], generationId: string | null): Promise<string[]> {
+/** Inserts deliveries (the outbox rows) and wakes the relay once the transaction commits. */
+export async function enqueueDeliveries(tx: Queryable, rows: { endpointId: string; accountId: string; event: string }[], generationId: string | null): Promise<string[]> {
   if (rows.length === 0) return [];
   const ids = rows.map(() => newId('whd'));
   const r = await tx.query<{ id: string }>(
@@ -132,28 +132,9 @@ async function enqueue(tx: Queryable, rows: { endpointId: string; accountId: str
   return r.rows.map((x) => x.id);
 }
 
-/**
- * Records, in the caller's transaction, one delivery per enabled endpoint of the generation's
- * account that wants the event its new `status` means. Called by every statement that changes a
- * generation's status, right after it, only when it did change it.
- */
-export async function recordGenerationEvent(tx: Queryable, generationId: string, status: GenerationStatus): Promise<void> {
-  const r = await tx.query<{ id: string; account_id: string; format: WebhookFormat; events: string[] | null; kind: GenerationKind }>(
-    `SELECT e.id, e.account_id, e.format, e.events, g.kind
-       FROM generations g JOIN webhook_endpoints e ON e.account_id = g.account_id AND e.enabled
-      WHERE g.id = $1`,
-    [generationId],
-  );
-  const rows = r.rows.flatMap((e) => {
-    const event = eventFor(e.format, e.kind, status);
-    return event && (e.events === null || e.events.includes(event)) ? [{ endpointId: e.id, accountId: e.account_id, event }] : [];
-  });
-  await enqueue(tx, rows, generationId);
-}
-
 /** A `ping` for POST /api/v1/webhooks/:id/test. */
 export async function enqueuePing(tx: Queryable, endpoint: { id: string; accountId: string }): Promise<string> {
-  const [id] = await enqueue(tx, [{ endpointId: endpoint.id, accountId: endpoint.accountId, event: PING_EVENT }], null);
+  const [id] = await enqueueDeliveries(tx, [{ endpointId: endpoint.id, accountId: endpoint.accountId, event: PING_EVENT }], null);
   return id!;
 }
 

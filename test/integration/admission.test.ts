@@ -1,8 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
-import { placeHold } from '../../core/db/ledger';
-import { inTransaction } from '../../core/db/pool';
+import { admit } from '../../core/ledger';
 import { newId } from '../../core/ids';
 import { freePort } from '../../runtime/process';
 import { ADMIN_TOKEN, eventually, startHarness } from '../support/harness';
@@ -86,10 +85,7 @@ describe('admission by the API', () => {
     const { key, accountId, keyId } = await h.account({ credits: 50 });
     // As if the API process died right after its hold transaction, before starting the workflow.
     const id = newId('gen');
-    await inTransaction(h.pool, (tx) => placeHold(tx, {
-      generation: { id, accountId, apiKeyId: keyId, kind: 'video', model: 'kling', params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 }, prompt: 'orphan' },
-      amountMc: 42_500,
-    }));
+    await admit(h.pool, [{ id, accountId, apiKeyId: keyId, kind: 'video', model: 'kling', params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 }, prompt: 'orphan', quoteMc: 42_500 }]);
     expect(await credits(h, key)).toMatchObject({ balance: 7.5, holdsActive: 42.5 });
 
     // A cancel starts the missing workflow with the cancel already in it: it releases at once.

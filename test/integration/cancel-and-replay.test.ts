@@ -7,9 +7,9 @@ import { inject, afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, eventually } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { credits, generate, untilFinished, untilStarted } from '../support/api';
-import { phaseQuery } from '../../workflows/definitions';
+import { phaseQuery } from '../../core/workflow-contract';
 import { newId } from '../../core/ids';
-import { admit } from '../../service/admission';
+import { admit } from '../../core/ledger';
 import { createGenerationGateway } from '../../service/temporal-gateway';
 
 /**
@@ -18,12 +18,14 @@ import { createGenerationGateway } from '../../service/temporal-gateway';
  */
 async function apiRunNeverReported(accountId: string): Promise<string> {
   const generationId = newId('gen');
-  const admitted = await admit(h.pool, [{
-    generationId, accountId, apiKeyId: null, kind: 'chat', model: 'claude-haiku', prompt: 'hello',
+  const generation = {
+    accountId, apiKeyId: null, kind: 'chat', model: 'claude-haiku', prompt: 'hello',
     params: { maxTokens: 100, ratePer1kMc: 700, apiRunDeadlineMs: 300 }, quoteMc: 70,
-  }], undefined);
-  if (!('inputs' in admitted)) throw new Error('not admitted');
-  await createGenerationGateway({ client: h.client, taskQueue: h.taskQueue }).start({ ...admitted.inputs[0]!, apiRun: { deadlineMs: 300 } });
+  } as const;
+  const admitted = await admit(h.pool, [{ ...generation, id: generationId }]);
+  if (admitted.outcome !== 'admitted') throw new Error('not admitted');
+  await createGenerationGateway({ client: h.client, taskQueue: h.taskQueue })
+    .start({ ...generation, generationId, admitted: { free: false, model: generation.model }, apiRun: { deadlineMs: 300 } });
   await eventually(async () => ((await statusOf(generationId)) === 'failed' ? true : undefined));
   const hold = await h.pool.query<{ state: string }>('SELECT state FROM holds WHERE generation_id = $1', [generationId]);
   expect(hold.rows[0]?.state).toBe('released');
@@ -145,7 +147,10 @@ async function recordFixtures(histories: { workflowId: string }[]) {
     const admittedByApi = input?.admitted !== undefined;
     // Chats the API ran itself (apiRun) wait for its report instead of running the provider.
     const runByApi = input?.apiRun !== undefined;
-    const name = `${kind === 'none' ? phase : `${kind}-${phase}${cancelled ? '-cancelled' : ''}`}${admittedByApi ? '-api-admitted' : ''}${runByApi ? '-api-run' : ''}`;
+    // Workflows of newer code carry patch markers (workflows/generation.ts, PATCHES): named after
+    // them, so that a history of each version is kept beside the older ones.
+    const patches = patchIdsOf(stdout).map((id) => `-${id}`).join('');
+    const name = `${kind === 'none' ? phase : `${kind}-${phase}${cancelled ? '-cancelled' : ''}`}${admittedByApi ? '-api-admitted' : ''}${runByApi ? '-api-run' : ''}${patches}`;
     if (written.has(name)) continue;
     written.add(name);
     // A fixture, once committed, stands for workflows that may still be running: never rewritten.
@@ -160,4 +165,15 @@ function startInputOf(historyJson: string): { admitted?: unknown; apiRun?: unkno
   const events = (JSON.parse(historyJson) as { events?: { workflowExecutionStartedEventAttributes?: { input?: { payloads?: { data?: string }[] } } }[] }).events;
   const data = events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
   return data === undefined ? undefined : (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { admitted?: unknown; apiRun?: unknown });
+}
+
+/** The ids of the patch markers (`patched()` calls) recorded in a history, in order. */
+function patchIdsOf(historyJson: string): string[] {
+  type Marker = { markerName?: string; details?: Record<string, { payloads?: { data?: string }[] }> };
+  const events = (JSON.parse(historyJson) as { events?: { markerRecordedEventAttributes?: Marker }[] }).events ?? [];
+  return events.flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    const data = marker?.markerName === 'core_patch' ? marker.details?.patch_data?.payloads?.[0]?.data : undefined;
+    return data === undefined ? [] : [(JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { id: string }).id];
+  });
 }

@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimIdempotencyKey } from '../../core/db/idempotency';
-import { placeHold } from '../../core/db/ledger';
-import { inTransaction } from '../../core/db/pool';
+import { admit } from '../../core/ledger';
 import { requestHash } from '../../core/idempotency';
 import { newId } from '../../core/ids';
 import { startHarness } from '../support/harness';
@@ -43,13 +41,9 @@ describe('Idempotency-Key on POST /api/generate', () => {
     const body = { kind: 'video', model: 'kling', prompt: 'an orphan sim:delay=0' };
     // What the first request left behind: the claim, the hold and a queued generation, no workflow.
     const id = newId('gen');
-    await inTransaction(h.pool, async (tx) => {
-      await claimIdempotencyKey(tx, { accountId, key: 'order-orphan', requestHash: requestHash('POST /api/generate', body), generationId: id });
-      await placeHold(tx, {
-        generation: { id, accountId, apiKeyId: keyId, kind: 'video', model: 'kling', params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 }, prompt: body.prompt },
-        amountMc: 42_500,
-      });
-    });
+    await admit(h.pool, [
+      { id, accountId, apiKeyId: keyId, kind: 'video', model: 'kling', params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 }, prompt: body.prompt, quoteMc: 42_500 },
+    ], { accountId, key: 'order-orphan', requestHash: requestHash('POST /api/generate', body) });
     const again = await generate(h, key, body, { 'idempotency-key': 'order-orphan' });
     expect(again.status).toBe(200);
     expect(again.body.generation.id).toBe(id);

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReconcileReport } from '../../activities/reconcile';
-import { placeHold } from '../../core/db/ledger';
-import { inTransaction } from '../../core/db/pool';
+import { admit } from '../../core/ledger';
 import { newId } from '../../core/ids';
 import { ensureReconcilerSchedule, reconcilerScheduleId } from '../../runtime/reconciler-schedule';
 import { eventually, startHarness } from '../support/harness';
@@ -27,10 +26,7 @@ describe('the reconciler', () => {
     const { key, accountId, keyId } = await h.account({ credits: 50 });
     const id = newId('gen');
     // As if the API died right after its hold transaction.
-    await inTransaction(h.pool, (tx) => placeHold(tx, {
-      generation: { id, accountId, apiKeyId: keyId, kind: 'image', model: 'image-flux', params: {}, prompt: 'orphan' },
-      amountMc: 3_000,
-    }));
+    await admit(h.pool, [{ id, accountId, apiKeyId: keyId, kind: 'image', model: 'image-flux', params: {}, prompt: 'orphan', quoteMc: 3_000 }]);
     expect(await credits(h, key)).toMatchObject({ balance: 47, holdsActive: 3 });
 
     // Too young for a pass with a grace period: it may be an admission still starting.

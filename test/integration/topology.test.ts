@@ -12,7 +12,7 @@ import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort, isAlive } from '../../runtime/process';
-import { providerTaskQueueOf } from '../../workflows/definitions';
+import { providerTaskQueueOf } from '../../core/workflow-contract';
 import { createProcessGroup, http as httpAt, minimalEnv, waitForHealth, waitForWorkers } from '../support/app-processes';
 import type { AppProcess } from '../support/app-processes';
 import { createDatabase, databaseUrlFor, dropDatabase, eventually } from '../support/harness';

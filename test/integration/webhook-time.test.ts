@@ -11,7 +11,7 @@ import { inject } from 'vitest';
 import type { AttemptRequest } from '../../activities/webhooks';
 import { RETRY_SCHEDULE_MS } from '../../core/webhooks/schedule';
 import { createWebhookDispatcher } from '../../service/webhook-dispatch';
-import { redeliverSignal } from '../../workflows/definitions';
+import { redeliverSignal } from '../../core/workflow-contract';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { startReceiver } from '../support/webhook-receiver';

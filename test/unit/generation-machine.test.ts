@@ -1,106 +1,111 @@
 import { describe, expect, it } from 'vitest';
 import { initialTransition, transition } from 'xstate';
-import { generationMachine, phaseOf } from '../../machines/generation';
-import type { GenerationEvent } from '../../machines/generation';
+import { effectsOf, generationMachine, statusOf } from '../../machines/generation';
+import type { GenerationEvent, GenerationMachineInput } from '../../machines/generation';
 
-/** Feeds events through the pure transition function and records the phase and the effects asked for. */
-function run(needsSlot: boolean, events: GenerationEvent[]) {
-  let [snapshot, actions] = initialTransition(generationMachine, { needsSlot });
-  const steps = [{ phase: phaseOf(snapshot.value), effects: actions.map((a) => a.type) }];
+/** Feeds events through the pure transition function and records the status and the effects asked for. */
+function run(input: boolean | GenerationMachineInput, events: GenerationEvent[]) {
+  let [snapshot, actions] = initialTransition(generationMachine, typeof input === 'boolean' ? { needsSlot: input } : input);
+  const steps = [{ status: statusOf(snapshot.value), effects: effectsOf(actions).map((a) => a.type) }];
   for (const event of events) {
     [snapshot, actions] = transition(generationMachine, snapshot, event);
-    steps.push({ phase: phaseOf(snapshot.value), effects: actions.map((a) => a.type) });
+    steps.push({ status: statusOf(snapshot.value), effects: effectsOf(actions).map((a) => a.type) });
   }
-  return { snapshot, steps, last: actions };
+  return { snapshot, steps, last: effectsOf(actions) };
 }
 
 const output = { outputKey: 'gen_x/output.png', outputText: null };
 const failure = { code: 'provider_failed', message: 'no', retryable: false };
+const settleFailure = { code: 'settle_failed', message: 'nothing was charged', retryable: true };
 
 describe('generation machine', () => {
-  it('image: hold, run straight away, settle the output', () => {
-    const { steps, snapshot, last } = run(false, [{ type: 'HOLD_PLACED' }, { type: 'PROVIDER_SUCCEEDED', output }]);
+  it('image: starts queued (the hold is placed), records running, runs, settles, succeeds once settled', () => {
+    const { steps, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLED' }]);
     expect(steps).toEqual([
-      { phase: 'admitting', effects: ['placeHold'] },
-      { phase: 'running', effects: ['markRunning', 'runProvider'] },
-      { phase: 'succeeded', effects: ['settle'] },
+      { status: 'queued', effects: ['startRunning'] },
+      { status: 'running', effects: ['runProvider'] },
+      // Settling is still `running` to the outside: only the settle's outcome decides.
+      { status: 'running', effects: ['settle'] },
+      { status: 'succeeded', effects: [] },
     ]);
     expect(snapshot.status).toBe('done');
-    expect(last[0]!.params).toEqual({ output });
+    expect(run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }]).last).toMatchObject([{ type: 'settle', params: { output } }]);
   });
 
-  it('video: waits in queued for a slot before running', () => {
-    const { steps } = run(true, [{ type: 'HOLD_PLACED' }, { type: 'SLOT_GRANTED' }, { type: 'PROVIDER_SUCCEEDED', output }]);
-    expect(steps.map((s) => s.phase)).toEqual(['admitting', 'queued', 'running', 'succeeded']);
-    expect(steps[1]!.effects).toEqual(['waitForSlot']);
+  it('video: waits in queued for a slot; the slot claim is the start, so nothing writes running twice', () => {
+    const { steps } = run(true, [{ type: 'SLOT_GRANTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLED' }]);
+    expect(steps.map((s) => s.status)).toEqual(['queued', 'running', 'running', 'succeeded']);
+    expect(steps.map((s) => s.effects)).toEqual([['waitForSlot'], ['runProvider'], ['settle'], []]);
   });
 
-  it('a refused hold ends in refused with no further effect', () => {
-    const { steps, snapshot } = run(true, [{ type: 'HOLD_REFUSED' }]);
-    expect(steps[1]).toEqual({ phase: 'refused', effects: [] });
-    expect(snapshot.status).toBe('done');
+  it('replays older videos, which recorded running again after their slot', () => {
+    const { steps } = run({ needsSlot: true, startAfterSlot: true }, [{ type: 'SLOT_GRANTED' }, { type: 'STARTED' }]);
+    expect(steps.map((s) => s.effects)).toEqual([['waitForSlot'], ['startRunning'], ['runProvider']]);
+  });
+
+  it('a settle that failed is the machine\'s decision: the generation fails and its hold is released', () => {
+    const { steps, last, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLE_FAILED', error: settleFailure }]);
+    expect(steps.at(-1)).toEqual({ status: 'failed', effects: ['release'] });
+    expect(last[0]).toMatchObject({ type: 'release', params: { error: settleFailure } });
+    expect(snapshot.context.error).toEqual(settleFailure);
   });
 
   it('a provider failure releases the hold with the provider error', () => {
-    const { steps, last } = run(false, [{ type: 'HOLD_PLACED' }, { type: 'PROVIDER_FAILED', error: failure }]);
-    expect(steps.at(-1)).toEqual({ phase: 'failed', effects: ['release'] });
+    const { steps, last } = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }]);
+    expect(steps.at(-1)).toEqual({ status: 'failed', effects: ['release'] });
     expect(last[0]!.params).toEqual({ error: failure });
   });
 
-  it('cancel while queued or running stops the work and releases with code cancelled', () => {
-    for (const events of [
-      [{ type: 'HOLD_PLACED' }, { type: 'CANCEL', reason: 'operator' }],
-      [{ type: 'HOLD_PLACED' }, { type: 'SLOT_GRANTED' }, { type: 'CANCEL', reason: 'operator' }],
-    ] as GenerationEvent[][]) {
-      const { steps, last } = run(true, events);
-      expect(steps.at(-1)).toEqual({ phase: 'failed', effects: ['stopWork', 'release'] });
-      expect(last[1]!.params).toEqual({ error: { code: 'cancelled', message: 'operator', retryable: false } });
+  it('a generation that ended before it could start fails without running', () => {
+    const refused = { code: 'not_started', message: 'released meanwhile', retryable: true };
+    for (const needsSlot of [false, true]) {
+      const { steps } = run(needsSlot, [{ type: 'START_REFUSED', error: refused }]);
+      expect(steps.at(-1)).toEqual({ status: 'failed', effects: ['release'] });
     }
   });
 
-  it('a cancel during admission waits for the hold, then releases it', () => {
-    const { steps, last } = run(true, [{ type: 'CANCEL', reason: 'early' }, { type: 'HOLD_PLACED' }]);
-    expect(steps.map((s) => s.phase)).toEqual(['admitting', 'admitting', 'failed']);
+  it('cancel and deadline share one transition: stop the work, release, with their own error', () => {
+    const stops: [GenerationEvent, object][] = [
+      [{ type: 'CANCEL', reason: 'operator' }, { code: 'cancelled', message: 'operator', retryable: false }],
+      [{ type: 'DEADLINE', message: 'over 10 min' }, { code: 'timeout', message: 'over 10 min', retryable: true }],
+    ];
+    for (const [stop, error] of stops) {
+      for (const before of [[], [{ type: 'SLOT_GRANTED' }]] as GenerationEvent[][]) {
+        const { steps, last, snapshot } = run(true, [...before, stop]);
+        expect(steps.at(-1)).toEqual({ status: 'failed', effects: ['stopWork', 'release'] });
+        expect(last[1]!.params).toEqual({ error });
+        expect(snapshot.status).toBe('done');
+      }
+    }
+  });
+
+  it('a cancel or deadline while the charge is being recorded changes nothing: the settle decides', () => {
+    const settling = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }]);
+    for (const event of [{ type: 'CANCEL', reason: 'late' }, { type: 'DEADLINE', message: 'late' }] as GenerationEvent[]) {
+      const [next, actions] = transition(generationMachine, settling.snapshot, event);
+      expect(statusOf(next.value)).toBe('running');
+      expect(effectsOf(actions)).toEqual([]);
+    }
+  });
+
+  it('final states are never left', () => {
+    const succeeded = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLED' }]);
+    const failed = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }]);
+    const events: GenerationEvent[] = [
+      { type: 'CANCEL', reason: 'late' }, { type: 'RUN_FAILED', error: failure }, { type: 'RUN_SUCCEEDED', output },
+      { type: 'DEADLINE', message: 'late' }, { type: 'SETTLE_FAILED', error: settleFailure },
+    ];
+    for (const [done, status] of [[succeeded, 'succeeded'], [failed, 'failed']] as const) {
+      for (const event of events) {
+        const [next, actions] = transition(generationMachine, done.snapshot, event);
+        expect(statusOf(next.value)).toBe(status);
+        expect(actions).toEqual([]);
+      }
+    }
+  });
+
+  it('asks only for effects the workflow knows (assignments stay inside the machine)', () => {
+    const { last } = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }]);
     expect(last.map((a) => a.type)).toEqual(['release']);
-    expect(last[0]!.params).toMatchObject({ error: { code: 'cancelled', message: 'early' } });
-  });
-
-  it('a cancel during admission of a refused hold changes nothing: there is nothing to release', () => {
-    const { steps } = run(false, [{ type: 'CANCEL', reason: 'early' }, { type: 'HOLD_REFUSED' }]);
-    expect(steps.at(-1)).toEqual({ phase: 'refused', effects: [] });
-  });
-
-  it('terminal states are never left', () => {
-    const succeeded = run(false, [{ type: 'HOLD_PLACED' }, { type: 'PROVIDER_SUCCEEDED', output }]);
-    for (const event of [{ type: 'CANCEL', reason: 'late' }, { type: 'PROVIDER_FAILED', error: failure }] as GenerationEvent[]) {
-      const [next, actions] = transition(generationMachine, succeeded.snapshot, event);
-      expect(phaseOf(next.value)).toBe('succeeded');
-      expect(actions).toEqual([]);
-    }
-    const failed = run(false, [{ type: 'HOLD_PLACED' }, { type: 'PROVIDER_FAILED', error: failure }]);
-    const [next, actions] = transition(generationMachine, failed.snapshot, { type: 'PROVIDER_SUCCEEDED', output });
-    expect(phaseOf(next.value)).toBe('failed');
-    expect(actions).toEqual([]);
-  });
-
-  it('a late provider result after a cancel is ignored', () => {
-    const cancelled = run(false, [{ type: 'HOLD_PLACED' }, { type: 'CANCEL', reason: 'x' }]);
-    const [next, actions] = transition(generationMachine, cancelled.snapshot, { type: 'PROVIDER_SUCCEEDED', output });
-    expect(phaseOf(next.value)).toBe('failed');
-    expect(actions).toEqual([]);
-  });
-
-  it('a deadline fails a queued or running generation with a retryable timeout, stops its work and releases', () => {
-    for (const [needsSlot, before] of [[true, [{ type: 'HOLD_PLACED' }]], [false, [{ type: 'HOLD_PLACED' }]]] as [boolean, GenerationEvent[]][]) {
-      const { steps, last, snapshot } = run(needsSlot, [...before, { type: 'DEADLINE', message: 'over 10 min' }]);
-      expect(steps[steps.length - 1]).toEqual({ phase: 'failed', effects: ['stopWork', 'release'] });
-      expect(last[1]!.params).toEqual({ error: { code: 'timeout', message: 'over 10 min', retryable: true } });
-      expect(snapshot.status).toBe('done');
-    }
-  });
-
-  it('a deadline after the end changes nothing', () => {
-    const { steps } = run(false, [{ type: 'HOLD_PLACED' }, { type: 'PROVIDER_SUCCEEDED', output }, { type: 'DEADLINE', message: 'late' }]);
-    expect(steps[steps.length - 1]).toEqual({ phase: 'succeeded', effects: [] });
   });
 });

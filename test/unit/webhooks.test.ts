@@ -8,7 +8,7 @@ import { DISABLE_AFTER_FAILING_MS, RETRY_SCHEDULE_MS, ROTATION_OVERLAP_MS } from
 import { createSecretBox } from '../../core/webhooks/secret-box';
 import { deliveryHeaders, generateSecret, SECRET_PATTERN, verifyServiceSignature } from '../../core/webhooks/signing';
 import { checkWebhookUrl } from '../../core/webhooks/url-check';
-import { deliveryPayload } from '../../service/webhook-payload';
+import { deliveryPayload } from '../../core/webhooks/payload';
 
 describe('the retry schedule (DESIGN §6)', () => {
   it('waits exactly 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h after successive failures: ten attempts over about 3 days', () => {

@@ -1,8 +1,8 @@
-import type { GenerationRow } from '../core/db/generations';
-import type { OutputStore } from '../core/storage';
-import { recordOf, viewOf } from './records';
-import { PING_EVENT } from '../core/webhooks/events';
-import type { WebhookFormat } from '../core/webhooks/events';
+import type { GenerationRow } from '../db/generations';
+import type { OutputStore } from '../storage';
+import { recordOf, viewOf } from '../generation-view';
+import { PING_EVENT } from './events';
+import type { WebhookFormat } from './events';
 
 export interface PayloadSource {
   event: string;

@@ -1,7 +1,7 @@
-import type { GenerationRow } from '../core/db/generations';
-import { mcToCredits } from '../core/money';
-import type { OutputStore } from '../core/storage';
-import type { GenerationFailure, GenerationKind, GenerationStatus } from '../core/vocabulary';
+import type { GenerationRow } from './db/generations';
+import { mcToCredits } from './money';
+import type { OutputStore } from './storage';
+import type { GenerationFailure, GenerationKind, GenerationStatus } from './vocabulary';
 
 /** A generation as every door may show it; each door picks and names the fields of its shape. */
 export interface GenerationView {

@@ -1,8 +1,11 @@
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { GenerationPhase } from '../machines/generation';
-import type { GenerationKind } from '../core/vocabulary';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { GenerationFailure, GenerationKind, GenerationStatus, RunOutput } from './vocabulary';
 
-/** Everything the API needs to start, ask and steer a generation workflow. */
+/**
+ * The contract between the service and the workflows it starts: workflow types, inputs, results,
+ * signals and queries. Imported by both sides (and by activities that signal), so it stays free
+ * of anything but Temporal's definitions and the vocabulary.
+ */
 
 export const GENERATION_WORKFLOW_TYPE = 'generation';
 
@@ -24,14 +27,8 @@ export interface GenerationWorkflowInput {
   prompt: string;
   params: Record<string, unknown>;
   quoteMc: number;
-  /** Present when a free chat reply may be claimed instead of a hold; names the model that serves it. */
-  freeChat?: { model: string };
-  /**
-   * Set when the API placed the hold before starting the workflow (every generation since API
-   * admission; see docs/decisions.md). Absent in workflows started by earlier code, which place
-   * the hold themselves: both paths replay.
-   */
-  admitted?: { free: boolean; model: string };
+  /** The admission the API made before starting the workflow: a free reply, and the model that serves it. */
+  admitted: { free: boolean; model: string };
   /** After this long the generation fails with `timeout` and its hold is released (per kind, configured). */
   deadlineMs?: number;
   /**
@@ -43,25 +40,29 @@ export interface GenerationWorkflowInput {
   apiRun?: { deadlineMs: number };
 }
 
+/**
+ * The input of workflows that placed their own hold, started before the API admitted in
+ * PostgreSQL. Only replayed (workflows/legacy-admission.ts); nothing starts one any more.
+ */
+export interface LegacyWorkflowInput extends Omit<GenerationWorkflowInput, 'admitted'> {
+  admitted?: undefined;
+  freeChat?: { model: string };
+}
+
 /** What the API reports about a generation it ran itself (see `apiRun`). */
 export type ApiRunResult =
-  | { ok: true; output: { outputKey: string | null; outputText: string | null; chargeMc: number; outputTokens: number } }
-  | { ok: false; error: { code: string; message: string; retryable: boolean } };
+  | { ok: true; output: RunOutput & { chargeMc: number; outputTokens: number } }
+  | { ok: false; error: GenerationFailure };
 
-export type Admission =
-  | { admitted: true; free: boolean; model: string }
-  | { admitted: false; requiredMc: number; availableMc: number };
+/** Where a generation workflow stands; `refused` only for legacy workflows whose own hold was refused. */
+export type GenerationPhase = GenerationStatus | 'refused';
 
 export interface GenerationResult {
   generationId: string;
   phase: GenerationPhase;
 }
 
-/** Resolves as soon as the hold is placed or refused: the API answers 402 before anything runs. */
-export const admissionUpdate = defineUpdate<Admission>('admission');
 export const phaseQuery = defineQuery<GenerationPhase>('phase');
-/** The admission once decided (also after the workflow closed): how a repeated request learns it. */
-export const admissionQuery = defineQuery<Admission | null>('admission');
 export const cancelSignal = defineSignal<[reason: string]>('cancel');
 
 export const WEBHOOK_DELIVERY_WORKFLOW_TYPE = 'webhookDelivery';

@@ -1,0 +1,183 @@
+import type pg from 'pg';
+import { claimIdempotencyKey } from '../db/idempotency';
+import { inTransaction } from '../db/pool';
+import type { Queryable } from '../db/pool';
+import { IdempotencyConflictError } from '../errors';
+import { metrics } from '../metrics';
+import { mcToCredits } from '../money';
+import type { Millicredits } from '../money';
+import type { GenerationKind } from '../vocabulary';
+import { appendEntry } from './entries';
+import type { AccountMoney } from './entries';
+import { classified } from './failures';
+import { owesEvent, recordStatusEvent } from './outbox';
+
+/** A priced generation about to be admitted. */
+export interface NewGeneration {
+  id: string;
+  accountId: string;
+  apiKeyId: string | null;
+  kind: GenerationKind;
+  model: string;
+  params: Record<string, unknown>;
+  prompt: string;
+  quoteMc: Millicredits;
+  /** While the account has free chat replies left, one is claimed instead of a hold; names the model that serves it. */
+  freeChat?: { model: string } | undefined;
+}
+
+/** An Idempotency-Key with the hash of the request it came with. */
+export interface KeyedRequest {
+  accountId: string;
+  key: string;
+  requestHash: Buffer;
+}
+
+export interface AdmittedGeneration {
+  id: string;
+  /** The model that runs: the free model when a free reply was claimed. */
+  model: string;
+  free: boolean;
+  amountMc: Millicredits;
+}
+
+export type Admission =
+  /** Every generation held and recorded; `createdAt` is their rows' (the transaction's start). */
+  | { outcome: 'admitted'; generations: AdmittedGeneration[]; createdAt: Date }
+  /** The Idempotency-Key was claimed by this same request before: its first generation. */
+  | { outcome: 'replay'; firstId: string }
+  /** Too little money for the whole request: nothing was held, claimed or recorded. */
+  | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits };
+
+/**
+ * Admits one request's generations in one transaction: claims the Idempotency-Key (naming the
+ * first generation), then for each places the hold (or claims a free chat reply), records the
+ * generation `queued` and writes its ledger entry and any `queued` webhook delivery. All or
+ * nothing: a refusal rolls everything back, so a refused request leaves no claim, no hold and no
+ * generation, and never a workflow. Idempotent per generation id: admitting an id that already
+ * holds answers that hold.
+ */
+export async function admit(pool: pg.Pool, generations: readonly NewGeneration[], keyed?: KeyedRequest): Promise<Admission> {
+  const first = generations[0];
+  if (!first) throw new Error('admit: nothing to admit');
+  // One paid generation without a key and with no webhook owed is one statement, atomic by
+  // itself: no BEGIN and COMMIT round trips around it. It is the hot path of a streamed chat.
+  const oneStatement = !keyed && generations.length === 1 && !first.freeChat && !owesEvent(first.kind, 'queued');
+  let admission: Admission;
+  try {
+    admission = await classified(() => (oneStatement ? admitAll(pool, generations, undefined) : inTransaction(pool, (tx) => admitAll(tx, generations, keyed))));
+  } catch (err) {
+    if (err instanceof Refusal) return err.refusal;
+    throw err;
+  }
+  if (admission.outcome === 'admitted') {
+    for (const g of admission.generations) {
+      metrics.admissions.inc({ kind: first.kind });
+      if (!g.free) metrics.creditsHeld.inc(mcToCredits(g.amountMc));
+    }
+  }
+  return admission;
+}
+
+/** Thrown inside the transaction so that a refusal rolls back what was held before it. */
+class Refusal extends Error {
+  constructor(readonly refusal: Extract<Admission, { outcome: 'refused' }>) {
+    super('refused');
+  }
+}
+
+async function admitAll(tx: Queryable, generations: readonly NewGeneration[], keyed: KeyedRequest | undefined): Promise<Admission> {
+  if (keyed) {
+    const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: generations[0]!.id });
+    if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
+    if (claim.outcome === 'replay') return { outcome: 'replay', firstId: claim.generationId };
+  }
+  const admitted: AdmittedGeneration[] = [];
+  let heldMc = 0;
+  let createdAt: Date | undefined;
+  for (const g of generations) {
+    const one = await admitOne(tx, g);
+    if ('availableMc' in one) {
+      // Said of the whole request: what all of it needs against what was available before it.
+      const requiredMc = generations.reduce((sum, q) => sum + q.quoteMc, 0);
+      const refusal = { outcome: 'refused', requiredMc, availableMc: one.availableMc + heldMc } as const;
+      if (generations.length === 1 && !keyed) return refusal;
+      throw new Refusal(refusal);
+    }
+    heldMc += one.amountMc;
+    createdAt ??= one.createdAt;
+    admitted.push(one);
+  }
+  return { outcome: 'admitted', generations: admitted, createdAt: createdAt! };
+}
+
+/** now() is the transaction's start, so it is also the `created_at` its inserts default to. */
+interface HeldMoney extends AccountMoney {
+  created_at: Date;
+}
+
+async function admitOne(tx: Queryable, g: NewGeneration): Promise<(AdmittedGeneration & { createdAt: Date }) | { availableMc: Millicredits }> {
+  if (g.freeChat) {
+    const claimed = await tx.query<HeldMoney>(
+      `UPDATE accounts SET chat_used = chat_used + 1
+        WHERE id = $1 AND chat_used < chat_cap
+          AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $2) RETURNING balance_mc, held_mc, now() AS created_at`,
+      [g.accountId, g.id],
+    );
+    const money = claimed.rows[0];
+    if (money) {
+      const model = g.freeChat.model;
+      await insertFreeReply(tx, { ...g, model }, money);
+      return { id: g.id, model, free: true, amountMc: 0, createdAt: money.created_at };
+    }
+  }
+
+  // One statement: the conditional update and the three rows it entails. The foreign keys
+  // between them are checked at the end of the statement, when all three exist.
+  const held = await tx.query<HeldMoney>(
+    `WITH a AS (
+       UPDATE accounts SET held_mc = held_mc + $2::bigint
+        WHERE id = $1 AND balance_mc - held_mc >= $2::bigint
+          AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $3)
+        RETURNING id, balance_mc, held_mc
+     ), g AS (
+       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, free_chat)
+       SELECT $3, id, $4, $5, $6, 'queued', $7, $8, $2::bigint, false FROM a
+     ), h AS (
+       INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT $3, id, $2::bigint, false FROM a
+     ), e AS (
+       INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
+       SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
+     )
+     SELECT balance_mc, held_mc, now() AS created_at FROM a`,
+    [g.accountId, g.quoteMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt],
+  );
+  const done = held.rows[0];
+  if (done) {
+    await recordStatusEvent(tx, g.id, g.kind, 'queued');
+    return { id: g.id, model: g.model, free: false, amountMc: g.quoteMc, createdAt: done.created_at };
+  }
+
+  // Nothing moved: either this generation was admitted before (a retried step), or too little money.
+  const existing = await tx.query<{ amount_mc: number; free_chat: boolean; model: string; created_at: Date }>(
+    `SELECT h.amount_mc, h.free_chat, g.model, g.created_at FROM holds h JOIN generations g ON g.id = h.generation_id
+      WHERE h.generation_id = $1`,
+    [g.id],
+  );
+  const found = existing.rows[0];
+  if (found) return { id: g.id, model: found.model, free: found.free_chat, amountMc: found.amount_mc, createdAt: found.created_at };
+  const available = await tx.query<{ available_mc: number }>('SELECT balance_mc - held_mc AS available_mc FROM accounts WHERE id = $1', [g.accountId]);
+  return { availableMc: available.rows[0]?.available_mc ?? 0 };
+}
+
+/** A free reply is a hold of nothing: its rows and entry exist so that it resolves like any other. */
+async function insertFreeReply(tx: Queryable, g: NewGeneration, after: AccountMoney): Promise<void> {
+  await tx.query(
+    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, free_chat)
+     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, 0, true)`,
+    [g.id, g.accountId, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt],
+  );
+  await tx.query(`INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) VALUES ($1, $2, 0, true)`, [g.id, g.accountId]);
+  await appendEntry(tx, { accountId: g.accountId, generationId: g.id, entry: 'hold', amountMc: 0, after, note: 'free chat reply' });
+  await recordStatusEvent(tx, g.id, g.kind, 'queued');
+}

@@ -1,0 +1,22 @@
+import type { Queryable } from '../db/pool';
+import type { Millicredits } from '../money';
+import type { AccountMoney } from './entries';
+
+/**
+ * Adds credits (an opening balance, a top-up) in one statement: the balance and its ledger entry
+ * move together. Atomic by itself, so it also runs inside a caller's transaction (an account
+ * created with its opening balance).
+ */
+export async function credit(q: Queryable, accountId: string, amountMc: Millicredits, note: string): Promise<AccountMoney | undefined> {
+  const r = await q.query<AccountMoney>(
+    `WITH a AS (
+       UPDATE accounts SET balance_mc = balance_mc + $2::bigint WHERE id = $1 RETURNING id, balance_mc, held_mc
+     ), e AS (
+       INSERT INTO ledger_entries (account_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
+       SELECT id, 'credit', $2::bigint, balance_mc, held_mc, $3 FROM a
+     )
+     SELECT balance_mc, held_mc FROM a`,
+    [accountId, amountMc, note],
+  );
+  return r.rows[0];
+}

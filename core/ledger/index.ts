@@ -1,0 +1,18 @@
+/**
+ * The ledger: the only code that moves money or a generation's status. Each operation is one
+ * transaction that writes the ledger entry, the status, the webhook outbox rows and (after the
+ * commit) the metric together, and each is idempotent, so an activity, the API process or the
+ * reconciler may call it again after a crash and nothing moves twice. A hold resolves once:
+ *
+ *   admit ──► queued ──startRunning──► running ──settle──► succeeded (charged)
+ *                 └──────────────────────┴─────release──► failed (nothing charged)
+ */
+export { admit } from './admit';
+export type { Admission, AdmittedGeneration, KeyedRequest, NewGeneration } from './admit';
+export { credit } from './credit';
+export type { AccountMoney } from './entries';
+export { LedgerPermanentError } from './failures';
+export { release, settle } from './resolve';
+export type { Resolution, SettleRequest } from './resolve';
+export { startRunning } from './running';
+export type { StartOutcome, StartRequest } from './running';

@@ -1,0 +1,115 @@
+import type pg from 'pg';
+import { inTransaction } from '../db/pool';
+import type { Queryable } from '../db/pool';
+import { metrics } from '../metrics';
+import { mcToCredits } from '../money';
+import type { Millicredits } from '../money';
+import type { GenerationFailure, GenerationKind } from '../vocabulary';
+import { appendEntry, moveAccount } from './entries';
+import { classified } from './failures';
+import { recordStatusEvent } from './outbox';
+
+export interface SettleRequest {
+  generationId: string;
+  /** What the run actually cost; omitted means the quote. Never more than the hold. */
+  chargeMc?: Millicredits | undefined;
+  outputKey: string | null;
+  outputText: string | null;
+  /** Per-token runs: the output tokens charged for, kept with the generation's parameters. */
+  outputTokens?: number | undefined;
+}
+
+export type Resolution =
+  | { outcome: 'settled'; kind: GenerationKind; chargedMc: Millicredits; releasedMc: Millicredits }
+  | { outcome: 'released'; kind: GenerationKind; releasedMc: Millicredits; code: string }
+  /** The hold had moved before: nothing changed now. */
+  | { outcome: 'already'; state: 'settled' | 'released' };
+
+/**
+ * The hold becomes the charge (the unused part goes back), the generation `succeeded` with its
+ * output, and its webhook deliveries are written: one transaction, once. A repeat finds the hold
+ * moved and changes nothing.
+ */
+export async function settle(pool: pg.Pool, req: SettleRequest): Promise<Resolution> {
+  return counted(await classified(() => inTransaction(pool, (tx) => settleIn(tx, req))));
+}
+
+/** The hold goes back (a free reply's allowance too), the generation `failed` with `failure`: one transaction, once. */
+export async function release(pool: pg.Pool, generationId: string, failure: GenerationFailure): Promise<Resolution> {
+  return counted(await classified(() => inTransaction(pool, (tx) => releaseIn(tx, generationId, failure))));
+}
+
+async function settleIn(tx: Queryable, req: SettleRequest): Promise<Resolution> {
+  const moved = await tx.query<{ account_id: string; amount_mc: number; charged_mc: number }>(
+    `UPDATE holds SET state = 'settled', resolved_at = now(),
+            charged_mc = LEAST(COALESCE($2::bigint, amount_mc), amount_mc)
+      WHERE generation_id = $1 AND state = 'held'
+      RETURNING account_id, amount_mc, charged_mc`,
+    [req.generationId, req.chargeMc ?? null],
+  );
+  const hold = moved.rows[0];
+  if (!hold) return alreadyResolved(tx, req.generationId);
+
+  const rest = hold.amount_mc - hold.charged_mc;
+  const after = await moveAccount(tx, hold.account_id, { heldDelta: -hold.amount_mc, balanceDelta: -hold.charged_mc });
+  const entry = { accountId: hold.account_id, generationId: req.generationId, after };
+  await appendEntry(tx, { ...entry, entry: 'charge', amountMc: hold.charged_mc, note: null });
+  if (rest > 0) await appendEntry(tx, { ...entry, entry: 'release', amountMc: rest, note: 'unused part of the hold' });
+  const g = await tx.query<{ kind: GenerationKind }>(
+    `UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
+            params = CASE WHEN $5::integer IS NULL THEN params ELSE params || jsonb_build_object('outputTokens', $5::integer) END,
+            started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
+      WHERE id = $1 RETURNING kind`,
+    [req.generationId, hold.charged_mc, req.outputKey, req.outputText, req.outputTokens ?? null],
+  );
+  const kind = kindOf(g.rows[0], req.generationId);
+  await recordStatusEvent(tx, req.generationId, kind, 'succeeded');
+  return { outcome: 'settled', kind, chargedMc: hold.charged_mc, releasedMc: rest };
+}
+
+async function releaseIn(tx: Queryable, generationId: string, failure: GenerationFailure): Promise<Resolution> {
+  const moved = await tx.query<{ account_id: string; amount_mc: number; free_chat: boolean }>(
+    `UPDATE holds SET state = 'released', resolved_at = now()
+      WHERE generation_id = $1 AND state = 'held'
+      RETURNING account_id, amount_mc, free_chat`,
+    [generationId],
+  );
+  const hold = moved.rows[0];
+  if (!hold) return alreadyResolved(tx, generationId);
+
+  // A failed free reply gives its allowance back: a failure costs nothing, not even a trial reply.
+  const after = await moveAccount(tx, hold.account_id, { heldDelta: -hold.amount_mc, balanceDelta: 0, chatUsedDelta: hold.free_chat ? -1 : 0 });
+  await appendEntry(tx, { accountId: hold.account_id, generationId, entry: 'release', amountMc: hold.amount_mc, after, note: failure.code });
+  const g = await tx.query<{ kind: GenerationKind }>(
+    `UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now() WHERE id = $1 RETURNING kind`,
+    [generationId, JSON.stringify(failure)],
+  );
+  const kind = kindOf(g.rows[0], generationId);
+  await recordStatusEvent(tx, generationId, kind, 'failed');
+  return { outcome: 'released', kind, releasedMc: hold.amount_mc, code: failure.code };
+}
+
+function kindOf(row: { kind: GenerationKind } | undefined, generationId: string): GenerationKind {
+  if (!row) throw new Error(`generation ${generationId} has a hold but no row`);
+  return row.kind;
+}
+
+async function alreadyResolved(tx: Queryable, generationId: string): Promise<Resolution> {
+  const r = await tx.query<{ state: 'held' | 'settled' | 'released' }>('SELECT state FROM holds WHERE generation_id = $1', [generationId]);
+  const state = r.rows[0]?.state;
+  if (state === 'settled' || state === 'released') return { outcome: 'already', state };
+  throw new Error(`no hold for generation ${generationId}`);
+}
+
+/** Counts what the transaction moved, after it committed; a repeat moved nothing and counts nothing. */
+function counted(r: Resolution): Resolution {
+  if (r.outcome === 'settled') {
+    metrics.finished.inc({ kind: r.kind, status: 'succeeded', code: '' });
+    metrics.creditsCharged.inc(mcToCredits(r.chargedMc));
+    if (r.releasedMc > 0) metrics.creditsReleased.inc(mcToCredits(r.releasedMc));
+  } else if (r.outcome === 'released') {
+    metrics.finished.inc({ kind: r.kind, status: 'failed', code: r.code });
+    if (r.releasedMc > 0) metrics.creditsReleased.inc(mcToCredits(r.releasedMc));
+  }
+  return r;
+}

@@ -1,0 +1,44 @@
+import type { GenerationRow } from '../core/db/generations';
+import type { AdmittedGeneration } from '../core/ledger';
+import type { GenerationWorkflowInput } from '../core/workflow-contract';
+import type { GenerationKind } from '../core/vocabulary';
+import type { PricedGeneration } from './requests';
+
+/** Per kind, how long a generation may stay in flight before it fails with `timeout`. */
+export type Deadlines = Partial<Record<GenerationKind, number>>;
+
+/** The workflow input of a generation the ledger just admitted. */
+export function inputOfAdmitted(priced: PricedGeneration, admitted: AdmittedGeneration, deadlines: Deadlines | undefined): GenerationWorkflowInput {
+  const { freeChat: _freeChat, ...rest } = priced;
+  const deadlineMs = deadlines?.[priced.kind];
+  return {
+    ...rest,
+    model: admitted.model,
+    admitted: { free: admitted.free, model: admitted.model },
+    ...(deadlineMs === undefined ? {} : { deadlineMs }),
+  };
+}
+
+/** Everything a generation's workflow needs, rebuilt from its record (replays, cancels). */
+export function inputOfRecord(g: GenerationRow, deadlines: Deadlines | undefined): GenerationWorkflowInput {
+  const deadlineMs = deadlines?.[g.kind];
+  return {
+    ...(deadlineMs === undefined ? {} : { deadlineMs }),
+    generationId: g.id,
+    accountId: g.accountId,
+    apiKeyId: g.apiKeyId,
+    kind: g.kind,
+    model: g.model,
+    prompt: g.prompt,
+    params: g.params,
+    quoteMc: g.quoteMc,
+    admitted: { free: g.freeChat, model: g.model },
+    // A chat the API runs itself stays one: its workflow waits for the API's report.
+    ...(isApiRun(g) ? { apiRun: { deadlineMs: g.params.apiRunDeadlineMs } } : {}),
+  };
+}
+
+/** A chat the API runs itself (a group B reply): its workflow waits for the API's report. */
+export function isApiRun(g: GenerationRow): g is GenerationRow & { params: { apiRunDeadlineMs: number } } {
+  return typeof g.params.apiRunDeadlineMs === 'number';
+}
