@@ -2,8 +2,10 @@
  * The service's speed and memory targets, in one place. The bench prints PASS or MISS next to
  * each number; a MISS is reported, not fatal (exit code 0), because a slow or busy machine is not
  * a broken service. `docs/benchmark.md` explains them and, for a miss, where the time goes.
- * The first eight are issue 10's (simulator at zero latency, 2 cores); the last four guard
- * against regressions the earlier runs found.
+ * The first eight are issue 10's (simulator at zero latency, 2 cores), the two `stream.*` ones
+ * bound what the service adds to a streamed chat's first token, and the last four are regression
+ * guards on figures no other target covers (many clients, a paid chat, one account's video queue,
+ * peak memory).
  */
 export interface Target {
   /** A key of the bench's flat metrics, e.g. `image.sequential.p50`. */

@@ -64,7 +64,9 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     workflowBundle,
-    // runProvider stays registered here for workflows of the earlier code, which scheduled it on this queue.
+    // runProvider is served on this queue too: an activity task keeps the queue it was scheduled on,
+    // retries included, and workflows whose code had no provider queue (no providerTaskQueueOf)
+    // scheduled their provider runs here. It can go once none of those generations is in flight.
     activities: createActivities({
       pool: deps.pool,
       provider: deps.provider,

@@ -141,8 +141,9 @@ async function recordFixtures(histories: { workflowId: string }[]) {
     const phase = await h.client.workflow.getHandle(workflowId).query(phaseQuery);
     const kind = (await h.pool.query<{ kind: string }>('SELECT kind FROM generations WHERE id = $1', [workflowId])).rows[0]?.kind ?? 'none';
     const cancelled = stdout.includes('EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED') || stdout.includes('"signalName": "cancel"');
-    // Workflows admitted by the API (input `admitted`) are recorded beside those of the earlier
-    // code, which placed their own hold: both kinds may be in flight and both must replay.
+    // Workflows admitted by the API (input `admitted`) and those that place their own hold (no
+    // `admitted`: admission by update-with-start) are recorded under different names: both may be
+    // in flight and both must replay.
     const input = startInputOf(stdout);
     const admittedByApi = input?.admitted !== undefined;
     // Chats the API ran itself (apiRun) wait for its report instead of running the provider.

@@ -10,8 +10,8 @@ import type { Harness } from '../support/harness';
  * finishes (no workflow is left running, no hold is left held).
  */
 
-// Arbitrary JSON, plus the values that broke things before: NUL and other control characters,
-// lone surrogates, huge and tiny numbers, long strings.
+// Arbitrary JSON, plus values each layer must refuse or survive: NUL and other control characters
+// (PostgreSQL cannot store NUL), lone surrogates, huge and tiny numbers, long strings.
 const nasty = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.string({ unit: 'binary', maxLength: 200 }),

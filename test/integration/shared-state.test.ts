@@ -142,7 +142,7 @@ describe('two API instances and a worker sharing Redis and an S3-compatible stor
       const refetched = Buffer.from(await (await fetch(again.body.generation.outputUrl)).arrayBuffer());
       expect(refetched.equals(bytes)).toBe(true);
 
-      // The API no longer serves files itself, and nothing was written to any local folder.
+      // With a bucket the API serves no files itself, and nothing was written to any local folder.
       expect((await fetch(`${bases[0]}/files/${first.id}/output.png`)).status).toBe(404);
       for (const dir of ['worker', 'api-1', 'api-2']) expect(existsSync(join(dataRoot, dir, 'outputs')), dir).toBe(false);
     });

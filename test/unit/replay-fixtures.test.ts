@@ -7,9 +7,9 @@ import { WORKFLOWS_PATH } from '../../runtime/worker';
 const FIXTURES = new URL('../fixtures/histories/', import.meta.url);
 
 /**
- * Histories recorded from earlier versions of the workflow (one per path) must replay on the
- * current code: a change that would break workflows already in flight fails here, not in
- * production. Refresh them with `RECORD_HISTORIES=1 npx vitest run test/integration/cancel-and-replay.test.ts`
+ * Recorded histories, one per path of the workflow, each as the workflow code of its day wrote
+ * it, must replay on the current code: a change that would break workflows already in flight
+ * fails here, not in production. Refresh them with `RECORD_HISTORIES=1 npx vitest run test/integration/cancel-and-replay.test.ts`
  * only when a change is deliberately incompatible (and versioned with patching).
  */
 describe('recorded workflow histories', () => {
