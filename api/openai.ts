@@ -15,6 +15,7 @@ import type { ChatMessage, ChatSampling } from '../service/requests';
 import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
 import { errorBody, inDoorWords } from './errors';
+import { idempotencyKey, idempotencyOf, modelId } from './fields';
 import { openaiMediaRoutes } from './openai-media';
 import { apiError } from './schemas';
 
@@ -56,9 +57,8 @@ export function refuseUnknownFields(allowed: readonly string[]) {
 }
 
 /** The service options of a group B POST: its door, and the Idempotency-Key with what it stands for. */
-export function submitOptionsOf(request: { headers: { 'idempotency-key'?: string | undefined } }, route: string, body: unknown) {
-  const key = request.headers['idempotency-key'];
-  return { door: 'B' as const, idempotency: key === undefined ? undefined : { key, route, body } };
+export function submitOptionsOf(request: Parameters<typeof idempotencyOf>[0], route: string, body: unknown) {
+  return { door: 'B' as const, idempotency: idempotencyOf(request, route, body) };
 }
 
 /** Seconds since the epoch, as OpenAI's objects carry them. */
@@ -84,7 +84,7 @@ const UNSUPPORTED = 'is not supported by this service';
 
 export const chatCompletionBody = z
   .object({
-    model: safeText({ trim: true, min: 1, max: 100, label: 'model' }).describe('A group B chat id (GET /v1/models); auto lets the service choose'),
+    model: modelId.describe('A group B chat id (GET /v1/models); auto lets the service choose'),
     messages: z.array(chatMessage).min(1).max(1000),
     stream: z.boolean().nullish().describe('Server-Sent Events of chat.completion.chunk, ending with data: [DONE]'),
     stream_options: z.object({ include_usage: z.boolean().optional() }).nullish().describe('include_usage: a last chunk with the usage'),
@@ -294,7 +294,7 @@ export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps)
         'With stream: true the reply is a stream of chat.completion.chunk events ending with `data: [DONE]` (and a usage chunk first when ' +
         'stream_options.include_usage is set); a client that disconnects is charged the tokens it was sent. An Idempotency-Key makes retries safe.',
       body: chatCompletionBody,
-      headers: z.looseObject({ 'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.').optional() }),
+      headers: z.looseObject({ 'idempotency-key': idempotencyKey }),
       response: {
         200: {
           description: 'The reply; with stream: true, Server-Sent Events',

@@ -125,18 +125,3 @@ export const quote = z
   .meta({ id: 'Quote' });
 
 export const idParams = z.object({ id: z.string().describe('A generation id') });
-
-/** Headers every generate endpoint reads (RFC 7240 Prefer; Idempotency-Key of DESIGN §5). */
-export const generateHeaders = z.looseObject({
-  'idempotency-key': z
-    .string()
-    .regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.')
-    .optional()
-    .describe('The same key and body within 24 h return the same generation, never a second hold'),
-  prefer: z.string().optional().describe('respond-async: answer at once with the accepted state instead of waiting for an image or chat'),
-});
-
-/** RFC 7240: `Prefer: respond-async` asks for the accepted state at once instead of the result. */
-export function prefersAsync(prefer: string | undefined): boolean {
-  return (prefer ?? '').split(',').some((p) => p.trim().toLowerCase() === 'respond-async');
-}

@@ -11,17 +11,16 @@ import type { ChatMessage, GenerationRequest } from '../service/requests';
 import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
 import { inDoorWords } from './errors';
-import { balance, errorResponses, generateHeaders, generation, idParams, prefersAsync, quote } from './schemas';
+import { chatPrompt, generateHeaders, generateOptionsOf, guidancePrompt, imageUrl, mediaPrompt, modelId } from './fields';
+import { balance, errorResponses, generation, idParams, quote } from './schemas';
 import { GENERATION_KINDS, GENERATION_STATUSES } from '../core/vocabulary';
 
 /** Group A's body for POST /api/v1/generate: the spec's fields plus what each kind needs, snake_case. */
-const MAX_MEDIA_PROMPT_CHARS = 10_000;
-const model = safeText({ trim: true, min: 1, max: 100, label: 'model' }).describe('A model id or alias from GET /api/v1/models');
-const mediaPrompt = safeText({ trim: true, min: 1, max: MAX_MEDIA_PROMPT_CHARS, label: 'prompt' }).describe('Checked by the safety guard before pricing');
+const model = modelId.describe('A model id or alias from GET /api/v1/models');
+const prompt = mediaPrompt.describe('Checked by the safety guard before pricing');
 const quality = safeText({ max: 50 }).optional();
 const aspect = safeText({ max: 20 }).optional().describe('e.g. 16:9; snapped to what the model supports');
 const side = z.number().int().min(1).max(8192);
-const imageUrl = z.url({ protocol: /^https?$/, error: 'image_url must be an http(s) URL' }).max(2048);
 
 const chatMessage = z.object({
   role: z.enum(['system', 'user', 'assistant']),
@@ -30,12 +29,12 @@ const chatMessage = z.object({
 
 /** The image and video branches of the body; the MCP tools take the same fields. */
 export const v1ImageBody = z.object({
-  kind: z.literal('image'), model, prompt: mediaPrompt, quality, aspect,
+  kind: z.literal('image'), model, prompt, quality, aspect,
   width: side.optional().describe(`With height: the shape (snapped like aspect) and size (long side ${IMAGE_MAX_SIDE} px at most)`),
   height: side.optional(),
 });
 export const v1VideoBody = z.object({
-  kind: z.literal('video'), model, prompt: mediaPrompt, aspect,
+  kind: z.literal('video'), model, prompt, aspect,
   quality: quality.describe('480p, 720p or 1080p; falls back to the model default'),
   seconds: z.number().finite().optional().describe('Clamped to the model range'),
 });
@@ -49,16 +48,16 @@ export const v1GenerateBody = z
       z.object({
         kind: z.literal('chat'),
         model: model.optional().describe('Omitted or auto: the service picks the model'),
-        prompt: safeText({ trim: true, min: 1, label: 'prompt' }).optional().describe('A single user message; or send messages'),
+        prompt: chatPrompt.optional().describe('A single user message; or send messages'),
         messages: z.array(chatMessage).min(1).max(1000).optional().describe('The conversation; or send prompt'),
         max_tokens: z.number().int().min(1).max(32_768).optional().describe('Longest reply, in tokens'),
       }),
       z.object({
         kind: z.literal('upscale'),
         model: model.optional().describe('Defaults to upscale'),
-        image_url: imageUrl.describe('The image to upscale: PNG, JPEG or WebP, fetched by the service'),
+        image_url: imageUrl('image_url').describe('The image to upscale: PNG, JPEG or WebP, fetched by the service'),
         scale: z.union(UPSCALE_SCALES.map((s) => z.literal(s)) as [z.ZodLiteral<2>, z.ZodLiteral<4>], { error: 'scale must be 2 or 4' }),
-        prompt: safeText({ trim: true, max: MAX_MEDIA_PROMPT_CHARS }).optional().describe('Optional guidance for the upscaler'),
+        prompt: guidancePrompt.optional().describe('Optional guidance for the upscaler'),
       }),
     ],
     { error: () => "kind must be one of 'image', 'video', 'chat', 'upscale'" },
@@ -178,15 +177,9 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         },
       },
     }, async (request, reply) => {
-      const respondAsync = prefersAsync(request.headers.prefer);
-      const idempotencyKey = request.headers['idempotency-key'];
-      const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.submit(toRequest(request.body), principalOf(request), {
-        door: 'A',
-        respondAsync,
-        log: request.log,
-        idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, route: 'POST /api/v1/generate', body: request.body },
-      }));
-      if (respondAsync) reply.header('Preference-Applied', 'respond-async');
+      const options = generateOptionsOf(request, 'A', 'POST /api/v1/generate');
+      const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.submit(toRequest(request.body), principalOf(request), options));
+      if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
       if (g.status === 'queued' || g.status === 'running') {
         reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
       }
