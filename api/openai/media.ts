@@ -1,15 +1,15 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { createHash } from 'node:crypto';
-import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedError } from '../core/errors';
-import { GENERATION_ID_PATTERN } from '../core/ids';
-import { safeText } from '../core/text';
-import type { GenerationView } from '../service/records';
-import { principalOf } from './auth';
-import { idempotencyKey, imageUrl as httpImageUrl, mediaPrompt, modelId } from './fields';
-import type { OpenAiDeps } from './openai';
-import { errorsB, inGroupBWords, refuseUnknownFields, submitOptionsOf, unixSeconds } from './openai';
-import { idParams } from './schemas';
+import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedError } from '../../core/errors';
+import { GENERATION_ID_PATTERN } from '../../core/ids';
+import { safeText } from '../../core/text';
+import type { GenerationView } from '../../service/records';
+import { principalOf } from '../auth';
+import { idempotencyKey, imageUrl as httpImageUrl, mediaPrompt, modelId } from '../fields';
+import { idParams } from '../schemas';
+import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
+import type { OpenAiDeps } from './shared';
 
 /** Group B images and videos: each image and each video is a generation like any other door's. */
 
@@ -17,8 +17,6 @@ const prompt = mediaPrompt.describe('Checked by the safety guard before pricing'
 const idempotencyHeaders = z.looseObject({
   'idempotency-key': idempotencyKey.describe('The same key and body within 24 h return the same generations, never a second hold'),
 });
-const security = [{ apiKey: [] }];
-const tags = ['Group B (OpenAI-compatible)'];
 
 // ---------------------------------------------------------------------------------------------
 // Images
