@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { safeText } from '../core/text';
 import type { Door } from '../core/vocabulary';
+import { generationKind, generationStatus } from './schemas';
 
 /**
  * The request fields every door takes, each rule written once. Doors name some fields their own
@@ -59,3 +60,11 @@ export function generateOptionsOf(
 ) {
   return { door, respondAsync: prefersAsync(request.headers.prefer), log: request.log, idempotency: idempotencyOf(request, route, request.body) };
 }
+
+/** The query of a page of the account's generations (group A's list, the dashboard's). */
+export const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size, 1 to 100 (default 20)'),
+  cursor: z.string().max(400).optional().describe('next_cursor of the previous page'),
+  kind: generationKind.optional(),
+  status: generationStatus.optional(),
+});

@@ -13,10 +13,10 @@ import type { Session } from '../../service/session-service';
 import type { WebhookService } from '../../service/webhook-service';
 import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKIE } from '../auth';
 import type { SessionAuthDeps } from '../auth';
-import { legacyGenerateBody, toRequest } from '../legacy';
-import { balance, errorResponses, generation, idParams, quote } from '../schemas';
+import { listQuery } from '../fields';
+import { legacyGenerateBody, legacyRequestOf } from '../generate-bodies';
+import { balance, errorResponses, generation, generationList, generationOf, idParams, quote } from '../schemas';
 import type { ErrorStatus } from '../schemas';
-import { generationList, generationOf, listQuery } from '../v1';
 import { webhookRoutes } from '../webhooks';
 import { liveEvents, overviewOf } from './events';
 
@@ -167,7 +167,7 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
         operationId: 'dashboardQuote', tags, security, summary: 'The price of a group C request (POST /api/generate’s body), with nothing held',
         body: legacyGenerateBody, response: { 200: quote, ...changeErrors(400) },
       },
-    }, async (request) => deps.service.quote(toRequest(request.body), principalOf(request), 'C'));
+    }, async (request) => deps.service.quote(legacyRequestOf(request.body), principalOf(request), 'C'));
 
     const keyOf = (k: Awaited<ReturnType<typeof listApiKeys>>[number]) => ({
       ...k, createdAt: k.createdAt.toISOString(), lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
