@@ -7,6 +7,7 @@ import { listApiKeys } from '../../core/db/accounts';
 import { UnauthorizedError } from '../../core/errors';
 import { MAX_PASSWORD_LENGTH } from '../../core/passwords';
 import type { OutputStore } from '../../core/storage';
+import { GENERATION_KINDS, GENERATION_STATUSES, isFinal } from '../../core/vocabulary';
 import type { GenerationService } from '../../service/generation-service';
 import { csrfTokenOf, SESSION_TTL_MS } from '../../service/session-service';
 import type { Session } from '../../service/session-service';
@@ -15,7 +16,7 @@ import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKI
 import type { SessionAuthDeps } from '../auth';
 import { listQuery } from '../fields';
 import { legacyGenerateBody, legacyRequestOf } from '../generate-bodies';
-import { balance, errorResponses, generation, generationList, generationOf, idParams, quote } from '../schemas';
+import { balance, errorResponses, generation, generationKind, generationList, generationOf, generationStatus, idParams, quote } from '../schemas';
 import type { ErrorStatus } from '../schemas';
 import { webhookRoutes } from '../webhooks';
 import { liveEvents, overviewOf } from './events';
@@ -61,6 +62,18 @@ const sessionInfo = z.object({
 }).meta({ id: 'DashboardSession' });
 
 const overview = balance.extend({ rateLimitPerMinute: z.number().int().describe('Requests per minute per key (and per dashboard user on group C)') }).meta({ id: 'DashboardOverview' });
+
+/** The words the front end lists (filters, scopes, the playground's kinds), from core/vocabulary.ts rather than copies of it. */
+const vocabulary = z.object({
+  kinds: z.array(generationKind).describe('What a generation can be; also the scopes a key can have'),
+  statuses: z.array(generationStatus).describe('Where a generation can stand, in lifecycle order'),
+  inFlight: z.array(generationStatus).describe('The statuses that are not final: such a generation still changes and can be cancelled'),
+}).meta({ id: 'DashboardVocabulary' });
+const VOCABULARY: z.infer<typeof vocabulary> = {
+  kinds: [...GENERATION_KINDS],
+  statuses: [...GENERATION_STATUSES],
+  inFlight: GENERATION_STATUSES.filter((s) => !isFinal(s)),
+};
 
 const keySummary = {
   id: z.string(),
@@ -146,6 +159,10 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     route.get('/dashboard/api/session', {
       schema: { operationId: 'dashboardSession', tags, security, summary: 'Who is logged in, and the session’s CSRF token', response: { 200: sessionInfo, ...errors() } },
     }, async (request) => sessionInfoOf(request.session!, request.session!.token));
+
+    route.get('/dashboard/api/vocabulary', {
+      schema: { operationId: 'dashboardVocabulary', tags, security, summary: 'The kinds and statuses of generations, which the pages list', response: { 200: vocabulary, ...errors() } },
+    }, async () => VOCABULARY);
 
     route.get('/dashboard/api/overview', {
       schema: { operationId: 'dashboardOverview', tags, security, summary: 'Balance, holds, free chat allowance, plan and rate limit', response: { 200: overview, ...errors() } },
