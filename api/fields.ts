@@ -38,7 +38,7 @@ export const generateHeaders = z.looseObject({
 });
 
 /** RFC 7240: `Prefer: respond-async` asks for the accepted state at once instead of the result. */
-export function prefersAsync(prefer: string | undefined): boolean {
+function prefersAsync(prefer: string | undefined): boolean {
   return (prefer ?? '').split(',').some((p) => p.trim().toLowerCase() === 'respond-async');
 }
 

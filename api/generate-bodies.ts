@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { UPSCALE_SCALES } from '../core/catalogue';
 import { IMAGE_MAX_SIDE } from '../core/pricing';
 import { safeText } from '../core/text';
+import { GENERATION_KINDS } from '../core/vocabulary';
 import type { ChatMessage, GenerationRequest } from '../service/requests';
 import { chatPrompt, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT_CHARS, mediaPrompt, modelId } from './fields';
 
@@ -10,6 +11,11 @@ import { chatPrompt, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT_CHARS, mediaProm
  * snake_case body is also what the MCP tools take; group C's camelCase body is also what the
  * dashboard's playground prices. They live here, not in a door, because doors never import doors.
  */
+
+/** Both shapes: an upscale's factor and guidance, and one answer for a kind neither knows. */
+const guidance = guidancePrompt.optional().describe('Optional guidance for the upscaler');
+const scale = z.union(UPSCALE_SCALES.map((s) => z.literal(s)) as [z.ZodLiteral<2>, z.ZodLiteral<4>], { error: 'scale must be 2 or 4' });
+const unknownKind = { error: () => `kind must be one of ${GENERATION_KINDS.map((k) => `'${k}'`).join(', ')}` };
 
 // ---------------------------------------------------------------------------------------------
 // snake_case: POST /api/v1/generate (group A) and POST /api/v1/quote; the MCP media tools
@@ -56,11 +62,11 @@ export const v1GenerateBody = z
         kind: z.literal('upscale'),
         model: model.optional().describe('Defaults to upscale'),
         image_url: imageUrl('image_url').describe('The image to upscale: PNG, JPEG or WebP, fetched by the service'),
-        scale: z.union(UPSCALE_SCALES.map((s) => z.literal(s)) as [z.ZodLiteral<2>, z.ZodLiteral<4>], { error: 'scale must be 2 or 4' }),
-        prompt: guidancePrompt.optional().describe('Optional guidance for the upscaler'),
+        scale,
+        prompt: guidance,
       }),
     ],
-    { error: () => "kind must be one of 'image', 'video', 'chat', 'upscale'" },
+    unknownKind,
   )
   .superRefine((body, ctx) => {
     if (body.kind === 'chat' && (body.prompt === undefined) === (body.messages === undefined)) {
@@ -122,11 +128,11 @@ export const legacyGenerateBody = z
         kind: z.literal('upscale'),
         model: common.model,
         imageUrl: imageUrl('imageUrl').describe('The image to upscale (PNG, JPEG or WebP)'),
-        scale: z.union(UPSCALE_SCALES.map((s) => z.literal(s)) as [z.ZodLiteral<2>, z.ZodLiteral<4>], { error: 'scale must be 2 or 4' }),
-        prompt: guidancePrompt.optional().describe('Optional guidance for the upscaler'),
+        scale,
+        prompt: guidance,
       }),
     ],
-    { error: () => "kind must be one of 'image', 'video', 'chat', 'upscale'" },
+    unknownKind,
   )
   .meta({
     id: 'LegacyGenerateRequest',

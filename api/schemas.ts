@@ -108,6 +108,12 @@ export const generationList = z
   .object({ data: z.array(generation), next_cursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last page') })
   .meta({ id: 'GenerationList' });
 
+/** A page of the service's list as group A's GenerationList. */
+export const generationListOf = (page: { data: GenerationView[]; nextCursor: string | null }): z.infer<typeof generationList> => ({
+  data: page.data.map(generationOf),
+  next_cursor: page.nextCursor,
+});
+
 const trial = z.object({
   chatCap: z.number().int().describe('Free chat replies granted'),
   chatUsed: z.number().int(),

@@ -7,7 +7,7 @@ import type { AuthDeps } from './auth';
 import { inDoorWords } from './errors';
 import { generateHeaders, generateOptionsOf, listQuery } from './fields';
 import { v1GenerateBody, v1RequestOf } from './generate-bodies';
-import { balance, errorResponses, generation, generationKind, generationList, generationOf, idParams, modelEntry, quote } from './schemas';
+import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, idParams, modelEntry, quote } from './schemas';
 
 /** The service names request fields as the shared request type does; group A spells some in snake_case. */
 const GROUP_A_PARAMS: Record<string, string> = { imageUrl: 'image_url', maxTokens: 'max_tokens' };
@@ -91,10 +91,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         querystring: listQuery,
         response: { 200: generationList, ...errorResponses(400, 401, 429, 500, 503) },
       },
-    }, async (request) => {
-      const page = await deps.service.list(principalOf(request), request.query);
-      return { data: page.data.map(generationOf), next_cursor: page.nextCursor };
-    });
+    }, async (request) => generationListOf(await deps.service.list(principalOf(request), request.query)));
 
     route.get('/api/v1/generations/:id', {
       schema: {

@@ -16,7 +16,7 @@ import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKI
 import type { SessionAuthDeps } from '../auth';
 import { listQuery } from '../fields';
 import { legacyGenerateBody, legacyRequestOf } from '../generate-bodies';
-import { balance, errorResponses, generation, generationKind, generationList, generationOf, generationStatus, idParams, quote } from '../schemas';
+import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, generationStatus, idParams, quote } from '../schemas';
 import type { ErrorStatus } from '../schemas';
 import { webhookRoutes } from '../webhooks';
 import { liveEvents, overviewOf } from './events';
@@ -63,7 +63,7 @@ const sessionInfo = z.object({
 
 const overview = balance.extend({ rateLimitPerMinute: z.number().int().describe('Requests per minute per key (and per dashboard user on group C)') }).meta({ id: 'DashboardOverview' });
 
-/** The words the front end lists (filters, scopes, the playground's kinds), from core/vocabulary.ts rather than copies of it. */
+/** The words the pages list (filters, scopes, the playground's kinds): served from core/vocabulary.ts, so a new kind or status reaches them too. */
 const vocabulary = z.object({
   kinds: z.array(generationKind).describe('What a generation can be; also the scopes a key can have'),
   statuses: z.array(generationStatus).describe('Where a generation can stand, in lifecycle order'),
@@ -170,10 +170,7 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
 
     route.get('/dashboard/api/generations', {
       schema: { operationId: 'dashboardListGenerations', tags, security, summary: 'The account’s generations, newest first (as GET /api/v1/generations)', querystring: listQuery, response: { 200: generationList, ...errors(400) } },
-    }, async (request) => {
-      const page = await deps.service.list(principalOf(request), request.query);
-      return { data: page.data.map(generationOf), next_cursor: page.nextCursor };
-    });
+    }, async (request) => generationListOf(await deps.service.list(principalOf(request), request.query)));
 
     route.post('/dashboard/api/generations/:id/cancel', {
       schema: { operationId: 'dashboardCancelGeneration', tags, security, summary: 'Cancel a queued or running generation; its hold is released', params: idParams, response: { 200: generation, ...changeErrors(404, 409) } },
