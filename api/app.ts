@@ -29,7 +29,7 @@ import { instrumentRequests, metricsRoutes } from './metrics';
 import { trackRouteMethods } from './methods';
 import { createRateLimiter } from './rate-limit';
 import type { RateLimiter } from './rate-limit';
-import { openaiRoutes } from './openai';
+import { openaiRoutes } from './openai/index';
 import { v1Routes } from './v1';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks';
 import type { Provider } from '../core/providers/types';

@@ -1,67 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { UPSCALE_SCALES } from '../core/catalogue';
-import { safeText } from '../core/text';
-import type { GenerationRequest } from '../service/requests';
 import type { GenerationService } from '../service/generation-service';
 import { recordOf } from '../core/generation-view';
 import { principalOf, requireKeyOrSession } from './auth';
 import type { SessionAuthDeps } from './auth';
-import { credits, errorResponses, generateHeaders, generationRecord, idParams, prefersAsync } from './schemas';
-
-/** Group C's body for POST /api/generate: camelCase, one `kind` per shape (spec, group C). */
-const MAX_MEDIA_PROMPT_CHARS = 10_000;
-const common = {
-  model: safeText({ trim: true, min: 1, max: 100, label: 'model' }).optional(),
-  quality: safeText({ max: 50 }).optional().describe('Image: model-specific; video: 480p, 720p or 1080p. Falls back to the model default'),
-  aspect: safeText({ max: 20 }).optional().describe('e.g. 16:9; snapped to what the model supports'),
-  // Accepted and ignored by design: the model's default resolution is used, with its price.
-  resolution: z.unknown().optional().describe('Accepted and ignored: the model default is used, with its price'),
-};
-const mediaPrompt = safeText({ trim: true, min: 1, max: MAX_MEDIA_PROMPT_CHARS, label: 'prompt' })
-  .describe(`Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`);
-
-export const legacyGenerateBody = z
-  .discriminatedUnion(
-    'kind',
-    [
-      z.object({ ...common, kind: z.literal('image'), prompt: mediaPrompt }),
-      z.object({ ...common, kind: z.literal('video'), prompt: mediaPrompt, seconds: z.number().finite().optional().describe('Clamped to the model range') }),
-      // Chat prompts of any length are accepted and capped server-side to what the model takes.
-      z.object({ ...common, kind: z.literal('chat'), prompt: safeText({ trim: true, min: 1, label: 'prompt' }).describe('Long input is capped to what the model accepts') }),
-      z.object({
-        kind: z.literal('upscale'),
-        model: common.model,
-        imageUrl: z.url({ protocol: /^https?$/, error: 'imageUrl must be an http(s) URL' }).max(2048).describe('The image to upscale (PNG, JPEG or WebP)'),
-        scale: z.union(UPSCALE_SCALES.map((s) => z.literal(s)) as [z.ZodLiteral<2>, z.ZodLiteral<4>], { error: 'scale must be 2 or 4' }),
-        prompt: safeText({ trim: true, max: MAX_MEDIA_PROMPT_CHARS }).optional().describe('Optional guidance for the upscaler'),
-      }),
-    ],
-    { error: () => "kind must be one of 'image', 'video', 'chat', 'upscale'" },
-  )
-  .meta({
-    id: 'LegacyGenerateRequest',
-    examples: [
-      { kind: 'image', model: 'flux', prompt: 'a lighthouse at dusk' },
-      { kind: 'video', model: 'kling', prompt: 'waves rolling onto a beach', seconds: 10, quality: '1080p' },
-      { kind: 'chat', prompt: 'Write a haiku about the tide' },
-    ],
-  });
-
-type LegacyGenerateBody = z.infer<typeof legacyGenerateBody>;
-
-export function toRequest(body: LegacyGenerateBody): GenerationRequest {
-  switch (body.kind) {
-    case 'image':
-      return { kind: 'image', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect };
-    case 'video':
-      return { kind: 'video', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect, seconds: body.seconds };
-    case 'chat':
-      return { kind: 'chat', model: body.model, messages: [{ role: 'user', content: body.prompt }] };
-    case 'upscale':
-      return { kind: 'upscale', model: body.model, imageUrl: body.imageUrl, scale: body.scale, prompt: body.prompt };
-  }
-}
+import { generateHeaders, generateOptionsOf } from './fields';
+import { legacyGenerateBody, legacyRequestOf } from './generate-bodies';
+import { credits, errorResponses, generationRecord, idParams } from './schemas';
 
 const generationResponse = z.object({ generation: generationRecord });
 /** Group C takes an API key or a dashboard session (spec, Authentication 4). */
@@ -83,15 +28,9 @@ export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
       response: { 200: generationResponse, ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503) },
     },
   }, async (request, reply) => {
-    const respondAsync = prefersAsync(request.headers.prefer);
-    const idempotencyKey = request.headers['idempotency-key'];
-    const { generation } = await deps.service.submit(toRequest(request.body), principalOf(request), {
-      door: 'C',
-      respondAsync,
-      log: request.log,
-      idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, route: 'POST /api/generate', body: request.body },
-    });
-    if (respondAsync) reply.header('Preference-Applied', 'respond-async');
+    const options = generateOptionsOf(request, 'C', 'POST /api/generate');
+    const { generation } = await deps.service.submit(legacyRequestOf(request.body), principalOf(request), options);
+    if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
     return { generation: recordOf(generation) };
   });
 

@@ -1,11 +1,14 @@
 import { z } from 'zod';
 import { PLANS } from '../core/db/accounts';
 import { GENERATION_KINDS, GENERATION_STATUSES } from '../core/vocabulary';
+import { recordOf } from '../core/generation-view';
+import type { GenerationView } from '../core/generation-view';
 
 /**
  * Schemas of what the API answers, shared by every door. Routes declare them, so the handlers are
  * type-checked against them and the OpenAPI document (/openapi.json) is generated from them: the
- * description cannot drift from the code. Request bodies live with the door that parses them.
+ * description cannot drift from the code. What requests send is in fields.ts and generate-bodies.ts,
+ * or with the one door that reads it.
  */
 
 /** The one error body of every group (DESIGN §6); extra fields such as `param` may follow. */
@@ -52,16 +55,16 @@ export const generationError = z
   })
   .meta({ id: 'GenerationError' });
 
-const kind = z.enum(GENERATION_KINDS as ['image', 'video', 'chat', 'upscale']);
-const status = z.enum(GENERATION_STATUSES as ['queued', 'running', 'succeeded', 'failed']);
+export const generationKind = z.enum(GENERATION_KINDS as ['image', 'video', 'chat', 'upscale']);
+export const generationStatus = z.enum(GENERATION_STATUSES as ['queued', 'running', 'succeeded', 'failed']);
 
 /** The spec's generation record (group C, webhook payloads); chat replies also carry their text. */
 export const generationRecord = z
   .object({
     id: z.string().describe('gen_ followed by 26 characters; ids sort by creation'),
-    kind,
+    kind: generationKind,
     model: z.string().describe('The model that ran (canonical id)'),
-    status,
+    status: generationStatus,
     outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
     creditsCharged: z.number().describe('0 while in flight and for a free chat reply; the final charge after success'),
     error: generationError.nullable(),
@@ -73,9 +76,9 @@ export const generationRecord = z
 export const generation = z
   .object({
     id: z.string(),
-    kind,
+    kind: generationKind,
     model: z.string(),
-    status,
+    status: generationStatus,
     outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
     creditsCharged: z.number(),
     creditsQuoted: z.number().describe('The price quoted and held at submit (0 for a free chat reply)'),
@@ -87,6 +90,29 @@ export const generation = z
     finishedAt: z.string().nullable(),
   })
   .meta({ id: 'Generation' });
+
+/** A generation as group A shows it; MCP's tools and the dashboard show the same. */
+export function generationOf(g: GenerationView): z.infer<typeof generation> {
+  return {
+    ...recordOf(g),
+    creditsQuoted: g.creditsQuoted,
+    text: g.text,
+    params: g.params,
+    createdAt: g.createdAt.toISOString(),
+    startedAt: g.startedAt?.toISOString() ?? null,
+    finishedAt: g.finishedAt?.toISOString() ?? null,
+  };
+}
+
+export const generationList = z
+  .object({ data: z.array(generation), next_cursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last page') })
+  .meta({ id: 'GenerationList' });
+
+/** A page of the service's list as group A's GenerationList. */
+export const generationListOf = (page: { data: GenerationView[]; nextCursor: string | null }): z.infer<typeof generationList> => ({
+  data: page.data.map(generationOf),
+  next_cursor: page.nextCursor,
+});
 
 const trial = z.object({
   chatCap: z.number().int().describe('Free chat replies granted'),
@@ -114,7 +140,7 @@ export const balance = z
 /** A priced request with nothing held (POST /api/v1/quote, the dashboard's playground). */
 export const quote = z
   .object({
-    kind,
+    kind: generationKind,
     model: z.string().describe('The model that would run (canonical id; the free model while the chat allowance lasts)'),
     credits: z.number().describe('The price that submitting now would hold and charge'),
     free: z.boolean().describe('A chat reply the free allowance would cover'),
@@ -124,19 +150,20 @@ export const quote = z
   })
   .meta({ id: 'Quote' });
 
+/** A model as GET /api/v1/models and MCP's list_models show it. */
+export const modelEntry = z
+  .object({
+    id: z.string(),
+    kind: generationKind,
+    aliases: z.array(z.string()).describe('Other ids accepted by groups A and C'),
+    openaiIds: z.array(z.string()).describe('Group B ids priced as this model (accepted by groups A and B)'),
+    unit: z.enum(['image', 'second', 'reply', '1k_output_tokens']).describe('What one price unit buys'),
+    price: z.number().nullable().describe('Credits per unit, when the price has one value'),
+    prices: z.record(z.string(), z.number().nullable()).nullable().describe('Credits per unit by resolution (video; null: not offered) or by factor (upscale)'),
+    seconds: z.object({ min: z.number(), max: z.number(), default: z.number() }).nullable(),
+    defaults: z.record(z.string(), z.union([z.string(), z.number()])),
+    options: z.record(z.string(), z.array(z.union([z.string(), z.number()]))),
+  })
+  .meta({ id: 'Model' });
+
 export const idParams = z.object({ id: z.string().describe('A generation id') });
-
-/** Headers every generate endpoint reads (RFC 7240 Prefer; Idempotency-Key of DESIGN §5). */
-export const generateHeaders = z.looseObject({
-  'idempotency-key': z
-    .string()
-    .regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.')
-    .optional()
-    .describe('The same key and body within 24 h return the same generation, never a second hold'),
-  prefer: z.string().optional().describe('respond-async: answer at once with the accepted state instead of waiting for an image or chat'),
-});
-
-/** RFC 7240: `Prefer: respond-async` asks for the accepted state at once instead of the result. */
-export function prefersAsync(prefer: string | undefined): boolean {
-  return (prefer ?? '').split(',').some((p) => p.trim().toLowerCase() === 'respond-async');
-}

@@ -7,16 +7,17 @@ import { listApiKeys } from '../../core/db/accounts';
 import { UnauthorizedError } from '../../core/errors';
 import { MAX_PASSWORD_LENGTH } from '../../core/passwords';
 import type { OutputStore } from '../../core/storage';
+import { GENERATION_KINDS, GENERATION_STATUSES, isFinal } from '../../core/vocabulary';
 import type { GenerationService } from '../../service/generation-service';
 import { csrfTokenOf, SESSION_TTL_MS } from '../../service/session-service';
 import type { Session } from '../../service/session-service';
 import type { WebhookService } from '../../service/webhook-service';
 import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKIE } from '../auth';
 import type { SessionAuthDeps } from '../auth';
-import { legacyGenerateBody, toRequest } from '../legacy';
-import { balance, errorResponses, generation, idParams, quote } from '../schemas';
+import { listQuery } from '../fields';
+import { legacyGenerateBody, legacyRequestOf } from '../generate-bodies';
+import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, generationStatus, idParams, quote } from '../schemas';
 import type { ErrorStatus } from '../schemas';
-import { generationList, generationOf, listQuery } from '../v1';
 import { webhookRoutes } from '../webhooks';
 import { liveEvents, overviewOf } from './events';
 
@@ -61,6 +62,18 @@ const sessionInfo = z.object({
 }).meta({ id: 'DashboardSession' });
 
 const overview = balance.extend({ rateLimitPerMinute: z.number().int().describe('Requests per minute per key (and per dashboard user on group C)') }).meta({ id: 'DashboardOverview' });
+
+/** The words the pages list (filters, scopes, the playground's kinds): served from core/vocabulary.ts, so a new kind or status reaches them too. */
+const vocabulary = z.object({
+  kinds: z.array(generationKind).describe('What a generation can be; also the scopes a key can have'),
+  statuses: z.array(generationStatus).describe('Where a generation can stand, in lifecycle order'),
+  inFlight: z.array(generationStatus).describe('The statuses that are not final: such a generation still changes and can be cancelled'),
+}).meta({ id: 'DashboardVocabulary' });
+const VOCABULARY: z.infer<typeof vocabulary> = {
+  kinds: [...GENERATION_KINDS],
+  statuses: [...GENERATION_STATUSES],
+  inFlight: GENERATION_STATUSES.filter((s) => !isFinal(s)),
+};
 
 const keySummary = {
   id: z.string(),
@@ -147,16 +160,17 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
       schema: { operationId: 'dashboardSession', tags, security, summary: 'Who is logged in, and the session’s CSRF token', response: { 200: sessionInfo, ...errors() } },
     }, async (request) => sessionInfoOf(request.session!, request.session!.token));
 
+    route.get('/dashboard/api/vocabulary', {
+      schema: { operationId: 'dashboardVocabulary', tags, security, summary: 'The kinds and statuses of generations, which the pages list', response: { 200: vocabulary, ...errors() } },
+    }, async () => VOCABULARY);
+
     route.get('/dashboard/api/overview', {
       schema: { operationId: 'dashboardOverview', tags, security, summary: 'Balance, holds, free chat allowance, plan and rate limit', response: { 200: overview, ...errors() } },
     }, async (request) => overviewOf(await deps.service.balance(principalOf(request))));
 
     route.get('/dashboard/api/generations', {
       schema: { operationId: 'dashboardListGenerations', tags, security, summary: 'The account’s generations, newest first (as GET /api/v1/generations)', querystring: listQuery, response: { 200: generationList, ...errors(400) } },
-    }, async (request) => {
-      const page = await deps.service.list(principalOf(request), request.query);
-      return { data: page.data.map(generationOf), next_cursor: page.nextCursor };
-    });
+    }, async (request) => generationListOf(await deps.service.list(principalOf(request), request.query)));
 
     route.post('/dashboard/api/generations/:id/cancel', {
       schema: { operationId: 'dashboardCancelGeneration', tags, security, summary: 'Cancel a queued or running generation; its hold is released', params: idParams, response: { 200: generation, ...changeErrors(404, 409) } },
@@ -167,7 +181,7 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
         operationId: 'dashboardQuote', tags, security, summary: 'The price of a group C request (POST /api/generate’s body), with nothing held',
         body: legacyGenerateBody, response: { 200: quote, ...changeErrors(400) },
       },
-    }, async (request) => deps.service.quote(toRequest(request.body), principalOf(request), 'C'));
+    }, async (request) => deps.service.quote(legacyRequestOf(request.body), principalOf(request), 'C'));
 
     const keyOf = (k: Awaited<ReturnType<typeof listApiKeys>>[number]) => ({
       ...k, createdAt: k.createdAt.toISOString(), lastUsedAt: k.lastUsedAt?.toISOString() ?? null,

@@ -8,7 +8,7 @@ import { viewOf } from '../../core/generation-view';
 import type { SessionService } from '../../service/session-service';
 import { principalOf } from '../auth';
 import { PLAN_LIMITS } from '../rate-limit';
-import { generationOf } from '../v1';
+import { generationOf } from '../schemas';
 
 export interface LiveEventsDeps {
   pool: pg.Pool;

@@ -3,7 +3,7 @@ import { classifyDbError } from '../../core/db/errors';
 import { DomainError } from '../../core/errors';
 import type { GenerationView } from '../../core/generation-view';
 import { databaseUnavailable, errorBody } from '../errors';
-import { generationOf } from '../v1';
+import { generationOf } from '../schemas';
 
 /**
  * Tool results of the MCP door. Every result carries `structuredContent` that matches the tool's

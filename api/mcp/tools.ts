@@ -1,13 +1,13 @@
 import type { CallToolResult, Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Principal } from '../../core/principal';
-import { safeText } from '../../core/text';
 import type { GenerationService, SubmitOptions } from '../../service/generation-service';
 import { modelListing } from '../../service/model-list';
 import type { GenerationView } from '../../core/generation-view';
 import { fromZod } from '../errors';
-import { generation } from '../schemas';
-import { generationOf, modelEntry, toRequest, v1GenerateBody, v1ImageBody, v1VideoBody } from '../v1';
+import { mediaPrompt, modelId } from '../fields';
+import { v1GenerateBody, v1ImageBody, v1RequestOf, v1VideoBody } from '../generate-bodies';
+import { generation, generationOf, modelEntry } from '../schemas';
 import { generationResult, structured } from './results';
 
 /** What a tool call runs with: the one service, the caller, and how to tell the caller how it goes. */
@@ -98,7 +98,7 @@ const enhanceOutput = z.object({
 /** A media tool's arguments are group A's body of that kind: parsed by the same schema, refinements included. */
 const asGroupA = (kind: 'image' | 'video') => (args: unknown) => v1GenerateBody.parse({ ...(args as object), kind });
 const listedModel = (kind: 'image' | 'video', example: string) =>
-  v1ImageBody.shape.model.describe(`A ${kind} model id or alias from list_models, e.g. ${example}`);
+  modelId.describe(`A ${kind} model id or alias from list_models, e.g. ${example}`);
 
 const generateImage = defineTool({
   name: 'generate_image',
@@ -112,14 +112,14 @@ const generateImage = defineTool({
   annotations: GENERATES,
   parse: asGroupA('image'),
   run: async (body, ctx) => {
-    const { generation: submitted } = await ctx.service.submit(toRequest(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log });
+    const { generation: submitted } = await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log });
     const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
     return generationResult(g, { failedIsError: true });
   },
 });
 
 const submitVideo = async (body: z.output<typeof v1GenerateBody>, ctx: ToolContext): Promise<GenerationView> =>
-  (await ctx.service.submit(toRequest(body), ctx.principal, { door: 'A', log: ctx.log })).generation;
+  (await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', log: ctx.log })).generation;
 
 const generateVideo = defineTool({
   name: 'generate_video',
@@ -144,9 +144,9 @@ const enhancePrompt = defineTool({
     'Rewrites a prompt for generate_image or generate_video to be concrete and detailed, keeping its intent. It is a chat ' +
     'reply, billed as one (free while the account has free chat replies left). Needs the chat scope.',
   input: z.object({
-    prompt: safeText({ trim: true, min: 1, max: 10_000, label: 'prompt' }).describe('The prompt to improve'),
+    prompt: mediaPrompt.describe('The prompt to improve'),
     target: z.enum(['image', 'video']).default('image').describe('What the prompt is for (default image)'),
-    model: safeText({ trim: true, min: 1, max: 100, label: 'model' }).optional().describe('A chat model; omitted or auto: the service picks'),
+    model: modelId.optional().describe('A chat model; omitted or auto: the service picks'),
   }),
   output: enhanceOutput,
   annotations: GENERATES,

@@ -2,7 +2,7 @@
 // server named in the boot data, or the login and set-password pages.
 import { html, render } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { Alert, api, boot } from './lib.js';
+import { Alert, api, boot, useLoad } from './lib.js';
 import { Generations, Keys, Overview, Playground, Webhooks } from './pages.js';
 
 const NAV = [
@@ -108,11 +108,18 @@ function SetPassword() {
   </main>`;
 }
 
+/** A logged-in page, once the service's words (kinds, statuses) are loaded: the pages list them. */
+function Signed() {
+  const words = useLoad(() => api('GET', '/dashboard/api/vocabulary'));
+  const Page = PAGES[boot.page] ?? Overview;
+  if (words.data) return html`<${Frame}><${Page} words=${words.data} /><//>`;
+  return html`<${Frame}>${words.error ? html`<${Alert} error=${words.error} />` : html`<p class="muted" role="status">Loading…</p>`}<//>`;
+}
+
 function App() {
   if (boot.page === 'login') return html`<${Login} />`;
   if (boot.page === 'set-password') return html`<${SetPassword} />`;
-  const Page = PAGES[boot.page] ?? Overview;
-  return html`<${Frame}><${Page} /><//>`;
+  return html`<${Signed} />`;
 }
 
 render(html`<${App} />`, document.getElementById('app'));

@@ -4,9 +4,9 @@ import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Alert, api, credits, formatNumber, isoTitle, Preview, Secret, StatusBadge, useLive, useLoad, when } from './lib.js';
 
-const KINDS = ['image', 'video', 'chat', 'upscale'];
-const STATUSES = ['queued', 'running', 'succeeded', 'failed'];
-const IN_FLIGHT = new Set(['queued', 'running']);
+// `words` (a prop of every page) are the service's kinds and statuses, from /dashboard/api/vocabulary.
+const inFlight = (words, status) => words.inFlight.includes(status);
+
 const CATALOGUES = {
   nested: ['generation.completed', 'generation.failed'],
   flat: ['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed'],
@@ -42,7 +42,7 @@ export function Overview() {
 
 // ---------------------------------------------------------------- generations
 
-export function Generations() {
+export function Generations({ words }) {
   const [filters, setFilters] = useState({ kind: '', status: '' });
   const [error, setError] = useState();
   const [announce, setAnnounce] = useState('');
@@ -60,7 +60,7 @@ export function Generations() {
       if (!page) return page;
       const known = page.data.some((x) => x.id === g.id);
       if (known) {
-        if (!IN_FLIGHT.has(g.status)) setAnnounce(`${g.kind} ${g.id} ${g.status}`);
+        if (!inFlight(words, g.status)) setAnnounce(`${g.kind} ${g.id} ${g.status}`);
         return { ...page, data: page.data.map((x) => (x.id === g.id ? g : x)) };
       }
       return matches(g) && (page.data.length === 0 || g.id > page.data[0].id) ? { ...page, data: [g, ...page.data] } : page;
@@ -85,8 +85,8 @@ export function Generations() {
   const onFilter = (e) => setFilters((f) => ({ ...f, [e.currentTarget.name]: e.currentTarget.value }));
   return html`<h1>Generations</h1>
     <form class="filters" onSubmit=${(e) => e.preventDefault()} aria-label="Filter generations">
-      <label>Kind<select name="kind" value=${filters.kind} onChange=${onFilter}><option value="">All kinds</option>${KINDS.map((k) => html`<option value=${k}>${k}</option>`)}</select></label>
-      <label>Status<select name="status" value=${filters.status} onChange=${onFilter}><option value="">All statuses</option>${STATUSES.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
+      <label>Kind<select name="kind" value=${filters.kind} onChange=${onFilter}><option value="">All kinds</option>${words.kinds.map((k) => html`<option value=${k}>${k}</option>`)}</select></label>
+      <label>Status<select name="status" value=${filters.status} onChange=${onFilter}><option value="">All statuses</option>${words.statuses.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
     </form>
     <p class="visually-hidden" aria-live="polite">${announce}</p>
     <${Alert} error=${error} />
@@ -103,7 +103,7 @@ export function Generations() {
             <td data-label="Credits">${g.status === 'succeeded' ? formatNumber(g.creditsCharged) : html`<span class="muted" title="Quoted and held">${formatNumber(g.creditsQuoted)} held</span>`}</td>
             <td data-label="Created"><time datetime=${isoTitle(g.createdAt)}>${when(g.createdAt)}</time></td>
             <td data-label="Finished"><time datetime=${isoTitle(g.finishedAt)}>${when(g.finishedAt)}</time></td>
-            <td>${IN_FLIGHT.has(g.status) ? html`<button type="button" class="danger small" onClick=${() => cancel(g)} aria-label=${`Cancel ${g.kind} ${g.id}`}>Cancel</button>` : null}</td>
+            <td>${inFlight(words, g.status) ? html`<button type="button" class="danger small" onClick=${() => cancel(g)} aria-label=${`Cancel ${g.kind} ${g.id}`}>Cancel</button>` : null}</td>
           </tr>`)}</tbody>
         </table>
         ${page.next_cursor ? html`<button type="button" class="secondary" onClick=${more}>Load more</button>` : null}`}<//>`;
@@ -111,7 +111,7 @@ export function Generations() {
 
 // ---------------------------------------------------------------- API keys
 
-export function Keys() {
+export function Keys({ words }) {
   const state = useLoad(() => api('GET', '/dashboard/api/keys'));
   const [created, setCreated] = useState();
   const [error, setError] = useState();
@@ -152,7 +152,7 @@ export function Keys() {
       <form class="stack" onSubmit=${create}>
         <fieldset>
           <legend>Scopes</legend>
-          <div class="checks">${KINDS.map((k) => html`<label class="check"><input type="checkbox" name="scopes" value=${k} checked=${k !== 'upscale'} /> ${k}</label>`)}</div>
+          <div class="checks">${words.kinds.map((k) => html`<label class="check"><input type="checkbox" name="scopes" value=${k} checked=${k !== 'upscale'} /> ${k}</label>`)}</div>
         </fieldset>
         <label>Models <span class="muted small">(optional)</span>
           <input name="models" placeholder="e.g. flux, kling" aria-describedby="models-hint" /></label>
@@ -333,7 +333,7 @@ function describeQuote(q) {
   return q.free ? 'covered by the free allowance' : 'per reply';
 }
 
-export function Playground() {
+export function Playground({ words }) {
   const models = useLoad(() => api('GET', '/api/v1/models'));
   const overview = useLoad(() => api('GET', '/dashboard/api/overview'));
   const [kind, setKind] = useState('video');
@@ -381,7 +381,7 @@ export function Playground() {
     overview: (o) => overview.set(o),
   });
   useEffect(() => {
-    if (result && !IN_FLIGHT.has(result.status)) resultRef.current?.focus();
+    if (result && !inFlight(words, result.status)) resultRef.current?.focus();
   }, [result?.status]);
 
   const submit = async (e) => {
@@ -404,7 +404,7 @@ export function Playground() {
       <form class="stack" onSubmit=${submit} aria-describedby="price">
         <fieldset>
           <legend>Kind</legend>
-          <div class="checks">${KINDS.map((k) => html`<label class="check"><input type="radio" name="kind" value=${k} checked=${kind === k} onChange=${() => { setKind(k); setQuote(undefined); }} /> ${k}</label>`)}</div>
+          <div class="checks">${words.kinds.map((k) => html`<label class="check"><input type="radio" name="kind" value=${k} checked=${kind === k} onChange=${() => { setKind(k); setQuote(undefined); }} /> ${k}</label>`)}</div>
         </fieldset>
         <label>Model<select name="model" value=${form.model} onChange=${set('model')}>${choices.map((m) => html`<option value=${m.id}>${m.id}</option>`)}</select></label>
         ${kind === 'upscale'
@@ -434,7 +434,7 @@ export function Playground() {
             <p><${StatusBadge} status=${result.status} /> <span class="mono small">${result.id}</span></p>
             <p class="muted small">${result.status === 'succeeded' ? `${credits(result.creditsCharged)} charged` : result.status === 'failed' ? `${result.error?.message ?? 'failed'} Nothing was charged.` : 'Following it live…'}</p>
             <${Preview} g=${result} large=${true} />
-            ${IN_FLIGHT.has(result.status) ? html`<button type="button" class="danger small" onClick=${async () => { try { setResult(await api('POST', `/dashboard/api/generations/${result.id}/cancel`)); } catch (err) { setSubmitError(err); } }}>Cancel</button>` : null}
+            ${inFlight(words, result.status) ? html`<button type="button" class="danger small" onClick=${async () => { try { setResult(await api('POST', `/dashboard/api/generations/${result.id}/cancel`)); } catch (err) { setSubmitError(err); } }}>Cancel</button>` : null}
           </div>`
           : html`<p class="muted">Submit to see the result here, live.</p>`}
       </section>

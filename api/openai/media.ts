@@ -1,26 +1,22 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { createHash } from 'node:crypto';
-import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedError } from '../core/errors';
-import { GENERATION_ID_PATTERN } from '../core/ids';
-import { safeText } from '../core/text';
-import type { GenerationView } from '../core/generation-view';
-import { principalOf } from './auth';
-import type { OpenAiDeps } from './openai';
-import { errorsB, inGroupBWords, refuseUnknownFields, submitOptionsOf, unixSeconds } from './openai';
-import { idParams } from './schemas';
+import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedError } from '../../core/errors';
+import { GENERATION_ID_PATTERN } from '../../core/ids';
+import { safeText } from '../../core/text';
+import type { GenerationView } from '../../core/generation-view';
+import { principalOf } from '../auth';
+import { idempotencyKey, imageUrl as httpImageUrl, mediaPrompt, modelId } from '../fields';
+import { idParams } from '../schemas';
+import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
+import type { OpenAiDeps } from './shared';
 
 /** Group B images and videos: each image and each video is a generation like any other door's. */
 
-const MAX_PROMPT_CHARS = 10_000;
-const prompt = safeText({ trim: true, min: 1, max: MAX_PROMPT_CHARS, label: 'prompt' }).describe('Checked by the safety guard before pricing');
-const model = safeText({ trim: true, min: 1, max: 100, label: 'model' });
+const prompt = mediaPrompt.describe('Checked by the safety guard before pricing');
 const idempotencyHeaders = z.looseObject({
-  'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.').optional()
-    .describe('The same key and body within 24 h return the same generations, never a second hold'),
+  'idempotency-key': idempotencyKey.describe('The same key and body within 24 h return the same generations, never a second hold'),
 });
-const security = [{ apiKey: [] }];
-const tags = ['Group B (OpenAI-compatible)'];
 
 // ---------------------------------------------------------------------------------------------
 // Images
@@ -30,7 +26,7 @@ const IMAGE_SIZES = { '1024x1024': [1024, 1024], '1792x1024': [1792, 1024], '102
 
 export const imageGenerationBody = z
   .object({
-    model: model.describe('Any image id of GET /v1/models (flux, gpt-image-1, image-nano-pro…)'),
+    model: modelId.describe('Any image id of GET /v1/models (flux, gpt-image-1, image-nano-pro…)'),
     prompt,
     n: z.number().int().min(1, { error: 'n must be 1 to 4' }).max(4, { error: 'n must be 1 to 4' }).nullish().describe('1 to 4 images; each is a generation of its own and costs its price'),
     size: z.enum(Object.keys(IMAGE_SIZES) as ['1024x1024', '1792x1024', '1024x1792'], { error: 'size must be 1024x1024, 1792x1024 or 1024x1792' }).nullish(),
@@ -59,11 +55,11 @@ const imagesResponse = z
 // Video: the spec's /v1/video/generations and OpenAI's /v1/videos, one generation either way
 // ---------------------------------------------------------------------------------------------
 
-const imageUrl = z.url({ protocol: /^https?$/, error: 'image_url must be an http(s) URL' }).max(2048);
+const imageUrl = httpImageUrl('image_url');
 
 export const videoGenerationBody = z
   .object({
-    model: model.describe('kling-2.1-pro, wan-2.1, minimax-video-01 (or any video id of GET /v1/models)'),
+    model: modelId.describe('kling-2.1-pro, wan-2.1, minimax-video-01 (or any video id of GET /v1/models)'),
     prompt,
     duration: z.union([z.literal(5), z.literal(10)], { error: 'duration must be 5 or 10' }).nullish().describe('Seconds: 5 or 10 (default 5), clamped to the model’s range'),
     image_url: imageUrl.nullish().describe('A reference frame (image-to-video), fetched by the service'),
@@ -98,7 +94,7 @@ const VIDEO_SIZES: Record<string, { aspect: string; quality: string }> = {
 export const videosCreateBody = z
   .object({
     prompt,
-    model: model.optional().describe('Defaults to sora-2 (priced as sora); any video id of GET /v1/models'),
+    model: modelId.optional().describe('Defaults to sora-2 (priced as sora); any video id of GET /v1/models'),
     seconds: z.coerce.number().int().min(1).max(60).optional().describe('Clamped to the model’s range'),
     size: z.enum(Object.keys(VIDEO_SIZES) as ['720x1280'], { error: `size must be one of ${Object.keys(VIDEO_SIZES).join(', ')}` }).optional(),
     'input_reference[image_url]': imageUrl.optional().describe('A reference frame (image-to-video), fetched by the service'),

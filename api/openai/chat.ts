@@ -1,72 +1,22 @@
 import { Readable } from 'node:stream';
-import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { findOpenAiChatModel, listModels } from '../core/catalogue';
-import type { Model } from '../core/catalogue';
-import { DomainError, InvalidRequestError, markAfterAdmission, ProviderFailedError, UnknownCostError } from '../core/errors';
-import type { OutputStore } from '../core/storage';
-import { safeText } from '../core/text';
-import type { ChatRunEvent } from '../service/chat-runs';
-import type { GenerationService } from '../service/generation-service';
-import { modelListing } from '../service/model-list';
-import type { ChatMessage, ChatSampling } from '../service/requests';
-import { principalOf, requireApiKey } from './auth';
-import type { AuthDeps } from './auth';
-import { errorBody, inDoorWords } from './errors';
-import { openaiMediaRoutes } from './openai-media';
-import { apiError } from './schemas';
+import { DomainError, InvalidRequestError, markAfterAdmission, ProviderFailedError } from '../../core/errors';
+import { safeText } from '../../core/text';
+import type { ChatRunEvent } from '../../service/chat-runs';
+import type { ChatMessage, ChatSampling } from '../../service/requests';
+import { principalOf } from '../auth';
+import { errorBody } from '../errors';
+import { idempotencyKey, modelId } from '../fields';
+import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
+import type { OpenAiDeps } from './shared';
 
 /**
- * Group B: the OpenAI-compatible API under /v1 (DESIGN §6). The official `openai` SDK works with
- * its base URL and key changed: request and response shapes, Server-Sent Events, error bodies
- * (`type` the code name, `code` the HTTP status), `x-request-id`, `retry-after-ms` and
- * `x-should-retry`. Chat runs in this process and streams as the provider sends (service/chat-runs.ts);
- * images and videos are ordinary generations, listed by groups A and C too.
+ * Group B's chat completions. Chat runs in this process and streams as the provider sends
+ * (service/chat-runs.ts): deltas go out as OpenAI's chunks, and a client that disconnects is
+ * charged the tokens it was sent.
  */
-
-export interface OpenAiDeps extends AuthDeps {
-  service: GenerationService;
-  store: OutputStore;
-}
-
-/** The shared request names fields as the service does; group B spells them OpenAI's way. */
-export const GROUP_B_PARAMS: Record<string, string> = { imageUrl: 'image_url', inputFile: 'input_reference', maxTokens: 'max_tokens', kind: 'model', seconds: 'duration' };
-
-/** Group B has no `unknown_cost`: an id it does not know is a bad parameter, as with OpenAI. */
-export function inGroupBWords<T>(work: () => Promise<T>): Promise<T> {
-  return inDoorWords(GROUP_B_PARAMS, work, (err) =>
-    err instanceof UnknownCostError ? new InvalidRequestError(err.message.replace('No price is defined for', 'Group B has no'), 'model') : undefined,
-  );
-}
-
-/**
- * OpenAI answers an argument it does not know with a 400 that names it, rather than ignoring it;
- * so do we (zod would silently strip it). Runs before validation, on the raw body.
- */
-export function refuseUnknownFields(allowed: readonly string[]) {
-  const known = new Set(allowed);
-  return async (request: FastifyRequest): Promise<void> => {
-    const body = request.body;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
-    const unknown = Object.keys(body).find((k) => !known.has(k));
-    if (unknown !== undefined) throw new InvalidRequestError(`Unrecognized request argument supplied: ${unknown}`, unknown);
-  };
-}
-
-/** The service options of a group B POST: its door, and the Idempotency-Key with what it stands for. */
-export function submitOptionsOf(request: { headers: { 'idempotency-key'?: string | undefined } }, route: string, body: unknown) {
-  const key = request.headers['idempotency-key'];
-  return { door: 'B' as const, idempotency: key === undefined ? undefined : { key, route, body } };
-}
-
-/** Seconds since the epoch, as OpenAI's objects carry them. */
-export const unixSeconds = (d: Date): number => Math.floor(d.getTime() / 1000);
-
-// ---------------------------------------------------------------------------------------------
-// Chat completions
-// ---------------------------------------------------------------------------------------------
 
 const textPart = z.object({ type: z.literal('text'), text: safeText({ label: 'content' }) });
 const chatMessage = z.object({
@@ -84,7 +34,7 @@ const UNSUPPORTED = 'is not supported by this service';
 
 export const chatCompletionBody = z
   .object({
-    model: safeText({ trim: true, min: 1, max: 100, label: 'model' }).describe('A group B chat id (GET /v1/models); auto lets the service choose'),
+    model: modelId.describe('A group B chat id (GET /v1/models); auto lets the service choose'),
     messages: z.array(chatMessage).min(1).max(1000),
     stream: z.boolean().nullish().describe('Server-Sent Events of chat.completion.chunk, ending with data: [DONE]'),
     stream_options: z.object({ include_usage: z.boolean().optional() }).nullish().describe('include_usage: a last chunk with the usage'),
@@ -209,80 +159,8 @@ function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Models
-// ---------------------------------------------------------------------------------------------
-
-const openaiModel = z
-  .object({
-    id: z.string(),
-    object: z.literal('model'),
-    created: z.number().int(),
-    owned_by: z.string(),
-    kind: z.enum(['image', 'video', 'chat']).describe('What it generates'),
-    unit: z.enum(['image', 'second', 'reply', '1k_output_tokens']).describe('What one price unit buys'),
-    price: z.number().nullable().describe('Credits per unit, when the price has one value'),
-    prices: z.record(z.string(), z.number().nullable()).nullable().describe('Video: credits per second by resolution'),
-    priced_as: z.string().describe('The catalogue model whose price applies (GET /api/v1/models)'),
-  })
-  .meta({ id: 'OpenAiModel' });
-
-/** When the catalogue took its current shape; OpenAI's `created` has no better meaning here. */
-const CATALOGUE_CREATED = 1_767_225_600;
-
-/** The ids group B accepts, each with the price of the model it runs as. */
-function groupBModels(): z.infer<typeof openaiModel>[] {
-  const listing = new Map(modelListing().map((m) => [m.id, m]));
-  const entry = (id: string, m: Model) => {
-    const l = listing.get(m.id)!;
-    return {
-      id, object: 'model' as const, created: CATALOGUE_CREATED, owned_by: 'gensvc', kind: m.kind as 'image' | 'video' | 'chat',
-      unit: l.unit, price: l.price, prices: l.prices, priced_as: m.id,
-    };
-  };
-  const out: z.infer<typeof openaiModel>[] = [];
-  for (const m of listModels()) {
-    if (m.kind === 'image') for (const id of [m.id, ...m.aliases]) out.push(entry(id, m));
-    if (m.kind === 'video') for (const id of [m.id, ...m.openaiIds]) out.push(entry(id, m));
-    if (m.kind === 'chat' && m.unit === '1k_output_tokens') out.push(entry(m.id, m));
-  }
-  out.push(entry('auto', findOpenAiChatModel('auto')!));
-  return out;
-}
-
-const security = [{ apiKey: [] }];
-const tags = ['Group B (OpenAI-compatible)'];
-
-export function errorsB<const S extends readonly number[]>(...statuses: S) {
-  return Object.fromEntries(statuses.map((s) => [s, apiError.describe(`OpenAI error shape: type is the code name, code the status ${s}`)])) as { [K in S[number]]: typeof apiError };
-}
-
-export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
-  app.addHook('onRequest', requireApiKey(deps, 'authentication_error'));
-  // OpenAI's SDK sends video creation as multipart/form-data; fields become the body, files buffers.
-  await app.register(multipart, { attachFieldsToBody: 'keyValues', limits: { fileSize: 25 * 1024 * 1024, files: 1, fields: 20 } });
+export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
-
-  route.get('/v1/models', {
-    schema: {
-      operationId: 'openaiListModels', tags, security,
-      summary: 'The model ids group B accepts, with their prices',
-      response: { 200: z.object({ object: z.literal('list'), data: z.array(openaiModel) }), ...errorsB(401, 429, 500, 503) },
-    },
-  }, async () => ({ object: 'list' as const, data: groupBModels() }));
-
-  route.get('/v1/models/:model', {
-    schema: {
-      operationId: 'openaiGetModel', tags, security,
-      summary: 'One model id of group B',
-      params: z.object({ model: z.string() }),
-      response: { 200: openaiModel, ...errorsB(401, 404, 429, 500, 503) },
-    },
-  }, async (request) => {
-    const found = groupBModels().find((m) => m.id === request.params.model);
-    if (!found) throw new NotFoundModel(request.params.model);
-    return found;
-  });
 
   route.post('/v1/chat/completions', {
     preValidation: refuseUnknownFields(CHAT_FIELDS),
@@ -294,7 +172,7 @@ export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps)
         'With stream: true the reply is a stream of chat.completion.chunk events ending with `data: [DONE]` (and a usage chunk first when ' +
         'stream_options.include_usage is set); a client that disconnects is charged the tokens it was sent. An Idempotency-Key makes retries safe.',
       body: chatCompletionBody,
-      headers: z.looseObject({ 'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.').optional() }),
+      headers: z.looseObject({ 'idempotency-key': idempotencyKey }),
       response: {
         200: {
           description: 'The reply; with stream: true, Server-Sent Events',
@@ -358,8 +236,6 @@ export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps)
       usage: usageOf(end.usage),
     };
   });
-
-  await app.register(openaiMediaRoutes, deps);
 };
 
 /** The end of a reply answered again for an Idempotency-Key repeat: from its record. */
@@ -381,12 +257,4 @@ function concat(head: AsyncIterator<ChatRunEvent>, end: { value: ChatRunEvent })
     },
     return: () => head.return?.() ?? Promise.resolve({ done: true, value: undefined }),
   };
-}
-
-class NotFoundModel extends DomainError {
-  readonly status = 404;
-  readonly type = 'not_found';
-  constructor(id: string) {
-    super(`The model '${id}' does not exist in group B; see GET /v1/models.`, { param: 'model' });
-  }
 }
