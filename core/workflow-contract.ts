@@ -62,6 +62,9 @@ export interface GenerationResult {
   phase: GenerationPhase;
 }
 
+/** The signature of the `generation` workflow, for typed starts without importing workflow code. */
+export type GenerationWorkflow = (input: GenerationWorkflowInput | LegacyWorkflowInput) => Promise<GenerationResult>;
+
 export const phaseQuery = defineQuery<GenerationPhase>('phase');
 export const cancelSignal = defineSignal<[reason: string]>('cancel');
 
@@ -77,6 +80,9 @@ export interface WebhookDeliveryResult {
   deliveryId: string;
   outcome: 'delivered' | 'failed' | 'stopped' | 'retry';
 }
+
+/** The signature of the `webhookDelivery` workflow. */
+export type WebhookDeliveryWorkflow = (input: WebhookDeliveryInput) => Promise<WebhookDeliveryResult>;
 
 /** Send now: cuts a retry wait short, or (with signal-with-start) sends a finished delivery again. */
 export const redeliverSignal = defineSignal('redeliver');

@@ -3,9 +3,8 @@ import type { Client, WorkflowStartOptions } from '@temporalio/client';
 import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '../core/search-attributes';
 import { ServiceUnavailableError } from '../core/errors';
 import { mcToCredits } from '../core/money';
-import type { generation } from '../workflows/generation';
 import { apiRunResultSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../core/workflow-contract';
-import type { ApiRunResult, GenerationWorkflowInput } from '../core/workflow-contract';
+import type { ApiRunResult, GenerationWorkflow, GenerationWorkflowInput } from '../core/workflow-contract';
 
 /** The signals the API sends a generation's workflow. */
 type GenerationSignal =
@@ -24,7 +23,7 @@ type GenerationSignal =
 const START_DEADLINE_MS = 5_000;
 
 export function createGenerationGateway({ client, taskQueue }: { client: Client; taskQueue: string }) {
-  const startOptions = (input: GenerationWorkflowInput): WorkflowStartOptions<typeof generation> => ({
+  const startOptions = (input: GenerationWorkflowInput): WorkflowStartOptions<GenerationWorkflow> => ({
     workflowId: input.generationId,
     taskQueue,
     args: [input],
@@ -45,7 +44,7 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
   const signalWithStart = async (input: GenerationWorkflowInput, signal: GenerationSignal): Promise<boolean> => {
     try {
       await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-        client.workflow.signalWithStart<typeof generation, GenerationSignal['signalArgs']>(GENERATION_WORKFLOW_TYPE, { ...startOptions(input), ...signal }),
+        client.workflow.signalWithStart<GenerationWorkflow, GenerationSignal['signalArgs']>(GENERATION_WORKFLOW_TYPE, { ...startOptions(input), ...signal }),
       );
       return true;
     } catch (err) {
@@ -62,7 +61,7 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
     async start(input: GenerationWorkflowInput): Promise<void> {
       try {
         await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-          client.workflow.start<typeof generation>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
+          client.workflow.start<GenerationWorkflow>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
         );
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return;

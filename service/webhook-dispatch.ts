@@ -2,7 +2,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Client, WorkflowStartOptions } from '@temporalio/client';
 import { ServiceUnavailableError } from '../core/errors';
 import { redeliverSignal, WEBHOOK_DELIVERY_WORKFLOW_TYPE } from '../core/workflow-contract';
-import type { webhookDelivery } from '../workflows/webhook-delivery';
+import type { WebhookDeliveryWorkflow } from '../core/workflow-contract';
 
 export interface WebhookDispatcherOptions {
   client: Client;
@@ -16,7 +16,7 @@ const START_DEADLINE_MS = 5_000;
 
 /** Starts delivery workflows: one per delivery, its workflow id the delivery id. */
 export function createWebhookDispatcher({ client, taskQueue, retryScheduleMs }: WebhookDispatcherOptions) {
-  const options = (deliveryId: string): WorkflowStartOptions<typeof webhookDelivery> => ({
+  const options = (deliveryId: string): WorkflowStartOptions<WebhookDeliveryWorkflow> => ({
     workflowId: deliveryId,
     taskQueue,
     args: [{ deliveryId, ...(retryScheduleMs ? { retryScheduleMs: [...retryScheduleMs] } : {}) }],
@@ -30,7 +30,7 @@ export function createWebhookDispatcher({ client, taskQueue, retryScheduleMs }: 
     async dispatch(deliveryId: string): Promise<void> {
       try {
         await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-          client.workflow.start<typeof webhookDelivery>(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
+          client.workflow.start<WebhookDeliveryWorkflow>(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
             ...options(deliveryId),
             workflowIdReusePolicy: 'REJECT_DUPLICATE',
           }),
@@ -44,7 +44,7 @@ export function createWebhookDispatcher({ client, taskQueue, retryScheduleMs }: 
     async redeliver(deliveryId: string): Promise<void> {
       try {
         await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-          client.workflow.signalWithStart<typeof webhookDelivery, []>(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
+          client.workflow.signalWithStart<WebhookDeliveryWorkflow, []>(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
             ...options(deliveryId),
             workflowIdReusePolicy: 'ALLOW_DUPLICATE',
             signal: redeliverSignal,

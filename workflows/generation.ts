@@ -16,7 +16,7 @@ import { initialTransition, transition } from 'xstate';
 import type { GenerationActivities } from '../activities';
 import { GenerationStatus } from '../core/search-attributes';
 import { apiRunResultSignal, cancelSignal, phaseQuery, providerTaskQueueOf } from '../core/workflow-contract';
-import type { ApiRunResult, GenerationPhase, GenerationResult, GenerationWorkflowInput, LegacyWorkflowInput } from '../core/workflow-contract';
+import type { ApiRunResult, GenerationPhase, GenerationResult, GenerationWorkflow, GenerationWorkflowInput, LegacyWorkflowInput } from '../core/workflow-contract';
 import { SLOT_KINDS } from '../core/vocabulary';
 import type { GenerationFailure, GenerationKind } from '../core/vocabulary';
 import { effectsOf, generationMachine, statusOf } from '../machines/generation';
@@ -70,7 +70,7 @@ export const PATCHES = {
  * every step; this workflow runs the effects it names, through the table below, and turns their
  * outcomes into the machine's events.
  */
-export async function generation(input: GenerationWorkflowInput | LegacyWorkflowInput): Promise<GenerationResult> {
+export const generation: GenerationWorkflow = async (input: GenerationWorkflowInput | LegacyWorkflowInput): Promise<GenerationResult> => {
   const provider = providerActivities(input.kind);
   const events: GenerationEvent[] = [];
   const background: CancellationScope[] = [];
@@ -256,4 +256,4 @@ export async function generation(input: GenerationWorkflowInput | LegacyWorkflow
     throw ApplicationFailure.create({ type: 'GenerationFailed', message: failure.code, nonRetryable: true, details: [failure] });
   }
   return { generationId: input.generationId, phase };
-}
+};
