@@ -4,10 +4,10 @@
 // deploy/temporal/dynamicconfig/gensvc.yaml, which test/unit/compose.test.ts keeps identical.
 // docs/decisions.md, "Temporal dispatch latency", has the measurements.
 export const TEMPORAL_DYNAMIC_CONFIG = {
-  // Update-with-Start: the ExecuteMultiOperation API plus workflow updates. The dev server has
-  // both on already; a plain server needs them said. Nothing sends either today (the API admits
-  // in PostgreSQL and starts the workflow plainly; the workflow's `admission` update handler has
-  // no caller), so both keys can go with that handler.
+  // Workflow updates (and ExecuteMultiOperation, which Update-with-Start used). The dev server has
+  // both on already; a plain server needs them said. Nothing sends either today: the API admits in
+  // PostgreSQL and starts workflows plainly, and only legacy workflows (workflows/legacy-admission.ts)
+  // carry `admission` updates in their histories. Both keys go with that file.
   'frontend.enableExecuteMultiOperation': true,
   'frontend.enableUpdateWorkflowExecution': true,
 
