@@ -9,8 +9,9 @@ import type { GenerationFailure, GenerationStatus, RunOutput } from '../core/voc
  * settle that could not be recorded is an event here like any other.
  *
  *   queued ─┬─(starting) STARTED ──────┬─► running ─RUN_SUCCEEDED─► settling ─SETTLED─► succeeded
- *           └─(waitingForSlot) SLOT_GRANTED ┘    │                       │
- *   STOP (CANCEL, DEADLINE) from queued or running, RUN_FAILED, START_REFUSED, SETTLE_FAILED ──► failed
+ *           └─(waitingForSlot) SLOT_GRANTED ┘                             │                  ▲
+ *   CANCEL or DEADLINE (queued, running), RUN_FAILED, START_REFUSED, SETTLE_FAILED          │
+ *     ──► releasing ─RELEASED─► failed        releasing ─FOUND_SETTLED────────────────────┘
  */
 
 export type GenerationEvent =
@@ -25,6 +26,10 @@ export type GenerationEvent =
   | { type: 'SETTLED' }
   /** The charge could not be recorded, or the hold was found released: nothing was charged. */
   | { type: 'SETTLE_FAILED'; error: GenerationFailure }
+  /** The hold went back (or had gone back before). */
+  | { type: 'RELEASED' }
+  /** The hold was found charged already: the outcome was settled where the run was produced. */
+  | { type: 'FOUND_SETTLED' }
   | { type: 'CANCEL'; reason: string }
   /** The generation's deadline passed before it finished (nothing in flight forever). */
   | { type: 'DEADLINE'; message: string };
@@ -88,10 +93,10 @@ export const generationMachine = setup({
       initial: 'queued',
       // One transition for every way a generation is stopped from outside while it is in flight.
       on: {
-        CANCEL: { target: '#generation.failed', actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: stopError(event) }) }] },
-        DEADLINE: { target: '#generation.failed', actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: stopError(event) }) }] },
-        RUN_FAILED: { target: '#generation.failed', actions: { type: 'recordError', params: ({ event }) => ({ error: failureOf(event) }) } },
-        START_REFUSED: { target: '#generation.failed', actions: { type: 'recordError', params: ({ event }) => ({ error: failureOf(event) }) } },
+        CANCEL: { target: '#generation.releasing', actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: stopError(event) }) }] },
+        DEADLINE: { target: '#generation.releasing', actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: stopError(event) }) }] },
+        RUN_FAILED: { target: '#generation.releasing', actions: { type: 'recordError', params: ({ event }) => ({ error: failureOf(event) }) } },
+        START_REFUSED: { target: '#generation.releasing', actions: { type: 'recordError', params: ({ event }) => ({ error: failureOf(event) }) } },
       },
       states: {
         queued: {
@@ -123,14 +128,20 @@ export const generationMachine = setup({
       entry: { type: 'settle', params: ({ context }) => ({ output: context.output ?? { outputKey: null, outputText: null } }) },
       on: {
         SETTLED: 'succeeded',
-        SETTLE_FAILED: { target: 'failed', actions: { type: 'recordError', params: ({ event }) => ({ error: event.error }) } },
+        SETTLE_FAILED: { target: 'releasing', actions: { type: 'recordError', params: ({ event }) => ({ error: event.error }) } },
+      },
+    },
+    // The hold is going back. The ledger may find it charged already (the API settled a reply it
+    // produced, and its report came late): then the generation succeeded after all.
+    releasing: {
+      entry: { type: 'release', params: ({ context }) => ({ error: context.error ?? { code: 'failed', message: 'generation failed', retryable: true } }) },
+      on: {
+        RELEASED: 'failed',
+        FOUND_SETTLED: 'succeeded',
       },
     },
     succeeded: { type: 'final' },
-    failed: {
-      type: 'final',
-      entry: { type: 'release', params: ({ context }) => ({ error: context.error ?? { code: 'failed', message: 'generation failed', retryable: true } }) },
-    },
+    failed: { type: 'final' },
   },
 });
 
@@ -155,12 +166,13 @@ export function effectsOf(actions: readonly { type: string; params?: unknown }[]
 }
 
 /**
- * The status a snapshot stands for. `settling` is still `running` to the outside: the charge is
- * being recorded, and only its outcome says whether the generation succeeded.
+ * The status a snapshot stands for; undefined while the ledger is deciding it (`settling`,
+ * `releasing`): only the outcome says whether the generation succeeded or failed, and the status
+ * published before stays until then.
  */
-export function statusOf(value: unknown): GenerationStatus {
+export function statusOf(value: unknown): GenerationStatus | undefined {
   if (value === 'succeeded' || value === 'failed') return value;
-  if (value === 'settling') return 'running';
+  if (value === 'settling' || value === 'releasing') return undefined;
   const active = (value as { active?: unknown }).active;
   return active === 'running' ? 'running' : 'queued';
 }

@@ -15,17 +15,17 @@ import type { GenerationRequest } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
 
 /**
- * Chats the API runs itself, so that a streamed reply never waits on a workflow (DESIGN §5):
+ * Chats the API runs itself, so that a reply never waits on a workflow (DESIGN §5):
  *
  *   admit (one PostgreSQL transaction: the hold) ─┬─► start the workflow (not awaited)
  *                                                 └─► open the provider stream ─► deltas to the client
- *   end of the stream (complete, client gone, failed) ─► report to the workflow ─► settle / release
+ *   end of the stream (complete, client gone, failed) ─► the ledger settles or releases, here
+ *                                                     ─► report to the workflow ─► its settle finds it done
  *
- * The workflow owns the money: it was started with `apiRun`, so it runs no provider activity but
- * waits for the report, settles the tokens it names (at most the hold) or releases, and releases
- * by itself when no report comes before its deadline (this API process died mid-stream). Should
- * Temporal be unreachable both when the run starts and when it ends, this process resolves the
- * hold itself; a workflow that appears later finds it resolved and moves nothing.
+ * The money is exact either way: the ledger moves a hold once, so the workflow (started with
+ * `apiRun`: it runs no provider activity, waits for the report, and releases by itself when none
+ * comes before its deadline) records what this process settled, or settles it when this process
+ * could not reach the ledger. A whole reply is answered once its charge is durable.
  */
 
 /** A reply may stream this long; the workflow waits for the report a little longer. */
@@ -53,9 +53,7 @@ export interface ChatRun {
    * DomainError for the client; after it, the generation fails (released) and the error is thrown.
    */
   events: AsyncIterable<ChatRunEvent>;
-  /** Resolves once the outcome is with the workflow (or resolved here); never rejects. */
-  reported: Promise<void>;
-  /** Resolves once the generation has settled or been released (bounded wait). */
+  /** Resolves once the generation has settled or been released in the ledger (bounded wait). */
   settled(): Promise<void>;
 }
 
@@ -74,15 +72,31 @@ export interface ChatRunDeps {
 export function createChatRuns(deps: ChatRunDeps) {
   const log = deps.log ?? ((message: string, err: unknown) => console.warn(message, err));
 
-  /** Hands the outcome to the workflow; if Temporal cannot be reached, resolves the hold here. */
-  const report = async (input: GenerationWorkflowInput, started: Promise<unknown>, result: ApiRunResult): Promise<void> => {
-    await started;
+  /** Outcomes on their way to their workflows, so that a graceful stop waits for them. */
+  const reporting = new Set<Promise<void>>();
+
+  /**
+   * Records the outcome where the reply was produced — the charge (or the release) is durable in
+   * the ledger before the client hears the end — then hands it to the workflow, whose own settle
+   * or release finds the hold moved and records the outcome in Temporal. Should the ledger be out
+   * of reach for now, the workflow settles it (with its retries) from the report; should the
+   * report not arrive, the workflow's deadline comes and its release finds the charge.
+   */
+  const resolve = async (input: GenerationWorkflowInput, started: Promise<unknown>, result: ApiRunResult): Promise<boolean> => {
+    let durable = true;
     try {
-      await deps.gateway.reportApiRun(input, result);
-    } catch (err) {
-      log(`generation ${input.generationId}: the workflow could not be reached; resolving its hold here`, err);
       await (result.ok ? settle(deps.pool, { generationId: input.generationId, ...result.output }) : release(deps.pool, input.generationId, result.error));
+    } catch (err) {
+      durable = false;
+      log(`generation ${input.generationId}: the ledger could not record the outcome here; the workflow will`, err);
     }
+    const reported = started
+      .then(() => deps.gateway.reportApiRun(input, result))
+      .catch((err: unknown) => log(`generation ${input.generationId}: the workflow could not be told the outcome; its deadline will close it`, err))
+      .finally(() => reporting.delete(reported));
+    reporting.add(reported);
+    if (!durable) await reported;
+    return durable;
   };
 
   /** An Idempotency-Key repeat: the earlier reply, answered again from its record. */
@@ -93,7 +107,6 @@ export function createChatRuns(deps: ChatRunDeps) {
       events: (async function* () {
         if (text) yield { type: 'delta', text } as const;
       })(),
-      reported: Promise.resolve(),
       settled: () => Promise.resolve(),
     };
   };
@@ -129,12 +142,10 @@ export function createChatRuns(deps: ChatRunDeps) {
 
     // Fired now, awaited only when the outcome is reported: the first token does not wait for it.
     const started = deps.gateway.start(input).catch((err: unknown) => log(`generation ${input.generationId}: start failed; retried when the run is reported`, err));
-    let resolveReported!: () => void;
-    const reported = new Promise<void>((resolve) => (resolveReported = resolve));
+    let finished!: (durable: boolean) => void;
+    const outcome = new Promise<boolean>((done) => (finished = done));
     const finish = (result: ApiRunResult): void => {
-      report(input, started, result)
-        .catch((err: unknown) => log(`generation ${input.generationId}: its outcome could not be recorded; the workflow deadline will release it`, err))
-        .finally(resolveReported);
+      void resolve(input, started, result).then(finished);
     };
 
     const store = deps.store;
@@ -211,15 +222,20 @@ export function createChatRuns(deps: ChatRunDeps) {
       model: input.model,
       createdAt: new Date(),
       events: events(),
-      reported,
       async settled() {
-        await reported;
-        await deps.gateway.awaitFinish(input.generationId, 10_000);
+        // Normally the ledger has it already; else the workflow is settling it from the report.
+        if (!(await outcome)) await deps.gateway.awaitFinish(input.generationId, 10_000);
       },
     };
   }
 
-  return { run };
+  return {
+    run,
+    /** Resolves once every outcome still on its way to a workflow has been handed over: call before closing. */
+    drain: async (): Promise<void> => {
+      await Promise.allSettled([...reporting]);
+    },
+  };
 }
 
 /** The one generation of a replayed chat request. */

@@ -32,7 +32,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     },
     submitMany: submit.submitMany,
     /** Resolves once every workflow start still under way has been made (or failed and released): call before closing. */
-    drain: submit.drain,
+    drain: async (): Promise<void> => {
+      await Promise.all([submit.drain(), chat.drain()]);
+    },
     /** A chat the API runs itself, its reply streamed as it comes (group B); see service/chat-runs.ts. */
     runChat: chat.run,
     cancel: createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines }),

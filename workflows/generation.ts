@@ -63,6 +63,8 @@ export const PATCHES = {
   settleOutcomeInMachine: 'settle-outcome-in-machine',
   /** A generation that cannot be marked running fails without asking the provider. */
   startFailureSkipsRun: 'start-failure-skips-run',
+  /** A release that finds the hold charged (the API settled the reply it produced) ends succeeded. */
+  releaseFindsSettled: 'release-finds-settled',
 } as const;
 
 /**
@@ -208,13 +210,17 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       events.push({ type: 'SETTLED' });
     },
     async release({ error }) {
-      await ledger.release({ generationId: input.generationId, error });
+      const released = await ledger.release({ generationId: input.generationId, error });
+      const charged = released.outcome === 'already' && released.state === 'settled';
+      events.push(charged && patched(PATCHES.releaseFindsSettled) ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' });
     },
   };
   const perform = <K extends EffectName>(effect: GenerationEffect<K>): Promise<void> => effects[effect.type](effect.params);
 
   const publishPhase = (): void => {
-    phase = statusOf(snapshot.value);
+    const status = statusOf(snapshot.value);
+    if (status === undefined) return;
+    phase = status;
     if (phase === published) return;
     published = phase;
     upsertSearchAttributes([{ key: GenerationStatus, value: phase }]);

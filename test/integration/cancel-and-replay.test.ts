@@ -9,14 +9,16 @@ import type { Harness } from '../support/harness';
 import { credits, generate, untilFinished, untilStarted } from '../support/api';
 import { phaseQuery } from '../../core/workflow-contract';
 import { newId } from '../../core/ids';
-import { admit } from '../../core/ledger';
+import { admit, settle } from '../../core/ledger';
 import { createGenerationGateway } from '../../service/temporal-gateway';
 
 /**
  * A chat admitted for the API to run (apiRun) whose report never comes, as when the API process
- * dies mid-stream: the workflow must release the hold at its deadline. Returns its id once released.
+ * dies mid-stream: the workflow must release the hold at its deadline — unless the API had settled
+ * the reply in the ledger before dying, when the release finds the charge and the generation
+ * stays succeeded. Returns its id once its workflow has closed.
  */
-async function apiRunNeverReported(accountId: string): Promise<string> {
+async function apiRunNeverReported(accountId: string, opts: { settledByApi?: boolean } = {}): Promise<string> {
   const generationId = newId('gen');
   const generation = {
     accountId, apiKeyId: null, kind: 'chat', model: 'claude-haiku', prompt: 'hello',
@@ -24,13 +26,19 @@ async function apiRunNeverReported(accountId: string): Promise<string> {
   } as const;
   const admitted = await admit(h.pool, [{ ...generation, id: generationId }]);
   if (admitted.outcome !== 'admitted') throw new Error('not admitted');
+  if (opts.settledByApi) await settle(h.pool, { generationId, outputKey: null, outputText: 'hi', chargeMc: 7, outputTokens: 10 });
+  const handle = h.client.workflow.getHandle(generationId);
   await createGenerationGateway({ client: h.client, taskQueue: h.taskQueue })
     .start({ ...generation, generationId, admitted: { free: false, model: generation.model }, apiRun: { deadlineMs: 300 } });
-  await eventually(async () => ((await statusOf(generationId)) === 'failed' ? true : undefined));
+  const closed = await handle.result().then(() => 'completed', () => 'failed');
   const hold = await h.pool.query<{ state: string }>('SELECT state FROM holds WHERE generation_id = $1', [generationId]);
-  expect(hold.rows[0]?.state).toBe('released');
-  const error = await h.pool.query<{ error: { code: string } }>('SELECT error FROM generations WHERE id = $1', [generationId]);
-  expect(error.rows[0]?.error.code).toBe('timeout');
+  const row = await h.pool.query<{ status: string; charged_mc: number; error: { code: string } | null }>('SELECT status, charged_mc, error FROM generations WHERE id = $1', [generationId]);
+  if (opts.settledByApi) {
+    expect({ closed, hold: hold.rows[0]?.state, ...row.rows[0] }).toEqual({ closed: 'completed', hold: 'settled', status: 'succeeded', charged_mc: 7, error: null });
+    expect(await handle.query(phaseQuery)).toBe('succeeded');
+  } else {
+    expect({ closed, hold: hold.rows[0]?.state, status: row.rows[0]?.status, code: row.rows[0]?.error?.code }).toEqual({ closed: 'failed', hold: 'released', status: 'failed', code: 'timeout' });
+  }
   return generationId;
 }
 
@@ -94,6 +102,9 @@ describe('determinism', () => {
     ids.push(/"id":"(gen_[^"]+)"/.exec(streamed.body)![1]!);
     // An API that died mid-stream never reports: the workflow releases the hold at its deadline.
     ids.push(await apiRunNeverReported(accountId));
+    // An API that settled the reply it produced and died before reporting: the workflow's release
+    // at its deadline finds the charge, and the generation stays succeeded, charged once.
+    ids.push(await apiRunNeverReported(accountId, { settledByApi: true }));
     const video = await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'sim:delay=200 dunes' });
     ids.push(video.body.generation.id);
     await untilFinished(h, key, video.body.generation.id);

@@ -25,7 +25,7 @@ describe('generation machine', () => {
       { status: 'queued', effects: ['startRunning'] },
       { status: 'running', effects: ['runProvider'] },
       // Settling is still `running` to the outside: only the settle's outcome decides.
-      { status: 'running', effects: ['settle'] },
+      { status: undefined, effects: ['settle'] },
       { status: 'succeeded', effects: [] },
     ]);
     expect(snapshot.status).toBe('done');
@@ -34,7 +34,7 @@ describe('generation machine', () => {
 
   it('video: waits in queued for a slot; the slot claim is the start, so nothing writes running twice', () => {
     const { steps } = run(true, [{ type: 'SLOT_GRANTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLED' }]);
-    expect(steps.map((s) => s.status)).toEqual(['queued', 'running', 'running', 'succeeded']);
+    expect(steps.map((s) => s.status)).toEqual(['queued', 'running', undefined, 'succeeded']);
     expect(steps.map((s) => s.effects)).toEqual([['waitForSlot'], ['runProvider'], ['settle'], []]);
   });
 
@@ -45,22 +45,29 @@ describe('generation machine', () => {
 
   it('a settle that failed is the machine\'s decision: the generation fails and its hold is released', () => {
     const { steps, last, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLE_FAILED', error: settleFailure }]);
-    expect(steps.at(-1)).toEqual({ status: 'failed', effects: ['release'] });
+    expect(steps.at(-1)).toEqual({ status: undefined, effects: ['release'] });
     expect(last[0]).toMatchObject({ type: 'release', params: { error: settleFailure } });
     expect(snapshot.context.error).toEqual(settleFailure);
   });
 
   it('a provider failure releases the hold with the provider error', () => {
-    const { steps, last } = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }]);
-    expect(steps.at(-1)).toEqual({ status: 'failed', effects: ['release'] });
-    expect(last[0]!.params).toEqual({ error: failure });
+    const { steps, last, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }, { type: 'RELEASED' }]);
+    expect(steps.slice(-2)).toEqual([{ status: undefined, effects: ['release'] }, { status: 'failed', effects: [] }]);
+    expect(run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }]).last[0]!.params).toEqual({ error: failure });
+    expect(snapshot.status).toBe('done');
+  });
+
+  it('a release that finds the hold charged (the API settled the reply it produced) ends succeeded', () => {
+    const { steps, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }, { type: 'FOUND_SETTLED' }]);
+    expect(steps.at(-1)).toEqual({ status: 'succeeded', effects: [] });
+    expect(snapshot.status).toBe('done');
   });
 
   it('a generation that ended before it could start fails without running', () => {
     const refused = { code: 'not_started', message: 'released meanwhile', retryable: true };
     for (const needsSlot of [false, true]) {
       const { steps } = run(needsSlot, [{ type: 'START_REFUSED', error: refused }]);
-      expect(steps.at(-1)).toEqual({ status: 'failed', effects: ['release'] });
+      expect(steps.at(-1)).toEqual({ status: undefined, effects: ['release'] });
     }
   });
 
@@ -71,10 +78,9 @@ describe('generation machine', () => {
     ];
     for (const [stop, error] of stops) {
       for (const before of [[], [{ type: 'SLOT_GRANTED' }]] as GenerationEvent[][]) {
-        const { steps, last, snapshot } = run(true, [...before, stop]);
-        expect(steps.at(-1)).toEqual({ status: 'failed', effects: ['stopWork', 'release'] });
+        const { steps, last } = run(true, [...before, stop]);
+        expect(steps.at(-1)).toEqual({ status: undefined, effects: ['stopWork', 'release'] });
         expect(last[1]!.params).toEqual({ error });
-        expect(snapshot.status).toBe('done');
       }
     }
   });
@@ -83,15 +89,15 @@ describe('generation machine', () => {
     const settling = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }]);
     for (const event of [{ type: 'CANCEL', reason: 'late' }, { type: 'DEADLINE', message: 'late' }] as GenerationEvent[]) {
       const [next, actions] = transition(generationMachine, settling.snapshot, event);
-      expect(statusOf(next.value)).toBe('running');
+      expect(next.value).toBe('settling');
       expect(effectsOf(actions)).toEqual([]);
     }
   });
 
   it('final states are never left', () => {
     const succeeded = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLED' }]);
-    const failed = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }]);
-    const events: GenerationEvent[] = [
+    const failed = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }, { type: 'RELEASED' }]);
+    const events: GenerationEvent[] = [{ type: 'FOUND_SETTLED' }, { type: 'SETTLED' },
       { type: 'CANCEL', reason: 'late' }, { type: 'RUN_FAILED', error: failure }, { type: 'RUN_SUCCEEDED', output },
       { type: 'DEADLINE', message: 'late' }, { type: 'SETTLE_FAILED', error: settleFailure },
     ];
