@@ -11,7 +11,7 @@ const ioModules = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules', '.data', '.cache', 'dist', 'coverage', 'bin'] },
+  { ignores: ['node_modules', '.data', '.cache', '.test-data', 'dist', 'coverage', 'bin'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -51,7 +51,7 @@ describe('generation machine', () => {
   });
 
   it('a provider failure releases the hold with the provider error', () => {
-    const { steps, last, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }, { type: 'RELEASED' }]);
+    const { steps, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }, { type: 'RELEASED' }]);
     expect(steps.slice(-2)).toEqual([{ status: undefined, effects: ['release'] }, { status: 'failed', effects: [] }]);
     expect(run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }]).last[0]!.params).toEqual({ error: failure });
     expect(snapshot.status).toBe('done');
