@@ -17,9 +17,9 @@ import { createWebhookService } from '../service/webhook-service';
 import { adminRoutes } from './admin';
 import { dashboardApiRoutes, DEFAULT_DASHBOARD_LIMITS } from './dashboard/api';
 import type { DashboardLimits } from './dashboard/api';
-import { endLiveEvents } from './dashboard/events';
 import { dashboardPages } from './dashboard/pages';
 import { registerDocs } from './docs';
+import { endEventStreams } from './sse';
 import { installErrorHandler } from './errors';
 import { fileRoutes } from './files';
 import { healthRoutes } from './health';
@@ -129,7 +129,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     log: (message, err) => app.log.warn({ err }, message),
   });
   // Workflow starts made after a `queued` answer finish before the app closes.
-  app.addHook('onClose', () => service.drain());
+  app.addHook('onClose', async () => {
+    await service.drain();
+    await service.close();
+  });
 
   const publicOrigin = deps.publicBaseUrl ? new URL(deps.publicBaseUrl).origin : undefined;
   const sessions = {
@@ -164,7 +167,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     limits: { ...DEFAULT_DASHBOARD_LIMITS, ...deps.dashboardLimits },
   });
   // Open live views would hold the server's close until the browsers leave.
-  app.addHook('preClose', async () => endLiveEvents());
+  app.addHook('preClose', async () => endEventStreams());
   await app.register(mcpRoutes, {
     pool: deps.pool,
     limiter,

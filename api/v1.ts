@@ -1,10 +1,13 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GenerationService } from '../service/generation-service';
 import { modelListing } from '../service/model-list';
+import type { WatchEvent } from '../service/watch';
 import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
 import { inDoorWords } from './errors';
+import { openEventStream } from './sse';
 import { generateHeaders, generateOptionsOf, listQuery } from './fields';
 import { v1GenerateBody, v1RequestOf } from './generate-bodies';
 import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, idParams, modelEntry, quote } from './schemas';
@@ -115,5 +118,65 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         response: { 200: generation, ...errorResponses(401, 404, 409, 429, 500, 503) },
       },
     }, async (request) => generationOf(await deps.service.cancel(principalOf(request), request.params.id)));
+
+    route.get('/api/v1/generations/:id/events', {
+      schema: {
+        operationId: 'followGeneration',
+        tags,
+        summary: 'Follow one generation live (Server-Sent Events) until it ends',
+        description: 'Each status it enters is an event `status` (queued, running) whose data is the generation; the final one is `done`, after which the stream closes. '
+          + 'Event ids resume a stream: send the last one back as `Last-Event-ID` (EventSource does) and only what came after is sent. Comments keep an idle stream open.',
+        security,
+        params: idParams,
+        headers: lastEventId,
+        response: { 200: eventStream, ...errorResponses(401, 404, 429, 500, 503) },
+      },
+    }, async (request, reply) => {
+      const controller = new AbortController();
+      const events = await deps.service.watch.generation(principalOf(request), request.params.id, { after: request.headers['last-event-id'], signal: controller.signal });
+      stream(request, reply, events, controller);
+    });
+
+    route.get('/api/v1/events', {
+      schema: {
+        operationId: 'followGenerations',
+        tags,
+        summary: "Follow the account's generations live (Server-Sent Events), or only those listed",
+        description: 'An event `status` (or `done` for a final status) each time one of them changes, whichever door made it; its id is the time of the change, so '
+          + '`Last-Event-ID` resumes with what changed since. `ids` (comma-separated) limits the stream to those generations and first sends each as it is now.',
+        security,
+        querystring: z.object({ ids: z.string().max(4_000).optional().describe('Comma-separated generation ids; the whole account when absent') }),
+        headers: lastEventId,
+        response: { 200: eventStream, ...errorResponses(400, 401, 429, 500, 503) },
+      },
+    }, async (request, reply) => {
+      const controller = new AbortController();
+      const ids = request.query.ids?.split(',').map((id) => id.trim()).filter((id) => id !== '');
+      const events = await deps.service.watch.account(principalOf(request), { ids, after: request.headers['last-event-id'], signal: controller.signal });
+      stream(request, reply, events, controller);
+    });
   });
 };
+
+const lastEventId = z.looseObject({ 'last-event-id': z.string().max(40).optional().describe('The id of the last event received, to resume after it') });
+const eventStream = {
+  description: 'text/event-stream: `status` and `done` events, each the generation as GET /api/v1/generations/{id} answers it',
+  content: { 'text/event-stream': { schema: z.string() } },
+};
+
+/** Sends a watch's events as group A's SSE: the generation record, `done` for a final status. */
+function stream(request: FastifyRequest, reply: FastifyReply, events: AsyncIterable<WatchEvent>, controller: AbortController): void {
+  const sse = openEventStream(request, reply);
+  sse.signal.addEventListener('abort', () => controller.abort(), { once: true });
+  void (async () => {
+    try {
+      for await (const e of events) {
+        if (e.type === 'generation') sse.send(e.final ? 'done' : 'status', generationOf(e.generation), e.id);
+      }
+    } catch (err) {
+      request.log.warn({ err }, 'live events: the stream stopped');
+    } finally {
+      sse.end();
+    }
+  })();
+}

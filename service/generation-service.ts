@@ -3,9 +3,11 @@ import { createSimulator } from '../core/providers/simulator';
 import { createAdmission } from './admission';
 import { createCancel } from './cancel';
 import { createChatRuns } from './chat-runs';
+import { createLiveEvents } from './live-events';
 import { createReads } from './read';
 import type { GenerationRequest } from './requests';
 import { createSubmit } from './submit';
+import { createWatch } from './watch';
 import type { GenerationServiceDeps, SubmitOptions, Submitted } from './types';
 
 export type {
@@ -24,6 +26,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const submit = createSubmit({ pool, gateway, store, admission, ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}) });
   const chat = createChatRuns({ pool, gateway, store, admission, provider: deps.provider ?? createSimulator(), ...(deps.log ? { log: deps.log } : {}) });
   const reads = createReads({ pool, gateway, store });
+  const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
 
   return {
     async submit(request: GenerationRequest, principal: Principal, opts: SubmitOptions): Promise<Submitted> {
@@ -37,6 +40,10 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     },
     /** A chat the API runs itself, its reply streamed as it comes (group B); see service/chat-runs.ts. */
     runChat: chat.run,
+    /** Live streams of one generation's or the account's changes (service/watch.ts). */
+    watch: createWatch({ pool, store, live }),
+    /** Stops listening for changes: call when closing, after `drain`. */
+    close: (): Promise<void> => live.close(),
     cancel: createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines }),
     ...reads,
   };

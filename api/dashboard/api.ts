@@ -207,7 +207,7 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
 
     // Live updates of the account's generations and balance (Server-Sent Events): not JSON, so not in the document.
     route.get('/dashboard/api/events', { schema: { hide: true } }, async (request, reply) => {
-      liveEvents({ pool: deps.pool, store: deps.store, service: deps.service, sessions: sessions.service }, request, reply);
+      liveEvents({ service: deps.service, sessions: sessions.service }, request, reply);
     });
 
     // The webhook API of group A, at /dashboard/api/webhooks with the session instead of a key.

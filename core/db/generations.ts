@@ -109,12 +109,6 @@ export async function listGenerations(q: Queryable, accountId: string, f: ListFi
   return r.rows.map(fromRow);
 }
 
-/** The ids of an account's generations in flight (a partial index holds only those). */
-export async function listInFlightIds(q: Queryable, accountId: string): Promise<string[]> {
-  const r = await q.query<{ id: string }>(`SELECT id FROM generations WHERE account_id = $1 AND status IN ('queued', 'running') ORDER BY id`, [accountId]);
-  return r.rows.map((row) => row.id);
-}
-
 /**
  * An account's generations from `fromId` on (ids are time-ordered, so this is a bounded range of
  * the account's index) that changed after `since`: what a live view has to redraw.
@@ -142,4 +136,14 @@ export async function listBatch(q: Queryable, accountId: string, firstId: string
     [accountId, firstId],
   );
   return r.rows.map(fromRow);
+}
+
+/** Some of an account's generations with when each last changed (the version a live stream resumes from). */
+export async function getVersioned(q: Queryable, accountId: string, ids: readonly string[]): Promise<(GenerationRow & { updatedAt: Date })[]> {
+  if (ids.length === 0) return [];
+  const r = await q.query<GenerationDbRow & { updated_at: Date }>(
+    `SELECT ${GENERATION_COLUMNS}, updated_at FROM generations WHERE account_id = $1 AND id = ANY($2::text[]) ORDER BY id`,
+    [accountId, ids],
+  );
+  return r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at }));
 }

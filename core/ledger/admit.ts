@@ -10,6 +10,7 @@ import type { GenerationKind } from '../vocabulary';
 import { appendEntry } from './entries';
 import type { AccountMoney } from './entries';
 import { classified } from './failures';
+import { notifyExpr } from './notify';
 import { owesEvent, recordStatusEvent } from './outbox';
 
 /** A priced generation about to be admitted. */
@@ -149,7 +150,7 @@ async function admitOne(tx: Queryable, g: NewGeneration): Promise<(AdmittedGener
        INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
        SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
      )
-     SELECT balance_mc, held_mc, now() AS created_at FROM a`,
+     SELECT balance_mc, held_mc, now() AS created_at, ${notifyExpr('id', '$3', 'queued')} FROM a`,
     [g.accountId, g.quoteMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt],
   );
   const done = held.rows[0];
@@ -174,7 +175,7 @@ async function admitOne(tx: Queryable, g: NewGeneration): Promise<(AdmittedGener
 async function insertFreeReply(tx: Queryable, g: NewGeneration, after: AccountMoney): Promise<void> {
   await tx.query(
     `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, free_chat)
-     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, 0, true)`,
+     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, 0, true) RETURNING ${notifyExpr('account_id', 'id', 'queued')}`,
     [g.id, g.accountId, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt],
   );
   await tx.query(`INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) VALUES ($1, $2, 0, true)`, [g.id, g.accountId]);

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool';
 import type { Millicredits } from '../money';
 import type { AccountMoney } from './entries';
+import { notifyExpr } from './notify';
 
 /**
  * Adds credits (an opening balance, a top-up) in one statement: the balance and its ledger entry
@@ -15,7 +16,7 @@ export async function credit(q: Queryable, accountId: string, amountMc: Millicre
        INSERT INTO ledger_entries (account_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
        SELECT id, 'credit', $2::bigint, balance_mc, held_mc, $3 FROM a
      )
-     SELECT balance_mc, held_mc FROM a`,
+     SELECT balance_mc, held_mc, ${notifyExpr('id', "''", 'credited')} FROM a`,
     [accountId, amountMc, note],
   );
   return r.rows[0];

@@ -12,6 +12,8 @@ export type { Admission, AdmittedGeneration, KeyedRequest, NewGeneration } from 
 export { credit } from './credit';
 export type { AccountMoney } from './entries';
 export { LedgerPermanentError } from './failures';
+export { parseNotice, STATUS_CHANNEL } from './notify';
+export type { StatusNotice } from './notify';
 export { release, settle } from './resolve';
 export type { Resolution, SettleRequest } from './resolve';
 export { startRunning } from './running';

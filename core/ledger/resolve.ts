@@ -7,6 +7,7 @@ import type { Millicredits } from '../money';
 import type { GenerationFailure, GenerationKind } from '../vocabulary';
 import { appendEntry, moveAccount } from './entries';
 import { classified } from './failures';
+import { notifyExpr } from './notify';
 import { recordStatusEvent } from './outbox';
 
 export interface SettleRequest {
@@ -59,7 +60,7 @@ async function settleIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
     `UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
             params = CASE WHEN $5::integer IS NULL THEN params ELSE params || jsonb_build_object('outputTokens', $5::integer) END,
             started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
-      WHERE id = $1 RETURNING kind`,
+      WHERE id = $1 RETURNING kind, ${notifyExpr('account_id', 'id', 'succeeded')}`,
     [req.generationId, hold.charged_mc, req.outputKey, req.outputText, req.outputTokens ?? null],
   );
   const kind = kindOf(g.rows[0], req.generationId);
@@ -81,7 +82,8 @@ async function releaseIn(tx: Queryable, generationId: string, failure: Generatio
   const after = await moveAccount(tx, hold.account_id, { heldDelta: -hold.amount_mc, balanceDelta: 0, chatUsedDelta: hold.free_chat ? -1 : 0 });
   await appendEntry(tx, { accountId: hold.account_id, generationId, entry: 'release', amountMc: hold.amount_mc, after, note: failure.code });
   const g = await tx.query<{ kind: GenerationKind }>(
-    `UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now() WHERE id = $1 RETURNING kind`,
+    `UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now()
+      WHERE id = $1 RETURNING kind, ${notifyExpr('account_id', 'id', 'failed')}`,
     [generationId, JSON.stringify(failure)],
   );
   const kind = kindOf(g.rows[0], generationId);

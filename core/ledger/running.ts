@@ -3,6 +3,7 @@ import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
 import { classified } from './failures';
+import { notifyExpr } from './notify';
 import { recordStatusEvent } from './outbox';
 
 /** `running`: it runs now (or already did); `waiting`: no slot yet; `finished`: it ended before it could run. */
@@ -41,7 +42,7 @@ export async function startRunning(pool: pg.Pool, req: StartRequest): Promise<St
 async function start(tx: Queryable, req: StartRequest): Promise<boolean> {
   const moved = await tx.query(
     `UPDATE generations SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now()
-      WHERE id = $1 AND status = 'queued'`,
+      WHERE id = $1 AND status = 'queued' RETURNING ${notifyExpr('account_id', 'id', 'running')}`,
     [req.generationId],
   );
   return (moved.rowCount ?? 0) > 0;
@@ -59,7 +60,8 @@ async function claimSlot(tx: Queryable, req: StartRequest, limit: number): Promi
         AND (SELECT count(*) FROM generations r
               WHERE r.account_id = $1 AND r.kind = 'video' AND r.status = 'running') < $3
         AND NOT EXISTS (SELECT 1 FROM generations o
-              WHERE o.account_id = $1 AND o.kind = 'video' AND o.status = 'queued' AND o.id < $2)`,
+              WHERE o.account_id = $1 AND o.kind = 'video' AND o.status = 'queued' AND o.id < $2)
+      RETURNING ${notifyExpr('g.account_id', 'g.id', 'running')}`,
     [req.accountId, req.generationId, limit],
   );
   return (claimed.rowCount ?? 0) > 0;

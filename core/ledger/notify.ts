@@ -1,0 +1,26 @@
+import { GENERATION_STATUSES } from '../vocabulary';
+import type { GenerationStatus } from '../vocabulary';
+
+/**
+ * Every status change (and every credit) is announced on this channel by the transaction that
+ * made it, delivered when it commits: `<accountId>:<generationId>:<status>`, or
+ * `<accountId>::credited`. Live views (service/live-events.ts) listen, one connection per API
+ * process, so a change made by any process reaches every stream.
+ */
+export const STATUS_CHANNEL = 'gensvc_generation_status';
+
+export type StatusNotice = { accountId: string; generationId: string; status: GenerationStatus } | { accountId: string; credited: true };
+
+/** The SQL expression that announces a change, for the RETURNING or SELECT list of the statement that makes it. */
+export const notifyExpr = (accountExpr: string, generationExpr: string, status: GenerationStatus | 'credited'): string =>
+  `pg_notify('${STATUS_CHANNEL}', ${accountExpr} || ':' || ${generationExpr} || ':${status}')`;
+
+export function parseNotice(payload: string): StatusNotice | undefined {
+  const [accountId, generationId, status] = payload.split(':');
+  if (!accountId || status === undefined) return undefined;
+  if (status === 'credited') return { accountId, credited: true };
+  if (!generationId || !isStatus(status)) return undefined;
+  return { accountId, generationId, status };
+}
+
+const isStatus = (s: string): s is GenerationStatus => (GENERATION_STATUSES as readonly string[]).includes(s);

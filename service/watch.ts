@@ -1,0 +1,146 @@
+import type pg from 'pg';
+import { getVersioned, listChangedGenerations } from '../core/db/generations';
+import { viewOf } from '../core/generation-view';
+import type { GenerationView } from '../core/generation-view';
+import { idFloorAt } from '../core/ids';
+import type { Principal } from '../core/principal';
+import type { OutputStore } from '../core/storage';
+import { isFinal } from '../core/vocabulary';
+import type { GenerationStatus } from '../core/vocabulary';
+import type { LiveEvents, LiveNotice } from './live-events';
+import { readOwn } from './lookup';
+
+/** One change seen by a live stream. `id` resumes the stream after it (SSE `Last-Event-ID`). */
+export type WatchEvent =
+  | { type: 'generation'; id: string; final: boolean; generation: GenerationView }
+  /** The account's money moved without a generation changing (credits added). */
+  | { type: 'account' };
+
+/** Streams read their generation again at least this often, whatever they heard (a safety net). */
+const REREAD_MS = 30_000;
+/** How far back an account stream looks for generations that may change: past every kind's deadline. */
+const LIVE_WINDOW_MS = 3 * 3_600_000;
+const RANK: Record<GenerationStatus, number> = { queued: 1, running: 2, succeeded: 3, failed: 3 };
+
+/** A wake-up flag that a listener raises and a stream waits on, bounded in time and by the caller's signal. */
+function inbox() {
+  let raised = false;
+  let wake: (() => void) | undefined;
+  return {
+    raise(): void {
+      raised = true;
+      wake?.();
+    },
+    /** False once `signal` has ended the wait for good. */
+    async wait(signal: AbortSignal, ms: number): Promise<boolean> {
+      if (!raised && !signal.aborted) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, ms);
+          wake = done;
+          signal.addEventListener('abort', done, { once: true });
+        });
+      }
+      raised = false;
+      return !signal.aborted;
+    },
+  };
+}
+
+/**
+ * Live streams of generations, on the ledger's change notices (service/live-events.ts): each
+ * stream subscribes before it reads, so no change falls between its first look and the next.
+ */
+export function createWatch({ pool, store, live }: { pool: pg.Pool; store: OutputStore; live: LiveEvents }) {
+  return {
+    /**
+     * The statuses of one generation from `after` on (an event id it sent before), ending with the
+     * final one. A generation the account does not own is a NotFoundError before anything streams.
+     */
+    async generation(principal: Principal, id: string, opts: { after?: string | undefined; signal: AbortSignal }): Promise<AsyncIterable<WatchEvent>> {
+      await readOwn(pool, principal.accountId, id);
+      const box = inbox();
+      const unsubscribe = await live.subscribe(principal.accountId, (n: LiveNotice) => {
+        if ('resync' in n || ('generationId' in n && n.generationId === id)) box.raise();
+      });
+      let last = Number(opts.after ?? 0) || 0;
+      return (async function* () {
+        try {
+          for (;;) {
+            const g = await readOwn(pool, principal.accountId, id);
+            const rank = RANK[g.status];
+            if (rank > last) {
+              last = rank;
+              yield { type: 'generation', id: String(rank), final: isFinal(g.status), generation: await viewOf(g, store) } as const;
+            }
+            if (isFinal(g.status) || !(await box.wait(opts.signal, REREAD_MS))) return;
+          }
+        } finally {
+          unsubscribe();
+        }
+      })();
+    },
+
+    /**
+     * Every change of the account's generations (or of `ids` only), from `after` on: an event id
+     * is the time of the change, so a resumed stream is sent what changed since. Without `after`,
+     * the listed ids are sent as they are now first.
+     */
+    async account(principal: Principal, opts: { ids?: readonly string[] | undefined; after?: string | undefined; signal: AbortSignal }): Promise<AsyncIterable<WatchEvent>> {
+      const wanted = opts.ids && new Set(opts.ids);
+      const changed = new Set<string>();
+      let resync = false;
+      let credited = false;
+      const box = inbox();
+      const unsubscribe = await live.subscribe(principal.accountId, (n: LiveNotice) => {
+        if ('resync' in n) resync = true;
+        else if ('credited' in n) credited = true;
+        else if (!wanted || wanted.has(n.generationId)) changed.add(n.generationId);
+        else return;
+        box.raise();
+      });
+      const accountId = principal.accountId;
+      const sent = new Map<string, number>();
+      const after = Number(opts.after ?? NaN);
+      let since = Number.isFinite(after) ? after : Date.now();
+      const changesSince = async (from: number) => {
+        const rows = await listChangedGenerations(pool, accountId, { fromId: idFloorAt('gen', from - LIVE_WINDOW_MS), since: new Date(from) });
+        return wanted ? rows.filter((r) => wanted.has(r.id)) : rows;
+      };
+      return (async function* () {
+        try {
+          let rows = Number.isFinite(after) ? await changesSince(after) : await getVersioned(pool, accountId, [...(wanted ?? [])]);
+          for (;;) {
+            for (const row of rows) {
+              const version = row.updatedAt.getTime();
+              if ((sent.get(row.id) ?? -1) >= version) continue;
+              sent.set(row.id, version);
+              since = Math.max(since, version);
+              yield { type: 'generation', id: String(version), final: isFinal(row.status), generation: await viewOf(row, store) } as const;
+            }
+            if (credited) {
+              credited = false;
+              yield { type: 'account' } as const;
+            }
+            if (!(await box.wait(opts.signal, REREAD_MS))) return;
+            const ids = [...changed];
+            changed.clear();
+            // After a lost connection, what changed meanwhile is read from the table; a second's
+            // overlap covers commits dated a little before they became visible.
+            rows = resync ? await changesSince(since - 1_000) : await getVersioned(pool, accountId, ids);
+            resync = false;
+          }
+        } finally {
+          unsubscribe();
+        }
+      })();
+    },
+  };
+}
+
+export type Watch = ReturnType<typeof createWatch>;

@@ -1,0 +1,138 @@
+import { get } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../api/app';
+import { generate } from '../support/api';
+import { ADMIN_TOKEN, startHarness } from '../support/harness';
+import type { Harness } from '../support/harness';
+
+/**
+ * Live streams of generations (GET /api/v1/generations/:id/events, GET /api/v1/events), over real
+ * HTTP with the fetch of Node: each event comes from the ledger's commit notices, so a change made
+ * through one API process reaches a stream open on another.
+ */
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ listen: true, syncWaitMs: 30_000 });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+interface Received { id?: string; event: string; data: { id: string; status: string; creditsCharged?: number } }
+
+/**
+ * Reads a stream's events until it closes, `until` says stop, or `ms` pass. Each stream on a
+ * connection of its own (node:http, no agent), destroyed at the end, as a browser's would be.
+ */
+async function readEvents(url: string, key: string, opts: { lastEventId?: string; until?: (e: Received[]) => boolean; ms?: number } = {}) {
+  const headers = { authorization: `Bearer ${key}`, ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) };
+  const res = await new Promise<IncomingMessage>((resolve, reject) => get(url, { headers, agent: false }, resolve).on('error', reject));
+  const events: Received[] = [];
+  let closed = false;
+  let text = '';
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    res.destroy();
+  }, opts.ms ?? 20_000);
+  try {
+    for await (const chunk of res) {
+      text += (chunk as Buffer).toString('utf8');
+      if (res.statusCode !== 200) continue;
+      let cut;
+      while ((cut = text.indexOf('\n\n')) >= 0) {
+        const block = text.slice(0, cut);
+        text = text.slice(cut + 2);
+        const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':') && l.includes(': ')).map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)]));
+        if (fields.event) events.push({ ...(fields.id ? { id: fields.id } : {}), event: fields.event, data: JSON.parse(fields.data ?? 'null') });
+      }
+      if (opts.until?.(events)) break;
+    }
+    closed = !timedOut && !opts.until?.(events);
+  } catch {
+    // Destroyed by the timer: the stream was still open.
+  } finally {
+    clearTimeout(timer);
+    res.destroy();
+  }
+  return { status: res.statusCode, type: res.headers['content-type'], events, closed, body: res.statusCode === 200 ? undefined : text };
+}
+
+describe('one generation, live', () => {
+  it('streams each status the generation enters, the final one as `done`, then closes; an id resumes after it', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const video = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'a harbour sim:delay=1500' });
+    const id = video.body.generation.id as string;
+    const stream = await readEvents(`${h.baseUrl}/api/v1/generations/${id}/events`, key);
+    expect(stream.status).toBe(200);
+    expect(stream.type).toContain('text/event-stream');
+    expect(stream.closed).toBe(true);
+    const last = stream.events.at(-1)!;
+    expect(last).toMatchObject({ event: 'done', id: '3', data: { id, status: 'succeeded', creditsCharged: 42.5 } });
+    // Every status at most once, in order, the in-flight ones as `status`.
+    const statuses = stream.events.map((e) => e.data.status);
+    expect(['queued,running,succeeded', 'running,succeeded', 'succeeded']).toContain(statuses.join(','));
+    expect(stream.events.slice(0, -1).every((e) => e.event === 'status')).toBe(true);
+
+    // Resumed after `running`: only the end. Resumed after the end: nothing, and closed.
+    expect((await readEvents(`${h.baseUrl}/api/v1/generations/${id}/events`, key, { lastEventId: '2' })).events.map((e) => e.event)).toEqual(['done']);
+    const after = await readEvents(`${h.baseUrl}/api/v1/generations/${id}/events`, key, { lastEventId: '3' });
+    expect({ events: after.events, closed: after.closed }).toEqual({ events: [], closed: true });
+  });
+
+  it("another account's generation is not found, in group A's error shape, before anything streams", async () => {
+    const owner = await h.account({ credits: 10 });
+    const other = await h.account({ credits: 10 });
+    const image = await generate(h, owner.key, { kind: 'image', model: 'flux', prompt: 'a kite' });
+    const res = await readEvents(`${h.baseUrl}/api/v1/generations/${image.body.generation.id}/events`, other.key);
+    expect(res.status).toBe(404);
+    expect(JSON.parse(res.body!)).toMatchObject({ error: { type: 'not_found', code: 404 } });
+  });
+});
+
+describe('the account, live', () => {
+  let second: FastifyInstance;
+  let secondUrl: string;
+  beforeAll(async () => {
+    second = await buildApp({ pool: h.pool, client: h.client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 20_000, defaultChatCap: 0 });
+    secondUrl = await second.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await second?.close();
+  });
+
+  it('a stream open on a second API process hears what the first one admits, runs and charges, by any door', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const done = (events: Received[]) => events.filter((e) => e.event === 'done').length >= 2;
+    const listening = readEvents(`${secondUrl}/api/v1/events`, key, { until: done });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const image = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'a gull' });
+    const chat = await h.call('POST', '/api/generate', { key, body: { kind: 'chat', prompt: 'hello sim:tokens=3' } });
+    const stream = await listening;
+    const ids = [image.body.generation.id, chat.json().generation.id];
+    for (const id of ids) {
+      const own = stream.events.filter((e) => e.data.id === id);
+      expect(own.at(-1), id).toMatchObject({ event: 'done', data: { status: 'succeeded' } });
+      // Event ids are the times of the changes: they never go backwards.
+      const times = own.map((e) => Number(e.id));
+      expect(times).toEqual([...times].sort((a, b) => a - b));
+    }
+  });
+
+  it('`ids` limits the stream to those generations, each first as it is now; Last-Event-ID resumes with what changed since', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const first = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'one' });
+    const other = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'two' });
+    const id = first.body.generation.id as string;
+    const now = await readEvents(`${h.baseUrl}/api/v1/events?ids=${id}`, key, { until: (e) => e.length >= 1, ms: 5_000 });
+    expect(now.events).toEqual([expect.objectContaining({ event: 'done', data: expect.objectContaining({ id, status: 'succeeded' }) })]);
+    expect(now.events.some((e) => e.data.id === other.body.generation.id)).toBe(false);
+
+    const since = Number(now.events[0]!.id) - 1;
+    const third = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'three' });
+    const resumed = await readEvents(`${h.baseUrl}/api/v1/events`, key, { lastEventId: String(since), until: (e) => e.some((x) => x.data.id === third.body.generation.id && x.event === 'done'), ms: 10_000 });
+    expect(resumed.events.map((e) => e.data.id)).toEqual(expect.arrayContaining([id, third.body.generation.id]));
+  });
+});
