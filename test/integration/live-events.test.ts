@@ -64,7 +64,7 @@ describe('one generation, live', () => {
   it('streams each status the generation enters, the final one as `done`, then closes; an id resumes after it', async () => {
     const { key } = await h.account({ credits: 100 });
     const video = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'a harbour sim:delay=1500' });
-    const id = video.body.generation.id as string;
+    const id = video.body.generation.id;
     const stream = await readEvents(`${h.baseUrl}/api/v1/generations/${id}/events`, key);
     expect(stream.status).toBe(200);
     expect(stream.type).toContain('text/event-stream');
@@ -125,7 +125,7 @@ describe('the account, live', () => {
     const { key } = await h.account({ credits: 100 });
     const first = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'one' });
     const other = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'two' });
-    const id = first.body.generation.id as string;
+    const id = first.body.generation.id;
     const now = await readEvents(`${h.baseUrl}/api/v1/events?ids=${id}`, key, { until: (e) => e.length >= 1, ms: 5_000 });
     expect(now.events).toEqual([expect.objectContaining({ event: 'done', data: expect.objectContaining({ id, status: 'succeeded' }) })]);
     expect(now.events.some((e) => e.data.id === other.body.generation.id)).toBe(false);
