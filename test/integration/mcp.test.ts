@@ -14,6 +14,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
 import { PLAN_LIMITS } from '../../api/rate-limit';
+import { failureMessage } from '../../core/vocabulary';
 import { freePort } from '../../runtime/process';
 import { download } from '../support/api';
 import type { Credits, GenerationRecord } from '../support/api';
@@ -305,7 +306,7 @@ describe('MCP tasks', () => {
     expect(_meta?.[MODEL_IMMEDIATE_RESPONSE]).toMatch(/^Generation gen_\w{26} is (queued|running); this task follows it/);
     await eventually(async () => ((await client.experimental.tasks.getTask(failed.taskId)).status === 'working' ? undefined : true));
     const after = await client.experimental.tasks.getTask(failed.taskId);
-    expect(after).toMatchObject({ status: 'failed', statusMessage: expect.stringContaining('sim:fail') });
+    expect(after).toMatchObject({ status: 'failed', statusMessage: failureMessage('provider_failed') });
     const result = await client.experimental.tasks.getTaskResult(failed.taskId, CallToolResultSchema);
     expect(result.isError).toBe(true);
     expect(structuredOf<Generation>(result)).toMatchObject({ status: 'failed', error: { code: 'provider_failed' }, creditsCharged: 0 });
