@@ -20,7 +20,7 @@ import type { DashboardLimits } from './dashboard/api';
 import { endLiveEvents } from './dashboard/events';
 import { dashboardPages } from './dashboard/pages';
 import { registerDocs } from './docs';
-import { installErrorHandler } from './errors';
+import { answerFrameworkError, installErrorHandler } from './errors';
 import { fileRoutes } from './files';
 import { healthRoutes } from './health';
 import { legacyRoutes } from './legacy';
@@ -83,6 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: 8 * 1024 * 1024,
+    frameworkErrors: answerFrameworkError,
     // Every log line about a request carries its id; a caller's own x-request-id is kept when sane.
     requestIdHeader: false,
     genReqId: (req) => {
