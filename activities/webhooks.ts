@@ -8,7 +8,8 @@ import { loadDeliveryTarget, recordAttempt, stopDelivery } from '../core/db/webh
 import type { DeliveryTarget } from '../core/db/webhooks';
 import { OutboundRequestError } from '../core/net/errors';
 import { WEBHOOK_DELIVERY } from '../core/net/safe-http';
-import type { SafeHttpClient } from '../core/net/safe-http';
+import type { SafeHttpClient, SafeResponse } from '../core/net/safe-http';
+import { classifyAddress } from '../core/net/address-policy';
 import type { OutputStore } from '../core/storage';
 import { deliveryPayload } from '../core/webhooks/payload';
 import { DISABLE_AFTER_FAILING_MS } from '../core/webhooks/schedule';
@@ -46,6 +47,17 @@ export type AttemptOutcome =
 const EXCERPT_BYTES = 1024;
 
 /**
+ * What the delivery log keeps of an answer: its first 1 KiB, only when it came from a public
+ * address. Where private targets are allowed (development mode), the log would otherwise let a
+ * key holder read services on this host's own network through a webhook aimed at them; the status
+ * code and timing are still recorded.
+ */
+export function excerptOf(res: Pick<SafeResponse, 'body' | 'remoteAddress'>): string | null {
+  if (res.remoteAddress === undefined || classifyAddress(res.remoteAddress) !== 'public') return null;
+  return res.body.subarray(0, EXCERPT_BYTES).toString('utf8');
+}
+
+/**
  * One delivery attempt: sign the payload with every secret valid now, POST it through the safe
  * client (15 s, redirects not followed), and record the attempt, the delivery's state and the
  * endpoint's run of failures in one transaction. HTTP failures are outcomes, not exceptions: the
@@ -79,7 +91,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     try {
       const res = await http.request(endpoint.url, { ...WEBHOOK_DELIVERY, headers, body, signal: Context.current().cancellationSignal });
       statusCode = res.status;
-      excerpt = res.body.subarray(0, EXCERPT_BYTES).toString('utf8');
+      excerpt = excerptOf(res);
       if (res.status >= 300 && res.status < 400) error = 'The receiver answered with a redirect; redirects are not followed.';
     } catch (err) {
       if (!(err instanceof OutboundRequestError)) throw err;

@@ -20,11 +20,12 @@ import type { DashboardLimits } from './dashboard/api';
 import { dashboardPages } from './dashboard/pages';
 import { registerDocs } from './docs';
 import { endEventStreams } from './sse';
-import { installErrorHandler } from './errors';
+import { answerFrameworkError, installErrorHandler } from './errors';
 import { fileRoutes } from './files';
 import { healthRoutes } from './health';
 import { legacyRoutes } from './legacy';
 import { mcpRoutes } from './mcp/route';
+import { loggerOptions } from './logging';
 import { instrumentRequests, metricsRoutes } from './metrics';
 import { trackRouteMethods } from './methods';
 import { createRateLimiter } from './rate-limit';
@@ -81,8 +82,9 @@ export interface AppWebhookOptions {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Chat input of any length is capped, not refused, so the body limit is generous.
   const app = Fastify({
-    logger: deps.logger ?? false,
+    logger: loggerOptions(deps.logger ?? false),
     bodyLimit: 8 * 1024 * 1024,
+    frameworkErrors: answerFrameworkError,
     // Every log line about a request carries its id; a caller's own x-request-id is kept when sane.
     requestIdHeader: false,
     genReqId: (req) => {

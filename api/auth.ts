@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { findApiKeyByHash, KEY_USE_RESOLUTION_MS, touchApiKey } from '../core/db/accounts';
 import type { Plan } from '../core/db/accounts';
-import { CAPABILITIES, hashApiKey, isWellFormedApiKey } from '../core/api-keys';
+import { SCOPES, hashApiKey, isWellFormedApiKey } from '../core/api-keys';
 import { CsrfError, UnauthorizedError } from '../core/errors';
 import type { Principal } from '../core/principal';
 import { csrfTokenMatches } from '../service/session-service';
@@ -124,8 +124,8 @@ export async function admitSession(deps: SessionCookies, request: FastifyRequest
     }
   }
   request.session = { ...session, token };
-  // A person in the dashboard acts for the whole account: every capability, every model.
-  request.principal = { accountId: session.accountId, apiKeyId: null, scopes: [...CAPABILITIES], models: null, plan: session.plan };
+  // A person in the dashboard acts for the whole account: every scope, every model.
+  request.principal = { accountId: session.accountId, apiKeyId: null, scopes: [...SCOPES], models: null, plan: session.plan };
   return true;
 }
 

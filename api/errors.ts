@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { ZodError } from 'zod';
 import { classifyDbError } from '../core/db/errors';
@@ -66,6 +66,26 @@ function invalid(path: string[], message: string, context: string | undefined): 
   // A message that already names its parameter (e.g. the Idempotency-Key one) is kept as it is.
   const text = param === undefined || message.includes(param) ? message : `${param}: ${message}`;
   return new InvalidRequestError(text, param);
+}
+
+/**
+ * The errors Fastify's router answers before any route, hook or error handler runs (Fastify's
+ * `frameworkErrors` option): a malformed URL and a path parameter over the router's 100
+ * characters. Answered in the one body shape like everything else, never Fastify's own.
+ */
+export function answerFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  // onRequest hooks never ran, so the id every answer carries is set here.
+  reply.header('x-request-id', request.id);
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    void reply.code(400).send(errorBody('invalid_request_error', 400, 'A path parameter is longer than 100 characters; no id is that long.', { param: 'path' }));
+    return;
+  }
+  if (err.code === 'FST_ERR_BAD_URL') {
+    void reply.code(400).send(errorBody('invalid_request_error', 400, 'The URL path is not valid (malformed percent-encoding).', { param: 'path' }));
+    return;
+  }
+  request.log.error({ err }, 'framework error');
+  void reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));
 }
 
 /** Maps every failure to the documented body; a 5xx never shows its internal message. */

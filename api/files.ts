@@ -8,6 +8,12 @@ import { apiError } from './schemas';
 
 /** Output files, reached only through a signed URL; the signature is the authorisation. */
 export const fileRoutes: FastifyPluginAsyncZod<{ store: OutputStore }> = async (app, deps) => {
+  // Files share the dashboard's origin and its session cookie: a generated file (an SVG, an HTML
+  // reply saved as text) must never be sniffed into, or run as, a page of ours. `sandbox` gives a
+  // document a unique opaque origin with scripts off; errors get the same headers.
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.header('X-Content-Type-Options', 'nosniff').header('Content-Security-Policy', 'sandbox');
+  });
   app.get('/files/*', {
     schema: {
       operationId: 'getFile',

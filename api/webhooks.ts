@@ -10,7 +10,7 @@ import type { AuthDeps } from './auth';
 import { errorResponses } from './schemas';
 import type { ErrorStatus } from './schemas';
 
-/** Group A's webhook API (DESIGN §6 "Webhooks API"): any valid key of the account manages its endpoints. */
+/** Group A's webhook API (DESIGN §6 "Webhooks API"): a key of the account with the `webhooks` scope manages its endpoints. */
 
 const url = z.string().max(2048).describe('https URL that receives the POSTs (plain http only to loopback in development mode)');
 const format = z.enum(WEBHOOK_FORMATS as ['nested', 'flat']);
@@ -60,7 +60,7 @@ const attempt = z.object({
   durationMs: z.number().int(),
   statusCode: z.number().int().nullable().describe('The receiver’s HTTP status; null when none came (timeout, refused, network)'),
   error: z.string().nullable(),
-  response: z.string().nullable().describe('The first 1 KiB of the receiver’s answer'),
+  response: z.string().nullable().describe('The first 1 KiB of the receiver’s answer; null when none came, or when it came from a loopback or private address (development mode), whose answers are never kept'),
   nextRetryAt: z.string().nullable().describe('When the next attempt is due; null if none will follow'),
 }).meta({ id: 'WebhookAttempt' });
 
@@ -140,7 +140,8 @@ export function keyedWebhookDoor(deps: AuthDeps): WebhookDoor {
     authenticate: requireApiKey(deps, 'authentication_error'),
     security: [{ apiKey: [] }],
     tags: ['Webhooks'],
-    errors: [401, 429, 500, 503],
+    // 403: the key lacks the `webhooks` scope.
+    errors: [401, 403, 429, 500, 503],
   };
 }
 

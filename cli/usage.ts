@@ -8,8 +8,9 @@ Commands:
       Open an account; prints its id.
       e.g. gensvc account create --plan samurai --credits 500
 
-  key create <account id> --scopes <image,video,chat,upscale> [--models <flux,kling,...>]
-      Issue an API key; prints the key (shown once only) and its id.
+  key create <account id> --scopes <image,video,chat,upscale,webhooks> [--models <flux,kling,...>]
+      Issue an API key; prints the key (shown once only) and its id. 'webhooks' lets it manage
+      the account’s webhook endpoints.
       e.g. gensvc key create acct_01j... --scopes image,video,chat
 
   key revoke <key id>

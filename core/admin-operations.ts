@@ -23,9 +23,9 @@ export const createAccountBody = z.object({
 
 export const createKeyBody = z.object({
   scopes: z.array(z.string().max(40)).min(1, 'at least one scope is required')
-    .describe('Capabilities: image, video, chat, upscale (or generate:image, generate:video, generate:chat, generate:upscale)'),
+    .describe('Capabilities: image, video, chat, upscale (or generate:image, generate:video, generate:chat, generate:upscale), and webhooks (manage the account’s webhook endpoints)'),
   models: z.array(z.string().min(1).max(100)).min(1).optional().describe('An allow-list of model ids; omitted: every model'),
-}).meta({ examples: [{ scopes: ['image', 'video', 'chat', 'upscale'] }, { scopes: ['generate:image'], models: ['flux'] }] });
+}).meta({ examples: [{ scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] }, { scopes: ['generate:image'], models: ['flux'] }] });
 
 export const topUpBody = z.object({ credits: credits.refine((c) => creditsToMc(c) > 0, 'credits must be at least 0.001') }).meta({ examples: [{ credits: 250 }] });
 
@@ -38,7 +38,7 @@ export async function createAccount(pool: pg.Pool, body: z.infer<typeof createAc
 export async function createKey(pool: pg.Pool, accountId: string, body: z.infer<typeof createKeyBody>) {
   const scopes = body.scopes.map((s) => {
     const scope = normaliseScope(s);
-    if (!scope) throw new InvalidRequestError(`unknown scope '${s}'; use image, video, chat or upscale (or generate:<kind>)`, 'scopes');
+    if (!scope) throw new InvalidRequestError(`unknown scope '${s}'; use image, video, chat, upscale (or generate:<kind>) or webhooks`, 'scopes');
     return scope;
   });
   for (const m of body.models ?? []) {

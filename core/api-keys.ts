@@ -13,6 +13,13 @@ const CHECKSUM_LENGTH = 6;
 export const CAPABILITIES = ['image', 'video', 'chat', 'upscale'] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
+/**
+ * What a key may hold: the generation capabilities, and `webhooks` (register and manage the
+ * account's endpoints, which receive signed output URLs of every generation of the account).
+ */
+export const SCOPES = [...CAPABILITIES, 'webhooks'] as const;
+export type Scope = (typeof SCOPES)[number];
+
 export function generateApiKey(): string {
   const bytes = randomBytes(BODY_LENGTH);
   let body = '';
@@ -31,8 +38,9 @@ export function isWellFormedApiKey(key: string): boolean {
   return /^[0-9A-Za-z]+$/.test(body) && key.endsWith(checksum(body));
 }
 
-/** Accepts both spellings of a capability: `image` and group A's `generate:image`. */
-export function normaliseScope(scope: string): Capability | undefined {
+/** Accepts both spellings of a capability (`image` and group A's `generate:image`) and `webhooks`. */
+export function normaliseScope(scope: string): Scope | undefined {
+  if (scope === 'webhooks') return scope;
   const bare = scope.startsWith('generate:') ? scope.slice('generate:'.length) : scope;
   return (CAPABILITIES as readonly string[]).includes(bare) ? (bare as Capability) : undefined;
 }

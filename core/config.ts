@@ -131,6 +131,10 @@ export const configSchema = z.object({
   RECONCILE_EVERY_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(60_000),
   RECONCILE_GRACE_MS: z.coerce.number().int().min(0).max(86_400_000).default(120_000),
   DEADLINE_UPSCALE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(2 * 3_600_000),
+  // Outbound requests made for a key holder (webhook deliveries, upscale inputs, group B image_url)
+  // may reach loopback and private networks: for a receiver on a developer's own machine. Unset:
+  // allowed in development mode only. `false` gives a development start production's rule.
+  ALLOW_PRIVATE_NETWORKS: z.preprocess(unsetIfEmpty, z.stringbool().optional()),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Seals webhook secrets at rest (AES-256-GCM); generated and kept in DATA_DIR when not given. */
   WEBHOOK_SECRET_KEY: z.preprocess(unsetIfEmpty, z.string().min(16, 'must be at least 16 characters').optional()),
@@ -234,6 +238,20 @@ export function webhookTaskQueueOf(c: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMP
 }
 
 /** Development mode: webhooks may be plain http to loopback, and deliveries reach private networks. */
+/** Whether outbound requests made for key holders may reach loopback and private networks. */
+export function allowsPrivateNetworks(c: Pick<Config, 'NODE_ENV' | 'ALLOW_PRIVATE_NETWORKS'>): boolean {
+  return c.ALLOW_PRIVATE_NETWORKS ?? c.NODE_ENV === 'development';
+}
+
+/** What a start prints when key holders can reach this host's own network, naming the switch. */
+export function privateNetworkWarning(c: Pick<Config, 'NODE_ENV' | 'ALLOW_PRIVATE_NETWORKS'>): string | undefined {
+  if (!allowsPrivateNetworks(c)) return undefined;
+  const why = c.ALLOW_PRIVATE_NETWORKS === true ? 'ALLOW_PRIVATE_NETWORKS=true' : `NODE_ENV=${c.NODE_ENV}`;
+  return `Warning (${why}): webhooks and input images may reach loopback and private addresses, so any API key ` +
+    'holder can make this host send requests to services on its own network. On a shared host set ' +
+    'ALLOW_PRIVATE_NETWORKS=false (what production does).';
+}
+
 export function isDevelopment(c: Pick<Config, 'NODE_ENV'>): boolean {
   return c.NODE_ENV === 'development';
 }

@@ -25,6 +25,13 @@ export function assertScope(principal: Principal, kind: GenerationKind): void {
   }
 }
 
+/** Webhook management: a key without the scope may not see or change the account's endpoints. */
+export function assertWebhooksScope(principal: Principal): void {
+  if (!principal.scopes.includes('webhooks')) {
+    throw new PermissionError("This API key lacks the 'webhooks' scope, which managing webhook endpoints needs.");
+  }
+}
+
 /** A key's allow-list may name a model by any of its ids; compare canonical ids. */
 export function assertModelAllowed(principal: Principal, kind: GenerationKind, model: string): void {
   if (principal.models === null) return;

@@ -21,6 +21,25 @@ export interface GenerationFailure {
   retryable: boolean;
 }
 
+/**
+ * What a customer reads for a failure code. Always ours: an upstream's own text (its name, its
+ * error body, which may carry organisation ids, masked keys or internal paths) goes to the log and
+ * to the operator's view of the workflow, never onto the record every door and webhook shows.
+ */
+const FAILURE_MESSAGES: Readonly<Record<string, string>> = {
+  provider_error: 'The model provider failed; nothing was charged. Retry shortly.',
+  provider_failed: 'The model provider could not complete this generation; nothing was charged.',
+  provider_rejected: 'The model provider refused this generation; nothing was charged.',
+  invalid_request: 'The model provider refused the request as invalid; nothing was charged.',
+  content_policy: 'The model provider’s safety system refused this generation; nothing was charged.',
+  input_missing: 'The input of this generation is no longer stored; nothing was charged.',
+  invalid_input: 'The input image could not be used; nothing was charged.',
+};
+
+export function failureMessage(code: string): string {
+  return FAILURE_MESSAGES[code] ?? 'The generation failed; nothing was charged.';
+}
+
 /** The API groups of the spec: A (`/api/v1`), B (OpenAI-compatible `/v1`), C (`/api/generate`). */
 export const DOORS = ['A', 'B', 'C'] as const;
 export type Door = (typeof DOORS)[number];

@@ -126,7 +126,7 @@ async function main(): Promise<number> {
   const perAccount = Math.ceil(args.count / (ACCOUNTS.length - 1)) * 8;
   const accounts = [];
   for (const a of ACCOUNTS) {
-    accounts.push(await openAccount(admin, stack.adminToken, { ...a, requests: perAccount, scopes: ['image', 'video', 'chat', 'upscale'] }));
+    accounts.push(await openAccount(admin, stack.adminToken, { ...a, requests: perAccount, scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] }));
   }
   // The first account's finished generations are also sent to a webhook receiver.
   const receiver = (opened.receiver = await startWebhookReceiver());

@@ -4,7 +4,7 @@ import { deadlinesOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createInputPreparer } from '../service/inputs';
 import { settlesWithin } from './process';
-import { isDevelopment, webhookTaskQueueOf } from '../core/config';
+import { allowsPrivateNetworks, isDevelopment, webhookTaskQueueOf } from '../core/config';
 import type { Services } from './services';
 
 /** How long requests in flight get to finish when the API stops. */
@@ -26,11 +26,11 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     deadlines: deadlinesOf(s.config),
     prepareInput: createInputPreparer({
       // Inputs on the developer's own machine or LAN are fine in development; never elsewhere.
-      http: createSafeHttpClient({ policy: { allowPrivateNetworks: s.config.NODE_ENV === 'development' } }),
+      http: createSafeHttpClient({ policy: { allowPrivateNetworks: allowsPrivateNetworks(s.config) } }),
       store: s.store,
       publicBaseUrl: s.publicBaseUrl,
     }),
-    webhooks: { secretKey: s.webhookSecretKey, taskQueue: webhookTaskQueueOf(s.config), developmentMode: isDevelopment(s.config) },
+    webhooks: { secretKey: s.webhookSecretKey, taskQueue: webhookTaskQueueOf(s.config), developmentMode: allowsPrivateNetworks(s.config) },
     provider: s.provider,
     publicBaseUrl: s.publicBaseUrl,
     // Browsers keep Secure cookies only over https (and on localhost): plain http is for development.

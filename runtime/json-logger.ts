@@ -1,5 +1,6 @@
 import { DefaultLogger } from '@temporalio/worker';
 import type { LogEntry, LogLevel } from '@temporalio/worker';
+import { redactSecrets } from '../core/log-redaction';
 
 /** pino's level numbers, so the worker's lines read like the API's (Fastify logs with pino). */
 const PINO_LEVELS: Record<LogLevel, number> = { TRACE: 10, DEBUG: 20, INFO: 30, WARN: 40, ERROR: 50 };
@@ -23,6 +24,7 @@ export function jsonLogger(level: LogLevel, write: (line: string) => void = (lin
       ...(workflowId?.startsWith('gen_') ? { generationId: workflowId } : {}),
       ...meta,
     };
-    write(`${JSON.stringify(line, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n`);
+    // Activity and workflow lines may quote a URL or an error that carries a secret (core/log-redaction).
+    write(`${JSON.stringify(line, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : typeof value === 'string' ? redactSecrets(value) : value))}\n`);
   });
 }

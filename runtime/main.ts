@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { ConfigError, loadConfig } from '../core/config';
+import { ConfigError, loadConfig, privateNetworkWarning } from '../core/config';
 import { API_DRAIN_MS, startApiServer, stopApiServer } from './api-server';
 import { startEmbeddedPostgres } from './embedded-postgres';
 import { acquireInstanceLock, InstanceLockedError } from './instance-lock';
@@ -90,6 +90,8 @@ async function main(): Promise<void> {
     temporalUi = server.uiUrl;
   }
 
+  const warning = privateNetworkWarning(config);
+  if (warning) say(warning);
   say('Starting the worker and the API…');
   const services = await openServices(config, { databaseUrl, temporalAddress });
   shutdown.add('connections', () => services.close(), { timeoutMs: 2_000 });

@@ -5,7 +5,7 @@ import { jsonLogger } from './json-logger';
 import type pg from 'pg';
 import { createRateLimiter, createRedisRateLimiter } from '../api/rate-limit';
 import type { RateLimiter } from '../api/rate-limit';
-import { s3Settings, upstreamSettings } from '../core/config';
+import { allowsPrivateNetworks, s3Settings, upstreamSettings } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createProviderRouter } from '../core/providers/router';
 import type { Config } from '../core/config';
@@ -65,7 +65,7 @@ export async function openServices(config: Config, where: { databaseUrl: string;
   const webhookSecretKey = (await persistentSecret(dataDir, 'webhook-secret-key', config.WEBHOOK_SECRET_KEY)).value;
   const simulator = createSimulator(config.SIM_LATENCY_MS === undefined ? {} : { latencyMs: config.SIM_LATENCY_MS });
   // Files an upstream hands back by URL come from wherever it says: fetched SSRF-safely.
-  const outputs = createSafeHttpClient({ policy: { allowPrivateNetworks: config.NODE_ENV === 'development' } });
+  const outputs = createSafeHttpClient({ policy: { allowPrivateNetworks: allowsPrivateNetworks(config) } });
   const provider = createProviderRouter(upstreamSettings(config), simulator, outputs);
 
   return {

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../core/config';
+import { ConfigError, loadConfig, privateNetworkWarning } from '../core/config';
 import { createShutdown, STOP_DEADLINE_MS } from './lifecycle';
 import { openServices } from './services';
 import type { Services } from './services';
@@ -15,6 +15,8 @@ export function runStandalone(what: string, start: (services: Services, shutdown
     const config = loadConfig(process.env);
     if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) throw new ConfigError(`The ${what} needs DATABASE_URL and TEMPORAL_ADDRESS.`);
     shutdown.onSignals((code) => process.exit(code));
+    const warning = privateNetworkWarning(config);
+    if (warning) console.warn(warning);
     const services = await openServices(config, { databaseUrl: config.DATABASE_URL, temporalAddress: config.TEMPORAL_ADDRESS });
     shutdown.add('connections', () => services.close(), { timeoutMs: 2_000 });
     console.log(await start(services, shutdown));

@@ -1,6 +1,6 @@
 import { GracefulShutdownPeriodExpiredError } from '@temporalio/worker';
 import type { Worker } from '@temporalio/worker';
-import { deadlinesOf, isDevelopment, webhookTaskQueueOf } from '../core/config';
+import { allowsPrivateNetworks, deadlinesOf, webhookTaskQueueOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createSecretBox } from '../core/webhooks/secret-box';
 import { createWebhookDispatcher } from '../service/webhook-dispatch';
@@ -26,7 +26,7 @@ export async function startWorker(
 ): Promise<{ stop(): Promise<void>; queues: string[] }> {
   const { config } = s;
   const serveWorkflows = role !== 'provider';
-  const http = serveWorkflows ? createSafeHttpClient({ policy: { allowPrivateNetworks: isDevelopment(config) } }) : undefined;
+  const http = serveWorkflows ? createSafeHttpClient({ policy: { allowPrivateNetworks: allowsPrivateNetworks(config) } }) : undefined;
   const webhookTaskQueue = webhookTaskQueueOf(config);
   const workers = await createWorkers({
     connection: s.nativeConnection,

@@ -197,6 +197,8 @@ export function createChatRuns(deps: ChatRunDeps) {
           return;
         }
         outcome = { failed: err };
+        // The provider's own words are for the operator; the client and the record get ours.
+        log(`generation ${input.generationId}: the provider failed the streamed chat`, err);
         throw markAfterAdmission(clientErrorOf(err));
       } finally {
         clearTimeout(limit);

@@ -2,6 +2,7 @@ import { ContentPolicyError, InvalidRequestError, ProviderFailedError, ProviderR
 import type { DomainError } from '../core/errors';
 import type { ChatStreamEvent, Provider, ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
+import { failureMessage } from '../core/vocabulary';
 import type { GenerationFailure } from '../core/vocabulary';
 
 /** The provider side of a chat the API streams itself (service/chat-runs.ts). */
@@ -17,16 +18,17 @@ export async function storeText(store: OutputStore, generationId: string, text: 
   }
 }
 
+/** The record's failure: a code and our message (the provider's own text is logged by the caller). */
 export function failureOf(err: unknown): GenerationFailure {
-  if (err instanceof ProviderRejectedError) return { code: err.code, message: err.message, retryable: false };
-  return { code: 'provider_error', message: err instanceof Error ? err.message : 'the provider failed', retryable: true };
+  if (err instanceof ProviderRejectedError) return { code: err.code, message: failureMessage(err.code), retryable: false };
+  return { code: 'provider_error', message: failureMessage('provider_error'), retryable: true };
 }
 
-/** What the client is told when the provider fails; nothing was charged. */
+/** What the client is told when the provider fails; nothing was charged. Never the provider's own text. */
 export function clientErrorOf(err: unknown): DomainError {
   if (err instanceof ProviderRejectedError) {
     if (err.code === 'content_policy') return new ContentPolicyError();
-    if (err.code === 'invalid_request') return new InvalidRequestError(`The model refused the request: ${err.message}`);
+    if (err.code === 'invalid_request') return new InvalidRequestError('The model refused the request as invalid; nothing was charged.');
     return new ProviderFailedError(`The model provider refused the request (${err.code}); nothing was charged.`);
   }
   return new ProviderFailedError('The model provider failed; nothing was charged. Retry shortly.');

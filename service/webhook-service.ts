@@ -7,6 +7,7 @@ import type { AttemptRow, DeliveryRow, DeliveryStatus, EndpointPatch, EndpointRo
 import { inTransaction } from '../core/db/pool';
 import { InvalidRequestError, NotFoundError, ServiceUnavailableError, WebhookDisabledError } from '../core/errors';
 import { DELIVERY_ID_PATTERN, newId, WEBHOOK_ID_PATTERN } from '../core/ids';
+import { assertWebhooksScope } from '../core/principal';
 import type { Principal } from '../core/principal';
 import { CATALOGUES, unknownEvents } from '../core/webhooks/events';
 import type { WebhookFormat } from '../core/webhooks/events';
@@ -118,6 +119,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
 
   return {
     async create(principal: Principal, req: NewEndpointRequest): Promise<{ endpoint: EndpointView; secret: string }> {
+      assertWebhooksScope(principal);
       const secretBox = box();
       const format = req.format ?? 'nested';
       const events = eventFilter(format, req.events);
@@ -138,14 +140,17 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     },
 
     async list(principal: Principal): Promise<EndpointView[]> {
+      assertWebhooksScope(principal);
       return (await listEndpoints(pool, principal.accountId)).map(viewOf);
     },
 
     async get(principal: Principal, id: string): Promise<EndpointView> {
+      assertWebhooksScope(principal);
       return viewOf(await find(principal, id));
     },
 
     async update(principal: Principal, id: string, req: EndpointUpdate): Promise<EndpointView> {
+      assertWebhooksScope(principal);
       const current = await find(principal, id);
       const patch: EndpointPatch = {
         url: req.url === undefined ? undefined : await checkWebhookUrl(req.url, urlRules),
@@ -159,6 +164,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     },
 
     async remove(principal: Principal, id: string): Promise<void> {
+      assertWebhooksScope(principal);
       if (!WEBHOOK_ID_PATTERN.test(id) || !(await deleteEndpoint(pool, principal.accountId, id))) {
         throw new NotFoundError(`Webhook endpoint '${id}' not found.`, { param: 'id' });
       }
@@ -166,6 +172,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
 
     /** A new secret; the one it replaces keeps signing (beside it) for 24 hours. */
     async rotate(principal: Principal, id: string): Promise<{ endpoint: EndpointView; secret: string }> {
+      assertWebhooksScope(principal);
       const secretBox = box();
       await find(principal, id);
       const secret = generateSecret();
@@ -177,6 +184,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     async deliveries(
       principal: Principal, id: string, q: { limit: number; cursor?: string | undefined; status?: DeliveryStatus | undefined },
     ): Promise<{ data: DeliveryView[]; nextCursor: string | null }> {
+      assertWebhooksScope(principal);
       await find(principal, id);
       const before = q.cursor === undefined ? undefined : decodeCursor(q.cursor, DELIVERY_ID_PATTERN);
       const rows = await listDeliveries(pool, id, { limit: q.limit + 1, before, status: q.status });
@@ -187,6 +195,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
 
     /** Sends a delivery again now, with the same delivery id; its attempts go on in the same log. */
     async redeliver(principal: Principal, id: string, deliveryId: string): Promise<DeliveryView> {
+      assertWebhooksScope(principal);
       const endpoint = await find(principal, id);
       const delivery = DELIVERY_ID_PATTERN.test(deliveryId) ? await getDelivery(pool, id, deliveryId) : undefined;
       if (!delivery) throw new NotFoundError(`Delivery '${deliveryId}' not found.`, { param: 'deliveryId' });
@@ -199,6 +208,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
 
     /** Sends a signed `ping` to the endpoint through the same path as every event. */
     async test(principal: Principal, id: string): Promise<DeliveryView> {
+      assertWebhooksScope(principal);
       const endpoint = await find(principal, id);
       sendable(endpoint);
       const deliveryId = await inTransaction(pool, (tx) => enqueuePing(tx, endpoint));

@@ -17,7 +17,7 @@ import type { GenerationActivities } from '../activities';
 import { GenerationStatus } from '../core/search-attributes';
 import { apiRunResultSignal, cancelSignal, phaseQuery, providerTaskQueueOf } from '../core/workflow-contract';
 import type { ApiRunResult, GenerationPhase, GenerationResult, GenerationWorkflow, GenerationWorkflowInput, LegacyWorkflowInput } from '../core/workflow-contract';
-import { SLOT_KINDS } from '../core/vocabulary';
+import { failureMessage, SLOT_KINDS } from '../core/vocabulary';
 import type { GenerationFailure, GenerationKind } from '../core/vocabulary';
 import { effectsOf, generationMachine, statusOf } from '../machines/generation';
 import type { EffectName, EffectParams, GenerationEffect, GenerationEvent } from '../machines/generation';
@@ -117,13 +117,15 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   /** Set only on replay paths from before `settleOutcomeInMachine`, where the workflow overruled the machine. */
   let overruled: GenerationFailure | undefined;
 
+  // The record gets a code and our message; the activity's own failure (the upstream's text) stays
+  // in this workflow's history, for the operator, and in the worker's log.
   const failureOf = (err: unknown): GenerationFailure => {
     const cause = err instanceof ActivityFailure ? err.cause : err;
     if (cause instanceof ApplicationFailure) {
       const code = (cause.details?.[0] as { code?: string } | undefined)?.code ?? 'provider_error';
-      return { code, message: cause.message, retryable: !cause.nonRetryable && cause.type !== 'ProviderRejectedError' };
+      return { code, message: failureMessage(code), retryable: !cause.nonRetryable && cause.type !== 'ProviderRejectedError' };
     }
-    return { code: 'provider_error', message: (cause as Error | undefined)?.message ?? 'the provider failed', retryable: true };
+    return { code: 'provider_error', message: failureMessage('provider_error'), retryable: true };
   };
 
   /** Long work runs beside the event loop so that a cancel can interrupt it. */

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { createKey, createKeyBody, revokeKey } from '../../core/admin-operations';
+import { SCOPES } from '../../core/api-keys';
 import { listApiKeys } from '../../core/db/accounts';
 import { UnauthorizedError } from '../../core/errors';
 import { MAX_PASSWORD_LENGTH } from '../../core/passwords';
@@ -65,12 +66,14 @@ const overview = balance.extend({ rateLimitPerMinute: z.number().int().describe(
 
 /** The words the pages list (filters, scopes, the playground's kinds): served from core/vocabulary.ts, so a new kind or status reaches them too. */
 const vocabulary = z.object({
-  kinds: z.array(generationKind).describe('What a generation can be; also the scopes a key can have'),
+  kinds: z.array(generationKind).describe('What a generation can be'),
+  scopes: z.array(z.string()).describe('What a key can be allowed: a kind each, and webhooks (manage the account’s webhook endpoints)'),
   statuses: z.array(generationStatus).describe('Where a generation can stand, in lifecycle order'),
   inFlight: z.array(generationStatus).describe('The statuses that are not final: such a generation still changes and can be cancelled'),
 }).meta({ id: 'DashboardVocabulary' });
 const VOCABULARY: z.infer<typeof vocabulary> = {
   kinds: [...GENERATION_KINDS],
+  scopes: [...SCOPES],
   statuses: [...GENERATION_STATUSES],
   inFlight: GENERATION_STATUSES.filter((s) => !isFinal(s)),
 };

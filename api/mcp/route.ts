@@ -1,4 +1,5 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -43,7 +44,8 @@ const security = [{ apiKey: [] }];
 const tags = ['Group A'];
 const description =
   'The Model Context Protocol (revision 2025-11-25) over Streamable HTTP, stateless: every POST carries one JSON-RPC message ' +
-  '(or a batch) and is answered on its own, so any API instance answers any request. Send `Accept: application/json, text/event-stream` ' +
+  'and is answered on its own, so any API instance answers any request; a JSON array (a JSON-RPC batch, removed from MCP in ' +
+  '2025-06-18) is refused with a JSON-RPC error and nothing runs. Send `Accept: application/json, text/event-stream` ' +
   'and the API key as `Authorization: Bearer <API_KEY>`, with the same scopes, rate limit and balance as REST. A request is answered ' +
   'with a Server-Sent Events stream that carries progress notifications and ends with the JSON-RPC response; notifications alone are ' +
   'answered 202. Tools: generate_image, generate_video (also as an MCP task), enhance_prompt, list_models, get_generation. ' +
@@ -52,6 +54,8 @@ const description =
 /** What a page may send (its preflight asks) and read (beyond the CORS-safelisted headers). */
 const CORS_ALLOWED = 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Last-Event-ID';
 const CORS_EXPOSED = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
+
+const BATCH_MESSAGE = 'JSON-RPC batches are not accepted (MCP 2025-06-18 removed them): send each message in its own POST. Nothing in this batch was run.';
 
 const STATELESS_MESSAGE = 'This MCP endpoint is stateless: it offers no server-to-client stream (GET) and no session to end (DELETE); POST each message.';
 
@@ -91,22 +95,30 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
     }
   };
 
+  // The rate limit counts HTTP requests, one message each. A batch would carry up to 100 tool calls
+  // for one count; protocol 2025-11-25 has no batches, so one is refused whole, before anything runs.
+  const refuseBatch = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (!Array.isArray(request.body)) return;
+    await reply.code(400).send({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.InvalidRequest, message: BATCH_MESSAGE } });
+  };
+
   app.post(MCP_PATH, {
     onRequest: [checkOrigin, authenticateWithChallenge],
+    preValidation: refuseBatch,
     schema: {
       operationId: 'mcp',
       tags,
       summary: 'MCP (Model Context Protocol) over Streamable HTTP',
       description,
       security,
-      body: z.union([jsonRpcMessage, z.array(jsonRpcMessage).min(1)]),
+      body: jsonRpcMessage,
       response: {
         200: {
           description: 'A Server-Sent Events stream: notifications (e.g. notifications/progress), then the JSON-RPC response',
           content: { 'text/event-stream': { schema: z.string().describe('`event: message` events whose data is a JSON-RPC message') } },
         },
         202: z.null().describe('Notifications or responses only: accepted, no body'),
-        400: z.union([apiError, jsonRpcError]).describe('The body is not JSON (error body) or not a JSON-RPC message the server takes (JSON-RPC error)'),
+        400: z.union([apiError, jsonRpcError]).describe('The body is not JSON (error body), or a batch, or not a JSON-RPC message the server takes (JSON-RPC error)'),
         401: apiError.describe('authentication_error: missing, invalid or revoked key; `WWW-Authenticate: Bearer realm="…"`'),
         403: apiError.describe('permission_error: the Origin header names a page of another origin'),
         406: jsonRpcError.describe('The Accept header must list both application/json and text/event-stream'),

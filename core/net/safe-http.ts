@@ -42,6 +42,8 @@ export interface SafeResponse {
   url: string;
   /** The body was cut at `maxResponseBytes` (only with `overflow: 'truncate'`). */
   truncated?: boolean;
+  /** The IP address the answer came from (the last hop's). */
+  remoteAddress?: string;
 }
 
 export interface SafeHttpClient {
@@ -86,7 +88,7 @@ interface Hop {
 }
 
 type Exchange =
-  | { kind: 'response'; status: number; headers: IncomingHttpHeaders; body: Buffer; truncated?: boolean }
+  | { kind: 'response'; status: number; headers: IncomingHttpHeaders; body: Buffer; truncated?: boolean; remoteAddress?: string }
   | { kind: 'redirect'; status: number; location: string };
 
 export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
@@ -106,7 +108,11 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
       for (let redirects = 0; ; redirects++) {
         const result = await exchange(url, hop, { signal, maxBytes, truncate: options.overflow === 'truncate', followRedirects: redirect !== 'manual' });
         if (result.kind === 'response') {
-          return { status: result.status, headers: result.headers, body: result.body, url: url.href, ...(result.truncated ? { truncated: true } : {}) };
+          return {
+            status: result.status, headers: result.headers, body: result.body, url: url.href,
+            ...(result.truncated ? { truncated: true } : {}),
+            ...(result.remoteAddress ? { remoteAddress: result.remoteAddress } : {}),
+          };
         }
         const maxRedirects = redirect === 'manual' ? 0 : redirect.follow;
         if (redirects >= maxRedirects) throw new TooManyRedirectsError(maxRedirects);
@@ -152,6 +158,8 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
       req.on('error', (error) => fail(signal.aborted ? asError(signal.reason) : toOutboundError(error, url)));
       req.on('response', (res) => {
         response = res;
+        const remote = res.socket?.remoteAddress;
+        const from = remote ? { remoteAddress: remote } : {};
         res.on('error', (error) => fail(toOutboundError(error, url)));
         const status = res.statusCode ?? 0;
         const location = res.headers.location;
@@ -186,10 +194,10 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
           settle(() => {
             res.destroy();
             req.destroy();
-            resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size), truncated: true });
+            resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size), truncated: true, ...from });
           });
         });
-        res.on('end', () => settle(() => resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size) })));
+        res.on('end', () => settle(() => resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size), ...from })));
         res.on('close', () => {
           if (!res.complete) fail(new OutboundNetworkError(`The response from ${url.host} was cut short.`));
         });

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
 import { PLAN_LIMITS } from '../../api/rate-limit';
 import { hashToken } from '../../core/passwords';
+import { SCOPES } from '../../core/api-keys';
 import { GENERATION_KINDS, GENERATION_STATUSES } from '../../core/vocabulary';
 import { freePort } from '../../runtime/process';
 import { dashboardUser, linkToken, login } from '../support/dashboard';
@@ -217,7 +218,7 @@ describe('the dashboard API', () => {
     expect(c.conforms(await as(s, 'get', '/dashboard/api/session'), 'get', '/dashboard/api/session', 200)).toMatchObject({ user: { email: user.email }, accountId: user.accountId, csrfToken: s.csrf });
     // The pages list kinds and statuses from here, not from copies of core/vocabulary.ts.
     expect(c.conforms(await as(s, 'get', '/dashboard/api/vocabulary'), 'get', '/dashboard/api/vocabulary', 200))
-      .toEqual({ kinds: [...GENERATION_KINDS], statuses: [...GENERATION_STATUSES], inFlight: ['queued', 'running'] });
+      .toEqual({ kinds: [...GENERATION_KINDS], scopes: [...SCOPES], statuses: [...GENERATION_STATUSES], inFlight: ['queued', 'running'] });
     expect(c.conforms(await as(s, 'get', '/dashboard/api/overview'), 'get', '/dashboard/api/overview', 200))
       .toEqual({ balance: 500, holdsActive: 0, plan: 'samurai', rateLimitPerMinute: 600, trial: { chatCap: 2, chatUsed: 0, chatLeft: 2 } });
   });

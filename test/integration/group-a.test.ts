@@ -184,16 +184,16 @@ describe('authorization matrix', () => {
     'GET /api/v1/generations': { request: () => ({ method: 'GET', url: '/api/v1/generations' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'GET /api/v1/generations/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
     'POST /api/v1/generations/:id/cancel': { request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.cancellable}/cancel` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
-    // Webhooks: any valid key of the account manages its endpoints; another account's are 404.
-    'POST /api/v1/webhooks': { request: () => ({ method: 'POST', url: '/api/v1/webhooks', body: { url: HOOK_URL } }), expect: { noScope: 201, otherAccount: 201, right: 201 } },
-    'GET /api/v1/webhooks': { request: () => ({ method: 'GET', url: '/api/v1/webhooks' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
-    'GET /api/v1/webhooks/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
-    'PATCH /api/v1/webhooks/:id': { request: (i) => ({ method: 'PATCH', url: `/api/v1/webhooks/${i.disposable}`, body: { description: 'renamed' } }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
-    'DELETE /api/v1/webhooks/:id': { request: (i) => ({ method: 'DELETE', url: `/api/v1/webhooks/${i.disposable}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
-    'POST /api/v1/webhooks/:id/rotate-secret': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.disposable}/rotate-secret` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
-    'GET /api/v1/webhooks/:id/deliveries': { request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}/deliveries` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
-    'POST /api/v1/webhooks/:id/deliveries/:deliveryId/redeliver': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/deliveries/${i.delivery}/redeliver` }), expect: { noScope: 202, otherAccount: 404, right: 202 } },
-    'POST /api/v1/webhooks/:id/test': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/test` }), expect: { noScope: 202, otherAccount: 404, right: 202 } },
+    // Webhooks: a key of the account with the webhooks scope manages its endpoints; another account's are 404.
+    'POST /api/v1/webhooks': { request: () => ({ method: 'POST', url: '/api/v1/webhooks', body: { url: HOOK_URL } }), expect: { noScope: 403, otherAccount: 201, right: 201 } },
+    'GET /api/v1/webhooks': { request: () => ({ method: 'GET', url: '/api/v1/webhooks' }), expect: { noScope: 403, otherAccount: 200, right: 200 } },
+    'GET /api/v1/webhooks/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}` }), expect: { noScope: 403, otherAccount: 404, right: 200 } },
+    'PATCH /api/v1/webhooks/:id': { request: (i) => ({ method: 'PATCH', url: `/api/v1/webhooks/${i.disposable}`, body: { description: 'renamed' } }), expect: { noScope: 403, otherAccount: 404, right: 200 } },
+    'DELETE /api/v1/webhooks/:id': { request: (i) => ({ method: 'DELETE', url: `/api/v1/webhooks/${i.disposable}` }), expect: { noScope: 403, otherAccount: 404, right: 200 } },
+    'POST /api/v1/webhooks/:id/rotate-secret': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.disposable}/rotate-secret` }), expect: { noScope: 403, otherAccount: 404, right: 200 } },
+    'GET /api/v1/webhooks/:id/deliveries': { request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}/deliveries` }), expect: { noScope: 403, otherAccount: 404, right: 200 } },
+    'POST /api/v1/webhooks/:id/deliveries/:deliveryId/redeliver': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/deliveries/${i.delivery}/redeliver` }), expect: { noScope: 403, otherAccount: 404, right: 202 } },
+    'POST /api/v1/webhooks/:id/test': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/test` }), expect: { noScope: 403, otherAccount: 404, right: 202 } },
     // MCP refuses a missing scope or another account's generation inside the answer (a tool error), never by HTTP status.
     'POST /api/mcp': {
       request: () => ({
@@ -217,7 +217,7 @@ describe('authorization matrix', () => {
   });
 
   it('answers each route with the documented status for each kind of caller', async () => {
-    const owner = await h.account({ credits: 1_000, scopes: ['image', 'video', 'chat', 'upscale'] });
+    const owner = await h.account({ credits: 1_000, scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] });
     const stranger = await h.account({ credits: 1_000 });
     const chatOnly = await h.admin('POST', `/admin/v1/accounts/${owner.accountId}/keys`, { scopes: ['chat'] });
     const revoked = await h.admin('POST', `/admin/v1/accounts/${owner.accountId}/keys`, { scopes: ['image', 'video', 'chat'] });

@@ -14,6 +14,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
 import { PLAN_LIMITS } from '../../api/rate-limit';
+import { failureMessage } from '../../core/vocabulary';
 import { freePort } from '../../runtime/process';
 import { download } from '../support/api';
 import type { Credits, GenerationRecord } from '../support/api';
@@ -305,7 +306,7 @@ describe('MCP tasks', () => {
     expect(_meta?.[MODEL_IMMEDIATE_RESPONSE]).toMatch(/^Generation gen_\w{26} is (queued|running); this task follows it/);
     await eventually(async () => ((await client.experimental.tasks.getTask(failed.taskId)).status === 'working' ? undefined : true));
     const after = await client.experimental.tasks.getTask(failed.taskId);
-    expect(after).toMatchObject({ status: 'failed', statusMessage: expect.stringContaining('sim:fail') });
+    expect(after).toMatchObject({ status: 'failed', statusMessage: failureMessage('provider_failed') });
     const result = await client.experimental.tasks.getTaskResult(failed.taskId, CallToolResultSchema);
     expect(result.isError).toBe(true);
     expect(structuredOf<Generation>(result)).toMatchObject({ status: 'failed', error: { code: 'provider_failed' }, creditsCharged: 0 });
@@ -455,6 +456,69 @@ describe('the endpoint', () => {
     } finally {
       await other.app.close();
     }
+  });
+});
+
+describe('a JSON-RPC batch cannot multiply the rate limit (issue 16)', () => {
+  // flux costs 3 credits an image; a free-plan key has 20 requests a minute.
+  const imageCall = (id: number) => ({ jsonrpc: '2.0' as const, id, method: 'tools/call', params: { name: 'generate_image', arguments: { model: 'flux', prompt: `batch ${id}` } } });
+  const batchOf25 = () => Array.from({ length: 25 }, (_, i) => imageCall(i + 1));
+
+  /** What the account was charged and made, read with another key (the tested key's window may be full). */
+  async function ledgerOf(accountId: string): Promise<{ balance: number; holdsActive: number; generations: number }> {
+    const other = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{ key: string }>().key;
+    const balance = (await rest<Credits>('GET', '/api/v1/balance', other)).body;
+    const list = (await rest<{ data: unknown[] }>('GET', '/api/v1/generations?limit=100', other)).body;
+    return { balance: balance.balance, holdsActive: balance.holdsActive, generations: list.data.length };
+  }
+
+  it('a raw POST of 25 tools/call with a free-plan key is refused whole with a JSON-RPC error: nothing runs, nothing is charged', async () => {
+    const { key, accountId } = await h.account({ credits: 100, plan: 'free', scopes: ['image'] });
+    const res = await post(h.app, batchOf25(), { authorization: `Bearer ${key}` });
+    expect(c.conforms(res, 'post', '/api/mcp', 400)).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.InvalidRequest, message: expect.stringMatching(/batches are not accepted/) } });
+    // The refused batch counted once, like any request.
+    expect(res.headers['ratelimit-remaining']).toBe(String(PLAN_LIMITS.free - 1));
+    expect(await ledgerOf(accountId)).toEqual({ balance: 100, holdsActive: 0, generations: 0 });
+  });
+
+  it('the SDK’s own transport can send that batch: refused the same way', async () => {
+    const { key, accountId } = await h.account({ credits: 100, plan: 'free', scopes: ['image'] });
+    const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${key}` } } });
+    await transport.start();
+    try {
+      await expect(transport.send(batchOf25())).rejects.toThrow(/batches are not accepted/);
+    } finally {
+      await transport.close();
+    }
+    expect(await ledgerOf(accountId)).toEqual({ balance: 100, holdsActive: 0, generations: 0 });
+  });
+
+  it('the same 25 calls one per POST: the plan’s 20 run and are charged, the other 5 are 429 and run nothing', async () => {
+    const { key, accountId } = await h.account({ credits: 100, plan: 'free', scopes: ['image'] });
+    const statuses: number[] = [];
+    for (const call of batchOf25()) statuses.push((await post(h.app, call, { authorization: `Bearer ${key}` })).statusCode);
+    expect(statuses).toEqual([...Array<number>(PLAN_LIMITS.free).fill(200), ...Array<number>(25 - PLAN_LIMITS.free).fill(429)]);
+    expect(await ledgerOf(accountId)).toEqual({ balance: 100 - 3 * PLAN_LIMITS.free, holdsActive: 0, generations: PLAN_LIMITS.free });
+  });
+
+  it('through the SDK client, every call counts: no more than the plan runs', async () => {
+    const { key, accountId } = await h.account({ credits: 100, plan: 'free', scopes: ['image'] });
+    const client = await connect(key);
+    let ran = 0;
+    let refused = 0;
+    for (let i = 1; i <= 25; i++) {
+      try {
+        const result = await callTool(client, 'generate_image', { model: 'flux', prompt: `sdk ${i}` });
+        if (!result.isError) ran++;
+      } catch (err) {
+        expect(String(err)).toMatch(/429|rate/i);
+        refused++;
+      }
+    }
+    // initialize and notifications/initialized took their places in the window too.
+    expect(ran).toBeLessThanOrEqual(PLAN_LIMITS.free - 2);
+    expect(ran + refused).toBe(25);
+    expect(await ledgerOf(accountId)).toEqual({ balance: 100 - 3 * ran, holdsActive: 0, generations: ran });
   });
 });
 

@@ -16,12 +16,17 @@ import { createSimulator } from '../../core/providers/simulator';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { credits, generate, untilFinished } from '../support/api';
+import type { GenerationRecord } from '../support/api';
+import { failureMessage } from '../../core/vocabulary';
+import { startReceiver } from '../support/webhook-receiver';
+import type { TestReceiver } from '../support/webhook-receiver';
 import { startOpenAiUpstream, startQueueVideoUpstream } from '../support/upstream-servers';
 
 let h: Harness;
 let chatUp: Awaited<ReturnType<typeof startOpenAiUpstream>>;
 let videoUp: Awaited<ReturnType<typeof startQueueVideoUpstream>>;
 let client: (key: string) => OpenAI;
+let receiver: TestReceiver;
 const http = createSafeHttpClient({ policy: { allowPrivateNetworks: true } });
 
 beforeAll(async () => {
@@ -34,13 +39,15 @@ beforeAll(async () => {
       { name: 'local-queue', protocol: 'queue-video', baseUrl: videoUp.baseUrl, apiKey: 'fal-key', timeoutMs: 400, pollMs: 20, models: { kling: 'fal-ai/kling-video/v2.1/pro' } },
     ],
   });
-  h = await startHarness({ provider: createProviderRouter(config.upstreams, createSimulator(), http) });
+  h = await startHarness({ provider: createProviderRouter(config.upstreams, createSimulator(), http), webhooks: { relayPollMs: 100 } });
+  receiver = await startReceiver();
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const baseURL = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;
   client = (key) => new OpenAI({ apiKey: key, baseURL, maxRetries: 0 });
 });
 afterAll(async () => {
   await h?.close();
+  await receiver?.close();
   await chatUp?.close();
   await videoUp?.close();
   http.close();
@@ -121,6 +128,63 @@ describe('an OpenAI-compatible upstream', () => {
     }
     expect(chatUp.received.length - before).toBe(10);
     expect(await credits(h, key)).toMatchObject({ balance: 50, holdsActive: 0 });
+  }, 60_000);
+});
+
+describe('an upstream’s error text never reaches the account (issue 16)', () => {
+  // What the upstream's 500 body says (up:leak): its traceback, its internal path, and its name in our config.
+  const LEAKS = [/upstream-internal-detail/, /\/srv\/provider/, /app\.py/, /local-openai/];
+  const expectClean = (label: string, text: string) => {
+    for (const leak of LEAKS) expect(text, label).not.toMatch(leak);
+  };
+
+  /** An account whose webhook endpoint (at the loopback receiver) gets generation.failed. */
+  async function watchedAccount(credits: number) {
+    const account = await h.account({ credits, scopes: ['chat', 'webhooks'] });
+    const hook = await h.call('POST', '/api/v1/webhooks', { key: account.key, body: { url: receiver.url, events: ['generation.failed'] } });
+    expect(hook.statusCode).toBe(201);
+    return account;
+  }
+
+  /** Every customer-facing view of one failed generation: group A, the list, group C's poll, MCP, the webhook. */
+  async function expectOursEverywhere(key: string, id: string) {
+    const a = await h.call('GET', `/api/v1/generations/${id}`, { key });
+    expect(a.json<GenerationRecord>()).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'provider_error', message: failureMessage('provider_error') } });
+    expectClean('group A read', a.body);
+    expectClean('group A list', (await h.call('GET', '/api/v1/generations?kind=chat', { key })).body);
+    expectClean('group C poll', (await h.call('GET', `/api/generate/${id}`, { key })).body);
+    const mcp = await h.app.inject({
+      method: 'POST', url: '/api/mcp',
+      headers: { authorization: `Bearer ${key}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
+      payload: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_generation', arguments: { id } } }),
+    });
+    expect(mcp.body).toContain(failureMessage('provider_error'));
+    expectClean('MCP get_generation', mcp.body);
+    const [delivery] = await receiver.until(1, (r) => JSON.stringify(r.json).includes(id));
+    expect(delivery!.json).toMatchObject({ event: 'generation.failed', generation: { id, error: { code: 'provider_error', message: failureMessage('provider_error') } } });
+    expectClean('webhook', delivery!.body);
+  }
+
+  it('the activity path (group A chat): a 500 naming an internal path fails with our code and message on every door', async () => {
+    const { key } = await watchedAccount(50);
+    const answer = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'chat', model: 'gpt-5.5', prompt: 'up:status=500 up:leak=activity', max_tokens: 20 } });
+    expect(answer.json()).toMatchObject({ status: 'failed', error: { code: 'provider_error', message: failureMessage('provider_error'), retryable: true } });
+    expectClean('group A answer', answer.body);
+    await expectOursEverywhere(key, answer.json<GenerationRecord>().id);
+    expect(await credits(h, key)).toMatchObject({ balance: 50, holdsActive: 0 });
+  }, 60_000);
+
+  it('the streamed chat (group B): the client’s error and the record carry our words only', async () => {
+    const { key } = await watchedAccount(10);
+    const err = (await client(key).chat.completions.create({ model: 'claude-sonnet', messages: [{ role: 'user', content: 'up:status=500 up:leak=stream' }], stream: true }).catch((e: unknown) => e)) as APIError;
+    expect(err.status).toBe(502);
+    expectClean('group B error', `${err.message} ${JSON.stringify(err.error)}`);
+    const list = await eventually(async () => {
+      const page = (await h.call('GET', '/api/v1/generations?kind=chat&status=failed', { key })).json<{ data: GenerationRecord[] }>();
+      return page.data.length > 0 ? page.data : undefined;
+    });
+    await expectOursEverywhere(key, list[0]!.id);
+    expect(await credits(h, key)).toMatchObject({ balance: 10, holdsActive: 0 });
   }, 60_000);
 });
 

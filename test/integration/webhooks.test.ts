@@ -368,6 +368,13 @@ describe('the webhook routes conform to the document', () => {
     }
   });
 
+  it('403 on every route for a key without the webhooks scope, before anything is looked up', async () => {
+    const { key } = await h.account({ credits: 10, scopes: ['chat'] });
+    for (const [method, path, url, body] of everyRoute(ID, DELIVERY)) {
+      expect(c.conforms(await inject(h.app, method, url, key, body), method, path, 403)).toMatchObject({ error: { type: 'permission_error' } });
+    }
+  });
+
   it('429 once the plan’s window is used up', async () => {
     const { key } = await h.account({ credits: 10, plan: 'free' });
     for (let i = 0; i < PLAN_LIMITS.free; i++) c.conforms(await h.call('GET', WH, { key }), 'get', WH, 200);
@@ -402,7 +409,7 @@ describe('the webhook routes conform to the document', () => {
       try {
         const made = await broken.inject({ method: 'POST', url: '/admin/v1/accounts', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { plan: 'samurai', credits: 1 } });
         const account = made.json<{ id: string }>().id;
-        const k = (await broken.inject({ method: 'POST', url: `/admin/v1/accounts/${account}/keys`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { scopes: ['image'] } })).json<{ key: string }>().key;
+        const k = (await broken.inject({ method: 'POST', url: `/admin/v1/accounts/${account}/keys`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { scopes: ['image', 'webhooks'] } })).json<{ key: string }>().key;
         await pool.query('DROP TABLE webhook_attempts, webhook_deliveries, webhook_endpoints CASCADE');
         for (const [method, path, url, body] of everyRoute(ID, DELIVERY)) {
           const { error } = c.conforms<{ error: { message: string } }>(await inject(broken, method, url, k, body), method, path, 500);

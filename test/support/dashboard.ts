@@ -14,7 +14,7 @@ let seq = 0;
 
 /** An account with a user whose password is set (through the API, as the set-password page does). */
 export async function dashboardUser(h: Harness, a: { credits: number; plan?: string; chatCap?: number } = { credits: 1_000 }): Promise<DashboardUser & { key: string }> {
-  const { accountId, key } = await h.account({ credits: a.credits, plan: a.plan, chatCap: a.chatCap, scopes: ['image', 'video', 'chat', 'upscale'] });
+  const { accountId, key } = await h.account({ credits: a.credits, plan: a.plan, chatCap: a.chatCap, scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] });
   return { ...(await userOf(h, accountId)), key };
 }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../../api/app';
@@ -62,6 +62,8 @@ export interface HarnessOptions {
    */
   listen?: boolean;
   dashboardLimits?: Partial<DashboardLimits>;
+  /** The API's logger settings (e.g. a stream that captures the lines); silent when absent. */
+  logger?: FastifyServerOptions['logger'];
 }
 
 /** A fresh database (from the migrated template), its own task queue and worker, and the API on top. */
@@ -159,6 +161,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     },
     ...(baseUrl ? { publicBaseUrl: baseUrl, secureCookies: false } : {}),
     ...(options.dashboardLimits ? { dashboardLimits: options.dashboardLimits } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });
 
@@ -172,12 +175,12 @@ export async function startHarness(options: HarnessOptions = {}) {
 
   const admin = (method: 'POST' | 'DELETE', url: string, body?: unknown) => call(method, url, { key: ADMIN_TOKEN, body });
 
-  /** Opens an account and gives it a key with every scope (or the ones named). */
+  /** Opens an account and gives it a key with image, video, chat and webhooks (or the scopes named). */
   const account = async (a: { credits: number; plan?: string; chatCap?: number; scopes?: string[]; models?: string[] }) => {
     const created = await admin('POST', '/admin/v1/accounts', { plan: a.plan ?? 'samurai', credits: a.credits, ...(a.chatCap === undefined ? { chatCap: 0 } : { chatCap: a.chatCap }) });
     if (created.statusCode !== 201) throw new Error(`account: ${created.statusCode} ${created.body}`);
     const { id } = created.json<{ id: string }>();
-    const keyRes = await admin('POST', `/admin/v1/accounts/${id}/keys`, { scopes: a.scopes ?? ['image', 'video', 'chat'], ...(a.models ? { models: a.models } : {}) });
+    const keyRes = await admin('POST', `/admin/v1/accounts/${id}/keys`, { scopes: a.scopes ?? ['image', 'video', 'chat', 'webhooks'], ...(a.models ? { models: a.models } : {}) });
     if (keyRes.statusCode !== 201) throw new Error(`key: ${keyRes.statusCode} ${keyRes.body}`);
     const key = keyRes.json<{ id: string; key: string }>();
     return { accountId: id, key: key.key, keyId: key.id };

@@ -3,7 +3,8 @@
 // result). Words in the prompt steer them, like the simulator's: `up:status=<code>` answers that
 // status, `up:policy` makes it a content-policy refusal, `up:hang` never answers, `up:tokens=<n>`,
 // `up:pace=<ms>`, `up:usage=<n>` (the usage it reports), `up:nousage`, `up:polls=<n>`,
-// `up:pollfail=<n>` (that many status polls answer 503 first), `up:fail` (the video job fails).
+// `up:pollfail=<n>` (that many status polls answer 503 first), `up:fail` (the video job fails),
+// `up:leak=<marker>` (an error status's body names an internal path and the marker).
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -52,10 +53,12 @@ const promptOf = (body: Record<string, unknown> | undefined): string => (typeof 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function refuse(res: ServerResponse, status: number, policy: boolean): void {
+/** `leak`: the error body names an internal path and the marker, as a careless upstream's traceback would. */
+function refuse(res: ServerResponse, status: number, policy: boolean, leak?: string): void {
+  const detail = leak ? `upstream-internal-detail-${leak} at /srv/provider/app.py:42` : `simulated upstream status ${status}`;
   const error = policy
     ? { message: 'Your request was rejected by the content_policy safety system.', type: 'invalid_request_error', code: 'content_policy_violation' }
-    : { message: `simulated upstream status ${status}`, type: status >= 500 ? 'server_error' : 'invalid_request_error', code: null };
+    : { message: detail, type: status >= 500 ? 'server_error' : 'invalid_request_error', code: null };
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
 }
 
@@ -74,7 +77,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
       const text = messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body);
       if (directive(text, 'hang') !== undefined) return; // never answers
       const status = Number(directive(text, 'status') ?? 0);
-      if (status) return refuse(res, status, directive(text, 'policy') !== undefined);
+      if (status) return refuse(res, status, directive(text, 'policy') !== undefined, directive(text, 'leak'));
 
       if (req.url === '/v1/images/generations') {
         return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1, data: [{ b64_json: png.toString('base64') }] }));

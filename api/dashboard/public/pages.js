@@ -152,7 +152,7 @@ export function Keys({ words }) {
       <form class="stack" onSubmit=${create}>
         <fieldset>
           <legend>Scopes</legend>
-          <div class="checks">${words.kinds.map((k) => html`<label class="check"><input type="checkbox" name="scopes" value=${k} checked=${k !== 'upscale'} /> ${k}</label>`)}</div>
+          <div class="checks">${words.scopes.map((k) => html`<label class="check"><input type="checkbox" name="scopes" value=${k} checked=${k !== 'upscale' && k !== 'webhooks'} /> ${k}</label>`)}</div>
         </fieldset>
         <label>Models <span class="muted small">(optional)</span>
           <input name="models" placeholder="e.g. flux, kling" aria-describedby="models-hint" /></label>
