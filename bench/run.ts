@@ -12,6 +12,7 @@ import { guardRun } from './harness';
 import { createErrorLog, createHttp } from './http';
 import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
+import { runPeers } from './peers-run';
 import { profileKind, workflowIdsOf } from './profile';
 import type { KindProfile } from './profile';
 import { comparisonRows, evaluateTargets, flatMetrics, renderReport } from './report';
@@ -26,17 +27,18 @@ import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MOD
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight|peers] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
+  --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
   --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
   --worker=in-process   API and worker inside the bench process
   --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts)
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-type Only = 'stream' | 'inflight';
+type Only = 'stream' | 'inflight' | 'peers';
 
 function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; only?: Only } {
   let quick = false;
@@ -46,7 +48,7 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
-    else if (arg === '--only=stream' || arg === '--only=inflight') only = arg.slice('--only='.length) as Only;
+    else if (arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers') only = arg.slice('--only='.length) as Only;
     else if (arg === '--keep') keep = true;
     else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
     else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory') temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
@@ -62,6 +64,14 @@ const log = (line: string) => console.error(`[bench] ${line}`);
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.only === 'peers') {
+    // Per process tree: the service must be its own process.
+    if (args.workerMode !== 'process') {
+      console.error(`--only=peers runs the service as its own process; --worker=${args.workerMode} does not apply\n${USAGE}`);
+      return 2;
+    }
+    return runPeers(args);
+  }
   const sizes = args.quick ? QUICK : FULL;
   const mode = args.quick ? 'quick' : 'full';
   const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);
