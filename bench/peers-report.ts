@@ -115,5 +115,5 @@ function shareSentence(p: PeersPass): string {
   const share = overheadShare(p);
   const small = Math.max(share.us, share.litellm) < 10;
   return `With the realistic upstream a whole reply takes ${f(p.sequential.whole.direct.p50)} ms directly (p50); the overhead is ${f(share.us)} % of that for us and ` +
-    `${f(share.litellm)} % for LiteLLM: ${small ? 'small next to the model\'s own time, where users will not feel the difference' : 'not small even here'}.`;
+    `${f(share.litellm)} % for LiteLLM, one request at a time: ${small ? 'a small share next to the model\'s own time' : 'not a small share even here'} (under load, the req/s rows say more).`;
 }
