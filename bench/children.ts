@@ -8,7 +8,7 @@ import { isAlive, OutputTail, signal, waitForExit } from '../runtime/process';
 
 const REAPER = 'bench/reaper.mjs';
 
-export type ReaperTarget = 'temporal' | 'postgres' | 'worker' | 'api' | 'reference';
+export type ReaperTarget = 'temporal' | 'postgres' | 'worker' | 'api' | 'reference' | 'litellm';
 
 export interface Reaper {
   /** Names a child as it starts (again: a restarted one replaces the one before). */
@@ -70,6 +70,8 @@ export class EntryStartError extends Error {
  */
 export async function startEntryProcess(options: {
   entry: string;
+  /** Another program than `node --import tsx <entry>` (then `entry` only names it): `[file, ...args]`. */
+  command?: [string, ...string[]];
   env: NodeJS.ProcessEnv;
   readyText: string;
   readyTimeoutMs?: number;
@@ -79,7 +81,8 @@ export async function startEntryProcess(options: {
   /** Told the pid as soon as it is spawned, before it is ready, so a safety net knows it at once. */
   onSpawn?: (pid: number) => void;
 }): Promise<EntryProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', options.entry], {
+  const [file, ...args] = options.command ?? [process.execPath, '--import', 'tsx', options.entry];
+  const child = spawn(file, args, {
     cwd: process.cwd(),
     env: options.env,
     stdio: ['ignore', 'pipe', 'pipe'],

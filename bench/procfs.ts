@@ -1,5 +1,5 @@
 // Small readers of Linux's /proc for the processes the bench starts (PostgreSQL, the Temporal
-// dev server, the worker child). Each returns 0 or undefined once a process is gone.
+// dev server, the service, LiteLLM) and their process trees. Each returns 0 or undefined once a process is gone.
 import { readdir, readFile } from 'node:fs/promises';
 
 /** Linux reports process times in clock ticks; USER_HZ is 100 on every mainstream kernel build. */
@@ -45,24 +45,58 @@ export async function processPss(pid: number): Promise<number> {
   }
 }
 
-/** Direct children of a single-threaded process (the postmaster forks one backend per connection). */
+/** Direct children of a process, whichever of its threads started them. */
 export async function childrenOf(pid: number): Promise<number[]> {
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  if (tasks.length === 0) return [];
   try {
-    const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8');
-    return text.trim().split(/\s+/).filter(Boolean).map(Number);
+    // Throws where the kernel has no CONFIG_PROC_CHILDREN.
+    await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8');
   } catch {
-    // Kernels without CONFIG_PROC_CHILDREN: scan every process for its parent.
-    const out: number[] = [];
-    for (const entry of await readdir('/proc').catch(() => [] as string[])) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        if (Number(statFields(await readFile(`/proc/${entry}/stat`, 'utf8'))[1]) === pid) out.push(Number(entry));
-      } catch {
-        // Gone meanwhile.
-      }
-    }
-    return out;
+    return scanForChildren(pid);
   }
+  const out: number[] = [];
+  for (const task of tasks) {
+    // A thread that ended meanwhile has no file any more.
+    const text = await readFile(`/proc/${pid}/task/${task}/children`, 'utf8').catch(() => '');
+    out.push(...text.trim().split(/\s+/).filter(Boolean).map(Number));
+  }
+  return out;
+}
+
+/** Every process whose parent is `pid`, found by reading all of /proc. */
+async function scanForChildren(pid: number): Promise<number[]> {
+  const out: number[] = [];
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (Number(statFields(await readFile(`/proc/${entry}/stat`, 'utf8'))[1]) === pid) out.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out;
+}
+
+/** A process and all its descendants (PostgreSQL's backends, a Python server's workers), at most `limit`. */
+export async function processTree(pid: number, limit = 1_000): Promise<number[]> {
+  const tree = [pid];
+  for (let i = 0; i < tree.length && tree.length < limit; i++) tree.push(...(await childrenOf(tree[i]!)));
+  return tree.slice(0, limit);
+}
+
+/** CPU time (ms) of a process tree: what its live processes used, and what the exited ones left in their parents' cutime. */
+export async function treeCpuMs(pid: number): Promise<number> {
+  let total = 0;
+  for (const p of await processTree(pid)) total += await processCpuMs(p);
+  return total;
+}
+
+/** Proportional set size (bytes) of a process tree. */
+export async function treePss(pid: number): Promise<number> {
+  let total = 0;
+  for (const p of await processTree(pid)) total += await processPss(p);
+  return total;
 }
 
 /** Busy and total CPU time of the whole machine (all cores), ms. */

@@ -1,19 +1,19 @@
 // The safety net of the bench and the fault run, run as its own detached process: if the harness
 // process disappears without stopping what it started (SIGKILL, or tsx escalating a Ctrl-C to
-// SIGKILL while the harness's event loop is busy), this stops the API and worker children, the
+// SIGKILL while the harness's event loop is busy), this stops the API and worker children, LiteLLM, the
 // Temporal dev server's process group and PostgreSQL, and removes the harness's data folder.
 // Plain JavaScript so it starts at once, without a TypeScript loader.
 //
 //   node bench/reaper.mjs <harness pid> <data dir> <keep: 0|1>
 // and then, on stdin, lines `temporal <pgid>`, `postgres <pid>`, `worker <pid>`, `api <pid>`,
-// `reference <pid>` as they start (a later line for the same name replaces the earlier one: a
+// `reference <pid>`, `litellm <pid>` as they start (a later line for the same name replaces the earlier one: a
 // restarted child).
 import { rm } from 'node:fs/promises';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const [benchPid, dataDir, keep] = [Number(process.argv[2]), process.argv[3], process.argv[4] === '1'];
-const targets = { temporal: undefined, postgres: undefined, worker: undefined, api: undefined, reference: undefined };
+const targets = { temporal: undefined, postgres: undefined, worker: undefined, api: undefined, reference: undefined, litellm: undefined };
 
 process.stdin.setEncoding('utf8').on('data', (chunk) => {
   for (const line of chunk.split('\n')) {
@@ -46,8 +46,8 @@ const waitGone = async (pid, ms) => {
 
 while (alive(benchPid)) await sleep(250);
 
-const { temporal, postgres, worker, api, reference } = targets;
-await Promise.all([api, worker, reference].map(async (pid) => {
+const { temporal, postgres, worker, api, reference, litellm } = targets;
+await Promise.all([api, worker, reference, litellm].map(async (pid) => {
   if (!pid || !alive(pid)) return;
   send(pid, 'SIGTERM');
   if (!(await waitGone(pid, 10_000))) send(pid, 'SIGKILL');

@@ -116,13 +116,13 @@ export function evaluateTargets(metrics: Record<string, number>): TargetResult[]
   return TARGETS.map((t) => ({ metric: t.metric, value: metrics[t.metric], target: describeTarget(t), verdict: judge(t, metrics[t.metric]), why: t.why }));
 }
 
-function table(headers: string[], rows: string[][], rightAlign: (col: number) => boolean): string {
+export function table(headers: string[], rows: string[][], rightAlign: (col: number) => boolean): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => (rightAlign(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
   return [line(headers), widths.map((w) => '─'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-const f = (v: number | undefined, digits = 1): string => (v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits));
+export const f = (v: number | undefined, digits = 1): string => (v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits));
 
 function verdictFor(targets: TargetResult[], prefix: string): string {
   return targets

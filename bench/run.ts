@@ -2,19 +2,21 @@
 // the whole service on free ports in a private folder, measures it over real HTTP, prints a table
 // and writes JSON under .test-data/bench-results/, and stops everything it started (also on error,
 // Ctrl-C and SIGKILL, see bench/reaper.mjs). docs/benchmark.md explains the scenarios and numbers.
-import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createShutdown } from '../runtime/lifecycle';
 import { isAlive } from '../runtime/process';
 import { cpuBetween, cpuSnapshot } from './cpu';
 import type { CpuUse } from './cpu';
+import { guardRun } from './harness';
 import { createErrorLog, createHttp } from './http';
 import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
+import { runPeers } from './peers-run';
 import { profileKind, workflowIdsOf } from './profile';
 import type { KindProfile } from './profile';
 import { comparisonRows, evaluateTargets, flatMetrics, renderReport } from './report';
+import { writeResults } from './results';
 import { refImageConcurrent, refImageSequential, refInflight, refRefusal, refVideo } from './reference-scenarios';
 import { baseline, chatSequential, imageConcurrent, imageSequential, inflightVideos, refusal, videoFifo, videoSequential, videoSpread } from './scenarios';
 import type { Context, ScenarioResult } from './scenarios';
@@ -25,17 +27,18 @@ import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MOD
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight|peers] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
+  --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
   --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
   --worker=in-process   API and worker inside the bench process
   --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts)
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-type Only = 'stream' | 'inflight';
+type Only = 'stream' | 'inflight' | 'peers';
 
 function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; only?: Only } {
   let quick = false;
@@ -45,7 +48,7 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
-    else if (arg === '--only=stream' || arg === '--only=inflight') only = arg.slice('--only='.length) as Only;
+    else if (arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers') only = arg.slice('--only='.length) as Only;
     else if (arg === '--keep') keep = true;
     else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
     else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory') temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
@@ -59,28 +62,16 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
 
 const log = (line: string) => console.error(`[bench] ${line}`);
 
-/**
- * Ctrl-C reaches the bench twice: from the terminal (the whole foreground process group) and
- * relayed by tsx. Signals within a few seconds of the first are that echo; a later one means
- * "stop now" and exits at once (the stack's exit hooks and the reaper still stop the children).
- */
-function onSignals(stop: () => void): void {
-  let first: number | undefined;
-  const handler = (name: NodeJS.Signals) => {
-    if (first === undefined) {
-      first = Date.now();
-      log(`${name}: stopping (press Ctrl-C again after a few seconds to exit at once)…`);
-      stop();
-    } else if (Date.now() - first > 3_000) {
-      log(`${name} again: exiting now`);
-      process.exit(130);
-    }
-  };
-  for (const name of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(name, handler);
-}
-
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.only === 'peers') {
+    // Per process tree: the service must be its own process.
+    if (args.workerMode !== 'process') {
+      console.error(`--only=peers runs the service as its own process; --worker=${args.workerMode} does not apply\n${USAGE}`);
+      return 2;
+    }
+    return runPeers(args);
+  }
   const sizes = args.quick ? QUICK : FULL;
   const mode = args.quick ? 'quick' : 'full';
   const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);
@@ -93,48 +84,13 @@ async function main(): Promise<number> {
   });
 
   // Ctrl-C, SIGTERM or the parent (npm) going away: abort the requests in flight, stop what was
-  // started, then exit non-zero. (A second Ctrl-C exits at once; the stack's exit hooks then still
-  // take the Temporal dev server and the worker child down.)
+  // started, then exit non-zero (bench/harness.ts).
   const interrupt = new AbortController();
   const shutdown = createShutdown(log);
   shutdown.add('stream upstream', () => upstream.close());
   shutdown.add('bench stack', () => stackHandle.stop());
   shutdown.add('requests in flight', async () => interrupt.abort());
-  onSignals(() => {
-    interrupt.abort();
-    void shutdown.stop().then(() => {
-      log(`stopped after the interruption${args.keep ? `; data kept in ${dataDir}` : '; data folder removed'}`);
-      process.exit(130);
-    });
-  });
-  shutdown.followParent(() => {
-    interrupt.abort();
-    process.exit(130);
-  });
-  // An exception nobody caught (in the service or here) must still stop what was started. One
-  // known source: when Ctrl-C also reaches PostgreSQL, pg clients checked out of a pool have no
-  // 'error' listener and throw "Connection terminated unexpectedly".
-  const afterInterrupt = new Set<string>();
-  const onUncaught = (err: unknown) => {
-    const text = err instanceof Error ? (err.stack ?? err.message) : String(err);
-    if (interrupt.signal.aborted) {
-      // Requests cut off mid-way fail in the service as its connections close; say so once each.
-      const first = text.split('\n')[0] ?? '';
-      if (!afterInterrupt.has(first)) log(`after the interruption (expected while stopping): ${first}`);
-      afterInterrupt.add(first);
-    } else {
-      console.error(`[bench] uncaught: ${text}`);
-      void shutdown.stop().then(() => process.exit(1));
-    }
-  };
-  process.on('uncaughtException', onUncaught);
-  process.on('unhandledRejection', onUncaught);
-  // A service that hangs must not hang the bench: give up well past the expected duration.
-  const watchdog = setTimeout(() => {
-    log(`the bench did not finish within ${args.quick ? 8 : 20} minutes; stopping`);
-    void shutdown.stop().then(() => process.exit(1));
-  }, (args.quick ? 8 : 20) * 60_000);
-  watchdog.unref();
+  guardRun({ log, shutdown, interrupt, watchdogMinutes: args.quick ? 8 : 20, stoppedNote: args.keep ? `data kept in ${dataDir}` : 'data folder removed' });
 
   const errors = createErrorLog();
   let stack: Stack | undefined;
@@ -149,20 +105,22 @@ async function main(): Promise<number> {
     const simulatorCost = await measureSimulatorCost();
     log(`the task itself per run (render + store, sim:delay=0): image ${simulatorCost.image.cpuMs} ms CPU, video ${simulatorCost.video.cpuMs} ms CPU, chat ${simulatorCost.chat.cpuMs} ms CPU`);
 
+    const reference = stack.reference;
+    if (!reference) throw new Error('the stack started without its bare reference');
     const memory = startMemorySampler({
       everyMs: 100,
       temporalPid: stack.temporal.pid,
       postgresPid: stack.postgres.pid,
-      referencePid: stack.reference.pid,
+      referencePid: reference.pid,
       serviceInBench: stack.serviceInBench,
       ...(stack.workerPid === undefined ? {} : { workerPid: stack.workerPid }),
     });
     const before = await memory.now();
-    const pids = { temporal: stack.temporal.pid, postgres: stack.postgres.pid, reference: stack.reference.pid, ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }) };
+    const pids = { temporal: stack.temporal.pid, postgres: stack.postgres.pid, reference: reference.pid, ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }) };
     let lastCpu: CpuUse | undefined;
     const ctx: Context = {
       http: createHttp(stack.baseUrl, interrupt.signal),
-      ref: createHttp(stack.reference.baseUrl, interrupt.signal),
+      ref: createHttp(reference.baseUrl, interrupt.signal),
       stack,
       errors,
       sizes,
@@ -257,8 +215,6 @@ async function main(): Promise<number> {
     if (whole) console.log(`\n${renderStream(stream, whole)}`);
 
     const misses = targets.filter((t) => t.verdict === 'MISS');
-    const resultsDir = join(process.cwd(), '.test-data', 'bench-results');
-    await mkdir(resultsDir, { recursive: true });
     const json = JSON.stringify(
       {
         mode,
@@ -291,9 +247,7 @@ async function main(): Promise<number> {
       null,
       2,
     );
-    const latest = join(resultsDir, 'latest.json');
-    await writeFile(latest, json);
-    await writeFile(join(resultsDir, `${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}-${args.only ? `${args.only}-` : ''}${mode}-${args.workerMode}-${args.temporalDb}.json`), json);
+    const latest = await writeResults(json, `${args.only ? `${args.only}-` : ''}${mode}-${args.workerMode}-${args.temporalDb}`);
 
     console.log(`\nResults: ${latest}`);
     console.log(

@@ -16,6 +16,7 @@ import { startTemporalDevServer } from '../runtime/temporal-dev-server';
 import type { TemporalDevServer } from '../runtime/temporal-dev-server';
 import { startWorker } from '../runtime/worker-runner';
 import { startEntryProcess, startReaper } from './children';
+import type { ReaperTarget } from './children';
 
 /**
  * Where the service runs. `process` (default): one child process running `runtime/main.ts` against
@@ -42,8 +43,10 @@ export interface Stack {
   workerPid: number | undefined;
   /** True when the bench process hosts (part of) the service; false when it is only the load generator. */
   serviceInBench: boolean;
-  /** The bare reference (bench/reference-process.ts): its own process on the same Temporal and PostgreSQL. */
-  reference: { pid: number; baseUrl: string; taskQueue: string };
+  /** The bare reference (bench/reference-process.ts): its own process on the same Temporal and PostgreSQL; undefined when not asked for. */
+  reference: { pid: number; baseUrl: string; taskQueue: string } | undefined;
+  /** Tells the safety net (bench/reaper.mjs) about a process the bench starts beside the stack. */
+  watch(name: ReaperTarget, pid: number): void;
   /** How long each start-up step took, in ms. */
   startup: Record<string, number>;
   /** The Temporal CLI that runs the dev server (TEMPORAL_CLI, PATH or the cache). */
@@ -78,6 +81,8 @@ export function createStack(options: {
   log: (line: string) => void;
   /** More settings for the service (e.g. UPSTREAMS_JSON), through the same config schema. */
   env?: Record<string, string>;
+  /** Start the bare reference process too (default true). */
+  reference?: boolean;
 }): StackHandle {
   const steps: { name: string; stop: () => Promise<unknown>; limitMs: number }[] = [];
   let stopping: Promise<void> | undefined;
@@ -216,16 +221,20 @@ export function createStack(options: {
     steps.push({ name: 'bench Temporal connection', stop: () => connection.close(), limitMs: 5_000 });
     const client = new Client({ connection });
 
-    const referencePort = await freePort();
-    const ref = await timed('reference (bundle + start)', () =>
-      startEntryProcess({
-        entry: REFERENCE_ENTRY,
-        env: { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, PORT: String(referencePort), TASK_QUEUE: REFERENCE_TASK_QUEUE },
-        readyText: 'reference listening',
-        onSpawn: (pid) => reaper.tell('reference', pid),
-      }),
-    );
-    steps.push({ name: 'reference process', stop: () => ref.stop(), limitMs: 20_000 });
+    let reference: Stack['reference'];
+    if (options.reference ?? true) {
+      const referencePort = await freePort();
+      const ref = await timed('reference (bundle + start)', () =>
+        startEntryProcess({
+          entry: REFERENCE_ENTRY,
+          env: { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, PORT: String(referencePort), TASK_QUEUE: REFERENCE_TASK_QUEUE },
+          readyText: 'reference listening',
+          onSpawn: (pid) => reaper.tell('reference', pid),
+        }),
+      );
+      steps.push({ name: 'reference process', stop: () => ref.stop(), limitMs: 20_000 });
+      reference = { pid: ref.pid, baseUrl: `http://127.0.0.1:${referencePort}`, taskQueue: REFERENCE_TASK_QUEUE };
+    }
 
     return {
       dataDir,
@@ -239,7 +248,8 @@ export function createStack(options: {
       postgres,
       workerMode: options.workerMode,
       workerPid,
-      reference: { pid: ref.pid, baseUrl: `http://127.0.0.1:${referencePort}`, taskQueue: REFERENCE_TASK_QUEUE },
+      reference,
+      watch: (name, pid) => reaper.tell(name, pid),
       startup,
       temporalCli: cliPath,
     };

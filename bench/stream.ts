@@ -37,28 +37,37 @@ export interface StreamRun {
   floor?: LatencyStats;
 }
 
-interface Timed {
+export interface Timed {
   ttfb: number;
+  /** Time to the first event whose delta carries text (a role-only first event does not count). */
+  content: number;
   full: number;
 }
 
-async function timedStream(url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal): Promise<Timed> {
+/** A delta with text in it: `"delta":{…"content":"<at least one character>`. */
+const CONTENT = /"delta":\{[^}]*"content":"[^"]/;
+
+/** One streamed chat, timed at the client: first byte, first content, `data: [DONE]`. */
+export async function timedStream(url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal): Promise<Timed> {
   const t0 = performance.now();
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal });
   if (!res.ok || !res.body) throw new Error(`${url}: ${res.status} ${(await res.text()).slice(0, 200)}`);
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
   let ttfb: number | undefined;
+  let content: number | undefined;
   let text = '';
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     ttfb ??= performance.now() - t0;
     text += decoder.decode(value, { stream: true });
+    if (content === undefined && CONTENT.test(text)) content = performance.now() - t0;
   }
   const full = performance.now() - t0;
   if (!text.trimEnd().endsWith('data: [DONE]')) throw new Error(`${url}: the stream did not end with [DONE]: ${text.slice(-200)}`);
-  return { ttfb: ttfb ?? full, full };
+  if (content === undefined) throw new Error(`${url}: the stream carried no text: ${text.slice(0, 200)}`);
+  return { ttfb: ttfb ?? full, content, full };
 }
 
 const side = (samples: Timed[]): StreamSide => ({ ttfb: summarise(samples.map((s) => s.ttfb)), full: summarise(samples.map((s) => s.full)) });

@@ -1,5 +1,6 @@
 // Small helpers for the child processes the embedded runtime starts (Temporal dev server,
-// PostgreSQL, the Go build of the Temporal CLI).
+// PostgreSQL, the Go build of the Temporal CLI, the bench's Python environment).
+import { spawn } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access, readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -126,4 +127,31 @@ export async function isExecutableFile(path: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** Runs a command, forwarding its output line by line and keeping it all for the error. */
+export async function runCommand(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  progress: (line: string) => void,
+): Promise<{ code: number | null; output: string }> {
+  const output = new OutputTail(200_000);
+  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let pending = '';
+  const onData = (chunk: string) => {
+    output.push(chunk);
+    const lines = (pending + chunk).split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) progress(line);
+  };
+  child.stdout.setEncoding('utf8').on('data', onData);
+  child.stderr.setEncoding('utf8').on('data', onData);
+  return new Promise((resolvePromise, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => {
+      if (pending) progress(pending);
+      resolvePromise({ code, output: output.toString() });
+    });
+  });
 }

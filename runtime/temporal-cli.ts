@@ -1,11 +1,10 @@
 // Finds the Temporal CLI, or builds it from source into a cache folder. It cannot be downloaded
 // at run time on machines without internet, but the Go module proxy is usually reachable.
-import { spawn } from 'node:child_process';
 import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { homedir, hostname } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isAlive, isExecutableFile, OutputTail } from './process';
+import { isAlive, isExecutableFile, runCommand } from './process';
 
 /** v1.5.1 is the newest tag whose go.mod has no `replace` directive, which `go install` refuses. */
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
@@ -96,7 +95,7 @@ async function build(env: NodeJS.ProcessEnv, dir: string, progress: (line: strin
   progress(`building ${MODULE} with ${go} (takes a few minutes the first time)`);
   const started = Date.now();
   try {
-    const { code, output } = await run(go, ['install', MODULE], { ...env, GOBIN: staging }, progress);
+    const { code, output } = await runCommand(go, ['install', MODULE], { ...env, GOBIN: staging }, progress);
     if (code !== 0) {
       throw new TemporalCliError(
         `go install ${MODULE} failed (exit code ${code}):\n${output}\n` +
@@ -118,33 +117,6 @@ async function findGo(env: NodeJS.ProcessEnv): Promise<string | undefined> {
   candidates.push(...(env.GOROOT ? [join(env.GOROOT, 'bin', 'go')] : []), '/usr/local/go/bin/go');
   for (const candidate of candidates) if (await isExecutableFile(candidate)) return candidate;
   return undefined;
-}
-
-/** Runs a command, forwarding its output line by line and keeping it all for the error. */
-async function run(
-  command: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  progress: (line: string) => void,
-): Promise<{ code: number | null; output: string }> {
-  const output = new OutputTail(200_000);
-  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let pending = '';
-  const onData = (chunk: string) => {
-    output.push(chunk);
-    const lines = (pending + chunk).split('\n');
-    pending = lines.pop() ?? '';
-    for (const line of lines) progress(line);
-  };
-  child.stdout.setEncoding('utf8').on('data', onData);
-  child.stderr.setEncoding('utf8').on('data', onData);
-  return new Promise((resolvePromise, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => {
-      if (pending) progress(pending);
-      resolvePromise({ code, output: output.toString() });
-    });
-  });
 }
 
 interface LockOwner {

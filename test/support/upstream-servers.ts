@@ -2,9 +2,11 @@
 // OpenAI-compatible API (streaming chat, images) and a queue-style video API (submit, poll,
 // result). Words in the prompt steer them, like the simulator's: `up:status=<code>` answers that
 // status, `up:policy` makes it a content-policy refusal, `up:hang` never answers, `up:tokens=<n>`,
-// `up:pace=<ms>`, `up:usage=<n>` (the usage it reports), `up:nousage`, `up:polls=<n>`,
-// `up:pollfail=<n>` (that many status polls answer 503 first), `up:fail` (the video job fails),
-// `up:leak=<marker>` (an error status's body names an internal path and the marker).
+// `up:pace=<ms>` (between tokens), `up:first=<ms>` (before the first token, after the headers; a
+// whole reply waits as long as its stream would take), `up:usage=<n>` (the usage it reports),
+// `up:nousage`, `up:polls=<n>`, `up:pollfail=<n>` (that many status polls answer 503 first),
+// `up:fail` (the video job fails), `up:leak=<marker>` (an error status's body names an internal
+// path and the marker).
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -87,10 +89,14 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
       const cap = typeof body?.max_tokens === 'number' ? body.max_tokens : Infinity;
       const count = Math.min(Number(directive(text, 'tokens') ?? 5), cap);
       const pace = Number(directive(text, 'pace') ?? 0);
+      const first = Number(directive(text, 'first') ?? 0);
       const usage = directive(text, 'nousage') !== undefined ? undefined : Number(directive(text, 'usage') ?? count);
       const pieces = Array.from({ length: count }, (_, i) => `${i === 0 ? '' : ' '}${WORDS[i % WORDS.length]!}`);
       const model = String(body?.model);
       if (body?.stream !== true) {
+        // As long as the same reply streamed would take.
+        const wait = first + pace * Math.max(0, count - 1);
+        if (wait) await sleep(wait);
         return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
           id: 'up-1', object: 'chat.completion', created: 1, model,
           choices: [{ index: 0, message: { role: 'assistant', content: pieces.join('') }, finish_reason: 'stop' }],
@@ -98,6 +104,10 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
         }));
       }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      if (first) {
+        res.flushHeaders();
+        await sleep(first);
+      }
       const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
       for (const [i, piece] of pieces.entries()) {
         if (i > 0 && pace) await sleep(pace);

@@ -1,0 +1,217 @@
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BenchAccount, Http } from './http';
+import { treeCpuMs, treePss } from './procfs';
+import { round, summarise } from './stats';
+import type { LatencyStats } from './stats';
+import { timedStream } from './stream';
+import type { Timed } from './stream';
+
+/**
+ * The chat path side by side with a peer (issue 17): the same OpenAI-compatible request to the
+ * upstream directly, through LiteLLM's proxy and through us, interleaved round by round so that
+ * all three meet the same moment of a shared machine. Every loop is bounded in count and time.
+ */
+export const PEERS = ['direct', 'litellm', 'us'] as const;
+export type PeerName = (typeof PEERS)[number];
+
+export interface Peer {
+  name: PeerName;
+  /** A whole reply: its time in ms; throws on anything but a 200 with choices. */
+  whole(prompt: string, lane: number): Promise<number>;
+  /** A streamed reply, timed to its first byte, first content and `[DONE]`. */
+  stream(prompt: string, lane: number): Promise<Timed>;
+}
+
+export class PeerAnswerError extends Error {
+  override name = 'PeerAnswerError';
+}
+
+/**
+ * One peer behind `http` (its base URL): `path` is where chat completions are, `model` the name it
+ * knows the model by, `key(lane)` the bearer token for a client lane (none for the upstream).
+ */
+export function createPeer(name: PeerName, http: Http, o: { path: string; model: string; key: (lane: number) => string | undefined; extra?: Record<string, unknown> }): Peer {
+  const body = (prompt: string, stream: boolean) => ({ model: o.model, messages: [{ role: 'user', content: prompt }], max_tokens: 64, stream, ...(stream ? o.extra : {}) });
+  return {
+    name,
+    async whole(prompt, lane) {
+      const token = o.key(lane);
+      const r = await http.request<{ choices?: unknown[] }>('POST', o.path, { body: body(prompt, false), ...(token ? { token } : {}) });
+      if (r.status !== 200 || !Array.isArray(r.body?.choices)) throw new PeerAnswerError(`${name} whole reply: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+      return r.ms;
+    },
+    stream(prompt, lane) {
+      const token = o.key(lane);
+      return timedStream(`${http.baseUrl}${o.path}`, token ? { authorization: `Bearer ${token}` } : {}, body(prompt, true), http.stop);
+    },
+  };
+}
+
+/** The process trees whose CPU and memory are counted: LiteLLM's, and ours in three parts. */
+export interface Trees {
+  litellm: number;
+  service: number;
+  temporal: number;
+  postgres: number;
+}
+export type TreeName = keyof Trees;
+const TREE_NAMES: TreeName[] = ['litellm', 'service', 'temporal', 'postgres'];
+
+async function cpuOf(trees: Trees): Promise<Record<TreeName, number>> {
+  const out = {} as Record<TreeName, number>;
+  for (const t of TREE_NAMES) out[t] = await treeCpuMs(trees[t]);
+  return out;
+}
+
+const minus = (b: Record<TreeName, number>, a: Record<TreeName, number>) => Object.fromEntries(TREE_NAMES.map((t) => [t, b[t] - a[t]])) as Record<TreeName, number>;
+
+/** The order of round `i`: each peer goes first, second and third equally often. */
+const orderOf = (i: number): PeerName[] => PEERS.map((_, k) => PEERS[(i + k) % PEERS.length]!);
+
+export interface Recorder {
+  /** Counts an error (the run then exits 1) unless the run was interrupted, which throws. */
+  fail(what: string, err: unknown): void;
+}
+
+async function attempt<T>(rec: Recorder, what: string, call: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await call();
+  } catch (err) {
+    rec.fail(what, err);
+    return undefined;
+  }
+}
+
+/** CPU each tree used per second with nothing to do. */
+export async function idleCpu(trees: Trees, seconds: number): Promise<Record<TreeName, number>> {
+  await sleep(2_000); // what the last request left behind settles first
+  const a = await cpuOf(trees);
+  const t0 = performance.now();
+  await sleep(seconds * 1000);
+  const d = minus(await cpuOf(trees), a);
+  const s = (performance.now() - t0) / 1000;
+  return Object.fromEntries(TREE_NAMES.map((t) => [t, round(d[t] / s, 2)])) as Record<TreeName, number>;
+}
+
+export interface SequentialResult {
+  rounds: number;
+  whole: Record<PeerName, LatencyStats>;
+  /** Time to the first content of a streamed reply. */
+  content: Record<PeerName, LatencyStats>;
+  /** Per-round differences from direct, over the rounds in which all three answered. */
+  wholeOverhead: Record<'litellm' | 'us', LatencyStats>;
+  contentOverhead: Record<'litellm' | 'us', LatencyStats>;
+}
+
+/** `rounds` rounds; in each, a whole reply from every peer, then a streamed one from every peer. */
+export async function sequentialRounds(peers: Peer[], rounds: number, prompt: string, rec: Recorder, deadline: number): Promise<SequentialResult> {
+  const whole: Record<PeerName, number>[] = [];
+  const content: Record<PeerName, number>[] = [];
+  for (let i = 0; i < rounds && performance.now() < deadline; i++) {
+    const order = orderOf(i).map((n) => peers.find((p) => p.name === n)!);
+    const w: Partial<Record<PeerName, number>> = {};
+    for (const p of order) w[p.name] = await attempt(rec, `${p.name} whole`, () => p.whole(prompt, -1));
+    const c: Partial<Record<PeerName, number>> = {};
+    for (const p of order) c[p.name] = (await attempt(rec, `${p.name} stream`, () => p.stream(prompt, -1)))?.content;
+    if (PEERS.every((n) => w[n] !== undefined)) whole.push(w as Record<PeerName, number>);
+    if (PEERS.every((n) => c[n] !== undefined)) content.push(c as Record<PeerName, number>);
+  }
+  const per = (list: Record<PeerName, number>[]) => Object.fromEntries(PEERS.map((n) => [n, summarise(list.map((r) => r[n]))])) as Record<PeerName, LatencyStats>;
+  const over = (list: Record<PeerName, number>[]) => ({ litellm: summarise(list.map((r) => r.litellm - r.direct)), us: summarise(list.map((r) => r.us - r.direct)) });
+  return { rounds: whole.length, whole: per(whole), content: per(content), wholeOverhead: over(whole), contentOverhead: over(content) };
+}
+
+export interface LoadResult {
+  concurrency: number;
+  n: number;
+  errors: number;
+  /** Requests answered per second of the slices' wall time. */
+  perSecond: number;
+  latency: LatencyStats;
+  /** CPU ms per request of each tree, over this peer's slices only. */
+  cpuPerRequest: Record<TreeName, number>;
+}
+
+/**
+ * Closed-loop load: `concurrency` clients send whole replies back to back. Each of `rounds`
+ * rounds gives every peer a slice of `sliceMs` (at most `cap` requests), in rotating order, and a
+ * short pause after it, counted in its slice's CPU, for what it finishes after its last answer.
+ */
+export async function loadRounds(
+  peers: Peer[],
+  o: { concurrency: number; rounds: number; sliceMs: number; cap: number; prompt: string; trees: Trees; stop: AbortSignal },
+  rec: Recorder,
+): Promise<Record<PeerName, LoadResult>> {
+  const acc = Object.fromEntries(PEERS.map((n) => [n, { errors: 0, wallMs: 0, latencies: [] as number[], cpu: Object.fromEntries(TREE_NAMES.map((t) => [t, 0])) as Record<TreeName, number> }]));
+  for (let r = 0; r < o.rounds; r++) {
+    for (const name of orderOf(r)) {
+      const peer = peers.find((p) => p.name === name)!;
+      const a = acc[name]!;
+      const cpu0 = await cpuOf(o.trees);
+      const t0 = performance.now();
+      const end = t0 + o.sliceMs;
+      let started = 0;
+      let last = t0;
+      const lane = async (i: number) => {
+        while (performance.now() < end && started < o.cap && !o.stop.aborted) {
+          started++;
+          const ms = await attempt(rec, `${name} c${o.concurrency}`, () => peer.whole(o.prompt, i));
+          if (ms === undefined) a.errors++;
+          else a.latencies.push(ms);
+          last = performance.now();
+        }
+      };
+      await Promise.all(Array.from({ length: o.concurrency }, (_, i) => lane(i)));
+      a.wallMs += last - t0;
+      await sleep(300);
+      const d = minus(await cpuOf(o.trees), cpu0);
+      for (const t of TREE_NAMES) a.cpu[t] += d[t];
+    }
+  }
+  return Object.fromEntries(PEERS.map((n) => {
+    const a = acc[n]!;
+    const ok = a.latencies.length;
+    return [n, {
+      concurrency: o.concurrency, n: ok, errors: a.errors, perSecond: round((ok / a.wallMs) * 1000), latency: summarise(a.latencies),
+      cpuPerRequest: Object.fromEntries(TREE_NAMES.map((t) => [t, ok ? round(a.cpu[t] / ok, 2) : Number.NaN])) as Record<TreeName, number>,
+    }];
+  })) as Record<PeerName, LoadResult>;
+}
+
+/** Peak PSS of each tree, and of ours summed at the same instant, sampled every `everyMs`. */
+export function startPssSampler(trees: Trees, everyMs = 1_000) {
+  const peak = Object.fromEntries(TREE_NAMES.map((t) => [t, 0])) as Record<TreeName, number>;
+  let ours = 0;
+  let samples = 0;
+  let busy = false;
+  const sample = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const now = {} as Record<TreeName, number>;
+      for (const t of TREE_NAMES) now[t] = await treePss(trees[t]);
+      for (const t of TREE_NAMES) peak[t] = Math.max(peak[t], now[t]);
+      ours = Math.max(ours, now.service + now.temporal + now.postgres);
+      samples++;
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = setInterval(() => void sample(), everyMs);
+  timer.unref();
+  void sample();
+  return {
+    async stop(): Promise<{ samples: number; peakMb: Record<TreeName | 'us', number> }> {
+      clearInterval(timer);
+      await sample();
+      const mb = (b: number) => round(b / 2 ** 20, 1);
+      return { samples, peakMb: { ...(Object.fromEntries(TREE_NAMES.map((t) => [t, mb(peak[t])])) as Record<TreeName, number>), us: mb(ours) } };
+    },
+  };
+}
+
+/** Accounts whose keys the lanes take turns with: one account per client lane (see loadRounds), one for the sequential rounds (lane -1). */
+export function laneKeys(sequential: BenchAccount, lanes: BenchAccount[]): (lane: number) => string {
+  return (lane) => (lane < 0 ? sequential : lanes[lane % lanes.length]!).nextKey();
+}
