@@ -4,6 +4,7 @@ import { createAdmission } from './admission';
 import { createCancel } from './cancel';
 import { createChatRuns } from './chat-runs';
 import { createReads } from './read';
+import { createResponses } from './responses';
 import type { GenerationRequest } from './requests';
 import { createSubmit } from './submit';
 import type { GenerationServiceDeps, SubmitOptions, Submitted } from './types';
@@ -24,6 +25,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const submit = createSubmit({ pool, gateway, store, admission, ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}) });
   const chat = createChatRuns({ pool, gateway, store, admission, provider: deps.provider ?? createSimulator(), ...(deps.log ? { log: deps.log } : {}) });
   const reads = createReads({ pool, gateway, store });
+  const cancel = createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines });
 
   return {
     async submit(request: GenerationRequest, principal: Principal, opts: SubmitOptions): Promise<Submitted> {
@@ -37,7 +39,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     },
     /** A chat the API runs itself, its reply streamed as it comes (group B); see service/chat-runs.ts. */
     runChat: chat.run,
-    cancel: createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines }),
+    cancel,
+    /** Stored responses of group B's Responses API: read, continue, cancel (service/responses.ts). */
+    responses: createResponses({ pool, store, cancel }),
     ...reads,
   };
 }
