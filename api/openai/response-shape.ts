@@ -20,8 +20,9 @@ export interface ResponseParts {
   status: ResponseStatus;
   record: ResponseRecord;
   maxOutputTokens: number | null;
-  temperature: number | null;
-  topP: number | null;
+  /** As run: the model's defaults (1) when the request gave none. */
+  temperature: number;
+  topP: number;
   /** The reply so far; null while there is none. */
   text: string | null;
   usage: { promptTokens: number; completionTokens: number } | null;
@@ -61,6 +62,14 @@ export function responseObject(p: ResponseParts) {
     store: p.record.store,
     temperature: p.temperature,
     top_p: p.topP,
+    presence_penalty: 0,
+    frequency_penalty: 0,
+    top_logprobs: 0,
+    reasoning: null,
+    max_tool_calls: null,
+    service_tier: 'default' as const,
+    safety_identifier: null,
+    prompt_cache_key: null,
     text: { format: { type: 'text' as const } },
     tool_choice: 'none' as const,
     tools: [],
@@ -89,7 +98,7 @@ export function partsOfView(g: GenerationView & { record: ResponseRecord }): Res
   return {
     id: g.id, createdAt: g.createdAt, model: g.model, status, record: g.record,
     maxOutputTokens: Number.isFinite(maxTokens) ? maxTokens : null,
-    temperature: sampling.temperature ?? null, topP: sampling.top_p ?? null,
+    temperature: sampling.temperature ?? 1, topP: sampling.top_p ?? 1,
     text: g.status === 'succeeded' ? (g.text ?? '') : null,
     usage: g.status === 'succeeded' ? { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens } : null,
     error: status === 'failed' ? { code: 'server_error', message: g.error?.message ?? 'The response failed; nothing was charged.' } : null,

@@ -116,8 +116,16 @@ const responseSchema = z
     parallel_tool_calls: z.boolean(),
     previous_response_id: z.string().nullable(),
     store: z.boolean(),
-    temperature: z.number().nullable(),
-    top_p: z.number().nullable(),
+    temperature: z.number(),
+    top_p: z.number(),
+    presence_penalty: z.number(),
+    frequency_penalty: z.number(),
+    top_logprobs: z.number().int(),
+    reasoning: z.null(),
+    max_tool_calls: z.null(),
+    service_tier: z.literal('default'),
+    safety_identifier: z.null(),
+    prompt_cache_key: z.null(),
     text: z.object({ format: z.object({ type: z.literal('text') }) }),
     tool_choice: z.literal('none'),
     tools: z.array(z.never()),
@@ -211,7 +219,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
     }
     const start: ResponseParts = {
       id: run.id, createdAt: run.createdAt, model: run.model, status: 'in_progress', record, maxOutputTokens: run.maxTokens,
-      temperature: body.temperature ?? null, topP: body.top_p ?? null, text: null, usage: null, error: null, completedAt: null,
+      temperature: body.temperature ?? 1, topP: body.top_p ?? 1, text: null, usage: null, error: null, completedAt: null,
     };
     const events = run.events[Symbol.asyncIterator]();
     // The first event (or a failure before it) decides the status: errors before any token are
