@@ -340,7 +340,10 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
     await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', max_output_tokens: 1_000_000 }), 'max_output_tokens', /max_output_tokens/);
     await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', background: true, stream: true }), 'stream', /background/);
     await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', bogus: 1 } as never), 'bogus', /bogus/);
-    await refused(client.responses.cancel((await client.responses.create({ model: 'claude-haiku', input: 'sim:tokens=1' })).id), 'id', /background/);
+    const made = await client.responses.create({ model: 'claude-haiku', input: 'sim:tokens=1' });
+    await refused(client.responses.cancel(made.id), 'id', /background/);
+    // A generation is the account's record: not deleted.
+    await expect(client.responses.delete(made.id)).rejects.toMatchObject({ status: 405 });
     expect(await balanceOf(key)).toMatchObject({ holdsActive: 0 });
   });
 });
