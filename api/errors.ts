@@ -55,7 +55,28 @@ const HEADER_NAMES: Record<string, string> = { 'idempotency-key': 'Idempotency-K
 
 export function fromZod(err: ZodError): InvalidRequestError {
   const issue = err.issues[0];
-  return invalid(issue?.path.map(String) ?? [], issue?.message ?? 'invalid request', 'body');
+  const inner = issue?.code === 'invalid_union' ? alternativeTaken(issue.errors) : undefined;
+  const path = [...(issue?.path.map(String) ?? []), ...(inner?.path ?? [])];
+  return invalid(path, inner?.message ?? issue?.message ?? 'invalid request', 'body');
+}
+
+interface UnionIssue { code?: string; path?: PropertyKey[]; message: string; errors?: unknown }
+
+/**
+ * A value that fits none of a union's alternatives (text or a list of parts, say) is told what is
+ * wrong inside the alternative whose shape it had, rather than zod's bare "Invalid input": the
+ * alternative whose first issue is not "wrong type here", followed into nested unions.
+ */
+function alternativeTaken(errors: unknown): { path: string[]; message: string } | undefined {
+  if (!Array.isArray(errors)) return undefined;
+  for (const issues of errors as UnionIssue[][]) {
+    const first = issues[0];
+    if (!first || (first.code === 'invalid_type' && (first.path ?? []).length === 0)) continue;
+    const here = (first.path ?? []).map(String);
+    const inner = first.code === 'invalid_union' ? alternativeTaken(first.errors) : undefined;
+    return inner ? { path: [...here, ...inner.path], message: inner.message } : { path: here, message: first.message };
+  }
+  return undefined;
 }
 
 function invalid(path: string[], message: string, context: string | undefined): InvalidRequestError {
@@ -97,8 +118,9 @@ export function installErrorHandler(app: FastifyInstance, methods: MethodIndex):
     }
     if (hasZodFastifySchemaValidationErrors(err)) {
       const first = err.validation[0];
-      const path = (first?.instancePath ?? '').split('/').filter((s) => s !== '');
-      return sendError(reply, invalid(path, first?.message ?? 'invalid request', err.validationContext));
+      const inner = first?.keyword === 'invalid_union' ? alternativeTaken((first.params as { errors?: unknown }).errors) : undefined;
+      const path = [...(first?.instancePath ?? '').split('/').filter((s) => s !== ''), ...(inner?.path ?? [])];
+      return sendError(reply, invalid(path, inner?.message ?? first?.message ?? 'invalid request', err.validationContext));
     }
     if (err instanceof ZodError) return sendError(reply, fromZod(err));
     const status = (err as FastifyError).statusCode;

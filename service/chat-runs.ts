@@ -45,6 +45,8 @@ export interface ChatRun {
   /** The model that answers (canonical id). */
   model: string;
   createdAt: Date;
+  /** The most output tokens the run may produce: what its hold covers. */
+  maxTokens: number;
   /** An Idempotency-Key repeat: the earlier generation (as far as it got), nothing new admitted. */
   replay?: GenerationView;
   /**
@@ -99,13 +101,16 @@ export function createChatRuns(deps: ChatRunDeps) {
     return durable;
   };
 
-  /** An Idempotency-Key repeat: the earlier reply, answered again from its record. */
+  /** An Idempotency-Key repeat: the earlier reply, answered again from its record (as one delta, then its end). */
   const replayed = (g: GenerationView): ChatRun => {
     const text = g.text ?? '';
+    const tokens = Number(g.params.outputTokens ?? 0);
+    const maxTokens = Number(g.params.maxTokens);
     return {
-      id: g.id, model: g.model, createdAt: g.createdAt, replay: g,
-      events: (async function* () {
-        if (text) yield { type: 'delta', text } as const;
+      id: g.id, model: g.model, createdAt: g.createdAt, maxTokens, replay: g,
+      events: (async function* (): AsyncGenerator<ChatRunEvent> {
+        if (text) yield { type: 'delta', text };
+        if (g.status !== 'failed') yield { type: 'end', finishReason: tokens >= maxTokens ? 'length' : 'stop', usage: { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens } };
       })(),
       settled: () => Promise.resolve(),
     };
@@ -223,6 +228,7 @@ export function createChatRuns(deps: ChatRunDeps) {
       id: input.generationId,
       model: input.model,
       createdAt: new Date(),
+      maxTokens,
       events: events(),
       async settled() {
         // Normally the ledger has it already; else the workflow is settling it from the report.

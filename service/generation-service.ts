@@ -5,6 +5,7 @@ import { createCancel } from './cancel';
 import { createChatRuns } from './chat-runs';
 import { createLiveEvents } from './live-events';
 import { createReads } from './read';
+import { createResponses } from './responses';
 import type { GenerationRequest } from './requests';
 import { createSubmit } from './submit';
 import { createWatch } from './watch';
@@ -27,6 +28,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const chat = createChatRuns({ pool, gateway, store, admission, provider: deps.provider ?? createSimulator(), ...(deps.log ? { log: deps.log } : {}) });
   const reads = createReads({ pool, gateway, store });
   const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
+  const cancel = createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines });
 
   return {
     async submit(request: GenerationRequest, principal: Principal, opts: SubmitOptions): Promise<Submitted> {
@@ -44,7 +46,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     watch: createWatch({ pool, store, live }),
     /** Stops listening for changes: call when closing, after `drain`. */
     close: (): Promise<void> => live.close(),
-    cancel: createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines }),
+    cancel,
+    /** Stored responses of group B's Responses API: read, continue, cancel (service/responses.ts). */
+    responses: createResponses({ pool, store, cancel }),
     ...reads,
   };
 }

@@ -28,6 +28,20 @@ export interface ChatSampling {
   frequency_penalty?: number;
 }
 
+/**
+ * What a Responses API request (group B's `POST /v1/responses`) asks to be kept with its chat
+ * generation: read back by `GET /v1/responses/{id}` and by a later `previous_response_id`
+ * (service/responses.ts). Not priced, not sent to the model.
+ */
+export interface ResponseRecord {
+  /** False: not readable through /v1/responses nor continued; the generation is still the account's record. */
+  store: boolean;
+  background: boolean;
+  instructions?: string | undefined;
+  metadata?: Record<string, string> | undefined;
+  previousResponseId?: string | undefined;
+}
+
 export type GenerationRequest =
   | {
     kind: 'image'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined;
@@ -40,7 +54,11 @@ export type GenerationRequest =
     /** A reference frame (image-to-video), fetched and checked before the hold like an upscale input. */
     imageUrl?: string | undefined;
   }
-  | { kind: 'chat'; model?: string | undefined; messages: ChatMessage[]; maxTokens?: number | undefined; sampling?: ChatSampling | undefined }
+  | {
+    kind: 'chat'; model?: string | undefined; messages: ChatMessage[]; maxTokens?: number | undefined; sampling?: ChatSampling | undefined;
+    /** A Responses API request: what it keeps beside the reply. */
+    response?: ResponseRecord | undefined;
+  }
   | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
 
 /** A priced request: everything a generation workflow needs, before its hold is placed. */
@@ -88,6 +106,7 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
           // Per-token models: the cap the hold covers and the rate the settle charges.
           ...(perToken ? { maxTokens: quote.params.maxTokens, ratePer1kMc: quote.params.ratePer1kMc } : {}),
           ...(sampling.length > 0 ? { sampling: Object.fromEntries(sampling) } : {}),
+          ...(request.response ? { response: request.response } : {}),
           // A conversation is kept whole for providers that take one; a lone prompt needs no copy.
           ...(capped.messages.length > 1 || capped.messages[0]?.role !== 'user' ? { messages: capped.messages } : {}),
         },

@@ -1,5 +1,4 @@
 import { Readable } from 'node:stream';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { DomainError, InvalidRequestError, markAfterAdmission, ProviderFailedError } from '../../core/errors';
@@ -9,7 +8,7 @@ import type { ChatMessage, ChatSampling } from '../../service/requests';
 import { principalOf } from '../auth';
 import { errorBody } from '../errors';
 import { idempotencyKey, modelId } from '../fields';
-import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
+import { clientGone, errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
 import type { OpenAiDeps } from './shared';
 
 /**
@@ -146,19 +145,6 @@ function usageOf(u: { promptTokens: number; completionTokens: number }) {
   return { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, total_tokens: u.promptTokens + u.completionTokens };
 }
 
-/** Ends when the client closes the connection before the response is done. */
-function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
-  };
-  reply.raw.once('close', onClose);
-  request.raw.once('close', () => {
-    if (request.raw.readableAborted) onClose();
-  });
-  return controller.signal;
-}
-
 export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
@@ -209,10 +195,8 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
 
     if (body.stream) {
       const includeUsage = body.stream_options?.include_usage === true;
-      const replayEnd = run.replay ? replayEndOf(run.replay) : undefined;
-      const rest: AsyncIterator<ChatRunEvent> = replayEnd ? concat(events, replayEnd) : events;
       reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
-      return reply.send(Readable.from(chatChunks(first, rest, { id: run.id, created, model: run.model, includeUsage }), { objectMode: false }) as unknown as string);
+      return reply.send(Readable.from(chatChunks(first, events, { id: run.id, created, model: run.model, includeUsage }), { objectMode: false }) as unknown as string);
     }
 
     let text = '';
@@ -226,7 +210,6 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
       await run.settled();
       throw err;
     }
-    end ??= run.replay ? replayEndOf(run.replay).value : undefined;
     if (!end) throw new InvalidRequestError('The reply ended early.');
     // A whole reply is answered once it is settled, so the balance read next already shows it.
     await run.settled();
@@ -237,24 +220,3 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
     };
   });
 };
-
-/** The end of a reply answered again for an Idempotency-Key repeat: from its record. */
-function replayEndOf(g: { params: Record<string, unknown> }): { value: Extract<ChatRunEvent, { type: 'end' }> } {
-  const tokens = Number(g.params.outputTokens ?? 0);
-  const cap = Number(g.params.maxTokens);
-  return { value: { type: 'end', finishReason: tokens >= cap ? 'length' : 'stop', usage: { promptTokens: 0, completionTokens: tokens } } };
-}
-
-function concat(head: AsyncIterator<ChatRunEvent>, end: { value: ChatRunEvent }): AsyncIterator<ChatRunEvent> {
-  let ended = false;
-  return {
-    async next() {
-      const r = await head.next();
-      if (!r.done) return r;
-      if (ended) return { done: true, value: undefined };
-      ended = true;
-      return { done: false, value: end.value };
-    },
-    return: () => head.return?.() ?? Promise.resolve({ done: true, value: undefined }),
-  };
-}

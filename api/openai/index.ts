@@ -4,13 +4,14 @@ import { requireApiKey } from '../auth';
 import { openaiMediaRoutes } from './media';
 import { openaiChatRoutes } from './chat';
 import { openaiModelRoutes } from './models';
+import { openaiResponseRoutes } from './responses';
 import type { OpenAiDeps } from './shared';
 
 /**
  * Group B: the OpenAI-compatible API under /v1 (DESIGN §6). The official `openai` SDK works with
  * its base URL and key changed: request and response shapes, Server-Sent Events, error bodies
  * (`type` the code name, `code` the HTTP status), `x-request-id`, `retry-after-ms` and
- * `x-should-retry`. Chat runs in this process and streams as the provider sends (service/chat-runs.ts);
+ * `x-should-retry`. Chat and the Responses API run in this process and streams as the provider sends (service/chat-runs.ts);
  * images and videos are ordinary generations, listed by groups A and C too.
  */
 
@@ -20,5 +21,6 @@ export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps)
   await app.register(multipart, { attachFieldsToBody: 'keyValues', limits: { fileSize: 25 * 1024 * 1024, files: 1, fields: 20 } });
   await app.register(openaiModelRoutes, deps);
   await app.register(openaiChatRoutes, deps);
+  await app.register(openaiResponseRoutes, deps);
   await app.register(openaiMediaRoutes, deps);
 };

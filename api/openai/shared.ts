@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidRequestError, UnknownCostError } from '../../core/errors';
 import type { OutputStore } from '../../core/storage';
 import type { GenerationService } from '../../service/generation-service';
@@ -18,8 +18,8 @@ export interface OpenAiDeps extends AuthDeps {
 export const GROUP_B_PARAMS: Record<string, string> = { imageUrl: 'image_url', inputFile: 'input_reference', maxTokens: 'max_tokens', kind: 'model', seconds: 'duration' };
 
 /** Group B has no `unknown_cost`: an id it does not know is a bad parameter, as with OpenAI. */
-export function inGroupBWords<T>(work: () => Promise<T>): Promise<T> {
-  return inDoorWords(GROUP_B_PARAMS, work, (err) =>
+export function inGroupBWords<T>(work: () => Promise<T>, renames: Record<string, string> = GROUP_B_PARAMS): Promise<T> {
+  return inDoorWords(renames, work, (err) =>
     err instanceof UnknownCostError ? new InvalidRequestError(err.message.replace('No price is defined for', 'Group B has no'), 'model') : undefined,
   );
 }
@@ -41,6 +41,19 @@ export function refuseUnknownFields(allowed: readonly string[]) {
 /** The service options of a group B POST: its door, and the Idempotency-Key with what it stands for. */
 export function submitOptionsOf(request: Parameters<typeof idempotencyOf>[0], route: string, body: unknown) {
   return { door: 'B' as const, idempotency: idempotencyOf(request, route, body) };
+}
+
+/** Ends when the client closes the connection before the response is done. */
+export function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
+  };
+  reply.raw.once('close', onClose);
+  request.raw.once('close', () => {
+    if (request.raw.readableAborted) onClose();
+  });
+  return controller.signal;
 }
 
 /** Seconds since the epoch, as OpenAI's objects carry them. */

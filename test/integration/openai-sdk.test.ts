@@ -192,6 +192,162 @@ describe('chat completions (per-token billing)', () => {
   });
 });
 
+describe('responses (OpenAI’s Responses API, per-token billing)', () => {
+  it('client.responses.create: a whole response with usage, instructions and metadata; charged the tokens produced; retrieve and group A read it', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const client = sdk(key);
+    const response = await client.responses.create({ model: 'claude-haiku', instructions: 'Be brief.', input: 'hello sim:tokens=7', max_output_tokens: 100, metadata: { ticket: 't-1' } });
+    expect(response).toMatchObject({
+      object: 'response', status: 'completed', model: 'claude-haiku', instructions: 'Be brief.', metadata: { ticket: 't-1' }, max_output_tokens: 100,
+      store: true, background: false, error: null, usage: { output_tokens: 7 },
+    });
+    expect(response.output_text.split(' ')).toHaveLength(7);
+    expect(response.output[0]).toMatchObject({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: response.output_text }] });
+    expect(await balanceOf(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(7, 700)), holdsActive: 0 });
+    const stored = await client.responses.retrieve(response.id);
+    expect(stored).toMatchObject({ id: response.id, status: 'completed', output_text: response.output_text, metadata: { ticket: 't-1' }, usage: { output_tokens: 7 } });
+    // A generation like every other: group A lists it, with its hold and charge.
+    const listed = (await h.call('GET', '/api/v1/generations?kind=chat', { key })).json<{ data: GroupAGeneration[] }>();
+    expect(listed.data.map((g) => g.id)).toContain(response.id);
+    expect(await generationA(key, response.id)).toMatchObject({
+      kind: 'chat', status: 'succeeded', creditsQuoted: credits(chargeForTokens(100, 700)), creditsCharged: credits(chargeForTokens(7, 700)), text: response.output_text,
+    });
+  });
+
+  it('streams the typed events the SDK parses, and client.responses.stream() accumulates them into finalResponse()', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const client = sdk(key);
+    const stream = await client.responses.create({ model: 'gpt-5.5', input: [{ role: 'user', content: 'tell me sim:tokens=12' }], stream: true });
+    const types: string[] = [];
+    const deltas: string[] = [];
+    let completed: OpenAI.Responses.Response | undefined;
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.output_text.delta') deltas.push(event.delta);
+      if (event.type === 'response.completed') completed = event.response;
+    }
+    expect(types.filter((t) => t !== 'response.output_text.delta')).toEqual([
+      'response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added',
+      'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed',
+    ]);
+    expect(deltas).toHaveLength(12);
+    expect(completed).toMatchObject({ status: 'completed', usage: { output_tokens: 12 }, output: [{ content: [{ text: deltas.join('') }] }] });
+    expect(await settled(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(12, 1500)) });
+
+    const helper = client.responses.stream({ model: 'claude-haiku', input: 'again sim:tokens=5', max_output_tokens: 5 });
+    let seen = '';
+    helper.on('response.output_text.delta', (e) => (seen = e.snapshot));
+    const final = await helper.finalResponse();
+    // Stopped at max_output_tokens: incomplete, as OpenAI says it, and charged exactly those.
+    expect(final).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { output_tokens: 5 } });
+    expect(final.output_text).toBe(seen);
+    expect(final.output_text.split(' ')).toHaveLength(5);
+  });
+
+  it('a streamed response aborted after a few deltas is charged for those tokens only', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const stream = await sdk(key).responses.create({ model: 'claude-sonnet', input: 'a long story sim:tokens=40 sim:pace=250', stream: true, max_output_tokens: 40 });
+    let received = 0;
+    let id = '';
+    for await (const event of stream) {
+      if (event.type === 'response.created') id = event.response.id;
+      if (event.type === 'response.output_text.delta') received++;
+      if (received === 4) break; // the SDK aborts the request
+    }
+    await settled(key);
+    const g = await generationA(key, id);
+    expect(g).toMatchObject({ status: 'succeeded', params: { outputTokens: 4 }, creditsCharged: credits(chargeForTokens(4, 2000)) });
+    expect((await balanceOf(key)).balance).toBe(10 - credits(chargeForTokens(4, 2000)));
+  });
+
+  it('background: answers queued at once, is polled with retrieve, and cancel releases the hold; another runs to completion, billed per token', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const client = sdk(key);
+    const slow = await client.responses.create({ model: 'claude-opus', input: 'think long sim:delay=8000 sim:tokens=3', background: true, max_output_tokens: 1000 });
+    expect(slow).toMatchObject({ status: 'queued', background: true, output: [] });
+    expect(await balanceOf(key)).toMatchObject({ holdsActive: credits(chargeForTokens(1000, 3500)) });
+    expect(['queued', 'in_progress']).toContain((await client.responses.retrieve(slow.id)).status);
+    const cancelled = await client.responses.cancel(slow.id);
+    expect(cancelled).toMatchObject({ id: slow.id, status: 'cancelled', usage: null });
+    expect(await client.responses.cancel(slow.id)).toMatchObject({ status: 'cancelled' });
+    expect(await balanceOf(key)).toMatchObject({ balance: 10, holdsActive: 0 });
+
+    const quick = await client.responses.create({ model: 'claude-haiku', input: 'sim:delay=200 sim:tokens=6', background: true });
+    const done = await eventually(async () => {
+      const r = await client.responses.retrieve(quick.id);
+      return r.status === 'completed' ? r : undefined;
+    });
+    expect(done.output_text.split(' ')).toHaveLength(6);
+    expect(done.usage?.output_tokens).toBe(6);
+    expect(await settled(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(6, 700)) });
+    // Only a background response can be cancelled; a finished one is 409.
+    await expect(client.responses.cancel(quick.id)).rejects.toMatchObject({ status: 409, type: 'generation_finished' });
+  });
+
+  it('previous_response_id continues the account’s own stored response; another account’s id is 404, and so is one made with store: false', async () => {
+    const { key, accountId } = await h.account({ credits: 10 });
+    const client = sdk(key, { maxRetries: 0 });
+    const first = await client.responses.create({ model: 'claude-haiku', instructions: 'Answer in riddles.', input: 'my name is Ada' });
+    const second = await client.responses.create({ model: 'claude-haiku', input: [{ role: 'user', content: [{ type: 'input_text', text: 'what is my name? sim:tokens=3' }] }], previous_response_id: first.id });
+    expect(second).toMatchObject({ status: 'completed', previous_response_id: first.id, instructions: null });
+    const prompt = (await h.pool.query<{ prompt: string }>('SELECT prompt FROM generations WHERE id = $1 AND account_id = $2', [second.id, accountId])).rows[0]!.prompt;
+    // The earlier turn and its reply come first; the earlier instructions are not carried over.
+    expect(prompt).toBe(`user: my name is Ada\nassistant: ${first.output_text}\nuser: what is my name? sim:tokens=3`);
+
+    const other = sdk((await h.account({ credits: 10 })).key, { maxRetries: 0 });
+    await expect(other.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(other.responses.create({ model: 'claude-haiku', input: 'hi', previous_response_id: first.id }))
+      .rejects.toMatchObject({ status: 404, type: 'not_found', param: 'previous_response_id' });
+    await expect(other.responses.cancel(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+
+    const unstored = await client.responses.create({ model: 'claude-haiku', input: 'forget me sim:tokens=2', store: false });
+    expect(unstored).toMatchObject({ store: false });
+    await expect(client.responses.retrieve(unstored.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(client.responses.create({ model: 'claude-haiku', input: 'hi', previous_response_id: unstored.id })).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('an Idempotency-Key repeat answers the same response without a second hold, whole or streamed', async () => {
+    const { key, accountId } = await h.account({ credits: 10 });
+    const client = sdk(key);
+    const headers = { 'Idempotency-Key': 'response-1' };
+    const body = { model: 'glm-5.1', input: 'once sim:tokens=4' };
+    const a = await client.responses.create(body, { headers });
+    const b = await client.responses.create(body, { headers });
+    expect(b).toMatchObject({ id: a.id, output_text: a.output_text, usage: { output_tokens: 4 } });
+    const streamed = await client.responses.stream({ ...body, stream: true }, { headers: { 'Idempotency-Key': 'response-2' } }).finalResponse();
+    const again = await client.responses.stream({ ...body, stream: true }, { headers: { 'Idempotency-Key': 'response-2' } }).finalResponse();
+    expect(again).toMatchObject({ id: streamed.id, output_text: streamed.output_text, usage: { output_tokens: 4 } });
+    const bg = await client.responses.create({ ...body, background: true }, { headers: { 'Idempotency-Key': 'response-3' } });
+    expect((await client.responses.create({ ...body, background: true }, { headers: { 'Idempotency-Key': 'response-3' } })).id).toBe(bg.id);
+    expect(await generationCount(accountId)).toBe(3);
+    expect(await settled(key)).toMatchObject({ balance: 10 - 3 * credits(chargeForTokens(4, 400)) });
+  });
+
+  it('refuses what the simulator cannot serve with a 400 naming the field; nothing held', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const client = sdk(key, { maxRetries: 0 });
+    const refused = async (call: Promise<unknown>, param: string, message: RegExp) => {
+      const err = (await call.catch((e: unknown) => e)) as APIError;
+      expect(err, param).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(err).toMatchObject({ type: 'invalid_request_error', param });
+      expect(err.message).toMatch(message);
+    };
+    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', tools: [{ type: 'function', name: 'f', parameters: {}, strict: true }] }), 'tools', /tools/);
+    await refused(client.responses.create({ model: 'claude-haiku', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x.test/a.png', detail: 'auto' }] }] }), 'input.0.content.0.type', /only text parts/);
+    await refused(client.responses.create({ model: 'claude-haiku', input: [{ type: 'function_call_output', call_id: 'c1', output: '42' }] }), 'input.0.type', /only message items/);
+    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', text: { format: { type: 'json_object' } } }), 'text.format.type', /text\.format/);
+    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', conversation: 'conv_1' }), 'conversation', /previous_response_id/);
+    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', max_output_tokens: 1_000_000 }), 'max_output_tokens', /max_output_tokens/);
+    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', background: true, stream: true }), 'stream', /background/);
+    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', bogus: 1 } as never), 'bogus', /bogus/);
+    const made = await client.responses.create({ model: 'claude-haiku', input: 'sim:tokens=1' });
+    await refused(client.responses.cancel(made.id), 'id', /background/);
+    // A generation is the account's record: not deleted.
+    await expect(client.responses.delete(made.id)).rejects.toMatchObject({ status: 405 });
+    expect(await balanceOf(key)).toMatchObject({ holdsActive: 0 });
+  });
+});
+
 describe('images', () => {
   it('n = 2 as URLs: two generations, each charged, each a PNG', async () => {
     const { key, accountId } = await h.account({ credits: 20 });
@@ -359,6 +515,9 @@ function everyRoute(): [Method, string, string, unknown][] {
     ['get', '/v1/models', '/v1/models', undefined],
     ['get', '/v1/models/{model}', '/v1/models/gpt-5.5', undefined],
     ['post', '/v1/chat/completions', '/v1/chat/completions', { model: 'auto', messages: [{ role: 'user', content: 'hi' }] }],
+    ['post', '/v1/responses', '/v1/responses', { model: 'auto', input: 'hi' }],
+    ['get', '/v1/responses/{id}', `/v1/responses/${MISSING}`, undefined],
+    ['post', '/v1/responses/{id}/cancel', `/v1/responses/${MISSING}/cancel`, undefined],
     ['post', '/v1/images/generations', '/v1/images/generations', { model: 'flux', prompt: 'x' }],
     ['post', '/v1/video/generations', '/v1/video/generations', { model: 'wan-2.1', prompt: 'x' }],
     ['get', '/v1/video/generations/{id}', `/v1/video/generations/${MISSING}`, undefined],
@@ -421,19 +580,41 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
     c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content?variant=thumbnail`, key), 'get', '/v1/videos/{id}/content', 400);
     c.conforms(await inject(h.app, 'get', `/v1/videos/${MISSING}/content`, key), 'get', '/v1/videos/{id}/content', 404);
 
+    const resp = { model: 'auto', input: 'hi sim:tokens=3' };
+    const made = c.conforms<{ id: string }>(await inject(h.app, 'post', '/v1/responses', key, resp), 'post', '/v1/responses', 200);
+    const streamedResponse = await inject(h.app, 'post', '/v1/responses', key, { ...resp, stream: true });
+    c.conforms(streamedResponse, 'post', '/v1/responses', 200);
+    expect(streamedResponse.body).toMatch(/^event: response\.created\n/);
+    c.conforms(await inject(h.app, 'post', '/v1/responses', key, { ...resp, temperature: 5 }), 'post', '/v1/responses', 400);
+    c.conforms(await inject(h.app, 'post', '/v1/responses', key, { ...resp, previous_response_id: MISSING }), 'post', '/v1/responses', 404);
+    c.conforms(await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:fail' }), 'post', '/v1/responses', 502);
+    c.conforms(await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'x'.repeat(9 * 1024 * 1024) }), 'post', '/v1/responses', 413);
+    c.conforms(await inject(h.app, 'get', `/v1/responses/${made.id}`, key), 'get', '/v1/responses/{id}', 200);
+    c.conforms(await inject(h.app, 'get', `/v1/responses/${made.id}?stream=true`, key), 'get', '/v1/responses/{id}', 400);
+    c.conforms(await inject(h.app, 'get', `/v1/responses/${MISSING}`, key), 'get', '/v1/responses/{id}', 404);
+    const queued = c.conforms<{ id: string }>(await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:delay=5000', background: true }), 'post', '/v1/responses', 200);
+    c.conforms(await inject(h.app, 'post', `/v1/responses/${queued.id}/cancel`, key), 'post', '/v1/responses/{id}/cancel', 200);
+    c.conforms(await inject(h.app, 'post', `/v1/responses/${made.id}/cancel`, key), 'post', '/v1/responses/{id}/cancel', 400);
+    c.conforms(await inject(h.app, 'post', `/v1/responses/${MISSING}/cancel`, key), 'post', '/v1/responses/{id}/cancel', 404);
+    const finished = c.conforms<{ id: string }>(await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:delay=10', background: true }), 'post', '/v1/responses', 200);
+    await eventually(async () => ((await inject(h.app, 'get', `/v1/responses/${finished.id}`, key)).json<{ status: string }>().status === 'completed' ? true : undefined));
+    c.conforms(await inject(h.app, 'post', `/v1/responses/${finished.id}/cancel`, key), 'post', '/v1/responses/{id}/cancel', 409);
+
     const poor = await h.account({ credits: 0, scopes: ['image'] });
-    for (const [method, path, url, body] of everyRoute().filter(([m]) => m === 'post')) {
+    const creates = () => everyRoute().filter(([m, path]) => m === 'post' && !path.endsWith('/cancel'));
+    for (const [method, path, url, body] of creates()) {
       const res = await inject(h.app, method, url, poor.key, body);
       c.conforms(res, method, path, path === '/v1/images/generations' ? 402 : 403);
       if (path === '/v1/images/generations') c.conforms(await inject(h.app, method, url, (await h.account({ credits: 0, scopes: ['video'] })).key, body), method, path, 403);
       else c.conforms(await inject(h.app, method, url, (await h.account({ credits: 0, scopes: ['chat', 'video'] })).key, body), method, path, 402);
     }
     const headers = { 'idempotency-key': 'conform-409' };
-    for (const [method, path, url, body] of everyRoute().filter(([m]) => m === 'post')) {
+    for (const [method, path, url, body] of creates()) {
       const k = (await h.account({ credits: 100 })).key;
       await inject(h.app, method, url, k, body, headers);
-      const other = { ...(body as object), prompt: 'other', messages: [{ role: 'user', content: 'other' }] };
-      const res = await inject(h.app, method, url, k, path === '/v1/chat/completions' ? { model: 'auto', messages: other.messages } : { ...(body as object), prompt: 'other' }, headers);
+      const other = path === '/v1/chat/completions' ? { model: 'auto', messages: [{ role: 'user', content: 'other' }] }
+        : path === '/v1/responses' ? { model: 'auto', input: 'other' } : { ...(body as object), prompt: 'other' };
+      const res = await inject(h.app, method, url, k, other, headers);
       expect(c.conforms(res, method, path, 409)).toMatchObject({ error: { type: 'idempotency_conflict' } });
     }
   });
