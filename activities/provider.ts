@@ -1,14 +1,41 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { Provider } from '../core/providers/types';
-import type { ProviderJob } from '../core/providers/types';
+import type pg from 'pg';
+import { recordPreviews } from '../core/db/previews';
+import { previewsOfVideo } from '../core/media/video-previews';
+import type { Provider, ProviderFile, ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
+import { VIDEO_PREVIEWS } from '../core/vocabulary';
 import type { RunOutput } from '../core/vocabulary';
 import { ProviderRejectedError } from '../core/errors';
 import { metrics } from '../core/metrics';
 import { chargeForTokens } from '../core/pricing';
 
 /** Runs the provider, stores what it made, and reports where it is: the only step that talks to a model. */
-export function createProviderActivities({ provider, store }: { provider: Provider; store: OutputStore }) {
+export function createProviderActivities({ provider, store, pool }: { provider: Provider; store: OutputStore; pool: pg.Pool }) {
+  /**
+   * A video's thumbnail and spritesheet, stored beside it and recorded before the run reports
+   * success, so a succeeded video has them from its first read. A file they cannot be made from
+   * (not VP8 WebM, or unreadable) has none: the video itself is what was paid for.
+   */
+  const storePreviews = async (generationId: string, file: ProviderFile): Promise<void> => {
+    const ctx = Context.current();
+    const previews = await previewsOfVideo(file).catch((err: unknown) => {
+      ctx.log.warn('video previews could not be made', { generationId, error: (err as Error).message });
+      return undefined;
+    });
+    if (!previews) {
+      ctx.log.info('no video previews', { generationId, contentType: file.contentType });
+      return;
+    }
+    const stored = await Promise.all(VIDEO_PREVIEWS.map(async (name) => {
+      const image = previews[name];
+      const key = `${generationId}/${name}.${image.extension}`;
+      await store.put(key, image.data, image.contentType);
+      return { name, key };
+    }));
+    await recordPreviews(pool, generationId, stored);
+  };
+
   return {
     async runProvider(job: ProviderJob): Promise<RunOutput> {
       const ctx = Context.current();
@@ -27,6 +54,7 @@ export function createProviderActivities({ provider, store }: { provider: Provid
         if (result.file) {
           outputKey = `${job.generationId}/output.${result.file.extension}`;
           await store.put(outputKey, result.file.data, result.file.contentType);
+          if (job.kind === 'video') await storePreviews(job.generationId, result.file);
         }
         // A per-token model (group B chat run through group A) is charged what it produced.
         const rate = job.params.ratePer1kMc;

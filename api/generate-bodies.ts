@@ -157,3 +157,12 @@ export function legacyRequestOf(body: LegacyGenerateBody): GenerationRequest {
       return { kind: 'upscale', model: body.model, imageUrl: body.imageUrl, scale: body.scale, prompt: body.prompt };
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A remix (group A's POST /api/v1/generations/{id}/remix, group B's two remix routes)
+// ---------------------------------------------------------------------------------------------
+
+/** The body of every remix route: only the new prompt; model, seconds, resolution and aspect are the source's. */
+export const remixBody = z
+  .object({ prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing') })
+  .meta({ id: 'RemixRequest', examples: [{ prompt: 'the same waves at night' }] });

@@ -21,7 +21,7 @@ export const apiError = z
       param: z.string().optional().describe('The parameter at fault, where one is'),
       required: z.number().optional().describe('402: credits the request needs'),
       available: z.number().optional().describe('402: credits available now'),
-      status: z.string().optional().describe('409: the state of the finished generation'),
+      status: z.string().optional().describe('409: the state of the generation'),
     }),
   })
   .meta({ id: 'Error' });
@@ -35,7 +35,7 @@ const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   403: 'permission_error: the key lacks the scope or the model; csrf_error: a session’s call without its X-CSRF-Token, or from a page of another origin',
   404: 'not_found',
   405: 'The path exists but not with this method; see the Allow header',
-  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished) or whose reply is being streamed to its client (generation_streaming), or a disabled webhook endpoint (endpoint_disabled)',
+  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), a remix of a video that has not succeeded (generation_not_succeeded) or a reply that is being streamed to its client (generation_streaming), or a disabled webhook endpoint (endpoint_disabled)',
   413: 'The request body is too large',
   429: 'rate_limit_error: the key has used its plan’s requests of the last 60 s; see Retry-After',
   500: 'server_error: internal error; retry shortly',
@@ -80,6 +80,8 @@ export const generation = z
     model: z.string(),
     status: generationStatus,
     outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
+    thumbnailUrl: z.string().nullable().describe('Video: its first frame (JPEG), signed like outputUrl; null until succeeded, for other kinds, or when the video’s format gives no frames'),
+    spritesheetUrl: z.string().nullable().describe('Video: frames spread over the clip in a grid (JPEG), signed like outputUrl; null like thumbnailUrl'),
     creditsCharged: z.number(),
     creditsQuoted: z.number().describe('The price quoted and held at submit (0 for a free chat reply)'),
     error: generationError.nullable(),
@@ -95,6 +97,8 @@ export const generation = z
 export function generationOf(g: GenerationView): z.infer<typeof generation> {
   return {
     ...recordOf(g),
+    thumbnailUrl: g.thumbnailUrl,
+    spritesheetUrl: g.spritesheetUrl,
     creditsQuoted: g.creditsQuoted,
     text: g.text,
     params: g.params,

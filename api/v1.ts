@@ -8,8 +8,8 @@ import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
 import { inDoorWords } from './errors';
 import { openEventStream } from './sse';
-import { generateHeaders, generateOptionsOf, listQuery } from './fields';
-import { v1GenerateBody, v1RequestOf } from './generate-bodies';
+import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery } from './fields';
+import { remixBody, v1GenerateBody, v1RequestOf } from './generate-bodies';
 import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, idParams, modelEntry, quote } from './schemas';
 
 /** The service names request fields as the shared request type does; group A spells some in snake_case. */
@@ -106,6 +106,30 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         response: { 200: generation, ...errorResponses(401, 404, 429, 500, 503) },
       },
     }, async (request) => generationOf(await deps.service.get(principalOf(request), request.params.id)));
+
+    route.post('/api/v1/generations/:id/remix', {
+      schema: {
+        operationId: 'remixGeneration',
+        tags,
+        summary: 'A new video from a succeeded one with a new prompt; model, seconds, resolution and aspect as the source ran',
+        description:
+          'Needs the scope generate:video. Priced, held and charged like any video; answers 202 with the new generation (params.remixedFrom names the source) and a Location to poll. ' +
+          '404: not a video of this account; 409 generation_not_succeeded: the video has not succeeded.',
+        security,
+        params: idParams,
+        body: remixBody,
+        headers: generateHeaders,
+        response: { 202: generation.describe('Accepted and in flight: poll the Location'), ...errorResponses(400, 401, 402, 403, 404, 409, 413, 429, 500, 503) },
+      },
+    }, async (request, reply) => {
+      const route = 'POST /api/v1/generations/{id}/remix';
+      const { id } = request.params;
+      // The source is part of what the key stands for: the same key on another video is a conflict.
+      const options = { ...generateOptionsOf(request, 'A', route), idempotency: idempotencyOf(request, route, { id, ...request.body }) };
+      const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.remix(principalOf(request), id, request.body.prompt, options));
+      if (g.status === 'queued' || g.status === 'running') reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
+      return generationOf(g);
+    });
 
     route.post('/api/v1/generations/:id/cancel', {
       schema: {

@@ -113,6 +113,15 @@ export class GenerationFinishedError extends DomainError {
   }
 }
 
+/** A request that needs a succeeded generation (a remix of a video) met one that has not succeeded. */
+export class GenerationNotSucceededError extends DomainError {
+  readonly status = 409;
+  readonly type = 'generation_not_succeeded';
+  constructor(id: string, state: string) {
+    super(`Generation '${id}' is ${state}; only a succeeded video can be remixed.`, { status: state });
+  }
+}
+
 /**
  * A reply the API is streaming to its client: what was sent is charged when the stream ends, so a
  * cancel from elsewhere, which releases the hold, would hand the reply over for free.

@@ -1,7 +1,7 @@
 import type { GenerationRow } from './db/generations';
 import { mcToCredits } from './money';
 import type { OutputStore } from './storage';
-import type { GenerationFailure, GenerationKind, GenerationStatus } from './vocabulary';
+import type { GenerationFailure, GenerationKind, GenerationStatus, VideoPreviewName } from './vocabulary';
 
 /** A generation as every door may show it; each door picks and names the fields of its shape. */
 export interface GenerationView {
@@ -13,6 +13,10 @@ export interface GenerationView {
   prompt: string;
   /** A fresh signed URL on every read; empty until the generation has succeeded. */
   outputUrl: string;
+  /** A succeeded video's first frame (JPEG), signed like the output; null when there is none. */
+  thumbnailUrl: string | null;
+  /** A succeeded video's frames in a grid (JPEG), signed like the output; null when there is none. */
+  spritesheetUrl: string | null;
   creditsCharged: number;
   creditsQuoted: number;
   error: GenerationFailure | null;
@@ -32,6 +36,8 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
     status: g.status,
     prompt: g.prompt,
     outputUrl: g.status === 'succeeded' && g.outputKey ? await store.signedUrl(g.outputKey) : '',
+    thumbnailUrl: await previewUrl(g, 'thumbnail', store),
+    spritesheetUrl: await previewUrl(g, 'spritesheet', store),
     creditsCharged: mcToCredits(g.chargedMc),
     creditsQuoted: mcToCredits(g.quoteMc),
     error: g.status === 'failed' ? g.error : null,
@@ -41,6 +47,11 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
     startedAt: g.startedAt,
     finishedAt: g.finishedAt,
   };
+}
+
+async function previewUrl(g: GenerationRow, name: VideoPreviewName, store: OutputStore): Promise<string | null> {
+  const key = g.previewKeys[name];
+  return g.status === 'succeeded' && key ? store.signedUrl(key) : null;
 }
 
 /** What the run was asked to do, without internals (stored input keys, whole conversations). */

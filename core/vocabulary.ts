@@ -56,3 +56,7 @@ export interface RunOutput {
   /** Per-token runs: the output tokens `chargeMc` pays for. */
   outputTokens?: number | undefined;
 }
+
+/** The still previews of a succeeded video, stored beside it (`?variant=` of the video content route). */
+export const VIDEO_PREVIEWS = ['thumbnail', 'spritesheet'] as const;
+export type VideoPreviewName = (typeof VIDEO_PREVIEWS)[number];

@@ -138,12 +138,12 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Work
 }
 
 /** The provider worker: only provider runs, from the provider task queue. */
-export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' | 'namespace' | 'taskQueue' | 'provider' | 'store' | 'providerConcurrency'>): Promise<Worker> {
+export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' | 'namespace' | 'taskQueue' | 'provider' | 'store' | 'pool' | 'providerConcurrency'>): Promise<Worker> {
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: providerTaskQueueOf(deps.taskQueue),
-    activities: createProviderActivities({ provider: deps.provider, store: deps.store }),
+    activities: createProviderActivities({ provider: deps.provider, store: deps.store, pool: deps.pool }),
     maxConcurrentActivityTaskExecutions: deps.providerConcurrency ?? 200,
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
     shutdownForceTime: SHUTDOWN_FORCE_MS,

@@ -6,6 +6,7 @@ import { createChatRuns } from './chat-runs';
 import { createLiveEvents } from './live-events';
 import { createReads } from './read';
 import { createResponses } from './responses';
+import { createRemix } from './remix';
 import type { GenerationRequest } from './requests';
 import { createSubmit } from './submit';
 import { createWatch } from './watch';
@@ -18,8 +19,8 @@ export type {
 /**
  * The one generation service behind every door (groups A, B, C, MCP and the dashboard): each
  * door translates its own shapes to and from these calls. Its parts have one job each —
- * admission.ts (Idempotency-Key and the ledger's hold), submit.ts, chat-runs.ts (the streamed
- * chat), read.ts (read and follow), cancel.ts — and money moves only through core/ledger.
+ * admission.ts (Idempotency-Key and the ledger's hold), submit.ts, remix.ts, chat-runs.ts (the
+ * streamed chat), read.ts (read and follow), cancel.ts — and money moves only through core/ledger.
  */
 export function createGenerationService(deps: GenerationServiceDeps) {
   const { pool, gateway, store } = deps;
@@ -30,11 +31,15 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
   const cancel = createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines });
 
+  const submitOne = async (request: GenerationRequest, principal: Principal, opts: SubmitOptions): Promise<Submitted> => {
+    const { generations, replayed } = await submit.submitMany(request, principal, opts);
+    return { generation: generations[0]!, replayed };
+  };
+
   return {
-    async submit(request: GenerationRequest, principal: Principal, opts: SubmitOptions): Promise<Submitted> {
-      const { generations, replayed } = await submit.submitMany(request, principal, opts);
-      return { generation: generations[0]!, replayed };
-    },
+    submit: submitOne,
+    /** A new video from a succeeded one with a new prompt (service/remix.ts), submitted like any video. */
+    remix: createRemix({ pool, submit: submitOne }),
     submitMany: submit.submitMany,
     /** Resolves once every workflow start still under way has been made (or failed and released): call before closing. */
     drain: async (): Promise<void> => {

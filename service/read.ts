@@ -9,7 +9,7 @@ import { mcToCredits } from '../core/money';
 import type { Principal } from '../core/principal';
 import type { OutputStore } from '../core/storage';
 import { isFinal } from '../core/vocabulary';
-import type { Door } from '../core/vocabulary';
+import type { Door, VideoPreviewName } from '../core/vocabulary';
 import { decodeCursor, encodeCursor } from './cursor';
 import { readOwn } from './lookup';
 import { priceRequest } from './requests';
@@ -78,13 +78,17 @@ export function createReads({ pool, gateway, store }: { pool: pg.Pool; gateway: 
       }
     },
 
-    /** A generation with its output file's bytes (once it has succeeded), for doors that serve the file itself. */
-    async output(principal: Principal, id: string): Promise<{ generation: GenerationView; file?: { data: Buffer; contentType: string } }> {
+    /**
+     * A generation with its output file's bytes (once it has succeeded), or those of one of a
+     * video's previews, for doors that serve the file itself. No file: not succeeded, or no such preview.
+     */
+    async output(principal: Principal, id: string, preview?: VideoPreviewName): Promise<{ generation: GenerationView; file?: { data: Buffer; contentType: string } }> {
       const g = await readOwn(pool, principal.accountId, id);
       const generation = await viewOf(g, store);
-      if (g.status !== 'succeeded' || !g.outputKey) return { generation };
-      const data = await store.get(g.outputKey);
-      return data ? { generation, file: { data, contentType: contentTypeOf(g.outputKey) } } : { generation };
+      const key = preview === undefined ? g.outputKey : g.previewKeys[preview];
+      if (g.status !== 'succeeded' || !key) return { generation };
+      const data = await store.get(key);
+      return data ? { generation, file: { data, contentType: contentTypeOf(key) } } : { generation };
     },
 
     async list(principal: Principal, q: ListQuery): Promise<{ data: GenerationView[]; nextCursor: string | null }> {

@@ -53,6 +53,8 @@ export type GenerationRequest =
     kind: 'video'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined; seconds?: number | undefined;
     /** A reference frame (image-to-video), fetched and checked before the hold like an upscale input. */
     imageUrl?: string | undefined;
+    /** The succeeded video this one remixes (service/remix.ts), kept in its parameters. */
+    remixedFrom?: string | undefined;
   }
   | {
     kind: 'chat'; model?: string | undefined; messages: ChatMessage[]; maxTokens?: number | undefined; sampling?: ChatSampling | undefined;
@@ -87,7 +89,8 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
       const quote = quoteVideo(request, door);
       assertModelAllowed(principal, 'video', quote.model);
       const reference = request.imageUrl === undefined ? {} : { imageUrl: request.imageUrl };
-      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params, ...reference }, quoteMc: quote.priceMc };
+      const remix = request.remixedFrom === undefined ? {} : { remixedFrom: request.remixedFrom };
+      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params, ...reference, ...remix }, quoteMc: quote.priceMc };
     }
     case 'chat': {
       const quote = quoteChat(request, door);

@@ -79,7 +79,7 @@ export function createSubmit(deps: SubmitDeps) {
   const queuedView = (input: GenerationWorkflowInput, createdAt: Date): Promise<GenerationView> => viewOf({
     id: input.generationId, accountId: input.accountId, apiKeyId: input.apiKeyId, kind: input.kind, model: input.model,
     status: 'queued', params: input.params, prompt: input.prompt, quoteMc: input.quoteMc, chargedMc: 0, freeChat: input.admitted.free,
-    outputKey: null, outputText: null, error: null, createdAt, startedAt: null, finishedAt: null,
+    outputKey: null, outputText: null, previewKeys: {}, error: null, createdAt, startedAt: null, finishedAt: null,
   }, store);
 
   /**

@@ -5,8 +5,10 @@ import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedE
 import { GENERATION_ID_PATTERN } from '../../core/ids';
 import { safeText } from '../../core/text';
 import type { GenerationView } from '../../core/generation-view';
+import { VIDEO_PREVIEWS } from '../../core/vocabulary';
 import { principalOf } from '../auth';
 import { idempotencyKey, imageUrl as httpImageUrl, mediaPrompt, modelId } from '../fields';
+import { remixBody } from '../generate-bodies';
 import { idParams } from '../schemas';
 import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
 import type { OpenAiDeps } from './shared';
@@ -76,6 +78,9 @@ const videoGeneration = z
     created_at: z.number().int(),
     completed_at: z.number().int().nullable(),
     output_url: z.string().nullable().describe('Signed, valid 24 h; null until succeeded'),
+    thumbnail_url: z.string().nullable().describe('The first frame (JPEG), signed, valid 24 h; null until succeeded, or when the video’s format gives none'),
+    spritesheet_url: z.string().nullable().describe('Frames spread over the clip in a grid (JPEG), signed, valid 24 h; null like thumbnail_url'),
+    remixed_from: z.string().nullable().describe('The video this one remixes (POST /v1/video/generations/{id}/remix); null otherwise'),
     credits_quoted: z.number(),
     credits_charged: z.number(),
     error: z.object({ code: z.string(), message: z.string(), retryable: z.boolean() }).nullable(),
@@ -115,7 +120,7 @@ const video = z
     created_at: z.number().int(),
     completed_at: z.number().int().nullable(),
     expires_at: z.number().int().nullable(),
-    remixed_from_video_id: z.null(),
+    remixed_from_video_id: z.string().nullable().describe('The video this one remixes (POST /v1/videos/{id}/remix); null otherwise'),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
   })
   .meta({ id: 'Video' });
@@ -154,7 +159,7 @@ function videoOf(g: GenerationView): z.infer<typeof video> {
     seconds: typeof p.seconds === 'number' ? String(p.seconds) : '', size, prompt: g.prompt,
     created_at: unixSeconds(g.createdAt), completed_at: completed,
     expires_at: g.status === 'succeeded' && completed !== null ? completed + URL_LIFETIME_S : null,
-    remixed_from_video_id: null,
+    remixed_from_video_id: remixedFrom(g),
     error: g.error && { code: g.error.code, message: g.error.message },
   };
 }
@@ -163,9 +168,18 @@ function videoGenerationOf(g: GenerationView): z.infer<typeof videoGeneration> {
   return {
     id: g.id, object: 'video.generation', model: g.model, status: g.status, duration: Number(g.params.seconds ?? 0),
     created_at: unixSeconds(g.createdAt), completed_at: g.finishedAt === null ? null : unixSeconds(g.finishedAt),
-    output_url: g.outputUrl === '' ? null : g.outputUrl, credits_quoted: g.creditsQuoted, credits_charged: g.creditsCharged, error: g.error,
+    output_url: g.outputUrl === '' ? null : g.outputUrl, thumbnail_url: g.thumbnailUrl, spritesheet_url: g.spritesheetUrl, remixed_from: remixedFrom(g),
+    credits_quoted: g.creditsQuoted, credits_charged: g.creditsCharged, error: g.error,
   };
 }
+
+const remixedFrom = (g: GenerationView): string | null => (typeof g.params.remixedFrom === 'string' ? g.params.remixedFrom : null);
+
+const VARIANTS = ['video', ...VIDEO_PREVIEWS] as const;
+const contentQuery = z.object({
+  variant: z.enum(VARIANTS, { error: `variant must be one of ${VARIANTS.join(', ')}` }).optional()
+    .describe('video (default): the file; thumbnail: its first frame (JPEG); spritesheet: frames spread over the clip in a grid (JPEG)'),
+});
 
 /** `input_reference` as the SDK sends it: a file (multipart upload) or `{ image_url }` (a form field or JSON). */
 function referenceOf(formField: string | undefined, value: unknown): { url?: string; file?: Buffer } {
@@ -201,6 +215,19 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     ));
     return generation;
   };
+
+  /** Both spellings of a remix: a new video of the source's account, an Idempotency-Key per route. */
+  const remixVideo = (
+    principal: ReturnType<typeof principalOf>,
+    request: { params: { id: string }; body: { prompt: string }; headers: { 'idempotency-key'?: string | undefined } },
+    route: string,
+  ): Promise<GenerationView> =>
+    inGroupBWords(async () => {
+      const { id } = request.params;
+      // The source is part of what the key stands for: the same key on another video is a conflict.
+      const options = submitOptionsOf(request, route, { id, ...request.body });
+      return (await deps.service.remix(principal, id, request.body.prompt, options)).generation;
+    });
 
   route.post('/v1/images/generations', {
     preValidation: refuseUnknownFields(Object.keys(imageGenerationBody.shape)),
@@ -266,6 +293,19 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     },
   }, async (request) => videoGenerationOf(await readVideo(principalOf(request), request.params.id)));
 
+  route.post('/v1/video/generations/:id/remix', {
+    preValidation: refuseUnknownFields(Object.keys(remixBody.shape)),
+    schema: {
+      operationId: 'openaiRemixVideoGeneration', tags, security,
+      summary: 'A new video from a succeeded one with a new prompt; model, duration and size as the source ran',
+      description: 'Priced, held and charged like any video. 404: not a video of this account; 409: the video has not succeeded.',
+      params: idParams,
+      body: remixBody,
+      headers: idempotencyHeaders,
+      response: { 200: videoGeneration, ...errorsB(400, 401, 402, 403, 404, 409, 413, 429, 500, 503) },
+    },
+  }, async (request) => videoGenerationOf(await remixVideo(principalOf(request), request, 'POST /v1/video/generations/{id}/remix')));
+
   route.post('/v1/videos', {
     schema: {
       operationId: 'openaiCreateVideo', tags, security,
@@ -308,22 +348,42 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     },
   }, async (request) => videoOf(await readVideo(principalOf(request), request.params.id)));
 
+  route.post('/v1/videos/:id/remix', {
+    preValidation: refuseUnknownFields(Object.keys(remixBody.shape)),
+    schema: {
+      operationId: 'openaiRemixVideo', tags, security,
+      summary: 'A new video from a completed one with a new prompt (client.videos.remix); model, seconds and size as the source ran',
+      description: 'Priced, held and charged like any video; remixed_from_video_id names the source. 404: not a video of this account; 409: the video has not completed.',
+      params: idParams,
+      body: remixBody,
+      headers: idempotencyHeaders,
+      response: { 200: video, ...errorsB(400, 401, 402, 403, 404, 409, 413, 429, 500, 503) },
+    },
+  }, async (request) => videoOf(await remixVideo(principalOf(request), request, 'POST /v1/videos/{id}/remix')));
+
   route.get('/v1/videos/:id/content', {
     schema: {
       operationId: 'openaiGetVideoContent', tags, security,
-      summary: 'The video file (client.videos.downloadContent); 404 until it has succeeded',
+      summary: 'The video file, or one of its previews (client.videos.downloadContent); 404 until it has succeeded',
+      description: 'A video whose format gives no frames without a video decoder (only VP8 WebM does) has no thumbnail or spritesheet: 404.',
       params: idParams,
-      querystring: z.object({ variant: z.enum(['video'], { error: "variant: only 'video' is available" }).optional() }),
+      querystring: contentQuery,
       response: {
-        200: { description: 'The video file, with its content type (video/webm from the simulator)', content: { '*/*': { schema: z.string().describe('binary') } } },
+        200: { description: 'The file with its content type: the video (video/webm from the simulator), or image/jpeg for a preview', content: { '*/*': { schema: z.string().describe('binary') } } },
         ...errorsB(400, 401, 404, 429, 500, 503),
       },
     },
   }, async (request, reply) => {
     const principal = principalOf(request);
-    await readVideo(principal, request.params.id);
-    const { file } = await deps.service.output(principal, request.params.id);
-    if (!file) throw new NotFoundError(`Video '${request.params.id}' has no content yet; its status is not completed.`, { param: 'id' });
+    const { id } = request.params;
+    const variant = request.query.variant ?? 'video';
+    const g = await readVideo(principal, id);
+    const { file } = await deps.service.output(principal, id, variant === 'video' ? undefined : variant);
+    if (!file) {
+      throw new NotFoundError(g.status === 'succeeded'
+        ? `Video '${id}' has no ${variant}: its format gives no frames without a video decoder.`
+        : `Video '${id}' has no content yet; its status is not completed.`, { param: variant === 'video' ? 'id' : 'variant' });
+    }
     return reply.header('content-type', file.contentType).send(file.data as unknown as string);
   });
 };

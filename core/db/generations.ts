@@ -1,6 +1,7 @@
 import type { Queryable } from './pool';
 import type { Millicredits } from '../money';
-import type { GenerationFailure, GenerationKind, GenerationStatus } from '../vocabulary';
+import type { GenerationFailure, GenerationKind, GenerationStatus, VideoPreviewName } from '../vocabulary';
+import { PREVIEW_KEYS_COLUMN } from './previews';
 
 
 export interface GenerationRow {
@@ -17,6 +18,8 @@ export interface GenerationRow {
   freeChat: boolean;
   outputKey: string | null;
   outputText: string | null;
+  /** Where a video's previews are stored (core/db/previews.ts); empty for anything else. */
+  previewKeys: Partial<Record<VideoPreviewName, string>>;
   error: GenerationFailure | null;
   createdAt: Date;
   startedAt: Date | null;
@@ -24,7 +27,7 @@ export interface GenerationRow {
 }
 
 export const GENERATION_COLUMNS = `id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, charged_mc, free_chat,
-  output_key, output_text, error, created_at, started_at, finished_at`;
+  output_key, output_text, error, created_at, started_at, finished_at, ${PREVIEW_KEYS_COLUMN}`;
 
 export interface GenerationDbRow {
   id: string;
@@ -40,6 +43,7 @@ export interface GenerationDbRow {
   free_chat: boolean;
   output_key: string | null;
   output_text: string | null;
+  preview_keys: Partial<Record<VideoPreviewName, string>> | null;
   error: GenerationFailure | null;
   created_at: Date;
   started_at: Date | null;
@@ -61,6 +65,7 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
     freeChat: r.free_chat,
     outputKey: r.output_key,
     outputText: r.output_text,
+    previewKeys: r.preview_keys ?? {},
     error: r.error,
     createdAt: r.created_at,
     startedAt: r.started_at,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
-import { generate } from '../support/api';
+import { generate, untilFinished } from '../support/api';
 import { servedRoutes } from '../support/openapi';
 import { login, userOf } from '../support/dashboard';
 
@@ -160,6 +160,8 @@ describe('authorization matrix', () => {
     generation: string;
     /** A running video, fresh for each call. */
     cancellable: string;
+    /** A succeeded video of the owner. */
+    remixable: string;
     /** A webhook endpoint of the owner that every call may read. */
     endpoint: string;
     /** A delivery of that endpoint (its ping). */
@@ -183,6 +185,7 @@ describe('authorization matrix', () => {
     'GET /api/v1/balance': { request: () => ({ method: 'GET', url: '/api/v1/balance' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'GET /api/v1/generations': { request: () => ({ method: 'GET', url: '/api/v1/generations' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'GET /api/v1/generations/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
+    'POST /api/v1/generations/:id/remix': { request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.remixable}/remix`, body: { prompt: 'again sim:delay=60000' } }), expect: { noScope: 403, otherAccount: 404, right: 202 } },
     'POST /api/v1/generations/:id/cancel': { request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.cancellable}/cancel` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
     // Webhooks: a key of the account with the webhooks scope manages its endpoints; another account's are 404.
     'POST /api/v1/webhooks': { request: () => ({ method: 'POST', url: '/api/v1/webhooks', body: { url: HOOK_URL } }), expect: { noScope: 403, otherAccount: 201, right: 201 } },
@@ -240,6 +243,8 @@ describe('authorization matrix', () => {
     const endpoint = await createEndpoint();
     const ping = await h.call('POST', `/api/v1/webhooks/${endpoint}/test`, { key: owner.key });
     const delivery = ping.json<{ id: string }>().id;
+    const remixable = (await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'short sim:delay=50' })).body.generation.id;
+    await untilFinished(h, owner.key, remixable);
 
     const results: string[] = [];
     for (const [route, row] of Object.entries(MATRIX)) {
@@ -247,7 +252,7 @@ describe('authorization matrix', () => {
         // A fresh running video for every cancel, so each caller meets a cancellable generation.
         const cancellable = (await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'long sim:delay=60000' })).body.generation.id;
         const disposable = route.startsWith('PATCH') || route.startsWith('DELETE') || route.includes('rotate-secret') ? await createEndpoint() : endpoint;
-        const { method, url, body, headers } = row.request({ generation, cancellable, endpoint, delivery, disposable });
+        const { method, url, body, headers } = row.request({ generation, cancellable, remixable, endpoint, delivery, disposable });
         const credentials = who === 'session'
           ? { headers: { ...headers, cookie: session.cookie, 'x-csrf-token': session.csrf } }
           : { ...(keys[who] ? { key: keys[who] } : {}), ...(headers ? { headers } : {}) };

@@ -15,6 +15,7 @@ import { freePort } from '../../runtime/process';
 import { ADMIN_TOKEN, createDatabase, databaseUrlFor, dropDatabase, eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { download } from '../support/api';
+import sharp from 'sharp';
 import { createConformance, loadDocument } from '../support/openapi';
 import type { Method } from '../support/openapi';
 
@@ -421,6 +422,96 @@ describe('video, both spellings of one job', () => {
   });
 });
 
+describe('video variants and remix', () => {
+  const JPEG = Buffer.from([0xff, 0xd8, 0xff]);
+  const completed = (client: OpenAI, id: string) => eventually(async () => {
+    const v = await client.videos.retrieve(id);
+    return v.status === 'completed' ? v : undefined;
+  });
+
+  it('downloadContent with variant thumbnail and spritesheet: JPEG images of the video’s first frame and of a grid of its frames; an unknown variant is a 400', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const client = sdk(key);
+    const created = await client.videos.create({ model: 'wan-2.1', prompt: 'a kite sim:delay=100', seconds: '8', size: '1280x720' });
+    await completed(client, created.id);
+    const video = Buffer.from(await (await client.videos.downloadContent(created.id, { variant: 'video' })).arrayBuffer());
+    expect(video.subarray(0, 4)).toEqual(Buffer.from([0x1a, 0x45, 0xdf, 0xa3]));
+
+    const thumbnail = await client.videos.downloadContent(created.id, { variant: 'thumbnail' });
+    expect(thumbnail.headers.get('content-type')).toBe('image/jpeg');
+    const thumb = Buffer.from(await thumbnail.arrayBuffer());
+    expect(thumb.subarray(0, 3)).toEqual(JPEG);
+    // The simulator renders 16:9 previews 320 × 176 (sides in multiples of 16).
+    expect(await sharp(thumb).metadata()).toMatchObject({ format: 'jpeg', width: 320, height: 176 });
+
+    const sheet = Buffer.from(await (await client.videos.downloadContent(created.id, { variant: 'spritesheet' })).arrayBuffer());
+    expect(sheet.subarray(0, 3)).toEqual(JPEG);
+    // 8 s at 6 fps is 48 frames: 16 of them, 4 by 4, each 160 × 88.
+    expect(await sharp(sheet).metadata()).toMatchObject({ format: 'jpeg', width: 640, height: 352 });
+
+    // The spec's spelling and group A show the same previews as signed URLs.
+    const spec = await client.get<{ thumbnail_url: string | null; spritesheet_url: string | null }>(`/video/generations/${created.id}`);
+    expect((await download(h, spec.thumbnail_url!)).body.equals(thumb)).toBe(true);
+    expect((await download(h, spec.spritesheet_url!)).body.equals(sheet)).toBe(true);
+    const a = (await h.call('GET', `/api/v1/generations/${created.id}`, { key })).json<{ thumbnailUrl: string }>();
+    expect((await download(h, a.thumbnailUrl)).body.equals(thumb)).toBe(true);
+
+    const err = (await client.videos.downloadContent(created.id, { variant: 'poster' as 'thumbnail' }).catch((e: unknown) => e)) as APIError;
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(err.error).toMatchObject({ type: 'invalid_request_error', code: 400 });
+    // Another account's video is not found, whichever variant is asked.
+    const stranger = sdk((await h.account({ credits: 1 })).key);
+    await expect(stranger.videos.downloadContent(created.id, { variant: 'thumbnail' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it('client.videos.remix holds, charges and lists like a new video (same model, seconds and size); Idempotency-Key answers it again; 404 for another account’s id, 409 before it completed', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = sdk(key);
+    // 4 s is clamped to kling's 5 s: 42.5 credits.
+    const source = await client.videos.create({ model: 'kling-2.1-pro', prompt: 'waves sim:delay=100', seconds: '4', size: '720x1280' });
+    await completed(client, source.id);
+    expect(await balanceOf(key)).toMatchObject({ balance: 57.5, holdsActive: 0 });
+
+    const remix = await client.videos.remix(source.id, { prompt: 'the same waves at night sim:delay=4000' }, { headers: { 'Idempotency-Key': 'remix-b' } });
+    expect(remix).toMatchObject({ object: 'video', model: 'kling', seconds: '5', size: '720x1280', remixed_from_video_id: source.id, prompt: 'the same waves at night sim:delay=4000' });
+    expect(['queued', 'in_progress']).toContain(remix.status);
+    expect(await balanceOf(key)).toMatchObject({ balance: 15, holdsActive: 42.5 });
+    // A repeat with the same Idempotency-Key: the same video, nothing held twice.
+    expect((await client.videos.remix(source.id, { prompt: 'the same waves at night sim:delay=4000' }, { headers: { 'Idempotency-Key': 'remix-b' } })).id).toBe(remix.id);
+    expect(await balanceOf(key)).toMatchObject({ balance: 15, holdsActive: 42.5 });
+    // Not completed yet: it cannot be remixed itself.
+    const early = (await client.videos.remix(remix.id, { prompt: 'x' }).catch((e: unknown) => e)) as APIError;
+    expect(early).toBeInstanceOf(OpenAI.ConflictError);
+    expect(early.error).toMatchObject({ type: 'generation_not_succeeded' });
+
+    const done = await completed(client, remix.id);
+    expect(done).toMatchObject({ remixed_from_video_id: source.id });
+    expect(await settled(key)).toMatchObject({ balance: 15, holdsActive: 0 });
+    expect(await generationA(key, remix.id)).toMatchObject({ kind: 'video', status: 'succeeded', creditsCharged: 42.5, params: { remixedFrom: source.id, aspect: '9:16' } });
+    expect((await client.videos.list()).data.map((v) => v.id)).toEqual([remix.id, source.id]);
+    const thumb = Buffer.from(await (await client.videos.downloadContent(remix.id, { variant: 'thumbnail' })).arrayBuffer());
+    expect(await sharp(thumb).metadata()).toMatchObject({ format: 'jpeg', width: 176, height: 320 });
+
+    // Too little left for a third: 402, as for any video.
+    await expect(client.videos.remix(source.id, { prompt: 'once more' })).rejects.toBeInstanceOf(OpenAI.APIError);
+    const stranger = sdk((await h.account({ credits: 100 })).key);
+    const notFound = (await stranger.videos.remix(source.id, { prompt: 'mine now' }).catch((e: unknown) => e)) as APIError;
+    expect(notFound).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await balanceOf((await h.account({ credits: 1 })).key)).toMatchObject({ holdsActive: 0 });
+  });
+
+  it('the spec’s spelling: POST /v1/video/generations/{id}/remix, priced as the source ran', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const client = sdk(key);
+    const created = await client.post<{ id: string }>('/video/generations', { body: { model: 'minimax-video-01', prompt: 'a paper boat sim:delay=100', duration: 10 } });
+    await completed(client, created.id);
+    const remix = await client.post<{ id: string; model: string; duration: number; credits_quoted: number; remixed_from: string }>(`/video/generations/${created.id}/remix`, { body: { prompt: 'a paper plane sim:delay=100' } });
+    expect(remix).toMatchObject({ model: 'hailuo', duration: 10, credits_quoted: 50, remixed_from: created.id });
+    expect(await balanceOf(key)).toMatchObject({ balance: 100, holdsActive: 50 });
+    expect(await settled(key)).toMatchObject({ balance: 100 });
+  });
+});
+
 describe('listing videos (client.videos.list)', () => {
   it('pages through every video of the account, whichever door made it, newest first or oldest first; nothing else', async () => {
     const { key } = await h.account({ credits: 500, scopes: ['video', 'image'] });
@@ -525,6 +616,8 @@ function everyRoute(): [Method, string, string, unknown][] {
     ['get', '/v1/videos', '/v1/videos', undefined],
     ['get', '/v1/videos/{id}', `/v1/videos/${MISSING}`, undefined],
     ['get', '/v1/videos/{id}/content', `/v1/videos/${MISSING}/content`, undefined],
+    ['post', '/v1/videos/{id}/remix', `/v1/videos/${MISSING}/remix`, { prompt: 'x' }],
+    ['post', '/v1/video/generations/{id}/remix', `/v1/video/generations/${MISSING}/remix`, { prompt: 'x' }],
   ];
 }
 
@@ -538,7 +631,7 @@ const inject = (app: Harness['app'], method: Method, url: string, key?: string, 
 
 describe('the /v1 routes conform to the OpenAPI document', () => {
   it('200s, including the event stream, and the 400s, 402, 403, 404, 409, 413 and 502', async () => {
-    const { key } = await h.account({ credits: 500, scopes: ['chat', 'image', 'video'] });
+    const { key } = await h.account({ credits: 1000, scopes: ['chat', 'image', 'video'] });
     c.conforms(await inject(h.app, 'get', '/v1/models', key), 'get', '/v1/models', 200);
     c.conforms(await inject(h.app, 'get', '/v1/models/gpt-5.5', key), 'get', '/v1/models/{model}', 200);
     c.conforms(await inject(h.app, 'get', '/v1/models/nope', key), 'get', '/v1/models/{model}', 404);
@@ -577,7 +670,32 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
     c.conforms(await inject(h.app, 'get', `/v1/videos/${MISSING}`, key), 'get', '/v1/videos/{id}', 404);
     await eventually(async () => ((await inject(h.app, 'get', `/v1/videos/${v.id}`, key)).json<{ status: string }>().status === 'completed' ? true : undefined));
     c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content`, key), 'get', '/v1/videos/{id}/content', 200);
-    c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content?variant=thumbnail`, key), 'get', '/v1/videos/{id}/content', 400);
+    c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content?variant=thumbnail`, key), 'get', '/v1/videos/{id}/content', 200);
+    c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content?variant=poster`, key), 'get', '/v1/videos/{id}/content', 400);
+    for (const [path, url] of [['/v1/videos/{id}/remix', `/v1/videos/${v.id}/remix`], ['/v1/video/generations/{id}/remix', `/v1/video/generations/${v.id}/remix`]] as const) {
+      c.conforms(await inject(h.app, 'post', url, key, { prompt: 'x sim:delay=100' }), 'post', path, 200);
+      c.conforms(await inject(h.app, 'post', url, key, { prompt: 'x', model: 'sora-2' }), 'post', path, 400);
+      c.conforms(await inject(h.app, 'post', url, key, { prompt: 'x'.repeat(9 * 1024 * 1024) }), 'post', path, 413);
+      c.conforms(await inject(h.app, 'post', url.replace(v.id, MISSING), key, { prompt: 'x' }), 'post', path, 404);
+      const queued = (await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x sim:delay=3000' })).json<{ id: string }>();
+      c.conforms(await inject(h.app, 'post', url.replace(v.id, queued.id), key, { prompt: 'x' }), 'post', path, 409);
+      const remixHeaders = { 'idempotency-key': `conform-remix-${path}` };
+      await inject(h.app, 'post', url, key, { prompt: 'one sim:delay=100' }, remixHeaders);
+      c.conforms(await inject(h.app, 'post', url, key, { prompt: 'two' }, remixHeaders), 'post', path, 409);
+      // A key of the account without the video scope; an account that cannot pay for another.
+      const { accountId } = (await h.pool.query<{ accountId: string }>('SELECT account_id AS "accountId" FROM generations WHERE id = $1', [v.id])).rows[0]!;
+      const imageKey = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{ key: string }>().key;
+      c.conforms(await inject(h.app, 'post', url, imageKey, { prompt: 'x' }), 'post', path, 403);
+    }
+    {
+      // wan-2.1 for 5 s costs 50.5: the remix finds 9.5 left.
+      const poorish = await h.account({ credits: 60, scopes: ['video'] });
+      const own = (await inject(h.app, 'post', '/v1/videos', poorish.key, { model: 'wan-2.1', prompt: 'x sim:delay=100' })).json<{ id: string }>();
+      await eventually(async () => ((await inject(h.app, 'get', `/v1/videos/${own.id}`, poorish.key)).json<{ status: string }>().status === 'completed' ? true : undefined));
+      for (const [path, url] of [['/v1/videos/{id}/remix', `/v1/videos/${own.id}/remix`], ['/v1/video/generations/{id}/remix', `/v1/video/generations/${own.id}/remix`]] as const) {
+        c.conforms(await inject(h.app, 'post', url, poorish.key, { prompt: 'x' }), 'post', path, 402);
+      }
+    }
     c.conforms(await inject(h.app, 'get', `/v1/videos/${MISSING}/content`, key), 'get', '/v1/videos/{id}/content', 404);
 
     const resp = { model: 'auto', input: 'hi sim:tokens=3' };
@@ -601,7 +719,7 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
     c.conforms(await inject(h.app, 'post', `/v1/responses/${finished.id}/cancel`, key), 'post', '/v1/responses/{id}/cancel', 409);
 
     const poor = await h.account({ credits: 0, scopes: ['image'] });
-    const creates = () => everyRoute().filter(([m, path]) => m === 'post' && !path.endsWith('/cancel'));
+    const creates = () => everyRoute().filter(([m, path]) => m === 'post' && !path.endsWith('/cancel') && !path.endsWith('/remix'));
     for (const [method, path, url, body] of creates()) {
       const res = await inject(h.app, method, url, poor.key, body);
       c.conforms(res, method, path, path === '/v1/images/generations' ? 402 : 403);

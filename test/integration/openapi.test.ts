@@ -15,6 +15,7 @@ import { PLANS } from '../../core/db/accounts';
 import { freePort } from '../../runtime/process';
 import { ADMIN_TOKEN, eventually, startHarness, withScratchDatabase } from '../support/harness';
 import type { Harness } from '../support/harness';
+import { download } from '../support/api';
 import type { GenerationRecord } from '../support/api';
 import { createConformance, loadDocument, mediaTypeOf, normalisePath, ownerOf, pointerOf, servedRoutes } from '../support/openapi';
 import type { Method, OpenApiDoc } from '../support/openapi';
@@ -342,6 +343,61 @@ describe('group A responses conform to the document', () => {
   });
 });
 
+describe('video previews and remix (group A)', () => {
+  it('a succeeded video shows thumbnailUrl and spritesheetUrl (JPEG); remix: 202 held like a new video, 400, 402, 403, 404, 409, 413', async () => {
+    const { key, accountId } = await h.account({ credits: 100, scopes: ['video'] });
+    const other = await h.account({ credits: 100, scopes: ['video'] });
+    const source = c.conforms<Generation>(
+      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling', prompt: 'waves sim:delay=100', aspect: '9:16' } }), 'post', '/api/v1/generate', 202,
+    );
+    expect(source).toMatchObject({ thumbnailUrl: null, spritesheetUrl: null });
+    const failed = c.conforms<Generation>(await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling', prompt: 'sim:fail' } }), 'post', '/api/v1/generate', 202);
+    const done = await eventually(async () => {
+      const g = c.conforms<Generation & { thumbnailUrl: string | null; spritesheetUrl: string | null }>(await h.call('GET', `/api/v1/generations/${source.id}`, { key }), 'get', '/api/v1/generations/{id}', 200);
+      return g.status === 'succeeded' ? g : undefined;
+    });
+    for (const url of [done.thumbnailUrl, done.spritesheetUrl]) {
+      const file = await download(h, url!);
+      expect(file).toMatchObject({ status: 200, contentType: 'image/jpeg' });
+      expect(file.body.subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]));
+    }
+    await eventually(async () => ((await h.call('GET', `/api/v1/generations/${failed.id}`, { key })).json<Generation>().status === 'failed' ? true : undefined));
+    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({ balance: 57.5, holdsActive: 0 });
+
+    const path = '/api/v1/generations/{id}/remix';
+    const url = `/api/v1/generations/${source.id}/remix`;
+    const headers = { 'idempotency-key': 'remix-a' };
+    const remixRes = await h.call('POST', url, { key, headers, body: { prompt: 'the same waves at night sim:delay=100' } });
+    const remix = c.conforms<Generation>(remixRes, 'post', path, 202);
+    expect(remixRes.headers.location).toBe(`/api/v1/generations/${remix.id}`);
+    // The source's model, seconds, resolution and aspect; held like any video.
+    expect(remix).toMatchObject({ kind: 'video', model: 'kling', status: 'queued', creditsQuoted: 42.5, params: { seconds: 5, resolution: '720p', aspect: '9:16', remixedFrom: source.id } });
+    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({ balance: 15, holdsActive: 42.5 });
+    // The same key and body: the same remix, nothing held twice; the same key for another prompt: 409.
+    expect(c.conforms<Generation>(await h.call('POST', url, { key, headers, body: { prompt: 'the same waves at night sim:delay=100' } }), 'post', path, 202).id).toBe(remix.id);
+    expect(c.conforms(await h.call('POST', url, { key, headers, body: { prompt: 'another' } }), 'post', path, 409)).toMatchObject({ error: { type: 'idempotency_conflict' } });
+    expect(c.conforms(await h.call('POST', url, { key, body: { prompt: 'again' } }), 'post', path, 402)).toMatchObject({ error: { type: 'insufficient_credits' } });
+
+    expect(c.conforms(await h.call('POST', `/api/v1/generations/${failed.id}/remix`, { key, body: { prompt: 'x' } }), 'post', path, 409))
+      .toMatchObject({ error: { type: 'generation_not_succeeded', status: 'failed' } });
+    c.conforms(await h.call('POST', url, { key: other.key, body: { prompt: 'x' } }), 'post', path, 404);
+    c.conforms(await h.call('POST', `/api/v1/generations/${MISSING_GENERATION}/remix`, { key, body: { prompt: 'x' } }), 'post', path, 404);
+    const imageKey = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{ key: string }>().key;
+    expect(c.conforms(await h.call('POST', url, { key: imageKey, body: { prompt: 'x' } }), 'post', path, 403)).toMatchObject({ error: { type: 'permission_error' } });
+    for (const body of [{}, { prompt: '' }, { prompt: 'a beheading' }]) c.conforms(await h.call('POST', url, { key, body }), 'post', path, 400);
+    c.conforms(await h.call('POST', url, { key, body: { prompt: 'x'.repeat(9 * 1024 * 1024) } }), 'post', path, 413);
+
+    const remixed = await eventually(async () => {
+      const g = (await h.call('GET', `/api/v1/generations/${remix.id}`, { key })).json<Generation & { thumbnailUrl: string | null }>();
+      return g.status === 'succeeded' ? g : undefined;
+    });
+    expect(remixed).toMatchObject({ creditsCharged: 42.5, thumbnailUrl: expect.stringContaining('/files/') });
+    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({ balance: 15, holdsActive: 0 });
+    const list = c.conforms<{ data: Generation[] }>(await h.call('GET', '/api/v1/generations?kind=video', { key }), 'get', '/api/v1/generations', 200);
+    expect(list.data.map((g) => g.id)).toEqual([remix.id, failed.id, source.id]);
+  });
+});
+
 describe('authentication and rate limits on every keyed route', () => {
   const keyed = (): [Method, string, string, unknown][] => [
     ['post', '/api/generate', '/api/generate', { kind: 'chat', prompt: 'hi' }],
@@ -353,6 +409,7 @@ describe('authentication and rate limits on every keyed route', () => {
     ['get', '/api/v1/generations', '/api/v1/generations', undefined],
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, undefined],
     ['post', '/api/v1/generations/{id}/cancel', `/api/v1/generations/${MISSING_GENERATION}/cancel`, undefined],
+    ['post', '/api/v1/generations/{id}/remix', `/api/v1/generations/${MISSING_GENERATION}/remix`, { prompt: 'x' }],
   ];
 
   it('401 without a key, with a malformed key and with a revoked key, typed per group', async () => {
@@ -426,6 +483,7 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['get', '/api/v1/generations', '/api/v1/generations', key, undefined],
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, key, undefined],
     ['post', '/api/v1/generations/{id}/cancel', `/api/v1/generations/${MISSING_GENERATION}/cancel`, key, undefined],
+    ['post', '/api/v1/generations/{id}/remix', `/api/v1/generations/${MISSING_GENERATION}/remix`, key, { prompt: 'x' }],
     ['post', '/admin/v1/accounts', '/admin/v1/accounts', ADMIN_TOKEN, { plan: 'free', credits: 1 }],
     ['post', '/admin/v1/accounts/{id}/keys', '/admin/v1/accounts/acct_x/keys', ADMIN_TOKEN, { scopes: ['chat'] }],
     ['post', '/admin/v1/accounts/{id}/credits', '/admin/v1/accounts/acct_x/credits', ADMIN_TOKEN, { credits: 1 }],

@@ -208,7 +208,7 @@ describe('webhook management needs the webhooks scope', () => {
       // The scratch database is migrated; a key made before 009 is one 009 has not yet seen.
       await insertAccount(pool, { id: 'acct_old', plan: 'free', creditsMc: 0, chatCap: 0 });
       await insertApiKey(pool, { id: 'key_old', accountId: 'acct_old', keyHash: hashApiKey(generateApiKey()), keyHint: 'gsk_…', scopes: ['chat'], models: null });
-      await pool.query('DELETE FROM schema_migrations WHERE version >= 9');
+      await pool.query('DELETE FROM schema_migrations WHERE version = 9');
       expect(await migrate(pool)).toContain('009_webhooks_scope.sql');
       expect((await listApiKeys(pool, 'acct_old')).map((k) => k.scopes)).toEqual([['chat', 'webhooks']]);
     });
