@@ -88,8 +88,8 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
 
     /**
      * Every change of the account's generations (or of `ids` only), from `after` on: an event id
-     * is the time of the change, so a resumed stream is sent what changed since. Without `after`,
-     * the listed ids are sent as they are now first.
+     * is the time of the change, so a resumed stream is sent what changed since. Listed ids are
+     * sent as they are now first (unless sent before), and their stream ends once each has ended.
      */
     async account(principal: Principal, opts: { ids?: readonly string[] | undefined; after?: string | undefined; signal: AbortSignal }): Promise<AsyncIterable<WatchEvent>> {
       const wanted = opts.ids && new Set(opts.ids);
@@ -106,19 +106,31 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
       });
       const accountId = principal.accountId;
       const sent = new Map<string, number>();
-      const after = Number(opts.after ?? NaN);
-      let since = Number.isFinite(after) ? after : Date.now();
+      const resumedAt = Number(opts.after ?? NaN);
+      /** Changes up to this time were sent before (the stream resumes after them). */
+      const after = Number.isFinite(resumedAt) ? resumedAt : -1;
+      let since = Number.isFinite(resumedAt) ? resumedAt : Date.now();
       const changesSince = async (from: number) => {
         const rows = await listChangedGenerations(pool, accountId, { fromId: idFloorAt('gen', from - LIVE_WINDOW_MS), since: new Date(from) });
         return wanted ? rows.filter((r) => wanted.has(r.id)) : rows;
       };
+      // Read before anything streams, so that a database out of reach is an error answer, not a cut stream.
+      let rows: Awaited<ReturnType<typeof getVersioned>>;
+      try {
+        rows = wanted ? await getVersioned(pool, accountId, [...wanted]) : Number.isFinite(resumedAt) ? await changesSince(resumedAt) : [];
+      } catch (err) {
+        unsubscribe();
+        throw err;
+      }
+      // A listed generation that is not the account's will never change here: nothing to wait for.
+      const finished = new Set(wanted ? [...wanted].filter((id) => !rows.some((r) => r.id === id)) : []);
       return (async function* () {
         try {
-          let rows = Number.isFinite(after) ? await changesSince(after) : await getVersioned(pool, accountId, [...(wanted ?? [])]);
           for (;;) {
             for (const row of rows) {
               const version = row.updatedAt.getTime();
-              if ((sent.get(row.id) ?? -1) >= version) continue;
+              if (isFinal(row.status)) finished.add(row.id);
+              if ((sent.get(row.id) ?? after) >= version) continue;
               sent.set(row.id, version);
               since = Math.max(since, version);
               yield { type: 'generation', id: String(version), final: isFinal(row.status), generation: await viewOf(row, store) } as const;
@@ -127,6 +139,8 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
               credited = false;
               yield { type: 'account' } as const;
             }
+            // A stream of listed generations ends once each has ended (and been sent).
+            if (wanted && finished.size >= wanted.size) return;
             if (!(await box.wait(opts.signal, REREAD_MS))) return;
             const ids = [...changed];
             changed.clear();

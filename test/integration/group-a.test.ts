@@ -186,6 +186,9 @@ describe('authorization matrix', () => {
     'GET /api/v1/generations': { request: () => ({ method: 'GET', url: '/api/v1/generations' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'GET /api/v1/generations/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
     'POST /api/v1/generations/:id/remix': { request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.remixable}/remix`, body: { prompt: 'again sim:delay=60000' } }), expect: { noScope: 403, otherAccount: 404, right: 202 } },
+    // Live streams: a finished generation's stream, resumed after its end, closes at once.
+    'GET /api/v1/generations/:id/events': { request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}/events`, headers: { 'last-event-id': '3' } }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
+    'GET /api/v1/events': { request: (i) => ({ method: 'GET', url: `/api/v1/events?ids=${i.generation}` }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'POST /api/v1/generations/:id/cancel': { request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.cancellable}/cancel` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
     // Webhooks: a key of the account with the webhooks scope manages its endpoints; another account's are 404.
     'POST /api/v1/webhooks': { request: () => ({ method: 'POST', url: '/api/v1/webhooks', body: { url: HOOK_URL } }), expect: { noScope: 403, otherAccount: 201, right: 201 } },

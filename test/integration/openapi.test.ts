@@ -297,6 +297,20 @@ describe('group A responses conform to the document', () => {
     c.conforms(await h.app.inject({ method: 'GET', url: '/api/v1/models?kind=song' }), 'get', '/api/v1/models', 400);
   });
 
+  it('live streams: 200 as server-sent events ending with the record, 404 for another account, 400 for an overlong id list', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const other = await h.account({ credits: 1 });
+    const image = c.conforms<Generation>(await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'a pier' } }), 'post', '/api/v1/generate', 200);
+    const one = await h.call('GET', `/api/v1/generations/${image.id}/events`, { key });
+    c.conforms(one, 'get', '/api/v1/generations/{id}/events', 200);
+    expect(one.body).toContain(`id: 3\nevent: done\ndata: {"id":"${image.id}"`);
+    c.conforms(await h.call('GET', `/api/v1/generations/${image.id}/events`, { key: other.key }), 'get', '/api/v1/generations/{id}/events', 404);
+    const listed = await h.call('GET', `/api/v1/events?ids=${image.id}`, { key });
+    c.conforms(listed, 'get', '/api/v1/events', 200);
+    expect(listed.body).toContain('event: done');
+    c.conforms(await h.call('GET', `/api/v1/events?ids=${'x'.repeat(4_001)}`, { key }), 'get', '/api/v1/events', 400);
+  });
+
   it('cancel: 200 for a running video (hold released), 409 for a finished one, 404 for another account', async () => {
     const { key } = await h.account({ credits: 100 });
     const other = await h.account({ credits: 1 });
@@ -410,6 +424,8 @@ describe('authentication and rate limits on every keyed route', () => {
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, undefined],
     ['post', '/api/v1/generations/{id}/cancel', `/api/v1/generations/${MISSING_GENERATION}/cancel`, undefined],
     ['post', '/api/v1/generations/{id}/remix', `/api/v1/generations/${MISSING_GENERATION}/remix`, { prompt: 'x' }],
+    ['get', '/api/v1/generations/{id}/events', `/api/v1/generations/${MISSING_GENERATION}/events`, undefined],
+    ['get', '/api/v1/events', `/api/v1/events?ids=${MISSING_GENERATION}`, undefined],
   ];
 
   it('401 without a key, with a malformed key and with a revoked key, typed per group', async () => {
@@ -484,6 +500,8 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, key, undefined],
     ['post', '/api/v1/generations/{id}/cancel', `/api/v1/generations/${MISSING_GENERATION}/cancel`, key, undefined],
     ['post', '/api/v1/generations/{id}/remix', `/api/v1/generations/${MISSING_GENERATION}/remix`, key, { prompt: 'x' }],
+    ['get', '/api/v1/generations/{id}/events', `/api/v1/generations/${MISSING_GENERATION}/events`, key, undefined],
+    ['get', '/api/v1/events', `/api/v1/events?ids=${MISSING_GENERATION}`, key, undefined],
     ['post', '/admin/v1/accounts', '/admin/v1/accounts', ADMIN_TOKEN, { plan: 'free', credits: 1 }],
     ['post', '/admin/v1/accounts/{id}/keys', '/admin/v1/accounts/acct_x/keys', ADMIN_TOKEN, { scopes: ['chat'] }],
     ['post', '/admin/v1/accounts/{id}/credits', '/admin/v1/accounts/acct_x/credits', ADMIN_TOKEN, { credits: 1 }],
