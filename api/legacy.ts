@@ -28,7 +28,7 @@ export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
       response: { 200: generationResponse, ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503) },
     },
   }, async (request, reply) => {
-    const options = generateOptionsOf(request, 'C', 'POST /api/generate');
+    const options = generateOptionsOf(request, 'C', 'POST /api/generate', request.body.deadlineSeconds);
     const { generation } = await deps.service.submit(legacyRequestOf(request.body), principalOf(request), options);
     if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
     return { generation: recordOf(generation) };

@@ -54,7 +54,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         },
       },
     }, async (request, reply) => {
-      const options = generateOptionsOf(request, 'A', 'POST /api/v1/generate');
+      const options = generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds);
       const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.submit(v1RequestOf(request.body), principalOf(request), options));
       if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
       if (g.status === 'queued' || g.status === 'running') {

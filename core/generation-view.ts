@@ -56,7 +56,7 @@ async function previewUrl(g: GenerationRow, name: VideoPreviewName, store: Outpu
 
 /** What the run was asked to do, without internals (stored input keys, whole conversations). */
 function publicParams(g: GenerationRow): Record<string, unknown> {
-  const { inputKey: _inputKey, messages: _messages, ...rest } = g.params;
+  const { inputKey: _inputKey, messages: _messages, clientDeadlineMs: _deadline, ...rest } = g.params;
   return rest;
 }
 
