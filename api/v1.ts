@@ -196,6 +196,7 @@ function stream(request: FastifyRequest, reply: FastifyReply, events: AsyncItera
     try {
       for await (const e of events) {
         if (e.type === 'generation') sse.send(e.final ? 'done' : 'status', generationOf(e.generation), e.id);
+        else if (e.type === 'progress') sse.send('progress', generationOf(e.generation), e.id);
       }
     } catch (err) {
       request.log.warn({ err }, 'live events: the stream stopped');

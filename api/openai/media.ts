@@ -159,8 +159,8 @@ function videoOf(g: GenerationView): z.infer<typeof video> {
   const completed = g.finishedAt === null ? null : unixSeconds(g.finishedAt);
   return {
     id: g.id, object: 'video', model: g.model, status: OPENAI_STATUS[g.status],
-    // The provider gives no percentage: the lifecycle is what we know.
-    progress: g.status === 'succeeded' || g.status === 'failed' ? 100 : g.status === 'running' ? 50 : 0,
+    // The provider's own progress, or the provider step's estimate (core/generation-view.ts); 100 once completed.
+    progress: g.progress,
     seconds: typeof p.seconds === 'number' ? String(p.seconds) : '', size, prompt: g.prompt,
     created_at: unixSeconds(g.createdAt), completed_at: completed,
     expires_at: g.status === 'succeeded' && completed !== null ? completed + URL_LIFETIME_S : null,
