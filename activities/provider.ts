@@ -1,6 +1,10 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
+import { defaultExpectedSeconds } from '../core/catalogue';
+import { measuredSeconds, recordDuration } from '../core/db/durations';
 import { recordPreviews } from '../core/db/previews';
+import { recordProgress } from '../core/db/progress';
+import type { ProgressSource } from '../core/db/progress';
 import { previewsOfVideo } from '../core/media/video-previews';
 import type { Provider, ProviderFile, ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
@@ -9,6 +13,57 @@ import type { RunOutput } from '../core/vocabulary';
 import { ProviderRejectedError } from '../core/errors';
 import { metrics } from '../core/metrics';
 import { chargeForTokens } from '../core/pricing';
+
+/** At most one progress write this often, unless it rose by a PROGRESS_STEP or more. */
+const PROGRESS_EVERY_MS = 3_000;
+const PROGRESS_STEP = 10;
+/** An estimate from elapsed time stops here: only the provider (or success) says a run is nearly done. */
+const ELAPSED_CAP = 95;
+
+/**
+ * Records a run's progress in its own table (core/db/progress.ts), never the ledger's rows: the
+ * provider's own figure whenever it reports one, else an estimate from elapsed time against the
+ * expected duration (checked every second). Writes at most every PROGRESS_EVERY_MS or every
+ * PROGRESS_STEP points, one at a time; a failed write is logged and the run goes on.
+ */
+function progressRecorder(pool: pg.Pool, job: ProviderJob, log: (message: string, meta: object) => void) {
+  const started = Date.now();
+  let written = -1;
+  let writtenAt = 0;
+  let reported = false;
+  let writing: Promise<void> = Promise.resolve();
+  let expectedMs = defaultExpectedSeconds(job.kind, job.params) * 1000;
+  const measured = measuredSeconds(pool, job.generationId).then((s) => {
+    if (s !== undefined) expectedMs = s * 1000;
+  }, () => undefined);
+
+  const offer = (percent: number, source: ProgressSource): void => {
+    const p = Math.max(0, Math.min(99, Math.floor(percent)));
+    const now = Date.now();
+    if (p <= written || (p - written < PROGRESS_STEP && now - writtenAt < PROGRESS_EVERY_MS)) return;
+    written = p;
+    writtenAt = now;
+    writing = writing.then(() => recordProgress(pool, job.generationId, p, source)).then(() => undefined, (err: unknown) => {
+      log('progress could not be recorded', { generationId: job.generationId, error: (err as Error).message });
+    });
+  };
+  const estimate = setInterval(() => {
+    if (!reported) offer(Math.min(ELAPSED_CAP, ((Date.now() - started) / expectedMs) * 100), 'elapsed');
+  }, 1_000);
+  return {
+    /** The provider's own figure: from now on the elapsed-time estimate is not used. */
+    provider(percent: number): void {
+      if (!Number.isFinite(percent)) return;
+      reported = true;
+      offer(percent, 'provider');
+    },
+    async stop(): Promise<void> {
+      clearInterval(estimate);
+      await measured;
+      await writing;
+    },
+  };
+}
 
 /** Runs the provider, stores what it made, and reports where it is: the only step that talks to a model. */
 export function createProviderActivities({ provider, store, pool }: { provider: Provider; store: OutputStore; pool: pg.Pool }) {
@@ -41,6 +96,9 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
       const ctx = Context.current();
       const timer = metrics.providerDuration.startTimer({ kind: job.kind });
       let outcome = 'failed';
+      const progress = progressRecorder(pool, job, (message, meta) => {
+        ctx.log.warn(message, meta);
+      });
       try {
         const input = await inputOf(job, store);
         ctx.log.info('provider run started', { generationId: job.generationId, kind: job.kind, model: job.model, attempt: ctx.info.attempt });
@@ -48,6 +106,7 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
         const result = await provider.run(input === undefined ? job : { ...job, input }, {
           heartbeat: (details?: unknown) => ctx.heartbeat(details),
           signal: ctx.cancellationSignal,
+          progress: (percent: number) => progress.provider(percent),
           ...(resume === undefined ? {} : { resume }),
         });
         let outputKey: string | null = null;
@@ -61,6 +120,11 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
         const tokens = result.outputTokens === undefined ? undefined : Math.min(result.outputTokens, Number(job.params.maxTokens ?? Infinity));
         const charge = typeof rate === 'number' && tokens !== undefined ? { chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens } : {};
         outcome = 'succeeded';
+        await progress.stop();
+        // What this run took, for the next estimates of its model and size; an estimate is not worth failing a run for.
+        await recordDuration(pool, job.generationId).catch((err: unknown) => {
+          ctx.log.warn('duration could not be recorded', { generationId: job.generationId, error: (err as Error).message });
+        });
         ctx.log.info('provider run finished', { generationId: job.generationId, outputKey });
         return { outputKey, outputText: result.text ?? null, ...charge };
       } catch (err) {
@@ -72,6 +136,7 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
         }
         throw err;
       } finally {
+        await progress.stop();
         timer({ outcome });
       }
     },

@@ -31,10 +31,59 @@ export const imageUrl = (name: string) => z.url({ protocol: /^https?$/, error: `
 /** The Idempotency-Key header (DESIGN §5): the same key and body within 24 h answer the first request again. */
 export const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.').optional();
 
-/** Headers every generate endpoint of groups A and C reads (RFC 7240 Prefer; Idempotency-Key). */
+/** The longest deadline a client may ask for; the kind's own deadline bounds it anyway. */
+export const MAX_CLIENT_DEADLINE_SECONDS = 7 * 24 * 3600;
+const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 };
+
+/**
+ * A client's deadline as Replicate's `Cancel-After` takes it: whole or decimal seconds (`90`,
+ * `2.5`), or a duration with a unit (`90s`, `500ms`, `5m`, `1h`, `1h30m`). Undefined when it is
+ * none of these.
+ */
+export function parseDeadline(text: string): number | undefined {
+  const t = text.trim();
+  if (/^\d+(\.\d+)?$/.test(t)) return Number(t);
+  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(t)) return undefined;
+  let seconds = 0;
+  for (const [, n, unit] of t.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) seconds += Number(n) * UNIT_SECONDS[unit!]!;
+  return seconds;
+}
+
+const deadlineRange = `between 1 second and ${MAX_CLIENT_DEADLINE_SECONDS / 86_400} days`;
+
+/** The `Cancel-After` header of every generate endpoint: the run fails with `timeout` once it passes. */
+export const cancelAfterHeader = z
+  .string()
+  .refine((v) => {
+    const s = parseDeadline(v);
+    return s !== undefined && s >= 1 && s <= MAX_CLIENT_DEADLINE_SECONDS;
+  }, `Cancel-After must be seconds or a duration such as 90s, 5m or 1h30m, ${deadlineRange}.`)
+  .optional()
+  .describe('A deadline for this generation (seconds, or a duration such as 90s or 5m): unfinished by then, it fails with timeout and nothing is charged. Bounded by the kind’s own deadline');
+
+/** The body's `deadline_seconds` (group C: `deadlineSeconds`): the same deadline as the `Cancel-After` header. */
+export const deadlineSeconds = z
+  .number({ error: `the deadline must be a number of seconds ${deadlineRange}` })
+  .min(1, `the deadline must be ${deadlineRange}`)
+  .max(MAX_CLIENT_DEADLINE_SECONDS, `the deadline must be ${deadlineRange}`)
+  .optional()
+  .describe('Seconds after which an unfinished generation fails with timeout and nothing is charged (like the Cancel-After header; the sooner of both counts). Bounded by the kind’s own deadline');
+
+/**
+ * The client's deadline in ms from the `Cancel-After` header and the body's field: the sooner of
+ * the two, or undefined when neither was sent. Both were validated by their schemas.
+ */
+export function clientDeadlineMs(header: string | undefined, bodySeconds: number | undefined): number | undefined {
+  const fromHeader = header === undefined ? undefined : parseDeadline(header);
+  const seconds = [fromHeader, bodySeconds].filter((s): s is number => s !== undefined);
+  return seconds.length === 0 ? undefined : Math.round(Math.min(...seconds) * 1000);
+}
+
+/** Headers every generate endpoint of groups A and C reads (RFC 7240 Prefer; Idempotency-Key; Cancel-After). */
 export const generateHeaders = z.looseObject({
   'idempotency-key': idempotencyKey.describe('The same key and body within 24 h return the same generation, never a second hold'),
   prefer: z.string().optional().describe('respond-async: answer at once with the accepted state instead of waiting for an image or chat'),
+  'cancel-after': cancelAfterHeader,
 });
 
 /** RFC 7240: `Prefer: respond-async` asks for the accepted state at once instead of the result. */
@@ -43,7 +92,7 @@ function prefersAsync(prefer: string | undefined): boolean {
 }
 
 interface KeyedRequest {
-  headers: { 'idempotency-key'?: string | undefined };
+  headers: { 'idempotency-key'?: string | undefined; 'cancel-after'?: string | undefined };
 }
 
 /** The Idempotency-Key with the route and body it stands for, so that only a true repeat is answered again. */
@@ -52,13 +101,24 @@ export function idempotencyOf(request: KeyedRequest, route: string, body: unknow
   return key === undefined ? undefined : { key, route, body };
 }
 
-/** The service options of a generate POST of group A or C: its door, `Prefer`, the request's logger and the Idempotency-Key. */
+/**
+ * The service options of a generate POST of group A or C: its door, `Prefer`, the request's
+ * logger, the Idempotency-Key and the client's deadline (`Cancel-After`, or the body's field).
+ */
 export function generateOptionsOf(
   request: { headers: KeyedRequest['headers'] & { prefer?: string | undefined }; body: unknown; log: FastifyBaseLogger },
   door: Door,
   route: string,
+  bodyDeadlineSeconds?: number,
 ) {
-  return { door, respondAsync: prefersAsync(request.headers.prefer), log: request.log, idempotency: idempotencyOf(request, route, request.body) };
+  const deadlineMs = clientDeadlineMs(request.headers['cancel-after'], bodyDeadlineSeconds);
+  return {
+    door,
+    respondAsync: prefersAsync(request.headers.prefer),
+    log: request.log,
+    idempotency: idempotencyOf(request, route, request.body),
+    ...(deadlineMs === undefined ? {} : { deadlineMs }),
+  };
 }
 
 /** The query of a page of the account's generations (group A's list, the dashboard's). */

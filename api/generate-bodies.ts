@@ -4,7 +4,7 @@ import { IMAGE_MAX_SIDE } from '../core/pricing';
 import { safeText } from '../core/text';
 import { GENERATION_KINDS } from '../core/vocabulary';
 import type { ChatMessage, GenerationRequest } from '../service/requests';
-import { chatPrompt, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT_CHARS, mediaPrompt, modelId } from './fields';
+import { chatPrompt, deadlineSeconds, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT_CHARS, mediaPrompt, modelId } from './fields';
 
 /**
  * The two shapes of a generate request, each parsed into the service's one request type. Group A's
@@ -38,11 +38,13 @@ export const v1ImageBody = z.object({
   kind: z.literal('image'), model, prompt, quality, aspect,
   width: side.optional().describe(`With height: the shape (snapped like aspect) and size (long side ${IMAGE_MAX_SIDE} px at most)`),
   height: side.optional(),
+  deadline_seconds: deadlineSeconds,
 });
 export const v1VideoBody = z.object({
   kind: z.literal('video'), model, prompt, aspect,
   quality: quality.describe('480p, 720p or 1080p; falls back to the model default'),
   seconds: z.number().finite().optional().describe('Clamped to the model range'),
+  deadline_seconds: deadlineSeconds,
 });
 
 export const v1GenerateBody = z
@@ -57,6 +59,7 @@ export const v1GenerateBody = z
         prompt: chatPrompt.optional().describe('A single user message; or send messages'),
         messages: z.array(chatMessage).min(1).max(1000).optional().describe('The conversation; or send prompt'),
         max_tokens: z.number().int().min(1).max(32_768).optional().describe('Longest reply, in tokens'),
+        deadline_seconds: deadlineSeconds,
       }),
       z.object({
         kind: z.literal('upscale'),
@@ -64,6 +67,7 @@ export const v1GenerateBody = z
         image_url: imageUrl('image_url').describe('The image to upscale: PNG, JPEG or WebP, fetched by the service'),
         scale,
         prompt: guidance,
+        deadline_seconds: deadlineSeconds,
       }),
     ],
     unknownKind,
@@ -113,6 +117,7 @@ const common = {
   aspect,
   // Accepted and ignored by design: the model's default resolution is used, with its price.
   resolution: z.unknown().optional().describe('Accepted and ignored: the model default is used, with its price'),
+  deadlineSeconds,
 };
 const legacyPrompt = mediaPrompt.describe(`Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`);
 
@@ -130,6 +135,7 @@ export const legacyGenerateBody = z
         imageUrl: imageUrl('imageUrl').describe('The image to upscale (PNG, JPEG or WebP)'),
         scale,
         prompt: guidance,
+        deadlineSeconds,
       }),
     ],
     unknownKind,

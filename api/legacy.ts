@@ -2,13 +2,15 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GenerationService } from '../service/generation-service';
 import { recordOf } from '../core/generation-view';
+import type { GenerationView } from '../core/generation-view';
 import { principalOf, requireKeyOrSession } from './auth';
 import type { SessionAuthDeps } from './auth';
 import { generateHeaders, generateOptionsOf } from './fields';
 import { legacyGenerateBody, legacyRequestOf } from './generate-bodies';
-import { credits, errorResponses, generationRecord, idParams } from './schemas';
+import { credits, errorResponses, idParams, liveFieldsOf, liveGenerationRecord } from './schemas';
 
-const generationResponse = z.object({ generation: generationRecord });
+const generationResponse = z.object({ generation: liveGenerationRecord });
+const recordWithLiveFields = (g: GenerationView) => ({ ...recordOf(g), ...liveFieldsOf(g) });
 /** Group C takes an API key or a dashboard session (spec, Authentication 4). */
 const security: Record<string, string[]>[] = [{ apiKey: [] }, { session: [] }];
 
@@ -28,10 +30,10 @@ export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
       response: { 200: generationResponse, ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503) },
     },
   }, async (request, reply) => {
-    const options = generateOptionsOf(request, 'C', 'POST /api/generate');
+    const options = generateOptionsOf(request, 'C', 'POST /api/generate', request.body.deadlineSeconds);
     const { generation } = await deps.service.submit(legacyRequestOf(request.body), principalOf(request), options);
     if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
-    return { generation: recordOf(generation) };
+    return { generation: recordWithLiveFields(generation) };
   });
 
   app.get('/api/generate/:id', {
@@ -43,7 +45,7 @@ export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
       params: idParams,
       response: { 200: generationResponse, ...errorResponses(401, 404, 429, 500, 503) },
     },
-  }, async (request) => ({ generation: recordOf(await deps.service.get(principalOf(request), request.params.id)) }));
+  }, async (request) => ({ generation: recordWithLiveFields(await deps.service.get(principalOf(request), request.params.id)) }));
 
   app.get('/api/credits', {
     schema: {

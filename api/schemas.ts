@@ -72,6 +72,25 @@ export const generationRecord = z
   })
   .meta({ id: 'GenerationRecord' });
 
+/** How far a generation is and when it should be done (issue 21): on every door's record that may carry extra fields. */
+export const liveFields = {
+  progress: z.number().int().min(0).max(100).describe('0–100: the provider’s own progress where it reports one, else estimated from elapsed time against the expected duration; never goes back; 100 only when succeeded'),
+  queuePosition: z.number().int().min(1).nullable().describe('A queued video’s place in the account’s queue for one of its five video slots (1 = next); null otherwise'),
+  etaSeconds: z.number().int().min(1).nullable().describe('Seconds until it is expected to finish, from the durations the service measured for this model and size (until enough: the catalogue’s default); null once finished'),
+  expectedAt: z.string().nullable().describe('ISO 8601 UTC: when it is expected to finish; null once finished'),
+};
+
+/** The live fields of a generation as JSON. */
+export const liveFieldsOf = (g: GenerationView) => ({
+  progress: g.progress,
+  queuePosition: g.queuePosition,
+  etaSeconds: g.etaSeconds,
+  expectedAt: g.expectedAt?.toISOString() ?? null,
+});
+
+/** Group C's record: the spec's fields (as `generationRecord`) and the live ones after them. */
+export const liveGenerationRecord = generationRecord.extend(liveFields).meta({ id: 'LiveGenerationRecord' });
+
 /** Group A's generation: the record plus what a history needs (quote, parameters, times). */
 export const generation = z
   .object({
@@ -90,6 +109,7 @@ export const generation = z
     createdAt: z.string().describe('ISO 8601 UTC'),
     startedAt: z.string().nullable(),
     finishedAt: z.string().nullable(),
+    ...liveFields,
   })
   .meta({ id: 'Generation' });
 
@@ -105,6 +125,7 @@ export function generationOf(g: GenerationView): z.infer<typeof generation> {
     createdAt: g.createdAt.toISOString(),
     startedAt: g.startedAt?.toISOString() ?? null,
     finishedAt: g.finishedAt?.toISOString() ?? null,
+    ...liveFieldsOf(g),
   };
 }
 

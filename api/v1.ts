@@ -54,7 +54,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         },
       },
     }, async (request, reply) => {
-      const options = generateOptionsOf(request, 'A', 'POST /api/v1/generate');
+      const options = generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds);
       const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.submit(v1RequestOf(request.body), principalOf(request), options));
       if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
       if (g.status === 'queued' || g.status === 'running') {
@@ -148,7 +148,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         operationId: 'followGeneration',
         tags,
         summary: 'Follow one generation live (Server-Sent Events) until it ends',
-        description: 'Each status it enters is an event `status` (queued, running) whose data is the generation; the final one is `done`, after which the stream closes. '
+        description: 'Each status it enters is an event `status` (queued, running) whose data is the generation; while it runs, an event `progress` each time its recorded progress rises; the final one is `done`, after which the stream closes. '
           + 'Event ids resume a stream: send the last one back as `Last-Event-ID` (EventSource does) and only what came after is sent. Comments keep an idle stream open.',
         security,
         params: idParams,
@@ -184,7 +184,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
 
 const lastEventId = z.looseObject({ 'last-event-id': z.string().max(40).optional().describe('The id of the last event received, to resume after it') });
 const eventStream = {
-  description: 'text/event-stream: `status` and `done` events, each the generation as GET /api/v1/generations/{id} answers it',
+  description: 'text/event-stream: `status`, `progress` and `done` events, each the generation as GET /api/v1/generations/{id} answers it',
   content: { 'text/event-stream': { schema: z.string() } },
 };
 
@@ -196,6 +196,7 @@ function stream(request: FastifyRequest, reply: FastifyReply, events: AsyncItera
     try {
       for await (const e of events) {
         if (e.type === 'generation') sse.send(e.final ? 'done' : 'status', generationOf(e.generation), e.id);
+        else if (e.type === 'progress') sse.send('progress', generationOf(e.generation), e.id);
       }
     } catch (err) {
       request.log.warn({ err }, 'live events: the stream stopped');

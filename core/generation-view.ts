@@ -1,3 +1,4 @@
+import { defaultExpectedSeconds } from './catalogue';
 import type { GenerationRow } from './db/generations';
 import { mcToCredits } from './money';
 import type { OutputStore } from './storage';
@@ -26,6 +27,39 @@ export interface GenerationView {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /**
+   * 0–100: the provider's own progress where it reports one, else estimated by the provider step
+   * from elapsed time against the expected duration; recorded so it never goes back. 100 only
+   * when succeeded; a failed generation keeps where it stopped.
+   */
+  progress: number;
+  /** A queued video's place in its account's queue for a slot (1 = next); null otherwise. */
+  queuePosition: number | null;
+  /** Seconds until it is expected to finish (at least 1 while in flight); null once finished. */
+  etaSeconds: number | null;
+  /** When it is expected to finish: now plus etaSeconds; null once finished. */
+  expectedAt: Date | null;
+}
+
+/** Video slots per account (VIDEO_CONCURRENCY's default): a queued video waits about expected × position / slots. */
+const ESTIMATE_SLOTS = 5;
+
+/**
+ * When an unfinished generation should be done: its expected duration (the median the service
+ * measured for the model and size, else the catalogue's default) less the time it has run; a
+ * queued one adds the run, and a queued video its wait for a slot (a slot frees about every
+ * expected / 5 seconds when all five are busy).
+ */
+export function estimateOf(g: GenerationRow, now: number): Pick<GenerationView, 'progress' | 'queuePosition' | 'etaSeconds' | 'expectedAt'> {
+  const progress = g.status === 'succeeded' ? 100 : Math.min(99, g.progressPercent ?? 0);
+  if (g.status === 'succeeded' || g.status === 'failed') return { progress, queuePosition: null, etaSeconds: null, expectedAt: null };
+  const expected = g.measuredSeconds ?? defaultExpectedSeconds(g.kind, g.params);
+  const queuePosition = g.status === 'queued' ? g.queuePosition : null;
+  const left = g.status === 'running' && g.startedAt
+    ? expected - (now - g.startedAt.getTime()) / 1000
+    : expected + (queuePosition === null ? 0 : (expected * queuePosition) / ESTIMATE_SLOTS);
+  const etaSeconds = Math.max(1, Math.round(left));
+  return { progress, queuePosition, etaSeconds, expectedAt: new Date(now + etaSeconds * 1000) };
 }
 
 export async function viewOf(g: GenerationRow, store: OutputStore): Promise<GenerationView> {
@@ -46,6 +80,7 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
     createdAt: g.createdAt,
     startedAt: g.startedAt,
     finishedAt: g.finishedAt,
+    ...estimateOf(g, Date.now()),
   };
 }
 
@@ -56,7 +91,7 @@ async function previewUrl(g: GenerationRow, name: VideoPreviewName, store: Outpu
 
 /** What the run was asked to do, without internals (stored input keys, whole conversations). */
 function publicParams(g: GenerationRow): Record<string, unknown> {
-  const { inputKey: _inputKey, messages: _messages, ...rest } = g.params;
+  const { inputKey: _inputKey, messages: _messages, clientDeadlineMs: _deadline, ...rest } = g.params;
   return rest;
 }
 

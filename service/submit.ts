@@ -11,6 +11,7 @@ import type { GenerationWorkflowInput } from '../core/workflow-contract';
 import type { Admission } from './admission';
 import { WAITED_KINDS } from './admission';
 import { readOwn } from './lookup';
+import { CLIENT_DEADLINE_PARAM } from './workflow-inputs';
 import { priceRequest } from './requests';
 import type { GenerationRequest, PricedGeneration } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
@@ -80,6 +81,7 @@ export function createSubmit(deps: SubmitDeps) {
     id: input.generationId, accountId: input.accountId, apiKeyId: input.apiKeyId, kind: input.kind, model: input.model,
     status: 'queued', params: input.params, prompt: input.prompt, quoteMc: input.quoteMc, chargedMc: 0, freeChat: input.admitted.free,
     outputKey: null, outputText: null, previewKeys: {}, error: null, createdAt, startedAt: null, finishedAt: null,
+    progressPercent: null, queuePosition: null, measuredSeconds: null,
   }, store);
 
   /**
@@ -112,6 +114,8 @@ export function createSubmit(deps: SubmitDeps) {
       const batch = priced[0]!.generationId;
       priced.forEach((p, index) => (p.params = { ...p.params, batch, batchIndex: index }));
     }
+    // Kept with the generation, so that a workflow started again from its record keeps it too.
+    if (opts.deadlineMs !== undefined) for (const p of priced) p.params = { ...p.params, [CLIENT_DEADLINE_PARAM]: opts.deadlineMs };
     const prepared = await prepare(priced[0]!, opts.inputFile);
     for (const p of priced.slice(1)) p.params = { ...p.params, ...prepared?.params };
 

@@ -42,6 +42,11 @@ export interface SubmitOptions {
   respondAsync?: boolean | undefined;
   /** An input image sent with the request itself (group B's `input_reference` file), instead of a URL. */
   inputFile?: Buffer | undefined;
+  /**
+   * The client's deadline (`Cancel-After`, `deadline_seconds`), in ms from the start: the workflow's
+   * deadline becomes the sooner of it and the kind's own. Kept in the generation's params.
+   */
+  deadlineMs?: number | undefined;
   /** The request's logger: admission lines carry its request id next to the generation id. */
   log?: { info(obj: object, msg: string): void; warn?(obj: object, msg: string): void } | undefined;
 }

@@ -13,6 +13,8 @@ import { readOwn } from './lookup';
 /** One change seen by a live stream. `id` resumes the stream after it (SSE `Last-Event-ID`). */
 export type WatchEvent =
   | { type: 'generation'; id: string; final: boolean; generation: GenerationView }
+  /** A running generation's progress rose (its status did not change). */
+  | { type: 'progress'; id: string; generation: GenerationView }
   /** The account's money moved without a generation changing (credits added). */
   | { type: 'account' };
 
@@ -60,7 +62,9 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
   return {
     /**
      * The statuses of one generation from `after` on (an event id it sent before), ending with the
-     * final one. A generation the account does not own is a NotFoundError before anything streams.
+     * final one, and its progress while it runs. An event id is its status's rank with the
+     * progress as hundredths (`2.40`: running at 40 %), so a resumed stream is sent only what is
+     * newer. A generation the account does not own is a NotFoundError before anything streams.
      */
     async generation(principal: Principal, id: string, opts: { after?: string | undefined; signal: AbortSignal }): Promise<AsyncIterable<WatchEvent>> {
       await readOwn(pool, principal.accountId, id);
@@ -74,9 +78,13 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
           for (;;) {
             const g = await readOwn(pool, principal.accountId, id);
             const rank = RANK[g.status];
-            if (rank > last) {
-              last = rank;
-              yield { type: 'generation', id: String(rank), final: isFinal(g.status), generation: await viewOf(g, store) } as const;
+            const at = g.status === 'running' ? rank + Math.min(99, g.progressPercent ?? 0) / 100 : rank;
+            if (rank > Math.floor(last)) {
+              last = at;
+              yield { type: 'generation', id: eventIdOf(at), final: isFinal(g.status), generation: await viewOf(g, store) } as const;
+            } else if (at > last) {
+              last = at;
+              yield { type: 'progress', id: eventIdOf(at), generation: await viewOf(g, store) } as const;
             }
             if (isFinal(g.status) || !(await box.wait(opts.signal, REREAD_MS))) return;
           }
@@ -90,22 +98,27 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
      * Every change of the account's generations (or of `ids` only), from `after` on: an event id
      * is the time of the change, so a resumed stream is sent what changed since. Listed ids are
      * sent as they are now first (unless sent before), and their stream ends once each has ended.
+     * Progress of a running one is sent as it is heard (its id the last change's time: progress is
+     * not replayed on resume, the record has it).
      */
     async account(principal: Principal, opts: { ids?: readonly string[] | undefined; after?: string | undefined; signal: AbortSignal }): Promise<AsyncIterable<WatchEvent>> {
       const wanted = opts.ids && new Set(opts.ids);
       const changed = new Set<string>();
+      const progressed = new Set<string>();
       let resync = false;
       let credited = false;
       const box = inbox();
       const unsubscribe = await live.subscribe(principal.accountId, (n: LiveNotice) => {
         if ('resync' in n) resync = true;
         else if ('credited' in n) credited = true;
-        else if (!wanted || wanted.has(n.generationId)) changed.add(n.generationId);
-        else return;
+        else if (wanted && !wanted.has(n.generationId)) return;
+        else if ('progress' in n) progressed.add(n.generationId);
+        else changed.add(n.generationId);
         box.raise();
       });
       const accountId = principal.accountId;
       const sent = new Map<string, number>();
+      const sentProgress = new Map<string, number>();
       const resumedAt = Number(opts.after ?? NaN);
       /** Changes up to this time were sent before (the stream resumes after them). */
       const after = Number.isFinite(resumedAt) ? resumedAt : -1;
@@ -139,6 +152,16 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
               credited = false;
               yield { type: 'account' } as const;
             }
+            if (progressed.size > 0) {
+              const ids = [...progressed].filter((id) => !changed.has(id));
+              progressed.clear();
+              for (const row of await getVersioned(pool, accountId, ids)) {
+                const p = row.progressPercent ?? 0;
+                if (row.status !== 'running' || (sentProgress.get(row.id) ?? -1) >= p) continue;
+                sentProgress.set(row.id, p);
+                yield { type: 'progress', id: String(since), generation: await viewOf(row, store) } as const;
+              }
+            }
             // A stream of listed generations ends once each has ended (and been sent).
             if (wanted && finished.size >= wanted.size) return;
             if (!(await box.wait(opts.signal, REREAD_MS))) return;
@@ -158,3 +181,6 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
 }
 
 export type Watch = ReturnType<typeof createWatch>;
+
+/** A single generation's event id: its status's rank, and while running its progress in hundredths. */
+const eventIdOf = (at: number): string => (Number.isInteger(at) ? String(at) : at.toFixed(2));

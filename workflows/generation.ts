@@ -90,7 +90,7 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   if (input.deadlineMs !== undefined) {
     const ms = input.deadlineMs;
     deadline.run(() => sleep(ms)).then(
-      () => void events.push({ type: 'DEADLINE', message: `the generation did not finish within its deadline of ${Math.round(ms / 60_000)} min` }),
+      () => void events.push({ type: 'DEADLINE', message: `the generation did not finish within its deadline of ${deadlineText(ms)}` }),
       () => undefined,
     );
   }
@@ -265,3 +265,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   }
   return { generationId: input.generationId, phase };
 };
+
+/** A deadline as its error message says it: a client's short one (`Cancel-After: 2`) in seconds. */
+const deadlineText = (ms: number): string => (ms < 120_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`);

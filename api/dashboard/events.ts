@@ -52,8 +52,9 @@ export function liveEvents(deps: LiveEventsDeps, request: FastifyRequest, reply:
       const events = await deps.service.watch.account(principal, { after: String(Date.now() - 5_000), signal: sse.signal });
       await overview();
       for await (const e of events) {
-        if (e.type === 'generation') sse.send('generation', generationOf(e.generation));
-        await overview();
+        // Progress redraws the generation's row; only a change of status can move money.
+        if (e.type === 'generation' || e.type === 'progress') sse.send('generation', generationOf(e.generation));
+        if (e.type !== 'progress') await overview();
       }
     } catch (err) {
       request.log.warn({ err }, 'dashboard live events: the stream stopped');

@@ -5,7 +5,7 @@ import type { GenerationService, SubmitOptions } from '../../service/generation-
 import { modelListing } from '../../service/model-list';
 import type { GenerationView } from '../../core/generation-view';
 import { fromZod } from '../errors';
-import { mediaPrompt, modelId } from '../fields';
+import { clientDeadlineMs, mediaPrompt, modelId } from '../fields';
 import { v1GenerateBody, v1ImageBody, v1RequestOf, v1VideoBody } from '../generate-bodies';
 import { generation, generationOf, modelEntry } from '../schemas';
 import { generationResult, structured } from './results';
@@ -112,14 +112,14 @@ const generateImage = defineTool({
   annotations: GENERATES,
   parse: asGroupA('image'),
   run: async (body, ctx) => {
-    const { generation: submitted } = await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log });
+    const { generation: submitted } = await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds) });
     const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
     return generationResult(g, { failedIsError: true });
   },
 });
 
 const submitVideo = async (body: z.output<typeof v1GenerateBody>, ctx: ToolContext): Promise<GenerationView> =>
-  (await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', log: ctx.log })).generation;
+  (await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds) })).generation;
 
 const generateVideo = defineTool({
   name: 'generate_video',

@@ -7,7 +7,7 @@ import { safeText } from '../../core/text';
 import type { GenerationView } from '../../core/generation-view';
 import { VIDEO_PREVIEWS } from '../../core/vocabulary';
 import { principalOf } from '../auth';
-import { idempotencyKey, imageUrl as httpImageUrl, mediaPrompt, modelId } from '../fields';
+import { cancelAfterHeader, deadlineSeconds, idempotencyKey, imageUrl as httpImageUrl, mediaPrompt, modelId } from '../fields';
 import { remixBody } from '../generate-bodies';
 import { idParams } from '../schemas';
 import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
@@ -18,6 +18,7 @@ import type { OpenAiDeps } from './shared';
 const prompt = mediaPrompt.describe('Checked by the safety guard before pricing');
 const idempotencyHeaders = z.looseObject({
   'idempotency-key': idempotencyKey.describe('The same key and body within 24 h return the same generations, never a second hold'),
+  'cancel-after': cancelAfterHeader,
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -37,6 +38,7 @@ export const imageGenerationBody = z
     response_format: z.enum(['url', 'b64_json'], { error: "response_format must be 'url' or 'b64_json'" }).nullish().describe('url (default): signed, valid 24 h'),
     style: z.enum(['vivid', 'natural']).nullish().describe('Accepted and ignored'),
     user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
+    deadline_seconds: deadlineSeconds.nullable(),
   })
   .meta({ id: 'ImageGenerationRequest', examples: [{ model: 'flux', prompt: 'a lighthouse at dusk', n: 2, size: '1024x1024', quality: 'standard', response_format: 'url' }] });
 
@@ -65,6 +67,7 @@ export const videoGenerationBody = z
     prompt,
     duration: z.union([z.literal(5), z.literal(10)], { error: 'duration must be 5 or 10' }).nullish().describe('Seconds: 5 or 10 (default 5), clamped to the model’s range'),
     image_url: imageUrl.nullish().describe('A reference frame (image-to-video), fetched by the service'),
+    deadline_seconds: deadlineSeconds.nullable(),
   })
   .meta({ id: 'VideoGenerationRequest', examples: [{ model: 'kling-2.1-pro', prompt: 'waves rolling onto a beach', duration: 5 }] });
 
@@ -104,6 +107,8 @@ export const videosCreateBody = z
     size: z.enum(Object.keys(VIDEO_SIZES) as ['720x1280'], { error: `size must be one of ${Object.keys(VIDEO_SIZES).join(', ')}` }).optional(),
     'input_reference[image_url]': imageUrl.optional().describe('A reference frame (image-to-video), fetched by the service'),
     input_reference: z.unknown().optional().describe('A reference frame: an uploaded image file (multipart), or { image_url }'),
+    // Multipart sends numbers as strings.
+    deadline_seconds: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), deadlineSeconds),
   })
   .meta({ id: 'VideoCreateRequest' });
 
@@ -154,8 +159,8 @@ function videoOf(g: GenerationView): z.infer<typeof video> {
   const completed = g.finishedAt === null ? null : unixSeconds(g.finishedAt);
   return {
     id: g.id, object: 'video', model: g.model, status: OPENAI_STATUS[g.status],
-    // The provider gives no percentage: the lifecycle is what we know.
-    progress: g.status === 'succeeded' || g.status === 'failed' ? 100 : g.status === 'running' ? 50 : 0,
+    // The provider's own progress, or the provider step's estimate (core/generation-view.ts); 100 once completed.
+    progress: g.progress,
     seconds: typeof p.seconds === 'number' ? String(p.seconds) : '', size, prompt: g.prompt,
     created_at: unixSeconds(g.createdAt), completed_at: completed,
     expires_at: g.status === 'succeeded' && completed !== null ? completed + URL_LIFETIME_S : null,
@@ -245,7 +250,7 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     const { generations } = await inGroupBWords(() => deps.service.submitMany(
       { kind: 'image', model: body.model, prompt: body.prompt, width, height, hd: body.quality === 'hd' },
       principal,
-      { ...submitOptionsOf(request, 'POST /v1/images/generations', body), count: body.n ?? 1 },
+      { ...submitOptionsOf(request, 'POST /v1/images/generations', body, body.deadline_seconds), count: body.n ?? 1 },
     ));
     try {
       const done = generations.filter((g) => g.status === 'succeeded');
@@ -280,7 +285,7 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
   }, async (request) => {
     const body = request.body;
     const reference = body.image_url ?? undefined;
-    const options = submitOptionsOf(request, 'POST /v1/video/generations', body);
+    const options = submitOptionsOf(request, 'POST /v1/video/generations', body, body.deadline_seconds);
     return videoGenerationOf(await submitVideo(principalOf(request), options, { model: body.model, prompt: body.prompt, seconds: body.duration ?? 5, reference }));
   });
 
@@ -320,7 +325,8 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     const { url: reference, file } = referenceOf(body['input_reference[image_url]'], body.input_reference);
     const shape = body.size === undefined ? {} : VIDEO_SIZES[body.size]!;
     // The upload is in the request: its hash stands for it under an Idempotency-Key.
-    const options = { ...submitOptionsOf(request, 'POST /v1/videos', { ...body, input_reference: file ? createHash('sha256').update(file).digest('hex') : body.input_reference }), inputFile: file };
+    const keyed = { ...body, input_reference: file ? createHash('sha256').update(file).digest('hex') : body.input_reference };
+    const options = { ...submitOptionsOf(request, 'POST /v1/videos', keyed, body.deadline_seconds), inputFile: file };
     return videoOf(await submitVideo(principalOf(request), options, { model: body.model ?? 'sora-2', prompt: body.prompt, seconds: body.seconds, reference, ...shape }));
   });
 

@@ -4,7 +4,7 @@ import type { OutputStore } from '../../core/storage';
 import type { GenerationService } from '../../service/generation-service';
 import type { AuthDeps } from '../auth';
 import { inDoorWords } from '../errors';
-import { idempotencyOf } from '../fields';
+import { clientDeadlineMs, idempotencyOf } from '../fields';
 import { apiError } from '../schemas';
 
 /** What every route of group B shares: its deps, its words for parameters and errors, its OpenAPI tags. */
@@ -38,9 +38,13 @@ export function refuseUnknownFields(allowed: readonly string[]) {
   };
 }
 
-/** The service options of a group B POST: its door, and the Idempotency-Key with what it stands for. */
-export function submitOptionsOf(request: Parameters<typeof idempotencyOf>[0], route: string, body: unknown) {
-  return { door: 'B' as const, idempotency: idempotencyOf(request, route, body) };
+/**
+ * The service options of a group B POST: its door, the Idempotency-Key with what it stands for,
+ * and the client's deadline (`Cancel-After`, or the body's `deadline_seconds`) where the route takes one.
+ */
+export function submitOptionsOf(request: Parameters<typeof idempotencyOf>[0], route: string, body: unknown, bodyDeadlineSeconds?: number | null) {
+  const deadlineMs = clientDeadlineMs(request.headers['cancel-after'], bodyDeadlineSeconds ?? undefined);
+  return { door: 'B' as const, idempotency: idempotencyOf(request, route, body), ...(deadlineMs === undefined ? {} : { deadlineMs }) };
 }
 
 /** Ends when the client closes the connection before the response is done. */

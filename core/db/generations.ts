@@ -1,7 +1,9 @@
 import type { Queryable } from './pool';
 import type { Millicredits } from '../money';
 import type { GenerationFailure, GenerationKind, GenerationStatus, VideoPreviewName } from '../vocabulary';
+import { MEASURED_SECONDS_COLUMN } from './durations';
 import { PREVIEW_KEYS_COLUMN } from './previews';
+import { PROGRESS_COLUMN, QUEUE_POSITION_COLUMN } from './progress';
 
 
 export interface GenerationRow {
@@ -24,10 +26,17 @@ export interface GenerationRow {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** What the provider step last recorded (core/db/progress.ts), 0–99; null before its first report. */
+  progressPercent: number | null;
+  /** A queued video's place in its account's queue for a slot (1 = next); null otherwise. */
+  queuePosition: number | null;
+  /** The median of measured durations of this model and size, in seconds; null until enough samples. */
+  measuredSeconds: number | null;
 }
 
 export const GENERATION_COLUMNS = `id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, charged_mc, free_chat,
-  output_key, output_text, error, created_at, started_at, finished_at, ${PREVIEW_KEYS_COLUMN}`;
+  output_key, output_text, error, created_at, started_at, finished_at, ${PREVIEW_KEYS_COLUMN},
+  ${PROGRESS_COLUMN}, ${QUEUE_POSITION_COLUMN}, ${MEASURED_SECONDS_COLUMN}`;
 
 export interface GenerationDbRow {
   id: string;
@@ -48,6 +57,9 @@ export interface GenerationDbRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  progress_percent: number | null;
+  queue_position: number | null;
+  measured_seconds: number | null;
 }
 
 export function fromRow(r: GenerationDbRow): GenerationRow {
@@ -70,6 +82,9 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
     createdAt: r.created_at,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
+    progressPercent: r.progress_percent,
+    queuePosition: r.queue_position,
+    measuredSeconds: r.measured_seconds,
   };
 }
 

@@ -9,10 +9,12 @@ import type { UpstreamEndpoint } from './upstream-http';
  * it is done, fetch the result, download the file it names.
  *
  *   POST {base}/{model}                       { prompt, duration, aspect_ratio, resolution, image_url? } → { request_id, status_url?, response_url? }
- *   GET  status_url | {base}/{model}/requests/{id}/status   → { status: IN_QUEUE | IN_PROGRESS | COMPLETED | FAILED, error? }
+ *   GET  status_url | {base}/{model}/requests/{id}/status   → { status: IN_QUEUE | IN_PROGRESS | COMPLETED | FAILED, progress?, error? }
  *   GET  response_url | {base}/{model}/requests/{id}        → { video: { url } }
  *   PUT  {base}/{model}/requests/{id}/cancel                 (when the generation is cancelled)
  *
+ * The status's `progress` (0–100), where the upstream gives one, is reported as the run's own
+ * progress, and COMPLETED as 100; without it the provider step estimates from elapsed time.
  * The upstream's request id is reported with every heartbeat, so a retried attempt (a worker
  * restart) resumes polling the same job instead of submitting, and paying for, a second one.
  */
@@ -36,8 +38,12 @@ export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: 
       try {
         for (;;) {
           const res = await callUpstream(endpoint, '', { url: queued.statusUrl ?? `${endpoint.baseUrl.replace(/\/+$/, '')}${jobPath}/requests/${queued.requestId}/status`, signal: ctx.signal });
-          const status = (await res.json()) as { status?: string; error?: unknown };
-          if (status.status === 'COMPLETED') break;
+          const status = (await res.json()) as { status?: string; progress?: unknown; error?: unknown };
+          if (status.status === 'COMPLETED') {
+            ctx.progress?.(100);
+            break;
+          }
+          if (typeof status.progress === 'number' && status.progress >= 0 && status.progress <= 100) ctx.progress?.(status.progress);
           if (status.status === 'FAILED' || status.status === 'ERROR' || status.status === 'CANCELLED') {
             const reason = typeof status.error === 'string' ? status.error : JSON.stringify(status.error ?? 'no reason given');
             throw new ProviderRejectedError(`The upstream ${endpoint.name} failed the video: ${reason}`, /content|policy|safety/i.test(reason) ? 'content_policy' : 'provider_failed');

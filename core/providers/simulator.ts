@@ -11,9 +11,15 @@ import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderR
 export interface SimulatorOptions {
   /** Overrides the per-kind default latency when a prompt gives no `sim:delay`. */
   latencyMs?: number;
+  /** The pause between two tokens of a streamed chat when a prompt gives no `sim:pace` (default 20 ms). */
+  paceMs?: number;
 }
 
 const DEFAULT_LATENCY_MS = { image: 200, chat: 100, video: 1500, upscale: 300 } as const;
+/** A streamed reply arrives as a hosted model's does, about 50 tokens a second, unless `sim:pace` says otherwise. */
+const DEFAULT_PACE_MS = 20;
+/** A run reports its progress in this many steps, as a diffusion model counts its denoising steps. */
+const PROGRESS_STEPS = 20;
 const DEFAULT_CHAT_TOKENS = 24;
 const HEARTBEAT_EVERY_MS = 1000;
 /** `sim:until` never holds a run longer than `sim:delay` could. */
@@ -65,15 +71,17 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
 
 /**
  * The same reply as `run` gives, token by token: `sim:delay` before the first token, `sim:pace`
- * between tokens, then the count as the provider's usage.
+ * between tokens (20 ms by default; `sim:pace=0` sends the reply in one burst), then the count as
+ * the provider's usage.
  */
 async function* streamChat(job: ProviderJob, signal: AbortSignal, options: SimulatorOptions): AsyncGenerator<ChatStreamEvent> {
   const directives = parseDirectives(job.prompt);
   await pause(directives.delayMs ?? options.latencyMs ?? DEFAULT_LATENCY_MS.chat, signal);
   if (directives.fail) throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
   const words = chatWords(job.prompt, replyTokens(job, directives));
+  const paceMs = directives.paceMs ?? options.paceMs ?? DEFAULT_PACE_MS;
   for (const [i, word] of words.entries()) {
-    if (i > 0 && directives.paceMs) await pause(directives.paceMs, signal);
+    if (i > 0 && paceMs > 0) await pause(paceMs, signal);
     signal.throwIfAborted();
     yield { type: 'delta', text: word };
   }
@@ -108,13 +116,24 @@ function dimensions(params: Record<string, unknown>, width: number, height: numb
   };
 }
 
-/** Sleeps in small steps so the job keeps heartbeating and stops promptly when cancelled. */
+/**
+ * Sleeps in small steps so the job keeps heartbeating and stops promptly when cancelled, and
+ * reports its progress in PROGRESS_STEPS steps as it goes (100 once the wait is over; the file is
+ * made after).
+ */
 async function wait(ms: number, ctx: ProviderContext): Promise<void> {
-  const end = Date.now() + ms;
+  const start = Date.now();
+  const end = start + ms;
+  // Short runs still report several steps; long ones at most once a heartbeat.
+  const beatMs = Math.max(50, Math.min(HEARTBEAT_EVERY_MS, Math.ceil(ms / 10)));
+  ctx.progress?.(0);
   for (;;) {
     ctx.signal.throwIfAborted();
     const left = end - Date.now();
-    if (left <= 0) return;
+    if (left <= 0) {
+      ctx.progress?.(100);
+      return;
+    }
     // One listener per beat, removed when the beat ends: a long run must not pile them up.
     await new Promise<void>((resolve) => {
       const done = () => {
@@ -122,10 +141,12 @@ async function wait(ms: number, ctx: ProviderContext): Promise<void> {
         ctx.signal.removeEventListener('abort', done);
         resolve();
       };
-      const timer = setTimeout(done, Math.min(left, HEARTBEAT_EVERY_MS));
+      const timer = setTimeout(done, Math.min(left, beatMs));
       ctx.signal.addEventListener('abort', done, { once: true });
     });
     ctx.heartbeat();
+    const step = Math.floor(Math.min(1, (Date.now() - start) / Math.max(1, ms)) * PROGRESS_STEPS);
+    ctx.progress?.(Math.round((step / PROGRESS_STEPS) * 100));
   }
 }
 

@@ -31,6 +31,11 @@ export interface ProviderContext {
   signal: AbortSignal;
   /** What the previous attempt of this job last reported with `heartbeat(details)`. */
   resume?: unknown;
+  /**
+   * The provider's own progress, 0–100, when it reports one (an upstream's status, the
+   * simulator's steps). Call it as often as it changes: the caller decides what to record.
+   */
+  progress?(percent: number): void;
 }
 
 /** One piece of a streamed chat reply, as the provider sends it. */

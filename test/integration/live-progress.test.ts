@@ -1,0 +1,136 @@
+import { get } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, startHarness } from '../support/harness';
+import type { Harness } from '../support/harness';
+
+/**
+ * Long jobs people can watch (issue 21, item 1): `progress`, `queuePosition`, `etaSeconds` and
+ * `expectedAt` on the records, progress written by the provider step to its own table and heard
+ * on the live streams, and durations measured per model and size.
+ */
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ listen: true });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+interface Live { id: string; status: string; progress: number; queuePosition: number | null; etaSeconds: number | null; expectedAt: string | null }
+interface Received { id?: string; event: string; data: Live }
+
+const v1 = async (key: string, body: Record<string, unknown>) => (await h.call('POST', '/api/v1/generate', { key, body })).json<Live>();
+const v1Get = async (key: string, id: string) => (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Live>();
+
+/** An SSE reader over node:http (as in live-events.test.ts): every event until the stream closes. */
+async function readEvents(url: string, key: string, ms = 30_000): Promise<Received[]> {
+  const res = await new Promise<IncomingMessage>((resolve, reject) => get(url, { headers: { authorization: `Bearer ${key}` }, agent: false }, resolve).on('error', reject));
+  expect(res.statusCode).toBe(200);
+  const events: Received[] = [];
+  let text = '';
+  const timer = setTimeout(() => res.destroy(), ms);
+  try {
+    for await (const chunk of res) {
+      text += (chunk as Buffer).toString('utf8');
+      let cut;
+      while ((cut = text.indexOf('\n\n')) >= 0) {
+        const block = text.slice(0, cut);
+        text = text.slice(cut + 2);
+        const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':') && l.includes(': ')).map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)]));
+        if (fields.event) events.push({ ...(fields.id ? { id: fields.id } : {}), event: fields.event, data: JSON.parse(fields.data ?? 'null') as Live });
+      }
+    }
+  } catch {
+    // Destroyed by the timer.
+  } finally {
+    clearTimeout(timer);
+    res.destroy();
+  }
+  return events;
+}
+
+describe('progress', () => {
+  it('group A over real HTTP: `event: progress` while the simulator steps through a video, never going back, then `done` at 100', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const g = await v1(key, { kind: 'video', model: 'kling', prompt: 'a lighthouse sim:delay=4000', seconds: 5 });
+    const events = await readEvents(`${h.baseUrl}/api/v1/generations/${g.id}/events`, key);
+    const progress = events.filter((e) => e.event === 'progress');
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+    for (const e of progress) {
+      expect(e.data).toMatchObject({ id: g.id, status: 'running', queuePosition: null });
+      expect(e.data.progress).toBeGreaterThan(0);
+      expect(e.data.progress).toBeLessThan(100);
+      expect(e.data.etaSeconds).toBeGreaterThanOrEqual(1);
+      expect(Date.parse(e.data.expectedAt!)).toBeGreaterThan(Date.now() - 60_000);
+    }
+    const seen = progress.map((e) => e.data.progress);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+    // Event ids go on rising (a resumed stream is sent only what is newer).
+    const ids = events.map((e) => Number(e.id));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(events.at(-1)).toMatchObject({ event: 'done', data: { status: 'succeeded', progress: 100, etaSeconds: null, expectedAt: null } });
+  });
+
+  it('the openai SDK sees progress on client.videos.retrieve rise while in_progress and 100 when completed', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const client = new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/v1` });
+    const created = await client.videos.create({ model: 'kling-2.1-pro', prompt: 'waves sim:delay=4000', seconds: '4', size: '1280x720' });
+    const seen: number[] = [];
+    const done = await eventually(async () => {
+      const v = await client.videos.retrieve(created.id);
+      if (v.status === 'in_progress') seen.push(v.progress);
+      return v.status === 'completed' ? v : undefined;
+    }, 30_000, 150);
+    expect(done.progress).toBe(100);
+    expect(seen.some((p) => p > 0 && p < 100)).toBe(true);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+  });
+
+  it('the progress a run recorded is its own table’s, and a succeeded run adds its duration to the model and size’s samples', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const g = await v1(key, { kind: 'video', model: 'wan', prompt: 'a kite sim:delay=1500', seconds: 5 });
+    await eventually(async () => ((await v1Get(key, g.id)).status === 'succeeded' ? true : undefined));
+    const rows = await h.pool.query<{ percent: number; source: string }>(`SELECT percent, source FROM generation_progress WHERE generation_id = $1`, [g.id]);
+    expect(rows.rows[0]).toMatchObject({ source: 'provider' });
+    const samples = await h.pool.query<{ samples: number[] }>(`SELECT samples FROM generation_durations WHERE model = 'wan'`);
+    expect(samples.rows.flatMap((r) => r.samples).length).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('queue position and ETA', () => {
+  it('videos waiting for one of the five slots count 1, 2, 3 in order and move up as slots free; ETA comes from measured durations', async () => {
+    const { key } = await h.account({ credits: 5_000 });
+    // Three measured runs of this model and size: the median is the expected duration from now on.
+    for (let i = 0; i < 3; i++) {
+      const w = await v1(key, { kind: 'video', model: 'hailuo', prompt: `warm-up ${i} sim:delay=1000`, seconds: 6 });
+      await eventually(async () => ((await v1Get(key, w.id)).status === 'succeeded' ? true : undefined));
+    }
+    const blockers: Live[] = [];
+    for (let i = 0; i < 5; i++) blockers.push(await v1(key, { kind: 'video', model: 'hailuo', prompt: `blocker ${i} sim:delay=30000`, seconds: 6 }));
+    await eventually(async () => {
+      const r = await h.pool.query<{ n: string }>(`SELECT count(*) AS n FROM generations WHERE id = ANY($1::text[]) AND status = 'running'`, [blockers.map((b) => b.id)]);
+      return Number(r.rows[0]!.n) === 5 ? true : undefined;
+    });
+    const waiting: Live[] = [];
+    for (let i = 0; i < 3; i++) waiting.push(await v1(key, { kind: 'video', model: 'hailuo', prompt: `waiting ${i} sim:delay=1000`, seconds: 6 }));
+    const positions = await Promise.all(waiting.map((w) => v1Get(key, w.id)));
+    expect(positions.map((p) => p.queuePosition)).toEqual([1, 2, 3]);
+    expect(positions.map((p) => p.status)).toEqual(['queued', 'queued', 'queued']);
+    expect(positions.every((p) => p.progress === 0)).toBe(true);
+    // Measured: about a second a run, so far below the catalogue's default of about a minute.
+    expect(positions[0]!.etaSeconds).toBeLessThan(10);
+    expect(positions[2]!.etaSeconds).toBeGreaterThanOrEqual(positions[0]!.etaSeconds!);
+    // Group C shows the same.
+    const c = (await h.call('GET', `/api/generate/${waiting[1]!.id}`, { key })).json<{ generation: Live }>().generation;
+    expect(c).toMatchObject({ queuePosition: 2, progress: 0 });
+
+    // A slot frees: the next one runs, the others move up.
+    await h.call('POST', `/api/v1/generations/${blockers[0]!.id}/cancel`, { key });
+    await eventually(async () => ((await v1Get(key, waiting[2]!.id)).queuePosition === 2 ? true : undefined));
+    expect((await v1Get(key, waiting[1]!.id)).queuePosition).toBe(1);
+    for (const b of blockers.slice(1)) await h.call('POST', `/api/v1/generations/${b.id}/cancel`, { key });
+    for (const w of waiting) await eventually(async () => ((await v1Get(key, w.id)).status === 'succeeded' ? true : undefined));
+  });
+});
