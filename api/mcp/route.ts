@@ -1,5 +1,6 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -9,6 +10,7 @@ import { bearerToken, principalOf, requireApiKey } from '../auth';
 import type { AuthDeps } from '../auth';
 import { errorBody } from '../errors';
 import { apiError, errorResponses } from '../schemas';
+import { createModernMcpServer } from './modern';
 import { createMcpServer } from './server';
 
 export const MCP_PATH = '/api/mcp';
@@ -43,16 +45,19 @@ const jsonRpcError = z
 const security = [{ apiKey: [] }];
 const tags = ['Group A'];
 const description =
-  'The Model Context Protocol (revision 2025-11-25) over Streamable HTTP, stateless: every POST carries one JSON-RPC message ' +
+  'The Model Context Protocol over Streamable HTTP, revisions 2025-11-25 (initialize handshake) and 2026-07-28 (no handshake: ' +
+  'server/discover, the protocol version and capabilities in each request\'s _meta, the tasks extension io.modelcontextprotocol/tasks), ' +
+  'stateless: every POST carries one JSON-RPC message ' +
   'and is answered on its own, so any API instance answers any request; a JSON array (a JSON-RPC batch, removed from MCP in ' +
   '2025-06-18) is refused with a JSON-RPC error and nothing runs. Send `Accept: application/json, text/event-stream` ' +
   'and the API key as `Authorization: Bearer <API_KEY>`, with the same scopes, rate limit and balance as REST. A request is answered ' +
   'with a Server-Sent Events stream that carries progress notifications and ends with the JSON-RPC response; notifications alone are ' +
-  'answered 202. Tools: generate_image, generate_video (also as an MCP task), enhance_prompt, list_models, get_generation. ' +
+  'answered 202 (on 2026-07-28 a reply may be plain JSON). Tools: generate_image, generate_video (also as an MCP task), enhance_prompt, ' +
+  'list_models, get_generation, cancel_generation. ' +
   'Refusals (e.g. insufficient_credits) are tool results with isError, not HTTP errors. Pages of other origins are refused (Origin).';
 
 /** What a page may send (its preflight asks) and read (beyond the CORS-safelisted headers). */
-const CORS_ALLOWED = 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Last-Event-ID';
+const CORS_ALLOWED = 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID';
 const CORS_EXPOSED = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 
 const BATCH_MESSAGE = 'JSON-RPC batches are not accepted (MCP 2025-06-18 removed them): send each message in its own POST. Nothing in this batch was run.';
@@ -126,16 +131,32 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
       },
     },
   }, async (request, reply) => {
-    const server = createMcpServer(serverDeps, principalOf(request), request.log);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    await server.connect(transport);
-    // One server and transport per request: when the answer is over or the caller has gone, so
-    // are they (a handler still waiting on a generation is aborted).
-    reply.raw.once('close', () => {
-      server.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
+    const principal = principalOf(request);
+    const webRequest = webRequestOf(request);
+    // One revision per message: a 2026-07-28 request carries its protocol version in `_meta` (and the
+    // MCP-Protocol-Version header); anything else is 2025-era and keeps the SDK 1.x path it always had,
+    // a message without a method included (the 1.x transport answers it as before).
+    if (!hasMethod(request.body) || (await isLegacyRequest(webRequest, request.body))) {
+      const server = createMcpServer(serverDeps, principal, request.log);
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      await server.connect(transport);
+      // One server and transport per request: when the answer is over or the caller has gone, so
+      // are they (a handler still waiting on a generation is aborted).
+      reply.raw.once('close', () => {
+        server.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
+      });
+      const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
+      // Fastify sends a web Response as it is (status, headers, streamed body); the typed reply knows only JSON bodies.
+      return reply.send(response as never);
+    }
+    const handler = createMcpHandler(() => createModernMcpServer(serverDeps, principal, request.log), {
+      legacy: 'reject',
+      onerror: (err) => request.log.debug({ err }, 'mcp protocol error'),
     });
-    const response = await transport.handleRequest(webRequestOf(request), { parsedBody: request.body });
-    // Fastify sends a web Response as it is (status, headers, streamed body); the typed reply knows only JSON bodies.
+    reply.raw.once('close', () => {
+      handler.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
+    });
+    const response = await handler.fetch(webRequest, { parsedBody: request.body });
     return reply.send(response as never);
   });
 
@@ -168,6 +189,8 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
       .header('Access-Control-Allow-Headers', CORS_ALLOWED).header('Access-Control-Max-Age', '600').send(null));
   app.delete(MCP_PATH, { schema: { ...stateless, operationId: 'mcpEndSession', summary: 'No session to end: 405' } }, notAllowed);
 };
+
+const hasMethod = (body: unknown): boolean => typeof (body as { method?: unknown } | null)?.method === 'string';
 
 /**
  * The request as the SDK's web-standard transport reads it: method and headers (Fastify has

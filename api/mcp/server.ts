@@ -29,10 +29,10 @@ export interface McpServerDeps {
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-const INSTRUCTIONS =
+export const INSTRUCTIONS =
   'Generates images, videos and chat replies against a credit balance (1 credit = 0.01 EUR). list_models gives the prices. ' +
   'An image (generate_image) or an improved prompt (enhance_prompt) comes back within the call. A video (generate_video) takes ' +
-  'minutes: call it as a task and follow it with tasks/get and tasks/result, or follow its id with get_generation. ' +
+  'minutes: call it as an MCP task and follow the task, or follow its id with get_generation; cancel_generation stops it. ' +
   'Credits are held when a generation starts and charged only if it succeeds. A refused call (e.g. insufficient_credits, ' +
   'unknown_cost, permission_error) is a tool error whose text is the REST error body; nothing is charged for it.';
 
@@ -52,20 +52,7 @@ const TASK_FOLLOW_SLICE_MS = 60_000;
  */
 export function createMcpServer(deps: McpServerDeps, principal: Principal, log: FastifyBaseLogger): Server {
   const { service } = deps;
-  const tasks = new McpTaskStore({
-    pool: deps.pool,
-    accountId: principal.accountId,
-    pollIntervalMs: deps.taskPollIntervalMs,
-    resultOf: async (generationId) => generationResult(await service.get(principal, generationId), { failedIsError: true }),
-    async cancelGeneration(generationId) {
-      try {
-        await service.cancel(principal, generationId);
-      } catch (err) {
-        // It ended first; the task is cancelled all the same (the protocol says so), its result tells what happened.
-        if (!(err instanceof GenerationFinishedError)) throw err;
-      }
-    },
-  });
+  const tasks = taskStoreFor(deps, principal);
 
   const server = new Server(
     { name: 'generation-service', title: 'Generation service', version },
@@ -161,17 +148,39 @@ export function createMcpServer(deps: McpServerDeps, principal: Principal, log: 
   return server;
 }
 
+/** The task store of one caller: tasks bound to its account, results and cancels through the one service. */
+export function taskStoreFor(deps: McpServerDeps, principal: Principal): McpTaskStore {
+  const { service } = deps;
+  return new McpTaskStore({
+    pool: deps.pool,
+    accountId: principal.accountId,
+    pollIntervalMs: deps.taskPollIntervalMs,
+    resultOf: async (generationId) => generationResult(await service.get(principal, generationId), { failedIsError: true }),
+    async cancelGeneration(generationId) {
+      try {
+        await service.cancel(principal, generationId);
+      } catch (err) {
+        // It ended first; the task is cancelled all the same (the protocol says so), its result tells what happened.
+        if (!(err instanceof GenerationFinishedError)) throw err;
+      }
+    },
+  });
+}
+
+/** The progress step and message of a generation's status (done is 3 of 3). */
+export function progressOf(g: GenerationView): { progress: number; total: number; message: string } {
+  const message = g.status === 'failed' && g.error ? `${g.id} failed: ${g.error.message}` : `${g.id} ${g.status}`;
+  return { progress: PROGRESS_STEP[g.status], total: 3, message };
+}
+
 /** notifications/progress for a generation's status; a caller that has gone away is not an error. */
 async function sendProgress(extra: Extra, progressToken: ProgressToken, g: GenerationView, taskId?: string): Promise<void> {
-  const message = g.status === 'failed' && g.error ? `${g.id} failed: ${g.error.message}` : `${g.id} ${g.status}`;
   await extra
     .sendNotification({
       method: 'notifications/progress',
       params: {
         progressToken,
-        progress: PROGRESS_STEP[g.status],
-        total: 3,
-        message,
+        ...progressOf(g),
         ...(taskId ? { _meta: { [RELATED_TASK_META_KEY]: { taskId } } } : {}),
       },
     })

@@ -83,6 +83,8 @@ const generationOutput = z.object(generation.shape);
 /** Media tools spend credits and reach model providers: never destructive, never idempotent. */
 const GENERATES: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
 const READS: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
+/** Cancelling stops work and releases its hold: destructive to that work, the same answer when repeated. */
+const CANCELS: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
 
 const ENHANCE_MAX_TOKENS = 300;
 const enhanceInstructions = (target: 'image' | 'video') =>
@@ -199,7 +201,20 @@ const getGeneration = defineTool({
   },
 });
 
-/** The tools of the MCP endpoint, by name. */
+const cancelGeneration = defineTool({
+  name: 'cancel_generation',
+  title: 'Cancel a generation',
+  description:
+    'Cancels a queued or running generation of this account (a video started by generate_video, for one): it fails with code ' +
+    'cancelled and its held credits are released; nothing is charged. Cancelling it again answers the same record. A generation ' +
+    'that has already finished otherwise is a generation_finished error naming its status, as POST /api/v1/generations/{id}/cancel answers.',
+  input: z.object({ id: z.string().min(1).max(64).describe('A generation id (gen_…), as a generate tool or the REST API answered it') }),
+  output: generationOutput,
+  annotations: CANCELS,
+  run: async (args, ctx) => generationResult(await ctx.service.cancel(ctx.principal, args.id), { failedIsError: false }),
+});
+
+/** The tools of the MCP endpoint, by name (on both protocol revisions). */
 export const TOOLS: ReadonlyMap<string, McpTool> = new Map(
-  [generateImage, generateVideo, enhancePrompt, listModels, getGeneration].map((t) => [t.definition.name, t]),
+  [generateImage, generateVideo, enhancePrompt, listModels, getGeneration, cancelGeneration].map((t) => [t.definition.name, t]),
 );

@@ -39,7 +39,7 @@ afterAll(async () => {
 
 const MISSING_GENERATION = `gen_${'0'.repeat(26)}`;
 const MODEL_IMMEDIATE_RESPONSE = 'io.modelcontextprotocol/model-immediate-response';
-const TOOL_NAMES = ['enhance_prompt', 'generate_image', 'generate_video', 'get_generation', 'list_models'];
+const TOOL_NAMES = ['cancel_generation', 'enhance_prompt', 'generate_image', 'generate_video', 'get_generation', 'list_models'];
 
 /** A generation as group A (and so MCP) shows it. */
 interface Generation extends Omit<GenerationRecord, 'text'> {
@@ -125,7 +125,7 @@ async function secondInstance(opts: { mcpAllowedOrigins?: string[] } = {}): Prom
 }
 
 describe('tools', () => {
-  it('lists five tools, each with input and output schemas and annotations; generate_video may run as a task', async () => {
+  it('lists six tools, each with input and output schemas and annotations; generate_video may run as a task', async () => {
     const { key } = await h.account({ credits: 0 });
     const client = await connect(key);
     expect(client.getServerCapabilities()).toMatchObject({ tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } });
@@ -144,6 +144,7 @@ describe('tools', () => {
     for (const name of ['generate_image', 'generate_video', 'enhance_prompt']) {
       expect(byName.get(name)?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true });
     }
+    expect(byName.get('cancel_generation')?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: true });
     expect(byName.get('generate_video')?.execution).toEqual({ taskSupport: 'optional' });
     expect(tools.filter((t) => t.execution !== undefined).map((t) => t.name)).toEqual(['generate_video']);
     expect(byName.get('generate_image')?.inputSchema).toMatchObject({ required: ['model', 'prompt'], properties: { width: { type: 'integer' } } });
@@ -223,6 +224,27 @@ describe('tools', () => {
       const res = await h.app.inject({ method: 'GET', url: `/api/v1/models${'kind' in query ? `?kind=${query.kind}` : ''}` });
       expect(data).toEqual(res.json<{ data: unknown[] }>().data);
     }
+  });
+});
+
+describe('cancel_generation', () => {
+  it('cancels a video through the service: the hold is released, again answers the same; a finished one and a missing one are REST’s errors', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = await connect(key);
+    const g = structuredOf<Generation>(await callTool(client, 'generate_video', { model: 'kling', prompt: 'slow tide sim:delay=30000' }));
+    expect(await balanceOf(key)).toMatchObject({ holdsActive: 42.5 });
+    const cancelled = await callTool(client, 'cancel_generation', { id: g.id });
+    expect(cancelled.isError).toBeFalsy();
+    expect(structuredOf<Generation>(cancelled)).toMatchObject({ id: g.id, status: 'failed', error: { code: 'cancelled' }, creditsCharged: 0 });
+    expect(await balanceOf(key)).toMatchObject({ balance: 100, holdsActive: 0 });
+    expect(structuredOf<Generation>(await callTool(client, 'cancel_generation', { id: g.id }))).toMatchObject({ status: 'failed', error: { code: 'cancelled' } });
+
+    const image = structuredOf<Generation>(await callTool(client, 'generate_image', { model: 'flux', prompt: 'a kite' }));
+    for (const id of [image.id, MISSING_GENERATION]) {
+      const viaRest = await rest<{ error: unknown }>('POST', `/api/v1/generations/${id}/cancel`, key);
+      expect(refusalOf(await callTool(client, 'cancel_generation', { id }))).toEqual(viaRest.body.error);
+    }
+    expect(refusalOf(await callTool(client, 'cancel_generation', { id: image.id }))).toMatchObject({ type: 'generation_finished' });
   });
 });
 
