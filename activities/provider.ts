@@ -74,10 +74,13 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
    */
   const storePreviews = async (generationId: string, file: ProviderFile): Promise<void> => {
     const ctx = Context.current();
+    // Making them may wait for one of the few image slots behind other videos' previews: the run
+    // keeps saying it is alive meanwhile, or its heartbeat timeout would retry a finished render.
+    const alive = setInterval(() => ctx.heartbeat(), 2_000);
     const previews = await previewsOfVideo(file).catch((err: unknown) => {
       ctx.log.warn('video previews could not be made', { generationId, error: (err as Error).message });
       return undefined;
-    });
+    }).finally(() => clearInterval(alive));
     if (!previews) {
       ctx.log.info('no video previews', { generationId, contentType: file.contentType });
       return;
