@@ -41,7 +41,7 @@ describe('a task follows its generation', () => {
 describe('tool definitions', () => {
   it('are valid JSON Schema 2020-12 objects with names MCP clients accept', () => {
     const ajv = new Ajv2020({ strict: false });
-    expect([...TOOLS.keys()].sort()).toEqual(['enhance_prompt', 'generate_image', 'generate_video', 'get_generation', 'list_models']);
+    expect([...TOOLS.keys()].sort()).toEqual(['cancel_generation', 'enhance_prompt', 'generate_image', 'generate_video', 'get_generation', 'list_models']);
     for (const { definition } of TOOLS.values()) {
       expect(definition.name).toMatch(/^[a-z_]{1,64}$/);
       for (const schema of [definition.inputSchema, definition.outputSchema]) {
