@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../../core/principal';
 import { version } from '../docs';
-import { refusalOf } from './results';
+import { guardedBy, refusalOf } from './results';
 import type { McpServerDeps } from './server';
 import { INSTRUCTIONS, progressOf, taskStoreFor } from './server';
 import { declaresTasks, detailedTask, extensionTaskNotFound, requireTasksCapability, TASKS_EXTENSION } from './tasks-extension';
@@ -54,16 +54,7 @@ export function createModernMcpServer(deps: McpServerDeps, principal: Principal,
     return new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error; retry shortly.');
   };
 
-  /** Runs work whose refusal is a tool error (nothing charged) and whose bug is an internal error. */
-  const guarded = async <T>(work: () => Promise<T>): Promise<T | CallToolResult> => {
-    try {
-      return await work();
-    } catch (err) {
-      const refused = refusalOf(err);
-      if (refused) return refused;
-      throw internal(err);
-    }
-  };
+  const guarded = guardedBy(internal);
 
   /** generate_video with the extension declared: the generation is submitted, a task follows it (durably created before the answer). */
   const startTask = async (tool: McpTool, submit: NonNullable<McpTool['submit']>, args: unknown, ctx: ServerContext) =>

@@ -75,3 +75,20 @@ export function generationResult(view: GenerationView, opts: { failedIsError: bo
   if (g.status === 'queued' || g.status === 'running') more.push({ type: 'text', text: IN_FLIGHT_HINT(g.id) });
   return structured(g, { isError: opts.failedIsError && g.status === 'failed', more });
 }
+
+/**
+ * Runs a tool call whose refusal (402, 403, an unknown model…) is a tool error, nothing charged,
+ * and whose other failures become the protocol's internal error; each SDK revision names that
+ * error its own way, so the caller says how.
+ */
+export function guardedBy(internal: (err: unknown) => Error) {
+  return async <T>(work: () => Promise<T>): Promise<T | CallToolResult> => {
+    try {
+      return await work();
+    } catch (err) {
+      const refused = refusalOf(err);
+      if (refused) return refused;
+      throw internal(err);
+    }
+  };
+}

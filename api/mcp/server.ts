@@ -12,7 +12,7 @@ import type { Principal } from '../../core/principal';
 import type { GenerationService } from '../../service/generation-service';
 import type { GenerationView } from '../../core/generation-view';
 import { version } from '../docs';
-import { generationResult, refusalOf } from './results';
+import { generationResult, guardedBy, refusalOf } from './results';
 import { McpTaskStore, taskNotFound, taskOf } from './task-store';
 import type { TaskContext } from './task-store';
 import { TOOLS } from './tools';
@@ -79,16 +79,7 @@ export function createMcpServer(deps: McpServerDeps, principal: Principal, log: 
     return new McpError(ErrorCode.InternalError, 'Internal error; retry shortly.');
   };
 
-  /** Runs a call; a refusal becomes a tool error (nothing was charged). */
-  const guarded = async (work: () => Promise<CallToolResult>): Promise<CallToolResult> => {
-    try {
-      return await work();
-    } catch (err) {
-      const refused = refusalOf(err);
-      if (refused) return refused;
-      throw internal(err);
-    }
-  };
+  const guarded = guardedBy(internal);
 
   /** A task-augmented call answers a task at once; a refused one makes a task that has already failed with the refusal. */
   const startTask = async (tool: string, submit: NonNullable<McpTool['submit']>, args: unknown, extra: Extra): Promise<CreateTaskResult> => {
