@@ -36,8 +36,9 @@ export interface GenerationWorkflowInput {
    * the workflow does not run the provider activity but waits, up to `deadlineMs` after it starts
    * running, for the `apiRunResult` signal, then settles what it reports or releases. No signal by
    * the deadline (the API died mid-stream) releases the hold. Absent for every other generation.
+   * `admittedRunning`: the API admitted it `running` (core/ledger/admit.ts), so the workflow does not.
    */
-  apiRun?: { deadlineMs: number };
+  apiRun?: { deadlineMs: number; admittedRunning?: boolean };
 }
 
 /**
@@ -50,9 +51,17 @@ export interface LegacyWorkflowInput extends Omit<GenerationWorkflowInput, 'admi
 }
 
 /** What the API reports about a generation it ran itself (see `apiRun`). */
-export type ApiRunResult =
+export type ApiRunResult = (
   | { ok: true; output: RunOutput & { chargeMc: number; outputTokens: number } }
-  | { ok: false; error: GenerationFailure };
+  | { ok: false; error: GenerationFailure }
+) & {
+  /**
+   * Where the API's own ledger call left the hold, when it reached the ledger: the workflow then
+   * records that outcome without a ledger activity of its own. Absent: the workflow settles or
+   * releases from the report itself.
+   */
+  recorded?: 'settled' | 'released';
+};
 
 /** Where a generation workflow stands; `refused` only for legacy workflows whose own hold was refused. */
 export type GenerationPhase = GenerationStatus | 'refused';

@@ -86,7 +86,7 @@ export function createAdmission(deps: AdmissionDeps) {
 
     /** Admits a request's priced generations, all or none; a refusal is a 402 for the whole request. */
     async admit(priced: readonly PricedGeneration[], principal: Principal, opts: SubmitOptions): Promise<Admitted> {
-      const admission = await admit(pool, priced.map((p) => ({ ...p, id: p.generationId })), keyedOf(principal, opts));
+      const admission = await admit(pool, priced.map((p) => ({ ...p, id: p.generationId, startsRunning: p.apiRun?.admittedRunning })), keyedOf(principal, opts));
       if (admission.outcome === 'replay') return { replayOf: admission.firstId };
       if (admission.outcome === 'refused') throw new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
       const inputs = admission.generations.map((a, i) => inputOfAdmitted(priced[i]!, a, deps.deadlines));

@@ -85,15 +85,16 @@ export function createChatRuns(deps: ChatRunDeps) {
    * report not arrive, the workflow's deadline comes and its release finds the charge.
    */
   const resolve = async (input: GenerationWorkflowInput, started: Promise<unknown>, result: ApiRunResult): Promise<boolean> => {
-    let durable = true;
+    let recorded: ApiRunResult['recorded'];
     try {
-      await (result.ok ? settle(deps.pool, { generationId: input.generationId, ...result.output }) : release(deps.pool, input.generationId, result.error));
+      const resolution = await (result.ok ? settle(deps.pool, { generationId: input.generationId, ...result.output }) : release(deps.pool, input.generationId, result.error));
+      recorded = resolution.outcome === 'already' ? resolution.state : resolution.outcome;
     } catch (err) {
-      durable = false;
       log(`generation ${input.generationId}: the ledger could not record the outcome here; the workflow will`, err);
     }
+    const durable = recorded !== undefined;
     const reported = started
-      .then(() => deps.gateway.reportApiRun(input, result))
+      .then(() => deps.gateway.reportApiRun(input, { ...result, ...(durable ? { recorded } : {}) }))
       .catch((err: unknown) => log(`generation ${input.generationId}: the workflow could not be told the outcome; its deadline will close it`, err))
       .finally(() => reporting.delete(reported));
     reporting.add(reported);
@@ -124,6 +125,7 @@ export function createChatRuns(deps: ChatRunDeps) {
     const maxTokens = Number(priced.params.maxTokens);
     if (!Number.isFinite(rate) || !Number.isFinite(maxTokens)) throw new Error(`chat ${priced.model} is not billed per token`);
     priced.params = { ...priced.params, apiRunDeadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS };
+    priced.apiRun = { deadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS, admittedRunning: true };
     const job: ProviderJob = { generationId: priced.generationId, kind: 'chat', model: priced.model, prompt: priced.prompt, params: priced.params };
 
     // The provider is asked while the hold is being placed when the balance read with the key
@@ -143,7 +145,7 @@ export function createChatRuns(deps: ChatRunDeps) {
       return replayed(await firstOf(deps.admission.replay(principal.accountId, admitted.replayOf, opts)));
     }
 
-    const input: GenerationWorkflowInput = { ...admitted.inputs[0]!, apiRun: { deadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS } };
+    const input: GenerationWorkflowInput = admitted.inputs[0]!;
 
     // Fired now, awaited only when the outcome is reported: the first token does not wait for it.
     const started = deps.gateway.start(input).catch((err: unknown) => log(`generation ${input.generationId}: start failed; retried when the run is reported`, err));

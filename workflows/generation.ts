@@ -65,6 +65,12 @@ export const PATCHES = {
   startFailureSkipsRun: 'start-failure-skips-run',
   /** A release that finds the hold charged (the API settled the reply it produced) ends succeeded. */
   releaseFindsSettled: 'release-finds-settled',
+  /**
+   * A chat the API ran itself was admitted `running` and its outcome recorded by the API's own
+   * ledger call: the workflow records both without ledger activities (two workflow tasks, no
+   * activity, per streamed or whole chat reply).
+   */
+  apiRunRecorded: 'api-run-recorded',
 } as const;
 
 /**
@@ -151,8 +157,16 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     events.push({ type: 'SETTLED' });
   };
 
+  /** Where the API's own ledger call left a run it reported, on workflows that trust it. */
+  const recordedByApi = (): ApiRunResult['recorded'] =>
+    apiRunResult?.recorded !== undefined && patched(PATCHES.apiRunRecorded) ? apiRunResult.recorded : undefined;
+
   const effects: { [K in EffectName]: (params: EffectParams[K]) => Promise<void> } = {
     async startRunning() {
+      if (input.apiRun?.admittedRunning && patched(PATCHES.apiRunRecorded)) {
+        events.push({ type: 'STARTED' });
+        return;
+      }
       try {
         const outcome = await ledger.markRunning({ generationId: input.generationId, accountId: input.accountId, kind: input.kind });
         events.push(outcome === 'finished'
@@ -197,6 +211,9 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       for (const scope of background.splice(0)) scope.cancel();
     },
     async settle({ output }) {
+      const recorded = recordedByApi();
+      if (recorded === 'settled') return void events.push({ type: 'SETTLED' });
+      if (recorded === 'released') return settleFailed(RELEASED_BEFORE_SETTLE, false);
       let settled;
       try {
         settled = await ledger.settle({ generationId: input.generationId, ...output });
@@ -207,11 +224,13 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       }
       // The API released the hold (its start of this workflow looked failed): nothing was charged.
       if (settled.outcome === 'already' && settled.state === 'released') {
-        return settleFailed({ code: 'not_started', message: 'the hold was released before the run finished', retryable: true }, false);
+        return settleFailed(RELEASED_BEFORE_SETTLE, false);
       }
       events.push({ type: 'SETTLED' });
     },
     async release({ error }) {
+      const recorded = recordedByApi();
+      if (recorded !== undefined) return void events.push(recorded === 'settled' ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' });
       const released = await ledger.release({ generationId: input.generationId, error });
       const charged = released.outcome === 'already' && released.state === 'settled';
       events.push(charged && patched(PATCHES.releaseFindsSettled) ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' });
@@ -265,6 +284,9 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   }
   return { generationId: input.generationId, phase };
 };
+
+/** A settle that found the hold released (the API's or the reconciler's doing): nothing was charged. */
+const RELEASED_BEFORE_SETTLE: GenerationFailure = { code: 'not_started', message: 'the hold was released before the run finished', retryable: true };
 
 /** A deadline as its error message says it: a client's short one (`Cancel-After: 2`) in seconds. */
 const deadlineText = (ms: number): string => (ms < 120_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`);

@@ -6,7 +6,7 @@ import { IdempotencyConflictError } from '../errors';
 import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
-import type { GenerationKind } from '../vocabulary';
+import type { GenerationKind, GenerationStatus } from '../vocabulary';
 import { appendEntry } from './entries';
 import type { AccountMoney } from './entries';
 import { classified } from './failures';
@@ -25,6 +25,11 @@ export interface NewGeneration {
   quoteMc: Millicredits;
   /** While the account has free chat replies left, one is claimed instead of a hold; names the model that serves it. */
   freeChat?: { model: string } | undefined;
+  /**
+   * Recorded `running` at once: the API runs it itself (a chat it streams), so no workflow step
+   * has to move it there. Its `queued` and `running` webhooks are both owed, in that order.
+   */
+  startsRunning?: boolean | undefined;
 }
 
 /** An Idempotency-Key with the hash of the request it came with. */
@@ -53,9 +58,9 @@ export type Admission =
 /**
  * Admits one request's generations in one transaction: claims the Idempotency-Key (naming the
  * first generation), then for each places the hold (or claims a free chat reply), records the
- * generation `queued` and writes its ledger entry and any `queued` webhook delivery. All or
- * nothing: a refusal rolls everything back, so a refused request leaves no claim, no hold and no
- * generation, and never a workflow. Idempotent per generation id: admitting an id that already
+ * generation `queued` (or `running`, see `startsRunning`) and writes its ledger entry and the
+ * webhook deliveries it owes. All or nothing: a refusal rolls everything back, so a refused
+ * request leaves no claim, no hold and no generation, and never a workflow. Idempotent per generation id: admitting an id that already
  * holds answers that hold.
  */
 export async function admit(pool: pg.Pool, generations: readonly NewGeneration[], keyed?: KeyedRequest): Promise<Admission> {
@@ -63,7 +68,7 @@ export async function admit(pool: pg.Pool, generations: readonly NewGeneration[]
   if (!first) throw new Error('admit: nothing to admit');
   // One paid generation without a key and with no webhook owed is one statement, atomic by
   // itself: no BEGIN and COMMIT round trips around it. It is the hot path of a streamed chat.
-  const oneStatement = !keyed && generations.length === 1 && !first.freeChat && !owesEvent(first.kind, 'queued');
+  const oneStatement = !keyed && generations.length === 1 && !first.freeChat && statusesOf(first).every((s) => !owesEvent(first.kind, s));
   let admission: Admission;
   try {
     admission = await classified(() => (oneStatement ? admitAll(pool, generations, undefined) : inTransaction(pool, (tx) => admitAll(tx, generations, keyed))));
@@ -78,6 +83,15 @@ export async function admit(pool: pg.Pool, generations: readonly NewGeneration[]
     }
   }
   return admission;
+}
+
+/** The statuses a generation enters on admission, in order. */
+const statusesOf = (g: NewGeneration): GenerationStatus[] => (g.startsRunning ? ['queued', 'running'] : ['queued']);
+const admittedStatus = (g: NewGeneration): GenerationStatus => (g.startsRunning ? 'running' : 'queued');
+
+/** Every webhook delivery admission owes: one per status entered. */
+async function recordAdmissionEvents(tx: Queryable, g: NewGeneration): Promise<void> {
+  for (const status of statusesOf(g)) await recordStatusEvent(tx, g.id, g.kind, status);
 }
 
 /** Thrown inside the transaction so that a refusal rolls back what was held before it. */
@@ -142,20 +156,20 @@ async function admitOne(tx: Queryable, g: NewGeneration): Promise<(AdmittedGener
           AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $3)
         RETURNING id, balance_mc, held_mc
      ), g AS (
-       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, free_chat)
-       SELECT $3, id, $4, $5, $6, 'queued', $7, $8, $2::bigint, false FROM a
+       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, prompt, quote_mc, free_chat)
+       SELECT $3, id, $4, $5, $6, $9, CASE WHEN $9 = 'running' THEN now() END, $7, $8, $2::bigint, false FROM a
      ), h AS (
        INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT $3, id, $2::bigint, false FROM a
      ), e AS (
        INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
        SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
      )
-     SELECT balance_mc, held_mc, now() AS created_at, ${notifyExpr('id', '$3', 'queued')} FROM a`,
-    [g.accountId, g.quoteMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt],
+     SELECT balance_mc, held_mc, now() AS created_at, ${notifyExpr('id', '$3', admittedStatus(g))} FROM a`,
+    [g.accountId, g.quoteMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, admittedStatus(g)],
   );
   const done = held.rows[0];
   if (done) {
-    await recordStatusEvent(tx, g.id, g.kind, 'queued');
+    await recordAdmissionEvents(tx, g);
     return { id: g.id, model: g.model, free: false, amountMc: g.quoteMc, createdAt: done.created_at };
   }
 
@@ -174,11 +188,11 @@ async function admitOne(tx: Queryable, g: NewGeneration): Promise<(AdmittedGener
 /** A free reply is a hold of nothing: its rows and entry exist so that it resolves like any other. */
 async function insertFreeReply(tx: Queryable, g: NewGeneration, after: AccountMoney): Promise<void> {
   await tx.query(
-    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, free_chat)
-     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, 0, true) RETURNING ${notifyExpr('account_id', 'id', 'queued')}`,
-    [g.id, g.accountId, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt],
+    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, prompt, quote_mc, free_chat)
+     VALUES ($1, $2, $3, $4, $5, $8, CASE WHEN $8 = 'running' THEN now() END, $6, $7, 0, true) RETURNING ${notifyExpr('account_id', 'id', admittedStatus(g))}`,
+    [g.id, g.accountId, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, admittedStatus(g)],
   );
   await tx.query(`INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) VALUES ($1, $2, 0, true)`, [g.id, g.accountId]);
   await appendEntry(tx, { accountId: g.accountId, generationId: g.id, entry: 'hold', amountMc: 0, after, note: 'free chat reply' });
-  await recordStatusEvent(tx, g.id, g.kind, 'queued');
+  await recordAdmissionEvents(tx, g);
 }
