@@ -25,6 +25,9 @@ export const chatPrompt = safeText({ trim: true, min: 1, label: 'prompt' });
 /** A model id or alias, as the catalogue and each door's model list name them. */
 export const modelId = safeText({ trim: true, min: 1, max: 100, label: 'model' });
 
+/** A function a chat model may call, named as OpenAI's API allows (group B's chat and Responses). */
+export const functionName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, { error: 'a function name is 1 to 64 letters, digits, _ or -' });
+
 /** An input image the service fetches itself (upscale, image-to-video); `name` is the field as the door spells it. */
 export const imageUrl = (name: string) => z.url({ protocol: /^https?$/, error: `${name} must be an http(s) URL` }).max(2048);
 

@@ -55,6 +55,15 @@ export interface RunOutput {
   chargeMc?: number | undefined;
   /** Per-token runs: the output tokens `chargeMc` pays for. */
   outputTokens?: number | undefined;
+  /** A chat that answered by calling the client's functions (an upstream that serves tools). */
+  toolCalls?: ToolCall[] | undefined;
+}
+
+/** One function call a chat model asked the client to make: `arguments` is JSON text, as the model wrote it. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
 }
 
 /** The still previews of a succeeded video, stored beside it (`?variant=` of the video content route). */

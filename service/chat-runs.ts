@@ -3,10 +3,12 @@ import { release, settle } from '../core/ledger';
 import { markAfterAdmission, ProviderRejectedError } from '../core/errors';
 import { chargeForTokens } from '../core/pricing';
 import type { Principal } from '../core/principal';
-import type { Provider, ProviderJob } from '../core/providers/types';
+import { toolCallAssembler } from '../core/providers/tool-calls';
+import type { ChatStreamEvent, Provider, ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import type { ApiRunResult, GenerationWorkflowInput } from '../core/workflow-contract';
 import type { GenerationView } from '../core/generation-view';
+import type { ToolCall } from '../core/vocabulary';
 import type { Admission } from './admission';
 import { clientErrorOf, failureOf, openStream, storeText } from './chat-stream';
 import type { SubmitOptions } from './types';
@@ -37,8 +39,10 @@ const RETRY_PAUSE_MS = 250;
 
 export type ChatRunEvent =
   | { type: 'delta'; text: string }
-  /** The reply is complete: `length` when it stopped at max_tokens. */
-  | { type: 'end'; finishReason: 'stop' | 'length'; usage: { promptTokens: number; completionTokens: number } };
+  /** A piece of a function call (only when the request offered functions and its provider serves them). */
+  | Extract<ChatStreamEvent, { type: 'tool_call' }>
+  /** The reply is complete: `length` when it stopped at max_tokens, `tool_calls` when it called functions. */
+  | { type: 'end'; finishReason: 'stop' | 'length' | 'tool_calls'; usage: { promptTokens: number; completionTokens: number } };
 
 export interface ChatRun {
   id: string;
@@ -120,7 +124,7 @@ export function createChatRuns(deps: ChatRunDeps) {
   async function run(request: ChatRequest, principal: Principal, opts: SubmitOptions & { signal: AbortSignal }): Promise<ChatRun> {
     const prior = await deps.admission.priorClaim(principal, opts);
     if (prior !== undefined) return replayed(await firstOf(deps.admission.replay(principal.accountId, prior, opts)));
-    const priced = priceRequest(request, principal, opts.door);
+    const priced = priceRequest(request, principal, opts.door, (model, feature) => deps.provider.serves?.(model, feature) ?? false);
     const rate = Number(priced.params.ratePer1kMc);
     const maxTokens = Number(priced.params.maxTokens);
     if (!Number.isFinite(rate) || !Number.isFinite(maxTokens)) throw new Error(`chat ${priced.model} is not billed per token`);
@@ -165,6 +169,7 @@ export function createChatRuns(deps: ChatRunDeps) {
       if (opts.signal.aborted) onClientGone();
       let delivered = 0;
       let text = '';
+      const calls = toolCallAssembler();
       let providerTokens: number | undefined;
       // The provider's count when it gives one; else about four characters a token.
       let promptTokens = Math.ceil(input.prompt.length / 4);
@@ -177,6 +182,13 @@ export function createChatRuns(deps: ChatRunDeps) {
               if (event.type === 'usage') {
                 providerTokens = event.outputTokens;
                 promptTokens = event.promptTokens ?? promptTokens;
+                continue;
+              }
+              if (event.type === 'tool_call') {
+                delivered++;
+                calls.add(event);
+                yield event;
+                if (delivered >= maxTokens) break;
                 continue;
               }
               if (event.text === '') continue;
@@ -197,7 +209,8 @@ export function createChatRuns(deps: ChatRunDeps) {
         }
         const tokens = Math.min(providerTokens ?? delivered, maxTokens);
         outcome = delivered >= maxTokens || tokens >= maxTokens ? 'length' : 'complete';
-        yield { type: 'end', finishReason: outcome === 'length' ? 'length' : 'stop', usage: { promptTokens, completionTokens: tokens } };
+        const finishReason = outcome === 'length' ? 'length' : calls.calls().length > 0 ? 'tool_calls' : 'stop';
+        yield { type: 'end', finishReason, usage: { promptTokens, completionTokens: tokens } };
       } catch (err) {
         if (opts.signal.aborted) {
           outcome = 'client_gone';
@@ -220,7 +233,7 @@ export function createChatRuns(deps: ChatRunDeps) {
           finish({ ok: false, error: failed === undefined ? { code: 'cancelled', message: 'The client went away before the first token.', retryable: true } : failureOf(failed) });
         } else {
           void storeText(store, input.generationId, text).then((outputKey) =>
-            finish({ ok: true, output: { outputKey, outputText: text, chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens } }),
+            finish({ ok: true, output: { outputKey, outputText: text, chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens, ...toolCallsOf(calls.calls()) } }),
           );
         }
       }
@@ -247,6 +260,8 @@ export function createChatRuns(deps: ChatRunDeps) {
     },
   };
 }
+
+const toolCallsOf = (toolCalls: ToolCall[]): { toolCalls?: ToolCall[] } => (toolCalls.length > 0 ? { toolCalls } : {});
 
 /** The one generation of a replayed chat request. */
 async function firstOf(replay: Promise<{ generations: GenerationView[] }>): Promise<GenerationView> {

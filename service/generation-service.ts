@@ -7,7 +7,7 @@ import { createLiveEvents } from './live-events';
 import { createReads } from './read';
 import { createResponses } from './responses';
 import { createRemix } from './remix';
-import type { GenerationRequest } from './requests';
+import type { GenerationRequest, Serves } from './requests';
 import { createSubmit } from './submit';
 import { createWatch } from './watch';
 import type { GenerationServiceDeps, SubmitOptions, Submitted } from './types';
@@ -25,9 +25,11 @@ export type {
 export function createGenerationService(deps: GenerationServiceDeps) {
   const { pool, gateway, store } = deps;
   const admission = createAdmission({ pool, gateway, store, syncWaitMs: deps.syncWaitMs, deadlines: deps.deadlines });
-  const submit = createSubmit({ pool, gateway, store, admission, ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}) });
-  const chat = createChatRuns({ pool, gateway, store, admission, provider: deps.provider ?? createSimulator(), ...(deps.log ? { log: deps.log } : {}) });
-  const reads = createReads({ pool, gateway, store });
+  const provider = deps.provider ?? createSimulator();
+  const serves: Serves = (model, feature) => provider.serves?.(model, feature) ?? false;
+  const submit = createSubmit({ pool, gateway, store, admission, serves, ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}) });
+  const chat = createChatRuns({ pool, gateway, store, admission, provider, ...(deps.log ? { log: deps.log } : {}) });
+  const reads = createReads({ pool, gateway, store, serves });
   const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
   const cancel = createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines });
 

@@ -13,6 +13,7 @@ import type { Door, VideoPreviewName } from '../core/vocabulary';
 import { decodeCursor, encodeCursor } from './cursor';
 import { readOwn } from './lookup';
 import { priceRequest } from './requests';
+import type { Serves } from './requests';
 import type { GenerationRequest } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
 import type { Balance, FollowOptions, ListQuery, Quote } from './types';
@@ -27,7 +28,7 @@ function contentTypeOf(key: string): string {
 }
 
 /** Reading and following an account's generations, its balance and what a request would cost. */
-export function createReads({ pool, gateway, store }: { pool: pg.Pool; gateway: GenerationGateway; store: OutputStore }) {
+export function createReads({ pool, gateway, store, serves }: { pool: pg.Pool; gateway: GenerationGateway; store: OutputStore; serves: Serves }) {
   const credits = async (principal: Principal) => {
     const c = await getAccountCredits(pool, principal.accountId);
     if (!c) throw new NotFoundError('Account not found.');
@@ -116,7 +117,7 @@ export function createReads({ pool, gateway, store }: { pool: pg.Pool; gateway: 
      * Nothing is held, claimed or recorded; an upscale's input is not fetched.
      */
     async quote(request: GenerationRequest, principal: Principal, door: Door): Promise<Quote> {
-      const priced = priceRequest(request, principal, door);
+      const priced = priceRequest(request, principal, door, serves);
       const c = await credits(principal);
       const free = priced.freeChat !== undefined && c.chatUsed < c.chatCap;
       const credited = free ? 0 : mcToCredits(priced.quoteMc);

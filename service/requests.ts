@@ -1,10 +1,12 @@
 import { AUTO_CHAT_MODEL_ID } from '../core/catalogue';
 import type { UpscaleScale } from '../core/catalogue';
+import { InvalidRequestError } from '../core/errors';
 import { newId } from '../core/ids';
 import { assertModelAllowed, assertScope } from '../core/principal';
 import type { Principal } from '../core/principal';
 import { capChatMessages, quoteChat, quoteImage, quoteUpscale, quoteVideo } from '../core/pricing';
 import { assertPromptAllowed } from '../core/safety';
+import type { ChatMessageOut, ChatTools, ProviderFeature } from '../core/providers/types';
 import type { GenerationWorkflowInput } from '../core/workflow-contract';
 import type { Door } from '../core/vocabulary';
 
@@ -12,11 +14,9 @@ import type { Door } from '../core/vocabulary';
  * The one request every door parses its own body into (group C's camelCase, group A's
  * snake_case, later group B and MCP). The service prices, admits and runs only this.
  */
-export type ChatRole = 'system' | 'user' | 'assistant';
-export interface ChatMessage {
-  role: ChatRole;
-  content: string;
-}
+/** A turn: text, an assistant turn that called functions, or a function's result (`tool`). */
+export type ChatMessage = ChatMessageOut;
+export type ChatRole = ChatMessage['role'];
 
 /** Sampling settings passed on to the model as given (OpenAI's names); none changes the price. */
 export interface ChatSampling {
@@ -60,6 +60,8 @@ export type GenerationRequest =
     kind: 'chat'; model?: string | undefined; messages: ChatMessage[]; maxTokens?: number | undefined; sampling?: ChatSampling | undefined;
     /** A Responses API request: what it keeps beside the reply. */
     response?: ResponseRecord | undefined;
+    /** Functions the model may call: served only where the model's provider passes them on. */
+    tools?: ChatTools | undefined;
   }
   | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
 
@@ -74,7 +76,7 @@ export interface PricedGeneration extends Omit<GenerationWorkflowInput, 'admitte
  * scope, then the safety guard (before pricing), then the price, then the key's models.
  * Upscale inputs are fetched and checked by the service afterwards (they need I/O).
  */
-export function priceRequest(request: GenerationRequest, principal: Principal, door: Door): PricedGeneration {
+export function priceRequest(request: GenerationRequest, principal: Principal, door: Door, serves: Serves = servesNothing): PricedGeneration {
   assertScope(principal, request.kind);
   const base = { generationId: newId('gen'), accountId: principal.accountId, apiKeyId: principal.apiKeyId, kind: request.kind };
   switch (request.kind) {
@@ -95,6 +97,7 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
     case 'chat': {
       const quote = quoteChat(request, door);
       assertModelAllowed(principal, 'chat', quote.model);
+      assertFeaturesServed(request, quote.model, serves);
       const capped = capChatMessages(request.messages, quote.params.maxPromptChars);
       const perToken = quote.params.ratePer1kMc !== undefined;
       const sampling = Object.entries(request.sampling ?? {}).filter(([, v]) => v !== undefined);
@@ -110,6 +113,7 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
           ...(perToken ? { maxTokens: quote.params.maxTokens, ratePer1kMc: quote.params.ratePer1kMc } : {}),
           ...(sampling.length > 0 ? { sampling: Object.fromEntries(sampling) } : {}),
           ...(request.response ? { response: request.response } : {}),
+          ...(request.tools ? { tools: request.tools } : {}),
           // A conversation is kept whole for providers that take one; a lone prompt needs no copy.
           ...(capped.messages.length > 1 || capped.messages[0]?.role !== 'user' ? { messages: capped.messages } : {}),
         },
@@ -128,4 +132,19 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
       return { ...base, model: quote.model, prompt, params: { ...quote.params, imageUrl: request.imageUrl }, quoteMc: quote.priceMc };
     }
   }
+}
+
+/** Whether the provider of a model can do something only some providers can (core/providers/types.ts). */
+export type Serves = (model: string, feature: ProviderFeature) => boolean;
+const servesNothing: Serves = () => false;
+
+/**
+ * Functions (offered, called or answered) are passed on to providers that take them, and refused
+ * by name where the model's provider would silently drop them (the simulator).
+ */
+function assertFeaturesServed(request: Extract<GenerationRequest, { kind: 'chat' }>, model: string, serves: Serves): void {
+  if (serves(model, 'tools')) return;
+  const unserved = (what: string) => `${what} ${what.endsWith('s') ? 'are' : 'is'} not supported by the provider of ${model}; models routed to an OpenAI-compatible upstream take them.`;
+  if (request.tools?.functions.length) throw new InvalidRequestError(`tools: ${unserved('function tools')}`, 'tools');
+  if (request.messages.some((m) => m.role === 'tool' || m.toolCalls?.length)) throw new InvalidRequestError(`messages: ${unserved('function calls and their outputs')}`, 'messages');
 }

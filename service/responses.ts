@@ -5,6 +5,7 @@ import { viewOf } from '../core/generation-view';
 import type { GenerationView } from '../core/generation-view';
 import type { Principal } from '../core/principal';
 import type { OutputStore } from '../core/storage';
+import type { ToolCall } from '../core/vocabulary';
 import { readOwn } from './lookup';
 import type { ChatMessage, ResponseRecord } from './requests';
 
@@ -50,7 +51,9 @@ export function createResponses(deps: ResponsesDeps) {
       if (previous.status !== 'succeeded') {
         throw new InvalidRequestError(`previous_response_id: response '${previous.id}' is ${previous.status}; only a completed response can be continued.`, 'previous_response_id');
       }
-      return [...head, ...turnsOf(previous), { role: 'assistant', content: previous.outputText ?? '' }, ...input.messages];
+      const calls = previous.params.outputToolCalls;
+      const reply: ChatMessage = { role: 'assistant', content: previous.outputText ?? '', ...(Array.isArray(calls) && calls.length > 0 ? { toolCalls: calls as ToolCall[] } : {}) };
+      return [...head, ...turnsOf(previous), reply, ...input.messages];
     },
 
     /** Stops a background response: its hold is released, nothing charged. Only background responses can be cancelled (OpenAI's rule). */

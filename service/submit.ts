@@ -13,7 +13,7 @@ import { WAITED_KINDS } from './admission';
 import { readOwn } from './lookup';
 import { CLIENT_DEADLINE_PARAM } from './workflow-inputs';
 import { priceRequest } from './requests';
-import type { GenerationRequest, PricedGeneration } from './requests';
+import type { GenerationRequest, PricedGeneration, Serves } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
 import type { GenerationServiceDeps, PreparedInput, SubmitOptions, SubmittedMany } from './types';
 
@@ -22,6 +22,8 @@ export interface SubmitDeps {
   gateway: GenerationGateway;
   store: OutputStore;
   admission: Admission;
+  /** What the models' providers can do beyond the basics (function tools). */
+  serves: Serves;
   prepareInput?: GenerationServiceDeps['prepareInput'];
 }
 
@@ -109,7 +111,7 @@ export function createSubmit(deps: SubmitDeps) {
     if (prior !== undefined) return admission.replay(principal.accountId, prior, opts);
 
     const count = opts.count ?? 1;
-    const priced = Array.from({ length: count }, () => priceRequest(request, principal, opts.door));
+    const priced = Array.from({ length: count }, () => priceRequest(request, principal, opts.door, deps.serves));
     if (count > 1) {
       const batch = priced[0]!.generationId;
       priced.forEach((p, index) => (p.params = { ...p.params, batch, batchIndex: index }));

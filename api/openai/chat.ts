@@ -4,10 +4,13 @@ import { z } from 'zod';
 import { DomainError, InvalidRequestError, markAfterAdmission, ProviderFailedError } from '../../core/errors';
 import { safeText } from '../../core/text';
 import type { ChatRunEvent } from '../../service/chat-runs';
+import { toolCallAssembler } from '../../core/providers/tool-calls';
+import type { ChatTools } from '../../core/providers/types';
+import type { ToolCall } from '../../core/vocabulary';
 import type { ChatMessage, ChatSampling } from '../../service/requests';
 import { principalOf } from '../auth';
 import { errorBody } from '../errors';
-import { idempotencyKey, modelId } from '../fields';
+import { functionName, idempotencyKey, modelId } from '../fields';
 import { clientGone, errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
 import type { OpenAiDeps } from './shared';
 
@@ -18,10 +21,30 @@ import type { OpenAiDeps } from './shared';
  */
 
 const textPart = z.object({ type: z.literal('text'), text: safeText({ label: 'content' }) });
+const toolCall = z.object({
+  id: z.string().min(1).max(200),
+  type: z.literal('function'),
+  function: z.object({ name: functionName, arguments: safeText({ max: 100_000 }) }),
+});
 const chatMessage = z.object({
-  role: z.enum(['system', 'developer', 'user', 'assistant']).describe('developer counts as system; tool messages are not supported'),
-  content: z.union([safeText({ label: 'content' }), z.array(textPart).min(1)]).describe('Text, or an array of text parts (image parts are not supported)'),
+  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']).describe('developer counts as system; tool answers a function call (upstream models only)'),
+  content: z.union([safeText({ label: 'content' }), z.array(textPart).min(1)]).nullish().describe('Text, or an array of text parts (image parts are not supported); null on an assistant turn that called functions'),
   name: safeText({ max: 64 }).optional(),
+  tool_calls: z.array(toolCall).min(1).max(128).optional().describe('An assistant turn’s function calls'),
+  tool_call_id: z.string().min(1).max(200).optional().describe('A tool turn: the call it answers'),
+}).superRefine((m, ctx) => {
+  if (m.role === 'tool' && !m.tool_call_id) ctx.addIssue({ code: 'custom', message: 'tool_call_id: a tool message names the call it answers', path: ['tool_call_id'] });
+  if (m.tool_calls && m.role !== 'assistant') ctx.addIssue({ code: 'custom', message: 'tool_calls: only assistant messages carry function calls', path: ['tool_calls'] });
+  if (m.content == null && !m.tool_calls) ctx.addIssue({ code: 'custom', message: 'content: required unless the assistant message has tool_calls', path: ['content'] });
+});
+const functionTool = z.object({
+  type: z.literal('function', { error: `tools: only function tools ${'are supported'}` }),
+  function: z.object({
+    name: functionName,
+    description: safeText({ max: 10_000 }).optional(),
+    parameters: z.record(z.string(), z.unknown()).optional().describe('JSON Schema of the arguments'),
+    strict: z.boolean().nullish(),
+  }),
 });
 
 const CHAT_FIELDS = [
@@ -50,15 +73,15 @@ export const chatCompletionBody = z
     store: z.boolean().nullish().describe('Accepted and ignored'),
     metadata: z.record(safeText({ max: 64 }), safeText({ max: 512 })).nullish().describe('Accepted and ignored'),
     response_format: z.object({ type: z.literal('text', { error: `response_format: only {"type":"text"} ${UNSUPPORTED}` }) }).nullish(),
+    tools: z.array(functionTool).max(128).optional().describe('Functions the model may call: passed on to models served by an OpenAI-compatible upstream; a 400 naming tools on the others'),
+    tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: functionName }) })]).optional(),
+    parallel_tool_calls: z.boolean().nullish(),
     // Refused clearly rather than ignored: the client would rely on them.
-    tools: z.never({ error: `tools ${UNSUPPORTED}` }).optional(),
-    tool_choice: z.never({ error: `tool_choice ${UNSUPPORTED}` }).optional(),
     functions: z.never({ error: `functions ${UNSUPPORTED}` }).optional(),
     function_call: z.never({ error: `function_call ${UNSUPPORTED}` }).optional(),
     logprobs: z.literal(false, { error: `logprobs ${UNSUPPORTED}` }).nullish(),
     top_logprobs: z.never({ error: `top_logprobs ${UNSUPPORTED}` }).optional(),
     logit_bias: z.never({ error: `logit_bias ${UNSUPPORTED}` }).optional(),
-    parallel_tool_calls: z.never({ error: `parallel_tool_calls ${UNSUPPORTED}` }).optional(),
     modalities: z.array(z.literal('text', { error: `modalities: only text ${UNSUPPORTED}` })).nullish(),
     audio: z.never({ error: `audio ${UNSUPPORTED}` }).optional(),
     reasoning_effort: safeText({ max: 20 }).nullish().describe('Accepted and ignored'),
@@ -79,8 +102,8 @@ const chatCompletion = z
     model: z.string().describe('The model that answered'),
     choices: z.array(z.object({
       index: z.number().int(),
-      message: z.object({ role: z.literal('assistant'), content: z.string(), refusal: z.null() }),
-      finish_reason: z.enum(['stop', 'length']),
+      message: z.object({ role: z.literal('assistant'), content: z.string().nullable(), refusal: z.null(), tool_calls: z.array(toolCall).optional() }),
+      finish_reason: z.enum(['stop', 'length', 'tool_calls']),
       logprobs: z.null(),
     })),
     usage: usage.describe('completion_tokens is what was charged for, at the model’s rate per 1,000'),
@@ -90,8 +113,20 @@ const chatCompletion = z
 function messagesOf(body: ChatBody): ChatMessage[] {
   return body.messages.map((m) => ({
     role: m.role === 'developer' ? 'system' : m.role,
-    content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(''),
+    content: m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(''),
+    ...(m.tool_calls ? { toolCalls: m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) } : {}),
+    ...(m.tool_call_id ? { toolCallId: m.tool_call_id } : {}),
   }));
+}
+
+function toolsOf(body: ChatBody): ChatTools | undefined {
+  if (!body.tools?.length) return undefined;
+  const choice = body.tool_choice;
+  return {
+    functions: body.tools.map((t) => ({ name: t.function.name, description: t.function.description, parameters: t.function.parameters, strict: t.function.strict ?? undefined })),
+    choice: choice === undefined ? undefined : typeof choice === 'string' ? choice : { name: choice.function.name },
+    parallel: body.parallel_tool_calls ?? undefined,
+  };
 }
 
 function samplingOf(body: ChatBody): ChatSampling {
@@ -124,6 +159,11 @@ async function* chatChunks(
       if (event.type === 'delta') {
         yield chunk([{ index: 0, delta: role ? { role: 'assistant', content: event.text } : { content: event.text }, logprobs: null, finish_reason: null }]);
         role = false;
+      } else if (event.type === 'tool_call') {
+        // The first piece of a call names it; the rest carry its arguments.
+        const call = event.id || event.name ? { index: event.index, id: event.id, type: 'function', function: { name: event.name, arguments: event.arguments } } : { index: event.index, function: { arguments: event.arguments } };
+        yield chunk([{ index: 0, delta: { ...(role ? { role: 'assistant', content: null } : {}), tool_calls: [call] }, logprobs: null, finish_reason: null }]);
+        role = false;
       } else {
         if (role) yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
         yield chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: event.finishReason }]);
@@ -139,6 +179,12 @@ async function* chatChunks(
   } finally {
     await rest.return?.();
   }
+}
+
+/** A whole reply's message: its text, or its function calls (with text only if the model wrote some). */
+function messageOf(text: string, calls: ToolCall[]) {
+  if (calls.length === 0) return { content: text };
+  return { content: text === '' ? null : text, tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) };
 }
 
 function usageOf(u: { promptTokens: number; completionTokens: number }) {
@@ -174,7 +220,7 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
     const body = request.body;
     const signal = clientGone(request, reply);
     const run = await inGroupBWords(() => deps.service.runChat(
-      { kind: 'chat', model: body.model, messages: messagesOf(body), maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined, sampling: samplingOf(body) },
+      { kind: 'chat', model: body.model, messages: messagesOf(body), maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined, sampling: samplingOf(body), tools: toolsOf(body) },
       principalOf(request),
       { ...submitOptionsOf(request, 'POST /v1/chat/completions', body), signal },
     ));
@@ -200,10 +246,12 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
     }
 
     let text = '';
+    const calls = toolCallAssembler();
     let end: Extract<ChatRunEvent, { type: 'end' }> | undefined;
     try {
       for (let r = first; !r.done; r = await inGroupBWords(() => events.next())) {
         if (r.value.type === 'delta') text += r.value.text;
+        else if (r.value.type === 'tool_call') calls.add(r.value);
         else end = r.value;
       }
     } catch (err) {
@@ -215,7 +263,7 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
     await run.settled();
     return {
       id: run.id, object: 'chat.completion' as const, created, model: run.model,
-      choices: [{ index: 0, message: { role: 'assistant' as const, content: text, refusal: null }, finish_reason: end.finishReason, logprobs: null }],
+      choices: [{ index: 0, message: { role: 'assistant' as const, ...messageOf(text, calls.calls()), refusal: null }, finish_reason: end.finishReason, logprobs: null }],
       usage: usageOf(end.usage),
     };
   });

@@ -1,5 +1,8 @@
 import { DomainError } from '../../core/errors';
 import type { GenerationView } from '../../core/generation-view';
+import { toolCallAssembler } from '../../core/providers/tool-calls';
+import type { ChatTools } from '../../core/providers/types';
+import type { ToolCall } from '../../core/vocabulary';
 import type { ChatRunEvent } from '../../service/chat-runs';
 import type { ResponseRecord } from '../../service/requests';
 import { unixSeconds } from './shared';
@@ -8,7 +11,7 @@ import { unixSeconds } from './shared';
  * OpenAI's Response object and its typed Server-Sent Events, as the official SDK's stream
  * accumulator (openai/lib/responses/ResponseStream) checks them: lifecycle events carry the whole
  * response, output events name their item, output and content index, and every event has a
- * sequence number. A response has at most one output item, the assistant's message.
+ * sequence number. A response's output is the assistant's message, then any function calls.
  */
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
@@ -25,6 +28,10 @@ export interface ResponseParts {
   topP: number;
   /** The reply so far; null while there is none. */
   text: string | null;
+  /** The functions the model called (only with tools, on an upstream that serves them). */
+  toolCalls: ToolCall[];
+  /** The functions the request offered, answered back. */
+  tools: ChatTools | null;
   usage: { promptTokens: number; completionTokens: number } | null;
   error: { code: string; message: string } | null;
   completedAt: Date | null;
@@ -33,11 +40,30 @@ export interface ResponseParts {
 /** The id of a response's message item: the generation's own, so the two are easy to tell apart and to match. */
 export const messageIdOf = (responseId: string): string => `msg_${responseId.replace(/^gen_/, '')}`;
 
-function messageOf(p: ResponseParts, status: 'in_progress' | 'completed' | 'incomplete') {
+type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
+
+function messageOf(p: ResponseParts, status: ItemStatus) {
   return {
     id: messageIdOf(p.id), type: 'message' as const, status, role: 'assistant' as const,
     content: [{ type: 'output_text' as const, text: p.text ?? '', annotations: [], logprobs: [] }],
   };
+}
+
+/** A function call item; its id is derived from the response's, its call_id is the model's. */
+function functionCallOf(responseId: string, index: number, call: ToolCall, status: ItemStatus) {
+  return { id: `fc_${responseId.replace(/^gen_/, '')}_${index}`, type: 'function_call' as const, status, call_id: call.id, name: call.name, arguments: call.arguments };
+}
+
+/** The output items: the message (left out when the model only called functions), then the calls. */
+function outputOf(p: ResponseParts, status: ItemStatus) {
+  if (p.text === null) return [];
+  const calls = p.toolCalls.map((c, i) => functionCallOf(p.id, i, c, status));
+  return p.text === '' && calls.length > 0 ? calls : [messageOf(p, status), ...calls];
+}
+
+function toolChoiceOf(tools: ChatTools | null) {
+  const choice = tools?.choice ?? (tools ? 'auto' : 'none');
+  return typeof choice === 'string' ? choice : { type: 'function' as const, name: choice.name };
 }
 
 export function responseObject(p: ResponseParts) {
@@ -55,9 +81,9 @@ export function responseObject(p: ResponseParts) {
     max_output_tokens: p.maxOutputTokens,
     metadata: p.record.metadata ?? {},
     model: p.model,
-    output: p.text === null ? [] : [messageOf(p, itemStatus)],
+    output: outputOf(p, itemStatus),
     output_text: p.text ?? '',
-    parallel_tool_calls: false,
+    parallel_tool_calls: p.tools?.parallel ?? p.tools !== null,
     previous_response_id: p.record.previousResponseId ?? null,
     store: p.record.store,
     temperature: p.temperature,
@@ -71,8 +97,10 @@ export function responseObject(p: ResponseParts) {
     safety_identifier: null,
     prompt_cache_key: null,
     text: { format: { type: 'text' as const } },
-    tool_choice: 'none' as const,
-    tools: [],
+    tool_choice: toolChoiceOf(p.tools),
+    tools: (p.tools?.functions ?? []).map((f) => ({
+      type: 'function' as const, name: f.name, description: f.description ?? null, parameters: f.parameters ?? null, strict: f.strict ?? null,
+    })),
     truncation: 'disabled' as const,
     usage: p.usage && {
       input_tokens: p.usage.promptTokens,
@@ -100,6 +128,8 @@ export function partsOfView(g: GenerationView & { record: ResponseRecord }): Res
     maxOutputTokens: Number.isFinite(maxTokens) ? maxTokens : null,
     temperature: sampling.temperature ?? 1, topP: sampling.top_p ?? 1,
     text: g.status === 'succeeded' ? (g.text ?? '') : null,
+    toolCalls: g.status === 'succeeded' && Array.isArray(g.params.outputToolCalls) ? (g.params.outputToolCalls as ToolCall[]) : [],
+    tools: (g.params.tools as ChatTools | undefined) ?? null,
     usage: g.status === 'succeeded' ? { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens } : null,
     error: status === 'failed' ? { code: 'server_error', message: g.error?.message ?? 'The response failed; nothing was charged.' } : null,
     completedAt: g.finishedAt,
@@ -107,9 +137,10 @@ export function partsOfView(g: GenerationView & { record: ResponseRecord }): Res
 }
 
 /**
- * A run as the Responses stream: created, in progress, the message and its text part added, a
- * delta per token, then the text, part and item done and `response.completed` (or
- * `response.incomplete` at max_output_tokens) with the usage. A failure after the first token
+ * A run as the Responses stream: created, in progress; the message item and its text part added
+ * at the first text, a delta per token; a function call item added at its first piece, its
+ * arguments as deltas; then every item done in the order it was added and `response.completed`
+ * (or `response.incomplete` at max_output_tokens) with the usage. A failure after the first token
  * sends `response.failed` (nothing is charged) and then an `error` event, which the SDK raises as
  * an APIError, as it does for chat completions.
  */
@@ -120,33 +151,60 @@ export async function* responseEvents(
 ): AsyncGenerator<string> {
   let sequence = 0;
   const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data, sequence_number: sequence++ })}\n\n`;
-  const at = { item_id: messageIdOf(start.id), output_index: 0 };
-  const part = { ...at, content_index: 0 };
-  let parts: ResponseParts = { ...start, status: 'in_progress', text: null };
+  let parts: ResponseParts = { ...start, status: 'in_progress', text: null, toolCalls: [] };
   let text = '';
+  const calls = toolCallAssembler();
+  /** The output items in the order they were added: the message, or a function call by its index. */
+  const items: ('message' | number)[] = [];
+  const textPart = (t: string) => ({ type: 'output_text', text: t, annotations: [], logprobs: [] });
+  const messageAt = () => ({ item_id: messageIdOf(start.id), output_index: items.indexOf('message'), content_index: 0 });
+  const callOf = (index: number, status: ItemStatus) => functionCallOf(start.id, index, calls.at(index), status);
+  const itemOf = (item: 'message' | number, status: ItemStatus) => (item === 'message' ? messageOf(parts, status) : callOf(item, status));
+  function* openMessage(): Generator<string> {
+    items.push('message');
+    yield event('response.output_item.added', { output_index: items.length - 1, item: { ...messageOf(parts, 'in_progress'), content: [] } });
+    yield event('response.content_part.added', { ...messageAt(), part: textPart('') });
+  }
   try {
     yield event('response.created', { response: responseObject(parts) });
     yield event('response.in_progress', { response: responseObject(parts) });
-    parts = { ...parts, text: '' };
-    yield event('response.output_item.added', { output_index: 0, item: { ...messageOf(parts, 'in_progress'), content: [] } });
-    yield event('response.content_part.added', { ...part, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
     let end: Extract<ChatRunEvent, { type: 'end' }> | undefined;
     for (let r = first; !r.done; r = await rest.next()) {
-      if (r.value.type === 'delta') {
-        text += r.value.text;
-        yield event('response.output_text.delta', { ...part, delta: r.value.text, logprobs: [] });
+      const e = r.value;
+      if (e.type === 'delta') {
+        if (!items.includes('message')) yield* openMessage();
+        text += e.text;
+        yield event('response.output_text.delta', { ...messageAt(), delta: e.text, logprobs: [] });
+      } else if (e.type === 'tool_call') {
+        calls.add(e);
+        if (!items.includes(e.index)) {
+          items.push(e.index);
+          yield event('response.output_item.added', { output_index: items.length - 1, item: { ...callOf(e.index, 'in_progress'), arguments: '' } });
+        }
+        if (e.arguments !== '') {
+          yield event('response.function_call_arguments.delta', { item_id: callOf(e.index, 'in_progress').id, output_index: items.indexOf(e.index), delta: e.arguments });
+        }
       } else {
-        end = r.value;
+        end = e;
       }
     }
     // A run only ends without its end event when the client went away: nobody is listening.
     if (!end) return;
+    // An empty reply is still a message.
+    if (items.length === 0) yield* openMessage();
     const status = end.finishReason === 'length' ? 'incomplete' : 'completed';
-    parts = { ...parts, status, text, usage: end.usage, completedAt: new Date() };
-    yield event('response.output_text.done', { ...part, text, logprobs: [] });
-    yield event('response.content_part.done', { ...part, part: { type: 'output_text', text, annotations: [], logprobs: [] } });
-    yield event('response.output_item.done', { output_index: 0, item: messageOf(parts, status) });
-    yield event(`response.${status}`, { response: responseObject(parts) });
+    parts = { ...parts, status, text, toolCalls: calls.calls(), usage: end.usage, completedAt: new Date() };
+    for (const [output_index, item] of items.entries()) {
+      if (item === 'message') {
+        yield event('response.output_text.done', { ...messageAt(), text, logprobs: [] });
+        yield event('response.content_part.done', { ...messageAt(), part: textPart(text) });
+      } else {
+        const call = callOf(item, status);
+        yield event('response.function_call_arguments.done', { item_id: call.id, output_index, name: call.name, arguments: call.arguments });
+      }
+      yield event('response.output_item.done', { output_index, item: itemOf(item, status) });
+    }
+    yield event(`response.${status}`, { response: { ...responseObject(parts), output: items.map((item) => itemOf(item, status)) } });
   } catch (err) {
     // Headers are gone: the failure travels as events. The run was released, nothing charged.
     const e = err instanceof DomainError ? err : undefined;

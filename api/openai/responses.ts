@@ -4,9 +4,11 @@ import { z } from 'zod';
 import { InvalidRequestError, markAfterAdmission, ProviderFailedError } from '../../core/errors';
 import { safeText } from '../../core/text';
 import type { ChatRunEvent } from '../../service/chat-runs';
+import { toolCallAssembler } from '../../core/providers/tool-calls';
+import type { ChatTools } from '../../core/providers/types';
 import type { ChatMessage, ChatSampling, ResponseRecord } from '../../service/requests';
 import { principalOf } from '../auth';
-import { idempotencyKey, modelId } from '../fields';
+import { functionName, idempotencyKey, modelId } from '../fields';
 import { partsOfView, responseEvents, responseObject } from './response-shape';
 import type { ResponseParts } from './response-shape';
 import { clientGone, errorsB, GROUP_B_PARAMS, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags } from './shared';
@@ -17,11 +19,12 @@ import type { OpenAiDeps } from './shared';
  * /v1/responses/{id}/cancel`), on the chat's per-token billing. A foreground response is a chat
  * the API runs itself (service/chat-runs.ts), streamed as OpenAI's typed events; a background one
  * is an ordinary chat generation run by its workflow's provider activity, polled and cancelled.
- * What the simulator cannot serve (tools, images, files, structured output) is a 400 naming it.
+ * Function tools go to models served by an OpenAI-compatible upstream (a 400 naming them on the
+ * simulator); images, files, built-in tools and structured output are a 400 naming the field.
  */
 
 const UNSUPPORTED = 'is not supported by this service';
-const PARAMS = { ...GROUP_B_PARAMS, maxTokens: 'max_output_tokens' };
+const PARAMS = { ...GROUP_B_PARAMS, maxTokens: 'max_output_tokens', messages: 'input' };
 
 const textPart = z.object({
   type: z.enum(['input_text', 'output_text'], { error: `only text parts (input_text, output_text) are supported; images, files and audio ${UNSUPPORTED.replace('is', 'are')}` }),
@@ -30,12 +33,36 @@ const textPart = z.object({
   logprobs: z.array(z.unknown()).optional(),
 });
 const inputMessage = z.object({
-  type: z.literal('message', { error: `only message items are supported; function calls, their outputs, item references and reasoning items ${UNSUPPORTED.replace('is', 'are')}` }).optional(),
+  type: z.literal('message', { error: `only message, function_call and function_call_output items are supported; item references and reasoning items ${UNSUPPORTED.replace('is', 'are')}` }).optional(),
   role: z.enum(['user', 'assistant', 'system', 'developer']).describe('developer counts as system'),
   content: z.union([safeText({ label: 'content' }), z.array(textPart).min(1).max(100)]).describe('Text, or text parts (input_text; output_text for assistant turns)'),
   id: z.string().max(200).optional(),
   status: z.enum(['in_progress', 'completed', 'incomplete']).optional(),
   phase: z.string().max(40).nullish(),
+});
+
+const functionCallItem = z.object({
+  type: z.literal('function_call'),
+  call_id: z.string().min(1).max(200),
+  name: functionName,
+  arguments: safeText({ max: 100_000 }),
+  id: z.string().max(200).optional(),
+  status: z.enum(['in_progress', 'completed', 'incomplete']).optional(),
+});
+const functionCallOutputItem = z.object({
+  type: z.literal('function_call_output'),
+  call_id: z.string().min(1).max(200),
+  output: z.union([safeText({ max: 1_000_000 }), z.array(textPart).min(1).max(100)]),
+  id: z.string().max(200).nullish(),
+  status: z.enum(['in_progress', 'completed', 'incomplete']).nullish(),
+});
+const inputItem = z.union([inputMessage, functionCallItem, functionCallOutputItem]);
+const functionTool = z.object({
+  type: z.literal('function', { error: `tools: only function tools are supported; built-in tools (web search, file search, computer use…) ${UNSUPPORTED.replace('is', 'are')}` }),
+  name: functionName,
+  description: safeText({ max: 10_000 }).nullish(),
+  parameters: z.record(z.string(), z.unknown()).nullish().describe('JSON Schema of the arguments'),
+  strict: z.boolean().nullish(),
 });
 
 const RESPONSE_FIELDS = [
@@ -49,7 +76,7 @@ const refused = (field: string, what = `${field} ${UNSUPPORTED}`) => z.never({ e
 export const responseCreateBody = z
   .object({
     model: modelId.describe('A group B chat id (GET /v1/models); auto lets the service choose'),
-    input: z.union([safeText({ min: 1, label: 'input' }), z.array(inputMessage).min(1).max(1000)]).describe('Text, or a list of message items'),
+    input: z.union([safeText({ min: 1, label: 'input' }), z.array(inputItem).min(1).max(1000)]).describe('Text, or a list of message, function_call and function_call_output items'),
     instructions: safeText({ max: 100_000 }).nullish().describe('A system message put first; not carried over by previous_response_id'),
     max_output_tokens: z.number().int().min(1).nullish().describe('Longest reply in tokens; the hold covers it (default: the model’s cap)'),
     temperature: z.number().min(0).max(2).nullish(),
@@ -67,17 +94,18 @@ export const responseCreateBody = z
     prompt_cache_retention: z.enum(['in_memory', '24h']).nullish().describe('Accepted and ignored'),
     service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).nullish().describe('Accepted and ignored'),
     reasoning: z.object({ effort: z.string().max(20).nullish(), summary: z.string().max(20).nullish() }).nullish().describe('Accepted and ignored'),
-    parallel_tool_calls: z.boolean().nullish().describe('Accepted and ignored (no tools)'),
+    parallel_tool_calls: z.boolean().nullish().describe('Passed on with tools'),
     truncation: z.enum(['auto', 'disabled']).nullish().describe('Long conversations are always cut from the oldest turns to fit the model'),
     include: z.array(z.never()).max(0, { error: `include ${UNSUPPORTED}` }).nullish(),
     text: z.object({
       format: z.object({ type: z.literal('text', { error: `text.format: only {"type":"text"} ${UNSUPPORTED}` }) }).optional(),
       verbosity: z.enum(['low', 'medium', 'high']).nullish(),
     }).optional().describe('Only plain text; verbosity is accepted and ignored'),
+    tools: z.array(functionTool).max(128).optional()
+      .describe('Functions the model may call: passed on to models served by an OpenAI-compatible upstream; a 400 naming tools on the others'),
+    tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), name: functionName })], { error: `tool_choice: none, auto, required or a function; other choices ${UNSUPPORTED.replace('is', 'are')}` }).optional(),
+    max_tool_calls: z.number().int().nullish().describe('Accepted and ignored'),
     // Refused clearly rather than ignored: the client would rely on them.
-    tools: z.array(z.unknown()).max(0, { error: `tools: function and built-in tools ${UNSUPPORTED.replace('is', 'are')}` }).optional(),
-    tool_choice: z.enum(['none', 'auto'], { error: `tool_choice ${UNSUPPORTED}` }).optional(),
-    max_tool_calls: z.number().int().nullish().describe('Accepted and ignored (no tools)'),
     top_logprobs: z.literal(0, { error: `top_logprobs ${UNSUPPORTED}` }).nullish(),
     conversation: refused('conversation', `conversation: conversation objects ${UNSUPPORTED.replace('is', 'are')}; use previous_response_id`),
     prompt: refused('prompt', `prompt: prompt templates ${UNSUPPORTED.replace('is', 'are')}`),
@@ -95,6 +123,12 @@ export const responseCreateBody = z
 type ResponseBody = z.infer<typeof responseCreateBody>;
 
 const outputText = z.object({ type: z.literal('output_text'), text: z.string(), annotations: z.array(z.never()), logprobs: z.array(z.never()) });
+const outputMessage = z.object({
+  id: z.string(), type: z.literal('message'), status: z.enum(['in_progress', 'completed', 'incomplete']), role: z.literal('assistant'), content: z.array(outputText),
+});
+const outputFunctionCall = z.object({
+  id: z.string(), type: z.literal('function_call'), status: z.enum(['in_progress', 'completed', 'incomplete']), call_id: z.string(), name: z.string(), arguments: z.string(),
+});
 const responseSchema = z
   .object({
     id: z.string().describe('The generation id (also readable at /api/v1/generations/{id})'),
@@ -109,9 +143,7 @@ const responseSchema = z
     max_output_tokens: z.number().int().nullable(),
     metadata: z.record(z.string(), z.string()),
     model: z.string().describe('The model that answered'),
-    output: z.array(z.object({
-      id: z.string(), type: z.literal('message'), status: z.enum(['in_progress', 'completed', 'incomplete']), role: z.literal('assistant'), content: z.array(outputText),
-    })),
+    output: z.array(z.union([outputMessage, outputFunctionCall])),
     output_text: z.string(),
     parallel_tool_calls: z.boolean(),
     previous_response_id: z.string().nullable(),
@@ -127,8 +159,10 @@ const responseSchema = z
     safety_identifier: z.null(),
     prompt_cache_key: z.null(),
     text: z.object({ format: z.object({ type: z.literal('text') }) }),
-    tool_choice: z.literal('none'),
-    tools: z.array(z.never()),
+    tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), name: z.string() })]),
+    tools: z.array(z.object({
+      type: z.literal('function'), name: z.string(), description: z.string().nullable(), parameters: z.record(z.string(), z.unknown()).nullable(), strict: z.boolean().nullable(),
+    })),
     truncation: z.literal('disabled'),
     usage: z.object({
       input_tokens: z.number().int(), input_tokens_details: z.object({ cached_tokens: z.number().int() }),
@@ -140,12 +174,38 @@ const responseSchema = z
 
 const idParams = z.object({ id: z.string().max(100) });
 
+const textOf = (content: string | { text: string }[]): string => (typeof content === 'string' ? content : content.map((p) => p.text).join(''));
+
+/**
+ * The conversation as chat turns: a function call joins the assistant turn just before it (or
+ * starts one), as chat completions carry calls; a function's output is a tool turn.
+ */
 function messagesOf(body: ResponseBody): ChatMessage[] {
   if (typeof body.input === 'string') return [{ role: 'user', content: body.input }];
-  return body.input.map((m) => ({
-    role: m.role === 'developer' ? 'system' : m.role,
-    content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(''),
-  }));
+  const messages: ChatMessage[] = [];
+  for (const item of body.input) {
+    if (item.type === 'function_call') {
+      const call = { id: item.call_id, name: item.name, arguments: item.arguments };
+      const last = messages.at(-1);
+      if (last?.role === 'assistant') last.toolCalls = [...(last.toolCalls ?? []), call];
+      else messages.push({ role: 'assistant', content: '', toolCalls: [call] });
+    } else if (item.type === 'function_call_output') {
+      messages.push({ role: 'tool', toolCallId: item.call_id, content: textOf(item.output) });
+    } else {
+      messages.push({ role: item.role === 'developer' ? 'system' : item.role, content: textOf(item.content) });
+    }
+  }
+  return messages;
+}
+
+function toolsOf(body: ResponseBody): ChatTools | undefined {
+  if (!body.tools?.length) return undefined;
+  const choice = body.tool_choice;
+  return {
+    functions: body.tools.map((t) => ({ name: t.name, description: t.description ?? undefined, parameters: t.parameters ?? undefined, strict: t.strict ?? undefined })),
+    choice: choice === undefined ? undefined : typeof choice === 'string' ? choice : { name: choice.name },
+    parallel: body.parallel_tool_calls ?? undefined,
+  };
 }
 
 function samplingOf(body: ResponseBody): ChatSampling {
@@ -179,7 +239,8 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
         'With stream: true the answer is OpenAI’s typed Server-Sent Events (response.created, response.in_progress, response.output_item.added, ' +
         'response.content_part.added, response.output_text.delta, response.output_text.done, response.content_part.done, response.output_item.done, ' +
         'response.completed or response.incomplete with the usage; response.failed then error on a failure); a client that disconnects is charged the ' +
-        'tokens it was sent. background: true answers queued at once. Tools, images, files and structured output are refused (400 naming the field). ' +
+        'tokens it was sent. background: true answers queued at once. Function tools are passed on to models served by an OpenAI-compatible upstream ' +
+        '(a 400 naming tools elsewhere); images, files, built-in tools and structured output are refused (400 naming the field). ' +
         'An Idempotency-Key makes retries safe.',
       body: responseCreateBody,
       headers: z.looseObject({ 'idempotency-key': idempotencyKey }),
@@ -201,7 +262,8 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
     if (record.background && !record.store) throw new InvalidRequestError('store: a background response must be stored (store: true) to be polled.', 'store');
     const principal = principalOf(request);
     const messages = await deps.service.responses.conversation(principal, { instructions: body.instructions ?? undefined, previousResponseId: record.previousResponseId, messages: messagesOf(body) });
-    const chat = { kind: 'chat' as const, model: body.model, messages, maxTokens: body.max_output_tokens ?? undefined, sampling: samplingOf(body), response: record };
+    const tools = toolsOf(body);
+    const chat = { kind: 'chat' as const, model: body.model, messages, maxTokens: body.max_output_tokens ?? undefined, sampling: samplingOf(body), response: record, tools };
     const options = { ...submitOptionsOf(request, ROUTE, body), log: request.log };
 
     if (record.background) {
@@ -219,7 +281,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
     }
     const start: ResponseParts = {
       id: run.id, createdAt: run.createdAt, model: run.model, status: 'in_progress', record, maxOutputTokens: run.maxTokens,
-      temperature: body.temperature ?? 1, topP: body.top_p ?? 1, text: null, usage: null, error: null, completedAt: null,
+      temperature: body.temperature ?? 1, topP: body.top_p ?? 1, text: null, toolCalls: [], tools: tools ?? null, usage: null, error: null, completedAt: null,
     };
     const events = run.events[Symbol.asyncIterator]();
     // The first event (or a failure before it) decides the status: errors before any token are
@@ -235,10 +297,12 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
     }
 
     let text = '';
+    const calls = toolCallAssembler();
     let end: Extract<ChatRunEvent, { type: 'end' }> | undefined;
     try {
       for (let r = first; !r.done; r = await inGroupBWords(() => events.next(), PARAMS)) {
         if (r.value.type === 'delta') text += r.value.text;
+        else if (r.value.type === 'tool_call') calls.add(r.value);
         else end = r.value;
       }
     } catch (err) {
@@ -249,7 +313,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
     // A whole response is answered once it is settled, so the balance read next already shows it.
     await run.settled();
     const status = end.finishReason === 'length' ? 'incomplete' : 'completed';
-    return responseObject({ ...start, status, text, usage: end.usage, completedAt: new Date() });
+    return responseObject({ ...start, status, text, toolCalls: calls.calls(), usage: end.usage, completedAt: new Date() });
   });
 
   route.get('/v1/responses/:id', {

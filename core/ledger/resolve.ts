@@ -4,7 +4,7 @@ import type { Queryable } from '../db/pool';
 import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
-import type { GenerationFailure, GenerationKind } from '../vocabulary';
+import type { GenerationFailure, GenerationKind, ToolCall } from '../vocabulary';
 import { appendEntry, moveAccount } from './entries';
 import { classified } from './failures';
 import { notifyExpr } from './notify';
@@ -18,6 +18,8 @@ export interface SettleRequest {
   outputText: string | null;
   /** Per-token runs: the output tokens charged for, kept with the generation's parameters. */
   outputTokens?: number | undefined;
+  /** A chat's function calls, kept with its parameters (a response continued later reads them). */
+  toolCalls?: ToolCall[] | undefined;
 }
 
 export type Resolution =
@@ -58,10 +60,10 @@ async function settleIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
   if (rest > 0) await appendEntry(tx, { ...entry, entry: 'release', amountMc: rest, note: 'unused part of the hold' });
   const g = await tx.query<{ kind: GenerationKind }>(
     `UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
-            params = CASE WHEN $5::integer IS NULL THEN params ELSE params || jsonb_build_object('outputTokens', $5::integer) END,
+            params = params || jsonb_strip_nulls(jsonb_build_object('outputTokens', $5::integer, 'outputToolCalls', $6::jsonb)),
             started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
       WHERE id = $1 RETURNING kind, ${notifyExpr('account_id', 'id', 'succeeded')}`,
-    [req.generationId, hold.charged_mc, req.outputKey, req.outputText, req.outputTokens ?? null],
+    [req.generationId, hold.charged_mc, req.outputKey, req.outputText, req.outputTokens ?? null, req.toolCalls?.length ? JSON.stringify(req.toolCalls) : null],
   );
   const kind = kindOf(g.rows[0], req.generationId);
   await recordStatusEvent(tx, req.generationId, kind, 'succeeded');

@@ -1,6 +1,7 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
-import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import { openAiChatMessages, openAiTools, toolCallAssembler } from './tool-calls';
+import type { ChatMessageOut, ChatStreamEvent, ChatTools, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 import { callUpstream, downloadOutput, extensionOf, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
 
@@ -18,14 +19,16 @@ export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Reco
   };
 
   async function* streamChat(job: ProviderJob, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
-    const messages = Array.isArray(job.params.messages) ? job.params.messages : [{ role: 'user', content: job.prompt }];
+    const messages = Array.isArray(job.params.messages) ? (job.params.messages as ChatMessageOut[]) : [{ role: 'user' as const, content: job.prompt }];
     const sampling = typeof job.params.sampling === 'object' && job.params.sampling !== null ? job.params.sampling : {};
+    const tools = job.params.tools as ChatTools | undefined;
     const res = await callUpstream(endpoint, '/chat/completions', {
       signal,
       body: {
         ...sampling,
+        ...(tools ? openAiTools(tools) : {}),
         model: upstreamModel(job),
-        messages,
+        messages: openAiChatMessages(messages),
         stream: true,
         stream_options: { include_usage: true },
         ...(typeof job.params.maxTokens === 'number' ? { max_tokens: job.params.maxTokens } : {}),
@@ -40,8 +43,12 @@ export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Reco
         throw new UpstreamUnavailableError(`The upstream ${endpoint.name} sent an event that is not JSON.`);
       }
       if (chunk.error) throw new UpstreamUnavailableError(`The upstream ${endpoint.name} failed mid-stream: ${chunk.error.message ?? 'unknown error'}`);
-      const content = chunk.choices?.[0]?.delta?.content;
+      const delta = chunk.choices?.[0]?.delta;
+      const content = delta?.content;
       if (typeof content === 'string' && content !== '') yield { type: 'delta', text: content };
+      for (const call of delta?.tool_calls ?? []) {
+        yield { type: 'tool_call', index: call.index ?? 0, id: call.id, name: call.function?.name, arguments: call.function?.arguments ?? '' };
+      }
       if (chunk.usage && typeof chunk.usage.completion_tokens === 'number') {
         yield { type: 'usage', outputTokens: chunk.usage.completion_tokens, ...(typeof chunk.usage.prompt_tokens === 'number' ? { promptTokens: chunk.usage.prompt_tokens } : {}) };
       }
@@ -50,20 +57,29 @@ export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Reco
 
   return {
     streamChat,
+    // Function tools are passed on as OpenAI's chat completions take them.
+    serves: (_model, feature) => feature === 'tools',
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       if (job.kind === 'chat') {
         let text = '';
         let deltas = 0;
         let usage: number | undefined;
+        const calls = toolCallAssembler();
         for await (const event of streamChat(job, ctx.signal)) {
-          if (event.type === 'usage') usage = event.outputTokens;
-          else {
-            text += event.text;
-            deltas++;
-            ctx.heartbeat();
+          if (event.type === 'usage') {
+            usage = event.outputTokens;
+            continue;
           }
+          if (event.type === 'delta') text += event.text;
+          else calls.add(event);
+          deltas++;
+          ctx.heartbeat();
         }
-        return { text, outputTokens: usage ?? deltas, file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' } };
+        const toolCalls = calls.calls();
+        return {
+          text, outputTokens: usage ?? deltas, ...(toolCalls.length ? { toolCalls } : {}),
+          file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
+        };
       }
       if (job.kind === 'image') {
         const res = await callUpstream(endpoint, '/images/generations', {
@@ -85,7 +101,7 @@ export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Reco
 }
 
 interface UpstreamChunk {
-  choices?: { delta?: { content?: string | null } }[];
+  choices?: { delta?: { content?: string | null; tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[] } }[];
   usage?: { completion_tokens?: number; prompt_tokens?: number } | null;
   error?: { message?: string };
 }

@@ -21,5 +21,6 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
   return {
     run: (job, ctx) => of(job.model).run(job, ctx),
     streamChat: (job, signal) => of(job.model).streamChat(job, signal),
+    serves: (model, feature) => of(model).serves?.(model, feature) ?? false,
   };
 }

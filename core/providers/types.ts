@@ -1,4 +1,4 @@
-import type { GenerationKind } from '../vocabulary';
+import type { GenerationKind, ToolCall } from '../vocabulary';
 
 /** One job handed to a provider: the model and the parameters the quote was made with. */
 export interface ProviderJob {
@@ -22,6 +22,36 @@ export interface ProviderResult {
   text?: string;
   /** For use-billed runs (per output token). */
   outputTokens?: number;
+  /** A chat that answered with calls of the client's functions. */
+  toolCalls?: ToolCall[];
+}
+
+/** A function the client offers a chat model (OpenAI's function tool). */
+export interface FunctionTool {
+  name: string;
+  description?: string | undefined;
+  /** JSON Schema of the arguments. */
+  parameters?: Record<string, unknown> | undefined;
+  strict?: boolean | undefined;
+}
+
+/** A turn of a conversation as a provider takes it: a tool result, or an assistant turn that called functions. */
+export interface ChatMessageOut {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  toolCalls?: ToolCall[] | undefined;
+  /** A tool turn: the call it answers. */
+  toolCallId?: string | undefined;
+}
+
+/** Whether and which function the model must call. */
+export type ToolChoice = 'none' | 'auto' | 'required' | { name: string };
+
+/** The functions of a chat, as its job's `params.tools` carries them. */
+export interface ChatTools {
+  functions: FunctionTool[];
+  choice?: ToolChoice | undefined;
+  parallel?: boolean | undefined;
 }
 
 /** What a long provider call may use: report liveness, and notice that the job was cancelled. */
@@ -41,11 +71,18 @@ export interface ProviderContext {
 /** One piece of a streamed chat reply, as the provider sends it. */
 export type ChatStreamEvent =
   | { type: 'delta'; text: string }
+  /** A piece of the `index`th function call: its id and name come first, its arguments in pieces. */
+  | { type: 'tool_call'; index: number; id?: string | undefined; name?: string | undefined; arguments: string }
   /** The provider's own count of the output tokens, when it gives one (at the end). */
   | { type: 'usage'; outputTokens: number; promptTokens?: number };
 
+/** What only some providers can do with a model. */
+export type ProviderFeature = 'tools';
+
 export interface Provider {
   run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult>;
+  /** Whether the provider of `model` can do `feature`; absent means it cannot. */
+  serves?(model: string, feature: ProviderFeature): boolean;
   /**
    * A chat reply as it is produced, for the API's streamed path (group B). Ends when the reply is
    * complete; stops (and stops the upstream) when `signal` aborts. Fails before its first event

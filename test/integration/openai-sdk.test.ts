@@ -335,7 +335,9 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
     };
     await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', tools: [{ type: 'function', name: 'f', parameters: {}, strict: true }] }), 'tools', /tools/);
     await refused(client.responses.create({ model: 'claude-haiku', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x.test/a.png', detail: 'auto' }] }] }), 'input.0.content.0.type', /only text parts/);
-    await refused(client.responses.create({ model: 'claude-haiku', input: [{ type: 'function_call_output', call_id: 'c1', output: '42' }] }), 'input.0.type', /only message items/);
+    // Function items are understood, and refused by the model's provider (an upstream model takes them: function-tools.test.ts).
+    await refused(client.responses.create({ model: 'claude-haiku', input: [{ type: 'function_call_output', call_id: 'c1', output: '42' }] }), 'input', /function calls and their outputs/);
+    await refused(client.responses.create({ model: 'claude-haiku', input: [{ type: 'item_reference', id: 'msg_1' }] }), 'input.0.type', /item references/);
     await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', text: { format: { type: 'json_object' } } }), 'text.format.type', /text\.format/);
     await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', conversation: 'conv_1' }), 'conversation', /previous_response_id/);
     await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', max_output_tokens: 1_000_000 }), 'max_output_tokens', /max_output_tokens/);

@@ -104,6 +104,16 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
         }));
       }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      const tool = toolCallWanted(body);
+      if (tool) {
+        // A function call, as OpenAI streams one: the call named first, its arguments in pieces.
+        const send = (delta: unknown, finish: string | null = null) => res.write(`data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
+        send({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_up1', type: 'function', function: { name: tool, arguments: '' } }] });
+        for (const piece of ['{"city":', '"Paris"}']) send({ tool_calls: [{ index: 0, function: { arguments: piece } }] });
+        send({}, 'tool_calls');
+        res.write(`data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [], usage: { prompt_tokens: 3, completion_tokens: 7, total_tokens: 10 } })}\n\n`);
+        return res.end('data: [DONE]\n\n');
+      }
       if (first) {
         res.flushHeaders();
         await sleep(first);
@@ -125,6 +135,17 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
   });
   const listening = await listen(server, '/v1');
   return { ...listening, received };
+}
+
+/**
+ * The function this upstream calls: the first one offered, unless the choice is none or the last
+ * turn already answers a call (then it replies in text, as a model would with the result).
+ */
+function toolCallWanted(body: Record<string, unknown> | undefined): string | undefined {
+  const tools = body?.tools as { function?: { name?: string } }[] | undefined;
+  const messages = (body?.messages ?? []) as { role?: string }[];
+  if (!tools?.length || body?.tool_choice === 'none' || messages.at(-1)?.role === 'tool') return undefined;
+  return tools[0]?.function?.name;
 }
 
 /** A queue-style video API on loopback, as fal.ai's queue: submit, poll the status, fetch the result and its file. */
