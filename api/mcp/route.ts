@@ -119,11 +119,18 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
       body: jsonRpcMessage,
       response: {
         200: {
-          description: 'A Server-Sent Events stream: notifications (e.g. notifications/progress), then the JSON-RPC response',
-          content: { 'text/event-stream': { schema: z.string().describe('`event: message` events whose data is a JSON-RPC message') } },
+          description: 'The JSON-RPC response: on 2025-11-25 a Server-Sent Events stream (notifications such as notifications/progress, then the response); ' +
+            'on 2026-07-28 a JSON body, or a stream when the request asks for progress. A JSON-RPC error of a request handler is answered 200 too.',
+          content: {
+            'text/event-stream': { schema: z.string().describe('`event: message` events whose data is a JSON-RPC message') },
+            'application/json': { schema: z.looseObject({ jsonrpc: z.literal('2.0') }).describe('A JSON-RPC response (2026-07-28)') },
+          },
         },
         202: z.null().describe('Notifications or responses only: accepted, no body'),
-        400: z.union([apiError, jsonRpcError]).describe('The body is not JSON (error body), or a batch, or not a JSON-RPC message the server takes (JSON-RPC error)'),
+        400: z.union([apiError, jsonRpcError]).describe('The body is not JSON (error body), or a batch, or not a JSON-RPC message the server takes, ' +
+          'or (2026-07-28) headers that disagree with the body, an unsupported protocol version, a capability the client must declare (JSON-RPC error)'),
+        404: jsonRpcError.describe('2026-07-28 only: the method does not exist on that revision (-32601), e.g. initialize or tasks/list'),
+        415: jsonRpcError.describe('2026-07-28 only: Content-Type is not application/json'),
         401: apiError.describe('authentication_error: missing, invalid or revoked key; `WWW-Authenticate: Bearer realm="…"`'),
         403: apiError.describe('permission_error: the Origin header names a page of another origin'),
         406: jsonRpcError.describe('The Accept header must list both application/json and text/event-stream'),
