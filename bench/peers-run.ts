@@ -4,6 +4,7 @@
 // that both use, measures them interleaved (bench/peers.ts), prints the table with ratios and the
 // goals (bench/peers-report.ts), writes JSON and stops everything it started.
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createShutdown } from '../runtime/lifecycle';
@@ -13,7 +14,10 @@ import { guardRun } from './harness';
 import { createErrorLog, createHttp, openAccount } from './http';
 import type { BenchAccount } from './http';
 import { ensureLitellm, LITELLM_VERSION, startLitellm } from './litellm';
-import type { LitellmProxy } from './litellm';
+import type { LitellmInstall, LitellmProxy } from './litellm';
+import { ensurePySpy, pySpyBreakdown, recordPySpy, v8Breakdown } from './cpu-breakdown';
+import { profiledSegment, renderAreas, scaleShares } from './peers-profile';
+import type { ProfiledSegment } from './peers-profile';
 import { createPeer, idleCpu, laneKeys, loadRounds, sequentialRounds, startPssSampler } from './peers';
 import type { Peer, Recorder, Trees } from './peers';
 import { evaluateGoals, overheadShare, renderPeers } from './peers-report';
@@ -39,8 +43,10 @@ const REALISTIC = `say something up:tokens=${TOKENS} up:first=300 up:pace=20`;
 const ROUNDS_DEADLINE_MS = { fast: 120_000, realistic: 150_000 };
 
 const log = (line: string) => console.error(`[bench] ${line}`);
+const PROFILE_CLIENTS = 20;
+const PROFILE_SECONDS = 15;
 
-export async function runPeers(args: { quick: boolean; keep: boolean; temporalDb: 'file' | 'memory' }): Promise<number> {
+export async function runPeers(args: { quick: boolean; keep: boolean; temporalDb: 'file' | 'memory'; profile: boolean }): Promise<number> {
   const size = args.quick ? SIZES.quick : SIZES.full;
   const mode = args.quick ? 'quick' : 'full';
   const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);
@@ -49,9 +55,13 @@ export async function runPeers(args: { quick: boolean; keep: boolean; temporalDb
 
   const upstream = await startOpenAiUpstream();
   const upstreams = { upstreams: [{ name: 'bench-upstream', protocol: 'openai', baseUrl: upstream.baseUrl, models: { [STREAM_MODEL]: UPSTREAM_MODEL } }] };
+  // V8 writes one profile per JS thread of the service when it exits; the bench cuts them to the load's window.
+  const profileDir = `${dataDir}-cpu`;
   const stackHandle = createStack({
     dataDir, workerMode: 'process', temporalDb: args.temporalDb, keepData: args.keep, log, reference: false, env: { UPSTREAMS_JSON: JSON.stringify(upstreams) },
+    ...(args.profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
   });
+  let profiled: Awaited<ReturnType<typeof profileTargets>> | undefined;
   const interrupt = new AbortController();
   const shutdown = createShutdown(log);
   let litellm: LitellmProxy | undefined;
@@ -97,6 +107,10 @@ export async function runPeers(args: { quick: boolean; keep: boolean; temporalDb
 
     log(`warm-up: ${size.warmup} rounds`);
     await sequentialRounds(peers, size.warmup, FAST, rec, performance.now() + 60_000);
+    if (args.profile) {
+      profiled = await profileTargets({ peers, trees, install, dataDir, stop: interrupt.signal });
+      return errors.count > 0 ? 1 : 0;
+    }
     log(`idle: ${size.idleSeconds} s with nothing to do`);
     const idle = await idleCpu(trees, size.idleSeconds);
 
@@ -146,7 +160,43 @@ export async function runPeers(args: { quick: boolean; keep: boolean; temporalDb
     const alive = started.filter((pid) => isAlive(pid));
     if (alive.length > 0) errors.record(`processes still alive after stopping: ${alive.join(', ')}`);
     else log(`stopped everything (${started.length} processes) after ${((Date.now() - startedAt) / 1000).toFixed(0)} s; ${args.keep ? `data kept in ${dataDir}` : 'data folder removed'}`);
+    // The service has exited: its V8 profiles are written.
+    if (profiled) await reportProfile(profiled, { profileDir, keep: args.keep });
   }
   for (const m of errors.messages) console.error(`  error: ${m}`);
   return errors.count > 0 ? 1 : 0;
+}
+
+/** Each target alone under 20 clients, profiled: LiteLLM with py-spy meanwhile, us with the V8 profiles read after exit. */
+async function profileTargets(o: { peers: Peer[]; trees: Trees; install: LitellmInstall; dataDir: string; stop: AbortSignal }) {
+  const pySpy = await ensurePySpy(o.install.python, (line) => log(line));
+  const peer = (name: 'us' | 'litellm') => o.peers.find((p) => p.name === name)!;
+  const common = { concurrency: PROFILE_CLIENTS, seconds: PROFILE_SECONDS, prompt: FAST, stop: o.stop };
+  log(`profile: LiteLLM alone, ${PROFILE_CLIENTS} clients for ${PROFILE_SECONDS} s under py-spy`);
+  const spyFile = join(o.dataDir, 'litellm.pyspy.txt');
+  const spying = recordPySpy(pySpy, o.trees.litellm, PROFILE_SECONDS + 1, spyFile);
+  const litellm = await profiledSegment('litellm', peer('litellm'), { ...common, pid: o.trees.litellm, trees: { litellm: o.trees.litellm } });
+  await spying;
+  const litellmAreas = await pySpyBreakdown(spyFile);
+  log(`profile: us alone, ${PROFILE_CLIENTS} clients for ${PROFILE_SECONDS} s under V8's profiler`);
+  const us = await profiledSegment('us', peer('us'), { ...common, pid: o.trees.service, trees: { service: o.trees.service, temporal: o.trees.temporal, postgres: o.trees.postgres } });
+  return { litellm, litellmAreas, us };
+}
+
+async function reportProfile(p: NonNullable<Awaited<ReturnType<typeof profileTargets>>>, o: { profileDir: string; keep: boolean }): Promise<void> {
+  const ours = await v8Breakdown(o.profileDir, { fromUs: p.us.fromUs, toUs: p.us.toUs }, process.cwd());
+  const perRequest = (ms: Record<string, number>) => Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, v / Math.max(1, p.us.requests)]));
+  const litellmCpu = Object.values(p.litellm.threadsPerRequest).reduce((s, v) => s + v, 0);
+  const rate = (s: ProfiledSegment) => `${s.requests} requests in ${s.seconds} s (${(s.requests / s.seconds).toFixed(1)}/s), ${s.errors} errors; idle again ${(s.drainMs / 1000).toFixed(1)} s after the last answer`;
+  console.log(`\nWhere a whole reply's CPU goes, ${PROFILE_CLIENTS} clients, each target alone (${FAST})\n`);
+  console.log(`LiteLLM: ${rate(p.litellm)}`);
+  console.log(renderAreas('LiteLLM process by thread', p.litellm.threadsPerRequest));
+  console.log(renderAreas('LiteLLM process by code area (py-spy samples, scaled to its CPU)', scaleShares(p.litellmAreas, litellmCpu)));
+  console.log(`\nUs: ${rate(p.us)}`);
+  console.log(renderAreas('Process trees (service = API + workers)', p.us.treesPerRequest));
+  console.log(renderAreas('Service process by thread', p.us.threadsPerRequest));
+  console.log(renderAreas(`Service JS by code area (V8 samples of ${ours.threads} JS threads, self time)`, perRequest(ours.byArea)));
+  const json = JSON.stringify({ only: 'peers', profile: true, date: new Date().toISOString(), clients: PROFILE_CLIENTS, prompt: FAST, litellm: { ...p.litellm, areas: scaleShares(p.litellmAreas, litellmCpu) }, us: { ...p.us, jsAreas: perRequest(ours.byArea) } }, null, 2);
+  console.log(`\nResults: ${await writeResults(json, 'peers-profile')}`);
+  if (!o.keep) await rm(o.profileDir, { recursive: true, force: true });
 }

@@ -27,11 +27,12 @@ import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MOD
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight|peers] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight|peers] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
+  --profile             with --only=peers: instead of the tables, where each one's CPU goes under 20 clients (V8's profiler for us, py-spy for LiteLLM; about two minutes)
   --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
   --worker=in-process   API and worker inside the bench process
   --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts)
@@ -40,8 +41,9 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight|peer
 
 type Only = 'stream' | 'inflight' | 'peers';
 
-function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; only?: Only } {
+function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; profile: boolean; only?: Only } {
   let quick = false;
+  let profile = false;
   let only: Only | undefined;
   let workerMode: WorkerMode = 'process';
   let temporalDb: 'file' | 'memory' = 'file';
@@ -50,6 +52,7 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
     if (arg === '--quick') quick = true;
     else if (arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers') only = arg.slice('--only='.length) as Only;
     else if (arg === '--keep') keep = true;
+    else if (arg === '--profile') profile = true;
     else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
     else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory') temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
     else {
@@ -57,7 +60,11 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
       process.exit(arg === '--help' || arg === '-h' ? 0 : 2);
     }
   }
-  return { quick, workerMode, temporalDb, keep, ...(only ? { only } : {}) };
+  if (profile && only !== 'peers') {
+    console.error(`--profile goes with --only=peers\n${USAGE}`);
+    process.exit(2);
+  }
+  return { quick, workerMode, temporalDb, keep, profile, ...(only ? { only } : {}) };
 }
 
 const log = (line: string) => console.error(`[bench] ${line}`);

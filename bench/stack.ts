@@ -81,6 +81,8 @@ export function createStack(options: {
   log: (line: string) => void;
   /** More settings for the service (e.g. UPSTREAMS_JSON), through the same config schema. */
   env?: Record<string, string>;
+  /** Node flags for the service process (workerMode process), e.g. `--cpu-prof`, which NODE_OPTIONS does not take. */
+  nodeArgs?: string[];
   /** Start the bare reference process too (default true). */
   reference?: boolean;
 }): StackHandle {
@@ -187,6 +189,7 @@ export function createStack(options: {
       const child = await timed('service process (migrate + bundle + start)', () =>
         startEntryProcess({
           entry: SERVICE_ENTRY,
+          ...(options.nodeArgs?.length ? { command: [process.execPath, ...options.nodeArgs, '--import', 'tsx', SERVICE_ENTRY] as [string, ...string[]] } : {}),
           env: { ...process.env, ...env, DATA_DIR: join(dataDir, 'service'), DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address },
           readyText: 'Generation service is running',
           onSpawn: (pid) => reaper.tell('worker', pid),
