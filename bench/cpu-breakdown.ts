@@ -7,6 +7,9 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, sep } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { treeCpuMs } from './procfs';
 import { runCommand } from '../runtime/process';
 
 export const PY_SPY_VERSION = '0.4.1';
@@ -30,6 +33,31 @@ export function minusThreads(after: Record<string, number>, before: Record<strin
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(after)) if (v - (before[k] ?? 0) > 0) out[k] = v - (before[k] ?? 0);
   return out;
+}
+
+const DRAIN_STEP_MS = 500;
+/** Below this share of one core, the trees are idle (ours burns about 1 % doing nothing). */
+const IDLE_SHARE = 0.08;
+
+/**
+ * Waits until the process trees are idle again (CPU under 8 % of a core over half a second), at
+ * most `limitMs`; answers how long it took. Our answers precede their workflows' last steps, so a
+ * load's cost is only all counted once this returns.
+ */
+export async function waitUntilIdle(pids: readonly number[], limitMs: number): Promise<number> {
+  const start = performance.now();
+  const cpu = async () => {
+    let sum = 0;
+    for (const pid of pids) sum += await treeCpuMs(pid);
+    return sum;
+  };
+  for (let last = await cpu(); performance.now() - start < limitMs;) {
+    await sleep(DRAIN_STEP_MS);
+    const now = await cpu();
+    if (now - last < DRAIN_STEP_MS * IDLE_SHARE) break;
+    last = now;
+  }
+  return performance.now() - start;
 }
 
 /** The monotonic clock in µs: what V8 stamps its profile samples with (CLOCK_MONOTONIC, as process.hrtime). */

@@ -2,8 +2,7 @@
 // clients alone (not interleaved, so each profile holds one target). Per request: the process's
 // threads from /proc, and its code areas from a sampling profiler, scaled to the process's CPU.
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { minusThreads, monotonicUs, threadCpuMs } from './cpu-breakdown';
+import { minusThreads, monotonicUs, threadCpuMs, waitUntilIdle } from './cpu-breakdown';
 import type { Peer } from './peers';
 import { treeCpuMs } from './procfs';
 import { round } from './stats';
@@ -45,16 +44,8 @@ export async function profiledSegment(
       }
     }
   }));
-  // Work the answers left behind (our workflows finish after the reply) counts too: until the
-  // trees are back to idle, bounded.
-  const drainedBy = performance.now() + DRAIN_LIMIT_MS;
-  for (let last = await treesCpu(o.trees); performance.now() < drainedBy;) {
-    await sleep(DRAIN_STEP_MS);
-    const now = await treesCpu(o.trees);
-    if (now - last < DRAIN_STEP_MS * IDLE_SHARE) break;
-    last = now;
-  }
-  const drainMs = Math.round(performance.now() - (drainedBy - DRAIN_LIMIT_MS));
+  // Work the answers left behind (our workflows finish after the reply) counts too.
+  const drainMs = Math.round(await waitUntilIdle(Object.values(o.trees), DRAIN_LIMIT_MS));
   const toUs = monotonicUs();
   const threads = minusThreads(await threadCpuMs(o.pid), threads0);
   const treesPerRequest = Object.fromEntries(await Promise.all(Object.entries(o.trees).map(async ([k, pid]) => [k, round(((await treeCpuMs(pid)) - trees0[k]!) / Math.max(1, requests), 2)] as const)));
@@ -64,16 +55,7 @@ export async function profiledSegment(
   };
 }
 
-const DRAIN_STEP_MS = 500;
 const DRAIN_LIMIT_MS = 60_000;
-/** Below this share of one core, a tree is idle (ours burns ~2 % doing nothing). */
-const IDLE_SHARE = 0.08;
-
-async function treesCpu(trees: Record<string, number>): Promise<number> {
-  let sum = 0;
-  for (const pid of Object.values(trees)) sum += await treeCpuMs(pid);
-  return sum;
-}
 
 /** Shares (summing to 1) of a process's CPU per request, as ms. */
 export function scaleShares(shares: Record<string, number>, msPerRequest: number): Record<string, number> {

@@ -74,7 +74,8 @@ function latencyRows(p: PeersPass, verdict: (i: number) => string): Row[] {
     ['first-content overhead p99 (ms)', undefined, s.contentOverhead.litellm.p99, s.contentOverhead.us.p99],
   ];
   for (const [c, r] of Object.entries(p.load)) {
-    rows.push([`${c} clients: req/s`, r.direct.perSecond, r.litellm.perSecond, r.us.perSecond, verdict(c === '20' ? 4 : c === '100' ? 5 : -1)]);
+    rows.push([`${c} clients: req/s until idle again`, r.direct.perSecond, r.litellm.perSecond, r.us.perSecond, verdict(c === '20' ? 4 : c === '100' ? 5 : -1)]);
+    rows.push([`  answered/s at the client; idle again (s) after`, r.direct.answeredPerSecond, r.litellm.answeredPerSecond, r.us.answeredPerSecond, `tail: LiteLLM ${(r.litellm.drainMs / 1000).toFixed(1)} s, us ${(r.us.drainMs / 1000).toFixed(1)} s`]);
     rows.push([`${c} clients: p50 (ms)`, r.direct.latency.p50, r.litellm.latency.p50, r.us.latency.p50]);
   }
   return rows;

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { waitUntilIdle } from './cpu-breakdown';
 import type { BenchAccount, Http } from './http';
 import { treeCpuMs, treePss } from './procfs';
 import { round, summarise } from './stats';
@@ -47,6 +48,9 @@ export function createPeer(name: PeerName, http: Http, o: { path: string; model:
     },
   };
 }
+
+/** A slice's tail is bounded: past this the next slice starts anyway (and the report shows the drain). */
+const DRAIN_LIMIT_MS = 90_000;
 
 /** The process trees whose CPU and memory are counted: LiteLLM's, and ours in three parts. */
 export interface Trees {
@@ -126,8 +130,12 @@ export interface LoadResult {
   concurrency: number;
   n: number;
   errors: number;
-  /** Requests answered per second of the slices' wall time. */
+  /** Requests answered per second of the slices' wall time, each slice until the trees were idle again. */
   perSecond: number;
+  /** The same per second of the answering only: what the clients saw, before the work left behind. */
+  answeredPerSecond: number;
+  /** Mean time from a slice's last answer until the trees were idle again. */
+  drainMs: number;
   latency: LatencyStats;
   /** CPU ms per request of each tree, over this peer's slices only. */
   cpuPerRequest: Record<TreeName, number>;
@@ -135,15 +143,17 @@ export interface LoadResult {
 
 /**
  * Closed-loop load: `concurrency` clients send whole replies back to back. Each of `rounds`
- * rounds gives every peer a slice of `sliceMs` (at most `cap` requests), in rotating order, and a
- * short pause after it, counted in its slice's CPU, for what it finishes after its last answer.
+ * rounds gives every peer a slice of `sliceMs` (at most `cap` requests), in rotating order; a
+ * slice lasts until the process trees are idle again, and that tail is counted in its wall time and
+ * CPU: our replies are answered before their workflows' last steps, which would otherwise run in
+ * the next peer's slice.
  */
 export async function loadRounds(
   peers: Peer[],
   o: { concurrency: number; rounds: number; sliceMs: number; cap: number; prompt: string; trees: Trees; stop: AbortSignal },
   rec: Recorder,
 ): Promise<Record<PeerName, LoadResult>> {
-  const acc = Object.fromEntries(PEERS.map((n) => [n, { errors: 0, wallMs: 0, latencies: [] as number[], cpu: Object.fromEntries(TREE_NAMES.map((t) => [t, 0])) as Record<TreeName, number> }]));
+  const acc = Object.fromEntries(PEERS.map((n) => [n, { errors: 0, wallMs: 0, answeringMs: 0, drainMs: 0, latencies: [] as number[], cpu: Object.fromEntries(TREE_NAMES.map((t) => [t, 0])) as Record<TreeName, number> }]));
   for (let r = 0; r < o.rounds; r++) {
     for (const name of orderOf(r)) {
       const peer = peers.find((p) => p.name === name)!;
@@ -163,8 +173,10 @@ export async function loadRounds(
         }
       };
       await Promise.all(Array.from({ length: o.concurrency }, (_, i) => lane(i)));
-      a.wallMs += last - t0;
-      await sleep(300);
+      const drained = await waitUntilIdle(TREE_NAMES.map((t) => o.trees[t]), DRAIN_LIMIT_MS);
+      a.answeringMs += last - t0;
+      a.drainMs += drained;
+      a.wallMs += last - t0 + drained;
       const d = minus(await cpuOf(o.trees), cpu0);
       for (const t of TREE_NAMES) a.cpu[t] += d[t];
     }
@@ -173,7 +185,8 @@ export async function loadRounds(
     const a = acc[n]!;
     const ok = a.latencies.length;
     return [n, {
-      concurrency: o.concurrency, n: ok, errors: a.errors, perSecond: round((ok / a.wallMs) * 1000), latency: summarise(a.latencies),
+      concurrency: o.concurrency, n: ok, errors: a.errors, perSecond: round((ok / a.wallMs) * 1000),
+      answeredPerSecond: round((ok / a.answeringMs) * 1000), drainMs: Math.round(a.drainMs / o.rounds), latency: summarise(a.latencies),
       cpuPerRequest: Object.fromEntries(TREE_NAMES.map((t) => [t, ok ? round(a.cpu[t] / ok, 2) : Number.NaN])) as Record<TreeName, number>,
     }];
   })) as Record<PeerName, LoadResult>;
