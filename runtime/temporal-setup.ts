@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
 import proto from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES } from '../core/search-attributes';
 
@@ -23,3 +24,27 @@ export async function registerSearchAttributes(client: Client, namespace: string
 }
 
 const GRPC_ALREADY_EXISTS = 6;
+
+/**
+ * Registers `namespace` unless it exists, and waits until the frontend serves it (a new namespace
+ * reaches the frontend's cache within about ten seconds). The dev server and compose's
+ * auto-setup image create theirs themselves; a plain server has none.
+ */
+export async function ensureNamespace(client: Client, namespace: string, retentionDays: number, timeoutMs = 60_000): Promise<void> {
+  const service = client.connection.workflowService;
+  try {
+    await service.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(`${retentionDays} days`) });
+  } catch (err) {
+    if ((err as { code?: number }).code !== GRPC_ALREADY_EXISTS) throw err;
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await service.describeNamespace({ namespace });
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
