@@ -138,7 +138,7 @@ export function createClusterStack(settings: ClusterSettings): { start(): Promis
     const connection = await Connection.connect({ address: temporalAddress });
     try {
       const client = new Client({ connection, namespace: NAMESPACE });
-      await ensureNamespace(client, NAMESPACE, 3);
+      await ensureNamespace(client, NAMESPACE);
       await registerSearchAttributes(client, NAMESPACE);
     } finally {
       await connection.close();
@@ -205,6 +205,7 @@ export function createClusterStack(settings: ClusterSettings): { start(): Promis
     const pidOf = (name: string) => sv.current(name)!.pid;
     const relaunch = (spec: ServiceSpec) => async () => (await sv.launch(spec)).pid;
     return {
+      temporalKind: 'Temporal server',
       baseUrl,
       adminToken,
       databaseUrl,

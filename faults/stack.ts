@@ -33,6 +33,8 @@ export interface StackSettings {
 export type Service = 'api' | 'worker';
 
 export interface FaultStack {
+  /** What runs Temporal, for the timeline. */
+  temporalKind: 'Temporal dev server' | 'Temporal server';
   baseUrl: string;
   adminToken: string;
   databaseUrl: string;
@@ -148,6 +150,7 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Fa
     for (const result of results) if (result.status === 'rejected') throw result.reason;
 
     return {
+      temporalKind: 'Temporal dev server',
       baseUrl,
       adminToken,
       databaseUrl,

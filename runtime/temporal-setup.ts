@@ -26,12 +26,18 @@ export async function registerSearchAttributes(client: Client, namespace: string
 const GRPC_ALREADY_EXISTS = 6;
 
 /**
- * Registers `namespace` unless it exists, and waits until the frontend serves it (a new namespace
- * reaches the frontend's cache within about ten seconds). The dev server and compose's
- * auto-setup image create theirs themselves; a plain server has none.
+ * Registers `namespace` when the server does not know it, and waits until the frontend serves it
+ * (a new namespace reaches the frontend's cache within about ten seconds). The dev server has its
+ * own, and so does Temporal Cloud (where registering is not allowed); a plain server starts with
+ * none but `temporal-system`.
  */
-export async function ensureNamespace(client: Client, namespace: string, retentionDays: number, timeoutMs = 60_000): Promise<void> {
+export async function ensureNamespace(client: Client, namespace: string, retentionDays = 3, timeoutMs = 60_000): Promise<void> {
   const service = client.connection.workflowService;
+  const exists = await service.describeNamespace({ namespace }).then(() => true, (err: { code?: number }) => {
+    if (err.code !== GRPC_NOT_FOUND) throw err;
+    return false;
+  });
+  if (exists) return;
   try {
     await service.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(`${retentionDays} days`) });
   } catch (err) {
@@ -48,3 +54,5 @@ export async function ensureNamespace(client: Client, namespace: string, retenti
     }
   }
 }
+
+const GRPC_NOT_FOUND = 5;
