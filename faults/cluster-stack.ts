@@ -18,12 +18,19 @@ import { ensureNamespace, registerSearchAttributes } from '../runtime/temporal-s
 import { ensureTemporalServer, schemaSteps, TEMPORAL_DATABASES, temporalServerConfig, temporalUiConfig } from '../scripts/temporal-server';
 import type { PostgresTarget } from '../scripts/temporal-server';
 import { haproxyConfig } from './haproxy';
+import type { HaproxySettings } from './haproxy';
 import type { FaultStack, StackSettings } from './stack';
 import { createSupervisor } from './supervisor';
 import type { ServiceSpec, Supervisor } from './supervisor';
 
 /** How many of each the topology runs; docker-compose.yml's replicas say the same. */
 export const CLUSTER_TOPOLOGY = { api: 2, workflowWorkers: 2, providerWorkers: 2 } as const;
+/** The compose balancer's settings: deploy/haproxy/haproxy.cfg is haproxyConfig of these. */
+export const COMPOSE_HAPROXY: HaproxySettings = {
+  bind: '*:3000',
+  servers: { template: 'api', count: CLUSTER_TOPOLOGY.api, address: 'api:3000', nameserver: '127.0.0.11:53' },
+  errorFile: '/usr/local/etc/haproxy/503.http',
+};
 const NAMESPACE = 'default';
 const TASK_QUEUE = 'generations';
 const PG = { user: 'postgres', password: 'postgres' };

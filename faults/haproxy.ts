@@ -7,7 +7,7 @@ export interface HaproxySettings {
   /** `address:port` clients connect to. */
   bind: string;
   /** The API processes, or one `server-template` line's worth of them (compose: DNS names). */
-  servers: { name: string; address: string }[] | { template: string; count: number; address: string; resolvers: string };
+  servers: { name: string; address: string }[] | { template: string; count: number; address: string; nameserver: string };
   /** The response for 502/503/504: a 503 with Retry-After in the API's own error shape. */
   errorFile: string;
 }
@@ -15,9 +15,12 @@ export interface HaproxySettings {
 export function haproxyConfig(s: HaproxySettings): string {
   const servers = Array.isArray(s.servers)
     ? s.servers.map((server) => `  server ${server.name} ${server.address}`)
-    : [`  server-template ${s.servers.template} ${s.servers.count} ${s.servers.address} resolvers ${s.servers.resolvers} init-addr none`];
+    : [`  server-template ${s.servers.template} ${s.servers.count} ${s.servers.address} resolvers dns init-addr none`];
+  // Compose's replicas share one DNS name; HAProxy follows its answers as they come and go.
+  const resolvers = Array.isArray(s.servers) ? [] : ['resolvers dns', `  nameserver dns ${s.servers.nameserver}`, '  hold valid 5s', ''];
   return [
     ...common(s.errorFile),
+    ...resolvers,
     'frontend api',
     `  bind ${s.bind}`,
     '  default_backend apis',

@@ -26,8 +26,9 @@ export async function registerSearchAttributes(client: Client, namespace: string
 const GRPC_ALREADY_EXISTS = 6;
 
 /**
- * Registers `namespace` when the server does not know it, and waits until the frontend serves it
- * (a new namespace reaches the frontend's cache within about ten seconds). The dev server has its
+ * Registers `namespace` when the server does not know it, and waits until the frontend serves it:
+ * describeNamespace reads the database and knows it at once, but the other calls go through the
+ * frontend's namespace cache, which learns of it within about ten seconds. The dev server has its
  * own, and so does Temporal Cloud (where registering is not allowed); a plain server starts with
  * none but `temporal-system`.
  */
@@ -46,7 +47,7 @@ export async function ensureNamespace(client: Client, namespace: string, retenti
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      await service.describeNamespace({ namespace });
+      await client.connection.operatorService.listSearchAttributes({ namespace });
       return;
     } catch (err) {
       if (Date.now() > deadline) throw err;

@@ -85,13 +85,19 @@ export const TEMPORAL_DATABASES = { default: 'temporal', visibility: 'temporal_v
  * config/development-postgres12.yaml has it: PostgreSQL for persistence and for visibility, one
  * process running every service, and the dynamic config file the compose server reads too.
  */
-export function temporalServerConfig(pg: PostgresTarget, ports: TemporalServerPorts, dynamicConfigFile: string): Record<string, unknown> {
+export function temporalServerConfig(
+  pg: PostgresTarget,
+  ports: TemporalServerPorts,
+  dynamicConfigFile: string,
+  /** Where the services listen, and the address they tell each other (a container's own IP when binding 0.0.0.0). */
+  network: { bindOnIP: string; broadcastAddress: string } = { bindOnIP: '127.0.0.1', broadcastAddress: '127.0.0.1' },
+): Record<string, unknown> {
   const store = (databaseName: string, maxConns: number) => ({
     sql: {
       pluginName: 'postgres12', databaseName, connectAddr: `${pg.host}:${pg.port}`, connectProtocol: 'tcp', user: pg.user, password: pg.password, maxConns, maxIdleConns: maxConns, maxConnLifetime: '1h',
     },
   });
-  const service = (grpcPort: number, membershipPort: number, extra: Record<string, unknown> = {}) => ({ rpc: { grpcPort, membershipPort, bindOnIP: '127.0.0.1', ...extra } });
+  const service = (grpcPort: number, membershipPort: number, extra: Record<string, unknown> = {}) => ({ rpc: { grpcPort, membershipPort, bindOnIP: network.bindOnIP, ...extra } });
   return {
     log: { stdout: true, level: 'warn' },
     persistence: {
@@ -101,7 +107,7 @@ export function temporalServerConfig(pg: PostgresTarget, ports: TemporalServerPo
       numHistoryShards: 4,
       datastores: { 'postgres-default': store(TEMPORAL_DATABASES.default, 20), 'postgres-visibility': store(TEMPORAL_DATABASES.visibility, 5) },
     },
-    global: { membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' } },
+    global: { membership: { maxJoinDuration: '30s', broadcastAddress: network.broadcastAddress } },
     services: {
       frontend: service(ports.frontend, ports.membership[0], { httpPort: ports.frontendHttp }),
       history: service(ports.history, ports.membership[1]),
@@ -113,7 +119,7 @@ export function temporalServerConfig(pg: PostgresTarget, ports: TemporalServerPo
       failoverVersionIncrement: 10,
       masterClusterName: 'active',
       currentClusterName: 'active',
-      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `127.0.0.1:${ports.frontend}` } },
+      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `${network.broadcastAddress}:${ports.frontend}` } },
     },
     dcRedirectionPolicy: { policy: 'noop' },
     archival: { history: { state: 'disabled' }, visibility: { state: 'disabled' } },
@@ -136,6 +142,11 @@ export function schemaSteps(pg: PostgresTarget, database: string, schemaName: 't
 }
 
 /** The UI server's configuration (`<root>/config/<env>.yaml`), pointed at an external frontend. */
-export function temporalUiConfig(frontendAddress: string, port: number): Record<string, unknown> {
-  return { temporalGrpcAddress: frontendAddress, host: '127.0.0.1', port, enableUi: true, defaultNamespace: 'default', publicPath: '', cors: { allowOrigins: [] } };
+export function temporalUiConfig(frontendAddress: string, port: number, host = '127.0.0.1'): Record<string, unknown> {
+  return { temporalGrpcAddress: frontendAddress, host, port, enableUi: true, defaultNamespace: 'default', publicPath: '', cors: { allowOrigins: [] } };
 }
+
+/** The ports the compose `temporal` service listens on (the server's defaults). */
+export const TEMPORAL_DEFAULT_PORTS: TemporalServerPorts = {
+  frontend: 7233, frontendHttp: 7243, history: 7234, matching: 7235, worker: 7239, membership: [6933, 6934, 6935, 6939],
+};
