@@ -20,7 +20,7 @@ import type { PostgresTarget } from '../scripts/temporal-server';
 import { haproxyConfig } from './haproxy';
 import type { HaproxySettings } from './haproxy';
 import type { FaultStack, StackSettings } from './stack';
-import { createSupervisor } from './supervisor';
+import { boundedStop, createSupervisor } from './supervisor';
 import type { ServiceSpec, Supervisor } from './supervisor';
 
 /** How many of each the topology runs; docker-compose.yml's replicas say the same. */
@@ -63,13 +63,7 @@ export function createClusterStack(settings: ClusterSettings): { start(): Promis
 
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      const bounded = async (name: string, work: Promise<unknown> | undefined, ms: number) => {
-        if (!work) return;
-        const late = sleep(ms, 'late' as const, { ref: false });
-        const outcome = await Promise.race([work.then(() => 'done' as const, (err: unknown) => err), late]);
-        if (outcome === 'late') log(`stopping ${name} took over ${ms / 1000} s; moving on`);
-        else if (outcome !== 'done') log(`stopping ${name} failed: ${(outcome as Error).message}`);
-      };
+      const bounded = boundedStop(log);
       const running = (names: (name: string) => boolean) => (supervisor?.names() ?? []).filter(names).map((n) => [n, supervisor!.current(n)] as const);
       // The balancer first (no new requests), then the service processes (they drain), then
       // what they depend on.

@@ -5,7 +5,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startReaper } from '../bench/children';
 import type { ReaperTarget } from '../bench/children';
 import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
@@ -14,7 +13,7 @@ import { freePort } from '../runtime/process';
 import { ensureTemporalCli } from '../runtime/temporal-cli';
 import { startTemporalDevServer } from '../runtime/temporal-dev-server';
 import type { TemporalDevServer } from '../runtime/temporal-dev-server';
-import { createSupervisor } from './supervisor';
+import { boundedStop, createSupervisor } from './supervisor';
 import type { ServiceSpec, Supervisor } from './supervisor';
 
 const TASK_QUEUE = 'faults';
@@ -68,13 +67,7 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Fa
 
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      const bounded = async (name: string, work: Promise<unknown> | undefined, ms: number) => {
-        if (!work) return;
-        const late = sleep(ms, 'late' as const, { ref: false });
-        const outcome = await Promise.race([work.then(() => 'done' as const, (err: unknown) => err), late]);
-        if (outcome === 'late') log(`stopping ${name} took over ${ms / 1000} s; moving on`);
-        else if (outcome !== 'done') log(`stopping ${name} failed: ${(outcome as Error).message}`);
-      };
+      const bounded = boundedStop(log);
       await Promise.all([bounded('the API', supervisor?.current('api')?.stop(), 20_000), bounded('the worker', supervisor?.current('worker')?.stop(), 20_000)]);
       await bounded('Temporal', temporal?.stop(), 15_000);
       await bounded('PostgreSQL', postgres?.stop(), 15_000);

@@ -110,3 +110,17 @@ export function createSupervisor(settings: SupervisorSettings): Supervisor {
     names: () => [...specs.keys()],
   };
 }
+
+/**
+ * A stop step that may not hold up the rest: `bounded(name, work, ms)` waits for `work` at most
+ * `ms`, and says so when it took longer or failed, then lets the stop go on.
+ */
+export function boundedStop(log: (line: string) => void) {
+  return async (name: string, work: Promise<unknown> | undefined, ms: number): Promise<void> => {
+    if (!work) return;
+    const late = sleep(ms, 'late' as const, { ref: false });
+    const outcome = await Promise.race([work.then(() => 'done' as const, (err: unknown) => err), late]);
+    if (outcome === 'late') log(`stopping ${name} took over ${ms / 1000} s; moving on`);
+    else if (outcome !== 'done') log(`stopping ${name} failed: ${(outcome as Error).message}`);
+  };
+}
