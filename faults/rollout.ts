@@ -4,25 +4,15 @@
 // workers stop only once the server reports N drained. Every video must finish, each charged
 // once, N's on N and the later ones on N+1, and N's histories must really fail to replay on N+1's
 // code (or the proof proves nothing). Exit code 0 when all of that holds.
-import { randomBytes } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { createHttp, openAccount } from '../bench/http';
-import { loadConfig } from '../core/config';
-import { startApiServer, stopApiServer } from '../runtime/api-server';
-import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
-import { freePort } from '../runtime/process';
-import { openServices } from '../runtime/services';
 import type { Services } from '../runtime/services';
-import { ensureTemporalCli } from '../runtime/temporal-cli';
-import { startTemporalDevServer } from '../runtime/temporal-dev-server';
-import { TEMPORAL_DYNAMIC_CONFIG } from '../runtime/temporal-server-config';
 import { bundleInChildProcess, WORKFLOWS_PATH } from '../runtime/worker';
 import { startWorker } from '../runtime/worker-runner';
+import { startInProcessStack } from './in-process-stack';
 import { generationFacts, ledgerChecks } from './ledger-checks';
 
 const NEXT_WORKFLOWS = fileURLToPath(new URL('../test/fixtures/workflows-next/index.ts', import.meta.url));
@@ -40,28 +30,13 @@ const check = (ok: boolean, what: string) => {
 };
 
 async function main(): Promise<void> {
-  const dataDir = join(process.cwd(), '.test-data', `rollout-${process.pid}`);
-  await mkdir(dataDir, { recursive: true });
-  const stops: (() => Promise<unknown>)[] = [];
+  // The server's drainage bookkeeping runs every 3 minutes by default; faster here so the proof
+  // takes a couple of minutes. The procedure is the same at any pace.
+  const stack = await startInProcessStack('rollout', {
+    dynamicConfig: { 'matching.wv.VersionDrainageStatusVisibilityGracePeriod': '5s', 'matching.wv.VersionDrainageStatusRefreshInterval': '5s' },
+  });
+  const { services, config, adminToken } = stack;
   try {
-    const postgres = await startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres'), logFile: join(dataDir, 'postgres.log'), readyTimeoutMs: 120_000 });
-    stops.push(() => postgres.stop());
-    await postgres.ensureDatabase('gensvc');
-    // The server's drainage bookkeeping runs every 3 minutes by default; faster here so the proof
-    // takes a couple of minutes. The procedure is the same at any pace.
-    const temporal = await startTemporalDevServer({
-      cliPath: await ensureTemporalCli(), dbFile: join(dataDir, 'temporal.sqlite'), headless: true, logFile: join(dataDir, 'temporal.log'), readyTimeoutMs: 120_000,
-      dynamicConfig: { ...TEMPORAL_DYNAMIC_CONFIG, 'matching.wv.VersionDrainageStatusVisibilityGracePeriod': '5s', 'matching.wv.VersionDrainageStatusRefreshInterval': '5s' },
-    });
-    stops.push(() => temporal.stop());
-    const port = await freePort();
-    const adminToken = randomBytes(24).toString('base64url');
-    const config = loadConfig({
-      NODE_ENV: 'development', HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: postgres.urlFor('gensvc'), TEMPORAL_ADDRESS: temporal.address,
-      TEMPORAL_TASK_QUEUE: 'rollout', ADMIN_TOKEN: adminToken, URL_SIGNING_SECRET: randomBytes(24).toString('base64url'), WEBHOOK_SECRET_KEY: randomBytes(24).toString('base64url'), LOG_LEVEL: 'warn',
-    });
-    const services = await openServices(config, { databaseUrl: config.DATABASE_URL!, temporalAddress: temporal.address });
-    stops.push(() => services.close());
     const { client } = services;
     const version = (buildId: string): Services => ({ ...services, config: { ...config, WORKER_BUILD_ID: buildId, WORKER_DEPLOYMENT_NAME: DEPLOYMENT } });
     const setCurrent = async (buildId: string) => {
@@ -80,12 +55,11 @@ async function main(): Promise<void> {
     log(`version ${N}: starting its workers (workflows/index.ts) and making it current`);
     const workersN = await startWorker(version(N), 'all', log);
     let workersNStopped = false;
-    stops.push(async () => void (workersNStopped || (await workersN.stop())));
+    stack.onStop(async () => void (workersNStopped || (await workersN.stop())));
     await setCurrent(N);
-    const app = await startApiServer(services);
-    stops.push(() => stopApiServer(app));
+    await stack.startApi();
 
-    const http = createHttp(`http://127.0.0.1:${port}`, new AbortController().signal);
+    const http = createHttp(stack.baseUrl, new AbortController().signal);
     const account = await openAccount(http, adminToken, { credits: 5_000, requests: 50, scopes: ['video'] });
     const submit = async (prompt: string) => {
       const res = await http.request<{ id: string; creditsQuoted: number }>('POST', '/api/v1/generate', {
@@ -111,7 +85,7 @@ async function main(): Promise<void> {
 
     log(`version ${NEXT}: starting its workers (test/fixtures/workflows-next: a timer first) and making it current`);
     const workersNext = await startWorker(version(NEXT), 'all', log, NEXT_WORKFLOWS);
-    stops.push(() => workersNext.stop());
+    stack.onStop(() => workersNext.stop());
     await setCurrent(NEXT);
     const later: { id: string; creditsQuoted: number }[] = [];
     for (let i = 0; i < LATER_VIDEOS; i++) later.push(await submit(`sim:delay=5000 a video ${i} after the roll-out`));
@@ -165,9 +139,7 @@ async function main(): Promise<void> {
     const onNext = await replay(NEXT_WORKFLOWS);
     check(onNext === 'nondeterministic', `${long[0]!.id}'s history does NOT replay on ${NEXT}'s code (${onNext}): without pinning it would have broken`);
   } finally {
-    for (const stop of stops.reverse()) await stop().catch((err: unknown) => log(`stopping: ${(err as Error).message}`));
-    if (problems.length === 0) await rm(dataDir, { recursive: true, force: true });
-    else log(`data kept in ${dataDir}`);
+    await stack.stop(problems.length > 0);
   }
 }
 
