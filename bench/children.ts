@@ -8,7 +8,8 @@ import { isAlive, OutputTail, signal, waitForExit } from '../runtime/process';
 
 const REAPER = 'bench/reaper.mjs';
 
-export type ReaperTarget = 'temporal' | 'postgres' | 'worker' | 'api' | 'reference' | 'litellm';
+/** `temporal` is a process group, `postgres` stops with SIGINT; any other name is one process (`api-2`, `haproxy`…). */
+export type ReaperTarget = 'temporal' | 'postgres' | 'worker' | 'api' | 'reference' | 'litellm' | (string & {});
 
 export interface Reaper {
   /** Names a child as it starts (again: a restarted one replaces the one before). */

@@ -5,20 +5,20 @@
 // Plain JavaScript so it starts at once, without a TypeScript loader.
 //
 //   node bench/reaper.mjs <harness pid> <data dir> <keep: 0|1>
-// and then, on stdin, lines `temporal <pgid>`, `postgres <pid>`, `worker <pid>`, `api <pid>`,
-// `reference <pid>`, `litellm <pid>` as they start (a later line for the same name replaces the earlier one: a
-// restarted child).
+// and then, on stdin, lines `temporal <pgid>`, `postgres <pid>`, and `<name> <pid>` for every other
+// child (`worker`, `api`, `reference`, `litellm`, the cluster's `api-2`, `haproxy`…) as they start
+// (a later line for the same name replaces the earlier one: a restarted child).
 import { rm } from 'node:fs/promises';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const [benchPid, dataDir, keep] = [Number(process.argv[2]), process.argv[3], process.argv[4] === '1'];
-const targets = { temporal: undefined, postgres: undefined, worker: undefined, api: undefined, reference: undefined, litellm: undefined };
+const targets = new Map();
 
 process.stdin.setEncoding('utf8').on('data', (chunk) => {
   for (const line of chunk.split('\n')) {
     const [name, pid] = line.trim().split(' ');
-    if (name in targets && Number(pid) > 0) targets[name] = Number(pid);
+    if (/^[a-z][a-z0-9-]*$/.test(name ?? '') && Number(pid) > 0) targets.set(name, Number(pid));
   }
 });
 // The pipe closes when the bench exits, however it exits; keep polling either way.
@@ -46,8 +46,9 @@ const waitGone = async (pid, ms) => {
 
 while (alive(benchPid)) await sleep(250);
 
-const { temporal, postgres, worker, api, reference, litellm } = targets;
-await Promise.all([api, worker, reference, litellm].map(async (pid) => {
+const [temporal, postgres] = [targets.get('temporal'), targets.get('postgres')];
+const children = [...targets].filter(([name]) => name !== 'temporal' && name !== 'postgres').map(([, pid]) => pid);
+await Promise.all(children.map(async (pid) => {
   if (!pid || !alive(pid)) return;
   send(pid, 'SIGTERM');
   if (!(await waitGone(pid, 10_000))) send(pid, 'SIGKILL');
@@ -61,5 +62,5 @@ if (postgres && alive(postgres)) {
   if (!(await waitGone(postgres, 20_000))) send(postgres, 'SIGQUIT');
   if (!(await waitGone(postgres, 5_000))) send(postgres, 'SIGKILL');
 }
-if (!keep && dataDir && /\/(bench|faults)-\d+$/.test(dataDir)) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+if (!keep && dataDir && /\/(bench|faults|cluster)-\d+$/.test(dataDir)) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
 process.exit(0);

@@ -116,6 +116,13 @@ export const configSchema = z.object({
    */
   WORKER_ROLE: z.enum(['all', 'workflows', 'provider']).default('all'),
   /**
+   * Worker Versioning (docs/operations.md): with a build id, every worker of the process polls as
+   * version `<WORKER_DEPLOYMENT_NAME>:<WORKER_BUILD_ID>` and workflows stay pinned to the version
+   * they started on; unset, workers are unversioned (patched() alone keeps old histories working).
+   */
+  WORKER_BUILD_ID: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[A-Za-z0-9._+-]{1,64}$/, 'letters, digits, . _ + - (at most 64)').optional()),
+  WORKER_DEPLOYMENT_NAME: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).default('gensvc'),
+  /**
    * Workflows a workflow worker keeps in memory between their tasks (~0.5 MB each, measured); one
    * that was evicted is replayed from its history at its next task. Videos wait long, so a
    * thousand in flight should not mean a thousand in memory (docs/benchmark.md).

@@ -1,6 +1,7 @@
 // The faults, on a fixed schedule measured from the first request: the worker SIGKILLed and
-// started again every `workerEveryMs`, PostgreSQL stopped and started once, the Temporal dev
-// server stopped and started once. Every step goes on the timeline.
+// started again every `workerEveryMs`, PostgreSQL stopped and started once, the Temporal server
+// stopped and started once, and any further one-off kills of the plan (the cluster's API and
+// provider worker). Every step goes on the timeline.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FaultStack } from './stack';
 
@@ -41,6 +42,15 @@ export interface FaultPlan {
   outageMs: number;
   /** No fault starts after this (the end of the submissions). */
   untilMs: number;
+  /** Further processes SIGKILLed once each and started again after `outageMs` (the cluster's: an API behind the balancer, a provider worker). */
+  kills?: OneKill[];
+}
+
+export interface OneKill {
+  atMs: number;
+  name: string;
+  kill: () => Promise<number>;
+  start: () => Promise<number>;
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -77,9 +87,20 @@ export async function runFaults(stack: FaultStack, plan: FaultPlan, origin: numb
     timeline.add(`${name} back, ${seconds(Date.now() - began)} after the stop began`);
   };
 
+  const kill = async ({ atMs, name, kill: killIt, start }: OneKill) => {
+    if (!(await until(atMs))) return;
+    const pid = await killIt();
+    const down = Date.now();
+    timeline.add(`${name} SIGKILLed (pid ${pid})`);
+    await sleep(plan.outageMs);
+    const next = await start();
+    timeline.add(`${name} ready again (pid ${next}), ${seconds(Date.now() - down)} after the kill`);
+  };
+
   await Promise.all([
     workerKills(),
+    ...(plan.kills ?? []).map(kill),
     restart(plan.postgresAtMs, 'PostgreSQL', () => stack.stopPostgres(), () => stack.startPostgres(), 'fast shutdown, same data directory'),
-    restart(plan.temporalAtMs, 'Temporal dev server', () => stack.stopTemporal(), () => stack.startTemporal(), 'SIGTERM, same SQLite file'),
+    restart(plan.temporalAtMs, stack.temporalKind, () => stack.stopTemporal(), () => stack.startTemporal(), stack.temporalKind === 'Temporal dev server' ? 'SIGTERM, same SQLite file' : 'SIGTERM, same PostgreSQL databases'),
   ]);
 }

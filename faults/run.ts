@@ -23,15 +23,20 @@ import type { Check } from './ledger-checks';
 import { leftoverProcesses } from './leftovers';
 import { outputChecks } from './output-checks';
 import { duration, renderReport } from './report';
+import { createClusterStack } from './cluster-stack';
+import type { ClusterStack } from './cluster-stack';
 import { createFaultStack } from './stack';
 import type { FaultStack } from './stack';
 import { startWebhookReceiver, registerEndpoint, webhookCheck } from './webhooks';
 import { ACCOUNTS, planRequests } from './workload';
 
-const USAGE = `usage: npm run faults [-- --count=1000] [-- --rate=3.3] [-- --keep]
-  --count=N   generations to ask for (default 1000)
-  --rate=R    requests started per second (default 3.3: 1000 in about 5 minutes)
-  --keep      keep .test-data/faults-<pid>/ (logs, PostgreSQL data, Temporal SQLite, outputs) even when all is well`;
+const USAGE = `usage: npm run faults [-- --count=1000] [-- --rate=3.3] [-- --topology=dev|cluster] [-- --keep]
+  --count=N          generations to ask for (default 1000)
+  --rate=R           requests started per second (default 3.3: 1000 in about 5 minutes)
+  --topology=cluster the production topology of \`npm run cluster\` (Temporal server on PostgreSQL,
+                     two APIs behind HAProxy, two workflow and two provider workers), with an API and
+                     a provider worker SIGKILLed too; default dev: one API, one worker, the dev server
+  --keep             keep .test-data/faults-<pid>/ (logs, PostgreSQL data, Temporal data, outputs) even when all is well`;
 
 /** The reconciler's pace for the run: every 15 s, holds older than 45 s (defaults: 1 min and 2 min). */
 const RECONCILER_ENV = { RECONCILE_EVERY_MS: '15000', RECONCILE_GRACE_MS: '45000' };
@@ -42,11 +47,12 @@ const SETTLE_LIMIT_MS = 8 * 60_000;
 /** How long the last webhook events get to arrive once everything has settled (a failed attempt is retried after 5 s). */
 const WEBHOOK_WAIT_MS = 120_000;
 
-function parseArgs(argv: string[]): { count: number; rate: number; keep: boolean } {
-  const args = { count: 1000, rate: 3.3, keep: false };
+function parseArgs(argv: string[]): { count: number; rate: number; keep: boolean; topology: 'dev' | 'cluster' } {
+  const args = { count: 1000, rate: 3.3, keep: false, topology: 'dev' as 'dev' | 'cluster' };
   for (const arg of argv) {
     const [name, value] = arg.split('=');
     if (name === '--count' && Number(value) > 0) args.count = Math.floor(Number(value));
+    else if (name === '--topology' && (value === 'dev' || value === 'cluster')) args.topology = value;
     else if (name === '--rate' && Number(value) > 0) args.rate = Number(value);
     else if (arg === '--keep') args.keep = true;
     else {
@@ -93,7 +99,7 @@ async function main(): Promise<number> {
   const processProblems: string[] = [];
   const timeline = createTimeline(began, log);
 
-  const handle = createFaultStack({
+  const handle = (args.topology === 'cluster' ? createClusterStack : createFaultStack)({
     dataDir,
     serviceEnv: RECONCILER_ENV,
     log,
@@ -117,6 +123,7 @@ async function main(): Promise<number> {
 
   log(`data in ${dataDir}; load average ${loadBefore} on ${availableParallelism()} cores`);
   const stack: FaultStack = await handle.start();
+  const cluster = args.topology === 'cluster' ? (stack as ClusterStack) : undefined;
   const inputs = (opened.inputs = await startInputServer());
   phases.push(['start-up', Date.now() - began]);
 
@@ -135,7 +142,7 @@ async function main(): Promise<number> {
   const spanMs = (args.count / args.rate) * 1000;
   const origin = Date.now();
   timeline.startAt(origin);
-  log(`sending ${args.count} requests over ${duration(spanMs)}; faults: worker every ${WORKER_EVERY_MS / 1000} s, PostgreSQL and Temporal once each`);
+  log(`sending ${args.count} requests over ${duration(spanMs)}; faults: worker every ${WORKER_EVERY_MS / 1000} s, PostgreSQL and Temporal once each${cluster ? ', an API and a provider worker once each' : ''}`);
   const faults = runFaults(stack, {
     workerEveryMs: WORKER_EVERY_MS,
     // Between worker kills, at about a quarter and a half of the submissions.
@@ -143,6 +150,11 @@ async function main(): Promise<number> {
     temporalAtMs: Math.max(45_000, Math.round(spanMs * 0.55 / WORKER_EVERY_MS) * WORKER_EVERY_MS + 15_000),
     outageMs: OUTAGE_MS,
     untilMs: spanMs,
+    kills: cluster ? [
+      // Between the other faults: at about a tenth and three quarters of the submissions.
+      { atMs: Math.max(10_000, Math.round(spanMs * 0.1)), name: 'API process api-2 (behind the balancer)', kill: () => cluster.killApi(), start: () => cluster.startApi() },
+      { atMs: Math.max(20_000, Math.round(spanMs * 0.75)), name: 'provider worker provider-1', kill: () => cluster.killProvider(), start: () => cluster.startProvider() },
+    ] : [],
   }, origin, timeline, interrupt.signal);
 
   const send = createClient(stack.baseUrl, origin, interrupt.signal);
@@ -186,7 +198,7 @@ async function main(): Promise<number> {
   phases.push(['total', Date.now() - began]);
 
   const report = renderReport({
-    settings: `${args.count} requests at ${args.rate}/s from ${ACCOUNTS.length} accounts; reconciler every ${Number(RECONCILER_ENV.RECONCILE_EVERY_MS) / 1000} s, grace ${Number(RECONCILER_ENV.RECONCILE_GRACE_MS) / 1000} s; outputs ${(files.bytes / 1e6).toFixed(1)} MB`,
+    settings: `${args.topology === 'cluster' ? 'cluster topology (Temporal server on PostgreSQL, 2 APIs behind HAProxy, 2 workflow + 2 provider workers)' : 'dev topology (dev server, 1 API, 1 worker)'}; ${args.count} requests at ${args.rate}/s from ${ACCOUNTS.length} accounts; reconciler every ${Number(RECONCILER_ENV.RECONCILE_EVERY_MS) / 1000} s, grace ${Number(RECONCILER_ENV.RECONCILE_GRACE_MS) / 1000} s; outputs ${(files.bytes / 1e6).toFixed(1)} MB`,
     machine: `${availableParallelism()} cores, load average (1/5/15 min) ${loadBefore} at the start, ${load()} at the end`,
     phases,
     facts,
@@ -201,7 +213,7 @@ async function main(): Promise<number> {
   const stamp = new Date().toISOString().replaceAll(':', '-').slice(0, 19);
   await writeFile(join(resultsDir, `${stamp}.txt`), `${report}\n`);
   if (ok && !args.keep) await rm(dataDir, { recursive: true, force: true });
-  else log(`data kept in ${dataDir} (api.log, worker.log, postgres.log, temporal.log)`);
+  else log(`data kept in ${dataDir} (a .log per process: api, worker, postgres, temporal…)`);
   log(`summary written to ${join(resultsDir, `${stamp}.txt`)}`);
   return ok ? 0 : 1;
 }

@@ -5,20 +5,18 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { EntryStartError, startEntryProcess, startReaper } from '../bench/children';
-import type { EntryProcess, ReaperTarget } from '../bench/children';
+import { startReaper } from '../bench/children';
+import type { ReaperTarget } from '../bench/children';
 import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
 import type { EmbeddedPostgres } from '../runtime/embedded-postgres';
 import { freePort } from '../runtime/process';
 import { ensureTemporalCli } from '../runtime/temporal-cli';
 import { startTemporalDevServer } from '../runtime/temporal-dev-server';
 import type { TemporalDevServer } from '../runtime/temporal-dev-server';
+import { boundedStop, createSupervisor } from './supervisor';
+import type { ServiceSpec, Supervisor } from './supervisor';
 
 const TASK_QUEUE = 'faults';
-/** Each worker bundles the workflows with webpack as it starts: slow on a busy machine. */
-const START_TIMEOUT_MS = 180_000;
-const MAX_STARTS = 10;
 
 export interface StackSettings {
   dataDir: string;
@@ -26,14 +24,16 @@ export interface StackSettings {
   serviceEnv: Record<string, string>;
   log: (line: string) => void;
   /** Told of every start of a service process that ended before it was ready (a supervisor restarts it). */
-  onStartFailure: (what: Service, error: string) => void;
+  onStartFailure: (what: string, error: string) => void;
   /** Told when a running service process ended without being asked to (it is started again). */
-  onUnexpectedExit: (what: Service, how: string) => void;
+  onUnexpectedExit: (what: string, how: string) => void;
 }
 
 export type Service = 'api' | 'worker';
 
 export interface FaultStack {
+  /** What runs Temporal, for the timeline. */
+  temporalKind: 'Temporal dev server' | 'Temporal server';
   baseUrl: string;
   adminToken: string;
   databaseUrl: string;
@@ -61,21 +61,14 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Fa
   const { dataDir, log } = settings;
   let postgres: EmbeddedPostgres | undefined;
   let temporal: TemporalDevServer | undefined;
-  let api: EntryProcess | undefined;
-  let worker: EntryProcess | undefined;
+  let supervisor: Supervisor | undefined;
   let reaper: ReturnType<typeof startReaper> | undefined;
   let stopping: Promise<void> | undefined;
 
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      const bounded = async (name: string, work: Promise<unknown> | undefined, ms: number) => {
-        if (!work) return;
-        const late = sleep(ms, 'late' as const, { ref: false });
-        const outcome = await Promise.race([work.then(() => 'done' as const, (err: unknown) => err), late]);
-        if (outcome === 'late') log(`stopping ${name} took over ${ms / 1000} s; moving on`);
-        else if (outcome !== 'done') log(`stopping ${name} failed: ${(outcome as Error).message}`);
-      };
-      await Promise.all([bounded('the API', api?.stop(), 20_000), bounded('the worker', worker?.stop(), 20_000)]);
+      const bounded = boundedStop(log);
+      await Promise.all([bounded('the API', supervisor?.current('api')?.stop(), 20_000), bounded('the worker', supervisor?.current('worker')?.stop(), 20_000)]);
       await bounded('Temporal', temporal?.stop(), 15_000);
       await bounded('PostgreSQL', postgres?.stop(), 15_000);
       reaper?.dismiss();
@@ -130,68 +123,36 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Fa
       ...settings.serviceEnv,
     };
 
-    /**
-     * Starts a service process the way a supervisor (compose's `restart: unless-stopped`) would:
-     * one that exits during start-up, because PostgreSQL or Temporal is down just then, is started
-     * again until it is ready.
-     */
-    const supervised = async (what: Service): Promise<EntryProcess> => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const child = await startEntryProcess({
-            entry: what === 'api' ? 'runtime/api-process.ts' : 'runtime/worker-process.ts',
-            env,
-            readyText: what === 'api' ? 'API listening' : 'worker polling',
-            readyTimeoutMs: START_TIMEOUT_MS,
-            logFile: join(dataDir, `${what}.log`),
-            detached: true,
-            onSpawn: tell(what),
-          });
-          return child;
-        } catch (err) {
-          // A few failed starts are an outage that has not ended yet; more is a service that cannot start.
-          if (!(err instanceof EntryStartError) || stopping || attempt >= MAX_STARTS) throw err;
-          settings.onStartFailure(what, err.message.split('\n')[0] ?? err.message);
-          await sleep(1_000);
-        }
-      }
-    };
-
-    /** What runs as `what` now; a process that ends unasked is reported and replaced. */
-    const killed = new Set<number>();
-    const restarts: Partial<Record<Service, Promise<void>>> = {};
-    const launch = async (what: Service): Promise<void> => {
-      const child = await supervised(what);
-      if (what === 'api') api = child;
-      else worker = child;
-      void child.exited.then((how) => {
-        if (stopping || killed.has(child.pid)) return;
-        settings.onUnexpectedExit(what, how.signal ?? `exit code ${how.code}`);
-        // Past a stop, the supervisor gives up; nothing is left to report.
-        restarts[what] = launch(what).catch(() => undefined);
-      });
-    };
+    supervisor = createSupervisor({
+      dataDir,
+      reaper,
+      stopping: () => stopping !== undefined,
+      onStartFailure: settings.onStartFailure,
+      onUnexpectedExit: settings.onUnexpectedExit,
+    });
+    const specOf = (what: Service): ServiceSpec => ({
+      name: what,
+      entry: what === 'api' ? 'runtime/api-process.ts' : 'runtime/worker-process.ts',
+      env,
+      readyText: what === 'api' ? 'API listening' : 'worker polling',
+    });
+    const launch = async (what: Service): Promise<void> => void (await supervisor!.launch(specOf(what)));
 
     log('starting the API and the worker (each bundles or loads the code: up to a minute or two)…');
     const results = await Promise.allSettled([launch('api'), launch('worker')]);
     for (const result of results) if (result.status === 'rejected') throw result.reason;
 
     return {
+      temporalKind: 'Temporal dev server',
       baseUrl,
       adminToken,
       databaseUrl,
       dataDir,
-      pids: () => ({ api: api!.pid, worker: worker!.pid }),
-      async killWorker() {
-        await restarts.worker;
-        const victim = worker!;
-        killed.add(victim.pid);
-        await victim.kill();
-        return victim.pid;
-      },
+      pids: () => ({ api: supervisor!.current('api')!.pid, worker: supervisor!.current('worker')!.pid }),
+      killWorker: () => supervisor!.kill('worker'),
       async startWorker() {
         await launch('worker');
-        return worker!.pid;
+        return supervisor!.current('worker')!.pid;
       },
       stopPostgres: () => postgres!.stop(),
       async startPostgres() {

@@ -17,7 +17,7 @@ import { createLocalStore } from '../core/storage';
 import type { OutputStore } from '../core/storage';
 import { createS3Store } from '../core/storage/s3';
 import { persistentSecret } from './secrets';
-import { registerSearchAttributes } from './temporal-setup';
+import { ensureNamespace, registerSearchAttributes } from './temporal-setup';
 
 export interface Services {
   config: Config;
@@ -55,6 +55,7 @@ export async function openServices(config: Config, where: { databaseUrl: string;
 
   const connection = await Connection.connect({ address: where.temporalAddress });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  await ensureNamespace(client, config.TEMPORAL_NAMESPACE);
   await registerSearchAttributes(client, config.TEMPORAL_NAMESPACE);
   const nativeConnection = await NativeConnection.connect({ address: where.temporalAddress });
 

@@ -1,10 +1,10 @@
 // Finds the Temporal CLI, or builds it from source into a cache folder. It cannot be downloaded
 // at run time on machines without internet, but the Go module proxy is usually reachable.
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
-import { homedir, hostname } from 'node:os';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { isAlive, isExecutableFile, runCommand } from './process';
+import { acquireBuildLock, findGo } from './go-install';
+import { isExecutableFile, runCommand } from './process';
 
 /** v1.5.1 is the newest tag whose go.mod has no `replace` directive, which `go install` refuses. */
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
@@ -60,7 +60,7 @@ export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}):
   const progress = options.onProgress ?? ((line: string) => process.stderr.write(`[temporal-cli] ${line}\n`));
   const dir = versionDir(options);
   await mkdir(dirname(dir), { recursive: true });
-  const release = await acquireLock(`${dir}.lock`, options.lockTimeoutMs ?? 30 * 60_000, progress);
+  const release = await acquireBuildLock(`${dir}.lock`, 'the Temporal CLI', options.lockTimeoutMs ?? 30 * 60_000, progress);
   try {
     // Whoever held the lock before us may have built it.
     const target = cachedTemporalCliPath(options);
@@ -109,76 +109,4 @@ async function build(env: NodeJS.ProcessEnv, dir: string, progress: (line: strin
     await rm(staging, { recursive: true, force: true });
   }
   progress(`built ${join(dir, BINARY)} in ${Math.round((Date.now() - started) / 1000)} s`);
-}
-
-async function findGo(env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  const candidates = (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'go'));
-  // Go's installer puts it here without necessarily touching PATH of non-login shells.
-  candidates.push(...(env.GOROOT ? [join(env.GOROOT, 'bin', 'go')] : []), '/usr/local/go/bin/go');
-  for (const candidate of candidates) if (await isExecutableFile(candidate)) return candidate;
-  return undefined;
-}
-
-interface LockOwner {
-  pid: number;
-  host: string;
-}
-
-/**
- * An exclusive lock file, so that two processes (`npm start` and a test run, say) never build at
- * the same time; the second waits and then finds the first one's binary. A lock whose owner
- * died is taken over. Two waiters that detect the same stale lock at once can both proceed;
- * that costs a second build but no harm, since each build lands by an atomic rename.
- */
-async function acquireLock(
-  file: string,
-  timeoutMs: number,
-  progress: (line: string) => void,
-): Promise<() => Promise<void>> {
-  const deadline = Date.now() + timeoutMs;
-  let announced = false;
-  for (;;) {
-    try {
-      const handle = await open(file, 'wx');
-      await handle.writeFile(JSON.stringify({ pid: process.pid, host: hostname() } satisfies LockOwner));
-      await handle.close();
-      return () => rm(file, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const owner = await readOwner(file);
-    if (await isStale(file, owner)) {
-      progress(`removing stale lock ${file}`);
-      await rm(file, { force: true });
-      continue;
-    }
-    if (Date.now() > deadline) {
-      throw new TemporalCliError(`Timed out waiting for another build of the Temporal CLI (lock ${file}, held by ${JSON.stringify(owner)}).`);
-    }
-    if (!announced) {
-      progress(`waiting for another process (${owner ? `pid ${owner.pid}` : 'unknown'}) that is building the Temporal CLI`);
-      announced = true;
-    }
-    await sleep(1_000);
-  }
-}
-
-async function readOwner(file: string): Promise<LockOwner | undefined> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as LockOwner;
-  } catch {
-    return undefined;
-  }
-}
-
-async function isStale(file: string, owner: LockOwner | undefined): Promise<boolean> {
-  if (owner && owner.host === hostname()) return !isAlive(owner.pid);
-  try {
-    // Unreadable (its writer died between creating and writing it) or from another host
-    // sharing the cache: judge by age.
-    const age = Date.now() - (await stat(file)).mtimeMs;
-    return age > (owner ? 60 * 60_000 : 30_000);
-  } catch {
-    return false; // vanished meanwhile: the next attempt will tell
-  }
 }

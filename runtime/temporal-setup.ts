@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
 import proto from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES } from '../core/search-attributes';
 
@@ -23,3 +24,36 @@ export async function registerSearchAttributes(client: Client, namespace: string
 }
 
 const GRPC_ALREADY_EXISTS = 6;
+
+/**
+ * Registers `namespace` when the server does not know it, and waits until the frontend serves it:
+ * describeNamespace reads the database and knows it at once, but the other calls go through the
+ * frontend's namespace cache, which learns of it within about ten seconds. The dev server has its
+ * own, and so does Temporal Cloud (where registering is not allowed); a plain server starts with
+ * none but `temporal-system`.
+ */
+export async function ensureNamespace(client: Client, namespace: string, retentionDays = 3, timeoutMs = 60_000): Promise<void> {
+  const service = client.connection.workflowService;
+  const exists = await service.describeNamespace({ namespace }).then(() => true, (err: { code?: number }) => {
+    if (err.code !== GRPC_NOT_FOUND) throw err;
+    return false;
+  });
+  if (exists) return;
+  try {
+    await service.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(`${retentionDays} days`) });
+  } catch (err) {
+    if ((err as { code?: number }).code !== GRPC_ALREADY_EXISTS) throw err;
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await client.connection.operatorService.listSearchAttributes({ namespace });
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
+const GRPC_NOT_FOUND = 5;

@@ -23,6 +23,8 @@ export async function startWorker(
   s: Services,
   role: WorkerRole = s.config.WORKER_ROLE,
   log: (line: string) => void = (line) => console.error(line),
+  /** Another workflows entry than workflows/index.ts (the roll-out proof's next version). */
+  workflowsPath?: string,
 ): Promise<{ stop(): Promise<void>; queues: string[] }> {
   const { config } = s;
   const serveWorkflows = role !== 'provider';
@@ -40,6 +42,12 @@ export async function startWorker(
     deadlines: deadlinesOf(config),
     providerConcurrency: config.PROVIDER_CONCURRENCY,
     workflowCacheSize: config.WORKFLOW_CACHE_SIZE,
+    ...(workflowsPath ? { workflowsPath } : {}),
+    ...(config.WORKER_BUILD_ID ? {
+      // Pinned: a workflow finishes on the code it started on, so the next version may change
+      // command order freely; the old version's workers are stopped once it is drained.
+      deployment: { version: { deploymentName: config.WORKER_DEPLOYMENT_NAME, buildId: config.WORKER_BUILD_ID }, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' as const },
+    } : {}),
     ...(http ? {
       webhooks: {
         taskQueue: webhookTaskQueue, concurrency: config.WEBHOOK_CONCURRENCY, pool: s.pool, store: s.store, secretBox: createSecretBox(s.webhookSecretKey), http,

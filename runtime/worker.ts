@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import type { Logger } from '@temporalio/common';
 import { bundleWorkflowCode, Runtime, Worker } from '@temporalio/worker';
-import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
+import type { NativeConnection, WorkerDeploymentOptions, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities } from '../activities';
 import { createWebhookActivities } from '../activities/webhooks';
@@ -54,7 +54,11 @@ export interface WorkerDeps {
   providerConcurrency?: number;
   /** Workflows kept in memory between tasks (WORKFLOW_CACHE_SIZE); the SDK's default sizes it from the heap. */
   workflowCacheSize?: number;
+  /** Worker Versioning (WORKER_BUILD_ID): the deployment version every worker of the process polls as. */
+  deployment?: WorkerDeploymentOptions;
 }
+
+const versioned = (deployment: WorkerDeploymentOptions | undefined) => (deployment ? { workerDeploymentOptions: deployment } : {});
 
 /** The workflow worker: generation and reconcile workflows and every activity they run on the main queue. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
@@ -64,6 +68,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     workflowBundle,
+    ...versioned(deps.deployment),
     // runProvider is served on this queue too: an activity task keeps the queue it was scheduled on,
     // retries included, and workflows whose code had no provider queue (no providerTaskQueueOf)
     // scheduled their provider runs here. It can go once none of those generations is in flight.
@@ -116,6 +121,7 @@ export interface WebhookWorkerDeps extends WebhookActivityDeps {
   /** Delivery attempts in flight at once (WEBHOOK_CONCURRENCY). */
   concurrency: number;
   workflowBundle?: WorkerOptions['workflowBundle'];
+  deployment?: WorkerDeploymentOptions;
 }
 
 /**
@@ -123,12 +129,13 @@ export interface WebhookWorkerDeps extends WebhookActivityDeps {
  * own slots, so that however slow or hostile a receiver is, generations never wait for it.
  */
 export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Worker> {
-  const { connection, namespace, taskQueue, concurrency, workflowBundle, ...activityDeps } = deps;
+  const { connection, namespace, taskQueue, concurrency, workflowBundle, deployment, ...activityDeps } = deps;
   return Worker.create({
     connection,
     namespace,
     taskQueue,
     ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...versioned(deployment),
     activities: createWebhookActivities(activityDeps),
     // Attempts are local activities (see workflows/webhook-delivery.ts): this bounds them.
     maxConcurrentLocalActivityExecutions: concurrency,
@@ -138,11 +145,12 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Work
 }
 
 /** The provider worker: only provider runs, from the provider task queue. */
-export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' | 'namespace' | 'taskQueue' | 'provider' | 'store' | 'pool' | 'providerConcurrency'>): Promise<Worker> {
+export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' | 'namespace' | 'taskQueue' | 'provider' | 'store' | 'pool' | 'providerConcurrency' | 'deployment'>): Promise<Worker> {
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: providerTaskQueueOf(deps.taskQueue),
+    ...versioned(deps.deployment),
     activities: createProviderActivities({ provider: deps.provider, store: deps.store, pool: deps.pool }),
     maxConcurrentActivityTaskExecutions: deps.providerConcurrency ?? 200,
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
@@ -156,16 +164,18 @@ export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' |
  * and `all`, the provider worker.
  */
 export async function createWorkers(
-  deps: WorkerDeps & { webhooks?: Omit<WebhookWorkerDeps, 'connection' | 'namespace' | 'workflowBundle'> },
+  deps: WorkerDeps & { webhooks?: Omit<WebhookWorkerDeps, 'connection' | 'namespace' | 'workflowBundle' | 'deployment'>; workflowsPath?: string },
   role: WorkerRole,
 ): Promise<Worker[]> {
   const workers: Worker[] = [];
   if (role !== 'provider') {
-    const bundle = deps.workflowBundle ? undefined : await bundleInChildProcess();
+    const bundle = deps.workflowBundle ? undefined : await bundleInChildProcess(deps.workflowsPath);
     const workflowBundle = bundle ? { codePath: bundle.codePath } : deps.workflowBundle;
     try {
       workers.push(await createWorker({ ...deps, workflowBundle }));
-      if (deps.webhooks) workers.push(await createWebhookWorker({ ...deps.webhooks, connection: deps.connection, namespace: deps.namespace, workflowBundle }));
+      if (deps.webhooks) {
+        workers.push(await createWebhookWorker({ ...deps.webhooks, connection: deps.connection, namespace: deps.namespace, workflowBundle, ...(deps.deployment ? { deployment: deps.deployment } : {}) }));
+      }
     } finally {
       await bundle?.remove();
     }

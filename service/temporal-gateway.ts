@@ -38,6 +38,9 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
       { key: GenerationStatus, value: 'queued' },
     ],
     staticSummary: summarise(input),
+    // Where the server's fairness is on (matching.enableFairness), each account gets its share of
+    // the task queues, activities included: one account's flood cannot starve another's request.
+    priority: { fairnessKey: input.accountId },
   });
 
   /** Signals the generation's workflow, starting it first if it never started; false when it has closed. */

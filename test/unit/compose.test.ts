@@ -9,6 +9,9 @@ import { parse } from 'yaml';
 import { configSchema, loadConfig, s3Settings } from '../../core/config';
 import { MINIO_RELEASE } from '../../scripts/minio';
 import { TEMPORAL_DYNAMIC_CONFIG } from '../../runtime/temporal-server-config';
+import { CLUSTER_TOPOLOGY } from '../../faults/cluster-stack';
+import { composeConfigFiles } from '../../scripts/compose-configs';
+import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../../scripts/temporal-server';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -127,10 +130,9 @@ const WORKER_SERVICES = { worker: 'workflows', provider: 'provider' } as const;
 
 describe('docker-compose.yml', () => {
   it('has the services of the design, with Redis and MinIO for the state the instances share', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'minio', 'postgres', 'provider', 'redis', 'temporal', 'temporal-ui', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'balancer', 'minio', 'postgres', 'provider', 'redis', 'temporal', 'temporal-ui', 'worker']);
     expect(service('postgres').image).toMatch(/^postgres:/);
-    expect(service('temporal').image).toMatch(/^temporalio\/auto-setup:/);
-    expect(service('temporal-ui').image).toMatch(/^temporalio\/ui:/);
+    expect(service('balancer').image).toMatch(/^haproxy:/);
     expect(service('redis').image).toMatch(/^redis:/);
     expect(service('minio').image).toMatch(/^minio\/minio:/);
   });
@@ -308,21 +310,57 @@ describe('docker-compose.yml', () => {
     expect(healthTest(service('temporal'))).toMatch(/temporal:7233/);
   });
 
-  it('publishes the API on PORT, checks its health on /health there, and builds output URLs for that port', () => {
+  it('publishes the API through the balancer, which sends requests to the api instances on PORT and checks their /health; output URLs name the balancer', () => {
     const api = service('api');
     const port = String(configSchema.parse(environmentOf(api)).PORT);
-    const mapping = portMappings(api).find((p) => p.target === port);
-    expect(mapping, `api publishes no port ${port}`).toBeDefined();
+    expect(api.ports ?? [], 'the api instances are reached through the balancer only').toEqual([]);
     expect(healthTest(api)).toContain(`:${port}/health`);
+    const balancer = service('balancer');
+    const cfg = read('deploy/haproxy/haproxy.cfg');
+    const bind = /^\s*bind \S*:(\d+)$/m.exec(cfg)?.[1];
+    const mapping = portMappings(balancer).find((p) => p.target === bind);
+    expect(mapping, `balancer publishes no port ${bind}`).toBeDefined();
+    expect(cfg).toContain(`api:${port} `);
+    expect(cfg).toMatch(/option httpchk GET \/health/);
     const publicUrl = new URL(environmentOf(api).PUBLIC_BASE_URL!);
     expect(publicUrl.port || (publicUrl.protocol === 'https:' ? '443' : '80')).toBe(mapping!.published);
+    // The balancer's configuration is the one mounted where the image reads it.
+    const mount = volumeMounts(balancer).find((m) => m.target === '/usr/local/etc/haproxy');
+    expect(mount?.source).toBe('./deploy/haproxy');
+    expect(cfg).toContain('/usr/local/etc/haproxy/503.http');
+  });
+
+  it('is the topology npm run cluster runs: its replicas, and the Temporal, UI and balancer configuration it generates', () => {
+    expect(service('api').deploy?.replicas).toBe(CLUSTER_TOPOLOGY.api);
+    expect(service('worker').deploy?.replicas).toBe(CLUSTER_TOPOLOGY.workflowWorkers);
+    expect(service('provider').deploy?.replicas).toBe(CLUSTER_TOPOLOGY.providerWorkers);
+    for (const [path, text] of Object.entries(composeConfigFiles())) expect(read(path), `${path}: run npx tsx scripts/compose-configs.ts`).toBe(text);
+    // Temporal and its UI: the server, schema tool and UI server the cluster script builds, at its versions.
+    const dockerfile = read('deploy/temporal/Dockerfile');
+    expect(dockerfile).toContain(`go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`);
+    expect(dockerfile).toContain(`go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`);
+    expect(dockerfile).toContain(`github.com/temporalio/ui-server/v2/cmd/server@${TEMPORAL_UI_VERSION}`);
+    for (const name of ['temporal', 'temporal-ui']) {
+      const s = service(name);
+      expect(typeof s.build === 'string' ? s.build : s.build?.context, name).toBe('./deploy/temporal');
+    }
+    expect(commandOf(service('temporal-ui'))[0]).toBe('temporal-ui-server');
+    // Persistence and visibility both on PostgreSQL: the databases the postgres service makes.
+    const server = read('deploy/temporal/config/docker.yaml');
+    expect(server).toMatch(/visibilityStore: postgres-visibility/);
+    const made = read('deploy/postgres/temporal-databases.sql');
+    for (const db of ['temporal', 'temporal_visibility']) {
+      expect(server).toContain(`databaseName: ${db}\n`);
+      expect(made).toContain(`CREATE DATABASE ${db};`);
+    }
+    expect(volumeMounts(service('postgres')).some((m) => m.source === './deploy/postgres/temporal-databases.sql' && m.target.startsWith('/docker-entrypoint-initdb.d/'))).toBe(true);
   });
 
   it('publishes the Temporal UI on 8233', () => {
     expect(portMappings(service('temporal-ui'))).toContainEqual({ published: '8233', target: '8080' });
   });
 
-  it.each(Object.keys(WORKER_SERVICES))('lets %s scale out: no fixed name, no host port, more than one replica', (name) => {
+  it.each(['api', ...Object.keys(WORKER_SERVICES)])('lets %s scale out: no fixed name, no host port, more than one replica', (name) => {
     const worker = service(name);
     expect(worker.container_name).toBeUndefined();
     expect(worker.ports ?? []).toEqual([]);
