@@ -22,6 +22,8 @@ export interface ProviderResult {
   text?: string;
   /** For use-billed runs (per output token). */
   outputTokens?: number;
+  /** The configured upstream that produced it (none: the simulator). */
+  upstream?: string;
 }
 
 /** What a long provider call may use: report liveness, and notice that the job was cancelled. */

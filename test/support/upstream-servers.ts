@@ -5,7 +5,7 @@
 // `up:pace=<ms>` (between tokens), `up:first=<ms>` (before the first token, after the headers; a
 // whole reply waits as long as its stream would take), `up:usage=<n>` (the usage it reports),
 // `up:nousage`, `up:polls=<n>`, `up:pollfail=<n>` (that many status polls answer 503 first),
-// `up:fail` (the video job fails), `up:leak=<marker>` (an error status's body names an internal
+// `up:fail` (the video job or prediction fails), `up:leak=<marker>` (an error status's body names an internal
 // path and the marker).
 import { once } from 'node:events';
 import { createServer } from 'node:http';
@@ -25,6 +25,8 @@ export interface Received {
 export interface UpstreamServer {
   baseUrl: string;
   received: Received[];
+  /** Directives this server obeys on every request beside the prompt's (e.g. `up:status=503`): one of two upstreams down. */
+  always: { directives: string };
   close(): Promise<void>;
 }
 
@@ -69,6 +71,7 @@ const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'the
 /** An OpenAI-compatible API on loopback: /v1/chat/completions (whole or streamed) and /v1/images/generations. */
 export async function startOpenAiUpstream(): Promise<UpstreamServer> {
   const received: Received[] = [];
+  const always = { directives: '' };
   const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#3a6' } }).png().toBuffer();
   const server = createServer((req, res) => {
     void (async () => {
@@ -76,7 +79,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
       const record: Received = { method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization, body };
       received.push(record);
       const messages = Array.isArray(body?.messages) ? (body.messages as { content?: unknown }[]) : [];
-      const text = messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body);
+      const text = `${messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body)} ${always.directives}`;
       if (directive(text, 'hang') !== undefined) return; // never answers
       const status = Number(directive(text, 'status') ?? 0);
       if (status) return refuse(res, status, directive(text, 'policy') !== undefined, directive(text, 'leak'));
@@ -124,12 +127,13 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
     })();
   });
   const listening = await listen(server, '/v1');
-  return { ...listening, received };
+  return { ...listening, received, always };
 }
 
 /** A queue-style video API on loopback, as fal.ai's queue: submit, poll the status, fetch the result and its file. */
 export async function startQueueVideoUpstream(): Promise<UpstreamServer & { submits: () => number }> {
   const received: Received[] = [];
+  const always = { directives: '' };
   const jobs = new Map<string, { prompt: string; polls: number; pollFailures: number }>();
   let base = '';
   const webm = Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01]);
@@ -157,7 +161,7 @@ export async function startQueueVideoUpstream(): Promise<UpstreamServer & { subm
         return json(200, { video: { url: `${base}/files/${request[2]!}.webm`, content_type: 'video/webm' } });
       }
       if (req.method !== 'POST') return json(404, { detail: 'not found' });
-      const prompt = promptOf(body);
+      const prompt = `${promptOf(body)} ${always.directives}`;
       if (directive(prompt, 'hang') !== undefined) return;
       const status = Number(directive(prompt, 'status') ?? 0);
       if (status) return json(status, { detail: directive(prompt, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}` });
@@ -169,5 +173,77 @@ export async function startQueueVideoUpstream(): Promise<UpstreamServer & { subm
   });
   const listening = await listen(server);
   base = listening.baseUrl;
-  return { ...listening, received, submits: () => received.filter((r) => r.method === 'POST' && !r.path.includes('/requests/')).length };
+  return { ...listening, received, always, submits: () => received.filter((r) => r.method === 'POST' && !r.path.includes('/requests/')).length };
+}
+
+/**
+ * Replicate's predictions API on loopback (base `/v1`), as its HTTP API reference describes it:
+ * create by model (`POST /v1/models/{owner}/{name}/predictions`) or by version (`POST
+ * /v1/predictions`), `Prefer: wait[=n]` holding the answer until the prediction is final, `GET
+ * /v1/predictions/{id}`, `POST /v1/predictions/{id}/cancel`; outputs are URLs of files it serves.
+ * `up:polls=<n>`: the prediction is final after that many reads (0 with `Prefer: wait`: final in
+ * the create call's answer).
+ */
+export async function startReplicateUpstream(): Promise<UpstreamServer & { predictions: Map<string, Record<string, unknown>>; cancels: () => string[] }> {
+  const received: Received[] = [];
+  const always = { directives: '' };
+  const predictions = new Map<string, Record<string, unknown>>();
+  const left = new Map<string, number>();
+  const cancelled: string[] = [];
+  let base = '';
+  const png = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#a36' } }).png().toBuffer();
+  const server = createServer((req, res) => {
+    void (async () => {
+      const body = await readJson(req);
+      const path = req.url ?? '';
+      received.push({ method: req.method ?? '', path, authorization: req.headers.authorization, body });
+      const json = (status: number, data: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(data));
+      if (path.startsWith('/v1/files/')) return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
+      /** One read of a prediction: it moves on towards its end. */
+      const advance = (id: string): Record<string, unknown> => {
+        const p = predictions.get(id)!;
+        if (p.status === 'canceled' || p.status === 'succeeded' || p.status === 'failed') return p;
+        const n = left.get(id)! - 1;
+        left.set(id, n);
+        if (n > 0) return Object.assign(p, { status: 'processing' });
+        const input = p.input as { prompt?: string };
+        if (directive(`${input.prompt ?? ''} ${always.directives}`, 'fail') !== undefined) return Object.assign(p, { status: 'failed', error: 'NSFW content detected by the safety checker' });
+        return Object.assign(p, { status: 'succeeded', output: [`${base}/files/${id}.png`], completed_at: new Date().toISOString() });
+      };
+      const one = /^\/v1\/predictions\/([^/]+)(\/cancel)?$/.exec(path);
+      if (one) {
+        const p = predictions.get(one[1]!);
+        if (!p) return json(404, { title: 'Not found', detail: 'The requested resource could not be found.', status: 404 });
+        if (one[2] && req.method === 'POST') {
+          cancelled.push(one[1]!);
+          if (p.status === 'starting' || p.status === 'processing') Object.assign(p, { status: 'canceled' });
+          return json(200, p);
+        }
+        return json(200, advance(one[1]!));
+      }
+      const byModel = /^\/v1\/models\/([^/]+)\/([^/]+)\/predictions$/.exec(path);
+      if (req.method !== 'POST' || (!byModel && path !== '/v1/predictions')) return json(404, { title: 'Not found', detail: 'The requested resource could not be found.', status: 404 });
+      if (!byModel && typeof body?.version !== 'string') return json(422, { title: 'Input validation failed', detail: '- version: version is required', status: 422 });
+      const input = (body?.input ?? {}) as Record<string, unknown>;
+      const text = `${typeof input.prompt === 'string' ? input.prompt : ''} ${always.directives}`;
+      if (directive(text, 'hang') !== undefined) return;
+      const status = Number(directive(text, 'status') ?? 0);
+      if (status) return json(status, { title: 'Error', detail: directive(text, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}`, status });
+      const id = `rp${predictions.size + 1}x${Math.random().toString(36).slice(2, 8)}`;
+      const p: Record<string, unknown> = {
+        id, model: byModel ? `${byModel[1]}/${byModel[2]}` : String(body?.version).split(':')[0], version: byModel ? 'hidden' : body?.version,
+        input, logs: '', output: null, data_removed: false, error: null, status: 'starting', created_at: new Date().toISOString(),
+        urls: { get: `${base}/predictions/${id}`, cancel: `${base}/predictions/${id}/cancel`, web: `https://replicate.com/p/${id}` },
+      };
+      predictions.set(id, p);
+      left.set(id, Number(directive(text, 'polls') ?? 2));
+      // Prefer: wait holds the answer until the prediction is final (here: when it needs no reads).
+      const wait = /^wait(=\d+)?$/.exec(String(req.headers.prefer ?? ''));
+      if (wait && left.get(id)! <= 0) advance(id);
+      return json(201, p);
+    })();
+  });
+  const listening = await listen(server, '/v1');
+  base = listening.baseUrl;
+  return { ...listening, received, always, predictions, cancels: () => [...cancelled] };
 }
