@@ -25,11 +25,13 @@ export function lossRoutes(upstreams: readonly UpstreamConfig[]): LossRoute[] {
       const model = models.get(id);
       if (typeof entry === 'string' || entry.costEur === undefined || !model) continue;
       const { price, cost } = unitOf(model, entry.costEur);
-      if (cost > price) losses.push({ model: id, upstream: u.name, costEur: cost, priceEur: price });
+      if (cost > price) losses.push({ model: id, upstream: u.name, costEur: eur(cost), priceEur: eur(price) });
     }
   }
   return losses;
 }
+
+const eur = (x: number): number => Math.round(x * 1e6) / 1e6;
 
 function unitOf(model: Model, costEur: number): { price: number; cost: number } {
   switch (model.kind) {

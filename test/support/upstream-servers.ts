@@ -6,7 +6,7 @@
 // whole reply waits as long as its stream would take), `up:usage=<n>` (the usage it reports),
 // `up:nousage`, `up:polls=<n>`, `up:pollfail=<n>` (that many status polls answer 503 first),
 // `up:fail` (the video job or prediction fails), `up:leak=<marker>` (an error status's body names an internal
-// path and the marker).
+// path and the marker), `up:cut=<n>` (a stream breaks off after n deltas).
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -112,8 +112,13 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
         await sleep(first);
       }
       const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
+      const cut = directive(text, 'cut');
       for (const [i, piece] of pieces.entries()) {
         if (i > 0 && pace) await sleep(pace);
+        if (cut !== undefined && i === Number(cut)) {
+          res.destroy();
+          return;
+        }
         if (res.destroyed) {
           record.cutAfter = i;
           return;
