@@ -130,6 +130,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
   app.get('/admin/v1/generations/:id/upstreams', {
     schema: {
       operationId: 'adminGenerationUpstreams', tags, security, summary: 'Which upstreams a generation’s run asked, which served it, and its cost',
+      description: 'A generation the simulator ran (or that has not run yet) answers `upstream: null` and no upstream tried.',
       params: z.object({ id: z.string().describe('A generation id (gen_…)') }),
       response: {
         200: z.object({ upstream: z.string().nullable(), tried: z.array(z.string()).describe('In order, across the run’s attempts'), costEur: z.number().nullable() }).meta({ id: 'GenerationUpstreams' }),
@@ -138,7 +139,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     },
   }, async (request) => {
     const routing = await generationRouting(deps.pool, request.params.id);
-    if (!routing) throw new NotFoundError('No upstream was asked for this generation (it ran on the simulator, or does not exist).');
+    if (!routing) throw new NotFoundError('There is no such generation.');
     return routing;
   });
 

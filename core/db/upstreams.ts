@@ -75,11 +75,12 @@ export interface GenerationRouting {
   costEur: number | null;
 }
 
+/** A generation's routing (nothing asked: it ran on the simulator, or not yet); undefined when there is no such generation. */
 export async function generationRouting(q: Queryable, generationId: string): Promise<GenerationRouting | undefined> {
-  const r = await q.query<{ served_by: string | null; tried: string[]; cost_eur: string | null }>(
-    'SELECT served_by, tried, cost_eur FROM generation_upstreams WHERE generation_id = $1',
+  const r = await q.query<{ served_by: string | null; tried: string[] | null; cost_eur: string | null }>(
+    `SELECT u.served_by, u.tried, u.cost_eur FROM generations g LEFT JOIN generation_upstreams u ON u.generation_id = g.id WHERE g.id = $1`,
     [generationId],
   );
   const row = r.rows[0];
-  return row && { upstream: row.served_by, tried: row.tried, costEur: row.cost_eur === null ? null : Number(row.cost_eur) };
+  return row && { upstream: row.served_by, tried: row.tried ?? [], costEur: row.cost_eur === null ? null : Number(row.cost_eur) };
 }

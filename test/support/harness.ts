@@ -175,7 +175,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       ...(opts.body === undefined ? {} : { payload: opts.body as object }),
     });
 
-  const admin = (method: 'POST' | 'DELETE', url: string, body?: unknown) => call(method, url, { key: ADMIN_TOKEN, body });
+  const admin = (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown) => call(method, url, { key: ADMIN_TOKEN, body });
 
   /** Opens an account and gives it a key with image, video, chat and webhooks (or the scopes named). */
   const account = async (a: { credits: number; plan?: string; chatCap?: number; scopes?: string[]; models?: string[] }) => {
