@@ -115,10 +115,13 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
     const routes = byModel.get(job.model);
     if (!routes) return fallback.run(job, ctx);
     const pinned = pinnedOf(ctx.resume);
+    // Details an attempt reported before routes were named (one upstream per model): that upstream's job.
+    let unnamed = pinned === undefined ? ctx.resume : undefined;
     const tried: string[] = [];
     let last: unknown;
     for (const route of ordered(routes, pinned?.upstream)) {
-      const resume = pinned?.upstream === route.upstream ? pinned.details : undefined;
+      const resume = pinned?.upstream === route.upstream ? pinned.details : unnamed;
+      unnamed = undefined;
       // A job already under way there is resumed whatever the breaker says: it is paid for.
       if (resume === undefined && !(await admit(routes, route))) continue;
       tried.push(route.upstream);

@@ -6,10 +6,15 @@
  * broke after its first token is not asked elsewhere. The margin report sums to the ledger.
  * Replicate's predictions protocol: Prefer: wait, polling, versions, and cancel.
  */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { promisify } from 'node:util';
+import { Worker } from '@temporalio/worker';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { run as gensvc } from '../../cli/run';
 import { upstreamsSchema } from '../../core/config';
 import { createPgRouteLog, createPgUpstreamHealth } from '../../core/db/upstreams';
@@ -22,6 +27,7 @@ import { createSafeHttpClient } from '../../core/net/safe-http';
 import { GenerationProvider } from '../../core/search-attributes';
 import { credits, untilStarted } from '../support/api';
 import { ADMIN_TOKEN, eventually, startHarness } from '../support/harness';
+import { patchIdsOf } from '../support/histories';
 import type { Harness } from '../support/harness';
 import { startOpenAiUpstream, startQueueVideoUpstream, startReplicateUpstream } from '../support/upstream-servers';
 
@@ -148,6 +154,16 @@ describe('fallback to the next upstream', () => {
       return d.typedSearchAttributes.get(GenerationProvider);
     });
     expect(attribute).toBe('fal-b');
+
+    // The attribute's upsert is a command behind the `provider-attribute` patch: its history
+    // replays on this code, and is kept (RECORD_HISTORIES=1) among the fixtures every later
+    // version must replay (test/unit/replay-fixtures.test.ts).
+    const { stdout } = await promisify(execFile)(inject('temporalCliPath'), ['workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', g.id, '--output', 'json'], { maxBuffer: 16 * 1024 * 1024 });
+    expect(patchIdsOf(stdout)).toContain('provider-attribute');
+    const history = await h.client.workflow.getHandle(g.id).fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: { code: await readFile(inject('workflowBundlePath'), 'utf8') } }, history, g.id);
+    const fixture = new URL('../fixtures/histories/video-succeeded-api-admitted-slot-claim-starts-running-provider-attribute.json', import.meta.url);
+    if (process.env.RECORD_HISTORIES === '1' && !existsSync(fixture)) await writeFile(fixture, stdout);
   }, 60_000);
 
   it('a content-policy refusal is final: no other upstream is asked, nothing charged', async () => {
