@@ -57,8 +57,8 @@ beforeAll(async () => {
   const config = upstreamsSchema.parse({
     breaker: { failures: 2, cooldownMs: COOLDOWN_MS },
     upstreams: [
-      { name: 'oa-a', protocol: 'openai', baseUrl: oaA.baseUrl, timeoutMs: 400, models: { 'gpt-image-1': { model: 'a-image', costEur: 0.02 }, 'claude-sonnet': { model: 'a-sonnet', costEur: 0.004 } } },
-      { name: 'oa-b', protocol: 'openai', baseUrl: oaB.baseUrl, timeoutMs: 400, models: { 'gpt-image-1': { model: 'b-image', costEur: 0.03 }, 'claude-sonnet': { model: 'b-sonnet', costEur: 0.005 }, 'gpt-5.5': { model: 'b-gpt', priority: 1 } } },
+      { name: 'oa-a', protocol: 'openai', baseUrl: oaA.baseUrl, timeoutMs: 400, models: { 'gpt-image-1': { model: 'a-image', costEur: 0.02 }, 'claude-sonnet': { model: 'a-sonnet', costEur: 0.004 }, 'gpt-image-1-high': { model: 'a-high', priority: 5, weight: 3 } } },
+      { name: 'oa-b', protocol: 'openai', baseUrl: oaB.baseUrl, timeoutMs: 400, models: { 'gpt-image-1': { model: 'b-image', costEur: 0.03 }, 'claude-sonnet': { model: 'b-sonnet', costEur: 0.005 }, 'gpt-5.5': { model: 'b-gpt', priority: 1 }, 'gpt-image-1-high': { model: 'b-high', priority: 5, weight: 1 } } },
       { name: 'dead', protocol: 'openai', baseUrl: dead, timeoutMs: 400, models: { 'gpt-5.5': { model: 'x', priority: 0 } } },
       { name: 'fal-a', protocol: 'queue-video', baseUrl: falA.baseUrl, timeoutMs: 400, pollMs: 20, models: { kling: { model: 'fal-ai/kling', costEur: 0.5 } } },
       { name: 'fal-b', protocol: 'queue-video', baseUrl: falB.baseUrl, timeoutMs: 400, pollMs: 20, models: { kling: { model: 'fal-ai/kling-b', costEur: 0.6 } } },
@@ -175,6 +175,21 @@ describe('fallback to the next upstream', () => {
     expect(await entries(g.id)).toEqual({ hold: 1, release: 1 });
     expect(await credits(h, key)).toMatchObject({ balance: 20, holdsActive: 0 });
   });
+});
+
+describe('load sharing', () => {
+  it('upstreams of equal priority share the load by weight (3 : 1)', async () => {
+    const { key } = await h.account({ credits: 60 * 17, scopes: ['image'] });
+    const served: Generated[] = [];
+    for (let batch = 0; batch < 6; batch++) {
+      served.push(...await Promise.all(Array.from({ length: 10 }, (_, i) => generateA(key, { kind: 'image', model: 'gpt-image-1-high', prompt: `share ${batch}.${i}` }))));
+    }
+    const count = (upstream: string) => served.filter((g) => g.status === 'succeeded' && g.provider === upstream).length;
+    expect(count('oa-a') + count('oa-b')).toBe(60);
+    // 45 expected on the heavier one: fewer than 31 is more than four standard deviations off.
+    expect(count('oa-a')).toBeGreaterThan(30);
+    expect(count('oa-b')).toBeGreaterThan(0);
+  }, 120_000);
 });
 
 describe('the circuit breaker', () => {
