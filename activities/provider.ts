@@ -129,7 +129,7 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
           ctx.log.warn('duration could not be recorded', { generationId: job.generationId, error: (err as Error).message });
         });
         ctx.log.info('provider run finished', { generationId: job.generationId, outputKey });
-        return { outputKey, outputText: result.text ?? null, ...charge, ...(result.toolCalls?.length ? { toolCalls: result.toolCalls } : {}) };
+        return { outputKey, outputText: result.text ?? null, ...charge, ...(result.toolCalls?.length ? { toolCalls: result.toolCalls } : {}), ...(result.upstream ? { upstream: result.upstream } : {}) };
       } catch (err) {
         if (err instanceof ProviderRejectedError) outcome = 'rejected';
         ctx.log.warn('provider run failed', { generationId: job.generationId, error: (err as Error).message });

@@ -4,7 +4,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import { z } from 'zod';
 import { createAccount, createAccountBody, createKey, createKeyBody, createUser, createUserBody, revokeKey, topUp, topUpBody } from '../core/admin-operations';
-import { UnauthorizedError } from '../core/errors';
+import { generationRouting } from '../core/db/upstreams';
+import { USAGE_GROUPS, usageReport } from '../core/db/usage';
+import { NotFoundError, UnauthorizedError } from '../core/errors';
 import { bearerToken } from './auth';
 import { errorResponses } from './schemas';
 
@@ -24,6 +26,21 @@ const userCreated = z.object({
   expiresAt: z.string().describe('When the link stops working'),
 }).meta({ id: 'UserCreated' });
 const accountParams = z.object({ id: z.string().describe('An account id (acct_…)') });
+const usageTotals = {
+  generations: z.number().int(),
+  revenueEur: z.number().describe('What the ledger charged (1 credit = 0.01 EUR)'),
+  costEur: z.number().describe('What the serving upstreams cost, where UPSTREAMS_JSON gives their costEur'),
+  marginEur: z.number().describe('revenueEur − costEur'),
+  uncosted: z.number().int().describe('Generations with no configured cost (the simulator, or an upstream without costEur)'),
+};
+const usageReportSchema = z.object({
+  groupBy: z.enum(USAGE_GROUPS),
+  from: z.string(),
+  to: z.string(),
+  rows: z.array(z.object({ key: z.string().describe('The model id, the upstream (simulator for the built-in one), or the UTC day'), ...usageTotals })),
+  total: z.object(usageTotals),
+}).meta({ id: 'UsageReport' });
+const DAY_MS = 86_400_000;
 
 /** An onRequest hook admitting only the operator's token (compared in constant time). */
 export function requireAdminToken(adminToken: string) {
@@ -90,6 +107,40 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     reply.code(user.created ? 201 : 200);
     // The token travels in the fragment, which browsers never send to a server nor put in a Referer.
     return { id: user.id, setPasswordUrl: `${base}/dashboard/set-password#token=${user.token}`, expiresAt: user.expiresAt.toISOString() };
+  });
+
+  app.get('/admin/v1/usage', {
+    schema: {
+      operationId: 'adminUsage', tags, security, summary: 'Revenue, upstream cost and margin by model, upstream or day',
+      description: 'Generations created in [from, to) (default: the last 30 days) that were charged or cost something upstream. Revenue is the ledger’s charges.',
+      querystring: z.object({
+        group_by: z.enum(USAGE_GROUPS).default('model'),
+        from: z.iso.datetime({ offset: true }).or(z.iso.date()).optional().describe('ISO 8601 date or time; default 30 days before `to`'),
+        to: z.iso.datetime({ offset: true }).or(z.iso.date()).optional().describe('ISO 8601 date or time (exclusive); default now'),
+      }),
+      response: { 200: usageReportSchema, ...errorResponses(400, 401, 500, 503) },
+    },
+  }, async (request) => {
+    const to = request.query.to ? new Date(request.query.to) : new Date();
+    const from = request.query.from ? new Date(request.query.from) : new Date(to.getTime() - 30 * DAY_MS);
+    const report = await usageReport(deps.pool, request.query.group_by, from, to);
+    return { groupBy: request.query.group_by, from: from.toISOString(), to: to.toISOString(), ...report };
+  });
+
+  app.get('/admin/v1/generations/:id/upstreams', {
+    schema: {
+      operationId: 'adminGenerationUpstreams', tags, security, summary: 'Which upstreams a generation’s run asked, which served it, and its cost',
+      description: 'A generation the simulator ran (or that has not run yet) answers `upstream: null` and no upstream tried.',
+      params: z.object({ id: z.string().describe('A generation id (gen_…)') }),
+      response: {
+        200: z.object({ upstream: z.string().nullable(), tried: z.array(z.string()).describe('In order, across the run’s attempts'), costEur: z.number().nullable() }).meta({ id: 'GenerationUpstreams' }),
+        ...errorResponses(401, 404, 500, 503),
+      },
+    },
+  }, async (request) => {
+    const routing = await generationRouting(deps.pool, request.params.id);
+    if (!routing) throw new NotFoundError('There is no such generation.');
+    return routing;
   });
 
   app.delete('/admin/v1/keys/:id', {

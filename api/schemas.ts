@@ -110,6 +110,7 @@ export const generation = z
     startedAt: z.string().nullable(),
     finishedAt: z.string().nullable(),
     ...liveFields,
+    provider: z.string().nullable().describe('The upstream that served it, as the operator names it (UPSTREAMS_JSON); null when the built-in simulator did, or until it succeeded'),
   })
   .meta({ id: 'Generation' });
 
@@ -126,6 +127,7 @@ export function generationOf(g: GenerationView): z.infer<typeof generation> {
     startedAt: g.startedAt?.toISOString() ?? null,
     finishedAt: g.finishedAt?.toISOString() ?? null,
     ...liveFieldsOf(g),
+    provider: g.provider,
   };
 }
 

@@ -92,11 +92,30 @@ export function createAdminClient(o: AdminClientOptions) {
       call<{ id: string; key: string }>('POST', `/admin/v1/accounts/${seg(accountId)}/keys`, input),
     addCredits: (accountId: string, credits: number) => call<{ id: string; balance: number }>('POST', `/admin/v1/accounts/${seg(accountId)}/credits`, { credits }),
     createUser: (input: { accountId: string; email: string }) => call<{ id: string; setPasswordUrl: string; expiresAt: string }>('POST', '/admin/v1/users', input),
+    usage: (query: { groupBy: string; from?: string; to?: string }) =>
+      call<UsageReport>('GET', `/admin/v1/usage?${new URLSearchParams({ group_by: query.groupBy, ...(query.from ? { from: query.from } : {}), ...(query.to ? { to: query.to } : {}) }).toString()}`),
     revokeKey: (keyId: string) => call<{ id: string; revoked: boolean }>('DELETE', `/admin/v1/keys/${seg(keyId)}`),
   };
 }
 
 export type AdminClient = ReturnType<typeof createAdminClient>;
+
+interface UsageTotals {
+  generations: number;
+  revenueEur: number;
+  costEur: number;
+  marginEur: number;
+  uncosted: number;
+}
+
+/** GET /admin/v1/usage's answer. */
+export interface UsageReport {
+  groupBy: string;
+  from: string;
+  to: string;
+  rows: (UsageTotals & { key: string })[];
+  total: UsageTotals;
+}
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null;

@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import { PLANS } from '../core/db/accounts';
 import type { Plan } from '../core/db/accounts';
+import { USAGE_GROUPS } from '../core/db/usage';
+import type { UsageGroup } from '../core/db/usage';
 
 /** The command line was wrong: print the usage and exit 2. */
 export class UsageError extends Error {
@@ -14,7 +16,8 @@ export type Command =
   | { name: 'key create'; accountId: string; scopes: string[]; models?: string[] }
   | { name: 'key revoke'; keyId: string }
   | { name: 'credits add'; accountId: string; credits: number }
-  | { name: 'user create'; accountId: string; email: string };
+  | { name: 'user create'; accountId: string; email: string }
+  | { name: 'usage'; groupBy: UsageGroup; from?: string; to?: string };
 
 export interface Invocation {
   command: Command;
@@ -35,6 +38,9 @@ const OPTIONS = {
   models: { type: 'string' },
   account: { type: 'string' },
   email: { type: 'string' },
+  'group-by': { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
 } as const;
 
 const GLOBAL_FLAGS = ['url', 'admin-token', 'json', 'help'];
@@ -78,6 +84,15 @@ const SPECS: Record<string, Spec> = {
       const email = need(v.email, 'email');
       if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError(`--email must be an email address; got '${email}'`);
       return { name: 'user create', accountId: need(v.account, 'account'), email };
+    },
+  },
+  usage: {
+    positionals: [],
+    flags: ['group-by', 'from', 'to'],
+    build: (_, v) => {
+      const groupBy = USAGE_GROUPS.find((g) => g === (v['group-by'] ?? 'model'));
+      if (!groupBy) throw new UsageError(`--group-by must be one of ${USAGE_GROUPS.join(', ')}; got '${v['group-by']}'`);
+      return { name: 'usage', groupBy, ...(v.from === undefined ? {} : { from: v.from }), ...(v.to === undefined ? {} : { to: v.to }) };
     },
   },
   'credits add': {

@@ -1,4 +1,4 @@
-import type { Health } from './admin-client';
+import type { Health, UsageReport } from './admin-client';
 
 /** What each command prints on stdout, given the API's answer. */
 
@@ -32,3 +32,15 @@ export function formatHealth(body: Health): string {
 }
 
 export const formatJson = (body: unknown) => JSON.stringify(body, null, 2);
+
+/** The margin report as a table: one line per model, upstream or day, then the total. */
+export function formatUsage(body: UsageReport): string {
+  const money = (x: number) => x.toFixed(4);
+  const percent = (r: { revenueEur: number; marginEur: number }) => (r.revenueEur > 0 ? `${((r.marginEur / r.revenueEur) * 100).toFixed(1)}%` : '-');
+  const lines = [...body.rows.map((r) => [r.key, String(r.generations), money(r.revenueEur), money(r.costEur), money(r.marginEur), percent(r), String(r.uncosted)]),
+    ['total', String(body.total.generations), money(body.total.revenueEur), money(body.total.costEur), money(body.total.marginEur), percent(body.total), String(body.total.uncosted)]];
+  const header = [body.groupBy, 'generations', 'revenue EUR', 'cost EUR', 'margin EUR', 'margin', 'uncosted'];
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const row = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [`${body.from} to ${body.to}`, row(header), ...lines.map(row)].join('\n');
+}

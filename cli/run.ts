@@ -4,7 +4,7 @@ import { parseInvocation, UsageError } from './args';
 import type { Command } from './args';
 import { ConfigError, resolveTarget } from './config';
 import type { CliEnv } from './config';
-import { formatAccountCreated, formatCreditsAdded, formatHealth, formatJson, formatKeyCreated, formatKeyRevoked, formatUserCreated } from './output';
+import { formatAccountCreated, formatCreditsAdded, formatHealth, formatJson, formatKeyCreated, formatKeyRevoked, formatUsage, formatUserCreated } from './output';
 import { USAGE } from './usage';
 
 export interface Io {
@@ -68,6 +68,10 @@ async function execute(cmd: Exclude<Command, { name: 'help' }>, client: AdminCli
     case 'user create': {
       const body = await client.createUser({ accountId: cmd.accountId, email: cmd.email });
       return { body, text: formatUserCreated(body), ok: true };
+    }
+    case 'usage': {
+      const body = await client.usage({ groupBy: cmd.groupBy, ...(cmd.from ? { from: cmd.from } : {}), ...(cmd.to ? { to: cmd.to } : {}) });
+      return { body, text: formatUsage(body), ok: true };
     }
     case 'key revoke': {
       const body = await client.revokeKey(cmd.keyId);

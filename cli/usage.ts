@@ -26,6 +26,12 @@ Commands:
       (valid 24 h, works once). Run it again for the same email to get a new link.
       e.g. gensvc user create --account acct_01j... --email ada@example.com
 
+  usage [--group-by <model|upstream|day>] [--from <date>] [--to <date>]
+      Revenue (the ledger's charges), upstream cost and margin in EUR (1 credit = 0.01 EUR), by
+      model (default), upstream or UTC day, for generations created from --from (default 30 days
+      ago) until --to (default now). Costs come from costEur in UPSTREAMS_JSON.
+      e.g. gensvc usage --group-by upstream --from 2026-11-01
+
   health
       Check that the API, PostgreSQL and Temporal answer.
       e.g. gensvc health

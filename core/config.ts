@@ -27,44 +27,69 @@ const originList = z
   );
 
 /**
- * Real model providers (DESIGN §7), by model: which catalogue model goes to which upstream, where
- * that is, its key, and the upstream's own name for the model. Models not listed run on the
+ * Real model providers (DESIGN §7), by model: which catalogue model goes to which upstreams, where
+ * they are, their keys, and each upstream's own name for the model. Models not listed run on the
  * simulator. `openai`: an OpenAI-compatible API (chat and images); `queue-video`: a queue-style
- * video API (submit, then poll; fal.ai's queue protocol).
+ * video API (submit, then poll; fal.ai's queue protocol); `replicate`: Replicate's predictions API.
+ *
+ * A model may be listed by several upstreams: they are asked in `priority` order (lower first; by
+ * default the order of the list), `weight` sharing the load among equals, and the next one is asked
+ * when one fails on its side before producing anything (core/providers/router.ts).
  */
+const upstreamModelSchema = z.union([
+  z.string().min(1),
+  z.object({
+    /** The upstream's name for the model (queue-video: its path; replicate: `owner/name` or a version id). */
+    model: z.string().min(1),
+    priority: z.number().int().min(0).max(1_000).optional(),
+    weight: z.number().positive().max(1_000).default(1),
+    /** What one unit costs us at this upstream, in EUR: an image, a second of video, 1,000 output tokens. */
+    costEur: z.number().min(0).max(1_000).optional(),
+  }),
+]);
+export type UpstreamModelConfig = z.infer<typeof upstreamModelSchema>;
 const upstreamSchema = z.object({
   name: z.string().min(1).max(50),
-  protocol: z.enum(['openai', 'queue-video']),
+  protocol: z.enum(['openai', 'queue-video', 'replicate']),
   baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
   apiKey: z.string().min(1).optional(),
   /** How the key is sent: `Bearer <key>` (OpenAI, Replicate) or `Key <key>` (fal.ai). */
   auth: z.enum(['bearer', 'key']).optional(),
-  /** Catalogue model id → the upstream's name for it (queue-video: its path). */
-  models: z.record(z.string(), z.string().min(1)).refine((m) => Object.keys(m).length > 0, 'must name at least one model'),
+  /** Catalogue model id → the upstream's name for it, or that name with its priority, weight and cost. */
+  models: z.record(z.string(), upstreamModelSchema).refine((m) => Object.keys(m).length > 0, 'must name at least one model'),
   /** Until an answer starts, and between two pieces of a stream. */
   timeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
-  /** queue-video: how often a running job is polled. */
+  /** queue-video and replicate: how often a running job is polled. */
   pollMs: z.number().int().min(10).max(600_000).default(2_000),
 });
+/** When an upstream of a model with alternatives is skipped: `failures` in a row cool it down for `cooldownMs`. */
+const breakerSchema = z.object({
+  failures: z.number().int().min(1).max(1_000).default(3),
+  cooldownMs: z.number().int().min(100).max(86_400_000).default(30_000),
+});
+export type BreakerConfig = z.infer<typeof breakerSchema>;
+const PROTOCOL_KINDS: Record<UpstreamConfig['protocol'], readonly string[]> = { openai: ['chat', 'image'], 'queue-video': ['video'], replicate: ['image', 'video', 'upscale'] };
 export const upstreamsSchema = z
-  .object({ upstreams: z.array(upstreamSchema) })
+  .object({ upstreams: z.array(upstreamSchema), breaker: breakerSchema.default({ failures: 3, cooldownMs: 30_000 }) })
   .superRefine(({ upstreams }, ctx) => {
     const kinds = new Map(listModels().map((m) => [m.id, m.kind]));
-    const seen = new Map<string, string>();
+    const names = new Set<string>();
     upstreams.forEach((u, i) => {
+      // The name keys the upstream's shared health and its cost report: one name, one upstream.
+      if (names.has(u.name)) ctx.addIssue({ code: 'custom', path: ['upstreams', i, 'name'], message: `${u.name} is the name of an earlier upstream` });
+      names.add(u.name);
       for (const model of Object.keys(u.models)) {
         const kind = kinds.get(model);
         const path = ['upstreams', i, 'models', model];
-        const allowed = u.protocol === 'openai' ? ['chat', 'image'] : ['video'];
+        const allowed = PROTOCOL_KINDS[u.protocol];
         if (kind === undefined) ctx.addIssue({ code: 'custom', path, message: `is not a catalogue model id (see GET /api/v1/models)` });
         else if (!allowed.includes(kind)) ctx.addIssue({ code: 'custom', path, message: `is a ${kind} model; a ${u.protocol} upstream serves ${allowed.join(' and ')}` });
-        if (seen.has(model)) ctx.addIssue({ code: 'custom', path, message: `is already routed to ${seen.get(model)}` });
-        seen.set(model, u.name);
       }
     });
   });
 export type UpstreamsConfig = z.infer<typeof upstreamsSchema>;
 export type UpstreamConfig = UpstreamsConfig['upstreams'][number];
+
 
 /** Parses the upstreams' JSON (from UPSTREAMS_JSON, or the file UPSTREAMS_FILE names) once, at start-up. */
 const upstreamsJson = (read: (v: string) => string) =>
@@ -266,4 +291,9 @@ export function isDevelopment(c: Pick<Config, 'NODE_ENV'>): boolean {
 /** The configured upstreams (none: every model runs on the simulator). */
 export function upstreamSettings(c: Config): UpstreamConfig[] {
   return (c.UPSTREAMS_JSON ?? c.UPSTREAMS_FILE)?.upstreams ?? [];
+}
+
+/** When an upstream is cooled down (core/providers/health.ts). */
+export function breakerSettings(c: Config): BreakerConfig {
+  return (c.UPSTREAMS_JSON ?? c.UPSTREAMS_FILE)?.breaker ?? { failures: 3, cooldownMs: 30_000 };
 }

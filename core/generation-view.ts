@@ -39,6 +39,8 @@ export interface GenerationView {
   etaSeconds: number | null;
   /** When it is expected to finish: now plus etaSeconds; null once finished. */
   expectedAt: Date | null;
+  /** The configured upstream that served it; null when the simulator did, or nothing has yet. */
+  provider: string | null;
 }
 
 /** Video slots per account (VIDEO_CONCURRENCY's default): a queued video waits about expected × position / slots. */
@@ -81,6 +83,7 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
     startedAt: g.startedAt,
     finishedAt: g.finishedAt,
     ...estimateOf(g, Date.now()),
+    provider: g.status === 'succeeded' ? g.provider : null,
   };
 }
 

@@ -13,6 +13,9 @@ export function creditsToMc(credits: number): Millicredits {
   return mc;
 }
 
+/** 1 credit = 0.01 EUR: what the margin report (revenue against upstream cost) counts in. */
+export const EUR_PER_MC = 0.01 / MC_PER_CREDIT;
+
 /** Converts millicredits to the credit number shown by the API (at most three decimals). */
 export function mcToCredits(mc: Millicredits): number {
   return mc / MC_PER_CREDIT;

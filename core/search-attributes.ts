@@ -6,4 +6,7 @@ export const GenerationKind = defineSearchAttributeKey('GenerationKind', SearchA
 export const GenerationModel = defineSearchAttributeKey('GenerationModel', SearchAttributeType.KEYWORD);
 export const GenerationStatus = defineSearchAttributeKey('GenerationStatus', SearchAttributeType.KEYWORD);
 
-export const SEARCH_ATTRIBUTES = [AccountId, GenerationKind, GenerationModel, GenerationStatus] as const;
+/** The configured upstream that served the run (absent: the simulator, or not run yet). */
+export const GenerationProvider = defineSearchAttributeKey('GenerationProvider', SearchAttributeType.KEYWORD);
+
+export const SEARCH_ATTRIBUTES = [AccountId, GenerationKind, GenerationModel, GenerationStatus, GenerationProvider] as const;

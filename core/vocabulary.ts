@@ -55,6 +55,8 @@ export interface RunOutput {
   chargeMc?: number | undefined;
   /** Per-token runs: the output tokens `chargeMc` pays for. */
   outputTokens?: number | undefined;
+  /** The configured upstream that produced it (none: the simulator); the workflow shows it as GenerationProvider. */
+  upstream?: string | undefined;
   /** A chat that answered by calling the client's functions (an upstream that serves tools). */
   toolCalls?: ToolCall[] | undefined;
 }

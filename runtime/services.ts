@@ -5,12 +5,14 @@ import { jsonLogger } from './json-logger';
 import type pg from 'pg';
 import { createRateLimiter, createRedisRateLimiter } from '../api/rate-limit';
 import type { RateLimiter } from '../api/rate-limit';
-import { allowsPrivateNetworks, s3Settings, upstreamSettings } from '../core/config';
+import { allowsPrivateNetworks, breakerSettings, s3Settings, upstreamSettings } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createProviderRouter } from '../core/providers/router';
 import type { Config } from '../core/config';
 import { migrate } from '../core/db/migrate';
 import { createPool } from '../core/db/pool';
+import { createPgRouteLog, createPgUpstreamHealth } from '../core/db/upstreams';
+import { lossRoutes } from '../core/providers/margins';
 import { createSimulator } from '../core/providers/simulator';
 import type { Provider } from '../core/providers/types';
 import { createLocalStore } from '../core/storage';
@@ -67,7 +69,18 @@ export async function openServices(config: Config, where: { databaseUrl: string;
   const simulator = createSimulator(config.SIM_LATENCY_MS === undefined ? {} : { latencyMs: config.SIM_LATENCY_MS });
   // Files an upstream hands back by URL come from wherever it says: fetched SSRF-safely.
   const outputs = createSafeHttpClient({ policy: { allowPrivateNetworks: allowsPrivateNetworks(config) } });
-  const provider = createProviderRouter(upstreamSettings(config), simulator, outputs);
+  const log = Runtime.instance().logger;
+  const upstreams = upstreamSettings(config);
+  for (const loss of lossRoutes(upstreams)) {
+    log.warn(`model ${loss.model} costs more at upstream ${loss.upstream} than it sells for: every run there loses money`, { ...loss });
+  }
+  const provider = createProviderRouter(upstreams, simulator, outputs, {
+    health: createPgUpstreamHealth(pool, breakerSettings(config)),
+    log: createPgRouteLog(pool),
+    warn: (message, err) => {
+      log.warn(message, { error: (err as Error).message });
+    },
+  });
 
   return {
     config,

@@ -83,7 +83,7 @@ export function createSubmit(deps: SubmitDeps) {
     id: input.generationId, accountId: input.accountId, apiKeyId: input.apiKeyId, kind: input.kind, model: input.model,
     status: 'queued', params: input.params, prompt: input.prompt, quoteMc: input.quoteMc, chargedMc: 0, freeChat: input.admitted.free,
     outputKey: null, outputText: null, previewKeys: {}, error: null, createdAt, startedAt: null, finishedAt: null,
-    progressPercent: null, queuePosition: null, measuredSeconds: null,
+    progressPercent: null, queuePosition: null, measuredSeconds: null, provider: null,
   }, store);
 
   /**

@@ -7,6 +7,7 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -14,7 +15,7 @@ import {
 } from '@temporalio/workflow';
 import { initialTransition, transition } from 'xstate';
 import type { GenerationActivities } from '../activities';
-import { GenerationStatus } from '../core/search-attributes';
+import { GenerationProvider, GenerationStatus } from '../core/search-attributes';
 import { apiRunResultSignal, cancelSignal, phaseQuery, providerTaskQueueOf } from '../core/workflow-contract';
 import type { ApiRunResult, GenerationPhase, GenerationResult, GenerationWorkflow, GenerationWorkflowInput, LegacyWorkflowInput } from '../core/workflow-contract';
 import { failureMessage, SLOT_KINDS } from '../core/vocabulary';
@@ -71,6 +72,8 @@ export const PATCHES = {
    * activity, per streamed or whole chat reply).
    */
   apiRunRecorded: 'api-run-recorded',
+  /** The upstream that served a run is upserted as GenerationProvider (a command older runs never sent). */
+  providerAttribute: 'provider-attribute',
 } as const;
 
 /**
@@ -204,6 +207,11 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       }
       inBackground(async () => {
         const output = await provider.runProvider({ generationId: input.generationId, kind: input.kind, model, prompt: input.prompt, params: input.params });
+        if (output.upstream !== undefined) {
+          // The details are no command (the UI reads them by query); the attribute is one.
+          setCurrentDetails(`served by upstream ${output.upstream}`);
+          if (patched(PATCHES.providerAttribute)) upsertSearchAttributes([{ key: GenerationProvider, value: output.upstream }]);
+        }
         return { type: 'RUN_SUCCEEDED', output };
       });
     },
@@ -216,7 +224,8 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       if (recorded === 'released') return settleFailed(RELEASED_BEFORE_SETTLE, false);
       let settled;
       try {
-        settled = await ledger.settle({ generationId: input.generationId, ...output });
+        const { upstream: _served, ...charge } = output;
+        settled = await ledger.settle({ generationId: input.generationId, ...charge });
       } catch (err) {
         if (isCancellation(err) || input.admitted === undefined) throw err;
         // A charge that cannot be recorded is not charged: the machine gives the hold back.

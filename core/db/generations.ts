@@ -4,6 +4,7 @@ import type { GenerationFailure, GenerationKind, GenerationStatus, VideoPreviewN
 import { MEASURED_SECONDS_COLUMN } from './durations';
 import { PREVIEW_KEYS_COLUMN } from './previews';
 import { PROGRESS_COLUMN, QUEUE_POSITION_COLUMN } from './progress';
+import { PROVIDER_COLUMN } from './upstreams';
 
 
 export interface GenerationRow {
@@ -32,11 +33,13 @@ export interface GenerationRow {
   queuePosition: number | null;
   /** The median of measured durations of this model and size, in seconds; null until enough samples. */
   measuredSeconds: number | null;
+  /** The configured upstream that served it (core/db/upstreams.ts); null for the simulator or before. */
+  provider: string | null;
 }
 
 export const GENERATION_COLUMNS = `id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, charged_mc, free_chat,
   output_key, output_text, error, created_at, started_at, finished_at, ${PREVIEW_KEYS_COLUMN},
-  ${PROGRESS_COLUMN}, ${QUEUE_POSITION_COLUMN}, ${MEASURED_SECONDS_COLUMN}`;
+  ${PROGRESS_COLUMN}, ${QUEUE_POSITION_COLUMN}, ${MEASURED_SECONDS_COLUMN}, ${PROVIDER_COLUMN}`;
 
 export interface GenerationDbRow {
   id: string;
@@ -60,6 +63,7 @@ export interface GenerationDbRow {
   progress_percent: number | null;
   queue_position: number | null;
   measured_seconds: number | null;
+  provider: string | null;
 }
 
 export function fromRow(r: GenerationDbRow): GenerationRow {
@@ -85,6 +89,7 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
     progressPercent: r.progress_percent,
     queuePosition: r.queue_position,
     measuredSeconds: r.measured_seconds,
+    provider: r.provider,
   };
 }
 

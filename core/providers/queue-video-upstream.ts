@@ -1,7 +1,7 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
 import type { Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
-import { callUpstream, downloadOutput, extensionOf } from './upstream-http';
+import { callUpstream, downloadOutput, extensionOf, pause } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
 
 /**
@@ -49,7 +49,7 @@ export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: 
             throw new ProviderRejectedError(`The upstream ${endpoint.name} failed the video: ${reason}`, /content|policy|safety/i.test(reason) ? 'content_policy' : 'provider_failed');
           }
           ctx.heartbeat(queued);
-          await sleep(endpoint.pollMs, ctx.signal);
+          await pause(endpoint.pollMs, ctx.signal);
         }
         const res = await callUpstream(endpoint, '', { url: queued.responseUrl ?? `${endpoint.baseUrl.replace(/\/+$/, '')}${jobPath}/requests/${queued.requestId}`, signal: ctx.signal });
         const result = (await res.json()) as { video?: { url?: string } };
@@ -90,15 +90,4 @@ interface QueuedJob {
 function resumeOf(details: unknown): QueuedJob | undefined {
   const d = details as Partial<QueuedJob> | undefined;
   return typeof d?.requestId === 'string' ? (d as QueuedJob) : undefined;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error);
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason as Error);
-    }, { once: true });
-  });
 }

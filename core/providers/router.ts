@@ -1,26 +1,218 @@
 import type { UpstreamConfig } from '../config';
+import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
 import { createOpenAiUpstream } from './openai-upstream';
 import { createQueueVideoUpstream } from './queue-video-upstream';
-import type { Provider } from './types';
+import { createReplicateUpstream } from './replicate-upstream';
+import type { RouteEntry, RouteLog, UpstreamHealth } from './routing-state';
+import type { ChatStreamEvent, Provider, ProviderContext, ProviderFeature, ProviderJob, ProviderResult } from './types';
+import { UpstreamUnavailableError } from './upstream-http';
+
+/** One upstream able to run a catalogue model. */
+interface Route {
+  upstream: string;
+  provider: Provider;
+  /** Lower first. */
+  priority: number;
+  weight: number;
+  costEur: number | undefined;
+}
+
+export interface RouterOptions {
+  /** The circuit breaker; it only decides between alternatives (a model with one upstream always asks it). */
+  health?: UpstreamHealth;
+  /** Where each generation's upstreams are recorded. */
+  log?: RouteLog;
+  /** For the weighted draw among equal priorities. */
+  random?: () => number;
+  /** The router's own trouble (the breaker's or the record's store failing): the run goes on. */
+  warn?: (message: string, err: unknown) => void;
+}
+
+/** What the router reports with a heartbeat, so that a retried attempt resumes the same upstream's job. */
+interface Pinned {
+  upstream: string;
+  details: unknown;
+}
 
 /**
- * The provider of each model: its configured upstream (UPSTREAMS_JSON / UPSTREAMS_FILE), else
+ * The provider of each model: its configured upstreams (UPSTREAMS_JSON / UPSTREAMS_FILE), else
  * `fallback` (the simulator). The API (streamed chat) and the worker (every other run) both use it.
  * `http` fetches the files upstreams hand back by URL, SSRF-safely (see upstream-http.ts).
+ *
+ * Several upstreams of one model are asked in priority order, a weighted draw among equals. An
+ * upstream failing on its side (UpstreamUnavailableError: 5xx, 429, a timeout, a refused
+ * connection) before it produced anything passes the same call on to the next one: the run is
+ * still the one admitted, so nothing is held or charged twice. Produced means it reported
+ * something: a job id (a queued video, now paid for there) or a token; from then on a failure
+ * stays with that upstream, and a retried attempt resumes it. A refusal about the request
+ * (ProviderRejectedError) is final on every upstream, so none other is asked.
  */
-export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallback: Provider, http: SafeHttpClient): Provider {
-  const byModel = new Map<string, Provider>();
-  for (const u of upstreams) {
+export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallback: Provider, http: SafeHttpClient, options: RouterOptions = {}): Provider {
+  const byModel = new Map<string, Route[]>();
+  upstreams.forEach((u, index) => {
+    const entries = Object.entries(u.models).map(([model, e]) => [model, typeof e === 'string' ? { model: e, weight: 1 } : e] as const);
     const scheme = (u.auth ?? (u.protocol === 'queue-video' ? 'key' : 'bearer')) === 'key' ? 'Key' : 'Bearer';
-    const endpoint = { name: u.name, baseUrl: u.baseUrl, authorization: u.apiKey ? `${scheme} ${u.apiKey}` : undefined, timeoutMs: u.timeoutMs, models: u.models };
-    const provider = u.protocol === 'openai' ? createOpenAiUpstream(endpoint, http) : createQueueVideoUpstream({ ...endpoint, pollMs: u.pollMs }, http);
-    for (const model of Object.keys(u.models)) byModel.set(model, provider);
-  }
-  const of = (model: string): Provider => byModel.get(model) ?? fallback;
-  return {
-    run: (job, ctx) => of(job.model).run(job, ctx),
-    streamChat: (job, signal) => of(job.model).streamChat(job, signal),
-    serves: (model, feature) => of(model).serves?.(model, feature) ?? false,
+    const endpoint = {
+      name: u.name, baseUrl: u.baseUrl, authorization: u.apiKey ? `${scheme} ${u.apiKey}` : undefined, timeoutMs: u.timeoutMs,
+      models: Object.fromEntries(entries.map(([model, e]) => [model, e.model])),
+    };
+    const provider = u.protocol === 'openai'
+      ? createOpenAiUpstream(endpoint, http)
+      : u.protocol === 'replicate'
+        ? createReplicateUpstream({ ...endpoint, pollMs: u.pollMs }, http)
+        : createQueueVideoUpstream({ ...endpoint, pollMs: u.pollMs }, http);
+    for (const [model, e] of entries) {
+      const routes = byModel.get(model) ?? [];
+      routes.push({ upstream: u.name, provider, priority: e.priority ?? index, weight: e.weight, costEur: 'costEur' in e ? e.costEur : undefined });
+      byModel.set(model, routes);
+    }
+  });
+  const random = options.random ?? Math.random;
+  const warn = options.warn ?? (() => undefined);
+
+  /** Priority order; among equal priorities a draw weighted by `weight`, so load is shared. */
+  const ordered = (routes: readonly Route[], pinned?: string): Route[] => {
+    const byPriority = new Map<number, Route[]>();
+    for (const r of routes) byPriority.set(r.priority, [...(byPriority.get(r.priority) ?? []), r]);
+    const out: Route[] = [];
+    for (const priority of [...byPriority.keys()].sort((a, b) => a - b)) {
+      const pool = [...byPriority.get(priority)!];
+      while (pool.length > 0) {
+        let x = random() * pool.reduce((sum, r) => sum + r.weight, 0);
+        const i = Math.max(0, pool.findIndex((r) => (x -= r.weight) < 0));
+        out.push(...pool.splice(i, 1));
+      }
+    }
+    const first = out.findIndex((r) => r.upstream === pinned);
+    if (first > 0) out.unshift(...out.splice(first, 1));
+    return out;
   };
+
+  // The breaker's store failing must not fail a run: it is then as if every upstream were healthy.
+  const guarded = async <T>(what: string, work: () => Promise<T>, otherwise: T): Promise<T> => {
+    try {
+      return await work();
+    } catch (err) {
+      warn(`upstream routing: ${what} failed`, err);
+      return otherwise;
+    }
+  };
+  const admit = (routes: readonly Route[], r: Route): Promise<boolean> =>
+    routes.length > 1 && options.health ? guarded('the breaker read', () => options.health!.admit(r.upstream), true) : Promise.resolve(true);
+  const judge = async (routes: readonly Route[], r: Route, err: unknown): Promise<void> => {
+    const health = options.health;
+    if (routes.length < 2 || !health) return;
+    if (err === undefined || err instanceof ProviderRejectedError) await guarded('the breaker write', () => health.answered(r.upstream), undefined);
+    else if (err instanceof UpstreamUnavailableError) await guarded('the breaker write', () => health.failed(r.upstream), undefined);
+  };
+  const record = (job: ProviderJob, entry: RouteEntry): Promise<void> =>
+    options.log ? guarded('recording the upstreams', () => options.log!.record(job.generationId, entry), undefined) : Promise.resolve();
+  const exhausted = (job: ProviderJob, tried: readonly string[], last: unknown): unknown =>
+    last ?? new UpstreamUnavailableError(tried.length === 0 ? `Every upstream of ${job.model} is cooling down.` : `No upstream of ${job.model} answered.`);
+
+  async function run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
+    const routes = byModel.get(job.model);
+    if (!routes) return fallback.run(job, ctx);
+    const pinned = pinnedOf(ctx.resume);
+    // Details an attempt reported before routes were named (one upstream per model): that upstream's job.
+    let unnamed = pinned === undefined ? ctx.resume : undefined;
+    const tried: string[] = [];
+    let last: unknown;
+    for (const route of ordered(routes, pinned?.upstream)) {
+      const resume = pinned?.upstream === route.upstream ? pinned.details : unnamed;
+      unnamed = undefined;
+      // A job already under way there is resumed whatever the breaker says: it is paid for.
+      if (resume === undefined && !(await admit(routes, route))) continue;
+      tried.push(route.upstream);
+      let reported = false;
+      const here: ProviderContext = {
+        ...ctx,
+        heartbeat: (details?: unknown) => {
+          reported = true;
+          ctx.heartbeat(details === undefined ? undefined : ({ upstream: route.upstream, details } satisfies Pinned));
+        },
+        ...(resume === undefined ? { resume: undefined } : { resume }),
+      };
+      try {
+        const result = await route.provider.run(job, here);
+        await judge(routes, route, undefined);
+        await record(job, { tried, servedBy: route.upstream, costEur: costOf(route, job, result.outputTokens) });
+        return { ...result, upstream: route.upstream };
+      } catch (err) {
+        await judge(routes, route, err);
+        if (reported || ctx.signal.aborted || !(err instanceof UpstreamUnavailableError)) {
+          await record(job, { tried });
+          throw err;
+        }
+        last = err;
+      }
+    }
+    await record(job, { tried });
+    throw exhausted(job, tried, last);
+  }
+
+  async function* streamChat(job: ProviderJob, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
+    const routes = byModel.get(job.model);
+    if (!routes) {
+      yield* fallback.streamChat(job, signal);
+      return;
+    }
+    const tried: string[] = [];
+    let last: unknown;
+    for (const route of ordered(routes)) {
+      if (!(await admit(routes, route))) continue;
+      tried.push(route.upstream);
+      let deltas = 0;
+      let usage: number | undefined;
+      let produced = false;
+      let failed: unknown;
+      try {
+        for await (const event of route.provider.streamChat(job, signal)) {
+          if (!produced) {
+            produced = true;
+            await judge(routes, route, undefined);
+          }
+          if (event.type === 'usage') usage = event.outputTokens;
+          else deltas++;
+          yield event;
+        }
+        return;
+      } catch (err) {
+        failed = err;
+        if (!produced) await judge(routes, route, err);
+        // After its first token a reply stays with its upstream: the client has part of it.
+        if (produced || signal.aborted || !(err instanceof UpstreamUnavailableError)) throw err;
+        last = err;
+      } finally {
+        // Complete, cut short by the consumer, or failed after its first token: this one served it.
+        if (produced || failed === undefined || !(failed instanceof UpstreamUnavailableError) || signal.aborted) {
+          await record(job, produced ? { tried, servedBy: route.upstream, costEur: costOf(route, job, usage ?? deltas) } : { tried });
+        }
+      }
+    }
+    await record(job, { tried });
+    throw exhausted(job, tried, last);
+  }
+
+  /** Every upstream a model may fall back to must take the feature, or a fallback would drop it. */
+  const serves = (model: string, feature: ProviderFeature): boolean => {
+    const routes = byModel.get(model);
+    return routes ? routes.every((r) => r.provider.serves?.(model, feature) ?? false) : (fallback.serves?.(model, feature) ?? false);
+  };
+
+  return { run, streamChat, serves };
+}
+
+function pinnedOf(resume: unknown): Pinned | undefined {
+  const r = resume as Partial<Pinned> | undefined;
+  return typeof r?.upstream === 'string' && r.details !== undefined ? (r as Pinned) : undefined;
+}
+
+/** What a run costs us at an upstream: per image, per second of video, per 1,000 output tokens. */
+function costOf(route: Route, job: ProviderJob, outputTokens: number | undefined): number | undefined {
+  if (route.costEur === undefined) return undefined;
+  if (job.kind === 'video') return route.costEur * Number(job.params.seconds ?? 0);
+  if (job.kind === 'chat') return (route.costEur * (outputTokens ?? 0)) / 1000;
+  return route.costEur;
 }

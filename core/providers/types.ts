@@ -22,6 +22,8 @@ export interface ProviderResult {
   text?: string;
   /** For use-billed runs (per output token). */
   outputTokens?: number;
+  /** The configured upstream that produced it (none: the simulator). */
+  upstream?: string;
   /** A chat that answered with calls of the client's functions. */
   toolCalls?: ToolCall[];
 }

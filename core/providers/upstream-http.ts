@@ -33,7 +33,7 @@ const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 409, 425, 429]);
 export async function callUpstream(
   endpoint: UpstreamEndpoint,
   path: string,
-  init: { method?: 'GET' | 'POST' | 'PUT'; body?: unknown; signal: AbortSignal; url?: string },
+  init: { method?: 'GET' | 'POST' | 'PUT'; body?: unknown; signal: AbortSignal; url?: string; headers?: Record<string, string> },
 ): Promise<Response> {
   const url = init.url ?? `${endpoint.baseUrl.replace(/\/+$/, '')}${path}`;
   // The limit runs until the answer starts; a stream's body has its own limit between pieces.
@@ -47,6 +47,7 @@ export async function callUpstream(
         accept: 'application/json, text/event-stream',
         ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
         ...(endpoint.authorization ? { authorization: endpoint.authorization } : {}),
+        ...init.headers,
       },
       ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
       redirect: 'error',
@@ -154,4 +155,16 @@ export function extensionOf(contentType: string, fallback: string): string {
   const type = contentType.split(';')[0]!.trim().toLowerCase();
   const known: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'video/mp4': 'mp4', 'video/webm': 'webm', 'video/quicktime': 'mov' };
   return known[type] ?? fallback;
+}
+
+/** Waits between two polls of an upstream job; a cancelled run stops waiting at once. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    }, { once: true });
+  });
 }

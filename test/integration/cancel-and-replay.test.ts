@@ -6,6 +6,7 @@ import { Worker } from '@temporalio/worker';
 import { inject, afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, eventually } from '../support/harness';
 import type { Harness } from '../support/harness';
+import { patchIdsOf } from '../support/histories';
 import { credits, generate, untilFinished, untilStarted } from '../support/api';
 import { phaseQuery } from '../../core/workflow-contract';
 import { newId } from '../../core/ids';
@@ -179,13 +180,3 @@ function startInputOf(historyJson: string): { admitted?: unknown; apiRun?: unkno
   return data === undefined ? undefined : (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { admitted?: unknown; apiRun?: unknown });
 }
 
-/** The ids of the patch markers (`patched()` calls) recorded in a history, in order. */
-function patchIdsOf(historyJson: string): string[] {
-  type Marker = { markerName?: string; details?: Record<string, { payloads?: { data?: string }[] }> };
-  const events = (JSON.parse(historyJson) as { events?: { markerRecordedEventAttributes?: Marker }[] }).events ?? [];
-  return events.flatMap((e) => {
-    const marker = e.markerRecordedEventAttributes;
-    const data = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0]?.data : undefined;
-    return data === undefined ? [] : [(JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { id: string }).id];
-  });
-}

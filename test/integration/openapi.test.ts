@@ -481,6 +481,22 @@ describe('operator routes conform to the document', () => {
     }
   });
 
+  it('usage report and a generation’s upstreams: 200, 400, 401 and 404', async () => {
+    const { key } = await h.account({ credits: 10, scopes: ['image'] });
+    const g = c.conforms<Generation>(await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'x' } }), 'post', '/api/v1/generate', 200);
+    // The simulator records no upstream; this row is what the router writes for a configured one.
+    await h.pool.query(`INSERT INTO generation_upstreams (generation_id, tried, served_by, cost_eur) VALUES ($1, '{up-a,up-b}', 'up-b', 0.01)`, [g.id]);
+    expect(c.conforms(await h.admin('GET', `/admin/v1/generations/${g.id}/upstreams`), 'get', '/admin/v1/generations/{id}/upstreams', 200)).toEqual({ upstream: 'up-b', tried: ['up-a', 'up-b'], costEur: 0.01 });
+    c.conforms(await h.admin('GET', `/admin/v1/generations/${MISSING_GENERATION}/upstreams`), 'get', '/admin/v1/generations/{id}/upstreams', 404);
+    const report = c.conforms<{ rows: { key: string; revenueEur: number; costEur: number }[] }>(await h.admin('GET', '/admin/v1/usage?group_by=upstream'), 'get', '/admin/v1/usage', 200);
+    expect(report.rows.find((r) => r.key === 'up-b')).toMatchObject({ revenueEur: 0.03, costEur: 0.01 });
+    c.conforms(await h.admin('GET', '/admin/v1/usage?group_by=account'), 'get', '/admin/v1/usage', 400);
+    c.conforms(await h.admin('GET', '/admin/v1/usage?from=yesterday'), 'get', '/admin/v1/usage', 400);
+    for (const [path, url] of [['/admin/v1/usage', '/admin/v1/usage'], ['/admin/v1/generations/{id}/upstreams', `/admin/v1/generations/${g.id}/upstreams`]] as const) {
+      expect(c.conforms(await call(h.app, 'get', url, 'wrong-token', undefined), 'get', path, 401)).toMatchObject({ error: { type: 'unauthorized' } });
+    }
+  });
+
   it('health 200 and the document itself', async () => {
     expect(c.conforms(await h.app.inject({ method: 'GET', url: '/health' }), 'get', '/health', 200)).toEqual({ status: 'ok' });
     c.conforms(await h.app.inject({ method: 'GET', url: '/openapi.json' }), 'get', '/openapi.json', 200);
@@ -506,6 +522,8 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['post', '/admin/v1/accounts/{id}/keys', '/admin/v1/accounts/acct_x/keys', ADMIN_TOKEN, { scopes: ['chat'] }],
     ['post', '/admin/v1/accounts/{id}/credits', '/admin/v1/accounts/acct_x/credits', ADMIN_TOKEN, { credits: 1 }],
     ['delete', '/admin/v1/keys/{id}', '/admin/v1/keys/key_x', ADMIN_TOKEN, undefined],
+    ['get', '/admin/v1/usage', '/admin/v1/usage', ADMIN_TOKEN, undefined],
+    ['get', '/admin/v1/generations/{id}/upstreams', `/admin/v1/generations/${MISSING_GENERATION}/upstreams`, ADMIN_TOKEN, undefined],
   ];
 }
 

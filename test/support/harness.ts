@@ -55,7 +55,7 @@ export interface HarnessOptions {
   /** Start the webhook worker and the outbox relay too, with these settings. */
   webhooks?: HarnessWebhookOptions;
   /** The provider for the worker and the API's streamed chats; the simulator by default. */
-  provider?: Provider;
+  provider?: Provider | ((pool: pg.Pool) => Provider);
   /**
    * Listen on an ephemeral loopback port (for a browser or fetch): output URLs and set-password
    * links then point at it, and session cookies are not Secure (development mode over http).
@@ -72,6 +72,8 @@ export async function startHarness(options: HarnessOptions = {}) {
   await createDatabase(name);
   const databaseUrl = databaseUrlFor(name);
   const pool = createPool(databaseUrl, 30);
+  // A provider may need the database (the upstream router's breaker and record).
+  const provider = typeof options.provider === 'function' ? options.provider(pool) : options.provider;
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   const client = new Client({ connection });
   const taskQueue = `q-${name}`;
@@ -98,7 +100,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       namespace: 'default',
       taskQueue,
       pool,
-      provider: options.provider ?? createSimulator(),
+      provider: provider ?? createSimulator(),
       store,
       videoConcurrency: options.videoConcurrency ?? 5,
       workflowBundle: { codePath: inject('workflowBundlePath') },
@@ -150,7 +152,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     defaultChatCap: 5,
     deadlines: options.deadlines ?? deadlinesOf(loadConfig({})),
     // Tests serve inputs from loopback, as development mode allows; SSRF tests build their own.
-    ...(options.provider ? { provider: options.provider } : {}),
+    ...(provider ? { provider } : {}),
     prepareInput: createInputPreparer({ http: createSafeHttpClient({ policy: { allowPrivateNetworks: options.allowPrivateNetworks ?? true } }), store, publicBaseUrl: FILES_BASE_URL }),
     webhooks: {
       secretKey: WEBHOOK_SECRET_KEY,
@@ -173,7 +175,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       ...(opts.body === undefined ? {} : { payload: opts.body as object }),
     });
 
-  const admin = (method: 'POST' | 'DELETE', url: string, body?: unknown) => call(method, url, { key: ADMIN_TOKEN, body });
+  const admin = (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown) => call(method, url, { key: ADMIN_TOKEN, body });
 
   /** Opens an account and gives it a key with image, video, chat and webhooks (or the scopes named). */
   const account = async (a: { credits: number; plan?: string; chatCap?: number; scopes?: string[]; models?: string[] }) => {

@@ -5,8 +5,8 @@
 // `up:pace=<ms>` (between tokens), `up:first=<ms>` (before the first token, after the headers; a
 // whole reply waits as long as its stream would take), `up:usage=<n>` (the usage it reports),
 // `up:nousage`, `up:polls=<n>`, `up:pollfail=<n>` (that many status polls answer 503 first),
-// `up:fail` (the video job fails), `up:leak=<marker>` (an error status's body names an internal
-// path and the marker).
+// `up:fail` (the video job or prediction fails), `up:leak=<marker>` (an error status's body names an internal
+// path and the marker), `up:cut=<n>` (a stream breaks off after n deltas).
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -25,6 +25,8 @@ export interface Received {
 export interface UpstreamServer {
   baseUrl: string;
   received: Received[];
+  /** Directives this server obeys on every request beside the prompt's (e.g. `up:status=503`): one of two upstreams down. */
+  always: { directives: string };
   close(): Promise<void>;
 }
 
@@ -51,6 +53,27 @@ async function listen(server: Server, path = ''): Promise<{ baseUrl: string; clo
   };
 }
 
+interface JsonRequest {
+  req: IncomingMessage;
+  res: ServerResponse;
+  body: Record<string, unknown> | undefined;
+  path: string;
+  json: (status: number, data: unknown) => void;
+}
+
+/** A server of a JSON API that records every request it gets before `handle` answers it. */
+function jsonServer(received: Received[], handle: (r: JsonRequest) => Promise<unknown>): Server {
+  return createServer((req, res) => {
+    void (async () => {
+      const body = await readJson(req);
+      const path = req.url ?? '';
+      received.push({ method: req.method ?? '', path, authorization: req.headers.authorization, body });
+      const json = (status: number, data: unknown) => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(data));
+      await handle({ req, res, body, path, json });
+    })();
+  });
+}
+
 const promptOf = (body: Record<string, unknown> | undefined): string => (typeof body?.prompt === 'string' ? body.prompt : '');
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -69,6 +92,7 @@ const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'the
 /** An OpenAI-compatible API on loopback: /v1/chat/completions (whole or streamed) and /v1/images/generations. */
 export async function startOpenAiUpstream(): Promise<UpstreamServer> {
   const received: Received[] = [];
+  const always = { directives: '' };
   const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#3a6' } }).png().toBuffer();
   const server = createServer((req, res) => {
     void (async () => {
@@ -76,7 +100,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
       const record: Received = { method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization, body };
       received.push(record);
       const messages = Array.isArray(body?.messages) ? (body.messages as { content?: unknown }[]) : [];
-      const text = messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body);
+      const text = `${messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body)} ${always.directives}`;
       if (directive(text, 'hang') !== undefined) return; // never answers
       const status = Number(directive(text, 'status') ?? 0);
       if (status) return refuse(res, status, directive(text, 'policy') !== undefined, directive(text, 'leak'));
@@ -119,8 +143,13 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
         await sleep(first);
       }
       const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
+      const cut = directive(text, 'cut');
       for (const [i, piece] of pieces.entries()) {
         if (i > 0 && pace) await sleep(pace);
+        if (cut !== undefined && i === Number(cut)) {
+          res.destroy();
+          return;
+        }
         if (res.destroyed) {
           record.cutAfter = i;
           return;
@@ -134,7 +163,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
     })();
   });
   const listening = await listen(server, '/v1');
-  return { ...listening, received };
+  return { ...listening, received, always };
 }
 
 /**
@@ -151,44 +180,105 @@ function toolCallWanted(body: Record<string, unknown> | undefined): string | und
 /** A queue-style video API on loopback, as fal.ai's queue: submit, poll the status, fetch the result and its file. */
 export async function startQueueVideoUpstream(): Promise<UpstreamServer & { submits: () => number }> {
   const received: Received[] = [];
+  const always = { directives: '' };
   const jobs = new Map<string, { prompt: string; polls: number; pollFailures: number }>();
   let base = '';
   const webm = Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01]);
-  const server = createServer((req, res) => {
-    void (async () => {
-      const body = await readJson(req);
-      const path = req.url ?? '';
-      received.push({ method: req.method ?? '', path, authorization: req.headers.authorization, body });
-      const json = (status: number, data: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(data));
-      if (path.startsWith('/files/')) return res.writeHead(200, { 'content-type': 'video/webm' }).end(webm);
-      const request = /^\/(.+)\/requests\/([^/]+)(\/status|\/cancel)?$/.exec(path);
-      if (request) {
-        const job = jobs.get(request[2]!);
-        if (!job) return json(404, { detail: 'no such request' });
-        if (request[3] === '/cancel') return json(202, { status: 'CANCELLATION_REQUESTED' });
-        if (request[3] === '/status') {
-          if (job.pollFailures > 0) {
-            job.pollFailures--;
-            return json(503, { detail: 'busy' });
-          }
-          job.polls--;
-          if (directive(job.prompt, 'fail') !== undefined && job.polls <= 0) return json(200, { status: 'FAILED', error: 'the model could not render this' });
-          return json(200, { status: job.polls <= 0 ? 'COMPLETED' : job.polls === 1 ? 'IN_PROGRESS' : 'IN_QUEUE' });
+  const server = jsonServer(received, async ({ req, res, body, path, json }) => {
+    if (path.startsWith('/files/')) return res.writeHead(200, { 'content-type': 'video/webm' }).end(webm);
+    const request = /^\/(.+)\/requests\/([^/]+)(\/status|\/cancel)?$/.exec(path);
+    if (request) {
+      const job = jobs.get(request[2]!);
+      if (!job) return json(404, { detail: 'no such request' });
+      if (request[3] === '/cancel') return json(202, { status: 'CANCELLATION_REQUESTED' });
+      if (request[3] === '/status') {
+        if (job.pollFailures > 0) {
+          job.pollFailures--;
+          return json(503, { detail: 'busy' });
         }
-        return json(200, { video: { url: `${base}/files/${request[2]!}.webm`, content_type: 'video/webm' } });
+        job.polls--;
+        if (directive(job.prompt, 'fail') !== undefined && job.polls <= 0) return json(200, { status: 'FAILED', error: 'the model could not render this' });
+        return json(200, { status: job.polls <= 0 ? 'COMPLETED' : job.polls === 1 ? 'IN_PROGRESS' : 'IN_QUEUE' });
       }
-      if (req.method !== 'POST') return json(404, { detail: 'not found' });
-      const prompt = promptOf(body);
-      if (directive(prompt, 'hang') !== undefined) return;
-      const status = Number(directive(prompt, 'status') ?? 0);
-      if (status) return json(status, { detail: directive(prompt, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}` });
-      const id = `req-${jobs.size + 1}`;
-      jobs.set(id, { prompt, polls: Number(directive(prompt, 'polls') ?? 2), pollFailures: Number(directive(prompt, 'pollfail') ?? 0) });
-      // Status and result URLs are left out: the adapter builds them from the model path.
-      return json(200, { request_id: id });
-    })();
+      return json(200, { video: { url: `${base}/files/${request[2]!}.webm`, content_type: 'video/webm' } });
+    }
+    if (req.method !== 'POST') return json(404, { detail: 'not found' });
+    const prompt = `${promptOf(body)} ${always.directives}`;
+    if (directive(prompt, 'hang') !== undefined) return;
+    const status = Number(directive(prompt, 'status') ?? 0);
+    if (status) return json(status, { detail: directive(prompt, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}` });
+    const id = `req-${jobs.size + 1}`;
+    jobs.set(id, { prompt, polls: Number(directive(prompt, 'polls') ?? 2), pollFailures: Number(directive(prompt, 'pollfail') ?? 0) });
+    // Status and result URLs are left out: the adapter builds them from the model path.
+    return json(200, { request_id: id });
   });
   const listening = await listen(server);
   base = listening.baseUrl;
-  return { ...listening, received, submits: () => received.filter((r) => r.method === 'POST' && !r.path.includes('/requests/')).length };
+  return { ...listening, received, always, submits: () => received.filter((r) => r.method === 'POST' && !r.path.includes('/requests/')).length };
+}
+
+/**
+ * Replicate's predictions API on loopback (base `/v1`), as its HTTP API reference describes it:
+ * create by model (`POST /v1/models/{owner}/{name}/predictions`) or by version (`POST
+ * /v1/predictions`), `Prefer: wait[=n]` holding the answer until the prediction is final, `GET
+ * /v1/predictions/{id}`, `POST /v1/predictions/{id}/cancel`; outputs are URLs of files it serves.
+ * `up:polls=<n>`: the prediction is final after that many reads (0 with `Prefer: wait`: final in
+ * the create call's answer).
+ */
+export async function startReplicateUpstream(): Promise<UpstreamServer & { predictions: Map<string, Record<string, unknown>>; cancels: () => string[] }> {
+  const received: Received[] = [];
+  const always = { directives: '' };
+  const predictions = new Map<string, Record<string, unknown>>();
+  const left = new Map<string, number>();
+  const cancelled: string[] = [];
+  let base = '';
+  const png = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#a36' } }).png().toBuffer();
+  const server = jsonServer(received, async ({ req, res, body, path, json }) => {
+    if (path.startsWith('/v1/files/')) return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
+    /** One read of a prediction: it moves on towards its end. */
+    const advance = (id: string): Record<string, unknown> => {
+      const p = predictions.get(id)!;
+      if (p.status === 'canceled' || p.status === 'succeeded' || p.status === 'failed') return p;
+      const n = left.get(id)! - 1;
+      left.set(id, n);
+      if (n > 0) return Object.assign(p, { status: 'processing' });
+      const input = p.input as { prompt?: string };
+      if (directive(`${input.prompt ?? ''} ${always.directives}`, 'fail') !== undefined) return Object.assign(p, { status: 'failed', error: 'NSFW content detected by the safety checker' });
+      return Object.assign(p, { status: 'succeeded', output: [`${base}/files/${id}.png`], completed_at: new Date().toISOString() });
+    };
+    const one = /^\/v1\/predictions\/([^/]+)(\/cancel)?$/.exec(path);
+    if (one) {
+      const p = predictions.get(one[1]!);
+      if (!p) return json(404, { title: 'Not found', detail: 'The requested resource could not be found.', status: 404 });
+      if (one[2] && req.method === 'POST') {
+        cancelled.push(one[1]!);
+        if (p.status === 'starting' || p.status === 'processing') Object.assign(p, { status: 'canceled' });
+        return json(200, p);
+      }
+      return json(200, advance(one[1]!));
+    }
+    const byModel = /^\/v1\/models\/([^/]+)\/([^/]+)\/predictions$/.exec(path);
+    if (req.method !== 'POST' || (!byModel && path !== '/v1/predictions')) return json(404, { title: 'Not found', detail: 'The requested resource could not be found.', status: 404 });
+    if (!byModel && typeof body?.version !== 'string') return json(422, { title: 'Input validation failed', detail: '- version: version is required', status: 422 });
+    const input = (body?.input ?? {}) as Record<string, unknown>;
+    const text = `${typeof input.prompt === 'string' ? input.prompt : ''} ${always.directives}`;
+    if (directive(text, 'hang') !== undefined) return;
+    const status = Number(directive(text, 'status') ?? 0);
+    if (status) return json(status, { title: 'Error', detail: directive(text, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}`, status });
+    const id = `rp${predictions.size + 1}x${Math.random().toString(36).slice(2, 8)}`;
+    const p: Record<string, unknown> = {
+      id, model: byModel ? `${byModel[1]}/${byModel[2]}` : String(body?.version).split(':')[0], version: byModel ? 'hidden' : body?.version,
+      input, logs: '', output: null, data_removed: false, error: null, status: 'starting', created_at: new Date().toISOString(),
+      urls: { get: `${base}/predictions/${id}`, cancel: `${base}/predictions/${id}/cancel`, web: `https://replicate.com/p/${id}` },
+    };
+    predictions.set(id, p);
+    left.set(id, Number(directive(text, 'polls') ?? 2));
+    // Prefer: wait holds the answer until the prediction is final (here: when it needs no reads).
+    const wait = /^wait(=\d+)?$/.exec(String(req.headers.prefer ?? ''));
+    if (wait && left.get(id)! <= 0) advance(id);
+    return json(201, p);
+  });
+  const listening = await listen(server, '/v1');
+  base = listening.baseUrl;
+  return { ...listening, received, always, predictions, cancels: () => [...cancelled] };
 }

@@ -104,6 +104,21 @@ async function cli(argv: string[], fetch: Fetch, env: Record<string, string> = {
 }
 
 describe('run', () => {
+  it('usage asks the report grouped as told and prints a table with the total', async () => {
+    expect(parseInvocation(['usage']).command).toEqual({ name: 'usage', groupBy: 'model' });
+    expect(() => parseInvocation(['usage', '--group-by', 'account'])).toThrow(/--group-by must be one of model, upstream, day/);
+    const row = { generations: 2, revenueEur: 0.12, costEur: 0.03, marginEur: 0.09, uncosted: 0 };
+    const { fetch, sent } = fakeFetch(200, { groupBy: 'upstream', from: '2026-11-01T00:00:00.000Z', to: '2026-11-25T00:00:00.000Z', rows: [{ key: 'fal', ...row }], total: row });
+    const out = await cli(['usage', '--group-by', 'upstream', '--from', '2026-11-01'], fetch);
+    expect(out.code).toBe(0);
+    expect(sent[0]).toMatchObject({ method: 'GET', url: 'http://svc:9/admin/v1/usage?group_by=upstream&from=2026-11-01' });
+    expect(out.stdout.split('\n').slice(1, 4)).toEqual([
+      'upstream  generations  revenue EUR  cost EUR  margin EUR  margin  uncosted',
+      'fal                 2       0.1200    0.0300      0.0900   75.0%         0',
+      'total               2       0.1200    0.0300      0.0900   75.0%         0',
+    ]);
+  });
+
   it('account create posts the body with the admin token and prints the id', async () => {
     const f = fakeFetch(201, { id: 'acct_01abc' });
     expect(await cli(['account', 'create', '--plan', 'samurai', '--credits', '500', '--chat-cap', '2'], f.fetch)).toEqual({ code: 0, stdout: 'acct_01abc\n', stderr: '' });

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, upstreamSettings } from '../../core/config';
+import { breakerSettings, ConfigError, loadConfig, upstreamSettings } from '../../core/config';
 
 const upstreams = (models: Record<string, string>, protocol = 'openai') =>
   JSON.stringify({ upstreams: [{ name: 'up', protocol, baseUrl: 'http://10.0.0.5:8000/v1', apiKey: 'sk-x', models }] });
@@ -30,5 +30,30 @@ describe('UPSTREAMS_JSON and UPSTREAMS_FILE', () => {
   ])('refuse a wrong configuration at start-up, naming the variable: %j', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('list a model under several upstreams, each with its name, priority, weight and cost; the breaker has defaults', () => {
+    const config = loadConfig({
+      UPSTREAMS_JSON: JSON.stringify({
+        upstreams: [
+          { name: 'fal', protocol: 'queue-video', baseUrl: 'https://queue.fal.run', models: { kling: { model: 'fal-ai/kling', costEur: 0.09 } } },
+          { name: 'replicate', protocol: 'replicate', baseUrl: 'https://api.replicate.com/v1', models: { kling: { model: 'kwaivgi/kling-v2.1', priority: 0, weight: 3 }, upscale: 'nightmareai/real-esrgan' } },
+        ],
+      }),
+    });
+    expect(upstreamSettings(config).map((u) => u.models)).toEqual([
+      { kling: { model: 'fal-ai/kling', weight: 1, costEur: 0.09 } },
+      { kling: { model: 'kwaivgi/kling-v2.1', priority: 0, weight: 3 }, upscale: 'nightmareai/real-esrgan' },
+    ]);
+    expect(breakerSettings(config)).toEqual({ failures: 3, cooldownMs: 30_000 });
+  });
+
+  it.each([
+    [JSON.stringify({ upstreams: [{ name: 'a', protocol: 'openai', baseUrl: 'http://a/v1', models: { flux: 'x' } }, { name: 'a', protocol: 'openai', baseUrl: 'http://b/v1', models: { flux: 'y' } }] }), /upstreams\.1\.name: a is the name of an earlier upstream/],
+    [upstreams({ 'gpt-5.5': 'x' }, 'replicate'), /is a chat model; a replicate upstream serves image and video and upscale/],
+    [JSON.stringify({ upstreams: [{ name: 'a', protocol: 'openai', baseUrl: 'http://a/v1', models: { flux: { model: 'x', costEur: -1 } } }] }), /models\.flux/],
+    [JSON.stringify({ upstreams: [], breaker: { failures: 0 } }), /breaker\.failures/],
+  ])('refuse several upstreams configured wrong: %s', (json, message) => {
+    expect(() => loadConfig({ UPSTREAMS_JSON: json })).toThrow(message);
   });
 });

@@ -120,7 +120,7 @@ describe('payloads', () => {
   const base: GenerationRow = {
     id: 'gen_1', accountId: 'acct_1', apiKeyId: null, kind: 'video', model: 'kling', status: 'succeeded', params: {}, prompt: 'p',
     quoteMc: 42_500, chargedMc: 42_500, freeChat: false, outputKey: 'gen_1/output.webm', outputText: null, previewKeys: {}, error: null,
-    createdAt: new Date('2026-01-01T00:00:00Z'), startedAt: null, finishedAt: null, progressPercent: null, queuePosition: null, measuredSeconds: null,
+    createdAt: new Date('2026-01-01T00:00:00Z'), startedAt: null, finishedAt: null, progressPercent: null, queuePosition: null, measuredSeconds: null, provider: null,
   };
   const at = new Date('2026-01-01T00:01:00Z');
   const source = (event: string, format: 'nested' | 'flat', generation: GenerationRow | undefined = base) => ({ event, format, endpointId: 'wh_1', createdAt: at, generation });

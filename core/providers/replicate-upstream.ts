@@ -1,0 +1,104 @@
+import { ProviderRejectedError } from '../errors';
+import type { SafeHttpClient } from '../net/safe-http';
+import type { Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import { callUpstream, downloadOutput, extensionOf, pause } from './upstream-http';
+import type { UpstreamEndpoint } from './upstream-http';
+
+/**
+ * Replicate's predictions API (base URL `https://api.replicate.com/v1`) for images, videos and
+ * upscales:
+ *
+ *   POST {base}/models/{owner}/{name}/predictions   { input }             (an official model: `owner/name`)
+ *   POST {base}/predictions                         { version, input }    (a version: `owner/name:version` or the bare id)
+ *        → { id, status: starting | processing | succeeded | failed | canceled, output, error, urls: { get, cancel } }
+ *   GET  urls.get | {base}/predictions/{id}         the same object, until its status is final
+ *   POST urls.cancel | {base}/predictions/{id}/cancel   (when the generation is cancelled)
+ *
+ * Images and upscales ask with `Prefer: wait=N` (N under the call's time limit, at most 60 s), so a
+ * short job answers finished in the one call; anything not finished then is polled. The output (a
+ * URL, or a list of them: the first is taken) is downloaded into our store. The prediction id is
+ * reported with every heartbeat, so a retried attempt resumes polling it instead of paying twice.
+ */
+export function createReplicateUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string>; pollMs: number }, http: SafeHttpClient): Provider {
+  const base = endpoint.baseUrl.replace(/\/+$/, '');
+  return {
+    streamChat() {
+      throw new ProviderRejectedError(`The upstream ${endpoint.name} runs Replicate predictions; it has no chat here.`, 'provider_rejected');
+    },
+    async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
+      const model = endpoint.models[job.model];
+      if (!model || job.kind === 'chat') throw new ProviderRejectedError(`The upstream ${endpoint.name} is not configured for ${job.kind} ${job.model}.`, 'provider_rejected');
+      let prediction = resumeOf(ctx.resume) ?? (await create(job, model, ctx));
+      const id = prediction.id;
+      ctx.heartbeat({ id });
+      const onCancel = () => {
+        // Best effort: the generation is already failing; the upstream should stop working on it.
+        void callUpstream(endpoint, '', { method: 'POST', url: prediction.urls?.cancel ?? `${base}/predictions/${id}/cancel`, signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+      };
+      ctx.signal.addEventListener('abort', onCancel, { once: true });
+      try {
+        while (!FINAL.has(prediction.status ?? '')) {
+          await pause(endpoint.pollMs, ctx.signal);
+          const res = await callUpstream(endpoint, '', { url: prediction.urls?.get ?? `${base}/predictions/${id}`, signal: ctx.signal });
+          prediction = { ...(await res.json() as Prediction), id };
+          ctx.heartbeat({ id });
+        }
+        if (prediction.status !== 'succeeded') {
+          const reason = typeof prediction.error === 'string' ? prediction.error : JSON.stringify(prediction.error ?? prediction.status);
+          throw new ProviderRejectedError(`The upstream ${endpoint.name} ended the prediction ${prediction.status}: ${reason}`, /content|policy|safety|nsfw/i.test(reason) ? 'content_policy' : 'provider_failed');
+        }
+        ctx.progress?.(100);
+        const url = firstUrl(prediction.output);
+        if (!url) throw new ProviderRejectedError(`The upstream ${endpoint.name} succeeded without an output file.`, 'provider_failed');
+        const file = await downloadOutput(endpoint, url, http, ctx.signal);
+        return { file: { ...file, extension: extensionOf(file.contentType, job.kind === 'video' ? 'mp4' : 'png') } };
+      } finally {
+        ctx.signal.removeEventListener('abort', onCancel);
+      }
+    },
+  };
+
+  async function create(job: ProviderJob, model: string, ctx: ProviderContext): Promise<Prediction & { id: string }> {
+    const [owned, version] = model.includes(':') ? model.split(':', 2) as [string, string] : /^[0-9a-f]{64}$/.test(model) ? [undefined, model] : [model, undefined];
+    const input = inputOf(job);
+    // A short job waits for its answer in the call; Replicate holds a request at most 60 s.
+    const wait = job.kind === 'video' ? undefined : Math.max(1, Math.min(60, Math.floor(endpoint.timeoutMs / 1000) - 1));
+    const res = await callUpstream(endpoint, version ? '/predictions' : `/models/${owned}/predictions`, {
+      signal: ctx.signal,
+      body: version ? { version, input } : { input },
+      ...(wait === undefined ? {} : { headers: { prefer: `wait=${wait}` } }),
+    });
+    const body = (await res.json()) as Prediction;
+    if (typeof body.id !== 'string') throw new ProviderRejectedError(`The upstream ${endpoint.name} accepted the prediction without an id.`, 'provider_failed');
+    return body as Prediction & { id: string };
+  }
+}
+
+const FINAL: ReadonlySet<string> = new Set(['succeeded', 'failed', 'canceled']);
+
+interface Prediction {
+  id?: string;
+  status?: string;
+  output?: unknown;
+  error?: unknown;
+  urls?: { get?: string; cancel?: string };
+}
+
+/** The job's input as Replicate's common image and video models name it. */
+function inputOf(job: ProviderJob): Record<string, unknown> {
+  const image = job.input ? `data:image/png;base64,${job.input.toString('base64')}` : undefined;
+  if (job.kind === 'upscale') return { image, scale: job.params.scale };
+  if (job.kind === 'video') return { prompt: job.prompt, duration: job.params.seconds, aspect_ratio: job.params.aspect, resolution: job.params.resolution, ...(image ? { image } : {}) };
+  return { prompt: job.prompt, width: job.params.width, height: job.params.height, aspect_ratio: job.params.aspect };
+}
+
+function firstUrl(output: unknown): string | undefined {
+  if (typeof output === 'string') return output;
+  if (Array.isArray(output)) return output.find((o): o is string => typeof o === 'string');
+  return undefined;
+}
+
+function resumeOf(details: unknown): (Prediction & { id: string }) | undefined {
+  const d = details as { id?: unknown } | undefined;
+  return typeof d?.id === 'string' ? { id: d.id, status: 'processing' } : undefined;
+}
