@@ -27,8 +27,9 @@ import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MOD
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight|peers] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|stream|inflight|peers] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
+  --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
@@ -38,7 +39,7 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight|peer
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-type Only = 'stream' | 'inflight' | 'peers';
+type Only = 'core' | 'stream' | 'inflight' | 'peers';
 
 function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; only?: Only } {
   let quick = false;
@@ -48,7 +49,7 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
-    else if (arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers') only = arg.slice('--only='.length) as Only;
+    else if (arg === '--only=core' || arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers') only = arg.slice('--only='.length) as Only;
     else if (arg === '--keep') keep = true;
     else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
     else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory') temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
@@ -150,7 +151,7 @@ async function main(): Promise<number> {
       log(`${name}: p50 ${r.latency.p50.toFixed(1)} ms, p95 ${r.latency.p95.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
       scenarios.push(r);
     };
-    if (!args.only) {
+    if (!args.only || args.only === 'core') {
       // Each of the service's scenarios is followed at once by the bare reference's (same sizes,
       // same clients), so that both meet the same load from the machine's other users.
       await run('baseline', () => baseline(ctx));
@@ -169,7 +170,7 @@ async function main(): Promise<number> {
       await run('refusal.402', () => refusal(ctx));
       await run('ref.refusal.402', () => refRefusal(ctx));
     }
-    if (args.only !== 'stream') {
+    if (args.only !== 'stream' && args.only !== 'core') {
       const rate = (id: string) => {
         const s = scenarios.find((x) => x.id === id);
         return s ? (s.n / s.wallMs) * 1000 : undefined;
@@ -186,8 +187,9 @@ async function main(): Promise<number> {
       }
       return rows;
     };
-    const stream = args.only === 'inflight' ? [] : await streamScenarios();
-    const whole = args.only === 'inflight' ? undefined : await wholeReply(ctx, Math.min(50, sizes.stream.n), sizes.stream.tokens);
+    const noStream = args.only === 'inflight' || args.only === 'core';
+    const stream = noStream ? [] : await streamScenarios();
+    const whole = noStream ? undefined : await wholeReply(ctx, Math.min(50, sizes.stream.n), sizes.stream.tokens);
     if (whole) log(`whole reply: API path p50 ${whole.apiPath.p50.toFixed(1)} ms, activity path p50 ${whole.activityPath.p50.toFixed(1)} ms`);
     memory.phase('after');
     const after = await memory.now();
