@@ -2,10 +2,10 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { defaultExpectedSeconds } from '../core/catalogue';
 import { measuredSeconds, recordDuration } from '../core/db/durations';
-import { recordPreviews } from '../core/db/previews';
+import { recordPreviews, recordThumbnail } from '../core/db/previews';
 import { recordProgress } from '../core/db/progress';
 import type { ProgressSource } from '../core/db/progress';
-import { previewsOfVideo } from '../core/media/video-previews';
+import { previewsOfVideo, thumbnailOfFrame } from '../core/media/video-previews';
 import type { Provider, ProviderFile, ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import { VIDEO_PREVIEWS } from '../core/vocabulary';
@@ -31,11 +31,14 @@ function progressRecorder(pool: pg.Pool, job: ProviderJob, log: (message: string
   let written = -1;
   let writtenAt = 0;
   let reported = false;
+  let stopped = false;
   let writing: Promise<void> = Promise.resolve();
   let expectedMs = defaultExpectedSeconds(job.kind, job.params) * 1000;
-  const measured = measuredSeconds(pool, job.generationId).then((s) => {
+  // Read once the run has lasted a tick: a run done sooner (most images) never needs the estimate.
+  let measured: Promise<void> | undefined;
+  const measure = (): Promise<void> => (measured ??= measuredSeconds(pool, job.generationId).then((s) => {
     if (s !== undefined) expectedMs = s * 1000;
-  }, () => undefined);
+  }, () => undefined));
 
   const offer = (percent: number, source: ProgressSource): void => {
     const p = Math.max(0, Math.min(99, Math.floor(percent)));
@@ -48,7 +51,10 @@ function progressRecorder(pool: pg.Pool, job: ProviderJob, log: (message: string
     });
   };
   const estimate = setInterval(() => {
-    if (!reported) offer(Math.min(ELAPSED_CAP, ((Date.now() - started) / expectedMs) * 100), 'elapsed');
+    if (reported) return;
+    void measure().then(() => {
+      if (!reported && !stopped) offer(Math.min(ELAPSED_CAP, ((Date.now() - started) / expectedMs) * 100), 'elapsed');
+    });
   }, 1_000);
   return {
     /** The provider's own figure: from now on the elapsed-time estimate is not used. */
@@ -58,10 +64,36 @@ function progressRecorder(pool: pg.Pool, job: ProviderJob, log: (message: string
       offer(percent, 'provider');
     },
     async stop(): Promise<void> {
+      stopped = true;
       clearInterval(estimate);
       await measured;
       await writing;
     },
+  };
+}
+
+/**
+ * A video's thumbnail from the provider's first frame, before the run ends: made, stored and
+ * announced once per attempt, off the run's path (the run never waits for it, and a failure is
+ * only logged: the end of the run makes it from the file instead). `made()` says whether it is
+ * stored, once whatever was started has finished.
+ */
+function earlyThumbnail(pool: pg.Pool, store: OutputStore, generationId: string, log: (message: string, meta: object) => void) {
+  let making: Promise<boolean> | undefined;
+  return {
+    offer(frame: ProviderFile): void {
+      making ??= (async () => {
+        const image = await thumbnailOfFrame(frame.data);
+        const key = `${generationId}/thumbnail.${image.extension}`;
+        await store.put(key, image.data, image.contentType);
+        await recordThumbnail(pool, generationId, key);
+        return true;
+      })().catch((err: unknown) => {
+        log('the early thumbnail could not be made', { generationId, error: (err as Error).message });
+        return false;
+      });
+    },
+    made: (): Promise<boolean> => making ?? Promise.resolve(false),
   };
 }
 
@@ -70,14 +102,15 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
   /**
    * A video's thumbnail and spritesheet, stored beside it and recorded before the run reports
    * success, so a succeeded video has them from its first read. A file they cannot be made from
-   * (not VP8 WebM, or unreadable) has none: the video itself is what was paid for.
+   * (not VP8 WebM, or unreadable) has none: the video itself is what was paid for. A thumbnail
+   * stored while the run went on (its first frame) stands and is not made again.
    */
-  const storePreviews = async (generationId: string, file: ProviderFile): Promise<void> => {
+  const storePreviews = async (generationId: string, file: ProviderFile, haveThumbnail: boolean): Promise<void> => {
     const ctx = Context.current();
     // Making them may wait for one of the few image slots behind other videos' previews: the run
     // keeps saying it is alive meanwhile, or its heartbeat timeout would retry a finished render.
     const alive = setInterval(() => ctx.heartbeat(), 2_000);
-    const previews = await previewsOfVideo(file).catch((err: unknown) => {
+    const previews = await previewsOfVideo(file, { thumbnail: !haveThumbnail }).catch((err: unknown) => {
       ctx.log.warn('video previews could not be made', { generationId, error: (err as Error).message });
       return undefined;
     }).finally(() => clearInterval(alive));
@@ -85,8 +118,10 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
       ctx.log.info('no video previews', { generationId, contentType: file.contentType });
       return;
     }
-    const stored = await Promise.all(VIDEO_PREVIEWS.map(async (name) => {
+    const stored = await Promise.all(VIDEO_PREVIEWS.flatMap((name) => {
       const image = previews[name];
+      return image ? [{ name, image }] : [];
+    }).map(async ({ name, image }) => {
       const key = `${generationId}/${name}.${image.extension}`;
       await store.put(key, image.data, image.contentType);
       return { name, key };
@@ -102,6 +137,9 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
       const progress = progressRecorder(pool, job, (message, meta) => {
         ctx.log.warn(message, meta);
       });
+      const thumbnail = earlyThumbnail(pool, store, job.generationId, (message, meta) => {
+        ctx.log.warn(message, meta);
+      });
       try {
         const input = await inputOf(job, store);
         ctx.log.info('provider run started', { generationId: job.generationId, kind: job.kind, model: job.model, attempt: ctx.info.attempt });
@@ -110,13 +148,14 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
           heartbeat: (details?: unknown) => ctx.heartbeat(details),
           signal: ctx.cancellationSignal,
           progress: (percent: number) => progress.provider(percent),
+          ...(job.kind === 'video' ? { preview: (frame: ProviderFile) => thumbnail.offer(frame) } : {}),
           ...(resume === undefined ? {} : { resume }),
         });
         let outputKey: string | null = null;
         if (result.file) {
           outputKey = `${job.generationId}/output.${result.file.extension}`;
           await store.put(outputKey, result.file.data, result.file.contentType);
-          if (job.kind === 'video') await storePreviews(job.generationId, result.file);
+          if (job.kind === 'video') await storePreviews(job.generationId, result.file, await thumbnail.made());
         }
         // A per-token model (group B chat run through group A) is charged what it produced.
         const rate = job.params.ratePer1kMc;
@@ -140,6 +179,7 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
         throw err;
       } finally {
         await progress.stop();
+        await thumbnail.made();
         timer({ outcome });
       }
     },
