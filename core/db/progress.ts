@@ -3,6 +3,7 @@ import { STATUS_CHANNEL } from '../ledger/notify';
 import { recordProgressEvent } from '../ledger/outbox';
 import { progressStepCrossed } from '../webhooks/events';
 import { inTransaction } from './pool';
+import type { Queryable } from './pool';
 
 /** Where a progress figure came from: the provider's own report, or elapsed time against the expected duration. */
 export type ProgressSource = 'provider' | 'elapsed';
@@ -15,9 +16,11 @@ export type ProgressSource = 'provider' | 'elapsed';
  * outbox's, so a crash loses none and a retried write owes none twice). Touches neither the
  * generation row nor money. Returns the percent now recorded, or undefined if nothing changed.
  */
-export async function recordProgress(pool: pg.Pool, generationId: string, percent: number, source: ProgressSource): Promise<number | undefined> {
+export async function recordProgress(
+  pool: pg.Pool, generationId: string, percent: number, source: ProgressSource, { events = true }: { events?: boolean } = {},
+): Promise<number | undefined> {
   const p = Math.max(0, Math.min(99, Math.floor(percent)));
-  return inTransaction(pool, async (tx) => {
+  const write = async (tx: Queryable) => {
     // Every part of one statement sees the same snapshot: `before` is the percent until now.
     const r = await tx.query<{ percent: number; before: number | null }>(
       `WITH g AS (SELECT id, account_id FROM generations WHERE id = $1 AND status = 'running'),
@@ -34,8 +37,10 @@ export async function recordProgress(pool: pg.Pool, generationId: string, percen
     );
     const row = r.rows[0];
     if (!row) return undefined;
-    const step = progressStepCrossed(row.before, row.percent);
+    const step = events ? progressStepCrossed(row.before, row.percent) : undefined;
     if (step !== undefined) await recordProgressEvent(tx, generationId, step);
     return row.percent;
-  });
+  };
+  // A kind without progress webhooks (`events: false`) owes no outbox rows: one statement, no transaction.
+  return events ? inTransaction(pool, write) : write(pool);
 }
