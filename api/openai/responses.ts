@@ -6,7 +6,7 @@ import { safeText } from '../../core/text';
 import type { ChatRunEvent } from '../../service/chat-runs';
 import type { ChatMessage, ChatSampling, ResponseRecord } from '../../service/requests';
 import { principalOf } from '../auth';
-import { idempotencyKey, modelId } from '../fields';
+import { cancelAfterHeader, idempotencyKey, modelId } from '../fields';
 import { partsOfView, responseEvents, responseObject } from './response-shape';
 import type { ResponseParts } from './response-shape';
 import { clientGone, errorsB, GROUP_B_PARAMS, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags } from './shared';
@@ -182,7 +182,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
         'tokens it was sent. background: true answers queued at once. Tools, images, files and structured output are refused (400 naming the field). ' +
         'An Idempotency-Key makes retries safe.',
       body: responseCreateBody,
-      headers: z.looseObject({ 'idempotency-key': idempotencyKey }),
+      headers: z.looseObject({ 'idempotency-key': idempotencyKey, 'cancel-after': cancelAfterHeader }),
       response: {
         200: {
           description: 'The response; with stream: true, Server-Sent Events',
@@ -211,7 +211,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
     }
 
     const signal = clientGone(request, reply);
-    const run = await inGroupBWords(() => deps.service.runChat(chat, principal, { ...options, signal }), PARAMS);
+    const run = await inGroupBWords(() => deps.service.runChat(chat, principal, { ...options, signal, streamed: body.stream === true }), PARAMS);
     if (run.replay?.status === 'failed') {
       // A repeat of a request that failed answers the same failure (nothing was charged either time).
       const e = run.replay.error;
