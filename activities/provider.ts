@@ -2,13 +2,14 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { defaultExpectedSeconds } from '../core/catalogue';
 import { measuredSeconds, recordDuration } from '../core/db/durations';
-import { recordPreviews } from '../core/db/previews';
+import { recordPreviews, recordThumbnail } from '../core/db/previews';
 import { recordProgress } from '../core/db/progress';
 import type { ProgressSource } from '../core/db/progress';
-import { previewsOfVideo } from '../core/media/video-previews';
+import { previewsOfVideo, thumbnailOfFrame } from '../core/media/video-previews';
 import type { Provider, ProviderFile, ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import { VIDEO_PREVIEWS } from '../core/vocabulary';
+import { FLAT_KINDS } from '../core/webhooks/events';
 import type { RunOutput } from '../core/vocabulary';
 import { ProviderRejectedError } from '../core/errors';
 import { metrics } from '../core/metrics';
@@ -19,36 +20,61 @@ const PROGRESS_EVERY_MS = 3_000;
 const PROGRESS_STEP = 10;
 /** An estimate from elapsed time stops here: only the provider (or success) says a run is nearly done. */
 const ELAPSED_CAP = 95;
+/**
+ * Nothing is written before a run has lasted this long: a run done sooner (an image, a chat) would
+ * only write figures its success makes 100 a moment later, a cost on the busiest path for nothing
+ * anyone reads. The provider's figure meanwhile is kept and written at the first tick after.
+ */
+const QUIET_START_MS = 1_000;
 
 /**
  * Records a run's progress in its own table (core/db/progress.ts), never the ledger's rows: the
  * provider's own figure whenever it reports one, else an estimate from elapsed time against the
  * expected duration (checked every second). Writes at most every PROGRESS_EVERY_MS or every
- * PROGRESS_STEP points, one at a time; a failed write is logged and the run goes on.
+ * PROGRESS_STEP points, one at a time, never 0 (what a record without progress shows) and nothing
+ * in a run's first QUIET_START_MS; a failed write is logged and the run goes on. Progress webhooks
+ * are owed only for the kinds that have them, so only those writes are transactions.
  */
 function progressRecorder(pool: pg.Pool, job: ProviderJob, log: (message: string, meta: object) => void) {
   const started = Date.now();
   let written = -1;
   let writtenAt = 0;
   let reported = false;
+  let stopped = false;
+  let held: number | undefined;
+  const events = FLAT_KINDS.includes(job.kind);
   let writing: Promise<void> = Promise.resolve();
   let expectedMs = defaultExpectedSeconds(job.kind, job.params) * 1000;
-  const measured = measuredSeconds(pool, job.generationId).then((s) => {
+  // Read once the run has lasted a tick: a run done sooner (most images) never needs the estimate.
+  let measured: Promise<void> | undefined;
+  const measure = (): Promise<void> => (measured ??= measuredSeconds(pool, job.generationId).then((s) => {
     if (s !== undefined) expectedMs = s * 1000;
-  }, () => undefined);
+  }, () => undefined));
 
   const offer = (percent: number, source: ProgressSource): void => {
     const p = Math.max(0, Math.min(99, Math.floor(percent)));
     const now = Date.now();
-    if (p <= written || (p - written < PROGRESS_STEP && now - writtenAt < PROGRESS_EVERY_MS)) return;
+    if (now - started < QUIET_START_MS && source === 'provider') {
+      held = p;
+      return;
+    }
+    if (p === 0 || p <= written || (p - written < PROGRESS_STEP && now - writtenAt < PROGRESS_EVERY_MS)) return;
     written = p;
     writtenAt = now;
-    writing = writing.then(() => recordProgress(pool, job.generationId, p, source)).then(() => undefined, (err: unknown) => {
+    writing = writing.then(() => recordProgress(pool, job.generationId, p, source, { events })).then(() => undefined, (err: unknown) => {
       log('progress could not be recorded', { generationId: job.generationId, error: (err as Error).message });
     });
   };
   const estimate = setInterval(() => {
-    if (!reported) offer(Math.min(ELAPSED_CAP, ((Date.now() - started) / expectedMs) * 100), 'elapsed');
+    if (held !== undefined) {
+      const p = held;
+      held = undefined;
+      if (!stopped) offer(p, 'provider');
+    }
+    if (reported) return;
+    void measure().then(() => {
+      if (!reported && !stopped) offer(Math.min(ELAPSED_CAP, ((Date.now() - started) / expectedMs) * 100), 'elapsed');
+    });
   }, 1_000);
   return {
     /** The provider's own figure: from now on the elapsed-time estimate is not used. */
@@ -58,10 +84,36 @@ function progressRecorder(pool: pg.Pool, job: ProviderJob, log: (message: string
       offer(percent, 'provider');
     },
     async stop(): Promise<void> {
+      stopped = true;
       clearInterval(estimate);
       await measured;
       await writing;
     },
+  };
+}
+
+/**
+ * A video's thumbnail from the provider's first frame, before the run ends: made, stored and
+ * announced once per attempt, off the run's path (the run never waits for it, and a failure is
+ * only logged: the end of the run makes it from the file instead). `made()` says whether it is
+ * stored, once whatever was started has finished.
+ */
+function earlyThumbnail(pool: pg.Pool, store: OutputStore, generationId: string, log: (message: string, meta: object) => void) {
+  let making: Promise<boolean> | undefined;
+  return {
+    offer(frame: ProviderFile): void {
+      making ??= (async () => {
+        const image = await thumbnailOfFrame(frame.data);
+        const key = `${generationId}/thumbnail.${image.extension}`;
+        await store.put(key, image.data, image.contentType);
+        await recordThumbnail(pool, generationId, key);
+        return true;
+      })().catch((err: unknown) => {
+        log('the early thumbnail could not be made', { generationId, error: (err as Error).message });
+        return false;
+      });
+    },
+    made: (): Promise<boolean> => making ?? Promise.resolve(false),
   };
 }
 
@@ -70,14 +122,15 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
   /**
    * A video's thumbnail and spritesheet, stored beside it and recorded before the run reports
    * success, so a succeeded video has them from its first read. A file they cannot be made from
-   * (not VP8 WebM, or unreadable) has none: the video itself is what was paid for.
+   * (not VP8 WebM, or unreadable) has none: the video itself is what was paid for. A thumbnail
+   * stored while the run went on (its first frame) stands and is not made again.
    */
-  const storePreviews = async (generationId: string, file: ProviderFile): Promise<void> => {
+  const storePreviews = async (generationId: string, file: ProviderFile, haveThumbnail: boolean): Promise<void> => {
     const ctx = Context.current();
     // Making them may wait for one of the few image slots behind other videos' previews: the run
     // keeps saying it is alive meanwhile, or its heartbeat timeout would retry a finished render.
     const alive = setInterval(() => ctx.heartbeat(), 2_000);
-    const previews = await previewsOfVideo(file).catch((err: unknown) => {
+    const previews = await previewsOfVideo(file, { thumbnail: !haveThumbnail }).catch((err: unknown) => {
       ctx.log.warn('video previews could not be made', { generationId, error: (err as Error).message });
       return undefined;
     }).finally(() => clearInterval(alive));
@@ -85,8 +138,10 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
       ctx.log.info('no video previews', { generationId, contentType: file.contentType });
       return;
     }
-    const stored = await Promise.all(VIDEO_PREVIEWS.map(async (name) => {
+    const stored = await Promise.all(VIDEO_PREVIEWS.flatMap((name) => {
       const image = previews[name];
+      return image ? [{ name, image }] : [];
+    }).map(async ({ name, image }) => {
       const key = `${generationId}/${name}.${image.extension}`;
       await store.put(key, image.data, image.contentType);
       return { name, key };
@@ -102,6 +157,9 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
       const progress = progressRecorder(pool, job, (message, meta) => {
         ctx.log.warn(message, meta);
       });
+      const thumbnail = earlyThumbnail(pool, store, job.generationId, (message, meta) => {
+        ctx.log.warn(message, meta);
+      });
       try {
         const input = await inputOf(job, store);
         ctx.log.info('provider run started', { generationId: job.generationId, kind: job.kind, model: job.model, attempt: ctx.info.attempt });
@@ -110,13 +168,14 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
           heartbeat: (details?: unknown) => ctx.heartbeat(details),
           signal: ctx.cancellationSignal,
           progress: (percent: number) => progress.provider(percent),
+          ...(job.kind === 'video' ? { preview: (frame: ProviderFile) => thumbnail.offer(frame) } : {}),
           ...(resume === undefined ? {} : { resume }),
         });
         let outputKey: string | null = null;
         if (result.file) {
           outputKey = `${job.generationId}/output.${result.file.extension}`;
           await store.put(outputKey, result.file.data, result.file.contentType);
-          if (job.kind === 'video') await storePreviews(job.generationId, result.file);
+          if (job.kind === 'video') await storePreviews(job.generationId, result.file, await thumbnail.made());
         }
         // A per-token model (group B chat run through group A) is charged what it produced.
         const rate = job.params.ratePer1kMc;
@@ -140,6 +199,7 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
         throw err;
       } finally {
         await progress.stop();
+        await thumbnail.made();
         timer({ outcome });
       }
     },

@@ -79,7 +79,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     }
     const generation = target.generationId ? await getGeneration(pool, endpoint.accountId, target.generationId) : undefined;
     const body = JSON.stringify(await deliveryPayload(
-      { event: target.event, format: endpoint.format, endpointId: endpoint.id, createdAt: target.createdAt, generation },
+      { event: target.event, format: endpoint.format, endpointId: endpoint.id, createdAt: target.createdAt, generation, progress: target.progress },
       store,
     ));
     const headers = deliveryHeaders({ deliveryId: target.id, event: target.event, timestamp: Math.floor(now / 1000), body, secrets });

@@ -148,7 +148,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         operationId: 'followGeneration',
         tags,
         summary: 'Follow one generation live (Server-Sent Events) until it ends',
-        description: 'Each status it enters is an event `status` (queued, running) whose data is the generation; while it runs, an event `progress` each time its recorded progress rises; the final one is `done`, after which the stream closes. '
+        description: 'Each status it enters is an event `status` (queued, running) whose data is the generation; while it runs, an event `progress` each time its recorded progress rises, and for a video an event `preview` once its first frame is stored (`thumbnailUrl` set); the final one is `done`, after which the stream closes. '
           + 'Event ids resume a stream: send the last one back as `Last-Event-ID` (EventSource does) and only what came after is sent. Comments keep an idle stream open.',
         security,
         params: idParams,
@@ -166,7 +166,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         operationId: 'followGenerations',
         tags,
         summary: "Follow the account's generations live (Server-Sent Events), or only those listed",
-        description: 'An event `status` (or `done` for a final status) each time one of them changes, whichever door made it; its id is the time of the change, so '
+        description: 'An event `status` (or `done` for a final status) each time one of them changes, whichever door made it, `progress` as a running one moves on and `preview` when a running video has its first frame; its id is the time of the change, so '
           + '`Last-Event-ID` resumes with what changed since. `ids` (comma-separated) limits the stream to those generations and first sends each as it is now.',
         security,
         querystring: z.object({ ids: z.string().max(4_000).optional().describe('Comma-separated generation ids; the whole account when absent') }),
@@ -184,7 +184,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
 
 const lastEventId = z.looseObject({ 'last-event-id': z.string().max(40).optional().describe('The id of the last event received, to resume after it') });
 const eventStream = {
-  description: 'text/event-stream: `status`, `progress` and `done` events, each the generation as GET /api/v1/generations/{id} answers it',
+  description: 'text/event-stream: `status`, `progress`, `preview` and `done` events, each the generation as GET /api/v1/generations/{id} answers it',
   content: { 'text/event-stream': { schema: z.string() } },
 };
 
@@ -196,7 +196,7 @@ function stream(request: FastifyRequest, reply: FastifyReply, events: AsyncItera
     try {
       for await (const e of events) {
         if (e.type === 'generation') sse.send(e.final ? 'done' : 'status', generationOf(e.generation), e.id);
-        else if (e.type === 'progress') sse.send('progress', generationOf(e.generation), e.id);
+        else if (e.type !== 'account') sse.send(e.type, generationOf(e.generation), e.id);
       }
     } catch (err) {
       request.log.warn({ err }, 'live events: the stream stopped');

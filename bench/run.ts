@@ -22,13 +22,16 @@ import { baseline, chatSequential, imageConcurrent, imageSequential, inflightVid
 import type { Context, ScenarioResult } from './scenarios';
 import { measureSimulatorCost } from './simulator-cost';
 import { FULL, QUICK } from './sizes';
+import { liveScenarios, renderLive } from './live';
 import { createStack } from './stack';
 import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MODEL, wholeReply } from './stream';
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight|peers] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
+  --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
+  --only=live           only the ETA's error on the simulator and the cost of 1,000 open event streams (about two minutes)
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
@@ -39,7 +42,7 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=stream|inflight|peer
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-type Only = 'stream' | 'inflight' | 'peers';
+type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers';
 
 function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; profile: boolean; only?: Only } {
   let quick = false;
@@ -50,7 +53,7 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
-    else if (arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers') only = arg.slice('--only='.length) as Only;
+    else if (arg === '--only=core' || arg === '--only=live' || arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers') only = arg.slice('--only='.length) as Only;
     else if (arg === '--keep') keep = true;
     else if (arg === '--profile') profile = true;
     else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
@@ -157,7 +160,7 @@ async function main(): Promise<number> {
       log(`${name}: p50 ${r.latency.p50.toFixed(1)} ms, p95 ${r.latency.p95.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
       scenarios.push(r);
     };
-    if (!args.only) {
+    if (!args.only || args.only === 'core') {
       // Each of the service's scenarios is followed at once by the bare reference's (same sizes,
       // same clients), so that both meet the same load from the machine's other users.
       await run('baseline', () => baseline(ctx));
@@ -176,7 +179,7 @@ async function main(): Promise<number> {
       await run('refusal.402', () => refusal(ctx));
       await run('ref.refusal.402', () => refRefusal(ctx));
     }
-    if (args.only !== 'stream') {
+    if (!args.only || args.only === 'inflight') {
       const rate = (id: string) => {
         const s = scenarios.find((x) => x.id === id);
         return s ? (s.n / s.wallMs) * 1000 : undefined;
@@ -193,8 +196,10 @@ async function main(): Promise<number> {
       }
       return rows;
     };
-    const stream = args.only === 'inflight' ? [] : await streamScenarios();
-    const whole = args.only === 'inflight' ? undefined : await wholeReply(ctx, Math.min(50, sizes.stream.n), sizes.stream.tokens);
+    const live = !args.only || args.only === 'live' ? await liveScenarios(ctx) : undefined;
+    const noStream = args.only !== undefined && args.only !== 'stream';
+    const stream = noStream ? [] : await streamScenarios();
+    const whole = noStream ? undefined : await wholeReply(ctx, Math.min(50, sizes.stream.n), sizes.stream.tokens);
     if (whole) log(`whole reply: API path p50 ${whole.apiPath.p50.toFixed(1)} ms, activity path p50 ${whole.activityPath.p50.toFixed(1)} ms`);
     memory.phase('after');
     const after = await memory.now();
@@ -220,6 +225,7 @@ async function main(): Promise<number> {
     console.log(`load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`);
     console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode, simulatorCost, comparison }));
     if (whole) console.log(`\n${renderStream(stream, whole)}`);
+    if (live) console.log(`\n${renderLive(live)}`);
 
     const misses = targets.filter((t) => t.verdict === 'MISS');
     const json = JSON.stringify(
@@ -243,6 +249,7 @@ async function main(): Promise<number> {
         scenarios,
         stream,
         wholeReply: whole,
+        live,
         metrics,
         targets,
         comparison,

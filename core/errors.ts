@@ -163,6 +163,16 @@ export class ProviderRejectedError extends Error {
   }
 }
 
+/**
+ * The client's own deadline (`Cancel-After`, `deadline_seconds`) passed before a reply it is
+ * streamed itself was complete: before the first token nothing was charged; after it, the tokens
+ * sent were, as when the client goes away.
+ */
+export class DeadlineExceededError extends DomainError {
+  readonly status = 504;
+  readonly type = 'server_error';
+}
+
 /** The model provider failed the run (after retries) or refused it for a reason of its own; nothing was charged. */
 export class ProviderFailedError extends DomainError {
   readonly status = 502;

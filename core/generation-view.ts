@@ -14,7 +14,10 @@ export interface GenerationView {
   prompt: string;
   /** A fresh signed URL on every read; empty until the generation has succeeded. */
   outputUrl: string;
-  /** A succeeded video's first frame (JPEG), signed like the output; null when there is none. */
+  /**
+   * A video's first frame (JPEG), signed like the output: from the moment the provider has it,
+   * while the video still runs, until it succeeds and after; null when there is none (or it failed).
+   */
   thumbnailUrl: string | null;
   /** A succeeded video's frames in a grid (JPEG), signed like the output; null when there is none. */
   spritesheetUrl: string | null;
@@ -89,7 +92,8 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
 
 async function previewUrl(g: GenerationRow, name: VideoPreviewName, store: OutputStore): Promise<string | null> {
   const key = g.previewKeys[name];
-  return g.status === 'succeeded' && key ? store.signedUrl(key) : null;
+  const shown = g.status === 'succeeded' || (name === 'thumbnail' && g.status === 'running');
+  return shown && key ? store.signedUrl(key) : null;
 }
 
 /** What the run was asked to do, without internals (stored input keys, whole conversations). */

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { release, settle } from '../core/ledger';
-import { markAfterAdmission, ProviderRejectedError } from '../core/errors';
+import { DeadlineExceededError, markAfterAdmission, ProviderRejectedError } from '../core/errors';
 import { chargeForTokens } from '../core/pricing';
 import type { Principal } from '../core/principal';
 import { toolCallAssembler } from '../core/providers/tool-calls';
@@ -121,7 +121,13 @@ export function createChatRuns(deps: ChatRunDeps) {
     };
   };
 
-  async function run(request: ChatRequest, principal: Principal, opts: SubmitOptions & { signal: AbortSignal }): Promise<ChatRun> {
+  /**
+   * `streamed`: each delta reaches the client as it comes (a stream), so a client deadline that
+   * passes midway is charged for the tokens sent, as a disconnect is; a whole reply sends nothing
+   * before its end, so its deadline charges nothing.
+   */
+  async function run(request: ChatRequest, principal: Principal, opts: SubmitOptions & { signal: AbortSignal; streamed?: boolean }): Promise<ChatRun> {
+    const runStarted = Date.now();
     const prior = await deps.admission.priorClaim(principal, opts);
     if (prior !== undefined) return replayed(await firstOf(deps.admission.replay(principal.accountId, prior, opts)));
     const priced = priceRequest(request, principal, opts.door, (model, feature) => deps.provider.serves?.(model, feature) ?? false);
@@ -165,6 +171,12 @@ export function createChatRuns(deps: ChatRunDeps) {
     async function* events(): AsyncGenerator<ChatRunEvent> {
       const limit = setTimeout(() => stop.abort(new Error('the reply took longer than allowed')), CHAT_STREAM_LIMIT_MS);
       const onClientGone = () => stop.abort(new Error('the client went away'));
+      // The client's own deadline, from when its request arrived: it ends the reply like a disconnect.
+      let deadlinePassed = false;
+      const deadline = opts.deadlineMs === undefined ? undefined : setTimeout(() => {
+        deadlinePassed = true;
+        stop.abort(new Error('the client’s deadline passed'));
+      }, Math.max(0, opts.deadlineMs - (Date.now() - runStarted)));
       opts.signal.addEventListener('abort', onClientGone, { once: true });
       if (opts.signal.aborted) onClientGone();
       let delivered = 0;
@@ -173,7 +185,7 @@ export function createChatRuns(deps: ChatRunDeps) {
       let providerTokens: number | undefined;
       // The provider's count when it gives one; else about four characters a token.
       let promptTokens = Math.ceil(input.prompt.length / 4);
-      let outcome: 'complete' | 'length' | 'client_gone' | { failed: unknown } = 'client_gone';
+      let outcome: 'complete' | 'length' | 'client_gone' | 'deadline' | { failed: unknown } = 'client_gone';
       try {
         for (let attempt = 1; ; attempt++) {
           try {
@@ -192,6 +204,7 @@ export function createChatRuns(deps: ChatRunDeps) {
                 continue;
               }
               if (event.text === '') continue;
+              if (deadlinePassed) break;
               // One delta is one token unless the provider counts otherwise (it says so at the end).
               delivered++;
               text += event.text;
@@ -207,6 +220,7 @@ export function createChatRuns(deps: ChatRunDeps) {
             await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS * attempt));
           }
         }
+        if (deadlinePassed) throw new Error('the client’s deadline passed');
         const tokens = Math.min(providerTokens ?? delivered, maxTokens);
         outcome = delivered >= maxTokens || tokens >= maxTokens ? 'length' : 'complete';
         const finishReason = outcome === 'length' ? 'length' : calls.calls().length > 0 ? 'tool_calls' : 'stop';
@@ -216,19 +230,33 @@ export function createChatRuns(deps: ChatRunDeps) {
           outcome = 'client_gone';
           return;
         }
+        if (deadlinePassed) {
+          outcome = 'deadline';
+          const seconds = (opts.deadlineMs ?? 0) / 1000;
+          const sent = opts.streamed === true ? delivered : 0;
+          throw markAfterAdmission(new DeadlineExceededError(sent > 0
+            ? `The deadline of ${seconds} s (Cancel-After) passed; the reply stopped after ${sent} tokens, which were charged.`
+            : `The deadline of ${seconds} s (Cancel-After) passed before the reply was complete; nothing was charged.`));
+        }
         outcome = { failed: err };
         // The provider's own words are for the operator; the client and the record get ours.
         log(`generation ${input.generationId}: the provider failed the streamed chat`, err);
         throw markAfterAdmission(clientErrorOf(err));
       } finally {
         clearTimeout(limit);
+        clearTimeout(deadline);
         opts.signal.removeEventListener('abort', onClientGone);
         stop.abort(new Error('the run ended'));
         // Complete: the provider's own count when it gave one. Cut short by the client: what was
         // handed out, never more (the provider may have produced a few more that nobody saw).
-        const tokens = Math.min(typeof outcome === 'string' && outcome !== 'client_gone' ? (providerTokens ?? delivered) : delivered, maxTokens);
+        // A deadline is a disconnect the client asked for in advance: what reached it, if it streams.
+        const cut = outcome === 'client_gone' || outcome === 'deadline';
+        const sent = outcome === 'deadline' && opts.streamed !== true ? 0 : delivered;
+        const tokens = Math.min(cut ? sent : (providerTokens ?? delivered), maxTokens);
         const failed = typeof outcome === 'object' ? outcome.failed : undefined;
-        if (failed !== undefined || tokens === 0) {
+        if (outcome === 'deadline' && tokens === 0) {
+          finish({ ok: false, error: { code: 'timeout', message: 'The client’s deadline (Cancel-After) passed before the reply was complete; nothing was charged.', retryable: true } });
+        } else if (failed !== undefined || tokens === 0) {
           // A failure costs nothing (spec), even when part of it reached the client.
           finish({ ok: false, error: failed === undefined ? { code: 'cancelled', message: 'The client went away before the first token.', retryable: true } : failureOf(failed) });
         } else {

@@ -15,6 +15,8 @@ export type WatchEvent =
   | { type: 'generation'; id: string; final: boolean; generation: GenerationView }
   /** A running generation's progress rose (its status did not change). */
   | { type: 'progress'; id: string; generation: GenerationView }
+  /** A running video's first frame is stored: the record now has its `thumbnailUrl`. */
+  | { type: 'preview'; id: string; generation: GenerationView }
   /** The account's money moved without a generation changing (credits added). */
   | { type: 'account' };
 
@@ -73,6 +75,9 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
         if ('resync' in n || ('generationId' in n && n.generationId === id)) box.raise();
       });
       let last = Number(opts.after ?? 0) || 0;
+      // Sent once per stream, with the id of the last event (a preview has no place of its own
+      // in the order of statuses); a resumed stream that sees the thumbnail already sends it again.
+      let previewSent = false;
       return (async function* () {
         try {
           for (;;) {
@@ -85,6 +90,10 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
             } else if (at > last) {
               last = at;
               yield { type: 'progress', id: eventIdOf(at), generation: await viewOf(g, store) } as const;
+            }
+            if (!previewSent && g.status === 'running' && g.previewKeys.thumbnail) {
+              previewSent = true;
+              yield { type: 'preview', id: eventIdOf(last), generation: await viewOf(g, store) } as const;
             }
             if (isFinal(g.status) || !(await box.wait(opts.signal, REREAD_MS))) return;
           }
@@ -105,6 +114,7 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
       const wanted = opts.ids && new Set(opts.ids);
       const changed = new Set<string>();
       const progressed = new Set<string>();
+      const previewed = new Set<string>();
       let resync = false;
       let credited = false;
       const box = inbox();
@@ -113,6 +123,7 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
         else if ('credited' in n) credited = true;
         else if (wanted && !wanted.has(n.generationId)) return;
         else if ('progress' in n) progressed.add(n.generationId);
+        else if ('preview' in n) previewed.add(n.generationId);
         else changed.add(n.generationId);
         box.raise();
       });
@@ -160,6 +171,13 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
                 if (row.status !== 'running' || (sentProgress.get(row.id) ?? -1) >= p) continue;
                 sentProgress.set(row.id, p);
                 yield { type: 'progress', id: String(since), generation: await viewOf(row, store) } as const;
+              }
+            }
+            if (previewed.size > 0) {
+              const ids = [...previewed];
+              previewed.clear();
+              for (const row of await getVersioned(pool, accountId, ids)) {
+                if (row.status === 'running' && row.previewKeys.thumbnail) yield { type: 'preview', id: String(since), generation: await viewOf(row, store) } as const;
               }
             }
             // A stream of listed generations ends once each has ended (and been sent).

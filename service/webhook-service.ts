@@ -9,7 +9,7 @@ import { InvalidRequestError, NotFoundError, ServiceUnavailableError, WebhookDis
 import { DELIVERY_ID_PATTERN, newId, WEBHOOK_ID_PATTERN } from '../core/ids';
 import { assertWebhooksScope } from '../core/principal';
 import type { Principal } from '../core/principal';
-import { CATALOGUES, unknownEvents } from '../core/webhooks/events';
+import { CATALOGUES, subscribable, unknownEvents } from '../core/webhooks/events';
 import type { WebhookFormat } from '../core/webhooks/events';
 import { ROTATION_OVERLAP_MS } from '../core/webhooks/schedule';
 import type { SecretBox } from '../core/webhooks/secret-box';
@@ -94,18 +94,19 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     return e;
   };
 
-  /** The filter as stored: null for the whole catalogue. Unknown names are a 400 that lists the valid ones. */
+  /** The filter as stored: null for exactly the catalogue (the opt-in progress is never in it). Unknown names are a 400 that lists the valid ones. */
   const eventFilter = (format: WebhookFormat, events: string[] | undefined): string[] | null => {
     if (events === undefined) return null;
     const unknown = unknownEvents(format, events);
     if (unknown.length > 0) {
       throw new InvalidRequestError(
-        `events: ${unknown.map((e) => `'${e}'`).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not in the ${format} catalogue; use ${CATALOGUES[format].join(', ')}.`,
+        `events: ${unknown.map((e) => `'${e}'`).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not in the ${format} catalogue; use ${subscribable(format).join(', ')}.`,
         'events',
       );
     }
     const unique = [...new Set(events)];
-    return unique.length === CATALOGUES[format].length ? null : unique;
+    const all = unique.length === CATALOGUES[format].length && CATALOGUES[format].every((e) => unique.includes(e));
+    return all ? null : unique;
   };
 
   const deliveryViews = async (rows: DeliveryRow[]): Promise<DeliveryView[]> => {

@@ -53,7 +53,7 @@ export function liveEvents(deps: LiveEventsDeps, request: FastifyRequest, reply:
       await overview();
       for await (const e of events) {
         // Progress redraws the generation's row; only a change of status can move money.
-        if (e.type === 'generation' || e.type === 'progress') sse.send('generation', generationOf(e.generation));
+        if (e.type === 'generation' || e.type === 'progress' || e.type === 'preview') sse.send('generation', generationOf(e.generation));
         if (e.type !== 'progress') await overview();
       }
     } catch (err) {

@@ -10,7 +10,7 @@ import type { ToolCall } from '../../core/vocabulary';
 import type { ChatMessage, ChatSampling } from '../../service/requests';
 import { principalOf } from '../auth';
 import { errorBody } from '../errors';
-import { functionName, idempotencyKey, modelId } from '../fields';
+import { cancelAfterHeader, functionName, idempotencyKey, modelId } from '../fields';
 import { clientGone, errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
 import type { OpenAiDeps } from './shared';
 
@@ -204,7 +204,7 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
         'With stream: true the reply is a stream of chat.completion.chunk events ending with `data: [DONE]` (and a usage chunk first when ' +
         'stream_options.include_usage is set); a client that disconnects is charged the tokens it was sent. An Idempotency-Key makes retries safe.',
       body: chatCompletionBody,
-      headers: z.looseObject({ 'idempotency-key': idempotencyKey }),
+      headers: z.looseObject({ 'idempotency-key': idempotencyKey, 'cancel-after': cancelAfterHeader }),
       response: {
         200: {
           description: 'The reply; with stream: true, Server-Sent Events',
@@ -222,7 +222,7 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
     const run = await inGroupBWords(() => deps.service.runChat(
       { kind: 'chat', model: body.model, messages: messagesOf(body), maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined, sampling: samplingOf(body), tools: toolsOf(body) },
       principalOf(request),
-      { ...submitOptionsOf(request, 'POST /v1/chat/completions', body), signal },
+      { ...submitOptionsOf(request, 'POST /v1/chat/completions', body), signal, streamed: body.stream === true },
     ));
     const created = unixSeconds(run.createdAt);
     if (run.replay?.status === 'failed') {

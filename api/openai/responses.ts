@@ -8,7 +8,7 @@ import { toolCallAssembler } from '../../core/providers/tool-calls';
 import type { ChatTools } from '../../core/providers/types';
 import type { ChatMessage, ChatSampling, ResponseRecord } from '../../service/requests';
 import { principalOf } from '../auth';
-import { functionName, idempotencyKey, modelId } from '../fields';
+import { cancelAfterHeader, functionName, idempotencyKey, modelId } from '../fields';
 import { partsOfView, responseEvents, responseObject } from './response-shape';
 import type { ResponseParts } from './response-shape';
 import { clientGone, errorsB, GROUP_B_PARAMS, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags } from './shared';
@@ -243,7 +243,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
         '(a 400 naming tools elsewhere); images, files, built-in tools and structured output are refused (400 naming the field). ' +
         'An Idempotency-Key makes retries safe.',
       body: responseCreateBody,
-      headers: z.looseObject({ 'idempotency-key': idempotencyKey }),
+      headers: z.looseObject({ 'idempotency-key': idempotencyKey, 'cancel-after': cancelAfterHeader }),
       response: {
         200: {
           description: 'The response; with stream: true, Server-Sent Events',
@@ -273,7 +273,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
     }
 
     const signal = clientGone(request, reply);
-    const run = await inGroupBWords(() => deps.service.runChat(chat, principal, { ...options, signal }), PARAMS);
+    const run = await inGroupBWords(() => deps.service.runChat(chat, principal, { ...options, signal, streamed: body.stream === true }), PARAMS);
     if (run.replay?.status === 'failed') {
       // A repeat of a request that failed answers the same failure (nothing was charged either time).
       const e = run.replay.error;

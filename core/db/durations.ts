@@ -15,12 +15,9 @@ const sizeKey = (t: string): string =>
    || coalesce('/' || (${t}.params->>'seconds') || 's', '')`;
 
 /** The median of what the model and size measured, in seconds, with enough samples; else null. */
-const medianOf = (t: string): string =>
+export const medianOf = (t: string): string =>
   `(SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s) FROM generation_durations d, unnest(d.samples) s
      WHERE d.model = ${t}.model AND d.size = ${sizeKey(t)} AND cardinality(d.samples) >= ${MIN_DURATION_SAMPLES})`;
-
-/** The column that reads a generation's measured expected duration with it (null: not enough samples yet). */
-export const MEASURED_SECONDS_COLUMN = `${medianOf('generations')} AS measured_seconds`;
 
 /**
  * Adds the time a generation's run took (from when it went running until now, its output stored)

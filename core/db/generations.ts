@@ -1,9 +1,8 @@
 import type { Queryable } from './pool';
 import type { Millicredits } from '../money';
 import type { GenerationFailure, GenerationKind, GenerationStatus, VideoPreviewName } from '../vocabulary';
-import { MEASURED_SECONDS_COLUMN } from './durations';
+import { withEstimates } from './estimates';
 import { PREVIEW_KEYS_COLUMN } from './previews';
-import { PROGRESS_COLUMN, QUEUE_POSITION_COLUMN } from './progress';
 import { PROVIDER_COLUMN } from './upstreams';
 
 
@@ -27,19 +26,21 @@ export interface GenerationRow {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
-  /** What the provider step last recorded (core/db/progress.ts), 0–99; null before its first report. */
+  /**
+   * What the provider step last recorded (core/db/progress.ts), 0–99; null before its first
+   * report, and for a succeeded generation (whose progress is 100 without a read).
+   */
   progressPercent: number | null;
   /** A queued video's place in its account's queue for a slot (1 = next); null otherwise. */
   queuePosition: number | null;
-  /** The median of measured durations of this model and size, in seconds; null until enough samples. */
+  /** The median of measured durations of this model and size, in seconds; null until enough samples, or once finished. */
   measuredSeconds: number | null;
   /** The configured upstream that served it (core/db/upstreams.ts); null for the simulator or before. */
   provider: string | null;
 }
 
 export const GENERATION_COLUMNS = `id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, charged_mc, free_chat,
-  output_key, output_text, error, created_at, started_at, finished_at, ${PREVIEW_KEYS_COLUMN},
-  ${PROGRESS_COLUMN}, ${QUEUE_POSITION_COLUMN}, ${MEASURED_SECONDS_COLUMN}, ${PROVIDER_COLUMN}`;
+  output_key, output_text, error, created_at, started_at, finished_at, ${PREVIEW_KEYS_COLUMN}, ${PROVIDER_COLUMN}`;
 
 export interface GenerationDbRow {
   id: string;
@@ -60,9 +61,6 @@ export interface GenerationDbRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
-  progress_percent: number | null;
-  queue_position: number | null;
-  measured_seconds: number | null;
   provider: string | null;
 }
 
@@ -86,9 +84,9 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
     createdAt: r.created_at,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
-    progressPercent: r.progress_percent,
-    queuePosition: r.queue_position,
-    measuredSeconds: r.measured_seconds,
+    progressPercent: null,
+    queuePosition: null,
+    measuredSeconds: null,
     provider: r.provider,
   };
 }
@@ -97,7 +95,7 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
 export async function getGeneration(q: Queryable, accountId: string, id: string): Promise<GenerationRow | undefined> {
   // Named: prepared once per connection, as the most frequent read (every answer ends with it).
   const r = await q.query<GenerationDbRow>({ name: 'get-generation', text: `SELECT ${GENERATION_COLUMNS} FROM generations WHERE id = $1 AND account_id = $2`, values: [id, accountId] });
-  return r.rows[0] && fromRow(r.rows[0]);
+  return r.rows[0] && (await withEstimates(q, [fromRow(r.rows[0])]))[0];
 }
 
 export interface ListFilter {
@@ -131,7 +129,7 @@ export async function listGenerations(q: Queryable, accountId: string, f: ListFi
       LIMIT $5`,
     [accountId, f.before ?? null, f.kind ?? null, f.status ?? null, f.limit],
   );
-  return r.rows.map(fromRow);
+  return withEstimates(q, r.rows.map(fromRow));
 }
 
 /**
@@ -145,7 +143,7 @@ export async function listChangedGenerations(q: Queryable, accountId: string, f:
       ORDER BY id LIMIT 200`,
     [accountId, f.fromId, f.since],
   );
-  return r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at }));
+  return withEstimates(q, r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at })));
 }
 
 /**
@@ -160,7 +158,7 @@ export async function listBatch(q: Queryable, accountId: string, firstId: string
       ORDER BY (params->>'batchIndex')::int`,
     [accountId, firstId],
   );
-  return r.rows.map(fromRow);
+  return withEstimates(q, r.rows.map(fromRow));
 }
 
 /** Some of an account's generations with when each last changed (the version a live stream resumes from). */
@@ -170,5 +168,5 @@ export async function getVersioned(q: Queryable, accountId: string, ids: readonl
     `SELECT ${GENERATION_COLUMNS}, updated_at FROM generations WHERE account_id = $1 AND id = ANY($2::text[]) ORDER BY id`,
     [accountId, ids],
   );
-  return r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at }));
+  return withEstimates(q, r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at })));
 }

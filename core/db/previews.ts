@@ -1,3 +1,4 @@
+import { STATUS_CHANNEL } from '../ledger/notify';
 import type { Queryable } from './pool';
 import type { VideoPreviewName } from '../vocabulary';
 
@@ -15,5 +16,25 @@ export async function recordPreviews(q: Queryable, generationId: string, preview
   );
 }
 
-/** The column that reads a generation's previews with it, as `{ name: key }` (null: none). */
-export const PREVIEW_KEYS_COLUMN = `(SELECT jsonb_object_agg(p.name, p.storage_key) FROM generation_previews p WHERE p.generation_id = generations.id) AS preview_keys`;
+/**
+ * Records a running video's thumbnail, made from the provider's first frame before the run ends,
+ * and announces it on the ledger's channel as `<accountId>:<generationId>:preview` in the same
+ * statement, so live streams send the record with its thumbnail at once. A run that has ended
+ * meanwhile records it all the same (the end keeps it) but announces nothing.
+ */
+export async function recordThumbnail(q: Queryable, generationId: string, key: string): Promise<void> {
+  await q.query(
+    `WITH up AS (
+       INSERT INTO generation_previews (generation_id, name, storage_key) VALUES ($1, 'thumbnail', $2)
+       ON CONFLICT (generation_id, name) DO UPDATE SET storage_key = EXCLUDED.storage_key
+       RETURNING generation_id)
+     SELECT pg_notify('${STATUS_CHANNEL}', g.account_id || ':' || g.id || ':preview')
+       FROM generations g, up WHERE g.id = up.generation_id AND g.status = 'running'`,
+    [generationId, key],
+  );
+}
+
+/** The column that reads a generation's previews with it, as `{ name: key }` (null: none; only videos have any). */
+export const PREVIEW_KEYS_COLUMN = `CASE WHEN generations.kind = 'video' THEN
+    (SELECT jsonb_object_agg(p.name, p.storage_key) FROM generation_previews p WHERE p.generation_id = generations.id)
+  END AS preview_keys`;

@@ -1,4 +1,8 @@
+import type pg from 'pg';
 import { STATUS_CHANNEL } from '../ledger/notify';
+import { recordProgressEvent } from '../ledger/outbox';
+import { progressStepCrossed } from '../webhooks/events';
+import { inTransaction } from './pool';
 import type { Queryable } from './pool';
 
 /** Where a progress figure came from: the provider's own report, or elapsed time against the expected duration. */
@@ -7,32 +11,36 @@ export type ProgressSource = 'provider' | 'elapsed';
 /**
  * Raises a running generation's recorded progress (never lowers it; at most 99, since 100 is
  * the succeeded record's alone) and, when it rose, announces it on the ledger's channel as
- * `<accountId>:<generationId>:progress:<percent>` in the same statement. Touches neither the
+ * `<accountId>:<generationId>:progress:<percent>` in the same statement; when it crossed a 10 %
+ * step, the progress webhooks owed for that step are written in the same transaction (the
+ * outbox's, so a crash loses none and a retried write owes none twice). Touches neither the
  * generation row nor money. Returns the percent now recorded, or undefined if nothing changed.
  */
-export async function recordProgress(q: Queryable, generationId: string, percent: number, source: ProgressSource): Promise<number | undefined> {
+export async function recordProgress(
+  pool: pg.Pool, generationId: string, percent: number, source: ProgressSource, { events = true }: { events?: boolean } = {},
+): Promise<number | undefined> {
   const p = Math.max(0, Math.min(99, Math.floor(percent)));
-  const r = await q.query<{ percent: number }>(
-    `WITH g AS (SELECT id, account_id FROM generations WHERE id = $1 AND status = 'running'),
-          up AS (
-            INSERT INTO generation_progress (generation_id, percent, source)
-            SELECT id, $2::smallint, $3 FROM g
-            ON CONFLICT (generation_id) DO UPDATE SET percent = EXCLUDED.percent, source = EXCLUDED.source, updated_at = now()
-              WHERE generation_progress.percent < EXCLUDED.percent
-            RETURNING percent)
-     SELECT up.percent, pg_notify('${STATUS_CHANNEL}', g.account_id || ':' || g.id || ':progress:' || up.percent) FROM g, up`,
-    [generationId, p, source],
-  );
-  return r.rows[0]?.percent;
+  const write = async (tx: Queryable) => {
+    // Every part of one statement sees the same snapshot: `before` is the percent until now.
+    const r = await tx.query<{ percent: number; before: number | null }>(
+      `WITH g AS (SELECT id, account_id FROM generations WHERE id = $1 AND status = 'running'),
+            before AS (SELECT percent FROM generation_progress WHERE generation_id = $1),
+            up AS (
+              INSERT INTO generation_progress (generation_id, percent, source)
+              SELECT id, $2::smallint, $3 FROM g
+              ON CONFLICT (generation_id) DO UPDATE SET percent = EXCLUDED.percent, source = EXCLUDED.source, updated_at = now()
+                WHERE generation_progress.percent < EXCLUDED.percent
+              RETURNING percent)
+       SELECT up.percent, (SELECT percent FROM before) AS before,
+              pg_notify('${STATUS_CHANNEL}', g.account_id || ':' || g.id || ':progress:' || up.percent) FROM g, up`,
+      [generationId, p, source],
+    );
+    const row = r.rows[0];
+    if (!row) return undefined;
+    const step = events ? progressStepCrossed(row.before, row.percent) : undefined;
+    if (step !== undefined) await recordProgressEvent(tx, generationId, step);
+    return row.percent;
+  };
+  // A kind without progress webhooks (`events: false`) owes no outbox rows: one statement, no transaction.
+  return events ? inTransaction(pool, write) : write(pool);
 }
-
-/** The column that reads a generation's recorded progress with it (null: none recorded). */
-export const PROGRESS_COLUMN = `(SELECT p.percent FROM generation_progress p WHERE p.generation_id = generations.id) AS progress_percent`;
-
-/**
- * The column that reads a queued video's place in its account's queue for a slot (1 = next):
- * first in, first out by the time-ordered id, as the slot claim takes them. Null for anything else.
- */
-export const QUEUE_POSITION_COLUMN = `CASE WHEN generations.kind = 'video' AND generations.status = 'queued' THEN
-    (SELECT count(*)::int FROM generations q WHERE q.account_id = generations.account_id AND q.kind = 'video' AND q.status = 'queued' AND q.id <= generations.id)
-  END AS queue_position`;

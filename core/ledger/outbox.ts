@@ -1,6 +1,6 @@
 import { enqueueDeliveries } from '../db/webhooks';
 import type { Queryable } from '../db/pool';
-import { anyEventFor, eventFor } from '../webhooks/events';
+import { anyEventFor, eventFor, FLAT_KINDS, PROGRESS_EVENT } from '../webhooks/events';
 import type { WebhookFormat } from '../webhooks/events';
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
 
@@ -27,4 +27,19 @@ export async function recordStatusEvent(tx: Queryable, generationId: string, kin
     return event && (e.events === null || e.events.includes(event)) ? [{ endpointId: e.id, accountId: e.account_id, event }] : [];
   });
   await enqueueDeliveries(tx, rows, generationId);
+}
+
+/**
+ * One progress delivery per enabled endpoint of the generation's account that lists
+ * `generation.progress`, for a video or upscale still running: written with the progress it
+ * reports, once per step (the deliveries' unique index drops a repeat).
+ */
+export async function recordProgressEvent(tx: Queryable, generationId: string, step: number): Promise<void> {
+  const r = await tx.query<{ id: string; account_id: string }>(
+    `SELECT e.id, e.account_id
+       FROM generations g JOIN webhook_endpoints e ON e.account_id = g.account_id AND e.enabled AND $2 = ANY (e.events)
+      WHERE g.id = $1 AND g.status = 'running' AND g.kind = ANY ($3::text[])`,
+    [generationId, PROGRESS_EVENT, FLAT_KINDS],
+  );
+  await enqueueDeliveries(tx, r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: PROGRESS_EVENT })), generationId, step);
 }

@@ -114,3 +114,11 @@ function readUint(file: Uint8Array, start: number, end: number): number {
   for (let p = start; p < end; p++) value = value * 256 + file[p]!;
   return value;
 }
+
+/** A VP8 keyframe's picture size, from its header (14 bits each after the start code); undefined if unreadable. */
+export function vp8KeyframeSize(frame: Uint8Array): { width: number; height: number } | undefined {
+  if (!isVp8Keyframe(frame)) return undefined;
+  const width = (frame[6]! | (frame[7]! << 8)) & 0x3fff;
+  const height = (frame[8]! | (frame[9]! << 8)) & 0x3fff;
+  return width > 0 && height > 0 ? { width, height } : undefined;
+}

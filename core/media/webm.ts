@@ -54,6 +54,17 @@ export async function renderVideoWebm(request: VideoRequest): Promise<Buffer> {
   return Buffer.from(file.buffer, file.byteOffset, file.byteLength);
 }
 
+/**
+ * The clip's first frame alone, as a lossy WebP (the same encode as the file's frame): what the
+ * simulator hands over as its preview before the run ends.
+ */
+export async function renderFirstFrameWebp(request: VideoRequest): Promise<Buffer> {
+  const { width, height, seed } = request;
+  assertVideoShape(width, height, request.seconds, request.fps ?? DEFAULT_FPS);
+  const [raw] = await paintFrames(sceneFromSeed(seed), width, height, [0]);
+  return sharp(raw as Buffer, { raw: { width, height, channels: 3 } }).webp({ quality: 80, effort: 0 }).toBuffer();
+}
+
 function assertVideoShape(width: number, height: number, seconds: number, fps: number): void {
   for (const [name, side] of [['width', width], ['height', height]] as const) {
     // VP8 itself allows odd sizes, but 4:2:0 chroma and many players do not handle them well.

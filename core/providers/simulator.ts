@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 import { ProviderRejectedError } from '../errors';
 import { renderImagePng } from '../media/png';
-import { renderVideoWebm } from '../media/webm';
+import { renderFirstFrameWebp, renderVideoWebm } from '../media/webm';
 import { ImageInputError } from '../media/image-errors';
 import { upscale } from '../media/upscale';
 import { parseDirectives } from './directives';
@@ -34,9 +34,14 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       const directives = parseDirectives(job.prompt);
       const delayMs = directives.untilEpochMs === undefined ? undefined : Math.min(Math.max(0, directives.untilEpochMs - Date.now()), MAX_UNTIL_MS);
+      const seed = `${job.model}|${job.prompt}|${job.generationId}`;
+      // A video's first frame is there before the rest, as a hosted model shows its first frame early.
+      if (job.kind === 'video' && ctx.preview) {
+        const { width, height } = dimensions(job.params, 320, 180);
+        ctx.preview({ data: await renderFirstFrameWebp({ width, height, seconds: videoSeconds(job.params), seed }), contentType: 'image/webp', extension: 'webp' });
+      }
       await wait(delayMs ?? directives.delayMs ?? options.latencyMs ?? DEFAULT_LATENCY_MS[job.kind], ctx);
       if (directives.fail) throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
-      const seed = `${job.model}|${job.prompt}|${job.generationId}`;
       switch (job.kind) {
         case 'image': {
           const { width, height } = dimensions(job.params, 1024, 1024);
@@ -44,8 +49,7 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
         }
         case 'video': {
           const { width, height } = dimensions(job.params, 320, 180);
-          const seconds = typeof job.params.seconds === 'number' ? job.params.seconds : 5;
-          return { file: { data: await renderVideoWebm({ width, height, seconds, seed }), contentType: 'video/webm', extension: 'webm' } };
+          return { file: { data: await renderVideoWebm({ width, height, seconds: videoSeconds(job.params), seed }), contentType: 'video/webm', extension: 'webm' } };
         }
         case 'chat': {
           const tokens = replyTokens(job, directives);
@@ -108,6 +112,8 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+const videoSeconds = (params: Record<string, unknown>): number => (typeof params.seconds === 'number' ? params.seconds : 5);
 
 function dimensions(params: Record<string, unknown>, width: number, height: number): { width: number; height: number } {
   return {

@@ -68,6 +68,11 @@ export interface ProviderContext {
    * simulator's steps). Call it as often as it changes: the caller decides what to record.
    */
   progress?(percent: number): void;
+  /**
+   * A still of the output as soon as the provider has one, before the run ends: a video's first
+   * frame (an image file sharp reads, e.g. WebP). The caller stores it as the thumbnail.
+   */
+  preview?(frame: ProviderFile): void;
 }
 
 /** One piece of a streamed chat reply, as the provider sends it. */

@@ -11,6 +11,13 @@ export const WEBHOOK_FORMATS: readonly WebhookFormat[] = ['nested', 'flat'];
 export const NESTED_EVENTS = ['generation.completed', 'generation.failed'] as const;
 export const FLAT_EVENTS = ['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed'] as const;
 export type WebhookEvent = (typeof NESTED_EVENTS)[number] | (typeof FLAT_EVENTS)[number];
+/**
+ * Opt-in in both catalogues: sent only to an endpoint whose `events` list names it (never to one
+ * without a list, which gets its catalogue's state changes), once per 10 % step a video or upscale
+ * run crosses (PROGRESS_EVENT_STEP).
+ */
+export const PROGRESS_EVENT = 'generation.progress';
+export const PROGRESS_EVENT_STEP = 10;
 /** Sent by POST /api/v1/webhooks/:id/test whatever the endpoint's filter. */
 export const PING_EVENT = 'ping';
 
@@ -34,7 +41,17 @@ export function anyEventFor(kind: GenerationKind, status: GenerationStatus): boo
   return (['nested', 'flat'] as const).some((format) => eventFor(format, kind, status) !== undefined);
 }
 
-/** Events outside the format's catalogue, for a 400 that names them. */
+/** What an endpoint of `format` may list: its catalogue (what it gets without a list) and the opt-in progress. */
+export const subscribable = (format: WebhookFormat): readonly string[] => [...CATALOGUES[format], PROGRESS_EVENT];
+
+/** Events outside what the format's endpoints may list, for a 400 that names them. */
 export function unknownEvents(format: WebhookFormat, events: readonly string[]): string[] {
-  return events.filter((e) => !(CATALOGUES[format] as readonly string[]).includes(e));
+  return events.filter((e) => !subscribable(format).includes(e));
+}
+
+/** The step a run's recorded progress crossed going from `before` to `now` (10, 20 … 90), if any. */
+export function progressStepCrossed(before: number | null, now: number): number | undefined {
+  const stepOf = (p: number): number => Math.floor(p / PROGRESS_EVENT_STEP) * PROGRESS_EVENT_STEP;
+  const step = stepOf(now);
+  return step >= PROGRESS_EVENT_STEP && step < 100 && step > stepOf(before ?? 0) ? step : undefined;
 }

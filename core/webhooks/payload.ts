@@ -1,7 +1,7 @@
 import type { GenerationRow } from '../db/generations';
 import type { OutputStore } from '../storage';
 import { recordOf, viewOf } from '../generation-view';
-import { PING_EVENT } from './events';
+import { PING_EVENT, PROGRESS_EVENT } from './events';
 import type { WebhookFormat } from './events';
 
 export interface PayloadSource {
@@ -12,6 +12,8 @@ export interface PayloadSource {
   createdAt: Date;
   /** The generation now; undefined for a ping. */
   generation: GenerationRow | undefined;
+  /** A progress event's step (10 … 90): what the run had reached when the event was recorded. */
+  progress?: number | null | undefined;
 }
 
 /**
@@ -23,12 +25,22 @@ export interface PayloadSource {
  * - catalogue A (`nested`): `{ event, generation: <the group C record> }`
  * - catalogue B (`flat`): `{ event, generation_id, kind, output_url, credits_charged, created_at }`,
  *   `created_at` being the time of the state change.
+ * - `generation.progress` (opt-in, either format): the format's shape as of a running generation,
+ *   plus `progress`, the 10 % step it reached.
  */
 export async function deliveryPayload(s: PayloadSource, store: OutputStore): Promise<Record<string, unknown>> {
   if (s.event === PING_EVENT || !s.generation) {
     return { event: PING_EVENT, endpoint_id: s.endpointId, created_at: s.createdAt.toISOString() };
   }
   const view = await viewOf(s.generation, store);
+  if (s.event === PROGRESS_EVENT) {
+    // As it was at the step, whatever it has become since: running, nothing charged or made yet.
+    const progress = s.progress ?? 0;
+    if (s.format === 'nested') {
+      return { event: s.event, progress, generation: { ...recordOf(view), status: 'running', outputUrl: '', creditsCharged: 0, error: null } };
+    }
+    return { event: s.event, generation_id: view.id, kind: view.kind, progress, output_url: '', credits_charged: 0, created_at: s.createdAt.toISOString() };
+  }
   if (s.format === 'nested') return { event: s.event, generation: recordOf(view) };
   const terminal = s.event === 'generation.succeeded' || s.event === 'generation.failed';
   return {

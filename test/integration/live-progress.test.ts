@@ -134,3 +134,35 @@ describe('queue position and ETA', () => {
     for (const w of waiting) await eventually(async () => ((await v1Get(key, w.id)).status === 'succeeded' ? true : undefined));
   });
 });
+
+describe('preview before the end', () => {
+  it('a running video has its first frame as thumbnailUrl, sent as `event: preview` before it ends; the end keeps it and adds the spritesheet', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const g = await v1(key, { kind: 'video', model: 'kling', prompt: 'a red kite sim:delay=4000', seconds: 5 });
+    type Shown = Live & { thumbnailUrl: string | null; spritesheetUrl: string | null };
+    const events = await readEvents(`${h.baseUrl}/api/v1/generations/${g.id}/events`, key);
+    const names = events.map((e) => e.event);
+    const preview = events.find((e) => e.event === 'preview');
+    expect(preview, names.join(',')).toBeDefined();
+    expect(names.indexOf('preview')).toBeLessThan(names.indexOf('done'));
+    const shown = preview!.data as Shown;
+    expect(shown).toMatchObject({ id: g.id, status: 'running', spritesheetUrl: null });
+    expect(shown.progress).toBeLessThan(100);
+    expect(shown.thumbnailUrl).toMatch(/\/thumbnail\.jpg\?/);
+    // Every event before it had no thumbnail yet; the record while running and at the end has the same one.
+    for (const e of events.slice(0, names.indexOf('preview'))) expect((e.data as Shown).thumbnailUrl).toBeNull();
+    const done = events.at(-1)!.data as Shown;
+    expect(done.status).toBe('succeeded');
+    expect(new URL(done.thumbnailUrl!).pathname).toBe(new URL(shown.thumbnailUrl!).pathname);
+    expect(done.spritesheetUrl).toMatch(/\/spritesheet\.jpg\?/);
+    const jpeg = await h.store.get(`${g.id}/thumbnail.jpg`);
+    expect(jpeg?.subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]));
+
+    // The account stream hears it too, from another generation started while it is open.
+    const other = await v1(key, { kind: 'video', model: 'kling', prompt: 'a blue kite sim:delay=3000', seconds: 5 });
+    const all = await readEvents(`${h.baseUrl}/api/v1/events?ids=${other.id}`, key);
+    const heard = all.filter((e) => e.event === 'preview');
+    expect(heard.length, all.map((e) => e.event).join(',')).toBeGreaterThanOrEqual(1);
+    expect(heard[0]!.data).toMatchObject({ id: other.id, status: 'running', thumbnailUrl: expect.stringMatching(/thumbnail\.jpg/) });
+  });
+});

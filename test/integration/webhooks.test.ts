@@ -232,6 +232,60 @@ describe('deliveries', () => {
     expect(flat.received.filter((r) => r.json.kind === 'image')).toEqual([]);
   });
 
+  it('generation.progress is opt-in in both catalogues: one signed delivery per 10 % step, in order, only to endpoints that list it', async () => {
+    const flat = await receiver();
+    const nested = await receiver();
+    const plain = await receiver();
+    const { key } = await h.account({ credits: 200 });
+    const flatEndpoint = await register(key, { url: flat.url, format: 'flat', events: ['generation.succeeded', 'generation.progress'] });
+    const nestedEndpoint = await register(key, { url: nested.url, events: ['generation.progress', 'generation.completed', 'generation.failed'] });
+    const plainEndpoint = await register(key, { url: plain.url, format: 'flat' });
+    // Without a list an endpoint gets its catalogue, which progress is not part of.
+    expect(plainEndpoint.events).toEqual(['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed']);
+    expect(nestedEndpoint.events).toEqual(['generation.progress', 'generation.completed', 'generation.failed']);
+
+    const ok = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'seedance-lite', prompt: 'a slow tide sim:delay=4000', seconds: 3, quality: '480p' } });
+    expect(ok.statusCode).toBe(202);
+    const id = ok.json<{ id: string }>().id;
+    const [done] = await flat.until(1, (r) => r.json.generation_id === id && r.json.event === 'generation.succeeded');
+    expect(done).toBeDefined();
+    await nested.until(1, (r) => r.json.event === 'generation.completed');
+    await plain.until(3, (r) => r.json.generation_id === id);
+    // Deliveries run in parallel: wait for the log to settle before counting what arrived.
+    const settled = async (endpointId: string) => eventually(async () => {
+      const log = await deliveries(key, endpointId);
+      return log.length > 0 && log.every((d) => d.status === 'succeeded') ? log : undefined;
+    });
+    const flatLog = await settled(flatEndpoint.id);
+    await settled(nestedEndpoint.id);
+
+    const flatSteps = flat.received.filter(eventOf('generation.progress'));
+    const steps = flatSteps.map((r) => r.json.progress as number).sort((a, b) => a - b);
+    expect(steps.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(steps).size).toBe(steps.length);
+    for (const step of steps) expect(step % 10 === 0 && step >= 10 && step <= 90).toBe(true);
+    expect(flatLog.filter((d) => d.event === 'generation.progress')).toHaveLength(steps.length);
+    for (const r of flatSteps) {
+      expect(r.json).toEqual({
+        event: 'generation.progress', generation_id: id, kind: 'video', progress: expect.any(Number),
+        output_url: '', credits_charged: 0, created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      });
+      expect(r.headers['x-service-event']).toBe('generation.progress');
+      expectSigned(r, flatEndpoint.secret);
+    }
+    const nestedSteps = nested.received.filter(eventOf('generation.progress'));
+    expect(nestedSteps.map((r) => r.json.progress as number).sort((a, b) => a - b)).toEqual(steps);
+    for (const r of nestedSteps) {
+      expect(r.json).toMatchObject({ event: 'generation.progress', progress: expect.any(Number), generation: { id, kind: 'video', status: 'running', outputUrl: '', creditsCharged: 0, error: null } });
+      expectSigned(r, nestedEndpoint.secret);
+    }
+    expect(plain.received.filter(eventOf('generation.progress'))).toEqual([]);
+    // An image is not a long job: no progress for it, even to an endpoint that asks.
+    await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'quick sim:delay=1500' } });
+    await nested.until(2, (r) => r.json.event === 'generation.completed');
+    expect(nested.received.filter((r) => r.json.event === 'generation.progress' && (r.json.generation as { kind: string }).kind !== 'video')).toEqual([]);
+  });
+
   it('retries a failing receiver with the same delivery id until it answers 2xx; the log shows every attempt', async () => {
     const r = await receiver();
     r.behave((n) => (n < 2 ? 500 : 204));

@@ -18,16 +18,16 @@ describe('video previews from a VP8 WebM', () => {
     const seed = 'a lighthouse|gen_1';
     const video = await renderVideoWebm({ width: 320, height: 180, seconds: 5, seed });
     const previews = await previewsOfVideo({ data: video, contentType: 'video/webm' });
-    expect(previews?.thumbnail.data.subarray(0, 3)).toEqual(JPEG);
+    expect(previews?.thumbnail?.data.subarray(0, 3)).toEqual(JPEG);
     expect(previews?.spritesheet.data.subarray(0, 3)).toEqual(JPEG);
-    expect(await sharp(previews!.thumbnail.data).metadata()).toMatchObject({ format: 'jpeg', width: 320, height: 180 });
+    expect(await sharp(previews!.thumbnail!.data).metadata()).toMatchObject({ format: 'jpeg', width: 320, height: 180 });
     const tileHeight = (180 * SPRITESHEET_TILE_WIDTH) / 320;
     const rows = SPRITESHEET_MAX_FRAMES / SPRITESHEET_COLUMNS;
     expect(await sharp(previews!.spritesheet.data).metadata()).toMatchObject({ format: 'jpeg', width: SPRITESHEET_TILE_WIDTH * SPRITESHEET_COLUMNS, height: tileHeight * rows });
 
     // The first frame, not any frame: close to the painter's frame 0 (both codecs are lossy), far from the last.
     const [first, last] = await paintFrames(sceneFromSeed(seed), 320, 180, [0, 29 / 30]);
-    const thumb = await sharp(previews!.thumbnail.data).removeAlpha().raw().toBuffer();
+    const thumb = await sharp(previews!.thumbnail!.data).removeAlpha().raw().toBuffer();
     const distance = (a: Buffer, b: Buffer) => a.reduce((sum, v, i) => sum + Math.abs(v - b[i]!), 0) / a.length;
     expect(distance(thumb, first!)).toBeLessThan(6);
     expect(distance(thumb, last!)).toBeGreaterThan(distance(thumb, first!) * 2);

@@ -3,7 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import type { GenerationRow } from '../../core/db/generations';
 import type { OutputStore } from '../../core/storage';
-import { CATALOGUES, eventFor, unknownEvents } from '../../core/webhooks/events';
+import { CATALOGUES, eventFor, progressStepCrossed, unknownEvents } from '../../core/webhooks/events';
 import { DISABLE_AFTER_FAILING_MS, RETRY_SCHEDULE_MS, ROTATION_OVERLAP_MS } from '../../core/webhooks/schedule';
 import { createSecretBox } from '../../core/webhooks/secret-box';
 import { deliveryHeaders, generateSecret, SECRET_PATTERN, verifyServiceSignature } from '../../core/webhooks/signing';
@@ -107,6 +107,29 @@ describe('the two catalogues', () => {
     expect(eventFor('flat', 'chat', 'failed')).toBeUndefined();
     expect(unknownEvents('nested', ['generation.completed', 'generation.queued'])).toEqual(['generation.queued']);
     expect(unknownEvents('flat', ['generation.completed'])).toEqual(['generation.completed']);
+    // Progress is in neither catalogue (what an endpoint without a list gets) but either may list it.
+    expect(CATALOGUES.nested).not.toContain('generation.progress');
+    expect(unknownEvents('nested', ['generation.progress'])).toEqual([]);
+    expect(unknownEvents('flat', ['generation.progress', 'generation.queued'])).toEqual([]);
+  });
+
+  it('a progress event is owed once per 10 % step crossed, the highest when a write jumps several, never 0 or 100', () => {
+    expect(progressStepCrossed(null, 5)).toBeUndefined();
+    expect(progressStepCrossed(null, 10)).toBe(10);
+    expect(progressStepCrossed(9, 14)).toBe(10);
+    expect(progressStepCrossed(10, 19)).toBeUndefined();
+    expect(progressStepCrossed(15, 47)).toBe(40);
+    expect(progressStepCrossed(85, 99)).toBe(90);
+    expect(progressStepCrossed(90, 99)).toBeUndefined();
+    // Over a whole run, however the writes fall, no step is owed twice.
+    const owed: number[] = [];
+    let before: number | null = null;
+    for (const p of [3, 12, 18, 25, 25, 41, 44, 63, 70, 71, 99]) {
+      const step = progressStepCrossed(before, p);
+      if (step !== undefined) owed.push(step);
+      before = p;
+    }
+    expect(owed).toEqual([10, 20, 40, 60, 70, 90]);
   });
 });
 
