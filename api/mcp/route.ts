@@ -37,7 +37,7 @@ const jsonRpcMessage = z
 const jsonRpcError = z
   .object({
     jsonrpc: z.literal('2.0'),
-    id: z.null(),
+    id: z.union([z.string(), z.number()]).nullable().describe('The request’s id; null when the request could not be read'),
     error: z.object({ code: z.number().int().describe('A JSON-RPC error code, e.g. -32700 parse error, -32000 transport error'), message: z.string() }),
   })
   .meta({ id: 'JsonRpcError' });
@@ -130,7 +130,6 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
         400: z.union([apiError, jsonRpcError]).describe('The body is not JSON (error body), or a batch, or not a JSON-RPC message the server takes, ' +
           'or (2026-07-28) headers that disagree with the body, an unsupported protocol version, a capability the client must declare (JSON-RPC error)'),
         404: jsonRpcError.describe('2026-07-28 only: the method does not exist on that revision (-32601), e.g. initialize or tasks/list'),
-        415: jsonRpcError.describe('2026-07-28 only: Content-Type is not application/json'),
         401: apiError.describe('authentication_error: missing, invalid or revoked key; `WWW-Authenticate: Bearer realm="…"`'),
         403: apiError.describe('permission_error: the Origin header names a page of another origin'),
         406: jsonRpcError.describe('The Accept header must list both application/json and text/event-stream'),

@@ -566,6 +566,10 @@ describe('HTTP answers conform to the OpenAPI document', () => {
     const foreign = await post(h.app, INITIALIZE, { ...auth, origin: 'http://attacker.example' });
     expect(c.conforms(foreign, 'post', '/api/mcp', 403)).toMatchObject({ error: { type: 'permission_error', param: 'Origin' } });
     expect(c.conforms(await post(h.app, INITIALIZE, { ...auth, accept: 'application/json' }), 'post', '/api/mcp', 406)).toMatchObject({ error: { code: -32000 } });
+    // The 2026-07-28 revision has no tasks/list (the tasks extension dropped it): method not found, as HTTP 404.
+    const modernMeta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+    const missing = await post(h.app, { jsonrpc: '2.0', id: 9, method: 'tasks/list', params: { _meta: modernMeta } }, { ...auth, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tasks/list' });
+    expect(c.conforms(missing, 'post', '/api/mcp', 404)).toMatchObject({ error: { code: -32601 } });
     const huge = { jsonrpc: '2.0', id: 3, method: 'ping', params: { pad: 'x'.repeat(9 * 1024 * 1024) } };
     c.conforms(await post(h.app, huge, auth), 'post', '/api/mcp', 413);
 
