@@ -3,7 +3,9 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import { z } from 'zod';
-import { createAccount, createAccountBody, createKey, createKeyBody, createUser, createUserBody, revokeKey, topUp, topUpBody } from '../core/admin-operations';
+import {
+  createAccount, createAccountBody, createKey, createKeyBody, createUser, createUserBody, keyBudgetBody, keyBudgetView, removeBudget, revokeKey, setBudget, topUp, topUpBody,
+} from '../core/admin-operations';
 import { UnauthorizedError } from '../core/errors';
 import { bearerToken } from './auth';
 import { errorResponses } from './schemas';
@@ -91,6 +93,24 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     // The token travels in the fragment, which browsers never send to a server nor put in a Referer.
     return { id: user.id, setPasswordUrl: `${base}/dashboard/set-password#token=${user.token}`, expiresAt: user.expiresAt.toISOString() };
   });
+
+  const keyParams = z.object({ id: z.string().describe('A key id (key_…)') });
+  app.put('/admin/v1/keys/:id/budget', {
+    schema: {
+      operationId: 'adminSetKeyBudget', tags, security, summary: 'Set a key’s spending budget per day, week, month or in total (UTC periods)',
+      description: 'Holds are counted against it when they are placed, atomically: a request past it is refused with 402 budget_exceeded. Released holds give budget back; charges count.',
+      params: keyParams, body: keyBudgetBody,
+      response: { 200: keyBudgetView, ...errorResponses(400, 401, 404, 500, 503) },
+    },
+  }, async (request) => setBudget(deps.pool, request.params.id, request.body));
+
+  app.delete('/admin/v1/keys/:id/budget', {
+    schema: {
+      operationId: 'adminRemoveKeyBudget', tags, security, summary: 'Remove a key’s budget',
+      params: keyParams,
+      response: { 200: z.object({ keyId: z.string(), removed: z.literal(true) }), ...errorResponses(401, 404, 500, 503) },
+    },
+  }, async (request) => removeBudget(deps.pool, request.params.id));
 
   app.delete('/admin/v1/keys/:id', {
     schema: {

@@ -8,7 +8,7 @@ import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
 import { inDoorWords } from './errors';
 import { openEventStream } from './sse';
-import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery } from './fields';
+import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, maxCreditsOption } from './fields';
 import { remixBody, v1GenerateBody, v1RequestOf } from './generate-bodies';
 import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, idParams, modelEntry, quote } from './schemas';
 
@@ -54,7 +54,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         },
       },
     }, async (request, reply) => {
-      const options = generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds);
+      const options = { ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds), ...maxCreditsOption(request.body.max_credits, 'max_credits') };
       const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.submit(v1RequestOf(request.body), principalOf(request), options));
       if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
       if (g.status === 'queued' || g.status === 'running') {
@@ -125,7 +125,9 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
       const route = 'POST /api/v1/generations/{id}/remix';
       const { id } = request.params;
       // The source is part of what the key stands for: the same key on another video is a conflict.
-      const options = { ...generateOptionsOf(request, 'A', route), idempotency: idempotencyOf(request, route, { id, ...request.body }) };
+      const options = {
+        ...generateOptionsOf(request, 'A', route), idempotency: idempotencyOf(request, route, { id, ...request.body }), ...maxCreditsOption(request.body.max_credits, 'max_credits'),
+      };
       const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.remix(principalOf(request), id, request.body.prompt, options));
       if (g.status === 'queued' || g.status === 'running') reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
       return generationOf(g);

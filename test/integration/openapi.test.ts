@@ -457,7 +457,11 @@ describe('authentication and rate limits on every keyed route', () => {
 describe('operator routes conform to the document', () => {
   it('admin: 201s, 200 top-up, 400, 401 and 404', async () => {
     const { id } = c.conforms<{ id: string }>(await h.admin('POST', '/admin/v1/accounts', { plan: 'ronin', credits: 5 }), 'post', '/admin/v1/accounts', 201);
-    c.conforms(await h.admin('POST', `/admin/v1/accounts/${id}/keys`, { scopes: ['generate:chat', 'image'] }), 'post', '/admin/v1/accounts/{id}/keys', 201);
+    const key = c.conforms<{ id: string }>(await h.admin('POST', `/admin/v1/accounts/${id}/keys`, { scopes: ['generate:chat', 'image'] }), 'post', '/admin/v1/accounts/{id}/keys', 201);
+    expect(c.conforms(await call(h.app, 'put', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN, { maxCredits: 4, period: 'week' }), 'put', '/admin/v1/keys/{id}/budget', 200))
+      .toMatchObject({ keyId: key.id, maxCredits: 4, period: 'week', spentCredits: 0, availableCredits: 4 });
+    c.conforms(await call(h.app, 'put', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN, { maxCredits: -1, period: 'week' }), 'put', '/admin/v1/keys/{id}/budget', 400);
+    c.conforms(await call(h.app, 'delete', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN), 'delete', '/admin/v1/keys/{id}/budget', 200);
     expect(c.conforms(await h.admin('POST', `/admin/v1/accounts/${id}/credits`, { credits: 2.5 }), 'post', '/admin/v1/accounts/{id}/credits', 200)).toEqual({ id, balance: 7.5 });
 
     const bad: [string, string, unknown][] = [
@@ -471,6 +475,8 @@ describe('operator routes conform to the document', () => {
       ['post', '/admin/v1/accounts/{id}/keys', '/admin/v1/accounts/acct_nope/keys', { scopes: ['chat'] }],
       ['post', '/admin/v1/accounts/{id}/credits', '/admin/v1/accounts/acct_nope/credits', { credits: 1 }],
       ['delete', '/admin/v1/keys/{id}', '/admin/v1/keys/key_nope', undefined],
+      ['put', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_nope/budget', { maxCredits: 1, period: 'day' }],
+      ['delete', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_nope/budget', undefined],
     ];
     for (const [method, path, url, body] of unknown) c.conforms(await call(h.app, method, url, ADMIN_TOKEN, body), method, path, 404);
 
@@ -506,6 +512,8 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['post', '/admin/v1/accounts/{id}/keys', '/admin/v1/accounts/acct_x/keys', ADMIN_TOKEN, { scopes: ['chat'] }],
     ['post', '/admin/v1/accounts/{id}/credits', '/admin/v1/accounts/acct_x/credits', ADMIN_TOKEN, { credits: 1 }],
     ['delete', '/admin/v1/keys/{id}', '/admin/v1/keys/key_x', ADMIN_TOKEN, undefined],
+    ['put', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_x/budget', ADMIN_TOKEN, { maxCredits: 1, period: 'day' }],
+    ['delete', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_x/budget', ADMIN_TOKEN, undefined],
   ];
 }
 
