@@ -111,6 +111,50 @@ export function Generations({ words }) {
 
 // ---------------------------------------------------------------- API keys
 
+const PERIODS = [['day', 'per day'], ['week', 'per week'], ['month', 'per month'], ['none', 'in total']];
+const periodWords = (p) => PERIODS.find(([v]) => v === p)?.[1] ?? p;
+
+// A key's spending budget: what it spent this period, and a small form to set or remove it.
+function KeyBudget({ k, onChange, onError }) {
+  const [open, setOpen] = useState(false);
+  const b = k.budget;
+  const save = async (e) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    try {
+      const budget = await api('PUT', `/dashboard/api/keys/${k.id}/budget`, { maxCredits: Number(form.get('maxCredits')), period: String(form.get('period')) });
+      onChange(budget);
+      setOpen(false);
+    } catch (err) {
+      onError(err);
+    }
+  };
+  const remove = async () => {
+    try {
+      await api('DELETE', `/dashboard/api/keys/${k.id}/budget`);
+      onChange(null);
+      setOpen(false);
+    } catch (err) {
+      onError(err);
+    }
+  };
+  return html`<div class="stack small">
+    ${b
+      ? html`<span data-testid="budget">${credits(b.spentCredits)} of ${credits(b.maxCredits)} ${periodWords(b.period)}</span>
+        ${b.resetsAt ? html`<span class="muted">resets ${when(b.resetsAt)}</span>` : null}`
+      : html`<span class="muted">no limit</span>`}
+    ${open
+      ? html`<form class="stack" onSubmit=${save} aria-label=${`Budget of ${k.hint}`}>
+          <label>Max credits <input name="maxCredits" type="number" min="0" step="any" required value=${b?.maxCredits ?? ''} /></label>
+          <label>Period <select name="period">${PERIODS.map(([v, label]) => html`<option value=${v} selected=${(b?.period ?? 'month') === v}>${label}</option>`)}</select></label>
+          <div class="actions"><button type="submit" class="small">Save budget</button>
+            ${b ? html`<button type="button" class="secondary small" onClick=${remove}>Remove budget</button>` : null}
+            <button type="button" class="secondary small" onClick=${() => setOpen(false)}>Close</button></div>
+        </form>`
+      : html`<button type="button" class="secondary small" onClick=${() => setOpen(true)} aria-label=${`Set the budget of ${k.hint}`}>${b ? 'Change' : 'Set budget'}</button>`}
+  </div>`;
+}
+
 export function Keys({ words }) {
   const state = useLoad(() => api('GET', '/dashboard/api/keys'));
   const [created, setCreated] = useState();
@@ -164,13 +208,15 @@ export function Keys({ words }) {
       <h2 id="keys">Keys</h2>
       <${Loading} state=${state}>${(d) => d.data.length === 0 ? html`<p>No keys yet.</p>` : html`<table class="table">
         <caption class="visually-hidden">Live API keys</caption>
-        <thead><tr><th scope="col">Key</th><th scope="col">Scopes</th><th scope="col">Models</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+        <thead><tr><th scope="col">Key</th><th scope="col">Scopes</th><th scope="col">Models</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Budget</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
         <tbody>${d.data.map((k) => html`<tr key=${k.id} data-key=${k.id}>
           <td data-label="Key" class="mono">${k.hint}</td>
           <td data-label="Scopes">${k.scopes.join(', ')}</td>
           <td data-label="Models">${k.models ? k.models.join(', ') : html`<span class="muted">all</span>`}</td>
           <td data-label="Created">${when(k.createdAt)}</td>
           <td data-label="Last used">${k.lastUsedAt ? when(k.lastUsedAt) : html`<span class="muted">never</span>`}</td>
+          <td data-label="Budget"><${KeyBudget} k=${k} onError=${setError}
+            onChange=${(budget) => state.set((d) => ({ data: d.data.map((x) => (x.id === k.id ? { ...x, budget } : x)) }))} /></td>
           <td><button type="button" class="danger small" onClick=${() => revoke(k)} aria-label=${`Revoke ${k.hint}`}>Revoke</button></td>
         </tr>`)}</tbody></table>`}<//>
     </section>`;
