@@ -2,10 +2,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GenerationService } from '../service/generation-service';
+import { LEDGER_ENTRY_TYPES, ledgerCsv, ledgerPage } from '../service/ledger-view';
 import { modelListing } from '../service/model-list';
 import type { WatchEvent } from '../service/watch';
 import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
+import { InvalidRequestError } from '../core/errors';
 import { inDoorWords } from './errors';
 import { openEventStream } from './sse';
 import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, maxCreditsOption } from './fields';
@@ -84,6 +86,33 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         response: { 200: balance, ...errorResponses(401, 429, 500, 503) },
       },
     }, async (request) => deps.service.balance(principalOf(request)));
+
+    route.get('/api/v1/ledger', {
+      schema: {
+        operationId: 'listLedger',
+        tags,
+        summary: 'Every movement of the account’s credits, newest first: top-ups, holds, charges, releases, refunds, adjustments',
+        description: '`amount` is the change of the available balance (a hold takes, a release or top-up gives, a charge turns a hold into spending and is 0), so the amounts of all entries add up to the balance. '
+          + 'CSV with `Accept: text/csv` or `format=csv` (up to 10000 rows a page; the next page’s cursor in the `x-next-cursor` header).',
+        security,
+        querystring: ledgerQuery,
+        response: {
+          200: {
+            description: 'A page of entries (JSON), or the same as CSV',
+            content: { 'application/json': { schema: ledgerList }, 'text/csv': { schema: z.string() } },
+          },
+          ...errorResponses(400, 401, 429, 500, 503),
+        },
+      },
+    }, async (request, reply) => {
+      const csv = request.query.format === 'csv' || (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
+      const limit = request.query.limit ?? (csv ? MAX_CSV_ROWS : 50);
+      if (!csv && limit > MAX_JSON_ROWS) throw new InvalidRequestError(`limit: at most ${MAX_JSON_ROWS} entries a page in JSON (${MAX_CSV_ROWS} in CSV)`, 'limit');
+      const page = await ledgerPage(deps.pool, principalOf(request), { limit, cursor: request.query.cursor });
+      if (!csv) return page;
+      if (page.next_cursor) reply.header('x-next-cursor', page.next_cursor);
+      return reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="ledger.csv"').send(ledgerCsv(page.data));
+    });
 
     route.get('/api/v1/generations', {
       schema: {
@@ -183,6 +212,27 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
     });
   });
 };
+
+const MAX_JSON_ROWS = 500;
+const MAX_CSV_ROWS = 10_000;
+const ledgerQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_CSV_ROWS).optional().describe(`Page size: 1 to ${MAX_JSON_ROWS} (default 50) in JSON, up to ${MAX_CSV_ROWS} (default) in CSV`),
+  cursor: z.string().max(400).optional().describe('next_cursor of the previous page'),
+  format: z.enum(['json', 'csv']).optional().describe('csv: the same entries as CSV (or send Accept: text/csv)'),
+});
+const ledgerEntry = z.object({
+  id: z.string(),
+  type: z.enum(LEDGER_ENTRY_TYPES),
+  amount: z.number().describe('The change of the available balance: negative for a hold or refund, positive for a top-up, adjustment or release, 0 for a charge'),
+  credits: z.number().describe('The size of the movement: what was held, charged, released or added'),
+  balanceAfter: z.number().describe('The available balance after it'),
+  heldAfter: z.number().describe('What was held after it'),
+  generationId: z.string().nullable(),
+  keyId: z.string().nullable().describe('The key whose generation it was'),
+  note: z.string().nullable(),
+  createdAt: z.string(),
+}).meta({ id: 'LedgerEntry' });
+const ledgerList = z.object({ data: z.array(ledgerEntry), next_cursor: z.string().nullable() }).meta({ id: 'LedgerPage' });
 
 const lastEventId = z.looseObject({ 'last-event-id': z.string().max(40).optional().describe('The id of the last event received, to resume after it') });
 const eventStream = {
