@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { GenerationService } from '../service/generation-service';
 import { LEDGER_ENTRY_TYPES, ledgerCsv, ledgerPage } from '../service/ledger-view';
 import { modelListing } from '../service/model-list';
+import { usageReport as reportUsage } from '../service/usage-view';
 import type { WatchEvent } from '../service/watch';
 import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
@@ -12,7 +13,7 @@ import { inDoorWords } from './errors';
 import { openEventStream } from './sse';
 import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, maxCreditsOption } from './fields';
 import { remixBody, v1GenerateBody, v1RequestOf } from './generate-bodies';
-import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, idParams, modelEntry, quote } from './schemas';
+import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, idParams, modelEntry, quote, usageQuery, usageReport } from './schemas';
 
 /** The service names request fields as the shared request type does; group A spells some in snake_case. */
 const GROUP_A_PARAMS: Record<string, string> = { imageUrl: 'image_url', maxTokens: 'max_tokens' };
@@ -113,6 +114,18 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
       if (page.next_cursor) reply.header('x-next-cursor', page.next_cursor);
       return reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="ledger.csv"').send(ledgerCsv(page.data));
     });
+
+    route.get('/api/v1/usage', {
+      schema: {
+        operationId: 'getUsage',
+        tags,
+        summary: 'Credits charged, generations, failures and tokens per day, model, key or kind',
+        description: 'Generations created in [from, to), whichever door made them. Credits charged count settled generations; a failed one charges nothing.',
+        security,
+        querystring: usageQuery,
+        response: { 200: usageReport, ...errorResponses(400, 401, 429, 500, 503) },
+      },
+    }, async (request) => reportUsage(deps.pool, principalOf(request), request.query));
 
     route.get('/api/v1/generations', {
       schema: {

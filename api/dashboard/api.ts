@@ -18,7 +18,8 @@ import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKI
 import type { SessionAuthDeps } from '../auth';
 import { listQuery } from '../fields';
 import { legacyGenerateBody, legacyRequestOf } from '../generate-bodies';
-import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, generationStatus, idParams, quote } from '../schemas';
+import { usageReport as reportUsage } from '../../service/usage-view';
+import { balance, errorResponses, usageQuery, usageReport, generation, generationKind, generationList, generationListOf, generationOf, generationStatus, idParams, quote } from '../schemas';
 import type { ErrorStatus } from '../schemas';
 import { webhookRoutes } from '../webhooks';
 import { liveEvents, overviewOf } from './events';
@@ -172,6 +173,10 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     route.get('/dashboard/api/overview', {
       schema: { operationId: 'dashboardOverview', tags, security, summary: 'Balance, holds, free chat allowance, plan and rate limit', response: { 200: overview, ...errors() } },
     }, async (request) => overviewOf(await deps.service.balance(principalOf(request))));
+
+    route.get('/dashboard/api/usage', {
+      schema: { operationId: 'dashboardUsage', tags, security, summary: 'The account’s usage per day, model, key or kind (as GET /api/v1/usage)', querystring: usageQuery, response: { 200: usageReport, ...errors(400) } },
+    }, async (request) => reportUsage(deps.pool, principalOf(request), request.query));
 
     route.get('/dashboard/api/generations', {
       schema: { operationId: 'dashboardListGenerations', tags, security, summary: 'The account’s generations, newest first (as GET /api/v1/generations)', querystring: listQuery, response: { 200: generationList, ...errors(400) } },

@@ -252,6 +252,8 @@ describe('the dashboard API', () => {
     c.conforms(await as(stranger, 'delete', budgetUrl), 'delete', '/dashboard/api/keys/{id}/budget', 404);
     c.conforms(await as(s, 'delete', budgetUrl), 'delete', '/dashboard/api/keys/{id}/budget', 200);
     c.conforms(await as(stranger, 'delete', `/dashboard/api/keys/${created.id}`), 'delete', '/dashboard/api/keys/{id}', 404);
+    expect(c.conforms<{ data: unknown[] }>(await as(s, 'get', '/dashboard/api/usage?group_by=key'), 'get', '/dashboard/api/usage', 200).data.length).toBeGreaterThan(0);
+    c.conforms(await as(s, 'get', '/dashboard/api/usage?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z'), 'get', '/dashboard/api/usage', 400);
     c.conforms(await as(s, 'delete', `/dashboard/api/keys/${created.id}`), 'delete', '/dashboard/api/keys/{id}', 200);
     expect((await h.call('GET', '/api/v1/balance', { key: created.key })).statusCode).toBe(401);
     expect((await listed()).json<{ data: { id: string }[] }>().data.map((k) => k.id)).not.toContain(created.id);
@@ -360,6 +362,7 @@ function everyDashboardRoute(): [Method, string, string, unknown][] {
     ['post', '/dashboard/api/generations/{id}/cancel', `/dashboard/api/generations/${MISSING_GENERATION}/cancel`, undefined],
     ['post', '/dashboard/api/quote', '/dashboard/api/quote', { kind: 'chat', prompt: 'hi' }],
     ['get', '/dashboard/api/keys', '/dashboard/api/keys', undefined],
+    ['get', '/dashboard/api/usage', '/dashboard/api/usage', undefined],
     ['post', '/dashboard/api/keys', '/dashboard/api/keys', { scopes: ['chat'] }],
     ['delete', '/dashboard/api/keys/{id}', '/dashboard/api/keys/key_nope', undefined],
     ['put', '/dashboard/api/keys/{id}/budget', '/dashboard/api/keys/key_nope/budget', { maxCredits: 1, period: 'day' }],

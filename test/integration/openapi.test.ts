@@ -277,6 +277,8 @@ describe('group A responses conform to the document', () => {
     expect(c.conforms<{ data: unknown[] }>(await h.call('GET', '/api/v1/ledger', { key }), 'get', '/api/v1/ledger', 200).data.length).toBeGreaterThan(0);
     c.conforms(await h.call('GET', '/api/v1/ledger?format=csv', { key }), 'get', '/api/v1/ledger', 200);
     c.conforms(await h.call('GET', '/api/v1/ledger?cursor=nonsense', { key }), 'get', '/api/v1/ledger', 400);
+    expect(c.conforms<{ total: { creditsCharged: number } }>(await h.call('GET', '/api/v1/usage?group_by=model', { key }), 'get', '/api/v1/usage', 200).total.creditsCharged).toBe(6);
+    c.conforms(await h.call('GET', '/api/v1/usage?group_by=week', { key }), 'get', '/api/v1/usage', 400);
     expect(balance).toEqual({ balance: 51.5, holdsActive: 42.5, plan: 'samurai', trial: { chatCap: 0, chatUsed: 0, chatLeft: 0 } });
 
     const done = await eventually(async () => {
@@ -424,6 +426,7 @@ describe('authentication and rate limits on every keyed route', () => {
     ['post', '/api/v1/quote', '/api/v1/quote', { kind: 'chat', prompt: 'hi' }],
     ['get', '/api/v1/balance', '/api/v1/balance', undefined],
     ['get', '/api/v1/ledger', '/api/v1/ledger', undefined],
+    ['get', '/api/v1/usage', '/api/v1/usage', undefined],
     ['get', '/api/v1/generations', '/api/v1/generations', undefined],
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, undefined],
     ['post', '/api/v1/generations/{id}/cancel', `/api/v1/generations/${MISSING_GENERATION}/cancel`, undefined],
@@ -507,6 +510,7 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['post', '/api/v1/quote', '/api/v1/quote', key, { kind: 'chat', prompt: 'hi' }],
     ['get', '/api/v1/balance', '/api/v1/balance', key, undefined],
     ['get', '/api/v1/ledger', '/api/v1/ledger', key, undefined],
+    ['get', '/api/v1/usage', '/api/v1/usage', key, undefined],
     ['get', '/api/v1/generations', '/api/v1/generations', key, undefined],
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, key, undefined],
     ['post', '/api/v1/generations/{id}/cancel', `/api/v1/generations/${MISSING_GENERATION}/cancel`, key, undefined],
