@@ -149,6 +149,14 @@ describe('the dashboard in Chromium', () => {
     await row.getByRole('button', { name: /^Revoke / }).click();
     await row.waitFor({ state: 'detached' });
     expect(await page.locator('[data-key]').count()).toBe(1);
+
+    // Usage: the spend chart (uPlot, served by the API) and the tables by model and by key.
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.waitForURL(/\/dashboard\/usage$/);
+    await page.getByTestId('spend-chart').locator('canvas').first().waitFor();
+    await page.locator('[data-usage="image-flux"]').waitFor();
+    expect(await page.locator('[data-usage="image-flux"] td[data-label="Credits charged"]').textContent()).toBe('3');
+    await shot('usage');
     expect((await http('/api/v1/balance', { headers: auth })).status).toBe(401);
   });
 
