@@ -3,9 +3,11 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import { z } from 'zod';
-import { createAccount, createAccountBody, createKey, createKeyBody, createUser, createUserBody, revokeKey, topUp, topUpBody } from '../core/admin-operations';
+import {
+  createAccount, createAccountBody, createKey, createKeyBody, createUser, createUserBody, keyBudgetBody, keyBudgetView, removeBudget, revokeKey, setBudget, topUp, topUpBody,
+} from '../core/admin-operations';
+import { MARGIN_GROUPS, marginReport } from '../core/db/margins';
 import { generationRouting } from '../core/db/upstreams';
-import { USAGE_GROUPS, usageReport } from '../core/db/usage';
 import { NotFoundError, UnauthorizedError } from '../core/errors';
 import { bearerToken } from './auth';
 import { errorResponses } from './schemas';
@@ -34,12 +36,12 @@ const usageTotals = {
   uncosted: z.number().int().describe('Generations with no configured cost (the simulator, or an upstream without costEur)'),
 };
 const usageReportSchema = z.object({
-  groupBy: z.enum(USAGE_GROUPS),
+  groupBy: z.enum(MARGIN_GROUPS),
   from: z.string(),
   to: z.string(),
   rows: z.array(z.object({ key: z.string().describe('The model id, the upstream (simulator for the built-in one), or the UTC day'), ...usageTotals })),
   total: z.object(usageTotals),
-}).meta({ id: 'UsageReport' });
+}).meta({ id: 'MarginReport' });
 const DAY_MS = 86_400_000;
 
 /** An onRequest hook admitting only the operator's token (compared in constant time). */
@@ -114,7 +116,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
       operationId: 'adminUsage', tags, security, summary: 'Revenue, upstream cost and margin by model, upstream or day',
       description: 'Generations created in [from, to) (default: the last 30 days) that were charged or cost something upstream. Revenue is the ledger’s charges.',
       querystring: z.object({
-        group_by: z.enum(USAGE_GROUPS).default('model'),
+        group_by: z.enum(MARGIN_GROUPS).default('model'),
         from: z.iso.datetime({ offset: true }).or(z.iso.date()).optional().describe('ISO 8601 date or time; default 30 days before `to`'),
         to: z.iso.datetime({ offset: true }).or(z.iso.date()).optional().describe('ISO 8601 date or time (exclusive); default now'),
       }),
@@ -123,7 +125,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
   }, async (request) => {
     const to = request.query.to ? new Date(request.query.to) : new Date();
     const from = request.query.from ? new Date(request.query.from) : new Date(to.getTime() - 30 * DAY_MS);
-    const report = await usageReport(deps.pool, request.query.group_by, from, to);
+    const report = await marginReport(deps.pool, request.query.group_by, from, to);
     return { groupBy: request.query.group_by, from: from.toISOString(), to: to.toISOString(), ...report };
   });
 
@@ -142,6 +144,24 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     if (!routing) throw new NotFoundError('There is no such generation.');
     return routing;
   });
+
+  const keyParams = z.object({ id: z.string().describe('A key id (key_…)') });
+  app.put('/admin/v1/keys/:id/budget', {
+    schema: {
+      operationId: 'adminSetKeyBudget', tags, security, summary: 'Set a key’s spending budget per day, week, month or in total (UTC periods)',
+      description: 'Holds are counted against it when they are placed, atomically: a request past it is refused with 402 budget_exceeded. Released holds give budget back; charges count.',
+      params: keyParams, body: keyBudgetBody,
+      response: { 200: keyBudgetView, ...errorResponses(400, 401, 404, 500, 503) },
+    },
+  }, async (request) => setBudget(deps.pool, request.params.id, request.body));
+
+  app.delete('/admin/v1/keys/:id/budget', {
+    schema: {
+      operationId: 'adminRemoveKeyBudget', tags, security, summary: 'Remove a key’s budget',
+      params: keyParams,
+      response: { 200: z.object({ keyId: z.string(), removed: z.literal(true) }), ...errorResponses(401, 404, 500, 503) },
+    },
+  }, async (request) => removeBudget(deps.pool, request.params.id));
 
   app.delete('/admin/v1/keys/:id', {
     schema: {

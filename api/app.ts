@@ -32,6 +32,9 @@ import { createRateLimiter } from './rate-limit';
 import type { RateLimiter } from './rate-limit';
 import { openaiRoutes } from './openai/index';
 import { v1Routes } from './v1';
+import { billingRoutes } from './billing';
+import { createBillingService } from '../service/billing-service';
+import type { BillingOptions } from '../service/billing-service';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks';
 import type { Provider } from '../core/providers/types';
 
@@ -61,6 +64,8 @@ export interface AppDeps {
   /** Session cookies are `Secure` unless this is false (development mode over plain http). */
   secureCookies?: boolean;
   dashboardLimits?: Partial<DashboardLimits>;
+  /** Buying credits with Stripe; the billing routes exist only with it. */
+  billing?: BillingOptions | undefined;
 }
 
 export interface AppWebhookOptions {
@@ -149,6 +154,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service, sessions });
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
+  if (deps.billing) {
+    await app.register(billingRoutes, { pool: deps.pool, limiter, billing: createBillingService({ pool: deps.pool, options: deps.billing }), publicBaseUrl: publicOrigin });
+  }
 
   const hooks = deps.webhooks;
   const webhooks = createWebhookService({

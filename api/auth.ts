@@ -68,7 +68,7 @@ async function admitKey(deps: AuthDeps, request: FastifyRequest, reply: FastifyR
   // "Last used" for the dashboard: one write per key per minute at most, decided from the row just read.
   if (!key.lastUsedAt || Date.now() - key.lastUsedAt.getTime() >= KEY_USE_RESOLUTION_MS) await touchApiKey(deps.pool, key.id);
   request.principal = {
-    accountId: key.accountId, apiKeyId: key.id, scopes: key.scopes, models: key.models, plan: key.plan,
+    accountId: key.accountId, apiKeyId: key.id, scopes: key.scopes, models: key.models, plan: key.plan, budgeted: key.budgeted,
     ...(key.availableMc === undefined ? {} : { availableMc: key.availableMc }),
   };
 }

@@ -41,6 +41,7 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         { name: 'Dashboard', description: 'The web dashboard’s own calls, made with a session cookie (/dashboard)' },
         { name: 'Files', description: 'Generated files, reached through signed URLs' },
         { name: 'Operator', description: 'Health and the admin API' },
+        { name: 'Billing', description: 'Buying credits with Stripe Checkout (present when STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are set)' },
       ],
     },
     transform: jsonSchemaTransform,

@@ -31,6 +31,23 @@ export const functionName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, { error: '
 /** An input image the service fetches itself (upscale, image-to-video); `name` is the field as the door spells it. */
 export const imageUrl = (name: string) => z.url({ protocol: /^https?$/, error: `${name} must be an http(s) URL` }).max(2048);
 
+/**
+ * A request's own spending cap in credits (`max_credits`; group C `maxCredits`): a quote above it
+ * is refused (402 `max_credits_exceeded`) before anything is fetched for it or held.
+ */
+export const maxCreditsField = (name: string) => z
+  .number({ error: `${name} must be a number of credits` })
+  .finite()
+  .min(0, `${name} must be 0 or more`)
+  .max(1e12)
+  .optional()
+  .describe('The most this request may cost, in credits: a quote above it is refused with 402 max_credits_exceeded and nothing is held or charged');
+
+/** The service option of a body's cap; `param` is the field as the door spells it. */
+export function maxCreditsOption(credits: number | null | undefined, param: string) {
+  return credits === undefined || credits === null ? {} : { maxCredits: { credits, param } };
+}
+
 /** The Idempotency-Key header (DESIGN §5): the same key and body within 24 h answer the first request again. */
 export const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.').optional();
 

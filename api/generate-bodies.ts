@@ -4,7 +4,7 @@ import { IMAGE_MAX_SIDE } from '../core/pricing';
 import { safeText } from '../core/text';
 import { GENERATION_KINDS } from '../core/vocabulary';
 import type { ChatMessage, GenerationRequest } from '../service/requests';
-import { chatPrompt, deadlineSeconds, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT_CHARS, mediaPrompt, modelId } from './fields';
+import { chatPrompt, deadlineSeconds, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT_CHARS, maxCreditsField, mediaPrompt, modelId } from './fields';
 
 /**
  * The two shapes of a generate request, each parsed into the service's one request type. Group A's
@@ -27,6 +27,7 @@ const prompt = mediaPrompt.describe('Checked by the safety guard before pricing'
 const quality = safeText({ max: 50 }).optional();
 const aspect = safeText({ max: 20 }).optional().describe('e.g. 16:9; snapped to what the model supports');
 const side = z.number().int().min(1).max(8192);
+const max_credits = maxCreditsField('max_credits');
 
 const chatMessage = z.object({
   role: z.enum(['system', 'user', 'assistant']),
@@ -39,12 +40,14 @@ export const v1ImageBody = z.object({
   width: side.optional().describe(`With height: the shape (snapped like aspect) and size (long side ${IMAGE_MAX_SIDE} px at most)`),
   height: side.optional(),
   deadline_seconds: deadlineSeconds,
+  max_credits,
 });
 export const v1VideoBody = z.object({
   kind: z.literal('video'), model, prompt, aspect,
   quality: quality.describe('480p, 720p or 1080p; falls back to the model default'),
   seconds: z.number().finite().optional().describe('Clamped to the model range'),
   deadline_seconds: deadlineSeconds,
+  max_credits,
 });
 
 export const v1GenerateBody = z
@@ -60,6 +63,7 @@ export const v1GenerateBody = z
         messages: z.array(chatMessage).min(1).max(1000).optional().describe('The conversation; or send prompt'),
         max_tokens: z.number().int().min(1).max(32_768).optional().describe('Longest reply, in tokens'),
         deadline_seconds: deadlineSeconds,
+        max_credits,
       }),
       z.object({
         kind: z.literal('upscale'),
@@ -68,6 +72,7 @@ export const v1GenerateBody = z
         scale,
         prompt: guidance,
         deadline_seconds: deadlineSeconds,
+        max_credits,
       }),
     ],
     unknownKind,
@@ -118,6 +123,7 @@ const common = {
   // Accepted and ignored by design: the model's default resolution is used, with its price.
   resolution: z.unknown().optional().describe('Accepted and ignored: the model default is used, with its price'),
   deadlineSeconds,
+  maxCredits: maxCreditsField('maxCredits'),
 };
 const legacyPrompt = mediaPrompt.describe(`Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`);
 
@@ -136,6 +142,7 @@ export const legacyGenerateBody = z
         scale,
         prompt: guidance,
         deadlineSeconds,
+        maxCredits: common.maxCredits,
       }),
     ],
     unknownKind,
@@ -170,5 +177,5 @@ export function legacyRequestOf(body: LegacyGenerateBody): GenerationRequest {
 
 /** The body of every remix route: only the new prompt; model, seconds, resolution and aspect are the source's. */
 export const remixBody = z
-  .object({ prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing') })
+  .object({ prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing'), max_credits })
   .meta({ id: 'RemixRequest', examples: [{ prompt: 'the same waves at night' }] });

@@ -5,7 +5,7 @@ import { recordOf } from '../core/generation-view';
 import type { GenerationView } from '../core/generation-view';
 import { principalOf, requireKeyOrSession } from './auth';
 import type { SessionAuthDeps } from './auth';
-import { generateHeaders, generateOptionsOf } from './fields';
+import { generateHeaders, generateOptionsOf, maxCreditsOption } from './fields';
 import { legacyGenerateBody, legacyRequestOf } from './generate-bodies';
 import { credits, errorResponses, idParams, liveFieldsOf, liveGenerationRecord } from './schemas';
 
@@ -30,7 +30,7 @@ export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
       response: { 200: generationResponse, ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503) },
     },
   }, async (request, reply) => {
-    const options = generateOptionsOf(request, 'C', 'POST /api/generate', request.body.deadlineSeconds);
+    const options = { ...generateOptionsOf(request, 'C', 'POST /api/generate', request.body.deadlineSeconds), ...maxCreditsOption(request.body.maxCredits, 'maxCredits') };
     const { generation } = await deps.service.submit(legacyRequestOf(request.body), principalOf(request), options);
     if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
     return { generation: recordWithLiveFields(generation) };

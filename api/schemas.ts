@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { USAGE_GROUPS } from '../core/db/usage';
 import { PLANS } from '../core/db/accounts';
 import { GENERATION_KINDS, GENERATION_STATUSES } from '../core/vocabulary';
 import { recordOf } from '../core/generation-view';
@@ -194,3 +195,24 @@ export const modelEntry = z
   .meta({ id: 'Model' });
 
 export const idParams = z.object({ id: z.string().describe('A generation id') });
+
+/** GET /api/v1/usage and the dashboard's usage page (issue 20). */
+export const usageQuery = z.object({
+  from: z.iso.datetime({ offset: true }).optional().describe('Start (inclusive), ISO 8601; default: 00:00 UTC 29 days before to'),
+  to: z.iso.datetime({ offset: true }).optional().describe('End (exclusive), ISO 8601; default: now. At most 366 days after from'),
+  group_by: z.enum(USAGE_GROUPS).default('day').describe('day (UTC, every day of the range), model, key (none: the dashboard’s own) or kind'),
+});
+const usageFigures = {
+  creditsCharged: z.number(),
+  generations: z.int(),
+  succeeded: z.int(),
+  failed: z.int(),
+  outputTokens: z.int().describe('Chat output tokens charged for'),
+};
+export const usageReport = z.object({
+  from: z.string(),
+  to: z.string(),
+  group_by: z.enum(USAGE_GROUPS),
+  data: z.array(z.object({ group: z.string().describe('The day (YYYY-MM-DD), model, key id or kind'), ...usageFigures })),
+  total: z.object(usageFigures),
+}).meta({ id: 'UsageReport' });

@@ -2,15 +2,18 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GenerationService } from '../service/generation-service';
+import { LEDGER_ENTRY_TYPES, ledgerCsv, ledgerPage } from '../service/ledger-view';
 import { modelListing } from '../service/model-list';
+import { usageReport as reportUsage } from '../service/usage-view';
 import type { WatchEvent } from '../service/watch';
 import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
+import { InvalidRequestError } from '../core/errors';
 import { inDoorWords } from './errors';
 import { openEventStream } from './sse';
-import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery } from './fields';
+import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, maxCreditsOption } from './fields';
 import { remixBody, v1GenerateBody, v1RequestOf } from './generate-bodies';
-import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, idParams, modelEntry, quote } from './schemas';
+import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, idParams, modelEntry, quote, usageQuery, usageReport } from './schemas';
 
 /** The service names request fields as the shared request type does; group A spells some in snake_case. */
 const GROUP_A_PARAMS: Record<string, string> = { imageUrl: 'image_url', maxTokens: 'max_tokens' };
@@ -54,7 +57,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         },
       },
     }, async (request, reply) => {
-      const options = generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds);
+      const options = { ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds), ...maxCreditsOption(request.body.max_credits, 'max_credits') };
       const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.submit(v1RequestOf(request.body), principalOf(request), options));
       if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
       if (g.status === 'queued' || g.status === 'running') {
@@ -84,6 +87,45 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         response: { 200: balance, ...errorResponses(401, 429, 500, 503) },
       },
     }, async (request) => deps.service.balance(principalOf(request)));
+
+    route.get('/api/v1/ledger', {
+      schema: {
+        operationId: 'listLedger',
+        tags,
+        summary: 'Every movement of the account’s credits, newest first: top-ups, holds, charges, releases, refunds, adjustments',
+        description: '`amount` is the change of the available balance (a hold takes, a release or top-up gives, a charge turns a hold into spending and is 0), so the amounts of all entries add up to the balance. '
+          + 'CSV with `Accept: text/csv` or `format=csv` (up to 10000 rows a page; the next page’s cursor in the `x-next-cursor` header).',
+        security,
+        querystring: ledgerQuery,
+        response: {
+          200: {
+            description: 'A page of entries (JSON), or the same as CSV',
+            content: { 'application/json': { schema: ledgerList }, 'text/csv': { schema: z.string() } },
+          },
+          ...errorResponses(400, 401, 429, 500, 503),
+        },
+      },
+    }, async (request, reply) => {
+      const csv = request.query.format === 'csv' || (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
+      const limit = request.query.limit ?? (csv ? MAX_CSV_ROWS : 50);
+      if (!csv && limit > MAX_JSON_ROWS) throw new InvalidRequestError(`limit: at most ${MAX_JSON_ROWS} entries a page in JSON (${MAX_CSV_ROWS} in CSV)`, 'limit');
+      const page = await ledgerPage(deps.pool, principalOf(request), { limit, cursor: request.query.cursor });
+      if (!csv) return page;
+      if (page.next_cursor) reply.header('x-next-cursor', page.next_cursor);
+      return reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="ledger.csv"').send(ledgerCsv(page.data));
+    });
+
+    route.get('/api/v1/usage', {
+      schema: {
+        operationId: 'getUsage',
+        tags,
+        summary: 'Credits charged, generations, failures and tokens per day, model, key or kind',
+        description: 'Generations created in [from, to), whichever door made them. Credits charged count settled generations; a failed one charges nothing.',
+        security,
+        querystring: usageQuery,
+        response: { 200: usageReport, ...errorResponses(400, 401, 429, 500, 503) },
+      },
+    }, async (request) => reportUsage(deps.pool, principalOf(request), request.query));
 
     route.get('/api/v1/generations', {
       schema: {
@@ -125,7 +167,9 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
       const route = 'POST /api/v1/generations/{id}/remix';
       const { id } = request.params;
       // The source is part of what the key stands for: the same key on another video is a conflict.
-      const options = { ...generateOptionsOf(request, 'A', route), idempotency: idempotencyOf(request, route, { id, ...request.body }) };
+      const options = {
+        ...generateOptionsOf(request, 'A', route), idempotency: idempotencyOf(request, route, { id, ...request.body }), ...maxCreditsOption(request.body.max_credits, 'max_credits'),
+      };
       const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.remix(principalOf(request), id, request.body.prompt, options));
       if (g.status === 'queued' || g.status === 'running') reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
       return generationOf(g);
@@ -181,6 +225,27 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
     });
   });
 };
+
+const MAX_JSON_ROWS = 500;
+const MAX_CSV_ROWS = 10_000;
+const ledgerQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_CSV_ROWS).optional().describe(`Page size: 1 to ${MAX_JSON_ROWS} (default 50) in JSON, up to ${MAX_CSV_ROWS} (default) in CSV`),
+  cursor: z.string().max(400).optional().describe('next_cursor of the previous page'),
+  format: z.enum(['json', 'csv']).optional().describe('csv: the same entries as CSV (or send Accept: text/csv)'),
+});
+const ledgerEntry = z.object({
+  id: z.string(),
+  type: z.enum(LEDGER_ENTRY_TYPES),
+  amount: z.number().describe('The change of the available balance: negative for a hold or refund, positive for a top-up, adjustment or release, 0 for a charge'),
+  credits: z.number().describe('The size of the movement: what was held, charged, released or added'),
+  balanceAfter: z.number().describe('The available balance after it'),
+  heldAfter: z.number().describe('What was held after it'),
+  generationId: z.string().nullable(),
+  keyId: z.string().nullable().describe('The key whose generation it was'),
+  note: z.string().nullable(),
+  createdAt: z.string(),
+}).meta({ id: 'LedgerEntry' });
+const ledgerList = z.object({ data: z.array(ledgerEntry), next_cursor: z.string().nullable() }).meta({ id: 'LedgerPage' });
 
 const lastEventId = z.looseObject({ 'last-event-id': z.string().max(40).optional().describe('The id of the last event received, to resume after it') });
 const eventStream = {

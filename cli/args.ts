@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { PLANS } from '../core/db/accounts';
 import type { Plan } from '../core/db/accounts';
-import { USAGE_GROUPS } from '../core/db/usage';
-import type { UsageGroup } from '../core/db/usage';
+import { MARGIN_GROUPS } from '../core/db/margins';
+import type { MarginGroup } from '../core/db/margins';
 
 /** The command line was wrong: print the usage and exit 2. */
 export class UsageError extends Error {
@@ -17,7 +17,7 @@ export type Command =
   | { name: 'key revoke'; keyId: string }
   | { name: 'credits add'; accountId: string; credits: number }
   | { name: 'user create'; accountId: string; email: string }
-  | { name: 'usage'; groupBy: UsageGroup; from?: string; to?: string };
+  | { name: 'usage'; groupBy: MarginGroup; from?: string; to?: string };
 
 export interface Invocation {
   command: Command;
@@ -90,8 +90,8 @@ const SPECS: Record<string, Spec> = {
     positionals: [],
     flags: ['group-by', 'from', 'to'],
     build: (_, v) => {
-      const groupBy = USAGE_GROUPS.find((g) => g === (v['group-by'] ?? 'model'));
-      if (!groupBy) throw new UsageError(`--group-by must be one of ${USAGE_GROUPS.join(', ')}; got '${v['group-by']}'`);
+      const groupBy = MARGIN_GROUPS.find((g) => g === (v['group-by'] ?? 'model'));
+      if (!groupBy) throw new UsageError(`--group-by must be one of ${MARGIN_GROUPS.join(', ')}; got '${v['group-by']}'`);
       return { name: 'usage', groupBy, ...(v.from === undefined ? {} : { from: v.from }), ...(v.to === undefined ? {} : { to: v.to }) };
     },
   },

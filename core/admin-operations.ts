@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { accountExists, insertAccount, insertApiKey, revokeApiKey, PLANS } from './db/accounts';
+import { BUDGET_PERIODS, readKeyBudget, setKeyBudget } from './db/budgets';
+import type { BudgetPeriod, KeyBudget } from './db/budgets';
 import { findUserByEmail, insertPasswordLink, insertUser } from './db/users';
 import { credit } from './ledger';
 import { inTransaction } from './db/pool';
@@ -26,6 +28,51 @@ export const createKeyBody = z.object({
     .describe('Capabilities: image, video, chat, upscale (or generate:image, generate:video, generate:chat, generate:upscale), and webhooks (manage the account’s webhook endpoints)'),
   models: z.array(z.string().min(1).max(100)).min(1).optional().describe('An allow-list of model ids; omitted: every model'),
 }).meta({ examples: [{ scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] }, { scopes: ['generate:image'], models: ['flux'] }] });
+
+export const keyBudgetBody = z.strictObject({
+  maxCredits: credits.describe('The most the key may hold and spend per period, in credits; a hold past it is refused with 402 budget_exceeded'),
+  period: z.enum(BUDGET_PERIODS).describe('When the budget starts again: day, week (ISO, from Monday) or month, at 00:00 UTC; none: never'),
+}).meta({ id: 'KeyBudgetRequest', examples: [{ maxCredits: 500, period: 'month' }, { maxCredits: 20, period: 'day' }] });
+
+export const keyBudgetView = z.object({
+  keyId: z.string(),
+  maxCredits: z.number(),
+  period: z.enum(BUDGET_PERIODS),
+  spentCredits: z.number().describe('Held now and charged since the period started'),
+  availableCredits: z.number().describe('What the key may still hold this period'),
+  periodStart: z.string().nullable().describe('When the current period started (null for none)'),
+  resetsAt: z.string().nullable().describe('When the next period starts (null for none)'),
+}).meta({ id: 'KeyBudget' });
+
+/** Where the period after the one starting at `start` starts. */
+function nextPeriod(period: BudgetPeriod, start: Date | null): Date | null {
+  if (!start || period === 'none') return null;
+  const next = new Date(start);
+  if (period === 'day') next.setUTCDate(next.getUTCDate() + 1);
+  else if (period === 'week') next.setUTCDate(next.getUTCDate() + 7);
+  else next.setUTCMonth(next.getUTCMonth() + 1);
+  return next;
+}
+
+export function budgetViewOf(keyId: string, b: KeyBudget): z.infer<typeof keyBudgetView> {
+  return {
+    keyId, maxCredits: mcToCredits(b.maxMc), period: b.period, spentCredits: mcToCredits(b.spentMc),
+    availableCredits: mcToCredits(Math.max(0, b.maxMc - b.spentMc)),
+    periodStart: b.periodStart?.toISOString() ?? null, resetsAt: nextPeriod(b.period, b.periodStart)?.toISOString() ?? null,
+  };
+}
+
+/** Sets a key's budget (it applies from the key's next request); given an account (the dashboard), only a key of that account. */
+export async function setBudget(pool: pg.Pool, keyId: string, body: z.infer<typeof keyBudgetBody>, accountId?: string) {
+  if (!(await setKeyBudget(pool, keyId, accountId, { maxMc: creditsToMc(body.maxCredits), period: body.period }))) throw new NotFoundError(`Key '${keyId}' not found.`);
+  return budgetViewOf(keyId, (await readKeyBudget(pool, keyId, { lock: false }))!);
+}
+
+/** Removes a key's budget: the key is limited by the account's balance alone again. */
+export async function removeBudget(pool: pg.Pool, keyId: string, accountId?: string) {
+  if (!(await setKeyBudget(pool, keyId, accountId, null))) throw new NotFoundError(`Key '${keyId}' not found.`);
+  return { keyId, removed: true as const };
+}
 
 export const topUpBody = z.object({ credits: credits.refine((c) => creditsToMc(c) > 0, 'credits must be at least 0.001') }).meta({ examples: [{ credits: 250 }] });
 

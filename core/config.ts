@@ -126,6 +126,14 @@ export const configSchema = z.object({
   /** A worker on its own serves GET /metrics on this port (the API serves its own on PORT). */
   METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   PUBLIC_BASE_URL: optionalUrl,
+  /** Buying credits with Stripe Checkout: on when both are set (issue 20). */
+  STRIPE_SECRET_KEY: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(8).optional()),
+  STRIPE_WEBHOOK_SECRET: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(8).optional()),
+  /** Another Stripe API base (stripe-mock); Stripe's own when unset. */
+  STRIPE_API_URL: optionalUrl,
+  /** The fewest and most credits one checkout buys (1 credit = 0.01 EUR). */
+  BILLING_MIN_CREDITS: z.coerce.number().int().min(1).default(500),
+  BILLING_MAX_CREDITS: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
   /** Signs output URLs; generated and kept in DATA_DIR when not given. */
   URL_SIGNING_SECRET: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16).optional()),
   /** How long the API waits for an image or chat to finish before answering with its current state. */
@@ -296,4 +304,13 @@ export function upstreamSettings(c: Config): UpstreamConfig[] {
 /** When an upstream is cooled down (core/providers/health.ts). */
 export function breakerSettings(c: Config): BreakerConfig {
   return (c.UPSTREAMS_JSON ?? c.UPSTREAMS_FILE)?.breaker ?? { failures: 3, cooldownMs: 30_000 };
+}
+
+/** Stripe billing when both its secrets are set; absent otherwise (no billing routes). */
+export function billingOptionsOf(c: Config) {
+  if (!c.STRIPE_SECRET_KEY || !c.STRIPE_WEBHOOK_SECRET) return undefined;
+  return {
+    secretKey: c.STRIPE_SECRET_KEY, webhookSecret: c.STRIPE_WEBHOOK_SECRET, apiUrl: c.STRIPE_API_URL,
+    minCredits: c.BILLING_MIN_CREDITS, maxCredits: Math.max(c.BILLING_MIN_CREDITS, c.BILLING_MAX_CREDITS),
+  };
 }

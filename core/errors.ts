@@ -61,6 +61,33 @@ export class InsufficientCreditsError extends DomainError {
   }
 }
 
+/** The key's own spending budget for its period (not the account's balance) has too little left. */
+export class BudgetExceededError extends DomainError {
+  readonly status = 402;
+  readonly type = 'budget_exceeded';
+  constructor(b: { keyId: string; requiredCredits: number; availableCredits: number; maxCredits: number; period: string }) {
+    const per = b.period === 'none' ? 'in total' : `this ${b.period} (UTC)`;
+    super(`Key budget exceeded: ${b.requiredCredits} required, ${b.availableCredits} available of the key's ${b.maxCredits} credits ${per}; nothing was charged.`, {
+      required: b.requiredCredits,
+      available: b.availableCredits,
+      key_id: b.keyId,
+      max_credits: b.maxCredits,
+      period: b.period,
+    });
+  }
+}
+
+/** A request's own `max_credits` is below what it would cost: refused before anything is held. */
+export class QuoteAboveMaxCreditsError extends DomainError {
+  readonly status = 402;
+  readonly type = 'max_credits_exceeded';
+  constructor(quoteCredits: number, maxCredits: number, param: string) {
+    super(`The quote of ${quoteCredits} credits is above this request's ${param} of ${maxCredits}; nothing was held or charged.`, {
+      param, required: quoteCredits, max_credits: maxCredits,
+    });
+  }
+}
+
 export class PermissionError extends DomainError {
   readonly status = 403;
   readonly type = 'permission_error';

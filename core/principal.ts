@@ -17,6 +17,8 @@ export interface Principal {
    * being placed when this says the hold will very likely be granted.
    */
   availableMc?: number;
+  /** The key has a spending budget (core/db/budgets.ts), checked when its holds are placed. */
+  budgeted?: boolean;
 }
 
 export function assertScope(principal: Principal, kind: GenerationKind): void {

@@ -1,11 +1,11 @@
 import type pg from 'pg';
 import { findIdempotencyClaim } from '../core/db/idempotency';
-import { IdempotencyConflictError, InsufficientCreditsError, ServiceUnavailableError } from '../core/errors';
+import { BudgetExceededError, IdempotencyConflictError, InsufficientCreditsError, QuoteAboveMaxCreditsError, ServiceUnavailableError } from '../core/errors';
 import { viewOf } from '../core/generation-view';
 import { requestHash } from '../core/idempotency';
 import { admit } from '../core/ledger';
 import type { KeyedRequest } from '../core/ledger';
-import { mcToCredits } from '../core/money';
+import { creditsToMc, mcToCredits } from '../core/money';
 import type { Principal } from '../core/principal';
 import type { OutputStore } from '../core/storage';
 import type { GenerationWorkflowInput } from '../core/workflow-contract';
@@ -86,9 +86,17 @@ export function createAdmission(deps: AdmissionDeps) {
 
     /** Admits a request's priced generations, all or none; a refusal is a 402 for the whole request. */
     async admit(priced: readonly PricedGeneration[], principal: Principal, opts: SubmitOptions): Promise<Admitted> {
-      const admission = await admit(pool, priced.map((p) => ({ ...p, id: p.generationId, startsRunning: p.apiRun?.admittedRunning })), keyedOf(principal, opts));
+      assertWithinMaxCredits(priced, opts);
+      const budgeted = principal.budgeted === true;
+      const admission = await admit(pool, priced.map((p) => ({ ...p, id: p.generationId, budgeted, startsRunning: p.apiRun?.admittedRunning })), keyedOf(principal, opts));
       if (admission.outcome === 'replay') return { replayOf: admission.firstId };
       if (admission.outcome === 'refused') throw new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
+      if (admission.outcome === 'over_budget') {
+        throw new BudgetExceededError({
+          keyId: admission.keyId, requiredCredits: mcToCredits(admission.requiredMc), availableCredits: mcToCredits(admission.availableMc),
+          maxCredits: mcToCredits(admission.maxMc), period: admission.period,
+        });
+      }
       const inputs = admission.generations.map((a, i) => inputOfAdmitted(priced[i]!, a, deps.deadlines));
       for (const input of inputs) {
         opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: input.admitted.free ? 0 : mcToCredits(input.quoteMc), free: input.admitted.free }, 'generation admitted');
@@ -96,6 +104,13 @@ export function createAdmission(deps: AdmissionDeps) {
       return { inputs, createdAt: admission.createdAt };
     },
   };
+}
+
+/** The request's own cap (`max_credits`): the whole request's quote above it is refused before any hold. */
+function assertWithinMaxCredits(priced: readonly PricedGeneration[], opts: SubmitOptions): void {
+  if (opts.maxCredits === undefined) return;
+  const quoteMc = priced.reduce((sum, p) => sum + p.quoteMc, 0);
+  if (quoteMc > creditsToMc(opts.maxCredits.credits)) throw new QuoteAboveMaxCreditsError(mcToCredits(quoteMc), opts.maxCredits.credits, opts.maxCredits.param);
 }
 
 export type Admission = ReturnType<typeof createAdmission>;

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { release, settle } from '../core/ledger';
 import { DeadlineExceededError, markAfterAdmission, ProviderRejectedError } from '../core/errors';
+import { creditsToMc } from '../core/money';
 import { chargeForTokens } from '../core/pricing';
 import type { Principal } from '../core/principal';
 import { toolCallAssembler } from '../core/providers/tool-calls';
@@ -142,7 +143,10 @@ export function createChatRuns(deps: ChatRunDeps) {
     // says the hold will be granted: its time to first token then hides the transaction. A
     // refusal after all (a concurrent spend) stops the upstream call before anything is sent.
     const stop = new AbortController();
-    const early = (principal.availableMc ?? 0) >= priced.quoteMc ? openStream(deps.provider, job, stop.signal) : undefined;
+    // Not for a key with a budget, nor past the request's own cap: the hold is then likelier refused.
+    const likely = (principal.availableMc ?? 0) >= priced.quoteMc && !principal.budgeted
+      && (opts.maxCredits === undefined || creditsToMc(opts.maxCredits.credits) >= priced.quoteMc);
+    const early = likely ? openStream(deps.provider, job, stop.signal) : undefined;
     let admitted: Awaited<ReturnType<Admission['admit']>>;
     try {
       admitted = await deps.admission.admit([priced], principal, opts);

@@ -47,6 +47,8 @@ export interface SubmitOptions {
    * deadline becomes the sooner of it and the kind's own. Kept in the generation's params.
    */
   deadlineMs?: number | undefined;
+  /** The request's own spending cap (`max_credits`, as the door names it): a quote above it is refused before any hold. */
+  maxCredits?: { credits: number; param: string } | undefined;
   /** The request's logger: admission lines carry its request id next to the generation id. */
   log?: { info(obj: object, msg: string): void; warn?(obj: object, msg: string): void } | undefined;
 }

@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createKey, createKeyBody, revokeKey } from '../../core/admin-operations';
+import { budgetViewOf, createKey, createKeyBody, keyBudgetBody, keyBudgetView, removeBudget, revokeKey, setBudget } from '../../core/admin-operations';
 import { SCOPES } from '../../core/api-keys';
 import { listApiKeys } from '../../core/db/accounts';
+import { readKeyBudget } from '../../core/db/budgets';
 import { UnauthorizedError } from '../../core/errors';
 import { MAX_PASSWORD_LENGTH } from '../../core/passwords';
 import type { OutputStore } from '../../core/storage';
@@ -17,7 +18,8 @@ import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKI
 import type { SessionAuthDeps } from '../auth';
 import { listQuery } from '../fields';
 import { legacyGenerateBody, legacyRequestOf } from '../generate-bodies';
-import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, generationStatus, idParams, quote } from '../schemas';
+import { usageReport as reportUsage } from '../../service/usage-view';
+import { balance, errorResponses, usageQuery, usageReport, generation, generationKind, generationList, generationListOf, generationOf, generationStatus, idParams, quote } from '../schemas';
 import type { ErrorStatus } from '../schemas';
 import { webhookRoutes } from '../webhooks';
 import { liveEvents, overviewOf } from './events';
@@ -85,6 +87,7 @@ const keySummary = {
   models: z.array(z.string()).nullable(),
   createdAt: z.string(),
   lastUsedAt: z.string().nullable().describe('Updated at most about once a minute'),
+  budget: keyBudgetView.nullable().describe('The key’s spending budget with what it spent this period; null: none'),
 };
 const apiKey = z.object(keySummary).meta({ id: 'DashboardApiKey' });
 const apiKeyCreated = z.object({ ...keySummary, key: z.string().describe('gsk_…: shown in this answer only') }).meta({ id: 'DashboardApiKeyCreated' });
@@ -171,6 +174,10 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
       schema: { operationId: 'dashboardOverview', tags, security, summary: 'Balance, holds, free chat allowance, plan and rate limit', response: { 200: overview, ...errors() } },
     }, async (request) => overviewOf(await deps.service.balance(principalOf(request))));
 
+    route.get('/dashboard/api/usage', {
+      schema: { operationId: 'dashboardUsage', tags, security, summary: 'The account’s usage per day, model, key or kind (as GET /api/v1/usage)', querystring: usageQuery, response: { 200: usageReport, ...errors(400) } },
+    }, async (request) => reportUsage(deps.pool, principalOf(request), request.query));
+
     route.get('/dashboard/api/generations', {
       schema: { operationId: 'dashboardListGenerations', tags, security, summary: 'The account’s generations, newest first (as GET /api/v1/generations)', querystring: listQuery, response: { 200: generationList, ...errors(400) } },
     }, async (request) => generationListOf(await deps.service.list(principalOf(request), request.query)));
@@ -186,13 +193,14 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
       },
     }, async (request) => deps.service.quote(legacyRequestOf(request.body), principalOf(request), 'C'));
 
-    const keyOf = (k: Awaited<ReturnType<typeof listApiKeys>>[number]) => ({
-      ...k, createdAt: k.createdAt.toISOString(), lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
-    });
+    const keyOf = async (k: Awaited<ReturnType<typeof listApiKeys>>[number]) => {
+      const budget = await readKeyBudget(deps.pool, k.id, { lock: false });
+      return { ...k, createdAt: k.createdAt.toISOString(), lastUsedAt: k.lastUsedAt?.toISOString() ?? null, budget: budget ? budgetViewOf(k.id, budget) : null };
+    };
 
     route.get('/dashboard/api/keys', {
       schema: { operationId: 'dashboardListKeys', tags, security, summary: 'The account’s live API keys (never the keys themselves)', response: { 200: z.object({ data: z.array(apiKey) }), ...errors() } },
-    }, async (request) => ({ data: (await listApiKeys(deps.pool, principalOf(request).accountId)).map(keyOf) }));
+    }, async (request) => ({ data: await Promise.all((await listApiKeys(deps.pool, principalOf(request).accountId)).map(keyOf)) }));
 
     route.post('/dashboard/api/keys', {
       schema: { operationId: 'dashboardCreateKey', tags, security, summary: 'Issue an API key with scopes and an optional model list; the key is shown in this answer only', body: createKeyBody, response: { 201: apiKeyCreated, ...changeErrors(400) } },
@@ -201,8 +209,22 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
       const { id, key } = await createKey(deps.pool, accountId, request.body);
       const created = (await listApiKeys(deps.pool, accountId)).find((k) => k.id === id)!;
       reply.code(201);
-      return { ...keyOf(created), key };
+      return { ...(await keyOf(created)), key };
     });
+
+    route.put('/dashboard/api/keys/:id/budget', {
+      schema: {
+        operationId: 'dashboardSetKeyBudget', tags, security, summary: 'Set a key’s spending budget per day, week, month or in total (UTC periods)',
+        params: keyParams, body: keyBudgetBody, response: { 200: keyBudgetView, ...changeErrors(400, 404) },
+      },
+    }, async (request) => setBudget(deps.pool, request.params.id, request.body, principalOf(request).accountId));
+
+    route.delete('/dashboard/api/keys/:id/budget', {
+      schema: {
+        operationId: 'dashboardRemoveKeyBudget', tags, security, summary: 'Remove a key’s spending budget',
+        params: keyParams, response: { 200: z.object({ keyId: z.string(), removed: z.literal(true) }), ...changeErrors(404) },
+      },
+    }, async (request) => removeBudget(deps.pool, request.params.id, principalOf(request).accountId));
 
     route.delete('/dashboard/api/keys/:id', {
       schema: { operationId: 'dashboardRevokeKey', tags, security, summary: 'Revoke a key at once: its next request is refused', params: keyParams, response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...changeErrors(404) } },

@@ -40,6 +40,9 @@ const ASSETS: Record<string, Asset> = {
   'vendor/hooks.mjs': asset(moduleFile('preact/hooks', 'hooks.mjs'), JS),
   'vendor/htm.mjs': asset(moduleFile('htm', 'htm.mjs'), JS),
   'vendor/htm-preact.mjs': asset(moduleFile('htm/preact', 'index.mjs'), JS),
+  // uPlot draws the usage chart: served from the installed package like the others, never a CDN.
+  'vendor/uplot.mjs': asset(moduleFile('uplot', 'uPlot.esm.js'), JS),
+  'vendor/uplot.css': asset(moduleFile('uplot', 'uPlot.min.css'), 'text/css; charset=utf-8'),
 };
 
 const IMPORT_MAP = JSON.stringify({
@@ -48,6 +51,7 @@ const IMPORT_MAP = JSON.stringify({
     'preact/hooks': '/dashboard/assets/vendor/hooks.mjs',
     htm: '/dashboard/assets/vendor/htm.mjs',
     'htm/preact': '/dashboard/assets/vendor/htm-preact.mjs',
+    uplot: '/dashboard/assets/vendor/uplot.mjs',
   },
 });
 const IMPORT_MAP_HASH = createHash('sha256').update(IMPORT_MAP).digest('base64');
@@ -70,6 +74,7 @@ export const DASHBOARD_PAGES = [
   { path: '', page: 'overview', title: 'Overview', authed: true },
   { path: '/generations', page: 'generations', title: 'Generations', authed: true },
   { path: '/keys', page: 'keys', title: 'API keys', authed: true },
+  { path: '/usage', page: 'usage', title: 'Usage', authed: true },
   { path: '/webhooks', page: 'webhooks', title: 'Webhooks', authed: true },
   { path: '/playground', page: 'playground', title: 'Playground', authed: true },
   { path: '/login', page: 'login', title: 'Log in', authed: false },
@@ -86,6 +91,7 @@ function shell(title: string, boot: Record<string, unknown>): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)} · Generation service</title>
+<link rel="stylesheet" href="/dashboard/assets/vendor/uplot.css">
 <link rel="stylesheet" href="/dashboard/assets/style.css">
 <script type="importmap">${IMPORT_MAP}</script>
 <script type="application/json" id="boot">${escapeJson(boot)}</script>

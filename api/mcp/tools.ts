@@ -5,7 +5,7 @@ import type { GenerationService, SubmitOptions } from '../../service/generation-
 import { modelListing } from '../../service/model-list';
 import type { GenerationView } from '../../core/generation-view';
 import { fromZod } from '../errors';
-import { clientDeadlineMs, mediaPrompt, modelId } from '../fields';
+import { clientDeadlineMs, maxCreditsField, maxCreditsOption, mediaPrompt, modelId } from '../fields';
 import { v1GenerateBody, v1ImageBody, v1RequestOf, v1VideoBody } from '../generate-bodies';
 import { generation, generationOf, modelEntry } from '../schemas';
 import { generationResult, structured } from './results';
@@ -114,14 +114,14 @@ const generateImage = defineTool({
   annotations: GENERATES,
   parse: asGroupA('image'),
   run: async (body, ctx) => {
-    const { generation: submitted } = await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds) });
+    const { generation: submitted } = await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds), ...maxCreditsOption(body.max_credits, 'max_credits') });
     const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
     return generationResult(g, { failedIsError: true });
   },
 });
 
 const submitVideo = async (body: z.output<typeof v1GenerateBody>, ctx: ToolContext): Promise<GenerationView> =>
-  (await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds) })).generation;
+  (await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds), ...maxCreditsOption(body.max_credits, 'max_credits') })).generation;
 
 const generateVideo = defineTool({
   name: 'generate_video',
@@ -149,6 +149,7 @@ const enhancePrompt = defineTool({
     prompt: mediaPrompt.describe('The prompt to improve'),
     target: z.enum(['image', 'video']).default('image').describe('What the prompt is for (default image)'),
     model: modelId.optional().describe('A chat model; omitted or auto: the service picks'),
+    max_credits: maxCreditsField('max_credits'),
   }),
   output: enhanceOutput,
   annotations: GENERATES,
@@ -162,7 +163,7 @@ const enhancePrompt = defineTool({
         { role: 'user' as const, content: args.prompt },
       ],
     };
-    const { generation: submitted } = await ctx.service.submit(request, ctx.principal, { door: 'A', respondAsync: true, log: ctx.log });
+    const { generation: submitted } = await ctx.service.submit(request, ctx.principal, { door: 'A', respondAsync: true, log: ctx.log, ...maxCreditsOption(args.max_credits, 'max_credits') });
     const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
     return structured({ prompt: g.status === 'succeeded' ? (g.text ?? '').trim() : '', generation: generationOf(g) }, { isError: g.status === 'failed' });
   },

@@ -10,7 +10,7 @@ import type { ToolCall } from '../../core/vocabulary';
 import type { ChatMessage, ChatSampling } from '../../service/requests';
 import { principalOf } from '../auth';
 import { errorBody } from '../errors';
-import { cancelAfterHeader, functionName, idempotencyKey, modelId } from '../fields';
+import { cancelAfterHeader, functionName, idempotencyKey, maxCreditsField, modelId } from '../fields';
 import { clientGone, errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
 import type { OpenAiDeps } from './shared';
 
@@ -51,6 +51,7 @@ const CHAT_FIELDS = [
   'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'n', 'stop',
   'presence_penalty', 'frequency_penalty', 'seed', 'user', 'response_format', 'store', 'metadata', 'tools', 'tool_choice',
   'functions', 'function_call', 'logprobs', 'top_logprobs', 'logit_bias', 'parallel_tool_calls', 'modalities', 'audio', 'reasoning_effort',
+  'max_credits',
 ] as const;
 const UNSUPPORTED = 'is not supported by this service';
 
@@ -69,6 +70,7 @@ export const chatCompletionBody = z
     presence_penalty: z.number().min(-2).max(2).nullish(),
     frequency_penalty: z.number().min(-2).max(2).nullish(),
     seed: z.number().int().nullish(),
+    max_credits: maxCreditsField('max_credits').nullable(),
     user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
     store: z.boolean().nullish().describe('Accepted and ignored'),
     metadata: z.record(safeText({ max: 64 }), safeText({ max: 512 })).nullish().describe('Accepted and ignored'),

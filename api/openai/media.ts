@@ -7,11 +7,13 @@ import { safeText } from '../../core/text';
 import type { GenerationView } from '../../core/generation-view';
 import { VIDEO_PREVIEWS } from '../../core/vocabulary';
 import { principalOf } from '../auth';
-import { cancelAfterHeader, deadlineSeconds, idempotencyKey, imageUrl as httpImageUrl, mediaPrompt, modelId } from '../fields';
+import { cancelAfterHeader, deadlineSeconds, idempotencyKey, imageUrl as httpImageUrl, maxCreditsField, mediaPrompt, modelId } from '../fields';
 import { remixBody } from '../generate-bodies';
 import { idParams } from '../schemas';
 import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './shared';
 import type { OpenAiDeps } from './shared';
+
+const maxCredits = maxCreditsField('max_credits');
 
 /** Group B images and videos: each image and each video is a generation like any other door's. */
 
@@ -39,6 +41,7 @@ export const imageGenerationBody = z
     style: z.enum(['vivid', 'natural']).nullish().describe('Accepted and ignored'),
     user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
     deadline_seconds: deadlineSeconds.nullable(),
+    max_credits: maxCredits.nullable(),
   })
   .meta({ id: 'ImageGenerationRequest', examples: [{ model: 'flux', prompt: 'a lighthouse at dusk', n: 2, size: '1024x1024', quality: 'standard', response_format: 'url' }] });
 
@@ -68,6 +71,7 @@ export const videoGenerationBody = z
     duration: z.union([z.literal(5), z.literal(10)], { error: 'duration must be 5 or 10' }).nullish().describe('Seconds: 5 or 10 (default 5), clamped to the model’s range'),
     image_url: imageUrl.nullish().describe('A reference frame (image-to-video), fetched by the service'),
     deadline_seconds: deadlineSeconds.nullable(),
+    max_credits: maxCredits.nullable(),
   })
   .meta({ id: 'VideoGenerationRequest', examples: [{ model: 'kling-2.1-pro', prompt: 'waves rolling onto a beach', duration: 5 }] });
 
@@ -109,6 +113,7 @@ export const videosCreateBody = z
     input_reference: z.unknown().optional().describe('A reference frame: an uploaded image file (multipart), or { image_url }'),
     // Multipart sends numbers as strings.
     deadline_seconds: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), deadlineSeconds),
+    max_credits: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), maxCredits),
   })
   .meta({ id: 'VideoCreateRequest' });
 

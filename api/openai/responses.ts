@@ -8,7 +8,7 @@ import { toolCallAssembler } from '../../core/providers/tool-calls';
 import type { ChatTools } from '../../core/providers/types';
 import type { ChatMessage, ChatSampling, ResponseRecord } from '../../service/requests';
 import { principalOf } from '../auth';
-import { cancelAfterHeader, functionName, idempotencyKey, modelId } from '../fields';
+import { cancelAfterHeader, functionName, idempotencyKey, maxCreditsField, modelId } from '../fields';
 import { partsOfView, responseEvents, responseObject } from './response-shape';
 import type { ResponseParts } from './response-shape';
 import { clientGone, errorsB, GROUP_B_PARAMS, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags } from './shared';
@@ -69,7 +69,7 @@ const RESPONSE_FIELDS = [
   'model', 'input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'metadata', 'store', 'stream', 'stream_options', 'background',
   'previous_response_id', 'user', 'safety_identifier', 'prompt_cache_key', 'prompt_cache_retention', 'service_tier', 'reasoning',
   'parallel_tool_calls', 'truncation', 'include', 'text', 'tools', 'tool_choice', 'max_tool_calls', 'top_logprobs', 'conversation', 'prompt',
-  'context_management', 'image', 'moderation', 'access_programs', 'prompt_cache_options',
+  'context_management', 'image', 'moderation', 'access_programs', 'prompt_cache_options', 'max_credits',
 ] as const;
 const refused = (field: string, what = `${field} ${UNSUPPORTED}`) => z.never({ error: what }).optional();
 
@@ -85,6 +85,7 @@ export const responseCreateBody = z
       .describe('Kept with the response and answered back'),
     store: z.boolean().nullish().describe('Default true: readable with GET /v1/responses/{id} and continuable with previous_response_id'),
     stream: z.boolean().nullish().describe('Server-Sent Events: response.created … response.completed'),
+    max_credits: maxCreditsField('max_credits').nullable(),
     stream_options: z.object({ include_obfuscation: z.boolean().optional() }).nullish().describe('Accepted and ignored'),
     background: z.boolean().nullish().describe('Answer queued at once; poll GET /v1/responses/{id}, stop with POST /v1/responses/{id}/cancel'),
     previous_response_id: z.string().max(100).nullish().describe('Continue a stored response of the same account'),

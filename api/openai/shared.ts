@@ -4,7 +4,7 @@ import type { OutputStore } from '../../core/storage';
 import type { GenerationService } from '../../service/generation-service';
 import type { AuthDeps } from '../auth';
 import { inDoorWords } from '../errors';
-import { clientDeadlineMs, idempotencyOf } from '../fields';
+import { clientDeadlineMs, idempotencyOf, maxCreditsOption } from '../fields';
 import { apiError } from '../schemas';
 
 /** What every route of group B shares: its deps, its words for parameters and errors, its OpenAPI tags. */
@@ -44,7 +44,11 @@ export function refuseUnknownFields(allowed: readonly string[]) {
  */
 export function submitOptionsOf(request: Parameters<typeof idempotencyOf>[0], route: string, body: unknown, bodyDeadlineSeconds?: number | null) {
   const deadlineMs = clientDeadlineMs(request.headers['cancel-after'], bodyDeadlineSeconds ?? undefined);
-  return { door: 'B' as const, idempotency: idempotencyOf(request, route, body), ...(deadlineMs === undefined ? {} : { deadlineMs }) };
+  // Every group B body that submits takes `max_credits` (validated by its schema).
+  const cap = (body as { max_credits?: number | null }).max_credits;
+  return {
+    door: 'B' as const, idempotency: idempotencyOf(request, route, body), ...(deadlineMs === undefined ? {} : { deadlineMs }), ...maxCreditsOption(cap, 'max_credits'),
+  };
 }
 
 /** Ends when the client closes the connection before the response is done. */

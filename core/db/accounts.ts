@@ -37,6 +37,8 @@ export interface StoredApiKey {
   /** The account's available balance when the key was read: a hint for speculation, never a decision. */
   availableMc?: number;
   lastUsedAt: Date | null;
+  /** The key has a spending budget: its admissions lock and check it. */
+  budgeted: boolean;
 }
 
 export async function insertApiKey(
@@ -52,15 +54,16 @@ export async function insertApiKey(
 /** The live key with this hash; a revoked key is not found, so revocation applies on the next request. */
 export async function findApiKeyByHash(q: Queryable, keyHash: Buffer): Promise<StoredApiKey | undefined> {
   // Named: prepared once per connection, since every keyed request starts with it.
-  const r = await q.query<{ id: string; account_id: string; plan: Plan; scopes: string[]; models: string[] | null; available_mc: number; last_used_at: Date | null }>({
+  const r = await q.query<{ id: string; account_id: string; plan: Plan; scopes: string[]; models: string[] | null; available_mc: number; last_used_at: Date | null; budgeted: boolean }>({
     name: 'find-api-key',
-    text: `SELECT k.id, k.account_id, a.plan, k.scopes, k.models, a.balance_mc - a.held_mc AS available_mc, k.last_used_at
+    text: `SELECT k.id, k.account_id, a.plan, k.scopes, k.models, a.balance_mc - a.held_mc AS available_mc, k.last_used_at,
+                  EXISTS (SELECT 1 FROM api_key_budgets b WHERE b.key_id = k.id) AS budgeted
              FROM api_keys k JOIN accounts a ON a.id = k.account_id
             WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
     values: [keyHash],
   });
   const row = r.rows[0];
-  return row && { id: row.id, accountId: row.account_id, plan: row.plan, scopes: row.scopes, models: row.models, availableMc: row.available_mc, lastUsedAt: row.last_used_at };
+  return row && { id: row.id, accountId: row.account_id, plan: row.plan, scopes: row.scopes, models: row.models, availableMc: row.available_mc, lastUsedAt: row.last_used_at, budgeted: row.budgeted };
 }
 
 /** How stale `last_used_at` may get: the auth hook writes it at most about once a minute per key. */

@@ -1,58 +1,35 @@
-import { EUR_PER_MC } from '../money';
 import type { Queryable } from './pool';
 
-export const USAGE_GROUPS = ['model', 'upstream', 'day'] as const;
+export const USAGE_GROUPS = ['day', 'model', 'key', 'kind'] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
 
 export interface UsageRow {
-  /** The model id, the upstream's name (`simulator` for runs on it), or the UTC day (YYYY-MM-DD). */
-  key: string;
+  /** The day (YYYY-MM-DD, UTC), model id, key id (`none` for the dashboard's own) or kind. */
+  group: string;
+  chargedMc: number;
   generations: number;
-  /** What the ledger charged, in EUR (1 credit = 0.01 EUR). */
-  revenueEur: number;
-  /** What the serving upstreams cost us, in EUR, where their cost is configured. */
-  costEur: number;
-  marginEur: number;
-  /** Generations with no configured cost (the simulator, or an upstream without costEur). */
-  uncosted: number;
+  succeeded: number;
+  failed: number;
+  outputTokens: number;
 }
 
-const KEYS: Record<UsageGroup, string> = {
-  model: 'g.model',
-  upstream: `COALESCE(u.served_by, 'simulator')`,
-  day: `to_char(g.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
+// Whitelisted SQL per grouping: never a string from the request.
+const GROUP_SQL: Record<UsageGroup, string> = {
+  day: `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
+  model: 'model',
+  key: `COALESCE(api_key_id, 'none')`,
+  kind: 'kind',
 };
 
-/** Rounds money to a millionth of a euro: sums of numeric costs stay exact at what the report shows. */
-const eur = (x: number): number => Math.round(x * 1e6) / 1e6;
-
-/**
- * Revenue, cost and margin of the generations created in [from, to): revenue from the ledger's
- * charge entries (so the report sums to the ledger), cost from the routing record. A generation
- * counts when it was charged or cost us something (a reply that failed after its first token
- * costs the upstream's tokens and earns nothing).
- */
-export async function usageReport(q: Queryable, groupBy: UsageGroup, from: Date, to: Date): Promise<{ rows: UsageRow[]; total: Omit<UsageRow, 'key'> }> {
-  const r = await q.query<{ key: string; generations: number; revenue_mc: number; cost_eur: string; uncosted: number }>(
-    `SELECT ${KEYS[groupBy]} AS key, count(*)::int AS generations,
-            COALESCE(sum(c.amount_mc), 0)::bigint AS revenue_mc,
-            COALESCE(sum(u.cost_eur), 0)::text AS cost_eur,
-            count(*) FILTER (WHERE u.cost_eur IS NULL)::int AS uncosted
-       FROM generations g
-       LEFT JOIN (SELECT generation_id, sum(amount_mc) AS amount_mc FROM ledger_entries WHERE entry = 'charge' GROUP BY generation_id) c
-              ON c.generation_id = g.id
-       LEFT JOIN generation_upstreams u ON u.generation_id = g.id
-      WHERE g.created_at >= $1 AND g.created_at < $2 AND (c.amount_mc > 0 OR u.cost_eur IS NOT NULL)
-      GROUP BY 1 ORDER BY 1`,
-    [from, to],
+/** What an account's generations created in [from, to) were charged and how they ended, per group. */
+export async function usageOf(q: Queryable, accountId: string, range: { from: Date; to: Date }, groupBy: UsageGroup): Promise<UsageRow[]> {
+  const r = await q.query<{ grp: string; charged_mc: number; generations: number; succeeded: number; failed: number; output_tokens: number }>(
+    `SELECT ${GROUP_SQL[groupBy]} AS grp, COALESCE(SUM(charged_mc), 0)::bigint AS charged_mc, count(*)::int AS generations,
+            count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded, count(*) FILTER (WHERE status = 'failed')::int AS failed,
+            COALESCE(SUM((params->>'outputTokens')::bigint), 0)::bigint AS output_tokens
+       FROM generations WHERE account_id = $1 AND created_at >= $2 AND created_at < $3
+      GROUP BY 1 ORDER BY ${groupBy === 'day' ? '1' : '2 DESC, 1'}`,
+    [accountId, range.from, range.to],
   );
-  const rows = r.rows.map((row) => {
-    const revenueEur = eur(row.revenue_mc * EUR_PER_MC);
-    const costEur = eur(Number(row.cost_eur));
-    return { key: row.key, generations: row.generations, revenueEur, costEur, marginEur: eur(revenueEur - costEur), uncosted: row.uncosted };
-  });
-  const sum = (pick: (row: UsageRow) => number) => rows.reduce((s, row) => s + pick(row), 0);
-  const revenueEur = eur(sum((x) => x.revenueEur));
-  const costEur = eur(sum((x) => x.costEur));
-  return { rows, total: { generations: sum((x) => x.generations), revenueEur, costEur, marginEur: eur(revenueEur - costEur), uncosted: sum((x) => x.uncosted) } };
+  return r.rows.map((row) => ({ group: row.grp, chargedMc: row.charged_mc, generations: row.generations, succeeded: row.succeeded, failed: row.failed, outputTokens: row.output_tokens }));
 }

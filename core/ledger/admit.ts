@@ -1,4 +1,6 @@
 import type pg from 'pg';
+import { readKeyBudget } from '../db/budgets';
+import type { BudgetPeriod } from '../db/budgets';
 import { claimIdempotencyKey } from '../db/idempotency';
 import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
@@ -30,6 +32,8 @@ export interface NewGeneration {
    * has to move it there. Its `queued` and `running` webhooks are both owed, in that order.
    */
   startsRunning?: boolean | undefined;
+  /** The key has a budget (as read with the key): its hold is then checked against it, key row locked. */
+  budgeted?: boolean | undefined;
 }
 
 /** An Idempotency-Key with the hash of the request it came with. */
@@ -53,7 +57,9 @@ export type Admission =
   /** The Idempotency-Key was claimed by this same request before: its first generation. */
   | { outcome: 'replay'; firstId: string }
   /** Too little money for the whole request: nothing was held, claimed or recorded. */
-  | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits };
+  | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits }
+  /** The key's budget for its period has too little left for the whole request: nothing was held. */
+  | { outcome: 'over_budget'; keyId: string; requiredMc: Millicredits; availableMc: Millicredits; maxMc: Millicredits; period: BudgetPeriod };
 
 /**
  * Admits one request's generations in one transaction: claims the Idempotency-Key (naming the
@@ -68,7 +74,8 @@ export async function admit(pool: pg.Pool, generations: readonly NewGeneration[]
   if (!first) throw new Error('admit: nothing to admit');
   // One paid generation without a key and with no webhook owed is one statement, atomic by
   // itself: no BEGIN and COMMIT round trips around it. It is the hot path of a streamed chat.
-  const oneStatement = !keyed && generations.length === 1 && !first.freeChat && statusesOf(first).every((s) => !owesEvent(first.kind, s));
+  // A budgeted key locks its budget row first, so it always takes the transaction.
+  const oneStatement = !keyed && generations.length === 1 && !first.freeChat && !first.budgeted && statusesOf(first).every((s) => !owesEvent(first.kind, s));
   let admission: Admission;
   try {
     admission = await classified(() => (oneStatement ? admitAll(pool, generations, undefined) : inTransaction(pool, (tx) => admitAll(tx, generations, keyed))));
@@ -96,7 +103,7 @@ async function recordAdmissionEvents(tx: Queryable, g: NewGeneration): Promise<v
 
 /** Thrown inside the transaction so that a refusal rolls back what was held before it. */
 class Refusal extends Error {
-  constructor(readonly refusal: Extract<Admission, { outcome: 'refused' }>) {
+  constructor(readonly refusal: Extract<Admission, { outcome: 'refused' | 'over_budget' }>) {
     super('refused');
   }
 }
@@ -112,6 +119,11 @@ async function admitAll(tx: Queryable, generations: readonly NewGeneration[], ke
   let createdAt: Date | undefined;
   for (const g of generations) {
     const one = await admitOne(tx, g);
+    if ('overBudget' in one) {
+      const requiredMc = generations.reduce((sum, q) => sum + q.quoteMc, 0);
+      const { maxMc, spentMc, period } = one.overBudget;
+      throw new Refusal({ outcome: 'over_budget', keyId: g.apiKeyId!, requiredMc, availableMc: Math.max(0, maxMc - spentMc + heldMc), maxMc, period });
+    }
     if ('availableMc' in one) {
       // Said of the whole request: what all of it needs against what was available before it.
       const requiredMc = generations.reduce((sum, q) => sum + q.quoteMc, 0);
@@ -131,7 +143,12 @@ interface HeldMoney extends AccountMoney {
   created_at: Date;
 }
 
-async function admitOne(tx: Queryable, g: NewGeneration): Promise<(AdmittedGeneration & { createdAt: Date }) | { availableMc: Millicredits }> {
+type OneAdmission =
+  | (AdmittedGeneration & { createdAt: Date })
+  | { availableMc: Millicredits }
+  | { overBudget: { maxMc: Millicredits; spentMc: Millicredits; period: BudgetPeriod } };
+
+async function admitOne(tx: Queryable, g: NewGeneration): Promise<OneAdmission> {
   if (g.freeChat) {
     const claimed = await tx.query<HeldMoney>(
       `UPDATE accounts SET chat_used = chat_used + 1
@@ -144,6 +161,16 @@ async function admitOne(tx: Queryable, g: NewGeneration): Promise<(AdmittedGener
       const model = g.freeChat.model;
       await insertFreeReply(tx, { ...g, model }, money);
       return { id: g.id, model, free: true, amountMc: 0, createdAt: money.created_at };
+    }
+  }
+
+  if (g.budgeted && g.apiKeyId && g.quoteMc > 0) {
+    // Counted before the account's money: the budget row's lock is held until this transaction
+    // ends, so the next admission of the key sees this hold in its sum and no two overshoot.
+    const budget = await readKeyBudget(tx, g.apiKeyId, { lock: true });
+    if (budget && budget.spentMc + g.quoteMc > budget.maxMc) {
+      const replayed = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
+      if ((replayed.rowCount ?? 0) === 0) return { overBudget: budget };
     }
   }
 

@@ -7,7 +7,7 @@ export interface AccountMoney {
   held_mc: number;
 }
 
-export type EntryKind = 'credit' | 'hold' | 'charge' | 'release';
+export type EntryKind = 'credit' | 'hold' | 'charge' | 'release' | 'refund';
 
 /** Moves an account's balance, holds and used free replies by the deltas given; the CHECK forbids an overdraft. */
 export async function moveAccount(

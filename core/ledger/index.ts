@@ -18,3 +18,5 @@ export { release, settle } from './resolve';
 export type { Resolution, SettleRequest } from './resolve';
 export { startRunning } from './running';
 export type { StartOutcome, StartRequest } from './running';
+export { creditPurchase, debitRefund } from './purchases';
+export type { PaidCheckout, PurchaseOutcome, RefundOutcome } from './purchases';

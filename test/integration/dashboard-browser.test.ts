@@ -126,6 +126,17 @@ describe('the dashboard in Chromium', () => {
     const other = await http('/api/generate', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'image', model: 'image-qwen', prompt: 'a kite' }) });
     expect(other.status).toBe(403);
 
+    // A budget set here holds the key: 3 credits spent of 5 a day leave too little for another image.
+    await row.getByRole('button', { name: /^Set the budget of / }).click();
+    await row.getByLabel('Max credits').fill('5');
+    await row.getByLabel('Period').selectOption('day');
+    await row.getByRole('button', { name: 'Save budget' }).click();
+    await row.getByTestId('budget').filter({ hasText: '3 credits of 5 credits per day' }).waitFor();
+    const over = await http('/api/generate', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'image', model: 'flux', prompt: 'a kite' }) });
+    expect(over.status).toBe(402);
+    expect(((await over.json()) as { error: { type: string } }).error.type).toBe('budget_exceeded');
+    await shot('keys-budget');
+
     await page.getByRole('button', { name: 'I have saved it' }).click();
     await page.reload();
     await row.waitFor();
@@ -138,6 +149,14 @@ describe('the dashboard in Chromium', () => {
     await row.getByRole('button', { name: /^Revoke / }).click();
     await row.waitFor({ state: 'detached' });
     expect(await page.locator('[data-key]').count()).toBe(1);
+
+    // Usage: the spend chart (uPlot, served by the API) and the tables by model and by key.
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.waitForURL(/\/dashboard\/usage$/);
+    await page.getByTestId('spend-chart').locator('canvas').first().waitFor();
+    await page.locator('[data-usage="image-flux"]').waitFor();
+    expect(await page.locator('[data-usage="image-flux"] td[data-label="Credits charged"]').textContent()).toBe('3');
+    await shot('usage');
     expect((await http('/api/v1/balance', { headers: auth })).status).toBe(401);
   });
 

@@ -244,7 +244,16 @@ describe('the dashboard API', () => {
     expect((await listed()).json<{ data: { id: string; lastUsedAt: string | null }[] }>().data.find((k) => k.id === created.id)!.lastUsedAt).toBe(used.lastUsedAt);
 
     const stranger = await login(h, await dashboardUser(h));
+    const budgetUrl = `/dashboard/api/keys/${created.id}/budget`;
+    c.conforms(await as(stranger, 'put', budgetUrl, { maxCredits: 10, period: 'day' }), 'put', '/dashboard/api/keys/{id}/budget', 404);
+    c.conforms(await as(s, 'put', budgetUrl, { maxCredits: 10, period: 'fortnight' }), 'put', '/dashboard/api/keys/{id}/budget', 400);
+    expect(c.conforms(await as(s, 'put', budgetUrl, { maxCredits: 10, period: 'day' }), 'put', '/dashboard/api/keys/{id}/budget', 200)).toMatchObject({ maxCredits: 10, period: 'day', spentCredits: 0 });
+    expect((await listed()).json<{ data: { id: string; budget: unknown }[] }>().data.find((k) => k.id === created.id)!.budget).toMatchObject({ maxCredits: 10, availableCredits: 10 });
+    c.conforms(await as(stranger, 'delete', budgetUrl), 'delete', '/dashboard/api/keys/{id}/budget', 404);
+    c.conforms(await as(s, 'delete', budgetUrl), 'delete', '/dashboard/api/keys/{id}/budget', 200);
     c.conforms(await as(stranger, 'delete', `/dashboard/api/keys/${created.id}`), 'delete', '/dashboard/api/keys/{id}', 404);
+    expect(c.conforms<{ group_by: string }>(await as(s, 'get', '/dashboard/api/usage?group_by=key'), 'get', '/dashboard/api/usage', 200).group_by).toBe('key');
+    c.conforms(await as(s, 'get', '/dashboard/api/usage?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z'), 'get', '/dashboard/api/usage', 400);
     c.conforms(await as(s, 'delete', `/dashboard/api/keys/${created.id}`), 'delete', '/dashboard/api/keys/{id}', 200);
     expect((await h.call('GET', '/api/v1/balance', { key: created.key })).statusCode).toBe(401);
     expect((await listed()).json<{ data: { id: string }[] }>().data.map((k) => k.id)).not.toContain(created.id);
@@ -353,8 +362,11 @@ function everyDashboardRoute(): [Method, string, string, unknown][] {
     ['post', '/dashboard/api/generations/{id}/cancel', `/dashboard/api/generations/${MISSING_GENERATION}/cancel`, undefined],
     ['post', '/dashboard/api/quote', '/dashboard/api/quote', { kind: 'chat', prompt: 'hi' }],
     ['get', '/dashboard/api/keys', '/dashboard/api/keys', undefined],
+    ['get', '/dashboard/api/usage', '/dashboard/api/usage', undefined],
     ['post', '/dashboard/api/keys', '/dashboard/api/keys', { scopes: ['chat'] }],
     ['delete', '/dashboard/api/keys/{id}', '/dashboard/api/keys/key_nope', undefined],
+    ['put', '/dashboard/api/keys/{id}/budget', '/dashboard/api/keys/key_nope/budget', { maxCredits: 1, period: 'day' }],
+    ['delete', '/dashboard/api/keys/{id}/budget', '/dashboard/api/keys/key_nope/budget', undefined],
     ['post', P, P, { url: 'http://127.0.0.1:9/hook' }],
     ['get', P, P, undefined],
     ['get', `${P}/{id}`, `${P}/wh_nope`, undefined],

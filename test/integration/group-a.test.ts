@@ -184,6 +184,9 @@ describe('authorization matrix', () => {
     'POST /api/v1/quote': { request: () => ({ method: 'POST', url: '/api/v1/quote', body: { kind: 'image', model: 'flux', prompt: 'x' } }), expect: { noScope: 403, otherAccount: 200, right: 200 } },
     'GET /api/v1/balance': { request: () => ({ method: 'GET', url: '/api/v1/balance' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'GET /api/v1/generations': { request: () => ({ method: 'GET', url: '/api/v1/generations' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
+    // The account's own money and usage: any key of the account reads them, each key its own account's.
+    'GET /api/v1/ledger': { request: () => ({ method: 'GET', url: '/api/v1/ledger' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
+    'GET /api/v1/usage': { request: () => ({ method: 'GET', url: '/api/v1/usage' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
     'GET /api/v1/generations/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
     'POST /api/v1/generations/:id/remix': { request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.remixable}/remix`, body: { prompt: 'again sim:delay=60000' } }), expect: { noScope: 403, otherAccount: 404, right: 202 } },
     // Live streams: a finished generation's stream, resumed after its end, closes at once.

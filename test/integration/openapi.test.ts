@@ -274,6 +274,11 @@ describe('group A responses conform to the document', () => {
     expect(res.headers.location).toBe(`/api/v1/generations/${video.id}`);
     expect(video).toMatchObject({ model: 'kling', creditsQuoted: 42.5, creditsCharged: 0 });
     const balance = c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200);
+    expect(c.conforms<{ data: unknown[] }>(await h.call('GET', '/api/v1/ledger', { key }), 'get', '/api/v1/ledger', 200).data.length).toBeGreaterThan(0);
+    c.conforms(await h.call('GET', '/api/v1/ledger?format=csv', { key }), 'get', '/api/v1/ledger', 200);
+    c.conforms(await h.call('GET', '/api/v1/ledger?cursor=nonsense', { key }), 'get', '/api/v1/ledger', 400);
+    expect(c.conforms<{ total: { creditsCharged: number } }>(await h.call('GET', '/api/v1/usage?group_by=model', { key }), 'get', '/api/v1/usage', 200).total.creditsCharged).toBe(6);
+    c.conforms(await h.call('GET', '/api/v1/usage?group_by=week', { key }), 'get', '/api/v1/usage', 400);
     expect(balance).toEqual({ balance: 51.5, holdsActive: 42.5, plan: 'samurai', trial: { chatCap: 0, chatUsed: 0, chatLeft: 0 } });
 
     const done = await eventually(async () => {
@@ -420,6 +425,8 @@ describe('authentication and rate limits on every keyed route', () => {
     ['post', '/api/v1/generate', '/api/v1/generate', { kind: 'chat', prompt: 'hi' }],
     ['post', '/api/v1/quote', '/api/v1/quote', { kind: 'chat', prompt: 'hi' }],
     ['get', '/api/v1/balance', '/api/v1/balance', undefined],
+    ['get', '/api/v1/ledger', '/api/v1/ledger', undefined],
+    ['get', '/api/v1/usage', '/api/v1/usage', undefined],
     ['get', '/api/v1/generations', '/api/v1/generations', undefined],
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, undefined],
     ['post', '/api/v1/generations/{id}/cancel', `/api/v1/generations/${MISSING_GENERATION}/cancel`, undefined],
@@ -457,7 +464,11 @@ describe('authentication and rate limits on every keyed route', () => {
 describe('operator routes conform to the document', () => {
   it('admin: 201s, 200 top-up, 400, 401 and 404', async () => {
     const { id } = c.conforms<{ id: string }>(await h.admin('POST', '/admin/v1/accounts', { plan: 'ronin', credits: 5 }), 'post', '/admin/v1/accounts', 201);
-    c.conforms(await h.admin('POST', `/admin/v1/accounts/${id}/keys`, { scopes: ['generate:chat', 'image'] }), 'post', '/admin/v1/accounts/{id}/keys', 201);
+    const key = c.conforms<{ id: string }>(await h.admin('POST', `/admin/v1/accounts/${id}/keys`, { scopes: ['generate:chat', 'image'] }), 'post', '/admin/v1/accounts/{id}/keys', 201);
+    expect(c.conforms(await call(h.app, 'put', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN, { maxCredits: 4, period: 'week' }), 'put', '/admin/v1/keys/{id}/budget', 200))
+      .toMatchObject({ keyId: key.id, maxCredits: 4, period: 'week', spentCredits: 0, availableCredits: 4 });
+    c.conforms(await call(h.app, 'put', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN, { maxCredits: -1, period: 'week' }), 'put', '/admin/v1/keys/{id}/budget', 400);
+    c.conforms(await call(h.app, 'delete', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN), 'delete', '/admin/v1/keys/{id}/budget', 200);
     expect(c.conforms(await h.admin('POST', `/admin/v1/accounts/${id}/credits`, { credits: 2.5 }), 'post', '/admin/v1/accounts/{id}/credits', 200)).toEqual({ id, balance: 7.5 });
 
     const bad: [string, string, unknown][] = [
@@ -471,6 +482,8 @@ describe('operator routes conform to the document', () => {
       ['post', '/admin/v1/accounts/{id}/keys', '/admin/v1/accounts/acct_nope/keys', { scopes: ['chat'] }],
       ['post', '/admin/v1/accounts/{id}/credits', '/admin/v1/accounts/acct_nope/credits', { credits: 1 }],
       ['delete', '/admin/v1/keys/{id}', '/admin/v1/keys/key_nope', undefined],
+      ['put', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_nope/budget', { maxCredits: 1, period: 'day' }],
+      ['delete', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_nope/budget', undefined],
     ];
     for (const [method, path, url, body] of unknown) c.conforms(await call(h.app, method, url, ADMIN_TOKEN, body), method, path, 404);
 
@@ -512,6 +525,8 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['post', '/api/v1/generate', '/api/v1/generate', key, { kind: 'chat', prompt: 'hi' }],
     ['post', '/api/v1/quote', '/api/v1/quote', key, { kind: 'chat', prompt: 'hi' }],
     ['get', '/api/v1/balance', '/api/v1/balance', key, undefined],
+    ['get', '/api/v1/ledger', '/api/v1/ledger', key, undefined],
+    ['get', '/api/v1/usage', '/api/v1/usage', key, undefined],
     ['get', '/api/v1/generations', '/api/v1/generations', key, undefined],
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, key, undefined],
     ['post', '/api/v1/generations/{id}/cancel', `/api/v1/generations/${MISSING_GENERATION}/cancel`, key, undefined],
@@ -524,6 +539,8 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['delete', '/admin/v1/keys/{id}', '/admin/v1/keys/key_x', ADMIN_TOKEN, undefined],
     ['get', '/admin/v1/usage', '/admin/v1/usage', ADMIN_TOKEN, undefined],
     ['get', '/admin/v1/generations/{id}/upstreams', `/admin/v1/generations/${MISSING_GENERATION}/upstreams`, ADMIN_TOKEN, undefined],
+    ['put', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_x/budget', ADMIN_TOKEN, { maxCredits: 1, period: 'day' }],
+    ['delete', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_x/budget', ADMIN_TOKEN, undefined],
   ];
 }
 

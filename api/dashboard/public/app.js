@@ -3,16 +3,17 @@
 import { html, render } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Alert, api, boot, useLoad } from './lib.js';
-import { Generations, Keys, Overview, Playground, Webhooks } from './pages.js';
+import { Generations, Keys, Overview, Playground, Usage, Webhooks } from './pages.js';
 
 const NAV = [
   { page: 'overview', href: '/dashboard', label: 'Overview' },
   { page: 'generations', href: '/dashboard/generations', label: 'Generations' },
   { page: 'keys', href: '/dashboard/keys', label: 'API keys' },
+  { page: 'usage', href: '/dashboard/usage', label: 'Usage' },
   { page: 'webhooks', href: '/dashboard/webhooks', label: 'Webhooks' },
   { page: 'playground', href: '/dashboard/playground', label: 'Playground' },
 ];
-const PAGES = { overview: Overview, generations: Generations, keys: Keys, webhooks: Webhooks, playground: Playground };
+const PAGES = { overview: Overview, generations: Generations, keys: Keys, usage: Usage, webhooks: Webhooks, playground: Playground };
 
 function Frame({ children }) {
   const [error, setError] = useState();

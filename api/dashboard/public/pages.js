@@ -1,6 +1,7 @@
 // The dashboard's pages. Each reads and changes the account through /dashboard/api (the same
 // services as the API's doors) and follows it live where things move.
 import { html } from 'htm/preact';
+import uPlot from 'uplot';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Alert, api, credits, formatNumber, isoTitle, Preview, Secret, StatusBadge, useLive, useLoad, when } from './lib.js';
 
@@ -111,6 +112,50 @@ export function Generations({ words }) {
 
 // ---------------------------------------------------------------- API keys
 
+const PERIODS = [['day', 'per day'], ['week', 'per week'], ['month', 'per month'], ['none', 'in total']];
+const periodWords = (p) => PERIODS.find(([v]) => v === p)?.[1] ?? p;
+
+// A key's spending budget: what it spent this period, and a small form to set or remove it.
+function KeyBudget({ k, onChange, onError }) {
+  const [open, setOpen] = useState(false);
+  const b = k.budget;
+  const save = async (e) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    try {
+      const budget = await api('PUT', `/dashboard/api/keys/${k.id}/budget`, { maxCredits: Number(form.get('maxCredits')), period: String(form.get('period')) });
+      onChange(budget);
+      setOpen(false);
+    } catch (err) {
+      onError(err);
+    }
+  };
+  const remove = async () => {
+    try {
+      await api('DELETE', `/dashboard/api/keys/${k.id}/budget`);
+      onChange(null);
+      setOpen(false);
+    } catch (err) {
+      onError(err);
+    }
+  };
+  return html`<div class="stack small">
+    ${b
+      ? html`<span data-testid="budget">${credits(b.spentCredits)} of ${credits(b.maxCredits)} ${periodWords(b.period)}</span>
+        ${b.resetsAt ? html`<span class="muted">resets ${when(b.resetsAt)}</span>` : null}`
+      : html`<span class="muted">no limit</span>`}
+    ${open
+      ? html`<form class="stack" onSubmit=${save} aria-label=${`Budget of ${k.hint}`}>
+          <label>Max credits <input name="maxCredits" type="number" min="0" step="any" required value=${b?.maxCredits ?? ''} /></label>
+          <label>Period <select name="period">${PERIODS.map(([v, label]) => html`<option value=${v} selected=${(b?.period ?? 'month') === v}>${label}</option>`)}</select></label>
+          <div class="actions"><button type="submit" class="small">Save budget</button>
+            ${b ? html`<button type="button" class="secondary small" onClick=${remove}>Remove budget</button>` : null}
+            <button type="button" class="secondary small" onClick=${() => setOpen(false)}>Close</button></div>
+        </form>`
+      : html`<button type="button" class="secondary small" onClick=${() => setOpen(true)} aria-label=${`Set the budget of ${k.hint}`}>${b ? 'Change' : 'Set budget'}</button>`}
+  </div>`;
+}
+
 export function Keys({ words }) {
   const state = useLoad(() => api('GET', '/dashboard/api/keys'));
   const [created, setCreated] = useState();
@@ -164,16 +209,70 @@ export function Keys({ words }) {
       <h2 id="keys">Keys</h2>
       <${Loading} state=${state}>${(d) => d.data.length === 0 ? html`<p>No keys yet.</p>` : html`<table class="table">
         <caption class="visually-hidden">Live API keys</caption>
-        <thead><tr><th scope="col">Key</th><th scope="col">Scopes</th><th scope="col">Models</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+        <thead><tr><th scope="col">Key</th><th scope="col">Scopes</th><th scope="col">Models</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Budget</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
         <tbody>${d.data.map((k) => html`<tr key=${k.id} data-key=${k.id}>
           <td data-label="Key" class="mono">${k.hint}</td>
           <td data-label="Scopes">${k.scopes.join(', ')}</td>
           <td data-label="Models">${k.models ? k.models.join(', ') : html`<span class="muted">all</span>`}</td>
           <td data-label="Created">${when(k.createdAt)}</td>
           <td data-label="Last used">${k.lastUsedAt ? when(k.lastUsedAt) : html`<span class="muted">never</span>`}</td>
+          <td data-label="Budget"><${KeyBudget} k=${k} onError=${setError}
+            onChange=${(budget) => state.set((d) => ({ data: d.data.map((x) => (x.id === k.id ? { ...x, budget } : x)) }))} /></td>
           <td><button type="button" class="danger small" onClick=${() => revoke(k)} aria-label=${`Revoke ${k.hint}`}>Revoke</button></td>
         </tr>`)}</tbody></table>`}<//>
     </section>`;
+}
+
+// ---------------------------------------------------------------- usage
+
+// Credits charged per day (UTC) over the last 30 days, drawn by uPlot on a canvas.
+function SpendChart({ days }) {
+  const box = useRef(null);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return undefined;
+    const xs = days.map((d) => Date.parse(`${d.group}T00:00:00Z`) / 1000);
+    const plot = new uPlot({
+      width: Math.max(280, el.clientWidth), height: 240, tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+      series: [{}, { label: 'Credits charged', stroke: '#2563eb', fill: 'rgba(37, 99, 235, 0.15)', width: 2, paths: uPlot.paths.bars({ size: [0.7, 40] }) }],
+      axes: [{}, { label: 'credits' }],
+      legend: { show: true },
+    }, [xs, days.map((d) => d.creditsCharged)], el);
+    const resize = () => plot.setSize({ width: Math.max(280, el.clientWidth), height: 240 });
+    window.addEventListener('resize', resize);
+    return () => {
+      window.removeEventListener('resize', resize);
+      plot.destroy();
+    };
+  }, [days]);
+  return html`<div ref=${box} class="chart" role="img" aria-label="Credits charged per day, last 30 days" data-testid="spend-chart"></div>`;
+}
+
+function UsageTable({ caption, label, rows }) {
+  if (rows.length === 0) return html`<p class="muted">Nothing in this period.</p>`;
+  return html`<table class="table">
+    <caption class="visually-hidden">${caption}</caption>
+    <thead><tr><th scope="col">${label}</th><th scope="col">Credits charged</th><th scope="col">Generations</th><th scope="col">Failed</th><th scope="col">Output tokens</th></tr></thead>
+    <tbody>${rows.map((r) => html`<tr key=${r.group} data-usage=${r.group}>
+      <td data-label=${label} class="mono">${r.group}</td>
+      <td data-label="Credits charged">${formatNumber(r.creditsCharged)}</td>
+      <td data-label="Generations">${formatNumber(r.generations)}</td>
+      <td data-label="Failed">${formatNumber(r.failed)}</td>
+      <td data-label="Output tokens">${formatNumber(r.outputTokens)}</td>
+    </tr>`)}</tbody></table>`;
+}
+
+export function Usage() {
+  const state = useLoad(async () => {
+    const [day, model, key] = await Promise.all(['day', 'model', 'key'].map((g) => api('GET', `/dashboard/api/usage?group_by=${g}`)));
+    return { day, model, key };
+  });
+  return html`<h1>Usage</h1>
+    <${Loading} state=${state}>${(u) => html`
+      <p class="muted">The last 30 days (UTC): ${credits(u.day.total.creditsCharged)} charged for ${formatNumber(u.day.total.generations)} generations, ${formatNumber(u.day.total.failed)} failed (free).</p>
+      <section aria-labelledby="per-day"><h2 id="per-day">Spend per day</h2><${SpendChart} days=${u.day.data} /></section>
+      <section aria-labelledby="per-model"><h2 id="per-model">By model</h2><${UsageTable} caption="Usage by model" label="Model" rows=${u.model.data} /></section>
+      <section aria-labelledby="per-key"><h2 id="per-key">By key</h2><${UsageTable} caption="Usage by API key" label="Key" rows=${u.key.data} /></section>`}<//>`;
 }
 
 // ---------------------------------------------------------------- webhooks
