@@ -2,9 +2,10 @@ import { get } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventSource } from 'eventsource';
 import { buildApp } from '../../api/app';
 import { generate } from '../support/api';
-import { ADMIN_TOKEN, startHarness } from '../support/harness';
+import { ADMIN_TOKEN, eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 
 /**
@@ -83,6 +84,41 @@ describe('one generation, live', () => {
     expect((await readEvents(`${h.baseUrl}/api/v1/generations/${id}/events`, key, { lastEventId: '2' })).events.map((e) => e.event)).toEqual(['done']);
     const after = await readEvents(`${h.baseUrl}/api/v1/generations/${id}/events`, key, { lastEventId: '3' });
     expect({ events: after.events, closed: after.closed }).toEqual({ events: [], closed: true });
+  });
+
+  it('the `eventsource` client (what browsers implement): every event once, in order, and its reconnect with Last-Event-ID brings nothing again', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const video = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'a lighthouse sim:delay=1500' });
+    const id = video.body.generation.id;
+    const received: { id: string; type: string; status: string }[] = [];
+    const resumedFrom: (string | null)[] = [];
+    const source = new EventSource(`${h.baseUrl}/api/v1/generations/${id}/events`, {
+      fetch: (input, init) => {
+        const headers = new Headers(init.headers);
+        resumedFrom.push(headers.get('last-event-id'));
+        headers.set('authorization', `Bearer ${key}`);
+        return fetch(input, { ...init, headers });
+      },
+    });
+    const record = (type: string) => (e: MessageEvent) => void received.push({ id: e.lastEventId, type, status: (JSON.parse(String(e.data)) as { status: string }).status });
+    for (const type of ['status', 'progress', 'preview', 'done']) source.addEventListener(type, record(type));
+    try {
+      // The stream closes after `done`; the client reconnects by itself, saying where it was.
+      await eventually(async () => (received.some((e) => e.type === 'done') && resumedFrom.length >= 2 ? true : undefined), 30_000);
+    } finally {
+      source.close();
+    }
+    expect(received.at(-1)).toMatchObject({ type: 'done', status: 'succeeded' });
+    expect(resumedFrom[1]).toBe(received.at(-1)!.id);
+    // Ids rise with every status and progress event; a preview carries the id of the event before it
+    // (it has no place in that order), and nothing came twice, the reconnect included.
+    const ordered = received.filter((e) => e.type !== 'preview').map((e) => Number(e.id));
+    expect(ordered, JSON.stringify(received)).toEqual([...new Set(ordered)].sort((a, b) => a - b));
+    for (const [i, e] of received.entries()) if (e.type === 'preview') expect(e.id).toBe(received[i - 1]?.id);
+    expect(received.filter((e) => e.type === 'done')).toHaveLength(1);
+    const order = ['queued', 'running', 'succeeded'];
+    const statuses = received.map((e) => order.indexOf(e.status));
+    expect(statuses).toEqual([...statuses].sort((a, b) => a - b));
   });
 
   it("another account's generation is not found, in group A's error shape, before anything streams", async () => {
