@@ -1,22 +1,24 @@
-// `npm run fairness [-- --fair] [-- --flood=300]`: how long one account's lone image takes while
+// `npm run fairness [-- --unfair] [-- --flood=300]`: how long one account's lone image takes while
 // another account floods the service with images, against the same image alone. Provider
 // concurrency is kept small (PROVIDER_CONCURRENCY=10) so that the flood makes a backlog on the
 // provider task queue, where a first-come-first-served queue makes the lone image wait behind it.
-// --fair turns the server's fairness on (matching.enableFairness): the workflows carry their
-// account as fairness key (service/temporal-gateway.ts), their activities inherit it.
+// The server's fairness (matching.enableFairness) is on, as everywhere; --unfair turns it off to
+// compare. The workflows carry their account as fairness key (service/temporal-gateway.ts), their
+// activities inherit it.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttp, openAccount } from '../bench/http';
 import { startWorker } from '../runtime/worker-runner';
 import { startInProcessStack } from './in-process-stack';
 
 const args = process.argv.slice(2);
-const fair = args.includes('--fair');
+// Fairness is on by default (runtime/temporal-server-config.ts); --unfair measures without it.
+const fair = !args.includes('--unfair');
 const flood = Number(args.find((a) => a.startsWith('--flood='))?.split('=')[1] ?? 300);
 const LONE_RUNS = 5;
 const log = (line: string) => console.error(`[fairness] ${line}`);
 
 const stack = await startInProcessStack('fairness', {
-  dynamicConfig: fair ? { 'matching.enableFairness': true } : {},
+  dynamicConfig: fair ? {} : { 'matching.enableFairness': false },
   env: { PROVIDER_CONCURRENCY: '10' },
 });
 let failed = false;

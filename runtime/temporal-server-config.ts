@@ -32,6 +32,12 @@ export const TEMPORAL_DYNAMIC_CONFIG = {
   // The SDK asks for it by default (maxEagerActivityReservationsPerWorkflowTask 3) for activities
   // on the workflow's own task queue, which all of ours are.
   'system.enableActivityEagerExecution': true,
+
+  // Tasks are handed out fairly across their fairness keys (each generation's account, set at
+  // start by service/temporal-gateway.ts) instead of first come, first served: one account's
+  // flood of 300 images kept another account's lone image waiting 53.9 s (median), 1.8 s with
+  // this on, 0.4 s alone (`npm run fairness`, docs/benchmark.md).
+  'matching.enableFairness': true,
 } as const satisfies Record<string, boolean | number | string>;
 
 export type TemporalDynamicConfig = Record<string, boolean | number | string>;
