@@ -20,11 +20,10 @@ export interface KeyBudget {
  */
 const SPENT_SQL = `SELECT COALESCE(SUM(CASE h.state WHEN 'held' THEN h.amount_mc WHEN 'settled' THEN h.charged_mc ELSE 0 END), 0)::bigint AS spent_mc
                      FROM generations g JOIN holds h ON h.generation_id = g.id
-                    WHERE g.api_key_id = $1 AND g.created_at >= $2`;
+                    WHERE g.api_key_id = $1 AND ($2::timestamptz IS NULL OR g.created_at >= $2)`;
 
-interface BudgetRow { max_mc: number; period: BudgetPeriod; since: Date }
-
-const periodStartOf = (since: Date): Date | null => (Number.isFinite(since.getTime()) ? since : null);
+/** `since` is null for 'none': node-pg reads PostgreSQL's -infinity as a number, not a Date. */
+interface BudgetRow { max_mc: number; period: BudgetPeriod; since: Date | null }
 
 /**
  * The key's budget with what it has spent in the current period; `lock` takes the budget row FOR
@@ -34,13 +33,13 @@ const periodStartOf = (since: Date): Date | null => (Number.isFinite(since.getTi
  */
 export async function readKeyBudget(q: Queryable, keyId: string, opts: { lock: boolean }): Promise<KeyBudget | undefined> {
   const r = await q.query<BudgetRow>(
-    `SELECT max_mc, period, budget_period_start(period, now()) AS since FROM api_key_budgets WHERE key_id = $1${opts.lock ? ' FOR UPDATE' : ''}`,
+    `SELECT max_mc, period, NULLIF(budget_period_start(period, now()), '-infinity') AS since FROM api_key_budgets WHERE key_id = $1${opts.lock ? ' FOR UPDATE' : ''}`,
     [keyId],
   );
   const row = r.rows[0];
   if (!row) return undefined;
   const spent = await q.query<{ spent_mc: number }>(SPENT_SQL, [keyId, row.since]);
-  return { maxMc: row.max_mc, period: row.period, spentMc: spent.rows[0]?.spent_mc ?? 0, periodStart: periodStartOf(row.since) };
+  return { maxMc: row.max_mc, period: row.period, spentMc: spent.rows[0]?.spent_mc ?? 0, periodStart: row.since };
 }
 
 /** Sets (or with null removes) a key's budget; false when the key is not a live key of the account. */

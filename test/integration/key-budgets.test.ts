@@ -147,6 +147,22 @@ describe('a key budget, across two API processes', () => {
     });
   });
 
+  it('a budget for ever (period none) counts everything the key ever spent, however old', async () => {
+    await explained(async () => {
+      const { keyId, key } = await budgetedKey({ maxCredits: IMAGE_CREDITS, period: 'none' });
+      const one = await submit(bases[0], key);
+      expect(one.status).toBe(202);
+      await pool!.query(`UPDATE generations SET created_at = now() - interval '3 years' WHERE id = $1`, [one.body.id]);
+      const over = await submit(bases[1], key);
+      expect(over.status).toBe(402);
+      expect(over.body.error.type).toBe('budget_exceeded');
+      const view = await fetch(`${bases[1]}/admin/v1/keys/${keyId}/budget`, {
+        method: 'PUT', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ maxCredits: IMAGE_CREDITS, period: 'none' }),
+      });
+      expect(await view.json()).toMatchObject({ period: 'none', periodStart: null, spentCredits: IMAGE_CREDITS, availableCredits: 0 });
+    });
+  });
+
   it('an unknown key, or a budget that is not a number, is refused in the documented shape', async () => {
     const put = (id: string, body: unknown) => fetch(`${bases[0]}/admin/v1/keys/${id}/budget`, {
       method: 'PUT', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
