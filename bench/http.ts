@@ -39,7 +39,7 @@ const REQUEST_TIMEOUT_MS = 120_000;
 
 /** Real HTTP against the listening API; the time covers the whole exchange, body included. `stop` aborts every request in flight (Ctrl-C). */
 export function createHttp(baseUrl: string, stop: AbortSignal) {
-  const request = async <T>(method: 'GET' | 'POST' | 'DELETE', path: string, opts: { token?: string; body?: unknown } = {}): Promise<Timed<T>> => {
+  const request = async <T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, opts: { token?: string; body?: unknown } = {}): Promise<Timed<T>> => {
     const headers: Record<string, string> = {};
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';

@@ -67,7 +67,7 @@ export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promis
     charged_mc: number; charges_mc: number; last_balance_mc: number | null; last_held_mc: number | null;
   }>(
     `SELECT a.id, a.balance_mc, a.held_mc,
-            (COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry = 'credit'), 0) - COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry = 'charge'), 0))::bigint AS ledger_balance_mc,
+            (COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry = 'credit'), 0) - COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry IN ('charge', 'refund')), 0))::bigint AS ledger_balance_mc,
             (COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry = 'hold'), 0) - COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry IN ('release', 'charge')), 0))::bigint AS ledger_held_mc,
             (SELECT COALESCE(sum(h.amount_mc), 0) FROM holds h WHERE h.account_id = a.id AND h.state = 'held')::bigint AS holds_held_mc,
             (SELECT COALESCE(sum(g.charged_mc), 0) FROM generations g WHERE g.account_id = a.id)::bigint AS charged_mc,
@@ -77,7 +77,7 @@ export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promis
        FROM accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id
       GROUP BY a.id ORDER BY a.id`,
   );
-  checks.push(everyRow('balance = Σ ledger (credits − charges)', accounts.rows, (a) =>
+  checks.push(everyRow('balance = Σ ledger (credits − charges − refunds)', accounts.rows, (a) =>
     a.balance_mc !== a.ledger_balance_mc || a.last_balance_mc !== a.balance_mc
       ? `${a.id}: balance ${a.balance_mc} mc, ledger ${a.ledger_balance_mc} mc, last entry ${a.last_balance_mc}` : undefined, `${accounts.rowCount} accounts`));
   checks.push(everyRow('held = Σ holds held = Σ ledger (holds − releases − charges)', accounts.rows, (a) =>

@@ -69,7 +69,8 @@ export function renderReport(r: RunFacts): string {
     ['5xx answers by status', fiveByStatus.map((s) => `${s}: ${statusCount((x) => x === s, [...attempts, ...polls])}`).join(', ') || 'none'],
     ['dropped connections (POST)', statusCount((s) => s === 'dropped')],
     ['  of which answers lost on purpose', attempts.filter((a) => a.detail?.startsWith('answer lost')).length],
-    ['402 insufficient_credits', statusCount((s) => s === 402)],
+    ['402 insufficient_credits', attempts.filter((a) => a.status === 402 && a.detail !== 'budget_exceeded').length],
+    ['402 budget_exceeded (the budgeted key)', attempts.filter((a) => a.status === 402 && a.detail === 'budget_exceeded').length],
     ['429 rate limited', statusCount((s) => s === 429)],
     ['keyed requests recovered by a retry', keyed.filter((o) => o.attempts.length > 1 && typeof o.final.status === 'number' && o.final.status < 300).length],
   ]), '');

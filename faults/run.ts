@@ -13,6 +13,7 @@ import type pg from 'pg';
 import { createHttp, openAccount } from '../bench/http';
 import { createPool } from '../core/db/pool';
 import { createShutdown } from '../runtime/lifecycle';
+import { billingEnv, budgetCheck, openBudgetedKey, runTopUps, topUpChecks } from './accounts';
 import { answerChecks } from './answer-checks';
 import { createTimeline, runFaults } from './chaos';
 import { createClient } from './client';
@@ -27,8 +28,9 @@ import { createClusterStack } from './cluster-stack';
 import type { ClusterStack } from './cluster-stack';
 import { createFaultStack } from './stack';
 import type { FaultStack } from './stack';
+import { startFaultUpstreams, upstreamCheck } from './upstreams';
 import { startWebhookReceiver, registerEndpoint, webhookCheck } from './webhooks';
-import { ACCOUNTS, planRequests } from './workload';
+import { ACCOUNTS, BUDGETED, POOR, planRequests } from './workload';
 
 const USAGE = `usage: npm run faults [-- --count=1000] [-- --rate=3.3] [-- --topology=dev|cluster] [-- --keep]
   --count=N          generations to ask for (default 1000)
@@ -46,6 +48,8 @@ const OUTAGE_MS = 8_000;
 const SETTLE_LIMIT_MS = 8 * 60_000;
 /** How long the last webhook events get to arrive once everything has settled (a failed attempt is retried after 5 s). */
 const WEBHOOK_WAIT_MS = 120_000;
+/** The poor account is topped up this often while requests are sent. */
+const TOP_UP_EVERY_MS = 25_000;
 
 function parseArgs(argv: string[]): { count: number; rate: number; keep: boolean; topology: 'dev' | 'cluster' } {
   const args = { count: 1000, rate: 3.3, keep: false, topology: 'dev' as 'dev' | 'cluster' };
@@ -99,9 +103,12 @@ async function main(): Promise<number> {
   const processProblems: string[] = [];
   const timeline = createTimeline(began, log);
 
+  const upstreams = await startFaultUpstreams();
+  shutdown.add('upstreams', () => upstreams.close());
+  const stripeWebhookSecret = `whsec_${randomBytes(24).toString('base64url')}`;
   const handle = (args.topology === 'cluster' ? createClusterStack : createFaultStack)({
     dataDir,
-    serviceEnv: RECONCILER_ENV,
+    serviceEnv: { ...RECONCILER_ENV, ...billingEnv(stripeWebhookSecret), UPSTREAMS_JSON: upstreams.config },
     log,
     onStartFailure: (what, error) => timeline.add(`${what} start failed (${error}); starting it again`),
     onUnexpectedExit: (what, how) => {
@@ -136,13 +143,14 @@ async function main(): Promise<number> {
     accounts.push(await openAccount(admin, stack.adminToken, { ...a, requests: perAccount, scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] }));
   }
   // The first account's finished generations are also sent to a webhook receiver.
+  const budgetedKey = await openBudgetedKey(admin, stack.adminToken, accounts[BUDGETED]!.id);
   const receiver = (opened.receiver = await startWebhookReceiver());
   await registerEndpoint(stack.baseUrl, accounts[0]!.nextKey(), receiver.url);
   const plans = planRequests(args.count, inputs.images, randomBytes(4).toString('hex'));
   const spanMs = (args.count / args.rate) * 1000;
   const origin = Date.now();
   timeline.startAt(origin);
-  log(`sending ${args.count} requests over ${duration(spanMs)}; faults: worker every ${WORKER_EVERY_MS / 1000} s, PostgreSQL and Temporal once each${cluster ? ', an API and a provider worker once each' : ''}`);
+  log(`sending ${args.count} requests over ${duration(spanMs)}; faults: worker every ${WORKER_EVERY_MS / 1000} s, PostgreSQL and Temporal once each${cluster ? ', an API and a provider worker once each' : ''}; an upstream failing half its submits; a top-up every ${TOP_UP_EVERY_MS / 1000} s`);
   const faults = runFaults(stack, {
     workerEveryMs: WORKER_EVERY_MS,
     // Between worker kills, at about a quarter and a half of the submissions.
@@ -157,6 +165,7 @@ async function main(): Promise<number> {
     ] : [],
   }, origin, timeline, interrupt.signal);
 
+  const topUps = runTopUps({ baseUrl: stack.baseUrl, webhookSecret: stripeWebhookSecret, accountId: accounts[POOR]!.id, everyMs: TOP_UP_EVERY_MS, untilMs: spanMs, signal: interrupt.signal });
   const send = createClient(stack.baseUrl, origin, interrupt.signal);
   const outcomes: Outcome[] = [];
   const progress = setInterval(() => {
@@ -167,7 +176,7 @@ async function main(): Promise<number> {
   for (const plan of plans) {
     const wait = origin + (plan.index * 1000) / args.rate - Date.now();
     if (wait > 0) await sleep(wait, undefined, { signal: interrupt.signal });
-    sent.push(send(plan, accounts[plan.account]!.nextKey()).then((o) => void outcomes.push(o), (err: unknown) => {
+    sent.push(send(plan, plan.budgeted ? budgetedKey.key : accounts[plan.account]!.nextKey()).then((o) => void outcomes.push(o), (err: unknown) => {
       // Cut short by Ctrl-C: the stop is under way, and there is nothing to report.
       if (!interrupt.signal.aborted) throw err;
     }));
@@ -175,6 +184,7 @@ async function main(): Promise<number> {
   await Promise.all(sent);
   clearInterval(progress);
   await faults;
+  await topUps.done;
   phases.push([`requests (sent over ${duration(spanMs)}, answered, followed to their end)`, Date.now() - origin]);
 
   const settling = Date.now();
@@ -188,6 +198,9 @@ async function main(): Promise<number> {
   const checks: Check[] = [...(await ledgerChecks(db, facts)), ...answerChecks(outcomes, facts, await idempotencyClaims(db))];
   const files = await outputChecks(stack.baseUrl, accounts.map((a) => a.nextKey()), facts, plans);
   checks.push(files.check);
+  checks.push(await upstreamCheck(db, facts, upstreams));
+  checks.push(...(await topUpChecks(db, topUps)));
+  checks.push(await budgetCheck(db, budgetedKey.id, outcomes));
   checks.push(await webhookCheck(db, accounts[0]!.id, facts, receiver.received, WEBHOOK_WAIT_MS));
   checks.push({ name: 'no service process died on its own', ok: processProblems.length === 0, detail: processProblems.length === 0 ? 'only the kills of the schedule' : processProblems.join('; ') });
   phases.push(['checks', Date.now() - checking]);

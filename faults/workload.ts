@@ -1,5 +1,7 @@
 // What the fault run asks of the service: a fixed, reproducible mix of every kind through both
-// doors, some that the simulator fails, some keyed, some on an account that runs out of credits.
+// doors, some that the simulator fails, some keyed, some on an account that runs out of credits
+// (and is topped up), some through a key with a spending budget, some images of a model routed to
+// two upstreams of which the first fails half its submits.
 // Every prompt carries the request's number (`[faults #N]`), so that the checks can find in the
 // database every generation a request made, however many times it was sent.
 import type { InputImage } from './inputs';
@@ -13,6 +15,10 @@ export interface PlannedRequest {
   account: number;
   door: Door;
   kind: Kind;
+  /** Sent with the account's budgeted key (account 1 only): refused with 402 budget_exceeded once it is spent. */
+  budgeted: boolean;
+  /** An image of UPSTREAM_MODEL: served by the half-failing upstream or, when that fails, the steady one. */
+  upstream: boolean;
   /** `sim:fail` in the prompt: the provider refuses the run, the hold must be released. */
   simFail: boolean;
   /** Sent with an Idempotency-Key and retried on a 5xx or a dropped connection. */
@@ -30,14 +36,20 @@ export interface PlannedRequest {
 
 export const TOKEN_PATTERN = /\[faults #(\d+)\]/;
 
-/** Accounts: the rich ones never run out; the last one has a little and gets every 21st request. */
+/** Accounts: the rich ones never run out; the last one has a little, gets every 21st request and is topped up during the run. */
 export const ACCOUNTS = [
   { credits: 1_000_000, chatCap: 25 },
   { credits: 1_000_000, chatCap: 25 },
   { credits: 1_000_000, chatCap: 25 },
   { credits: 120, chatCap: 5 },
 ] as const;
-const POOR = ACCOUNTS.length - 1;
+export const POOR = ACCOUNTS.length - 1;
+/** The account with a second, budgeted key (faults/accounts.ts sets the budget). */
+export const BUDGETED = 1;
+/** The catalogue image model the run routes to two upstreams (faults/upstreams.ts). */
+export const UPSTREAM_MODEL = 'image-qwen';
+/** In the prompt of those images, so that the checks find them. */
+export const UPSTREAM_PROMPT = 'image from an upstream';
 
 /** Kind by position in a cycle of 20: 7 images, 5 chats, 4 videos, 4 upscales. */
 const KIND_CYCLE: Kind[] = [
@@ -59,17 +71,24 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
     // 21 against the kind cycle's 20, so that the poor account gets every kind in turn.
     const account = index % 21 === 13 ? POOR : index % POOR;
     const door: Door = mix(index, 1) < 0.5 ? 'A' : 'C';
-    const simFail = mix(index, 2) < 0.1;
+    // Group A images only: group C names its models its own way.
+    const upstream = kind === 'image' && door === 'A' && mix(index, 9) < 0.4;
+    const simFail = !upstream && mix(index, 2) < 0.1;
+    const budgeted = account === BUDGETED && mix(index, 10) < 0.15;
     const keyed = mix(index, 3) < 0.5;
     // Some runs take seconds, so that kills and restarts find work in flight at every step.
     const slow = mix(index, 4) < 0.3;
     const delayMs = { image: slow ? 2_500 : 0, chat: slow ? 1_500 : 0, video: 2_000 + Math.round(mix(index, 5) * 6_000), upscale: slow ? 3_000 : 0 }[kind];
-    const prompt = `[faults #${index}] ${kind} under faults${simFail ? ' sim:fail' : ''}${delayMs > 0 ? ` sim:delay=${delayMs}` : ''}`;
+    const prompt = upstream
+      ? `[faults #${index}] ${UPSTREAM_PROMPT} under faults`
+      : `[faults #${index}] ${kind} under faults${simFail ? ' sim:fail' : ''}${delayMs > 0 ? ` sim:delay=${delayMs}` : ''}`;
     const request: PlannedRequest = {
       index,
       account,
       door,
       kind,
+      budgeted,
+      upstream,
       simFail,
       idempotencyKey: keyed ? `faults-${runId}-${index}` : undefined,
       ...(keyed && mix(index, 7) < 0.15 ? { loseFirstAnswerAfterMs: 20 + Math.round(mix(index, 8) * 400) } : {}),
@@ -78,7 +97,7 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
     };
     switch (kind) {
       case 'image':
-        request.body = door === 'A' ? { kind, model: 'flux', prompt, width: 512, height: 384 } : { kind, model: 'flux', prompt };
+        request.body = door === 'A' ? { kind, model: upstream ? UPSTREAM_MODEL : 'flux', prompt, width: 512, height: 384 } : { kind, model: 'flux', prompt };
         break;
       case 'video':
         request.body = door === 'A' ? { kind, model: 'kling', prompt, seconds: 5, quality: '480p' } : { kind, model: 'hailuo', prompt, seconds: 6, quality: '480p' };
