@@ -1,0 +1,49 @@
+// Jaeger, the tracing backend the trace test sends spans to and reads them back from (its query
+// API). Version 2 is built on the OpenTelemetry Collector: an OTLP receiver, in-memory storage and
+// the query API in one binary. Built from source once with `go install` (runtime/go-install.ts).
+import { dirname, join, resolve } from 'node:path';
+import { goInstallIntoCache } from '../runtime/go-install';
+import { isExecutableFile } from '../runtime/process';
+import { cachedTemporalCliPath } from '../runtime/temporal-cli';
+
+/**
+ * The Go module version of Jaeger v2.13.0's release (Jaeger tags each release twice, and the v2
+ * tags are not valid versions of the module github.com/jaegertracing/jaeger). Its go.mod replaces
+ * sarama, so it is built inside a main module of our own (GoInstallSpec.replacingModule).
+ */
+export const JAEGER_VERSION = 'v1.76.0';
+const MODULE = 'github.com/jaegertracing/jaeger';
+
+const cacheDir = (env: NodeJS.ProcessEnv) => join(dirname(dirname(cachedTemporalCliPath({ env }))), `jaeger-${JAEGER_VERSION}`);
+
+/** `<cache>/jaeger-v…/jaeger`, beside the Temporal CLI's and stripe-mock's. */
+export function cachedJaegerPath(env: NodeJS.ProcessEnv = process.env): string {
+  return join(cacheDir(env), 'jaeger');
+}
+
+/** JAEGER_BINARY, then the cache folder; undefined when neither has it. */
+export async function findJaeger(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  if (env.JAEGER_BINARY) {
+    const path = resolve(env.JAEGER_BINARY);
+    if (!(await isExecutableFile(path))) throw new Error(`JAEGER_BINARY is set to ${env.JAEGER_BINARY}, which is not an executable file.`);
+    return path;
+  }
+  const cached = cachedJaegerPath(env);
+  return (await isExecutableFile(cached)) ? cached : undefined;
+}
+
+/** findJaeger, or else build it into the cache folder (several minutes, once). */
+export async function ensureJaeger(env: NodeJS.ProcessEnv = process.env, progress: (line: string) => void = () => undefined): Promise<string> {
+  const found = await findJaeger(env);
+  if (found) return found;
+  const [built] = await goInstallIntoCache({
+    what: `Jaeger ${JAEGER_VERSION}`,
+    packages: [{ pkg: `${MODULE}/cmd/jaeger`, binary: 'jaeger' }],
+    replacingModule: { path: MODULE, version: JAEGER_VERSION },
+    dir: cacheDir(env),
+    env: { ...env, CGO_ENABLED: '0' },
+    progress,
+    instead: 'JAEGER_BINARY to a jaeger (v2) binary',
+  });
+  return built!;
+}
