@@ -12,7 +12,46 @@ import { cachedTemporalCliPath } from '../runtime/temporal-cli';
  * sarama, so it is built inside a main module of our own (GoInstallSpec.replacingModule).
  */
 export const JAEGER_VERSION = 'v1.76.0';
+/** The same release's own version: the tag of its image (docker-compose.yml). */
+export const JAEGER_RELEASE = '2.13.0';
 const MODULE = 'github.com/jaegertracing/jaeger';
+
+/** Where a Jaeger listens: OTLP/HTTP in, its query API (HTTP and gRPC) out. */
+export interface JaegerPorts {
+  host: string;
+  otlp: number;
+  query: number;
+  queryGrpc: number;
+}
+
+/** The default OTLP/HTTP and query ports (docker-compose.yml's jaeger). */
+export const JAEGER_DEFAULT_PORTS = { otlp: 4318, query: 16686, queryGrpc: 16685 } as const;
+
+/**
+ * Jaeger's configuration (an OpenTelemetry Collector's): OTLP/HTTP received, kept in memory, read
+ * through the query API; nothing else listens (no metrics or health port), so a test can run it
+ * on free ports. The trace test and docker-compose.yml both run this one.
+ */
+export function jaegerConfig(p: JaegerPorts, maxTraces = 100_000) {
+  return {
+    service: {
+      extensions: ['jaeger_storage', 'jaeger_query'],
+      pipelines: { traces: { receivers: ['otlp'], processors: ['batch'], exporters: ['jaeger_storage_exporter'] } },
+      telemetry: { metrics: { level: 'none' }, logs: { level: 'warn' } },
+    },
+    extensions: {
+      jaeger_storage: { backends: { memstore: { memory: { max_traces: maxTraces } } } },
+      jaeger_query: {
+        storage: { traces: 'memstore' },
+        http: { endpoint: `${p.host}:${p.query}` },
+        grpc: { endpoint: `${p.host}:${p.queryGrpc}` },
+      },
+    },
+    receivers: { otlp: { protocols: { http: { endpoint: `${p.host}:${p.otlp}` } } } },
+    processors: { batch: { timeout: '200ms' } },
+    exporters: { jaeger_storage_exporter: { trace_storage: 'memstore' } },
+  };
+}
 
 const cacheDir = (env: NodeJS.ProcessEnv) => join(dirname(dirname(cachedTemporalCliPath({ env }))), `jaeger-${JAEGER_VERSION}`);
 

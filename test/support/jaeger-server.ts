@@ -4,7 +4,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cachedJaegerPath, findJaeger, JAEGER_VERSION } from '../../scripts/jaeger';
+import { cachedJaegerPath, findJaeger, jaegerConfig, JAEGER_VERSION } from '../../scripts/jaeger';
 import { freePort } from '../../runtime/process';
 import { start, stopped, waitUntil } from './servers';
 import type { TestServer } from './servers';
@@ -16,54 +16,16 @@ export interface JaegerServer extends TestServer {
   queryUrl: string;
 }
 
-const config = (p: { otlp: number; query: number; queryGrpc: number }) => `
-service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [batch]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_storage:
-    backends:
-      memstore:
-        memory:
-          max_traces: 10000
-  jaeger_query:
-    storage:
-      traces: memstore
-    http:
-      endpoint: 127.0.0.1:${p.query}
-    grpc:
-      endpoint: 127.0.0.1:${p.queryGrpc}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:${p.otlp}
-processors:
-  batch:
-    timeout: 200ms
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: memstore
-`;
-
 export async function startJaeger(): Promise<JaegerServer> {
   const binary = await findJaeger();
   if (!binary) {
     throw new Error(`Jaeger ${JAEGER_VERSION} is not built; run \`npm run jaeger\` (go install into ${cachedJaegerPath()}, once; .ci/run does this) or set JAEGER_BINARY`);
   }
-  const ports = { otlp: await freePort(), query: await freePort(), queryGrpc: await freePort() };
+  const ports = { host: '127.0.0.1', otlp: await freePort(), query: await freePort(), queryGrpc: await freePort() };
   const dir = await mkdtemp(join(tmpdir(), 'gensvc-jaeger-'));
   const file = join(dir, 'config.yaml');
-  await writeFile(file, config(ports));
+  // JSON is YAML.
+  await writeFile(file, JSON.stringify(jaegerConfig(ports, 10_000)));
   const s = start('jaeger', binary, ['--config', file], process.env);
   const queryUrl = `http://127.0.0.1:${ports.query}`;
   const otlpEndpoint = `http://127.0.0.1:${ports.otlp}`;
