@@ -45,8 +45,10 @@ export const WORKFLOW_INTERCEPTORS = createRequire(import.meta.url).resolve('@te
 /** Starts the SDK (process-wide: the context manager, the propagator, the tracer provider). */
 export function startTracing(settings: TracingSettings): Tracing {
   const resource = new Resource({ 'service.name': settings.serviceName });
-  // Batched: a span costs the request an enqueue, never a round trip to the collector.
-  const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.tracesUrl }), { scheduledDelayMillis: 1_000 });
+  // Batched: a span costs the request an enqueue, never a round trip to the collector. A collector
+  // that does not answer holds up a stopping process's last flush for at most the timeout.
+  const exporter = new OTLPTraceExporter({ url: settings.tracesUrl, timeoutMillis: 1_500 });
+  const processor = new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1_000, exportTimeoutMillis: 1_500 });
   const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
   provider.register({ contextManager: new AsyncLocalStorageContextManager(), propagator: new W3CTraceContextPropagator() });
   const tracer = trace.getTracer('gensvc');
@@ -84,8 +86,11 @@ function spanRunner(tracer: Tracer): SpanRunner {
   });
 }
 
+/** Polled every few seconds by balancers and Prometheus: a trace each would bury the ones that matter. */
+const UNTRACED_PATHS = new Set(['/health', '/metrics']);
+
 /**
- * A server span per request. It begins with the request's logger (Fastify makes that first, before
+ * A server span per request (but UNTRACED_PATHS). It begins with the request's logger (Fastify makes that first, before
  * it logs "incoming request"), so every line about the request carries `trace_id` and `span_id`;
  * the request then runs inside it, and it ends when the response is done or the client went away.
  * A caller's own `traceparent` makes it a child of the caller's trace.
@@ -93,11 +98,13 @@ function spanRunner(tracer: Tracer): SpanRunner {
 function requestTracing(tracer: Tracer): RequestTracing {
   const spans = new WeakMap<IncomingMessage, { span: Span; ctx: Context }>();
   const begin = (raw: IncomingMessage) => {
+    // The path only: a query string may carry a secret (a signed file link's signature).
+    const path = (raw.url ?? '').split('?')[0]!;
+    if (UNTRACED_PATHS.has(path)) return undefined;
     const parent = propagation.extract(ROOT_CONTEXT, raw.headers);
     const span = tracer.startSpan(raw.method ?? 'HTTP', {
       kind: SpanKind.SERVER,
-      // The path only: a query string may carry a secret (a signed file link's signature).
-      attributes: { 'http.request.method': raw.method ?? '', 'url.path': (raw.url ?? '').split('?')[0] },
+      attributes: { 'http.request.method': raw.method ?? '', 'url.path': path },
     }, parent);
     const began = { span, ctx: trace.setSpan(parent, span) };
     spans.set(raw, began);
@@ -105,12 +112,18 @@ function requestTracing(tracer: Tracer): RequestTracing {
   };
   return {
     childLoggerFactory(logger: FastifyBaseLogger, bindings, opts, raw) {
-      const { span } = spans.get(raw) ?? begin(raw);
+      const span = (spans.get(raw) ?? begin(raw))?.span;
+      if (!span) return logger.child(bindings, opts);
       const { traceId, spanId } = span.spanContext();
       return logger.child({ ...bindings, trace_id: traceId, span_id: spanId }, opts);
     },
     onRequest(request: FastifyRequest, reply: FastifyReply, done: () => void) {
-      const { span, ctx } = spans.get(request.raw) ?? begin(request.raw);
+      const began = spans.get(request.raw) ?? begin(request.raw);
+      if (!began) {
+        done();
+        return;
+      }
+      const { span, ctx } = began;
       // The body arrives by events of the request stream, outside any context: bound, its
       // listeners (and so the handler) run inside the span.
       context.bind(ctx, request.raw);

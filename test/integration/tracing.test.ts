@@ -2,7 +2,8 @@
 // the API process and a worker process (runtime/api-process.ts, runtime/worker-process.ts) export
 // their spans with OTLP to it; one video submitted through group A yields one trace holding the
 // HTTP span, the workflow start and run, its activities and the provider call, and the trace id is
-// in the API's JSON log lines of that request.
+// in the API's JSON log lines of that request. The webhook delivery it causes is a trace of its own,
+// holding the delivery attempt. Development mode, so that webhooks may go to a loopback receiver.
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -13,6 +14,8 @@ import type { AppProcess } from '../support/app-processes';
 import { createDatabase, databaseUrlFor, dropDatabase, eventually } from '../support/harness';
 import { startJaeger } from '../support/jaeger-server';
 import type { JaegerServer } from '../support/jaeger-server';
+import { startReceiver } from '../support/webhook-receiver';
+import type { TestReceiver } from '../support/webhook-receiver';
 
 const ADMIN_TOKEN = 'tracing-admin-token-0123456789';
 const STARTUP_MS = 90_000; // the worker bundles workflows/ with webpack as it starts
@@ -23,6 +26,7 @@ const name = `t_tracing_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
 const taskQueue = `q-${name}`;
 let base: string;
 let jaeger: JaegerServer | undefined;
+let receiver: TestReceiver | undefined;
 let connection: Connection | undefined;
 let databaseCreated = false;
 /** Every line the API process wrote to stdout (its JSON log), whole. */
@@ -42,13 +46,14 @@ function collectLines(p: AppProcess, into: string[]): void {
 beforeAll(async () => {
   await explained(async () => {
     jaeger = await startJaeger();
+    receiver = await startReceiver();
     await createDatabase(name);
     databaseCreated = true;
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     const env: Record<string, string> = {
       ...minimalEnv(),
-      NODE_ENV: 'production',
+      NODE_ENV: 'development',
       HOST: '127.0.0.1',
       PORT: String(port),
       DATABASE_URL: databaseUrlFor(name),
@@ -75,6 +80,7 @@ afterAll(async () => {
   await group.killAll();
   await connection?.close();
   await jaeger?.stop();
+  await receiver?.close();
   if (databaseCreated) await dropDatabase(name);
 });
 
@@ -100,12 +106,14 @@ async function query<T>(path: string): Promise<{ status: number; body: { data: T
 const tagOf = (span: JaegerSpan, key: string) => span.tags.find((t) => t.key === key)?.value;
 
 describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
-  it('one video submitted through group A is one trace: the HTTP span, the workflow start and run, its activities and the provider call; its request log lines carry the trace id', async () => {
+  it('one video submitted through group A is one trace: the HTTP span, the workflow start and run, its activities and the provider call; its request log lines carry the trace id; its webhook attempt is traced too, and probes are not', async () => {
     await explained(async () => {
       const account = await http<{ id: string }>('POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: { plan: 'samurai', credits: 100, chatCap: 0 } });
       expect(account.status).toBe(201);
-      const key = await http<{ key: string }>('POST', `/admin/v1/accounts/${account.body.id}/keys`, { token: ADMIN_TOKEN, body: { scopes: ['video'] } });
+      const key = await http<{ key: string }>('POST', `/admin/v1/accounts/${account.body.id}/keys`, { token: ADMIN_TOKEN, body: { scopes: ['video', 'webhooks'] } });
       expect(key.status).toBe(201);
+      const endpoint = await http<{ id: string }>('POST', '/api/v1/webhooks', { token: key.body.key, body: { url: `${receiver!.url}/hook`, events: ['generation.completed'] } });
+      expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
 
       const submitted = await http<{ id: string; status: string }>('POST', '/api/v1/generate', { token: key.body.key, body: { kind: 'video', model: 'kling', prompt: 'sim:delay=300 waves' } });
       expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
@@ -172,6 +180,25 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       const withIt = await query<JaegerTrace[]>(`/api/traces?service=gensvc-worker&operation=${encodeURIComponent('provider simulator')}&tags=${tags}&lookback=1h&limit=20`);
       expect(withIt.status).toBe(200);
       expect(withIt.body.data.map((t) => t.traceID)).toEqual([traceId]);
+
+      // Probes are not traced: they would bury the traces that matter.
+      const operations = await query<string[]>('/api/services/gensvc-api/operations');
+      expect(operations.body.data).toContain('POST /api/v1/generate');
+      expect(operations.body.data.filter((o) => /\/health|\/metrics/.test(o))).toEqual([]);
+
+      // The completion's webhook: its delivery workflow, and the attempt inside it, in a trace of its own.
+      await receiver!.until(1);
+      const endpointTag = encodeURIComponent(JSON.stringify({ 'gensvc.endpoint_id': endpoint.body.id }));
+      const delivery = await eventually(async () => {
+        const res = await query<JaegerTrace[]>(`/api/traces?service=gensvc-worker&operation=${encodeURIComponent('webhook attempt')}&tags=${endpointTag}&lookback=1h&limit=20`);
+        const [t] = res.body.data;
+        return t?.spans.some((s) => s.operationName === 'RunWorkflow:webhookDelivery') ? res.body.data : undefined;
+      }, 30_000, 500);
+      expect(delivery).toHaveLength(1);
+      const attempt = delivery[0]!.spans.find((s) => s.operationName === 'webhook attempt')!;
+      const attemptRun = delivery[0]!.spans.find((s) => s.operationName === 'RunActivity:attemptWebhookDelivery');
+      expect(attempt.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: attemptRun?.spanID })]);
+      expect(delivery[0]!.traceID).not.toBe(traceId);
     });
   }, 120_000);
 });
