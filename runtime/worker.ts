@@ -62,9 +62,15 @@ export interface WorkerDeps {
 }
 
 const versioned = (deployment: WorkerDeploymentOptions | undefined) => (deployment ? { workerDeploymentOptions: deployment } : {});
-/** Tracing's activity interceptors, and for workflow workers the sink their spans leave the sandbox by. */
-const traced = (tracing: WorkerTracing | undefined, workflows: boolean) =>
-  (!tracing ? {} : workflows ? { interceptors: tracing.interceptors, sinks: tracing.sinks } : { interceptors: tracing.interceptors });
+/**
+ * Tracing's activity interceptors; for workflow workers also the sink their spans leave the sandbox
+ * by, and the workflow interceptors when Worker.create bundles the workflows itself.
+ */
+function traced(tracing: WorkerTracing | undefined, serves: 'workflows' | 'activities', bundledHere = false) {
+  if (!tracing) return {};
+  const interceptors = bundledHere ? { ...tracing.interceptors, workflowModules: tracing.workflowModules } : tracing.interceptors;
+  return serves === 'workflows' ? { interceptors, sinks: tracing.sinks } : { interceptors };
+}
 
 /** The workflow worker: generation and reconcile workflows and every activity they run on the main queue. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
@@ -77,7 +83,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     taskQueue: deps.taskQueue,
     workflowBundle,
     ...versioned(deps.deployment),
-    ...traced(deps.tracing, true),
+    ...traced(deps.tracing, 'workflows'),
     // runProvider is served on this queue too: an activity task keeps the queue it was scheduled on,
     // retries included, and workflows whose code had no provider queue (no providerTaskQueueOf)
     // scheduled their provider runs here. It can go once none of those generations is in flight.
@@ -140,16 +146,13 @@ export interface WebhookWorkerDeps extends WebhookActivityDeps {
  */
 export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Worker> {
   const { connection, namespace, taskQueue, concurrency, workflowBundle, deployment, tracing, ...activityDeps } = deps;
-  const options = traced(tracing, true);
   return Worker.create({
     connection,
     namespace,
     taskQueue,
     ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     ...versioned(deployment),
-    ...options,
-    // Bundled here, the workflow interceptors come from the options.
-    ...(tracing && !workflowBundle ? { interceptors: { ...options.interceptors, workflowModules: tracing.workflowModules } } : {}),
+    ...traced(tracing, 'workflows', !workflowBundle),
     activities: createWebhookActivities(activityDeps),
     // Attempts are local activities (see workflows/webhook-delivery.ts): this bounds them.
     maxConcurrentLocalActivityExecutions: concurrency,
@@ -165,7 +168,7 @@ export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' |
     namespace: deps.namespace,
     taskQueue: providerTaskQueueOf(deps.taskQueue),
     ...versioned(deps.deployment),
-    ...traced(deps.tracing, false),
+    ...traced(deps.tracing, 'activities'),
     activities: createProviderActivities({ provider: deps.provider, store: deps.store, pool: deps.pool }),
     maxConcurrentActivityTaskExecutions: deps.providerConcurrency ?? 200,
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
