@@ -4,8 +4,12 @@
 
 export type SpanAttributes = Record<string, string | number | boolean | undefined>;
 
-/** Runs `work` inside a span named `name` (a child of the current one), ended when it settles. */
-export type SpanRunner = <T>(name: string, attributes: SpanAttributes, work: () => Promise<T>) => Promise<T>;
+export interface SpanRunner {
+  /** Runs `work` inside a span named `name` (a child of the current one), ended when it settles. */
+  run<T>(name: string, attributes: SpanAttributes, work: () => Promise<T>): Promise<T>;
+  /** The same around a stream: the span lasts from its first read to its end, error or abandonment. */
+  stream<T>(name: string, attributes: SpanAttributes, open: () => AsyncIterable<T>): AsyncIterable<T>;
+}
 
 let runner: SpanRunner | undefined;
 
@@ -15,5 +19,9 @@ export function installSpanRunner(next: SpanRunner | undefined): void {
 }
 
 export function inSpan<T>(name: string, attributes: SpanAttributes, work: () => Promise<T>): Promise<T> {
-  return runner ? runner(name, attributes, work) : work();
+  return runner ? runner.run(name, attributes, work) : work();
+}
+
+export function streamInSpan<T>(name: string, attributes: SpanAttributes, open: () => AsyncIterable<T>): AsyncIterable<T> {
+  return runner ? runner.stream(name, attributes, open) : open();
 }

@@ -73,17 +73,33 @@ export function startTracing(settings: TracingSettings): Tracing {
 type Tracer = ReturnType<typeof trace.getTracer>;
 
 function spanRunner(tracer: Tracer): SpanRunner {
-  return (name, attributes, work) => tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, async (span) => {
-    try {
-      return await work();
-    } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
+  const failed = (span: Span, err: unknown) => {
+    span.recordException(err as Error);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+  };
+  return {
+    run: (name, attributes, work) => tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      try {
+        return await work();
+      } catch (err) {
+        failed(span, err);
+        throw err;
+      } finally {
+        span.end();
+      }
+    }),
+    async* stream(name, attributes, open) {
+      const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
+      try {
+        yield* open();
+      } catch (err) {
+        failed(span, err);
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+  };
 }
 
 /** Polled every few seconds by balancers and Prometheus: a trace each would bury the ones that matter. */

@@ -7,7 +7,7 @@ import { createReplicateUpstream } from './replicate-upstream';
 import type { RouteEntry, RouteLog, UpstreamHealth } from './routing-state';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderFeature, ProviderJob, ProviderResult } from './types';
 import { UpstreamUnavailableError } from './upstream-http';
-import { inSpan } from '../tracing';
+import { inSpan, streamInSpan } from '../tracing';
 
 /** One upstream able to run a catalogue model. */
 interface Route {
@@ -156,7 +156,7 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
   async function* streamChat(job: ProviderJob, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
     const routes = byModel.get(job.model);
     if (!routes) {
-      yield* fallback.streamChat(job, signal);
+      yield* streamInSpan(...providerSpan(job, 'simulator'), () => fallback.streamChat(job, signal));
       return;
     }
     const tried: string[] = [];
@@ -169,7 +169,7 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       let produced = false;
       let failed: unknown;
       try {
-        for await (const event of route.provider.streamChat(job, signal)) {
+        for await (const event of streamInSpan(...providerSpan(job, route.upstream), () => route.provider.streamChat(job, signal))) {
           if (!produced) {
             produced = true;
             await judge(routes, route, undefined);

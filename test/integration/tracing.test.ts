@@ -105,6 +105,28 @@ async function query<T>(path: string): Promise<{ status: number; body: { data: T
 
 const tagOf = (span: JaegerSpan, key: string) => span.tags.find((t) => t.key === key)?.value;
 
+/** The API's JSON log lines of one request (by its x-request-id). */
+function logOf(requestId: string | null): Record<string, unknown>[] {
+  return apiLines.flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  }).filter((l) => l.reqId === requestId);
+}
+
+/** The trace with this id once it holds spans of every name asked (`a|b`: either), as Jaeger's query API has it. */
+function traceHolding(traceId: string, names: string[]): Promise<JaegerTrace> {
+  return eventually(async () => {
+    const res = await query<JaegerTrace[]>(`/api/traces/${traceId}`);
+    if (res.status !== 200) return undefined;
+    const t = res.body.data[0];
+    const have = new Set(t?.spans.map((s) => s.operationName));
+    return names.every((e) => e.split('|').some((n) => have.has(n))) ? t : undefined;
+  }, 30_000, 500);
+}
+
 describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
   it('one video submitted through group A is one trace: the HTTP span, the workflow start and run, its activities and the provider call; its request log lines carry the trace id; its webhook attempt is traced too, and probes are not', async () => {
     await explained(async () => {
@@ -127,13 +149,7 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       expect(done.status).toBe('succeeded');
 
       // The submit's log lines: every one carries the same trace id (and its span's id).
-      const logged = apiLines.flatMap((line) => {
-        try {
-          return [JSON.parse(line) as Record<string, unknown>];
-        } catch {
-          return [];
-        }
-      }).filter((l) => l.reqId === requestId);
+      const logged = logOf(requestId);
       expect(logged.map((l) => l.msg)).toEqual(expect.arrayContaining(['incoming request', 'request completed']));
       const traceIds = new Set(logged.map((l) => l.trace_id));
       expect(traceIds.size, JSON.stringify(logged)).toBe(1);
@@ -143,13 +159,7 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
 
       // Jaeger has it whole once the processes' batches are flushed (a second or so).
       const expected = ['POST /api/v1/generate', 'SignalWithStartWorkflow:generation|StartWorkflow:generation', 'RunWorkflow:generation', 'StartActivity:runProvider', 'RunActivity:runProvider', 'provider simulator'];
-      const found = await eventually(async () => {
-        const res = await query<JaegerTrace[]>(`/api/traces/${traceId}`);
-        if (res.status !== 200) return undefined;
-        const t = res.body.data[0];
-        const names = new Set(t?.spans.map((s) => s.operationName));
-        return expected.every((e) => e.split('|').some((n) => names.has(n))) ? t : undefined;
-      }, 30_000, 500);
+      const found = await traceHolding(traceId, expected);
 
       const spans = found.spans;
       const named = (n: string) => spans.filter((s) => s.operationName === n);
@@ -201,4 +211,25 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       expect(delivery[0]!.traceID).not.toBe(traceId);
     });
   }, 120_000);
+
+  it('a chat the API streams itself (group B) is one trace: the HTTP span holding the provider stream', async () => {
+    await explained(async () => {
+      const account = await http<{ id: string }>('POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: { plan: 'samurai', credits: 100, chatCap: 0 } });
+      const key = await http<{ key: string }>('POST', `/admin/v1/accounts/${account.body.id}/keys`, { token: ADMIN_TOKEN, body: { scopes: ['chat'] } });
+      expect(key.status).toBe(201);
+      const res = await fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.body.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-5.5', messages: [{ role: 'user', content: 'tell me sim:tokens=5' }], stream: true }),
+      });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('data: [DONE]');
+      const traceId = String(logOf(res.headers.get('x-request-id')).find((l) => l.trace_id)?.trace_id);
+      const t = await traceHolding(traceId, ['POST /v1/chat/completions', 'provider simulator']);
+      const [httpSpan] = t.spans.filter((s) => s.operationName === 'POST /v1/chat/completions');
+      const [stream] = t.spans.filter((s) => s.operationName === 'provider simulator');
+      expect(stream!.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: httpSpan!.spanID })]);
+      expect(tagOf(stream!, 'gensvc.kind')).toBe('chat');
+    });
+  });
 });
