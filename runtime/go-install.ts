@@ -2,9 +2,28 @@
 // processes (`npm start` and a test run, say) never build the same thing at once.
 import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlive, isExecutableFile, runCommand } from './process';
+
+/**
+ * A binary built into the cache folder, or the one `env[variable]` names instead (which must then be
+ * an executable file); undefined when neither is there.
+ */
+export async function findBuiltBinary(
+  env: NodeJS.ProcessEnv,
+  variable: string,
+  cached: string,
+  fail: (message: string) => Error = (message) => new Error(message),
+): Promise<string | undefined> {
+  const given = env[variable];
+  if (given) {
+    const path = resolve(given);
+    if (!(await isExecutableFile(path))) throw fail(`${variable} is set to ${given}, which is not an executable file.`);
+    return path;
+  }
+  return (await isExecutableFile(cached)) ? cached : undefined;
+}
 
 export async function findGo(env: NodeJS.ProcessEnv): Promise<string | undefined> {
   const candidates = (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'go'));

@@ -1,9 +1,8 @@
 // Jaeger, the tracing backend the trace test sends spans to and reads them back from (its query
 // API). Version 2 is built on the OpenTelemetry Collector: an OTLP receiver, in-memory storage and
 // the query API in one binary. Built from source once with `go install` (runtime/go-install.ts).
-import { dirname, join, resolve } from 'node:path';
-import { goInstallIntoCache } from '../runtime/go-install';
-import { isExecutableFile } from '../runtime/process';
+import { dirname, join } from 'node:path';
+import { findBuiltBinary, goInstallIntoCache } from '../runtime/go-install';
 import { cachedTemporalCliPath } from '../runtime/temporal-cli';
 
 /**
@@ -61,14 +60,8 @@ export function cachedJaegerPath(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** JAEGER_BINARY, then the cache folder; undefined when neither has it. */
-export async function findJaeger(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
-  if (env.JAEGER_BINARY) {
-    const path = resolve(env.JAEGER_BINARY);
-    if (!(await isExecutableFile(path))) throw new Error(`JAEGER_BINARY is set to ${env.JAEGER_BINARY}, which is not an executable file.`);
-    return path;
-  }
-  const cached = cachedJaegerPath(env);
-  return (await isExecutableFile(cached)) ? cached : undefined;
+export function findJaeger(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  return findBuiltBinary(env, 'JAEGER_BINARY', cachedJaegerPath(env));
 }
 
 /** findJaeger, or else build it into the cache folder (several minutes, once). */
