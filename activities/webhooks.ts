@@ -15,6 +15,7 @@ import { deliveryPayload } from '../core/webhooks/payload';
 import { DISABLE_AFTER_FAILING_MS } from '../core/webhooks/schedule';
 import type { SecretBox } from '../core/webhooks/secret-box';
 import { deliveryHeaders } from '../core/webhooks/signing';
+import { inSpan } from '../core/tracing';
 
 export interface WebhookActivityDeps {
   pool: pg.Pool;
@@ -89,7 +90,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     let error: string | null = null;
     let excerpt: string | null = null;
     try {
-      const res = await http.request(endpoint.url, { ...WEBHOOK_DELIVERY, headers, body, signal: Context.current().cancellationSignal });
+      const res = await inSpan('webhook attempt', { 'gensvc.delivery_id': target.id, 'gensvc.endpoint_id': endpoint.id, 'gensvc.event': target.event }, () =>
+        http.request(endpoint.url, { ...WEBHOOK_DELIVERY, headers, body, signal: Context.current().cancellationSignal }));
       statusCode = res.status;
       excerpt = excerptOf(res);
       if (res.status >= 300 && res.status < 400) error = 'The receiver answered with a redirect; redirects are not followed.';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import Fastify from 'fastify';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type pg from 'pg';
 import secureJson from 'secure-json-parse';
 import { validatorCompiler } from 'fastify-type-provider-zod';
@@ -66,6 +66,16 @@ export interface AppDeps {
   dashboardLimits?: Partial<DashboardLimits>;
   /** Buying credits with Stripe; the billing routes exist only with it. */
   billing?: BillingOptions | undefined;
+  /** A span per request when tracing is on (runtime/tracing.ts); absent, nothing of it runs. */
+  tracing?: RequestTracing;
+}
+
+/** Server spans, made by the runtime: api/ knows no tracer. */
+export interface RequestTracing {
+  /** Begins the request's span with its logger, so that every line about the request carries its trace id. */
+  childLoggerFactory: NonNullable<FastifyServerOptions['childLoggerFactory']>;
+  /** Runs the rest of the request inside its span; the first hook of all. */
+  onRequest: (request: FastifyRequest, reply: FastifyReply, done: () => void) => void;
 }
 
 export interface AppWebhookOptions {
@@ -97,7 +107,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       // Ours look like OpenAI's (`req_…`), which its SDKs report in their errors.
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : `req_${randomBytes(12).toString('hex')}`;
     },
+    ...(deps.tracing ? { childLoggerFactory: deps.tracing.childLoggerFactory } : {}),
   });
+  if (deps.tracing) app.addHook('onRequest', deps.tracing.onRequest);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

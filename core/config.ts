@@ -199,6 +199,13 @@ export const configSchema = z.object({
   S3_SECRET_ACCESS_KEY: optionalText,
   /** `bucket` in the path rather than the host name; defaults to true when S3_ENDPOINT is set (MinIO, SeaweedFS). */
   S3_FORCE_PATH_STYLE: z.preprocess(unsetIfEmpty, z.stringbool().optional()),
+  /**
+   * Tracing (OpenTelemetry): the OTLP/HTTP collector spans are sent to (`http://collector:4318`;
+   * traces go to its /v1/traces). Unset, tracing is off and nothing of OpenTelemetry is loaded.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalHttpUrl,
+  /** The service name spans carry; by default gensvc-api, gensvc-worker, or gensvc (`npm start`). */
+  OTEL_SERVICE_NAME: optionalText,
   /** Real upstreams per model, as JSON (see `upstreamsSchema`); the simulator runs every model otherwise. */
   UPSTREAMS_JSON: upstreamsJson((v) => v),
   /** The same JSON in a file (keeps keys out of the environment); not with UPSTREAMS_JSON. */
@@ -313,4 +320,19 @@ export function billingOptionsOf(c: Config) {
     secretKey: c.STRIPE_SECRET_KEY, webhookSecret: c.STRIPE_WEBHOOK_SECRET, apiUrl: c.STRIPE_API_URL,
     minCredits: c.BILLING_MIN_CREDITS, maxCredits: Math.max(c.BILLING_MIN_CREDITS, c.BILLING_MAX_CREDITS),
   };
+}
+
+export interface TracingSettings {
+  /** Where spans are posted (OTLP/HTTP). */
+  tracesUrl: string;
+  serviceName: string;
+}
+
+/**
+ * Tracing's settings when OTEL_EXPORTER_OTLP_ENDPOINT is set, else undefined (off). The endpoint is
+ * the collector's base URL, as OpenTelemetry's own variable means it: traces go to its /v1/traces.
+ */
+export function tracingOf(c: Pick<Config, 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_SERVICE_NAME'>, defaultServiceName: string): TracingSettings | undefined {
+  if (!c.OTEL_EXPORTER_OTLP_ENDPOINT) return undefined;
+  return { tracesUrl: `${c.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`, serviceName: c.OTEL_SERVICE_NAME ?? defaultServiceName };
 }

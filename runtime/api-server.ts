@@ -37,6 +37,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     secureCookies: !isDevelopment(s.config),
     logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
     billing: billingOptionsOf(s.config),
+    ...(s.tracing ? { tracing: s.tracing.http } : {}),
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });
   return app;

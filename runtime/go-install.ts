@@ -1,10 +1,29 @@
 // What every `go install` into the cache folder needs: a Go toolchain, and a lock so that two
 // processes (`npm start` and a test run, say) never build the same thing at once.
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlive, isExecutableFile, runCommand } from './process';
+
+/**
+ * A binary built into the cache folder, or the one `env[variable]` names instead (which must then be
+ * an executable file); undefined when neither is there.
+ */
+export async function findBuiltBinary(
+  env: NodeJS.ProcessEnv,
+  variable: string,
+  cached: string,
+  fail: (message: string) => Error = (message) => new Error(message),
+): Promise<string | undefined> {
+  const given = env[variable];
+  if (given) {
+    const path = resolve(given);
+    if (!(await isExecutableFile(path))) throw fail(`${variable} is set to ${given}, which is not an executable file.`);
+    return path;
+  }
+  return (await isExecutableFile(cached)) ? cached : undefined;
+}
 
 export async function findGo(env: NodeJS.ProcessEnv): Promise<string | undefined> {
   const candidates = (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'go'));
@@ -89,6 +108,12 @@ export interface GoInstallSpec {
   progress: (line: string) => void;
   /** Told in the error: the variables that point at existing binaries instead. */
   instead: string;
+  /**
+   * The module the packages (named without `@version`) come from, when its go.mod has `replace`
+   * directives: `go install pkg@version` refuses those, so they are built inside a throwaway main
+   * module holding that go.mod (the same requirements and replacements) and its go.sum.
+   */
+  replacingModule?: { path: string; version: string };
 }
 
 /**
@@ -111,9 +136,11 @@ export async function goInstallIntoCache(spec: GoInstallSpec): Promise<string[]>
     await mkdir(staging, { recursive: true });
     const started = Date.now();
     try {
+      const within = spec.replacingModule ? await mainModuleOf(go, spec.replacingModule, join(staging, 'main-module'), spec.env, spec.progress) : undefined;
+      const env = { ...spec.env, GOBIN: staging, ...(within ? { GOFLAGS: `${spec.env.GOFLAGS ?? ''} -mod=mod`.trim() } : {}) };
       for (const { pkg, binary } of spec.packages) {
         spec.progress(`building ${pkg} with ${go} (minutes the first time)`);
-        const { code, output } = await runCommand(go, ['install', pkg], { ...spec.env, GOBIN: staging }, spec.progress);
+        const { code, output } = await runCommand(go, ['install', pkg], env, spec.progress, within);
         if (code !== 0) throw new Error(`go install ${pkg} failed (exit code ${code}):\n${output}\nOr set ${spec.instead}.`);
         const built = pkg.split('@')[0]!.split('/').at(-1)!;
         await rename(join(staging, built), join(staging, binary));
@@ -128,4 +155,18 @@ export async function goInstallIntoCache(spec: GoInstallSpec): Promise<string[]>
   } finally {
     await release();
   }
+}
+
+/** A main module in `dir` that builds `module@version`'s packages as its own go.mod says. */
+async function mainModuleOf(go: string, module: { path: string; version: string }, dir: string, env: NodeJS.ProcessEnv, progress: (line: string) => void): Promise<string> {
+  const at = `${module.path}@${module.version}`;
+  const { code, output } = await runCommand(go, ['mod', 'download', '-json', at], env, () => undefined);
+  if (code !== 0) throw new Error(`go mod download ${at} failed (exit code ${code}):\n${output}`);
+  const { GoMod, Dir } = JSON.parse(output) as { GoMod: string; Dir: string };
+  const goMod = (await readFile(GoMod, 'utf8')).replace(/^module .*$/m, 'module gensvc.local/go-install');
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'go.mod'), `${goMod}\nrequire ${module.path} ${module.version}\n`);
+  await writeFile(join(dir, 'go.sum'), await readFile(join(Dir, 'go.sum'), 'utf8'));
+  progress(`building inside ${dir}: ${at}'s go.mod has replace directives, which go install refuses`);
+  return dir;
 }

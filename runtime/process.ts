@@ -135,9 +135,10 @@ export async function runCommand(
   args: string[],
   env: NodeJS.ProcessEnv,
   progress: (line: string) => void,
+  cwd?: string,
 ): Promise<{ code: number | null; output: string }> {
   const output = new OutputTail(200_000);
-  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
   let pending = '';
   const onData = (chunk: string) => {
     output.push(chunk);

@@ -5,7 +5,7 @@ import { jsonLogger } from './json-logger';
 import type pg from 'pg';
 import { createRateLimiter, createRedisRateLimiter } from '../api/rate-limit';
 import type { RateLimiter } from '../api/rate-limit';
-import { allowsPrivateNetworks, breakerSettings, s3Settings, upstreamSettings } from '../core/config';
+import { allowsPrivateNetworks, breakerSettings, s3Settings, tracingOf, upstreamSettings } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createProviderRouter } from '../core/providers/router';
 import type { Config } from '../core/config';
@@ -20,6 +20,7 @@ import type { OutputStore } from '../core/storage';
 import { createS3Store } from '../core/storage/s3';
 import { persistentSecret } from './secrets';
 import { ensureNamespace, registerSearchAttributes } from './temporal-setup';
+import type { Tracing } from './tracing';
 
 export interface Services {
   config: Config;
@@ -35,6 +36,8 @@ export interface Services {
   /** Seals webhook secrets (WEBHOOK_SECRET_KEY, or generated once into DATA_DIR). */
   webhookSecretKey: string;
   publicBaseUrl: string;
+  /** Present when OTEL_EXPORTER_OTLP_ENDPOINT is set: the Temporal client already traces. */
+  tracing?: Tracing;
   close(): Promise<void>;
 }
 
@@ -46,17 +49,23 @@ const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info
  * Connects to PostgreSQL and Temporal (wherever they run), brings the schema and the search
  * attributes up to date, and builds what both the API and the worker need.
  */
-export async function openServices(config: Config, where: { databaseUrl: string; temporalAddress: string }): Promise<Services> {
+export async function openServices(
+  config: Config,
+  where: { databaseUrl: string; temporalAddress: string; /** The spans' service name unless OTEL_SERVICE_NAME says. */ serviceName?: string },
+): Promise<Services> {
   // The Temporal runtime is process-wide and installed once, before any connection exists. It
   // would otherwise shut the worker down on SIGINT/SIGTERM by itself, at once and out of order
   // (before the API has stopped taking requests); the process's own shutdown decides instead.
   Runtime.install({ logger: jsonLogger(TEMPORAL_LOG_LEVELS[config.LOG_LEVEL]), shutdownSignals: [] });
+  const tracingSettings = tracingOf(config, where.serviceName ?? 'gensvc');
+  // Loaded only when on: tracing off costs nothing, not even the import.
+  const tracing = tracingSettings ? (await import('./tracing')).startTracing(tracingSettings) : undefined;
   const dataDir = resolve(config.DATA_DIR);
   const pool = createPool(where.databaseUrl, 20);
   await migrate(pool);
 
   const connection = await Connection.connect({ address: where.temporalAddress });
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, ...(tracing ? { interceptors: tracing.client } : {}) });
   await ensureNamespace(client, config.TEMPORAL_NAMESPACE);
   await registerSearchAttributes(client, config.TEMPORAL_NAMESPACE);
   const nativeConnection = await NativeConnection.connect({ address: where.temporalAddress });
@@ -94,6 +103,7 @@ export async function openServices(config: Config, where: { databaseUrl: string;
     adminToken,
     webhookSecretKey,
     publicBaseUrl,
+    ...(tracing ? { tracing } : {}),
     async close() {
       await limiter.close();
       closeStore();
@@ -101,6 +111,7 @@ export async function openServices(config: Config, where: { databaseUrl: string;
       await nativeConnection.close().catch(() => undefined);
       await connection.close().catch(() => undefined);
       await pool.end().catch(() => undefined);
+      await tracing?.shutdown().catch(() => undefined);
     },
   };
 }

@@ -7,7 +7,7 @@ import { startWorker } from './worker-runner';
  * A worker alone (docker-compose `worker` with WORKER_ROLE=workflows, `provider` with
  * WORKER_ROLE=provider; run as many of each as needed).
  */
-runStandalone('worker', async (services, shutdown) => {
+runStandalone('worker', 'gensvc-worker', async (services, shutdown) => {
   const worker = await startWorker(services);
   shutdown.add('worker', () => worker.stop(), { timeoutMs: SHUTDOWN_FORCE_MS + 1_000 });
   const port = services.config.METRICS_PORT;

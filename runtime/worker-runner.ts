@@ -43,6 +43,7 @@ export async function startWorker(
     providerConcurrency: config.PROVIDER_CONCURRENCY,
     workflowCacheSize: config.WORKFLOW_CACHE_SIZE,
     ...(workflowsPath ? { workflowsPath } : {}),
+    ...(s.tracing ? { tracing: s.tracing.worker } : {}),
     ...(config.WORKER_BUILD_ID ? {
       // Pinned: a workflow finishes on the code it started on, so the next version may change
       // command order freely; the old version's workers are stopped once it is drained.

@@ -16,6 +16,7 @@ import type { Provider } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import { providerTaskQueueOf } from '../core/workflow-contract';
 import { OutputTail } from './process';
+import type { WorkerTracing } from './tracing';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 const BUNDLER = fileURLToPath(new URL('./bundle-workflows.ts', import.meta.url));
@@ -56,19 +57,33 @@ export interface WorkerDeps {
   workflowCacheSize?: number;
   /** Worker Versioning (WORKER_BUILD_ID): the deployment version every worker of the process polls as. */
   deployment?: WorkerDeploymentOptions;
+  /** When tracing is on; its workflow interceptors must then be in the bundle too. */
+  tracing?: WorkerTracing;
 }
 
 const versioned = (deployment: WorkerDeploymentOptions | undefined) => (deployment ? { workerDeploymentOptions: deployment } : {});
+/**
+ * Tracing's activity interceptors; for workflow workers also the sink their spans leave the sandbox
+ * by, and the workflow interceptors when Worker.create bundles the workflows itself.
+ */
+function traced(tracing: WorkerTracing | undefined, serves: 'workflows' | 'activities', bundledHere = false) {
+  if (!tracing) return {};
+  const interceptors = bundledHere ? { ...tracing.interceptors, workflowModules: tracing.workflowModules } : tracing.interceptors;
+  return serves === 'workflows' ? { interceptors, sinks: tracing.sinks } : { interceptors };
+}
 
 /** The workflow worker: generation and reconcile workflows and every activity they run on the main queue. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
-  const workflowBundle = deps.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(Runtime.instance().logger) }));
+  const workflowBundle = deps.workflowBundle ?? (await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(Runtime.instance().logger), workflowInterceptorModules: deps.tracing?.workflowModules ?? [],
+  }));
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     workflowBundle,
     ...versioned(deps.deployment),
+    ...traced(deps.tracing, 'workflows'),
     // runProvider is served on this queue too: an activity task keeps the queue it was scheduled on,
     // retries included, and workflows whose code had no provider queue (no providerTaskQueueOf)
     // scheduled their provider runs here. It can go once none of those generations is in flight.
@@ -122,6 +137,7 @@ export interface WebhookWorkerDeps extends WebhookActivityDeps {
   concurrency: number;
   workflowBundle?: WorkerOptions['workflowBundle'];
   deployment?: WorkerDeploymentOptions;
+  tracing?: WorkerTracing;
 }
 
 /**
@@ -129,13 +145,14 @@ export interface WebhookWorkerDeps extends WebhookActivityDeps {
  * own slots, so that however slow or hostile a receiver is, generations never wait for it.
  */
 export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Worker> {
-  const { connection, namespace, taskQueue, concurrency, workflowBundle, deployment, ...activityDeps } = deps;
+  const { connection, namespace, taskQueue, concurrency, workflowBundle, deployment, tracing, ...activityDeps } = deps;
   return Worker.create({
     connection,
     namespace,
     taskQueue,
     ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     ...versioned(deployment),
+    ...traced(tracing, 'workflows', !workflowBundle),
     activities: createWebhookActivities(activityDeps),
     // Attempts are local activities (see workflows/webhook-delivery.ts): this bounds them.
     maxConcurrentLocalActivityExecutions: concurrency,
@@ -145,12 +162,13 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Work
 }
 
 /** The provider worker: only provider runs, from the provider task queue. */
-export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' | 'namespace' | 'taskQueue' | 'provider' | 'store' | 'pool' | 'providerConcurrency' | 'deployment'>): Promise<Worker> {
+export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' | 'namespace' | 'taskQueue' | 'provider' | 'store' | 'pool' | 'providerConcurrency' | 'deployment' | 'tracing'>): Promise<Worker> {
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: providerTaskQueueOf(deps.taskQueue),
     ...versioned(deps.deployment),
+    ...traced(deps.tracing, 'activities'),
     activities: createProviderActivities({ provider: deps.provider, store: deps.store, pool: deps.pool }),
     maxConcurrentActivityTaskExecutions: deps.providerConcurrency ?? 200,
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
@@ -164,17 +182,20 @@ export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' |
  * and `all`, the provider worker.
  */
 export async function createWorkers(
-  deps: WorkerDeps & { webhooks?: Omit<WebhookWorkerDeps, 'connection' | 'namespace' | 'workflowBundle' | 'deployment'>; workflowsPath?: string },
+  deps: WorkerDeps & { webhooks?: Omit<WebhookWorkerDeps, 'connection' | 'namespace' | 'workflowBundle' | 'deployment' | 'tracing'>; workflowsPath?: string },
   role: WorkerRole,
 ): Promise<Worker[]> {
   const workers: Worker[] = [];
   if (role !== 'provider') {
-    const bundle = deps.workflowBundle ? undefined : await bundleInChildProcess(deps.workflowsPath);
+    const bundle = deps.workflowBundle ? undefined : await bundleInChildProcess(deps.workflowsPath, deps.tracing?.workflowModules);
     const workflowBundle = bundle ? { codePath: bundle.codePath } : deps.workflowBundle;
     try {
       workers.push(await createWorker({ ...deps, workflowBundle }));
       if (deps.webhooks) {
-        workers.push(await createWebhookWorker({ ...deps.webhooks, connection: deps.connection, namespace: deps.namespace, workflowBundle, ...(deps.deployment ? { deployment: deps.deployment } : {}) }));
+        workers.push(await createWebhookWorker({
+          ...deps.webhooks, connection: deps.connection, namespace: deps.namespace, workflowBundle,
+          ...(deps.deployment ? { deployment: deps.deployment } : {}), ...(deps.tracing ? { tracing: deps.tracing } : {}),
+        }));
       }
     } finally {
       await bundle?.remove();
@@ -188,11 +209,11 @@ export async function createWorkers(
  * Bundles workflows/ with the SDK's webpack in a short-lived child process: webpack's ~110 MB would
  * otherwise stay in the worker's RSS for its whole life. The worker reads the file once, at creation.
  */
-export async function bundleInChildProcess(workflowsPath = WORKFLOWS_PATH): Promise<{ codePath: string; remove(): Promise<void> }> {
+export async function bundleInChildProcess(workflowsPath = WORKFLOWS_PATH, workflowInterceptorModules: readonly string[] = []): Promise<{ codePath: string; remove(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'gensvc-workflows-'));
   const codePath = join(dir, 'workflows.js');
   const tail = new OutputTail();
-  const child = spawn(process.execPath, ['--import', 'tsx', BUNDLER, workflowsPath, codePath], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', BUNDLER, workflowsPath, codePath, ...workflowInterceptorModules], { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout.setEncoding('utf8').on('data', (c: string) => tail.push(c));
   child.stderr.setEncoding('utf8').on('data', (c: string) => tail.push(c));
   const code = await new Promise<number | null>((resolve, reject) => {

@@ -1,9 +1,9 @@
 // MinIO, the S3-compatible server the tests run the S3 output store against. Nothing may be
 // downloaded at run time, but the Go module proxy is reachable: MinIO is built from source once
 // into the same cache folder as the Temporal CLI (runtime/temporal-cli.ts), never into the repository.
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { cachedTemporalCliPath } from '../runtime/temporal-cli';
-import { isExecutableFile } from '../runtime/process';
+import { findBuiltBinary } from '../runtime/go-install';
 import { goInstall } from './go-install';
 
 /**
@@ -24,14 +24,8 @@ export function cachedMinioPath(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** MINIO_BINARY, then the cache folder; undefined when neither has it. */
-export async function findMinio(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
-  if (env.MINIO_BINARY) {
-    const path = resolve(env.MINIO_BINARY);
-    if (!(await isExecutableFile(path))) throw new MinioBinaryError(`MINIO_BINARY is set to ${env.MINIO_BINARY}, which is not an executable file.`);
-    return path;
-  }
-  const cached = cachedMinioPath(env);
-  return (await isExecutableFile(cached)) ? cached : undefined;
+export function findMinio(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  return findBuiltBinary(env, 'MINIO_BINARY', cachedMinioPath(env), (m) => new MinioBinaryError(m));
 }
 
 /** findMinio, or else `go install` it into the cache folder (a few minutes, once). */

@@ -1,8 +1,8 @@
 // stripe-mock, Stripe's own mock of its API (built from its OpenAPI spec), which the billing tests
 // call through the official SDK. Built from source once with `go install` (scripts/go-install.ts).
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { cachedTemporalCliPath } from '../runtime/temporal-cli';
-import { isExecutableFile } from '../runtime/process';
+import { findBuiltBinary } from '../runtime/go-install';
 import { goInstall } from './go-install';
 
 export const STRIPE_MOCK_VERSION = 'v0.203.0';
@@ -18,14 +18,8 @@ export function cachedStripeMockPath(env: NodeJS.ProcessEnv = process.env): stri
 }
 
 /** STRIPE_MOCK_BINARY, then the cache folder; undefined when neither has it. */
-export async function findStripeMock(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
-  if (env.STRIPE_MOCK_BINARY) {
-    const path = resolve(env.STRIPE_MOCK_BINARY);
-    if (!(await isExecutableFile(path))) throw new StripeMockBinaryError(`STRIPE_MOCK_BINARY is set to ${env.STRIPE_MOCK_BINARY}, which is not an executable file.`);
-    return path;
-  }
-  const cached = cachedStripeMockPath(env);
-  return (await isExecutableFile(cached)) ? cached : undefined;
+export function findStripeMock(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  return findBuiltBinary(env, 'STRIPE_MOCK_BINARY', cachedStripeMockPath(env), (m) => new StripeMockBinaryError(m));
 }
 
 /** findStripeMock, or else `go install` it into the cache folder (a minute, once). */

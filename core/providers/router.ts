@@ -7,6 +7,7 @@ import { createReplicateUpstream } from './replicate-upstream';
 import type { RouteEntry, RouteLog, UpstreamHealth } from './routing-state';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderFeature, ProviderJob, ProviderResult } from './types';
 import { UpstreamUnavailableError } from './upstream-http';
+import { inSpan, streamInSpan } from '../tracing';
 
 /** One upstream able to run a catalogue model. */
 interface Route {
@@ -113,7 +114,7 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
 
   async function run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
     const routes = byModel.get(job.model);
-    if (!routes) return fallback.run(job, ctx);
+    if (!routes) return inSpan(...providerSpan(job, 'simulator'), () => fallback.run(job, ctx));
     const pinned = pinnedOf(ctx.resume);
     // Details an attempt reported before routes were named (one upstream per model): that upstream's job.
     let unnamed = pinned === undefined ? ctx.resume : undefined;
@@ -135,7 +136,7 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
         ...(resume === undefined ? { resume: undefined } : { resume }),
       };
       try {
-        const result = await route.provider.run(job, here);
+        const result = await inSpan(...providerSpan(job, route.upstream), () => route.provider.run(job, here));
         await judge(routes, route, undefined);
         await record(job, { tried, servedBy: route.upstream, costEur: costOf(route, job, result.outputTokens) });
         return { ...result, upstream: route.upstream };
@@ -155,7 +156,7 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
   async function* streamChat(job: ProviderJob, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
     const routes = byModel.get(job.model);
     if (!routes) {
-      yield* fallback.streamChat(job, signal);
+      yield* streamInSpan(...providerSpan(job, 'simulator'), () => fallback.streamChat(job, signal));
       return;
     }
     const tried: string[] = [];
@@ -168,7 +169,7 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       let produced = false;
       let failed: unknown;
       try {
-        for await (const event of route.provider.streamChat(job, signal)) {
+        for await (const event of streamInSpan(...providerSpan(job, route.upstream), () => route.provider.streamChat(job, signal))) {
           if (!produced) {
             produced = true;
             await judge(routes, route, undefined);
@@ -202,6 +203,11 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
   };
 
   return { run, streamChat, serves };
+}
+
+/** A span per call of an upstream (each one a fallback asks, too) or of the simulator. */
+function providerSpan(job: ProviderJob, upstream: string): [string, Record<string, string>] {
+  return [`provider ${upstream}`, { 'gensvc.upstream': upstream, 'gensvc.model': job.model, 'gensvc.kind': job.kind, 'gensvc.generation_id': job.generationId }];
 }
 
 function pinnedOf(resume: unknown): Pinned | undefined {

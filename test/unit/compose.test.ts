@@ -6,11 +6,12 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { configSchema, loadConfig, s3Settings } from '../../core/config';
+import { configSchema, loadConfig, s3Settings, tracingOf } from '../../core/config';
 import { MINIO_RELEASE } from '../../scripts/minio';
 import { TEMPORAL_DYNAMIC_CONFIG } from '../../runtime/temporal-server-config';
 import { CLUSTER_TOPOLOGY } from '../../faults/cluster-stack';
 import { composeConfigFiles } from '../../scripts/compose-configs';
+import { JAEGER_DEFAULT_PORTS, JAEGER_RELEASE } from '../../scripts/jaeger';
 import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../../scripts/temporal-server';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -32,7 +33,7 @@ interface Service {
   container_name?: string;
 }
 interface Compose {
-  services: Record<string, Service>;
+  services: Record<string, Service & { profiles?: string[] }>;
   volumes?: Record<string, unknown>;
 }
 
@@ -129,8 +130,10 @@ const APP_SERVICES = { api: 'runtime/api-process.ts', worker: 'runtime/worker-pr
 const WORKER_SERVICES = { worker: 'workflows', provider: 'provider' } as const;
 
 describe('docker-compose.yml', () => {
-  it('has the services of the design, with Redis and MinIO for the state the instances share', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'balancer', 'minio', 'postgres', 'provider', 'redis', 'temporal', 'temporal-ui', 'worker']);
+  it('has the services of the design, with Redis and MinIO for the state the instances share, and Jaeger in the tracing profile only', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'balancer', 'jaeger', 'minio', 'postgres', 'provider', 'redis', 'temporal', 'temporal-ui', 'worker']);
+    const optional = Object.entries(compose.services).filter(([, s]) => s.profiles !== undefined);
+    expect(Object.fromEntries(optional.map(([name, s]) => [name, s.profiles]))).toEqual({ jaeger: ['tracing'] });
     expect(service('postgres').image).toMatch(/^postgres:/);
     expect(service('balancer').image).toMatch(/^haproxy:/);
     expect(service('redis').image).toMatch(/^redis:/);
@@ -354,6 +357,21 @@ describe('docker-compose.yml', () => {
       expect(made).toContain(`CREATE DATABASE ${db};`);
     }
     expect(volumeMounts(service('postgres')).some((m) => m.source === './deploy/postgres/temporal-databases.sql' && m.target.startsWith('/docker-entrypoint-initdb.d/'))).toBe(true);
+  });
+
+  it('traces to the tracing profile\'s Jaeger, the release and configuration the trace test runs, when OTEL_EXPORTER_OTLP_ENDPOINT names it; not at all by default', () => {
+    const jaeger = service('jaeger');
+    expect(imageTag(jaeger.image!)).toBe(JAEGER_RELEASE);
+    expect(volumeMounts(jaeger)).toEqual([{ source: './deploy/jaeger', target: '/etc/jaeger', readOnly: true }]);
+    expect(commandOf(jaeger)).toEqual(['--config', '/etc/jaeger/config.yaml']);
+    expect(portMappings(jaeger)).toEqual([{ published: '16686', target: String(JAEGER_DEFAULT_PORTS.query) }]);
+    expect(read('deploy/jaeger/config.yaml')).toContain(`endpoint: 0.0.0.0:${JAEGER_DEFAULT_PORTS.otlp}\n`);
+    const traced = loadCompose({ ...SAMPLE_ENV, OTEL_EXPORTER_OTLP_ENDPOINT: `http://jaeger:${JAEGER_DEFAULT_PORTS.otlp}` });
+    for (const name of Object.keys(APP_SERVICES)) {
+      expect(tracingOf(loadConfig(environmentOf(service(name))), name), name).toBeUndefined();
+      const env = environmentOf(traced.services[name]!);
+      expect(tracingOf(loadConfig(env), name)?.tracesUrl, name).toBe(`http://jaeger:${JAEGER_DEFAULT_PORTS.otlp}/v1/traces`);
+    }
   });
 
   it('publishes the Temporal UI on 8233', () => {
