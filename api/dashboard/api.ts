@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { budgetViewOf, createKey, createKeyBody, keyBudgetBody, keyBudgetView, removeBudget, revokeKey, setBudget } from '../../core/admin-operations';
+import {
+  accountAlerts, alertsView, budgetViewOf, createKey, createKeyBody, keyBudgetBody, keyBudgetView, lowBalanceBody, removeBudget, revokeKey, setBudget, setLowBalance,
+} from '../../core/admin-operations';
 import { SCOPES } from '../../core/api-keys';
 import { listApiKeys } from '../../core/db/accounts';
 import { readKeyBudget } from '../../core/db/budgets';
@@ -173,6 +175,14 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     route.get('/dashboard/api/overview', {
       schema: { operationId: 'dashboardOverview', tags, security, summary: 'Balance, holds, free chat allowance, plan and rate limit', response: { 200: overview, ...errors() } },
     }, async (request) => overviewOf(await deps.service.balance(principalOf(request))));
+
+    route.get('/dashboard/api/alerts', {
+      schema: { operationId: 'dashboardAlerts', tags, security, summary: 'The low-balance threshold and the latest balance.low and key.budget_reached alerts', response: { 200: alertsView, ...errors() } },
+    }, async (request) => accountAlerts(deps.pool, principalOf(request).accountId));
+
+    route.put('/dashboard/api/low-balance', {
+      schema: { operationId: 'dashboardSetLowBalance', tags, security, summary: 'Set (or with null remove) the credits below which balance.low is sent', body: lowBalanceBody, response: { 200: alertsView, ...changeErrors(400) } },
+    }, async (request) => setLowBalance(deps.pool, principalOf(request).accountId, request.body));
 
     route.get('/dashboard/api/usage', {
       schema: { operationId: 'dashboardUsage', tags, security, summary: 'The account’s usage per day, model, key or kind (as GET /api/v1/usage)', querystring: usageQuery, response: { 200: usageReport, ...errors(400) } },

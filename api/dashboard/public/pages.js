@@ -12,6 +12,10 @@ const CATALOGUES = {
   nested: ['generation.completed', 'generation.failed'],
   flat: ['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed'],
 };
+const PERIODS = [['day', 'per day'], ['week', 'per week'], ['month', 'per month'], ['none', 'in total']];
+const periodWords = (p) => PERIODS.find(([v]) => v === p)?.[1] ?? p;
+// Opt-in in either format: sent only to an endpoint that ticks them.
+const ALERT_EVENTS = ['balance.low', 'key.budget_reached'];
 
 function Loading({ state, children }) {
   if (state.error) return html`<${Alert} error=${state.error} />`;
@@ -32,6 +36,7 @@ export function Overview() {
         <div class="card"><dt>Free chat replies</dt><dd>${formatNumber(o.trial.chatLeft)} of ${formatNumber(o.trial.chatCap)} left</dd><dd class="muted small">${formatNumber(o.trial.chatUsed)} used</dd></div>
         <div class="card"><dt>Plan</dt><dd class="capital">${o.plan}</dd><dd class="muted small">${formatNumber(o.rateLimitPerMinute)} requests a minute per key</dd></div>
       </dl>`}<//>
+    <${Alerts} />
     <h2>Next steps</h2>
     <ul class="links">
       <li><a href="/dashboard/keys">Create an API key</a> to call the API from your code.</li>
@@ -39,6 +44,38 @@ export function Overview() {
       <li><a href="/dashboard/webhooks">Register a webhook</a> to hear when generations finish.</li>
       <li><a href="/docs">Read the API reference</a>.</li>
     </ul>`;
+}
+
+// The low-balance threshold and the latest balance.low and key.budget_reached alerts.
+function Alerts() {
+  const state = useLoad(() => api('GET', '/dashboard/api/alerts'));
+  const [error, setError] = useState();
+  // A crossing is written with the hold that made it: look again when the balance moves.
+  useLive({ overview: () => state.reload() });
+  const save = async (e) => {
+    e.preventDefault();
+    const value = String(new FormData(e.currentTarget).get('threshold') ?? '').trim();
+    try {
+      state.set(await api('PUT', '/dashboard/api/low-balance', { thresholdCredits: value === '' ? null : Number(value) }));
+      setError(undefined);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const describe = (a) => a.event === 'balance.low'
+    ? `Available credits fell to ${credits(a.amountCredits)}, below ${credits(a.limitCredits)}`
+    : `Key ${a.keyId} spent ${credits(a.amountCredits)} of its ${credits(a.limitCredits)} budget ${periodWords(a.period)}`;
+  return html`<section aria-labelledby="alerts"><h2 id="alerts">Alerts</h2>
+    <${Alert} error=${error} />
+    <${Loading} state=${state}>${(a) => html`
+      <form class="inline" onSubmit=${save} aria-label="Low-balance alert">
+        <label>Alert me below <input name="threshold" type="number" min="0" step="any" placeholder="no alert" value=${a.thresholdCredits ?? ''} /> credits</label>
+        <button type="submit" class="small">Save</button>
+      </form>
+      <p class="muted small">Sent once each time the available credits fall below it, as <code>balance.low</code> to the webhooks that tick it; a key’s used-up budget is sent as <code>key.budget_reached</code>.</p>
+      ${a.data.length === 0 ? html`<p class="muted" data-testid="no-alerts">No alerts yet.</p>` : html`<ul class="alerts" data-testid="alerts">${a.data.map((x) => html`<li key=${x.id} data-alert=${x.event}>
+        <span class="badge">${x.event}</span> ${describe(x)} <time class="muted small" datetime=${isoTitle(x.createdAt)}>${when(x.createdAt)}</time></li>`)}</ul>`}`}<//>
+  </section>`;
 }
 
 // ---------------------------------------------------------------- generations
@@ -112,8 +149,6 @@ export function Generations({ words }) {
 
 // ---------------------------------------------------------------- API keys
 
-const PERIODS = [['day', 'per day'], ['week', 'per week'], ['month', 'per month'], ['none', 'in total']];
-const periodWords = (p) => PERIODS.find(([v]) => v === p)?.[1] ?? p;
 
 // A key's spending budget: what it spent this period, and a small form to set or remove it.
 function KeyBudget({ k, onChange, onError }) {
@@ -281,6 +316,7 @@ function EventChoices({ format, chosen }) {
   return html`<fieldset>
     <legend>Events <span class="muted small">(none ticked: all of them)</span></legend>
     <div class="checks">${CATALOGUES[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}</div>
+    <div class="checks">${ALERT_EVENTS.map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}</div>
   </fieldset>`;
 }
 
