@@ -27,7 +27,9 @@ function Loading({ state, children }) {
 
 export function Overview() {
   const state = useLoad(() => api('GET', '/dashboard/api/overview'));
-  useLive({ overview: (o) => state.set(o) });
+  // Each move of the balance may have crossed the alert's threshold: the alerts are read again.
+  const [moves, setMoves] = useState(0);
+  useLive({ overview: (o) => { state.set(o); setMoves((n) => n + 1); } });
   return html`<h1>Overview</h1>
     <${Loading} state=${state}>${(o) => html`
       <dl class="cards">
@@ -36,7 +38,7 @@ export function Overview() {
         <div class="card"><dt>Free chat replies</dt><dd>${formatNumber(o.trial.chatLeft)} of ${formatNumber(o.trial.chatCap)} left</dd><dd class="muted small">${formatNumber(o.trial.chatUsed)} used</dd></div>
         <div class="card"><dt>Plan</dt><dd class="capital">${o.plan}</dd><dd class="muted small">${formatNumber(o.rateLimitPerMinute)} requests a minute per key</dd></div>
       </dl>`}<//>
-    <${Alerts} />
+    <${Alerts} moves=${moves} />
     <h2>Next steps</h2>
     <ul class="links">
       <li><a href="/dashboard/keys">Create an API key</a> to call the API from your code.</li>
@@ -47,11 +49,9 @@ export function Overview() {
 }
 
 // The low-balance threshold and the latest balance.low and key.budget_reached alerts.
-function Alerts() {
-  const state = useLoad(() => api('GET', '/dashboard/api/alerts'));
+function Alerts({ moves }) {
+  const state = useLoad(() => api('GET', '/dashboard/api/alerts'), [moves]);
   const [error, setError] = useState();
-  // A crossing is written with the hold that made it: look again when the balance moves.
-  useLive({ overview: () => state.reload() });
   const save = async (e) => {
     e.preventDefault();
     const value = String(new FormData(e.currentTarget).get('threshold') ?? '').trim();
@@ -68,8 +68,8 @@ function Alerts() {
   return html`<section aria-labelledby="alerts"><h2 id="alerts">Alerts</h2>
     <${Alert} error=${error} />
     <${Loading} state=${state}>${(a) => html`
-      <form class="inline" onSubmit=${save} aria-label="Low-balance alert">
-        <label>Alert me below <input name="threshold" type="number" min="0" step="any" placeholder="no alert" value=${a.thresholdCredits ?? ''} /> credits</label>
+      <form class="threshold" onSubmit=${save} aria-label="Low-balance alert">
+        <label>Alert me below (credits) <input name="threshold" type="number" min="0" step="any" placeholder="no alert" value=${a.thresholdCredits ?? ''} /></label>
         <button type="submit" class="small">Save</button>
       </form>
       <p class="muted small">Sent once each time the available credits fall below it, as <code>balance.low</code> to the webhooks that tick it; a key’s used-up budget is sent as <code>key.budget_reached</code>.</p>
