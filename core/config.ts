@@ -131,6 +131,10 @@ export const configSchema = z.object({
   STRIPE_WEBHOOK_SECRET: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(8).optional()),
   /** Another Stripe API base (stripe-mock); Stripe's own when unset. */
   STRIPE_API_URL: optionalUrl,
+  /** Alerts by email (issue 20): an SMTP server, `smtp://user:pass@host:587` or `smtps://…:465`; no email when unset. */
+  SMTP_URL: z.preprocess(unsetIfEmpty, z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional()),
+  /** The sender of those emails, `Name <address>` or an address. */
+  MAIL_FROM: z.preprocess(unsetIfEmpty, z.string().min(3).max(320).default('Generation service <alerts@localhost>')),
   /** The fewest and most credits one checkout buys (1 credit = 0.01 EUR). */
   BILLING_MIN_CREDITS: z.coerce.number().int().min(1).default(500),
   BILLING_MAX_CREDITS: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
@@ -304,6 +308,11 @@ export function upstreamSettings(c: Config): UpstreamConfig[] {
 /** When an upstream is cooled down (core/providers/health.ts). */
 export function breakerSettings(c: Config): BreakerConfig {
   return (c.UPSTREAMS_JSON ?? c.UPSTREAMS_FILE)?.breaker ?? { failures: 3, cooldownMs: 30_000 };
+}
+
+/** Alert emails when SMTP_URL is set; absent otherwise (alerts are webhooks and dashboard only). */
+export function mailOptionsOf(c: Config): { smtpUrl: string; from: string } | undefined {
+  return c.SMTP_URL ? { smtpUrl: c.SMTP_URL, from: c.MAIL_FROM } : undefined;
 }
 
 /** Stripe billing when both its secrets are set; absent otherwise (no billing routes). */

@@ -1,0 +1,91 @@
+import nodemailer from 'nodemailer';
+import type pg from 'pg';
+import { claimDueEmails, expandAlertEmails, recordEmailAttempt } from '../core/db/alert-emails';
+import { inTransaction } from '../core/db/pool';
+import { alertMail } from '../core/mail/alert-mail';
+
+export interface MailRelayOptions {
+  pool: pg.Pool;
+  smtpUrl: string;
+  from: string;
+  /** Where the emails point (PUBLIC_BASE_URL + /dashboard); no link when absent. */
+  dashboardUrl?: string | undefined;
+  pollMs?: number;
+  batchSize?: number;
+  /** Waits after the 1st, 2nd … failed attempt; the email ends failed after the last. */
+  retryScheduleMs?: readonly number[];
+  onError?: (err: unknown) => void;
+}
+
+export interface MailRelay {
+  stop(): Promise<void>;
+}
+
+const DEFAULT_RETRIES = [30_000, 120_000, 600_000, 1_800_000, 3_600_000, 3_600_000];
+
+/**
+ * Sends alert emails from the worker side, never inside a money transaction: it expands new
+ * alerts into one row per recipient, then sends each due row while holding its lock and marks it
+ * sent in the same transaction (migration 019), so every alert reaches every recipient at least
+ * once and two relays never send one row twice. SMTP failures are retried on a schedule.
+ */
+export function startMailRelay(opts: MailRelayOptions): MailRelay {
+  const transport = nodemailer.createTransport(opts.smtpUrl);
+  const pollMs = opts.pollMs ?? 5_000;
+  const batchSize = opts.batchSize ?? 20;
+  const retries = opts.retryScheduleMs ?? DEFAULT_RETRIES;
+  const onError = opts.onError ?? (() => undefined);
+  let stopped = false;
+  let wake: (() => void) | undefined;
+
+  /** Sends one batch; true when there may be more. */
+  const sendBatch = (): Promise<boolean> =>
+    inTransaction(opts.pool, async (tx) => {
+      const due = await claimDueEmails(tx, batchSize);
+      for (const email of due) {
+        const mail = alertMail(email.alert, email.recipient, opts.dashboardUrl);
+        try {
+          await transport.sendMail({ from: opts.from, to: email.recipient, subject: mail.subject, text: mail.text, messageId: mail.messageId });
+          await recordEmailAttempt(tx, email.alert.id, email.recipient, { sent: true });
+        } catch (err) {
+          const retryInMs = retries[email.attempts] ?? null;
+          await recordEmailAttempt(tx, email.alert.id, email.recipient, { sent: false, error: err instanceof Error ? err.message : String(err), retryInMs });
+        }
+      }
+      return due.length === batchSize;
+    });
+
+  const turn = async (): Promise<void> => {
+    while (!stopped && (await inTransaction(opts.pool, (tx) => expandAlertEmails(tx, batchSize))) > 0);
+    while (!stopped && (await sendBatch()));
+  };
+
+  const loop = async (): Promise<void> => {
+    while (!stopped) {
+      try {
+        await turn();
+      } catch (err) {
+        onError(err);
+      }
+      if (stopped) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pollMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
+    }
+  };
+  const running = loop();
+
+  return {
+    async stop() {
+      stopped = true;
+      wake?.();
+      await running;
+      transport.close();
+    },
+  };
+}
