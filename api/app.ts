@@ -35,6 +35,8 @@ import { v1Routes } from './v1';
 import { billingRoutes } from './billing';
 import { createBillingService } from '../service/billing-service';
 import type { BillingOptions } from '../service/billing-service';
+import { createSignupService } from '../service/signup-service';
+import type { SignupOptions } from '../service/signup-service';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks';
 import type { Provider } from '../core/providers/types';
 
@@ -66,6 +68,8 @@ export interface AppDeps {
   dashboardLimits?: Partial<DashboardLimits>;
   /** Buying credits with Stripe; the billing routes exist only with it. */
   billing?: BillingOptions | undefined;
+  /** Self-service sign-up (SIGNUP=open); its routes and pages exist only with it. */
+  signup?: SignupOptions | undefined;
 }
 
 export interface AppWebhookOptions {
@@ -171,10 +175,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(hooks?.clock ? { clock: hooks.clock } : {}),
   });
   await app.register(webhookRoutes, { door: keyedWebhookDoor({ pool: deps.pool, limiter }), webhooks });
-  await app.register(dashboardPages, { sessions });
+  await app.register(dashboardPages, { sessions, signupOpen: deps.signup !== undefined });
   await app.register(dashboardApiRoutes, {
     pool: deps.pool, limiter, sessions, service, webhooks, store: deps.store,
     limits: { ...DEFAULT_DASHBOARD_LIMITS, ...deps.dashboardLimits },
+    signup: deps.signup ? createSignupService({ pool: deps.pool, options: deps.signup }) : undefined,
   });
   // Open live views would hold the server's close until the browsers leave.
   app.addHook('preClose', async () => endEventStreams());

@@ -2,14 +2,16 @@ import nodemailer from 'nodemailer';
 import type pg from 'pg';
 import { claimDueEmails, expandAlertEmails, recordEmailAttempt } from '../core/db/alert-emails';
 import { inTransaction } from '../core/db/pool';
+import { claimUnmailedSignups, markSignupMailed } from '../core/db/signups';
 import { alertMail } from '../core/mail/alert-mail';
+import { signupMail } from '../core/mail/signup-mail';
 
 export interface MailRelayOptions {
   pool: pg.Pool;
   smtpUrl: string;
   from: string;
-  /** Where the emails point (PUBLIC_BASE_URL + /dashboard); no link when absent. */
-  dashboardUrl?: string | undefined;
+  /** Where the emails point (PUBLIC_BASE_URL + /dashboard): alerts' link, sign-up verification links. */
+  dashboardUrl: string;
   pollMs?: number;
   batchSize?: number;
   /** Waits after the 1st, 2nd … failed attempt; the email ends failed after the last. */
@@ -55,7 +57,28 @@ export function startMailRelay(opts: MailRelayOptions): MailRelay {
       return due.length === batchSize;
     });
 
+  /**
+   * Sends one batch of sign-up emails, each marked sent (its token forgotten) in the transaction
+   * that holds its lock; one that fails stays for the next turn. True when there may be more.
+   */
+  const sendSignups = (): Promise<boolean> =>
+    inTransaction(opts.pool, async (tx) => {
+      const due = await claimUnmailedSignups(tx, batchSize);
+      for (const s of due) {
+        const mail = signupMail(s, opts.dashboardUrl);
+        try {
+          await transport.sendMail({ from: opts.from, to: s.email, subject: mail.subject, text: mail.text });
+          await markSignupMailed(tx, s.tokenHash);
+        } catch (err) {
+          onError(err);
+          return false;
+        }
+      }
+      return due.length === batchSize;
+    });
+
   const turn = async (): Promise<void> => {
+    while (!stopped && (await sendSignups()));
     while (!stopped && (await inTransaction(opts.pool, (tx) => expandAlertEmails(tx, batchSize))) > 0);
     while (!stopped && (await sendBatch()));
   };

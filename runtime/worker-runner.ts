@@ -71,7 +71,7 @@ export async function startWorker(
   const mailRelay = serveWorkflows && mail
     ? startMailRelay({
         pool: s.pool, smtpUrl: mail.smtpUrl, from: mail.from,
-        dashboardUrl: config.PUBLIC_BASE_URL ? `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/dashboard` : undefined,
+        dashboardUrl: `${s.publicBaseUrl.replace(/\/$/, '')}/dashboard`,
         onError: (err) => console.warn('mail relay:', err instanceof Error ? err.message : err),
       })
     : undefined;

@@ -15,6 +15,7 @@ import { GENERATION_KINDS, GENERATION_STATUSES, isFinal } from '../../core/vocab
 import type { GenerationService } from '../../service/generation-service';
 import { csrfTokenOf, SESSION_TTL_MS } from '../../service/session-service';
 import type { Session } from '../../service/session-service';
+import type { SignupService } from '../../service/signup-service';
 import type { WebhookService } from '../../service/webhook-service';
 import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKIE } from '../auth';
 import type { SessionAuthDeps } from '../auth';
@@ -42,6 +43,8 @@ export interface DashboardApiDeps extends SessionAuthDeps {
   webhooks: WebhookService;
   store: OutputStore;
   limits: DashboardLimits;
+  /** Self-service sign-up, when SIGNUP=open; its routes are absent otherwise. */
+  signup?: SignupService | undefined;
 }
 
 const tags = ['Dashboard'];
@@ -58,6 +61,13 @@ const setPasswordBody = z.strictObject({
   token: z.string().max(200).describe('The token of the one-time link the operator handed out'),
   password: z.string().max(MAX_PASSWORD_LENGTH).describe('10 to 200 characters'),
 }).meta({ id: 'DashboardSetPassword' });
+
+const signupBody = z.strictObject({
+  email: z.email({ error: 'email must be an email address' }).max(254).transform((e) => e.trim().toLowerCase()).describe('The address to confirm; compared case-insensitively'),
+  password: z.string().max(MAX_PASSWORD_LENGTH).describe('10 to 200 characters'),
+}).meta({ id: 'DashboardSignup' });
+
+const SIGNUP_ANSWER = 'If this address can be used, a link to confirm it is on its way: follow it within 24 hours to create your account.';
 
 const sessionInfo = z.object({
   user: z.object({ id: z.string(), email: z.string() }),
@@ -146,6 +156,36 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     await countAttempt(request, reply);
     return sessions.service.setPassword(request.body.token, request.body.password);
   });
+
+  const { signup } = deps;
+  if (signup) {
+    anonymous.post('/dashboard/api/signup', {
+      schema: {
+        operationId: 'dashboardSignup', tags, security: [], summary: 'Ask for an account: a link to confirm the address is emailed',
+        description: `Open when the service runs with SIGNUP=open. The answer is the same whether or not the address already has an account (that address gets a note instead of a link). Limited per email (${limits.loginsPerEmail} a minute) and per client address (${limits.loginsPerIp} a minute).`,
+        body: signupBody,
+        response: { 202: z.object({ message: z.string() }), ...errorResponses(400, 403, 429, 500, 503) },
+      },
+    }, async (request, reply) => {
+      assertSameOrigin(request, sessions.origins);
+      await rateLimited(limiter, reply, `signup:ip:${createHash('sha256').update(request.ip).digest('base64url')}`, limits.loginsPerIp);
+      await rateLimited(limiter, reply, `signup:email:${createHash('sha256').update(request.body.email).digest('base64url')}`, limits.loginsPerEmail);
+      await signup.request(request.body.email, request.body.password);
+      reply.code(202);
+      return { message: SIGNUP_ANSWER };
+    });
+
+    anonymous.post('/dashboard/api/signup/verify', {
+      schema: {
+        operationId: 'dashboardVerifySignup', tags, security: [], summary: 'Follow the emailed link: creates the account (plan free) and its user, then log in',
+        body: z.strictObject({ token: z.string().max(200).describe('The token of the emailed link') }).meta({ id: 'DashboardVerifySignup' }),
+        response: { 200: z.object({ email: z.string(), accountId: z.string() }), ...errorResponses(400, 403, 429, 500, 503) },
+      },
+    }, async (request, reply) => {
+      await countAttempt(request, reply);
+      return signup.verify(request.body.token);
+    });
+  }
 
   await app.register(async (authed) => {
     authed.addHook('onRequest', async (request, reply) => {

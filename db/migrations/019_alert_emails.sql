@@ -19,3 +19,20 @@ CREATE TABLE alert_emails (
   PRIMARY KEY (alert_id, recipient)
 );
 CREATE INDEX alert_emails_due ON alert_emails (next_attempt_at) WHERE status = 'pending';
+
+-- Self-service sign-up (SIGNUP=open). A request is a row here, whether or not the address already
+-- has a user (so the answer and its work are the same either way); the mail relay sends its link
+-- (or, to an address that has an account, a note saying so), then forgets the token (`mail_token`,
+-- kept in clear only until it is mailed; the link is checked against `token_hash`). Following the
+-- link once, before it expires, creates the account and its user with the password given then.
+CREATE TABLE signups (
+  token_hash     bytea PRIMARY KEY,
+  email          text NOT NULL CHECK (email = lower(email)),
+  password_hash  text NOT NULL,
+  mail_token     text,
+  mailed_at      timestamptz,
+  expires_at     timestamptz NOT NULL,
+  used_at        timestamptz,
+  created_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX signups_unmailed ON signups (created_at) WHERE mailed_at IS NULL;
