@@ -146,6 +146,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const publicOrigin = deps.publicBaseUrl ? new URL(deps.publicBaseUrl).origin : undefined;
+  // One service for both doors that buy credits: the API's route and the dashboard's Billing page.
+  const billing = deps.billing ? createBillingService({ pool: deps.pool, options: deps.billing }) : undefined;
   const sessions = {
     service: createSessionService({ pool: deps.pool }),
     secure: deps.secureCookies ?? true,
@@ -158,8 +160,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service, sessions });
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
-  if (deps.billing) {
-    await app.register(billingRoutes, { pool: deps.pool, limiter, billing: createBillingService({ pool: deps.pool, options: deps.billing }), publicBaseUrl: publicOrigin });
+  if (billing) {
+    await app.register(billingRoutes, { pool: deps.pool, limiter, billing, publicBaseUrl: publicOrigin });
   }
 
   const hooks = deps.webhooks;
@@ -175,11 +177,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(hooks?.clock ? { clock: hooks.clock } : {}),
   });
   await app.register(webhookRoutes, { door: keyedWebhookDoor({ pool: deps.pool, limiter }), webhooks });
-  await app.register(dashboardPages, { sessions, signupOpen: deps.signup !== undefined });
+  await app.register(dashboardPages, { sessions, signupOpen: deps.signup !== undefined, billingOpen: billing !== undefined });
   await app.register(dashboardApiRoutes, {
     pool: deps.pool, limiter, sessions, service, webhooks, store: deps.store,
     limits: { ...DEFAULT_DASHBOARD_LIMITS, ...deps.dashboardLimits },
     signup: deps.signup ? createSignupService({ pool: deps.pool, options: deps.signup }) : undefined,
+    billing, publicBaseUrl: publicOrigin,
   });
   // Open live views would hold the server's close until the browsers leave.
   app.addHook('preClose', async () => endEventStreams());

@@ -15,6 +15,7 @@ import { GENERATION_KINDS, GENERATION_STATUSES, isFinal } from '../../core/vocab
 import type { GenerationService } from '../../service/generation-service';
 import { csrfTokenOf, SESSION_TTL_MS } from '../../service/session-service';
 import type { Session } from '../../service/session-service';
+import type { BillingService } from '../../service/billing-service';
 import type { SignupService } from '../../service/signup-service';
 import type { WebhookService } from '../../service/webhook-service';
 import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKIE } from '../auth';
@@ -45,6 +46,10 @@ export interface DashboardApiDeps extends SessionAuthDeps {
   limits: DashboardLimits;
   /** Self-service sign-up, when SIGNUP=open; its routes are absent otherwise. */
   signup?: SignupService | undefined;
+  /** Buying credits, when Stripe is configured; the Billing routes are absent otherwise. */
+  billing?: BillingService | undefined;
+  /** Where Stripe sends the buyer back (PUBLIC_BASE_URL's origin); the request's own when absent. */
+  publicBaseUrl?: string | undefined;
 }
 
 const tags = ['Dashboard'];
@@ -223,6 +228,21 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     route.put('/dashboard/api/low-balance', {
       schema: { operationId: 'dashboardSetLowBalance', tags, security, summary: 'Set (or with null remove) the credits below which balance.low is sent', body: lowBalanceBody, response: { 200: alertsView, ...changeErrors(400) } },
     }, async (request) => setLowBalance(deps.pool, principalOf(request).accountId, request.body));
+
+    const { billing } = deps;
+    if (billing) {
+      route.get('/dashboard/api/billing', {
+        schema: { operationId: 'dashboardBilling', tags, security, summary: 'How many credits one purchase may buy (1 credit = 0.01 EUR)', response: { 200: z.object({ minCredits: z.number().int(), maxCredits: z.number().int(), eurPerCredit: z.number() }).meta({ id: 'DashboardBilling' }), ...errors() } },
+      }, async () => ({ ...billing.limits, eurPerCredit: 0.01 }));
+
+      route.post('/dashboard/api/billing/checkout', {
+        schema: {
+          operationId: 'dashboardCheckout', tags, security, summary: 'Buy credits: a Stripe Checkout page for the account (the same as POST /api/v1/billing/checkout)',
+          body: z.strictObject({ credits: z.number().int().describe('Whole credits within the limits of GET /dashboard/api/billing') }).meta({ id: 'DashboardCheckoutRequest' }),
+          response: { 200: z.object({ id: z.string(), url: z.string().describe('Where the buyer pays') }).meta({ id: 'DashboardCheckout' }), ...changeErrors(400) },
+        },
+      }, async (request) => billing.checkout(principalOf(request), request.body.credits, deps.publicBaseUrl ?? `${request.protocol}://${request.host}`));
+    }
 
     route.get('/dashboard/api/usage', {
       schema: { operationId: 'dashboardUsage', tags, security, summary: 'The account’s usage per day, model, key or kind (as GET /api/v1/usage)', querystring: usageQuery, response: { 200: usageReport, ...errors(400) } },

@@ -3,7 +3,7 @@
 import { html, render } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Alert, api, boot, useLoad } from './lib.js';
-import { Generations, Keys, Overview, Playground, Usage, Webhooks } from './pages.js';
+import { Billing, Generations, Keys, Overview, Playground, Usage, Webhooks } from './pages.js';
 
 const NAV = [
   { page: 'overview', href: '/dashboard', label: 'Overview' },
@@ -12,8 +12,10 @@ const NAV = [
   { page: 'usage', href: '/dashboard/usage', label: 'Usage' },
   { page: 'webhooks', href: '/dashboard/webhooks', label: 'Webhooks' },
   { page: 'playground', href: '/dashboard/playground', label: 'Playground' },
+  // Only when the service sells credits (Stripe configured).
+  ...(boot.billing ? [{ page: 'billing', href: '/dashboard/billing', label: 'Billing' }] : []),
 ];
-const PAGES = { overview: Overview, generations: Generations, keys: Keys, usage: Usage, webhooks: Webhooks, playground: Playground };
+const PAGES = { overview: Overview, generations: Generations, keys: Keys, usage: Usage, webhooks: Webhooks, playground: Playground, billing: Billing };
 
 function Frame({ children }) {
   const [error, setError] = useState();

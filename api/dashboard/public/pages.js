@@ -30,7 +30,9 @@ export function Overview() {
   // Each move of the balance may have crossed the alert's threshold: the alerts are read again.
   const [moves, setMoves] = useState(0);
   useLive({ overview: (o) => { state.set(o); setMoves((n) => n + 1); } });
+  const checkout = new URLSearchParams(location.search).get('checkout');
   return html`<h1>Overview</h1>
+    ${checkout === 'success' ? html`<${Alert} kind="notice">Thank you: the credits are added as soon as Stripe confirms the payment.<//>` : null}
     <${Loading} state=${state}>${(o) => html`
       <dl class="cards">
         <div class="card"><dt>Balance</dt><dd data-testid="balance">${credits(o.balance)}</dd><dd class="muted small">Available to spend now</dd></div>
@@ -76,6 +78,36 @@ function Alerts({ moves }) {
       ${a.data.length === 0 ? html`<p class="muted" data-testid="no-alerts">No alerts yet.</p>` : html`<ul class="alerts" data-testid="alerts">${a.data.map((x) => html`<li key=${x.id} data-alert=${x.event}>
         <span class="badge">${x.event}</span> ${describe(x)} <time class="muted small" datetime=${isoTitle(x.createdAt)}>${when(x.createdAt)}</time></li>`)}</ul>`}`}<//>
   </section>`;
+}
+
+// ---------------------------------------------------------------- billing
+
+// Buying credits through Stripe Checkout: the account is credited when Stripe reports the payment.
+export function Billing() {
+  const limits = useLoad(() => api('GET', '/dashboard/api/billing'));
+  const [error, setError] = useState();
+  const [busy, setBusy] = useState(false);
+  const [amount, setAmount] = useState('');
+  const buy = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const { url } = await api('POST', '/dashboard/api/billing/checkout', { credits: Number(amount) });
+      location.assign(url);
+    } catch (err) {
+      setError(err);
+      setBusy(false);
+    }
+  };
+  return html`<h1>Billing</h1>
+    <${Alert} error=${error} />
+    <${Loading} state=${limits}>${(l) => html`
+      <p>Buy credits with a card through Stripe: 1 credit = ${l.eurPerCredit.toFixed(2)} EUR, ${formatNumber(l.minCredits)} to ${formatNumber(l.maxCredits)} at a time. They are added to your balance once Stripe confirms the payment, and listed in the ledger as a top-up.</p>
+      <form class="threshold" onSubmit=${buy} aria-label="Buy credits">
+        <label>Credits <input name="credits" type="number" min=${l.minCredits} max=${l.maxCredits} step="1" required value=${amount} onInput=${(e) => setAmount(e.currentTarget.value)} /></label>
+        <button type="submit" disabled=${busy}>${busy ? 'Opening Stripe…' : amount ? `Pay ${(Number(amount) * l.eurPerCredit).toFixed(2)} EUR` : 'Pay'}</button>
+      </form>`}<//>`;
 }
 
 // ---------------------------------------------------------------- generations
