@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import nodemailer from 'nodemailer';
 import type pg from 'pg';
 import { claimDueEmails, expandAlertEmails, recordEmailAttempt } from '../core/db/alert-emails';
@@ -38,7 +39,7 @@ export function startMailRelay(opts: MailRelayOptions): MailRelay {
   const retries = opts.retryScheduleMs ?? DEFAULT_RETRIES;
   const onError = opts.onError ?? (() => undefined);
   let stopped = false;
-  let wake: (() => void) | undefined;
+  const stopping = new AbortController();
 
   /** Sends one batch; true when there may be more. */
   const sendBatch = (): Promise<boolean> =>
@@ -91,14 +92,7 @@ export function startMailRelay(opts: MailRelayOptions): MailRelay {
         onError(err);
       }
       if (stopped) break;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pollMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = undefined;
+      await sleep(pollMs, undefined, { signal: stopping.signal }).catch(() => undefined);
     }
   };
   const running = loop();
@@ -106,7 +100,7 @@ export function startMailRelay(opts: MailRelayOptions): MailRelay {
   return {
     async stop() {
       stopped = true;
-      wake?.();
+      stopping.abort();
       await running;
       transport.close();
     },

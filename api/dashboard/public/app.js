@@ -45,6 +45,16 @@ function Frame({ children }) {
     </main>`;
 }
 
+/** The password typed twice; undefined (the difference shown) when the two differ. Clears a previous error. */
+function confirmedPassword(form, setError) {
+  if (form.get('password') !== form.get('confirm')) {
+    setError(new Error('The two passwords differ.'));
+    return undefined;
+  }
+  setError(undefined);
+  return String(form.get('password'));
+}
+
 function Login() {
   const [error, setError] = useState();
   const [busy, setBusy] = useState(false);
@@ -86,11 +96,11 @@ function Signup() {
   const submit = async (e) => {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
-    if (form.get('password') !== form.get('confirm')) return setError(new Error('The two passwords differ.'));
+    const password = confirmedPassword(form, setError);
+    if (password === undefined) return;
     setBusy(true);
-    setError(undefined);
     try {
-      setSent(await api('POST', '/dashboard/api/signup', { email: String(form.get('email')), password: String(form.get('password')) }));
+      setSent(await api('POST', '/dashboard/api/signup', { email: String(form.get('email')), password }));
     } catch (err) {
       setError(err);
     }
@@ -133,12 +143,11 @@ function SetPassword() {
   useEffect(() => history.replaceState(null, '', location.pathname), []);
   const submit = async (e) => {
     e.preventDefault();
-    const form = new FormData(e.currentTarget);
-    if (form.get('password') !== form.get('confirm')) return setError(new Error('The two passwords differ.'));
+    const password = confirmedPassword(new FormData(e.currentTarget), setError);
+    if (password === undefined) return;
     setBusy(true);
-    setError(undefined);
     try {
-      const { email } = await api('POST', '/dashboard/api/set-password', { token: token.current, password: String(form.get('password')) });
+      const { email } = await api('POST', '/dashboard/api/set-password', { token: token.current, password });
       location.assign(`/dashboard/login?password=set&email=${encodeURIComponent(email)}`);
     } catch (err) {
       setError(err);
