@@ -87,8 +87,9 @@ export async function admit(pool: pg.Pool, generations: readonly NewGeneration[]
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
     const reached = err.budgetReached;
-    // The refusal rolled everything back; that the budget is reached is recorded on its own (it moves no money).
-    if (reached) await classified(() => inTransaction(pool, (tx) => recordBudgetReached(tx, first.accountId, reached.keyId, reached.budget, reached.budget.spentMc)));
+    // The refusal rolled everything back; that the budget is reached is recorded on its own (it moves
+    // no money). Failing to, the request is still refused as decided: the key's next refusal records it.
+    if (reached) await inTransaction(pool, (tx) => recordBudgetReached(tx, first.accountId, reached.keyId, reached.budget, reached.budget.spentMc)).catch(() => undefined);
     return err.refusal;
   }
   if (admission.outcome === 'admitted') {
