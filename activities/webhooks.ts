@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { metrics } from '../core/metrics';
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
+import { getAlert } from '../core/db/alerts';
 import { getGeneration } from '../core/db/generations';
 import { inTransaction } from '../core/db/pool';
 import { loadDeliveryTarget, recordAttempt, stopDelivery } from '../core/db/webhooks';
@@ -79,8 +80,9 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       secrets.push(secretBox.open(endpoint.previousSecretSealed, endpoint.id));
     }
     const generation = target.generationId ? await getGeneration(pool, endpoint.accountId, target.generationId) : undefined;
+    const alert = target.alertId ? await getAlert(pool, target.alertId) : undefined;
     const body = JSON.stringify(await deliveryPayload(
-      { event: target.event, format: endpoint.format, endpointId: endpoint.id, createdAt: target.createdAt, generation, progress: target.progress },
+      { event: target.event, format: endpoint.format, endpointId: endpoint.id, createdAt: target.createdAt, generation, progress: target.progress, alert },
       store,
     ));
     const headers = deliveryHeaders({ deliveryId: target.id, event: target.event, timestamp: Math.floor(now / 1000), body, secrets });

@@ -4,7 +4,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import { z } from 'zod';
 import {
-  createAccount, createAccountBody, createKey, createKeyBody, createUser, createUserBody, keyBudgetBody, keyBudgetView, removeBudget, revokeKey, setBudget, topUp, topUpBody,
+  accountAlerts, alertsView, createAccount, createAccountBody, createKey, createKeyBody, createUser, createUserBody, keyBudgetBody, keyBudgetView, lowBalanceBody,
+  removeBudget, revokeKey, setBudget, setLowBalance, topUp, topUpBody,
 } from '../core/admin-operations';
 import { MARGIN_GROUPS, marginReport } from '../core/db/margins';
 import { generationRouting } from '../core/db/upstreams';
@@ -90,6 +91,24 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
       response: { 200: z.object({ id: z.string(), balance: z.number() }), ...errorResponses(400, 401, 404, 500, 503) },
     },
   }, async (request) => topUp(deps.pool, request.params.id, request.body));
+
+  app.put('/admin/v1/accounts/:id/low-balance', {
+    schema: {
+      operationId: 'adminSetLowBalance', tags, security, summary: 'Set the credits below which the account is sent balance.low',
+      description: 'Once per crossing from at or above the threshold to below it; money coming in that lifts the available credits back to it re-arms the alert.',
+      params: accountParams,
+      body: lowBalanceBody,
+      response: { 200: alertsView, ...errorResponses(400, 401, 404, 500, 503) },
+    },
+  }, async (request) => setLowBalance(deps.pool, request.params.id, request.body));
+
+  app.get('/admin/v1/accounts/:id/alerts', {
+    schema: {
+      operationId: 'adminAccountAlerts', tags, security, summary: 'The account’s low-balance threshold and latest alerts',
+      params: accountParams,
+      response: { 200: alertsView, ...errorResponses(401, 404, 500, 503) },
+    },
+  }, async (request) => accountAlerts(deps.pool, request.params.id));
 
   app.post('/admin/v1/users', {
     schema: {

@@ -35,6 +35,8 @@ import { v1Routes } from './v1';
 import { billingRoutes } from './billing';
 import { createBillingService } from '../service/billing-service';
 import type { BillingOptions } from '../service/billing-service';
+import { createSignupService } from '../service/signup-service';
+import type { SignupOptions } from '../service/signup-service';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks';
 import type { Provider } from '../core/providers/types';
 
@@ -66,6 +68,8 @@ export interface AppDeps {
   dashboardLimits?: Partial<DashboardLimits>;
   /** Buying credits with Stripe; the billing routes exist only with it. */
   billing?: BillingOptions | undefined;
+  /** Self-service sign-up (SIGNUP=open); its routes and pages exist only with it. */
+  signup?: SignupOptions | undefined;
   /** A span per request when tracing is on (runtime/tracing.ts); absent, nothing of it runs. */
   tracing?: RequestTracing;
 }
@@ -154,6 +158,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const publicOrigin = deps.publicBaseUrl ? new URL(deps.publicBaseUrl).origin : undefined;
+  // One service for both doors that buy credits: the API's route and the dashboard's Billing page.
+  const billing = deps.billing ? createBillingService({ pool: deps.pool, options: deps.billing }) : undefined;
   const sessions = {
     service: createSessionService({ pool: deps.pool }),
     secure: deps.secureCookies ?? true,
@@ -166,8 +172,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service, sessions });
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
-  if (deps.billing) {
-    await app.register(billingRoutes, { pool: deps.pool, limiter, billing: createBillingService({ pool: deps.pool, options: deps.billing }), publicBaseUrl: publicOrigin });
+  if (billing) {
+    await app.register(billingRoutes, { pool: deps.pool, limiter, billing, publicBaseUrl: publicOrigin });
   }
 
   const hooks = deps.webhooks;
@@ -183,10 +189,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(hooks?.clock ? { clock: hooks.clock } : {}),
   });
   await app.register(webhookRoutes, { door: keyedWebhookDoor({ pool: deps.pool, limiter }), webhooks });
-  await app.register(dashboardPages, { sessions });
+  await app.register(dashboardPages, { sessions, signupOpen: deps.signup !== undefined, billingOpen: billing !== undefined });
   await app.register(dashboardApiRoutes, {
     pool: deps.pool, limiter, sessions, service, webhooks, store: deps.store,
     limits: { ...DEFAULT_DASHBOARD_LIMITS, ...deps.dashboardLimits },
+    signup: deps.signup ? createSignupService({ pool: deps.pool, options: deps.signup }) : undefined,
+    billing, publicBaseUrl: publicOrigin,
   });
   // Open live views would hold the server's close until the browsers leave.
   app.addHook('preClose', async () => endEventStreams());

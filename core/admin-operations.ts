@@ -4,7 +4,9 @@ import { accountExists, insertAccount, insertApiKey, revokeApiKey, PLANS } from 
 import { BUDGET_PERIODS, readKeyBudget, setKeyBudget } from './db/budgets';
 import type { BudgetPeriod, KeyBudget } from './db/budgets';
 import { findUserByEmail, insertPasswordLink, insertUser } from './db/users';
-import { credit } from './ledger';
+import { readLowBalance, recentAlerts } from './db/alerts';
+import { credit, setLowBalanceThreshold } from './ledger';
+import { ALERT_EVENTS } from './webhooks/events';
 import { inTransaction } from './db/pool';
 import { generateApiKey, hashApiKey, normaliseScope } from './api-keys';
 import { findChatModel, findImageModel, findOpenAiChatModel, findOpenAiVideoModel, findUpscaleModel, findVideoModel, AUTO_CHAT_ID } from './catalogue';
@@ -136,4 +138,47 @@ export async function createUser(pool: pg.Pool, body: z.infer<typeof createUserB
     await insertPasswordLink(tx, { tokenHash: hashToken(token), userId: user.id, expiresAt });
     return { id: user.id, token, expiresAt, created };
   });
+}
+
+export const lowBalanceBody = z.strictObject({
+  thresholdCredits: credits.nullable().describe('Announce balance.low when the available credits (balance − held) fall below this; null: never'),
+}).meta({ id: 'LowBalanceRequest', examples: [{ thresholdCredits: 100 }, { thresholdCredits: null }] });
+
+const alertView = z.object({
+  id: z.string().describe('alrt_…; the same id is in the webhook payload'),
+  event: z.enum(ALERT_EVENTS),
+  keyId: z.string().nullable().describe('key.budget_reached: the key'),
+  amountCredits: z.number().describe('balance.low: the available credits after the crossing; key.budget_reached: what the key had spent'),
+  limitCredits: z.number().describe('balance.low: the threshold; key.budget_reached: the key’s budget'),
+  period: z.enum(BUDGET_PERIODS).nullable(),
+  periodStart: z.string().nullable(),
+  createdAt: z.string(),
+});
+
+export const alertsView = z.object({
+  thresholdCredits: z.number().nullable().describe('The account’s low-balance threshold; null: no balance.low'),
+  data: z.array(alertView).describe('The latest alerts, newest first'),
+}).meta({ id: 'AccountAlerts' });
+
+const RECENT_ALERTS = 20;
+
+/** The account's low-balance threshold and its latest alerts. */
+export async function accountAlerts(pool: pg.Pool, accountId: string): Promise<z.infer<typeof alertsView>> {
+  const low = await readLowBalance(pool, accountId);
+  if (!low) throw new NotFoundError(`Account '${accountId}' not found.`);
+  const alerts = await recentAlerts(pool, accountId, RECENT_ALERTS);
+  return {
+    thresholdCredits: low.thresholdMc === null ? null : mcToCredits(low.thresholdMc),
+    data: alerts.map((a) => ({
+      id: a.id, event: a.event, keyId: a.keyId, amountCredits: mcToCredits(a.amountMc), limitCredits: mcToCredits(a.limitMc),
+      period: a.period, periodStart: a.periodStart?.toISOString() ?? null, createdAt: a.createdAt.toISOString(),
+    })),
+  };
+}
+
+/** Sets (or removes) the account's low-balance threshold; answers it with the latest alerts. */
+export async function setLowBalance(pool: pg.Pool, accountId: string, body: z.infer<typeof lowBalanceBody>) {
+  const thresholdMc = body.thresholdCredits === null ? null : creditsToMc(body.thresholdCredits);
+  if (!(await setLowBalanceThreshold(pool, accountId, thresholdMc))) throw new NotFoundError(`Account '${accountId}' not found.`);
+  return accountAlerts(pool, accountId);
 }

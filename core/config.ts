@@ -131,6 +131,14 @@ export const configSchema = z.object({
   STRIPE_WEBHOOK_SECRET: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(8).optional()),
   /** Another Stripe API base (stripe-mock); Stripe's own when unset. */
   STRIPE_API_URL: optionalUrl,
+  /** Alerts by email (issue 20): an SMTP server, `smtp://user:pass@host:587` or `smtps://…:465`; no email when unset. */
+  SMTP_URL: z.preprocess(unsetIfEmpty, z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional()),
+  /** Self-service sign-up (issue 20): `open` lets anyone create a `free` account from the dashboard, verified by email. */
+  SIGNUP: z.enum(['closed', 'open']).default('closed'),
+  /** The credits a signed-up account starts with (its free chat replies: FREE_CHAT_CAP). */
+  SIGNUP_CREDITS: z.coerce.number().min(0).max(1_000_000).default(10),
+  /** The sender of those emails, `Name <address>` or an address. */
+  MAIL_FROM: z.preprocess(unsetIfEmpty, z.string().min(3).max(320).default('Generation service <alerts@localhost>')),
   /** The fewest and most credits one checkout buys (1 credit = 0.01 EUR). */
   BILLING_MIN_CREDITS: z.coerce.number().int().min(1).default(500),
   BILLING_MAX_CREDITS: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
@@ -218,6 +226,8 @@ const validatedConfig = configSchema.superRefine((c, ctx) => {
   // Any S3 setting means the operator wants the bucket: a half-given one must not quietly fall back
   // to local files. Static keys are required because a presigned URL dies with the credentials
   // that signed it, and role credentials usually live shorter than the 24 h the URLs promise.
+  // The verification link goes by email; nothing could be verified without it.
+  if (c.SIGNUP === 'open' && !c.SMTP_URL) ctx.addIssue({ code: 'custom', path: ['SMTP_URL'], message: 'is required when SIGNUP=open (the verification link is sent by email)' });
   if (c.UPSTREAMS_JSON && c.UPSTREAMS_FILE) ctx.addIssue({ code: 'custom', path: ['UPSTREAMS_FILE'], message: 'give UPSTREAMS_JSON or UPSTREAMS_FILE, not both' });
   if (S3_SETTINGS.some((name) => c[name] !== undefined)) {
     for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
@@ -311,6 +321,16 @@ export function upstreamSettings(c: Config): UpstreamConfig[] {
 /** When an upstream is cooled down (core/providers/health.ts). */
 export function breakerSettings(c: Config): BreakerConfig {
   return (c.UPSTREAMS_JSON ?? c.UPSTREAMS_FILE)?.breaker ?? { failures: 3, cooldownMs: 30_000 };
+}
+
+/** Alert emails when SMTP_URL is set; absent otherwise (alerts are webhooks and dashboard only). */
+export function mailOptionsOf(c: Config): { smtpUrl: string; from: string } | undefined {
+  return c.SMTP_URL ? { smtpUrl: c.SMTP_URL, from: c.MAIL_FROM } : undefined;
+}
+
+/** Self-service sign-up when SIGNUP=open; absent otherwise (no sign-up routes). */
+export function signupOptionsOf(c: Config): { startingCredits: number; chatCap: number } | undefined {
+  return c.SIGNUP === 'open' ? { startingCredits: c.SIGNUP_CREDITS, chatCap: c.FREE_CHAT_CAP } : undefined;
 }
 
 /** Stripe billing when both its secrets are set; absent otherwise (no billing routes). */

@@ -6,7 +6,7 @@ const BASE32 = '0123456789abcdefghjkmnpqrstvwxyz';
  * Time-ordered ids (48-bit millisecond timestamp + 80 random bits, Crockford base32), so ids sort
  * by creation and make a natural cursor for listings. The prefix names the resource.
  */
-type IdPrefix = 'gen' | 'acct' | 'key' | 'wh' | 'whd' | 'task' | 'usr';
+type IdPrefix = 'gen' | 'acct' | 'key' | 'wh' | 'whd' | 'task' | 'usr' | 'alrt';
 
 function timePart(now: number): string {
   let time = '';

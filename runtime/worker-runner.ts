@@ -1,9 +1,10 @@
 import { GracefulShutdownPeriodExpiredError } from '@temporalio/worker';
 import type { Worker } from '@temporalio/worker';
-import { allowsPrivateNetworks, deadlinesOf, webhookTaskQueueOf } from '../core/config';
+import { allowsPrivateNetworks, deadlinesOf, mailOptionsOf, webhookTaskQueueOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createSecretBox } from '../core/webhooks/secret-box';
 import { createWebhookDispatcher } from '../service/webhook-dispatch';
+import { startMailRelay } from './mail-relay';
 import { ensureReconcilerSchedule } from './reconciler-schedule';
 import type { Services } from './services';
 import { startWebhookRelay } from './webhook-relay';
@@ -67,6 +68,14 @@ export async function startWorker(
         onError: (err) => console.warn('webhook relay:', err instanceof Error ? err.message : err),
       })
     : undefined;
+  const mail = mailOptionsOf(config);
+  const mailRelay = serveWorkflows && mail
+    ? startMailRelay({
+        pool: s.pool, smtpUrl: mail.smtpUrl, from: mail.from,
+        dashboardUrl: `${s.publicBaseUrl.replace(/\/$/, '')}/dashboard`,
+        onError: (err) => console.warn('mail relay:', err instanceof Error ? err.message : err),
+      })
+    : undefined;
   const queues = workers.map((w) => w.options.taskQueue);
 
   const drain = async (w: Worker, run: Promise<void>, started: number): Promise<void> => {
@@ -86,6 +95,7 @@ export async function startWorker(
     async stop() {
       const started = Date.now();
       await relay?.stop();
+      await mailRelay?.stop();
       for (const w of running.keys()) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.all([...running].map(([w, run]) => drain(w, run, started)));
       http?.close();

@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { budgetViewOf, createKey, createKeyBody, keyBudgetBody, keyBudgetView, removeBudget, revokeKey, setBudget } from '../../core/admin-operations';
+import {
+  accountAlerts, alertsView, budgetViewOf, createKey, createKeyBody, keyBudgetBody, keyBudgetView, lowBalanceBody, removeBudget, revokeKey, setBudget, setLowBalance,
+} from '../../core/admin-operations';
 import { SCOPES } from '../../core/api-keys';
 import { listApiKeys } from '../../core/db/accounts';
 import { readKeyBudget } from '../../core/db/budgets';
@@ -13,6 +15,8 @@ import { GENERATION_KINDS, GENERATION_STATUSES, isFinal } from '../../core/vocab
 import type { GenerationService } from '../../service/generation-service';
 import { csrfTokenOf, SESSION_TTL_MS } from '../../service/session-service';
 import type { Session } from '../../service/session-service';
+import type { BillingService } from '../../service/billing-service';
+import type { SignupService } from '../../service/signup-service';
 import type { WebhookService } from '../../service/webhook-service';
 import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKIE } from '../auth';
 import type { SessionAuthDeps } from '../auth';
@@ -40,6 +44,12 @@ export interface DashboardApiDeps extends SessionAuthDeps {
   webhooks: WebhookService;
   store: OutputStore;
   limits: DashboardLimits;
+  /** Self-service sign-up, when SIGNUP=open; its routes are absent otherwise. */
+  signup?: SignupService | undefined;
+  /** Buying credits, when Stripe is configured; the Billing routes are absent otherwise. */
+  billing?: BillingService | undefined;
+  /** Where Stripe sends the buyer back (PUBLIC_BASE_URL's origin); the request's own when absent. */
+  publicBaseUrl?: string | undefined;
 }
 
 const tags = ['Dashboard'];
@@ -56,6 +66,13 @@ const setPasswordBody = z.strictObject({
   token: z.string().max(200).describe('The token of the one-time link the operator handed out'),
   password: z.string().max(MAX_PASSWORD_LENGTH).describe('10 to 200 characters'),
 }).meta({ id: 'DashboardSetPassword' });
+
+const signupBody = z.strictObject({
+  email: z.email({ error: 'email must be an email address' }).max(254).transform((e) => e.trim().toLowerCase()).describe('The address to confirm; compared case-insensitively'),
+  password: z.string().max(MAX_PASSWORD_LENGTH).describe('10 to 200 characters'),
+}).meta({ id: 'DashboardSignup' });
+
+const SIGNUP_ANSWER = 'If this address can be used, a link to confirm it is on its way: follow it within 24 hours to create your account.';
 
 const sessionInfo = z.object({
   user: z.object({ id: z.string(), email: z.string() }),
@@ -145,6 +162,36 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     return sessions.service.setPassword(request.body.token, request.body.password);
   });
 
+  const { signup } = deps;
+  if (signup) {
+    anonymous.post('/dashboard/api/signup', {
+      schema: {
+        operationId: 'dashboardSignup', tags, security: [], summary: 'Ask for an account: a link to confirm the address is emailed',
+        description: `Open when the service runs with SIGNUP=open. The answer is the same whether or not the address already has an account (that address gets a note instead of a link). Limited per email (${limits.loginsPerEmail} a minute) and per client address (${limits.loginsPerIp} a minute).`,
+        body: signupBody,
+        response: { 202: z.object({ message: z.string() }), ...errorResponses(400, 403, 429, 500, 503) },
+      },
+    }, async (request, reply) => {
+      assertSameOrigin(request, sessions.origins);
+      await rateLimited(limiter, reply, `signup:ip:${createHash('sha256').update(request.ip).digest('base64url')}`, limits.loginsPerIp);
+      await rateLimited(limiter, reply, `signup:email:${createHash('sha256').update(request.body.email).digest('base64url')}`, limits.loginsPerEmail);
+      await signup.request(request.body.email, request.body.password);
+      reply.code(202);
+      return { message: SIGNUP_ANSWER };
+    });
+
+    anonymous.post('/dashboard/api/signup/verify', {
+      schema: {
+        operationId: 'dashboardVerifySignup', tags, security: [], summary: 'Follow the emailed link: creates the account (plan free) and its user, then log in',
+        body: z.strictObject({ token: z.string().max(200).describe('The token of the emailed link') }).meta({ id: 'DashboardVerifySignup' }),
+        response: { 200: z.object({ email: z.string(), accountId: z.string() }), ...errorResponses(400, 403, 429, 500, 503) },
+      },
+    }, async (request, reply) => {
+      await countAttempt(request, reply);
+      return signup.verify(request.body.token);
+    });
+  }
+
   await app.register(async (authed) => {
     authed.addHook('onRequest', async (request, reply) => {
       if (!(await admitSession(sessions, request))) throw new UnauthorizedError('Log in to the dashboard first (/dashboard/login).');
@@ -173,6 +220,29 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     route.get('/dashboard/api/overview', {
       schema: { operationId: 'dashboardOverview', tags, security, summary: 'Balance, holds, free chat allowance, plan and rate limit', response: { 200: overview, ...errors() } },
     }, async (request) => overviewOf(await deps.service.balance(principalOf(request))));
+
+    route.get('/dashboard/api/alerts', {
+      schema: { operationId: 'dashboardAlerts', tags, security, summary: 'The low-balance threshold and the latest balance.low and key.budget_reached alerts', response: { 200: alertsView, ...errors() } },
+    }, async (request) => accountAlerts(deps.pool, principalOf(request).accountId));
+
+    route.put('/dashboard/api/low-balance', {
+      schema: { operationId: 'dashboardSetLowBalance', tags, security, summary: 'Set (or with null remove) the credits below which balance.low is sent', body: lowBalanceBody, response: { 200: alertsView, ...changeErrors(400) } },
+    }, async (request) => setLowBalance(deps.pool, principalOf(request).accountId, request.body));
+
+    const { billing } = deps;
+    if (billing) {
+      route.get('/dashboard/api/billing', {
+        schema: { operationId: 'dashboardBilling', tags, security, summary: 'How many credits one purchase may buy (1 credit = 0.01 EUR)', response: { 200: z.object({ minCredits: z.number().int(), maxCredits: z.number().int(), eurPerCredit: z.number() }).meta({ id: 'DashboardBilling' }), ...errors() } },
+      }, async () => ({ ...billing.limits, eurPerCredit: 0.01 }));
+
+      route.post('/dashboard/api/billing/checkout', {
+        schema: {
+          operationId: 'dashboardCheckout', tags, security, summary: 'Buy credits: a Stripe Checkout page for the account (the same as POST /api/v1/billing/checkout)',
+          body: z.strictObject({ credits: z.number().int().describe('Whole credits within the limits of GET /dashboard/api/billing') }).meta({ id: 'DashboardCheckoutRequest' }),
+          response: { 200: z.object({ id: z.string(), url: z.string().describe('Where the buyer pays') }).meta({ id: 'DashboardCheckout' }), ...changeErrors(400) },
+        },
+      }, async (request) => billing.checkout(principalOf(request), request.body.credits, deps.publicBaseUrl ?? `${request.protocol}://${request.host}`));
+    }
 
     route.get('/dashboard/api/usage', {
       schema: { operationId: 'dashboardUsage', tags, security, summary: 'The account’s usage per day, model, key or kind (as GET /api/v1/usage)', querystring: usageQuery, response: { 200: usageReport, ...errors(400) } },

@@ -80,6 +80,14 @@ export const DASHBOARD_PAGES = [
   { path: '/login', page: 'login', title: 'Log in', authed: false },
   { path: '/set-password', page: 'set-password', title: 'Set your password', authed: false },
 ] as const;
+/** Served only when Stripe is configured: buying credits. */
+export const BILLING_PAGES = [{ path: '/billing', page: 'billing', title: 'Billing', authed: true }] as const;
+
+/** Served only when sign-up is open (SIGNUP=open): asking for an account, and following its emailed link. */
+export const SIGNUP_PAGES = [
+  { path: '/signup', page: 'signup', title: 'Sign up', authed: false },
+  { path: '/verify', page: 'verify', title: 'Confirm your email', authed: false },
+] as const;
 
 const escapeJson = (value: unknown) => JSON.stringify(value).replaceAll('<', '\\u003c');
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -113,14 +121,16 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
     .header('Cache-Control', 'no-store');
 }
 
-export const dashboardPages: FastifyPluginAsync<{ sessions: SessionCookies }> = async (app, { sessions }) => {
-  for (const p of DASHBOARD_PAGES) {
+export const dashboardPages: FastifyPluginAsync<{ sessions: SessionCookies; signupOpen?: boolean; billingOpen?: boolean }> = async (app, { sessions, signupOpen = false, billingOpen = false }) => {
+  for (const p of [...DASHBOARD_PAGES, ...(signupOpen ? SIGNUP_PAGES : []), ...(billingOpen ? BILLING_PAGES : [])]) {
     app.get(`/dashboard${p.path}`, { schema: { hide: true } }, async (request, reply) => {
       const token = cookieOf(request, SESSION_COOKIE);
       const session = token ? await sessions.service.authenticate(token) : undefined;
       if (p.authed && !session) return reply.redirect('/dashboard/login', 303);
       if (p.page === 'login' && session) return reply.redirect('/dashboard', 303);
-      const boot = session && token ? { page: p.page, csrfToken: csrfTokenOf(token), email: session.email, accountId: session.accountId } : { page: p.page };
+      const boot = session && token
+        ? { page: p.page, csrfToken: csrfTokenOf(token), email: session.email, accountId: session.accountId, billing: billingOpen }
+        : { page: p.page, signup: signupOpen };
       return pageHeaders(reply).type('text/html; charset=utf-8').send(shell(p.title, boot));
     });
   }

@@ -113,16 +113,20 @@ export async function rotateEndpointSecret(
 }
 
 /** Inserts deliveries (the outbox rows) and wakes the relay once the transaction commits. */
-/** `progress`: the step of a progress delivery (core/webhooks/events.ts), one delivery per step. */
+/**
+ * `progress`: the step of a progress delivery (core/webhooks/events.ts), one delivery per step.
+ * `alertId`: the account alert an alert event announces (core/db/alerts.ts), one delivery per endpoint.
+ */
 export async function enqueueDeliveries(
   tx: Queryable, rows: { endpointId: string; accountId: string; event: string }[], generationId: string | null, progress: number | null = null,
+  alertId: string | null = null,
 ): Promise<string[]> {
   if (rows.length === 0) return [];
   const ids = rows.map(() => newId('whd'));
   const r = await tx.query<{ id: string }>(
     `WITH ins AS (
-       INSERT INTO webhook_deliveries (id, endpoint_id, account_id, generation_id, event, progress)
-       SELECT u.id, u.endpoint_id, u.account_id, $4, u.event, $6
+       INSERT INTO webhook_deliveries (id, endpoint_id, account_id, generation_id, event, progress, alert_id)
+       SELECT u.id, u.endpoint_id, u.account_id, $4, u.event, $6, $7
          FROM unnest($1::text[], $2::text[], $3::text[], $5::text[]) AS u (id, endpoint_id, account_id, event)
        ON CONFLICT DO NOTHING
        RETURNING id
@@ -130,7 +134,7 @@ export async function enqueueDeliveries(
        SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM (SELECT count(*) AS n FROM ins) c WHERE c.n > 0
      )
      SELECT id FROM ins, (SELECT count(*) FROM wake) w`,
-    [ids, rows.map((x) => x.endpointId), rows.map((x) => x.accountId), generationId, rows.map((x) => x.event), progress],
+    [ids, rows.map((x) => x.endpointId), rows.map((x) => x.accountId), generationId, rows.map((x) => x.event), progress, alertId],
   );
   return r.rows.map((x) => x.id);
 }
@@ -177,21 +181,24 @@ export interface DeliveryTarget {
   generationId: string | null;
   /** A progress delivery's step; null for every other event. */
   progress: number | null;
+  /** An alert event's alert (core/db/alerts.ts); null for every generation event and a ping. */
+  alertId: string | null;
   createdAt: Date;
   endpoint: EndpointRow;
 }
 
 export async function loadDeliveryTarget(q: Queryable, deliveryId: string): Promise<DeliveryTarget | undefined> {
-  const r = await q.query<EndpointRow & { d_id: string; d_event: string; d_generation_id: string | null; d_progress: number | null; d_created_at: Date }>(
-    `SELECT d.id AS d_id, d.event AS d_event, d.generation_id AS d_generation_id, d.progress AS d_progress, d.created_at AS d_created_at, ${endpointColumns('e.')}
+  const r = await q.query<EndpointRow & { d_id: string; d_event: string; d_generation_id: string | null; d_progress: number | null; d_alert_id: string | null; d_created_at: Date }>(
+    `SELECT d.id AS d_id, d.event AS d_event, d.generation_id AS d_generation_id, d.progress AS d_progress, d.alert_id AS d_alert_id,
+            d.created_at AS d_created_at, ${endpointColumns('e.')}
        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
       WHERE d.id = $1`,
     [deliveryId],
   );
   const row = r.rows[0];
   if (!row) return undefined;
-  const { d_id: id, d_event: event, d_generation_id: generationId, d_progress: progress, d_created_at: createdAt, ...endpoint } = row;
-  return { id, event, generationId, progress, createdAt, endpoint };
+  const { d_id: id, d_event: event, d_generation_id: generationId, d_progress: progress, d_alert_id: alertId, d_created_at: createdAt, ...endpoint } = row;
+  return { id, event, generationId, progress, alertId, createdAt, endpoint };
 }
 
 export interface AttemptResult {

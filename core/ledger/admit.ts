@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { readKeyBudget } from '../db/budgets';
-import type { BudgetPeriod } from '../db/budgets';
+import type { BudgetPeriod, KeyBudget } from '../db/budgets';
 import { claimIdempotencyKey } from '../db/idempotency';
 import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
@@ -9,6 +9,7 @@ import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
+import { recordBalanceLow, recordBudgetReached } from './alerts';
 import { appendEntry } from './entries';
 import type { AccountMoney } from './entries';
 import { classified } from './failures';
@@ -78,10 +79,18 @@ export async function admit(pool: pg.Pool, generations: readonly NewGeneration[]
   const oneStatement = !keyed && generations.length === 1 && !first.freeChat && !first.budgeted && statusesOf(first).every((s) => !owesEvent(first.kind, s));
   let admission: Admission;
   try {
-    admission = await classified(() => (oneStatement ? admitAll(pool, generations, undefined) : inTransaction(pool, (tx) => admitAll(tx, generations, keyed))));
+    const inOneTransaction = () => inTransaction(pool, (tx) => admitAll(tx, generations, keyed, true));
+    admission = await classified(() => (oneStatement ? admitAll(pool, generations, undefined, false) : inOneTransaction()));
+    // The single statement refuses a hold that would cross the account's low-balance threshold:
+    // the transaction records the alert with it.
+    if (oneStatement && admission.outcome === 'refused') admission = await classified(inOneTransaction);
   } catch (err) {
-    if (err instanceof Refusal) return err.refusal;
-    throw err;
+    if (!(err instanceof Refusal)) throw err;
+    const reached = err.budgetReached;
+    // The refusal rolled everything back; that the budget is reached is recorded on its own (it moves
+    // no money). Failing to, the request is still refused as decided: the key's next refusal records it.
+    if (reached) await inTransaction(pool, (tx) => recordBudgetReached(tx, first.accountId, reached.keyId, reached.budget, reached.budget.spentMc)).catch(() => undefined);
+    return err.refusal;
   }
   if (admission.outcome === 'admitted') {
     for (const g of admission.generations) {
@@ -103,12 +112,19 @@ async function recordAdmissionEvents(tx: Queryable, g: NewGeneration): Promise<v
 
 /** Thrown inside the transaction so that a refusal rolls back what was held before it. */
 class Refusal extends Error {
-  constructor(readonly refusal: Extract<Admission, { outcome: 'refused' | 'over_budget' }>) {
+  constructor(
+    readonly refusal: Extract<Admission, { outcome: 'refused' | 'over_budget' }>,
+    readonly budgetReached?: { keyId: string; budget: KeyBudget },
+  ) {
     super('refused');
   }
 }
 
-async function admitAll(tx: Queryable, generations: readonly NewGeneration[], keyed: KeyedRequest | undefined): Promise<Admission> {
+/**
+ * `alerting`: the caller's transaction records a `balance.low` crossing with the hold that makes
+ * it; a lone statement (no transaction) refuses such a hold instead, and admit() retries it in one.
+ */
+async function admitAll(tx: Queryable, generations: readonly NewGeneration[], keyed: KeyedRequest | undefined, alerting: boolean): Promise<Admission> {
   if (keyed) {
     const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: generations[0]!.id });
     if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
@@ -118,11 +134,12 @@ async function admitAll(tx: Queryable, generations: readonly NewGeneration[], ke
   let heldMc = 0;
   let createdAt: Date | undefined;
   for (const g of generations) {
-    const one = await admitOne(tx, g);
+    const one = await admitOne(tx, g, alerting);
     if ('overBudget' in one) {
       const requiredMc = generations.reduce((sum, q) => sum + q.quoteMc, 0);
       const { maxMc, spentMc, period } = one.overBudget;
-      throw new Refusal({ outcome: 'over_budget', keyId: g.apiKeyId!, requiredMc, availableMc: Math.max(0, maxMc - spentMc + heldMc), maxMc, period });
+      const keyId = g.apiKeyId!;
+      throw new Refusal({ outcome: 'over_budget', keyId, requiredMc, availableMc: Math.max(0, maxMc - spentMc + heldMc), maxMc, period }, { keyId, budget: one.overBudget });
     }
     if ('availableMc' in one) {
       // Said of the whole request: what all of it needs against what was available before it.
@@ -146,9 +163,9 @@ interface HeldMoney extends AccountMoney {
 type OneAdmission =
   | (AdmittedGeneration & { createdAt: Date })
   | { availableMc: Millicredits }
-  | { overBudget: { maxMc: Millicredits; spentMc: Millicredits; period: BudgetPeriod } };
+  | { overBudget: KeyBudget };
 
-async function admitOne(tx: Queryable, g: NewGeneration): Promise<OneAdmission> {
+async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Promise<OneAdmission> {
   if (g.freeChat) {
     const claimed = await tx.query<HeldMoney>(
       `UPDATE accounts SET chat_used = chat_used + 1
@@ -164,10 +181,11 @@ async function admitOne(tx: Queryable, g: NewGeneration): Promise<OneAdmission> 
     }
   }
 
+  let budget: KeyBudget | undefined;
   if (g.budgeted && g.apiKeyId && g.quoteMc > 0) {
     // Counted before the account's money: the budget row's lock is held until this transaction
     // ends, so the next admission of the key sees this hold in its sum and no two overshoot.
-    const budget = await readKeyBudget(tx, g.apiKeyId, { lock: true });
+    budget = await readKeyBudget(tx, g.apiKeyId, { lock: true });
     if (budget && budget.spentMc + g.quoteMc > budget.maxMc) {
       const replayed = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
       if ((replayed.rowCount ?? 0) === 0) return { overBudget: budget };
@@ -181,6 +199,7 @@ async function admitOne(tx: Queryable, g: NewGeneration): Promise<OneAdmission> 
        UPDATE accounts SET held_mc = held_mc + $2::bigint
         WHERE id = $1 AND balance_mc - held_mc >= $2::bigint
           AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $3)
+          AND ($10::boolean OR low_balance_mc IS NULL OR low_balance_alerted OR balance_mc - held_mc - $2::bigint >= low_balance_mc)
         RETURNING id, balance_mc, held_mc
      ), g AS (
        INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, prompt, quote_mc, free_chat)
@@ -192,11 +211,13 @@ async function admitOne(tx: Queryable, g: NewGeneration): Promise<OneAdmission> 
        SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
      )
      SELECT balance_mc, held_mc, now() AS created_at, ${notifyExpr('id', '$3', admittedStatus(g))} FROM a`,
-    [g.accountId, g.quoteMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, admittedStatus(g)],
+    [g.accountId, g.quoteMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, admittedStatus(g), alerting],
   );
   const done = held.rows[0];
   if (done) {
     await recordAdmissionEvents(tx, g);
+    if (alerting) await recordBalanceLow(tx, g.accountId);
+    if (budget && g.apiKeyId && budget.spentMc + g.quoteMc >= budget.maxMc) await recordBudgetReached(tx, g.accountId, g.apiKeyId, budget, budget.spentMc + g.quoteMc);
     return { id: g.id, model: g.model, free: false, amountMc: g.quoteMc, createdAt: done.created_at };
   }
 

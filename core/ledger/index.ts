@@ -9,6 +9,7 @@
  */
 export { admit } from './admit';
 export type { Admission, AdmittedGeneration, KeyedRequest, NewGeneration } from './admit';
+export { setLowBalanceThreshold } from './alerts';
 export { credit } from './credit';
 export type { AccountMoney } from './entries';
 export { LedgerPermanentError } from './failures';

@@ -1,4 +1,5 @@
 import { enqueueDeliveries } from '../db/webhooks';
+import type { AlertRow } from '../db/alerts';
 import type { Queryable } from '../db/pool';
 import { anyEventFor, eventFor, FLAT_KINDS, PROGRESS_EVENT } from '../webhooks/events';
 import type { WebhookFormat } from '../webhooks/events';
@@ -42,4 +43,13 @@ export async function recordProgressEvent(tx: Queryable, generationId: string, s
     [generationId, PROGRESS_EVENT, FLAT_KINDS],
   );
   await enqueueDeliveries(tx, r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: PROGRESS_EVENT })), generationId, step);
+}
+
+/** One delivery of an account alert per enabled endpoint of the account that lists its event (alerts are opt-in). */
+export async function recordAlertEvent(tx: Queryable, alert: AlertRow): Promise<void> {
+  const r = await tx.query<{ id: string; account_id: string }>(
+    'SELECT id, account_id FROM webhook_endpoints WHERE account_id = $1 AND enabled AND $2 = ANY (events)',
+    [alert.accountId, alert.event],
+  );
+  await enqueueDeliveries(tx, r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: alert.event })), null, null, alert.id);
 }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { inTransaction } from '../db/pool';
 import type { Millicredits } from '../money';
+import { recordBalanceLow } from './alerts';
 import { credit } from './credit';
 import { appendEntry } from './entries';
 import type { AccountMoney } from './entries';
@@ -71,6 +72,7 @@ export async function debitRefund(pool: pg.Pool, r: { paymentIntentId: string; r
       accountId: payment.account_id, generationId: null, entry: 'refund', amountMc: after.debited_mc, after,
       note: `refund stripe ${r.paymentIntentId}${after.debited_mc < owedMc ? ` (owed ${owedMc / 1000} credits; the rest was held or spent)` : ''}`,
     });
+    await recordBalanceLow(tx, payment.account_id);
     await tx.query('UPDATE stripe_payments SET refunded_cents = $2, debited_mc = debited_mc + $3, updated_at = now() WHERE checkout_session_id = $1', [payment.checkout_session_id, refunded, after.debited_mc]);
     return { outcome: 'debited', owedMc, debitedMc: after.debited_mc };
   }));

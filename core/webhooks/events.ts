@@ -18,6 +18,16 @@ export type WebhookEvent = (typeof NESTED_EVENTS)[number] | (typeof FLAT_EVENTS)
  */
 export const PROGRESS_EVENT = 'generation.progress';
 export const PROGRESS_EVENT_STEP = 10;
+/**
+ * Account alerts, opt-in in both catalogues like progress (docs/decisions.md, "Alerts"): sent only
+ * to an endpoint whose `events` list names them. `balance.low`: the account's available credits
+ * fell below its threshold (once per crossing); `key.budget_reached`: a key's budget for its
+ * period is used up or refused a hold (once per key, period and budget).
+ */
+export const BALANCE_LOW_EVENT = 'balance.low';
+export const BUDGET_REACHED_EVENT = 'key.budget_reached';
+export const ALERT_EVENTS = [BALANCE_LOW_EVENT, BUDGET_REACHED_EVENT] as const;
+export type AlertEvent = (typeof ALERT_EVENTS)[number];
 /** Sent by POST /api/v1/webhooks/:id/test whatever the endpoint's filter. */
 export const PING_EVENT = 'ping';
 
@@ -41,8 +51,8 @@ export function anyEventFor(kind: GenerationKind, status: GenerationStatus): boo
   return (['nested', 'flat'] as const).some((format) => eventFor(format, kind, status) !== undefined);
 }
 
-/** What an endpoint of `format` may list: its catalogue (what it gets without a list) and the opt-in progress. */
-export const subscribable = (format: WebhookFormat): readonly string[] => [...CATALOGUES[format], PROGRESS_EVENT];
+/** What an endpoint of `format` may list: its catalogue (what it gets without a list), the opt-in progress and alerts. */
+export const subscribable = (format: WebhookFormat): readonly string[] => [...CATALOGUES[format], PROGRESS_EVENT, ...ALERT_EVENTS];
 
 /** Events outside what the format's endpoints may list, for a 400 that names them. */
 export function unknownEvents(format: WebhookFormat, events: readonly string[]): string[] {

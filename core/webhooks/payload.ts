@@ -1,4 +1,6 @@
+import type { AlertRow } from '../db/alerts';
 import type { GenerationRow } from '../db/generations';
+import { mcToCredits } from '../money';
 import type { OutputStore } from '../storage';
 import { recordOf, viewOf } from '../generation-view';
 import { PING_EVENT, PROGRESS_EVENT } from './events';
@@ -14,6 +16,8 @@ export interface PayloadSource {
   generation: GenerationRow | undefined;
   /** A progress event's step (10 … 90): what the run had reached when the event was recorded. */
   progress?: number | null | undefined;
+  /** An alert event's alert (`balance.low`, `key.budget_reached`); undefined for every other event. */
+  alert?: AlertRow | undefined;
 }
 
 /**
@@ -27,8 +31,10 @@ export interface PayloadSource {
  *   `created_at` being the time of the state change.
  * - `generation.progress` (opt-in, either format): the format's shape as of a running generation,
  *   plus `progress`, the 10 % step it reached.
+ * - `balance.low` and `key.budget_reached` (opt-in, either format): see alertPayload.
  */
 export async function deliveryPayload(s: PayloadSource, store: OutputStore): Promise<Record<string, unknown>> {
+  if (s.alert) return alertPayload(s.alert, s.format);
   if (s.event === PING_EVENT || !s.generation) {
     return { event: PING_EVENT, endpoint_id: s.endpointId, created_at: s.createdAt.toISOString() };
   }
@@ -51,4 +57,23 @@ export async function deliveryPayload(s: PayloadSource, store: OutputStore): Pro
     credits_charged: terminal ? view.creditsCharged : 0,
     created_at: s.createdAt.toISOString(),
   };
+}
+
+/**
+ * An account alert as it was detected: nested `{ event, alert: { id, accountId, … } }` (camelCase,
+ * like the group C record), flat `{ event, alert_id, account_id, …, created_at }` (snake_case,
+ * like catalogue B). Amounts in credits.
+ */
+export function alertPayload(a: AlertRow, format: WebhookFormat): Record<string, unknown> {
+  const fields: [string, string, unknown][] = a.event === 'balance.low'
+    ? [['availableCredits', 'available_credits', mcToCredits(a.amountMc)], ['thresholdCredits', 'threshold_credits', mcToCredits(a.limitMc)]]
+    : [
+        ['keyId', 'key_id', a.keyId], ['spentCredits', 'spent_credits', mcToCredits(a.amountMc)], ['maxCredits', 'max_credits', mcToCredits(a.limitMc)],
+        ['period', 'period', a.period], ['periodStart', 'period_start', a.periodStart?.toISOString() ?? null],
+      ];
+  const createdAt = a.createdAt.toISOString();
+  if (format === 'nested') {
+    return { event: a.event, alert: { id: a.id, accountId: a.accountId, ...Object.fromEntries(fields.map(([camel, , v]) => [camel, v])), createdAt } };
+  }
+  return { event: a.event, alert_id: a.id, account_id: a.accountId, ...Object.fromEntries(fields.map(([, snake, v]) => [snake, v])), created_at: createdAt };
 }

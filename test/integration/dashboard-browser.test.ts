@@ -233,6 +233,29 @@ describe('the dashboard in Chromium', () => {
     await shot('generations-phone', PHONE);
   });
 
+  it('lists the key budget reached earlier on the overview, sets a low-balance threshold there, and lists the crossing a generation makes as it happens', async () => {
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.waitForURL(`${base}/dashboard`);
+    // The key budget refused an image earlier: that is listed already, once.
+    await page.locator('[data-alert="key.budget_reached"]').waitFor();
+    expect(await page.locator('[data-alert]').count()).toBe(1);
+    const auth = { authorization: `Bearer ${(await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{ key: string }>().key}` };
+    const { balance } = await (await http('/api/v1/balance', { headers: auth })).json() as { balance: number };
+    const threshold = balance - 1;
+    await page.getByLabel(/Alert me below/).fill(String(threshold));
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await expect.poll(async () => (await h.admin('GET', `/admin/v1/accounts/${accountId}/alerts`)).json<{ thresholdCredits: number }>().thresholdCredits).toBe(threshold);
+
+    // 3 credits take the available credits below it: balance.low, shown live on the page.
+    const image = await http('/api/v1/generate', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'image', model: 'flux', prompt: 'a low tide' }) });
+    expect(image.status).toBe(200);
+    const alert = page.locator('[data-alert="balance.low"]');
+    await alert.waitFor({ timeout: 20_000 });
+    expect(await alert.textContent()).toContain(`below ${threshold} credits`);
+    expect(await page.locator('[data-alert]').count()).toBe(2);
+    await shot('overview-alerts');
+  });
+
   it('logs out: the old cookie no longer opens /api/credits', async () => {
     const cookie = (await context.cookies(base)).find((c) => c.name === 'gensvc_session')!;
     const withCookie = { cookie: `gensvc_session=${cookie.value}` };

@@ -254,6 +254,11 @@ describe('the dashboard API', () => {
     c.conforms(await as(stranger, 'delete', `/dashboard/api/keys/${created.id}`), 'delete', '/dashboard/api/keys/{id}', 404);
     expect(c.conforms<{ group_by: string }>(await as(s, 'get', '/dashboard/api/usage?group_by=key'), 'get', '/dashboard/api/usage', 200).group_by).toBe('key');
     c.conforms(await as(s, 'get', '/dashboard/api/usage?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z'), 'get', '/dashboard/api/usage', 400);
+    expect(c.conforms(await as(s, 'put', '/dashboard/api/low-balance', { thresholdCredits: 25 }), 'put', '/dashboard/api/low-balance', 200)).toEqual({ thresholdCredits: 25, data: [] });
+    c.conforms(await as(s, 'put', '/dashboard/api/low-balance', { thresholdCredits: -5 }), 'put', '/dashboard/api/low-balance', 400);
+    expect(c.conforms(await as(s, 'get', '/dashboard/api/alerts'), 'get', '/dashboard/api/alerts', 200)).toEqual({ thresholdCredits: 25, data: [] });
+    // Another account's user sees their own threshold, never this one.
+    expect(c.conforms(await as(stranger, 'get', '/dashboard/api/alerts'), 'get', '/dashboard/api/alerts', 200)).toEqual({ thresholdCredits: null, data: [] });
     c.conforms(await as(s, 'delete', `/dashboard/api/keys/${created.id}`), 'delete', '/dashboard/api/keys/{id}', 200);
     expect((await h.call('GET', '/api/v1/balance', { key: created.key })).statusCode).toBe(401);
     expect((await listed()).json<{ data: { id: string }[] }>().data.map((k) => k.id)).not.toContain(created.id);
@@ -367,6 +372,8 @@ function everyDashboardRoute(): [Method, string, string, unknown][] {
     ['delete', '/dashboard/api/keys/{id}', '/dashboard/api/keys/key_nope', undefined],
     ['put', '/dashboard/api/keys/{id}/budget', '/dashboard/api/keys/key_nope/budget', { maxCredits: 1, period: 'day' }],
     ['delete', '/dashboard/api/keys/{id}/budget', '/dashboard/api/keys/key_nope/budget', undefined],
+    ['get', '/dashboard/api/alerts', '/dashboard/api/alerts', undefined],
+    ['put', '/dashboard/api/low-balance', '/dashboard/api/low-balance', { thresholdCredits: 1 }],
     ['post', P, P, { url: 'http://127.0.0.1:9/hook' }],
     ['get', P, P, undefined],
     ['get', `${P}/{id}`, `${P}/wh_nope`, undefined],

@@ -470,6 +470,10 @@ describe('operator routes conform to the document', () => {
     c.conforms(await call(h.app, 'put', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN, { maxCredits: -1, period: 'week' }), 'put', '/admin/v1/keys/{id}/budget', 400);
     c.conforms(await call(h.app, 'delete', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN), 'delete', '/admin/v1/keys/{id}/budget', 200);
     expect(c.conforms(await h.admin('POST', `/admin/v1/accounts/${id}/credits`, { credits: 2.5 }), 'post', '/admin/v1/accounts/{id}/credits', 200)).toEqual({ id, balance: 7.5 });
+    const lowBalance = '/admin/v1/accounts/{id}/low-balance';
+    expect(c.conforms(await call(h.app, 'put', `/admin/v1/accounts/${id}/low-balance`, ADMIN_TOKEN, { thresholdCredits: 5 }), 'put', lowBalance, 200)).toEqual({ thresholdCredits: 5, data: [] });
+    c.conforms(await call(h.app, 'put', `/admin/v1/accounts/${id}/low-balance`, ADMIN_TOKEN, { thresholdCredits: 'low' }), 'put', lowBalance, 400);
+    expect(c.conforms(await h.admin('GET', `/admin/v1/accounts/${id}/alerts`), 'get', '/admin/v1/accounts/{id}/alerts', 200)).toEqual({ thresholdCredits: 5, data: [] });
 
     const bad: [string, string, unknown][] = [
       ['/admin/v1/accounts', '/admin/v1/accounts', { plan: 'gold', credits: 1 }],
@@ -484,6 +488,8 @@ describe('operator routes conform to the document', () => {
       ['delete', '/admin/v1/keys/{id}', '/admin/v1/keys/key_nope', undefined],
       ['put', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_nope/budget', { maxCredits: 1, period: 'day' }],
       ['delete', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_nope/budget', undefined],
+      ['put', '/admin/v1/accounts/{id}/low-balance', '/admin/v1/accounts/acct_nope/low-balance', { thresholdCredits: 1 }],
+      ['get', '/admin/v1/accounts/{id}/alerts', '/admin/v1/accounts/acct_nope/alerts', undefined],
     ];
     for (const [method, path, url, body] of unknown) c.conforms(await call(h.app, method, url, ADMIN_TOKEN, body), method, path, 404);
 
@@ -541,6 +547,8 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['get', '/admin/v1/generations/{id}/upstreams', `/admin/v1/generations/${MISSING_GENERATION}/upstreams`, ADMIN_TOKEN, undefined],
     ['put', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_x/budget', ADMIN_TOKEN, { maxCredits: 1, period: 'day' }],
     ['delete', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_x/budget', ADMIN_TOKEN, undefined],
+    ['put', '/admin/v1/accounts/{id}/low-balance', '/admin/v1/accounts/acct_x/low-balance', ADMIN_TOKEN, { thresholdCredits: 1 }],
+    ['get', '/admin/v1/accounts/{id}/alerts', '/admin/v1/accounts/acct_x/alerts', ADMIN_TOKEN, undefined],
   ];
 }
 

@@ -62,6 +62,10 @@ export interface HarnessOptions {
    */
   listen?: boolean;
   dashboardLimits?: Partial<DashboardLimits>;
+  /** Self-service sign-up open (SIGNUP=open) with these settings; closed when absent. */
+  signup?: { startingCredits: number; chatCap: number };
+  /** Buying credits with Stripe (stripe-mock's URL as apiUrl); no billing routes or page when absent. */
+  billing?: { secretKey: string; webhookSecret: string; apiUrl: string; minCredits: number; maxCredits: number };
   /** The API's logger settings (e.g. a stream that captures the lines); silent when absent. */
   logger?: FastifyServerOptions['logger'];
 }
@@ -163,6 +167,8 @@ export async function startHarness(options: HarnessOptions = {}) {
     },
     ...(baseUrl ? { publicBaseUrl: baseUrl, secureCookies: false } : {}),
     ...(options.dashboardLimits ? { dashboardLimits: options.dashboardLimits } : {}),
+    ...(options.signup ? { signup: options.signup } : {}),
+    ...(options.billing ? { billing: options.billing } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   });
   if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });

@@ -3,7 +3,7 @@
 import { html, render } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Alert, api, boot, useLoad } from './lib.js';
-import { Generations, Keys, Overview, Playground, Usage, Webhooks } from './pages.js';
+import { Billing, Generations, Keys, Overview, Playground, Usage, Webhooks } from './pages.js';
 
 const NAV = [
   { page: 'overview', href: '/dashboard', label: 'Overview' },
@@ -12,8 +12,10 @@ const NAV = [
   { page: 'usage', href: '/dashboard/usage', label: 'Usage' },
   { page: 'webhooks', href: '/dashboard/webhooks', label: 'Webhooks' },
   { page: 'playground', href: '/dashboard/playground', label: 'Playground' },
+  // Only when the service sells credits (Stripe configured).
+  ...(boot.billing ? [{ page: 'billing', href: '/dashboard/billing', label: 'Billing' }] : []),
 ];
-const PAGES = { overview: Overview, generations: Generations, keys: Keys, usage: Usage, webhooks: Webhooks, playground: Playground };
+const PAGES = { overview: Overview, generations: Generations, keys: Keys, usage: Usage, webhooks: Webhooks, playground: Playground, billing: Billing };
 
 function Frame({ children }) {
   const [error, setError] = useState();
@@ -43,6 +45,16 @@ function Frame({ children }) {
     </main>`;
 }
 
+/** The password typed twice; undefined (the difference shown) when the two differ. Clears a previous error. */
+function confirmedPassword(form, setError) {
+  if (form.get('password') !== form.get('confirm')) {
+    setError(new Error('The two passwords differ.'));
+    return undefined;
+  }
+  setError(undefined);
+  return String(form.get('password'));
+}
+
 function Login() {
   const [error, setError] = useState();
   const [busy, setBusy] = useState(false);
@@ -64,6 +76,7 @@ function Login() {
     <h1>Log in</h1>
     <p class="muted">Generation service dashboard</p>
     ${params.get('password') === 'set' ? html`<${Alert} kind="notice">Your password is set. Log in with it.<//>` : null}
+    ${params.get('verified') === '1' ? html`<${Alert} kind="notice">Your email is confirmed and your account is ready. Log in.<//>` : null}
     <${Alert} error=${error} />
     <form onSubmit=${submit} class="stack">
       <label>Email<input name="email" type="email" autocomplete="username" required defaultValue=${params.get('email') ?? ''} /></label>
@@ -71,7 +84,55 @@ function Login() {
       <button type="submit" disabled=${busy}>${busy ? 'Logging in…' : 'Log in'}</button>
     </form>
     <p class="muted small">No password yet? Use the link your operator gave you.</p>
+    ${boot.signup ? html`<p class="small">No account? <a href="/dashboard/signup">Sign up</a>.</p>` : null}
   </main>`;
+}
+
+// Self-service sign-up (SIGNUP=open): the answer is the same whether or not the address has an account.
+function Signup() {
+  const [error, setError] = useState();
+  const [sent, setSent] = useState();
+  const [busy, setBusy] = useState(false);
+  const submit = async (e) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    const password = confirmedPassword(form, setError);
+    if (password === undefined) return;
+    setBusy(true);
+    try {
+      setSent(await api('POST', '/dashboard/api/signup', { email: String(form.get('email')), password }));
+    } catch (err) {
+      setError(err);
+    }
+    setBusy(false);
+  };
+  return html`<main id="main" class="narrow">
+    <h1>Sign up</h1>
+    <p class="muted">A free account with starting credits; you confirm your email first.</p>
+    <${Alert} error=${error} />
+    ${sent ? html`<${Alert} kind="notice">${sent.message}<//>` : html`<form onSubmit=${submit} class="stack">
+      <label>Email<input name="email" type="email" autocomplete="username" required maxlength="254" /></label>
+      <label>Password<input name="password" type="password" autocomplete="new-password" minlength="10" maxlength="200" required aria-describedby="pw-hint" /></label>
+      <p id="pw-hint" class="muted small">10 characters or more.</p>
+      <label>The same again<input name="confirm" type="password" autocomplete="new-password" minlength="10" maxlength="200" required /></label>
+      <button type="submit" disabled=${busy}>${busy ? 'Sending…' : 'Sign up'}</button>
+    </form>`}
+    <p class="muted small">Already have an account? <a href="/dashboard/login">Log in</a>.</p>
+  </main>`;
+}
+
+// The emailed link: its token (in the fragment, never sent in a URL) creates the account once.
+function Verify() {
+  const token = useRef(new URLSearchParams(location.hash.slice(1)).get('token') ?? '');
+  const [error, setError] = useState();
+  useEffect(() => {
+    history.replaceState(null, '', location.pathname);
+    if (!token.current) return setError(new Error('This page needs the link from your email.'));
+    api('POST', '/dashboard/api/signup/verify', { token: token.current })
+      .then(({ email }) => location.assign(`/dashboard/login?verified=1&email=${encodeURIComponent(email)}`), setError);
+  }, []);
+  return html`<main id="main" class="narrow"><h1>Confirm your email</h1>
+    ${error ? html`<${Alert} error=${error} />` : html`<p class="muted" role="status">Creating your account…</p>`}</main>`;
 }
 
 function SetPassword() {
@@ -82,12 +143,11 @@ function SetPassword() {
   useEffect(() => history.replaceState(null, '', location.pathname), []);
   const submit = async (e) => {
     e.preventDefault();
-    const form = new FormData(e.currentTarget);
-    if (form.get('password') !== form.get('confirm')) return setError(new Error('The two passwords differ.'));
+    const password = confirmedPassword(new FormData(e.currentTarget), setError);
+    if (password === undefined) return;
     setBusy(true);
-    setError(undefined);
     try {
-      const { email } = await api('POST', '/dashboard/api/set-password', { token: token.current, password: String(form.get('password')) });
+      const { email } = await api('POST', '/dashboard/api/set-password', { token: token.current, password });
       location.assign(`/dashboard/login?password=set&email=${encodeURIComponent(email)}`);
     } catch (err) {
       setError(err);
@@ -120,6 +180,8 @@ function Signed() {
 function App() {
   if (boot.page === 'login') return html`<${Login} />`;
   if (boot.page === 'set-password') return html`<${SetPassword} />`;
+  if (boot.page === 'signup') return html`<${Signup} />`;
+  if (boot.page === 'verify') return html`<${Verify} />`;
   return html`<${Signed} />`;
 }
 

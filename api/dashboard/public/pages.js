@@ -12,6 +12,10 @@ const CATALOGUES = {
   nested: ['generation.completed', 'generation.failed'],
   flat: ['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed'],
 };
+const PERIODS = [['day', 'per day'], ['week', 'per week'], ['month', 'per month'], ['none', 'in total']];
+const periodWords = (p) => PERIODS.find(([v]) => v === p)?.[1] ?? p;
+// Opt-in in either format: sent only to an endpoint that ticks them.
+const ALERT_EVENTS = ['balance.low', 'key.budget_reached'];
 
 function Loading({ state, children }) {
   if (state.error) return html`<${Alert} error=${state.error} />`;
@@ -23,8 +27,12 @@ function Loading({ state, children }) {
 
 export function Overview() {
   const state = useLoad(() => api('GET', '/dashboard/api/overview'));
-  useLive({ overview: (o) => state.set(o) });
+  // Each move of the balance may have crossed the alert's threshold: the alerts are read again.
+  const [moves, setMoves] = useState(0);
+  useLive({ overview: (o) => { state.set(o); setMoves((n) => n + 1); } });
+  const checkout = new URLSearchParams(location.search).get('checkout');
   return html`<h1>Overview</h1>
+    ${checkout === 'success' ? html`<${Alert} kind="notice">Thank you: the credits are added as soon as Stripe confirms the payment.<//>` : null}
     <${Loading} state=${state}>${(o) => html`
       <dl class="cards">
         <div class="card"><dt>Balance</dt><dd data-testid="balance">${credits(o.balance)}</dd><dd class="muted small">Available to spend now</dd></div>
@@ -32,6 +40,7 @@ export function Overview() {
         <div class="card"><dt>Free chat replies</dt><dd>${formatNumber(o.trial.chatLeft)} of ${formatNumber(o.trial.chatCap)} left</dd><dd class="muted small">${formatNumber(o.trial.chatUsed)} used</dd></div>
         <div class="card"><dt>Plan</dt><dd class="capital">${o.plan}</dd><dd class="muted small">${formatNumber(o.rateLimitPerMinute)} requests a minute per key</dd></div>
       </dl>`}<//>
+    <${Alerts} moves=${moves} />
     <h2>Next steps</h2>
     <ul class="links">
       <li><a href="/dashboard/keys">Create an API key</a> to call the API from your code.</li>
@@ -39,6 +48,66 @@ export function Overview() {
       <li><a href="/dashboard/webhooks">Register a webhook</a> to hear when generations finish.</li>
       <li><a href="/docs">Read the API reference</a>.</li>
     </ul>`;
+}
+
+// The low-balance threshold and the latest balance.low and key.budget_reached alerts.
+function Alerts({ moves }) {
+  const state = useLoad(() => api('GET', '/dashboard/api/alerts'), [moves]);
+  const [error, setError] = useState();
+  const save = async (e) => {
+    e.preventDefault();
+    const value = String(new FormData(e.currentTarget).get('threshold') ?? '').trim();
+    try {
+      state.set(await api('PUT', '/dashboard/api/low-balance', { thresholdCredits: value === '' ? null : Number(value) }));
+      setError(undefined);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const describe = (a) => a.event === 'balance.low'
+    ? `Available credits fell to ${credits(a.amountCredits)}, below ${credits(a.limitCredits)}`
+    : `Key ${a.keyId} spent ${credits(a.amountCredits)} of its ${credits(a.limitCredits)} budget ${periodWords(a.period)}`;
+  return html`<section aria-labelledby="alerts"><h2 id="alerts">Alerts</h2>
+    <${Alert} error=${error} />
+    <${Loading} state=${state}>${(a) => html`
+      <form class="threshold" onSubmit=${save} aria-label="Low-balance alert">
+        <label>Alert me below (credits) <input name="threshold" type="number" min="0" step="any" placeholder="no alert" value=${a.thresholdCredits ?? ''} /></label>
+        <button type="submit" class="small">Save</button>
+      </form>
+      <p class="muted small">Sent once each time the available credits fall below it, as <code>balance.low</code> to the webhooks that tick it; a key’s used-up budget is sent as <code>key.budget_reached</code>.</p>
+      ${a.data.length === 0 ? html`<p class="muted" data-testid="no-alerts">No alerts yet.</p>` : html`<ul class="alerts" data-testid="alerts">${a.data.map((x) => html`<li key=${x.id} data-alert=${x.event}>
+        <span class="badge">${x.event}</span> ${describe(x)} <time class="muted small" datetime=${isoTitle(x.createdAt)}>${when(x.createdAt)}</time></li>`)}</ul>`}`}<//>
+  </section>`;
+}
+
+// ---------------------------------------------------------------- billing
+
+// Buying credits through Stripe Checkout: the account is credited when Stripe reports the payment.
+export function Billing() {
+  const limits = useLoad(() => api('GET', '/dashboard/api/billing'));
+  const [error, setError] = useState();
+  const [busy, setBusy] = useState(false);
+  const [amount, setAmount] = useState('');
+  const buy = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const { url } = await api('POST', '/dashboard/api/billing/checkout', { credits: Number(amount) });
+      location.assign(url);
+    } catch (err) {
+      setError(err);
+      setBusy(false);
+    }
+  };
+  return html`<h1>Billing</h1>
+    <${Alert} error=${error} />
+    <${Loading} state=${limits}>${(l) => html`
+      <p>Buy credits with a card through Stripe: 1 credit = ${l.eurPerCredit.toFixed(2)} EUR, ${formatNumber(l.minCredits)} to ${formatNumber(l.maxCredits)} at a time. They are added to your balance once Stripe confirms the payment, and listed in the ledger as a top-up.</p>
+      <form class="threshold" onSubmit=${buy} aria-label="Buy credits">
+        <label>Credits <input name="credits" type="number" min=${l.minCredits} max=${l.maxCredits} step="1" required value=${amount} onInput=${(e) => setAmount(e.currentTarget.value)} /></label>
+        <button type="submit" disabled=${busy}>${busy ? 'Opening Stripe…' : amount ? `Pay ${(Number(amount) * l.eurPerCredit).toFixed(2)} EUR` : 'Pay'}</button>
+      </form>`}<//>`;
 }
 
 // ---------------------------------------------------------------- generations
@@ -112,8 +181,6 @@ export function Generations({ words }) {
 
 // ---------------------------------------------------------------- API keys
 
-const PERIODS = [['day', 'per day'], ['week', 'per week'], ['month', 'per month'], ['none', 'in total']];
-const periodWords = (p) => PERIODS.find(([v]) => v === p)?.[1] ?? p;
 
 // A key's spending budget: what it spent this period, and a small form to set or remove it.
 function KeyBudget({ k, onChange, onError }) {
@@ -281,6 +348,7 @@ function EventChoices({ format, chosen }) {
   return html`<fieldset>
     <legend>Events <span class="muted small">(none ticked: all of them)</span></legend>
     <div class="checks">${CATALOGUES[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}</div>
+    <div class="checks">${ALERT_EVENTS.map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}</div>
   </fieldset>`;
 }
 
