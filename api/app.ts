@@ -37,6 +37,9 @@ import { createBillingService } from '../service/billing-service';
 import type { BillingOptions } from '../service/billing-service';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks';
 import type { Provider } from '../core/providers/types';
+import { createProviderWebhookService } from '../service/provider-webhooks';
+import type { ProviderWebhookDeps } from '../service/provider-webhooks';
+import { providerWebhookRoutes } from './provider-webhooks';
 
 export interface AppDeps {
   pool: pg.Pool;
@@ -66,6 +69,8 @@ export interface AppDeps {
   dashboardLimits?: Partial<DashboardLimits>;
   /** Buying credits with Stripe; the billing routes exist only with it. */
   billing?: BillingOptions | undefined;
+  /** Webhooks from upstreams that finish waiting video jobs (POST /providers/{fal,replicate}/webhook). */
+  providerWebhooks?: Omit<ProviderWebhookDeps, 'pool' | 'client'> | undefined;
 }
 
 export interface AppWebhookOptions {
@@ -156,6 +161,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
   if (deps.billing) {
     await app.register(billingRoutes, { pool: deps.pool, limiter, billing: createBillingService({ pool: deps.pool, options: deps.billing }), publicBaseUrl: publicOrigin });
+  }
+
+  if (deps.providerWebhooks) {
+    const webhooks = createProviderWebhookService({
+      pool: deps.pool, client: deps.client, log: (message, err) => app.log.warn({ err }, message), ...deps.providerWebhooks,
+    });
+    await app.register(providerWebhookRoutes, { webhooks });
   }
 
   const hooks = deps.webhooks;

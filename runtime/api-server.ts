@@ -4,7 +4,7 @@ import { deadlinesOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createInputPreparer } from '../service/inputs';
 import { settlesWithin } from './process';
-import { allowsPrivateNetworks, billingOptionsOf, isDevelopment, webhookTaskQueueOf } from '../core/config';
+import { allowsPrivateNetworks, billingOptionsOf, isDevelopment, upstreamSettings, webhookTaskQueueOf } from '../core/config';
 import type { Services } from './services';
 
 /** How long requests in flight get to finish when the API stops. */
@@ -37,6 +37,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     secureCookies: !isDevelopment(s.config),
     logger: s.config.LOG_LEVEL === 'silent' ? false : { level: s.config.LOG_LEVEL },
     billing: billingOptionsOf(s.config),
+    providerWebhooks: { upstreams: upstreamSettings(s.config) },
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });
   return app;
