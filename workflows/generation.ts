@@ -88,6 +88,8 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   const provider = providerActivities(input.kind);
   const events: GenerationEvent[] = [];
   const background: CancellationScope[] = [];
+  /** Clean-ups a stopped run left under way (an upstream job to cancel): the workflow ends after them. */
+  const compensations: Promise<unknown>[] = [];
   let phase: GenerationPhase = 'queued';
 
   setHandler(phaseQuery, () => phase);
@@ -210,7 +212,7 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       }
       inBackground(async () => {
         const job = { generationId: input.generationId, kind: input.kind, model, prompt: input.prompt, params: input.params };
-        const output = input.kind === 'video' && patched(PATCHES.upstreamWait) ? await runWithoutHoldingSlot(provider, job) : await provider.runProvider(job);
+        const output = input.kind === 'video' && patched(PATCHES.upstreamWait) ? await runWithoutHoldingSlot(provider, job, compensations) : await provider.runProvider(job);
         if (output.upstream !== undefined) {
           // The details are no command (the UI reads them by query); the attribute is one.
           setCurrentDetails(`served by upstream ${output.upstream}`);
@@ -283,6 +285,7 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     await CancellationScope.nonCancellable(drive);
   }
   deadline.cancel();
+  if (compensations.length > 0) await Promise.all(compensations);
 
   // A failed generation ends as a failed workflow, so an operator tells failures from successes in
   // the Temporal UI list; its error code is the failure message. Legacy workflows completed in

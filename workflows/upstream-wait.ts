@@ -8,9 +8,10 @@ import type { RunOutput } from '../core/vocabulary';
  * A provider run that holds no worker slot while its upstream works (a queued video): submit, wait
  * for the upstream's webhook or the slow poll (activities/upstream-wait.ts), then collect the
  * output as any run does. A provider that finishes in the one call (the simulator) answers its
- * output at once. A wait that ends in failure or cancellation stops the upstream's job.
+ * output at once. A wait that ends in failure or cancellation stops the upstream's job: that step
+ * is put in `compensations`, which the workflow awaits before it ends.
  */
-export async function runWithoutHoldingSlot(provider: GenerationActivities, job: ProviderRun): Promise<RunOutput> {
+export async function runWithoutHoldingSlot(provider: GenerationActivities, job: ProviderRun, compensations: Promise<unknown>[]): Promise<RunOutput> {
   const started = await provider.startProviderRun(job);
   if ('output' in started) return started.output;
   const { waiting } = started;
@@ -28,8 +29,9 @@ export async function runWithoutHoldingSlot(provider: GenerationActivities, job:
   try {
     await waiter.awaitUpstreamJob(request);
   } catch (err) {
-    // Best effort, whatever happens to the generation: the upstream should stop working for nobody.
-    await CancellationScope.nonCancellable(() => stopper.cancelUpstreamJob(request)).catch(() => undefined);
+    // Best effort, beside the release the failure leads to; the workflow does not end before it,
+    // or the activity would never run. The upstream should stop working for nobody.
+    compensations.push(CancellationScope.nonCancellable(() => stopper.cancelUpstreamJob(request)).catch(() => undefined));
     throw err;
   }
   return provider.runProvider({ ...job, resume: waiting.resume });
