@@ -17,6 +17,8 @@ import { ProviderRejectedError } from '../core/errors';
 import { metrics } from '../core/metrics';
 import { chargeForTokens } from '../core/pricing';
 
+/** The shortest period between two looks at a waiting upstream job (activities/upstream-wait.ts). */
+const MIN_WAIT_POLL_MS = 1_000;
 /** At most one progress write this often, unless it rose by a PROGRESS_STEP or more. */
 const PROGRESS_EVERY_MS = 3_000;
 const PROGRESS_STEP = 10;
@@ -183,7 +185,8 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
         await recordUpstreamJob(pool, { upstream: result.waiting.upstream, jobId: result.waiting.jobId, generationId: job.generationId });
         outcome = 'waiting';
         ctx.log.info('provider run waiting for its upstream', { generationId: job.generationId, upstream: result.waiting.upstream, jobId: result.waiting.jobId });
-        return { waiting: result.waiting };
+        // Each look must fit in its period, however short the upstream's own poll interval.
+        return { waiting: { ...result.waiting, pollMs: Math.max(MIN_WAIT_POLL_MS, result.waiting.pollMs) } };
       }
       let outputKey: string | null = null;
       if (result.file) {

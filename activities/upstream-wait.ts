@@ -26,7 +26,9 @@ export function createUpstreamWaitActivities({ provider, pool }: { provider: Pro
       if (await upstreamJobEnded(pool, key)) return;
       let ended = false;
       try {
-        ended = (await provider.checkJob?.(waiting, ctx.cancellationSignal)) ?? true;
+        // Half the period at most, so that the attempt parks before its own timeout.
+        const signal = AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(Math.max(500, waiting.pollMs / 2))]);
+        ended = (await provider.checkJob?.(waiting, signal)) ?? true;
       } catch (err) {
         // One failed look is no news: the next one comes after the poll period, holding nothing meanwhile.
         ctx.log.warn('the upstream job could not be checked', { generationId, upstream: waiting.upstream, error: (err as Error).message });

@@ -41,6 +41,8 @@ export function providerWebhookUrl(baseUrl: string, protocol: 'queue-video' | 'r
 interface Pinned {
   upstream: string;
   details: unknown;
+  /** A job left waiting (detached) whose upstream is already in the record's `tried`. */
+  waited?: true;
 }
 
 /**
@@ -138,7 +140,8 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       unnamed = undefined;
       // A job already under way there is resumed whatever the breaker says: it is paid for.
       if (resume === undefined && !(await admit(routes, route))) continue;
-      tried.push(route.upstream);
+      // Collecting a job left waiting asks no upstream anew: the submit already counted it.
+      if (!(pinned?.waited && pinned.upstream === route.upstream)) tried.push(route.upstream);
       let reported = false;
       const here: ProviderContext = {
         ...ctx,
@@ -154,7 +157,7 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
         if (result.waiting) {
           // Served once it is collected: a run resuming this job (pinned here) records that.
           await record(job, { tried });
-          return { waiting: { ...result.waiting, upstream: route.upstream, resume: { upstream: route.upstream, details: result.waiting.resume } satisfies Pinned } };
+          return { waiting: { ...result.waiting, upstream: route.upstream, resume: { upstream: route.upstream, details: result.waiting.resume, waited: true } satisfies Pinned } };
         }
         await record(job, { tried, servedBy: route.upstream, costEur: costOf(route, job, result.outputTokens) });
         return { ...result, upstream: route.upstream };
