@@ -208,7 +208,7 @@ async function callBack(sent: SentWebhook[], url: string, headers: Record<string
 export async function startQueueVideoUpstream(): Promise<UpstreamServer & { submits: () => number; statusReads: () => number; jwksUrl: string; webhooks: SentWebhook[]; privateKey: KeyObject; cancels: () => string[]; endJob: (id: string) => void }> {
   const received: Received[] = [];
   const always = { directives: '' };
-  const jobs = new Map<string, { prompt: string; polls: number; pollFailures: number; endsAt?: number }>();
+  const jobs = new Map<string, { prompt: string; polls: number; pollFailures: number; endsAt?: number; callBack?: () => void }>();
   const webhooks: SentWebhook[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const cancelled: string[] = [];
@@ -247,19 +247,24 @@ export async function startQueueVideoUpstream(): Promise<UpstreamServer & { subm
     if (status) return json(status, { detail: directive(prompt, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}` });
     const id = `req-${jobs.size + 1}`;
     const ms = directive(prompt, 'ms');
-    const job = { prompt, polls: Number(directive(prompt, 'polls') ?? 2), pollFailures: Number(directive(prompt, 'pollfail') ?? 0), ...(ms === undefined ? {} : { endsAt: Date.now() + Number(ms) }) };
+    const job: { prompt: string; polls: number; pollFailures: number; endsAt?: number; callBack?: () => void } = {
+      prompt, polls: Number(directive(prompt, 'polls') ?? 2), pollFailures: Number(directive(prompt, 'pollfail') ?? 0), ...(ms === undefined ? {} : { endsAt: Date.now() + Number(ms) }),
+    };
     jobs.set(id, job);
     const hook = new URL(path, 'http://x').searchParams.get('fal_webhook');
     if (hook && ms !== undefined && directive(prompt, 'nohook') === undefined) {
-      const timer = setTimeout(() => {
+      const timer = setTimeout(() => job.callBack?.(), Number(ms));
+      timers.add(timer);
+      job.callBack = () => {
+        job.callBack = undefined;
+        clearTimeout(timer);
         timers.delete(timer);
         const outcome = failed(job)
           ? { request_id: id, gateway_request_id: id, status: 'ERROR', error: 'the model could not render this', payload: { detail: 'the model could not render this' } }
           : { request_id: id, gateway_request_id: id, status: 'OK', payload: { video: { url: `${base}/files/${id}.webm`, content_type: 'video/webm' } } };
         const raw = Buffer.from(JSON.stringify(outcome));
         void callBack(webhooks, hook, signFalWebhook(privateKey, id, 'local-user', Math.floor(Date.now() / 1000), raw), raw);
-      }, Number(ms));
-      timers.add(timer);
+      };
     }
     // Status and result URLs are left out: the adapter builds them from the model path.
     return json(200, { request_id: id, gateway_request_id: id });
@@ -277,8 +282,12 @@ export async function startQueueVideoUpstream(): Promise<UpstreamServer & { subm
     submits: () => received.filter((r) => r.method === 'POST' && !r.path.includes('/requests/')).length,
     statusReads: () => received.filter((r) => r.path.endsWith('/status')).length,
     cancels: () => [...cancelled],
-    /** Ends a job now, as if it had been rendered (its webhook, if any, is still sent at its time). */
-    endJob: (id: string) => void Object.assign(jobs.get(id)!, { endsAt: Date.now() }),
+    /** Ends a job now, as if it had been rendered, and sends its webhook if it has one to send. */
+    endJob: (id: string) => {
+      const job = jobs.get(id)!;
+      job.endsAt = Date.now();
+      job.callBack?.();
+    },
   };
 }
 
