@@ -5,9 +5,12 @@
  * ended when no webhook comes. Against local servers that speak each protocol and call back as
  * each provider documents. A forged, altered, stale or replayed webhook changes nothing.
  */
+import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { Worker } from '@temporalio/worker';
-import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { upstreamsSchema } from '../../core/config';
 import { createPgRouteLog, createPgUpstreamHealth } from '../../core/db/upstreams';
@@ -92,6 +95,20 @@ const entries = async (id: string): Promise<Record<string, number>> => {
 const post = (path: string, headers: Record<string, string>, body: Buffer) =>
   fetch(`${api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).then(async (res) => ({ status: res.status, body: await res.json() as { outcome?: string; error?: { type: string } } }));
 const now = () => Math.floor(Date.now() / 1000);
+/** The generations of the waited-for paths, by the fixture name their history is kept under. */
+const paths = new Map<string, string>();
+
+/** Writes each path's history in the Temporal CLI's JSON format, never over one already kept. */
+async function recordFixtures(): Promise<void> {
+  for (const [name, workflowId] of paths) {
+    const file = new URL(`../fixtures/histories/${name}.json`, import.meta.url);
+    if (existsSync(file)) continue;
+    const { stdout } = await promisify(execFile)(inject('temporalCliPath'), [
+      'workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', workflowId, '--output', 'json',
+    ], { maxBuffer: 16 * 1024 * 1024 });
+    await writeFile(file, stdout);
+  }
+}
 
 describe('a fal video waits for its webhook holding no worker slot', () => {
   it('is submitted with fal_webhook, parks with no provider activity in flight, and is completed by the signed webhook: served, charged once', async () => {
@@ -110,6 +127,7 @@ describe('a fal video waits for its webhook holding no worker slot', () => {
     const done = await finished(key, queued.id);
     expect(done).toMatchObject({ status: 'succeeded', error: null });
     expect(done.creditsCharged).toBeGreaterThan(0);
+    paths.set('video-succeeded-upstream-wait-by-webhook', queued.id);
     expect(fal.webhooks).toHaveLength(1);
     expect(fal.webhooks[0]!.status).toBe(200);
     // One look before parking and one by the run that collected it: no polling while it rendered.
@@ -168,6 +186,7 @@ describe('a fal video waits for its webhook holding no worker slot', () => {
     expect((await h.call('POST', `/api/v1/generations/${queued.id}/cancel`, { key })).statusCode).toBe(200);
     const done = await finished(key, queued.id);
     expect(done).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'cancelled' } });
+    paths.set('video-failed-cancelled-upstream-wait-while-waiting', queued.id);
     await eventually(async () => (fal.cancels().includes(job.job_id) ? true : undefined), 10_000);
     expect(await entries(queued.id)).toEqual({ hold: 1, release: 1 });
   });
@@ -213,6 +232,7 @@ describe('a webhook that never comes', () => {
     const done = await finished(key, queued.id);
     expect(done).toMatchObject({ status: 'succeeded', error: null });
     expect(falQuiet.webhooks).toHaveLength(0);
+    paths.set('video-succeeded-upstream-wait-by-slow-poll', queued.id);
     // Found by a look after the job ended: the first poll period past its 2 s.
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
     expect(falQuiet.statusReads()).toBeGreaterThanOrEqual(2);
@@ -234,6 +254,8 @@ describe('determinism', () => {
       });
       expect(patches).toContain('upstream-wait');
     }
+    // RECORD_HISTORIES=1 adds these paths to the fixtures test/unit/replay-fixtures.test.ts replays.
+    if (process.env.RECORD_HISTORIES === '1') await recordFixtures();
     const bundle = { code: await readFile(inject('workflowBundlePath'), 'utf8') };
     for await (const r of Worker.runReplayHistories({ workflowBundle: bundle }, histories)) expect(r.error, r.workflowId).toBeUndefined();
   });
