@@ -162,6 +162,7 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
     const { resume: given, ...job } = run;
     const ctx = Context.current();
     const timer = metrics.providerDuration.startTimer({ kind: job.kind });
+    metrics.providerActivitiesRunning.inc();
     let outcome = 'failed';
     const progress = progressRecorder(pool, job, (message, meta) => {
       ctx.log.warn(message, meta);
@@ -218,6 +219,7 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
       await progress.stop();
       await thumbnail.made();
       timer({ outcome });
+      metrics.providerActivitiesRunning.dec();
     }
   };
 

@@ -20,30 +20,40 @@ export interface UpstreamWaitInput {
  */
 export function createUpstreamWaitActivities({ provider, pool }: { provider: Provider; pool: pg.Pool }) {
   return {
-    async awaitUpstreamJob({ generationId, waiting }: UpstreamWaitInput): Promise<void> {
-      const ctx = Context.current();
-      const key = { upstream: waiting.upstream, jobId: waiting.jobId };
-      if (await upstreamJobEnded(pool, key)) return;
-      let ended = false;
+    async awaitUpstreamJob(request: UpstreamWaitInput): Promise<void> {
+      metrics.providerActivitiesRunning.inc();
       try {
-        // Half the period at most, so that the attempt parks before its own timeout.
-        const signal = AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(Math.max(500, waiting.pollMs / 2))]);
-        ended = (await provider.checkJob?.(waiting, signal)) ?? true;
-      } catch (err) {
-        // One failed look is no news: the next one comes after the poll period, holding nothing meanwhile.
-        ctx.log.warn('the upstream job could not be checked', { generationId, upstream: waiting.upstream, error: (err as Error).message });
+        await look(request);
+      } finally {
+        metrics.providerActivitiesRunning.dec();
       }
-      if (ended) {
-        await endUpstreamJob(pool, key);
-        return;
-      }
-      if ((await parkUpstreamJob(pool, key, ctx.info.taskToken)) === 'ended') return;
-      metrics.upstreamWaits.inc({ upstream: waiting.upstream });
-      throw new CompleteAsyncError();
     },
     /** Stops a waiting job at its upstream (the generation was cancelled, or gave up waiting). */
     async cancelUpstreamJob({ waiting }: UpstreamWaitInput): Promise<void> {
       await provider.cancelJob?.(waiting);
     },
   };
+
+  /** One look; throws CompleteAsyncError when the job still runs (the slot is returned at once). */
+  async function look({ generationId, waiting }: UpstreamWaitInput): Promise<void> {
+    const ctx = Context.current();
+    const key = { upstream: waiting.upstream, jobId: waiting.jobId };
+    if (await upstreamJobEnded(pool, key)) return;
+    let ended = false;
+    try {
+      // Half the period at most, so that the attempt parks before its own timeout.
+      const signal = AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(Math.max(500, waiting.pollMs / 2))]);
+      ended = (await provider.checkJob?.(waiting, signal)) ?? true;
+    } catch (err) {
+      // One failed look is no news: the next one comes after the poll period, holding nothing meanwhile.
+      ctx.log.warn('the upstream job could not be checked', { generationId, upstream: waiting.upstream, error: (err as Error).message });
+    }
+    if (ended) {
+      await endUpstreamJob(pool, key);
+      return;
+    }
+    if ((await parkUpstreamJob(pool, key, ctx.info.taskToken)) === 'ended') return;
+    metrics.upstreamWaits.inc({ upstream: waiting.upstream });
+    throw new CompleteAsyncError();
+  }
 }
