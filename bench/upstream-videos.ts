@@ -75,9 +75,13 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
       return p;
     };
     let sampling = true;
+    let sampleErrors = 0;
     const sampler = (async () => {
       while (sampling) {
-        await sample();
+        // A sample that fails (the API busy past its time limit) is a gap in the series, not the end of the run.
+        await sample().catch((err: unknown) => {
+          if (sampleErrors++ === 0) log(`a sample failed: ${(err as Error).message} ${String((err as { cause?: unknown }).cause ?? '')}`);
+        });
         await sleep(2_000);
       }
     })();
@@ -118,7 +122,7 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
       allWaiting: { samples: waitingPoints.length, slots: range(waitingPoints.map((p) => p.slots)), rssMb: range(waitingPoints.map((p) => p.rssMb)) },
       submitting: { slots: range(of('submitting').map((p) => p.slots)), rssMb: range(of('submitting').map((p) => p.rssMb)) },
       collecting: { slots: range(of('collecting').map((p) => p.slots)), rssMb: range(of('collecting').map((p) => p.rssMb)) },
-      webhooks: fal.webhooks.length, webhooksAccepted: fal.webhooks.filter((w) => w.status === 200).length,
+      sampleErrors, webhooks: fal.webhooks.length, webhooksAccepted: fal.webhooks.filter((w) => w.status === 200).length,
       statusReads: fal.statusReads(), submits: fal.submits(),
       succeeded: points.at(-1)?.succeeded ?? 0,
     };
