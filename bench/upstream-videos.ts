@@ -80,7 +80,7 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
       while (sampling) {
         // A sample that fails (the API busy past its time limit) is a gap in the series, not the end of the run.
         await sample().catch((err: unknown) => {
-          if (sampleErrors++ === 0) log(`a sample failed: ${(err as Error).message} ${String((err as { cause?: unknown }).cause ?? '')}`);
+          if (sampleErrors++ === 0) log(`a sample failed: ${(err as Error).message} ${((err as Error).cause as Error | undefined)?.message ?? ''}`);
         });
         await sleep(2_000);
       }
