@@ -40,13 +40,17 @@ export function createUpstreamWaitActivities({ provider, pool }: { provider: Pro
     const key = { upstream: waiting.upstream, jobId: waiting.jobId };
     if (await upstreamJobEnded(pool, key)) return;
     let ended = false;
+    // Half the period at most, so that the attempt parks before its own timeout. A controller the
+    // timer holds, not AbortSignal.timeout: AbortSignal.any keeps its sources only weakly.
+    const limit = new AbortController();
+    const timer = setTimeout(() => limit.abort(new Error('the look took too long')), Math.max(500, waiting.pollMs / 2));
     try {
-      // Half the period at most, so that the attempt parks before its own timeout.
-      const signal = AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(Math.max(500, waiting.pollMs / 2))]);
-      ended = (await provider.checkJob?.(waiting, signal)) ?? true;
+      ended = (await provider.checkJob?.(waiting, AbortSignal.any([ctx.cancellationSignal, limit.signal]))) ?? true;
     } catch (err) {
       // One failed look is no news: the next one comes after the poll period, holding nothing meanwhile.
       ctx.log.warn('the upstream job could not be checked', { generationId, upstream: waiting.upstream, error: (err as Error).message });
+    } finally {
+      clearTimeout(timer);
     }
     if (ended) {
       await endUpstreamJob(pool, key);

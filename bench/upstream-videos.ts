@@ -34,12 +34,12 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
   const log = (line: string) => console.error(`[bench] ${line}`);
   const count = args.videos ?? (args.quick ? 200 : 1_000);
   // "Each taking minutes": long enough for every video to be submitted and parked well before the first ends.
-  const renderMs = Math.max(60_000, count * 120);
+  const renderMs = Math.max(120_000, count * 150);
   const dataDir = join(process.cwd(), '.test-data', `bench-upstream-videos-${process.pid}`);
   const fal = await startQueueVideoUpstream();
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const upstreams = { upstreams: [{ name: 'bench-fal', protocol: 'queue-video', baseUrl: fal.baseUrl, timeoutMs: 10_000, slowPollMs: 600_000, jwksUrl: fal.jwksUrl, models: { kling: 'fal-ai/kling-video' } }] };
+  const upstreams = { upstreams: [{ name: 'bench-fal', protocol: 'queue-video', baseUrl: fal.baseUrl, timeoutMs: 10_000, slowPollMs: 120_000, jwksUrl: fal.jwksUrl, models: { kling: 'fal-ai/kling-video' } }] };
   const stackHandle = createStack({
     dataDir, workerMode: 'process', temporalDb: args.temporalDb, keepData: args.keep, log, reference: false,
     env: { PORT: String(port), PROVIDER_WEBHOOK_BASE_URL: base, UPSTREAMS_JSON: JSON.stringify(upstreams), VIDEO_CONCURRENCY: String(PER_ACCOUNT) },
