@@ -24,7 +24,7 @@ let h: Harness;
 let doc: OpenApiDoc;
 let c: ReturnType<typeof createConformance>;
 beforeAll(async () => {
-  h = await startHarness({ syncWaitMs: 20_000, providerWebhooks: { upstreams: [] } });
+  h = await startHarness({ syncWaitMs: 20_000 });
   doc = await loadDocument(h.app);
   c = createConformance(doc);
 });
