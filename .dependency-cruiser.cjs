@@ -27,6 +27,7 @@ const DOORS = [
   { name: 'group-c', path: '^api/legacy\\.ts$', says: "group C's door (api/legacy.ts)" },
   { name: 'mcp', path: '^api/mcp/', says: 'the MCP door (api/mcp/)' },
   { name: 'dashboard', path: '^api/dashboard/', says: 'the dashboard door (api/dashboard/)' },
+  { name: 'provider-webhooks', path: '^api/provider-webhooks\\.ts$', says: "the upstreams' webhook door (api/provider-webhooks.ts)" },
 ];
 
 /** @type {import('dependency-cruiser').IConfiguration} */

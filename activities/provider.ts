@@ -6,7 +6,9 @@ import { recordPreviews, recordThumbnail } from '../core/db/previews';
 import { recordProgress } from '../core/db/progress';
 import type { ProgressSource } from '../core/db/progress';
 import { previewsOfVideo, thumbnailOfFrame } from '../core/media/video-previews';
-import type { Provider, ProviderFile, ProviderJob } from '../core/providers/types';
+import type { Provider, ProviderFile, ProviderJob, UpstreamWait } from '../core/providers/types';
+import { recordUpstreamJob } from '../core/db/upstream-jobs';
+import { createUpstreamWaitActivities } from './upstream-wait';
 import type { OutputStore } from '../core/storage';
 import { VIDEO_PREVIEWS } from '../core/vocabulary';
 import { FLAT_KINDS } from '../core/webhooks/events';
@@ -15,6 +17,8 @@ import { ProviderRejectedError } from '../core/errors';
 import { metrics } from '../core/metrics';
 import { chargeForTokens } from '../core/pricing';
 
+/** The shortest period between two looks at a waiting upstream job (activities/upstream-wait.ts). */
+const MIN_WAIT_POLL_MS = 1_000;
 /** At most one progress write this often, unless it rose by a PROGRESS_STEP or more. */
 const PROGRESS_EVERY_MS = 3_000;
 const PROGRESS_STEP = 10;
@@ -149,62 +153,95 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
     await recordPreviews(pool, generationId, stored);
   };
 
-  return {
-    async runProvider(job: ProviderJob): Promise<RunOutput> {
-      const ctx = Context.current();
-      const timer = metrics.providerDuration.startTimer({ kind: job.kind });
-      let outcome = 'failed';
-      const progress = progressRecorder(pool, job, (message, meta) => {
-        ctx.log.warn(message, meta);
+  /**
+   * One provider run. `detach`: a long upstream job (a queued video) may be left waiting at its
+   * upstream, answered as `waiting` and recorded for its webhook. `job.resume` takes up a job left
+   * waiting (what a retried attempt's heartbeat would say, for the run that collects it).
+   */
+  const perform = async (run: ProviderRun, detach: boolean): Promise<ProviderStart> => {
+    const { resume: given, ...job } = run;
+    const ctx = Context.current();
+    const timer = metrics.providerDuration.startTimer({ kind: job.kind });
+    metrics.providerActivitiesRunning.inc();
+    let outcome = 'failed';
+    const progress = progressRecorder(pool, job, (message, meta) => {
+      ctx.log.warn(message, meta);
+    });
+    const thumbnail = earlyThumbnail(pool, store, job.generationId, (message, meta) => {
+      ctx.log.warn(message, meta);
+    });
+    try {
+      const input = await inputOf(job, store);
+      ctx.log.info('provider run started', { generationId: job.generationId, kind: job.kind, model: job.model, attempt: ctx.info.attempt });
+      const resume: unknown = ctx.info.heartbeatDetails ?? given;
+      const result = await provider.run(input === undefined ? job : { ...job, input }, {
+        heartbeat: (details?: unknown) => ctx.heartbeat(details),
+        signal: ctx.cancellationSignal,
+        progress: (percent: number) => progress.provider(percent),
+        ...(job.kind === 'video' ? { preview: (frame: ProviderFile) => thumbnail.offer(frame) } : {}),
+        ...(resume === undefined ? {} : { resume }),
+        ...(detach ? { detach } : {}),
       });
-      const thumbnail = earlyThumbnail(pool, store, job.generationId, (message, meta) => {
-        ctx.log.warn(message, meta);
-      });
-      try {
-        const input = await inputOf(job, store);
-        ctx.log.info('provider run started', { generationId: job.generationId, kind: job.kind, model: job.model, attempt: ctx.info.attempt });
-        const resume: unknown = ctx.info.heartbeatDetails;
-        const result = await provider.run(input === undefined ? job : { ...job, input }, {
-          heartbeat: (details?: unknown) => ctx.heartbeat(details),
-          signal: ctx.cancellationSignal,
-          progress: (percent: number) => progress.provider(percent),
-          ...(job.kind === 'video' ? { preview: (frame: ProviderFile) => thumbnail.offer(frame) } : {}),
-          ...(resume === undefined ? {} : { resume }),
-        });
-        let outputKey: string | null = null;
-        if (result.file) {
-          outputKey = `${job.generationId}/output.${result.file.extension}`;
-          await store.put(outputKey, result.file.data, result.file.contentType);
-          if (job.kind === 'video') await storePreviews(job.generationId, result.file, await thumbnail.made());
-        }
-        // A per-token model (group B chat run through group A) is charged what it produced.
-        const rate = job.params.ratePer1kMc;
-        const tokens = result.outputTokens === undefined ? undefined : Math.min(result.outputTokens, Number(job.params.maxTokens ?? Infinity));
-        const charge = typeof rate === 'number' && tokens !== undefined ? { chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens } : {};
-        outcome = 'succeeded';
-        await progress.stop();
-        // What this run took, for the next estimates of its model and size; an estimate is not worth failing a run for.
-        await recordDuration(pool, job.generationId).catch((err: unknown) => {
-          ctx.log.warn('duration could not be recorded', { generationId: job.generationId, error: (err as Error).message });
-        });
-        ctx.log.info('provider run finished', { generationId: job.generationId, outputKey });
-        return { outputKey, outputText: result.text ?? null, ...charge, ...(result.toolCalls?.length ? { toolCalls: result.toolCalls } : {}), ...(result.upstream ? { upstream: result.upstream } : {}) };
-      } catch (err) {
-        if (err instanceof ProviderRejectedError) outcome = 'rejected';
-        ctx.log.warn('provider run failed', { generationId: job.generationId, error: (err as Error).message });
-        // A refusal is final; Temporal must not retry it, and the workflow reports its code.
-        if (err instanceof ProviderRejectedError) {
-          throw ApplicationFailure.create({ type: 'ProviderRejectedError', message: err.message, nonRetryable: true, details: [{ code: err.code }] });
-        }
-        throw err;
-      } finally {
-        await progress.stop();
-        await thumbnail.made();
-        timer({ outcome });
+      if (result.waiting) {
+        await recordUpstreamJob(pool, { upstream: result.waiting.upstream, jobId: result.waiting.jobId, generationId: job.generationId });
+        outcome = 'waiting';
+        ctx.log.info('provider run waiting for its upstream', { generationId: job.generationId, upstream: result.waiting.upstream, jobId: result.waiting.jobId });
+        // Each look must fit in its period, however short the upstream's own poll interval.
+        return { waiting: { ...result.waiting, pollMs: Math.max(MIN_WAIT_POLL_MS, result.waiting.pollMs) } };
       }
+      let outputKey: string | null = null;
+      if (result.file) {
+        outputKey = `${job.generationId}/output.${result.file.extension}`;
+        await store.put(outputKey, result.file.data, result.file.contentType);
+        if (job.kind === 'video') await storePreviews(job.generationId, result.file, await thumbnail.made());
+      }
+      // A per-token model (group B chat run through group A) is charged what it produced.
+      const rate = job.params.ratePer1kMc;
+      const tokens = result.outputTokens === undefined ? undefined : Math.min(result.outputTokens, Number(job.params.maxTokens ?? Infinity));
+      const charge = typeof rate === 'number' && tokens !== undefined ? { chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens } : {};
+      outcome = 'succeeded';
+      await progress.stop();
+      // What this run took, for the next estimates of its model and size; an estimate is not worth failing a run for.
+      await recordDuration(pool, job.generationId).catch((err: unknown) => {
+        ctx.log.warn('duration could not be recorded', { generationId: job.generationId, error: (err as Error).message });
+      });
+      ctx.log.info('provider run finished', { generationId: job.generationId, outputKey });
+      return { output: { outputKey, outputText: result.text ?? null, ...charge, ...(result.toolCalls?.length ? { toolCalls: result.toolCalls } : {}), ...(result.upstream ? { upstream: result.upstream } : {}) } };
+    } catch (err) {
+      if (err instanceof ProviderRejectedError) outcome = 'rejected';
+      ctx.log.warn('provider run failed', { generationId: job.generationId, error: (err as Error).message });
+      // A refusal is final; Temporal must not retry it, and the workflow reports its code.
+      if (err instanceof ProviderRejectedError) {
+        throw ApplicationFailure.create({ type: 'ProviderRejectedError', message: err.message, nonRetryable: true, details: [{ code: err.code }] });
+      }
+      throw err;
+    } finally {
+      await progress.stop();
+      await thumbnail.made();
+      timer({ outcome });
+      metrics.providerActivitiesRunning.dec();
+    }
+  };
+
+  return {
+    async runProvider(job: ProviderRun): Promise<RunOutput> {
+      const started = await perform(job, false);
+      if (!('output' in started)) throw new Error('a provider run asked not to detach left its job waiting');
+      return started.output;
     },
+    /** A run that may leave a long upstream job waiting, for the workflow to wait on without a worker (upstream-wait.ts). */
+    async startProviderRun(job: ProviderRun): Promise<ProviderStart> {
+      return perform(job, true);
+    },
+    ...createUpstreamWaitActivities({ provider, pool }),
   };
 }
+
+/** A provider run as the workflow asks for it: the job, and the upstream job it takes up, if any. */
+export type ProviderRun = ProviderJob & { resume?: unknown };
+
+/** What a run that may detach answers: its output, or the upstream job it left waiting. */
+export type ProviderStart = { output: RunOutput } | { waiting: UpstreamWait };
 
 /** The stored input of a job that transforms one; a missing input fails the job for good. */
 async function inputOf(job: ProviderJob, store: OutputStore): Promise<Buffer | undefined> {

@@ -39,6 +39,9 @@ import { createSignupService } from '../service/signup-service';
 import type { SignupOptions } from '../service/signup-service';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks';
 import type { Provider } from '../core/providers/types';
+import { createProviderWebhookService } from '../service/provider-webhooks';
+import type { ProviderWebhookDeps } from '../service/provider-webhooks';
+import { providerWebhookRoutes } from './provider-webhooks';
 
 export interface AppDeps {
   pool: pg.Pool;
@@ -70,6 +73,8 @@ export interface AppDeps {
   billing?: BillingOptions | undefined;
   /** Self-service sign-up (SIGNUP=open); its routes and pages exist only with it. */
   signup?: SignupOptions | undefined;
+  /** Webhooks from upstreams that finish waiting video jobs (POST /providers/{fal,replicate}/webhook). */
+  providerWebhooks?: Omit<ProviderWebhookDeps, 'pool' | 'client'> | undefined;
   /** A span per request when tracing is on (runtime/tracing.ts); absent, nothing of it runs. */
   tracing?: RequestTracing;
 }
@@ -174,6 +179,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
   if (billing) {
     await app.register(billingRoutes, { pool: deps.pool, limiter, billing, publicBaseUrl: publicOrigin });
+  }
+
+  if (deps.providerWebhooks) {
+    const webhooks = createProviderWebhookService({
+      pool: deps.pool, client: deps.client, log: (message, err) => app.log.warn({ err }, message), ...deps.providerWebhooks,
+    });
+    await app.register(providerWebhookRoutes, { webhooks });
   }
 
   const hooks = deps.webhooks;

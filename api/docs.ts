@@ -42,6 +42,7 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         { name: 'Files', description: 'Generated files, reached through signed URLs' },
         { name: 'Operator', description: 'Health and the admin API' },
         { name: 'Billing', description: 'Buying credits with Stripe Checkout (present when STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are set)' },
+        { name: 'Upstreams', description: 'Where upstreams (fal, Replicate) report a job we left waiting has ended; authenticated by their signatures' },
       ],
     },
     transform: jsonSchemaTransform,

@@ -13,6 +13,7 @@ import { createErrorLog, createHttp } from './http';
 import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
 import { runPeers } from './peers-run';
+import { runUpstreamVideos } from './upstream-videos';
 import { profileKind, workflowIdsOf } from './profile';
 import type { KindProfile } from './profile';
 import { comparisonRows, evaluateTargets, flatMetrics, renderReport } from './report';
@@ -28,12 +29,13 @@ import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MOD
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|upstream-videos] [-- --videos=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
   --only=live           only the ETA's error on the simulator and the cost of 1,000 open event streams (about two minutes)
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
+  --only=upstream-videos  only 1,000 upstream videos (--videos=N) in flight for minutes on a fal-like queue that calls back: the provider worker's slots in use and RSS over time, idle first (about six minutes)
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
   --profile             with --only=peers: instead of the tables, where each one's CPU goes under 20 clients (V8's profiler for us, py-spy for LiteLLM; about two minutes)
   --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
@@ -42,10 +44,11 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers';
+type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'upstream-videos';
 
-function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; profile: boolean; only?: Only } {
+function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; profile: boolean; only?: Only; videos?: number } {
   let quick = false;
+  let videos: number | undefined;
   let profile = false;
   let only: Only | undefined;
   let workerMode: WorkerMode = 'process';
@@ -53,7 +56,8 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
-    else if (arg === '--only=core' || arg === '--only=live' || arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers') only = arg.slice('--only='.length) as Only;
+    else if (arg === '--only=core' || arg === '--only=live' || arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers' || arg === '--only=upstream-videos') only = arg.slice('--only='.length) as Only;
+    else if (/^--videos=[1-9]\d{0,4}$/.test(arg)) videos = Number(arg.slice('--videos='.length));
     else if (arg === '--keep') keep = true;
     else if (arg === '--profile') profile = true;
     else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
@@ -67,13 +71,18 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
     console.error(`--profile goes with --only=peers\n${USAGE}`);
     process.exit(2);
   }
-  return { quick, workerMode, temporalDb, keep, profile, ...(only ? { only } : {}) };
+  if (videos !== undefined && only !== 'upstream-videos') {
+    console.error(`--videos goes with --only=upstream-videos\n${USAGE}`);
+    process.exit(2);
+  }
+  return { quick, workerMode, temporalDb, keep, profile, ...(only ? { only } : {}), ...(videos === undefined ? {} : { videos }) };
 }
 
 const log = (line: string) => console.error(`[bench] ${line}`);
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.only === 'upstream-videos') return runUpstreamVideos(args);
   if (args.only === 'peers') {
     // Per process tree: the service must be its own process.
     if (args.workerMode !== 'process') {

@@ -79,7 +79,7 @@ export function createStack(options: {
   temporalDb: 'file' | 'memory';
   keepData: boolean;
   log: (line: string) => void;
-  /** More settings for the service (e.g. UPSTREAMS_JSON), through the same config schema. */
+  /** More settings for the service (e.g. UPSTREAMS_JSON, or a PORT chosen beforehand), through the same config schema. */
   env?: Record<string, string>;
   /** Node flags for the service process (workerMode process), e.g. `--cpu-prof`, which NODE_OPTIONS does not take. */
   nodeArgs?: string[];
@@ -241,7 +241,7 @@ export function createStack(options: {
 
     return {
       dataDir,
-      baseUrl: `http://127.0.0.1:${port}`,
+      baseUrl: `http://127.0.0.1:${config.PORT}`,
       adminToken,
       services,
       client,

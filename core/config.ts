@@ -61,6 +61,15 @@ const upstreamSchema = z.object({
   timeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
   /** queue-video and replicate: how often a running job is polled. */
   pollMs: z.number().int().min(10).max(600_000).default(2_000),
+  /**
+   * queue-video and replicate: a video waits for the upstream's webhook holding no worker slot, and
+   * is checked this often meanwhile, in case the webhook never comes (pollMs when no webhook is asked for).
+   */
+  slowPollMs: z.number().int().min(100).max(3_600_000).default(60_000),
+  /** queue-video (fal): the JSON Web Key Set of the ed25519 keys fal signs its webhooks with. */
+  jwksUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).default('https://rest.alpha.fal.ai/.well-known/jwks.json'),
+  /** replicate: its webhook signing secret (`whsec_…`, GET /v1/webhooks/default/secret); without it no webhook is asked for. */
+  webhookSecret: z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be a whsec_… secret').optional(),
 });
 /** When an upstream of a model with alternatives is skipped: `failures` in a row cool it down for `cooldownMs`. */
 const breakerSchema = z.object({
@@ -126,6 +135,12 @@ export const configSchema = z.object({
   /** A worker on its own serves GET /metrics on this port (the API serves its own on PORT). */
   METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   PUBLIC_BASE_URL: optionalUrl,
+  /**
+   * Where upstreams call back (POST /providers/fal/webhook, /providers/replicate/webhook): the
+   * public origin of the API; PUBLIC_BASE_URL when unset. With neither, no webhook is asked for and
+   * waiting videos are polled at each upstream's pollMs (still holding no worker slot).
+   */
+  PROVIDER_WEBHOOK_BASE_URL: optionalHttpUrl,
   /** Buying credits with Stripe Checkout: on when both are set (issue 20). */
   STRIPE_SECRET_KEY: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(8).optional()),
   STRIPE_WEBHOOK_SECRET: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(8).optional()),
@@ -316,6 +331,11 @@ export function isDevelopment(c: Pick<Config, 'NODE_ENV'>): boolean {
 /** The configured upstreams (none: every model runs on the simulator). */
 export function upstreamSettings(c: Config): UpstreamConfig[] {
   return (c.UPSTREAMS_JSON ?? c.UPSTREAMS_FILE)?.upstreams ?? [];
+}
+
+/** The origin upstreams send their webhooks to, when one is configured. */
+export function providerWebhookBaseUrl(c: Config): string | undefined {
+  return c.PROVIDER_WEBHOOK_BASE_URL ?? c.PUBLIC_BASE_URL;
 }
 
 /** When an upstream is cooled down (core/providers/health.ts). */

@@ -33,6 +33,15 @@ export const metrics = {
   providerDuration: new Histogram({
     name: 'gensvc_provider_duration_seconds', help: 'Time a provider took to run a job', labelNames: ['kind', 'outcome'], buckets: seconds, registers: [registry],
   }),
+  providerActivitiesRunning: new Gauge({
+    name: 'gensvc_provider_activities_running', help: 'Provider activities running in this process now: the provider worker slots in use', registers: [registry],
+  }),
+  upstreamWaits: new Counter({
+    name: 'gensvc_upstream_waits_total', help: 'Looks at a waiting upstream job that found it running and left it waiting, holding no worker slot', labelNames: ['upstream'], registers: [registry],
+  }),
+  providerWebhooks: new Counter({
+    name: 'gensvc_provider_webhooks_total', help: 'Webhooks received from upstreams, by protocol and outcome', labelNames: ['protocol', 'outcome'], registers: [registry],
+  }),
   webhookDeliveries: new Counter({
     name: 'gensvc_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'], registers: [registry],
   }),

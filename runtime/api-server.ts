@@ -4,7 +4,7 @@ import { deadlinesOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createInputPreparer } from '../service/inputs';
 import { settlesWithin } from './process';
-import { allowsPrivateNetworks, billingOptionsOf, signupOptionsOf, isDevelopment, webhookTaskQueueOf } from '../core/config';
+import { allowsPrivateNetworks, billingOptionsOf, signupOptionsOf, isDevelopment, upstreamSettings, webhookTaskQueueOf } from '../core/config';
 import type { Services } from './services';
 
 /** How long requests in flight get to finish when the API stops. */
@@ -39,6 +39,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     billing: billingOptionsOf(s.config),
     signup: signupOptionsOf(s.config),
     ...(s.tracing ? { tracing: s.tracing.http } : {}),
+    providerWebhooks: { upstreams: upstreamSettings(s.config) },
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });
   return app;

@@ -23,6 +23,7 @@ import type { GenerationFailure, GenerationKind } from '../core/vocabulary';
 import { effectsOf, generationMachine, statusOf } from '../machines/generation';
 import type { EffectName, EffectParams, GenerationEffect, GenerationEvent } from '../machines/generation';
 import { admitLegacy } from './legacy-admission';
+import { runWithoutHoldingSlot } from './upstream-wait';
 
 // Ledger steps are short database transactions: as local activities they run inside the workflow
 // task instead of a round trip through the server each. Each is idempotent, so a re-run after a
@@ -74,6 +75,8 @@ export const PATCHES = {
   apiRunRecorded: 'api-run-recorded',
   /** The upstream that served a run is upserted as GenerationProvider (a command older runs never sent). */
   providerAttribute: 'provider-attribute',
+  /** A video's upstream job is waited for without a worker slot (webhook or slow poll), then collected. */
+  upstreamWait: 'upstream-wait',
 } as const;
 
 /**
@@ -85,6 +88,8 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   const provider = providerActivities(input.kind);
   const events: GenerationEvent[] = [];
   const background: CancellationScope[] = [];
+  /** Clean-ups a stopped run left under way (an upstream job to cancel): the workflow ends after them. */
+  const compensations: Promise<unknown>[] = [];
   let phase: GenerationPhase = 'queued';
 
   setHandler(phaseQuery, () => phase);
@@ -206,7 +211,8 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         return;
       }
       inBackground(async () => {
-        const output = await provider.runProvider({ generationId: input.generationId, kind: input.kind, model, prompt: input.prompt, params: input.params });
+        const job = { generationId: input.generationId, kind: input.kind, model, prompt: input.prompt, params: input.params };
+        const output = input.kind === 'video' && patched(PATCHES.upstreamWait) ? await runWithoutHoldingSlot(provider, job, compensations) : await provider.runProvider(job);
         if (output.upstream !== undefined) {
           // The details are no command (the UI reads them by query); the attribute is one.
           setCurrentDetails(`served by upstream ${output.upstream}`);
@@ -279,6 +285,7 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     await CancellationScope.nonCancellable(drive);
   }
   deadline.cancel();
+  if (compensations.length > 0) await Promise.all(compensations);
 
   // A failed generation ends as a failed workflow, so an operator tells failures from successes in
   // the Temporal UI list; its error code is the failure message. Legacy workflows completed in

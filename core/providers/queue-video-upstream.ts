@@ -17,9 +17,28 @@ import type { UpstreamEndpoint } from './upstream-http';
  * progress, and COMPLETED as 100; without it the provider step estimates from elapsed time.
  * The upstream's request id is reported with every heartbeat, so a retried attempt (a worker
  * restart) resumes polling the same job instead of submitting, and paying for, a second one.
+ *
+ * Asked to detach (a caller that waits without holding a worker), it submits with
+ * `?fal_webhook=<webhookUrl>` when one is configured and answers `waiting` at once; fal then POSTs
+ * the ed25519-signed outcome there (core/providers/webhook-signatures.ts), and `checkJob` is the
+ * slow poll in case it never does.
  */
-export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string>; pollMs: number }, http: SafeHttpClient): Provider {
+export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string>; pollMs: number; slowPollMs: number; webhookUrl?: string | undefined }, http: SafeHttpClient): Provider {
+  const base = endpoint.baseUrl.replace(/\/+$/, '');
+  const statusUrl = (q: QueuedJob) => q.statusUrl ?? `${base}${q.jobPath}/requests/${q.requestId}/status`;
+  const cancel = (q: QueuedJob) => callUpstream(endpoint, `${q.jobPath}/requests/${q.requestId}/cancel`, { method: 'PUT', signal: AbortSignal.timeout(5_000) });
   return {
+    async checkJob(wait, signal) {
+      const queued = resumeOf(wait.resume);
+      if (!queued) return true;
+      const res = await callUpstream(endpoint, '', { url: statusUrl(queued), signal });
+      const status = (await res.json()) as { status?: string };
+      return status.status !== undefined && ENDED.has(status.status);
+    },
+    async cancelJob(wait) {
+      const queued = resumeOf(wait.resume);
+      if (queued) await cancel(queued);
+    },
     streamChat() {
       throw new ProviderRejectedError(`The upstream ${endpoint.name} is a video queue; it has no chat.`, 'provider_rejected');
     },
@@ -28,16 +47,20 @@ export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: 
       if (job.kind !== 'video' || !model) throw new ProviderRejectedError(`The upstream ${endpoint.name} is not configured for ${job.kind} ${job.model}.`, 'provider_rejected');
       const jobPath = `/${model.replace(/^\/+/, '')}`;
 
-      const queued = resumeOf(ctx.resume) ?? (await submit(job, jobPath, ctx));
+      const resumed = resumeOf(ctx.resume, jobPath);
+      const queued = resumed ?? (await submit(job, jobPath, ctx));
       ctx.heartbeat(queued);
+      if (!resumed && ctx.detach) {
+        return { waiting: { upstream: endpoint.name, jobId: queued.requestId, resume: queued, pollMs: endpoint.webhookUrl ? endpoint.slowPollMs : endpoint.pollMs } };
+      }
       const onCancel = () => {
         // Best effort: the generation is already failing; the upstream should stop working on it.
-        void callUpstream(endpoint, `${jobPath}/requests/${queued.requestId}/cancel`, { method: 'PUT', signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+        void cancel(queued).catch(() => undefined);
       };
       ctx.signal.addEventListener('abort', onCancel, { once: true });
       try {
         for (;;) {
-          const res = await callUpstream(endpoint, '', { url: queued.statusUrl ?? `${endpoint.baseUrl.replace(/\/+$/, '')}${jobPath}/requests/${queued.requestId}/status`, signal: ctx.signal });
+          const res = await callUpstream(endpoint, '', { url: statusUrl(queued), signal: ctx.signal });
           const status = (await res.json()) as { status?: string; progress?: unknown; error?: unknown };
           if (status.status === 'COMPLETED') {
             ctx.progress?.(100);
@@ -51,7 +74,7 @@ export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: 
           ctx.heartbeat(queued);
           await pause(endpoint.pollMs, ctx.signal);
         }
-        const res = await callUpstream(endpoint, '', { url: queued.responseUrl ?? `${endpoint.baseUrl.replace(/\/+$/, '')}${jobPath}/requests/${queued.requestId}`, signal: ctx.signal });
+        const res = await callUpstream(endpoint, '', { url: queued.responseUrl ?? `${base}${queued.jobPath}/requests/${queued.requestId}`, signal: ctx.signal });
         const result = (await res.json()) as { video?: { url?: string } };
         const url = result.video?.url;
         if (!url) throw new ProviderRejectedError(`The upstream ${endpoint.name} completed the video without a file.`, 'provider_failed');
@@ -65,7 +88,9 @@ export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: 
 
   async function submit(job: ProviderJob, jobPath: string, ctx: ProviderContext): Promise<QueuedJob> {
     const imageUrl = job.input ? `data:image/png;base64,${job.input.toString('base64')}` : undefined;
-    const res = await callUpstream(endpoint, jobPath, {
+    // fal calls this URL back when the job ends; the query names the upstream whose keys verify it.
+    const hook = ctx.detach && endpoint.webhookUrl ? `?fal_webhook=${encodeURIComponent(endpoint.webhookUrl)}` : '';
+    const res = await callUpstream(endpoint, `${jobPath}${hook}`, {
       signal: ctx.signal,
       body: {
         prompt: job.prompt,
@@ -77,17 +102,24 @@ export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: 
     });
     const body = (await res.json()) as { request_id?: string; status_url?: string; response_url?: string };
     if (!body.request_id) throw new ProviderRejectedError(`The upstream ${endpoint.name} accepted the video without a request id.`, 'provider_failed');
-    return { requestId: body.request_id, ...(body.status_url ? { statusUrl: body.status_url } : {}), ...(body.response_url ? { responseUrl: body.response_url } : {}) };
+    return { requestId: body.request_id, jobPath, ...(body.status_url ? { statusUrl: body.status_url } : {}), ...(body.response_url ? { responseUrl: body.response_url } : {}) };
   }
 }
 
+/** A status that will not change any more. */
+const ENDED: ReadonlySet<string> = new Set(['COMPLETED', 'FAILED', 'ERROR', 'CANCELLED']);
+
 interface QueuedJob {
   requestId: string;
+  /** The model's path, so that a job can be checked or cancelled from its details alone. */
+  jobPath: string;
   statusUrl?: string;
   responseUrl?: string;
 }
 
-function resumeOf(details: unknown): QueuedJob | undefined {
+/** `jobPath`: the model's path, for details reported before they carried it. */
+function resumeOf(details: unknown, jobPath?: string): QueuedJob | undefined {
   const d = details as Partial<QueuedJob> | undefined;
-  return typeof d?.requestId === 'string' ? (d as QueuedJob) : undefined;
+  const path = typeof d?.jobPath === 'string' ? d.jobPath : jobPath;
+  return typeof d?.requestId === 'string' && path !== undefined ? { ...(d as QueuedJob), jobPath: path } : undefined;
 }

@@ -18,26 +18,45 @@ import type { UpstreamEndpoint } from './upstream-http';
  * short job answers finished in the one call; anything not finished then is polled. The output (a
  * URL, or a list of them: the first is taken) is downloaded into our store. The prediction id is
  * reported with every heartbeat, so a retried attempt resumes polling it instead of paying twice.
+ *
+ * Asked to detach (a video whose caller waits without holding a worker), it creates the prediction
+ * with `webhook` and `webhook_events_filter: ["completed"]` when a webhook URL (and so a signing
+ * secret) is configured, and answers `waiting` unless the prediction is already final; Replicate
+ * then POSTs the prediction, signed the Standard Webhooks way, and `checkJob` is the slow poll.
  */
-export function createReplicateUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string>; pollMs: number }, http: SafeHttpClient): Provider {
+export function createReplicateUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string>; pollMs: number; slowPollMs: number; webhookUrl?: string | undefined }, http: SafeHttpClient): Provider {
   const base = endpoint.baseUrl.replace(/\/+$/, '');
+  const read = async (id: string, signal: AbortSignal): Promise<Prediction> =>
+    (await (await callUpstream(endpoint, '', { url: `${base}/predictions/${id}`, signal })).json()) as Prediction;
   return {
+    async checkJob(wait, signal) {
+      const id = resumeOf(wait.resume)?.id;
+      return id === undefined || PREDICTION_ENDED.has((await read(id, signal)).status ?? '');
+    },
+    async cancelJob(wait) {
+      const id = resumeOf(wait.resume)?.id;
+      if (id !== undefined) await callUpstream(endpoint, `/predictions/${id}/cancel`, { method: 'POST', signal: AbortSignal.timeout(5_000) });
+    },
     streamChat() {
       throw new ProviderRejectedError(`The upstream ${endpoint.name} runs Replicate predictions; it has no chat here.`, 'provider_rejected');
     },
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       const model = endpoint.models[job.model];
       if (!model || job.kind === 'chat') throw new ProviderRejectedError(`The upstream ${endpoint.name} is not configured for ${job.kind} ${job.model}.`, 'provider_rejected');
-      let prediction = resumeOf(ctx.resume) ?? (await create(job, model, ctx));
+      const resumed = resumeOf(ctx.resume);
+      let prediction = resumed ?? (await create(job, model, ctx));
       const id = prediction.id;
       ctx.heartbeat({ id });
+      if (!resumed && ctx.detach && !PREDICTION_ENDED.has(prediction.status ?? '')) {
+        return { waiting: { upstream: endpoint.name, jobId: id, resume: { id }, pollMs: endpoint.webhookUrl ? endpoint.slowPollMs : endpoint.pollMs } };
+      }
       const onCancel = () => {
         // Best effort: the generation is already failing; the upstream should stop working on it.
         void callUpstream(endpoint, '', { method: 'POST', url: prediction.urls?.cancel ?? `${base}/predictions/${id}/cancel`, signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
       };
       ctx.signal.addEventListener('abort', onCancel, { once: true });
       try {
-        while (!FINAL.has(prediction.status ?? '')) {
+        while (!PREDICTION_ENDED.has(prediction.status ?? '')) {
           await pause(endpoint.pollMs, ctx.signal);
           const res = await callUpstream(endpoint, '', { url: prediction.urls?.get ?? `${base}/predictions/${id}`, signal: ctx.signal });
           prediction = { ...(await res.json() as Prediction), id };
@@ -63,9 +82,11 @@ export function createReplicateUpstream(endpoint: UpstreamEndpoint & { models: R
     const input = inputOf(job);
     // A short job waits for its answer in the call; Replicate holds a request at most 60 s.
     const wait = job.kind === 'video' ? undefined : Math.max(1, Math.min(60, Math.floor(endpoint.timeoutMs / 1000) - 1));
+    // Replicate POSTs the final prediction there; the other events (start, output, logs) are not asked for.
+    const hook = ctx.detach && endpoint.webhookUrl ? { webhook: endpoint.webhookUrl, webhook_events_filter: ['completed'] } : {};
     const res = await callUpstream(endpoint, version ? '/predictions' : `/models/${owned}/predictions`, {
       signal: ctx.signal,
-      body: version ? { version, input } : { input },
+      body: version ? { version, input, ...hook } : { input, ...hook },
       ...(wait === undefined ? {} : { headers: { prefer: `wait=${wait}` } }),
     });
     const body = (await res.json()) as Prediction;
@@ -74,7 +95,7 @@ export function createReplicateUpstream(endpoint: UpstreamEndpoint & { models: R
   }
 }
 
-const FINAL: ReadonlySet<string> = new Set(['succeeded', 'failed', 'canceled']);
+export const PREDICTION_ENDED: ReadonlySet<string> = new Set(['succeeded', 'failed', 'canceled']);
 
 interface Prediction {
   id?: string;

@@ -5,7 +5,7 @@ import { createOpenAiUpstream } from './openai-upstream';
 import { createQueueVideoUpstream } from './queue-video-upstream';
 import { createReplicateUpstream } from './replicate-upstream';
 import type { RouteEntry, RouteLog, UpstreamHealth } from './routing-state';
-import type { ChatStreamEvent, Provider, ProviderContext, ProviderFeature, ProviderJob, ProviderResult } from './types';
+import type { ChatStreamEvent, Provider, ProviderContext, ProviderFeature, ProviderJob, ProviderResult, UpstreamWait } from './types';
 import { UpstreamUnavailableError } from './upstream-http';
 import { inSpan, streamInSpan } from '../tracing';
 
@@ -28,12 +28,22 @@ export interface RouterOptions {
   random?: () => number;
   /** The router's own trouble (the breaker's or the record's store failing): the run goes on. */
   warn?: (message: string, err: unknown) => void;
+  /** The public origin upstreams send their webhooks to (none: they are not asked to). */
+  webhookBaseUrl?: string | undefined;
+}
+
+/** Where an upstream calls back (api/provider-webhooks.ts); the query says whose keys verify it. */
+export function providerWebhookUrl(baseUrl: string, protocol: 'queue-video' | 'replicate', upstream: string): string {
+  const door = protocol === 'queue-video' ? 'fal' : 'replicate';
+  return `${baseUrl.replace(/\/+$/, '')}/providers/${door}/webhook?upstream=${encodeURIComponent(upstream)}`;
 }
 
 /** What the router reports with a heartbeat, so that a retried attempt resumes the same upstream's job. */
 interface Pinned {
   upstream: string;
   details: unknown;
+  /** A job left waiting (detached) whose upstream is already in the record's `tried`. */
+  waited?: true;
 }
 
 /**
@@ -51,6 +61,8 @@ interface Pinned {
  */
 export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallback: Provider, http: SafeHttpClient, options: RouterOptions = {}): Provider {
   const byModel = new Map<string, Route[]>();
+  const byName = new Map<string, Provider>();
+  const hooks = options.webhookBaseUrl;
   upstreams.forEach((u, index) => {
     const entries = Object.entries(u.models).map(([model, e]) => [model, typeof e === 'string' ? { model: e, weight: 1 } : e] as const);
     const scheme = (u.auth ?? (u.protocol === 'queue-video' ? 'key' : 'bearer')) === 'key' ? 'Key' : 'Bearer';
@@ -58,11 +70,15 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       name: u.name, baseUrl: u.baseUrl, authorization: u.apiKey ? `${scheme} ${u.apiKey}` : undefined, timeoutMs: u.timeoutMs,
       models: Object.fromEntries(entries.map(([model, e]) => [model, e.model])),
     };
+    // Replicate's webhooks are asked for only when their secret is known: unverifiable ones are useless.
+    const webhookUrl = hooks && u.protocol !== 'openai' && (u.protocol === 'queue-video' || u.webhookSecret) ? providerWebhookUrl(hooks, u.protocol, u.name) : undefined;
+    const waits = { pollMs: u.pollMs, slowPollMs: u.slowPollMs, webhookUrl };
     const provider = u.protocol === 'openai'
       ? createOpenAiUpstream(endpoint, http)
       : u.protocol === 'replicate'
-        ? createReplicateUpstream({ ...endpoint, pollMs: u.pollMs }, http)
-        : createQueueVideoUpstream({ ...endpoint, pollMs: u.pollMs }, http);
+        ? createReplicateUpstream({ ...endpoint, ...waits }, http)
+        : createQueueVideoUpstream({ ...endpoint, ...waits }, http);
+    byName.set(u.name, provider);
     for (const [model, e] of entries) {
       const routes = byModel.get(model) ?? [];
       routes.push({ upstream: u.name, provider, priority: e.priority ?? index, weight: e.weight, costEur: 'costEur' in e ? e.costEur : undefined });
@@ -125,7 +141,8 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       unnamed = undefined;
       // A job already under way there is resumed whatever the breaker says: it is paid for.
       if (resume === undefined && !(await admit(routes, route))) continue;
-      tried.push(route.upstream);
+      // Collecting a job left waiting asks no upstream anew: the submit already counted it.
+      if (!(pinned?.waited && pinned.upstream === route.upstream)) tried.push(route.upstream);
       let reported = false;
       const here: ProviderContext = {
         ...ctx,
@@ -138,6 +155,11 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       try {
         const result = await inSpan(...providerSpan(job, route.upstream), () => route.provider.run(job, here));
         await judge(routes, route, undefined);
+        if (result.waiting) {
+          // Served once it is collected: a run resuming this job (pinned here) records that.
+          await record(job, { tried });
+          return { waiting: { ...result.waiting, upstream: route.upstream, resume: { upstream: route.upstream, details: result.waiting.resume, waited: true } satisfies Pinned } };
+        }
         await record(job, { tried, servedBy: route.upstream, costEur: costOf(route, job, result.outputTokens) });
         return { ...result, upstream: route.upstream };
       } catch (err) {
@@ -202,7 +224,23 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
     return routes ? routes.every((r) => r.provider.serves?.(model, feature) ?? false) : (fallback.serves?.(model, feature) ?? false);
   };
 
-  return { run, streamChat, serves };
+  /** The waiting job's own upstream, with the details it reported (unwrapped from the pin). */
+  const waitingAt = (wait: UpstreamWait): [Provider, UpstreamWait] | undefined => {
+    const pinned = pinnedOf(wait.resume);
+    const provider = pinned && byName.get(pinned.upstream);
+    return provider && pinned ? [provider, { ...wait, resume: pinned.details }] : undefined;
+  };
+  const checkJob = async (wait: UpstreamWait, signal: AbortSignal): Promise<boolean> => {
+    const at = waitingAt(wait);
+    // An upstream no longer configured cannot be asked: the run that collects it says what is wrong.
+    return at?.[0].checkJob ? at[0].checkJob(at[1], signal) : true;
+  };
+  const cancelJob = async (wait: UpstreamWait): Promise<void> => {
+    const at = waitingAt(wait);
+    await at?.[0].cancelJob?.(at[1]);
+  };
+
+  return { run, streamChat, serves, checkJob, cancelJob };
 }
 
 /** A span per call of an upstream (each one a fallback asks, too) or of the simulator. */

@@ -24,6 +24,11 @@ export interface ProviderResult {
   outputTokens?: number;
   /** The configured upstream that produced it (none: the simulator). */
   upstream?: string;
+  /**
+   * Asked to `detach`, an upstream that calls back left its job running there and returned at once:
+   * no file yet; the caller waits for the job (UpstreamWait) and runs again with `resume` to collect it.
+   */
+  waiting?: UpstreamWait;
   /** A chat that answered with calls of the client's functions. */
   toolCalls?: ToolCall[];
 }
@@ -64,6 +69,11 @@ export interface ProviderContext {
   /** What the previous attempt of this job last reported with `heartbeat(details)`. */
   resume?: unknown;
   /**
+   * The caller can wait for a long upstream job without this call (a video): a provider whose
+   * upstream queues jobs submits, then answers `waiting` instead of polling to the end.
+   */
+  detach?: boolean;
+  /**
    * The provider's own progress, 0–100, when it reports one (an upstream's status, the
    * simulator's steps). Call it as often as it changes: the caller decides what to record.
    */
@@ -83,6 +93,18 @@ export type ChatStreamEvent =
   /** The provider's own count of the output tokens, when it gives one (at the end). */
   | { type: 'usage'; outputTokens: number; promptTokens?: number };
 
+/** An upstream job a run left waiting: where it is, and how to take it up again. */
+export interface UpstreamWait {
+  /** The configured upstream's name. */
+  upstream: string;
+  /** The upstream's own id of the job: its webhook names it. */
+  jobId: string;
+  /** What a later run needs to resume the job (as `ProviderContext.resume`). */
+  resume: unknown;
+  /** How long a wait holds nothing before the job is checked again, in case its webhook never comes. */
+  pollMs: number;
+}
+
 /** What only some providers can do with a model. */
 export type ProviderFeature = 'tools';
 
@@ -96,4 +118,8 @@ export interface Provider {
    * with a ProviderRejectedError (final) or any other error (may pass).
    */
   streamChat(job: ProviderJob, signal: AbortSignal): AsyncIterable<ChatStreamEvent>;
+  /** Whether a waiting upstream job has ended (either way): one look, no waiting. */
+  checkJob?(wait: UpstreamWait, signal: AbortSignal): Promise<boolean>;
+  /** Asks the upstream to stop a waiting job (the generation was cancelled or gave up on it). */
+  cancelJob?(wait: UpstreamWait): Promise<void>;
 }

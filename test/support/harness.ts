@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../../api/app';
+import type { AppDeps } from '../../api/app';
 import type { DashboardLimits } from '../../api/dashboard/api';
 import { freePort } from '../../runtime/process';
 import { createPool } from '../../core/db/pool';
@@ -14,6 +16,7 @@ import type { Provider } from '../../core/providers/types';
 import { createLocalStore } from '../../core/storage';
 import type { OutputStore } from '../../core/storage';
 import { createWorkers } from '../../runtime/worker';
+import type { WorkerRole } from '../../runtime/worker';
 import { deadlinesOf, loadConfig } from '../../core/config';
 import { createInputPreparer } from '../../service/inputs';
 import { createSafeHttpClient } from '../../core/net/safe-http';
@@ -68,6 +71,11 @@ export interface HarnessOptions {
   billing?: { secretKey: string; webhookSecret: string; apiUrl: string; minCredits: number; maxCredits: number };
   /** The API's logger settings (e.g. a stream that captures the lines); silent when absent. */
   logger?: FastifyServerOptions['logger'];
+  /** The upstreams whose webhooks the API takes (POST /providers/…/webhook); none when absent. */
+  providerWebhooks?: AppDeps['providerWebhooks'];
+  /** Which in-process workers run: `workflows` leaves provider runs to a worker process the test starts. */
+  workerRole?: WorkerRole;
+  providerConcurrency?: number;
 }
 
 /** A fresh database (from the migrated template), its own task queue and worker, and the API on top. */
@@ -89,6 +97,7 @@ export async function startHarness(options: HarnessOptions = {}) {
 
   let nativeConnection: NativeConnection | undefined;
   let stopWorker = async (): Promise<void> => undefined;
+  let providerWorker: Worker | undefined;
   /**
    * Starts the in-process workers, as `npm start` runs them: the workflow worker and the provider
    * worker on its own task queue (done at once unless `worker: false`; a test may start them later).
@@ -111,6 +120,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       client,
       deadlines: deadlinesOf(loadConfig({})),
       slotPollMs: 50,
+      ...(options.providerConcurrency === undefined ? {} : { providerConcurrency: options.providerConcurrency }),
       ...(options.webhooks ? {
         webhooks: {
           taskQueue: webhookTaskQueue,
@@ -124,7 +134,8 @@ export async function startHarness(options: HarnessOptions = {}) {
           ...(options.webhooks.perEndpointConcurrency === undefined ? {} : { perEndpointConcurrency: options.webhooks.perEndpointConcurrency }),
         },
       } : {}),
-    }, 'all');
+    }, options.workerRole ?? 'all');
+    providerWorker = options.workerRole === 'workflows' ? undefined : workers.at(-1);
     let stopRelay = async (): Promise<void> => undefined;
     const hooks = options.webhooks;
     if (hooks) {
@@ -170,6 +181,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     ...(options.signup ? { signup: options.signup } : {}),
     ...(options.billing ? { billing: options.billing } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.providerWebhooks ? { providerWebhooks: options.providerWebhooks } : {}),
   });
   if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });
 
@@ -209,6 +221,8 @@ export async function startHarness(options: HarnessOptions = {}) {
     admin,
     account,
     startWorker,
+    /** The in-process provider worker's own count of the activities it runs now (its slots in use). */
+    providerActivitiesInFlight: (): number | undefined => providerWorker?.getStatus().numInFlightActivities,
     async close() {
       await app.close();
       await stopWorker();

@@ -6,12 +6,19 @@
 // whole reply waits as long as its stream would take), `up:usage=<n>` (the usage it reports),
 // `up:nousage`, `up:polls=<n>`, `up:pollfail=<n>` (that many status polls answer 503 first),
 // `up:fail` (the video job or prediction fails), `up:leak=<marker>` (an error status's body names an internal
-// path and the marker), `up:cut=<n>` (a stream breaks off after n deltas).
+// path and the marker), `up:cut=<n>` (a stream breaks off after n deltas), `up:ms=<n>` (a video job or
+// prediction ends n ms after it was submitted, whoever reads it), `up:nohook` (its webhook is never sent).
+// The fal and Replicate servers call back as their providers do when asked to (fal_webhook;
+// webhook + webhook_events_filter), signed as each documents (ed25519 with keys served as a JWKS;
+// Standard Webhooks with a whsec_ secret).
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
+import { signFalWebhook, signStandardWebhook } from '../../core/providers/webhook-signatures';
 
 export interface Received {
   method: string;
@@ -177,28 +184,59 @@ function toolCallWanted(body: Record<string, unknown> | undefined): string | und
   return tools[0]?.function?.name;
 }
 
-/** A queue-style video API on loopback, as fal.ai's queue: submit, poll the status, fetch the result and its file. */
-export async function startQueueVideoUpstream(): Promise<UpstreamServer & { submits: () => number }> {
+/** A webhook a local upstream sent (or would have sent), as it went: to replay it, or a forgery of it. */
+export interface SentWebhook {
+  url: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  /** Our answer. */
+  status: number;
+}
+
+/** Posts a signed webhook the way an upstream does, and keeps it in `sent`. */
+async function callBack(sent: SentWebhook[], url: string, headers: Record<string, string>, body: Buffer): Promise<void> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).catch(() => undefined);
+  sent.push({ url, headers, body, status: res?.status ?? 0 });
+  await res?.text();
+}
+
+/**
+ * A queue-style video API on loopback, as fal.ai's queue: submit, poll the status, fetch the result
+ * and its file; with `?fal_webhook=<url>` on the submit, the outcome is POSTed there when the job
+ * ends, signed with this server's ed25519 key, whose public half it serves at /.well-known/jwks.json.
+ */
+export async function startQueueVideoUpstream(): Promise<UpstreamServer & { submits: () => number; statusReads: () => number; jwksUrl: string; webhooks: SentWebhook[]; privateKey: KeyObject; cancels: () => string[]; endJob: (id: string) => void }> {
   const received: Received[] = [];
   const always = { directives: '' };
-  const jobs = new Map<string, { prompt: string; polls: number; pollFailures: number }>();
+  const jobs = new Map<string, { prompt: string; polls: number; pollFailures: number; endsAt?: number; callBack?: () => void }>();
+  const webhooks: SentWebhook[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  const cancelled: string[] = [];
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const jwks = { keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'local', use: 'sig', alg: 'EdDSA' }] };
   let base = '';
   const webm = Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01]);
+  const failed = (job: { prompt: string }) => directive(job.prompt, 'fail') !== undefined;
   const server = jsonServer(received, async ({ req, res, body, path, json }) => {
     if (path.startsWith('/files/')) return res.writeHead(200, { 'content-type': 'video/webm' }).end(webm);
+    if (path === '/.well-known/jwks.json') return json(200, jwks);
     const request = /^\/(.+)\/requests\/([^/]+)(\/status|\/cancel)?$/.exec(path);
     if (request) {
       const job = jobs.get(request[2]!);
       if (!job) return json(404, { detail: 'no such request' });
-      if (request[3] === '/cancel') return json(202, { status: 'CANCELLATION_REQUESTED' });
+      if (request[3] === '/cancel') {
+        cancelled.push(request[2]!);
+        return json(202, { status: 'CANCELLATION_REQUESTED' });
+      }
       if (request[3] === '/status') {
         if (job.pollFailures > 0) {
           job.pollFailures--;
           return json(503, { detail: 'busy' });
         }
         job.polls--;
-        if (directive(job.prompt, 'fail') !== undefined && job.polls <= 0) return json(200, { status: 'FAILED', error: 'the model could not render this' });
-        return json(200, { status: job.polls <= 0 ? 'COMPLETED' : job.polls === 1 ? 'IN_PROGRESS' : 'IN_QUEUE' });
+        const ended = job.endsAt === undefined ? job.polls <= 0 : Date.now() >= job.endsAt;
+        if (failed(job) && ended) return json(200, { status: 'FAILED', error: 'the model could not render this' });
+        return json(200, { status: ended ? 'COMPLETED' : job.polls === 1 ? 'IN_PROGRESS' : 'IN_QUEUE' });
       }
       return json(200, { video: { url: `${base}/files/${request[2]!}.webm`, content_type: 'video/webm' } });
     }
@@ -208,13 +246,49 @@ export async function startQueueVideoUpstream(): Promise<UpstreamServer & { subm
     const status = Number(directive(prompt, 'status') ?? 0);
     if (status) return json(status, { detail: directive(prompt, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}` });
     const id = `req-${jobs.size + 1}`;
-    jobs.set(id, { prompt, polls: Number(directive(prompt, 'polls') ?? 2), pollFailures: Number(directive(prompt, 'pollfail') ?? 0) });
+    const ms = directive(prompt, 'ms');
+    const job: { prompt: string; polls: number; pollFailures: number; endsAt?: number; callBack?: () => void } = {
+      prompt, polls: Number(directive(prompt, 'polls') ?? 2), pollFailures: Number(directive(prompt, 'pollfail') ?? 0), ...(ms === undefined ? {} : { endsAt: Date.now() + Number(ms) }),
+    };
+    jobs.set(id, job);
+    const hook = new URL(path, 'http://x').searchParams.get('fal_webhook');
+    if (hook && ms !== undefined && directive(prompt, 'nohook') === undefined) {
+      const timer = setTimeout(() => job.callBack?.(), Number(ms));
+      timers.add(timer);
+      job.callBack = () => {
+        job.callBack = undefined;
+        clearTimeout(timer);
+        timers.delete(timer);
+        const outcome = failed(job)
+          ? { request_id: id, gateway_request_id: id, status: 'ERROR', error: 'the model could not render this', payload: { detail: 'the model could not render this' } }
+          : { request_id: id, gateway_request_id: id, status: 'OK', payload: { video: { url: `${base}/files/${id}.webm`, content_type: 'video/webm' } } };
+        const raw = Buffer.from(JSON.stringify(outcome));
+        void callBack(webhooks, hook, signFalWebhook(privateKey, id, 'local-user', Math.floor(Date.now() / 1000), raw), raw);
+      };
+    }
     // Status and result URLs are left out: the adapter builds them from the model path.
-    return json(200, { request_id: id });
+    return json(200, { request_id: id, gateway_request_id: id });
   });
   const listening = await listen(server);
   base = listening.baseUrl;
-  return { ...listening, received, always, submits: () => received.filter((r) => r.method === 'POST' && !r.path.includes('/requests/')).length };
+  return {
+    ...listening,
+    close: async () => {
+      for (const t of timers) clearTimeout(t);
+      await listening.close();
+    },
+    received, always, webhooks, privateKey,
+    jwksUrl: `${base}/.well-known/jwks.json`,
+    submits: () => received.filter((r) => r.method === 'POST' && !r.path.includes('/requests/')).length,
+    statusReads: () => received.filter((r) => r.path.endsWith('/status')).length,
+    cancels: () => [...cancelled],
+    /** Ends a job now, as if it had been rendered, and sends its webhook if it has one to send. */
+    endJob: (id: string) => {
+      const job = jobs.get(id)!;
+      job.endsAt = Date.now();
+      job.callBack?.();
+    },
+  };
 }
 
 /**
@@ -225,12 +299,17 @@ export async function startQueueVideoUpstream(): Promise<UpstreamServer & { subm
  * `up:polls=<n>`: the prediction is final after that many reads (0 with `Prefer: wait`: final in
  * the create call's answer).
  */
-export async function startReplicateUpstream(): Promise<UpstreamServer & { predictions: Map<string, Record<string, unknown>>; cancels: () => string[] }> {
+export async function startReplicateUpstream(): Promise<UpstreamServer & { predictions: Map<string, Record<string, unknown>>; cancels: () => string[]; secret: string; webhooks: SentWebhook[]; reads: () => number }> {
   const received: Received[] = [];
   const always = { directives: '' };
   const predictions = new Map<string, Record<string, unknown>>();
   const left = new Map<string, number>();
+  const endsAt = new Map<string, number>();
   const cancelled: string[] = [];
+  const webhooks: SentWebhook[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  // What GET /v1/webhooks/default/secret answers on Replicate.
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
   let base = '';
   const png = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#a36' } }).png().toBuffer();
   const server = jsonServer(received, async ({ req, res, body, path, json }) => {
@@ -241,7 +320,8 @@ export async function startReplicateUpstream(): Promise<UpstreamServer & { predi
       if (p.status === 'canceled' || p.status === 'succeeded' || p.status === 'failed') return p;
       const n = left.get(id)! - 1;
       left.set(id, n);
-      if (n > 0) return Object.assign(p, { status: 'processing' });
+      const at = endsAt.get(id);
+      if (at === undefined ? n > 0 : Date.now() < at) return Object.assign(p, { status: 'processing' });
       const input = p.input as { prompt?: string };
       if (directive(`${input.prompt ?? ''} ${always.directives}`, 'fail') !== undefined) return Object.assign(p, { status: 'failed', error: 'NSFW content detected by the safety checker' });
       return Object.assign(p, { status: 'succeeded', output: [`${base}/files/${id}.png`], completed_at: new Date().toISOString() });
@@ -273,6 +353,18 @@ export async function startReplicateUpstream(): Promise<UpstreamServer & { predi
     };
     predictions.set(id, p);
     left.set(id, Number(directive(text, 'polls') ?? 2));
+    const ms = directive(text, 'ms');
+    if (ms !== undefined) endsAt.set(id, Date.now() + Number(ms));
+    const filter = Array.isArray(body?.webhook_events_filter) ? body.webhook_events_filter : ['start', 'output', 'logs', 'completed'];
+    if (typeof body?.webhook === 'string' && ms !== undefined && filter.includes('completed') && directive(text, 'nohook') === undefined) {
+      const hook = body.webhook;
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        const raw = Buffer.from(JSON.stringify(advance(id)));
+        void callBack(webhooks, hook, signStandardWebhook(secret, `msg_${randomBytes(12).toString('hex')}`, Math.floor(Date.now() / 1000), raw), raw);
+      }, Number(ms));
+      timers.add(timer);
+    }
     // Prefer: wait holds the answer until the prediction is final (here: when it needs no reads).
     const wait = /^wait(=\d+)?$/.exec(String(req.headers.prefer ?? ''));
     if (wait && left.get(id)! <= 0) advance(id);
@@ -280,5 +372,14 @@ export async function startReplicateUpstream(): Promise<UpstreamServer & { predi
   });
   const listening = await listen(server, '/v1');
   base = listening.baseUrl;
-  return { ...listening, received, always, predictions, cancels: () => [...cancelled] };
+  return {
+    ...listening,
+    close: async () => {
+      for (const t of timers) clearTimeout(t);
+      await listening.close();
+    },
+    received, always, predictions, secret, webhooks,
+    cancels: () => [...cancelled],
+    reads: () => received.filter((r) => r.method === 'GET' && /^\/v1\/predictions\/[^/]+$/.test(r.path)).length,
+  };
 }
