@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createShutdown } from '../runtime/lifecycle';
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
-import { minusThreads, threadCpuMs } from './cpu-breakdown';
+import { minusThreads, threadCpuMs, waitUntilIdle } from './cpu-breakdown';
 import { guardRun } from './harness';
 import { createHttp, openAccount } from './http';
 import { createPeer } from './peers';
@@ -18,16 +18,24 @@ import { round } from './stats';
 import { STREAM_MODEL, UPSTREAM_MODEL } from './stream';
 
 const log = (line: string) => console.error(`[bench] ${line}`);
-/** Chats before the measure, so that every poller, cache and connection is in its steady state. */
-const WARMUP_CHATS = 30;
+/** Chats before the measure, so that every poller, cache, connection and JIT is in its steady state. */
+const WARMUP_CHATS = 100;
+/** Then chats measured one at a time (CPU per chat with no backlog). */
+const MEASURED_CHATS = 200;
+const PROMPT = 'say something up:tokens=32';
 /** After the warm-up: the last workflows close and the reconciler's first turn passes. */
 const SETTLE_MS = 15_000;
+const WINDOW_MS = 5_000;
 
-export async function runIdle(args: { keep: boolean; temporalDb: 'file' | 'memory'; seconds: number }): Promise<number> {
+export async function runIdle(args: { keep: boolean; temporalDb: 'file' | 'memory'; seconds: number; profile: boolean }): Promise<number> {
   const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);
+  const profileDir = `${dataDir}-cpu`;
   const upstream = await startOpenAiUpstream();
   const upstreams = { upstreams: [{ name: 'bench-upstream', protocol: 'openai', baseUrl: upstream.baseUrl, models: { [STREAM_MODEL]: UPSTREAM_MODEL } }] };
-  const stackHandle = createStack({ dataDir, workerMode: 'process', temporalDb: args.temporalDb, keepData: args.keep, log, reference: false, env: { UPSTREAMS_JSON: JSON.stringify(upstreams) } });
+  const stackHandle = createStack({ dataDir, workerMode: 'process', temporalDb: args.temporalDb, keepData: args.keep, log, reference: false, env: { UPSTREAMS_JSON: JSON.stringify(upstreams) },
+    // V8 writes one profile per JS thread of the service when it exits (open them in Chrome's DevTools).
+    ...(args.profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
+  });
   const interrupt = new AbortController();
   const shutdown = createShutdown(log);
   shutdown.add('upstream', () => upstream.close());
@@ -37,23 +45,44 @@ export async function runIdle(args: { keep: boolean; temporalDb: 'file' | 'memor
   try {
     const s = await stackHandle.start();
     const http = createHttp(s.baseUrl, interrupt.signal);
-    const account = await openAccount(http, s.adminToken, { credits: 1_000_000, requests: WARMUP_CHATS + 10 });
+    const account = await openAccount(http, s.adminToken, { credits: 1_000_000, requests: WARMUP_CHATS + MEASURED_CHATS + 10 });
     const us = createPeer('us', http, { path: '/v1/chat/completions', model: STREAM_MODEL, key: () => account.nextKey() });
-    log(`warm-up: ${WARMUP_CHATS} chats, then ${SETTLE_MS / 1000} s to settle`);
-    for (let i = 0; i < WARMUP_CHATS; i++) await us.whole('say something up:tokens=32', 0);
+    const trees = { service: s.workerPid!, temporal: s.temporal.pid, postgres: s.postgres.pid };
+    log(`warm-up: ${WARMUP_CHATS} whole chat replies, then ${MEASURED_CHATS} measured, one at a time; then ${SETTLE_MS / 1000} s to settle`);
+    for (let i = 0; i < WARMUP_CHATS; i++) await us.whole(PROMPT, 0);
+    await waitUntilIdle(Object.values(trees), SETTLE_MS);
+    // CPU per chat with no backlog, until the stack is idle again (our workflows finish after the
+    // reply), which a loaded machine slows but does not add to.
+    const chats0 = await treesCpuMs(trees);
+    for (let i = 0; i < MEASURED_CHATS; i++) await us.whole(PROMPT, 0);
+    await waitUntilIdle(Object.values(trees), SETTLE_MS);
+    const chats1 = await treesCpuMs(trees);
+    const perChat = Object.fromEntries((Object.keys(trees) as (keyof Trees)[]).map((k) => [k, round((chats1[k] - chats0[k]) / MEASURED_CHATS, 2)]));
     await sleep(SETTLE_MS);
 
-    const trees = { service: s.workerPid!, temporal: s.temporal.pid, postgres: s.postgres.pid };
     log(`idle: ${args.seconds} s with nothing to do`);
     const before = await snapshot(trees);
     const t0 = performance.now();
-    await sleep(args.seconds * 1000);
+    // Windows of a few seconds as well as the whole: a periodic job (the reconciler's minute, a
+    // relay's poll) shows as a burst in one window, steady waste in all of them.
+    const windows: Record<keyof typeof trees, number[]> = { service: [], temporal: [], postgres: [] };
+    let last = before.trees;
+    while (performance.now() - t0 < args.seconds * 1000) {
+      await sleep(WINDOW_MS);
+      const now = await treesCpuMs(trees);
+      for (const name of Object.keys(trees) as (keyof typeof trees)[]) windows[name].push(round((now[name] - last[name]) / (WINDOW_MS / 1000), 1));
+      last = now;
+    }
     const after = await snapshot(trees);
     const perSecond = (ms: number) => round(ms / ((performance.now() - t0) / 1000), 2);
 
-    const lines = [`idle CPU, ms per second over ${args.seconds} s (each process's own CPU time, /proc)`];
+    const lines = [
+      `CPU ms per whole chat reply, one at a time (${MEASURED_CHATS}, until idle again): ${Object.entries(perChat).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; all ${round(Object.values(perChat).reduce((a, b) => a + b, 0), 2).toFixed(2)}`,
+      `idle CPU, ms per second over ${args.seconds} s (each process's own CPU time, /proc); the median ${WINDOW_MS / 1000} s window, and each in turn`,
+    ];
     for (const name of Object.keys(trees) as (keyof typeof trees)[]) {
-      lines.push(`  ${name.padEnd(10)} ${perSecond(after.trees[name] - before.trees[name]).toFixed(2).padStart(7)}`);
+      const sorted = [...windows[name]].sort((a, b) => a - b);
+      lines.push(`  ${name.padEnd(10)} ${perSecond(after.trees[name] - before.trees[name]).toFixed(2).padStart(7)}   median ${String(sorted[Math.floor(sorted.length / 2)] ?? 0).padStart(5)}   windows ${windows[name].join(' ')}`);
     }
     const rows = (title: string, a: Record<string, number>, b: Record<string, number>) => {
       const d = Object.entries(minusThreads(a, b)).map(([k, v]) => [k, perSecond(v)] as const).filter(([, v]) => v >= 0.01).sort((x, y) => y[1] - x[1]);
@@ -62,6 +91,7 @@ export async function runIdle(args: { keep: boolean; temporalDb: 'file' | 'memor
     rows('service, by thread:', after.serviceThreads, before.serviceThreads);
     rows('Temporal dev server, by thread:', after.temporalThreads, before.temporalThreads);
     rows('PostgreSQL, by process:', after.postgresProcesses, before.postgresProcesses);
+    if (args.profile) lines.push(`V8 profiles of the service's threads (the whole run; the idle minute is their last ${args.seconds} s before the stop): ${profileDir}`);
     console.log(lines.join('\n'));
     return 0;
   } finally {
@@ -69,9 +99,14 @@ export async function runIdle(args: { keep: boolean; temporalDb: 'file' | 'memor
   }
 }
 
-async function snapshot(trees: { service: number; temporal: number; postgres: number }) {
+type Trees = { service: number; temporal: number; postgres: number };
+
+const treesCpuMs = async (trees: Trees): Promise<Trees> =>
+  ({ service: await treeCpuMs(trees.service), temporal: await treeCpuMs(trees.temporal), postgres: await treeCpuMs(trees.postgres) });
+
+async function snapshot(trees: Trees) {
   return {
-    trees: { service: await treeCpuMs(trees.service), temporal: await treeCpuMs(trees.temporal), postgres: await treeCpuMs(trees.postgres) },
+    trees: await treesCpuMs(trees),
     serviceThreads: await threadCpuMs(trees.service),
     temporalThreads: await threadCpuMs(trees.temporal),
     postgresProcesses: await processesCpuMs(trees.postgres),

@@ -36,7 +36,7 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
-  --only=idle           only what the stack burns with nothing to do, by process tree, process and thread (about a minute)
+  --only=idle           only CPU per chat one at a time, then what the stack burns with nothing to do, by process tree, 5 s window, process and thread (about three minutes); with --profile, V8 profiles of the service too
   --profile             with --only=peers: instead of the tables, where each one's CPU goes under 20 clients (V8's profiler for us, py-spy for LiteLLM; about two minutes)
   --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
   --worker=in-process   API and worker inside the bench process
@@ -65,8 +65,8 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
       process.exit(arg === '--help' || arg === '-h' ? 0 : 2);
     }
   }
-  if (profile && only !== 'peers') {
-    console.error(`--profile goes with --only=peers\n${USAGE}`);
+  if (profile && only !== 'peers' && only !== 'idle') {
+    console.error(`--profile goes with --only=peers or --only=idle\n${USAGE}`);
     process.exit(2);
   }
   return { quick, workerMode, temporalDb, keep, profile, ...(only ? { only } : {}) };
@@ -84,7 +84,7 @@ async function main(): Promise<number> {
     }
     return runPeers(args);
   }
-  if (args.only === 'idle') return runIdle({ keep: args.keep, temporalDb: args.temporalDb, seconds: args.quick ? 10 : 30 });
+  if (args.only === 'idle') return runIdle({ keep: args.keep, temporalDb: args.temporalDb, seconds: args.quick ? 10 : 60, profile: args.profile });
   const sizes = args.quick ? QUICK : FULL;
   const mode = args.quick ? 'quick' : 'full';
   const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);
