@@ -12,6 +12,7 @@ import { guardRun } from './harness';
 import { createErrorLog, createHttp } from './http';
 import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
+import { runIdle } from './idle';
 import { runPeers } from './peers-run';
 import { runUpstreamVideos } from './upstream-videos';
 import { profileKind, workflowIdsOf } from './profile';
@@ -29,7 +30,7 @@ import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MOD
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|upstream-videos] [-- --videos=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|upstream-videos] [-- --videos=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
   --only=live           only the ETA's error on the simulator and the cost of 1,000 open event streams (about two minutes)
@@ -37,6 +38,7 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
   --only=upstream-videos  only 1,000 upstream videos (--videos=N) in flight for minutes on a fal-like queue that calls back: the provider worker's slots in use and RSS over time, idle first (about six minutes)
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
+  --only=idle           only CPU per chat one at a time, then what the stack burns with nothing to do, by process tree, 5 s window, process and thread (about three minutes); with --profile, V8 profiles of the service too
   --profile             with --only=peers: instead of the tables, where each one's CPU goes under 20 clients (V8's profiler for us, py-spy for LiteLLM; about two minutes)
   --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
   --worker=in-process   API and worker inside the bench process
@@ -44,7 +46,7 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'upstream-videos';
+type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'upstream-videos';
 
 function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; profile: boolean; only?: Only; videos?: number } {
   let quick = false;
@@ -56,7 +58,7 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
-    else if (arg === '--only=core' || arg === '--only=live' || arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers' || arg === '--only=upstream-videos') only = arg.slice('--only='.length) as Only;
+    else if (arg === '--only=core' || arg === '--only=live' || arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers' || arg === '--only=idle' || arg === '--only=upstream-videos') only = arg.slice('--only='.length) as Only;
     else if (/^--videos=[1-9]\d{0,4}$/.test(arg)) videos = Number(arg.slice('--videos='.length));
     else if (arg === '--keep') keep = true;
     else if (arg === '--profile') profile = true;
@@ -67,8 +69,8 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
       process.exit(arg === '--help' || arg === '-h' ? 0 : 2);
     }
   }
-  if (profile && only !== 'peers') {
-    console.error(`--profile goes with --only=peers\n${USAGE}`);
+  if (profile && only !== 'peers' && only !== 'idle') {
+    console.error(`--profile goes with --only=peers or --only=idle\n${USAGE}`);
     process.exit(2);
   }
   if (videos !== undefined && only !== 'upstream-videos') {
@@ -91,6 +93,7 @@ async function main(): Promise<number> {
     }
     return runPeers(args);
   }
+  if (args.only === 'idle') return runIdle({ keep: args.keep, temporalDb: args.temporalDb, seconds: args.quick ? 10 : 60, profile: args.profile });
   const sizes = args.quick ? QUICK : FULL;
   const mode = args.quick ? 'quick' : 'full';
   const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);

@@ -7,7 +7,11 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  * transaction actually moved (never for an idempotent repeat), so they count each event once.
  */
 export const registry = new Registry();
-collectDefaultMetrics({ register: registry, prefix: 'gensvc_' });
+// The event-loop lag histogram samples with a timer: at prom-client's default (every 10 ms) that
+// timer alone woke an idle service 100 times a second, most of its idle CPU (docs/benchmark.md,
+// "Idle CPU and Temporal work per chat"). A stall that matters still delays the next sample.
+const EVENT_LOOP_SAMPLE_MS = 250;
+collectDefaultMetrics({ register: registry, prefix: 'gensvc_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
 
 const seconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 

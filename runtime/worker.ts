@@ -156,6 +156,9 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Work
     activities: createWebhookActivities(activityDeps),
     // Attempts are local activities (see workflows/webhook-delivery.ts): this bounds them.
     maxConcurrentLocalActivityExecutions: concurrency,
+    // and nothing schedules an activity task on this queue (deliveries ran them as activities
+    // only before 2026-11-21 06:22, past the 3-day retry schedule), so no poller waits for one.
+    enableNonLocalActivities: false,
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
     shutdownForceTime: SHUTDOWN_FORCE_MS,
   });

@@ -35,7 +35,8 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
       { key: AccountId, value: input.accountId },
       { key: GenerationKind, value: input.kind },
       { key: GenerationModel, value: input.model },
-      { key: GenerationStatus, value: 'queued' },
+      // A chat admitted running starts so: its workflow then writes no status until its end.
+      { key: GenerationStatus, value: input.apiRun?.admittedRunning ? 'running' : 'queued' },
     ],
     staticSummary: summarise(input),
     // Where the server's fairness is on (matching.enableFairness), each account gets its share of

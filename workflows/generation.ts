@@ -77,6 +77,14 @@ export const PATCHES = {
   providerAttribute: 'provider-attribute',
   /** A video's upstream job is waited for without a worker slot (webhook or slow poll), then collected. */
   upstreamWait: 'upstream-wait',
+  /**
+   * A chat the API runs itself waits for its report on the deadline's own timer (one timer, not
+   * two), takes the status its start set (`running` for one admitted running) instead of
+   * upserting it again, and trusts the API's ledger call as `apiRunRecorded` does, without that
+   * patch's marker. Its branch-free code may go once chats started before it have closed (the
+   * longer of the chat deadline and the report's wait, 12 min by default).
+   */
+  leanChat: 'lean-chat',
 } as const;
 
 /**
@@ -99,12 +107,23 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     apiRunResult ??= result;
   });
 
+  // Each timer and search-attribute write is work for the Temporal server on every chat, the
+  // busiest path: a chat the API runs (and its workflow only records) does with fewer.
+  const leanChat = input.apiRun !== undefined && patched(PATCHES.leanChat);
+
   // Nothing stays in flight forever (DESIGN §5).
   const deadline = new CancellationScope();
-  if (input.deadlineMs !== undefined) {
-    const ms = input.deadlineMs;
-    deadline.run(() => sleep(ms)).then(
-      () => void events.push({ type: 'DEADLINE', message: `the generation did not finish within its deadline of ${deadlineText(ms)}` }),
+  const timeout = deadlineOf(input, leanChat);
+  if (timeout !== undefined) {
+    deadline.run(() => sleep(timeout.ms)).then(
+      () => {
+        // The report's wait ran out first: the run failed, as the wait's own timer said before.
+        if (timeout.reportWait) {
+          if (apiRunResult === undefined) events.push(reportMissing(timeout.ms));
+        } else {
+          events.push({ type: 'DEADLINE', message: `the generation did not finish within its deadline of ${deadlineText(timeout.ms)}` });
+        }
+      },
       () => undefined,
     );
   }
@@ -126,8 +145,9 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   const needsSlot = SLOT_KINDS.has(input.kind);
   const slotStartsRunning = needsSlot && patched(PATCHES.slotClaimStartsRunning);
   let [snapshot, pending] = initialTransition(generationMachine, { needsSlot, startAfterSlot: needsSlot && !slotStartsRunning });
-  // The start set the status `queued`; workflows before the slot patch announced it again.
-  let published: GenerationPhase | undefined = needsSlot && !slotStartsRunning ? undefined : 'queued';
+  // The start set the status (`queued`, or `running` for a chat admitted running, read back from
+  // the start event on lean chats); workflows before the slot patch announced it again.
+  let published: GenerationPhase | undefined = needsSlot && !slotStartsRunning ? undefined : leanChat ? startedStatus() : 'queued';
   /** Set only on replay paths from before `settleOutcomeInMachine`, where the workflow overruled the machine. */
   let overruled: GenerationFailure | undefined;
 
@@ -165,13 +185,16 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     events.push({ type: 'SETTLED' });
   };
 
+  /** Whether this workflow trusts the API's own ledger call (lean chats do without a marker of their own). */
+  const trustsApi = (): boolean => leanChat || patched(PATCHES.apiRunRecorded);
+
   /** Where the API's own ledger call left a run it reported, on workflows that trust it. */
   const recordedByApi = (): ApiRunResult['recorded'] =>
-    apiRunResult?.recorded !== undefined && patched(PATCHES.apiRunRecorded) ? apiRunResult.recorded : undefined;
+    apiRunResult?.recorded !== undefined && trustsApi() ? apiRunResult.recorded : undefined;
 
   const effects: { [K in EffectName]: (params: EffectParams[K]) => Promise<void> } = {
     async startRunning() {
-      if (input.apiRun?.admittedRunning && patched(PATCHES.apiRunRecorded)) {
+      if (input.apiRun?.admittedRunning && trustsApi()) {
         events.push({ type: 'STARTED' });
         return;
       }
@@ -202,9 +225,9 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         // deadline, which is how a hold outlives an API that died mid-stream: it is released.
         const { deadlineMs } = input.apiRun;
         inBackground(async () => {
-          if (!(await condition(() => apiRunResult !== undefined, deadlineMs))) {
-            return { type: 'RUN_FAILED', error: { code: 'timeout', message: `the API did not report the run within ${deadlineMs} ms`, retryable: true } };
-          }
+          // A lean chat's wait is bounded by its one timer (above).
+          if (leanChat) await condition(() => apiRunResult !== undefined);
+          else if (!(await condition(() => apiRunResult !== undefined, deadlineMs))) return reportMissing(deadlineMs);
           const result = apiRunResult!;
           return result.ok ? { type: 'RUN_SUCCEEDED', output: result.output } : { type: 'RUN_FAILED', error: result.error };
         });
@@ -256,6 +279,8 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   const publishPhase = (): void => {
     const status = statusOf(snapshot.value);
     if (status === undefined) return;
+    // A lean chat started `running` (admitted so): the machine's `queued` until STARTED is no news.
+    if (status === 'queued' && published === 'running') return;
     phase = status;
     if (phase === published) return;
     published = phase;
@@ -303,6 +328,26 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
 
 /** A settle that found the hold released (the API's or the reconciler's doing): nothing was charged. */
 const RELEASED_BEFORE_SETTLE: GenerationFailure = { code: 'not_started', message: 'the hold was released before the run finished', retryable: true };
+
+/**
+ * The workflow's one timer: its deadline, or on a lean chat the sooner of that and the report's
+ * wait (`reportWait` when the wait is what it times).
+ */
+function deadlineOf(input: GenerationWorkflowInput | LegacyWorkflowInput, leanChat: boolean): { ms: number; reportWait: boolean } | undefined {
+  const wait = leanChat ? input.apiRun?.deadlineMs : undefined;
+  if (wait !== undefined && (input.deadlineMs === undefined || wait < input.deadlineMs)) return { ms: wait, reportWait: true };
+  return input.deadlineMs === undefined ? undefined : { ms: input.deadlineMs, reportWait: false };
+}
+
+/** What the API said about a chat it ran, never reported in time: it died mid-stream, the hold goes back. */
+const reportMissing = (ms: number): GenerationEvent =>
+  ({ type: 'RUN_FAILED', error: { code: 'timeout', message: `the API did not report the run within ${ms} ms`, retryable: true } });
+
+/** The status this workflow's start set (its search attribute), as the start event recorded it. */
+function startedStatus(): GenerationPhase {
+  const status = workflowInfo().typedSearchAttributes.get(GenerationStatus);
+  return status === 'running' ? 'running' : 'queued';
+}
 
 /** A deadline as its error message says it: a client's short one (`Cancel-After: 2`) in seconds. */
 const deadlineText = (ms: number): string => (ms < 120_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`);
