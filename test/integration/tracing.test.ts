@@ -157,8 +157,9 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       expect(traceId).toMatch(/^[0-9a-f]{32}$/);
       for (const l of logged) expect(l.span_id).toMatch(/^[0-9a-f]{16}$/);
 
-      // Jaeger has it whole once the processes' batches are flushed (a second or so).
-      const expected = ['POST /api/v1/generate', 'SignalWithStartWorkflow:generation|StartWorkflow:generation', 'RunWorkflow:generation', 'StartActivity:runProvider', 'RunActivity:runProvider', 'provider simulator'];
+      // Jaeger has it whole once the processes' batches are flushed (a second or so). A video's
+      // provider step is startProviderRun (the simulator answers its output in that one call).
+      const expected = ['POST /api/v1/generate', 'SignalWithStartWorkflow:generation|StartWorkflow:generation', 'RunWorkflow:generation', 'StartActivity:startProviderRun', 'RunActivity:startProviderRun', 'provider simulator'];
       const found = await traceHolding(traceId, expected);
 
       const spans = found.spans;
@@ -177,7 +178,7 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       expect(tagOf(provider!, 'gensvc.generation_id')).toBe(id);
       expect(tagOf(provider!, 'gensvc.model')).toBe('kling');
       // The provider call is inside the provider activity's run, in this trace.
-      const [runProvider] = named('RunActivity:runProvider');
+      const [runProvider] = named('RunActivity:startProviderRun');
       expect(provider!.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', traceID: traceId, spanID: runProvider!.spanID })]);
       // Every span hangs from another one of the trace: nothing of it started a trace of its own.
       const ids = new Set(spans.map((s) => s.spanID));
