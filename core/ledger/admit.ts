@@ -82,8 +82,9 @@ export async function admit(pool: pg.Pool, generations: readonly NewGeneration[]
     const inOneTransaction = () => inTransaction(pool, (tx) => admitAll(tx, generations, keyed, true));
     admission = await classified(() => (oneStatement ? admitAll(pool, generations, undefined, false) : inOneTransaction()));
     // The single statement refuses a hold that would cross the account's low-balance threshold:
-    // the transaction records the alert with it.
-    if (oneStatement && admission.outcome === 'refused') admission = await classified(inOneTransaction);
+    // the transaction records the alert with it. A refusal that found too little money is final,
+    // so a plain 402 costs one statement, not a second attempt.
+    if (oneStatement && admission.outcome === 'refused' && admission.availableMc >= admission.requiredMc) admission = await classified(inOneTransaction);
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
     const reached = err.budgetReached;
