@@ -12,26 +12,21 @@ import { admit, release } from '../../core/ledger';
 import { ADMIN_TOKEN, eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { createConformance, loadDocument } from '../support/openapi';
-import { eventOf, startReceiver } from '../support/webhook-receiver';
-import type { Received, TestReceiver } from '../support/webhook-receiver';
+import { eventOf, receiverPool } from '../support/webhook-receiver';
+import type { Received } from '../support/webhook-receiver';
 
 let h: Harness;
 let c: ReturnType<typeof createConformance>;
-const receivers: TestReceiver[] = [];
+const receivers = receiverPool();
+const receiver = receivers.start;
 beforeAll(async () => {
   h = await startHarness({ syncWaitMs: 20_000, webhooks: { retryScheduleMs: [150, 300, 600] } });
   c = createConformance(await loadDocument(h.app));
 });
 afterAll(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
+  await receivers.closeAll();
   await h?.close();
 });
-
-const receiver = async () => {
-  const r = await startReceiver();
-  receivers.push(r);
-  return r;
-};
 
 const adminPut = (url: string, body: unknown) =>
   h.app.inject({ method: 'PUT', url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: body as object });

@@ -4,22 +4,18 @@
  * real stripe-mock, and the account is credited when Stripe's signed event arrives (signed here
  * with the SDK's test-header helper, as Stripe would). Screenshot `billing` with UPDATE_SCREENSHOTS=1.
  */
-import { mkdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../support/browser';
+import { launchBrowser, screenshotFolder } from '../support/browser';
 import { userOf } from '../support/dashboard';
 import { startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { startStripeMock } from '../support/stripe-mock-server';
 import type { StripeMockServer } from '../support/stripe-mock-server';
 
-const SHOTS = process.env.UPDATE_SCREENSHOTS === '1'
-  ? new URL('../../docs/screenshots/', import.meta.url).pathname
-  : `${join(tmpdir(), `gensvc-billing-shots-${process.pid}`)}/`;
+const shots = screenshotFolder('billing');
+const SHOTS = shots.dir;
 const WEBHOOK_SECRET = 'whsec_test_billing_browser_0123456789';
 
 let h: Harness;
@@ -27,23 +23,22 @@ let closed: Harness;
 let mock: StripeMockServer;
 let browser: Awaited<ReturnType<typeof launchBrowser>>;
 let page: Page;
-const pageErrors: string[] = [];
+let pageErrors: string[];
 
 beforeAll(async () => {
-  await mkdir(SHOTS, { recursive: true });
+  await shots.make();
   mock = await startStripeMock();
   h = await startHarness({ listen: true, worker: false, billing: { secretKey: 'sk_test_123', webhookSecret: WEBHOOK_SECRET, apiUrl: mock.url, minCredits: 500, maxCredits: 50_000 } });
   closed = await startHarness({ listen: true, worker: false });
   browser = await launchBrowser();
-  page = browser.context.pages()[0] ?? (await browser.context.newPage());
-  page.on('pageerror', (err) => pageErrors.push(err.message));
+  ({ page, pageErrors } = browser);
 });
 afterAll(async () => {
   await browser?.close();
   await closed?.close();
   await h?.close();
   await mock?.stop();
-  if (process.env.UPDATE_SCREENSHOTS !== '1') await rm(SHOTS, { recursive: true, force: true });
+  await shots.remove();
 });
 
 async function logIn(base: string, u: { email: string; password: string }) {

@@ -5,22 +5,16 @@
  * (desktop, and a phone for some) go to docs/screenshots/ with UPDATE_SCREENSHOTS=1:
  *   UPDATE_SCREENSHOTS=1 npx vitest run test/integration/dashboard-browser.test.ts
  */
-import { mkdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
-import { launchBrowser } from '../support/browser';
+import { launchBrowser, screenshotFolder } from '../support/browser';
 import { startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { startReceiver } from '../support/webhook-receiver';
 import type { TestReceiver } from '../support/webhook-receiver';
 
-// Every run takes the screenshots (they render each page on a desktop and a phone); they replace
-// docs/screenshots/ only when asked, so that a test run leaves the working tree as it was.
-const SHOTS = process.env.UPDATE_SCREENSHOTS === '1'
-  ? new URL('../../docs/screenshots/', import.meta.url).pathname
-  : `${join(tmpdir(), `gensvc-screenshots-${process.pid}`)}/`;
+const shots = screenshotFolder('dashboard');
+const SHOTS = shots.dir;
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1280, height: 860 };
 const PASSWORD = 'a password for the browser test';
@@ -33,17 +27,16 @@ let receiver: TestReceiver;
 let base: string;
 let accountId: string;
 let email: string;
-const pageErrors: string[] = [];
+let pageErrors: string[];
 
 beforeAll(async () => {
-  await mkdir(SHOTS, { recursive: true });
+  await shots.make();
   h = await startHarness({ listen: true, syncWaitMs: 20_000, webhooks: { retryScheduleMs: [200, 200], relayPollMs: 200 } });
   base = h.baseUrl!;
   receiver = await startReceiver();
   browser = await launchBrowser();
   context = browser.context;
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('pageerror', (err) => pageErrors.push(err.message));
+  ({ page, pageErrors } = browser);
   page.on('dialog', (dialog) => void dialog.accept());
   ({ accountId } = await h.account({ credits: 500, chatCap: 3 }));
   email = `browser-${Date.now()}@example.com`;
@@ -52,7 +45,7 @@ afterAll(async () => {
   await browser?.close();
   await receiver?.close();
   await h?.close();
-  if (process.env.UPDATE_SCREENSHOTS !== '1') await rm(SHOTS, { recursive: true, force: true });
+  await shots.remove();
 });
 
 async function shot(name: string, size = DESKTOP): Promise<void> {

@@ -5,22 +5,18 @@
  * log in, and the overview shows the starting credits. Screenshots go to docs/screenshots/ with
  * UPDATE_SCREENSHOTS=1, as in dashboard-browser.test.ts.
  */
-import { mkdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailRelay } from '../../runtime/mail-relay';
 import type { MailRelay } from '../../runtime/mail-relay';
-import { launchBrowser } from '../support/browser';
+import { launchBrowser, screenshotFolder } from '../support/browser';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { startMailpit } from '../support/mailpit-server';
 import type { MailpitServer } from '../support/mailpit-server';
 
-const SHOTS = process.env.UPDATE_SCREENSHOTS === '1'
-  ? new URL('../../docs/screenshots/', import.meta.url).pathname
-  : `${join(tmpdir(), `gensvc-signup-shots-${process.pid}`)}/`;
+const shots = screenshotFolder('signup');
+const SHOTS = shots.dir;
 const PASSWORD = 'a password typed in the browser';
 
 let h: Harness;
@@ -28,23 +24,22 @@ let smtp: MailpitServer;
 let relay: MailRelay;
 let browser: Awaited<ReturnType<typeof launchBrowser>>;
 let page: Page;
-const pageErrors: string[] = [];
+let pageErrors: string[];
 
 beforeAll(async () => {
-  await mkdir(SHOTS, { recursive: true });
+  await shots.make();
   h = await startHarness({ listen: true, worker: false, signup: { startingCredits: 10, chatCap: 5 } });
   smtp = await startMailpit();
   relay = startMailRelay({ pool: h.pool, smtpUrl: smtp.smtpUrl, from: 'Generation service <signup@gensvc.test>', dashboardUrl: `${h.baseUrl!}/dashboard`, pollMs: 100 });
   browser = await launchBrowser();
-  page = browser.context.pages()[0] ?? (await browser.context.newPage());
-  page.on('pageerror', (err) => pageErrors.push(err.message));
+  ({ page, pageErrors } = browser);
 });
 afterAll(async () => {
   await browser?.close();
   await relay?.stop();
   await smtp?.stop();
   await h?.close();
-  if (process.env.UPDATE_SCREENSHOTS !== '1') await rm(SHOTS, { recursive: true, force: true });
+  await shots.remove();
 });
 
 describe('sign-up in Chromium', () => {

@@ -9,25 +9,19 @@ import { createWebhookDispatcher } from '../../service/webhook-dispatch';
 import { newId } from '../../core/ids';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
-import { eventOf, startReceiver } from '../support/webhook-receiver';
-import type { TestReceiver } from '../support/webhook-receiver';
+import { eventOf, receiverPool } from '../support/webhook-receiver';
 
 const DAY_MS = 86_400_000;
 let h: Harness;
-const receivers: TestReceiver[] = [];
+const receivers = receiverPool();
+const receiver = receivers.start;
 beforeAll(async () => {
   h = await startHarness({ webhooks: { retryScheduleMs: [200, 500, 1000, 1000] } });
 });
 afterAll(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
+  await receivers.closeAll();
   await h?.close();
 });
-
-const receiver = async () => {
-  const r = await startReceiver();
-  receivers.push(r);
-  return r;
-};
 
 interface Delivery {
   attempts: { statusCode: number | null; error: string | null; durationMs: number }[];

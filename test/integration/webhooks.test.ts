@@ -15,29 +15,24 @@ import { ADMIN_TOKEN, eventually, startHarness, WEBHOOK_SECRET_KEY, withScratchD
 import type { Harness } from '../support/harness';
 import { createConformance, loadDocument } from '../support/openapi';
 import type { Method } from '../support/openapi';
-import { eventOf, startReceiver } from '../support/webhook-receiver';
-import type { Received, TestReceiver } from '../support/webhook-receiver';
+import { eventOf, receiverPool } from '../support/webhook-receiver';
+import type { Received } from '../support/webhook-receiver';
 
 // Compressed: tests cannot wait 5 s, 5 min, 30 min… (the production schedule is unit-tested).
 const SCHEDULE = [150, 300, 600, 1000, 1000, 1000, 1000, 1000, 1000];
 
 let h: Harness;
 let c: ReturnType<typeof createConformance>;
-const receivers: TestReceiver[] = [];
+const receivers = receiverPool();
+const receiver = receivers.start;
 beforeAll(async () => {
   h = await startHarness({ syncWaitMs: 20_000, webhooks: { retryScheduleMs: SCHEDULE } });
   c = createConformance(await loadDocument(h.app));
 });
 afterAll(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
+  await receivers.closeAll();
   await h?.close();
 });
-
-const receiver = async (opts?: Parameters<typeof startReceiver>[0]) => {
-  const r = await startReceiver(opts);
-  receivers.push(r);
-  return r;
-};
 
 interface Endpoint {
   id: string;

@@ -79,3 +79,18 @@ export async function startReceiver(opts: { host?: string; port?: number; path?:
 }
 
 export const eventOf = (name: string) => (r: Received) => r.json.event === name;
+
+/** The receivers a test file starts as it goes, closed together in its afterAll. */
+export function receiverPool() {
+  const open: TestReceiver[] = [];
+  return {
+    start: async (opts?: Parameters<typeof startReceiver>[0]): Promise<TestReceiver> => {
+      const r = await startReceiver(opts);
+      open.push(r);
+      return r;
+    },
+    closeAll: async (): Promise<void> => {
+      await Promise.all(open.map((r) => r.close()));
+    },
+  };
+}
