@@ -242,7 +242,7 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
     });
   }, 120_000);
 
-  it('a chat the API streams itself (group B) is one trace: the HTTP span holding the provider stream', async () => {
+  it('a chat the API streams itself (group B) is one trace: the HTTP span holding the hold, the provider stream and the settle', async () => {
     await explained(async () => {
       const account = await http<{ id: string }>('POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: { plan: 'samurai', credits: 100, chatCap: 0 } });
       const key = await http<{ key: string }>('POST', `/admin/v1/accounts/${account.body.id}/keys`, { token: ADMIN_TOKEN, body: { scopes: ['chat'] } });
@@ -255,11 +255,15 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       expect(res.status).toBe(200);
       expect(await res.text()).toContain('data: [DONE]');
       const traceId = String(logOf(res.headers.get('x-request-id')).find((l) => l.trace_id)?.trace_id);
-      const t = await traceHolding(traceId, ['POST /v1/chat/completions', 'provider simulator']);
+      const t = await traceHolding(traceId, ['POST /v1/chat/completions', 'provider simulator', 'ledger admit', 'ledger settle']);
       const [httpSpan] = t.spans.filter((s) => s.operationName === 'POST /v1/chat/completions');
+      const inHttp = expect.objectContaining({ refType: 'CHILD_OF', spanID: httpSpan!.spanID });
       const [stream] = t.spans.filter((s) => s.operationName === 'provider simulator');
-      expect(stream!.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: httpSpan!.spanID })]);
+      expect(stream!.references).toEqual([inHttp]);
       expect(tagOf(stream!, 'gensvc.kind')).toBe('chat');
+      const ledger = t.spans.filter((s) => s.operationName.startsWith('ledger '));
+      expect(ledger.map((s) => [s.operationName, tagOf(s, 'gensvc.ledger.outcome')]).sort()).toEqual([['ledger admit', 'admitted'], ['ledger settle', 'settled']]);
+      for (const s of ledger) expect(s.references).toEqual([inHttp]);
     });
   });
 });
