@@ -16,7 +16,7 @@ import { deliveryPayload } from '../core/webhooks/payload';
 import { DISABLE_AFTER_FAILING_MS } from '../core/webhooks/schedule';
 import type { SecretBox } from '../core/webhooks/secret-box';
 import { deliveryHeaders } from '../core/webhooks/signing';
-import { inSpan } from '../core/tracing';
+import { inSpanFollowing } from '../core/tracing';
 
 export interface WebhookActivityDeps {
   pool: pg.Pool;
@@ -92,7 +92,10 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     let error: string | null = null;
     let excerpt: string | null = null;
     try {
-      const res = await inSpan('webhook attempt', { 'gensvc.delivery_id': target.id, 'gensvc.endpoint_id': endpoint.id, 'gensvc.event': target.event }, () =>
+      // Linked to the span that wrote the event, not its child: the delivery is retried for days
+      // after that trace ended, each attempt on its own (docs/decisions.md, "Tracing").
+      const attributes = { 'gensvc.delivery_id': target.id, 'gensvc.endpoint_id': endpoint.id, 'gensvc.event': target.event };
+      const res = await inSpanFollowing('webhook attempt', attributes, target.traceParent, () =>
         http.request(endpoint.url, { ...WEBHOOK_DELIVERY, headers, body, signal: Context.current().cancellationSignal }));
       statusCode = res.status;
       excerpt = excerptOf(res);

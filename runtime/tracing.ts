@@ -1,12 +1,13 @@
 // Tracing (OpenTelemetry), on when OTEL_EXPORTER_OTLP_ENDPOINT is set: one trace per generation,
 // from the API's HTTP span through the workflow start (Temporal client), the workflow and its
-// activities (Temporal's interceptors carry the context in headers), to the provider calls and
-// webhook attempts (core/tracing.ts). runtime/services.ts imports this module only when tracing
+// activities (Temporal's interceptors carry the context in headers), to the ledger's transactions
+// and the provider calls (core/tracing.ts); a webhook attempt is linked to the span that wrote its
+// event to the outbox. runtime/services.ts imports this module only when tracing
 // is on: off, no SDK starts, no interceptor is registered and none of this is loaded.
 import { createRequire } from 'node:module';
 import type { IncomingMessage } from 'node:http';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { Context, Span } from '@opentelemetry/api';
+import type { Context, Link, Span } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -78,9 +79,9 @@ function spanRunner(tracer: Tracer): SpanRunner {
     span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
   };
   return {
-    run: (name, attributes, work) => tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    run: (name, attributes, work, follows) => tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes, links: linkTo(follows) }, async (span) => {
       try {
-        return await work();
+        return await work({ set: (key, value) => span.setAttribute(key, value) });
       } catch (err) {
         failed(span, err);
         throw err;
@@ -99,7 +100,19 @@ function spanRunner(tracer: Tracer): SpanRunner {
         span.end();
       }
     },
+    traceparent() {
+      const carrier: { traceparent?: string } = {};
+      propagation.inject(context.active(), carrier);
+      return carrier.traceparent;
+    },
   };
+}
+
+/** The link to a stored traceparent; none when it is absent or not one (the propagator checks it). */
+function linkTo(traceparent: string | undefined): Link[] {
+  if (traceparent === undefined) return [];
+  const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, { traceparent }));
+  return linked ? [{ context: linked }] : [];
 }
 
 /** Polled every few seconds by balancers and Prometheus: a trace each would bury the ones that matter. */

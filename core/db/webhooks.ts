@@ -1,4 +1,5 @@
 import { idFloorAt, newId } from '../ids';
+import { activeTraceparent } from '../tracing';
 import { PING_EVENT } from '../webhooks/events';
 import type { WebhookFormat } from '../webhooks/events';
 import type { Queryable } from './pool';
@@ -112,8 +113,10 @@ export async function rotateEndpointSecret(
   return r.rows[0];
 }
 
-/** Inserts deliveries (the outbox rows) and wakes the relay once the transaction commits. */
 /**
+ * Inserts deliveries (the outbox rows) and wakes the relay once the transaction commits. Each
+ * keeps the traceparent of the span that wrote it (tracing on), so that its attempts, in a trace
+ * of their own, link back to the work that caused them; NULL with tracing off.
  * `progress`: the step of a progress delivery (core/webhooks/events.ts), one delivery per step.
  * `alertId`: the account alert an alert event announces (core/db/alerts.ts), one delivery per endpoint.
  */
@@ -125,8 +128,8 @@ export async function enqueueDeliveries(
   const ids = rows.map(() => newId('whd'));
   const r = await tx.query<{ id: string }>(
     `WITH ins AS (
-       INSERT INTO webhook_deliveries (id, endpoint_id, account_id, generation_id, event, progress, alert_id)
-       SELECT u.id, u.endpoint_id, u.account_id, $4, u.event, $6, $7
+       INSERT INTO webhook_deliveries (id, endpoint_id, account_id, generation_id, event, progress, alert_id, trace_parent)
+       SELECT u.id, u.endpoint_id, u.account_id, $4, u.event, $6, $7, $8
          FROM unnest($1::text[], $2::text[], $3::text[], $5::text[]) AS u (id, endpoint_id, account_id, event)
        ON CONFLICT DO NOTHING
        RETURNING id
@@ -134,7 +137,7 @@ export async function enqueueDeliveries(
        SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM (SELECT count(*) AS n FROM ins) c WHERE c.n > 0
      )
      SELECT id FROM ins, (SELECT count(*) FROM wake) w`,
-    [ids, rows.map((x) => x.endpointId), rows.map((x) => x.accountId), generationId, rows.map((x) => x.event), progress, alertId],
+    [ids, rows.map((x) => x.endpointId), rows.map((x) => x.accountId), generationId, rows.map((x) => x.event), progress, alertId, activeTraceparent()],
   );
   return r.rows.map((x) => x.id);
 }
@@ -183,22 +186,28 @@ export interface DeliveryTarget {
   progress: number | null;
   /** An alert event's alert (core/db/alerts.ts); null for every generation event and a ping. */
   alertId: string | null;
+  /** The W3C traceparent of the span that wrote the delivery; null when tracing was off. */
+  traceParent: string | null;
   createdAt: Date;
   endpoint: EndpointRow;
 }
 
 export async function loadDeliveryTarget(q: Queryable, deliveryId: string): Promise<DeliveryTarget | undefined> {
-  const r = await q.query<EndpointRow & { d_id: string; d_event: string; d_generation_id: string | null; d_progress: number | null; d_alert_id: string | null; d_created_at: Date }>(
+  const r = await q.query<EndpointRow & {
+    d_id: string; d_event: string; d_generation_id: string | null; d_progress: number | null; d_alert_id: string | null; d_trace_parent: string | null; d_created_at: Date;
+  }>(
     `SELECT d.id AS d_id, d.event AS d_event, d.generation_id AS d_generation_id, d.progress AS d_progress, d.alert_id AS d_alert_id,
-            d.created_at AS d_created_at, ${endpointColumns('e.')}
+            d.trace_parent AS d_trace_parent, d.created_at AS d_created_at, ${endpointColumns('e.')}
        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
       WHERE d.id = $1`,
     [deliveryId],
   );
   const row = r.rows[0];
   if (!row) return undefined;
-  const { d_id: id, d_event: event, d_generation_id: generationId, d_progress: progress, d_alert_id: alertId, d_created_at: createdAt, ...endpoint } = row;
-  return { id, event, generationId, progress, alertId, createdAt, endpoint };
+  const {
+    d_id: id, d_event: event, d_generation_id: generationId, d_progress: progress, d_alert_id: alertId, d_trace_parent: traceParent, d_created_at: createdAt, ...endpoint
+  } = row;
+  return { id, event, generationId, progress, alertId, traceParent, createdAt, endpoint };
 }
 
 export interface AttemptResult {

@@ -15,6 +15,7 @@ import type { AccountMoney } from './entries';
 import { classified } from './failures';
 import { notifyExpr } from './notify';
 import { owesEvent, recordStatusEvent } from './outbox';
+import { ledgerSpan } from './span';
 
 /** A priced generation about to be admitted. */
 export interface NewGeneration {
@@ -70,7 +71,12 @@ export type Admission =
  * request leaves no claim, no hold and no generation, and never a workflow. Idempotent per generation id: admitting an id that already
  * holds answers that hold.
  */
-export async function admit(pool: pg.Pool, generations: readonly NewGeneration[], keyed?: KeyedRequest): Promise<Admission> {
+export function admit(pool: pg.Pool, generations: readonly NewGeneration[], keyed?: KeyedRequest): Promise<Admission> {
+  const attributes = { 'gensvc.generation_id': generations[0]?.id, 'gensvc.generations': generations.length };
+  return ledgerSpan('admit', attributes, () => admitRequest(pool, generations, keyed));
+}
+
+async function admitRequest(pool: pg.Pool, generations: readonly NewGeneration[], keyed?: KeyedRequest): Promise<Admission> {
   const first = generations[0];
   if (!first) throw new Error('admit: nothing to admit');
   // One paid generation without a key and with no webhook owed is one statement, atomic by

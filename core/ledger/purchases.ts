@@ -6,6 +6,7 @@ import { credit } from './credit';
 import { appendEntry } from './entries';
 import type { AccountMoney } from './entries';
 import { classified } from './failures';
+import { ledgerSpan } from './span';
 
 /** A paid Stripe Checkout Session, as its signed event describes it. */
 export interface PaidCheckout {
@@ -24,8 +25,8 @@ export type PurchaseOutcome = 'credited' | 'already' | 'unknown_account';
  * the row's primary key is the session, so a redelivered or concurrent event finds it (a second
  * insert waits for the first to commit, then does nothing) and changes nothing.
  */
-export async function creditPurchase(pool: pg.Pool, p: PaidCheckout): Promise<PurchaseOutcome> {
-  return classified(() => inTransaction(pool, async (tx) => {
+export function creditPurchase(pool: pg.Pool, p: PaidCheckout): Promise<PurchaseOutcome> {
+  return ledgerSpan('purchase', { 'gensvc.account_id': p.accountId }, () => classified(() => inTransaction(pool, async (tx) => {
     const account = await tx.query('SELECT 1 FROM accounts WHERE id = $1', [p.accountId]);
     if ((account.rowCount ?? 0) === 0) return 'unknown_account';
     const inserted = await tx.query(
@@ -36,7 +37,7 @@ export async function creditPurchase(pool: pg.Pool, p: PaidCheckout): Promise<Pu
     if ((inserted.rowCount ?? 0) === 0) return 'already';
     await credit(tx, p.accountId, p.creditsMc, `topup stripe ${p.sessionId}${p.paymentIntentId ? ` ${p.paymentIntentId}` : ''}`);
     return 'credited';
-  }));
+  })));
 }
 
 export type RefundOutcome =
@@ -50,8 +51,8 @@ export type RefundOutcome =
  * held, so running generations still settle). Stripe sends the refunded total, so events that come
  * again or out of order change nothing.
  */
-export async function debitRefund(pool: pg.Pool, r: { paymentIntentId: string; refundedCents: number; eventId: string }): Promise<RefundOutcome> {
-  return classified(() => inTransaction(pool, async (tx) => {
+export function debitRefund(pool: pg.Pool, r: { paymentIntentId: string; refundedCents: number; eventId: string }): Promise<RefundOutcome> {
+  return ledgerSpan('refund', {}, () => classified(() => inTransaction(pool, async (tx): Promise<RefundOutcome> => {
     const found = await tx.query<{ checkout_session_id: string; account_id: string; credits_mc: number; amount_cents: number; refunded_cents: number }>(
       'SELECT checkout_session_id, account_id, credits_mc, amount_cents, refunded_cents FROM stripe_payments WHERE payment_intent_id = $1 FOR UPDATE',
       [r.paymentIntentId],
@@ -75,5 +76,5 @@ export async function debitRefund(pool: pg.Pool, r: { paymentIntentId: string; r
     await recordBalanceLow(tx, payment.account_id);
     await tx.query('UPDATE stripe_payments SET refunded_cents = $2, debited_mc = debited_mc + $3, updated_at = now() WHERE checkout_session_id = $1', [payment.checkout_session_id, refunded, after.debited_mc]);
     return { outcome: 'debited', owedMc, debitedMc: after.debited_mc };
-  }));
+  })));
 }

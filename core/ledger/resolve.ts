@@ -9,6 +9,7 @@ import { appendEntry, moveAccount } from './entries';
 import { classified } from './failures';
 import { notifyExpr } from './notify';
 import { recordStatusEvent } from './outbox';
+import { ledgerSpan } from './span';
 
 export interface SettleRequest {
   generationId: string;
@@ -33,13 +34,15 @@ export type Resolution =
  * output, and its webhook deliveries are written: one transaction, once. A repeat finds the hold
  * moved and changes nothing.
  */
-export async function settle(pool: pg.Pool, req: SettleRequest): Promise<Resolution> {
-  return counted(await classified(() => inTransaction(pool, (tx) => settleIn(tx, req))));
+export function settle(pool: pg.Pool, req: SettleRequest): Promise<Resolution> {
+  return ledgerSpan('settle', { 'gensvc.generation_id': req.generationId }, async () =>
+    counted(await classified(() => inTransaction(pool, (tx) => settleIn(tx, req)))));
 }
 
 /** The hold goes back (a free reply's allowance too), the generation `failed` with `failure`: one transaction, once. */
-export async function release(pool: pg.Pool, generationId: string, failure: GenerationFailure): Promise<Resolution> {
-  return counted(await classified(() => inTransaction(pool, (tx) => releaseIn(tx, generationId, failure))));
+export function release(pool: pg.Pool, generationId: string, failure: GenerationFailure): Promise<Resolution> {
+  return ledgerSpan('release', { 'gensvc.generation_id': generationId, 'gensvc.failure': failure.code }, async () =>
+    counted(await classified(() => inTransaction(pool, (tx) => releaseIn(tx, generationId, failure)))));
 }
 
 async function settleIn(tx: Queryable, req: SettleRequest): Promise<Resolution> {

@@ -5,6 +5,7 @@ import type { GenerationKind, GenerationStatus } from '../vocabulary';
 import { classified } from './failures';
 import { notifyExpr } from './notify';
 import { recordStatusEvent } from './outbox';
+import { ledgerSpan } from './span';
 
 /** `running`: it runs now (or already did); `waiting`: no slot yet; `finished`: it ended before it could run. */
 export type StartOutcome = 'running' | 'waiting' | 'finished';
@@ -24,7 +25,11 @@ export interface StartRequest {
  * `running` row itself, so the transaction that settles or releases the hold frees it, whatever
  * ends the job. Locking the account row serialises the claims of one account.
  */
-export async function startRunning(pool: pg.Pool, req: StartRequest): Promise<StartOutcome> {
+export function startRunning(pool: pg.Pool, req: StartRequest): Promise<StartOutcome> {
+  return ledgerSpan('start running', { 'gensvc.generation_id': req.generationId }, () => startIn(pool, req));
+}
+
+function startIn(pool: pg.Pool, req: StartRequest): Promise<StartOutcome> {
   return classified(() => inTransaction(pool, async (tx) => {
     const started = req.slotLimit === undefined ? await start(tx, req) : await claimSlot(tx, req, req.slotLimit);
     if (started) {

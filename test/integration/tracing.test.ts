@@ -1,9 +1,10 @@
 // One trace per generation, checked in a real Jaeger (v2, `npm run jaeger`) through its query API:
 // the API process and a worker process (runtime/api-process.ts, runtime/worker-process.ts) export
 // their spans with OTLP to it; one video submitted through group A yields one trace holding the
-// HTTP span, the workflow start and run, its activities and the provider call, and the trace id is
-// in the API's JSON log lines of that request. The webhook delivery it causes is a trace of its own,
-// holding the delivery attempt. Development mode, so that webhooks may go to a loopback receiver.
+// HTTP span, the workflow start and run, its activities, the ledger's transactions and the provider
+// call, and the trace id is in the API's JSON log lines of that request. The webhook delivery it
+// causes is a trace of its own, its attempt linked to the settle that wrote the event. Development
+// mode, so that webhooks may go to a loopback receiver.
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -128,7 +129,7 @@ function traceHolding(traceId: string, names: string[]): Promise<JaegerTrace> {
 }
 
 describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
-  it('one video submitted through group A is one trace: the HTTP span, the workflow start and run, its activities and the provider call; its request log lines carry the trace id; its webhook attempt is traced too, and probes are not', async () => {
+  it('one video submitted through group A is one trace: the HTTP span, the workflow start and run, its activities, the ledger transactions and the provider call; its request log lines carry the trace id; its webhook attempt is traced too, linked to it, and probes are not', async () => {
     await explained(async () => {
       const account = await http<{ id: string }>('POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: { plan: 'samurai', credits: 100, chatCap: 0 } });
       expect(account.status).toBe(201);
@@ -159,7 +160,10 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
 
       // Jaeger has it whole once the processes' batches are flushed (a second or so). A video's
       // provider step is startProviderRun (the simulator answers its output in that one call).
-      const expected = ['POST /api/v1/generate', 'SignalWithStartWorkflow:generation|StartWorkflow:generation', 'RunWorkflow:generation', 'StartActivity:startProviderRun', 'RunActivity:startProviderRun', 'provider simulator'];
+      const expected = [
+        'POST /api/v1/generate', 'SignalWithStartWorkflow:generation|StartWorkflow:generation', 'RunWorkflow:generation', 'StartActivity:startProviderRun', 'RunActivity:startProviderRun', 'provider simulator',
+        'ledger admit', 'ledger start running', 'ledger settle',
+      ];
       const found = await traceHolding(traceId, expected);
 
       const spans = found.spans;
@@ -186,6 +190,27 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       // The ledger's local activities are in it too.
       expect(spans.filter((s) => s.operationName.startsWith('RunActivity:')).length).toBeGreaterThan(1);
 
+      // The ledger's transactions, each under the step that ran it and saying what came of it: the
+      // hold in the request, the slot's claim (asked again until granted) and the settle in their activities.
+      const parentOf = (s: JaegerSpan) => spans.find((p) => p.spanID === s.references.find((r) => r.refType === 'CHILD_OF')?.spanID);
+      const [admitted] = named('ledger admit');
+      expect(parentOf(admitted!)).toBe(httpSpan);
+      expect(serviceOf(admitted!)).toBe('gensvc-api');
+      expect(tagOf(admitted!, 'gensvc.generation_id')).toBe(id);
+      expect(tagOf(admitted!, 'gensvc.ledger.outcome')).toBe('admitted');
+      expect(tagOf(admitted!, 'db.system')).toBe('postgresql');
+      const claims = named('ledger start running');
+      expect(new Set(claims.map((s) => parentOf(s)?.operationName))).toEqual(new Set(['RunActivity:waitForVideoSlot']));
+      expect(claims.map((s) => tagOf(s, 'gensvc.ledger.outcome')).sort()).toEqual(['running', ...claims.slice(1).map(() => 'waiting')]);
+      const settles = named('ledger settle');
+      expect(settles).toHaveLength(1);
+      const settled = settles[0]!;
+      expect(parentOf(settled)?.operationName).toBe('RunActivity:settle');
+      expect(serviceOf(settled)).toBe('gensvc-worker');
+      expect(tagOf(settled, 'gensvc.generation_id')).toBe(id);
+      expect(tagOf(settled, 'gensvc.ledger.outcome')).toBe('settled');
+      expect(named('ledger release')).toEqual([]);
+
       // And the provider call of this generation is in no other trace.
       const tags = encodeURIComponent(JSON.stringify({ 'gensvc.generation_id': id }));
       const withIt = await query<JaegerTrace[]>(`/api/traces?service=gensvc-worker&operation=${encodeURIComponent('provider simulator')}&tags=${tags}&lookback=1h&limit=20`);
@@ -197,7 +222,8 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       expect(operations.body.data).toContain('POST /api/v1/generate');
       expect(operations.body.data.filter((o) => /\/health|\/metrics/.test(o))).toEqual([]);
 
-      // The completion's webhook: its delivery workflow, and the attempt inside it, in a trace of its own.
+      // The completion's webhook: its delivery workflow, and the attempt inside it, in a trace of its
+      // own; the attempt links (FOLLOWS_FROM) to the settle that wrote the event to the outbox.
       await receiver!.until(1);
       const endpointTag = encodeURIComponent(JSON.stringify({ 'gensvc.endpoint_id': endpoint.body.id }));
       const delivery = await eventually(async () => {
@@ -208,12 +234,15 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       expect(delivery).toHaveLength(1);
       const attempt = delivery[0]!.spans.find((s) => s.operationName === 'webhook attempt')!;
       const attemptRun = delivery[0]!.spans.find((s) => s.operationName === 'RunActivity:attemptWebhookDelivery');
-      expect(attempt.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: attemptRun?.spanID })]);
+      expect(attempt.references).toEqual([
+        expect.objectContaining({ refType: 'CHILD_OF', traceID: delivery[0]!.traceID, spanID: attemptRun?.spanID }),
+        expect.objectContaining({ refType: 'FOLLOWS_FROM', traceID: traceId, spanID: settled.spanID }),
+      ]);
       expect(delivery[0]!.traceID).not.toBe(traceId);
     });
   }, 120_000);
 
-  it('a chat the API streams itself (group B) is one trace: the HTTP span holding the provider stream', async () => {
+  it('a chat the API streams itself (group B) is one trace: the HTTP span holding the hold, the provider stream and the settle', async () => {
     await explained(async () => {
       const account = await http<{ id: string }>('POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: { plan: 'samurai', credits: 100, chatCap: 0 } });
       const key = await http<{ key: string }>('POST', `/admin/v1/accounts/${account.body.id}/keys`, { token: ADMIN_TOKEN, body: { scopes: ['chat'] } });
@@ -226,11 +255,15 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       expect(res.status).toBe(200);
       expect(await res.text()).toContain('data: [DONE]');
       const traceId = String(logOf(res.headers.get('x-request-id')).find((l) => l.trace_id)?.trace_id);
-      const t = await traceHolding(traceId, ['POST /v1/chat/completions', 'provider simulator']);
+      const t = await traceHolding(traceId, ['POST /v1/chat/completions', 'provider simulator', 'ledger admit', 'ledger settle']);
       const [httpSpan] = t.spans.filter((s) => s.operationName === 'POST /v1/chat/completions');
+      const inHttp = expect.objectContaining({ refType: 'CHILD_OF', spanID: httpSpan!.spanID });
       const [stream] = t.spans.filter((s) => s.operationName === 'provider simulator');
-      expect(stream!.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: httpSpan!.spanID })]);
+      expect(stream!.references).toEqual([inHttp]);
       expect(tagOf(stream!, 'gensvc.kind')).toBe('chat');
+      const ledger = t.spans.filter((s) => s.operationName.startsWith('ledger '));
+      expect(ledger.map((s) => [s.operationName, tagOf(s, 'gensvc.ledger.outcome')]).sort()).toEqual([['ledger admit', 'admitted'], ['ledger settle', 'settled']]);
+      for (const s of ledger) expect(s.references).toEqual([inHttp]);
     });
   });
 });

@@ -214,6 +214,9 @@ describe('deliveries', () => {
     for (const e of events) expectSigned(e, flatEndpoint.secret);
     const [completed] = await nested.until(1, (r) => (r.json.generation as { id?: string } | undefined)?.id === id);
     expect(completed!.json).toMatchObject({ event: 'generation.completed', generation: { id, kind: 'video', status: 'succeeded', creditsCharged: 6 } });
+    // Tracing is off here: the outbox rows keep no trace context (tracing.test.ts has it on).
+    const kept = await h.pool.query<{ trace_parent: string | null }>('SELECT trace_parent FROM webhook_deliveries WHERE generation_id = $1', [id]);
+    expect(kept.rows.map((r) => r.trace_parent)).toEqual([null, null, null, null]);
 
     // Images are not in catalogue B; a failed video is generation.failed in both.
     await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'not for flat' } });
