@@ -1,22 +1,47 @@
-import { Context } from '@temporalio/activity';
+import { CompleteAsyncError, Context } from '@temporalio/activity';
+import { ActivityNotFoundError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { startRunning } from '../core/ledger';
+import { claimFreedVideoSlots, claimVideoSlotOrPark, startRunning } from '../core/ledger';
+import type { Resolution } from '../core/ledger';
+import { metrics } from '../core/metrics';
 
 export interface SlotDeps {
   pool: pg.Pool;
+  client: Client;
   videoConcurrency: number;
-  /** How often a waiting video asks again for a slot. */
+  /** How often a video waiting in `waitForVideoSlot` (workflows before `video-slot-park`) asks again. */
   slotPollMs?: number;
 }
 
+/** How long one completion may take: past it the waiter's own next look (the safety poll) claims. */
+const WAKE_TIMEOUT_MS = 5_000;
+
 /**
- * Waits, first in first out, for one of the account's video slots; the ledger's claim records
- * `running`. The wait lives inside the activity (polling and heartbeating) rather than in
- * workflow timers, so a long queue does not grow the workflow history, and a crashed worker is
- * noticed by the heartbeat timeout.
+ * A video's wait for one of its account's slots, first in first out, holding no worker slot
+ * (docs/decisions.md, "A video waiting for its slot holds no worker slot"). Each attempt of
+ * `claimVideoSlot` looks once: it claims the slot (the ledger records `running`) or, when an older
+ * video or the account's limit stands in the way, parks its task token in PostgreSQL and completes
+ * asynchronously, returning its activity slot at once. Whoever frees a slot (`wakeVideoWaiters`,
+ * after the settle or release committed) claims it for the oldest queued video and completes that
+ * video's token; a wake that is lost leaves the attempt to time out after the workflow's safety
+ * poll period, and Temporal's retry is the next look. Nothing of a worker is held between looks.
  */
 export function createSlotActivities({ pool, videoConcurrency, slotPollMs = 250 }: SlotDeps) {
   return {
+    async claimVideoSlot(req: { accountId: string; generationId: string }): Promise<'granted' | 'finished'> {
+      const ctx = Context.current();
+      const outcome = await claimVideoSlotOrPark(pool, { ...req, slotLimit: videoConcurrency }, ctx.info.taskToken);
+      if (outcome === 'running') return 'granted';
+      if (outcome === 'finished') return 'finished';
+      metrics.videoSlotParks.inc();
+      throw new CompleteAsyncError();
+    },
+    /**
+     * The wait of workflows started before `video-slot-park`: it polls inside the activity,
+     * heartbeating, and holds a worker slot all along. It may go once those have closed (one video
+     * deadline after that release).
+     */
     async waitForVideoSlot(req: { accountId: string; generationId: string }): Promise<'granted' | 'finished'> {
       const ctx = Context.current();
       for (;;) {
@@ -27,5 +52,41 @@ export function createSlotActivities({ pool, videoConcurrency, slotPollMs = 250 
         await ctx.sleep(slotPollMs);
       }
     },
+  };
+}
+
+/** Wakes the waiters a finished generation's slot lets run; called by the activities that free one. */
+export type VideoSlotWaker = (generationId: string, resolution: Resolution) => Promise<void>;
+
+/**
+ * After a settle or release committed, gives the account's freed video slots to its oldest queued
+ * videos (the ledger claims them on their behalf) and completes the parked waits of those claimed.
+ * It never fails its caller: the charge or release is already done, and a waiter this misses is
+ * found by its own next look. A token whose attempt has timed out meanwhile answers
+ * ActivityNotFoundError: harmless, the claim stands and the next attempt finds it `running`.
+ */
+export function createVideoSlotWaker({ pool, client, videoConcurrency }: Omit<SlotDeps, 'slotPollMs'>): VideoSlotWaker {
+  return async (generationId, resolution) => {
+    // A repeat ('already') does not say its kind: the claim's own lookup does.
+    if (resolution.outcome !== 'already' && resolution.kind !== 'video') return;
+    const log = Context.current().log;
+    let woken;
+    try {
+      woken = await claimFreedVideoSlots(pool, generationId, videoConcurrency);
+    } catch (err) {
+      log.warn('freed video slots could not be claimed; the waiters will look again', { generationId, error: (err as Error).message });
+      return;
+    }
+    for (const { generationId: waiter, taskToken } of woken) {
+      if (taskToken === undefined) continue;
+      try {
+        await client.withDeadline(Date.now() + WAKE_TIMEOUT_MS, () => client.activity.complete(taskToken, 'granted'));
+        metrics.videoSlotWakes.inc({ outcome: 'completed' });
+      } catch (err) {
+        const stale = err instanceof ActivityNotFoundError;
+        metrics.videoSlotWakes.inc({ outcome: stale ? 'stale' : 'failed' });
+        if (!stale) log.warn('a claimed video could not be woken; its next look finds it running', { generationId: waiter, error: (err as Error).message });
+      }
+    }
   };
 }
