@@ -14,7 +14,7 @@ export interface SlotDeps {
   slotPollMs?: number;
 }
 
-/** How long one completion may take: past it the waiter's own next look (the safety poll) claims. */
+/** How long the completions of one wake may take: past it the waiters' own next looks find them claimed. */
 const WAKE_TIMEOUT_MS = 5_000;
 
 /**
@@ -77,10 +77,11 @@ export function createVideoSlotWaker({ pool, client, videoConcurrency }: Omit<Sl
       log.warn('freed video slots could not be claimed; the waiters will look again', { generationId, error: (err as Error).message });
       return;
     }
+    const deadline = Date.now() + WAKE_TIMEOUT_MS;
     for (const { generationId: waiter, taskToken } of woken) {
       if (taskToken === undefined) continue;
       try {
-        await client.withDeadline(Date.now() + WAKE_TIMEOUT_MS, () => client.activity.complete(taskToken, 'granted'));
+        await client.withDeadline(deadline, () => client.activity.complete(taskToken, 'granted'));
         metrics.videoSlotWakes.inc({ outcome: 'completed' });
       } catch (err) {
         const stale = err instanceof ActivityNotFoundError;
