@@ -3,7 +3,7 @@ import { ActivityNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { claimFreedVideoSlots, claimVideoSlotOrPark, startRunning } from '../core/ledger';
-import type { Resolution } from '../core/ledger';
+import type { ClaimedWaiter, Resolution } from '../core/ledger';
 import { metrics } from '../core/metrics';
 
 export interface SlotDeps {
@@ -22,16 +22,18 @@ const WAKE_TIMEOUT_MS = 5_000;
  * (docs/decisions.md, "A video waiting for its slot holds no worker slot"). Each attempt of
  * `claimVideoSlot` looks once: it claims the slot (the ledger records `running`) or, when an older
  * video or the account's limit stands in the way, parks its task token in PostgreSQL and completes
- * asynchronously, returning its activity slot at once. Whoever frees a slot (`wakeVideoWaiters`,
- * after the settle or release committed) claims it for the oldest queued video and completes that
- * video's token; a wake that is lost leaves the attempt to time out after the workflow's safety
- * poll period, and Temporal's retry is the next look. Nothing of a worker is held between looks.
+ * asynchronously, returning its activity slot at once. Whoever moves the head of the account's
+ * queue (a look that claims, a settle or release: `createVideoSlotWaker`) claims the slots still
+ * free for the oldest queued videos and completes their waits; a wake that is lost leaves the
+ * attempt to time out after the workflow's safety poll period, and Temporal's retry is the next
+ * look. Nothing of a worker is held between two looks.
  */
-export function createSlotActivities({ pool, videoConcurrency, slotPollMs = 250 }: SlotDeps) {
+export function createSlotActivities({ pool, client, videoConcurrency, slotPollMs = 250 }: SlotDeps) {
   return {
     async claimVideoSlot(req: { accountId: string; generationId: string }): Promise<'granted' | 'finished'> {
       const ctx = Context.current();
-      const outcome = await claimVideoSlotOrPark(pool, { ...req, slotLimit: videoConcurrency }, ctx.info.taskToken);
+      const { outcome, woken } = await claimVideoSlotOrPark(pool, { ...req, slotLimit: videoConcurrency }, ctx.info.taskToken);
+      await completeWaits(client, woken);
       if (outcome === 'running') return 'granted';
       if (outcome === 'finished') return 'finished';
       metrics.videoSlotParks.inc();
@@ -62,32 +64,39 @@ export type VideoSlotWaker = (generationId: string, resolution: Resolution) => P
  * After a settle or release committed, gives the account's freed video slots to its oldest queued
  * videos (the ledger claims them on their behalf) and completes the parked waits of those claimed.
  * It never fails its caller: the charge or release is already done, and a waiter this misses is
- * found by its own next look. A token whose attempt has timed out meanwhile answers
- * ActivityNotFoundError: harmless, the claim stands and the next attempt finds it `running`.
+ * found by its own next look.
  */
 export function createVideoSlotWaker({ pool, client, videoConcurrency }: Omit<SlotDeps, 'slotPollMs'>): VideoSlotWaker {
   return async (generationId, resolution) => {
     // A repeat ('already') does not say its kind: the claim's own lookup does.
     if (resolution.outcome !== 'already' && resolution.kind !== 'video') return;
-    const log = Context.current().log;
     let woken;
     try {
       woken = await claimFreedVideoSlots(pool, generationId, videoConcurrency);
     } catch (err) {
-      log.warn('freed video slots could not be claimed; the waiters will look again', { generationId, error: (err as Error).message });
+      Context.current().log.warn('freed video slots could not be claimed; the waiters will look again', { generationId, error: (err as Error).message });
       return;
     }
-    const deadline = Date.now() + WAKE_TIMEOUT_MS;
-    for (const { generationId: waiter, taskToken } of woken) {
-      if (taskToken === undefined) continue;
-      try {
-        await client.withDeadline(deadline, () => client.activity.complete(taskToken, 'granted'));
-        metrics.videoSlotWakes.inc({ outcome: 'completed' });
-      } catch (err) {
-        const stale = err instanceof ActivityNotFoundError;
-        metrics.videoSlotWakes.inc({ outcome: stale ? 'stale' : 'failed' });
-        if (!stale) log.warn('a claimed video could not be woken; its next look finds it running', { generationId: waiter, error: (err as Error).message });
-      }
-    }
+    await completeWaits(client, woken);
   };
+}
+
+/**
+ * Completes the parked waits of videos whose slots were claimed on their behalf. A token whose
+ * attempt has timed out meanwhile answers ActivityNotFoundError: harmless, the claim stands and the
+ * next attempt finds the video `running`. Any other failure is left to that next look too.
+ */
+async function completeWaits(client: Client, woken: readonly ClaimedWaiter[]): Promise<void> {
+  const deadline = Date.now() + WAKE_TIMEOUT_MS;
+  for (const { generationId, taskToken } of woken) {
+    if (taskToken === undefined) continue;
+    try {
+      await client.withDeadline(deadline, () => client.activity.complete(taskToken, 'granted'));
+      metrics.videoSlotWakes.inc({ outcome: 'completed' });
+    } catch (err) {
+      const stale = err instanceof ActivityNotFoundError;
+      metrics.videoSlotWakes.inc({ outcome: stale ? 'stale' : 'failed' });
+      if (!stale) Context.current().log.warn('a claimed video could not be woken; its next look finds it running', { generationId, error: (err as Error).message });
+    }
+  }
 }

@@ -20,6 +20,6 @@ export type { Resolution, SettleRequest } from './resolve';
 export { startRunning } from './running';
 export type { StartOutcome, StartRequest } from './running';
 export { claimFreedVideoSlots, claimVideoSlotOrPark } from './video-slots';
-export type { ClaimedWaiter, VideoSlotRequest } from './video-slots';
+export type { ClaimedWaiter, VideoSlotLook, VideoSlotRequest } from './video-slots';
 export { creditPurchase, debitRefund } from './purchases';
 export type { PaidCheckout, PurchaseOutcome, RefundOutcome } from './purchases';

@@ -13,31 +13,10 @@ export interface VideoSlotRequest {
   slotLimit: number;
 }
 
-/**
- * One look of a video waiting for its account's slot (docs/decisions.md, "A video waiting for its
- * slot holds no worker slot"): claims the slot if the video may run now (first in, first out);
- * otherwise leaves `taskToken`, the waiting attempt's, for whoever frees a slot. Claim and park are
- * one transaction under the account's lock, as every claim is: a slot freed meanwhile either is
- * claimed here or finds the token parked, never neither.
- */
-export async function claimVideoSlotOrPark(pool: pg.Pool, req: VideoSlotRequest, taskToken: Uint8Array): Promise<StartOutcome> {
-  return classified(() => inTransaction(pool, async (tx) => {
-    if (await claimSlot(tx, req, req.slotLimit)) {
-      await claimed(tx, req.generationId);
-      return 'running';
-    }
-    const parked = await tx.query(
-      `INSERT INTO video_slot_waits (generation_id, account_id, task_token)
-       SELECT id, account_id, $2 FROM generations WHERE id = $1 AND status = 'queued'
-       ON CONFLICT (generation_id) DO UPDATE SET task_token = EXCLUDED.task_token, parked_at = now()`,
-      [req.generationId, Buffer.from(taskToken)],
-    );
-    if ((parked.rowCount ?? 0) > 0) return 'waiting';
-    // Not queued: claimed on its behalf by whoever freed a slot, or ended before it could run.
-    const r = await tx.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [req.generationId]);
-    await tx.query('DELETE FROM video_slot_waits WHERE generation_id = $1', [req.generationId]);
-    return r.rows[0]?.status === 'running' ? 'running' : 'finished';
-  }));
+/** A look's outcome, and the videos behind it whose slots it claimed too (their waits to complete). */
+export interface VideoSlotLook {
+  outcome: StartOutcome;
+  woken: ClaimedWaiter[];
 }
 
 /** A video whose slot was claimed on its behalf, with the token of its parked wait (absent if it never parked). */
@@ -47,11 +26,37 @@ export interface ClaimedWaiter {
 }
 
 /**
+ * One look of a video waiting for its account's slot (docs/decisions.md, "A video waiting for its
+ * slot holds no worker slot"): claims the slot if the video may run now (first in, first out);
+ * otherwise leaves `taskToken`, the waiting attempt's, for whoever frees a slot. Claim and park are
+ * one transaction under the account's lock, as every claim is: a slot freed meanwhile either is
+ * claimed here or finds the token parked, never neither. A look that claims moves the head of the
+ * queue, so slots still free go at once to the videos behind it, which may have parked first.
+ */
+export async function claimVideoSlotOrPark(pool: pg.Pool, req: VideoSlotRequest, taskToken: Uint8Array): Promise<VideoSlotLook> {
+  return classified(() => inTransaction(pool, async (tx) => {
+    if (await claimSlot(tx, req, req.slotLimit)) {
+      await claimed(tx, req.generationId);
+      return { outcome: 'running', woken: await claimForOldest(tx, req.accountId, req.slotLimit) };
+    }
+    const parked = await tx.query(
+      `INSERT INTO video_slot_waits (generation_id, account_id, task_token)
+       SELECT id, account_id, $2 FROM generations WHERE id = $1 AND status = 'queued'
+       ON CONFLICT (generation_id) DO UPDATE SET task_token = EXCLUDED.task_token, parked_at = now()`,
+      [req.generationId, Buffer.from(taskToken)],
+    );
+    if ((parked.rowCount ?? 0) > 0) return { outcome: 'waiting', woken: [] };
+    // Not queued: claimed on its behalf by whoever freed a slot, or ended before it could run.
+    const r = await tx.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [req.generationId]);
+    await tx.query('DELETE FROM video_slot_waits WHERE generation_id = $1', [req.generationId]);
+    return { outcome: r.rows[0]?.status === 'running' ? 'running' : 'finished', woken: [] };
+  }));
+}
+
+/**
  * After a video of the account ended (or left the queue), claims the account's free slots for its
- * oldest queued videos, in the order their own claims would take them, and answers whom to wake.
- * A claim is the same status change the waiter's own look makes, so whichever comes second finds
- * it `running` and nothing is claimed twice. Rows of waits that ended while queued (a cancel, a
- * deadline) are dropped here: nobody will wake them.
+ * oldest queued videos and answers whom to wake. Rows of waits that ended while queued (a cancel,
+ * a deadline) are dropped here: nobody will wake them.
  */
 export async function claimFreedVideoSlots(pool: pg.Pool, freedBy: string, slotLimit: number): Promise<ClaimedWaiter[]> {
   return classified(() => inTransaction(pool, async (tx) => {
@@ -60,22 +65,31 @@ export async function claimFreedVideoSlots(pool: pg.Pool, freedBy: string, slotL
     if (accountId === undefined) return [];
     // Locked before the oldest is chosen, so that no other claim of the account changes the queue meanwhile.
     await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
-    const woken: ClaimedWaiter[] = [];
-    for (;;) {
-      const next = await tx.query<{ id: string }>(
-        `SELECT id FROM generations WHERE account_id = $1 AND kind = 'video' AND status = 'queued' ORDER BY id LIMIT 1`,
-        [accountId],
-      );
-      const generationId = next.rows[0]?.id;
-      if (generationId === undefined || !(await claimSlot(tx, { generationId, accountId }, slotLimit))) break;
-      woken.push({ generationId, taskToken: await claimed(tx, generationId) });
-    }
+    const woken = await claimForOldest(tx, accountId, slotLimit);
     await tx.query(
       `DELETE FROM video_slot_waits w USING generations g WHERE w.account_id = $1 AND g.id = w.generation_id AND g.status <> 'queued'`,
       [accountId],
     );
     return woken;
   }));
+}
+
+/**
+ * Claims free slots of the account (whose lock the transaction holds) for its oldest queued videos,
+ * in the order their own claims would take them. A claim is the same status change the waiter's
+ * own look makes, so whichever comes second finds it `running`, and nothing is claimed twice.
+ */
+async function claimForOldest(tx: Queryable, accountId: string, slotLimit: number): Promise<ClaimedWaiter[]> {
+  const woken: ClaimedWaiter[] = [];
+  for (;;) {
+    const next = await tx.query<{ id: string }>(
+      `SELECT id FROM generations WHERE account_id = $1 AND kind = 'video' AND status = 'queued' ORDER BY id LIMIT 1`,
+      [accountId],
+    );
+    const generationId = next.rows[0]?.id;
+    if (generationId === undefined || !(await claimSlot(tx, { generationId, accountId }, slotLimit))) return woken;
+    woken.push({ generationId, taskToken: await claimed(tx, generationId) });
+  }
 }
 
 /** The claim's other writes: its webhook deliveries, and the wait's row taken away (its token answered). */
