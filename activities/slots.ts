@@ -20,13 +20,12 @@ const WAKE_TIMEOUT_MS = 5_000;
 /**
  * A video's wait for one of its account's slots, first in first out, holding no worker slot
  * (docs/decisions.md, "A video waiting for its slot holds no worker slot"). Each attempt of
- * `claimVideoSlot` looks once: it claims the slot (the ledger records `running`) or, when an older
- * video or the account's limit stands in the way, parks its task token in PostgreSQL and completes
- * asynchronously, returning its activity slot at once. Whoever moves the head of the account's
- * queue (a look that claims, a settle or release: `createVideoSlotWaker`) claims the slots still
- * free for the oldest queued videos and completes their waits; a wake that is lost leaves the
- * attempt to time out after the workflow's safety poll period, and Temporal's retry is the next
- * look. Nothing of a worker is held between two looks.
+ * `claimVideoSlot` looks once: the account's free slots go to its oldest queued videos (the ledger
+ * records `running`), and if this one is not among them it parks its task token in PostgreSQL and
+ * completes asynchronously, returning its activity slot at once. Each look, and each settle or
+ * release that frees a slot (`createVideoSlotWaker`), completes the parked waits of the videos it
+ * claimed; a wake that is lost leaves the attempt to time out after the workflow's safety poll
+ * period, and Temporal's retry is the next look. Nothing of a worker is held between two looks.
  */
 export function createSlotActivities({ pool, client, videoConcurrency, slotPollMs = 250 }: SlotDeps) {
   return {

@@ -13,7 +13,7 @@ export interface VideoSlotRequest {
   slotLimit: number;
 }
 
-/** A look's outcome, and the videos behind it whose slots it claimed too (their waits to complete). */
+/** A look's outcome, and the other videos whose slots it claimed (their parked waits to complete). */
 export interface VideoSlotLook {
   outcome: StartOutcome;
   woken: ClaimedWaiter[];
@@ -27,29 +27,30 @@ export interface ClaimedWaiter {
 
 /**
  * One look of a video waiting for its account's slot (docs/decisions.md, "A video waiting for its
- * slot holds no worker slot"): claims the slot if the video may run now (first in, first out);
- * otherwise leaves `taskToken`, the waiting attempt's, for whoever frees a slot. Claim and park are
- * one transaction under the account's lock, as every claim is: a slot freed meanwhile either is
- * claimed here or finds the token parked, never neither. A look that claims moves the head of the
- * queue, so slots still free go at once to the videos behind it, which may have parked first.
+ * slot holds no worker slot"). Under the account's lock, as every claim, it gives the account's
+ * free slots to its oldest queued videos (first in, first out), whether or not their own workflows
+ * have looked yet: a burst's oldest video whose first workflow task is still queued does not hold
+ * up the rest. If this video is not among them, it leaves `taskToken`, the waiting attempt's, for
+ * whoever frees a slot next; a slot freed meanwhile either was claimed here or finds the token
+ * parked, never neither. Answers the others claimed too, whose parked waits are to be completed.
  */
 export async function claimVideoSlotOrPark(pool: pg.Pool, req: VideoSlotRequest, taskToken: Uint8Array): Promise<VideoSlotLook> {
   return classified(() => inTransaction(pool, async (tx) => {
-    if (await claimSlot(tx, req, req.slotLimit)) {
-      await claimed(tx, req.generationId);
-      return { outcome: 'running', woken: await claimForOldest(tx, req.accountId, req.slotLimit) };
-    }
+    await lockAccount(tx, req.accountId);
+    const claimedNow = await claimForOldest(tx, req.accountId, req.slotLimit);
+    const woken = claimedNow.filter((w) => w.generationId !== req.generationId);
+    if (woken.length < claimedNow.length) return { outcome: 'running', woken };
     const parked = await tx.query(
       `INSERT INTO video_slot_waits (generation_id, account_id, task_token)
        SELECT id, account_id, $2 FROM generations WHERE id = $1 AND status = 'queued'
        ON CONFLICT (generation_id) DO UPDATE SET task_token = EXCLUDED.task_token, parked_at = now()`,
       [req.generationId, Buffer.from(taskToken)],
     );
-    if ((parked.rowCount ?? 0) > 0) return { outcome: 'waiting', woken: [] };
-    // Not queued: claimed on its behalf by whoever freed a slot, or ended before it could run.
+    if ((parked.rowCount ?? 0) > 0) return { outcome: 'waiting', woken };
+    // Not queued: claimed on its behalf before this look, or ended before it could run.
     const r = await tx.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [req.generationId]);
     await tx.query('DELETE FROM video_slot_waits WHERE generation_id = $1', [req.generationId]);
-    return { outcome: r.rows[0]?.status === 'running' ? 'running' : 'finished', woken: [] };
+    return { outcome: r.rows[0]?.status === 'running' ? 'running' : 'finished', woken };
   }));
 }
 
@@ -63,8 +64,7 @@ export async function claimFreedVideoSlots(pool: pg.Pool, freedBy: string, slotL
     const owner = await tx.query<{ account_id: string }>(`SELECT account_id FROM generations WHERE id = $1 AND kind = 'video'`, [freedBy]);
     const accountId = owner.rows[0]?.account_id;
     if (accountId === undefined) return [];
-    // Locked before the oldest is chosen, so that no other claim of the account changes the queue meanwhile.
-    await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+    await lockAccount(tx, accountId);
     const woken = await claimForOldest(tx, accountId, slotLimit);
     await tx.query(
       `DELETE FROM video_slot_waits w USING generations g WHERE w.account_id = $1 AND g.id = w.generation_id AND g.status <> 'queued'`,
@@ -72,6 +72,11 @@ export async function claimFreedVideoSlots(pool: pg.Pool, freedBy: string, slotL
     );
     return woken;
   }));
+}
+
+/** Locked before the oldest is chosen, so that no other claim of the account changes the queue meanwhile. */
+async function lockAccount(tx: Queryable, accountId: string): Promise<void> {
+  await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
 }
 
 /**
