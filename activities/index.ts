@@ -6,7 +6,7 @@ import { createLedgerActivities } from './ledger';
 import { createProviderActivities } from './provider';
 import { createReconcileActivities } from './reconcile';
 import type { ReconcileDeps } from './reconcile';
-import { createSlotActivities } from './slots';
+import { createSlotActivities, createVideoSlotWaker } from './slots';
 
 export interface ActivityDeps {
   pool: pg.Pool;
@@ -21,11 +21,12 @@ export interface ActivityDeps {
 
 /** Every activity the generation workflow uses, bound to real dependencies by the worker (or a test). */
 export function createActivities(deps: ActivityDeps) {
+  const wakeVideoWaiters = createVideoSlotWaker(deps);
   return {
-    ...createLedgerActivities(deps),
+    ...createLedgerActivities({ ...deps, wakeVideoWaiters }),
     ...createSlotActivities(deps),
     ...createProviderActivities(deps),
-    ...createReconcileActivities(deps),
+    ...createReconcileActivities({ ...deps, wakeVideoWaiters }),
   };
 }
 

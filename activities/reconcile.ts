@@ -5,12 +5,15 @@ import { findLingeringHolds } from '../core/db/reconcile';
 import { release } from '../core/ledger';
 import { cancelSignal } from '../core/workflow-contract';
 import type { GenerationKind } from '../core/vocabulary';
+import type { VideoSlotWaker } from './slots';
 
 export interface ReconcileDeps {
   pool: pg.Pool;
   client: Client;
   /** Per kind: a generation still running this long after its hold is overdue even for its deadline. */
   deadlines: Record<GenerationKind, number>;
+  /** A released video frees its slot (or its place in the queue) for the account's next one. */
+  wakeVideoWaiters: VideoSlotWaker;
 }
 
 export interface ReconcileRequest {
@@ -48,7 +51,7 @@ const OVERDUE_MARGIN_MS = 10 * 60_000;
  * transaction the workflow would have used; a hold only moves from `held` once, so a workflow
  * that does finish later finds it released and charges nothing.
  */
-export function createReconcileActivities({ pool, client, deadlines }: ReconcileDeps) {
+export function createReconcileActivities({ pool, client, deadlines, wakeVideoWaiters }: ReconcileDeps) {
   return {
     async reconcileHolds(req: ReconcileRequest): Promise<ReconcileReport> {
       const holds = await findLingeringHolds(pool, req.graceMs, req.limit ?? 500);
@@ -76,6 +79,7 @@ export function createReconcileActivities({ pool, client, deadlines }: Reconcile
           ? 'The workflow of this generation never started; the reconciler released the hold.'
           : `The workflow of this generation ended (${status.toLowerCase()}) without settling; the reconciler released the hold.`;
         const outcome = await release(pool, id, { code: reason, message, retryable: true });
+        await wakeVideoWaiters(id, outcome);
         if (outcome.outcome === 'released') report.released.push({ generationId: id, reason });
       }
       return report;

@@ -30,13 +30,13 @@ import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MOD
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|upstream-videos] [-- --videos=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|upstream-videos] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
   --only=live           only the ETA's error on the simulator and the cost of 1,000 open event streams (about two minutes)
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
-  --only=upstream-videos  only 1,000 upstream videos (--videos=N) in flight for minutes on a fal-like queue that calls back: the provider worker's slots in use and RSS over time, idle first (about six minutes)
+  --only=upstream-videos  only 1,000 upstream videos (--videos=N) in flight for minutes on a fal-like queue that calls back: the provider worker's slots in use and RSS over time, idle first (about six minutes); --per-account=N videos per account (5; also VIDEO_CONCURRENCY), 100 queues each account's videos behind its FIFO slot claims
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
   --only=idle           only CPU per chat one at a time, then what the stack burns with nothing to do, by process tree, 5 s window, process and thread (about three minutes); with --profile, V8 profiles of the service too
   --profile             with --only=peers: instead of the tables, where each one's CPU goes under 20 clients (V8's profiler for us, py-spy for LiteLLM; about two minutes)
@@ -48,9 +48,10 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
 
 type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'upstream-videos';
 
-function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; profile: boolean; only?: Only; videos?: number } {
+function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; profile: boolean; only?: Only; videos?: number; perAccount?: number } {
   let quick = false;
   let videos: number | undefined;
+  let perAccount: number | undefined;
   let profile = false;
   let only: Only | undefined;
   let workerMode: WorkerMode = 'process';
@@ -60,6 +61,7 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
     if (arg === '--quick') quick = true;
     else if (arg === '--only=core' || arg === '--only=live' || arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers' || arg === '--only=idle' || arg === '--only=upstream-videos') only = arg.slice('--only='.length) as Only;
     else if (/^--videos=[1-9]\d{0,4}$/.test(arg)) videos = Number(arg.slice('--videos='.length));
+    else if (/^--per-account=([1-9]\d?|100)$/.test(arg)) perAccount = Number(arg.slice('--per-account='.length));
     else if (arg === '--keep') keep = true;
     else if (arg === '--profile') profile = true;
     else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
@@ -73,11 +75,11 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
     console.error(`--profile goes with --only=peers or --only=idle\n${USAGE}`);
     process.exit(2);
   }
-  if (videos !== undefined && only !== 'upstream-videos') {
-    console.error(`--videos goes with --only=upstream-videos\n${USAGE}`);
+  if ((videos !== undefined || perAccount !== undefined) && only !== 'upstream-videos') {
+    console.error(`--videos and --per-account go with --only=upstream-videos\n${USAGE}`);
     process.exit(2);
   }
-  return { quick, workerMode, temporalDb, keep, profile, ...(only ? { only } : {}), ...(videos === undefined ? {} : { videos }) };
+  return { quick, workerMode, temporalDb, keep, profile, ...(only ? { only } : {}), ...(videos === undefined ? {} : { videos }), ...(perAccount === undefined ? {} : { perAccount }) };
 }
 
 const log = (line: string) => console.error(`[bench] ${line}`);

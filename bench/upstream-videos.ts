@@ -25,18 +25,20 @@ interface Point {
   /** Upstream jobs submitted and not yet ended. */
   waiting: number;
   succeeded: number;
+  /** Videos still `queued` while their account has a free video slot (the slot-wait convoy). */
+  stalled: number;
 }
 
 /**
- * Videos per account, each account's submitted in order. An account's slot queue is first in,
- * first out, and each waiting video holds one of the workflow worker's 200 activity slots while it
- * waits: with many videos per account, the younger ones' waits can fill them all while an older
- * one's is not yet running, and nothing moves (docs/benchmark.md, findings). Few per account keeps
- * this scenario about the provider worker.
+ * Videos per account by default, each account's submitted in order, and the account's video slots
+ * (VIDEO_CONCURRENCY). Few per account keeps this scenario about the provider worker;
+ * `--per-account=100` makes each account's videos claim their slots first in first out while
+ * hundreds wait, which once left older ones unable to start their wait (docs/benchmark.md, finding 7).
  */
 const PER_ACCOUNT = 5;
 
-export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; temporalDb: 'file' | 'memory'; videos?: number | undefined }): Promise<number> {
+export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; temporalDb: 'file' | 'memory'; videos?: number | undefined; perAccount?: number | undefined }): Promise<number> {
+  const perAccount = args.perAccount ?? PER_ACCOUNT;
   const log = (line: string) => console.error(`[bench] ${line}`);
   const count = args.videos ?? (args.quick ? 200 : 1_000);
   // "Each taking minutes": long enough for every video to be submitted and parked well before the first ends.
@@ -48,7 +50,7 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
   const upstreams = { upstreams: [{ name: 'bench-fal', protocol: 'queue-video', baseUrl: fal.baseUrl, timeoutMs: 10_000, slowPollMs: 120_000, jwksUrl: fal.jwksUrl, models: { kling: 'fal-ai/kling-video' } }] };
   const stackHandle = createStack({
     dataDir, workerMode: 'process', temporalDb: args.temporalDb, keepData: args.keep, log, reference: false,
-    env: { PORT: String(port), PROVIDER_WEBHOOK_BASE_URL: base, UPSTREAMS_JSON: JSON.stringify(upstreams), VIDEO_CONCURRENCY: String(PER_ACCOUNT) },
+    env: { PORT: String(port), PROVIDER_WEBHOOK_BASE_URL: base, UPSTREAMS_JSON: JSON.stringify(upstreams), VIDEO_CONCURRENCY: String(perAccount) },
   });
   const interrupt = new AbortController();
   const shutdown = createShutdown(log);
@@ -71,9 +73,12 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
       const [metrics, rss, jobs] = await Promise.all([
         http.request<string>('GET', '/metrics', { token: stack.adminToken }),
         processRss(pid),
-        stack.observer.query<{ waiting: number; succeeded: number }>(
+        stack.observer.query<{ waiting: number; succeeded: number; stalled: number }>(
           `SELECT (SELECT count(*)::int FROM upstream_jobs WHERE ended_at IS NULL) AS waiting,
-                  (SELECT count(*)::int FROM generations WHERE kind = 'video' AND status = 'succeeded') AS succeeded`),
+                  (SELECT count(*)::int FROM generations WHERE kind = 'video' AND status = 'succeeded') AS succeeded,
+                  (SELECT count(*)::int FROM generations q WHERE q.kind = 'video' AND q.status = 'queued'
+                      AND (SELECT count(*) FROM generations r WHERE r.account_id = q.account_id AND r.kind = 'video' AND r.status = 'running') < $1::int) AS stalled`,
+          [perAccount]),
       ]);
       const slots = Number(/^gensvc_provider_activities_running (\d+)/m.exec(String(metrics.body))?.[1] ?? NaN);
       const p = { t: Math.round((Date.now() - started) / 1000), phase, slots, rssMb: Math.round((rss?.rss ?? 0) / 1048576), ...jobs.rows[0]! };
@@ -96,13 +101,13 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
     await sleep(20_000);
     phase = 'submitting';
     const accounts: BenchAccount[] = [];
-    await runPool(Math.ceil(count / PER_ACCOUNT), 10, async (i) => {
-      accounts[i] = await openAccount(http, stack.adminToken, { credits: PER_ACCOUNT * 100, requests: PER_ACCOUNT, scopes: ['video'] });
+    await runPool(Math.ceil(count / perAccount), 10, async (i) => {
+      accounts[i] = await openAccount(http, stack.adminToken, { credits: perAccount * 100, requests: perAccount, scopes: ['video'] });
     });
     let failedSubmits = 0;
     await runPool(accounts.length, 20, async (a) => {
-      for (let j = 0; j < PER_ACCOUNT && a * PER_ACCOUNT + j < count; j++) {
-        const i = a * PER_ACCOUNT + j;
+      for (let j = 0; j < perAccount && a * perAccount + j < count; j++) {
+        const i = a * perAccount + j;
         const res = await http.request('POST', '/api/generate', { token: accounts[a]!.nextKey(), body: { kind: 'video', model: 'kling', prompt: `shot ${i} up:ms=${renderMs}`, seconds: 5 } });
         if (res.status !== 200 && res.status !== 202) failedSubmits++;
       }
@@ -130,13 +135,15 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
       allWaiting: { samples: waitingPoints.length, slots: range(waitingPoints.map((p) => p.slots)), rssMb: range(waitingPoints.map((p) => p.rssMb)) },
       submitting: { slots: range(of('submitting').map((p) => p.slots)), rssMb: range(of('submitting').map((p) => p.rssMb)) },
       collecting: { slots: range(of('collecting').map((p) => p.slots)), rssMb: range(of('collecting').map((p) => p.rssMb)) },
+      // Queued with a free slot of their account, once every video was submitted: 0 unless waits convoy.
+      stalledAfterSubmitting: range([...of('waiting'), ...of('collecting')].map((p) => p.stalled)),
       sampleErrors, webhooks: fal.webhooks.length, webhooksAccepted: fal.webhooks.filter((w) => w.status === 200).length,
       statusReads: fal.statusReads(), submits: fal.submits(),
       succeeded: points.at(-1)?.succeeded ?? 0,
     };
-    console.log('\nt (s)  phase        slots  RSS (MB)  waiting  succeeded');
+    console.log('\nt (s)  phase        slots  RSS (MB)  waiting  succeeded  stalled');
     for (const p of points.filter((_, i) => i % 5 === 0 || i === points.length - 1)) {
-      console.log(`${String(p.t).padStart(5)}  ${p.phase.padEnd(11)}  ${String(p.slots).padStart(5)}  ${String(p.rssMb).padStart(8)}  ${String(p.waiting).padStart(7)}  ${String(p.succeeded).padStart(9)}`);
+      console.log(`${String(p.t).padStart(5)}  ${p.phase.padEnd(11)}  ${String(p.slots).padStart(5)}  ${String(p.rssMb).padStart(8)}  ${String(p.waiting).padStart(7)}  ${String(p.succeeded).padStart(9)}  ${String(p.stalled).padStart(7)}`);
     }
     console.log(`\n${JSON.stringify(summary, null, 2)}`);
     const file = await writeResults(JSON.stringify({ summary, points }, null, 2), `upstream-videos-${count}`);

@@ -43,6 +43,12 @@ export const metrics = {
   upstreamWaits: new Counter({
     name: 'gensvc_upstream_waits_total', help: 'Looks at a waiting upstream job that found it running and left it waiting, holding no worker slot', labelNames: ['upstream'], registers: [registry],
   }),
+  videoSlotParks: new Counter({
+    name: 'gensvc_video_slot_parks_total', help: 'Looks of a queued video at its account\'s slots that found none free and parked, holding no worker slot', registers: [registry],
+  }),
+  videoSlotWakes: new Counter({
+    name: 'gensvc_video_slot_wakes_total', help: 'Parked video waits completed by whoever freed a slot: completed, stale (its attempt had timed out) or failed', labelNames: ['outcome'], registers: [registry],
+  }),
   providerWebhooks: new Counter({
     name: 'gensvc_provider_webhooks_total', help: 'Webhooks received from upstreams, by protocol and outcome', labelNames: ['protocol', 'outcome'], registers: [registry],
   }),

@@ -53,6 +53,8 @@ export interface WorkerDeps {
   deadlines: Record<'image' | 'video' | 'chat' | 'upscale', number>;
   /** Provider runs one worker process takes at once (they wait on upstreams, or on the render pool). */
   providerConcurrency?: number;
+  /** Activities the workflow worker runs at once (200 unless a test wants them scarce). */
+  activitySlots?: number;
   /** Workflows kept in memory between tasks (WORKFLOW_CACHE_SIZE); the SDK's default sizes it from the heap. */
   workflowCacheSize?: number;
   /** Worker Versioning (WORKER_BUILD_ID): the deployment version every worker of the process polls as. */
@@ -96,8 +98,8 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       deadlines: deps.deadlines,
       ...(deps.slotPollMs === undefined ? {} : { slotPollMs: deps.slotPollMs }),
     }),
-    // Activities here wait on I/O (slot polls, the reconciler's calls), not CPU.
-    maxConcurrentActivityTaskExecutions: 200,
+    // Activities here wait on I/O (slot claims, the reconciler's calls), not CPU.
+    maxConcurrentActivityTaskExecutions: deps.activitySlots ?? 200,
     ...(deps.workflowCacheSize === undefined ? {} : { maxCachedWorkflows: deps.workflowCacheSize }),
     // Short jobs in flight may finish during a graceful stop; longer ones are retried elsewhere.
     shutdownGraceTime: SHUTDOWN_GRACE_MS,

@@ -36,7 +36,15 @@ const ledger = proxyLocalActivities<GenerationActivities>({
   retry: { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: ['LedgerPermanentError'] },
 });
 
-// The slot wait polls inside the activity and heartbeats, so a dead worker is noticed in seconds.
+// A video's slot wait holds no worker slot (activities/slots.ts): each attempt claims or parks its
+// task token and completes asynchronously, and whoever frees a slot of the account completes it.
+// The attempt's timeout is only the safety poll, for a wake that was lost; the retry is the next
+// look, and the generation's deadline bounds the whole wait.
+const parkedSlots = proxyActivities<GenerationActivities>({
+  startToCloseTimeout: '20 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 1, nonRetryableErrorTypes: ['LedgerPermanentError'] },
+});
+// Workflows before `video-slot-park` polled inside the activity, heartbeating.
 const slots = proxyActivities<GenerationActivities>({
   startToCloseTimeout: '7 days',
   heartbeatTimeout: '10 seconds',
@@ -85,6 +93,11 @@ export const PATCHES = {
    * longer of the chat deadline and the report's wait, 12 min by default).
    */
   leanChat: 'lean-chat',
+  /**
+   * A video waits for its account's slot with its task token parked in PostgreSQL, holding no
+   * worker slot (`claimVideoSlot`), instead of polling inside `waitForVideoSlot`.
+   */
+  videoSlotPark: 'video-slot-park',
 } as const;
 
 /**
@@ -213,7 +226,8 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     },
     async waitForSlot() {
       inBackground(async () => {
-        const claim = await slots.waitForVideoSlot({ accountId: input.accountId, generationId: input.generationId });
+        const request = { accountId: input.accountId, generationId: input.generationId };
+        const claim = patched(PATCHES.videoSlotPark) ? await parkedSlots.claimVideoSlot(request) : await slots.waitForVideoSlot(request);
         return claim === 'granted'
           ? { type: 'SLOT_GRANTED' }
           : { type: 'START_REFUSED', error: { code: 'slot_lost', message: 'the generation ended while queued', retryable: true } };

@@ -19,5 +19,7 @@ export { release, settle } from './resolve';
 export type { Resolution, SettleRequest } from './resolve';
 export { startRunning } from './running';
 export type { StartOutcome, StartRequest } from './running';
+export { claimFreedVideoSlots, claimVideoSlotOrPark } from './video-slots';
+export type { ClaimedWaiter, VideoSlotLook, VideoSlotRequest } from './video-slots';
 export { creditPurchase, debitRefund } from './purchases';
 export type { PaidCheckout, PurchaseOutcome, RefundOutcome } from './purchases';

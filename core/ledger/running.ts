@@ -54,7 +54,7 @@ async function start(tx: Queryable, req: StartRequest): Promise<boolean> {
 }
 
 /** Videos are the only kind with slots; the literal lets PostgreSQL use the partial index of live videos. */
-async function claimSlot(tx: Queryable, req: StartRequest, limit: number): Promise<boolean> {
+export async function claimSlot(tx: Queryable, req: Pick<StartRequest, 'generationId' | 'accountId'>, limit: number): Promise<boolean> {
   await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [req.accountId]);
   // clock_timestamp, not now(): this transaction may have begun before the settle that freed the
   // slot committed (it waited on the account lock), and now() would then date the start before

@@ -5,11 +5,8 @@
  * ended when no webhook comes. Against local servers that speak each protocol and call back as
  * each provider documents. A forged, altered, stale or replayed webhook changes nothing.
  */
-import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
-import { promisify } from 'node:util';
+import { readFile } from 'node:fs/promises';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { upstreamsSchema } from '../../core/config';
@@ -20,6 +17,7 @@ import { signFalWebhook, signStandardWebhook } from '../../core/providers/webhoo
 import { createSafeHttpClient } from '../../core/net/safe-http';
 import { freePort } from '../../runtime/process';
 import { credits } from '../support/api';
+import { keepHistory } from '../support/histories';
 import { ADMIN_TOKEN, eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { startQueueVideoUpstream, startReplicateUpstream } from '../support/upstream-servers';
@@ -98,16 +96,9 @@ const now = () => Math.floor(Date.now() / 1000);
 /** The generations of the waited-for paths, by the fixture name their history is kept under. */
 const paths = new Map<string, string>();
 
-/** Writes each path's history in the Temporal CLI's JSON format, never over one already kept. */
+/** Keeps each path's history as a fixture, never over one already kept. */
 async function recordFixtures(): Promise<void> {
-  for (const [name, workflowId] of paths) {
-    const file = new URL(`../fixtures/histories/${name}.json`, import.meta.url);
-    if (existsSync(file)) continue;
-    const { stdout } = await promisify(execFile)(inject('temporalCliPath'), [
-      'workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', workflowId, '--output', 'json',
-    ], { maxBuffer: 16 * 1024 * 1024 });
-    await writeFile(file, stdout);
-  }
+  for (const [name, workflowId] of paths) await keepHistory(workflowId, name);
 }
 
 describe('a fal video waits for its webhook holding no worker slot', () => {

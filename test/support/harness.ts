@@ -76,6 +76,8 @@ export interface HarnessOptions {
   /** Which in-process workers run: `workflows` leaves provider runs to a worker process the test starts. */
   workerRole?: WorkerRole;
   providerConcurrency?: number;
+  /** The workflow worker's activity slots (200 as in production when absent). */
+  activitySlots?: number;
 }
 
 /** A fresh database (from the migrated template), its own task queue and worker, and the API on top. */
@@ -121,6 +123,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       deadlines: deadlinesOf(loadConfig({})),
       slotPollMs: 50,
       ...(options.providerConcurrency === undefined ? {} : { providerConcurrency: options.providerConcurrency }),
+      ...(options.activitySlots === undefined ? {} : { activitySlots: options.activitySlots }),
       ...(options.webhooks ? {
         webhooks: {
           taskQueue: webhookTaskQueue,

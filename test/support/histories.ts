@@ -1,3 +1,9 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { inject } from 'vitest';
+
 /** The ids of the patch markers (`patched()` calls) recorded in a history, in order. */
 export function patchIdsOf(historyJson: string): string[] {
   type Marker = { markerName?: string; details?: Record<string, { payloads?: { data?: string }[] }> };
@@ -7,4 +13,18 @@ export function patchIdsOf(historyJson: string): string[] {
     const data = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0]?.data : undefined;
     return data === undefined ? [] : [(JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { id: string }).id];
   });
+}
+
+/**
+ * Keeps a closed workflow's history as a fixture `name` (test/unit/replay-fixtures.test.ts replays
+ * them all), in the Temporal CLI's JSON format; never over one already kept, since a committed
+ * fixture stands for workflows that may still be running.
+ */
+export async function keepHistory(workflowId: string, name: string): Promise<void> {
+  const file = new URL(`../fixtures/histories/${name}.json`, import.meta.url);
+  if (existsSync(file)) return;
+  const { stdout } = await promisify(execFile)(inject('temporalCliPath'), [
+    'workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', workflowId, '--output', 'json',
+  ], { maxBuffer: 16 * 1024 * 1024 });
+  await writeFile(file, stdout);
 }
