@@ -4,6 +4,7 @@ import type { Queryable } from '../db/pool';
 import { classified } from './failures';
 import { recordStatusEvent } from './outbox';
 import { claimSlot } from './running';
+import { ledgerSpan } from './span';
 import type { StartOutcome } from './running';
 
 export interface VideoSlotRequest {
@@ -35,7 +36,7 @@ export interface ClaimedWaiter {
  * parked, never neither. Answers the others claimed too, whose parked waits are to be completed.
  */
 export async function claimVideoSlotOrPark(pool: pg.Pool, req: VideoSlotRequest, taskToken: Uint8Array): Promise<VideoSlotLook> {
-  return classified(() => inTransaction(pool, async (tx) => {
+  return ledgerSpan('start running', { 'gensvc.generation_id': req.generationId }, () => classified(() => inTransaction(pool, async (tx) => {
     await lockAccount(tx, req.accountId);
     const claimedNow = await claimForOldest(tx, req.accountId, req.slotLimit);
     const woken = claimedNow.filter((w) => w.generationId !== req.generationId);
@@ -51,7 +52,7 @@ export async function claimVideoSlotOrPark(pool: pg.Pool, req: VideoSlotRequest,
     const r = await tx.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [req.generationId]);
     await tx.query('DELETE FROM video_slot_waits WHERE generation_id = $1', [req.generationId]);
     return { outcome: r.rows[0]?.status === 'running' ? 'running' : 'finished', woken };
-  }));
+  })));
 }
 
 /**

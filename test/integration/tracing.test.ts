@@ -200,7 +200,7 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set (a real Jaeger)', () => {
       expect(tagOf(admitted!, 'gensvc.ledger.outcome')).toBe('admitted');
       expect(tagOf(admitted!, 'db.system')).toBe('postgresql');
       const claims = named('ledger start running');
-      expect(new Set(claims.map((s) => parentOf(s)?.operationName))).toEqual(new Set(['RunActivity:waitForVideoSlot']));
+      expect(new Set(claims.map((s) => parentOf(s)?.operationName))).toEqual(new Set(['RunActivity:claimVideoSlot']));
       expect(claims.map((s) => tagOf(s, 'gensvc.ledger.outcome')).sort()).toEqual(['running', ...claims.slice(1).map(() => 'waiting')]);
       const settles = named('ledger settle');
       expect(settles).toHaveLength(1);
