@@ -1,0 +1,137 @@
+/**
+ * The routing record of a generation (generation_upstreams: what was tried, who served it, what it
+ * cost us) survives PostgreSQL being out of reach at the moment the upstream answers. The router's
+ * own write of it is best effort (a produced image is not failed over bookkeeping), so here it
+ * writes through a pool whose PostgreSQL refuses every connection; the entry travels with the
+ * provider's result and the settle records it with the charge, once.
+ */
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { upstreamsSchema } from '../../core/config';
+import { createPgRouteLog, createPgUpstreamHealth } from '../../core/db/upstreams';
+import { settle } from '../../core/ledger';
+import { createSafeHttpClient } from '../../core/net/safe-http';
+import { chargeForTokens } from '../../core/pricing';
+import { createProviderRouter } from '../../core/providers/router';
+import { createSimulator } from '../../core/providers/simulator';
+import { freePort } from '../../runtime/process';
+import { credits } from '../support/api';
+import { ADMIN_TOKEN, eventually, startHarness } from '../support/harness';
+import type { Harness } from '../support/harness';
+import { startOpenAiUpstream, startQueueVideoUpstream } from '../support/upstream-servers';
+
+let h: Harness;
+let oaA: Awaited<ReturnType<typeof startOpenAiUpstream>>;
+let oaB: Awaited<ReturnType<typeof startOpenAiUpstream>>;
+let falA: Awaited<ReturnType<typeof startQueueVideoUpstream>>;
+let falB: Awaited<ReturnType<typeof startQueueVideoUpstream>>;
+let unreachable: pg.Pool;
+let client: (key: string) => OpenAI;
+const http = createSafeHttpClient({ policy: { allowPrivateNetworks: true } });
+/** What the router's store said each time it failed: the record's writes must have been tried, and failed. */
+const warnings: string[] = [];
+
+beforeAll(async () => {
+  [oaA, oaB, falA, falB] = await Promise.all([startOpenAiUpstream(), startOpenAiUpstream(), startQueueVideoUpstream(), startQueueVideoUpstream()]);
+  unreachable = new pg.Pool({ connectionString: `postgresql://nobody@127.0.0.1:${await freePort()}/nowhere`, connectionTimeoutMillis: 2_000, max: 1 });
+  const config = upstreamsSchema.parse({
+    breaker: { failures: 50, cooldownMs: 1_000 },
+    upstreams: [
+      { name: 'oa-a', protocol: 'openai', baseUrl: oaA.baseUrl, timeoutMs: 2_000, models: { 'gpt-image-1': { model: 'a-image', costEur: 0.02 }, 'claude-sonnet': { model: 'a-sonnet', costEur: 0.004 } } },
+      { name: 'oa-b', protocol: 'openai', baseUrl: oaB.baseUrl, timeoutMs: 2_000, models: { 'gpt-image-1': { model: 'b-image', costEur: 0.03 }, 'claude-sonnet': { model: 'b-sonnet', costEur: 0.005 } } },
+      { name: 'fal-a', protocol: 'queue-video', baseUrl: falA.baseUrl, timeoutMs: 2_000, pollMs: 20, models: { kling: { model: 'fal-ai/kling', costEur: 0.5 } } },
+      { name: 'fal-b', protocol: 'queue-video', baseUrl: falB.baseUrl, timeoutMs: 2_000, pollMs: 20, models: { kling: { model: 'fal-ai/kling-b', costEur: 0.6 } } },
+    ],
+  });
+  h = await startHarness({
+    // The breaker reads and writes the working database; only the record's own writes meet the outage.
+    provider: (pool) => createProviderRouter(config.upstreams, createSimulator(), http, {
+      health: createPgUpstreamHealth(pool, config.breaker),
+      log: createPgRouteLog(unreachable),
+      warn: (message) => void warnings.push(message),
+    }),
+  });
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const baseURL = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;
+  client = (key) => new OpenAI({ apiKey: key, baseURL, maxRetries: 0 });
+});
+afterAll(async () => {
+  await h?.close();
+  await Promise.all([oaA, oaB, falA, falB].map((s) => s?.close()));
+  await unreachable?.end();
+  http.close();
+});
+beforeEach(() => {
+  for (const s of [oaA, oaB, falA, falB]) s.always.directives = '';
+  warnings.length = 0;
+});
+
+interface Generated {
+  id: string;
+  status: string;
+  creditsCharged: number;
+  provider: string | null;
+}
+
+const generate = async (key: string, body: Record<string, unknown>): Promise<Generated> => {
+  const res = await h.call('POST', '/api/v1/generate', { key, body });
+  expect([200, 202], res.body).toContain(res.statusCode);
+  return res.json<Generated>();
+};
+const finished = (key: string, id: string): Promise<Generated> =>
+  eventually(async () => {
+    const g = (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Generated>();
+    return g.status === 'succeeded' || g.status === 'failed' ? g : undefined;
+  }, 60_000);
+const routing = async (id: string) => (await h.call('GET', `/admin/v1/generations/${id}/upstreams`, { key: ADMIN_TOKEN })).json<{ upstream: string | null; tried: string[]; costEur: number | null }>();
+const callsOf = async (id: string): Promise<string[]> =>
+  (await h.pool.query<{ calls: string[] }>('SELECT calls FROM generation_upstreams WHERE generation_id = $1', [id])).rows[0]?.calls ?? [];
+
+describe('the routing record when PostgreSQL is out of reach as the upstream answers', () => {
+  it('an image that fell back is recorded by its settle: served by the second upstream, both tried, its cost', async () => {
+    const { key } = await h.account({ credits: 100, scopes: ['image'] });
+    oaA.always.directives = 'up:status=503';
+    const g = await generate(key, { kind: 'image', model: 'gpt-image-1', prompt: 'a cube while the record is down' });
+    expect(g).toMatchObject({ status: 'succeeded', creditsCharged: 6, provider: 'oa-b' });
+    expect(warnings).toContain('upstream routing: recording the upstreams failed');
+    expect(await routing(g.id)).toEqual({ upstream: 'oa-b', tried: ['oa-a', 'oa-b'], costEur: 0.03 });
+
+    // A retried settle (its first answer lost) carries the same entry: the record takes it once.
+    const [call] = await callsOf(g.id);
+    const entry = { call: call!, tried: ['oa-a', 'oa-b'], servedBy: 'oa-b', costEur: 0.03 };
+    expect(await settle(h.pool, { generationId: g.id, outputKey: null, outputText: null, routes: [entry] })).toEqual({ outcome: 'already', state: 'settled' });
+    expect(await routing(g.id)).toEqual({ upstream: 'oa-b', tried: ['oa-a', 'oa-b'], costEur: 0.03 });
+    expect(await callsOf(g.id)).toEqual([call]);
+    expect(await credits(h, key)).toMatchObject({ balance: 100 - 6, holdsActive: 0 });
+  });
+
+  it('a queued video waited for without a worker: the submit’s tries and the collect’s upstream and cost are both settled', async () => {
+    const { key } = await h.account({ credits: 100, scopes: ['video'] });
+    falA.always.directives = 'up:status=503';
+    const queued = await generate(key, { kind: 'video', model: 'kling', prompt: 'waves while the record is down up:polls=2', seconds: 5 });
+    const g = await finished(key, queued.id);
+    expect(g).toMatchObject({ status: 'succeeded', creditsCharged: 42.5, provider: 'fal-b' });
+    expect(warnings).toContain('upstream routing: recording the upstreams failed');
+    expect(await routing(g.id)).toEqual({ upstream: 'fal-b', tried: ['fal-a', 'fal-b'], costEur: 3 });
+    expect(await callsOf(g.id)).toHaveLength(2);
+  }, 60_000);
+
+  it('a streamed chat the API runs itself (group B) is recorded by the API’s own settle', async () => {
+    const { key } = await h.account({ credits: 10 });
+    oaA.always.directives = 'up:status=503';
+    const stream = await client(key).chat.completions.create({ model: 'claude-sonnet', messages: [{ role: 'user', content: 'record me up:tokens=4 up:usage=4' }], max_tokens: 50, stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('alpha beta gamma delta');
+    const after = await eventually(async () => {
+      const c = await credits(h, key);
+      return c.holdsActive === 0 ? c : undefined;
+    });
+    expect(after.balance).toBe(10 - chargeForTokens(4, 2000) / 1000);
+    expect(warnings).toContain('upstream routing: recording the upstreams failed');
+    const { rows: [row] } = await h.pool.query<{ id: string }>(`SELECT id FROM generations WHERE prompt LIKE '%record me up:tokens=4%'`);
+    expect(await routing(row!.id)).toEqual({ upstream: 'oa-b', tried: ['oa-a', 'oa-b'], costEur: 0.00002 });
+  });
+});
