@@ -17,8 +17,8 @@ import { chargeForTokens } from '../../core/pricing';
 import { createProviderRouter } from '../../core/providers/router';
 import { createSimulator } from '../../core/providers/simulator';
 import { freePort } from '../../runtime/process';
-import { credits } from '../support/api';
-import { ADMIN_TOKEN, eventually, startHarness } from '../support/harness';
+import { credits, generateV1, routingOf, untilFinishedV1 } from '../support/api';
+import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { startOpenAiUpstream, startQueueVideoUpstream } from '../support/upstream-servers';
 
@@ -68,24 +68,9 @@ beforeEach(() => {
   warnings.length = 0;
 });
 
-interface Generated {
-  id: string;
-  status: string;
-  creditsCharged: number;
-  provider: string | null;
-}
-
-const generate = async (key: string, body: Record<string, unknown>): Promise<Generated> => {
-  const res = await h.call('POST', '/api/v1/generate', { key, body });
-  expect([200, 202], res.body).toContain(res.statusCode);
-  return res.json<Generated>();
-};
-const finished = (key: string, id: string): Promise<Generated> =>
-  eventually(async () => {
-    const g = (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Generated>();
-    return g.status === 'succeeded' || g.status === 'failed' ? g : undefined;
-  }, 60_000);
-const routing = async (id: string) => (await h.call('GET', `/admin/v1/generations/${id}/upstreams`, { key: ADMIN_TOKEN })).json<{ upstream: string | null; tried: string[]; costEur: number | null }>();
+const generate = (key: string, body: Record<string, unknown>) => generateV1(h, key, body);
+const finished = (key: string, id: string) => untilFinishedV1(h, key, id);
+const routing = (id: string) => routingOf(h, id);
 const callsOf = async (id: string): Promise<string[]> =>
   (await h.pool.query<{ calls: string[] }>('SELECT calls FROM generation_upstreams WHERE generation_id = $1', [id])).rows[0]?.calls ?? [];
 
