@@ -34,7 +34,7 @@ export type Resolution =
 /**
  * The hold becomes the charge (the unused part goes back), the generation `succeeded` with its
  * output, and its webhook deliveries are written: one transaction, once. A repeat finds the hold
- * moved and changes nothing. The run's routing record is written in the same transaction.
+ * moved and changes nothing.
  */
 export async function settle(pool: pg.Pool, req: SettleRequest): Promise<Resolution> {
   return counted(await classified(() => inTransaction(pool, (tx) => settleIn(tx, req))));
