@@ -125,14 +125,27 @@ export async function startFaultUpstreams(): Promise<FaultUpstreams> {
  */
 export async function upstreamCheck(db: pg.Pool, facts: GenerationFact[], upstreams: FaultUpstreams): Promise<Check> {
   const routed = facts.filter((g) => g.prompt.includes(UPSTREAM_PROMPT));
-  const r = await db.query<{ generation_id: string; tried: string[]; served_by: string | null; cost_eur: string | null }>(
+  const r = await db.query<RouteRow>(
     'SELECT generation_id, tried, served_by, cost_eur FROM generation_upstreams WHERE generation_id = ANY($1)',
     [routed.map((g) => g.id)],
   );
-  const byId = new Map(r.rows.map((row) => [row.generation_id, row]));
-  const fellBack = r.rows.filter((row) => row.served_by === 'steady' && row.tried.includes('flaky')).length;
+  return judgeRouted(routed, r.rows, upstreams.counts);
+}
+
+/** A generation_upstreams row as the check reads it. */
+export interface RouteRow {
+  generation_id: string;
+  tried: string[];
+  served_by: string | null;
+  cost_eur: string | null;
+}
+
+/** The check itself, over the routed images, their records and what each upstream counted. */
+export function judgeRouted(routed: GenerationFact[], rows: RouteRow[], counts: FaultUpstreams['counts']): Check {
+  const byId = new Map(rows.map((row) => [row.generation_id, row]));
+  const fellBack = rows.filter((row) => row.served_by === 'steady' && row.tried.includes('flaky')).length;
   const outages = routed.filter(failedByOutage);
-  const { flaky, steady } = upstreams.counts;
+  const { flaky, steady } = counts;
   const check = everyRow('a half-failing upstream: every image served once, by one upstream, with its cost (or failed by an outage, uncharged)', routed, (g) => {
     if (failedByOutage(g)) return undefined;
     const row = byId.get(g.id);
