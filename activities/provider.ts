@@ -12,7 +12,7 @@ import { createUpstreamWaitActivities } from './upstream-wait';
 import type { OutputStore } from '../core/storage';
 import { VIDEO_PREVIEWS } from '../core/vocabulary';
 import { FLAT_KINDS } from '../core/webhooks/events';
-import type { RunOutput } from '../core/vocabulary';
+import type { RouteEntry, RunOutput } from '../core/vocabulary';
 import { ProviderRejectedError } from '../core/errors';
 import { metrics } from '../core/metrics';
 import { chargeForTokens } from '../core/pricing';
@@ -187,7 +187,7 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
         outcome = 'waiting';
         ctx.log.info('provider run waiting for its upstream', { generationId: job.generationId, upstream: result.waiting.upstream, jobId: result.waiting.jobId });
         // Each look must fit in its period, however short the upstream's own poll interval.
-        return { waiting: { ...result.waiting, pollMs: Math.max(MIN_WAIT_POLL_MS, result.waiting.pollMs) } };
+        return { waiting: { ...result.waiting, pollMs: Math.max(MIN_WAIT_POLL_MS, result.waiting.pollMs) }, ...(result.route ? { route: result.route } : {}) };
       }
       let outputKey: string | null = null;
       if (result.file) {
@@ -206,7 +206,14 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
         ctx.log.warn('duration could not be recorded', { generationId: job.generationId, error: (err as Error).message });
       });
       ctx.log.info('provider run finished', { generationId: job.generationId, outputKey });
-      return { output: { outputKey, outputText: result.text ?? null, ...charge, ...(result.toolCalls?.length ? { toolCalls: result.toolCalls } : {}), ...(result.upstream ? { upstream: result.upstream } : {}) } };
+      return {
+        output: {
+          outputKey, outputText: result.text ?? null, ...charge,
+          ...(result.toolCalls?.length ? { toolCalls: result.toolCalls } : {}),
+          ...(result.upstream ? { upstream: result.upstream } : {}),
+          ...(result.route ? { routes: [result.route] } : {}),
+        },
+      };
     } catch (err) {
       if (err instanceof ProviderRejectedError) outcome = 'rejected';
       ctx.log.warn('provider run failed', { generationId: job.generationId, error: (err as Error).message });
@@ -240,8 +247,11 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
 /** A provider run as the workflow asks for it: the job, and the upstream job it takes up, if any. */
 export type ProviderRun = ProviderJob & { resume?: unknown };
 
-/** What a run that may detach answers: its output, or the upstream job it left waiting. */
-export type ProviderStart = { output: RunOutput } | { waiting: UpstreamWait };
+/**
+ * What a run that may detach answers: its output, or the upstream job it left waiting (with the
+ * router's entry of the submit, which the output of the run that collects it carries on).
+ */
+export type ProviderStart = { output: RunOutput } | { waiting: UpstreamWait; route?: RouteEntry };
 
 /** The stored input of a job that transforms one; a missing input fails the job for good. */
 async function inputOf(job: ProviderJob, store: OutputStore): Promise<Buffer | undefined> {

@@ -59,6 +59,20 @@ export interface RunOutput {
   upstream?: string | undefined;
   /** A chat that answered by calling the client's functions (an upstream that serves tools). */
   toolCalls?: ToolCall[] | undefined;
+  /** The router's record of the calls that made it, written durably with the charge (none: the simulator, or older workers). */
+  routes?: RouteEntry[] | undefined;
+}
+
+/** One call of the provider router: which upstreams it asked, and which one served at what cost. */
+export interface RouteEntry {
+  /** The call's own id: however many writers carry the entry, it is merged into the record once. */
+  call: string;
+  /** The upstreams asked by this call, in order. */
+  tried: readonly string[];
+  /** The upstream that produced the output, when one did. */
+  servedBy?: string | undefined;
+  /** What the serving upstream costs us for it, in EUR, when its cost is configured. */
+  costEur?: number | undefined;
 }
 
 /** One function call a chat model asked the client to make: `arguments` is JSON text, as the model wrote it. */

@@ -28,6 +28,19 @@ export interface GenerationFact {
   releases: number;
 }
 
+/** A failed generation as the ledger must leave one: its hold released, nothing charged. */
+export const releasedUncharged = (g: GenerationFact): boolean => g.holdState === 'released' && g.charges === 0 && g.chargedMc === 0;
+
+/**
+ * The failure codes the run's own outages give: the reconciler's release of a hold whose workflow
+ * Temporal never started (or a settle that found it so released), a ledger step or a charge that
+ * could not reach PostgreSQL, a deadline that passed while a dependency was down.
+ */
+export const OUTAGE_CODES: ReadonlySet<string> = new Set(['not_started', 'ledger_error', 'settle_failed', 'timeout']);
+
+/** Failed the way an outage of the run explains, and charged nothing for it. */
+export const failedByOutage = (g: GenerationFact): boolean => g.status === 'failed' && releasedUncharged(g) && OUTAGE_CODES.has(g.code ?? '');
+
 /** A check over many rows: ok when none offends; names the first few that do. */
 export function everyRow<T>(name: string, rows: T[], offends: (row: T) => string | undefined, counted = `${rows.length} checked`): Check {
   const offences = rows.flatMap((row) => {
@@ -105,7 +118,7 @@ export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promis
     if (g.status === 'succeeded' && (g.holdState !== 'settled' || g.chargedSumMc !== g.chargedMc || g.holdChargedMc !== g.chargedMc)) {
       return `${g.id}: succeeded, hold ${g.holdState}, charged ${g.chargedMc} mc, ledger ${g.chargedSumMc} mc, hold says ${g.holdChargedMc}`;
     }
-    if (g.status === 'failed' && (g.holdState !== 'released' || g.charges !== 0 || g.chargedMc !== 0)) return `${g.id}: failed, hold ${g.holdState}, ${g.charges} charges, charged ${g.chargedMc} mc`;
+    if (g.status === 'failed' && !releasedUncharged(g)) return `${g.id}: failed, hold ${g.holdState}, ${g.charges} charges, charged ${g.chargedMc} mc`;
     return undefined;
   }));
 

@@ -1,7 +1,8 @@
 // Two OpenAI-compatible image upstreams on loopback for the fault run, both listing the run's
 // upstream model: `flaky` (asked first) fails half its submits the ways real upstreams fail (503,
 // 429, 500, a connection cut before any answer), `steady` always renders. Whatever the service
-// is going through, each such image must end served by one of them, held and charged once.
+// is going through, each such image must end served by one of them, held and charged once, unless
+// one of the run's outages failed it (released, nothing charged).
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -9,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import sharp from 'sharp';
-import { everyRow } from './ledger-checks';
+import { everyRow, failedByOutage } from './ledger-checks';
 import type { Check, GenerationFact } from './ledger-checks';
 import { UPSTREAM_MODEL, UPSTREAM_PROMPT } from './workload';
 
@@ -117,25 +118,49 @@ export async function startFaultUpstreams(): Promise<FaultUpstreams> {
 }
 
 /**
- * Every image of the upstream model succeeded (the steady upstream always renders), was served by
- * one of the two, its cost recorded; and the half-failing one did make the service fall back.
+ * Every image of the upstream model either succeeded (the steady upstream always renders) — then
+ * it was served by one of the two and its cost recorded — or failed the way one of the run's
+ * outages explains, released with nothing charged (the ledger checks' rule); and the half-failing
+ * upstream did make the service fall back.
  */
 export async function upstreamCheck(db: pg.Pool, facts: GenerationFact[], upstreams: FaultUpstreams): Promise<Check> {
   const routed = facts.filter((g) => g.prompt.includes(UPSTREAM_PROMPT));
-  const r = await db.query<{ generation_id: string; tried: string[]; served_by: string | null; cost_eur: string | null }>(
+  const r = await db.query<RouteRow>(
     'SELECT generation_id, tried, served_by, cost_eur FROM generation_upstreams WHERE generation_id = ANY($1)',
     [routed.map((g) => g.id)],
   );
-  const byId = new Map(r.rows.map((row) => [row.generation_id, row]));
-  const fellBack = r.rows.filter((row) => row.served_by === 'steady' && row.tried.includes('flaky')).length;
-  const { flaky, steady } = upstreams.counts;
-  const check = everyRow('a half-failing upstream: every image served once, by one upstream, with its cost', routed, (g) => {
+  return judgeRouted(routed, r.rows, upstreams.counts);
+}
+
+/** A generation_upstreams row as the check reads it. */
+export interface RouteRow {
+  generation_id: string;
+  tried: string[];
+  served_by: string | null;
+  cost_eur: string | null;
+}
+
+/** The check itself, over the routed images, their records and what each upstream counted. */
+export function judgeRouted(routed: GenerationFact[], rows: RouteRow[], counts: FaultUpstreams['counts']): Check {
+  const byId = new Map(rows.map((row) => [row.generation_id, row]));
+  const fellBack = rows.filter((row) => row.served_by === 'steady' && row.tried.includes('flaky')).length;
+  const outages = routed.filter(failedByOutage);
+  const { flaky, steady } = counts;
+  const check = everyRow('a half-failing upstream: every image served once, by one upstream, with its cost (or failed by an outage, uncharged)', routed, (g) => {
+    if (failedByOutage(g)) return undefined;
     const row = byId.get(g.id);
-    if (g.status !== 'succeeded') return `${g.id}: ${g.status} (${g.code ?? 'no code'})`;
+    if (g.status !== 'succeeded') return `${g.id}: ${g.status} (${g.code ?? 'no code'}, hold ${g.holdState}, ${g.charges} charges)`;
     if (!row || (row.served_by !== 'flaky' && row.served_by !== 'steady')) return `${g.id}: served by ${row?.served_by ?? 'nobody recorded'}`;
     if (row.cost_eur === null) return `${g.id}: no cost recorded`;
     return undefined;
-  }, `${routed.length} images; flaky failed ${flaky.failed} of ${flaky.submits} submits, ${fellBack} images fell back to steady (${steady.submits} submits)`);
-  if (check.ok && (routed.length === 0 || flaky.failed === 0 || fellBack === 0)) return { ...check, ok: false, detail: `${check.detail}: the fallback was never exercised` };
+  }, `${routed.length} images (${routed.length - outages.length} served, ${outages.length} failed by an outage: ${codesOf(outages)}); flaky failed ${flaky.failed} of ${flaky.submits} submits, ${fellBack} images fell back to steady (${steady.submits} submits)`);
+  if (check.ok && (routed.length === outages.length || flaky.failed === 0 || fellBack === 0)) return { ...check, ok: false, detail: `${check.detail}: the fallback was never exercised` };
   return check;
+}
+
+/** `not_started ×1, settle_failed ×2`, or `none`. */
+function codesOf(facts: GenerationFact[]): string {
+  const counts = new Map<string, number>();
+  for (const g of facts) counts.set(g.code ?? '', (counts.get(g.code ?? '') ?? 0) + 1);
+  return counts.size === 0 ? 'none' : [...counts].map(([code, n]) => `${code} ×${n}`).join(', ');
 }

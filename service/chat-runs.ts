@@ -9,7 +9,7 @@ import type { ChatStreamEvent, Provider, ProviderJob } from '../core/providers/t
 import type { OutputStore } from '../core/storage';
 import type { ApiRunResult, GenerationWorkflowInput } from '../core/workflow-contract';
 import type { GenerationView } from '../core/generation-view';
-import type { ToolCall } from '../core/vocabulary';
+import type { RouteEntry, ToolCall } from '../core/vocabulary';
 import type { Admission } from './admission';
 import { clientErrorOf, failureOf, openStream, storeText } from './chat-stream';
 import type { SubmitOptions } from './types';
@@ -146,7 +146,10 @@ export function createChatRuns(deps: ChatRunDeps) {
     // Not for a key with a budget, nor past the request's own cap: the hold is then likelier refused.
     const likely = (principal.availableMc ?? 0) >= priced.quoteMc && !principal.budgeted
       && (opts.maxCredits === undefined || creditsToMc(opts.maxCredits.credits) >= priced.quoteMc);
-    const early = likely ? openStream(deps.provider, job, stop.signal) : undefined;
+    // The router's entries of every attempt, settled with the charge (its own write of them is best effort).
+    const routes: RouteEntry[] = [];
+    const routed = (entry: RouteEntry): void => void routes.push(entry);
+    const early = likely ? openStream(deps.provider, job, stop.signal, routed) : undefined;
     let admitted: Awaited<ReturnType<Admission['admit']>>;
     try {
       admitted = await deps.admission.admit([priced], principal, opts);
@@ -193,7 +196,7 @@ export function createChatRuns(deps: ChatRunDeps) {
       try {
         for (let attempt = 1; ; attempt++) {
           try {
-            const stream = attempt === 1 && early ? early : openStream(provider, job, stop.signal);
+            const stream = attempt === 1 && early ? early : openStream(provider, job, stop.signal, routed);
             for await (const event of stream) {
               if (event.type === 'usage') {
                 providerTokens = event.outputTokens;
@@ -265,7 +268,7 @@ export function createChatRuns(deps: ChatRunDeps) {
           finish({ ok: false, error: failed === undefined ? { code: 'cancelled', message: 'The client went away before the first token.', retryable: true } : failureOf(failed) });
         } else {
           void storeText(store, input.generationId, text).then((outputKey) =>
-            finish({ ok: true, output: { outputKey, outputText: text, chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens, ...toolCallsOf(calls.calls()) } }),
+            finish({ ok: true, output: { outputKey, outputText: text, chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens, ...toolCallsOf(calls.calls()), ...(routes.length > 0 ? { routes } : {}) } }),
           );
         }
       }

@@ -3,7 +3,7 @@ import type { DomainError } from '../core/errors';
 import type { ChatStreamEvent, Provider, ProviderJob } from '../core/providers/types';
 import type { OutputStore } from '../core/storage';
 import { failureMessage } from '../core/vocabulary';
-import type { GenerationFailure } from '../core/vocabulary';
+import type { GenerationFailure, RouteEntry } from '../core/vocabulary';
 
 /** The provider side of a chat the API streams itself (service/chat-runs.ts). */
 
@@ -38,8 +38,8 @@ export function clientErrorOf(err: unknown): DomainError {
  * Opens the provider's stream and asks for its first event at once (an async generator would not
  * start before its first `next()`), so that the upstream request is under way from here on.
  */
-export function openStream(provider: Provider, job: ProviderJob, signal: AbortSignal): AsyncIterable<ChatStreamEvent> {
-  const iterator = provider.streamChat(job, signal)[Symbol.asyncIterator]();
+export function openStream(provider: Provider, job: ProviderJob, signal: AbortSignal, routed?: (entry: RouteEntry) => void): AsyncIterable<ChatStreamEvent> {
+  const iterator = provider.streamChat(job, signal, routed)[Symbol.asyncIterator]();
   const first = iterator.next();
   // Not awaited until the run reads it: a failure meanwhile must not be an unhandled rejection.
   first.catch(() => undefined);

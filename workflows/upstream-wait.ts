@@ -34,5 +34,7 @@ export async function runWithoutHoldingSlot(provider: GenerationActivities, job:
     compensations.push(CancellationScope.nonCancellable(() => stopper.cancelUpstreamJob(request)).catch(() => undefined));
     throw err;
   }
-  return provider.runProvider({ ...job, resume: waiting.resume });
+  const output = await provider.runProvider({ ...job, resume: waiting.resume });
+  // The submit's entry (what it asked) is settled with the collect's (who served, at what cost).
+  return started.route ? { ...output, routes: [started.route, ...(output.routes ?? [])] } : output;
 }

@@ -47,22 +47,29 @@ export function createPgUpstreamHealth(q: Queryable, breaker: { failures: number
 
 /** Which upstreams a generation's run asked and which served it (table generation_upstreams). */
 export function createPgRouteLog(q: Queryable): RouteLog {
-  return {
-    async record(generationId: string, entry: RouteEntry) {
-      // A streamed chat may have asked an upstream for a request whose hold was then refused: no
-      // generation, nothing to record.
-      await q.query(
-        `INSERT INTO generation_upstreams (generation_id, tried, served_by, cost_eur)
-           SELECT id, $2::text[], $3, $4 FROM generations WHERE id = $1
-         ON CONFLICT (generation_id) DO UPDATE SET
-           tried = generation_upstreams.tried || EXCLUDED.tried,
-           served_by = COALESCE(EXCLUDED.served_by, generation_upstreams.served_by),
-           cost_eur = COALESCE(EXCLUDED.cost_eur, generation_upstreams.cost_eur),
-           updated_at = now()`,
-        [generationId, [...entry.tried], entry.servedBy ?? null, entry.costEur ?? null],
-      );
-    },
-  };
+  return { record: (generationId, entry) => recordRoute(q, generationId, entry) };
+}
+
+/**
+ * Merges one router call's entry into a generation's record, once: the router writes it as the
+ * upstream answers (best effort) and the settle writes it again in the charge's transaction
+ * (durable), so whichever comes second finds its `call` listed and changes nothing.
+ */
+export async function recordRoute(q: Queryable, generationId: string, entry: RouteEntry): Promise<void> {
+  // A streamed chat may have asked an upstream for a request whose hold was then refused: no
+  // generation, nothing to record.
+  await q.query(
+    `INSERT INTO generation_upstreams (generation_id, tried, served_by, cost_eur, calls)
+       SELECT id, $2::text[], $3, $4, ARRAY[$5::text] FROM generations WHERE id = $1
+     ON CONFLICT (generation_id) DO UPDATE SET
+       tried = generation_upstreams.tried || EXCLUDED.tried,
+       served_by = COALESCE(EXCLUDED.served_by, generation_upstreams.served_by),
+       cost_eur = COALESCE(EXCLUDED.cost_eur, generation_upstreams.cost_eur),
+       calls = generation_upstreams.calls || EXCLUDED.calls,
+       updated_at = now()
+     WHERE NOT generation_upstreams.calls @> EXCLUDED.calls`,
+    [generationId, [...entry.tried], entry.servedBy ?? null, entry.costEur ?? null, entry.call],
+  );
 }
 
 /** The column that reads the upstream that served a generation with it (null: the simulator, or none yet). */

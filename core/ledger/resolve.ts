@@ -4,7 +4,8 @@ import type { Queryable } from '../db/pool';
 import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
-import type { GenerationFailure, GenerationKind, ToolCall } from '../vocabulary';
+import { recordRoute } from '../db/upstreams';
+import type { GenerationFailure, GenerationKind, RouteEntry, ToolCall } from '../vocabulary';
 import { appendEntry, moveAccount } from './entries';
 import { classified } from './failures';
 import { notifyExpr } from './notify';
@@ -21,6 +22,8 @@ export interface SettleRequest {
   outputTokens?: number | undefined;
   /** A chat's function calls, kept with its parameters (a response continued later reads them). */
   toolCalls?: ToolCall[] | undefined;
+  /** The router's entries of the run: which upstreams it asked, which one served at what cost. */
+  routes?: RouteEntry[] | undefined;
 }
 
 export type Resolution =
@@ -46,6 +49,15 @@ export function release(pool: pg.Pool, generationId: string, failure: Generation
 }
 
 async function settleIn(tx: Queryable, req: SettleRequest): Promise<Resolution> {
+  const resolution = await chargeIn(tx, req);
+  // The router's own write of it is best effort and may have met the database down; this one is
+  // retried with the charge. Each entry merges once (by its call), so a repeat adds nothing; it is
+  // written even when the hold had moved: the upstream cost us the run either way.
+  for (const route of req.routes ?? []) await recordRoute(tx, req.generationId, route);
+  return resolution;
+}
+
+async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> {
   const moved = await tx.query<{ account_id: string; amount_mc: number; charged_mc: number }>(
     `UPDATE holds SET state = 'settled', resolved_at = now(),
             charged_mc = LEAST(COALESCE($2::bigint, amount_mc), amount_mc)

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { UpstreamConfig } from '../config';
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
@@ -134,6 +135,7 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
     const pinned = pinnedOf(ctx.resume);
     // Details an attempt reported before routes were named (one upstream per model): that upstream's job.
     let unnamed = pinned === undefined ? ctx.resume : undefined;
+    const call = randomUUID();
     const tried: string[] = [];
     let last: unknown;
     for (const route of ordered(routes, pinned?.upstream)) {
@@ -157,32 +159,42 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
         await judge(routes, route, undefined);
         if (result.waiting) {
           // Served once it is collected: a run resuming this job (pinned here) records that.
-          await record(job, { tried });
-          return { waiting: { ...result.waiting, upstream: route.upstream, resume: { upstream: route.upstream, details: result.waiting.resume, waited: true } satisfies Pinned } };
+          const entry = { call, tried };
+          await record(job, entry);
+          return { waiting: { ...result.waiting, upstream: route.upstream, resume: { upstream: route.upstream, details: result.waiting.resume, waited: true } satisfies Pinned }, route: entry };
         }
-        await record(job, { tried, servedBy: route.upstream, costEur: costOf(route, job, result.outputTokens) });
-        return { ...result, upstream: route.upstream };
+        // The record written here may be lost to a database outage: the entry goes with the
+        // result too, and the settle writes it again with the charge.
+        const entry = { call, tried, servedBy: route.upstream, costEur: costOf(route, job, result.outputTokens) };
+        await record(job, entry);
+        return { ...result, upstream: route.upstream, route: entry };
       } catch (err) {
         await judge(routes, route, err);
         if (reported || ctx.signal.aborted || !(err instanceof UpstreamUnavailableError)) {
-          await record(job, { tried });
+          await record(job, { call, tried });
           throw err;
         }
         last = err;
       }
     }
-    await record(job, { tried });
+    await record(job, { call, tried });
     throw exhausted(job, tried, last);
   }
 
-  async function* streamChat(job: ProviderJob, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
+  async function* streamChat(job: ProviderJob, signal: AbortSignal, routed?: (entry: RouteEntry) => void): AsyncGenerator<ChatStreamEvent> {
     const routes = byModel.get(job.model);
     if (!routes) {
       yield* streamInSpan(...providerSpan(job, 'simulator'), () => fallback.streamChat(job, signal));
       return;
     }
+    const call = randomUUID();
     const tried: string[] = [];
     let last: unknown;
+    // The caller gets the entry before the best-effort write, to settle it durably with the charge.
+    const recordRoute = (entry: RouteEntry): Promise<void> => {
+      routed?.(entry);
+      return record(job, entry);
+    };
     for (const route of ordered(routes)) {
       if (!(await admit(routes, route))) continue;
       tried.push(route.upstream);
@@ -210,11 +222,11 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       } finally {
         // Complete, cut short by the consumer, or failed after its first token: this one served it.
         if (produced || failed === undefined || !(failed instanceof UpstreamUnavailableError) || signal.aborted) {
-          await record(job, produced ? { tried, servedBy: route.upstream, costEur: costOf(route, job, usage ?? deltas) } : { tried });
+          await recordRoute(produced ? { call, tried, servedBy: route.upstream, costEur: costOf(route, job, usage ?? deltas) } : { call, tried });
         }
       }
     }
-    await record(job, { tried });
+    await recordRoute({ call, tried });
     throw exhausted(job, tried, last);
   }
 

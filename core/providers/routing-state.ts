@@ -1,3 +1,5 @@
+import type { RouteEntry } from '../vocabulary';
+
 /**
  * What the router keeps beyond one call: each upstream's health (the circuit breaker, shared by
  * every process) and, per generation, which upstreams were asked and which served it at what cost.
@@ -16,16 +18,10 @@ export interface UpstreamHealth {
   answered(upstream: string): Promise<void>;
 }
 
-export interface RouteEntry {
-  /** The upstreams asked by this call, in order. */
-  tried: readonly string[];
-  /** The upstream that produced the output, when one did. */
-  servedBy?: string | undefined;
-  /** What the serving upstream costs us for it, in EUR, when its cost is configured. */
-  costEur?: number | undefined;
-}
 
 export interface RouteLog {
-  /** Adds a call's upstreams to the generation's record (a retried run appends to what was tried). */
+  /** Merges a call's entry into the generation's record, once per `call` (a retried run appends to what was tried). */
   record(generationId: string, entry: RouteEntry): Promise<void>;
 }
+
+export type { RouteEntry };

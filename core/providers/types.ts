@@ -1,4 +1,4 @@
-import type { GenerationKind, ToolCall } from '../vocabulary';
+import type { GenerationKind, RouteEntry, ToolCall } from '../vocabulary';
 
 /** One job handed to a provider: the model and the parameters the quote was made with. */
 export interface ProviderJob {
@@ -31,6 +31,8 @@ export interface ProviderResult {
   waiting?: UpstreamWait;
   /** A chat that answered with calls of the client's functions. */
   toolCalls?: ToolCall[];
+  /** The router's entry for this call (served, or left waiting), for the settle to record durably. */
+  route?: RouteEntry;
 }
 
 /** A function the client offers a chat model (OpenAI's function tool). */
@@ -115,9 +117,10 @@ export interface Provider {
   /**
    * A chat reply as it is produced, for the API's streamed path (group B). Ends when the reply is
    * complete; stops (and stops the upstream) when `signal` aborts. Fails before its first event
-   * with a ProviderRejectedError (final) or any other error (may pass).
+   * with a ProviderRejectedError (final) or any other error (may pass). `routed` hears the router's
+   * entry of the call once it is known (by the time the stream ends or is returned), for the settle.
    */
-  streamChat(job: ProviderJob, signal: AbortSignal): AsyncIterable<ChatStreamEvent>;
+  streamChat(job: ProviderJob, signal: AbortSignal, routed?: (entry: RouteEntry) => void): AsyncIterable<ChatStreamEvent>;
   /** Whether a waiting upstream job has ended (either way): one look, no waiting. */
   checkJob?(wait: UpstreamWait, signal: AbortSignal): Promise<boolean>;
   /** Asks the upstream to stop a waiting job (the generation was cancelled or gave up on it). */

@@ -25,7 +25,8 @@ import { createProviderRouter } from '../../core/providers/router';
 import { createSimulator } from '../../core/providers/simulator';
 import { createSafeHttpClient } from '../../core/net/safe-http';
 import { GenerationProvider } from '../../core/search-attributes';
-import { credits, untilStarted } from '../support/api';
+import { credits, generateV1, routingOf, untilFinishedV1, untilStarted } from '../support/api';
+import type { GroupAGeneration } from '../support/api';
 import { ADMIN_TOKEN, eventually, startHarness } from '../support/harness';
 import { patchIdsOf } from '../support/histories';
 import type { Harness } from '../support/harness';
@@ -85,26 +86,10 @@ beforeEach(async () => {
   await h.pool.query('DELETE FROM upstream_health');
 });
 
-interface Generated {
-  id: string;
-  status: string;
-  creditsCharged: number;
-  provider: string | null;
-  error: { code: string } | null;
-  outputUrl: string;
-}
-
-const generateA = async (key: string, body: Record<string, unknown>): Promise<Generated> => {
-  const res = await h.call('POST', '/api/v1/generate', { key, body });
-  expect([200, 202], res.body).toContain(res.statusCode);
-  return res.json<Generated>();
-};
-const finished = (key: string, id: string): Promise<Generated> =>
-  eventually(async () => {
-    const g = (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Generated>();
-    return g.status === 'succeeded' || g.status === 'failed' ? g : undefined;
-  }, 60_000);
-const routing = async (id: string) => (await h.call('GET', `/admin/v1/generations/${id}/upstreams`, { key: ADMIN_TOKEN })).json<{ upstream: string | null; tried: string[]; costEur: number | null }>();
+type Generated = GroupAGeneration;
+const generateA = (key: string, body: Record<string, unknown>): Promise<Generated> => generateV1(h, key, body);
+const finished = (key: string, id: string): Promise<Generated> => untilFinishedV1(h, key, id);
+const routing = (id: string) => routingOf(h, id);
 /** The ledger's movements of one generation, by kind. */
 const entries = async (id: string): Promise<Record<string, number>> => {
   const r = await h.pool.query<{ entry: string; n: number }>('SELECT entry, count(*)::int AS n FROM ledger_entries WHERE generation_id = $1 GROUP BY entry', [id]);

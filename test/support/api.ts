@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { Harness } from './harness';
-import { eventually } from './harness';
+import { ADMIN_TOKEN, eventually } from './harness';
 
 export interface GenerationRecord {
   id: string;
@@ -48,6 +48,34 @@ export async function untilFinished(h: Harness, key: string, id: string, timeout
     const g = await poll(h, key, id);
     return g.status === 'succeeded' || g.status === 'failed' ? g : undefined;
   }, timeoutMs);
+}
+
+/** A generation as group A (`/api/v1`) shows it, with the upstream that served it. */
+export interface GroupAGeneration {
+  id: string;
+  status: string;
+  creditsCharged: number;
+  provider: string | null;
+  error: { code: string } | null;
+  outputUrl: string;
+}
+
+export async function generateV1(h: Harness, key: string, body: Record<string, unknown>): Promise<GroupAGeneration> {
+  const res = await h.call('POST', '/api/v1/generate', { key, body });
+  expect([200, 202], res.body).toContain(res.statusCode);
+  return res.json<GroupAGeneration>();
+}
+
+export function untilFinishedV1(h: Harness, key: string, id: string, timeoutMs = 60_000): Promise<GroupAGeneration> {
+  return eventually(async () => {
+    const g = (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<GroupAGeneration>();
+    return g.status === 'succeeded' || g.status === 'failed' ? g : undefined;
+  }, timeoutMs);
+}
+
+/** A generation's routing record, as the operator reads it. */
+export async function routingOf(h: Harness, id: string): Promise<{ upstream: string | null; tried: string[]; costEur: number | null }> {
+  return (await h.call('GET', `/admin/v1/generations/${id}/upstreams`, { key: ADMIN_TOKEN })).json();
 }
 
 /** Downloads an output through the API's own file route, as a client following outputUrl would. */
