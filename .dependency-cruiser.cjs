@@ -1,16 +1,29 @@
 // @ts-check
-// Import floors, checked by `npm run deps` (part of `npm test`).
+// Import floors, checked by `npm run deps` (part of `npm test`). docs/architecture.md draws them.
 //
 // The service is one core with many doors. Code may import down a floor, never up one:
 //   api (doors) → service → core;  activities → core;  workflows → machines + activity types;
 //   machines → the vocabulary;  runtime/ is the composition root and may import anything.
-// test/, bench/, faults/ and scripts/ are exempt from the floors but not from the no-circle rule.
+// Inside core/: the leaves (words that import nothing of ours) ← db/ (row SQL) ← everything else.
+// Beside them: scripts/ (tool builds) ← deploy/ (the production topology) ← faults/, bench/, test/.
 
 /** Our own code: a file in one of our folders (not a Node built-in, not a package). */
 const OURS = '^(?!node_modules/)[^/]+/';
 
 /** A target among our own files, minus the allowed ones. */
 const oursExcept = (/** @type {string[]} */ ...allowed) => ({ path: OURS, pathNot: allowed, dependencyTypesNot: ['core'] });
+
+/**
+ * core/'s leaves: words and tiny helpers every floor shares. Each imports nothing of ours but other
+ * leaves, so nothing can form a circle through them, and core/db/ may stand on them.
+ */
+const CORE_LEAVES = [
+  '^core/vocabulary\\.ts$',
+  '^core/money\\.ts$',
+  '^core/ids\\.ts$',
+  '^core/plans\\.ts$',
+  '^core/webhooks/events\\.ts$',
+];
 
 /** Leaf modules a workflow may import at run time: pure, no I/O, safe in the workflow sandbox. */
 const WORKFLOW_LEAVES = [
@@ -20,14 +33,15 @@ const WORKFLOW_LEAVES = [
   '^core/webhooks/schedule\\.ts$',
 ];
 
-/** The doors into the service. Files in api/ that match none of these are shared by all doors. */
+/** The doors into the service, one folder each. api/shared/ and api/webhooks/ are shared by doors, never doors. */
 const DOORS = [
-  { name: 'group-a', path: '^api/v1\\.ts$', says: "group A's door (api/v1.ts)" },
-  { name: 'group-b', path: '^api/openai(/|[^/]*\\.ts$)', says: "group B's door (api/openai*.ts, api/openai/)" },
-  { name: 'group-c', path: '^api/legacy\\.ts$', says: "group C's door (api/legacy.ts)" },
-  { name: 'mcp', path: '^api/mcp/', says: 'the MCP door (api/mcp/)' },
-  { name: 'dashboard', path: '^api/dashboard/', says: 'the dashboard door (api/dashboard/)' },
-  { name: 'provider-webhooks', path: '^api/provider-webhooks\\.ts$', says: "the upstreams' webhook door (api/provider-webhooks.ts)" },
+  { name: 'group-a', path: '^api/group-a/' },
+  { name: 'group-b', path: '^api/group-b/' },
+  { name: 'group-c', path: '^api/group-c/' },
+  { name: 'mcp', path: '^api/mcp/' },
+  { name: 'dashboard', path: '^api/dashboard/' },
+  { name: 'admin', path: '^api/admin/' },
+  { name: 'upstream-callbacks', path: '^api/upstream-callbacks/' },
 ];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -55,6 +69,22 @@ module.exports = {
       comment: 'core/ is the ground floor: it imports only core/. Whatever it needs from above is passed in.',
       from: { path: '^core/' },
       to: oursExcept('^core/'),
+    },
+    {
+      name: 'core-db-floor',
+      severity: 'error',
+      comment:
+        'core/db/ is row SQL, below everything else in core/: it imports only core/db/ and the leaves ' +
+        '(vocabulary, money, ids, plans, webhook event names). What it needs from above (a trace id, a clock) is passed in.',
+      from: { path: '^core/db/' },
+      to: oursExcept('^core/db/', ...CORE_LEAVES),
+    },
+    {
+      name: 'core-leaves-are-leaves',
+      severity: 'error',
+      comment: 'The leaves of core/ import nothing of ours but other leaves.',
+      from: { path: CORE_LEAVES },
+      to: oursExcept(...CORE_LEAVES),
     },
     {
       name: 'activities-floor',
@@ -94,15 +124,52 @@ module.exports = {
       from: { path: '^(service|core|activities|workflows|machines|cli)/' },
       to: { path: '^api/' },
     },
+    {
+      name: 'cli-floor',
+      severity: 'error',
+      comment: 'The operator CLI talks to the admin API; it imports only cli/ and core/.',
+      from: { path: '^cli/' },
+      to: oursExcept('^(cli|core)/'),
+    },
+    {
+      name: 'shared-api-imports-no-door',
+      severity: 'error',
+      comment: 'api/shared/ and api/webhooks/ serve several doors, so they import none.',
+      from: { path: '^api/(shared|webhooks)/' },
+      to: { path: DOORS.map((door) => door.path) },
+    },
     ...DOORS.map((door) => ({
       name: `door-${door.name}-imports-a-door`,
       severity: /** @type {const} */ ('error'),
       comment:
-        `Doors never import each other: ${door.says} may import the shared api/ modules, service/ and core/, ` +
-        'not another door. A rule two doors need moves into the shared api/ modules or the service.',
+        `Doors never import each other: ${door.path} may import api/shared/, api/webhooks/, service/ and core/, ` +
+        'not another door. A rule two doors need moves into api/shared/ or the service.',
       from: { path: door.path },
       to: { path: DOORS.filter((other) => other !== door).map((other) => other.path) },
     })),
+    {
+      name: 'runtime-stands-alone',
+      severity: 'error',
+      comment: 'The running service never imports its harnesses, deployment scripts or tool builds.',
+      from: { path: '^(runtime|api|service|core|activities|workflows|machines|cli)/' },
+      to: { path: '^(deploy|scripts|faults|bench|test)/' },
+    },
+    {
+      name: 'scripts-floor',
+      severity: 'error',
+      comment: 'scripts/ build and find tools; they import only scripts/ and runtime/.',
+      from: { path: '^scripts/' },
+      to: oursExcept('^(scripts|runtime)/'),
+    },
+    {
+      name: 'deploy-floor',
+      severity: 'error',
+      comment:
+        'deploy/ is the production topology (the cluster, compose files, the Temporal server config): it may use scripts/, ' +
+        'runtime/ and core/, never the fault run, the bench or the tests, which use it.',
+      from: { path: '^deploy/' },
+      to: oursExcept('^(deploy|scripts|runtime|core)/'),
+    },
   ],
   options: {
     doNotFollow: { path: '(^|/)node_modules/' },

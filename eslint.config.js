@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
 const ioModules = [
   'node:*', 'fs', 'fs/*', 'path', 'os', 'http', 'https', 'net', 'crypto', 'child_process',
   'pg', 'fastify', 'sharp', '@temporalio/client', '@temporalio/worker', '@temporalio/activity',
-  '../activities/*', '../api/*', '../runtime/*', '../core/db/*', '../core/storage*', '../core/providers/*',
+  '**/activities', '**/activities/**', '**/api/**', '**/runtime/**', '**/core/db/**', '**/core/storage/**', '**/core/providers/**',
 ];
 
 export default tseslint.config(

@@ -1,12 +1,12 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { Provider } from '../core/providers/types';
-import type { OutputStore } from '../core/storage';
-import { createLedgerActivities } from './ledger';
-import { createProviderActivities } from './provider';
-import { createReconcileActivities } from './reconcile';
-import type { ReconcileDeps } from './reconcile';
-import { createSlotActivities, createVideoSlotWaker } from './slots';
+import type { OutputStore } from '../core/storage/output-store';
+import { createLedgerActivities } from './generation/ledger';
+import { createProviderActivities } from './generation/provider';
+import { createReconcileActivities } from './generation/reconcile';
+import type { ReconcileDeps } from './generation/reconcile';
+import { createSlotActivities, createVideoSlotWaker } from './generation/slots';
 
 export interface ActivityDeps {
   pool: pg.Pool;

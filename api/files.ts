@@ -2,9 +2,9 @@ import { createReadStream } from 'node:fs';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { OutputStore } from '../core/storage';
-import { errorBody } from './errors';
-import { apiError } from './schemas';
+import type { OutputStore } from '../core/storage/output-store';
+import { errorBody } from './shared/errors';
+import { apiError } from './shared/schemas';
 
 /** Output files, reached only through a signed URL; the signature is the authorisation. */
 export const fileRoutes: FastifyPluginAsyncZod<{ store: OutputStore }> = async (app, deps) => {

@@ -6,8 +6,8 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { freePort, isExecutableFile, runCommand } from '../runtime/process';
 import { cachedTemporalCliPath } from '../runtime/temporal-cli';
-import { startEntryProcess } from './children';
-import type { EntryProcess } from './children';
+import { startEntryProcess } from '../deploy/processes/children';
+import type { EntryProcess } from '../deploy/processes/children';
 
 /** The version issue 17 measured. */
 export const LITELLM_VERSION = '1.108.7';

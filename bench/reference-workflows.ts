@@ -2,7 +2,7 @@
 // runs it): a workflow with the same Temporal shape as a generation today and nothing else — no
 // XState machine, no pricing, no files. Deadline timer, (video) slot activity, markRunning as a
 // local activity, the provider as an activity, settle as a local activity, and the status search
-// attribute upserted on the way, exactly as workflows/generation.ts does for an admitted job.
+// attribute upserted on the way, exactly as workflows/generation/workflow.ts does for an admitted job.
 import { CancellationScope, proxyActivities, proxyLocalActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import { GenerationStatus } from '../core/search-attributes';
 

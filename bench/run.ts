@@ -1,7 +1,7 @@
 // `npm run bench [-- --quick] [-- --worker=child] [-- --temporal-db=memory] [-- --keep]`: starts
 // the whole service on free ports in a private folder, measures it over real HTTP, prints a table
 // and writes JSON under .test-data/bench-results/, and stops everything it started (also on error,
-// Ctrl-C and SIGKILL, see bench/reaper.mjs). docs/benchmark.md explains the scenarios and numbers.
+// Ctrl-C and SIGKILL, see deploy/processes/reaper.mjs). docs/benchmark.md explains the scenarios and numbers.
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createShutdown } from '../runtime/lifecycle';

@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { quoteImage, quoteVideo } from '../core/pricing';
+import { quoteImage, quoteVideo } from '../core/catalogue/pricing';
 import { createSimulator } from '../core/providers/simulator';
 import type { ProviderJob } from '../core/providers/types';
-import { createLocalStore } from '../core/storage';
+import { createLocalStore } from '../core/storage/output-store';
 import { round } from './stats';
 
 export interface SimulatorCost {

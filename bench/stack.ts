@@ -15,8 +15,8 @@ import { ensureTemporalCli } from '../runtime/temporal-cli';
 import { startTemporalDevServer } from '../runtime/temporal-dev-server';
 import type { TemporalDevServer } from '../runtime/temporal-dev-server';
 import { startWorker } from '../runtime/worker-runner';
-import { startEntryProcess, startReaper } from './children';
-import type { ReaperTarget } from './children';
+import { startEntryProcess, startReaper } from '../deploy/processes/children';
+import type { ReaperTarget } from '../deploy/processes/children';
 
 /**
  * Where the service runs. `process` (default): one child process running `runtime/main.ts` against
@@ -45,7 +45,7 @@ export interface Stack {
   serviceInBench: boolean;
   /** The bare reference (bench/reference-process.ts): its own process on the same Temporal and PostgreSQL; undefined when not asked for. */
   reference: { pid: number; baseUrl: string; taskQueue: string } | undefined;
-  /** Tells the safety net (bench/reaper.mjs) about a process the bench starts beside the stack. */
+  /** Tells the safety net (deploy/processes/reaper.mjs) about a process the bench starts beside the stack. */
   watch(name: ReaperTarget, pid: number): void;
   /** How long each start-up step took, in ms. */
   startup: Record<string, number>;

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { PLANS } from '../core/db/accounts';
-import type { Plan } from '../core/db/accounts';
+import { PLANS } from '../core/plans';
+import type { Plan } from '../core/plans';
 import { MARGIN_GROUPS } from '../core/db/margins';
 import type { MarginGroup } from '../core/db/margins';
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { listModels } from './catalogue';
+import { listModels } from './catalogue/models';
 
 /**
  * The one place configuration is read. Entry points call `loadConfig(process.env)` once and pass

@@ -43,7 +43,7 @@ export interface GenerationWorkflowInput {
 
 /**
  * The input of workflows that placed their own hold, started before the API admitted in
- * PostgreSQL. Only replayed (workflows/legacy-admission.ts); nothing starts one any more.
+ * PostgreSQL. Only replayed (workflows/generation/legacy-admission.ts); nothing starts one any more.
  */
 export interface LegacyWorkflowInput extends Omit<GenerationWorkflowInput, 'admitted'> {
   admitted?: undefined;

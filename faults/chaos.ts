@@ -3,7 +3,7 @@
 // stopped and started once, and any further one-off kills of the plan (the cluster's API and
 // provider worker). Every step goes on the timeline.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FaultStack } from './stack';
+import type { ProcessStack } from '../deploy/processes/stack';
 
 export interface FaultEvent {
   /** ms since the first request. */
@@ -56,7 +56,7 @@ export interface OneKill {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** Runs the schedule until `untilMs` or `stop`; resolves once every fault it began is over. */
-export async function runFaults(stack: FaultStack, plan: FaultPlan, origin: number, timeline: Timeline, stop: AbortSignal): Promise<void> {
+export async function runFaults(stack: ProcessStack, plan: FaultPlan, origin: number, timeline: Timeline, stop: AbortSignal): Promise<void> {
   const until = async (at: number): Promise<boolean> => {
     const wait = origin + at - Date.now();
     if (wait > 0) await sleep(wait, undefined, { signal: stop }).catch(() => undefined);

@@ -3,7 +3,7 @@
 // concurrency is kept small (PROVIDER_CONCURRENCY=10) so that the flood makes a backlog on the
 // provider task queue, where a first-come-first-served queue makes the lone image wait behind it.
 // The server's fairness (matching.enableFairness) is on, as everywhere; --unfair turns it off to
-// compare. The workflows carry their account as fairness key (service/temporal-gateway.ts), their
+// compare. The workflows carry their account as fairness key (service/generation/temporal-gateway.ts), their
 // activities inherit it.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttp, openAccount } from '../bench/http';

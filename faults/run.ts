@@ -24,10 +24,10 @@ import type { Check } from './ledger-checks';
 import { leftoverProcesses } from './leftovers';
 import { outputChecks } from './output-checks';
 import { duration, renderReport } from './report';
-import { createClusterStack } from './cluster-stack';
-import type { ClusterStack } from './cluster-stack';
+import { createClusterStack } from '../deploy/cluster/stack';
+import type { ClusterStack } from '../deploy/cluster/stack';
 import { createFaultStack } from './stack';
-import type { FaultStack } from './stack';
+import type { ProcessStack } from '../deploy/processes/stack';
 import { startFaultUpstreams, upstreamCheck } from './upstreams';
 import { startWebhookReceiver, registerEndpoint, webhookCheck } from './webhooks';
 import { ACCOUNTS, BUDGETED, POOR, planRequests } from './workload';
@@ -129,7 +129,7 @@ async function main(): Promise<number> {
   shutdown.followParent(interrupted);
 
   log(`data in ${dataDir}; load average ${loadBefore} on ${availableParallelism()} cores`);
-  const stack: FaultStack = await handle.start();
+  const stack: ProcessStack = await handle.start();
   const cluster = args.topology === 'cluster' ? (stack as ClusterStack) : undefined;
   const inputs = (opened.inputs = await startInputServer());
   phases.push(['start-up', Date.now() - began]);

@@ -5,59 +5,25 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startReaper } from '../bench/children';
-import type { ReaperTarget } from '../bench/children';
+import { startReaper } from '../deploy/processes/children';
+import type { ReaperTarget } from '../deploy/processes/children';
 import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
 import type { EmbeddedPostgres } from '../runtime/embedded-postgres';
 import { freePort } from '../runtime/process';
 import { ensureTemporalCli } from '../runtime/temporal-cli';
 import { startTemporalDevServer } from '../runtime/temporal-dev-server';
 import type { TemporalDevServer } from '../runtime/temporal-dev-server';
-import { boundedStop, createSupervisor } from './supervisor';
-import type { ServiceSpec, Supervisor } from './supervisor';
+import { boundedStop, createSupervisor } from '../deploy/processes/supervisor';
+import type { ServiceSpec, Supervisor } from '../deploy/processes/supervisor';
+import type { ProcessStack, Service, StackSettings } from '../deploy/processes/stack';
 
 const TASK_QUEUE = 'faults';
-
-export interface StackSettings {
-  dataDir: string;
-  /** Extra environment of the API and the worker (the reconciler's pace). */
-  serviceEnv: Record<string, string>;
-  log: (line: string) => void;
-  /** Told of every start of a service process that ended before it was ready (a supervisor restarts it). */
-  onStartFailure: (what: string, error: string) => void;
-  /** Told when a running service process ended without being asked to (it is started again). */
-  onUnexpectedExit: (what: string, how: string) => void;
-}
-
-export type Service = 'api' | 'worker';
-
-export interface FaultStack {
-  /** What runs Temporal, for the timeline. */
-  temporalKind: 'Temporal dev server' | 'Temporal server';
-  baseUrl: string;
-  adminToken: string;
-  databaseUrl: string;
-  dataDir: string;
-  /** The service processes' pids as they are now (a restart replaces them). */
-  pids(): Record<Service, number>;
-  /** SIGKILLs the worker; `startWorker` brings a new one. */
-  killWorker(): Promise<number>;
-  /** Starts a new worker and resolves once it polls. */
-  startWorker(): Promise<number>;
-  /** Fast shutdown of PostgreSQL; `startPostgres` starts it again on the same data and port. */
-  stopPostgres(): Promise<void>;
-  startPostgres(): Promise<void>;
-  /** Stops the Temporal dev server; `startTemporal` starts it again on the same SQLite file and port. */
-  stopTemporal(): Promise<void>;
-  startTemporal(): Promise<void>;
-  stop(): Promise<void>;
-}
 
 /**
  * Starts the stack. Whatever has started is stopped by `stop()` of the handle, which exists before
  * anything starts so that a Ctrl-C during start-up can use it.
  */
-export function createFaultStack(settings: StackSettings): { start(): Promise<FaultStack>; stop(): Promise<void> } {
+export function createFaultStack(settings: StackSettings): { start(): Promise<ProcessStack>; stop(): Promise<void> } {
   const { dataDir, log } = settings;
   let postgres: EmbeddedPostgres | undefined;
   let temporal: TemporalDevServer | undefined;
@@ -74,7 +40,7 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Fa
       reaper?.dismiss();
     })());
 
-  const start = async (): Promise<FaultStack> => {
+  const start = async (): Promise<ProcessStack> => {
     // Default mode (0777 less umask): as root PostgreSQL runs as user postgres and must be able to
     // search every parent of its data directory.
     await mkdir(dataDir, { recursive: true });

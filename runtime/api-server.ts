@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app';
 import { deadlinesOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
-import { createInputPreparer } from '../service/inputs';
+import { createInputPreparer } from '../service/generation/inputs';
 import { settlesWithin } from './process';
 import { allowsPrivateNetworks, billingOptionsOf, signupOptionsOf, isDevelopment, upstreamSettings, webhookTaskQueueOf } from '../core/config';
 import type { Services } from './services';

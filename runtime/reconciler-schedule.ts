@@ -1,6 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
-import type { ReconcileRequest } from '../activities/reconcile';
+import type { ReconcileRequest } from '../activities/generation/reconcile';
 
 /** One reconciler per task queue: deployments (and test runs) sharing a namespace keep theirs apart. */
 export const reconcilerScheduleId = (taskQueue: string) => `gensvc-reconciler-${taskQueue}`;

@@ -6,7 +6,7 @@
 export const TEMPORAL_DYNAMIC_CONFIG = {
   // Workflow updates (and ExecuteMultiOperation, which Update-with-Start used). The dev server has
   // both on already; a plain server needs them said. Nothing sends either today: the API admits in
-  // PostgreSQL and starts workflows plainly, and only legacy workflows (workflows/legacy-admission.ts)
+  // PostgreSQL and starts workflows plainly, and only legacy workflows (workflows/generation/legacy-admission.ts)
   // carry `admission` updates in their histories. Both keys go with that file.
   'frontend.enableExecuteMultiOperation': true,
   'frontend.enableUpdateWorkflowExecution': true,
@@ -34,7 +34,7 @@ export const TEMPORAL_DYNAMIC_CONFIG = {
   'system.enableActivityEagerExecution': true,
 
   // Tasks are handed out fairly across their fairness keys (each generation's account, set at
-  // start by service/temporal-gateway.ts) instead of first come, first served: one account's
+  // start by service/generation/temporal-gateway.ts) instead of first come, first served: one account's
   // flood of 300 images kept another account's lone image waiting 53.9 s (median), 1.8 s with
   // this on, 0.4 s alone (`npm run fairness`, docs/benchmark.md).
   'matching.enableFairness': true,

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { inTransaction } from '../core/db/pool';
 import { claimUndispatched, markDispatched, OUTBOX_CHANNEL, pruneFinishedDeliveries } from '../core/db/webhooks';
-import type { WebhookDispatcher } from '../service/webhook-dispatch';
+import type { WebhookDispatcher } from '../service/webhooks/dispatch';
 
 export interface WebhookRelayOptions {
   pool: pg.Pool;

@@ -3,7 +3,7 @@ import type { Worker } from '@temporalio/worker';
 import { allowsPrivateNetworks, deadlinesOf, mailOptionsOf, webhookTaskQueueOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createSecretBox } from '../core/webhooks/secret-box';
-import { createWebhookDispatcher } from '../service/webhook-dispatch';
+import { createWebhookDispatcher } from '../service/webhooks/dispatch';
 import { startMailRelay } from './mail-relay';
 import { ensureReconcilerSchedule } from './reconciler-schedule';
 import type { Services } from './services';

@@ -9,11 +9,11 @@ import { bundleWorkflowCode, Runtime, Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerDeploymentOptions, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities } from '../activities';
-import { createWebhookActivities } from '../activities/webhooks';
-import type { WebhookActivityDeps } from '../activities/webhooks';
-import { createProviderActivities } from '../activities/provider';
+import { createWebhookActivities } from '../activities/webhooks/delivery';
+import type { WebhookActivityDeps } from '../activities/webhooks/delivery';
+import { createProviderActivities } from '../activities/generation/provider';
 import type { Provider } from '../core/providers/types';
-import type { OutputStore } from '../core/storage';
+import type { OutputStore } from '../core/storage/output-store';
 import { providerTaskQueueOf } from '../core/workflow-contract';
 import { OutputTail } from './process';
 import type { WorkerTracing } from './tracing';
@@ -156,7 +156,7 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Work
     ...versioned(deployment),
     ...traced(tracing, 'workflows', !workflowBundle),
     activities: createWebhookActivities(activityDeps),
-    // Attempts are local activities (see workflows/webhook-delivery.ts): this bounds them.
+    // Attempts are local activities (see workflows/webhooks/delivery.ts): this bounds them.
     maxConcurrentLocalActivityExecutions: concurrency,
     // and nothing schedules an activity task on this queue (deliveries ran them as activities
     // only before 2026-11-21 06:22, past the 3-day retry schedule), so no poller waits for one.

@@ -1,3 +1,3 @@
-export { generation } from './generation';
-export { reconcile } from './reconcile';
-export { webhookDelivery } from './webhook-delivery';
+export { generation } from './generation/workflow';
+export { reconcile } from './generation/reconcile';
+export { webhookDelivery } from './webhooks/delivery';

@@ -4,28 +4,28 @@ import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provid
 import { z } from 'zod';
 import {
   accountAlerts, alertsView, budgetViewOf, createKey, createKeyBody, keyBudgetBody, keyBudgetView, lowBalanceBody, removeBudget, revokeKey, setBudget, setLowBalance,
-} from '../../core/admin-operations';
-import { SCOPES } from '../../core/api-keys';
+} from '../../service/accounts/operations';
+import { SCOPES } from '../../core/accounts/api-keys';
 import { listApiKeys } from '../../core/db/accounts';
 import { readKeyBudget } from '../../core/db/budgets';
 import { UnauthorizedError } from '../../core/errors';
-import { MAX_PASSWORD_LENGTH } from '../../core/passwords';
-import type { OutputStore } from '../../core/storage';
+import { MAX_PASSWORD_LENGTH } from '../../core/accounts/passwords';
+import type { OutputStore } from '../../core/storage/output-store';
 import { GENERATION_KINDS, GENERATION_STATUSES, isFinal } from '../../core/vocabulary';
-import type { GenerationService } from '../../service/generation-service';
-import { csrfTokenOf, SESSION_TTL_MS } from '../../service/session-service';
-import type { Session } from '../../service/session-service';
-import type { BillingService } from '../../service/billing-service';
-import type { SignupService } from '../../service/signup-service';
-import type { WebhookService } from '../../service/webhook-service';
-import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKIE } from '../auth';
-import type { SessionAuthDeps } from '../auth';
-import { listQuery } from '../fields';
-import { legacyGenerateBody, legacyRequestOf } from '../generate-bodies';
-import { usageReport as reportUsage } from '../../service/usage-view';
-import { balance, errorResponses, usageQuery, usageReport, generation, generationKind, generationList, generationListOf, generationOf, generationStatus, idParams, quote } from '../schemas';
-import type { ErrorStatus } from '../schemas';
-import { webhookRoutes } from '../webhooks';
+import type { GenerationService } from '../../service/generation/service';
+import { csrfTokenOf, SESSION_TTL_MS } from '../../service/accounts/sessions';
+import type { Session } from '../../service/accounts/sessions';
+import type { BillingService } from '../../service/billing/purchases';
+import type { SignupService } from '../../service/accounts/signup';
+import type { WebhookService } from '../../service/webhooks/endpoints';
+import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKIE } from '../shared/auth';
+import type { SessionAuthDeps } from '../shared/auth';
+import { listQuery } from '../shared/fields';
+import { legacyGenerateBody, legacyRequestOf } from '../shared/generate-bodies';
+import { usageReport as reportUsage } from '../../service/usage/usage';
+import { balance, errorResponses, usageQuery, usageReport, generation, generationKind, generationList, generationListOf, generationOf, generationStatus, idParams, quote } from '../shared/schemas';
+import type { ErrorStatus } from '../shared/schemas';
+import { webhookRoutes } from '../webhooks/routes';
 import { liveEvents, overviewOf } from './events';
 
 /** Limits of the dashboard's own calls, per user, per 60 s window. */

@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Balance, GenerationService } from '../../service/generation-service';
-import type { SessionService } from '../../service/session-service';
-import { principalOf } from '../auth';
-import { PLAN_LIMITS } from '../rate-limit';
-import { generationOf } from '../schemas';
-import { openEventStream } from '../sse';
+import type { Balance, GenerationService } from '../../service/generation/service';
+import type { SessionService } from '../../service/accounts/sessions';
+import { principalOf } from '../shared/auth';
+import { PLAN_RATE_LIMITS } from '../../core/plans';
+import { generationOf } from '../shared/schemas';
+import { openEventStream } from '../shared/sse';
 
 export interface LiveEventsDeps {
   service: GenerationService;
@@ -15,11 +15,11 @@ export interface LiveEventsDeps {
 const SESSION_CHECK_MS = 15_000;
 
 /** The overview of the dashboard: the balance with the plan's rate limit. */
-export const overviewOf = (b: Balance) => ({ ...b, rateLimitPerMinute: PLAN_LIMITS[b.plan] });
+export const overviewOf = (b: Balance) => ({ ...b, rateLimitPerMinute: PLAN_RATE_LIMITS[b.plan] });
 
 /**
  * Server-Sent Events for the dashboard, on the same live source as group A's streams
- * (service/watch.ts): `generation` (group A's shape) whenever one of the account's generations
+ * (service/generation/watch.ts): `generation` (group A's shape) whenever one of the account's generations
  * changes (created, running, succeeded, failed, by any door), and `overview` whenever the
  * balance, holds or allowance may have moved. Nothing is polled: the ledger's commits say what
  * changed.

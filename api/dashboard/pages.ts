@@ -5,9 +5,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { NotFoundError } from '../../core/errors';
-import { csrfTokenOf } from '../../service/session-service';
-import { cookieOf, SESSION_COOKIE } from '../auth';
-import type { SessionCookies } from '../auth';
+import { csrfTokenOf } from '../../service/accounts/sessions';
+import { cookieOf, SESSION_COOKIE } from '../shared/auth';
+import type { SessionCookies } from '../shared/auth';
 
 /**
  * The dashboard's pages and assets. Every page is the same small HTML shell; the front end (Preact

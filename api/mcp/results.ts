@@ -1,9 +1,9 @@
 import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
 import { classifyDbError } from '../../core/db/errors';
 import { DomainError } from '../../core/errors';
-import type { GenerationView } from '../../core/generation-view';
-import { databaseUnavailable, errorBody } from '../errors';
-import { generationOf } from '../schemas';
+import type { GenerationView } from '../../core/generation/view';
+import { databaseUnavailable, errorBody } from '../shared/errors';
+import { generationOf } from '../shared/schemas';
 
 /**
  * Tool results of the MCP door. Every result carries `structuredContent` that matches the tool's

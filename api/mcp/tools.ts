@@ -1,13 +1,13 @@
 import type { CallToolResult, Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { Principal } from '../../core/principal';
-import type { GenerationService, SubmitOptions } from '../../service/generation-service';
-import { modelListing } from '../../service/model-list';
-import type { GenerationView } from '../../core/generation-view';
-import { fromZod } from '../errors';
-import { clientDeadlineMs, maxCreditsField, maxCreditsOption, mediaPrompt, modelId } from '../fields';
-import { v1GenerateBody, v1ImageBody, v1RequestOf, v1VideoBody } from '../generate-bodies';
-import { generation, generationOf, modelEntry } from '../schemas';
+import type { Principal } from '../../core/accounts/principal';
+import type { GenerationService, SubmitOptions } from '../../service/generation/service';
+import { modelListing } from '../../service/catalogue/model-list';
+import type { GenerationView } from '../../core/generation/view';
+import { fromZod } from '../shared/errors';
+import { clientDeadlineMs, maxCreditsField, maxCreditsOption, mediaPrompt, modelId } from '../shared/fields';
+import { v1GenerateBody, v1ImageBody, v1RequestOf, v1VideoBody } from '../shared/generate-bodies';
+import { generation, generationOf, modelEntry } from '../shared/schemas';
 import { generationResult, structured } from './results';
 
 /** What a tool call runs with: the one service, the caller, and how to tell the caller how it goes. */

@@ -1,9 +1,6 @@
 import type { Queryable } from './pool';
-import { credit } from '../ledger';
 import type { Millicredits } from '../money';
-
-export const PLANS = ['free', 'ronin', 'shinobi', 'samurai'] as const;
-export type Plan = (typeof PLANS)[number];
+import type { Plan } from '../plans';
 
 export interface AccountCredits {
   plan: Plan;
@@ -13,9 +10,9 @@ export interface AccountCredits {
   chatUsed: number;
 }
 
-export async function insertAccount(tx: Queryable, a: { id: string; plan: Plan; creditsMc: Millicredits; chatCap: number }): Promise<void> {
+/** A new account with no money; its opening balance is the ledger's to credit (core/ledger/credit.ts, openAccount). */
+export async function insertAccount(tx: Queryable, a: { id: string; plan: Plan; chatCap: number }): Promise<void> {
   await tx.query('INSERT INTO accounts (id, plan, chat_cap) VALUES ($1, $2, $3)', [a.id, a.plan, a.chatCap]);
-  if (a.creditsMc > 0) await credit(tx, a.id, a.creditsMc, 'opening balance');
 }
 
 export async function getAccountCredits(q: Queryable, accountId: string): Promise<AccountCredits | undefined> {

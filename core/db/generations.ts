@@ -27,7 +27,7 @@ export interface GenerationRow {
   startedAt: Date | null;
   finishedAt: Date | null;
   /**
-   * What the provider step last recorded (core/db/progress.ts), 0–99; null before its first
+   * What the provider step last recorded (core/ledger/progress.ts), 0–99; null before its first
    * report, and for a succeeded generation (whose progress is 100 without a read).
    */
   progressPercent: number | null;

@@ -1,5 +1,7 @@
 import type { Queryable } from './pool';
-import type { EntryKind } from '../ledger/entries';
+
+/** The movements the ledger's journal records (core/ledger/entries.ts writes them). */
+export type EntryKind = 'credit' | 'hold' | 'charge' | 'release' | 'refund';
 
 export interface StoredLedgerEntry {
   id: number;

@@ -1,4 +1,4 @@
-import { STATUS_CHANNEL } from '../ledger/notify';
+import { STATUS_CHANNEL } from './notify';
 import type { Queryable } from './pool';
 import type { VideoPreviewName } from '../vocabulary';
 

@@ -1,5 +1,5 @@
 import type { Queryable } from './pool';
-import type { Plan } from './accounts';
+import type { Plan } from '../plans';
 
 /** Dashboard users, their set-password links and their sessions (migration 007). */
 

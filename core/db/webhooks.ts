@@ -1,5 +1,4 @@
 import { idFloorAt, newId } from '../ids';
-import { activeTraceparent } from '../tracing';
 import { PING_EVENT } from '../webhooks/events';
 import type { WebhookFormat } from '../webhooks/events';
 import type { Queryable } from './pool';
@@ -113,17 +112,22 @@ export async function rotateEndpointSecret(
   return r.rows[0];
 }
 
-/**
- * Inserts deliveries (the outbox rows) and wakes the relay once the transaction commits. Each
- * keeps the traceparent of the span that wrote it (tracing on), so that its attempts, in a trace
- * of their own, link back to the work that caused them; NULL with tracing off.
- * `progress`: the step of a progress delivery (core/webhooks/events.ts), one delivery per step.
- * `alertId`: the account alert an alert event announces (core/db/alerts.ts), one delivery per endpoint.
- */
-export async function enqueueDeliveries(
-  tx: Queryable, rows: { endpointId: string; accountId: string; event: string }[], generationId: string | null, progress: number | null = null,
-  alertId: string | null = null,
-): Promise<string[]> {
+/** What a delivery is about besides its endpoint and event. */
+export interface DeliveryCause {
+  generationId: string | null;
+  /** The step of a progress delivery (core/webhooks/events.ts), one delivery per step. */
+  progress?: number | null;
+  /** The account alert an alert event announces (core/db/alerts.ts), one delivery per endpoint. */
+  alertId?: string | null;
+  /**
+   * The W3C traceparent of the span that wrote it (tracing on), so that its attempts, in a trace
+   * of their own, link back to the work that caused them; null with tracing off.
+   */
+  traceparent?: string | null;
+}
+
+/** Inserts deliveries (the outbox rows) and wakes the relay once the transaction commits. */
+export async function enqueueDeliveries(tx: Queryable, rows: { endpointId: string; accountId: string; event: string }[], cause: DeliveryCause): Promise<string[]> {
   if (rows.length === 0) return [];
   const ids = rows.map(() => newId('whd'));
   const r = await tx.query<{ id: string }>(
@@ -137,14 +141,14 @@ export async function enqueueDeliveries(
        SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM (SELECT count(*) AS n FROM ins) c WHERE c.n > 0
      )
      SELECT id FROM ins, (SELECT count(*) FROM wake) w`,
-    [ids, rows.map((x) => x.endpointId), rows.map((x) => x.accountId), generationId, rows.map((x) => x.event), progress, alertId, activeTraceparent()],
+    [ids, rows.map((x) => x.endpointId), rows.map((x) => x.accountId), cause.generationId, rows.map((x) => x.event), cause.progress ?? null, cause.alertId ?? null, cause.traceparent ?? null],
   );
   return r.rows.map((x) => x.id);
 }
 
 /** A `ping` for POST /api/v1/webhooks/:id/test. */
 export async function enqueuePing(tx: Queryable, endpoint: { id: string; accountId: string }): Promise<string> {
-  const [id] = await enqueueDeliveries(tx, [{ endpointId: endpoint.id, accountId: endpoint.accountId, event: PING_EVENT }], null);
+  const [id] = await enqueueDeliveries(tx, [{ endpointId: endpoint.id, accountId: endpoint.accountId, event: PING_EVENT }], { generationId: null });
   return id!;
 }
 

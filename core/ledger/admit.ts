@@ -13,7 +13,7 @@ import { recordBalanceLow, recordBudgetReached } from './alerts';
 import { appendEntry } from './entries';
 import type { AccountMoney } from './entries';
 import { classified } from './failures';
-import { notifyExpr } from './notify';
+import { notifyExpr } from '../db/notify';
 import { owesEvent, recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
 

@@ -1,7 +1,9 @@
+import { insertAccount } from '../db/accounts';
 import type { Queryable } from '../db/pool';
+import type { Plan } from '../plans';
 import type { Millicredits } from '../money';
 import type { AccountMoney } from './entries';
-import { notifyExpr } from './notify';
+import { notifyExpr } from '../db/notify';
 
 /**
  * Adds credits (an opening balance, a top-up) in one statement: the balance and its ledger entry
@@ -23,4 +25,10 @@ export async function credit(q: Queryable, accountId: string, amountMc: Millicre
     [accountId, amountMc, note],
   );
   return r.rows[0];
+}
+
+/** A new account with its opening balance, in the caller's transaction. */
+export async function openAccount(tx: Queryable, a: { id: string; plan: Plan; creditsMc: Millicredits; chatCap: number }): Promise<void> {
+  await insertAccount(tx, a);
+  if (a.creditsMc > 0) await credit(tx, a.id, a.creditsMc, 'opening balance');
 }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool';
+import type { EntryKind } from '../db/ledger-entries';
 import type { Millicredits } from '../money';
 
 /** An account's two money columns after a move: what each ledger entry records beside itself. */
@@ -6,8 +7,6 @@ export interface AccountMoney {
   balance_mc: number;
   held_mc: number;
 }
-
-export type EntryKind = 'credit' | 'hold' | 'charge' | 'release' | 'refund';
 
 /** Moves an account's balance, holds and used free replies by the deltas given; the CHECK forbids an overdraft. */
 export async function moveAccount(

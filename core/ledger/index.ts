@@ -10,11 +10,11 @@
 export { admit } from './admit';
 export type { Admission, AdmittedGeneration, KeyedRequest, NewGeneration } from './admit';
 export { setLowBalanceThreshold } from './alerts';
-export { credit } from './credit';
+export { credit, openAccount } from './credit';
 export type { AccountMoney } from './entries';
 export { LedgerPermanentError } from './failures';
-export { parseNotice, STATUS_CHANNEL } from './notify';
-export type { StatusNotice } from './notify';
+export { parseNotice, STATUS_CHANNEL } from '../db/notify';
+export type { StatusNotice } from '../db/notify';
 export { release, settle } from './resolve';
 export type { Resolution, SettleRequest } from './resolve';
 export { startRunning } from './running';

@@ -1,4 +1,5 @@
 import { enqueueDeliveries } from '../db/webhooks';
+import { activeTraceparent } from '../tracing';
 import type { AlertRow } from '../db/alerts';
 import type { Queryable } from '../db/pool';
 import { anyEventFor, eventFor, FLAT_KINDS, PROGRESS_EVENT } from '../webhooks/events';
@@ -27,7 +28,7 @@ export async function recordStatusEvent(tx: Queryable, generationId: string, kin
     const event = eventFor(e.format, kind, status);
     return event && (e.events === null || e.events.includes(event)) ? [{ endpointId: e.id, accountId: e.account_id, event }] : [];
   });
-  await enqueueDeliveries(tx, rows, generationId);
+  await enqueueDeliveries(tx, rows, { generationId, traceparent: activeTraceparent() });
 }
 
 /**
@@ -42,7 +43,7 @@ export async function recordProgressEvent(tx: Queryable, generationId: string, s
       WHERE g.id = $1 AND g.status = 'running' AND g.kind = ANY ($3::text[])`,
     [generationId, PROGRESS_EVENT, FLAT_KINDS],
   );
-  await enqueueDeliveries(tx, r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: PROGRESS_EVENT })), generationId, step);
+  await enqueueDeliveries(tx, r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: PROGRESS_EVENT })), { generationId, progress: step, traceparent: activeTraceparent() });
 }
 
 /** One delivery of an account alert per enabled endpoint of the account that lists its event (alerts are opt-in). */
@@ -51,5 +52,5 @@ export async function recordAlertEvent(tx: Queryable, alert: AlertRow): Promise<
     'SELECT id, account_id FROM webhook_endpoints WHERE account_id = $1 AND enabled AND $2 = ANY (events)',
     [alert.accountId, alert.event],
   );
-  await enqueueDeliveries(tx, r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: alert.event })), null, null, alert.id);
+  await enqueueDeliveries(tx, r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: alert.event })), { generationId: null, alertId: alert.id, traceparent: activeTraceparent() });
 }

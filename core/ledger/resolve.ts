@@ -8,7 +8,7 @@ import { recordRoute } from '../db/upstreams';
 import type { GenerationFailure, GenerationKind, RouteEntry, ToolCall } from '../vocabulary';
 import { appendEntry, moveAccount } from './entries';
 import { classified } from './failures';
-import { notifyExpr } from './notify';
+import { notifyExpr } from '../db/notify';
 import { recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
 

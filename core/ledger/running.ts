@@ -3,7 +3,7 @@ import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
 import { classified } from './failures';
-import { notifyExpr } from './notify';
+import { notifyExpr } from '../db/notify';
 import { recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
 

@@ -1,5 +1,5 @@
-import { listModels } from '../catalogue';
-import type { Model } from '../catalogue';
+import { listModels } from '../catalogue/models';
+import type { Model } from '../catalogue/models';
 import type { UpstreamConfig } from '../config';
 import { EUR_PER_MC } from '../money';
 

@@ -20,7 +20,7 @@ import type { UpstreamEndpoint } from './upstream-http';
  *
  * Asked to detach (a caller that waits without holding a worker), it submits with
  * `?fal_webhook=<webhookUrl>` when one is configured and answers `waiting` at once; fal then POSTs
- * the ed25519-signed outcome there (core/providers/webhook-signatures.ts), and `checkJob` is the
+ * the ed25519-signed outcome there (core/providers/callback-signatures.ts), and `checkJob` is the
  * slow poll in case it never does.
  */
 export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string>; pollMs: number; slowPollMs: number; webhookUrl?: string | undefined }, http: SafeHttpClient): Provider {

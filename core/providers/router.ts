@@ -5,7 +5,8 @@ import type { SafeHttpClient } from '../net/safe-http';
 import { createOpenAiUpstream } from './openai-upstream';
 import { createQueueVideoUpstream } from './queue-video-upstream';
 import { createReplicateUpstream } from './replicate-upstream';
-import type { RouteEntry, RouteLog, UpstreamHealth } from './routing-state';
+import type { RouteEntry } from '../vocabulary';
+import type { RouteLog, UpstreamHealth } from '../db/upstreams';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderFeature, ProviderJob, ProviderResult, UpstreamWait } from './types';
 import { UpstreamUnavailableError } from './upstream-http';
 import { inSpan, streamInSpan } from '../tracing';
@@ -33,7 +34,7 @@ export interface RouterOptions {
   webhookBaseUrl?: string | undefined;
 }
 
-/** Where an upstream calls back (api/provider-webhooks.ts); the query says whose keys verify it. */
+/** Where an upstream calls back (api/upstream-callbacks/routes.ts); the query says whose keys verify it. */
 export function providerWebhookUrl(baseUrl: string, protocol: 'queue-video' | 'replicate', upstream: string): string {
   const door = protocol === 'queue-video' ? 'fal' : 'replicate';
   return `${baseUrl.replace(/\/+$/, '')}/providers/${door}/webhook?upstream=${encodeURIComponent(upstream)}`;

@@ -1,8 +1,8 @@
 import { CreateBucketCommand, GetObjectCommand, HeadBucketCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { S3Settings } from '../config';
-import { DEFAULT_URL_TTL_SECONDS, InvalidStorageKeyError, isValidKey } from '../storage';
-import type { OutputStore } from '../storage';
+import { DEFAULT_URL_TTL_SECONDS, InvalidStorageKeyError, isValidKey } from './output-store';
+import type { OutputStore } from './output-store';
 
 export interface S3StoreOptions extends S3Settings {
   ttlSeconds?: number;

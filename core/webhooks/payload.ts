@@ -1,8 +1,8 @@
 import type { AlertRow } from '../db/alerts';
 import type { GenerationRow } from '../db/generations';
 import { mcToCredits } from '../money';
-import type { OutputStore } from '../storage';
-import { recordOf, viewOf } from '../generation-view';
+import type { OutputStore } from '../storage/output-store';
+import { recordOf, viewOf } from '../generation/view';
 import { PING_EVENT, PROGRESS_EVENT } from './events';
 import type { WebhookFormat } from './events';
 

@@ -2,7 +2,7 @@
 -- 7): each attempt of its wait tries the claim once and, when an older video or the account's limit
 -- stands in the way, leaves its Temporal task token here and completes asynchronously. Whoever frees
 -- a slot of the account claims it for the oldest queued video and completes that video's token
--- (activities/slots.ts). Written only by the ledger's slot claims (core/ledger/video-slots.ts), in
+-- (activities/generation/slots.ts). Written only by the ledger's slot claims (core/ledger/video-slots.ts), in
 -- the transaction that holds the account's lock, so a claim and a park never miss each other.
 CREATE TABLE video_slot_waits (
   generation_id  text PRIMARY KEY REFERENCES generations (id),

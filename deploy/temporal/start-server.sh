@@ -2,7 +2,7 @@
 # Brings both databases' schemas up to date with the schema tool (the schemas are embedded in it;
 # re-running on an up-to-date database changes nothing), then runs the server in the foreground.
 # The databases themselves are made by the postgres service (deploy/postgres/temporal-databases.sql).
-# faults/cluster-stack.ts does the same steps (scripts/temporal-server.ts, schemaSteps).
+# deploy/cluster/stack.ts does the same steps (scripts/temporal-server.ts, schemaSteps).
 set -eu
 # Binding 0.0.0.0, the services must tell each other an address they can reach: the container's own.
 export TEMPORAL_BROADCAST_ADDRESS="${TEMPORAL_BROADCAST_ADDRESS:-$(hostname -i | cut -d" " -f1)}"

@@ -11,7 +11,7 @@ import { credits, generate, untilFinished, untilStarted } from '../support/api';
 import { phaseQuery } from '../../core/workflow-contract';
 import { newId } from '../../core/ids';
 import { admit, settle } from '../../core/ledger';
-import { createGenerationGateway } from '../../service/temporal-gateway';
+import { createGenerationGateway } from '../../service/generation/temporal-gateway';
 
 /**
  * A chat admitted for the API to run (apiRun) whose report never comes, as when the API process
@@ -160,7 +160,7 @@ async function recordFixtures(histories: { workflowId: string }[]) {
     const admittedByApi = input?.admitted !== undefined;
     // Chats the API ran itself (apiRun) wait for its report instead of running the provider.
     const runByApi = input?.apiRun !== undefined;
-    // Workflows of newer code carry patch markers (workflows/generation.ts, PATCHES): named after
+    // Workflows of newer code carry patch markers (workflows/generation/workflow.ts, PATCHES): named after
     // them, so that a history of each version is kept beside the older ones.
     const patches = patchIdsOf(stdout).map((id) => `-${id}`).join('');
     const name = `${kind === 'none' ? phase : `${kind}-${phase}${cancelled ? '-cancelled' : ''}`}${admittedByApi ? '-api-admitted' : ''}${runByApi ? '-api-run' : ''}${patches}`;

@@ -1,6 +1,6 @@
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chargeForTokens } from '../../core/pricing';
+import { chargeForTokens } from '../../core/catalogue/pricing';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 

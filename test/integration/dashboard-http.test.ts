@@ -7,9 +7,9 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
-import { PLAN_LIMITS } from '../../api/rate-limit';
-import { hashToken } from '../../core/passwords';
-import { SCOPES } from '../../core/api-keys';
+import { PLAN_RATE_LIMITS } from '../../core/plans';
+import { hashToken } from '../../core/accounts/passwords';
+import { SCOPES } from '../../core/accounts/api-keys';
 import { GENERATION_KINDS, GENERATION_STATUSES } from '../../core/vocabulary';
 import { freePort } from '../../runtime/process';
 import { dashboardUser, linkToken, login } from '../support/dashboard';
@@ -198,8 +198,8 @@ describe('group C with a session', () => {
     // Made by the session, it is the account's like any other: a key reads it too.
     expect((await h.call('GET', `/api/v1/generations/${generation.id}`, { key: user.key })).statusCode).toBe(200);
     let last: LightMyRequestResponse | undefined;
-    for (let i = 0; i < PLAN_LIMITS.free; i++) last = await as(s, 'get', '/api/credits');
-    expect(last!.headers['ratelimit-limit']).toBe(String(PLAN_LIMITS.free));
+    for (let i = 0; i < PLAN_RATE_LIMITS.free; i++) last = await as(s, 'get', '/api/credits');
+    expect(last!.headers['ratelimit-limit']).toBe(String(PLAN_RATE_LIMITS.free));
     expect(last!.statusCode).toBe(429);
     // The key's window is its own.
     expect((await h.call('GET', '/api/credits', { key: user.key })).statusCode).toBe(200);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit } from '../../core/ledger';
-import { requestHash } from '../../core/idempotency';
+import { requestHash } from '../../core/generation/idempotency';
 import { newId } from '../../core/ids';
 import { startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';

@@ -13,7 +13,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
-import { PLAN_LIMITS } from '../../api/rate-limit';
+import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { failureMessage } from '../../core/vocabulary';
 import { freePort } from '../../runtime/process';
 import { download } from '../support/api';
@@ -499,7 +499,7 @@ describe('a JSON-RPC batch cannot multiply the rate limit (issue 16)', () => {
     const res = await post(h.app, batchOf25(), { authorization: `Bearer ${key}` });
     expect(c.conforms(res, 'post', '/api/mcp', 400)).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.InvalidRequest, message: expect.stringMatching(/batches are not accepted/) } });
     // The refused batch counted once, like any request.
-    expect(res.headers['ratelimit-remaining']).toBe(String(PLAN_LIMITS.free - 1));
+    expect(res.headers['ratelimit-remaining']).toBe(String(PLAN_RATE_LIMITS.free - 1));
     expect(await ledgerOf(accountId)).toEqual({ balance: 100, holdsActive: 0, generations: 0 });
   });
 
@@ -519,8 +519,8 @@ describe('a JSON-RPC batch cannot multiply the rate limit (issue 16)', () => {
     const { key, accountId } = await h.account({ credits: 100, plan: 'free', scopes: ['image'] });
     const statuses: number[] = [];
     for (const call of batchOf25()) statuses.push((await post(h.app, call, { authorization: `Bearer ${key}` })).statusCode);
-    expect(statuses).toEqual([...Array<number>(PLAN_LIMITS.free).fill(200), ...Array<number>(25 - PLAN_LIMITS.free).fill(429)]);
-    expect(await ledgerOf(accountId)).toEqual({ balance: 100 - 3 * PLAN_LIMITS.free, holdsActive: 0, generations: PLAN_LIMITS.free });
+    expect(statuses).toEqual([...Array<number>(PLAN_RATE_LIMITS.free).fill(200), ...Array<number>(25 - PLAN_RATE_LIMITS.free).fill(429)]);
+    expect(await ledgerOf(accountId)).toEqual({ balance: 100 - 3 * PLAN_RATE_LIMITS.free, holdsActive: 0, generations: PLAN_RATE_LIMITS.free });
   });
 
   it('through the SDK client, every call counts: no more than the plan runs', async () => {
@@ -538,7 +538,7 @@ describe('a JSON-RPC batch cannot multiply the rate limit (issue 16)', () => {
       }
     }
     // initialize and notifications/initialized took their places in the window too.
-    expect(ran).toBeLessThanOrEqual(PLAN_LIMITS.free - 2);
+    expect(ran).toBeLessThanOrEqual(PLAN_RATE_LIMITS.free - 2);
     expect(ran + refused).toBe(25);
     expect(await ledgerOf(accountId)).toEqual({ balance: 100 - 3 * ran, holdsActive: 0, generations: ran });
   });
@@ -551,7 +551,7 @@ describe('HTTP answers conform to the OpenAPI document', () => {
     const ok = await post(h.app, INITIALIZE, auth);
     c.conforms(ok, 'post', '/api/mcp', 200);
     expect(eventsOf(ok)).toEqual([expect.objectContaining({ id: 1, result: expect.objectContaining({ protocolVersion: LATEST_PROTOCOL_VERSION }) })]);
-    expect(ok.headers['ratelimit-limit']).toBe(String(PLAN_LIMITS.samurai));
+    expect(ok.headers['ratelimit-limit']).toBe(String(PLAN_RATE_LIMITS.samurai));
     expect(ok.headers['mcp-session-id']).toBeUndefined();
     c.conforms(await post(h.app, { jsonrpc: '2.0', method: 'notifications/initialized' }, auth), 'post', '/api/mcp', 202);
 
@@ -583,7 +583,7 @@ describe('HTTP answers conform to the OpenAPI document', () => {
   it('429 with Retry-After once the plan’s window is used up, as over REST', async () => {
     const { key } = await h.account({ credits: 0, plan: 'free' });
     const auth = { authorization: `Bearer ${key}` };
-    for (let i = 0; i < PLAN_LIMITS.free; i++) expect((await post(h.app, INITIALIZE, auth)).statusCode).toBe(200);
+    for (let i = 0; i < PLAN_RATE_LIMITS.free; i++) expect((await post(h.app, INITIALIZE, auth)).statusCode).toBe(200);
     const res = await post(h.app, INITIALIZE, auth);
     expect(c.conforms(res, 'post', '/api/mcp', 429)).toMatchObject({ error: { type: 'rate_limit_error' } });
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);

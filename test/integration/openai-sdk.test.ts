@@ -9,8 +9,8 @@ import OpenAI, { APIError, toFile } from 'openai';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
-import { PLAN_LIMITS } from '../../api/rate-limit';
-import { chargeForTokens } from '../../core/pricing';
+import { PLAN_RATE_LIMITS } from '../../core/plans';
+import { chargeForTokens } from '../../core/catalogue/pricing';
 import { freePort } from '../../runtime/process';
 import { ADMIN_TOKEN, createDatabase, databaseUrlFor, dropDatabase, eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
@@ -595,7 +595,7 @@ describe('errors as the SDK knows them', () => {
 
     const limited = await h.account({ credits: 10, plan: 'free' });
     const free = sdk(limited.key, { maxRetries: 0 });
-    for (let i = 0; i < PLAN_LIMITS.free; i++) await free.models.list();
+    for (let i = 0; i < PLAN_RATE_LIMITS.free; i++) await free.models.list();
     const e429 = await expectError(free.models.list(), OpenAI.RateLimitError, 429, 'rate_limit_error');
     expect(Number(e429.headers?.get('retry-after'))).toBeGreaterThan(0);
     expect(Number(e429.headers?.get('retry-after-ms'))).toBe(1000 * Number(e429.headers?.get('retry-after')));
@@ -746,7 +746,7 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
         expect(c.conforms(await inject(h.app, method, url, auth, body), method, path, 401)).toMatchObject({ error: { type: 'authentication_error', code: 401 } });
       }
     }
-    for (let i = 0; i < PLAN_LIMITS.free; i++) await inject(h.app, 'get', '/v1/models', key);
+    for (let i = 0; i < PLAN_RATE_LIMITS.free; i++) await inject(h.app, 'get', '/v1/models', key);
     for (const [method, path, url, body] of everyRoute()) {
       const res = await inject(h.app, method, url, key, body);
       c.conforms(res, method, path, 429);

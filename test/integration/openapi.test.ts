@@ -10,8 +10,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
-import { PLAN_LIMITS } from '../../api/rate-limit';
-import { PLANS } from '../../core/db/accounts';
+import { PLAN_RATE_LIMITS } from '../../core/plans';
+import { PLANS } from '../../core/plans';
 import { freePort } from '../../runtime/process';
 import { ADMIN_TOKEN, eventually, startHarness, withScratchDatabase } from '../support/harness';
 import type { Harness } from '../support/harness';
@@ -99,7 +99,7 @@ describe('the document', () => {
     const plan = (doc.components.schemas.Balance as { properties: { plan: { enum: string[] } } }).properties.plan;
     expect(plan.enum).toEqual([...PLANS]);
     const accountBody = doc.paths['/admin/v1/accounts']!.post!.requestBody!.content['application/json']!.schema as { properties: { plan: { description: string } } };
-    for (const p of PLANS) expect(accountBody.properties.plan.description).toContain(`${p} ${PLAN_LIMITS[p]}`);
+    for (const p of PLANS) expect(accountBody.properties.plan.description).toContain(`${p} ${PLAN_RATE_LIMITS[p]}`);
   });
 });
 
@@ -448,10 +448,10 @@ describe('authentication and rate limits on every keyed route', () => {
 
   it('429 with Retry-After once the plan’s window is used up', async () => {
     const { key } = await h.account({ credits: 10, plan: 'free' });
-    for (let i = 0; i < PLAN_LIMITS.free; i++) {
+    for (let i = 0; i < PLAN_RATE_LIMITS.free; i++) {
       const res = await h.call('GET', '/api/credits', { key });
       c.conforms(res, 'get', '/api/credits', 200);
-      expect(res.headers['ratelimit-remaining']).toBe(String(PLAN_LIMITS.free - i - 1));
+      expect(res.headers['ratelimit-remaining']).toBe(String(PLAN_RATE_LIMITS.free - i - 1));
     }
     for (const [method, path, url, body] of keyed()) {
       const res = await call(h.app, method, url, key, body);

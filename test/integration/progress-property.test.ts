@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordProgress } from '../../core/db/progress';
+import { recordProgress } from '../../core/ledger/progress';
 import { newId } from '../../core/ids';
 import { admit, release, settle } from '../../core/ledger';
 import { startHarness } from '../support/harness';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReconcileReport } from '../../activities/reconcile';
+import type { ReconcileReport } from '../../activities/generation/reconcile';
 import { admit } from '../../core/ledger';
 import { newId } from '../../core/ids';
 import { ensureReconcilerSchedule, reconcilerScheduleId } from '../../runtime/reconciler-schedule';

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { InvalidStorageKeyError } from '../../core/storage';
+import { InvalidStorageKeyError } from '../../core/storage/output-store';
 import { createS3Store, S3StoreError } from '../../core/storage/s3';
 import type { S3Store, S3StoreOptions } from '../../core/storage/s3';
 import { startMinio } from '../support/minio-server';

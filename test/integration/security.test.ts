@@ -11,7 +11,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertAccount, insertApiKey, listApiKeys } from '../../core/db/accounts';
 import { migrate } from '../../core/db/migrate';
-import { generateApiKey, hashApiKey } from '../../core/api-keys';
+import { generateApiKey, hashApiKey } from '../../core/accounts/api-keys';
 import type { GenerationRecord } from '../support/api';
 import { login, userOf } from '../support/dashboard';
 import { ADMIN_TOKEN, eventually, startHarness, withScratchDatabase } from '../support/harness';
@@ -206,7 +206,7 @@ describe('webhook management needs the webhooks scope', () => {
   it('migration 009 grants the scope to every key that existed before it', async () => {
     await withScratchDatabase(async (pool) => {
       // The scratch database is migrated; a key made before 009 is one 009 has not yet seen.
-      await insertAccount(pool, { id: 'acct_old', plan: 'free', creditsMc: 0, chatCap: 0 });
+      await insertAccount(pool, { id: 'acct_old', plan: 'free', chatCap: 0 });
       await insertApiKey(pool, { id: 'key_old', accountId: 'acct_old', keyHash: hashApiKey(generateApiKey()), keyHint: 'gsk_…', scopes: ['chat'], models: null });
       await pool.query('DELETE FROM schema_migrations WHERE version = 9');
       expect(await migrate(pool)).toContain('009_webhooks_scope.sql');

@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
 import { createSafeHttpClient } from '../../core/net/safe-http';
-import { createInputPreparer } from '../../service/inputs';
+import { createInputPreparer } from '../../service/generation/inputs';
 import { ADMIN_TOKEN, FILES_BASE_URL, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { credits, download, generate, untilFinished } from '../support/api';

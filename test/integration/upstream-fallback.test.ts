@@ -19,7 +19,7 @@ import { run as gensvc } from '../../cli/run';
 import { upstreamsSchema } from '../../core/config';
 import { createPgRouteLog, createPgUpstreamHealth } from '../../core/db/upstreams';
 import { EUR_PER_MC } from '../../core/money';
-import { chargeForTokens } from '../../core/pricing';
+import { chargeForTokens } from '../../core/catalogue/pricing';
 import { lossRoutes } from '../../core/providers/margins';
 import { createProviderRouter } from '../../core/providers/router';
 import { createSimulator } from '../../core/providers/simulator';

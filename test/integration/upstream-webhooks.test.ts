@@ -13,7 +13,7 @@ import { upstreamsSchema } from '../../core/config';
 import { createPgRouteLog, createPgUpstreamHealth } from '../../core/db/upstreams';
 import { createProviderRouter } from '../../core/providers/router';
 import { createSimulator } from '../../core/providers/simulator';
-import { signFalWebhook, signStandardWebhook } from '../../core/providers/webhook-signatures';
+import { signFalWebhook, signStandardWebhook } from '../../core/providers/callback-signatures';
 import { createSafeHttpClient } from '../../core/net/safe-http';
 import { freePort } from '../../runtime/process';
 import { credits } from '../support/api';

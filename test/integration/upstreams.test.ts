@@ -10,7 +10,7 @@ import type { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upstreamsSchema } from '../../core/config';
 import { createSafeHttpClient } from '../../core/net/safe-http';
-import { chargeForTokens } from '../../core/pricing';
+import { chargeForTokens } from '../../core/catalogue/pricing';
 import { createProviderRouter } from '../../core/providers/router';
 import { createSimulator } from '../../core/providers/simulator';
 import { eventually, startHarness } from '../support/harness';

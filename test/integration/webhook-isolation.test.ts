@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookRelay } from '../../runtime/webhook-relay';
-import { createWebhookDispatcher } from '../../service/webhook-dispatch';
+import { createWebhookDispatcher } from '../../service/webhooks/dispatch';
 import { newId } from '../../core/ids';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';

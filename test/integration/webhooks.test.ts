@@ -9,7 +9,7 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
-import { PLAN_LIMITS } from '../../api/rate-limit';
+import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { freePort } from '../../runtime/process';
 import { ADMIN_TOKEN, eventually, startHarness, WEBHOOK_SECRET_KEY, withScratchDatabase } from '../support/harness';
 import type { Harness } from '../support/harness';
@@ -429,7 +429,7 @@ describe('the webhook routes conform to the document', () => {
 
   it('429 once the plan’s window is used up', async () => {
     const { key } = await h.account({ credits: 10, plan: 'free' });
-    for (let i = 0; i < PLAN_LIMITS.free; i++) c.conforms(await h.call('GET', WH, { key }), 'get', WH, 200);
+    for (let i = 0; i < PLAN_RATE_LIMITS.free; i++) c.conforms(await h.call('GET', WH, { key }), 'get', WH, 200);
     for (const [method, path, url, body] of everyRoute(ID, DELIVERY)) c.conforms(await inject(h.app, method, url, key, body), method, path, 429);
   });
 

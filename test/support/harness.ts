@@ -13,17 +13,17 @@ import { freePort } from '../../runtime/process';
 import { createPool } from '../../core/db/pool';
 import { createSimulator } from '../../core/providers/simulator';
 import type { Provider } from '../../core/providers/types';
-import { createLocalStore } from '../../core/storage';
-import type { OutputStore } from '../../core/storage';
+import { createLocalStore } from '../../core/storage/output-store';
+import type { OutputStore } from '../../core/storage/output-store';
 import { createWorkers } from '../../runtime/worker';
 import type { WorkerRole } from '../../runtime/worker';
 import { deadlinesOf, loadConfig } from '../../core/config';
-import { createInputPreparer } from '../../service/inputs';
+import { createInputPreparer } from '../../service/generation/inputs';
 import { createSafeHttpClient } from '../../core/net/safe-http';
 import type { SafeHttpClient } from '../../core/net/safe-http';
 import { createSecretBox } from '../../core/webhooks/secret-box';
 import { startWebhookRelay } from '../../runtime/webhook-relay';
-import { createWebhookDispatcher } from '../../service/webhook-dispatch';
+import { createWebhookDispatcher } from '../../service/webhooks/dispatch';
 
 // Worker chatter (state changes, expected activity failures) would bury the test report.
 Runtime.install({ logger: new DefaultLogger('ERROR') });

@@ -18,7 +18,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import { signFalWebhook, signStandardWebhook } from '../../core/providers/webhook-signatures';
+import { signFalWebhook, signStandardWebhook } from '../../core/providers/callback-signatures';
 
 export interface Received {
   method: string;

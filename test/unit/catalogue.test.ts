@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import {
   AUTO_CHAT_MODEL_ID, CHAT_MODELS, IMAGE_MODELS, OPENAI_CHAT_MODELS, UPSCALE_MODELS, VIDEO_MODELS,
   findChatModel, findImageModel, findOpenAiChatModel, findOpenAiVideoModel, findVideoModel, listModels, resolveModel,
-} from '../../core/catalogue';
+} from '../../core/catalogue/models';
 
 describe('catalogue', () => {
   it('lists every row of the spec tables, each tagged with its kind', () => {

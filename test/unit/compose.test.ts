@@ -9,8 +9,8 @@ import { parse } from 'yaml';
 import { configSchema, loadConfig, s3Settings, tracingOf } from '../../core/config';
 import { MINIO_RELEASE } from '../../scripts/minio';
 import { TEMPORAL_DYNAMIC_CONFIG } from '../../runtime/temporal-server-config';
-import { CLUSTER_TOPOLOGY } from '../../faults/cluster-stack';
-import { composeConfigFiles } from '../../scripts/compose-configs';
+import { CLUSTER_TOPOLOGY } from '../../deploy/cluster/stack';
+import { composeConfigFiles } from '../../deploy/compose-configs';
 import { JAEGER_DEFAULT_PORTS, JAEGER_RELEASE } from '../../scripts/jaeger';
 import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../../scripts/temporal-server';
 
@@ -337,7 +337,7 @@ describe('docker-compose.yml', () => {
     expect(service('api').deploy?.replicas).toBe(CLUSTER_TOPOLOGY.api);
     expect(service('worker').deploy?.replicas).toBe(CLUSTER_TOPOLOGY.workflowWorkers);
     expect(service('provider').deploy?.replicas).toBe(CLUSTER_TOPOLOGY.providerWorkers);
-    for (const [path, text] of Object.entries(composeConfigFiles())) expect(read(path), `${path}: run npx tsx scripts/compose-configs.ts`).toBe(text);
+    for (const [path, text] of Object.entries(composeConfigFiles())) expect(read(path), `${path}: run npx tsx deploy/compose-configs.ts`).toBe(text);
     // Temporal and its UI: the server, schema tool and UI server the cluster script builds, at its versions.
     const dockerfile = read('deploy/temporal/Dockerfile');
     expect(dockerfile).toContain(`go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`);

@@ -1,8 +1,8 @@
 import { describe, it, expect } from 'vitest';
-import type { Resolution } from '../../core/catalogue';
+import type { Resolution } from '../../core/catalogue/models';
 import { InvalidRequestError, UnknownCostError } from '../../core/errors';
 import { mcToCredits } from '../../core/money';
-import { capChatPrompt, chargeForTokens, quoteChat, quoteImage, quoteVideo, snapAspect } from '../../core/pricing';
+import { capChatPrompt, chargeForTokens, quoteChat, quoteImage, quoteVideo, snapAspect } from '../../core/catalogue/pricing';
 
 // The expected prices below are typed in from the spec's group C tables, not read from the
 // catalogue, so a slip in the catalogue fails here.

@@ -1,7 +1,7 @@
 // Issue 16's pure parts: the switch that closes private networks, what the delivery log keeps, and
 // the worker's log lines losing their secrets.
 import { describe, expect, it } from 'vitest';
-import { excerptOf } from '../../activities/webhooks';
+import { excerptOf } from '../../activities/webhooks/delivery';
 import { allowsPrivateNetworks, loadConfig, privateNetworkWarning } from '../../core/config';
 import { redactSecrets } from '../../core/log-redaction';
 import { jsonLogger } from '../../runtime/json-logger';

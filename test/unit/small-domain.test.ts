@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { generateApiKey, hashApiKey, isWellFormedApiKey, normaliseScope } from '../../core/api-keys';
+import { generateApiKey, hashApiKey, isWellFormedApiKey, normaliseScope } from '../../core/accounts/api-keys';
 import { loadConfig, ConfigError } from '../../core/config';
 import { RateLimitError } from '../../core/errors';
 import { newId, GENERATION_ID_PATTERN } from '../../core/ids';
 import { creditsToMc, mcToCredits } from '../../core/money';
 import { parseDirectives } from '../../core/providers/directives';
-import { isPromptRefused } from '../../core/safety';
-import { createRateLimiter } from '../../api/rate-limit';
+import { isPromptRefused } from '../../core/generation/safety';
+import { createRateLimiter } from '../../api/shared/rate-limit';
 
 describe('API keys', () => {
   it('are prefixed, checksummed, and hashed with SHA-256', () => {

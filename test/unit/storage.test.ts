@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLocalStore, InvalidStorageKeyError, type OutputStore } from '../../core/storage';
+import { createLocalStore, InvalidStorageKeyError, type OutputStore } from '../../core/storage/output-store';
 
 const SECRET = 'test-signing-secret';
 const DAY_MS = 24 * 60 * 60 * 1000;

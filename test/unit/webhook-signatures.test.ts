@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   createJwksCache, keysOfJwks, ProviderWebhookSignatureError, signFalWebhook, signStandardWebhook, TOLERANCE_S, verifyFalWebhook, verifyStandardWebhook,
-} from '../../core/providers/webhook-signatures';
+} from '../../core/providers/callback-signatures';
 
 const NOW_S = 2_000_000_000;
 const NOW_MS = NOW_S * 1000;

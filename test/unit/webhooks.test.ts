@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import type { GenerationRow } from '../../core/db/generations';
-import type { OutputStore } from '../../core/storage';
+import type { OutputStore } from '../../core/storage/output-store';
 import { CATALOGUES, eventFor, progressStepCrossed, unknownEvents } from '../../core/webhooks/events';
 import { DISABLE_AFTER_FAILING_MS, RETRY_SCHEDULE_MS, ROTATION_OVERLAP_MS } from '../../core/webhooks/schedule';
 import { createSecretBox } from '../../core/webhooks/secret-box';

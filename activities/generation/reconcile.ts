@@ -1,0 +1,88 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+import { findLingeringHolds } from '../../core/db/reconcile';
+import { release } from '../../core/ledger';
+import { cancelSignal } from '../../core/workflow-contract';
+import type { GenerationKind } from '../../core/vocabulary';
+import type { VideoSlotWaker } from './slots';
+
+export interface ReconcileDeps {
+  pool: pg.Pool;
+  client: Client;
+  /** Per kind: a generation still running this long after its hold is overdue even for its deadline. */
+  deadlines: Record<GenerationKind, number>;
+  /** A released video frees its slot (or its place in the queue) for the account's next one. */
+  wakeVideoWaiters: VideoSlotWaker;
+}
+
+export interface ReconcileRequest {
+  /** Only holds at least this old: younger ones may belong to an admission still starting its workflow. */
+  graceMs: number;
+  limit?: number;
+}
+
+export interface ReconcileReport {
+  checked: number;
+  /** Holds released because their workflow never started, or closed without settling or releasing. */
+  released: { generationId: string; reason: string }[];
+  /** Running workflows past their deadline by far, asked to cancel (their machine releases). */
+  cancelled: string[];
+  /** Holds left alone this time, with why (e.g. Temporal unreachable). */
+  skipped: { generationId: string; reason: string }[];
+}
+
+/** What a closed workflow that left its hold held means, as the generation's error code. */
+const CLOSED_REASONS: Record<string, string> = {
+  TERMINATED: 'terminated',
+  TIMED_OUT: 'timed_out',
+  FAILED: 'workflow_failed',
+  CANCELLED: 'cancelled',
+  COMPLETED: 'workflow_completed',
+  CONTINUED_AS_NEW: 'workflow_completed',
+};
+/** Past its deadline by this much, a running generation's own timer has evidently not fired. */
+const OVERDUE_MARGIN_MS = 10 * 60_000;
+
+/**
+ * The safety net of "every hold ends settled or released exactly once" (DESIGN §5): a hold whose
+ * workflow never started (its API died after the hold transaction), was terminated from the
+ * Temporal UI, timed out or failed without releasing is released here, in the same idempotent
+ * transaction the workflow would have used; a hold only moves from `held` once, so a workflow
+ * that does finish later finds it released and charges nothing.
+ */
+export function createReconcileActivities({ pool, client, deadlines, wakeVideoWaiters }: ReconcileDeps) {
+  return {
+    async reconcileHolds(req: ReconcileRequest): Promise<ReconcileReport> {
+      const holds = await findLingeringHolds(pool, req.graceMs, req.limit ?? 500);
+      const report: ReconcileReport = { checked: holds.length, released: [], cancelled: [], skipped: [] };
+      for (const hold of holds) {
+        const id = hold.generationId;
+        let status: string | undefined;
+        try {
+          status = (await client.workflow.getHandle(id).describe()).status.name;
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) {
+            report.skipped.push({ generationId: id, reason: `Temporal did not answer: ${(err as Error).message}` });
+            continue;
+          }
+        }
+        if (status === 'RUNNING') {
+          if (hold.heldForMs > deadlines[hold.kind] + OVERDUE_MARGIN_MS) {
+            await client.workflow.getHandle(id).signal(cancelSignal, 'overdue: released by the reconciler');
+            report.cancelled.push(id);
+          }
+          continue;
+        }
+        const reason = status === undefined ? 'not_started' : (CLOSED_REASONS[status] ?? 'workflow_closed');
+        const message = status === undefined
+          ? 'The workflow of this generation never started; the reconciler released the hold.'
+          : `The workflow of this generation ended (${status.toLowerCase()}) without settling; the reconciler released the hold.`;
+        const outcome = await release(pool, id, { code: reason, message, retryable: true });
+        await wakeVideoWaiters(id, outcome);
+        if (outcome.outcome === 'released') report.released.push({ generationId: id, reason });
+      }
+      return report;
+    },
+  };
+}

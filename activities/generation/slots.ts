@@ -1,0 +1,101 @@
+import { CompleteAsyncError, Context } from '@temporalio/activity';
+import { ActivityNotFoundError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+import { claimFreedVideoSlots, claimVideoSlotOrPark, startRunning } from '../../core/ledger';
+import type { ClaimedWaiter, Resolution } from '../../core/ledger';
+import { metrics } from '../../core/metrics';
+
+export interface SlotDeps {
+  pool: pg.Pool;
+  client: Client;
+  videoConcurrency: number;
+  /** How often a video waiting in `waitForVideoSlot` (workflows before `video-slot-park`) asks again. */
+  slotPollMs?: number;
+}
+
+/** How long the completions of one wake may take: past it the waiters' own next looks find them claimed. */
+const WAKE_TIMEOUT_MS = 5_000;
+
+/**
+ * A video's wait for one of its account's slots, first in first out, holding no worker slot
+ * (docs/decisions.md, "A video waiting for its slot holds no worker slot"). Each attempt of
+ * `claimVideoSlot` looks once: the account's free slots go to its oldest queued videos (the ledger
+ * records `running`), and if this one is not among them it parks its task token in PostgreSQL and
+ * completes asynchronously, returning its activity slot at once. Each look, and each settle or
+ * release that frees a slot (`createVideoSlotWaker`), completes the parked waits of the videos it
+ * claimed; a wake that is lost leaves the attempt to time out after the workflow's safety poll
+ * period, and Temporal's retry is the next look. Nothing of a worker is held between two looks.
+ */
+export function createSlotActivities({ pool, client, videoConcurrency, slotPollMs = 250 }: SlotDeps) {
+  return {
+    async claimVideoSlot(req: { accountId: string; generationId: string }): Promise<'granted' | 'finished'> {
+      const ctx = Context.current();
+      const { outcome, woken } = await claimVideoSlotOrPark(pool, { ...req, slotLimit: videoConcurrency }, ctx.info.taskToken);
+      await completeWaits(client, woken);
+      if (outcome === 'running') return 'granted';
+      if (outcome === 'finished') return 'finished';
+      metrics.videoSlotParks.inc();
+      throw new CompleteAsyncError();
+    },
+    /**
+     * The wait of workflows started before `video-slot-park`: it polls inside the activity,
+     * heartbeating, and holds a worker slot all along. It may go once those have closed (one video
+     * deadline after that release).
+     */
+    async waitForVideoSlot(req: { accountId: string; generationId: string }): Promise<'granted' | 'finished'> {
+      const ctx = Context.current();
+      for (;;) {
+        const outcome = await startRunning(pool, { ...req, kind: 'video', slotLimit: videoConcurrency });
+        if (outcome === 'running') return 'granted';
+        if (outcome === 'finished') return 'finished';
+        ctx.heartbeat();
+        await ctx.sleep(slotPollMs);
+      }
+    },
+  };
+}
+
+/** Wakes the waiters a finished generation's slot lets run; called by the activities that free one. */
+export type VideoSlotWaker = (generationId: string, resolution: Resolution) => Promise<void>;
+
+/**
+ * After a settle or release committed, gives the account's freed video slots to its oldest queued
+ * videos (the ledger claims them on their behalf) and completes the parked waits of those claimed.
+ * It never fails its caller: the charge or release is already done, and a waiter this misses is
+ * found by its own next look.
+ */
+export function createVideoSlotWaker({ pool, client, videoConcurrency }: Omit<SlotDeps, 'slotPollMs'>): VideoSlotWaker {
+  return async (generationId, resolution) => {
+    // A repeat ('already') does not say its kind: the claim's own lookup does.
+    if (resolution.outcome !== 'already' && resolution.kind !== 'video') return;
+    let woken;
+    try {
+      woken = await claimFreedVideoSlots(pool, generationId, videoConcurrency);
+    } catch (err) {
+      Context.current().log.warn('freed video slots could not be claimed; the waiters will look again', { generationId, error: (err as Error).message });
+      return;
+    }
+    await completeWaits(client, woken);
+  };
+}
+
+/**
+ * Completes the parked waits of videos whose slots were claimed on their behalf. A token whose
+ * attempt has timed out meanwhile answers ActivityNotFoundError: harmless, the claim stands and the
+ * next attempt finds the video `running`. Any other failure is left to that next look too.
+ */
+async function completeWaits(client: Client, woken: readonly ClaimedWaiter[]): Promise<void> {
+  const deadline = Date.now() + WAKE_TIMEOUT_MS;
+  for (const { generationId, taskToken } of woken) {
+    if (taskToken === undefined) continue;
+    try {
+      await client.withDeadline(deadline, () => client.activity.complete(taskToken, 'granted'));
+      metrics.videoSlotWakes.inc({ outcome: 'completed' });
+    } catch (err) {
+      const stale = err instanceof ActivityNotFoundError;
+      metrics.videoSlotWakes.inc({ outcome: stale ? 'stale' : 'failed' });
+      if (!stale) Context.current().log.warn('a claimed video could not be woken; its next look finds it running', { generationId, error: (err as Error).message });
+    }
+  }
+}

@@ -1,0 +1,26 @@
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { requireApiKey } from '../shared/auth';
+import { openaiMediaRoutes } from './media';
+import { openaiChatRoutes } from './chat';
+import { openaiModelRoutes } from './models';
+import { openaiResponseRoutes } from './responses';
+import type { OpenAiDeps } from './common';
+
+/**
+ * Group B: the OpenAI-compatible API under /v1 (DESIGN §6). The official `openai` SDK works with
+ * its base URL and key changed: request and response shapes, Server-Sent Events, error bodies
+ * (`type` the code name, `code` the HTTP status), `x-request-id`, `retry-after-ms` and
+ * `x-should-retry`. Chat and the Responses API run in this process and streams as the provider sends (service/chat/runs.ts);
+ * images and videos are ordinary generations, listed by groups A and C too.
+ */
+
+export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+  app.addHook('onRequest', requireApiKey(deps, 'authentication_error'));
+  // OpenAI's SDK sends video creation as multipart/form-data; fields become the body, files buffers.
+  await app.register(multipart, { attachFieldsToBody: 'keyValues', limits: { fileSize: 25 * 1024 * 1024, files: 1, fields: 20 } });
+  await app.register(openaiModelRoutes, deps);
+  await app.register(openaiChatRoutes, deps);
+  await app.register(openaiResponseRoutes, deps);
+  await app.register(openaiMediaRoutes, deps);
+};

@@ -1,0 +1,152 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { ZodError } from 'zod';
+import { classifyDbError } from '../../core/db/errors';
+import {
+  DomainError, IdempotencyConflictError, InvalidRequestError, isAfterAdmission, markAfterAdmission, RateLimitError, ServiceUnavailableError,
+} from '../../core/errors';
+import type { MethodIndex } from './methods';
+
+/** The one error body of every group (DESIGN §6): `{ error: { message, type, code, ...details } }`. */
+export function errorBody(type: string, status: number, message: string, details: Record<string, unknown> = {}) {
+  return { error: { message, type, code: status, ...details } };
+}
+
+export function sendError(reply: FastifyReply, err: DomainError): FastifyReply {
+  if (err instanceof RateLimitError || err instanceof ServiceUnavailableError) {
+    reply.header('Retry-After', String(err.retryAfterSeconds));
+    // OpenAI's SDKs read the wait in milliseconds first (DESIGN §6, group B).
+    reply.header('retry-after-ms', String(err.retryAfterSeconds * 1000));
+  }
+  // Sending it again cannot help: the same key conflicts again, an admitted request would be held twice.
+  if (err instanceof IdempotencyConflictError || isAfterAdmission(err)) reply.header('x-should-retry', 'false');
+  return reply.code(err.status).send(errorBody(err.type, err.status, err.message, err.details));
+}
+
+/** What every door answers while PostgreSQL cannot be reached: nothing was charged. */
+export function databaseUnavailable(): ServiceUnavailableError {
+  return new ServiceUnavailableError('The service is briefly unavailable; nothing was charged. Retry shortly.');
+}
+
+/**
+ * Runs a door's call to the service and renames the parameters its errors name into the door's
+ * own words (group A's and B's snake_case), message included; `translate` may replace an error.
+ */
+export async function inDoorWords<T>(renames: Record<string, string>, work: () => Promise<T>, translate?: (err: DomainError) => DomainError | undefined): Promise<T> {
+  try {
+    return await work();
+  } catch (caught) {
+    if (!(caught instanceof DomainError)) throw caught;
+    const err = translate?.(caught) ?? caught;
+    if (err !== caught && isAfterAdmission(caught)) markAfterAdmission(err);
+    const param = err.details.param;
+    const renamed = typeof param === 'string' ? renames[param] : undefined;
+    if (renamed !== undefined) {
+      (err.details as { param?: string }).param = renamed;
+      err.message = err.message.replaceAll(param as string, renamed);
+    }
+    throw err;
+  }
+}
+
+const BODY_NOT_OBJECT = 'The request body must be a JSON object (Content-Type: application/json).';
+// Fastify lower-cases header names; errors name them as clients write them.
+const HEADER_NAMES: Record<string, string> = { 'idempotency-key': 'Idempotency-Key', prefer: 'Prefer' };
+
+export function fromZod(err: ZodError): InvalidRequestError {
+  const issue = err.issues[0];
+  const inner = issue?.code === 'invalid_union' ? alternativeTaken(issue.errors) : undefined;
+  const path = [...(issue?.path.map(String) ?? []), ...(inner?.path ?? [])];
+  return invalid(path, inner?.message ?? issue?.message ?? 'invalid request', 'body');
+}
+
+interface UnionIssue { code?: string; path?: PropertyKey[]; message: string; errors?: unknown }
+
+/**
+ * A value that fits none of a union's alternatives (text or a list of parts, say) is told what is
+ * wrong inside the alternative whose shape it had, rather than zod's bare "Invalid input": the
+ * alternative whose first issue is not "wrong type here", followed into nested unions.
+ */
+function alternativeTaken(errors: unknown): { path: string[]; message: string } | undefined {
+  if (!Array.isArray(errors)) return undefined;
+  for (const issues of errors as UnionIssue[][]) {
+    const first = issues[0];
+    if (!first || (first.code === 'invalid_type' && (first.path ?? []).length === 0)) continue;
+    const here = (first.path ?? []).map(String);
+    const inner = first.code === 'invalid_union' ? alternativeTaken(first.errors) : undefined;
+    return inner ? { path: [...here, ...inner.path], message: inner.message } : { path: here, message: first.message };
+  }
+  return undefined;
+}
+
+function invalid(path: string[], message: string, context: string | undefined): InvalidRequestError {
+  // A body that names fields a strict schema does not know says which, rather than "not an object".
+  if (path.length === 0 && context === 'body' && !/^Unrecognized key/.test(message)) return new InvalidRequestError(BODY_NOT_OBJECT);
+  const raw = path.join('.');
+  const param = context === 'headers' ? (HEADER_NAMES[raw] ?? raw) : raw || undefined;
+  // A message that already names its parameter (e.g. the Idempotency-Key one) is kept as it is.
+  const text = param === undefined || message.includes(param) ? message : `${param}: ${message}`;
+  return new InvalidRequestError(text, param);
+}
+
+/**
+ * The errors Fastify's router answers before any route, hook or error handler runs (Fastify's
+ * `frameworkErrors` option): a malformed URL and a path parameter over the router's 100
+ * characters. Answered in the one body shape like everything else, never Fastify's own.
+ */
+export function answerFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  // onRequest hooks never ran, so the id every answer carries is set here.
+  reply.header('x-request-id', request.id);
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    void reply.code(400).send(errorBody('invalid_request_error', 400, 'A path parameter is longer than 100 characters; no id is that long.', { param: 'path' }));
+    return;
+  }
+  if (err.code === 'FST_ERR_BAD_URL') {
+    void reply.code(400).send(errorBody('invalid_request_error', 400, 'The URL path is not valid (malformed percent-encoding).', { param: 'path' }));
+    return;
+  }
+  request.log.error({ err }, 'framework error');
+  void reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));
+}
+
+/** Maps every failure to the documented body; a 5xx never shows its internal message. */
+export function installErrorHandler(app: FastifyInstance, methods: MethodIndex): void {
+  app.setErrorHandler((err: FastifyError | Error, request, reply) => {
+    if (err instanceof DomainError) {
+      if (err.status >= 500) request.log.warn({ err, cause: err.cause }, err.message);
+      return sendError(reply, err);
+    }
+    if (hasZodFastifySchemaValidationErrors(err)) {
+      const first = err.validation[0];
+      const inner = first?.keyword === 'invalid_union' ? alternativeTaken((first.params as { errors?: unknown }).errors) : undefined;
+      const path = [...(first?.instancePath ?? '').split('/').filter((s) => s !== ''), ...(inner?.path ?? [])];
+      return sendError(reply, invalid(path, inner?.message ?? first?.message ?? 'invalid request', err.validationContext));
+    }
+    if (err instanceof ZodError) return sendError(reply, fromZod(err));
+    const status = (err as FastifyError).statusCode;
+    if (status === 413) return reply.code(413).send(errorBody('invalid_request_error', 413, 'The request body is too large.'));
+    if (status === 415) return reply.code(400).send(errorBody('invalid_request_error', 400, BODY_NOT_OBJECT));
+    if (status !== undefined && status >= 400 && status < 500) {
+      // Fastify's own 4xx (malformed JSON): the client's mistake, say so plainly.
+      return reply.code(400).send(errorBody('invalid_request_error', 400, err.message));
+    }
+    if (classifyDbError(err) === 'transient') {
+      request.log.warn({ err }, 'database unavailable');
+      return sendError(reply, databaseUnavailable());
+    }
+    request.log.error({ err }, 'unhandled error');
+    if (isAfterAdmission(err)) reply.header('x-should-retry', 'false');
+    return reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = methods.allowed(path);
+    if (allowed.length > 0) {
+      return reply
+        .code(405)
+        .header('Allow', allowed.join(', '))
+        .send(errorBody('invalid_request_error', 405, `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}.`));
+    }
+    return reply.code(404).send(errorBody('not_found', 404, `No route for ${request.method} ${path}.`));
+  });
+}

@@ -1,0 +1,181 @@
+import { z } from 'zod';
+import { UPSCALE_SCALES } from '../../core/catalogue/models';
+import { IMAGE_MAX_SIDE } from '../../core/catalogue/pricing';
+import { safeText } from '../../core/text';
+import { GENERATION_KINDS } from '../../core/vocabulary';
+import type { ChatMessage, GenerationRequest } from '../../service/generation/requests';
+import { chatPrompt, deadlineSeconds, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT_CHARS, maxCreditsField, mediaPrompt, modelId } from './fields';
+
+/**
+ * The two shapes of a generate request, each parsed into the service's one request type. Group A's
+ * snake_case body is also what the MCP tools take; group C's camelCase body is also what the
+ * dashboard's playground prices. They live here, not in a door, because doors never import doors.
+ */
+
+/** Both shapes: an upscale's factor and guidance, and one answer for a kind neither knows. */
+const guidance = guidancePrompt.optional().describe('Optional guidance for the upscaler');
+const scale = z.union(UPSCALE_SCALES.map((s) => z.literal(s)) as [z.ZodLiteral<2>, z.ZodLiteral<4>], { error: 'scale must be 2 or 4' });
+const unknownKind = { error: () => `kind must be one of ${GENERATION_KINDS.map((k) => `'${k}'`).join(', ')}` };
+
+// ---------------------------------------------------------------------------------------------
+// snake_case: POST /api/v1/generate (group A) and POST /api/v1/quote; the MCP media tools
+// ---------------------------------------------------------------------------------------------
+
+/** Group A's body for POST /api/v1/generate: the spec's fields plus what each kind needs, snake_case. */
+const model = modelId.describe('A model id or alias from GET /api/v1/models');
+const prompt = mediaPrompt.describe('Checked by the safety guard before pricing');
+const quality = safeText({ max: 50 }).optional();
+const aspect = safeText({ max: 20 }).optional().describe('e.g. 16:9; snapped to what the model supports');
+const side = z.number().int().min(1).max(8192);
+const max_credits = maxCreditsField('max_credits');
+
+const chatMessage = z.object({
+  role: z.enum(['system', 'user', 'assistant']),
+  content: safeText({ label: 'content' }),
+});
+
+/** The image and video branches of the body; the MCP tools take the same fields. */
+export const v1ImageBody = z.object({
+  kind: z.literal('image'), model, prompt, quality, aspect,
+  width: side.optional().describe(`With height: the shape (snapped like aspect) and size (long side ${IMAGE_MAX_SIDE} px at most)`),
+  height: side.optional(),
+  deadline_seconds: deadlineSeconds,
+  max_credits,
+});
+export const v1VideoBody = z.object({
+  kind: z.literal('video'), model, prompt, aspect,
+  quality: quality.describe('480p, 720p or 1080p; falls back to the model default'),
+  seconds: z.number().finite().optional().describe('Clamped to the model range'),
+  deadline_seconds: deadlineSeconds,
+  max_credits,
+});
+
+export const v1GenerateBody = z
+  .discriminatedUnion(
+    'kind',
+    [
+      v1ImageBody,
+      v1VideoBody,
+      z.object({
+        kind: z.literal('chat'),
+        model: model.optional().describe('Omitted or auto: the service picks the model'),
+        prompt: chatPrompt.optional().describe('A single user message; or send messages'),
+        messages: z.array(chatMessage).min(1).max(1000).optional().describe('The conversation; or send prompt'),
+        max_tokens: z.number().int().min(1).max(32_768).optional().describe('Longest reply, in tokens'),
+        deadline_seconds: deadlineSeconds,
+        max_credits,
+      }),
+      z.object({
+        kind: z.literal('upscale'),
+        model: model.optional().describe('Defaults to upscale'),
+        image_url: imageUrl('image_url').describe('The image to upscale: PNG, JPEG or WebP, fetched by the service'),
+        scale,
+        prompt: guidance,
+        deadline_seconds: deadlineSeconds,
+        max_credits,
+      }),
+    ],
+    unknownKind,
+  )
+  .superRefine((body, ctx) => {
+    if (body.kind === 'chat' && (body.prompt === undefined) === (body.messages === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['messages'], message: 'send either prompt or messages (exactly one)' });
+    }
+    if (body.kind === 'image' && (body.width === undefined) !== (body.height === undefined)) {
+      ctx.addIssue({ code: 'custom', path: [body.width === undefined ? 'width' : 'height'], message: 'width and height go together' });
+    }
+  })
+  .meta({
+    id: 'GenerateRequest',
+    examples: [
+      { kind: 'image', model: 'image-nano-banana', prompt: 'a fox in the snow', width: 1536, height: 1024 },
+      { kind: 'video', model: 'seedance-lite', prompt: 'a paper boat on a stream', seconds: 6, quality: '480p', aspect: '9:16' },
+      { kind: 'chat', model: 'chat-sonnet', messages: [{ role: 'system', content: 'Answer briefly.' }, { role: 'user', content: 'What is a credit?' }], max_tokens: 64 },
+    ],
+  });
+
+export type V1GenerateBody = z.infer<typeof v1GenerateBody>;
+
+export function v1RequestOf(body: V1GenerateBody): GenerationRequest {
+  switch (body.kind) {
+    case 'image':
+      return { kind: 'image', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect, width: body.width, height: body.height };
+    case 'video':
+      return { kind: 'video', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect, seconds: body.seconds };
+    case 'chat': {
+      const messages: ChatMessage[] = body.messages ?? [{ role: 'user', content: body.prompt ?? '' }];
+      return { kind: 'chat', model: body.model, messages, maxTokens: body.max_tokens };
+    }
+    case 'upscale':
+      return { kind: 'upscale', model: body.model, imageUrl: body.image_url, scale: body.scale, prompt: body.prompt };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// camelCase: POST /api/generate (group C); the dashboard's quote
+// ---------------------------------------------------------------------------------------------
+
+/** Group C's body for POST /api/generate: camelCase, one `kind` per shape (spec, group C). */
+const common = {
+  model: modelId.optional(),
+  quality: quality.describe('Image: model-specific; video: 480p, 720p or 1080p. Falls back to the model default'),
+  aspect,
+  // Accepted and ignored by design: the model's default resolution is used, with its price.
+  resolution: z.unknown().optional().describe('Accepted and ignored: the model default is used, with its price'),
+  deadlineSeconds,
+  maxCredits: maxCreditsField('maxCredits'),
+};
+const legacyPrompt = mediaPrompt.describe(`Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`);
+
+export const legacyGenerateBody = z
+  .discriminatedUnion(
+    'kind',
+    [
+      z.object({ ...common, kind: z.literal('image'), prompt: legacyPrompt }),
+      z.object({ ...common, kind: z.literal('video'), prompt: legacyPrompt, seconds: z.number().finite().optional().describe('Clamped to the model range') }),
+      // Chat prompts of any length are accepted and capped server-side to what the model takes.
+      z.object({ ...common, kind: z.literal('chat'), prompt: chatPrompt.describe('Long input is capped to what the model accepts') }),
+      z.object({
+        kind: z.literal('upscale'),
+        model: common.model,
+        imageUrl: imageUrl('imageUrl').describe('The image to upscale (PNG, JPEG or WebP)'),
+        scale,
+        prompt: guidance,
+        deadlineSeconds,
+        maxCredits: common.maxCredits,
+      }),
+    ],
+    unknownKind,
+  )
+  .meta({
+    id: 'LegacyGenerateRequest',
+    examples: [
+      { kind: 'image', model: 'flux', prompt: 'a lighthouse at dusk' },
+      { kind: 'video', model: 'kling', prompt: 'waves rolling onto a beach', seconds: 10, quality: '1080p' },
+      { kind: 'chat', prompt: 'Write a haiku about the tide' },
+    ],
+  });
+
+type LegacyGenerateBody = z.infer<typeof legacyGenerateBody>;
+
+export function legacyRequestOf(body: LegacyGenerateBody): GenerationRequest {
+  switch (body.kind) {
+    case 'image':
+      return { kind: 'image', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect };
+    case 'video':
+      return { kind: 'video', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect, seconds: body.seconds };
+    case 'chat':
+      return { kind: 'chat', model: body.model, messages: [{ role: 'user', content: body.prompt }] };
+    case 'upscale':
+      return { kind: 'upscale', model: body.model, imageUrl: body.imageUrl, scale: body.scale, prompt: body.prompt };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A remix (group A's POST /api/v1/generations/{id}/remix, group B's two remix routes)
+// ---------------------------------------------------------------------------------------------
+
+/** The body of every remix route: only the new prompt; model, seconds, resolution and aspect are the source's. */
+export const remixBody = z
+  .object({ prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing'), max_credits })
+  .meta({ id: 'RemixRequest', examples: [{ prompt: 'the same waves at night' }] });

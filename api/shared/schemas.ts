@@ -1,0 +1,218 @@
+import { z } from 'zod';
+import { USAGE_GROUPS } from '../../core/db/usage';
+import { PLANS } from '../../core/plans';
+import { GENERATION_KINDS, GENERATION_STATUSES } from '../../core/vocabulary';
+import { recordOf } from '../../core/generation/view';
+import type { GenerationView } from '../../core/generation/view';
+
+/**
+ * Schemas of what the API answers, shared by every door. Routes declare them, so the handlers are
+ * type-checked against them and the OpenAPI document (/openapi.json) is generated from them: the
+ * description cannot drift from the code. What requests send is in fields.ts and generate-bodies.ts,
+ * or with the one door that reads it.
+ */
+
+/** The one error body of every group (DESIGN §6); extra fields such as `param` may follow. */
+export const apiError = z
+  .object({
+    error: z.looseObject({
+      message: z.string().describe('What went wrong, for people'),
+      type: z.string().describe('The code name, e.g. invalid_request_error, unknown_cost, insufficient_credits'),
+      code: z.number().int().describe('The HTTP status'),
+      param: z.string().optional().describe('The parameter at fault, where one is'),
+      required: z.number().optional().describe('402: credits the request needs'),
+      available: z.number().optional().describe('402: credits available now'),
+      status: z.string().optional().describe('409: the state of the generation'),
+    }),
+  })
+  .meta({ id: 'Error' });
+
+export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 429 | 500 | 503;
+
+const ERROR_MEANINGS: Record<ErrorStatus, string> = {
+  400: 'Missing or malformed parameter (invalid_request_error), no price for the model (unknown_cost), or a prompt refused by the safety guard (content_policy_violation); nothing was held or run',
+  401: 'Missing or invalid credentials',
+  402: 'insufficient_credits: the quoted price exceeds the available balance; nothing ran',
+  403: 'permission_error: the key lacks the scope or the model; csrf_error: a session’s call without its X-CSRF-Token, or from a page of another origin',
+  404: 'not_found',
+  405: 'The path exists but not with this method; see the Allow header',
+  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), a remix of a video that has not succeeded (generation_not_succeeded) or a reply that is being streamed to its client (generation_streaming), or a disabled webhook endpoint (endpoint_disabled)',
+  413: 'The request body is too large',
+  429: 'rate_limit_error: the key has used its plan’s requests of the last 60 s; see Retry-After',
+  500: 'server_error: internal error; retry shortly',
+  503: 'server_error: a dependency is unavailable; nothing was charged; retry after Retry-After',
+};
+
+/** Response entries for the given error statuses, each with the error body. */
+export function errorResponses<const S extends readonly ErrorStatus[]>(...statuses: S) {
+  return Object.fromEntries(statuses.map((s) => [s, apiError.describe(ERROR_MEANINGS[s] ?? 'error')])) as { [K in S[number]]: typeof apiError };
+}
+
+export const generationError = z
+  .object({
+    code: z.string().describe('e.g. provider_failed, provider_error, cancelled, timeout, not_started'),
+    message: z.string(),
+    retryable: z.boolean().describe('Whether the same request may succeed if sent again'),
+  })
+  .meta({ id: 'GenerationError' });
+
+export const generationKind = z.enum(GENERATION_KINDS as ['image', 'video', 'chat', 'upscale']);
+export const generationStatus = z.enum(GENERATION_STATUSES as ['queued', 'running', 'succeeded', 'failed']);
+
+/** The spec's generation record (group C, webhook payloads); chat replies also carry their text. */
+export const generationRecord = z
+  .object({
+    id: z.string().describe('gen_ followed by 26 characters; ids sort by creation'),
+    kind: generationKind,
+    model: z.string().describe('The model that ran (canonical id)'),
+    status: generationStatus,
+    outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
+    creditsCharged: z.number().describe('0 while in flight and for a free chat reply; the final charge after success'),
+    error: generationError.nullable(),
+    text: z.string().optional().describe('Chat only: the reply'),
+  })
+  .meta({ id: 'GenerationRecord' });
+
+/** How far a generation is and when it should be done (issue 21): on every door's record that may carry extra fields. */
+export const liveFields = {
+  progress: z.number().int().min(0).max(100).describe('0–100: the provider’s own progress where it reports one, else estimated from elapsed time against the expected duration; never goes back; 100 only when succeeded'),
+  queuePosition: z.number().int().min(1).nullable().describe('A queued video’s place in the account’s queue for one of its five video slots (1 = next); null otherwise'),
+  etaSeconds: z.number().int().min(1).nullable().describe('Seconds until it is expected to finish, from the durations the service measured for this model and size (until enough: the catalogue’s default); null once finished'),
+  expectedAt: z.string().nullable().describe('ISO 8601 UTC: when it is expected to finish; null once finished'),
+};
+
+/** The live fields of a generation as JSON. */
+export const liveFieldsOf = (g: GenerationView) => ({
+  progress: g.progress,
+  queuePosition: g.queuePosition,
+  etaSeconds: g.etaSeconds,
+  expectedAt: g.expectedAt?.toISOString() ?? null,
+});
+
+/** Group C's record: the spec's fields (as `generationRecord`) and the live ones after them. */
+export const liveGenerationRecord = generationRecord.extend(liveFields).meta({ id: 'LiveGenerationRecord' });
+
+/** Group A's generation: the record plus what a history needs (quote, parameters, times). */
+export const generation = z
+  .object({
+    id: z.string(),
+    kind: generationKind,
+    model: z.string(),
+    status: generationStatus,
+    outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
+    thumbnailUrl: z.string().nullable().describe('Video: its first frame (JPEG), signed like outputUrl; set while it runs as soon as the provider has that frame (the streams send `event: preview` then), and once succeeded; null before, when failed, for other kinds, or when the video’s format gives no frames'),
+    spritesheetUrl: z.string().nullable().describe('Video: frames spread over the clip in a grid (JPEG), signed like outputUrl; null until succeeded, for other kinds, or when the video’s format gives no frames'),
+    creditsCharged: z.number(),
+    creditsQuoted: z.number().describe('The price quoted and held at submit (0 for a free chat reply)'),
+    error: generationError.nullable(),
+    text: z.string().nullable().describe('Chat only: the reply; null otherwise'),
+    params: z.record(z.string(), z.unknown()).describe('What the run was asked for after pricing: quality, aspect, size, seconds, scale…'),
+    createdAt: z.string().describe('ISO 8601 UTC'),
+    startedAt: z.string().nullable(),
+    finishedAt: z.string().nullable(),
+    ...liveFields,
+    provider: z.string().nullable().describe('The upstream that served it, as the operator names it (UPSTREAMS_JSON); null when the built-in simulator did, or until it succeeded'),
+  })
+  .meta({ id: 'Generation' });
+
+/** A generation as group A shows it; MCP's tools and the dashboard show the same. */
+export function generationOf(g: GenerationView): z.infer<typeof generation> {
+  return {
+    ...recordOf(g),
+    thumbnailUrl: g.thumbnailUrl,
+    spritesheetUrl: g.spritesheetUrl,
+    creditsQuoted: g.creditsQuoted,
+    text: g.text,
+    params: g.params,
+    createdAt: g.createdAt.toISOString(),
+    startedAt: g.startedAt?.toISOString() ?? null,
+    finishedAt: g.finishedAt?.toISOString() ?? null,
+    ...liveFieldsOf(g),
+    provider: g.provider,
+  };
+}
+
+export const generationList = z
+  .object({ data: z.array(generation), next_cursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last page') })
+  .meta({ id: 'GenerationList' });
+
+/** A page of the service's list as group A's GenerationList. */
+export const generationListOf = (page: { data: GenerationView[]; nextCursor: string | null }): z.infer<typeof generationList> => ({
+  data: page.data.map(generationOf),
+  next_cursor: page.nextCursor,
+});
+
+const trial = z.object({
+  chatCap: z.number().int().describe('Free chat replies granted'),
+  chatUsed: z.number().int(),
+  chatLeft: z.number().int(),
+});
+
+export const credits = z
+  .object({
+    balance: z.number().describe('Credits that can be spent now: the ledger balance less active holds'),
+    holdsActive: z.number().describe('Credits held by generations in flight'),
+    trial,
+  })
+  .meta({ id: 'Credits' });
+
+export const balance = z
+  .object({
+    balance: z.number().describe('Credits that can be spent now: the ledger balance less active holds'),
+    holdsActive: z.number().describe('Credits held by generations in flight'),
+    plan: z.enum(PLANS),
+    trial,
+  })
+  .meta({ id: 'Balance' });
+
+/** A priced request with nothing held (POST /api/v1/quote, the dashboard's playground). */
+export const quote = z
+  .object({
+    kind: generationKind,
+    model: z.string().describe('The model that would run (canonical id; the free model while the chat allowance lasts)'),
+    credits: z.number().describe('The price that submitting now would hold and charge'),
+    free: z.boolean().describe('A chat reply the free allowance would cover'),
+    params: z.record(z.string(), z.unknown()).describe('What would run after pricing: clamped seconds, resolution, snapped aspect, size…'),
+    balance: z.number().describe('Credits that can be spent now'),
+    affordable: z.boolean().describe('Whether the balance covers the price now'),
+  })
+  .meta({ id: 'Quote' });
+
+/** A model as GET /api/v1/models and MCP's list_models show it. */
+export const modelEntry = z
+  .object({
+    id: z.string(),
+    kind: generationKind,
+    aliases: z.array(z.string()).describe('Other ids accepted by groups A and C'),
+    openaiIds: z.array(z.string()).describe('Group B ids priced as this model (accepted by groups A and B)'),
+    unit: z.enum(['image', 'second', 'reply', '1k_output_tokens']).describe('What one price unit buys'),
+    price: z.number().nullable().describe('Credits per unit, when the price has one value'),
+    prices: z.record(z.string(), z.number().nullable()).nullable().describe('Credits per unit by resolution (video; null: not offered) or by factor (upscale)'),
+    seconds: z.object({ min: z.number(), max: z.number(), default: z.number() }).nullable(),
+    defaults: z.record(z.string(), z.union([z.string(), z.number()])),
+    options: z.record(z.string(), z.array(z.union([z.string(), z.number()]))),
+  })
+  .meta({ id: 'Model' });
+
+export const idParams = z.object({ id: z.string().describe('A generation id') });
+
+/** GET /api/v1/usage and the dashboard's usage page (issue 20). */
+export const usageQuery = z.object({
+  from: z.iso.datetime({ offset: true }).optional().describe('Start (inclusive), ISO 8601; default: 00:00 UTC 29 days before to'),
+  to: z.iso.datetime({ offset: true }).optional().describe('End (exclusive), ISO 8601; default: now. At most 366 days after from'),
+  group_by: z.enum(USAGE_GROUPS).default('day').describe('day (UTC, every day of the range), model, key (none: the dashboard’s own) or kind'),
+});
+const usageFigures = {
+  creditsCharged: z.number(),
+  generations: z.int(),
+  succeeded: z.int(),
+  failed: z.int(),
+  outputTokens: z.int().describe('Chat output tokens charged for'),
+};
+export const usageReport = z.object({
+  from: z.string(),
+  to: z.string(),
+  group_by: z.enum(USAGE_GROUPS),
+  data: z.array(z.object({ group: z.string().describe('The day (YYYY-MM-DD), model, key id or kind'), ...usageFigures })),
+  total: z.object(usageFigures),
+}).meta({ id: 'UsageReport' });

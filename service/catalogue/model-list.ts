@@ -1,0 +1,63 @@
+import { listModels, RESOLUTIONS, UPSCALE_SCALES } from '../../core/catalogue/models';
+import type { Model } from '../../core/catalogue/models';
+import { mcToCredits } from '../../core/money';
+
+/** How a model is billed: per image, per second of video, per chat reply, per 1,000 output tokens (group B chat). */
+export type PriceUnit = 'image' | 'second' | 'reply' | '1k_output_tokens';
+
+export interface ModelListing {
+  id: string;
+  kind: Model['kind'];
+  /** Other ids groups A and C accept for this model. */
+  aliases: string[];
+  /** Ids of group B (the OpenAI-compatible API) priced as this model; group A accepts them too. */
+  openaiIds: string[];
+  unit: PriceUnit;
+  /** Credits per unit when the price has one value (image, reply). */
+  price: number | null;
+  /** Credits per unit by option when the price varies: per resolution (video), per factor (upscale). */
+  prices: Record<string, number | null> | null;
+  seconds: { min: number; max: number; default: number } | null;
+  defaults: Record<string, string | number>;
+  options: Record<string, (string | number)[]>;
+}
+
+/** The catalogue as group A's public model list shows it (DESIGN §6 "Model list (A)"). */
+export function modelListing(kind?: Model['kind']): ModelListing[] {
+  return listModels().filter((m) => kind === undefined || m.kind === kind).map(listingOf);
+}
+
+function listingOf(m: Model): ModelListing {
+  const base = { id: m.id, kind: m.kind, aliases: [...m.aliases], openaiIds: [] as string[] };
+  switch (m.kind) {
+    case 'image':
+      return {
+        ...base, unit: 'image', price: mcToCredits(m.priceMc), prices: null, seconds: null,
+        defaults: { quality: m.defaultQuality, aspect: m.defaultAspect },
+        options: { qualities: [...m.qualities], aspects: [...m.aspects] },
+      };
+    case 'video':
+      return {
+        ...base, openaiIds: [...m.openaiIds], unit: 'second', price: null,
+        // A resolution the spec marks with a dash has no rate: listed as null, never offered.
+        prices: Object.fromEntries(RESOLUTIONS.map((r) => [r, m.ratesMc[r] === undefined ? null : mcToCredits(m.ratesMc[r])])),
+        seconds: { min: m.secondsRange[0], max: m.secondsRange[1], default: m.defaultSeconds },
+        defaults: { seconds: m.defaultSeconds, resolution: m.defaultResolution, aspect: m.defaultAspect },
+        options: { resolutions: RESOLUTIONS.filter((r) => m.ratesMc[r] !== undefined), aspects: [...m.aspects] },
+      };
+    case 'chat':
+      return {
+        ...base, unit: m.unit, price: mcToCredits(m.priceMc), prices: null, seconds: null,
+        // Per-token models: the output cap held when a request names none, and the largest allowed.
+        ...(m.unit === '1k_output_tokens'
+          ? { defaults: { max_tokens: m.defaultMaxOutputTokens }, options: { max_tokens: [1, m.maxOutputTokens] } }
+          : { defaults: {}, options: {} }),
+      };
+    case 'upscale':
+      return {
+        ...base, unit: 'image', price: null,
+        prices: Object.fromEntries(UPSCALE_SCALES.map((s) => [`${s}x`, mcToCredits(m.pricesMc[s])])),
+        seconds: null, defaults: { scale: m.defaultScale }, options: { scales: [...UPSCALE_SCALES] },
+      };
+  }
+}

@@ -1,0 +1,116 @@
+import type pg from 'pg';
+import { findIdempotencyClaim } from '../../core/db/idempotency';
+import { BudgetExceededError, IdempotencyConflictError, InsufficientCreditsError, QuoteAboveMaxCreditsError, ServiceUnavailableError } from '../../core/errors';
+import { viewOf } from '../../core/generation/view';
+import { requestHash } from '../../core/generation/idempotency';
+import { admit } from '../../core/ledger';
+import type { KeyedRequest } from '../../core/ledger';
+import { creditsToMc, mcToCredits } from '../../core/money';
+import type { Principal } from '../../core/accounts/principal';
+import type { OutputStore } from '../../core/storage/output-store';
+import type { GenerationWorkflowInput } from '../../core/workflow-contract';
+import { isFinal } from '../../core/vocabulary';
+import type { GenerationKind } from '../../core/vocabulary';
+import { readRequest } from './lookup';
+import type { PricedGeneration } from './requests';
+import type { GenerationGateway } from './temporal-gateway';
+import type { SubmitOptions, SubmittedMany } from './types';
+import { inputOfAdmitted, inputOfRecord } from './workflow-inputs';
+import type { Deadlines } from './workflow-inputs';
+
+export interface AdmissionDeps {
+  pool: pg.Pool;
+  gateway: GenerationGateway;
+  store: OutputStore;
+  /** How long a submit waits for an image or chat to finish before answering its current state. */
+  syncWaitMs: number;
+  deadlines?: Deadlines | undefined;
+}
+
+export type Admitted =
+  /** The Idempotency-Key was claimed by this same request: its first generation. */
+  | { replayOf: string }
+  /** Every generation held and recorded, ready for its workflow; `createdAt` is their rows'. */
+  | { inputs: GenerationWorkflowInput[]; createdAt: Date };
+
+/** Kinds that finish within the call: the client waits for their result (DESIGN §5). */
+export const WAITED_KINDS: ReadonlySet<GenerationKind> = new Set(['image', 'chat']);
+
+/**
+ * Admission as every submit does it (the streamed chat too): the Idempotency-Key first, then the
+ * ledger's admission (hold, generation, outbox in one transaction). A 402 costs one round trip to
+ * the database and never a workflow.
+ */
+export function createAdmission(deps: AdmissionDeps) {
+  const { pool, gateway, store } = deps;
+
+  /** The claim on an Idempotency-Key, or undefined without one. */
+  const keyedOf = (principal: Principal, opts: SubmitOptions): KeyedRequest | undefined =>
+    opts.idempotency && {
+      accountId: principal.accountId,
+      key: opts.idempotency.key,
+      requestHash: requestHash(opts.idempotency.route, opts.idempotency.body),
+    };
+
+  const waitIfSync = async (id: string, kind: GenerationKind, opts: SubmitOptions): Promise<void> => {
+    if (!opts.respondAsync && WAITED_KINDS.has(kind)) await gateway.awaitFinish(id, deps.syncWaitMs);
+  };
+
+  /** An Idempotency-Key repeat: the first request's generations, whose workflows are made sure of. */
+  const replay = async (accountId: string, firstId: string, opts: SubmitOptions): Promise<SubmittedMany> => {
+    const rows = await readRequest(pool, accountId, firstId);
+    // The first request may have died between its hold and its start; starting again is harmless.
+    // If Temporal cannot be reached, the hold stays: the workflow may well be running already, and
+    // the client's next repeat (or the reconciler, if it never started) settles what happens.
+    await Promise.all(rows.filter((g) => !isFinal(g.status)).map((g) => gateway.start(inputOfRecord(g, deps.deadlines))))
+      .catch((err: unknown) => {
+        throw new ServiceUnavailableError('The generation could not be resumed just now; retry shortly with the same Idempotency-Key.', { cause: err });
+      });
+    await Promise.all(rows.map((g) => waitIfSync(g.id, g.kind, opts)));
+    const after = await readRequest(pool, accountId, firstId);
+    return { generations: await Promise.all(after.map((g) => viewOf(g, store))), replayed: true };
+  };
+
+  return {
+    waitIfSync,
+    replay,
+
+    /** A live claim on the key: a true repeat is answered without pricing (or fetching) anything again. */
+    async priorClaim(principal: Principal, opts: SubmitOptions): Promise<string | undefined> {
+      const keyed = keyedOf(principal, opts);
+      if (!keyed) return undefined;
+      const prior = await findIdempotencyClaim(pool, keyed);
+      if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
+      return prior?.outcome === 'replay' ? prior.generationId : undefined;
+    },
+
+    /** Admits a request's priced generations, all or none; a refusal is a 402 for the whole request. */
+    async admit(priced: readonly PricedGeneration[], principal: Principal, opts: SubmitOptions): Promise<Admitted> {
+      assertWithinMaxCredits(priced, opts);
+      const budgeted = principal.budgeted === true;
+      const admission = await admit(pool, priced.map((p) => ({ ...p, id: p.generationId, budgeted, startsRunning: p.apiRun?.admittedRunning })), keyedOf(principal, opts));
+      if (admission.outcome === 'replay') return { replayOf: admission.firstId };
+      if (admission.outcome === 'refused') throw new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
+      if (admission.outcome === 'over_budget') {
+        throw new BudgetExceededError({
+          keyId: admission.keyId, requiredCredits: mcToCredits(admission.requiredMc), availableCredits: mcToCredits(admission.availableMc),
+          maxCredits: mcToCredits(admission.maxMc), period: admission.period,
+        });
+      }
+      const inputs = admission.generations.map((a, i) => inputOfAdmitted(priced[i]!, a, deps.deadlines));
+      for (const input of inputs) {
+        opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: input.admitted.free ? 0 : mcToCredits(input.quoteMc), free: input.admitted.free }, 'generation admitted');
+      }
+      return { inputs, createdAt: admission.createdAt };
+    },
+  };
+}
+
+/** The request's own cap (`max_credits`): the whole request's quote above it is refused before any hold. */
+function assertWithinMaxCredits(priced: readonly PricedGeneration[], opts: SubmitOptions): void {
+  if (opts.maxCredits === undefined) return;
+  const quoteMc = priced.reduce((sum, p) => sum + p.quoteMc, 0);
+  if (quoteMc > creditsToMc(opts.maxCredits.credits)) throw new QuoteAboveMaxCreditsError(mcToCredits(quoteMc), opts.maxCredits.credits, opts.maxCredits.param);
+}
+
+export type Admission = ReturnType<typeof createAdmission>;

@@ -1,0 +1,18 @@
+import type { Queryable } from '../../core/db/pool';
+import { getGeneration, listBatch } from '../../core/db/generations';
+import type { GenerationRow } from '../../core/db/generations';
+import { NotFoundError } from '../../core/errors';
+import { GENERATION_ID_PATTERN } from '../../core/ids';
+
+/** One of the account's generations; anything else (another account's, a malformed id) is not found. */
+export async function readOwn(q: Queryable, accountId: string, id: string): Promise<GenerationRow> {
+  const g = GENERATION_ID_PATTERN.test(id) ? await getGeneration(q, accountId, id) : undefined;
+  if (!g) throw new NotFoundError(`Generation '${id}' not found.`, { param: 'id' });
+  return g;
+}
+
+/** The generations of one admitted request, in request order: one, or a batch (group B's `n`). */
+export async function readRequest(q: Queryable, accountId: string, firstId: string): Promise<GenerationRow[]> {
+  const batch = await listBatch(q, accountId, firstId);
+  return batch.length > 0 ? batch : [await readOwn(q, accountId, firstId)];
+}

@@ -1,0 +1,150 @@
+import { AUTO_CHAT_MODEL_ID } from '../../core/catalogue/models';
+import type { UpscaleScale } from '../../core/catalogue/models';
+import { InvalidRequestError } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { assertModelAllowed, assertScope } from '../../core/accounts/principal';
+import type { Principal } from '../../core/accounts/principal';
+import { capChatMessages, quoteChat, quoteImage, quoteUpscale, quoteVideo } from '../../core/catalogue/pricing';
+import { assertPromptAllowed } from '../../core/generation/safety';
+import type { ChatMessageOut, ChatTools, ProviderFeature } from '../../core/providers/types';
+import type { GenerationWorkflowInput } from '../../core/workflow-contract';
+import type { Door } from '../../core/vocabulary';
+
+/**
+ * The one request every door parses its own body into (group C's camelCase, group A's
+ * snake_case, later group B and MCP). The service prices, admits and runs only this.
+ */
+/** A turn: text, an assistant turn that called functions, or a function's result (`tool`). */
+export type ChatMessage = ChatMessageOut;
+export type ChatRole = ChatMessage['role'];
+
+/** Sampling settings passed on to the model as given (OpenAI's names); none changes the price. */
+export interface ChatSampling {
+  temperature?: number;
+  top_p?: number;
+  stop?: string[];
+  seed?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+}
+
+/**
+ * What a Responses API request (group B's `POST /v1/responses`) asks to be kept with its chat
+ * generation: read back by `GET /v1/responses/{id}` and by a later `previous_response_id`
+ * (service/chat/responses.ts). Not priced, not sent to the model.
+ */
+export interface ResponseRecord {
+  /** False: not readable through /v1/responses nor continued; the generation is still the account's record. */
+  store: boolean;
+  background: boolean;
+  instructions?: string | undefined;
+  metadata?: Record<string, string> | undefined;
+  previousResponseId?: string | undefined;
+}
+
+export type GenerationRequest =
+  | {
+    kind: 'image'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined;
+    width?: number | undefined; height?: number | undefined;
+    /** Group B's `quality: "hd"`: the model's high variant, or twice its price (DESIGN §6). */
+    hd?: boolean | undefined;
+  }
+  | {
+    kind: 'video'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined; seconds?: number | undefined;
+    /** A reference frame (image-to-video), fetched and checked before the hold like an upscale input. */
+    imageUrl?: string | undefined;
+    /** The succeeded video this one remixes (service/generation/remix.ts), kept in its parameters. */
+    remixedFrom?: string | undefined;
+  }
+  | {
+    kind: 'chat'; model?: string | undefined; messages: ChatMessage[]; maxTokens?: number | undefined; sampling?: ChatSampling | undefined;
+    /** A Responses API request: what it keeps beside the reply. */
+    response?: ResponseRecord | undefined;
+    /** Functions the model may call: served only where the model's provider passes them on. */
+    tools?: ChatTools | undefined;
+  }
+  | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
+
+/** A priced request: everything a generation workflow needs, before its hold is placed. */
+export interface PricedGeneration extends Omit<GenerationWorkflowInput, 'admitted'> {
+  /** A free chat reply may be claimed instead of a hold while the account has some; names the model that serves it. */
+  freeChat?: { model: string };
+}
+
+/**
+ * Turns a valid request into the priced input of a generation, refusing it as the spec orders:
+ * scope, then the safety guard (before pricing), then the price, then the key's models.
+ * Upscale inputs are fetched and checked by the service afterwards (they need I/O).
+ */
+export function priceRequest(request: GenerationRequest, principal: Principal, door: Door, serves: Serves = servesNothing): PricedGeneration {
+  assertScope(principal, request.kind);
+  const base = { generationId: newId('gen'), accountId: principal.accountId, apiKeyId: principal.apiKeyId, kind: request.kind };
+  switch (request.kind) {
+    case 'image': {
+      assertPromptAllowed(request.prompt);
+      const quote = quoteImage(request);
+      assertModelAllowed(principal, 'image', quote.model);
+      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params }, quoteMc: quote.priceMc };
+    }
+    case 'video': {
+      assertPromptAllowed(request.prompt);
+      const quote = quoteVideo(request, door);
+      assertModelAllowed(principal, 'video', quote.model);
+      const reference = request.imageUrl === undefined ? {} : { imageUrl: request.imageUrl };
+      const remix = request.remixedFrom === undefined ? {} : { remixedFrom: request.remixedFrom };
+      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params, ...reference, ...remix }, quoteMc: quote.priceMc };
+    }
+    case 'chat': {
+      const quote = quoteChat(request, door);
+      assertModelAllowed(principal, 'chat', quote.model);
+      assertFeaturesServed(request, quote.model, serves);
+      const capped = capChatMessages(request.messages, quote.params.maxPromptChars);
+      const perToken = quote.params.ratePer1kMc !== undefined;
+      const sampling = Object.entries(request.sampling ?? {}).filter(([, v]) => v !== undefined);
+      return {
+        ...base,
+        model: quote.model,
+        prompt: capped.prompt,
+        params: {
+          requestedModel: quote.requestedModel,
+          promptTruncated: capped.truncated,
+          ...(request.maxTokens === undefined ? {} : { maxTokens: request.maxTokens }),
+          // Per-token models: the cap the hold covers and the rate the settle charges.
+          ...(perToken ? { maxTokens: quote.params.maxTokens, ratePer1kMc: quote.params.ratePer1kMc } : {}),
+          ...(sampling.length > 0 ? { sampling: Object.fromEntries(sampling) } : {}),
+          ...(request.response ? { response: request.response } : {}),
+          ...(request.tools ? { tools: request.tools } : {}),
+          // A conversation is kept whole for providers that take one; a lone prompt needs no copy.
+          ...(capped.messages.length > 1 || capped.messages[0]?.role !== 'user' ? { messages: capped.messages } : {}),
+        },
+        quoteMc: quote.priceMc,
+        // While the allowance lasts, the automatically chosen model answers for free. Per-token
+        // models (group B's) are never swapped for it: the client asked for that model by name.
+        ...(perToken ? {} : { freeChat: { model: AUTO_CHAT_MODEL_ID } }),
+      };
+    }
+    case 'upscale': {
+      const quote = quoteUpscale(request);
+      assertModelAllowed(principal, 'upscale', quote.model);
+      // An upscaler may take guidance text; the simulator reads its test directives there.
+      const prompt = request.prompt ?? '';
+      if (prompt) assertPromptAllowed(prompt);
+      return { ...base, model: quote.model, prompt, params: { ...quote.params, imageUrl: request.imageUrl }, quoteMc: quote.priceMc };
+    }
+  }
+}
+
+/** Whether the provider of a model can do something only some providers can (core/providers/types.ts). */
+export type Serves = (model: string, feature: ProviderFeature) => boolean;
+const servesNothing: Serves = () => false;
+
+/**
+ * Functions (offered, called or answered) are passed on to providers that take them, and refused
+ * by name where the model's provider would silently drop them (the simulator).
+ */
+function assertFeaturesServed(request: Extract<GenerationRequest, { kind: 'chat' }>, model: string, serves: Serves): void {
+  if (serves(model, 'tools')) return;
+  const unserved = (what: string) => `${what} ${what.endsWith('s') ? 'are' : 'is'} not supported by the provider of ${model}; models routed to an OpenAI-compatible upstream take them.`;
+  if (request.tools?.functions.length) throw new InvalidRequestError(`tools: ${unserved('function tools')}`, 'tools');
+  if (request.messages.some((m) => m.role === 'tool' || m.toolCalls?.length)) throw new InvalidRequestError(`messages: ${unserved('function calls and their outputs')}`, 'messages');
+}

@@ -1,0 +1,63 @@
+import type { Principal } from '../../core/accounts/principal';
+import { createSimulator } from '../../core/providers/simulator';
+import { createAdmission } from './admission';
+import { createCancel } from './cancel';
+import { createChatRuns } from '../chat/runs';
+import { createLiveEvents } from './live-events';
+import { createReads } from './read';
+import { createResponses } from '../chat/responses';
+import { createRemix } from './remix';
+import type { GenerationRequest, Serves } from './requests';
+import { createSubmit } from './submit';
+import { createWatch } from './watch';
+import type { GenerationServiceDeps, SubmitOptions, Submitted } from './types';
+
+export type {
+  Balance, FollowOptions, GenerationServiceDeps, ListQuery, PreparedInput, Quote, SubmitOptions, Submitted, SubmittedMany,
+} from './types';
+
+/**
+ * The one generation service behind every door (groups A, B, C, MCP and the dashboard): each
+ * door translates its own shapes to and from these calls. Its parts have one job each —
+ * admission.ts (Idempotency-Key and the ledger's hold), submit.ts, remix.ts, chat-runs.ts (the
+ * streamed chat), read.ts (read and follow), cancel.ts — and money moves only through core/ledger.
+ */
+export function createGenerationService(deps: GenerationServiceDeps) {
+  const { pool, gateway, store } = deps;
+  const admission = createAdmission({ pool, gateway, store, syncWaitMs: deps.syncWaitMs, deadlines: deps.deadlines });
+  const provider = deps.provider ?? createSimulator();
+  const serves: Serves = (model, feature) => provider.serves?.(model, feature) ?? false;
+  const submit = createSubmit({ pool, gateway, store, admission, serves, ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}) });
+  const chat = createChatRuns({ pool, gateway, store, admission, provider, ...(deps.log ? { log: deps.log } : {}) });
+  const reads = createReads({ pool, gateway, store, serves });
+  const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
+  const cancel = createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines });
+
+  const submitOne = async (request: GenerationRequest, principal: Principal, opts: SubmitOptions): Promise<Submitted> => {
+    const { generations, replayed } = await submit.submitMany(request, principal, opts);
+    return { generation: generations[0]!, replayed };
+  };
+
+  return {
+    submit: submitOne,
+    /** A new video from a succeeded one with a new prompt (service/generation/remix.ts), submitted like any video. */
+    remix: createRemix({ pool, submit: submitOne }),
+    submitMany: submit.submitMany,
+    /** Resolves once every workflow start still under way has been made (or failed and released): call before closing. */
+    drain: async (): Promise<void> => {
+      await Promise.all([submit.drain(), chat.drain()]);
+    },
+    /** A chat the API runs itself, its reply streamed as it comes (group B); see service/chat/runs.ts. */
+    runChat: chat.run,
+    /** Live streams of one generation's or the account's changes (service/generation/watch.ts). */
+    watch: createWatch({ pool, store, live }),
+    /** Stops listening for changes: call when closing, after `drain`. */
+    close: (): Promise<void> => live.close(),
+    cancel,
+    /** Stored responses of group B's Responses API: read, continue, cancel (service/chat/responses.ts). */
+    responses: createResponses({ pool, store, cancel }),
+    ...reads,
+  };
+}
+
+export type GenerationService = ReturnType<typeof createGenerationService>;

@@ -1,0 +1,108 @@
+import type pg from 'pg';
+import type { OutputStore } from '../../core/storage/output-store';
+import type { Plan } from '../../core/plans';
+import type { Provider } from '../../core/providers/types';
+import type { Door, GenerationKind, GenerationStatus } from '../../core/vocabulary';
+import type { GenerationView } from '../../core/generation/view';
+import type { GenerationGateway } from './temporal-gateway';
+import type { PricedGeneration } from './requests';
+
+
+/** What the generation service takes and gives: shared by its parts and by the doors that call it. */
+
+export interface GenerationServiceDeps {
+  pool: pg.Pool;
+  gateway: GenerationGateway;
+  store: OutputStore;
+  /** How long a submit waits for an image or chat to finish before answering its current state. */
+  syncWaitMs: number;
+  /** How long a cancel waits for the workflow to release the hold before answering. */
+  cancelWaitMs?: number;
+  /** Per kind, how long a generation may stay in flight before it fails with `timeout`. */
+  deadlines?: Partial<Record<GenerationKind, number>>;
+  /** Fetches and checks an input image (upscale, image-to-video) before anything is held; without it those are refused. */
+  prepareInput?: (priced: PricedGeneration, uploaded?: Buffer) => Promise<PreparedInput>;
+  /** Runs the chats the API streams itself (group B); the simulator when not given. */
+  provider?: Provider;
+  /** Where trouble that no client hears of is told (e.g. a report Temporal did not take). */
+  log?: (message: string, err: unknown) => void;
+}
+
+/** An input fetched and checked before the hold: stored once the generation exists. */
+export interface PreparedInput {
+  params: Record<string, unknown>;
+  store: (generationId: string) => Promise<Record<string, unknown>>;
+}
+
+export interface SubmitOptions {
+  door: Door;
+  /** The Idempotency-Key header, with the door's route and body so that a true repeat is recognised. */
+  idempotency?: { key: string; route: string; body: unknown } | undefined;
+  /** Answer at once (RFC 7240 `Prefer: respond-async`) instead of waiting for an image or chat. */
+  respondAsync?: boolean | undefined;
+  /** An input image sent with the request itself (group B's `input_reference` file), instead of a URL. */
+  inputFile?: Buffer | undefined;
+  /**
+   * The client's deadline (`Cancel-After`, `deadline_seconds`), in ms from the start: the workflow's
+   * deadline becomes the sooner of it and the kind's own. Kept in the generation's params.
+   */
+  deadlineMs?: number | undefined;
+  /** The request's own spending cap (`max_credits`, as the door names it): a quote above it is refused before any hold. */
+  maxCredits?: { credits: number; param: string } | undefined;
+  /** The request's logger: admission lines carry its request id next to the generation id. */
+  log?: { info(obj: object, msg: string): void; warn?(obj: object, msg: string): void } | undefined;
+}
+
+export interface Submitted {
+  generation: GenerationView;
+  /** True when an Idempotency-Key repeat returned an earlier generation. */
+  replayed: boolean;
+}
+
+export interface SubmittedMany {
+  /** In request order. */
+  generations: GenerationView[];
+  replayed: boolean;
+}
+
+export interface ListQuery {
+  limit: number;
+  /** The opaque `next_cursor` of the previous page (group A). */
+  cursor?: string | undefined;
+  /** The previous page's last generation id, as OpenAI's lists take `after` (group B). */
+  after?: string | undefined;
+  kind?: GenerationKind | undefined;
+  status?: GenerationStatus | undefined;
+  order?: 'asc' | 'desc' | undefined;
+}
+
+export interface FollowOptions {
+  /** How long to wait at most; past it the generation is answered as it is then. */
+  waitMs: number;
+  /** Called with the generation in each status it is seen in, the first one included. */
+  onStatus?: ((g: GenerationView) => Promise<void> | void) | undefined;
+  /** Ends the wait early (the caller went away). */
+  signal?: AbortSignal | undefined;
+}
+
+/** What a request would cost now, priced exactly as `submit` prices it, with nothing held. */
+export interface Quote {
+  kind: GenerationKind;
+  /** The model that would run (canonical id; the free model while the chat allowance lasts). */
+  model: string;
+  credits: number;
+  /** A chat reply the free allowance would cover. */
+  free: boolean;
+  /** What would be run after pricing: clamped seconds, resolution, snapped aspect, size… */
+  params: Record<string, unknown>;
+  /** Credits that can be spent now, and whether they cover the quote. */
+  balance: number;
+  affordable: boolean;
+}
+
+export interface Balance {
+  balance: number;
+  holdsActive: number;
+  plan: Plan;
+  trial: { chatCap: number; chatUsed: number; chatLeft: number };
+}
