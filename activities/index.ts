@@ -13,7 +13,6 @@ export interface ActivityDeps {
   provider: Provider;
   store: OutputStore;
   videoConcurrency: number;
-  slotPollMs?: number;
   /** The reconciler asks Temporal about workflows. */
   client: Client;
   deadlines: ReconcileDeps['deadlines'];

@@ -41,15 +41,6 @@ export interface GenerationWorkflowInput {
   apiRun?: { deadlineMs: number; admittedRunning?: boolean };
 }
 
-/**
- * The input of workflows that placed their own hold, started before the API admitted in
- * PostgreSQL. Only replayed (workflows/generation/legacy-admission.ts); nothing starts one any more.
- */
-export interface LegacyWorkflowInput extends Omit<GenerationWorkflowInput, 'admitted'> {
-  admitted?: undefined;
-  freeChat?: { model: string };
-}
-
 /** What the API reports about a generation it ran itself (see `apiRun`). */
 export type ApiRunResult = (
   | { ok: true; output: RunOutput & { chargeMc: number; outputTokens: number } }
@@ -63,18 +54,16 @@ export type ApiRunResult = (
   recorded?: 'settled' | 'released';
 };
 
-/** Where a generation workflow stands; `refused` only for legacy workflows whose own hold was refused. */
-export type GenerationPhase = GenerationStatus | 'refused';
-
 export interface GenerationResult {
   generationId: string;
-  phase: GenerationPhase;
+  /** Where the generation ended (a failed one fails the workflow instead of returning). */
+  phase: GenerationStatus;
 }
 
 /** The signature of the `generation` workflow, for typed starts without importing workflow code. */
-export type GenerationWorkflow = (input: GenerationWorkflowInput | LegacyWorkflowInput) => Promise<GenerationResult>;
+export type GenerationWorkflow = (input: GenerationWorkflowInput) => Promise<GenerationResult>;
 
-export const phaseQuery = defineQuery<GenerationPhase>('phase');
+export const phaseQuery = defineQuery<GenerationStatus>('phase');
 export const cancelSignal = defineSignal<[reason: string]>('cancel');
 
 export const WEBHOOK_DELIVERY_WORKFLOW_TYPE = 'webhookDelivery';

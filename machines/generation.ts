@@ -37,16 +37,10 @@ export type GenerationEvent =
 export interface GenerationMachineInput {
   /** Videos wait for one of the account's slots before running. */
   needsSlot: boolean;
-  /**
-   * Replays workflows whose slot grant was followed by a second `running` write (before the
-   * `slot-claim-starts-running` patch): the grant then goes through `starting` too.
-   */
-  startAfterSlot?: boolean;
 }
 
 interface GenerationContext {
   needsSlot: boolean;
-  startAfterSlot: boolean;
   output: RunOutput | null;
   error: GenerationFailure | null;
 }
@@ -82,11 +76,10 @@ export const generationMachine = setup({
   },
   guards: {
     needsSlot: ({ context }) => context.needsSlot,
-    startAfterSlot: ({ context }) => context.startAfterSlot,
   },
 }).createMachine({
   id: 'generation',
-  context: ({ input }) => ({ needsSlot: input.needsSlot, startAfterSlot: input.startAfterSlot ?? false, output: null, error: null }),
+  context: ({ input }) => ({ needsSlot: input.needsSlot, output: null, error: null }),
   initial: 'active',
   states: {
     active: {
@@ -107,7 +100,7 @@ export const generationMachine = setup({
             },
             waitingForSlot: {
               entry: 'waitForSlot',
-              on: { SLOT_GRANTED: [{ guard: 'startAfterSlot', target: 'starting' }, { target: '#generation.active.running' }] },
+              on: { SLOT_GRANTED: '#generation.active.running' },
             },
             starting: {
               entry: 'startRunning',

@@ -2,15 +2,8 @@
 // server (npm start, tests, bench) gets it as --dynamic-config-value flags
 // (runtime/temporal-dev-server.ts); the docker-compose server reads the same keys from
 // deploy/temporal/dynamicconfig/gensvc.yaml, which test/unit/compose.test.ts keeps identical.
-// docs/decisions.md, "Temporal dispatch latency", has the measurements.
+// docs/decisions/ ("Temporal dispatch latency") has the measurements.
 export const TEMPORAL_DYNAMIC_CONFIG = {
-  // Workflow updates (and ExecuteMultiOperation, which Update-with-Start used). The dev server has
-  // both on already; a plain server needs them said. Nothing sends either today: the API admits in
-  // PostgreSQL and starts workflows plainly, and only legacy workflows (workflows/generation/legacy-admission.ts)
-  // carry `admission` updates in their histories. Both keys go with that file.
-  'frontend.enableExecuteMultiOperation': true,
-  'frontend.enableUpdateWorkflowExecution': true,
-
   // The api and worker register the search attributes at start-up (runtime/temporal-setup.ts)
   // and use them at once, so they must be read through rather than from a cache that refreshes
   // every few seconds. (The dev server sets this by itself.)

@@ -48,7 +48,6 @@ export interface WorkerDeps {
   videoConcurrency: number;
   /** A prebuilt bundle (tests build one for all files); otherwise the workflows are bundled in a child process. */
   workflowBundle?: WorkerOptions['workflowBundle'];
-  slotPollMs?: number;
   client: Client;
   deadlines: Record<'image' | 'video' | 'chat' | 'upscale', number>;
   /** Provider runs one worker process takes at once (they wait on upstreams, or on the render pool). */
@@ -96,7 +95,6 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       videoConcurrency: deps.videoConcurrency,
       client: deps.client,
       deadlines: deps.deadlines,
-      ...(deps.slotPollMs === undefined ? {} : { slotPollMs: deps.slotPollMs }),
     }),
     // Activities here wait on I/O (slot claims, the reconciler's calls), not CPU.
     maxConcurrentActivityTaskExecutions: deps.activitySlots ?? 200,

@@ -1,7 +1,7 @@
 import type pg from 'pg';
-import { admit, release, settle, startRunning } from '../../core/ledger';
+import { release, settle, startRunning } from '../../core/ledger';
 import type { Resolution, SettleRequest, StartOutcome, StartRequest } from '../../core/ledger';
-import type { GenerationFailure, GenerationKind } from '../../core/vocabulary';
+import type { GenerationFailure } from '../../core/vocabulary';
 import type { VideoSlotWaker } from './slots';
 
 /**
@@ -25,27 +25,5 @@ export function createLedgerActivities({ pool, wakeVideoWaiters }: { pool: pg.Po
       await wakeVideoWaiters(req.generationId, resolution);
       return resolution;
     },
-    /**
-     * The hold of a workflow that places its own (workflows/generation/legacy-admission.ts): the same
-     * admission as the API's, answered in the shape those workflows read.
-     */
-    async placeHold(req: LegacyHoldRequest): Promise<LegacyHoldOutcome> {
-      const g = req.generation;
-      const admission = await admit(pool, [{ ...g, quoteMc: req.amountMc, freeChat: req.freeChat }]);
-      if (admission.outcome === 'refused') return { admitted: false, requiredMc: admission.requiredMc, availableMc: admission.availableMc };
-      if (admission.outcome !== 'admitted') throw new Error('a hold request without an Idempotency-Key cannot be a replay');
-      const [one] = admission.generations;
-      return { admitted: true, free: one!.free, model: one!.model, amountMc: one!.amountMc, createdAt: admission.createdAt };
-    },
   };
 }
-
-export interface LegacyHoldRequest {
-  generation: { id: string; accountId: string; apiKeyId: string | null; kind: GenerationKind; model: string; params: Record<string, unknown>; prompt: string };
-  amountMc: number;
-  freeChat?: { model: string };
-}
-
-export type LegacyHoldOutcome =
-  | { admitted: true; free: boolean; model: string; amountMc: number; createdAt: Date }
-  | { admitted: false; requiredMc: number; availableMc: number };

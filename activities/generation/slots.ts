@@ -2,7 +2,7 @@ import { CompleteAsyncError, Context } from '@temporalio/activity';
 import { ActivityNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { claimFreedVideoSlots, claimVideoSlotOrPark, startRunning } from '../../core/ledger';
+import { claimFreedVideoSlots, claimVideoSlotOrPark } from '../../core/ledger';
 import type { ClaimedWaiter, Resolution } from '../../core/ledger';
 import { metrics } from '../../core/metrics';
 
@@ -10,8 +10,6 @@ export interface SlotDeps {
   pool: pg.Pool;
   client: Client;
   videoConcurrency: number;
-  /** How often a video waiting in `waitForVideoSlot` (workflows before `video-slot-park`) asks again. */
-  slotPollMs?: number;
 }
 
 /** How long the completions of one wake may take: past it the waiters' own next looks find them claimed. */
@@ -27,7 +25,7 @@ const WAKE_TIMEOUT_MS = 5_000;
  * claimed; a wake that is lost leaves the attempt to time out after the workflow's safety poll
  * period, and Temporal's retry is the next look. Nothing of a worker is held between two looks.
  */
-export function createSlotActivities({ pool, client, videoConcurrency, slotPollMs = 250 }: SlotDeps) {
+export function createSlotActivities({ pool, client, videoConcurrency }: SlotDeps) {
   return {
     async claimVideoSlot(req: { accountId: string; generationId: string }): Promise<'granted' | 'finished'> {
       const ctx = Context.current();
@@ -37,21 +35,6 @@ export function createSlotActivities({ pool, client, videoConcurrency, slotPollM
       if (outcome === 'finished') return 'finished';
       metrics.videoSlotParks.inc();
       throw new CompleteAsyncError();
-    },
-    /**
-     * The wait of workflows started before `video-slot-park`: it polls inside the activity,
-     * heartbeating, and holds a worker slot all along. It may go once those have closed (one video
-     * deadline after that release).
-     */
-    async waitForVideoSlot(req: { accountId: string; generationId: string }): Promise<'granted' | 'finished'> {
-      const ctx = Context.current();
-      for (;;) {
-        const outcome = await startRunning(pool, { ...req, kind: 'video', slotLimit: videoConcurrency });
-        if (outcome === 'running') return 'granted';
-        if (outcome === 'finished') return 'finished';
-        ctx.heartbeat();
-        await ctx.sleep(slotPollMs);
-      }
     },
   };
 }
@@ -65,7 +48,7 @@ export type VideoSlotWaker = (generationId: string, resolution: Resolution) => P
  * It never fails its caller: the charge or release is already done, and a waiter this misses is
  * found by its own next look.
  */
-export function createVideoSlotWaker({ pool, client, videoConcurrency }: Omit<SlotDeps, 'slotPollMs'>): VideoSlotWaker {
+export function createVideoSlotWaker({ pool, client, videoConcurrency }: SlotDeps): VideoSlotWaker {
   return async (generationId, resolution) => {
     // A repeat ('already') does not say its kind: the claim's own lookup does.
     if (resolution.outcome !== 'already' && resolution.kind !== 'video') return;

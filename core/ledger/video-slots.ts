@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
+import { notifyExpr } from '../db/notify';
 import { classified } from './failures';
 import { recordStatusEvent } from './outbox';
-import { claimSlot } from './running';
 import { ledgerSpan } from './span';
 import type { StartOutcome } from './running';
 
@@ -103,4 +103,29 @@ async function claimed(tx: Queryable, generationId: string): Promise<Buffer | un
   await recordStatusEvent(tx, generationId, 'video', 'running');
   const r = await tx.query<{ task_token: Buffer }>('DELETE FROM video_slot_waits WHERE generation_id = $1 RETURNING task_token', [generationId]);
   return r.rows[0]?.task_token;
+}
+
+/**
+ * Claims one of the account's video slots for a queued video: only when the account has one free
+ * and no older video of its is waiting (first in, first out). The slot is the `running` row itself,
+ * so the transaction that settles or releases the hold frees it, whatever ends the job. Locking the
+ * account row serialises the claims of one account. Videos are the only kind with slots; the
+ * literal lets PostgreSQL use the partial index of live videos.
+ */
+async function claimSlot(tx: Queryable, req: { generationId: string; accountId: string }, limit: number): Promise<boolean> {
+  await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [req.accountId]);
+  // clock_timestamp, not now(): this transaction may have begun before the settle that freed the
+  // slot committed (it waited on the account lock), and now() would then date the start before
+  // the previous job's finish.
+  const claimed = await tx.query(
+    `UPDATE generations g SET status = 'running', started_at = clock_timestamp(), updated_at = now()
+      WHERE g.id = $2 AND g.account_id = $1 AND g.status = 'queued'
+        AND (SELECT count(*) FROM generations r
+              WHERE r.account_id = $1 AND r.kind = 'video' AND r.status = 'running') < $3
+        AND NOT EXISTS (SELECT 1 FROM generations o
+              WHERE o.account_id = $1 AND o.kind = 'video' AND o.status = 'queued' AND o.id < $2)
+      RETURNING ${notifyExpr('g.account_id', 'g.id', 'running')}`,
+    [req.accountId, req.generationId, limit],
+  );
+  return (claimed.rowCount ?? 0) > 0;
 }

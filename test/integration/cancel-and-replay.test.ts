@@ -6,7 +6,7 @@ import { Worker } from '@temporalio/worker';
 import { inject, afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, eventually } from '../support/harness';
 import type { Harness } from '../support/harness';
-import { patchIdsOf } from '../support/histories';
+import { CURRENT_HISTORIES, patchIdsOf } from '../support/histories';
 import { credits, generate, untilFinished, untilStarted } from '../support/api';
 import { phaseQuery } from '../../core/workflow-contract';
 import { newId } from '../../core/ids';
@@ -143,7 +143,7 @@ describe('determinism', () => {
 
 /** Writes one history per path, in the Temporal CLI's JSON format (what replay reads back). */
 async function recordFixtures(histories: { workflowId: string }[]) {
-  const dir = new URL('../fixtures/histories/', import.meta.url);
+  const dir = CURRENT_HISTORIES;
   await mkdir(dir, { recursive: true });
   const written = new Set<string>();
   for (const { workflowId } of histories) {
@@ -153,17 +153,11 @@ async function recordFixtures(histories: { workflowId: string }[]) {
     const phase = await h.client.workflow.getHandle(workflowId).query(phaseQuery);
     const kind = (await h.pool.query<{ kind: string }>('SELECT kind FROM generations WHERE id = $1', [workflowId])).rows[0]?.kind ?? 'none';
     const cancelled = stdout.includes('EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED') || stdout.includes('"signalName": "cancel"');
-    // Workflows admitted by the API (input `admitted`) and those that place their own hold (no
-    // `admitted`: admission by update-with-start) are recorded under different names: both may be
-    // in flight and both must replay.
-    const input = startInputOf(stdout);
-    const admittedByApi = input?.admitted !== undefined;
     // Chats the API ran itself (apiRun) wait for its report instead of running the provider.
-    const runByApi = input?.apiRun !== undefined;
-    // Workflows of newer code carry patch markers (workflows/generation/workflow.ts, PATCHES): named after
-    // them, so that a history of each version is kept beside the older ones.
+    const runByApi = startInputOf(stdout)?.apiRun !== undefined;
+    // Named after the patch markers the path records too (workflows/generation/workflow.ts), which tell its branches apart.
     const patches = patchIdsOf(stdout).map((id) => `-${id}`).join('');
-    const name = `${kind === 'none' ? phase : `${kind}-${phase}${cancelled ? '-cancelled' : ''}`}${admittedByApi ? '-api-admitted' : ''}${runByApi ? '-api-run' : ''}${patches}`;
+    const name = `${kind === 'none' ? phase : `${kind}-${phase}${cancelled ? '-cancelled' : ''}`}${runByApi ? '-api-run' : ''}${patches}`;
     if (written.has(name)) continue;
     written.add(name);
     // A fixture, once committed, stands for workflows that may still be running: never rewritten.
@@ -174,9 +168,9 @@ async function recordFixtures(histories: { workflowId: string }[]) {
 }
 
 /** The workflow input recorded in a history's first event (payloads are base64 JSON). */
-function startInputOf(historyJson: string): { admitted?: unknown; apiRun?: unknown } | undefined {
+function startInputOf(historyJson: string): { apiRun?: unknown } | undefined {
   const events = (JSON.parse(historyJson) as { events?: { workflowExecutionStartedEventAttributes?: { input?: { payloads?: { data?: string }[] } } }[] }).events;
   const data = events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
-  return data === undefined ? undefined : (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { admitted?: unknown; apiRun?: unknown });
+  return data === undefined ? undefined : (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { apiRun?: unknown });
 }
 

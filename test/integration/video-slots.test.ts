@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metrics } from '../../core/metrics';
 import { newId } from '../../core/ids';
 import { admit } from '../../core/ledger';
-import { PATCHES } from '../../workflows/generation/workflow';
+import { DEPRECATED_PATCHES } from '../../workflows/generation/workflow';
 import { createGenerationGateway } from '../../service/generation/temporal-gateway';
 import { allFinished, credits, generate, untilFinished, untilStarted } from '../support/api';
 import { eventually, startHarness } from '../support/harness';
@@ -77,7 +77,7 @@ describe('videos waiting for their account slots', () => {
     expect(await credits(h, key)).toMatchObject({ balance: 1000 - ids.length * PRICE, holdsActive: 0 });
     expect((await h.pool.query('SELECT 1 FROM video_slot_waits WHERE account_id = $1', [accountId])).rowCount).toBe(0);
     // The youngest parked first and was woken by the slot its elder freed.
-    paths.set('video-succeeded-api-admitted-video-slot-park-woken', ids.at(-1)!);
+    paths.set('video-succeeded-slot-park-woken', ids.at(-1)!);
   });
 
   it('a parked waiter cancelled is released, charged nothing and never runs; the one behind it is not held up', async () => {
@@ -100,7 +100,7 @@ describe('videos waiting for their account slots', () => {
     expect(await credits(h, key)).toMatchObject({ balance: 1000 - (busy.length + 1) * PRICE, holdsActive: 0 });
     // Its wait's row went with the wake that followed.
     expect((await h.pool.query('SELECT 1 FROM video_slot_waits WHERE generation_id = $1', [waiting])).rowCount).toBe(0);
-    paths.set('video-failed-cancelled-api-admitted-video-slot-park-while-parked', waiting);
+    paths.set('video-failed-cancelled-while-parked', waiting);
   });
 
   it('a waiter whose parked token went stale (its attempt timed out) is claimed all the same and runs', async () => {
@@ -128,7 +128,7 @@ describe('videos waiting for their account slots', () => {
 
     expect((await h.call('POST', `/api/v1/generations/${busy[1]}/cancel`, { key })).statusCode).toBe(200);
     expect(await credits(h, key)).toMatchObject({ balance: 1000 - PRICE, holdsActive: 0 });
-    paths.set('video-succeeded-api-admitted-video-slot-park-stale-token', waiter);
+    paths.set('video-succeeded-slot-park-stale-token', waiter);
   }, 120_000);
 
   it('records the parked paths, each carrying the patch marker', async () => {
@@ -137,7 +137,7 @@ describe('videos waiting for their account slots', () => {
       const history = await h.client.workflow.getHandle(id).fetchHistory();
       const markers = (history.events ?? []).flatMap((e) => (e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []))
         .map((p) => JSON.parse(Buffer.from(p.data!).toString('utf8')) as { id: string });
-      expect(markers.map((m) => m.id)).toContain(PATCHES.videoSlotPark);
+      expect(markers.map((m) => m.id)).toContain(DEPRECATED_PATCHES.videoSlotPark);
     }
     // RECORD_HISTORIES=1 adds these paths to the fixtures test/unit/replay-fixtures.test.ts replays.
     if (process.env.RECORD_HISTORIES === '1') for (const [name, id] of paths) await keepHistory(id, name);

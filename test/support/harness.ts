@@ -121,7 +121,6 @@ export async function startHarness(options: HarnessOptions = {}) {
       workflowBundle: { codePath: inject('workflowBundlePath') },
       client,
       deadlines: deadlinesOf(loadConfig({})),
-      slotPollMs: 50,
       ...(options.providerConcurrency === undefined ? {} : { providerConcurrency: options.providerConcurrency }),
       ...(options.activitySlots === undefined ? {} : { activitySlots: options.activitySlots }),
       ...(options.webhooks ? {

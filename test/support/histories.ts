@@ -4,6 +4,13 @@ import { writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
 
+/**
+ * Histories recorded by the current workflow code. Those of the code deployed before it are in
+ * previous/: the workflows that may still be open when this code is deployed (docs/operations.md,
+ * "Retiring replay-only code", says when each folder goes).
+ */
+export const CURRENT_HISTORIES = new URL('../fixtures/histories/current/', import.meta.url);
+
 /** The ids of the patch markers (`patched()` calls) recorded in a history, in order. */
 export function patchIdsOf(historyJson: string): string[] {
   type Marker = { markerName?: string; details?: Record<string, { payloads?: { data?: string }[] }> };
@@ -16,12 +23,13 @@ export function patchIdsOf(historyJson: string): string[] {
 }
 
 /**
- * Keeps a closed workflow's history as a fixture `name` (test/unit/replay-fixtures.test.ts replays
- * them all), in the Temporal CLI's JSON format; never over one already kept, since a committed
- * fixture stands for workflows that may still be running.
+ * Keeps a closed workflow's history as a fixture `name` of the current workflow code
+ * (test/fixtures/histories/current/; test/unit/replay-fixtures.test.ts replays them all), in the
+ * Temporal CLI's JSON format; never over one already kept, since a committed fixture stands for
+ * workflows that may still be running.
  */
 export async function keepHistory(workflowId: string, name: string): Promise<void> {
-  const file = new URL(`../fixtures/histories/${name}.json`, import.meta.url);
+  const file = new URL(`${name}.json`, CURRENT_HISTORIES);
   if (existsSync(file)) return;
   const { stdout } = await promisify(execFile)(inject('temporalCliPath'), [
     'workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', workflowId, '--output', 'json',

@@ -229,7 +229,7 @@ describe('docker-compose.yml', () => {
     const onHost = join(ROOT, mount!.source, inContainer.slice(mount!.target.length));
     expect(existsSync(onHost)).toBe(true);
     const dynamic = parse(readFileSync(onHost, 'utf8')) as Record<string, { value: unknown; constraints?: unknown }[]>;
-    expect(dynamic['frontend.enableExecuteMultiOperation']?.[0]?.value).toBe(true);
+    expect(dynamic['matching.enableFairness']?.[0]?.value).toBe(true);
     // One value per key and no constraints: the same setting everywhere, as on the dev server.
     const values = Object.fromEntries(Object.entries(dynamic).map(([key, entries]) => {
       expect(entries, key).toHaveLength(1);

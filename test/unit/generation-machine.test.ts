@@ -38,11 +38,6 @@ describe('generation machine', () => {
     expect(steps.map((s) => s.effects)).toEqual([['waitForSlot'], ['runProvider'], ['settle'], []]);
   });
 
-  it('replays older videos, which recorded running again after their slot', () => {
-    const { steps } = run({ needsSlot: true, startAfterSlot: true }, [{ type: 'SLOT_GRANTED' }, { type: 'STARTED' }]);
-    expect(steps.map((s) => s.effects)).toEqual([['waitForSlot'], ['startRunning'], ['runProvider']]);
-  });
-
   it('a settle that failed is the machine\'s decision: the generation fails and its hold is released', () => {
     const { steps, last, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLE_FAILED', error: settleFailure }]);
     expect(steps.at(-1)).toEqual({ status: undefined, effects: ['release'] });

@@ -7,19 +7,24 @@ import { WORKFLOWS_PATH } from '../../runtime/worker';
 const FIXTURES = new URL('../fixtures/histories/', import.meta.url);
 
 /**
- * Recorded histories, one per path of the workflow, each as the workflow code of its day wrote
- * it, must replay on the current code: a change that would break workflows already in flight
- * fails here, not in production. Refresh them with `RECORD_HISTORIES=1 npx vitest run test/integration/cancel-and-replay.test.ts`
- * only when a change is deliberately incompatible (and versioned with patching).
+ * Recorded histories, one per path of the workflow, must replay on the current code: those the
+ * current code recorded (current/) and those of the code deployed before it (previous/), which
+ * stand for workflows still open when this code is deployed. A change that would break them fails
+ * here, not in production. Record the current code's paths with `RECORD_HISTORIES=1 npx vitest run
+ * test/integration/cancel-and-replay.test.ts test/integration/video-slots.test.ts test/integration/upstream-webhooks.test.ts`;
+ * docs/operations.md ("Retiring replay-only code") says when a folder is retired.
  */
 describe('recorded workflow histories', () => {
-  it('replay on the current workflow code without divergence', async () => {
-    const files = (await readdir(FIXTURES)).filter((f) => f.endsWith('.json')).sort();
-    expect(files.length).toBeGreaterThanOrEqual(4);
-    const histories = await Promise.all(files.map(async (f) => ({
-      workflowId: f.replace(/\.json$/, ''),
-      history: historyFromJSON(JSON.parse(await readFile(new URL(f, FIXTURES), 'utf8'))),
-    })));
+  it('of the current and the previous workflow code replay on the current code without divergence', async () => {
+    const histories = [];
+    for (const folder of ['previous', 'current']) {
+      const dir = new URL(`${folder}/`, FIXTURES);
+      const files = (await readdir(dir)).filter((f) => f.endsWith('.json')).sort();
+      expect(files.length, folder).toBeGreaterThanOrEqual(4);
+      for (const f of files) {
+        histories.push({ workflowId: `${folder}/${f.replace(/\.json$/, '')}`, history: historyFromJSON(JSON.parse(await readFile(new URL(f, dir), 'utf8'))) });
+      }
+    }
     const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: silent });
     const results = [];
     for await (const r of Worker.runReplayHistories({ workflowBundle }, histories)) results.push(r);

@@ -3,8 +3,8 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
+  deprecatePatch,
   isCancellation,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -15,14 +15,13 @@ import {
 } from '@temporalio/workflow';
 import { initialTransition, transition } from 'xstate';
 import type { GenerationActivities } from '../../activities';
-import { GenerationProvider, GenerationStatus } from '../../core/search-attributes';
+import { GenerationProvider, GenerationStatus as StatusAttribute } from '../../core/search-attributes';
 import { apiRunResultSignal, cancelSignal, phaseQuery, providerTaskQueueOf } from '../../core/workflow-contract';
-import type { ApiRunResult, GenerationPhase, GenerationResult, GenerationWorkflow, GenerationWorkflowInput, LegacyWorkflowInput } from '../../core/workflow-contract';
+import type { ApiRunResult, GenerationResult, GenerationWorkflow, GenerationWorkflowInput } from '../../core/workflow-contract';
 import { failureMessage, SLOT_KINDS } from '../../core/vocabulary';
-import type { GenerationFailure, GenerationKind } from '../../core/vocabulary';
+import type { GenerationFailure, GenerationKind, GenerationStatus } from '../../core/vocabulary';
 import { effectsOf, generationMachine, statusOf } from '../../machines/generation';
 import type { EffectName, EffectParams, GenerationEffect, GenerationEvent } from '../../machines/generation';
-import { admitLegacy } from './legacy-admission';
 import { runWithoutHoldingSlot } from './upstream-wait';
 
 // Ledger steps are short database transactions: as local activities they run inside the workflow
@@ -40,15 +39,9 @@ const ledger = proxyLocalActivities<GenerationActivities>({
 // task token and completes asynchronously, and whoever frees a slot of the account completes it.
 // The attempt's timeout is only the safety poll, for a wake that was lost; the retry is the next
 // look, and the generation's deadline bounds the whole wait.
-const parkedSlots = proxyActivities<GenerationActivities>({
+const slots = proxyActivities<GenerationActivities>({
   startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 1, nonRetryableErrorTypes: ['LedgerPermanentError'] },
-});
-// Workflows before `video-slot-park` polled inside the activity, heartbeating.
-const slots = proxyActivities<GenerationActivities>({
-  startToCloseTimeout: '7 days',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
 function providerActivities(kind: GenerationKind): GenerationActivities {
@@ -62,12 +55,15 @@ function providerActivities(kind: GenerationKind): GenerationActivities {
 }
 
 /**
- * Replay paths. Each id marks where new workflows differ from ones already in flight; the branch
- * without it may go once no workflow started before the id was added is open (every kind has a
- * deadline, and the reconciler cancels what overstays it, so one deadline after that release).
+ * Deprecated patches (Temporal's procedure for retiring replay code). Each id marked where newer
+ * workflows differed from ones then in flight; every workflow without its marker has closed, so only
+ * the newer branch is left, and `deprecatePatch(id)` keeps the workflows that ran `patched(id)` (and
+ * recorded its marker) replaying while they finish. Remove these calls in the next deploy of workflow
+ * code once no workflow started before this one is open: every kind has a deadline, so after the
+ * longest deadline, confirmed by the visibility query in docs/operations.md ("Retiring replay-only code").
  */
-export const PATCHES = {
-  /** A video's slot claim records `running`; workflows before it wrote `running` a second time. */
+export const DEPRECATED_PATCHES = {
+  /** A video's slot claim records `running`. */
   slotClaimStartsRunning: 'slot-claim-starts-running',
   /** A settle that failed, or found the hold released, is an event the machine decides on. */
   settleOutcomeInMachine: 'settle-outcome-in-machine',
@@ -75,28 +71,13 @@ export const PATCHES = {
   startFailureSkipsRun: 'start-failure-skips-run',
   /** A release that finds the hold charged (the API settled the reply it produced) ends succeeded. */
   releaseFindsSettled: 'release-finds-settled',
-  /**
-   * A chat the API ran itself was admitted `running` and its outcome recorded by the API's own
-   * ledger call: the workflow records both without ledger activities (two workflow tasks, no
-   * activity, per streamed or whole chat reply).
-   */
-  apiRunRecorded: 'api-run-recorded',
-  /** The upstream that served a run is upserted as GenerationProvider (a command older runs never sent). */
+  /** The upstream that served a run is upserted as GenerationProvider. */
   providerAttribute: 'provider-attribute',
   /** A video's upstream job is waited for without a worker slot (webhook or slow poll), then collected. */
   upstreamWait: 'upstream-wait',
-  /**
-   * A chat the API runs itself waits for its report on the deadline's own timer (one timer, not
-   * two), takes the status its start set (`running` for one admitted running) instead of
-   * upserting it again, and trusts the API's ledger call as `apiRunRecorded` does, without that
-   * patch's marker. Its branch-free code may go once chats started before it have closed (the
-   * longer of the chat deadline and the report's wait, 12 min by default).
-   */
+  /** A chat the API runs itself is recorded from the API's report on one timer, without ledger activities. */
   leanChat: 'lean-chat',
-  /**
-   * A video waits for its account's slot with its task token parked in PostgreSQL, holding no
-   * worker slot (`claimVideoSlot`), instead of polling inside `waitForVideoSlot`.
-   */
+  /** A video waits for its account's slot with its task token parked in PostgreSQL (`claimVideoSlot`). */
   videoSlotPark: 'video-slot-park',
 } as const;
 
@@ -105,13 +86,13 @@ export const PATCHES = {
  * every step; this workflow runs the effects it names, through the table below, and turns their
  * outcomes into the machine's events.
  */
-export const generation: GenerationWorkflow = async (input: GenerationWorkflowInput | LegacyWorkflowInput): Promise<GenerationResult> => {
+export const generation: GenerationWorkflow = async (input: GenerationWorkflowInput): Promise<GenerationResult> => {
   const provider = providerActivities(input.kind);
   const events: GenerationEvent[] = [];
   const background: CancellationScope[] = [];
   /** Clean-ups a stopped run left under way (an upstream job to cancel): the workflow ends after them. */
   const compensations: Promise<unknown>[] = [];
-  let phase: GenerationPhase = 'queued';
+  let phase: GenerationStatus = 'queued';
 
   setHandler(phaseQuery, () => phase);
   setHandler(cancelSignal, (reason) => void events.push({ type: 'CANCEL', reason }));
@@ -120,17 +101,18 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     apiRunResult ??= result;
   });
 
-  // Each timer and search-attribute write is work for the Temporal server on every chat, the
-  // busiest path: a chat the API runs (and its workflow only records) does with fewer.
-  const leanChat = input.apiRun !== undefined && patched(PATCHES.leanChat);
+  // A chat the API runs itself (it streams the reply and records the outcome in the ledger) costs
+  // the Temporal server as little as it can: one timer, no status upsert of its own, no activity.
+  const apiRun = input.apiRun;
+  if (apiRun !== undefined) deprecatePatch(DEPRECATED_PATCHES.leanChat);
 
   // Nothing stays in flight forever (DESIGN §5).
   const deadline = new CancellationScope();
-  const timeout = deadlineOf(input, leanChat);
+  const timeout = deadlineOf(input);
   if (timeout !== undefined) {
     deadline.run(() => sleep(timeout.ms)).then(
       () => {
-        // The report's wait ran out first: the run failed, as the wait's own timer said before.
+        // The report's wait ran out first: the API died mid-stream, the hold goes back.
         if (timeout.reportWait) {
           if (apiRunResult === undefined) events.push(reportMissing(timeout.ms));
         } else {
@@ -141,28 +123,13 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     );
   }
 
-  let model: string;
-  if (input.admitted === undefined) {
-    const admission = await admitLegacy(input, ledger.placeHold);
-    if (!admission.admitted) {
-      phase = 'refused';
-      upsertSearchAttributes([{ key: GenerationStatus, value: phase }]);
-      deadline.cancel();
-      return { generationId: input.generationId, phase };
-    }
-    model = admission.model;
-  } else {
-    model = input.admitted.model;
-  }
-
+  const model = input.admitted.model;
   const needsSlot = SLOT_KINDS.has(input.kind);
-  const slotStartsRunning = needsSlot && patched(PATCHES.slotClaimStartsRunning);
-  let [snapshot, pending] = initialTransition(generationMachine, { needsSlot, startAfterSlot: needsSlot && !slotStartsRunning });
-  // The start set the status (`queued`, or `running` for a chat admitted running, read back from
-  // the start event on lean chats); workflows before the slot patch announced it again.
-  let published: GenerationPhase | undefined = needsSlot && !slotStartsRunning ? undefined : leanChat ? startedStatus() : 'queued';
-  /** Set only on replay paths from before `settleOutcomeInMachine`, where the workflow overruled the machine. */
-  let overruled: GenerationFailure | undefined;
+  if (needsSlot) deprecatePatch(DEPRECATED_PATCHES.slotClaimStartsRunning);
+  let [snapshot, pending] = initialTransition(generationMachine, { needsSlot });
+  // The start set the status: `queued`, or `running` for a chat admitted running (read back from
+  // the start event, so that it is not upserted a second time).
+  let published: GenerationStatus = apiRun ? startedStatus() : 'queued';
 
   // The record gets a code and our message; the activity's own failure (the upstream's text) stays
   // in this workflow's history, for the operator, and in the worker's log.
@@ -187,27 +154,18 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     );
   };
 
-  /** A settle that did not charge: the machine decides (or, replaying older code, the workflow did). */
-  const settleFailed = async (error: GenerationFailure, releaseFirst: boolean): Promise<void> => {
-    if (patched(PATCHES.settleOutcomeInMachine)) {
-      events.push({ type: 'SETTLE_FAILED', error });
-      return;
-    }
-    if (releaseFirst) await ledger.release({ generationId: input.generationId, error });
-    overruled = error;
-    events.push({ type: 'SETTLED' });
+  /** A settle that did not charge: the machine decides what follows. */
+  const settleFailed = (error: GenerationFailure): void => {
+    deprecatePatch(DEPRECATED_PATCHES.settleOutcomeInMachine);
+    events.push({ type: 'SETTLE_FAILED', error });
   };
 
-  /** Whether this workflow trusts the API's own ledger call (lean chats do without a marker of their own). */
-  const trustsApi = (): boolean => leanChat || patched(PATCHES.apiRunRecorded);
-
-  /** Where the API's own ledger call left a run it reported, on workflows that trust it. */
-  const recordedByApi = (): ApiRunResult['recorded'] =>
-    apiRunResult?.recorded !== undefined && trustsApi() ? apiRunResult.recorded : undefined;
+  /** Where the API's own ledger call left a run it reported, when it reached the ledger. */
+  const recordedByApi = (): ApiRunResult['recorded'] => apiRunResult?.recorded;
 
   const effects: { [K in EffectName]: (params: EffectParams[K]) => Promise<void> } = {
     async startRunning() {
-      if (input.apiRun?.admittedRunning && trustsApi()) {
+      if (apiRun?.admittedRunning) {
         events.push({ type: 'STARTED' });
         return;
       }
@@ -218,30 +176,25 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
           : { type: 'STARTED' });
       } catch (err) {
         if (isCancellation(err)) throw err;
-        const error = { code: 'ledger_error', message: 'the generation could not be marked running', retryable: true };
-        // Older code asked the provider anyway and failed on the next event.
-        if (!patched(PATCHES.startFailureSkipsRun)) events.push({ type: 'STARTED' });
-        events.push({ type: 'RUN_FAILED', error });
+        deprecatePatch(DEPRECATED_PATCHES.startFailureSkipsRun);
+        events.push({ type: 'RUN_FAILED', error: { code: 'ledger_error', message: 'the generation could not be marked running', retryable: true } });
       }
     },
     async waitForSlot() {
       inBackground(async () => {
-        const request = { accountId: input.accountId, generationId: input.generationId };
-        const claim = patched(PATCHES.videoSlotPark) ? await parkedSlots.claimVideoSlot(request) : await slots.waitForVideoSlot(request);
+        deprecatePatch(DEPRECATED_PATCHES.videoSlotPark);
+        const claim = await slots.claimVideoSlot({ accountId: input.accountId, generationId: input.generationId });
         return claim === 'granted'
           ? { type: 'SLOT_GRANTED' }
           : { type: 'START_REFUSED', error: { code: 'slot_lost', message: 'the generation ended while queued', retryable: true } };
       });
     },
     async runProvider() {
-      if (input.apiRun) {
-        // The API runs this one (a streamed chat): wait for what it reports, or give up at the
-        // deadline, which is how a hold outlives an API that died mid-stream: it is released.
-        const { deadlineMs } = input.apiRun;
+      if (apiRun) {
+        // The API runs this one (a streamed chat): wait for what it reports. The wait is bounded by
+        // the workflow's one timer, which releases the hold of an API that died mid-stream.
         inBackground(async () => {
-          // A lean chat's wait is bounded by its one timer (above).
-          if (leanChat) await condition(() => apiRunResult !== undefined);
-          else if (!(await condition(() => apiRunResult !== undefined, deadlineMs))) return reportMissing(deadlineMs);
+          await condition(() => apiRunResult !== undefined);
           const result = apiRunResult!;
           return result.ok ? { type: 'RUN_SUCCEEDED', output: result.output } : { type: 'RUN_FAILED', error: result.error };
         });
@@ -249,11 +202,18 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       }
       inBackground(async () => {
         const job = { generationId: input.generationId, kind: input.kind, model, prompt: input.prompt, params: input.params };
-        const output = input.kind === 'video' && patched(PATCHES.upstreamWait) ? await runWithoutHoldingSlot(provider, job, compensations) : await provider.runProvider(job);
+        let output;
+        if (input.kind === 'video') {
+          deprecatePatch(DEPRECATED_PATCHES.upstreamWait);
+          output = await runWithoutHoldingSlot(provider, job, compensations);
+        } else {
+          output = await provider.runProvider(job);
+        }
         if (output.upstream !== undefined) {
           // The details are no command (the UI reads them by query); the attribute is one.
           setCurrentDetails(`served by upstream ${output.upstream}`);
-          if (patched(PATCHES.providerAttribute)) upsertSearchAttributes([{ key: GenerationProvider, value: output.upstream }]);
+          deprecatePatch(DEPRECATED_PATCHES.providerAttribute);
+          upsertSearchAttributes([{ key: GenerationProvider, value: output.upstream }]);
         }
         return { type: 'RUN_SUCCEEDED', output };
       });
@@ -264,28 +224,30 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     async settle({ output }) {
       const recorded = recordedByApi();
       if (recorded === 'settled') return void events.push({ type: 'SETTLED' });
-      if (recorded === 'released') return settleFailed(RELEASED_BEFORE_SETTLE, false);
+      if (recorded === 'released') return settleFailed(RELEASED_BEFORE_SETTLE);
       let settled;
       try {
         const { upstream: _served, ...charge } = output;
         settled = await ledger.settle({ generationId: input.generationId, ...charge });
       } catch (err) {
-        if (isCancellation(err) || input.admitted === undefined) throw err;
+        if (isCancellation(err)) throw err;
         // A charge that cannot be recorded is not charged: the machine gives the hold back.
-        return settleFailed({ code: 'settle_failed', message: 'the charge could not be recorded; nothing was charged', retryable: true }, true);
+        return settleFailed({ code: 'settle_failed', message: 'the charge could not be recorded; nothing was charged', retryable: true });
       }
       // The API released the hold (its start of this workflow looked failed): nothing was charged.
-      if (settled.outcome === 'already' && settled.state === 'released') {
-        return settleFailed(RELEASED_BEFORE_SETTLE, false);
-      }
+      if (settled.outcome === 'already' && settled.state === 'released') return settleFailed(RELEASED_BEFORE_SETTLE);
       events.push({ type: 'SETTLED' });
     },
     async release({ error }) {
       const recorded = recordedByApi();
       if (recorded !== undefined) return void events.push(recorded === 'settled' ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' });
       const released = await ledger.release({ generationId: input.generationId, error });
-      const charged = released.outcome === 'already' && released.state === 'settled';
-      events.push(charged && patched(PATCHES.releaseFindsSettled) ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' });
+      if (released.outcome === 'already' && released.state === 'settled') {
+        deprecatePatch(DEPRECATED_PATCHES.releaseFindsSettled);
+        events.push({ type: 'FOUND_SETTLED' });
+      } else {
+        events.push({ type: 'RELEASED' });
+      }
     },
   };
   const perform = <K extends EffectName>(effect: GenerationEffect<K>): Promise<void> => effects[effect.type](effect.params);
@@ -293,12 +255,12 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   const publishPhase = (): void => {
     const status = statusOf(snapshot.value);
     if (status === undefined) return;
-    // A lean chat started `running` (admitted so): the machine's `queued` until STARTED is no news.
+    // A chat admitted `running`: the machine's `queued` until STARTED is no news.
     if (status === 'queued' && published === 'running') return;
     phase = status;
     if (phase === published) return;
     published = phase;
-    upsertSearchAttributes([{ key: GenerationStatus, value: phase }]);
+    upsertSearchAttributes([{ key: StatusAttribute, value: phase }]);
   };
 
   // Effects that move money never stop halfway, even when the workflow itself is cancelled.
@@ -327,16 +289,9 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   if (compensations.length > 0) await Promise.all(compensations);
 
   // A failed generation ends as a failed workflow, so an operator tells failures from successes in
-  // the Temporal UI list; its error code is the failure message. Legacy workflows completed in
-  // every case and replay as they ran.
-  const failure = overruled ?? (statusOf(snapshot.value) === 'failed' ? snapshot.context.error : null);
-  if (input.admitted !== undefined && failure) {
-    if (overruled) {
-      phase = 'failed';
-      upsertSearchAttributes([{ key: GenerationStatus, value: 'failed' }]);
-    }
-    throw ApplicationFailure.create({ type: 'GenerationFailed', message: failure.code, nonRetryable: true, details: [failure] });
-  }
+  // the Temporal UI list; its error code is the failure message.
+  const failure = statusOf(snapshot.value) === 'failed' ? snapshot.context.error : null;
+  if (failure) throw ApplicationFailure.create({ type: 'GenerationFailed', message: failure.code, nonRetryable: true, details: [failure] });
   return { generationId: input.generationId, phase };
 };
 
@@ -344,11 +299,11 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
 const RELEASED_BEFORE_SETTLE: GenerationFailure = { code: 'not_started', message: 'the hold was released before the run finished', retryable: true };
 
 /**
- * The workflow's one timer: its deadline, or on a lean chat the sooner of that and the report's
- * wait (`reportWait` when the wait is what it times).
+ * The workflow's one timer: its deadline, or for a chat the API runs the sooner of that and the
+ * wait for the API's report (`reportWait` when the wait is what it times).
  */
-function deadlineOf(input: GenerationWorkflowInput | LegacyWorkflowInput, leanChat: boolean): { ms: number; reportWait: boolean } | undefined {
-  const wait = leanChat ? input.apiRun?.deadlineMs : undefined;
+function deadlineOf(input: GenerationWorkflowInput): { ms: number; reportWait: boolean } | undefined {
+  const wait = input.apiRun?.deadlineMs;
   if (wait !== undefined && (input.deadlineMs === undefined || wait < input.deadlineMs)) return { ms: wait, reportWait: true };
   return input.deadlineMs === undefined ? undefined : { ms: input.deadlineMs, reportWait: false };
 }
@@ -358,8 +313,8 @@ const reportMissing = (ms: number): GenerationEvent =>
   ({ type: 'RUN_FAILED', error: { code: 'timeout', message: `the API did not report the run within ${ms} ms`, retryable: true } });
 
 /** The status this workflow's start set (its search attribute), as the start event recorded it. */
-function startedStatus(): GenerationPhase {
-  const status = workflowInfo().typedSearchAttributes.get(GenerationStatus);
+function startedStatus(): GenerationStatus {
+  const status = workflowInfo().typedSearchAttributes.get(StatusAttribute);
   return status === 'running' ? 'running' : 'queued';
 }
 
