@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,9 +31,13 @@ function asset(path: string, type: string): Asset {
 }
 
 const JS = 'text/javascript; charset=utf-8';
+/** One module per page (public/pages/), each served under pages/<its file>. */
+const PAGE_MODULES = readdirSync(join(PUBLIC_DIR, 'pages')).filter((file) => file.endsWith('.js'))
+  .map((file) => [`pages/${file}`, asset(join(PUBLIC_DIR, 'pages', file), JS)] as const);
 const ASSETS: Record<string, Asset> = {
   'app.js': asset(join(PUBLIC_DIR, 'app.js'), JS),
   'pages.js': asset(join(PUBLIC_DIR, 'pages.js'), JS),
+  ...Object.fromEntries(PAGE_MODULES),
   'lib.js': asset(join(PUBLIC_DIR, 'lib.js'), JS),
   'style.css': asset(join(PUBLIC_DIR, 'style.css'), 'text/css; charset=utf-8'),
   'vendor/preact.mjs': asset(moduleFile('preact', 'preact.mjs'), JS),

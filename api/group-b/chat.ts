@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { DomainError, InvalidRequestError, markAfterAdmission, ProviderFailedError } from '../../core/errors';
 import { safeText } from '../../core/text';
 import type { ChatRunEvent } from '../../service/chat/runs';
-import { toolCallAssembler } from '../../core/providers/tool-calls';
+import { wholeReply } from '../../service/chat/whole-reply';
 import type { ChatTools } from '../../core/providers/types';
 import type { ToolCall } from '../../core/vocabulary';
 import type { ChatMessage, ChatSampling } from '../../service/generation/requests';
@@ -247,26 +247,12 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
       return reply.send(Readable.from(chatChunks(first, events, { id: run.id, created, model: run.model, includeUsage }), { objectMode: false }) as unknown as string);
     }
 
-    let text = '';
-    const calls = toolCallAssembler();
-    let end: Extract<ChatRunEvent, { type: 'end' }> | undefined;
-    try {
-      for (let r = first; !r.done; r = await inGroupBWords(() => events.next())) {
-        if (r.value.type === 'delta') text += r.value.text;
-        else if (r.value.type === 'tool_call') calls.add(r.value);
-        else end = r.value;
-      }
-    } catch (err) {
-      await run.settled();
-      throw err;
-    }
-    if (!end) throw new InvalidRequestError('The reply ended early.');
-    // A whole reply is answered once it is settled, so the balance read next already shows it.
-    await run.settled();
+    const whole = await inGroupBWords(() => wholeReply(run, first, events));
+    if (!whole) throw new InvalidRequestError('The reply ended early.');
     return {
       id: run.id, object: 'chat.completion' as const, created, model: run.model,
-      choices: [{ index: 0, message: { role: 'assistant' as const, ...messageOf(text, calls.calls()), refusal: null }, finish_reason: end.finishReason, logprobs: null }],
-      usage: usageOf(end.usage),
+      choices: [{ index: 0, message: { role: 'assistant' as const, ...messageOf(whole.text, whole.toolCalls), refusal: null }, finish_reason: whole.finishReason, logprobs: null }],
+      usage: usageOf(whole.usage),
     };
   });
 };

@@ -3,8 +3,7 @@ import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provid
 import { z } from 'zod';
 import { InvalidRequestError, markAfterAdmission, ProviderFailedError } from '../../core/errors';
 import { safeText } from '../../core/text';
-import type { ChatRunEvent } from '../../service/chat/runs';
-import { toolCallAssembler } from '../../core/providers/tool-calls';
+import { wholeReply } from '../../service/chat/whole-reply';
 import type { ChatTools } from '../../core/providers/types';
 import type { ChatMessage, ChatSampling, ResponseRecord } from '../../service/generation/requests';
 import { principalOf } from '../shared/auth';
@@ -297,24 +296,10 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
       return reply.send(Readable.from(responseEvents(first, events, start), { objectMode: false }) as unknown as string);
     }
 
-    let text = '';
-    const calls = toolCallAssembler();
-    let end: Extract<ChatRunEvent, { type: 'end' }> | undefined;
-    try {
-      for (let r = first; !r.done; r = await inGroupBWords(() => events.next(), PARAMS)) {
-        if (r.value.type === 'delta') text += r.value.text;
-        else if (r.value.type === 'tool_call') calls.add(r.value);
-        else end = r.value;
-      }
-    } catch (err) {
-      await run.settled();
-      throw err;
-    }
-    if (!end) throw new InvalidRequestError('The response ended early.');
-    // A whole response is answered once it is settled, so the balance read next already shows it.
-    await run.settled();
-    const status = end.finishReason === 'length' ? 'incomplete' : 'completed';
-    return responseObject({ ...start, status, text, toolCalls: calls.calls(), usage: end.usage, completedAt: new Date() });
+    const whole = await inGroupBWords(() => wholeReply(run, first, events), PARAMS);
+    if (!whole) throw new InvalidRequestError('The response ended early.');
+    const status = whole.finishReason === 'length' ? 'incomplete' : 'completed';
+    return responseObject({ ...start, status, text: whole.text, toolCalls: whole.toolCalls, usage: whole.usage, completedAt: new Date() });
   });
 
   route.get('/v1/responses/:id', {

@@ -2,8 +2,8 @@
 // server named in the boot data, or the login and set-password pages.
 import { html, render } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { Alert, api, boot, useLoad } from './lib.js';
-import { Billing, Generations, Keys, Overview, Playground, Usage, Webhooks } from './pages.js';
+import { Alert, api, boot, Loading, useLoad } from './lib.js';
+import { PAGES } from './pages.js';
 
 const NAV = [
   { page: 'overview', href: '/dashboard', label: 'Overview' },
@@ -15,7 +15,6 @@ const NAV = [
   // Only when the service sells credits (Stripe configured).
   ...(boot.billing ? [{ page: 'billing', href: '/dashboard/billing', label: 'Billing' }] : []),
 ];
-const PAGES = { overview: Overview, generations: Generations, keys: Keys, usage: Usage, webhooks: Webhooks, playground: Playground, billing: Billing };
 
 function Frame({ children }) {
   const [error, setError] = useState();
@@ -172,9 +171,8 @@ function SetPassword() {
 /** A logged-in page, once the service's words (kinds, statuses) are loaded: the pages list them. */
 function Signed() {
   const words = useLoad(() => api('GET', '/dashboard/api/vocabulary'));
-  const Page = PAGES[boot.page] ?? Overview;
-  if (words.data) return html`<${Frame}><${Page} words=${words.data} /><//>`;
-  return html`<${Frame}>${words.error ? html`<${Alert} error=${words.error} />` : html`<p class="muted" role="status">Loading…</p>`}<//>`;
+  const Page = PAGES[boot.page] ?? PAGES.overview;
+  return html`<${Frame}><${Loading} state=${words}>${(w) => html`<${Page} words=${w} />`}<//><//>`;
 }
 
 function App() {

@@ -73,6 +73,13 @@ const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeS
 export const when = (iso) => (iso ? dateTime.format(new Date(iso)) : '—');
 export const isoTitle = (iso) => iso ?? '';
 
+/** The periods of a key's budget, as the service names them and as the pages say them. */
+export const PERIODS = [['day', 'per day'], ['week', 'per week'], ['month', 'per month'], ['none', 'in total']];
+export const periodWords = (p) => PERIODS.find(([v]) => v === p)?.[1] ?? p;
+
+// `words` (a prop of every page) are the service's kinds and statuses, from /dashboard/api/vocabulary.
+export const inFlight = (words, status) => words.inFlight.includes(status);
+
 export function errorText(err) {
   if (!err) return '';
   if (err.status === 429) return `${err.message}${err.extra?.retryAfter ? ` Try again in ${err.extra.retryAfter} s.` : ''}`;
@@ -83,6 +90,13 @@ export function errorText(err) {
 export function Alert({ error, children, kind = 'error' }) {
   if (!error && !children) return null;
   return html`<div class=${`alert alert-${kind}`} role=${kind === 'error' ? 'alert' : 'status'}>${error ? errorText(error) : children}</div>`;
+}
+
+/** What `useLoad` gave: its error, a loading line, or `children` called with the data. */
+export function Loading({ state, children }) {
+  if (state.error) return html`<${Alert} error=${state.error} />`;
+  if (state.data === undefined) return html`<p class="muted" role="status">Loading…</p>`;
+  return children(state.data);
 }
 
 /** A secret shown once, with a copy button; it is never shown again once dismissed. */

@@ -1,0 +1,40 @@
+import { toolCallAssembler } from '../../core/providers/tool-calls';
+import type { ToolCall } from '../../core/vocabulary';
+import type { ChatRun, ChatRunEvent } from './runs';
+
+/** A chat run's reply gathered whole: its text, the functions it called, and how it ended. */
+export interface WholeReply {
+  text: string;
+  toolCalls: ToolCall[];
+  finishReason: Extract<ChatRunEvent, { type: 'end' }>['finishReason'];
+  usage: Extract<ChatRunEvent, { type: 'end' }>['usage'];
+}
+
+/**
+ * Reads the rest of a run's events (after `first`, which the door has already read) into one
+ * reply, answered once the run has settled, so that the balance read next already shows the
+ * charge. A failure is thrown once the hold is back. Undefined when the events stop without
+ * their end (the client went away): nobody is waiting for the answer, nor for the settle.
+ */
+export async function wholeReply(
+  run: Pick<ChatRun, 'settled'>,
+  first: IteratorResult<ChatRunEvent>,
+  rest: AsyncIterator<ChatRunEvent>,
+): Promise<WholeReply | undefined> {
+  let text = '';
+  const calls = toolCallAssembler();
+  let end: Extract<ChatRunEvent, { type: 'end' }> | undefined;
+  try {
+    for (let r = first; !r.done; r = await rest.next()) {
+      if (r.value.type === 'delta') text += r.value.text;
+      else if (r.value.type === 'tool_call') calls.add(r.value);
+      else end = r.value;
+    }
+  } catch (err) {
+    await run.settled();
+    throw err;
+  }
+  if (!end) return undefined;
+  await run.settled();
+  return { text, toolCalls: calls.calls(), finishReason: end.finishReason, usage: end.usage };
+}
