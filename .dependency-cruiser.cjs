@@ -23,6 +23,7 @@ const CORE_LEAVES = [
   '^core/ids\\.ts$',
   '^core/plans\\.ts$',
   '^core/webhooks/events\\.ts$',
+  '^core/generation/params\\.ts$',
 ];
 
 /** Leaf modules a workflow may import at run time: pure, no I/O, safe in the workflow sandbox. */
@@ -75,7 +76,7 @@ module.exports = {
       severity: 'error',
       comment:
         'core/db/ is row SQL, below everything else in core/: it imports only core/db/ and the leaves ' +
-        '(vocabulary, money, ids, plans, webhook event names). What it needs from above (a trace id, a clock) is passed in.',
+        '(vocabulary, money, ids, plans, webhook event names, generation parameters). What it needs from above (a trace id, a clock) is passed in.',
       from: { path: '^core/db/' },
       to: oursExcept('^core/db/', ...CORE_LEAVES),
     },

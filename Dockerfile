@@ -18,7 +18,7 @@ COPY . .
 RUN mkdir -p /data && chown node:node /data
 ENV DATA_DIR=/data HOST=0.0.0.0 PORT=3000
 # glibc gives every thread that allocates its own arena; sharp/libvips, the Temporal core and the
-# render threads then hold far more memory than they use (docs/benchmark.md: -45 to -65 MB RSS).
+# render threads then hold far more memory than they use (docs/decisions/0018-worker-resources.md: -30 to -65 MB RSS).
 ENV MALLOC_ARENA_MAX=2
 USER node
 EXPOSE 3000

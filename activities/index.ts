@@ -1,32 +1,33 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import type { Provider } from '../core/providers/types';
-import type { OutputStore } from '../core/storage/output-store';
 import { createLedgerActivities } from './generation/ledger';
-import { createProviderActivities } from './generation/provider';
+import type { createProviderActivities } from './generation/provider';
 import { createReconcileActivities } from './generation/reconcile';
 import type { ReconcileDeps } from './generation/reconcile';
 import { createSlotActivities, createVideoSlotWaker } from './generation/slots';
 
 export interface ActivityDeps {
   pool: pg.Pool;
-  provider: Provider;
-  store: OutputStore;
   videoConcurrency: number;
   /** The reconciler asks Temporal about workflows. */
   client: Client;
   deadlines: ReconcileDeps['deadlines'];
 }
 
-/** Every activity the generation workflow uses, bound to real dependencies by the worker (or a test). */
-export function createActivities(deps: ActivityDeps) {
+/**
+ * The activities of the workflows' own task queue, bound to real dependencies by the workflow
+ * worker: ledger steps, video slot claims and the reconciler's. Provider runs have a queue of their
+ * own (core/workflow-contract.ts, providerTaskQueueOf), served by createProviderActivities.
+ */
+export function createWorkflowQueueActivities(deps: ActivityDeps) {
   const wakeVideoWaiters = createVideoSlotWaker(deps);
   return {
     ...createLedgerActivities({ ...deps, wakeVideoWaiters }),
     ...createSlotActivities(deps),
-    ...createProviderActivities(deps),
     ...createReconcileActivities({ ...deps, wakeVideoWaiters }),
   };
 }
 
-export type GenerationActivities = ReturnType<typeof createActivities>;
+/** Every activity the generation workflow calls, on either queue: what its proxies are typed with. */
+export type GenerationActivities = ReturnType<typeof createWorkflowQueueActivities> & ReturnType<typeof createProviderActivities>;
+

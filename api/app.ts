@@ -39,9 +39,9 @@ import { createSignupService } from '../service/accounts/signup';
 import type { SignupOptions } from '../service/accounts/signup';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks/routes';
 import type { Provider } from '../core/providers/types';
-import { createProviderWebhookService } from '../service/upstream-callbacks/callbacks';
-import type { ProviderWebhookDeps } from '../service/upstream-callbacks/callbacks';
-import { providerWebhookRoutes } from './upstream-callbacks/routes';
+import { createUpstreamCallbackService } from '../service/upstream-callbacks/callbacks';
+import type { UpstreamCallbackDeps } from '../service/upstream-callbacks/callbacks';
+import { upstreamCallbackRoutes } from './upstream-callbacks/routes';
 
 export interface AppDeps {
   pool: pg.Pool;
@@ -74,7 +74,7 @@ export interface AppDeps {
   /** Self-service sign-up (SIGNUP=open); its routes and pages exist only with it. */
   signup?: SignupOptions | undefined;
   /** Webhooks from upstreams that finish waiting video jobs (POST /providers/{fal,replicate}/webhook). */
-  providerWebhooks?: Omit<ProviderWebhookDeps, 'pool' | 'client'> | undefined;
+  upstreamCallbacks?: Omit<UpstreamCallbackDeps, 'pool' | 'client'> | undefined;
   /** A span per request when tracing is on (runtime/tracing.ts); absent, nothing of it runs. */
   tracing?: RequestTracing;
 }
@@ -181,11 +181,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(billingRoutes, { pool: deps.pool, limiter, billing, publicBaseUrl: publicOrigin });
   }
 
-  if (deps.providerWebhooks) {
-    const webhooks = createProviderWebhookService({
-      pool: deps.pool, client: deps.client, log: (message, err) => app.log.warn({ err }, message), ...deps.providerWebhooks,
+  if (deps.upstreamCallbacks) {
+    const webhooks = createUpstreamCallbackService({
+      pool: deps.pool, client: deps.client, log: (message, err) => app.log.warn({ err }, message), ...deps.upstreamCallbacks,
     });
-    await app.register(providerWebhookRoutes, { webhooks });
+    await app.register(upstreamCallbackRoutes, { webhooks });
   }
 
   const hooks = deps.webhooks;

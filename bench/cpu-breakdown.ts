@@ -1,4 +1,4 @@
-// Where a process's CPU goes while it serves a load (issue 17's profile): per thread from /proc,
+// Where a process's CPU goes while it serves a load (the profile of docs/benchmark.md): per thread from /proc,
 // and per code area from a sampling profile — V8's own (`--cpu-prof`, one file per JS thread, cut
 // to the load's window on the monotonic clock both processes share) for our Node service, py-spy
 // (PyPI, cached like LiteLLM) for LiteLLM's Python.

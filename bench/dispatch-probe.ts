@@ -6,8 +6,8 @@
 // --compare alternates the service's settings with a stock dev server (or, with --without, with
 // the service's settings minus one key), fresh servers each time, so both see the same machine
 // load; on a shared machine compare medians and ratios, not single runs.
-// docs/decisions.md, "Temporal dispatch latency", has the setting and the numbers that justify it;
-// docs/changes.md has the investigation this probe was written for.
+// docs/decisions/0019-temporal-dispatch.md has the setting, the numbers that justify it and the
+// causes this probe ruled out.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// `npm run bench -- --only=idle [--keep]`: what our stack burns with nothing to do (issue 17's
+// `npm run bench -- --only=idle [--keep]`: what our stack burns with nothing to do (the
 // idle row), by process tree, by process (PostgreSQL's backends and helpers) and by thread (the
 // service's and the Temporal server's). Counted as each process's own CPU time from /proc, which a
 // busy machine slows down but does not add to: the figure stays readable beside other work.

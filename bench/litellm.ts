@@ -1,4 +1,4 @@
-// LiteLLM's proxy, the peer our chat path is measured against (issue 17): a pinned
+// LiteLLM's proxy, the peer our chat path is measured against: a pinned
 // `litellm[proxy]` in a Python virtual environment cached outside the repository, beside the
 // Temporal CLI (GENSVC_CACHE_DIR, else $XDG_CACHE_HOME/gensvc, else ~/.cache/gensvc), installed
 // once from PyPI with pip; run with one worker, no database, and nothing that reaches past loopback.
@@ -9,7 +9,7 @@ import { cachedTemporalCliPath } from '../runtime/temporal-cli';
 import { startEntryProcess } from '../deploy/processes/children';
 import type { EntryProcess } from '../deploy/processes/children';
 
-/** The version issue 17 measured. */
+/** The version the peers bench is measured against (docs/benchmark.md). */
 export const LITELLM_VERSION = '1.108.7';
 const REQUIREMENT = `litellm[proxy]==${LITELLM_VERSION}`;
 

@@ -1,4 +1,4 @@
-// `--only=live` (and part of the full run): what issue 21 asks the bench to report. How far the
+// `--only=live` (and part of the full run): what the bench reports about live jobs. How far the
 // ETA a client is shown lands from when its video really ends, on the simulator after warm-up,
 // and what the live event stream costs the service per open connection with 1,000 open.
 import { get } from 'node:http';
@@ -183,7 +183,7 @@ async function streamCost(ctx: Context, total: number): Promise<StreamCostReport
 export function renderLive(r: LiveReport): string {
   const v = (x: number | null, unit: string) => (x === null ? '–' : `${x} ${unit}`);
   return [
-    'Live jobs (issue 21)',
+    'Live jobs',
     `ETA on the simulator after ${WARMUP} warm-up runs (${r.eta.videos} videos of 3 s ± 25 %, median run ${r.eta.medianRunSeconds} s): |expected end − real end|`,
     `  read right after submit: median ${r.eta.atSubmit.median} s, p90 ${r.eta.atSubmit.p90} s`,
     `  read after half the run: median ${r.eta.midRun.median} s, p90 ${r.eta.midRun.p90} s`,

@@ -19,7 +19,7 @@ export interface PeersFigures {
   memory: { samples: number; peakMb: Record<TreeName | 'us', number> };
 }
 
-/** Issue 17's goals: met or MISS, reported and never fatal. */
+/** The chat path's goals beside LiteLLM: met or MISS, reported and never fatal. */
 export interface Goal {
   goal: string;
   us: number;
@@ -101,7 +101,7 @@ export function renderPeers(x: PeersFigures, goals: Goal[]): string {
   const out = [`Chat path: the upstream directly, LiteLLM's proxy and us (${x.fast.upstream}; ratio = us ÷ LiteLLM)`, render(rows, true)];
   out.push('', `The same with a realistic upstream (${x.realistic.upstream})`, render(latencyRows(x.realistic, () => ''), false));
   out.push('', shareSentence(x.realistic));
-  out.push('', 'Goals (issue 17; a MISS is reported, not fatal)');
+  out.push('', 'Goals (a MISS is reported, not fatal)');
   out.push(table(['goal', 'us', 'LiteLLM', 'verdict'], goals.map((g) => [g.goal, f(g.us), f(g.litellm), g.verdict]), (c) => c === 1 || c === 2));
   return out.join('\n');
 }

@@ -1,5 +1,5 @@
 // `npm run bench -- --only=peers [--quick] [--keep] [--temporal-db=memory]`: our chat path beside
-// LiteLLM's proxy and the upstream itself (issue 17). Starts the stack without the bare reference,
+// LiteLLM's proxy and the upstream itself. Starts the stack without the bare reference,
 // LiteLLM from its cached environment (bench/litellm.ts) and one local OpenAI-compatible upstream
 // that both use, measures them interleaved (bench/peers.ts), prints the table with ratios and the
 // goals (bench/peers-report.ts), writes JSON and stops everything it started.

@@ -9,7 +9,7 @@ import { timedStream } from './stream';
 import type { Timed } from './stream';
 
 /**
- * The chat path side by side with a peer (issue 17): the same OpenAI-compatible request to the
+ * The chat path side by side with a peer: the same OpenAI-compatible request to the
  * upstream directly, through LiteLLM's proxy and through us, interleaved round by round so that
  * all three meet the same moment of a shared machine. Every loop is bounded in count and time.
  */

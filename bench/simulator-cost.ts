@@ -32,9 +32,9 @@ export async function measureSimulatorCost(runs = 5): Promise<SimulatorCost> {
   const image = quoteImage({ model: 'image-flux' });
   const video = quoteVideo({ model: 'kling' });
   const jobs: Record<keyof SimulatorCost, ProviderJob> = {
-    image: { generationId: 'gen_calibration', kind: 'image', model: image.model, prompt: 'calibration sim:delay=0', params: { ...image.params } },
-    video: { generationId: 'gen_calibration', kind: 'video', model: video.model, prompt: 'calibration sim:delay=0', params: { ...video.params } },
-    chat: { generationId: 'gen_calibration', kind: 'chat', model: 'chat-haiku', prompt: 'calibration sim:delay=0', params: {} },
+    image: { generationId: 'gen_calibration', kind: 'image', model: image.model, prompt: 'calibration sim:delay=0', params: { ...image.params }, internal: {} },
+    video: { generationId: 'gen_calibration', kind: 'video', model: video.model, prompt: 'calibration sim:delay=0', params: { ...video.params }, internal: {} },
+    chat: { generationId: 'gen_calibration', kind: 'chat', model: 'chat-haiku', prompt: 'calibration sim:delay=0', params: {}, internal: {} },
   };
   const task = async (job: ProviderJob) => {
     const result = await simulator.run(job, ctx);

@@ -2,7 +2,7 @@
  * The service's speed and memory targets, in one place. The bench prints PASS or MISS next to
  * each number; a MISS is reported, not fatal (exit code 0), because a slow or busy machine is not
  * a broken service. `docs/benchmark.md` explains them and, for a miss, where the time goes.
- * The first eight are issue 10's (simulator at zero latency, 2 cores), the two `stream.*` ones
+ * The first eight are the money core's (simulator at zero latency, 2 cores), the two `stream.*` ones
  * bound what the service adds to a streamed chat's first token, and the last four are regression
  * guards on figures no other target covers (many clients, a paid chat, one account's video queue,
  * peak memory).
@@ -36,7 +36,7 @@ export const TARGETS: readonly Target[] = [
   { metric: 'stream.sequential.ttfbOverhead.p99', kind: 'max', limit: 20, unit: 'ms', why: 'the same at the tail' },
   { metric: 'image.c50.p95', kind: 'max', limit: 10_000, unit: 'ms', why: 'regression guard: 50 clients stay far from the API\'s waits' },
   { metric: 'chat.sequential.p95', kind: 'max', limit: 400, unit: 'ms', why: 'regression guard: a paid chat reply takes the image path with nothing to render' },
-  { metric: 'video.fifo.p95', kind: 'max', limit: 1000, unit: 'ms', why: 'regression guard: one account\'s 50 videos, its admissions and slot claims all lock its account row (before issue 10: p95 5.1 s)' },
+  { metric: 'video.fifo.p95', kind: 'max', limit: 1000, unit: 'ms', why: 'regression guard: one account\'s 50 videos, its admissions and slot claims all lock its account row (p95 5.1 s before admissions took the account lock in order)' },
   { metric: 'memory.peakServiceRss', kind: 'max', limit: 700, unit: 'MB', why: 'regression guard: API + worker peak over the whole run' },
 ];
 

@@ -33,7 +33,7 @@ interface Point {
  * Videos per account by default, each account's submitted in order, and the account's video slots
  * (VIDEO_CONCURRENCY). Few per account keeps this scenario about the provider worker;
  * `--per-account=100` makes each account's videos claim their slots first in first out while
- * hundreds wait, which once left older ones unable to start their wait (docs/benchmark.md, finding 7).
+ * hundreds wait, the convoy docs/decisions/0016-video-slots.md describes.
  */
 const PER_ACCOUNT = 5;
 
@@ -50,7 +50,7 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
   const upstreams = { upstreams: [{ name: 'bench-fal', protocol: 'queue-video', baseUrl: fal.baseUrl, timeoutMs: 10_000, slowPollMs: 120_000, jwksUrl: fal.jwksUrl, models: { kling: 'fal-ai/kling-video' } }] };
   const stackHandle = createStack({
     dataDir, workerMode: 'process', temporalDb: args.temporalDb, keepData: args.keep, log, reference: false,
-    env: { PORT: String(port), PROVIDER_WEBHOOK_BASE_URL: base, UPSTREAMS_JSON: JSON.stringify(upstreams), VIDEO_CONCURRENCY: String(perAccount) },
+    env: { PORT: String(port), UPSTREAM_CALLBACK_BASE_URL: base, UPSTREAMS_JSON: JSON.stringify(upstreams), VIDEO_CONCURRENCY: String(perAccount) },
   });
   const interrupt = new AbortController();
   const shutdown = createShutdown(log);

@@ -140,15 +140,15 @@ export const configSchema = z.object({
    * public origin of the API; PUBLIC_BASE_URL when unset. With neither, no webhook is asked for and
    * waiting videos are polled at each upstream's pollMs (still holding no worker slot).
    */
-  PROVIDER_WEBHOOK_BASE_URL: optionalHttpUrl,
-  /** Buying credits with Stripe Checkout: on when both are set (issue 20). */
+  UPSTREAM_CALLBACK_BASE_URL: optionalHttpUrl,
+  /** Buying credits with Stripe Checkout: on when both are set. */
   STRIPE_SECRET_KEY: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(8).optional()),
   STRIPE_WEBHOOK_SECRET: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(8).optional()),
   /** Another Stripe API base (stripe-mock); Stripe's own when unset. */
   STRIPE_API_URL: optionalUrl,
-  /** Alerts by email (issue 20): an SMTP server, `smtp://user:pass@host:587` or `smtps://…:465`; no email when unset. */
+  /** Alerts by email: an SMTP server, `smtp://user:pass@host:587` or `smtps://…:465`; no email when unset. */
   SMTP_URL: z.preprocess(unsetIfEmpty, z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional()),
-  /** Self-service sign-up (issue 20): `open` lets anyone create a `free` account from the dashboard, verified by email. */
+  /** Self-service sign-up: `open` lets anyone create a `free` account from the dashboard, verified by email. */
   SIGNUP: z.enum(['closed', 'open']).default('closed'),
   /** The credits a signed-up account starts with (its free chat replies: FREE_CHAT_CAP). */
   SIGNUP_CREDITS: z.coerce.number().min(0).max(1_000_000).default(10),
@@ -181,7 +181,7 @@ export const configSchema = z.object({
   /**
    * Workflows a workflow worker keeps in memory between their tasks (~0.5 MB each, measured); one
    * that was evicted is replayed from its history at its next task. Videos wait long, so a
-   * thousand in flight should not mean a thousand in memory (docs/benchmark.md).
+   * thousand in flight should not mean a thousand in memory (docs/decisions/0018-worker-resources.md).
    */
   WORKFLOW_CACHE_SIZE: z.coerce.number().int().min(2).max(100_000).default(100),
   /** Provider runs one worker process takes at once. */
@@ -334,8 +334,8 @@ export function upstreamSettings(c: Config): UpstreamConfig[] {
 }
 
 /** The origin upstreams send their webhooks to, when one is configured. */
-export function providerWebhookBaseUrl(c: Config): string | undefined {
-  return c.PROVIDER_WEBHOOK_BASE_URL ?? c.PUBLIC_BASE_URL;
+export function callbackBaseUrl(c: Config): string | undefined {
+  return c.UPSTREAM_CALLBACK_BASE_URL ?? c.PUBLIC_BASE_URL;
 }
 
 /** When an upstream is cooled down (core/providers/health.ts). */
@@ -358,7 +358,7 @@ export function billingOptionsOf(c: Config) {
   if (!c.STRIPE_SECRET_KEY || !c.STRIPE_WEBHOOK_SECRET) return undefined;
   return {
     secretKey: c.STRIPE_SECRET_KEY, webhookSecret: c.STRIPE_WEBHOOK_SECRET, apiUrl: c.STRIPE_API_URL,
-    minCredits: c.BILLING_MIN_CREDITS, maxCredits: Math.max(c.BILLING_MIN_CREDITS, c.BILLING_MAX_CREDITS),
+    minPurchaseCredits: c.BILLING_MIN_CREDITS, maxPurchaseCredits: Math.max(c.BILLING_MIN_CREDITS, c.BILLING_MAX_CREDITS),
   };
 }
 

@@ -65,25 +65,25 @@ export class InsufficientCreditsError extends DomainError {
 export class BudgetExceededError extends DomainError {
   readonly status = 402;
   readonly type = 'budget_exceeded';
-  constructor(b: { keyId: string; requiredCredits: number; availableCredits: number; maxCredits: number; period: string }) {
+  constructor(b: { keyId: string; requiredCredits: number; availableCredits: number; budgetCredits: number; period: string }) {
     const per = b.period === 'none' ? 'in total' : `this ${b.period} (UTC)`;
-    super(`Key budget exceeded: ${b.requiredCredits} required, ${b.availableCredits} available of the key's ${b.maxCredits} credits ${per}; nothing was charged.`, {
+    super(`Key budget exceeded: ${b.requiredCredits} required, ${b.availableCredits} available of the key's ${b.budgetCredits} credits ${per}; nothing was charged.`, {
       required: b.requiredCredits,
       available: b.availableCredits,
       key_id: b.keyId,
-      max_credits: b.maxCredits,
+      max_credits: b.budgetCredits,
       period: b.period,
     });
   }
 }
 
 /** A request's own `max_credits` is below what it would cost: refused before anything is held. */
-export class QuoteAboveMaxCreditsError extends DomainError {
+export class QuoteAboveSpendCapError extends DomainError {
   readonly status = 402;
   readonly type = 'max_credits_exceeded';
-  constructor(quoteCredits: number, maxCredits: number, param: string) {
-    super(`The quote of ${quoteCredits} credits is above this request's ${param} of ${maxCredits}; nothing was held or charged.`, {
-      param, required: quoteCredits, max_credits: maxCredits,
+  constructor(quoteCredits: number, capCredits: number, param: string) {
+    super(`The quote of ${quoteCredits} credits is above this request's ${param} of ${capCredits}; nothing was held or charged.`, {
+      param, required: quoteCredits, max_credits: capCredits,
     });
   }
 }

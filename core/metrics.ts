@@ -8,8 +8,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  */
 export const registry = new Registry();
 // The event-loop lag histogram samples with a timer: at prom-client's default (every 10 ms) that
-// timer alone woke an idle service 100 times a second, most of its idle CPU (docs/benchmark.md,
-// "Idle CPU and Temporal work per chat"). A stall that matters still delays the next sample.
+// timer alone woke an idle service 100 times a second, most of its idle CPU (docs/decisions/0058-metrics-and-logs.md). A stall that matters still delays the next sample.
 const EVENT_LOOP_SAMPLE_MS = 250;
 collectDefaultMetrics({ register: registry, prefix: 'gensvc_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
 
@@ -49,8 +48,8 @@ export const metrics = {
   videoSlotWakes: new Counter({
     name: 'gensvc_video_slot_wakes_total', help: 'Parked video waits completed by whoever freed a slot: completed, stale (its attempt had timed out) or failed', labelNames: ['outcome'], registers: [registry],
   }),
-  providerWebhooks: new Counter({
-    name: 'gensvc_provider_webhooks_total', help: 'Webhooks received from upstreams, by protocol and outcome', labelNames: ['protocol', 'outcome'], registers: [registry],
+  upstreamCallbacks: new Counter({
+    name: 'gensvc_upstream_callbacks_total', help: 'Webhooks received from upstreams, by protocol and outcome', labelNames: ['protocol', 'outcome'], registers: [registry],
   }),
   webhookDeliveries: new Counter({
     name: 'gensvc_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'], registers: [registry],

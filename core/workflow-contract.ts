@@ -1,4 +1,5 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { InternalParams, PublicParams } from './generation/params';
 import type { GenerationFailure, GenerationKind, GenerationStatus, RunOutput } from './vocabulary';
 
 /**
@@ -12,7 +13,7 @@ export const GENERATION_WORKFLOW_TYPE = 'generation';
 /**
  * Provider runs (rendering, uploads, calls to a model) have their own task queue beside the
  * workflows' one, so that a worker process serving workflow tasks never runs them on its event
- * loop unless it also serves this queue (docs/decisions.md, "Provider work on its own queue").
+ * loop unless it also serves this queue (docs/decisions/0017-provider-task-queue.md).
  */
 export function providerTaskQueueOf(taskQueue: string): string {
   return `${taskQueue}-provider`;
@@ -25,7 +26,8 @@ export interface GenerationWorkflowInput {
   kind: GenerationKind;
   model: string;
   prompt: string;
-  params: Record<string, unknown>;
+  params: PublicParams;
+  internal: InternalParams;
   quoteMc: number;
   /** The admission the API made before starting the workflow: a free reply, and the model that serves it. */
   admitted: { free: boolean; model: string };

@@ -39,7 +39,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     billing: billingOptionsOf(s.config),
     signup: signupOptionsOf(s.config),
     ...(s.tracing ? { tracing: s.tracing.http } : {}),
-    providerWebhooks: { upstreams: upstreamSettings(s.config) },
+    upstreamCallbacks: { upstreams: upstreamSettings(s.config) },
   });
   await app.listen({ port: s.config.PORT, host: s.config.HOST });
   return app;

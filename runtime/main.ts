@@ -17,7 +17,7 @@ import { startWorker } from './worker-runner';
  * `npm start`: the whole service on one machine. PostgreSQL and Temporal are embedded unless
  * DATABASE_URL / TEMPORAL_ADDRESS point elsewhere; the worker and the API run in this process.
  *
- * Stopping (docs/decisions.md, "Stopping"): the API stops taking requests, the worker drains,
+ * Stopping (docs/decisions/0059-stopping.md): the API stops taking requests, the worker drains,
  * then the Temporal dev server and PostgreSQL stop, each step bounded, the whole within ~15 s.
  */
 const shutdown = createShutdown({ deadlineMs: STOP_DEADLINE_MS });

@@ -5,7 +5,7 @@ import { jsonLogger } from './json-logger';
 import type pg from 'pg';
 import { createRateLimiter, createRedisRateLimiter } from '../api/shared/rate-limit';
 import type { RateLimiter } from '../api/shared/rate-limit';
-import { allowsPrivateNetworks, breakerSettings, providerWebhookBaseUrl, s3Settings, tracingOf, upstreamSettings } from '../core/config';
+import { allowsPrivateNetworks, breakerSettings, callbackBaseUrl, s3Settings, tracingOf, upstreamSettings } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createProviderRouter } from '../core/providers/router';
 import type { Config } from '../core/config';
@@ -86,7 +86,7 @@ export async function openServices(
   const provider = createProviderRouter(upstreams, simulator, outputs, {
     health: createPgUpstreamHealth(pool, breakerSettings(config)),
     log: createPgRouteLog(pool),
-    webhookBaseUrl: providerWebhookBaseUrl(config),
+    webhookBaseUrl: callbackBaseUrl(config),
     warn: (message, err) => {
       log.warn(message, { error: (err as Error).message });
     },

@@ -118,7 +118,7 @@ function startDevArgs(settings: StartDevSettings): string[] {
   args.push('--log-level', settings.logLevel ?? 'warn', '--color', 'never');
   if (settings.dbFile) {
     // WAL with normal sync survives a process crash (only a power cut may lose the last commits)
-    // and costs about 40 % less CPU per generation than SQLite's defaults (docs/benchmark.md).
+    // and costs about 40 % less CPU per generation than SQLite's defaults (docs/decisions/0019-temporal-dispatch.md).
     args.push('--db-filename', settings.dbFile, '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal');
   }
   if (settings.uiPort === undefined) args.push('--headless');

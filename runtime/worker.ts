@@ -8,7 +8,7 @@ import type { Logger } from '@temporalio/common';
 import { bundleWorkflowCode, Runtime, Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerDeploymentOptions, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
-import { createActivities } from '../activities';
+import { createWorkflowQueueActivities } from '../activities';
 import { createWebhookActivities } from '../activities/webhooks/delivery';
 import type { WebhookActivityDeps } from '../activities/webhooks/delivery';
 import { createProviderActivities } from '../activities/generation/provider';
@@ -85,13 +85,8 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     workflowBundle,
     ...versioned(deps.deployment),
     ...traced(deps.tracing, 'workflows'),
-    // runProvider is served on this queue too: an activity task keeps the queue it was scheduled on,
-    // retries included, and workflows whose code had no provider queue (no providerTaskQueueOf)
-    // scheduled their provider runs here. It can go once none of those generations is in flight.
-    activities: createActivities({
+    activities: createWorkflowQueueActivities({
       pool: deps.pool,
-      provider: deps.provider,
-      store: deps.store,
       videoConcurrency: deps.videoConcurrency,
       client: deps.client,
       deadlines: deps.deadlines,
@@ -156,8 +151,7 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Work
     activities: createWebhookActivities(activityDeps),
     // Attempts are local activities (see workflows/webhooks/delivery.ts): this bounds them.
     maxConcurrentLocalActivityExecutions: concurrency,
-    // and nothing schedules an activity task on this queue (deliveries ran them as activities
-    // only before 2026-11-21 06:22, past the 3-day retry schedule), so no poller waits for one.
+    // and nothing schedules an activity task on this queue, so no poller waits for one.
     enableNonLocalActivities: false,
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
     shutdownForceTime: SHUTDOWN_FORCE_MS,

@@ -16,6 +16,8 @@ import type { RouteEntry, RunOutput } from '../../core/vocabulary';
 import { ProviderRejectedError } from '../../core/errors';
 import { metrics } from '../../core/metrics';
 import { chargeForTokens } from '../../core/catalogue/pricing';
+import { INTERNAL_PARAM_KEYS, publicParamsOf } from '../../core/generation/params';
+import type { InternalParams } from '../../core/generation/params';
 
 /** The shortest period between two looks at a waiting upstream job (activities/generation/upstream-wait.ts). */
 const MIN_WAIT_POLL_MS = 1_000;
@@ -159,7 +161,8 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
    * waiting (what a retried attempt's heartbeat would say, for the run that collects it).
    */
   const perform = async (run: ProviderRun, detach: boolean): Promise<ProviderStart> => {
-    const { resume: given, ...job } = run;
+    const { resume: given } = run;
+    const job = jobOf(run);
     const ctx = Context.current();
     const timer = metrics.providerDuration.startTimer({ kind: job.kind });
     metrics.providerActivitiesRunning.inc();
@@ -196,9 +199,9 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
         if (job.kind === 'video') await storePreviews(job.generationId, result.file, await thumbnail.made());
       }
       // A per-token model (group B chat run through group A) is charged what it produced.
-      const rate = job.params.ratePer1kMc;
-      const tokens = result.outputTokens === undefined ? undefined : Math.min(result.outputTokens, Number(job.params.maxTokens ?? Infinity));
-      const charge = typeof rate === 'number' && tokens !== undefined ? { chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens } : {};
+      const rate = job.internal.ratePer1kMc;
+      const tokens = result.outputTokens === undefined ? undefined : Math.min(result.outputTokens, job.params.maxTokens ?? Infinity);
+      const charge = rate !== undefined && tokens !== undefined ? { chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens } : {};
       outcome = 'succeeded';
       await progress.stop();
       // What this run took, for the next estimates of its model and size; an estimate is not worth failing a run for.
@@ -244,8 +247,24 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
   };
 }
 
-/** A provider run as the workflow asks for it: the job, and the upstream job it takes up, if any. */
-export type ProviderRun = ProviderJob & { resume?: unknown };
+/**
+ * A provider run as the workflow asks for it: the job, and the upstream job it takes up, if any.
+ * `internal` is absent only in runs of workflows started before the parameters were split (jobOf).
+ */
+export type ProviderRun = Omit<ProviderJob, 'internal'> & { internal?: InternalParams; resume?: unknown };
+
+/**
+ * The job of a run. Replay path: a workflow started before a generation's parameters were split in
+ * two (db/migrations/024_internal_params.sql) carries one bag as `params`, its internal keys
+ * included, and no `internal`; they are taken apart here. Delete this once no workflow started
+ * before that deploy is open (the longest deadline after it; docs/operations.md says how to check).
+ */
+function jobOf({ resume: _resume, ...run }: ProviderRun): ProviderJob {
+  if (run.internal !== undefined) return { ...run, internal: run.internal };
+  const bag: Record<string, unknown> = { ...run.params };
+  const internal = Object.fromEntries(INTERNAL_PARAM_KEYS.filter((key) => bag[key] !== undefined).map((key) => [key, bag[key]]));
+  return { ...run, params: publicParamsOf(run.params), internal };
+}
 
 /**
  * What a run that may detach answers: its output, or the upstream job it left waiting (with the
@@ -255,8 +274,8 @@ export type ProviderStart = { output: RunOutput } | { waiting: UpstreamWait; rou
 
 /** The stored input of a job that transforms one; a missing input fails the job for good. */
 async function inputOf(job: ProviderJob, store: OutputStore): Promise<Buffer | undefined> {
-  const key = job.params.inputKey;
-  if (typeof key !== 'string') return undefined;
+  const key = job.internal.inputKey;
+  if (key === undefined) return undefined;
   const data = await store.get(key);
   if (!data) throw new ProviderRejectedError(`The input ${key} is missing from the store.`, 'input_missing');
   return data;

@@ -17,7 +17,7 @@ const WAKE_TIMEOUT_MS = 5_000;
 
 /**
  * A video's wait for one of its account's slots, first in first out, holding no worker slot
- * (docs/decisions.md, "A video waiting for its slot holds no worker slot"). Each attempt of
+ * (docs/decisions/0016-video-slots.md). Each attempt of
  * `claimVideoSlot` looks once: the account's free slots go to its oldest queued videos (the ledger
  * records `running`), and if this one is not among them it parks its task token in PostgreSQL and
  * completes asynchronously, returning its activity slot at once. Each look, and each settle or

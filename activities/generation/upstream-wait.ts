@@ -11,7 +11,7 @@ export interface UpstreamWaitInput {
 }
 
 /**
- * Waiting for a long upstream job without holding a worker (docs/decisions.md, "Long upstream jobs
+ * Waiting for a long upstream job without holding a worker (docs/decisions/0050-long-upstream-jobs.md, "Long upstream jobs
  * hold no worker slot"). Each attempt looks once (the webhook's record, then the upstream itself)
  * and, if the job is still running, leaves its task token in PostgreSQL and returns its slot by
  * completing asynchronously: the verified webhook completes it (service/upstream-callbacks/callbacks.ts), or

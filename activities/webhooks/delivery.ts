@@ -93,7 +93,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     let excerpt: string | null = null;
     try {
       // Linked to the span that wrote the event, not its child: the delivery is retried for days
-      // after that trace ended, each attempt on its own (docs/decisions.md, "Tracing").
+      // after that trace ended, each attempt on its own (docs/decisions/0057-tracing.md).
       const attributes = { 'gensvc.delivery_id': target.id, 'gensvc.endpoint_id': endpoint.id, 'gensvc.event': target.event };
       const res = await inSpanFollowing('webhook attempt', attributes, target.traceParent, () =>
         http.request(endpoint.url, { ...WEBHOOK_DELIVERY, headers, body, signal: Context.current().cancellationSignal }));

@@ -8,7 +8,7 @@ import { errorResponses } from '../shared/schemas';
 const tags = ['Billing'];
 
 /**
- * Buying credits (issue 20), registered only when Stripe is configured: a Checkout Session for the
+ * Buying credits, registered only when Stripe is configured: a Checkout Session for the
  * key's account, and the endpoint Stripe sends its signed events to.
  */
 export const billingRoutes: FastifyPluginAsyncZod<AuthDeps & { billing: BillingService; publicBaseUrl?: string | undefined }> = async (app, deps) => {

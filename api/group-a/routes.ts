@@ -11,7 +11,7 @@ import type { AuthDeps } from '../shared/auth';
 import { InvalidRequestError } from '../../core/errors';
 import { inDoorWords } from '../shared/errors';
 import { openEventStream } from '../shared/sse';
-import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, maxCreditsOption } from '../shared/fields';
+import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, spendCapOption } from '../shared/fields';
 import { remixBody, v1GenerateBody, v1RequestOf } from '../shared/generate-bodies';
 import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, idParams, modelEntry, quote, usageQuery, usageReport } from '../shared/schemas';
 
@@ -57,7 +57,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         },
       },
     }, async (request, reply) => {
-      const options = { ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds), ...maxCreditsOption(request.body.max_credits, 'max_credits') };
+      const options = { ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds), ...spendCapOption(request.body.max_credits, 'max_credits') };
       const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.submit(v1RequestOf(request.body), principalOf(request), options));
       if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
       if (g.status === 'queued' || g.status === 'running') {
@@ -168,7 +168,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
       const { id } = request.params;
       // The source is part of what the key stands for: the same key on another video is a conflict.
       const options = {
-        ...generateOptionsOf(request, 'A', route), idempotency: idempotencyOf(request, route, { id, ...request.body }), ...maxCreditsOption(request.body.max_credits, 'max_credits'),
+        ...generateOptionsOf(request, 'A', route), idempotency: idempotencyOf(request, route, { id, ...request.body }), ...spendCapOption(request.body.max_credits, 'max_credits'),
       };
       const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.remix(principalOf(request), id, request.body.prompt, options));
       if (g.status === 'queued' || g.status === 'running') reply.code(202).header('Location', `/api/v1/generations/${g.id}`);

@@ -5,12 +5,12 @@ import { DomainError, InvalidRequestError, markAfterAdmission, ProviderFailedErr
 import { safeText } from '../../core/text';
 import type { ChatRunEvent } from '../../service/chat/runs';
 import { wholeReply } from '../../service/chat/whole-reply';
-import type { ChatTools } from '../../core/providers/types';
+import type { ChatTools } from '../../core/generation/params';
 import type { ToolCall } from '../../core/vocabulary';
-import type { ChatMessage, ChatSampling } from '../../service/generation/requests';
+import type { ChatMessage, ChatSampling } from '../../core/generation/params';
 import { principalOf } from '../shared/auth';
 import { errorBody } from '../shared/errors';
-import { cancelAfterHeader, functionName, idempotencyKey, maxCreditsField, modelId } from '../shared/fields';
+import { cancelAfterHeader, functionName, idempotencyKey, spendCapField, modelId } from '../shared/fields';
 import { clientGone, errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './common';
 import type { OpenAiDeps } from './common';
 
@@ -70,7 +70,7 @@ export const chatCompletionBody = z
     presence_penalty: z.number().min(-2).max(2).nullish(),
     frequency_penalty: z.number().min(-2).max(2).nullish(),
     seed: z.number().int().nullish(),
-    max_credits: maxCreditsField('max_credits').nullable(),
+    max_credits: spendCapField('max_credits').nullable(),
     user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
     store: z.boolean().nullish().describe('Accepted and ignored'),
     metadata: z.record(safeText({ max: 64 }), safeText({ max: 512 })).nullish().describe('Accepted and ignored'),

@@ -4,7 +4,7 @@ import type { OutputStore } from '../../core/storage/output-store';
 import type { GenerationService } from '../../service/generation/service';
 import type { AuthDeps } from '../shared/auth';
 import { inDoorWords } from '../shared/errors';
-import { clientDeadlineMs, idempotencyOf, maxCreditsOption } from '../shared/fields';
+import { clientDeadlineMs, idempotencyOf, spendCapOption } from '../shared/fields';
 import { apiError } from '../shared/schemas';
 
 /** What every route of group B shares: its deps, its words for parameters and errors, its OpenAPI tags. */
@@ -47,7 +47,7 @@ export function submitOptionsOf(request: Parameters<typeof idempotencyOf>[0], ro
   // Every group B body that submits takes `max_credits` (validated by its schema).
   const cap = (body as { max_credits?: number | null }).max_credits;
   return {
-    door: 'B' as const, idempotency: idempotencyOf(request, route, body), ...(deadlineMs === undefined ? {} : { deadlineMs }), ...maxCreditsOption(cap, 'max_credits'),
+    door: 'B' as const, idempotency: idempotencyOf(request, route, body), ...(deadlineMs === undefined ? {} : { deadlineMs }), ...spendCapOption(cap, 'max_credits'),
   };
 }
 

@@ -7,13 +7,13 @@ import { safeText } from '../../core/text';
 import type { GenerationView } from '../../core/generation/view';
 import { VIDEO_PREVIEWS } from '../../core/vocabulary';
 import { principalOf } from '../shared/auth';
-import { cancelAfterHeader, deadlineSeconds, idempotencyKey, imageUrl as httpImageUrl, maxCreditsField, mediaPrompt, modelId } from '../shared/fields';
+import { cancelAfterHeader, deadlineSeconds, idempotencyKey, imageUrl as httpImageUrl, spendCapField, mediaPrompt, modelId } from '../shared/fields';
 import { remixBody } from '../shared/generate-bodies';
 import { idParams } from '../shared/schemas';
 import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './common';
 import type { OpenAiDeps } from './common';
 
-const maxCredits = maxCreditsField('max_credits');
+const maxCredits = spendCapField('max_credits');
 
 /** Group B images and videos: each image and each video is a generation like any other door's. */
 

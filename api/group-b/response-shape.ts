@@ -1,10 +1,9 @@
 import { DomainError } from '../../core/errors';
-import type { GenerationView } from '../../core/generation/view';
 import { toolCallAssembler } from '../../core/providers/tool-calls';
-import type { ChatTools } from '../../core/providers/types';
+import type { ChatTools, ResponseRecord } from '../../core/generation/params';
 import type { ToolCall } from '../../core/vocabulary';
+import type { StoredResponse } from '../../service/chat/responses';
 import type { ChatRunEvent } from '../../service/chat/runs';
-import type { ResponseRecord } from '../../service/generation/requests';
 import { unixSeconds } from './common';
 
 /**
@@ -113,23 +112,23 @@ export function responseObject(p: ResponseParts) {
 }
 
 /** A stored generation as a response: queued, in progress, completed (incomplete at the cap), failed or cancelled. */
-export function partsOfView(g: GenerationView & { record: ResponseRecord }): ResponseParts {
-  const maxTokens = Number(g.params.maxTokens);
-  const tokens = Number(g.params.outputTokens ?? 0);
-  const sampling = (g.params.sampling ?? {}) as { temperature?: number; top_p?: number };
+export function partsOfView(g: StoredResponse): ResponseParts {
+  const maxTokens = g.params.maxTokens;
+  const tokens = g.params.outputTokens ?? 0;
+  const sampling = g.sampling;
   const cancelled = g.status === 'failed' && g.error?.code === 'cancelled';
   const status: ResponseStatus =
     g.status === 'queued' ? 'queued'
       : g.status === 'running' ? 'in_progress'
-        : g.status === 'succeeded' ? (tokens >= maxTokens ? 'incomplete' : 'completed')
+        : g.status === 'succeeded' ? (maxTokens !== undefined && tokens >= maxTokens ? 'incomplete' : 'completed')
           : cancelled ? 'cancelled' : 'failed';
   return {
     id: g.id, createdAt: g.createdAt, model: g.model, status, record: g.record,
-    maxOutputTokens: Number.isFinite(maxTokens) ? maxTokens : null,
+    maxOutputTokens: maxTokens ?? null,
     temperature: sampling.temperature ?? 1, topP: sampling.top_p ?? 1,
     text: g.status === 'succeeded' ? (g.text ?? '') : null,
-    toolCalls: g.status === 'succeeded' && Array.isArray(g.params.outputToolCalls) ? (g.params.outputToolCalls as ToolCall[]) : [],
-    tools: (g.params.tools as ChatTools | undefined) ?? null,
+    toolCalls: g.status === 'succeeded' ? g.toolCalls : [],
+    tools: g.tools ?? null,
     usage: g.status === 'succeeded' ? { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens } : null,
     error: status === 'failed' ? { code: 'server_error', message: g.error?.message ?? 'The response failed; nothing was charged.' } : null,
     completedAt: g.finishedAt,

@@ -4,10 +4,10 @@ import { z } from 'zod';
 import { InvalidRequestError, markAfterAdmission, ProviderFailedError } from '../../core/errors';
 import { safeText } from '../../core/text';
 import { wholeReply } from '../../service/chat/whole-reply';
-import type { ChatTools } from '../../core/providers/types';
-import type { ChatMessage, ChatSampling, ResponseRecord } from '../../service/generation/requests';
+import type { ChatTools } from '../../core/generation/params';
+import type { ChatMessage, ChatSampling, ResponseRecord } from '../../core/generation/params';
 import { principalOf } from '../shared/auth';
-import { cancelAfterHeader, functionName, idempotencyKey, maxCreditsField, modelId } from '../shared/fields';
+import { cancelAfterHeader, functionName, idempotencyKey, spendCapField, modelId } from '../shared/fields';
 import { partsOfView, responseEvents, responseObject } from './response-shape';
 import type { ResponseParts } from './response-shape';
 import { clientGone, errorsB, GROUP_B_PARAMS, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
@@ -84,7 +84,7 @@ export const responseCreateBody = z
       .describe('Kept with the response and answered back'),
     store: z.boolean().nullish().describe('Default true: readable with GET /v1/responses/{id} and continuable with previous_response_id'),
     stream: z.boolean().nullish().describe('Server-Sent Events: response.created … response.completed'),
-    max_credits: maxCreditsField('max_credits').nullable(),
+    max_credits: spendCapField('max_credits').nullable(),
     stream_options: z.object({ include_obfuscation: z.boolean().optional() }).nullish().describe('Accepted and ignored'),
     background: z.boolean().nullish().describe('Answer queued at once; poll GET /v1/responses/{id}, stop with POST /v1/responses/{id}/cancel'),
     previous_response_id: z.string().max(100).nullish().describe('Continue a stored response of the same account'),
@@ -269,7 +269,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
     if (record.background) {
       // The workflow runs it through the provider activity, billed per token as group A's chats are.
       const { generation } = await inGroupBWords(() => deps.service.submit(chat, principal, { ...options, respondAsync: true }), PARAMS);
-      return responseObject(partsOfView({ ...generation, record }));
+      return responseObject(partsOfView({ ...generation, record, sampling: chat.sampling ?? {}, tools, toolCalls: [] }));
     }
 
     const signal = clientGone(request, reply);

@@ -5,7 +5,7 @@ import { recordOf } from '../../core/generation/view';
 import type { GenerationView } from '../../core/generation/view';
 import { principalOf, requireKeyOrSession } from '../shared/auth';
 import type { SessionAuthDeps } from '../shared/auth';
-import { generateHeaders, generateOptionsOf, maxCreditsOption } from '../shared/fields';
+import { generateHeaders, generateOptionsOf, spendCapOption } from '../shared/fields';
 import { legacyGenerateBody, legacyRequestOf } from '../shared/generate-bodies';
 import { credits, errorResponses, idParams, liveFieldsOf, liveGenerationRecord } from '../shared/schemas';
 
@@ -30,7 +30,7 @@ export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
       response: { 200: generationResponse, ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503) },
     },
   }, async (request, reply) => {
-    const options = { ...generateOptionsOf(request, 'C', 'POST /api/generate', request.body.deadlineSeconds), ...maxCreditsOption(request.body.maxCredits, 'maxCredits') };
+    const options = { ...generateOptionsOf(request, 'C', 'POST /api/generate', request.body.deadlineSeconds), ...spendCapOption(request.body.maxCredits, 'maxCredits') };
     const { generation } = await deps.service.submit(legacyRequestOf(request.body), principalOf(request), options);
     if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
     return { generation: recordWithLiveFields(generation) };

@@ -5,7 +5,7 @@ import type { GenerationService, SubmitOptions } from '../../service/generation/
 import { modelListing } from '../../service/catalogue/model-list';
 import type { GenerationView } from '../../core/generation/view';
 import { fromZod } from '../shared/errors';
-import { clientDeadlineMs, maxCreditsField, maxCreditsOption, mediaPrompt, modelId } from '../shared/fields';
+import { clientDeadlineMs, spendCapField, spendCapOption, mediaPrompt, modelId } from '../shared/fields';
 import { v1GenerateBody, v1ImageBody, v1RequestOf, v1VideoBody } from '../shared/generate-bodies';
 import { generation, generationOf, modelEntry } from '../shared/schemas';
 import { generationResult, structured } from './results';
@@ -114,14 +114,14 @@ const generateImage = defineTool({
   annotations: GENERATES,
   parse: asGroupA('image'),
   run: async (body, ctx) => {
-    const { generation: submitted } = await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds), ...maxCreditsOption(body.max_credits, 'max_credits') });
+    const { generation: submitted } = await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds), ...spendCapOption(body.max_credits, 'max_credits') });
     const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
     return generationResult(g, { failedIsError: true });
   },
 });
 
 const submitVideo = async (body: z.output<typeof v1GenerateBody>, ctx: ToolContext): Promise<GenerationView> =>
-  (await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds), ...maxCreditsOption(body.max_credits, 'max_credits') })).generation;
+  (await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds), ...spendCapOption(body.max_credits, 'max_credits') })).generation;
 
 const generateVideo = defineTool({
   name: 'generate_video',
@@ -149,7 +149,7 @@ const enhancePrompt = defineTool({
     prompt: mediaPrompt.describe('The prompt to improve'),
     target: z.enum(['image', 'video']).default('image').describe('What the prompt is for (default image)'),
     model: modelId.optional().describe('A chat model; omitted or auto: the service picks'),
-    max_credits: maxCreditsField('max_credits'),
+    max_credits: spendCapField('max_credits'),
   }),
   output: enhanceOutput,
   annotations: GENERATES,
@@ -163,7 +163,7 @@ const enhancePrompt = defineTool({
         { role: 'user' as const, content: args.prompt },
       ],
     };
-    const { generation: submitted } = await ctx.service.submit(request, ctx.principal, { door: 'A', respondAsync: true, log: ctx.log, ...maxCreditsOption(args.max_credits, 'max_credits') });
+    const { generation: submitted } = await ctx.service.submit(request, ctx.principal, { door: 'A', respondAsync: true, log: ctx.log, ...spendCapOption(args.max_credits, 'max_credits') });
     const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
     return structured({ prompt: g.status === 'succeeded' ? (g.text ?? '').trim() : '', generation: generationOf(g) }, { isError: g.status === 'failed' });
   },

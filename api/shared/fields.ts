@@ -35,7 +35,7 @@ export const imageUrl = (name: string) => z.url({ protocol: /^https?$/, error: `
  * A request's own spending cap in credits (`max_credits`; group C `maxCredits`): a quote above it
  * is refused (402 `max_credits_exceeded`) before anything is fetched for it or held.
  */
-export const maxCreditsField = (name: string) => z
+export const spendCapField = (name: string) => z
   .number({ error: `${name} must be a number of credits` })
   .finite()
   .min(0, `${name} must be 0 or more`)
@@ -44,8 +44,8 @@ export const maxCreditsField = (name: string) => z
   .describe('The most this request may cost, in credits: a quote above it is refused with 402 max_credits_exceeded and nothing is held or charged');
 
 /** The service option of a body's cap; `param` is the field as the door spells it. */
-export function maxCreditsOption(credits: number | null | undefined, param: string) {
-  return credits === undefined || credits === null ? {} : { maxCredits: { credits, param } };
+export function spendCapOption(credits: number | null | undefined, param: string) {
+  return credits === undefined || credits === null ? {} : { spendCap: { credits, param } };
 }
 
 /** The Idempotency-Key header (DESIGN §5): the same key and body within 24 h answer the first request again. */

@@ -1,10 +1,11 @@
 import { z } from 'zod';
-import { UPSCALE_SCALES } from '../../core/catalogue/models';
+import { UPSCALE_SCALES } from '../../core/generation/params';
 import { IMAGE_MAX_SIDE } from '../../core/catalogue/pricing';
 import { safeText } from '../../core/text';
 import { GENERATION_KINDS } from '../../core/vocabulary';
-import type { ChatMessage, GenerationRequest } from '../../service/generation/requests';
-import { chatPrompt, deadlineSeconds, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT_CHARS, maxCreditsField, mediaPrompt, modelId } from './fields';
+import type { GenerationRequest } from '../../service/generation/requests';
+import type { ChatMessage } from '../../core/generation/params';
+import { chatPrompt, deadlineSeconds, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT_CHARS, spendCapField, mediaPrompt, modelId } from './fields';
 
 /**
  * The two shapes of a generate request, each parsed into the service's one request type. Group A's
@@ -27,7 +28,7 @@ const prompt = mediaPrompt.describe('Checked by the safety guard before pricing'
 const quality = safeText({ max: 50 }).optional();
 const aspect = safeText({ max: 20 }).optional().describe('e.g. 16:9; snapped to what the model supports');
 const side = z.number().int().min(1).max(8192);
-const max_credits = maxCreditsField('max_credits');
+const max_credits = spendCapField('max_credits');
 
 const chatMessage = z.object({
   role: z.enum(['system', 'user', 'assistant']),
@@ -123,7 +124,7 @@ const common = {
   // Accepted and ignored by design: the model's default resolution is used, with its price.
   resolution: z.unknown().optional().describe('Accepted and ignored: the model default is used, with its price'),
   deadlineSeconds,
-  maxCredits: maxCreditsField('maxCredits'),
+  maxCredits: spendCapField('maxCredits'),
 };
 const legacyPrompt = mediaPrompt.describe(`Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`);
 

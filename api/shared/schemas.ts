@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { USAGE_GROUPS } from '../../core/db/usage';
 import { PLANS } from '../../core/plans';
+import { RESOLUTIONS } from '../../core/generation/params';
+import type { PublicParams } from '../../core/generation/params';
 import { GENERATION_KINDS, GENERATION_STATUSES } from '../../core/vocabulary';
 import { recordOf } from '../../core/generation/view';
 import type { GenerationView } from '../../core/generation/view';
@@ -73,7 +75,7 @@ export const generationRecord = z
   })
   .meta({ id: 'GenerationRecord' });
 
-/** How far a generation is and when it should be done (issue 21): on every door's record that may carry extra fields. */
+/** How far a generation is and when it should be done: on every door's record that may carry extra fields. */
 export const liveFields = {
   progress: z.number().int().min(0).max(100).describe('0–100: the provider’s own progress where it reports one, else estimated from elapsed time against the expected duration; never goes back; 100 only when succeeded'),
   queuePosition: z.number().int().min(1).nullable().describe('A queued video’s place in the account’s queue for one of its five video slots (1 = next); null otherwise'),
@@ -92,6 +94,31 @@ export const liveFieldsOf = (g: GenerationView) => ({
 /** Group C's record: the spec's fields (as `generationRecord`) and the live ones after them. */
 export const liveGenerationRecord = generationRecord.extend(liveFields).meta({ id: 'LiveGenerationRecord' });
 
+/**
+ * What a generation was asked for, as priced and run (core/generation/params.ts, PublicParams):
+ * the fields of its kind only. What the service keeps for itself is never part of it.
+ */
+export const publicParams = z
+  .object({
+    quality: z.string().optional().describe('Image: the quality (or the model default)'),
+    aspect: z.string().optional().describe('Image, video: the aspect after snapping to what the model renders'),
+    width: z.number().int().optional().describe('Image: the size rendered; video: the preview file; upscale: the output size'),
+    height: z.number().int().optional(),
+    hd: z.literal(true).optional().describe('Image: group B quality "hd"'),
+    seconds: z.number().int().optional().describe('Video: seconds after clamping to the model range (what is priced and run)'),
+    resolution: z.enum(RESOLUTIONS).optional().describe('Video'),
+    remixedFrom: z.string().optional().describe('Video: the generation it remixes'),
+    imageUrl: z.string().optional().describe('Video reference frame, upscale input: the URL given'),
+    inputWidth: z.number().int().optional().describe('The input image as fetched'),
+    inputHeight: z.number().int().optional(),
+    scale: z.union([z.literal(2), z.literal(4)]).optional().describe('Upscale'),
+    requestedModel: z.string().optional().describe('Chat: the model id sent ("auto" when none)'),
+    promptTruncated: z.boolean().optional().describe('Chat: the conversation was cut to the model capacity'),
+    maxTokens: z.number().int().optional().describe('Chat: the output cap'),
+    outputTokens: z.number().int().optional().describe('Chat billed per token: the output tokens charged'),
+  } satisfies Record<keyof PublicParams, z.ZodType>)
+  .meta({ id: 'GenerationParams' });
+
 /** Group A's generation: the record plus what a history needs (quote, parameters, times). */
 export const generation = z
   .object({
@@ -106,7 +133,7 @@ export const generation = z
     creditsQuoted: z.number().describe('The price quoted and held at submit (0 for a free chat reply)'),
     error: generationError.nullable(),
     text: z.string().nullable().describe('Chat only: the reply; null otherwise'),
-    params: z.record(z.string(), z.unknown()).describe('What the run was asked for after pricing: quality, aspect, size, seconds, scale…'),
+    params: publicParams,
     createdAt: z.string().describe('ISO 8601 UTC'),
     startedAt: z.string().nullable(),
     finishedAt: z.string().nullable(),
@@ -172,7 +199,7 @@ export const quote = z
     model: z.string().describe('The model that would run (canonical id; the free model while the chat allowance lasts)'),
     credits: z.number().describe('The price that submitting now would hold and charge'),
     free: z.boolean().describe('A chat reply the free allowance would cover'),
-    params: z.record(z.string(), z.unknown()).describe('What would run after pricing: clamped seconds, resolution, snapped aspect, size…'),
+    params: publicParams.describe('What would run after pricing: clamped seconds, resolution, snapped aspect, size…'),
     balance: z.number().describe('Credits that can be spent now'),
     affordable: z.boolean().describe('Whether the balance covers the price now'),
   })
@@ -196,7 +223,7 @@ export const modelEntry = z
 
 export const idParams = z.object({ id: z.string().describe('A generation id') });
 
-/** GET /api/v1/usage and the dashboard's usage page (issue 20). */
+/** GET /api/v1/usage and the dashboard's usage page. */
 export const usageQuery = z.object({
   from: z.iso.datetime({ offset: true }).optional().describe('Start (inclusive), ISO 8601; default: 00:00 UTC 29 days before to'),
   to: z.iso.datetime({ offset: true }).optional().describe('End (exclusive), ISO 8601; default: now. At most 366 days after from'),

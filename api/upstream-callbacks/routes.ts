@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ProviderWebhookProtocol, ProviderWebhookService } from '../../service/upstream-callbacks/callbacks';
+import type { CallbackProtocol, UpstreamCallbackService } from '../../service/upstream-callbacks/callbacks';
 import { errorResponses } from '../shared/schemas';
 
 const tags = ['Upstreams'];
 
-const DESCRIPTIONS: Record<ProviderWebhookProtocol, { summary: string; description: string }> = {
+const DESCRIPTIONS: Record<CallbackProtocol, { summary: string; description: string }> = {
   fal: {
     summary: 'fal’s webhook endpoint (fal_webhook): a queued video ended',
     description: 'Verified before parsing: ed25519 over X-Fal-Webhook-Request-Id, -User-Id, -Timestamp and the SHA-256 of the body, with the keys of the upstream’s JWKS (jwksUrl), the timestamp within 5 minutes. A request id seen before changes nothing. Completes the generation’s wait; the worker then collects the output.',
@@ -17,11 +17,11 @@ const DESCRIPTIONS: Record<ProviderWebhookProtocol, { summary: string; descripti
 };
 
 /**
- * The door upstreams knock on when a job we left waiting ends (issue 22): no API key, the
+ * The door upstreams knock on when a job we left waiting ends: no API key, the
  * signature is the authentication, so the body is kept unparsed for it. `?upstream=` names the
  * configured upstream whose keys must verify it (the URL we gave it when submitting).
  */
-export const providerWebhookRoutes: FastifyPluginAsyncZod<{ webhooks: ProviderWebhookService }> = async (app, deps) => {
+export const upstreamCallbackRoutes: FastifyPluginAsyncZod<{ webhooks: UpstreamCallbackService }> = async (app, deps) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 1024 * 1024 }, (_request, body, done) => done(null, body));
   for (const protocol of ['fal', 'replicate'] as const) {

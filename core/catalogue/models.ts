@@ -4,11 +4,8 @@
  * to millicredits once, here, so pricing is integer arithmetic from then on.
  */
 import { creditsToMc, type Millicredits } from '../money';
+import type { PublicParams, Resolution, UpscaleScale } from '../generation/params';
 import type { Door, GenerationKind } from '../vocabulary';
-
-export type Resolution = '480p' | '720p' | '1080p';
-
-export const RESOLUTIONS: readonly Resolution[] = ['480p', '720p', '1080p'];
 
 export interface ImageModel {
   readonly kind: 'image';
@@ -57,8 +54,6 @@ export interface ChatModel {
   readonly maxOutputTokens: number;
 }
 
-export type UpscaleScale = 2 | 4;
-export const UPSCALE_SCALES: readonly UpscaleScale[] = [2, 4];
 
 export interface UpscaleModel {
   readonly kind: 'upscale';
@@ -195,7 +190,7 @@ export const CHAT_MODELS: readonly ChatModel[] = [
 /**
  * id, credits per 1,000 output tokens, prompt capacity (characters), default and largest output
  * cap (tokens). Rates: the upstream's list price for output in euro cents per 1k tokens, with a
- * margin of about a third, rounded to a tenth of a credit (docs/decisions.md, "Group B chat").
+ * margin of about a third, rounded to a tenth of a credit (docs/decisions/0022-per-token-billing.md).
  */
 function tokenChat(id: string, creditsPer1k: number, maxPromptChars: number, defaultMaxOutputTokens: number, maxOutputTokens: number): ChatModel {
   return { kind: 'chat', id, aliases: [], unit: '1k_output_tokens', priceMc: creditsToMc(creditsPer1k), maxPromptChars, defaultMaxOutputTokens, maxOutputTokens };
@@ -220,7 +215,7 @@ export const OPENAI_CHAT_MODELS: readonly ChatModel[] = [
 export const AUTO_OPENAI_CHAT_MODEL_ID = 'claude-haiku';
 
 // ---------------------------------------------------------------------------------------------
-// Upscale (not priced by the spec; chosen in docs/decisions.md, "Upscale prices")
+// Upscale (not priced by the spec; chosen in docs/decisions/0038-upscale.md)
 // ---------------------------------------------------------------------------------------------
 
 export const UPSCALE_MODELS: readonly UpscaleModel[] = [
@@ -332,7 +327,7 @@ const VIDEO_RESOLUTION_FACTOR: Record<string, number> = { '480p': 0.5, '720p': 1
  * an upscale ~8 s, a chat reply ~5 s, a video ~30 s plus ~6 s per second of 720p (half at 480p,
  * twice at 1080p).
  */
-export function defaultExpectedSeconds(kind: GenerationKind, params: Record<string, unknown>): number {
+export function defaultExpectedSeconds(kind: GenerationKind, params: PublicParams): number {
   switch (kind) {
     case 'image':
       return 10;
@@ -341,8 +336,8 @@ export function defaultExpectedSeconds(kind: GenerationKind, params: Record<stri
     case 'chat':
       return 5;
     case 'video': {
-      const seconds = typeof params.seconds === 'number' ? params.seconds : 5;
-      const factor = VIDEO_RESOLUTION_FACTOR[String(params.resolution)] ?? 1;
+      const seconds = params.seconds ?? 5;
+      const factor = params.resolution === undefined ? 1 : (VIDEO_RESOLUTION_FACTOR[params.resolution] ?? 1);
       return Math.round(30 + 6 * seconds * factor);
     }
   }

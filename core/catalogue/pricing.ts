@@ -3,7 +3,8 @@
  * quote, so everything that changes the price (model, resolution, clamped seconds) is decided
  * here, once, and handed to the run as `params`. Pure functions; no I/O.
  */
-import { AUTO_CHAT_ID, findImageModel, findUpscaleModel, resolveModel, RESOLUTIONS, type ChatModel, type Resolution, type UpscaleScale, type VideoModel } from './models';
+import { AUTO_CHAT_ID, findImageModel, findUpscaleModel, resolveModel, type ChatModel, type VideoModel } from './models';
+import { RESOLUTIONS, type Resolution, type UpscaleScale } from '../generation/params';
 import { InvalidRequestError, UnknownCostError } from '../errors';
 import type { Millicredits } from '../money';
 import type { Door } from '../vocabulary';

@@ -1,3 +1,4 @@
+import type { InternalParams, PublicParams } from '../generation/params';
 import type { Queryable } from './pool';
 import type { Millicredits } from '../money';
 import type { GenerationFailure, GenerationKind, GenerationStatus, VideoPreviewName } from '../vocabulary';
@@ -13,7 +14,10 @@ export interface GenerationRow {
   kind: GenerationKind;
   model: string;
   status: GenerationStatus;
-  params: Record<string, unknown>;
+  /** What the client asked for and may see. */
+  params: PublicParams;
+  /** What the service keeps for itself (core/generation/params.ts): no view reads it. */
+  internal: InternalParams;
   prompt: string;
   quoteMc: Millicredits;
   chargedMc: Millicredits;
@@ -39,7 +43,7 @@ export interface GenerationRow {
   provider: string | null;
 }
 
-export const GENERATION_COLUMNS = `id, account_id, api_key_id, kind, model, status, params, prompt, quote_mc, charged_mc, free_chat,
+export const GENERATION_COLUMNS = `id, account_id, api_key_id, kind, model, status, params, internal, prompt, quote_mc, charged_mc, free_chat,
   output_key, output_text, error, created_at, started_at, finished_at, ${PREVIEW_KEYS_COLUMN}, ${PROVIDER_COLUMN}`;
 
 export interface GenerationDbRow {
@@ -49,7 +53,8 @@ export interface GenerationDbRow {
   kind: GenerationKind;
   model: string;
   status: GenerationStatus;
-  params: Record<string, unknown>;
+  params: PublicParams;
+  internal: InternalParams;
   prompt: string;
   quote_mc: number;
   charged_mc: number;
@@ -73,6 +78,7 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
     model: r.model,
     status: r.status,
     params: r.params,
+    internal: r.internal,
     prompt: r.prompt,
     quoteMc: r.quote_mc,
     chargedMc: r.charged_mc,
@@ -148,14 +154,13 @@ export async function listChangedGenerations(q: Queryable, accountId: string, f:
 
 /**
  * The generations admitted together by one request (group B's `n` images), in request order;
- * empty when `firstId` names no batch. Each carries `params.batch` (the first one's id) and
- * `params.batchIndex`.
+ * empty when `firstId` names none. Each carries `internal.siblings`: the first one's id and its place.
  */
-export async function listBatch(q: Queryable, accountId: string, firstId: string): Promise<GenerationRow[]> {
+export async function listSiblings(q: Queryable, accountId: string, firstId: string): Promise<GenerationRow[]> {
   const r = await q.query<GenerationDbRow>(
     `SELECT ${GENERATION_COLUMNS} FROM generations
-      WHERE account_id = $1 AND params->>'batch' = $2
-      ORDER BY (params->>'batchIndex')::int`,
+      WHERE account_id = $1 AND internal->'siblings'->>'firstId' = $2
+      ORDER BY (internal->'siblings'->>'index')::int`,
     [accountId, firstId],
   );
   return withEstimates(q, r.rows.map(fromRow));
@@ -169,4 +174,9 @@ export async function getVersioned(q: Queryable, accountId: string, ids: readonl
     [accountId, ids],
   );
   return withEstimates(q, r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at })));
+}
+
+/** Adds to a generation's internal parameters (where a stored input is, once it is stored). */
+export async function keepInternal(q: Queryable, id: string, internal: InternalParams): Promise<void> {
+  await q.query('UPDATE generations SET internal = internal || $2::jsonb WHERE id = $1', [id, JSON.stringify(internal)]);
 }

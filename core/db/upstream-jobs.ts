@@ -1,6 +1,6 @@
 import type { Queryable } from './pool';
 
-/** An upstream job as the tables upstream_jobs and provider_webhook_receipts key it. */
+/** An upstream job as the tables upstream_jobs and upstream_callback_receipts key it. */
 export interface UpstreamJobKey {
   upstream: string;
   jobId: string;
@@ -66,7 +66,7 @@ export async function receiveUpstreamWebhook(q: Queryable, job: UpstreamJobKey &
   const row = found.rows[0];
   if (!row) return { outcome: 'unknown' };
   const fresh = await q.query(
-    'INSERT INTO provider_webhook_receipts (upstream, webhook_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+    'INSERT INTO upstream_callback_receipts (upstream, webhook_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
     [job.upstream, job.webhookId],
   );
   if (fresh.rowCount !== 1) return { outcome: 'replayed' };

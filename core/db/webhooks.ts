@@ -147,8 +147,8 @@ export async function enqueueDeliveries(tx: Queryable, rows: { endpointId: strin
 }
 
 /** A `ping` for POST /api/v1/webhooks/:id/test. */
-export async function enqueuePing(tx: Queryable, endpoint: { id: string; accountId: string }): Promise<string> {
-  const [id] = await enqueueDeliveries(tx, [{ endpointId: endpoint.id, accountId: endpoint.accountId, event: PING_EVENT }], { generationId: null });
+export async function enqueuePing(tx: Queryable, endpoint: { id: string; accountId: string }, traceparent: string | null): Promise<string> {
+  const [id] = await enqueueDeliveries(tx, [{ endpointId: endpoint.id, accountId: endpoint.accountId, event: PING_EVENT }], { generationId: null, traceparent });
   return id!;
 }
 

@@ -1,5 +1,7 @@
 import { defaultExpectedSeconds } from '../catalogue/models';
 import type { GenerationRow } from '../db/generations';
+import { publicParamsOf } from './params';
+import type { PublicParams } from './params';
 import { mcToCredits } from '../money';
 import type { OutputStore } from '../storage/output-store';
 import type { GenerationFailure, GenerationKind, GenerationStatus, VideoPreviewName } from '../vocabulary';
@@ -26,7 +28,8 @@ export interface GenerationView {
   error: GenerationFailure | null;
   /** The reply of a chat generation. */
   text: string | null;
-  params: Record<string, unknown>;
+  /** What the client asked for, as priced and run (core/generation/params.ts). */
+  params: PublicParams;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
@@ -81,7 +84,7 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
     creditsQuoted: mcToCredits(g.quoteMc),
     error: g.status === 'failed' ? g.error : null,
     text: g.kind === 'chat' ? g.outputText : null,
-    params: publicParams(g),
+    params: publicParamsOf(g.params),
     createdAt: g.createdAt,
     startedAt: g.startedAt,
     finishedAt: g.finishedAt,
@@ -96,11 +99,6 @@ async function previewUrl(g: GenerationRow, name: VideoPreviewName, store: Outpu
   return shown && key ? store.signedUrl(key) : null;
 }
 
-/** What the run was asked to do, without internals (stored input keys, whole conversations). */
-function publicParams(g: GenerationRow): Record<string, unknown> {
-  const { inputKey: _inputKey, messages: _messages, clientDeadlineMs: _deadline, ...rest } = g.params;
-  return rest;
-}
 
 /** The spec's generation record: group C's answer and the `generation` of catalogue-A webhooks. */
 export type GenerationRecord = Pick<GenerationView, 'id' | 'kind' | 'model' | 'status' | 'outputUrl' | 'creditsCharged' | 'error'> & {

@@ -8,6 +8,7 @@ import { IdempotencyConflictError } from '../errors';
 import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
+import type { InternalParams, PublicParams } from '../generation/params';
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
 import { recordBalanceLow, recordBudgetReached } from './alerts';
 import { appendEntry } from './entries';
@@ -24,7 +25,8 @@ export interface NewGeneration {
   apiKeyId: string | null;
   kind: GenerationKind;
   model: string;
-  params: Record<string, unknown>;
+  params: PublicParams;
+  internal: InternalParams;
   prompt: string;
   quoteMc: Millicredits;
   /** While the account has free chat replies left, one is claimed instead of a hold; names the model that serves it. */
@@ -209,8 +211,8 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
           AND ($10::boolean OR low_balance_mc IS NULL OR low_balance_alerted OR balance_mc - held_mc - $2::bigint >= low_balance_mc)
         RETURNING id, balance_mc, held_mc
      ), g AS (
-       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, prompt, quote_mc, free_chat)
-       SELECT $3, id, $4, $5, $6, $9, CASE WHEN $9 = 'running' THEN now() END, $7, $8, $2::bigint, false FROM a
+       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat)
+       SELECT $3, id, $4, $5, $6, $9, CASE WHEN $9 = 'running' THEN now() END, $7, $11, $8, $2::bigint, false FROM a
      ), h AS (
        INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT $3, id, $2::bigint, false FROM a
      ), e AS (
@@ -218,7 +220,7 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
        SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
      )
      SELECT balance_mc, held_mc, now() AS created_at, ${notifyExpr('id', '$3', admittedStatus(g))} FROM a`,
-    [g.accountId, g.quoteMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, admittedStatus(g), alerting],
+    [g.accountId, g.quoteMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, admittedStatus(g), alerting, JSON.stringify(g.internal)],
   );
   const done = held.rows[0];
   if (done) {
@@ -243,9 +245,9 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
 /** A free reply is a hold of nothing: its rows and entry exist so that it resolves like any other. */
 async function insertFreeReply(tx: Queryable, g: NewGeneration, after: AccountMoney): Promise<void> {
   await tx.query(
-    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, prompt, quote_mc, free_chat)
-     VALUES ($1, $2, $3, $4, $5, $8, CASE WHEN $8 = 'running' THEN now() END, $6, $7, 0, true) RETURNING ${notifyExpr('account_id', 'id', admittedStatus(g))}`,
-    [g.id, g.accountId, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, admittedStatus(g)],
+    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat)
+     VALUES ($1, $2, $3, $4, $5, $8, CASE WHEN $8 = 'running' THEN now() END, $6, $9, $7, 0, true) RETURNING ${notifyExpr('account_id', 'id', admittedStatus(g))}`,
+    [g.id, g.accountId, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, admittedStatus(g), JSON.stringify(g.internal)],
   );
   await tx.query(`INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) VALUES ($1, $2, 0, true)`, [g.id, g.accountId]);
   await appendEntry(tx, { accountId: g.accountId, generationId: g.id, entry: 'hold', amountMc: 0, after, note: 'free chat reply' });

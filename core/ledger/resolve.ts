@@ -18,9 +18,9 @@ export interface SettleRequest {
   chargeMc?: Millicredits | undefined;
   outputKey: string | null;
   outputText: string | null;
-  /** Per-token runs: the output tokens charged for, kept with the generation's parameters. */
+  /** Per-token runs: the output tokens charged for, kept with the generation's (public) parameters. */
   outputTokens?: number | undefined;
-  /** A chat's function calls, kept with its parameters (a response continued later reads them). */
+  /** A chat's function calls, kept with its internal parameters (a response continued later reads them). */
   toolCalls?: ToolCall[] | undefined;
   /** The router's entries of the run: which upstreams it asked, which one served at what cost. */
   routes?: RouteEntry[] | undefined;
@@ -75,7 +75,8 @@ async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
   if (rest > 0) await appendEntry(tx, { ...entry, entry: 'release', amountMc: rest, note: 'unused part of the hold' });
   const g = await tx.query<{ kind: GenerationKind }>(
     `UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
-            params = params || jsonb_strip_nulls(jsonb_build_object('outputTokens', $5::integer, 'outputToolCalls', $6::jsonb)),
+            params = CASE WHEN $5::integer IS NULL THEN params ELSE params || jsonb_build_object('outputTokens', $5::integer) END,
+            internal = CASE WHEN $6::jsonb IS NULL THEN internal ELSE internal || jsonb_build_object('outputToolCalls', $6::jsonb) END,
             started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
       WHERE id = $1 RETURNING kind, ${notifyExpr('account_id', 'id', 'succeeded')}`,
     [req.generationId, hold.charged_mc, req.outputKey, req.outputText, req.outputTokens ?? null, req.toolCalls?.length ? JSON.stringify(req.toolCalls) : null],

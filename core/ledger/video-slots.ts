@@ -27,7 +27,7 @@ export interface ClaimedWaiter {
 }
 
 /**
- * One look of a video waiting for its account's slot (docs/decisions.md, "A video waiting for its
+ * One look of a video waiting for its account's slot (docs/decisions/0016-video-slots.md, "A video waiting for its
  * slot holds no worker slot"). Under the account's lock, as every claim, it gives the account's
  * free slots to its oldest queued videos (first in, first out), whether or not their own workflows
  * have looked yet: a burst's oldest video whose first workflow task is still queued does not hold

@@ -17,8 +17,8 @@ import type { KeyObject } from 'node:crypto';
  */
 export const TOLERANCE_S = 300;
 
-export class ProviderWebhookSignatureError extends Error {
-  override readonly name = 'ProviderWebhookSignatureError';
+export class CallbackSignatureError extends Error {
+  override readonly name = 'CallbackSignatureError';
 }
 
 export type Headers = Record<string, string | string[] | undefined>;
@@ -29,8 +29,8 @@ const header = (headers: Headers, name: string): string | undefined => {
 };
 
 function checkTimestamp(value: string | undefined, nowMs: number): string {
-  if (value === undefined || !/^\d{1,12}$/.test(value)) throw new ProviderWebhookSignatureError('the webhook has no timestamp');
-  if (Math.abs(nowMs / 1000 - Number(value)) > TOLERANCE_S) throw new ProviderWebhookSignatureError('the webhook timestamp is outside the tolerance');
+  if (value === undefined || !/^\d{1,12}$/.test(value)) throw new CallbackSignatureError('the webhook has no timestamp');
+  if (Math.abs(nowMs / 1000 - Number(value)) > TOLERANCE_S) throw new CallbackSignatureError('the webhook timestamp is outside the tolerance');
   return value;
 }
 
@@ -44,11 +44,11 @@ export function verifyFalWebhook(keys: readonly KeyObject[], headers: Headers, b
   const requestId = header(headers, 'x-fal-webhook-request-id');
   const userId = header(headers, 'x-fal-webhook-user-id');
   const signature = header(headers, 'x-fal-webhook-signature');
-  if (!requestId || !userId || !signature || !/^[0-9a-f]{128}$/i.test(signature)) throw new ProviderWebhookSignatureError('the fal webhook signature headers are missing or malformed');
+  if (!requestId || !userId || !signature || !/^[0-9a-f]{128}$/i.test(signature)) throw new CallbackSignatureError('the fal webhook signature headers are missing or malformed');
   const timestamp = checkTimestamp(header(headers, 'x-fal-webhook-timestamp'), nowMs);
   const message = falMessage(requestId, userId, timestamp, body);
   const sig = Buffer.from(signature, 'hex');
-  if (!keys.some((key) => verify(null, message, key, sig))) throw new ProviderWebhookSignatureError('the fal webhook signature does not verify');
+  if (!keys.some((key) => verify(null, message, key, sig))) throw new CallbackSignatureError('the fal webhook signature does not verify');
   return { requestId };
 }
 
@@ -116,7 +116,7 @@ export type JwksCache = ReturnType<typeof createJwksCache>;
 export function verifyStandardWebhook(secret: string, headers: Headers, body: Buffer, nowMs: number): { webhookId: string } {
   const id = header(headers, 'webhook-id');
   const signatures = header(headers, 'webhook-signature');
-  if (!id || !signatures) throw new ProviderWebhookSignatureError('the webhook-id or webhook-signature header is missing');
+  if (!id || !signatures) throw new CallbackSignatureError('the webhook-id or webhook-signature header is missing');
   const timestamp = checkTimestamp(header(headers, 'webhook-timestamp'), nowMs);
   const expected = standardSignature(secret, id, timestamp, body);
   for (const part of signatures.split(' ')) {
@@ -125,7 +125,7 @@ export function verifyStandardWebhook(secret: string, headers: Headers, body: Bu
     const given = Buffer.from(value, 'base64');
     if (given.length === expected.length && timingSafeEqual(given, expected)) return { webhookId: id };
   }
-  throw new ProviderWebhookSignatureError('the webhook signature does not verify');
+  throw new CallbackSignatureError('the webhook signature does not verify');
 }
 
 /** The headers a Standard Webhooks sender would send with `body` (for tests and local upstreams). */

@@ -1,7 +1,8 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
 import { openAiChatMessages, openAiTools, toolCallAssembler } from './tool-calls';
-import type { ChatMessageOut, ChatStreamEvent, ChatTools, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import type { ChatMessage } from '../generation/params';
 import { callUpstream, downloadOutput, extensionOf, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
 
@@ -19,9 +20,9 @@ export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Reco
   };
 
   async function* streamChat(job: ProviderJob, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
-    const messages = Array.isArray(job.params.messages) ? (job.params.messages as ChatMessageOut[]) : [{ role: 'user' as const, content: job.prompt }];
-    const sampling = typeof job.params.sampling === 'object' && job.params.sampling !== null ? job.params.sampling : {};
-    const tools = job.params.tools as ChatTools | undefined;
+    const messages: ChatMessage[] = job.internal.messages ?? [{ role: 'user', content: job.prompt }];
+    const sampling = job.internal.sampling ?? {};
+    const tools = job.internal.tools;
     const res = await callUpstream(endpoint, '/chat/completions', {
       signal,
       body: {
@@ -31,7 +32,7 @@ export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Reco
         messages: openAiChatMessages(messages),
         stream: true,
         stream_options: { include_usage: true },
-        ...(typeof job.params.maxTokens === 'number' ? { max_tokens: job.params.maxTokens } : {}),
+        ...(job.params.maxTokens === undefined ? {} : { max_tokens: job.params.maxTokens }),
       },
     });
     for await (const data of sseData(endpoint, res, signal)) {
@@ -84,7 +85,7 @@ export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Reco
       if (job.kind === 'image') {
         const res = await callUpstream(endpoint, '/images/generations', {
           signal: ctx.signal,
-          body: { model: upstreamModel(job), prompt: job.prompt, n: 1, size: `${Number(job.params.width)}x${Number(job.params.height)}`, response_format: 'b64_json' },
+          body: { model: upstreamModel(job), prompt: job.prompt, n: 1, size: `${job.params.width ?? 1024}x${job.params.height ?? 1024}`, response_format: 'b64_json' },
         });
         const body = (await res.json()) as { data?: { b64_json?: string; url?: string }[] };
         const image = body.data?.[0];

@@ -35,7 +35,7 @@ export interface RouterOptions {
 }
 
 /** Where an upstream calls back (api/upstream-callbacks/routes.ts); the query says whose keys verify it. */
-export function providerWebhookUrl(baseUrl: string, protocol: 'queue-video' | 'replicate', upstream: string): string {
+export function callbackUrl(baseUrl: string, protocol: 'queue-video' | 'replicate', upstream: string): string {
   const door = protocol === 'queue-video' ? 'fal' : 'replicate';
   return `${baseUrl.replace(/\/+$/, '')}/providers/${door}/webhook?upstream=${encodeURIComponent(upstream)}`;
 }
@@ -73,7 +73,7 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       models: Object.fromEntries(entries.map(([model, e]) => [model, e.model])),
     };
     // Replicate's webhooks are asked for only when their secret is known: unverifiable ones are useless.
-    const webhookUrl = hooks && u.protocol !== 'openai' && (u.protocol === 'queue-video' || u.webhookSecret) ? providerWebhookUrl(hooks, u.protocol, u.name) : undefined;
+    const webhookUrl = hooks && u.protocol !== 'openai' && (u.protocol === 'queue-video' || u.webhookSecret) ? callbackUrl(hooks, u.protocol, u.name) : undefined;
     const waits = { pollMs: u.pollMs, slowPollMs: u.slowPollMs, webhookUrl };
     const provider = u.protocol === 'openai'
       ? createOpenAiUpstream(endpoint, http)
@@ -269,7 +269,7 @@ function pinnedOf(resume: unknown): Pinned | undefined {
 /** What a run costs us at an upstream: per image, per second of video, per 1,000 output tokens. */
 function costOf(route: Route, job: ProviderJob, outputTokens: number | undefined): number | undefined {
   if (route.costEur === undefined) return undefined;
-  if (job.kind === 'video') return route.costEur * Number(job.params.seconds ?? 0);
+  if (job.kind === 'video') return route.costEur * (job.params.seconds ?? 0);
   if (job.kind === 'chat') return (route.costEur * (outputTokens ?? 0)) / 1000;
   return route.costEur;
 }

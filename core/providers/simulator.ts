@@ -6,6 +6,7 @@ import { ImageInputError } from '../media/image-errors';
 import { upscale } from '../media/upscale';
 import { parseDirectives } from './directives';
 import type { SimDirectives } from './directives';
+import type { PublicParams } from '../generation/params';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 
 export interface SimulatorOptions {
@@ -93,7 +94,7 @@ async function* streamChat(job: ProviderJob, signal: AbortSignal, options: Simul
 }
 
 function replyTokens(job: ProviderJob, directives: SimDirectives): number {
-  const cap = typeof job.params.maxTokens === 'number' ? job.params.maxTokens : Infinity;
+  const cap = job.params.maxTokens ?? Infinity;
   return Math.min(directives.tokens ?? DEFAULT_CHAT_TOKENS, cap);
 }
 
@@ -113,13 +114,10 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-const videoSeconds = (params: Record<string, unknown>): number => (typeof params.seconds === 'number' ? params.seconds : 5);
+const videoSeconds = (params: PublicParams): number => params.seconds ?? 5;
 
-function dimensions(params: Record<string, unknown>, width: number, height: number): { width: number; height: number } {
-  return {
-    width: typeof params.width === 'number' ? params.width : width,
-    height: typeof params.height === 'number' ? params.height : height,
-  };
+function dimensions(params: PublicParams, width: number, height: number): { width: number; height: number } {
+  return { width: params.width ?? width, height: params.height ?? height };
 }
 
 /**

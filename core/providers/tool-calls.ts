@@ -1,5 +1,6 @@
 import type { ToolCall } from '../vocabulary';
-import type { ChatMessageOut, ChatStreamEvent, ChatTools } from './types';
+import type { ChatStreamEvent } from './types';
+import type { ChatMessage, ChatTools } from '../generation/params';
 
 /**
  * Function calls arrive in pieces (OpenAI's streamed `tool_calls` deltas): the first piece of a
@@ -21,7 +22,7 @@ export function toolCallAssembler() {
 }
 
 /** The chat-completions form of a chat's messages and functions, as an OpenAI-compatible upstream takes them. */
-export function openAiChatMessages(messages: readonly ChatMessageOut[]): Record<string, unknown>[] {
+export function openAiChatMessages(messages: readonly ChatMessage[]): Record<string, unknown>[] {
   return messages.map((m) => {
     if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
     if (m.toolCalls?.length) {

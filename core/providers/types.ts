@@ -1,3 +1,4 @@
+import type { InternalParams, PublicParams } from '../generation/params';
 import type { GenerationKind, RouteEntry, ToolCall } from '../vocabulary';
 
 /** One job handed to a provider: the model and the parameters the quote was made with. */
@@ -6,7 +7,9 @@ export interface ProviderJob {
   kind: GenerationKind;
   model: string;
   prompt: string;
-  params: Record<string, unknown>;
+  params: PublicParams;
+  /** What the service keeps for the run: the conversation, sampling, tools, rates, the stored input's key. */
+  internal: InternalParams;
   /** The input file of a job that transforms one (upscale), read from the store by the activity. */
   input?: Buffer;
 }
@@ -33,34 +36,6 @@ export interface ProviderResult {
   toolCalls?: ToolCall[];
   /** The router's entry for this call (served, or left waiting), for the settle to record durably. */
   route?: RouteEntry;
-}
-
-/** A function the client offers a chat model (OpenAI's function tool). */
-export interface FunctionTool {
-  name: string;
-  description?: string | undefined;
-  /** JSON Schema of the arguments. */
-  parameters?: Record<string, unknown> | undefined;
-  strict?: boolean | undefined;
-}
-
-/** A turn of a conversation as a provider takes it: a tool result, or an assistant turn that called functions. */
-export interface ChatMessageOut {
-  role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string;
-  toolCalls?: ToolCall[] | undefined;
-  /** A tool turn: the call it answers. */
-  toolCallId?: string | undefined;
-}
-
-/** Whether and which function the model must call. */
-export type ToolChoice = 'none' | 'auto' | 'required' | { name: string };
-
-/** The functions of a chat, as its job's `params.tools` carries them. */
-export interface ChatTools {
-  functions: FunctionTool[];
-  choice?: ToolChoice | undefined;
-  parallel?: boolean | undefined;
 }
 
 /** What a long provider call may use: report liveness, and notice that the job was cancelled. */

@@ -19,7 +19,7 @@ export type WebhookEvent = (typeof NESTED_EVENTS)[number] | (typeof FLAT_EVENTS)
 export const PROGRESS_EVENT = 'generation.progress';
 export const PROGRESS_EVENT_STEP = 10;
 /**
- * Account alerts, opt-in in both catalogues like progress (docs/decisions.md, "Alerts"): sent only
+ * Account alerts, opt-in in both catalogues like progress (docs/decisions/0043-account-alerts.md): sent only
  * to an endpoint whose `events` list names them. `balance.low`: the account's available credits
  * fell below its threshold (once per crossing); `key.budget_reached`: a key's budget for its
  * period is used up or refused a hold (once per key, period and budget).

@@ -1,4 +1,4 @@
--- How far a running generation is (issue 21), written by the provider step, never by the ledger:
+-- How far a running generation is, written by the provider step, never by the ledger:
 -- kept apart from the generation row like its previews (010), so a progress write never touches
 -- (or waits on) the row the ledger settles. Monotone: a write only ever raises `percent`.
 CREATE TABLE generation_progress (

@@ -1,4 +1,4 @@
--- Per-key spending limits (issue 20). A key with a row here may hold and spend at most `max_mc`
+-- Per-key spending limits. A key with a row here may hold and spend at most `max_mc`
 -- within each period (UTC day, ISO week, calendar month, or ever for 'none'). What the key has
 -- spent is not kept as a counter: it is read from its generations' holds (held, or what a settled
 -- one charged) at admission, with the budget row locked, so a release gives budget back and a

@@ -1,4 +1,4 @@
--- Credits bought with Stripe Checkout (issue 20). One row per paid Checkout Session: its primary
+-- Credits bought with Stripe Checkout. One row per paid Checkout Session: its primary
 -- key is what makes a payment credit the account once, whoever delivers the event and how often.
 -- A refund debits the account (ledger entry `refund`) by what was refunded since the last one,
 -- but never below what is held: `refunded_cents` is the refunded total already accounted for,

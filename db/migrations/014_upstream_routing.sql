@@ -1,4 +1,4 @@
--- Several upstreams per model (issue 22). Which upstreams a generation's run asked and which one
+-- Several upstreams per model. Which upstreams a generation's run asked and which one
 -- served it, with what it cost us: written by the provider step, never by the ledger, kept apart
 -- from the generation row like its progress (011), so routing never touches the row the ledger settles.
 CREATE TABLE generation_upstreams (

@@ -1,4 +1,4 @@
--- Progress webhooks (issue 21): an endpoint that asks for `generation.progress` gets one delivery
+-- Progress webhooks: an endpoint that asks for `generation.progress` gets one delivery
 -- per 10 % step a run crosses. A delivery remembers its step, and "one per state change per
 -- endpoint" becomes one per (event, step): several progress deliveries of one generation, never
 -- two of one step, whoever records it twice.

@@ -1,4 +1,4 @@
--- Alerts (issue 20): `balance.low` when an account's available credits (balance − held) fall
+-- Alerts: `balance.low` when an account's available credits (balance − held) fall
 -- below its threshold, and `key.budget_reached` when a key's budget for its period is used up or
 -- refuses a hold. An alert is a row of its own, written by the ledger transaction that detected
 -- it; its webhook deliveries (and later emails) point at it, so a payload built days later still

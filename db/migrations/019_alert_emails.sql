@@ -1,4 +1,4 @@
--- Alerts by email (issue 20). The mail relay (runtime/mail-relay.ts, beside the workers) turns each
+-- Alerts by email. The mail relay (runtime/mail-relay.ts, beside the workers) turns each
 -- new alert into one row per recipient (the account's dashboard users who set a password), then
 -- sends each row, outside any money transaction. The primary key makes a recipient get an alert
 -- once however often the relay expands it; a row is locked while it is sent and marked sent in

@@ -1,4 +1,4 @@
--- Long upstream jobs hold no worker slot (issue 22): a queued video waits for its upstream's webhook
+-- Long upstream jobs hold no worker slot: a queued video waits for its upstream's webhook
 -- in an activity completed from outside (Temporal async completion). Each row is one upstream job a
 -- run left waiting: the task token of the attempt now waiting for it, and when it was known to end
 -- (a verified webhook, or the slow poll). Written by the provider steps and the webhook door, never

@@ -10,8 +10,8 @@ export interface BillingOptions {
   secretKey: string;
   webhookSecret: string;
   /** The fewest and most credits one checkout buys (1 credit = 0.01 EUR). */
-  minCredits: number;
-  maxCredits: number;
+  minPurchaseCredits: number;
+  maxPurchaseCredits: number;
   /** Where the Stripe API is (stripe-mock in tests); Stripe's own when absent. */
   apiUrl?: string | undefined;
 }
@@ -45,12 +45,12 @@ export function createBillingService(deps: { pool: pg.Pool; options: BillingOpti
   };
 
   return {
-    limits: { minCredits: options.minCredits, maxCredits: options.maxCredits },
+    limits: { minCredits: options.minPurchaseCredits, maxCredits: options.maxPurchaseCredits },
 
     /** A Checkout Session for `credits` of the principal's account; the account is credited when Stripe says it is paid. */
     async checkout(principal: Principal, credits: number, returnBase: string): Promise<{ id: string; url: string }> {
-      if (!Number.isInteger(credits) || credits < options.minCredits || credits > options.maxCredits) {
-        throw new InvalidRequestError(`credits must be a whole number from ${options.minCredits} to ${options.maxCredits} (1 credit = 0.01 EUR).`, 'credits');
+      if (!Number.isInteger(credits) || credits < options.minPurchaseCredits || credits > options.maxPurchaseCredits) {
+        throw new InvalidRequestError(`credits must be a whole number from ${options.minPurchaseCredits} to ${options.maxPurchaseCredits} (1 credit = 0.01 EUR).`, 'credits');
       }
       const metadata = { accountId: principal.accountId, credits: String(credits) };
       let session: Stripe.Checkout.Session;

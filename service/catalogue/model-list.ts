@@ -1,4 +1,5 @@
-import { listModels, RESOLUTIONS, UPSCALE_SCALES } from '../../core/catalogue/models';
+import { listModels } from '../../core/catalogue/models';
+import { RESOLUTIONS, UPSCALE_SCALES } from '../../core/generation/params';
 import type { Model } from '../../core/catalogue/models';
 import { mcToCredits } from '../../core/money';
 

@@ -7,7 +7,7 @@ import type { Principal } from '../../core/accounts/principal';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { ToolCall } from '../../core/vocabulary';
 import { readOwn } from '../generation/lookup';
-import type { ChatMessage, ResponseRecord } from '../generation/requests';
+import type { ChatMessage, ChatSampling, ChatTools, ResponseRecord } from '../../core/generation/params';
 
 export interface ResponsesDeps {
   pool: pg.Pool;
@@ -17,9 +17,22 @@ export interface ResponsesDeps {
 }
 
 /**
- * Stored responses (group B's Responses API): a response is a chat generation whose params carry
- * a `ResponseRecord`. This module knows which generations are readable as responses, how a
- * `previous_response_id` continues one, and which may be cancelled; money moves elsewhere.
+ * A stored response: the generation as every door may show it, and what the Responses API shows of
+ * it besides, which the service keeps with the generation's internal parameters.
+ */
+export interface StoredResponse extends GenerationView {
+  record: ResponseRecord;
+  sampling: ChatSampling;
+  /** The functions the request offered. */
+  tools: ChatTools | undefined;
+  /** The functions the reply called. */
+  toolCalls: ToolCall[];
+}
+
+/**
+ * Stored responses (group B's Responses API): a response is a chat generation whose internal
+ * parameters carry a `ResponseRecord`. This module knows which generations are readable as
+ * responses, how a `previous_response_id` continues one, and which may be cancelled; money moves elsewhere.
  */
 export function createResponses(deps: ResponsesDeps) {
   /** One of the account's stored responses; anything else (another account's, store: false, not a response) is not found. */
@@ -33,10 +46,10 @@ export function createResponses(deps: ResponsesDeps) {
   };
 
   return {
-    /** A stored response, as a generation with its record. */
-    async get(principal: Principal, id: string): Promise<GenerationView & { record: ResponseRecord }> {
+    /** A stored response. */
+    async get(principal: Principal, id: string): Promise<StoredResponse> {
       const g = await stored(principal, id);
-      return { ...(await viewOf(g, deps.store)), record: g.record };
+      return responseOf(g, await viewOf(g, deps.store));
     },
 
     /**
@@ -51,16 +64,16 @@ export function createResponses(deps: ResponsesDeps) {
       if (previous.status !== 'succeeded') {
         throw new InvalidRequestError(`previous_response_id: response '${previous.id}' is ${previous.status}; only a completed response can be continued.`, 'previous_response_id');
       }
-      const calls = previous.params.outputToolCalls;
-      const reply: ChatMessage = { role: 'assistant', content: previous.outputText ?? '', ...(Array.isArray(calls) && calls.length > 0 ? { toolCalls: calls as ToolCall[] } : {}) };
+      const calls = previous.internal.outputToolCalls ?? [];
+      const reply: ChatMessage = { role: 'assistant', content: previous.outputText ?? '', ...(calls.length > 0 ? { toolCalls: calls } : {}) };
       return [...head, ...turnsOf(previous), reply, ...input.messages];
     },
 
     /** Stops a background response: its hold is released, nothing charged. Only background responses can be cancelled (OpenAI's rule). */
-    async cancel(principal: Principal, id: string): Promise<GenerationView & { record: ResponseRecord }> {
+    async cancel(principal: Principal, id: string): Promise<StoredResponse> {
       const g = await stored(principal, id);
       if (!g.record.background) throw new InvalidRequestError(`Only responses created with background: true can be cancelled; '${id}' was not.`, 'id');
-      return { ...(await deps.cancel(principal, id)), record: g.record };
+      return responseOf(g, await deps.cancel(principal, id));
     },
   };
 }
@@ -72,12 +85,15 @@ function notFound(id: string, param: string): NotFoundError {
 }
 
 function recordOf(g: GenerationRow): ResponseRecord | undefined {
-  const r = g.params.response;
-  return g.kind === 'chat' && typeof r === 'object' && r !== null ? (r as ResponseRecord) : undefined;
+  return g.kind === 'chat' ? g.internal.response : undefined;
+}
+
+function responseOf(g: GenerationRow & { record: ResponseRecord }, view: GenerationView): StoredResponse {
+  return { ...view, record: g.record, sampling: g.internal.sampling ?? {}, tools: g.internal.tools, toolCalls: g.internal.outputToolCalls ?? [] };
 }
 
 /** The turns a response ran, without its own instructions (they are not carried over). */
 function turnsOf(g: GenerationRow & { record: ResponseRecord }): ChatMessage[] {
-  const messages = Array.isArray(g.params.messages) ? (g.params.messages as ChatMessage[]) : [{ role: 'user' as const, content: g.prompt }];
+  const messages: ChatMessage[] = g.internal.messages ?? [{ role: 'user', content: g.prompt }];
   return g.record.instructions && messages[0]?.role === 'system' ? messages.slice(1) : messages;
 }

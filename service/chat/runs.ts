@@ -110,8 +110,8 @@ export function createChatRuns(deps: ChatRunDeps) {
   /** An Idempotency-Key repeat: the earlier reply, answered again from its record (as one delta, then its end). */
   const replayed = (g: GenerationView): ChatRun => {
     const text = g.text ?? '';
-    const tokens = Number(g.params.outputTokens ?? 0);
-    const maxTokens = Number(g.params.maxTokens);
+    const tokens = g.params.outputTokens ?? 0;
+    const maxTokens = g.params.maxTokens ?? tokens;
     return {
       id: g.id, model: g.model, createdAt: g.createdAt, maxTokens, replay: g,
       events: (async function* (): AsyncGenerator<ChatRunEvent> {
@@ -132,12 +132,13 @@ export function createChatRuns(deps: ChatRunDeps) {
     const prior = await deps.admission.priorClaim(principal, opts);
     if (prior !== undefined) return replayed(await firstOf(deps.admission.replay(principal.accountId, prior, opts)));
     const priced = priceRequest(request, principal, opts.door, (model, feature) => deps.provider.serves?.(model, feature) ?? false);
-    const rate = Number(priced.params.ratePer1kMc);
-    const maxTokens = Number(priced.params.maxTokens);
-    if (!Number.isFinite(rate) || !Number.isFinite(maxTokens)) throw new Error(`chat ${priced.model} is not billed per token`);
-    priced.params = { ...priced.params, apiRunDeadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS };
+    const { ratePer1kMc } = priced.internal;
+    if (ratePer1kMc === undefined || priced.params.maxTokens === undefined) throw new Error(`chat ${priced.model} is not billed per token`);
+    const rate: number = ratePer1kMc;
+    const maxTokens: number = priced.params.maxTokens;
+    priced.internal = { ...priced.internal, apiRunDeadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS };
     priced.apiRun = { deadlineMs: CHAT_STREAM_LIMIT_MS + REPORT_GRACE_MS, admittedRunning: true };
-    const job: ProviderJob = { generationId: priced.generationId, kind: 'chat', model: priced.model, prompt: priced.prompt, params: priced.params };
+    const job: ProviderJob = { generationId: priced.generationId, kind: 'chat', model: priced.model, prompt: priced.prompt, params: priced.params, internal: priced.internal };
 
     // The provider is asked while the hold is being placed when the balance read with the key
     // says the hold will be granted: its time to first token then hides the transaction. A
@@ -145,7 +146,7 @@ export function createChatRuns(deps: ChatRunDeps) {
     const stop = new AbortController();
     // Not for a key with a budget, nor past the request's own cap: the hold is then likelier refused.
     const likely = (principal.availableMc ?? 0) >= priced.quoteMc && !principal.budgeted
-      && (opts.maxCredits === undefined || creditsToMc(opts.maxCredits.credits) >= priced.quoteMc);
+      && (opts.spendCap === undefined || creditsToMc(opts.spendCap.credits) >= priced.quoteMc);
     // The router's entries of every attempt, settled with the charge (its own write of them is best effort).
     const routes: RouteEntry[] = [];
     const routed = (entry: RouteEntry): void => void routes.push(entry);

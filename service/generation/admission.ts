@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { findIdempotencyClaim } from '../../core/db/idempotency';
-import { BudgetExceededError, IdempotencyConflictError, InsufficientCreditsError, QuoteAboveMaxCreditsError, ServiceUnavailableError } from '../../core/errors';
+import { BudgetExceededError, IdempotencyConflictError, InsufficientCreditsError, QuoteAboveSpendCapError, ServiceUnavailableError } from '../../core/errors';
 import { viewOf } from '../../core/generation/view';
 import { requestHash } from '../../core/generation/idempotency';
 import { admit } from '../../core/ledger';
@@ -86,7 +86,7 @@ export function createAdmission(deps: AdmissionDeps) {
 
     /** Admits a request's priced generations, all or none; a refusal is a 402 for the whole request. */
     async admit(priced: readonly PricedGeneration[], principal: Principal, opts: SubmitOptions): Promise<Admitted> {
-      assertWithinMaxCredits(priced, opts);
+      assertWithinSpendCap(priced, opts);
       const budgeted = principal.budgeted === true;
       const admission = await admit(pool, priced.map((p) => ({ ...p, id: p.generationId, budgeted, startsRunning: p.apiRun?.admittedRunning })), keyedOf(principal, opts));
       if (admission.outcome === 'replay') return { replayOf: admission.firstId };
@@ -94,7 +94,7 @@ export function createAdmission(deps: AdmissionDeps) {
       if (admission.outcome === 'over_budget') {
         throw new BudgetExceededError({
           keyId: admission.keyId, requiredCredits: mcToCredits(admission.requiredMc), availableCredits: mcToCredits(admission.availableMc),
-          maxCredits: mcToCredits(admission.maxMc), period: admission.period,
+          budgetCredits: mcToCredits(admission.maxMc), period: admission.period,
         });
       }
       const inputs = admission.generations.map((a, i) => inputOfAdmitted(priced[i]!, a, deps.deadlines));
@@ -106,11 +106,11 @@ export function createAdmission(deps: AdmissionDeps) {
   };
 }
 
-/** The request's own cap (`max_credits`): the whole request's quote above it is refused before any hold. */
-function assertWithinMaxCredits(priced: readonly PricedGeneration[], opts: SubmitOptions): void {
-  if (opts.maxCredits === undefined) return;
+/** The request's own spending cap (`max_credits`): the whole request's quote above it is refused before any hold. */
+function assertWithinSpendCap(priced: readonly PricedGeneration[], opts: SubmitOptions): void {
+  if (opts.spendCap === undefined) return;
   const quoteMc = priced.reduce((sum, p) => sum + p.quoteMc, 0);
-  if (quoteMc > creditsToMc(opts.maxCredits.credits)) throw new QuoteAboveMaxCreditsError(mcToCredits(quoteMc), opts.maxCredits.credits, opts.maxCredits.param);
+  if (quoteMc > creditsToMc(opts.spendCap.credits)) throw new QuoteAboveSpendCapError(mcToCredits(quoteMc), opts.spendCap.credits, opts.spendCap.param);
 }
 
 export type Admission = ReturnType<typeof createAdmission>;

@@ -9,6 +9,7 @@ import { ImageInputError } from '../../core/media/image-errors';
 import { inspectImage } from '../../core/media/image-input';
 import type { ImageInfo } from '../../core/media/image-input';
 import { MAX_UPSCALED_SIDE } from '../../core/media/upscale';
+import type { PublicParams } from '../../core/generation/params';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { PreparedInput } from './service';
 import type { PricedGeneration } from './requests';
@@ -54,8 +55,9 @@ export function createInputPreparer(deps: InputPreparerDeps) {
   };
 
   return async (priced: PricedGeneration, uploaded?: Buffer): Promise<PreparedInput> => {
-    const url = String(priced.params.imageUrl);
-    const data = uploaded ?? (await readOwn(url)) ?? (await download(url));
+    const url = priced.params.imageUrl;
+    const data = uploaded ?? (url === undefined ? undefined : (await readOwn(url)) ?? (await download(url)));
+    if (data === undefined) throw invalid('imageUrl is required.');
     let info: ImageInfo;
     try {
       info = await inspectImage(data);
@@ -65,9 +67,9 @@ export function createInputPreparer(deps: InputPreparerDeps) {
       throw err;
     }
     const inputSize = { inputWidth: info.width, inputHeight: info.height };
-    let params: Record<string, unknown> = inputSize;
-    if (priced.kind === 'upscale') {
-      const scale = Number(priced.params.scale);
+    let params: PublicParams = inputSize;
+    const scale = priced.params.scale;
+    if (priced.kind === 'upscale' && scale !== undefined) {
       const maxSide = MAX_UPSCALED_SIDE / scale;
       if (Math.max(info.width, info.height) > maxSide) {
         throw invalid(`imageUrl: a ${scale}× upscale takes images up to ${maxSide} px on the long side; this one is ${info.width}×${info.height}.`);

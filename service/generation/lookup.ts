@@ -1,5 +1,5 @@
 import type { Queryable } from '../../core/db/pool';
-import { getGeneration, listBatch } from '../../core/db/generations';
+import { getGeneration, listSiblings } from '../../core/db/generations';
 import type { GenerationRow } from '../../core/db/generations';
 import { NotFoundError } from '../../core/errors';
 import { GENERATION_ID_PATTERN } from '../../core/ids';
@@ -13,6 +13,6 @@ export async function readOwn(q: Queryable, accountId: string, id: string): Prom
 
 /** The generations of one admitted request, in request order: one, or a batch (group B's `n`). */
 export async function readRequest(q: Queryable, accountId: string, firstId: string): Promise<GenerationRow[]> {
-  const batch = await listBatch(q, accountId, firstId);
-  return batch.length > 0 ? batch : [await readOwn(q, accountId, firstId)];
+  const siblings = await listSiblings(q, accountId, firstId);
+  return siblings.length > 0 ? siblings : [await readOwn(q, accountId, firstId)];
 }

@@ -122,7 +122,7 @@ export function createReads({ pool, gateway, store, serves }: { pool: pg.Pool; g
       const free = priced.freeChat !== undefined && c.chatUsed < c.chatCap;
       const credited = free ? 0 : mcToCredits(priced.quoteMc);
       const balance = mcToCredits(c.balanceMc - c.heldMc);
-      const { messages: _messages, imageUrl: _imageUrl, ...params } = priced.params;
+      const { imageUrl: _imageUrl, ...params } = priced.params;
       return { kind: priced.kind, model: free ? priced.freeChat!.model : priced.model, credits: credited, free, params, balance, affordable: free || balance >= credited };
     },
   };

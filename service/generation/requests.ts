@@ -1,12 +1,13 @@
 import { AUTO_CHAT_MODEL_ID } from '../../core/catalogue/models';
-import type { UpscaleScale } from '../../core/catalogue/models';
+import type { UpscaleScale } from '../../core/generation/params';
 import { InvalidRequestError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { assertModelAllowed, assertScope } from '../../core/accounts/principal';
 import type { Principal } from '../../core/accounts/principal';
 import { capChatMessages, quoteChat, quoteImage, quoteUpscale, quoteVideo } from '../../core/catalogue/pricing';
 import { assertPromptAllowed } from '../../core/generation/safety';
-import type { ChatMessageOut, ChatTools, ProviderFeature } from '../../core/providers/types';
+import type { ProviderFeature } from '../../core/providers/types';
+import type { ChatMessage, ChatSampling, ChatTools, InternalParams, ResponseRecord } from '../../core/generation/params';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
 import type { Door } from '../../core/vocabulary';
 
@@ -14,34 +15,6 @@ import type { Door } from '../../core/vocabulary';
  * The one request every door parses its own body into (group C's camelCase, group A's
  * snake_case, later group B and MCP). The service prices, admits and runs only this.
  */
-/** A turn: text, an assistant turn that called functions, or a function's result (`tool`). */
-export type ChatMessage = ChatMessageOut;
-export type ChatRole = ChatMessage['role'];
-
-/** Sampling settings passed on to the model as given (OpenAI's names); none changes the price. */
-export interface ChatSampling {
-  temperature?: number;
-  top_p?: number;
-  stop?: string[];
-  seed?: number;
-  presence_penalty?: number;
-  frequency_penalty?: number;
-}
-
-/**
- * What a Responses API request (group B's `POST /v1/responses`) asks to be kept with its chat
- * generation: read back by `GET /v1/responses/{id}` and by a later `previous_response_id`
- * (service/chat/responses.ts). Not priced, not sent to the model.
- */
-export interface ResponseRecord {
-  /** False: not readable through /v1/responses nor continued; the generation is still the account's record. */
-  store: boolean;
-  background: boolean;
-  instructions?: string | undefined;
-  metadata?: Record<string, string> | undefined;
-  previousResponseId?: string | undefined;
-}
-
 export type GenerationRequest =
   | {
     kind: 'image'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined;
@@ -84,7 +57,7 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
       assertPromptAllowed(request.prompt);
       const quote = quoteImage(request);
       assertModelAllowed(principal, 'image', quote.model);
-      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params }, quoteMc: quote.priceMc };
+      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params }, internal: {}, quoteMc: quote.priceMc };
     }
     case 'video': {
       assertPromptAllowed(request.prompt);
@@ -92,31 +65,32 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
       assertModelAllowed(principal, 'video', quote.model);
       const reference = request.imageUrl === undefined ? {} : { imageUrl: request.imageUrl };
       const remix = request.remixedFrom === undefined ? {} : { remixedFrom: request.remixedFrom };
-      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params, ...reference, ...remix }, quoteMc: quote.priceMc };
+      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params, ...reference, ...remix }, internal: {}, quoteMc: quote.priceMc };
     }
     case 'chat': {
       const quote = quoteChat(request, door);
       assertModelAllowed(principal, 'chat', quote.model);
       assertFeaturesServed(request, quote.model, serves);
       const capped = capChatMessages(request.messages, quote.params.maxPromptChars);
-      const perToken = quote.params.ratePer1kMc !== undefined;
+      const rate = quote.params.ratePer1kMc;
       const sampling = Object.entries(request.sampling ?? {}).filter(([, v]) => v !== undefined);
+      const maxTokens = quote.params.maxTokens ?? request.maxTokens;
+      const internal: InternalParams = {
+        // Per-token models: the rate the settle charges (the hold covers maxTokens at it).
+        ...(rate === undefined ? {} : { ratePer1kMc: rate }),
+        ...(sampling.length > 0 ? { sampling: Object.fromEntries(sampling) } : {}),
+        ...(request.response ? { response: request.response } : {}),
+        ...(request.tools ? { tools: request.tools } : {}),
+        // A conversation is kept whole for providers that take one; a lone prompt needs no copy.
+        ...(capped.messages.length > 1 || capped.messages[0]?.role !== 'user' ? { messages: capped.messages } : {}),
+      };
+      const perToken = rate !== undefined;
       return {
         ...base,
         model: quote.model,
         prompt: capped.prompt,
-        params: {
-          requestedModel: quote.requestedModel,
-          promptTruncated: capped.truncated,
-          ...(request.maxTokens === undefined ? {} : { maxTokens: request.maxTokens }),
-          // Per-token models: the cap the hold covers and the rate the settle charges.
-          ...(perToken ? { maxTokens: quote.params.maxTokens, ratePer1kMc: quote.params.ratePer1kMc } : {}),
-          ...(sampling.length > 0 ? { sampling: Object.fromEntries(sampling) } : {}),
-          ...(request.response ? { response: request.response } : {}),
-          ...(request.tools ? { tools: request.tools } : {}),
-          // A conversation is kept whole for providers that take one; a lone prompt needs no copy.
-          ...(capped.messages.length > 1 || capped.messages[0]?.role !== 'user' ? { messages: capped.messages } : {}),
-        },
+        params: { requestedModel: quote.requestedModel, promptTruncated: capped.truncated, ...(maxTokens === undefined ? {} : { maxTokens }) },
+        internal,
         quoteMc: quote.priceMc,
         // While the allowance lasts, the automatically chosen model answers for free. Per-token
         // models (group B's) are never swapped for it: the client asked for that model by name.
@@ -129,7 +103,7 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
       // An upscaler may take guidance text; the simulator reads its test directives there.
       const prompt = request.prompt ?? '';
       if (prompt) assertPromptAllowed(prompt);
-      return { ...base, model: quote.model, prompt, params: { ...quote.params, imageUrl: request.imageUrl }, quoteMc: quote.priceMc };
+      return { ...base, model: quote.model, prompt, params: { ...quote.params, imageUrl: request.imageUrl }, internal: {}, quoteMc: quote.priceMc };
     }
   }
 }

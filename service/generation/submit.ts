@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { classifyDbError } from '../../core/db/errors';
+import { keepInternal } from '../../core/db/generations';
 import { markAfterAdmission, ServiceUnavailableError } from '../../core/errors';
 import { viewOf } from '../../core/generation/view';
 import type { GenerationView } from '../../core/generation/view';
@@ -11,7 +12,6 @@ import type { GenerationWorkflowInput } from '../../core/workflow-contract';
 import type { Admission } from './admission';
 import { WAITED_KINDS } from './admission';
 import { readOwn } from './lookup';
-import { CLIENT_DEADLINE_PARAM } from './workflow-inputs';
 import { priceRequest } from './requests';
 import type { GenerationRequest, PricedGeneration, Serves } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
@@ -60,7 +60,7 @@ export function createSubmit(deps: SubmitDeps) {
 
   /** Fetches and checks an input (upscale image, video reference frame) before anything is held. */
   const prepare = async (priced: PricedGeneration, uploaded: Buffer | undefined): Promise<PreparedInput | undefined> => {
-    const needsInput = priced.kind === 'upscale' || (priced.kind === 'video' && (typeof priced.params.imageUrl === 'string' || uploaded !== undefined));
+    const needsInput = priced.kind === 'upscale' || (priced.kind === 'video' && (priced.params.imageUrl !== undefined || uploaded !== undefined));
     if (!needsInput) return undefined;
     if (!deps.prepareInput) throw new ServiceUnavailableError('Fetching input images is not available on this instance.');
     const prepared = await deps.prepareInput(priced, uploaded);
@@ -68,10 +68,15 @@ export function createSubmit(deps: SubmitDeps) {
     return prepared;
   };
 
-  /** Stores a prepared input under the admitted generation; the hold goes back if that fails. */
+  /**
+   * Stores a prepared input under the admitted generation, and where it is with the generation's
+   * record (a workflow started again from the record finds it); the hold goes back if that fails.
+   */
   const storeInput = async (input: GenerationWorkflowInput, prepared: PreparedInput): Promise<void> => {
     try {
-      input.params = { ...input.params, ...(await prepared.store(input.generationId)) };
+      const kept = await prepared.store(input.generationId);
+      await keepInternal(pool, input.generationId, kept);
+      input.internal = { ...input.internal, ...kept };
     } catch (err) {
       await release(pool, input.generationId, { code: 'input_unavailable', message: 'The input could not be stored; nothing was charged.', retryable: true });
       throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', { cause: err });
@@ -81,7 +86,7 @@ export function createSubmit(deps: SubmitDeps) {
   /** The generation as admission wrote it: queued, nothing charged, no output yet. */
   const queuedView = (input: GenerationWorkflowInput, createdAt: Date): Promise<GenerationView> => viewOf({
     id: input.generationId, accountId: input.accountId, apiKeyId: input.apiKeyId, kind: input.kind, model: input.model,
-    status: 'queued', params: input.params, prompt: input.prompt, quoteMc: input.quoteMc, chargedMc: 0, freeChat: input.admitted.free,
+    status: 'queued', params: input.params, internal: input.internal, prompt: input.prompt, quoteMc: input.quoteMc, chargedMc: 0, freeChat: input.admitted.free,
     outputKey: null, outputText: null, previewKeys: {}, error: null, createdAt, startedAt: null, finishedAt: null,
     progressPercent: null, queuePosition: null, measuredSeconds: null, provider: null,
   }, store);
@@ -113,11 +118,11 @@ export function createSubmit(deps: SubmitDeps) {
     const count = opts.count ?? 1;
     const priced = Array.from({ length: count }, () => priceRequest(request, principal, opts.door, deps.serves));
     if (count > 1) {
-      const batch = priced[0]!.generationId;
-      priced.forEach((p, index) => (p.params = { ...p.params, batch, batchIndex: index }));
+      const firstId = priced[0]!.generationId;
+      priced.forEach((p, index) => (p.internal = { ...p.internal, siblings: { firstId, index } }));
     }
     // Kept with the generation, so that a workflow started again from its record keeps it too.
-    if (opts.deadlineMs !== undefined) for (const p of priced) p.params = { ...p.params, [CLIENT_DEADLINE_PARAM]: opts.deadlineMs };
+    if (opts.deadlineMs !== undefined) for (const p of priced) p.internal = { ...p.internal, clientDeadlineMs: opts.deadlineMs };
     const prepared = await prepare(priced[0]!, opts.inputFile);
     for (const p of priced.slice(1)) p.params = { ...p.params, ...prepared?.params };
 
@@ -129,7 +134,7 @@ export function createSubmit(deps: SubmitDeps) {
       // Nobody waits for the result: answer `queued` as soon as the hold is durable and start the
       // workflow right after. A crash in between leaves a held generation without a workflow,
       // which an Idempotency-Key repeat starts and the reconciler otherwise releases
-      // (docs/decisions.md, "A queued answer does not wait for the workflow start").
+      // (docs/decisions/0011-workflow-start.md).
       admissionTimer();
       startInBackground(only, opts);
       return { generations: [await queuedView(only, admitted.createdAt)], replayed: false };

@@ -135,7 +135,7 @@ export function summarise(input: GenerationWorkflowInput): string {
           : '';
   const free = input.admitted?.free ?? false;
   // Per-token chat holds its output cap; what it charges is known at the end.
-  const perToken = typeof p.ratePer1kMc === 'number';
+  const perToken = input.internal.ratePer1kMc !== undefined;
   const price = free ? 'free reply' : perToken ? `up to ${mcToCredits(input.quoteMc)} credits, per token` : `${mcToCredits(input.quoteMc)} credits`;
   return [input.kind, input.model, detail, price].filter((s) => s !== '').join(' · ');
 }

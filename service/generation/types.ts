@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { InternalParams, PublicParams } from '../../core/generation/params';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { Plan } from '../../core/plans';
 import type { Provider } from '../../core/providers/types';
@@ -30,8 +31,10 @@ export interface GenerationServiceDeps {
 
 /** An input fetched and checked before the hold: stored once the generation exists. */
 export interface PreparedInput {
-  params: Record<string, unknown>;
-  store: (generationId: string) => Promise<Record<string, unknown>>;
+  /** What the input adds to what the client sees: its size (an upscale's output size too). */
+  params: PublicParams;
+  /** Stores the input under the admitted generation: where it is kept. */
+  store: (generationId: string) => Promise<InternalParams>;
 }
 
 export interface SubmitOptions {
@@ -48,7 +51,7 @@ export interface SubmitOptions {
    */
   deadlineMs?: number | undefined;
   /** The request's own spending cap (`max_credits`, as the door names it): a quote above it is refused before any hold. */
-  maxCredits?: { credits: number; param: string } | undefined;
+  spendCap?: { credits: number; param: string } | undefined;
   /** The request's logger: admission lines carry its request id next to the generation id. */
   log?: { info(obj: object, msg: string): void; warn?(obj: object, msg: string): void } | undefined;
 }
@@ -94,7 +97,7 @@ export interface Quote {
   /** A chat reply the free allowance would cover. */
   free: boolean;
   /** What would be run after pricing: clamped seconds, resolution, snapped aspect, size… */
-  params: Record<string, unknown>;
+  params: PublicParams;
   /** Credits that can be spent now, and whether they cover the quote. */
   balance: number;
   affordable: boolean;

@@ -7,20 +7,20 @@ import { receiveUpstreamWebhook } from '../../core/db/upstream-jobs';
 import { InvalidRequestError, ServiceUnavailableError } from '../../core/errors';
 import { metrics } from '../../core/metrics';
 import { PREDICTION_ENDED } from '../../core/providers/replicate-upstream';
-import { createJwksCache, ProviderWebhookSignatureError, verifyFalWebhook, verifyStandardWebhook } from '../../core/providers/callback-signatures';
+import { createJwksCache, CallbackSignatureError, verifyFalWebhook, verifyStandardWebhook } from '../../core/providers/callback-signatures';
 import type { Headers, JwksCache } from '../../core/providers/callback-signatures';
 
-export type ProviderWebhookProtocol = 'fal' | 'replicate';
-export type ProviderWebhookOutcome = 'completed' | 'ended' | 'already' | 'replayed' | 'unknown' | 'ignored';
+export type CallbackProtocol = 'fal' | 'replicate';
+export type UpstreamCallbackOutcome = 'completed' | 'ended' | 'already' | 'replayed' | 'unknown' | 'ignored';
 
-export class ProviderWebhookRejectedError extends InvalidRequestError {
+export class UpstreamCallbackRejectedError extends InvalidRequestError {
   constructor() {
     // One answer for every refusal (unknown upstream, bad or stale signature): nothing to probe with.
     super('The webhook does not verify (unknown upstream, forged, altered or too old); nothing changed.', 'signature');
   }
 }
 
-export interface ProviderWebhookDeps {
+export interface UpstreamCallbackDeps {
   pool: pg.Pool;
   client: Client;
   /** The configured upstreams: which may call back, and with what keys. */
@@ -31,7 +31,7 @@ export interface ProviderWebhookDeps {
   log?: (message: string, err: unknown) => void;
 }
 
-const PROTOCOL_OF: Record<ProviderWebhookProtocol, UpstreamConfig['protocol']> = { fal: 'queue-video', replicate: 'replicate' };
+const PROTOCOL_OF: Record<CallbackProtocol, UpstreamConfig['protocol']> = { fal: 'queue-video', replicate: 'replicate' };
 
 /**
  * Webhooks from upstreams (fal, Replicate) saying a job we left waiting has ended: verified on the
@@ -41,7 +41,7 @@ const PROTOCOL_OF: Record<ProviderWebhookProtocol, UpstreamConfig['protocol']> =
  * the webhook, so a Temporal that cannot be reached rolls the receipt back and the upstream's own
  * retry of the webhook counts.
  */
-export function createProviderWebhookService(deps: ProviderWebhookDeps) {
+export function createUpstreamCallbackService(deps: UpstreamCallbackDeps) {
   const clock = deps.clock ?? Date.now;
   const caches = new Map<string, JwksCache>();
   const jwksOf = (url: string): JwksCache => {
@@ -51,21 +51,21 @@ export function createProviderWebhookService(deps: ProviderWebhookDeps) {
   };
 
   /** The job the webhook is about, once its signature holds; undefined for an event that ends nothing. */
-  async function verified(protocol: ProviderWebhookProtocol, upstream: Pick<UpstreamConfig, 'jwksUrl' | 'webhookSecret'>, headers: Headers, body: Buffer): Promise<{ jobId: string; webhookId: string } | undefined> {
+  async function verified(protocol: CallbackProtocol, upstream: Pick<UpstreamConfig, 'jwksUrl' | 'webhookSecret'>, headers: Headers, body: Buffer): Promise<{ jobId: string; webhookId: string } | undefined> {
     if (protocol === 'fal') {
       const cache = jwksOf(upstream.jwksUrl);
       let requestId: string;
       try {
         requestId = verifyFalWebhook(await cache.keys(), headers, body, clock()).requestId;
       } catch (err) {
-        const fresh = err instanceof ProviderWebhookSignatureError && /does not verify/.test(err.message) ? await cache.refreshed() : undefined;
+        const fresh = err instanceof CallbackSignatureError && /does not verify/.test(err.message) ? await cache.refreshed() : undefined;
         if (!fresh) throw err;
         requestId = verifyFalWebhook(fresh, headers, body, clock()).requestId;
       }
       // fal sends one webhook per request (its retries repeat it): the request id is its id.
       return { jobId: requestId, webhookId: requestId };
     }
-    if (!upstream.webhookSecret) throw new ProviderWebhookSignatureError('no webhook secret is configured for this upstream');
+    if (!upstream.webhookSecret) throw new CallbackSignatureError('no webhook secret is configured for this upstream');
     const { webhookId } = verifyStandardWebhook(upstream.webhookSecret, headers, body, clock());
     const prediction = parse(body) as { id?: unknown; status?: unknown } | undefined;
     if (typeof prediction?.id !== 'string') return undefined;
@@ -74,25 +74,25 @@ export function createProviderWebhookService(deps: ProviderWebhookDeps) {
   }
 
   return {
-    async receive(protocol: ProviderWebhookProtocol, upstreamName: string | undefined, headers: Headers, body: Buffer): Promise<ProviderWebhookOutcome> {
+    async receive(protocol: CallbackProtocol, upstreamName: string | undefined, headers: Headers, body: Buffer): Promise<UpstreamCallbackOutcome> {
       const upstream = deps.upstreams.find((u) => u.name === upstreamName && u.protocol === PROTOCOL_OF[protocol]);
       let job: { jobId: string; webhookId: string } | undefined;
       try {
-        if (!upstream) throw new ProviderWebhookSignatureError(`no ${protocol} upstream is named ${upstreamName ?? '(none)'}`);
+        if (!upstream) throw new CallbackSignatureError(`no ${protocol} upstream is named ${upstreamName ?? '(none)'}`);
         job = await verified(protocol, upstream, headers, body);
       } catch (err) {
-        if (!(err instanceof ProviderWebhookSignatureError)) throw new ServiceUnavailableError('The webhook could not be verified now; retry it.', { cause: err });
-        metrics.providerWebhooks.inc({ protocol, outcome: 'rejected' });
-        deps.log?.('a provider webhook was refused', err);
-        throw new ProviderWebhookRejectedError();
+        if (!(err instanceof CallbackSignatureError)) throw new ServiceUnavailableError('The webhook could not be verified now; retry it.', { cause: err });
+        metrics.upstreamCallbacks.inc({ protocol, outcome: 'rejected' });
+        deps.log?.('an upstream callback was refused', err);
+        throw new UpstreamCallbackRejectedError();
       }
       const outcome = job ? await complete({ upstream: upstream.name, ...job }) : 'ignored';
-      metrics.providerWebhooks.inc({ protocol, outcome });
+      metrics.upstreamCallbacks.inc({ protocol, outcome });
       return outcome;
     },
   };
 
-  async function complete(job: { upstream: string; jobId: string; webhookId: string }): Promise<ProviderWebhookOutcome> {
+  async function complete(job: { upstream: string; jobId: string; webhookId: string }): Promise<UpstreamCallbackOutcome> {
     try {
       return await inTransaction(deps.pool, async (tx) => {
         const receipt = await receiveUpstreamWebhook(tx, job);
@@ -113,7 +113,7 @@ export function createProviderWebhookService(deps: ProviderWebhookDeps) {
   }
 }
 
-export type ProviderWebhookService = ReturnType<typeof createProviderWebhookService>;
+export type UpstreamCallbackService = ReturnType<typeof createUpstreamCallbackService>;
 
 function parse(body: Buffer): unknown {
   try {

@@ -4,6 +4,7 @@ import {
   lockAndCountEndpoints, reopenDelivery, rotateEndpointSecret, updateEndpoint,
 } from '../../core/db/webhooks';
 import type { AttemptRow, DeliveryRow, DeliveryStatus, EndpointPatch, EndpointRow } from '../../core/db/webhooks';
+import { activeTraceparent } from '../../core/tracing';
 import { inTransaction } from '../../core/db/pool';
 import { InvalidRequestError, NotFoundError, ServiceUnavailableError, WebhookDisabledError } from '../../core/errors';
 import { DELIVERY_ID_PATTERN, newId, WEBHOOK_ID_PATTERN } from '../../core/ids';
@@ -212,7 +213,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       assertWebhooksScope(principal);
       const endpoint = await find(principal, id);
       sendable(endpoint);
-      const deliveryId = await inTransaction(pool, (tx) => enqueuePing(tx, endpoint));
+      const deliveryId = await inTransaction(pool, (tx) => enqueuePing(tx, endpoint, activeTraceparent()));
       const delivery = await getDelivery(pool, id, deliveryId);
       const [view] = await deliveryViews([delivery!]);
       return view!;

@@ -85,7 +85,7 @@ describe('admission by the API', () => {
     const { key, accountId, keyId } = await h.account({ credits: 50 });
     // As if the API process died right after its hold transaction, before starting the workflow.
     const id = newId('gen');
-    await admit(h.pool, [{ id, accountId, apiKeyId: keyId, kind: 'video', model: 'kling', params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 }, prompt: 'orphan', quoteMc: 42_500 }]);
+    await admit(h.pool, [{ id, accountId, apiKeyId: keyId, kind: 'video', model: 'kling', params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 }, internal: {}, prompt: 'orphan', quoteMc: 42_500 }]);
     expect(await credits(h, key)).toMatchObject({ balance: 7.5, holdsActive: 42.5 });
 
     // A cancel starts the missing workflow with the cancel already in it: it releases at once.

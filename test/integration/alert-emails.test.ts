@@ -1,5 +1,5 @@
 /**
- * Alerts by email (issue 20): the mail relay sends each alert to every dashboard user of the
+ * Alerts by email: the mail relay sends each alert to every dashboard user of the
  * account who has set a password, through a real SMTP server (Mailpit, built by `npm run
  * mailpit`), read back through Mailpit's API. At least once and without duplicates: two relays
  * at once send each email once, and an SMTP server that refuses is retried until one takes it.
@@ -43,7 +43,7 @@ const setThreshold = async (accountId: string, thresholdCredits: number) => {
 };
 
 const holds = (accountId: string, n: number) => Promise.all(Array.from({ length: n }, () => admit(h.pool, [{
-  id: newId('gen'), accountId, apiKeyId: null, kind: 'image', model: 'image-flux', params: {}, prompt: 'a lighthouse', quoteMc: 3_000,
+  id: newId('gen'), accountId, apiKeyId: null, kind: 'image', model: 'image-flux', params: {}, internal: {}, prompt: 'a lighthouse', quoteMc: 3_000,
 }])));
 
 const to = (address: string) => (m: MailpitMessage) => m.To.some((t) => t.Address === address);
@@ -91,7 +91,7 @@ describe('alert emails', () => {
     const budget = await h.app.inject({ method: 'PUT', url: `/admin/v1/keys/${keyId}/budget`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { maxCredits: 6, period: 'month' } });
     expect(budget.statusCode).toBe(200);
     await Promise.all(Array.from({ length: 3 }, () => admit(h.pool, [{
-      id: newId('gen'), accountId, apiKeyId: keyId, kind: 'image', model: 'image-flux', params: {}, prompt: 'a budgeted lighthouse', quoteMc: 3_000, budgeted: true,
+      id: newId('gen'), accountId, apiKeyId: keyId, kind: 'image', model: 'image-flux', params: {}, internal: {}, prompt: 'a budgeted lighthouse', quoteMc: 3_000, budgeted: true,
     }])));
     const failing = await eventually(async () => {
       const r = (await h.pool.query<{ status: string; attempts: number; last_error: string }>('SELECT m.status, m.attempts, m.last_error FROM alert_emails m JOIN account_alerts a ON a.id = m.alert_id WHERE a.account_id = $1', [accountId])).rows[0];

@@ -1,5 +1,5 @@
 /**
- * Alerts (issue 20): `balance.low` once per crossing of the account's threshold, detected by the
+ * Alerts: `balance.low` once per crossing of the account's threshold, detected by the
  * transaction that holds, under concurrency against real PostgreSQL; `key.budget_reached` once per
  * key, period and budget; both delivered as webhooks to the endpoints that list them, in both
  * payload formats, signed (checked with node:crypto and the `standardwebhooks` package).
@@ -50,7 +50,7 @@ const alertsOf = async (accountId: string, event: string) =>
 /** `n` image holds of 3 credits placed at once, straight through the ledger (no workflow): what each answered. */
 async function concurrentHolds(accountId: string, n: number) {
   const answers = await Promise.all(Array.from({ length: n }, () => admit(h.pool, [{
-    id: newId('gen'), accountId, apiKeyId: null, kind: 'image', model: 'image-flux', params: {}, prompt: 'a lighthouse', quoteMc: 3_000,
+    id: newId('gen'), accountId, apiKeyId: null, kind: 'image', model: 'image-flux', params: {}, internal: {}, prompt: 'a lighthouse', quoteMc: 3_000,
   }])));
   return answers.map((a) => (a.outcome === 'admitted' ? a.generations[0]!.id : a.outcome));
 }

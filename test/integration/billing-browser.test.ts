@@ -28,7 +28,7 @@ let pageErrors: string[];
 beforeAll(async () => {
   await shots.make();
   mock = await startStripeMock();
-  h = await startHarness({ listen: true, worker: false, billing: { secretKey: 'sk_test_123', webhookSecret: WEBHOOK_SECRET, apiUrl: mock.url, minCredits: 500, maxCredits: 50_000 } });
+  h = await startHarness({ listen: true, worker: false, billing: { secretKey: 'sk_test_123', webhookSecret: WEBHOOK_SECRET, apiUrl: mock.url, minPurchaseCredits: 500, maxPurchaseCredits: 50_000 } });
   closed = await startHarness({ listen: true, worker: false });
   browser = await launchBrowser();
   ({ page, pageErrors } = browser);

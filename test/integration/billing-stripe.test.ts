@@ -1,4 +1,4 @@
-// Buying credits with Stripe (issue 20): Checkout Sessions created through the official SDK against
+// Buying credits with Stripe: Checkout Sessions created through the official SDK against
 // a real stripe-mock, and webhook events signed by the SDK's own test-header helper. A paid session
 // credits once however often and however concurrently it is delivered; a forged, altered or
 // replayed event credits nothing; a refund debits what was refunded, never what is held.
@@ -21,7 +21,7 @@ beforeAll(async () => {
   [h, mock] = await Promise.all([startHarness({ syncWaitMs: 20_000 }), startStripeMock()]);
   app = await buildApp({
     pool: h.pool, client: h.client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 20_000, defaultChatCap: 0,
-    billing: { secretKey: 'sk_test_123', webhookSecret: WEBHOOK_SECRET, apiUrl: mock.url, minCredits: 500, maxCredits: 50_000 },
+    billing: { secretKey: 'sk_test_123', webhookSecret: WEBHOOK_SECRET, apiUrl: mock.url, minPurchaseCredits: 500, maxPurchaseCredits: 50_000 },
   });
 });
 afterAll(async () => {

@@ -23,7 +23,7 @@ async function apiRunNeverReported(accountId: string, opts: { settledByApi?: boo
   const generationId = newId('gen');
   const generation = {
     accountId, apiKeyId: null, kind: 'chat', model: 'claude-haiku', prompt: 'hello',
-    params: { maxTokens: 100, ratePer1kMc: 700, apiRunDeadlineMs: 300 }, quoteMc: 70,
+    params: { maxTokens: 100 }, internal: { ratePer1kMc: 700, apiRunDeadlineMs: 300 }, quoteMc: 70,
   } as const;
   const admitted = await admit(h.pool, [{ ...generation, id: generationId }]);
   if (admitted.outcome !== 'admitted') throw new Error('not admitted');
@@ -88,6 +88,25 @@ describe('cancelling a workflow (as an operator does from the Temporal UI)', () 
     expect(done).toMatchObject({ status: 'failed', error: { code: 'cancelled' } });
     for (const r of running) await untilFinished(h, key, r.body.generation.id);
     expect(await credits(h, key)).toMatchObject({ balance: 1000 - 5 * 15, holdsActive: 0 });
+  });
+});
+
+describe('retiring replay-only code', () => {
+  it('the visibility query of docs/operations.md counts the workflows still open that started before a time', async () => {
+    const doc = await readFile(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+    const query = /^temporal workflow count --query '(.+)'$/m.exec(doc)?.[1];
+    expect(query, 'docs/operations.md shows the query').toContain('StartTime <');
+    const before = (at: Date) => query!.replace(/StartTime < "[^"]+"/, `StartTime < "${at.toISOString()}"`) + ` AND TaskQueue = "${h.taskQueue}"`;
+    const { key } = await h.account({ credits: 100 });
+    const { body } = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'open for a while sim:delay=60000' });
+    await untilStarted(h, body.generation.id);
+    const started = new Date(Date.now() + 1_000);
+    await eventually(async () => ((await h.client.workflow.count(before(started))).count === 1 ? true : undefined));
+    // Nothing started before the workflow did is open; once it closes, nothing at all.
+    expect((await h.client.workflow.count(before(new Date(Date.now() - 3_600_000)))).count).toBe(0);
+    await h.client.workflow.getHandle(body.generation.id).cancel();
+    await untilFinished(h, key, body.generation.id);
+    await eventually(async () => ((await h.client.workflow.count(before(started))).count === 0 ? true : undefined));
   });
 });
 

@@ -4,7 +4,7 @@ import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 
 /**
- * Deadlines chosen by the client (issue 21, item 4): `Cancel-After` (seconds or a duration) or the
+ * Deadlines chosen by the client: `Cancel-After` (seconds or a duration) or the
  * body's `deadline_seconds` on every generate endpoint. A job past it fails `timeout` and its hold
  * is released: nothing is charged, whether it was running or still waiting for a video slot.
  */

@@ -42,7 +42,7 @@ describe('Idempotency-Key on POST /api/generate', () => {
     // What the first request left behind: the claim, the hold and a queued generation, no workflow.
     const id = newId('gen');
     await admit(h.pool, [
-      { id, accountId, apiKeyId: keyId, kind: 'video', model: 'kling', params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 }, prompt: body.prompt, quoteMc: 42_500 },
+      { id, accountId, apiKeyId: keyId, kind: 'video', model: 'kling', params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 }, internal: {}, prompt: body.prompt, quoteMc: 42_500 },
     ], { accountId, key: 'order-orphan', requestHash: requestHash('POST /api/generate', body) });
     const again = await generate(h, key, body, { 'idempotency-key': 'order-orphan' });
     expect(again.status).toBe(200);

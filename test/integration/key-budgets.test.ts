@@ -1,4 +1,4 @@
-// Per-key budgets (issue 20), counted when a hold is placed: two real API processes admit 200
+// Per-key budgets, counted when a hold is placed: two real API processes admit 200
 // concurrent requests of one key against a budget that affords 37 of them, and exactly 37 are
 // held. No worker runs, so every admitted generation keeps its hold while the count is read.
 import { randomUUID } from 'node:crypto';

@@ -1,4 +1,4 @@
-// GET /api/v1/ledger (issue 20): every movement of the account after a mixed workload — opening
+// GET /api/v1/ledger: every movement of the account after a mixed workload — opening
 // balance, an operator's top-up, a charge, a failure released, a cancel, a per-token chat whose
 // unused hold comes back — page by page and as CSV; the amounts add up to the balance.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -73,7 +73,7 @@ describe('one generation, live', () => {
     const last = stream.events.at(-1)!;
     expect(last).toMatchObject({ event: 'done', id: '3', data: { id, status: 'succeeded', creditsCharged: 42.5 } });
     // Every status at most once, in order, the in-flight ones as `status`.
-    // Progress and a video's first-frame preview (issue 21) come between them while it runs; the statuses are what this checks.
+    // Progress and a video's first-frame preview come between them while it runs; the statuses are what this checks.
     const changes = stream.events.filter((e) => e.event !== 'progress' && e.event !== 'preview');
     for (const e of stream.events.filter((x) => x.event === 'preview')) expect(e.data.status).toBe('running');
     const statuses = changes.map((e) => e.data.status);

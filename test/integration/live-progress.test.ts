@@ -6,7 +6,7 @@ import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 
 /**
- * Long jobs people can watch (issue 21, item 1): `progress`, `queuePosition`, `etaSeconds` and
+ * Long jobs people can watch: `progress`, `queuePosition`, `etaSeconds` and
  * `expectedAt` on the records, progress written by the provider step to its own table and heard
  * on the live streams, and durations measured per model and size.
  */

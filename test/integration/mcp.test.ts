@@ -481,7 +481,7 @@ describe('the endpoint', () => {
   });
 });
 
-describe('a JSON-RPC batch cannot multiply the rate limit (issue 16)', () => {
+describe('a JSON-RPC batch cannot multiply the rate limit', () => {
   // flux costs 3 credits an image; a free-plan key has 20 requests a minute.
   const imageCall = (id: number) => ({ jsonrpc: '2.0' as const, id, method: 'tools/call', params: { name: 'generate_image', arguments: { model: 'flux', prompt: `batch ${id}` } } });
   const batchOf25 = () => Array.from({ length: 25 }, (_, i) => imageCall(i + 1));

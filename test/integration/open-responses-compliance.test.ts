@@ -20,7 +20,7 @@ const VERSION = '0.5.0';
 const venv = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'gensvc', `llm-comply-${VERSION}`);
 const tool = join(venv, 'bin', 'llm-comply');
 
-/** What the service serves, and the cases of what it refuses on purpose (docs/decisions.md, "Responses API"). */
+/** What the service serves, and the cases of what it refuses on purpose (docs/decisions/0035-responses-api.md). */
 const SERVED = ['basic-response', 'system-prompt', 'multi-turn', 'streaming-response', 'streaming-usage', 'assistant-phase', 'response-output-phase-schema', 'error-handling'];
 const NOT_SERVED = ['tool-calling', 'image-input', 'reasoning-summary', 'compact-response', 'compact-missing-model'];
 

@@ -1,5 +1,5 @@
 /**
- * Progress never goes back (issue 21), as a property over many runs against the real PostgreSQL:
+ * Progress never goes back, as a property over many runs against the real PostgreSQL:
  * whatever a provider reports, in whatever order and however many reports race, the recorded
  * progress of a running generation is the highest report so far (0–99), no 10 % step owes its
  * webhook twice, the step reached is owed, and a generation that has ended records nothing more.
@@ -33,7 +33,7 @@ describe('recorded progress', () => {
     const reports = fc.array(fc.array(fc.integer({ min: -10, max: 130 }), { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 });
     await fc.assert(fc.asyncProperty(reports, fc.boolean(), async (batches, succeeds) => {
       const id = newId('gen');
-      await admit(h.pool, [{ id, accountId, apiKeyId: null, kind: 'video', model: 'kling', params: { seconds: 5 }, prompt: 'a property', quoteMc: 1000, startsRunning: true }]);
+      await admit(h.pool, [{ id, accountId, apiKeyId: null, kind: 'video', model: 'kling', params: { seconds: 5 }, internal: {}, prompt: 'a property', quoteMc: 1000, startsRunning: true }]);
       let highest: number | undefined;
       let last = -1;
       for (const batch of batches) {

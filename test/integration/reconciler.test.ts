@@ -26,7 +26,7 @@ describe('the reconciler', () => {
     const { key, accountId, keyId } = await h.account({ credits: 50 });
     const id = newId('gen');
     // As if the API died right after its hold transaction.
-    await admit(h.pool, [{ id, accountId, apiKeyId: keyId, kind: 'image', model: 'image-flux', params: {}, prompt: 'orphan', quoteMc: 3_000 }]);
+    await admit(h.pool, [{ id, accountId, apiKeyId: keyId, kind: 'image', model: 'image-flux', params: {}, internal: {}, prompt: 'orphan', quoteMc: 3_000 }]);
     expect(await credits(h, key)).toMatchObject({ balance: 47, holdsActive: 3 });
 
     // Too young for a pass with a grace period: it may be an admission still starting.

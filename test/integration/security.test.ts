@@ -1,5 +1,5 @@
 /**
- * Issue 16's findings, each as the attack a key holder would make, now doing no harm: output files
+ * The black-box probes' findings, each as the attack a key holder would make, now doing no harm: output files
  * cannot run as pages of ours, every framework error answers in its door's shape, a webhook aimed
  * at this host's own network cannot read what it answers, secrets stay out of the log, and webhook
  * management needs its own scope.

@@ -1,5 +1,5 @@
 /**
- * Self-service sign-up (issue 20, SIGNUP=open): a request emails a verification link (through a
+ * Self-service sign-up (SIGNUP=open): a request emails a verification link (through a
  * real SMTP server, Mailpit, read back through its API); following it once creates a `free`
  * account with the configured credits and chat allowance, whose user then logs in. The answer
  * never tells whether an address has an account, attempts are limited, and the operator's

@@ -1,5 +1,5 @@
 /**
- * Several upstreams per model (issue 22), against local servers that speak each protocol: an
+ * Several upstreams per model, against local servers that speak each protocol: an
  * upstream failing on its side before it produced anything passes the same generation on to the
  * next (one hold, one charge); a refusal about the request is final; an upstream failing N times
  * in a row is skipped (state in PostgreSQL) and probed again after its cooldown; a stream that

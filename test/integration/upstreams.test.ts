@@ -131,7 +131,7 @@ describe('an OpenAI-compatible upstream', () => {
   }, 60_000);
 });
 
-describe('an upstream’s error text never reaches the account (issue 16)', () => {
+describe('an upstream’s error text never reaches the account', () => {
   // What the upstream's 500 body says (up:leak): its traceback, its internal path, and its name in our config.
   const LEAKS = [/upstream-internal-detail/, /\/srv\/provider/, /app\.py/, /local-openai/];
   const expectClean = (label: string, text: string) => {

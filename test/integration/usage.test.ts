@@ -1,4 +1,4 @@
-// GET /api/v1/usage (issue 20): what an account's generations were charged and how they ended,
+// GET /api/v1/usage: what an account's generations were charged and how they ended,
 // per day, model, key and kind, from whichever door; another account's never counts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness } from '../support/harness';

@@ -56,7 +56,7 @@ describe('videos waiting for their account slots', () => {
     const base = Date.now();
     const videos = Array.from({ length: 4 * ACTIVITY_SLOTS }, (_, i) => ({
       id: newId('gen', base + i), accountId, apiKeyId: null, kind: 'video' as const, model: 'seedance-lite',
-      prompt: `sim:delay=300 convoy ${i}`, params: {}, quoteMc: PRICE * 1000,
+      prompt: `sim:delay=300 convoy ${i}`, params: {}, internal: {}, quoteMc: PRICE * 1000,
     }));
     const admitted = await admit(h.pool, videos);
     expect(admitted.outcome).toBe('admitted');

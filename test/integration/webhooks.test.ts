@@ -1,5 +1,5 @@
 /**
- * Webhooks end to end (issue 6): the registration API against its OpenAPI document, deliveries
+ * Webhooks end to end: the registration API against its OpenAPI document, deliveries
  * for generations of groups A and C to receivers on loopback (development mode), signatures
  * checked independently (node:crypto) and with the `standardwebhooks` package, retries with the
  * same delivery id, the delivery log, replays, 410 Gone.

@@ -102,7 +102,7 @@ export async function allFinished(h: Harness, key: string, ids: string[], timeou
 
 /**
  * Waits until a generation's workflow exists. A `queued` answer comes before its workflow is
- * started (docs/decisions.md); a test that talks to Temporal about it directly waits for this.
+ * started (docs/decisions/0011-workflow-start.md); a test that talks to Temporal about it directly waits for this.
  */
 export async function untilStarted(h: Harness, id: string): Promise<void> {
   await eventually(async () => h.client.workflow.getHandle(id).describe().then(() => true, () => undefined));

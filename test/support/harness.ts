@@ -68,11 +68,11 @@ export interface HarnessOptions {
   /** Self-service sign-up open (SIGNUP=open) with these settings; closed when absent. */
   signup?: { startingCredits: number; chatCap: number };
   /** Buying credits with Stripe (stripe-mock's URL as apiUrl); no billing routes or page when absent. */
-  billing?: { secretKey: string; webhookSecret: string; apiUrl: string; minCredits: number; maxCredits: number };
+  billing?: { secretKey: string; webhookSecret: string; apiUrl: string; minPurchaseCredits: number; maxPurchaseCredits: number };
   /** The API's logger settings (e.g. a stream that captures the lines); silent when absent. */
   logger?: FastifyServerOptions['logger'];
   /** The upstreams whose webhooks the API takes (POST /providers/…/webhook); none when absent. */
-  providerWebhooks?: AppDeps['providerWebhooks'];
+  upstreamCallbacks?: AppDeps['upstreamCallbacks'];
   /** Which in-process workers run: `workflows` leaves provider runs to a worker process the test starts. */
   workerRole?: WorkerRole;
   providerConcurrency?: number;
@@ -183,7 +183,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     ...(options.signup ? { signup: options.signup } : {}),
     ...(options.billing ? { billing: options.billing } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.providerWebhooks ? { providerWebhooks: options.providerWebhooks } : {}),
+    ...(options.upstreamCallbacks ? { upstreamCallbacks: options.upstreamCallbacks } : {}),
   });
   if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });
 

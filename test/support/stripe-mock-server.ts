@@ -13,10 +13,18 @@ export async function startStripeMock(): Promise<StripeMockServer> {
   if (!binary) {
     throw new Error(`stripe-mock ${STRIPE_MOCK_VERSION} is not built; run \`npm run stripe-mock\` (go install into ${cachedStripeMockPath()}, once; .ci/run does this) or set STRIPE_MOCK_BINARY`);
   }
-  const port = await freePort();
-  const s = start('stripe-mock', binary, ['-http-addr', `127.0.0.1:${port}`], process.env);
-  const url = `http://127.0.0.1:${port}`;
-  // Any answer means it listens (without a key it says 401).
-  await waitUntil('stripe-mock', s, async () => (await fetch(`${url}/v1/charges`).catch(() => undefined)) !== undefined);
-  return { port, url, stop: () => stopped(s) };
+  // A free port may be taken by another test's server before this one binds it: try another.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const s = start('stripe-mock', binary, ['-http-addr', `127.0.0.1:${port}`], process.env);
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      // Any answer means it listens (without a key it says 401).
+      await waitUntil('stripe-mock', s, async () => (await fetch(`${url}/v1/charges`).catch(() => undefined)) !== undefined);
+      return { port, url, stop: () => stopped(s) };
+    } catch (err) {
+      await stopped(s);
+      if (attempt >= 3) throw err;
+    }
+  }
 }

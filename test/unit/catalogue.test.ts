@@ -12,7 +12,7 @@ describe('catalogue', () => {
     // Group C's three per-reply models and group B's thirteen per-token ones (auto aside).
     expect(models.filter((m) => m.kind === 'chat' && m.unit === 'reply')).toHaveLength(3);
     expect(models.filter((m) => m.kind === 'chat' && m.unit === '1k_output_tokens')).toHaveLength(13);
-    // Upscale is not priced by the spec: two models of our own (docs/decisions.md).
+    // Upscale is not priced by the spec: two models of our own (docs/decisions/0038-upscale.md).
     expect(models.filter((m) => m.kind === 'upscale').map((m) => m.id)).toEqual(['upscale', 'upscale-pro']);
     expect(models).toHaveLength(54);
   });

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import type { Resolution } from '../../core/catalogue/models';
+import type { Resolution } from '../../core/generation/params';
 import { InvalidRequestError, UnknownCostError } from '../../core/errors';
 import { mcToCredits } from '../../core/money';
 import { capChatPrompt, chargeForTokens, quoteChat, quoteImage, quoteVideo, snapAspect } from '../../core/catalogue/pricing';

@@ -1,4 +1,4 @@
-// Issue 16's pure parts: the switch that closes private networks, what the delivery log keeps, and
+// The security probes' pure parts: the switch that closes private networks, what the delivery log keeps, and
 // the worker's log lines losing their secrets.
 import { describe, expect, it } from 'vitest';
 import { excerptOf } from '../../activities/webhooks/delivery';

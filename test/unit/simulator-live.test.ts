@@ -3,8 +3,8 @@ import { parseNotice } from '../../core/ledger';
 import { createSimulator } from '../../core/providers/simulator';
 import type { ProviderJob } from '../../core/providers/types';
 
-/** The simulator as a provider people know (issue 21, item 6), and the progress notice (item 1). */
-const job = (kind: ProviderJob['kind'], prompt: string): ProviderJob => ({ generationId: 'gen_1', kind, model: 'kling', prompt, params: kind === 'video' ? { width: 64, height: 36, seconds: 1 } : {} });
+/** The simulator as a provider people know, and the progress notice (item 1). */
+const job = (kind: ProviderJob['kind'], prompt: string): ProviderJob => ({ generationId: 'gen_1', kind, model: 'kling', prompt, params: kind === 'video' ? { width: 64, height: 36, seconds: 1 } : {}, internal: {} });
 
 describe('the simulator', () => {
   it('reports its progress in steps that never go back, ending at 100 before the file is made', async () => {

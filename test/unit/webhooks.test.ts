@@ -141,7 +141,7 @@ describe('payloads', () => {
     open: async () => undefined,
   };
   const base: GenerationRow = {
-    id: 'gen_1', accountId: 'acct_1', apiKeyId: null, kind: 'video', model: 'kling', status: 'succeeded', params: {}, prompt: 'p',
+    id: 'gen_1', accountId: 'acct_1', apiKeyId: null, kind: 'video', model: 'kling', status: 'succeeded', params: {}, internal: {}, prompt: 'p',
     quoteMc: 42_500, chargedMc: 42_500, freeChat: false, outputKey: 'gen_1/output.webm', outputText: null, previewKeys: {}, error: null,
     createdAt: new Date('2026-01-01T00:00:00Z'), startedAt: null, finishedAt: null, progressPercent: null, queuePosition: null, measuredSeconds: null, provider: null,
   };

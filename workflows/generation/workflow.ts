@@ -28,7 +28,7 @@ import { runWithoutHoldingSlot } from './upstream-wait';
 // task instead of a round trip through the server each. Each is idempotent, so a re-run after a
 // crash is safe. A permanent database error (invalid input, a constraint) is not retried; a
 // transient one (connection, serialization, deadlock) is, for a bounded time, after which the
-// generation fails cleanly and the reconciler finishes what is left (docs/decisions.md).
+// generation fails cleanly and the reconciler finishes what is left (docs/decisions/0012-retries.md).
 const ledger = proxyLocalActivities<GenerationActivities>({
   startToCloseTimeout: '30 seconds',
   scheduleToCloseTimeout: '10 minutes',
@@ -201,7 +201,7 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         return;
       }
       inBackground(async () => {
-        const job = { generationId: input.generationId, kind: input.kind, model, prompt: input.prompt, params: input.params };
+        const job = { generationId: input.generationId, kind: input.kind, model, prompt: input.prompt, params: input.params, internal: input.internal };
         let output;
         if (input.kind === 'video') {
           deprecatePatch(DEPRECATED_PATCHES.upstreamWait);

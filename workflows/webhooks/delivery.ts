@@ -6,7 +6,7 @@ import type { WebhookDeliveryInput, WebhookDeliveryResult } from '../../core/wor
 
 // One attempt is a 15 s POST and two short transactions, run as a local activity: on the worker
 // that runs the workflow task, recorded with its completion, which halves the Temporal server's
-// work per delivery (docs/decisions.md has the numbers). An internal failure (the database) is
+// work per delivery (docs/decisions/0052-webhook-delivery-workflow.md has the numbers). An internal failure (the database) is
 // retried a few times; HTTP failures are outcomes, retried on the schedule below instead.
 const webhooks = proxyLocalActivities<WebhookActivities>({
   startToCloseTimeout: '1 minute',

@@ -1,5 +1,5 @@
 /**
- * Long upstream jobs hold no worker slot (issue 22): a queued video is submitted, then waits in an
+ * Long upstream jobs hold no worker slot: a queued video is submitted, then waits in an
  * async-completed activity while the upstream works; the upstream's signed webhook (fal: ed25519
  * with keys from a JWKS; Replicate: Standard Webhooks) wakes it, or the slow poll finds the job
  * ended when no webhook comes. Against local servers that speak each protocol and call back as
@@ -47,7 +47,7 @@ beforeAll(async () => {
   });
   h = await startHarness({
     provider: (pool) => createProviderRouter(config.upstreams, createSimulator(), http, { health: createPgUpstreamHealth(pool, config.breaker), log: createPgRouteLog(pool), webhookBaseUrl: api }),
-    providerWebhooks: { upstreams: config.upstreams },
+    upstreamCallbacks: { upstreams: config.upstreams },
     videoConcurrency: 100,
   });
   await h.app.listen({ port, host: '127.0.0.1' });
@@ -156,7 +156,7 @@ describe('a fal video waits for its webhook holding no worker slot', () => {
     const row = await h.pool.query('SELECT ended_at FROM upstream_jobs WHERE job_id = $1 AND upstream = $2', [job.job_id, 'fal']);
     expect(row.rows[0]).toEqual({ ended_at: null });
     expect(await statusOf(key, queued.id)).toBe('running');
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM provider_webhook_receipts')).rows[0].n).toBe(fal.webhooks.length);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM upstream_callback_receipts')).rows[0].n).toBe(fal.webhooks.length);
 
     fal.endJob(job.job_id);
     const genuine = signFalWebhook(fal.privateKey, job.job_id, 'u', now(), body);

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
-  createJwksCache, keysOfJwks, ProviderWebhookSignatureError, signFalWebhook, signStandardWebhook, TOLERANCE_S, verifyFalWebhook, verifyStandardWebhook,
+  createJwksCache, keysOfJwks, CallbackSignatureError, signFalWebhook, signStandardWebhook, TOLERANCE_S, verifyFalWebhook, verifyStandardWebhook,
 } from '../../core/providers/callback-signatures';
 
 const NOW_S = 2_000_000_000;
@@ -31,7 +31,7 @@ describe("fal's ed25519 webhooks", () => {
       ['no signature', { ...good, 'x-fal-webhook-signature': '' }, body, NOW_MS],
       ['not hex', { ...good, 'x-fal-webhook-signature': 'z'.repeat(128) }, body, NOW_MS],
     ];
-    for (const [what, headers, b, now] of cases) expect(() => verifyFalWebhook(keys, headers, b, now), what).toThrow(ProviderWebhookSignatureError);
+    for (const [what, headers, b, now] of cases) expect(() => verifyFalWebhook(keys, headers, b, now), what).toThrow(CallbackSignatureError);
     expect(verifyFalWebhook(keys, good, body, (NOW_S + TOLERANCE_S) * 1000)).toEqual({ requestId: 'req-1' });
   });
 
@@ -71,6 +71,6 @@ describe('Standard Webhooks (Replicate)', () => {
       ['no id', { ...good, 'webhook-id': '' }, body, NOW_MS],
       ['a timestamp that is no number', { ...good, 'webhook-timestamp': 'soon' }, body, NOW_MS],
     ];
-    for (const [what, headers, b, now] of cases) expect(() => verifyStandardWebhook(secret, headers, b, now), what).toThrow(ProviderWebhookSignatureError);
+    for (const [what, headers, b, now] of cases) expect(() => verifyStandardWebhook(secret, headers, b, now), what).toThrow(CallbackSignatureError);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * A provider worker killed while many upstream videos wait loses none of them (issue 22): the
+ * A provider worker killed while many upstream videos wait loses none of them: the
  * waits live in Temporal and PostgreSQL, not in the worker. The provider worker runs as its own
  * process (runtime/worker-process.ts, WORKER_ROLE=provider, as docker-compose runs it); it submits
  * the videos and parks their waits, is killed with SIGKILL, the upstream's webhooks complete the
@@ -36,7 +36,7 @@ beforeAll(async () => {
     upstreams: [{ name: 'fal', protocol: 'queue-video', baseUrl: fal.baseUrl, timeoutMs: 5_000, pollMs: 100, slowPollMs: 600_000, jwksUrl: fal.jwksUrl, models: { kling: 'fal-ai/kling-video' } }],
   };
   // Provider runs are left to the worker processes this file starts and kills.
-  h = await startHarness({ workerRole: 'workflows', providerWebhooks: { upstreams: upstreamsOf(upstreams) }, videoConcurrency: VIDEOS });
+  h = await startHarness({ workerRole: 'workflows', upstreamCallbacks: { upstreams: upstreamsOf(upstreams) }, videoConcurrency: VIDEOS });
   await h.app.listen({ port, host: '127.0.0.1' });
   connection = await Connection.connect({ address: inject('temporalAddress') });
   env = {

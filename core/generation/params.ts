@@ -1,0 +1,151 @@
+import type { ToolCall } from '../vocabulary';
+
+/**
+ * A generation's parameters come in two types, stored in two columns and never mixed:
+ *
+ * - `PublicParams`: what the client asked for, as priced and run. Every door may show it (group A's
+ *   `params`, MCP, the dashboard); a view is built from it and from nothing else.
+ * - `InternalParams`: what the service keeps for itself to run, bill and continue the generation
+ *   (deadlines, rates, conversations, tools, response state, stored input keys). No view reads it.
+ *
+ * test/integration/params-privacy.test.ts walks every view a customer gets and fails on any
+ * internal key, so a key added to `InternalParams` must stay out of them. This file is one of core/'s
+ * leaves (it imports only the vocabulary): the row SQL types its columns with it.
+ */
+
+export const RESOLUTIONS = ['480p', '720p', '1080p'] as const;
+export type Resolution = (typeof RESOLUTIONS)[number];
+
+export const UPSCALE_SCALES = [2, 4] as const;
+export type UpscaleScale = (typeof UPSCALE_SCALES)[number];
+
+/** What the client asked for and may see, per kind (fields of other kinds are absent). */
+export interface PublicParams {
+  /** Image: the quality asked (or the model's default). */
+  quality?: string;
+  /** Image, video: the aspect after snapping to what the model renders. */
+  aspect?: string;
+  /** Image: the size rendered; video: the size of the preview file; upscale: the output size. */
+  width?: number;
+  height?: number;
+  /** Image: group B's `quality: "hd"`, charged twice where the model has no high variant. */
+  hd?: true;
+  /** Video: seconds after clamping to the model's range (what is priced and run). */
+  seconds?: number;
+  resolution?: Resolution;
+  /** Video: the succeeded video this one remixes. */
+  remixedFrom?: string;
+  /** Video (reference frame), upscale: the client's input image, and its size as fetched. */
+  imageUrl?: string;
+  inputWidth?: number;
+  inputHeight?: number;
+  /** Upscale: 2 or 4. */
+  scale?: UpscaleScale;
+  /** Chat: the model id the client sent ('auto' when none). */
+  requestedModel?: string;
+  /** Chat: the conversation was cut to the model's capacity. */
+  promptTruncated?: boolean;
+  /** Chat: the output cap (per-token models: what the hold covers). */
+  maxTokens?: number;
+  /** Chat (per-token models): the output tokens charged, once succeeded. */
+  outputTokens?: number;
+}
+
+/** Sampling settings passed on to the model as given (OpenAI's names); none changes the price. */
+export interface ChatSampling {
+  temperature?: number;
+  top_p?: number;
+  stop?: string[];
+  seed?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+}
+
+/** A turn of a conversation: text, an assistant turn that called functions, or a function's result (`tool`). */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  toolCalls?: ToolCall[] | undefined;
+  /** A tool turn: the call it answers. */
+  toolCallId?: string | undefined;
+}
+export type ChatRole = ChatMessage['role'];
+
+/** A function the client offers a chat model (OpenAI's function tool). */
+export interface FunctionTool {
+  name: string;
+  description?: string | undefined;
+  /** JSON Schema of the arguments. */
+  parameters?: Record<string, unknown> | undefined;
+  strict?: boolean | undefined;
+}
+
+/** Whether and which function the model must call. */
+export type ToolChoice = 'none' | 'auto' | 'required' | { name: string };
+
+/** The functions of a chat. */
+export interface ChatTools {
+  functions: FunctionTool[];
+  choice?: ToolChoice | undefined;
+  parallel?: boolean | undefined;
+}
+
+/**
+ * What a Responses API request (group B's `POST /v1/responses`) asks to be kept with its chat
+ * generation: read back by `GET /v1/responses/{id}` and by a later `previous_response_id`
+ * (service/chat/responses.ts). Not priced, not sent to the model.
+ */
+export interface ResponseRecord {
+  /** False: not readable through /v1/responses nor continued; the generation is still the account's record. */
+  store: boolean;
+  background: boolean;
+  instructions?: string | undefined;
+  metadata?: Record<string, string> | undefined;
+  previousResponseId?: string | undefined;
+}
+
+/** What the service keeps for itself; never shown. */
+export interface InternalParams {
+  /** The client's own deadline in ms (`Cancel-After`, `deadline_seconds`): the workflow's is the sooner of it and the kind's. */
+  clientDeadlineMs?: number;
+  /** A chat the API runs itself (group B): how long its workflow waits for the API's report. */
+  apiRunDeadlineMs?: number;
+  /** Per-token chat: the rate the settle charges, in millicredits per 1,000 output tokens. */
+  ratePer1kMc?: number;
+  /** Chat: sampling settings passed on to the model. */
+  sampling?: ChatSampling;
+  /** Chat: the functions the model may call. */
+  tools?: ChatTools;
+  /** Chat: the conversation as run, when it is more than one user turn. */
+  messages?: ChatMessage[];
+  /** Chat made through the Responses API: what it keeps beside the reply. */
+  response?: ResponseRecord;
+  /** Chat: the function calls the reply made (a response continued later reads them). */
+  outputToolCalls?: ToolCall[];
+  /** Video (reference frame), upscale: where the checked input image is stored. */
+  inputKey?: string;
+  /** One of several generations admitted by one request (group B's `n` images): the first one's id and this one's place. */
+  siblings?: { firstId: string; index: number };
+}
+
+/** Every key of each type, so that a test can check them (a key missing here does not compile). */
+export const PUBLIC_PARAM_KEYS = Object.keys({
+  quality: true, aspect: true, width: true, height: true, hd: true, seconds: true, resolution: true, remixedFrom: true,
+  imageUrl: true, inputWidth: true, inputHeight: true, scale: true, requestedModel: true, promptTruncated: true,
+  maxTokens: true, outputTokens: true,
+} satisfies Record<keyof PublicParams, true>) as (keyof PublicParams)[];
+
+export const INTERNAL_PARAM_KEYS = Object.keys({
+  clientDeadlineMs: true, apiRunDeadlineMs: true, ratePer1kMc: true, sampling: true, tools: true, messages: true,
+  response: true, outputToolCalls: true, inputKey: true, siblings: true,
+} satisfies Record<keyof InternalParams, true>) as (keyof InternalParams)[];
+
+/**
+ * The public parameters of a stored row, key by key: only what `PublicParams` names is ever shown,
+ * whatever else a row may hold (one written by an older process during a rolling deploy).
+ */
+export function publicParamsOf(stored: PublicParams): PublicParams {
+  const shown: Record<string, unknown> = {};
+  for (const key of PUBLIC_PARAM_KEYS) if (stored[key] !== undefined) shown[key] = stored[key];
+  return shown;
+}
