@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provid
 import { z } from 'zod';
 import { DomainError, InvalidRequestError, markAfterAdmission, ProviderFailedError } from '../../core/errors';
 import { safeText } from '../../core/text';
-import type { ChatRunEvent } from '../../service/chat/runs';
+import type { ChatRunEvent } from '../../service/chat/reply-stream';
 import { wholeReply } from '../../service/chat/whole-reply';
 import type { ChatTools } from '../../core/generation/params';
 import type { ToolCall } from '../../core/vocabulary';

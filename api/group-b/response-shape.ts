@@ -3,7 +3,7 @@ import { toolCallAssembler } from '../../core/providers/tool-calls';
 import type { ChatTools, ResponseRecord } from '../../core/generation/params';
 import type { ToolCall } from '../../core/vocabulary';
 import type { StoredResponse } from '../../service/chat/responses';
-import type { ChatRunEvent } from '../../service/chat/runs';
+import type { ChatRunEvent } from '../../service/chat/reply-stream';
 import { unixSeconds } from './common';
 
 /**

@@ -1,6 +1,7 @@
 import { toolCallAssembler } from '../../core/providers/tool-calls';
 import type { ToolCall } from '../../core/vocabulary';
-import type { ChatRun, ChatRunEvent } from './runs';
+import type { ChatRun } from './runs';
+import type { ChatRunEvent } from './reply-stream';
 
 /** A chat run's reply gathered whole: its text, the functions it called, and how it ended. */
 export interface WholeReply {

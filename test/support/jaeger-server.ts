@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cachedJaegerPath, findJaeger, jaegerConfig, JAEGER_VERSION } from '../../scripts/jaeger';
 import { freePort } from '../../runtime/process';
-import { start, stopped, waitUntil } from './servers';
+import { onFreePorts, start, stopped, waitUntil } from './servers';
 import type { TestServer } from './servers';
 
 export interface JaegerServer extends TestServer {
@@ -21,6 +21,10 @@ export async function startJaeger(): Promise<JaegerServer> {
   if (!binary) {
     throw new Error(`Jaeger ${JAEGER_VERSION} is not built; run \`npm run jaeger\` (go install into ${cachedJaegerPath()}, once; .ci/run does this) or set JAEGER_BINARY`);
   }
+  return onFreePorts(() => startJaegerOnce(binary));
+}
+
+async function startJaegerOnce(binary: string): Promise<JaegerServer> {
   const ports = { host: '127.0.0.1', otlp: await freePort(), query: await freePort(), queryGrpc: await freePort() };
   const dir = await mkdtemp(join(tmpdir(), 'gensvc-jaeger-'));
   const file = join(dir, 'config.yaml');
@@ -39,6 +43,7 @@ export async function startJaeger(): Promise<JaegerServer> {
       return query?.status === 200 && otlp?.status === 200;
     }, 60_000);
   } catch (err) {
+    await stopped(s);
     await rm(dir, { recursive: true, force: true });
     throw err;
   }

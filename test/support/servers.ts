@@ -58,3 +58,17 @@ export async function waitUntil(label: string, s: Started, ready: () => Promise<
     await sleep(100);
   }
 }
+
+/**
+ * Starts a server on ports picked free just before: another test's server may take one of them
+ * in between, so a start that fails is tried again on new ports (three times in all).
+ */
+export async function onFreePorts<T>(startOnce: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce();
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
+}

@@ -1,7 +1,7 @@
 // A real stripe-mock for the billing tests, built by `npm run stripe-mock` (.ci/run runs it).
 import { cachedStripeMockPath, findStripeMock, STRIPE_MOCK_VERSION } from '../../scripts/stripe-mock';
 import { freePort } from '../../runtime/process';
-import { start, stopped, waitUntil } from './servers';
+import { onFreePorts, start, stopped, waitUntil } from './servers';
 import type { TestServer } from './servers';
 
 export interface StripeMockServer extends TestServer {
@@ -13,18 +13,15 @@ export async function startStripeMock(): Promise<StripeMockServer> {
   if (!binary) {
     throw new Error(`stripe-mock ${STRIPE_MOCK_VERSION} is not built; run \`npm run stripe-mock\` (go install into ${cachedStripeMockPath()}, once; .ci/run does this) or set STRIPE_MOCK_BINARY`);
   }
-  // A free port may be taken by another test's server before this one binds it: try another.
-  for (let attempt = 1; ; attempt++) {
+  return onFreePorts(async () => {
     const port = await freePort();
     const s = start('stripe-mock', binary, ['-http-addr', `127.0.0.1:${port}`], process.env);
     const url = `http://127.0.0.1:${port}`;
-    try {
-      // Any answer means it listens (without a key it says 401).
-      await waitUntil('stripe-mock', s, async () => (await fetch(`${url}/v1/charges`).catch(() => undefined)) !== undefined);
-      return { port, url, stop: () => stopped(s) };
-    } catch (err) {
+    // Any answer means it listens (without a key it says 401).
+    await waitUntil('stripe-mock', s, async () => (await fetch(`${url}/v1/charges`).catch(() => undefined)) !== undefined).catch(async (err: unknown) => {
       await stopped(s);
-      if (attempt >= 3) throw err;
-    }
-  }
+      throw err;
+    });
+    return { port, url, stop: () => stopped(s) };
+  });
 }
