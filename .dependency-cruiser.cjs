@@ -11,7 +11,11 @@
 const OURS = '^(?!node_modules/)[^/]+/';
 
 /** A target among our own files, minus the allowed ones. */
-const oursExcept = (/** @type {string[]} */ ...allowed) => ({ path: OURS, pathNot: allowed, dependencyTypesNot: ['core'] });
+const oursExcept = (/** @type {string[]} */ ...allowed) => ({
+  path: OURS,
+  pathNot: allowed,
+  dependencyTypesNot: ['core'],
+});
 
 /**
  * core/'s leaves: words and tiny helpers every floor shares. Each imports nothing of ours but other
@@ -60,7 +64,8 @@ module.exports = {
     {
       name: 'service-floor',
       severity: 'error',
-      comment: 'service/ stands on core/ only: it may import service/ and core/, never a door, an activity, a workflow or the runtime.',
+      comment:
+        'service/ stands on core/ only: it may import service/ and core/, never a door, an activity, a workflow or the runtime.',
       from: { path: '^service/' },
       to: oursExcept('^(service|core)/'),
     },
@@ -90,7 +95,8 @@ module.exports = {
     {
       name: 'activities-floor',
       severity: 'error',
-      comment: 'activities/ stand on core/ only: they may import activities/ and core/, never service/, workflows/ or a door.',
+      comment:
+        'activities/ stand on core/ only: they may import activities/ and core/, never service/, workflows/ or a door.',
       from: { path: '^activities/' },
       to: oursExcept('^(activities|core)/'),
     },

@@ -5,9 +5,29 @@ import tseslint from 'typescript-eslint';
 // Workflows are replayed, so they must be deterministic; machines are pure. Neither may reach
 // Node built-ins, the database, the network or the clock directly.
 const ioModules = [
-  'node:*', 'fs', 'fs/*', 'path', 'os', 'http', 'https', 'net', 'crypto', 'child_process',
-  'pg', 'fastify', 'sharp', '@temporalio/client', '@temporalio/worker', '@temporalio/activity',
-  '**/activities', '**/activities/**', '**/api/**', '**/runtime/**', '**/core/db/**', '**/core/storage/**', '**/core/providers/**',
+  'node:*',
+  'fs',
+  'fs/*',
+  'path',
+  'os',
+  'http',
+  'https',
+  'net',
+  'crypto',
+  'child_process',
+  'pg',
+  'fastify',
+  'sharp',
+  '@temporalio/client',
+  '@temporalio/worker',
+  '@temporalio/activity',
+  '**/activities',
+  '**/activities/**',
+  '**/api/**',
+  '**/runtime/**',
+  '**/core/db/**',
+  '**/core/storage/**',
+  '**/core/providers/**',
 ];
 
 export default tseslint.config(
@@ -29,7 +49,10 @@ export default tseslint.config(
   },
   { files: ['**/*.js', '**/*.mjs', '**/*.cjs'], ...tseslint.configs.disableTypeChecked },
   // Tool configs that must be CommonJS (dependency-cruiser's).
-  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
+  {
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
   // Examples are plain Node scripts for people to copy.
   {
     files: ['examples/**/*.mjs'],
@@ -40,25 +63,52 @@ export default tseslint.config(
     files: ['api/dashboard/public/**/*.js'],
     languageOptions: {
       sourceType: 'module',
-      globals: Object.fromEntries([
-        'window', 'document', 'location', 'history', 'navigator', 'fetch', 'EventSource', 'FormData', 'URLSearchParams',
-        'Intl', 'confirm', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'console',
-      ].map((name) => [name, 'readonly'])),
+      globals: Object.fromEntries(
+        [
+          'window',
+          'document',
+          'location',
+          'history',
+          'navigator',
+          'fetch',
+          'EventSource',
+          'FormData',
+          'URLSearchParams',
+          'Intl',
+          'confirm',
+          'setTimeout',
+          'clearTimeout',
+          'setInterval',
+          'clearInterval',
+          'console',
+        ].map((name) => [name, 'readonly']),
+      ),
     },
   },
   {
     files: ['workflows/**/*.ts', 'machines/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [{ group: ioModules, message: 'workflows/ and machines/ stay free of I/O; use an activity.', allowTypeImports: true }],
-      }],
-      'no-restricted-globals': ['error',
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ioModules,
+              message: 'workflows/ and machines/ stay free of I/O; use an activity.',
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+      'no-restricted-globals': [
+        'error',
         { name: 'setTimeout', message: 'Use sleep() from @temporalio/workflow.' },
         { name: 'setInterval', message: 'Use sleep() from @temporalio/workflow.' },
         { name: 'process', message: 'No environment in workflows or machines.' },
         { name: 'fetch', message: 'No network in workflows or machines.' },
       ],
-      'no-restricted-properties': ['error',
+      'no-restricted-properties': [
+        'error',
         { object: 'Date', property: 'now', message: 'Time comes from the workflow (deterministic) or the event.' },
         { object: 'Math', property: 'random', message: 'Randomness is not deterministic.' },
       ],

@@ -29,5 +29,5 @@ export function createWorkflowQueueActivities(deps: ActivityDeps) {
 }
 
 /** Every activity the generation workflow calls, on either queue: what its proxies are typed with. */
-export type GenerationActivities = ReturnType<typeof createWorkflowQueueActivities> & ReturnType<typeof createProviderActivities>;
-
+export type GenerationActivities = ReturnType<typeof createWorkflowQueueActivities> &
+  ReturnType<typeof createProviderActivities>;

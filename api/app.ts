@@ -114,7 +114,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       // Ours look like OpenAI's (`req_…`), which its SDKs report in their errors.
-      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : `req_${randomBytes(12).toString('hex')}`;
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given)
+        ? given
+        : `req_${randomBytes(12).toString('hex')}`;
     },
     ...(deps.tracing ? { childLoggerFactory: deps.tracing.childLoggerFactory } : {}),
   });
@@ -137,7 +139,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     try {
       done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
     } catch (err) {
-      done(Object.assign(new Error(`The request body is not valid JSON: ${(err as Error).message}`), { statusCode: 400 }), undefined);
+      done(
+        Object.assign(new Error(`The request body is not valid JSON: ${(err as Error).message}`), { statusCode: 400 }),
+        undefined,
+      );
     }
   });
 
@@ -173,7 +178,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(healthRoutes, { pool: deps.pool, client: deps.client });
   await app.register(fileRoutes, { store: deps.store });
-  await app.register(adminRoutes, { pool: deps.pool, adminToken: deps.adminToken, defaultChatCap: deps.defaultChatCap, publicBaseUrl: publicOrigin });
+  await app.register(adminRoutes, {
+    pool: deps.pool,
+    adminToken: deps.adminToken,
+    defaultChatCap: deps.defaultChatCap,
+    publicBaseUrl: publicOrigin,
+  });
   await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service, sessions });
   await app.register(v1Routes, { pool: deps.pool, limiter, service });
@@ -183,7 +193,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   if (deps.upstreamCallbacks) {
     const webhooks = createUpstreamCallbackService({
-      pool: deps.pool, client: deps.client, log: (message, err) => app.log.warn({ err }, message), ...deps.upstreamCallbacks,
+      pool: deps.pool,
+      client: deps.client,
+      log: (message, err) => app.log.warn({ err }, message),
+      ...deps.upstreamCallbacks,
     });
     await app.register(upstreamCallbackRoutes, { webhooks });
   }
@@ -192,7 +205,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const webhooks = createWebhookService({
     pool: deps.pool,
     secretBox: hooks && createSecretBox(hooks.secretKey),
-    dispatcher: createWebhookDispatcher({ client: deps.client, taskQueue: hooks?.taskQueue ?? `${deps.taskQueue}-webhooks`, retryScheduleMs: hooks?.retryScheduleMs }),
+    dispatcher: createWebhookDispatcher({
+      client: deps.client,
+      taskQueue: hooks?.taskQueue ?? `${deps.taskQueue}-webhooks`,
+      retryScheduleMs: hooks?.retryScheduleMs,
+    }),
     urlRules: {
       developmentMode: hooks?.developmentMode ?? false,
       policy: hooks?.policy ?? { allowPrivateNetworks: hooks?.developmentMode ?? false },
@@ -201,12 +218,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(hooks?.clock ? { clock: hooks.clock } : {}),
   });
   await app.register(webhookRoutes, { door: keyedWebhookDoor({ pool: deps.pool, limiter }), webhooks });
-  await app.register(dashboardPages, { sessions, signupOpen: deps.signup !== undefined, billingOpen: billing !== undefined });
+  await app.register(dashboardPages, {
+    sessions,
+    signupOpen: deps.signup !== undefined,
+    billingOpen: billing !== undefined,
+  });
   await app.register(dashboardApiRoutes, {
-    pool: deps.pool, limiter, sessions, service, webhooks, store: deps.store,
+    pool: deps.pool,
+    limiter,
+    sessions,
+    service,
+    webhooks,
+    store: deps.store,
     limits: { ...DEFAULT_DASHBOARD_LIMITS, ...deps.dashboardLimits },
     signup: deps.signup ? createSignupService({ pool: deps.pool, options: deps.signup }) : undefined,
-    billing, publicBaseUrl: publicOrigin,
+    billing,
+    publicBaseUrl: publicOrigin,
   });
   // Open live views would hold the server's close until the browsers leave.
   app.addHook('preClose', async () => endEventStreams());

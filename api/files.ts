@@ -14,30 +14,38 @@ export const fileRoutes: FastifyPluginAsyncZod<{ store: OutputStore }> = async (
   app.addHook('onRequest', async (_request, reply) => {
     reply.header('X-Content-Type-Options', 'nosniff').header('Content-Security-Policy', 'sandbox');
   });
-  app.get('/files/*', {
-    schema: {
-      operationId: 'getFile',
-      tags: ['Files'],
-      summary: 'A generated file (the outputUrl of a generation); valid 24 h from when the URL was made',
-      description: 'The signature in the URL is the authorisation: no key is needed.',
-      security: [],
-      params: z.object({ '*': z.string().describe('The file key, e.g. gen_…/output.png') }),
-      querystring: z.object({ expires: z.string().optional(), signature: z.string().optional() }),
-      response: {
-        200: { description: 'The file, with its content type', content: { '*/*': { schema: z.string().describe('binary') } } },
-        404: apiError.describe('The file does not exist or its link is invalid or expired'),
+  app.get(
+    '/files/*',
+    {
+      schema: {
+        operationId: 'getFile',
+        tags: ['Files'],
+        summary: 'A generated file (the outputUrl of a generation); valid 24 h from when the URL was made',
+        description: 'The signature in the URL is the authorisation: no key is needed.',
+        security: [],
+        params: z.object({ '*': z.string().describe('The file key, e.g. gen_…/output.png') }),
+        querystring: z.object({ expires: z.string().optional(), signature: z.string().optional() }),
+        response: {
+          200: {
+            description: 'The file, with its content type',
+            content: { '*/*': { schema: z.string().describe('binary') } },
+          },
+          404: apiError.describe('The file does not exist or its link is invalid or expired'),
+        },
       },
     },
-  }, async (request, reply) => {
-    const { expires = '', signature = '' } = request.query;
-    const file = await deps.store.open(request.params['*'], expires, signature);
-    if (!file) return reply.code(404).send(errorBody('not_found', 404, 'The file does not exist or its link has expired.'));
-    // A stream is not what the documented schema types; the raw reply sends it.
-    const raw: FastifyReply = reply;
-    return raw
-      .header('Content-Type', file.contentType)
-      .header('Content-Length', String(file.size))
-      .header('Cache-Control', 'private, max-age=3600')
-      .send(createReadStream(file.path));
-  });
+    async (request, reply) => {
+      const { expires = '', signature = '' } = request.query;
+      const file = await deps.store.open(request.params['*'], expires, signature);
+      if (!file)
+        return reply.code(404).send(errorBody('not_found', 404, 'The file does not exist or its link has expired.'));
+      // A stream is not what the documented schema types; the raw reply sends it.
+      const raw: FastifyReply = reply;
+      return raw
+        .header('Content-Type', file.contentType)
+        .header('Content-Length', String(file.size))
+        .header('Cache-Control', 'private, max-age=3600')
+        .send(createReadStream(file.path));
+    },
+  );
 };

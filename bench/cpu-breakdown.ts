@@ -79,7 +79,8 @@ export function areaOfScript(url: string, functionName: string, root: string): s
   }
   if (url.startsWith('node:')) return 'Node core (JS)';
   // The Temporal SDK runs workflows from its webpack bundle under this script name.
-  if (/workflow-bundle-[0-9a-f]+\.js$/.test(url)) return 'workflow bundle (our workflow and machine, XState, the SDK in its sandbox)';
+  if (/workflow-bundle-[0-9a-f]+\.js$/.test(url))
+    return 'workflow bundle (our workflow and machine, XState, the SDK in its sandbox)';
   const path = url.replace(/^file:\/\//, '');
   const nm = path.lastIndexOf(`${sep}node_modules${sep}`);
   if (nm >= 0) {
@@ -96,7 +97,10 @@ export function areaOfScript(url: string, functionName: string, root: string): s
 
 const FAMILIES: [RegExp, string][] = [
   [/^@temporalio\//, 'Temporal SDK (JS side of the core bridge)'],
-  [/^(fastify|@fastify\/|find-my-way|avvio|light-my-request|fast-json-stringify|fast-querystring|fastify-plugin|fast-uri|ajv|secure-json-parse|toad-cache)/, 'Fastify and its JSON'],
+  [
+    /^(fastify|@fastify\/|find-my-way|avvio|light-my-request|fast-json-stringify|fast-querystring|fastify-plugin|fast-uri|ajv|secure-json-parse|toad-cache)/,
+    'Fastify and its JSON',
+  ],
   [/^(pg|pg-protocol|pg-pool|pg-types|postgres-)/, 'PostgreSQL driver (pg)'],
   [/^(zod|fastify-type-provider-zod)$/, 'zod'],
   [/^(pino|pino-|sonic-boom|thread-stream|fast-redact)/, 'logging (pino)'],
@@ -111,13 +115,19 @@ const packageFamily = (pkg: string): string => FAMILIES.find(([re]) => re.test(p
  * Self time by area in the V8 profiles of `dir` (written at exit by `--cpu-prof`), counting only
  * samples stamped inside [fromUs, toUs].
  */
-export async function v8Breakdown(dir: string, window: { fromUs: number; toUs: number }, root: string): Promise<{ byArea: Record<string, number>; threads: number }> {
+export async function v8Breakdown(
+  dir: string,
+  window: { fromUs: number; toUs: number },
+  root: string,
+): Promise<{ byArea: Record<string, number>; threads: number }> {
   const byArea: Record<string, number> = {};
   const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.cpuprofile'));
   let threads = 0;
   for (const file of files) {
     const profile = JSON.parse(await readFile(join(dir, file), 'utf8')) as CpuProfile;
-    const area = new Map(profile.nodes.map((n) => [n.id, areaOfScript(n.callFrame.url, n.callFrame.functionName, root)]));
+    const area = new Map(
+      profile.nodes.map((n) => [n.id, areaOfScript(n.callFrame.url, n.callFrame.functionName, root)]),
+    );
     let t = profile.startTime;
     let counted = false;
     for (let i = 0; i < profile.samples.length; i++) {
@@ -140,7 +150,13 @@ export async function ensurePySpy(python: string, progress: (line: string) => vo
   const bin = join(dir, 'bin', 'py-spy');
   if (existsSync(bin)) return bin;
   progress(`installing py-spy ${PY_SPY_VERSION} into ${dir}`);
-  for (const [command, args] of [[python, ['-m', 'venv', dir]], [join(dir, 'bin', 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '-q', `py-spy==${PY_SPY_VERSION}`]]] as const) {
+  for (const [command, args] of [
+    [python, ['-m', 'venv', dir]],
+    [
+      join(dir, 'bin', 'python'),
+      ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '-q', `py-spy==${PY_SPY_VERSION}`],
+    ],
+  ] as const) {
     const { code, output } = await runCommand(command, [...args], process.env, () => undefined);
     if (code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${code}): ${output.slice(-2000)}`);
   }
@@ -150,11 +166,31 @@ export async function ensurePySpy(python: string, progress: (line: string) => vo
 /** Samples `pid` for `seconds` (non-blocking, so LiteLLM is not paused); resolves with the raw (collapsed) stacks file. */
 export function recordPySpy(pySpy: string, pid: number, seconds: number, file: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(pySpy, ['record', '--pid', String(pid), '--duration', String(seconds), '--rate', '200', '--nonblocking', '--full-filenames', '--format', 'raw', '--output', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      pySpy,
+      [
+        'record',
+        '--pid',
+        String(pid),
+        '--duration',
+        String(seconds),
+        '--rate',
+        '200',
+        '--nonblocking',
+        '--full-filenames',
+        '--format',
+        'raw',
+        '--output',
+        file,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`py-spy exited ${code}: ${err.slice(-1000)}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`py-spy exited ${code}: ${err.slice(-1000)}`)),
+    );
   });
 }
 
@@ -178,14 +214,18 @@ export async function pySpyBreakdown(file: string): Promise<Record<string, numbe
 function areaOfPython(path: string): string {
   const site = path.indexOf('site-packages/');
   if (site >= 0) {
-    const pkg = path.slice(site + 14).split('/')[0]!.replace(/\.py$/, '');
+    const pkg = path
+      .slice(site + 14)
+      .split('/')[0]!
+      .replace(/\.py$/, '');
     if (pkg === 'litellm') {
       const sub = path.slice(site + 14).split('/')[1] ?? '';
       return sub === 'proxy' ? 'LiteLLM: proxy' : 'LiteLLM: core';
     }
     if (['fastapi', 'starlette'].includes(pkg)) return 'FastAPI / Starlette';
     if (['uvicorn', 'httptools', 'uvloop', 'h11'].includes(pkg)) return 'uvicorn (HTTP server)';
-    if (['httpx', 'httpcore', 'aiohttp', 'anyio', 'openai'].includes(pkg)) return 'HTTP client (openai, httpx, aiohttp)';
+    if (['httpx', 'httpcore', 'aiohttp', 'anyio', 'openai'].includes(pkg))
+      return 'HTTP client (openai, httpx, aiohttp)';
     if (['pydantic', 'pydantic_core'].includes(pkg)) return 'pydantic';
     return `package: ${pkg}`;
   }

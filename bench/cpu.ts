@@ -15,7 +15,12 @@ export interface CpuSnapshot {
   machineTotal: number;
 }
 
-export async function cpuSnapshot(pids: { temporal: number; postgres: number; worker?: number; reference?: number }): Promise<CpuSnapshot> {
+export async function cpuSnapshot(pids: {
+  temporal: number;
+  postgres: number;
+  worker?: number;
+  reference?: number;
+}): Promise<CpuSnapshot> {
   const self = process.cpuUsage();
   let postgres = await processCpuMs(pids.postgres);
   for (const child of await childrenOf(pids.postgres)) postgres += await processCpuMs(child);

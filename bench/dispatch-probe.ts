@@ -93,8 +93,16 @@ function dispatchGaps(events: proto.temporal.api.history.v1.IHistoryEvent[]): nu
   const gaps: number[] = [];
   let scheduled = Number.NaN;
   for (const e of events) {
-    if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED || e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) scheduled = tsMs(e.eventTime);
-    if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED || e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) gaps.push(tsMs(e.eventTime) - scheduled);
+    if (
+      e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED ||
+      e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    )
+      scheduled = tsMs(e.eventTime);
+    if (
+      e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED ||
+      e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    )
+      gaps.push(tsMs(e.eventTime) - scheduled);
   }
   return gaps;
 }
@@ -106,7 +114,12 @@ process.on('exit', () => {
 });
 for (const name of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(name, () => process.exit(130));
 
-async function runOnce(variant: Variant, args: Args, cliPath: string, workflowBundle: WorkflowBundleWithSourceMap): Promise<RunResult> {
+async function runOnce(
+  variant: Variant,
+  args: Args,
+  cliPath: string,
+  workflowBundle: WorkflowBundleWithSourceMap,
+): Promise<RunResult> {
   const dir = await mkdtemp(join(tmpdir(), 'dispatch-probe-'));
   try {
     const server = await startTemporalDevServer({
@@ -120,7 +133,12 @@ async function runOnce(variant: Variant, args: Args, cliPath: string, workflowBu
       const connection = await Connection.connect({ address: server.address });
       const native = await NativeConnection.connect({ address: server.address });
       const activities: DispatchActivities = { noop: async () => 1 };
-      const worker = await Worker.create({ connection: native, taskQueue: 'dispatch-probe', workflowBundle, activities });
+      const worker = await Worker.create({
+        connection: native,
+        taskQueue: 'dispatch-probe',
+        workflowBundle,
+        activities,
+      });
       const running = worker.run();
       try {
         return await measure(variant, args, new Client({ connection }), server.pid);
@@ -144,18 +162,32 @@ async function measure(variant: Variant, args: Args, client: Client, serverPid: 
   const cpuBefore = await processCpuMs(serverPid);
   for (let i = 0; i < args.runs; i++) {
     const t0 = performance.now();
-    const handle = await client.workflow.start('oneActivity', { workflowId: `dispatch-${i}`, taskQueue: 'dispatch-probe' });
+    const handle = await client.workflow.start('oneActivity', {
+      workflowId: `dispatch-${i}`,
+      taskQueue: 'dispatch-probe',
+    });
     await handle.result();
     result.clientMs.push(performance.now() - t0);
     result.gapsMs.push(dispatchGaps((await handle.fetchHistory()).events ?? []));
-    if (args.verbose) console.log(`${variant.name} ${String(i).padStart(3)} ${result.clientMs[i]!.toFixed(1).padStart(7)} ms  gaps ${result.gapsMs[i]!.map((g) => g.toFixed(1)).join(' ')}`);
+    if (args.verbose)
+      console.log(
+        `${variant.name} ${String(i).padStart(3)} ${result.clientMs[i]!.toFixed(1).padStart(7)} ms  gaps ${result.gapsMs[i]!.map((g) => g.toFixed(1)).join(' ')}`,
+      );
   }
   // Reading the histories costs Temporal a little too; it is the same for every variant.
   result.temporalCpuMsPerWorkflow = ((await processCpuMs(serverPid)) - cpuBefore) / args.runs;
   return result;
 }
 
-function describeRun(r: RunResult): { p50: number; steadyP50: number; steadyP95: number; gapP50: number; gapP95: number; slowGaps: string; cpu: number } {
+function describeRun(r: RunResult): {
+  p50: number;
+  steadyP50: number;
+  steadyP95: number;
+  gapP50: number;
+  gapP95: number;
+  slowGaps: string;
+  cpu: number;
+} {
   const steady = r.clientMs.slice(Math.min(WARM_UP, Math.floor(r.clientMs.length / 2)));
   const gaps = r.gapsMs.flat();
   const gapStats = summarise(gaps);
@@ -178,25 +210,35 @@ async function main(): Promise<void> {
 
   const service: Variant = { name: 'service', config: TEMPORAL_DYNAMIC_CONFIG };
   const other: Variant = args.without
-    ? { name: `without ${args.without}`, config: Object.fromEntries(Object.entries(TEMPORAL_DYNAMIC_CONFIG).filter(([key]) => key !== args.without)) }
+    ? {
+        name: `without ${args.without}`,
+        config: Object.fromEntries(Object.entries(TEMPORAL_DYNAMIC_CONFIG).filter(([key]) => key !== args.without)),
+      }
     : { name: 'stock', config: {} };
   const order = args.compare ? [other, service] : [service];
 
   const results: RunResult[] = [];
-  console.log(`${args.runs} one-activity workflows per server, one after another; Temporal with ${args.db === 'file' ? 'a SQLite file (WAL)' : 'in-memory SQLite'}`);
-  console.log('variant | client p50 | steady p50 / p95 | dispatch gap p50 / p95 | gaps > 25 ms | Temporal CPU/workflow (ms)');
+  console.log(
+    `${args.runs} one-activity workflows per server, one after another; Temporal with ${args.db === 'file' ? 'a SQLite file (WAL)' : 'in-memory SQLite'}`,
+  );
+  console.log(
+    'variant | client p50 | steady p50 / p95 | dispatch gap p50 / p95 | gaps > 25 ms | Temporal CPU/workflow (ms)',
+  );
   for (let round_ = 0; round_ < args.rounds; round_++) {
     for (const variant of order) {
       const r = await runOnce(variant, args, cliPath, workflowBundle);
       results.push(r);
       const d = describeRun(r);
-      console.log(`${r.variant} | ${d.p50} | ${d.steadyP50} / ${d.steadyP95} | ${d.gapP50} / ${d.gapP95} | ${d.slowGaps} | ${d.cpu}`);
+      console.log(
+        `${r.variant} | ${d.p50} | ${d.steadyP50} / ${d.steadyP95} | ${d.gapP50} / ${d.gapP95} | ${d.slowGaps} | ${d.cpu}`,
+      );
     }
   }
   if (!args.compare) return;
 
   const median = (values: number[]) => summarise(values).p50;
-  const of = (name: string, pick: (d: ReturnType<typeof describeRun>) => number) => median(results.filter((r) => r.variant === name).map((r) => pick(describeRun(r))));
+  const of = (name: string, pick: (d: ReturnType<typeof describeRun>) => number) =>
+    median(results.filter((r) => r.variant === name).map((r) => pick(describeRun(r))));
   console.log(`\nmedian over ${args.rounds} rounds: ${service.name} / ${other.name}`);
   for (const [label, pick] of [
     ['steady client p50 (ms)', (d) => d.steadyP50],
@@ -205,7 +247,11 @@ async function main(): Promise<void> {
   ] as [string, (d: ReturnType<typeof describeRun>) => number][]) {
     const a = of(service.name, pick);
     const b = of(other.name, pick);
-    const perRound = results.filter((r) => r.variant === service.name).map((r, i) => round(pick(describeRun(r)) / pick(describeRun(results.filter((o) => o.variant === other.name)[i]!)), 2));
+    const perRound = results
+      .filter((r) => r.variant === service.name)
+      .map((r, i) =>
+        round(pick(describeRun(r)) / pick(describeRun(results.filter((o) => o.variant === other.name)[i]!)), 2),
+      );
     console.log(`  ${label}: ${a} / ${b} = ${round(a / b, 2)} (per round: ${perRound.join(', ')})`);
   }
 }

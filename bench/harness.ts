@@ -30,7 +30,13 @@ function onSignals(log: (line: string) => void, stop: () => void): void {
  * `interrupt`, stops, says `stoppedNote` and exits 130. (A second Ctrl-C exits at once; the
  * stack's exit hooks then still take the Temporal dev server and the worker child down.)
  */
-export function guardRun(options: { log: (line: string) => void; shutdown: Shutdown; interrupt: AbortController; watchdogMinutes: number; stoppedNote: string }): void {
+export function guardRun(options: {
+  log: (line: string) => void;
+  shutdown: Shutdown;
+  interrupt: AbortController;
+  watchdogMinutes: number;
+  stoppedNote: string;
+}): void {
   const { log, shutdown, interrupt } = options;
   onSignals(log, () => {
     interrupt.abort();

@@ -39,7 +39,11 @@ const REQUEST_TIMEOUT_MS = 120_000;
 
 /** Real HTTP against the listening API; the time covers the whole exchange, body included. `stop` aborts every request in flight (Ctrl-C). */
 export function createHttp(baseUrl: string, stop: AbortSignal) {
-  const request = async <T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, opts: { token?: string; body?: unknown } = {}): Promise<Timed<T>> => {
+  const request = async <T>(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    opts: { token?: string; body?: unknown } = {},
+  ): Promise<Timed<T>> => {
     const headers: Record<string, string> = {};
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
@@ -68,7 +72,8 @@ export type Http = ReturnType<typeof createHttp>;
 /** Admin calls during set-up must succeed; anything else stops the bench. */
 export async function expectStatus<T>(call: Promise<Timed<T>>, status: number, what: string): Promise<T> {
   const r = await call;
-  if (r.status !== status) throw new ServiceError(`${what}: expected ${status}, got ${r.status} ${JSON.stringify(r.body)}`);
+  if (r.status !== status)
+    throw new ServiceError(`${what}: expected ${status}, got ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
 }
 
@@ -91,7 +96,10 @@ export async function openAccount(
   a: { credits: number; requests: number; plan?: string; chatCap?: number; scopes?: string[] },
 ): Promise<BenchAccount> {
   const { id } = await expectStatus<{ id: string }>(
-    http.request('POST', '/admin/v1/accounts', { token: adminToken, body: { plan: a.plan ?? 'samurai', credits: a.credits, chatCap: a.chatCap ?? 0 } }),
+    http.request('POST', '/admin/v1/accounts', {
+      token: adminToken,
+      body: { plan: a.plan ?? 'samurai', credits: a.credits, chatCap: a.chatCap ?? 0 },
+    }),
     201,
     'create account',
   );
@@ -99,7 +107,10 @@ export async function openAccount(
   const keys: string[] = [];
   for (let i = 0; i < keyCount; i++) {
     const k = await expectStatus<{ key: string }>(
-      http.request('POST', `/admin/v1/accounts/${id}/keys`, { token: adminToken, body: { scopes: a.scopes ?? ['image', 'video', 'chat'] } }),
+      http.request('POST', `/admin/v1/accounts/${id}/keys`, {
+        token: adminToken,
+        body: { scopes: a.scopes ?? ['image', 'video', 'chat'] },
+      }),
       201,
       'create key',
     );
@@ -110,7 +121,11 @@ export async function openAccount(
 }
 
 /** Runs `total` tasks with at most `concurrency` in flight; resolves when all are done. */
-export async function runPool(total: number, concurrency: number, task: (index: number) => Promise<void>): Promise<void> {
+export async function runPool(
+  total: number,
+  concurrency: number,
+  task: (index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const lanes = Array.from({ length: Math.min(concurrency, total) }, async () => {
     while (next < total) {

@@ -29,7 +29,12 @@ const quiet = () => undefined;
 
 async function pythonVersion(python: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
   try {
-    const { code, output } = await runCommand(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], env, quiet);
+    const { code, output } = await runCommand(
+      python,
+      ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'],
+      env,
+      quiet,
+    );
     return code === 0 ? output.trim() : undefined;
   } catch {
     return undefined; // not found
@@ -46,7 +51,10 @@ async function pythonVersion(python: string, env: NodeJS.ProcessEnv): Promise<st
 export async function ensureLitellm(env: NodeJS.ProcessEnv, progress: (line: string) => void): Promise<LitellmInstall> {
   const base = env.PYTHON ?? 'python3';
   const version = await pythonVersion(base, env);
-  if (!version) throw new LitellmSetupError(`Python 3 is needed to install ${REQUIREMENT} for --only=peers: \`${base}\` did not run. Install python3 (with venv) or set PYTHON.`);
+  if (!version)
+    throw new LitellmSetupError(
+      `Python 3 is needed to install ${REQUIREMENT} for --only=peers: \`${base}\` did not run. Install python3 (with venv) or set PYTHON.`,
+    );
   const dir = join(dirname(dirname(cachedTemporalCliPath({ env }))), `litellm-${LITELLM_VERSION}-py${version}`);
   const python = join(dir, 'bin', 'python');
   if (await isExecutableFile(python)) return { python, dir, pythonVersion: version };
@@ -64,9 +72,16 @@ export async function ensureLitellm(env: NodeJS.ProcessEnv, progress: (line: str
     };
     await step(base, ['-m', 'venv', staging], `${base} -m venv ${staging}`);
     const pip = join(staging, 'bin', 'python');
-    await step(pip, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--progress-bar', 'off', REQUIREMENT], `pip install ${REQUIREMENT}`);
+    await step(
+      pip,
+      ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--progress-bar', 'off', REQUIREMENT],
+      `pip install ${REQUIREMENT}`,
+    );
     // What else it resolved to, for whoever compares two runs.
-    await writeFile(join(staging, 'freeze.txt'), await step(pip, ['-m', 'pip', 'freeze', '--disable-pip-version-check'], 'pip freeze'));
+    await writeFile(
+      join(staging, 'freeze.txt'),
+      await step(pip, ['-m', 'pip', 'freeze', '--disable-pip-version-check'], 'pip freeze'),
+    );
     try {
       await rename(staging, dir);
     } catch (err) {
@@ -108,7 +123,16 @@ export async function startLitellm(options: {
   await mkdir(dir, { recursive: true });
   const masterKey = `sk-bench-${process.pid}`;
   const config = {
-    model_list: [{ model_name: options.model, litellm_params: { model: `openai/${options.upstreamModel}`, api_base: options.upstreamBaseUrl, api_key: 'sk-bench-upstream' } }],
+    model_list: [
+      {
+        model_name: options.model,
+        litellm_params: {
+          model: `openai/${options.upstreamModel}`,
+          api_base: options.upstreamBaseUrl,
+          api_key: 'sk-bench-upstream',
+        },
+      },
+    ],
     general_settings: { master_key: masterKey },
     litellm_settings: { telemetry: false },
   };
@@ -128,14 +152,30 @@ export async function startLitellm(options: {
   const port = await freePort();
   const child = await startEntryProcess({
     entry: `litellm ${LITELLM_VERSION}`,
-    command: [options.install.python, '-m', 'litellm.proxy.proxy_cli', '--config', join(dir, 'config.yaml'), '--host', '127.0.0.1', '--port', String(port), '--num_workers', '1', '--log_config', join(dir, 'logging.json')],
+    command: [
+      options.install.python,
+      '-m',
+      'litellm.proxy.proxy_cli',
+      '--config',
+      join(dir, 'config.yaml'),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--num_workers',
+      '1',
+      '--log_config',
+      join(dir, 'logging.json'),
+    ],
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: dir,
       LANG: 'C.UTF-8',
       PYTHONUNBUFFERED: '1',
       LITELLM_LOCAL_MODEL_COST_MAP: 'True',
-      ...Object.fromEntries(['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY'].map((k) => [k, NOWHERE])),
+      ...Object.fromEntries(
+        ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY'].map((k) => [k, NOWHERE]),
+      ),
       NO_PROXY: '127.0.0.1,localhost',
       no_proxy: '127.0.0.1,localhost',
       // As our service gets it from `npm run bench`.

@@ -121,7 +121,14 @@ export function startMemorySampler(opts: {
       const m = process.memoryUsage();
       const w = opts.workerPid === undefined ? undefined : await processRss(opts.workerPid);
       const r = opts.referencePid === undefined ? undefined : await processRss(opts.referencePid);
-      return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, ...(w ? { workerRss: w.rss } : {}), ...(r ? { referenceRss: r.rss } : {}) };
+      return {
+        rss: m.rss,
+        heapUsed: m.heapUsed,
+        heapTotal: m.heapTotal,
+        external: m.external,
+        ...(w ? { workerRss: w.rss } : {}),
+        ...(r ? { referenceRss: r.rss } : {}),
+      };
     },
     async stop(): Promise<MemoryReport> {
       clearInterval(timer);

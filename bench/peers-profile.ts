@@ -26,32 +26,58 @@ export interface ProfiledSegment {
 export async function profiledSegment(
   target: 'us' | 'litellm',
   peer: Peer,
-  o: { pid: number; trees: Record<string, number>; concurrency: number; seconds: number; prompt: string; stop: AbortSignal },
+  o: {
+    pid: number;
+    trees: Record<string, number>;
+    concurrency: number;
+    seconds: number;
+    prompt: string;
+    stop: AbortSignal;
+  },
 ): Promise<ProfiledSegment> {
-  const trees0 = Object.fromEntries(await Promise.all(Object.entries(o.trees).map(async ([k, pid]) => [k, await treeCpuMs(pid)] as const)));
+  const trees0 = Object.fromEntries(
+    await Promise.all(Object.entries(o.trees).map(async ([k, pid]) => [k, await treeCpuMs(pid)] as const)),
+  );
   const threads0 = await threadCpuMs(o.pid);
   const fromUs = monotonicUs();
   const end = performance.now() + o.seconds * 1000;
   let requests = 0;
   let errors = 0;
-  await Promise.all(Array.from({ length: o.concurrency }, async (_, lane) => {
-    while (performance.now() < end && !o.stop.aborted) {
-      try {
-        await peer.whole(o.prompt, lane);
-        requests++;
-      } catch {
-        errors++;
+  await Promise.all(
+    Array.from({ length: o.concurrency }, async (_, lane) => {
+      while (performance.now() < end && !o.stop.aborted) {
+        try {
+          await peer.whole(o.prompt, lane);
+          requests++;
+        } catch {
+          errors++;
+        }
       }
-    }
-  }));
+    }),
+  );
   // Work the answers left behind (our workflows finish after the reply) counts too.
   const drainMs = Math.round(await waitUntilIdle(Object.values(o.trees), DRAIN_LIMIT_MS));
   const toUs = monotonicUs();
   const threads = minusThreads(await threadCpuMs(o.pid), threads0);
-  const treesPerRequest = Object.fromEntries(await Promise.all(Object.entries(o.trees).map(async ([k, pid]) => [k, round(((await treeCpuMs(pid)) - trees0[k]!) / Math.max(1, requests), 2)] as const)));
+  const treesPerRequest = Object.fromEntries(
+    await Promise.all(
+      Object.entries(o.trees).map(
+        async ([k, pid]) => [k, round(((await treeCpuMs(pid)) - trees0[k]!) / Math.max(1, requests), 2)] as const,
+      ),
+    ),
+  );
   return {
-    target, requests, errors, seconds: o.seconds, drainMs, fromUs, toUs, treesPerRequest,
-    threadsPerRequest: Object.fromEntries(Object.entries(threads).map(([k, v]) => [k, round(v / Math.max(1, requests), 2)])),
+    target,
+    requests,
+    errors,
+    seconds: o.seconds,
+    drainMs,
+    fromUs,
+    toUs,
+    treesPerRequest,
+    threadsPerRequest: Object.fromEntries(
+      Object.entries(threads).map(([k, v]) => [k, round(v / Math.max(1, requests), 2)]),
+    ),
   };
 }
 
@@ -65,10 +91,15 @@ export function scaleShares(shares: Record<string, number>, msPerRequest: number
 /** A table of ms per request by area, largest first, with each area's share. */
 export function renderAreas(title: string, areas: Record<string, number>): string {
   const total = Object.values(areas).reduce((s, v) => s + v, 0);
-  const rows = Object.entries(areas).sort((a, b) => b[1] - a[1]).filter(([, v]) => v >= 0.01);
+  const rows = Object.entries(areas)
+    .sort((a, b) => b[1] - a[1])
+    .filter(([, v]) => v >= 0.01);
   const width = Math.max(...rows.map(([k]) => k.length), 10);
   return [
     `${title} — ${total.toFixed(2)} ms per request`,
-    ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v.toFixed(2).padStart(7)} ms  ${((v / total) * 100).toFixed(1).padStart(5)} %`),
+    ...rows.map(
+      ([k, v]) =>
+        `  ${k.padEnd(width)}  ${v.toFixed(2).padStart(7)} ms  ${((v / total) * 100).toFixed(1).padStart(5)} %`,
+    ),
   ].join('\n');
 }

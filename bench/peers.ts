@@ -32,19 +32,38 @@ export class PeerAnswerError extends Error {
  * One peer behind `http` (its base URL): `path` is where chat completions are, `model` the name it
  * knows the model by, `key(lane)` the bearer token for a client lane (none for the upstream).
  */
-export function createPeer(name: PeerName, http: Http, o: { path: string; model: string; key: (lane: number) => string | undefined; extra?: Record<string, unknown> }): Peer {
-  const body = (prompt: string, stream: boolean) => ({ model: o.model, messages: [{ role: 'user', content: prompt }], max_tokens: 64, stream, ...(stream ? o.extra : {}) });
+export function createPeer(
+  name: PeerName,
+  http: Http,
+  o: { path: string; model: string; key: (lane: number) => string | undefined; extra?: Record<string, unknown> },
+): Peer {
+  const body = (prompt: string, stream: boolean) => ({
+    model: o.model,
+    messages: [{ role: 'user', content: prompt }],
+    max_tokens: 64,
+    stream,
+    ...(stream ? o.extra : {}),
+  });
   return {
     name,
     async whole(prompt, lane) {
       const token = o.key(lane);
-      const r = await http.request<{ choices?: unknown[] }>('POST', o.path, { body: body(prompt, false), ...(token ? { token } : {}) });
-      if (r.status !== 200 || !Array.isArray(r.body?.choices)) throw new PeerAnswerError(`${name} whole reply: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+      const r = await http.request<{ choices?: unknown[] }>('POST', o.path, {
+        body: body(prompt, false),
+        ...(token ? { token } : {}),
+      });
+      if (r.status !== 200 || !Array.isArray(r.body?.choices))
+        throw new PeerAnswerError(`${name} whole reply: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
       return r.ms;
     },
     stream(prompt, lane) {
       const token = o.key(lane);
-      return timedStream(`${http.baseUrl}${o.path}`, token ? { authorization: `Bearer ${token}` } : {}, body(prompt, true), http.stop);
+      return timedStream(
+        `${http.baseUrl}${o.path}`,
+        token ? { authorization: `Bearer ${token}` } : {},
+        body(prompt, true),
+        http.stop,
+      );
     },
   };
 }
@@ -68,7 +87,8 @@ async function cpuOf(trees: Trees): Promise<Record<TreeName, number>> {
   return out;
 }
 
-const minus = (b: Record<TreeName, number>, a: Record<TreeName, number>) => Object.fromEntries(TREE_NAMES.map((t) => [t, b[t] - a[t]])) as Record<TreeName, number>;
+const minus = (b: Record<TreeName, number>, a: Record<TreeName, number>) =>
+  Object.fromEntries(TREE_NAMES.map((t) => [t, b[t] - a[t]])) as Record<TreeName, number>;
 
 /** The order of round `i`: each peer goes first, second and third equally often. */
 const orderOf = (i: number): PeerName[] => PEERS.map((_, k) => PEERS[(i + k) % PEERS.length]!);
@@ -109,7 +129,13 @@ export interface SequentialResult {
 }
 
 /** `rounds` rounds; in each, a whole reply from every peer, then a streamed one from every peer. */
-export async function sequentialRounds(peers: Peer[], rounds: number, prompt: string, rec: Recorder, deadline: number): Promise<SequentialResult> {
+export async function sequentialRounds(
+  peers: Peer[],
+  rounds: number,
+  prompt: string,
+  rec: Recorder,
+  deadline: number,
+): Promise<SequentialResult> {
   const whole: Record<PeerName, number>[] = [];
   const content: Record<PeerName, number>[] = [];
   for (let i = 0; i < rounds && performance.now() < deadline; i++) {
@@ -121,9 +147,19 @@ export async function sequentialRounds(peers: Peer[], rounds: number, prompt: st
     if (PEERS.every((n) => w[n] !== undefined)) whole.push(w as Record<PeerName, number>);
     if (PEERS.every((n) => c[n] !== undefined)) content.push(c as Record<PeerName, number>);
   }
-  const per = (list: Record<PeerName, number>[]) => Object.fromEntries(PEERS.map((n) => [n, summarise(list.map((r) => r[n]))])) as Record<PeerName, LatencyStats>;
-  const over = (list: Record<PeerName, number>[]) => ({ litellm: summarise(list.map((r) => r.litellm - r.direct)), us: summarise(list.map((r) => r.us - r.direct)) });
-  return { rounds: whole.length, whole: per(whole), content: per(content), wholeOverhead: over(whole), contentOverhead: over(content) };
+  const per = (list: Record<PeerName, number>[]) =>
+    Object.fromEntries(PEERS.map((n) => [n, summarise(list.map((r) => r[n]))])) as Record<PeerName, LatencyStats>;
+  const over = (list: Record<PeerName, number>[]) => ({
+    litellm: summarise(list.map((r) => r.litellm - r.direct)),
+    us: summarise(list.map((r) => r.us - r.direct)),
+  });
+  return {
+    rounds: whole.length,
+    whole: per(whole),
+    content: per(content),
+    wholeOverhead: over(whole),
+    contentOverhead: over(content),
+  };
 }
 
 export interface LoadResult {
@@ -150,10 +186,30 @@ export interface LoadResult {
  */
 export async function loadRounds(
   peers: Peer[],
-  o: { concurrency: number; rounds: number; sliceMs: number; cap: number; prompt: string; trees: Trees; stop: AbortSignal },
+  o: {
+    concurrency: number;
+    rounds: number;
+    sliceMs: number;
+    cap: number;
+    prompt: string;
+    trees: Trees;
+    stop: AbortSignal;
+  },
   rec: Recorder,
 ): Promise<Record<PeerName, LoadResult>> {
-  const acc = Object.fromEntries(PEERS.map((n) => [n, { errors: 0, wallMs: 0, answeringMs: 0, drainMs: 0, latencies: [] as number[], cpu: Object.fromEntries(TREE_NAMES.map((t) => [t, 0])) as Record<TreeName, number> }]));
+  const acc = Object.fromEntries(
+    PEERS.map((n) => [
+      n,
+      {
+        errors: 0,
+        wallMs: 0,
+        answeringMs: 0,
+        drainMs: 0,
+        latencies: [] as number[],
+        cpu: Object.fromEntries(TREE_NAMES.map((t) => [t, 0])) as Record<TreeName, number>,
+      },
+    ]),
+  );
   for (let r = 0; r < o.rounds; r++) {
     for (const name of orderOf(r)) {
       const peer = peers.find((p) => p.name === name)!;
@@ -173,7 +229,10 @@ export async function loadRounds(
         }
       };
       await Promise.all(Array.from({ length: o.concurrency }, (_, i) => lane(i)));
-      const drained = await waitUntilIdle(TREE_NAMES.map((t) => o.trees[t]), DRAIN_LIMIT_MS);
+      const drained = await waitUntilIdle(
+        TREE_NAMES.map((t) => o.trees[t]),
+        DRAIN_LIMIT_MS,
+      );
       a.answeringMs += last - t0;
       a.drainMs += drained;
       a.wallMs += last - t0 + drained;
@@ -181,15 +240,27 @@ export async function loadRounds(
       for (const t of TREE_NAMES) a.cpu[t] += d[t];
     }
   }
-  return Object.fromEntries(PEERS.map((n) => {
-    const a = acc[n]!;
-    const ok = a.latencies.length;
-    return [n, {
-      concurrency: o.concurrency, n: ok, errors: a.errors, perSecond: round((ok / a.wallMs) * 1000),
-      answeredPerSecond: round((ok / a.answeringMs) * 1000), drainMs: Math.round(a.drainMs / o.rounds), latency: summarise(a.latencies),
-      cpuPerRequest: Object.fromEntries(TREE_NAMES.map((t) => [t, ok ? round(a.cpu[t] / ok, 2) : Number.NaN])) as Record<TreeName, number>,
-    }];
-  })) as Record<PeerName, LoadResult>;
+  return Object.fromEntries(
+    PEERS.map((n) => {
+      const a = acc[n]!;
+      const ok = a.latencies.length;
+      return [
+        n,
+        {
+          concurrency: o.concurrency,
+          n: ok,
+          errors: a.errors,
+          perSecond: round((ok / a.wallMs) * 1000),
+          answeredPerSecond: round((ok / a.answeringMs) * 1000),
+          drainMs: Math.round(a.drainMs / o.rounds),
+          latency: summarise(a.latencies),
+          cpuPerRequest: Object.fromEntries(
+            TREE_NAMES.map((t) => [t, ok ? round(a.cpu[t] / ok, 2) : Number.NaN]),
+          ) as Record<TreeName, number>,
+        },
+      ];
+    }),
+  ) as Record<PeerName, LoadResult>;
 }
 
 /** Peak PSS of each tree, and of ours summed at the same instant, sampled every `everyMs`. */
@@ -219,7 +290,13 @@ export function startPssSampler(trees: Trees, everyMs = 1_000) {
       clearInterval(timer);
       await sample();
       const mb = (b: number) => round(b / 2 ** 20, 1);
-      return { samples, peakMb: { ...(Object.fromEntries(TREE_NAMES.map((t) => [t, mb(peak[t])])) as Record<TreeName, number>), us: mb(ours) } };
+      return {
+        samples,
+        peakMb: {
+          ...(Object.fromEntries(TREE_NAMES.map((t) => [t, mb(peak[t])])) as Record<TreeName, number>),
+          us: mb(ours),
+        },
+      };
     },
   };
 }

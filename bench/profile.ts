@@ -99,7 +99,9 @@ function profileHistory(events: HistoryEvent[]): WorkflowProfile {
       case EventType.EVENT_TYPE_MARKER_RECORDED: {
         const data = e.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
         try {
-          const parsed = data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }) : undefined;
+          const parsed = data
+            ? (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string })
+            : undefined;
           if (parsed?.activity_type) localActivities.push(parsed.activity_type);
         } catch {
           // Some other marker.
@@ -159,7 +161,11 @@ export interface KindProfile {
 }
 
 /** Reads the Temporal histories of `samples` and averages where each generation's time went. */
-export async function profileKind(client: Client, samples: { id: string; ms?: number; at?: number }[], clientWaitsFor: 'end' | 'admission' | 'start' = 'end'): Promise<KindProfile | undefined> {
+export async function profileKind(
+  client: Client,
+  samples: { id: string; ms?: number; at?: number }[],
+  clientWaitsFor: 'end' | 'admission' | 'start' = 'end',
+): Promise<KindProfile | undefined> {
   if (samples.length === 0) return undefined;
   const profiles: WorkflowProfile[] = [];
   for (const s of samples) {
@@ -169,7 +175,11 @@ export async function profileKind(client: Client, samples: { id: string; ms?: nu
   const activity: KindProfile['activity'] = {};
   for (const name of new Set(profiles.flatMap((p) => p.activities.map((a) => a.name)))) {
     const all = profiles.flatMap((p) => p.activities.filter((a) => a.name === name));
-    activity[name] = { count: round(all.length / profiles.length, 2), queueMs: round(mean(all.map((a) => a.queueMs))), runMs: round(mean(all.map((a) => a.runMs))) };
+    activity[name] = {
+      count: round(all.length / profiles.length, 2),
+      queueMs: round(mean(all.map((a) => a.queueMs))),
+      runMs: round(mean(all.map((a) => a.runMs))),
+    };
   }
   const wfts = profiles.flatMap((p) => p.workflowTasks);
   const maxTasks = Math.max(...profiles.map((p) => p.workflowTasks.length));
@@ -179,12 +189,17 @@ export async function profileKind(client: Client, samples: { id: string; ms?: nu
   });
   const durationMs = mean(profiles.map((p) => p.durationMs));
   const admissionMs = mean(profiles.map((p) => p.admissionMs));
-  const activityRun = mean(profiles.map((p) => p.activities.reduce((s, a) => s + (Number.isFinite(a.runMs) ? a.runMs : 0), 0)));
+  const activityRun = mean(
+    profiles.map((p) => p.activities.reduce((s, a) => s + (Number.isFinite(a.runMs) ? a.runMs : 0), 0)),
+  );
   const known = samples.map((s) => s.ms).filter((v): v is number => v !== undefined && Number.isFinite(v));
   const clientMs = known.length ? mean(known) : undefined;
-  const timed = samples.map((s, i) => ({ s, p: profiles[i]! })).filter(({ s }) => s.at !== undefined && s.ms !== undefined);
+  const timed = samples
+    .map((s, i) => ({ s, p: profiles[i]! }))
+    .filter(({ s }) => s.at !== undefined && s.ms !== undefined);
   const beforeStartMs = timed.length ? mean(timed.map(({ s, p }) => p.startedAt - s.at!)) : undefined;
-  const afterCloseMs = timed.length && clientWaitsFor === 'end' ? mean(timed.map(({ s, p }) => s.at! + s.ms! - p.closedAt)) : undefined;
+  const afterCloseMs =
+    timed.length && clientWaitsFor === 'end' ? mean(timed.map(({ s, p }) => s.at! + s.ms! - p.closedAt)) : undefined;
   const outside = clientWaitsFor === 'end' ? durationMs : clientWaitsFor === 'admission' ? admissionMs : 0;
   return {
     workflows: profiles.length,
@@ -193,7 +208,10 @@ export async function profileKind(client: Client, samples: { id: string; ms?: nu
     activityTasks: round(mean(profiles.map((p) => p.activities.length))),
     localActivities: round(mean(profiles.map((p) => p.localActivities.length))),
     serverRoundTrips: round(mean(profiles.map((p) => p.workflowTasks.length + p.activities.length))),
-    activitySequence: [...profiles[0]!.localActivities.map((n) => `${n} (local)`), ...profiles[0]!.activities.map((a) => a.name)],
+    activitySequence: [
+      ...profiles[0]!.localActivities.map((n) => `${n} (local)`),
+      ...profiles[0]!.activities.map((a) => a.name),
+    ],
     workflowTask: { queueMs: round(mean(wfts.map((w) => w.queueMs))), runMs: round(mean(wfts.map((w) => w.runMs))) },
     workflowTaskByIndex,
     activity,

@@ -72,8 +72,13 @@ async function main(): Promise<void> {
   const bundle = await bundleInChildProcess(WORKFLOWS);
   // The service's worker settings (runtime/worker.ts), so the two differ only in what they run.
   const worker = await Worker.create({
-    connection: native, taskQueue, workflowBundle: { codePath: bundle.codePath }, activities,
-    maxConcurrentActivityTaskExecutions: 200, maxCachedWorkflows: WORKFLOW_CACHE, shutdownGraceTime: '5 seconds',
+    connection: native,
+    taskQueue,
+    workflowBundle: { codePath: bundle.codePath },
+    activities,
+    maxConcurrentActivityTaskExecutions: 200,
+    maxCachedWorkflows: WORKFLOW_CACHE,
+    shutdownGraceTime: '5 seconds',
   });
   await bundle.remove();
   const running = worker.run();
@@ -100,7 +105,12 @@ async function main(): Promise<void> {
       [id, accountId, PRICE[kind], kind],
     );
     if (held.rowCount === 0) return [402, { error: { type: 'insufficient_credits' } }];
-    const input: BareInput = { id, kind, deadlineMs: DEADLINE_MS[kind], providerUntil: Number(body.providerUntil ?? 0) };
+    const input: BareInput = {
+      id,
+      kind,
+      deadlineMs: DEADLINE_MS[kind],
+      providerUntil: Number(body.providerUntil ?? 0),
+    };
     const handle = await client.workflow.start('bareGeneration', {
       workflowId: id,
       taskQueue,
@@ -128,7 +138,10 @@ async function main(): Promise<void> {
           send(res, status, answer);
         } else if (req.method === 'POST' && req.url === '/accounts') {
           const id = `bacct_${randomBytes(8).toString('hex')}`;
-          await pool.query('INSERT INTO bench_bare_accounts (id, balance) VALUES ($1, $2::bigint)', [id, Math.round(Number(body.credits ?? 0) * 1000)]);
+          await pool.query('INSERT INTO bench_bare_accounts (id, balance) VALUES ($1, $2::bigint)', [
+            id,
+            Math.round(Number(body.credits ?? 0) * 1000),
+          ]);
           send(res, 201, { id });
         } else {
           send(res, 404, { error: { type: 'not_found' } });

@@ -15,7 +15,13 @@ async function openRefAccount(ctx: Context, credits: number): Promise<string> {
 }
 
 /** One submit to the reference; anything but the expected answer is counted as an error. */
-async function refGenerate(ctx: Context, account: string, kind: Kind, expect: 200 | 402, providerUntil?: number): Promise<{ ms: number; id?: string; at: number }> {
+async function refGenerate(
+  ctx: Context,
+  account: string,
+  kind: Kind,
+  expect: 200 | 402,
+  providerUntil?: number,
+): Promise<{ ms: number; id?: string; at: number }> {
   const at = Date.now();
   let r;
   try {
@@ -27,7 +33,10 @@ async function refGenerate(ctx: Context, account: string, kind: Kind, expect: 20
     ctx.errors.record(`reference POST /generate: ${(err as Error).message}`);
     return { ms: Number.NaN, at };
   }
-  if (r.status !== expect) ctx.errors.record(`reference POST /generate ${kind}: expected ${expect}, got ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+  if (r.status !== expect)
+    ctx.errors.record(
+      `reference POST /generate ${kind}: expected ${expect}, got ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`,
+    );
   return { ms: r.ms, at, ...(r.body.generation ? { id: r.body.generation.id } : {}) };
 }
 
@@ -35,7 +44,9 @@ const RICH = 1_000_000_000;
 
 async function liveJobs(ctx: Context, ids: string[]): Promise<number> {
   const r = await ctx.stack.observer.query<{ live: number }>(
-    `SELECT count(*)::int AS live FROM bench_bare_jobs WHERE id = ANY($1::text[]) AND status <> 'succeeded'`, [ids]);
+    `SELECT count(*)::int AS live FROM bench_bare_jobs WHERE id = ANY($1::text[]) AND status <> 'succeeded'`,
+    [ids],
+  );
   return r.rows[0]?.live ?? 0;
 }
 
@@ -45,9 +56,14 @@ export async function refImageSequential(ctx: Context): Promise<ScenarioResult> 
   await sequential(warmup, () => refGenerate(ctx, account, 'image', 200));
   const before = ctx.errors.count;
   const t = performance.now();
-  const latencies = await ctx.measure(() => sequential(n, () => refGenerate(ctx, account, 'image', 200), ctx.samples.refImage));
+  const latencies = await ctx.measure(() =>
+    sequential(n, () => refGenerate(ctx, account, 'image', 200), ctx.samples.refImage),
+  );
   const wallMs = performance.now() - t;
-  return result('ref.image.sequential', `reference: image sequential (N=${n})`, latencies, wallMs, ctx, before, { throughput: (n / wallMs) * 1000, side: 'reference' });
+  return result('ref.image.sequential', `reference: image sequential (N=${n})`, latencies, wallMs, ctx, before, {
+    throughput: (n / wallMs) * 1000,
+    side: 'reference',
+  });
 }
 
 export async function refImageConcurrent(ctx: Context, concurrency: number): Promise<ScenarioResult> {
@@ -57,14 +73,27 @@ export async function refImageConcurrent(ctx: Context, concurrency: number): Pro
   const before = ctx.errors.count;
   const latencies: number[] = [];
   const t = performance.now();
-  await ctx.measure(() => runPool(total, concurrency, async () => void latencies.push((await refGenerate(ctx, account, 'image', 200)).ms)));
+  await ctx.measure(() =>
+    runPool(total, concurrency, async () => void latencies.push((await refGenerate(ctx, account, 'image', 200)).ms)),
+  );
   const wallMs = performance.now() - t;
-  return result(`ref.image.c${concurrency}`, `reference: image concurrency ${concurrency} (total ${total})`, latencies, wallMs, ctx, before, { throughput: (total / wallMs) * 1000, side: 'reference' });
+  return result(
+    `ref.image.c${concurrency}`,
+    `reference: image concurrency ${concurrency} (total ${total})`,
+    latencies,
+    wallMs,
+    ctx,
+    before,
+    { throughput: (total / wallMs) * 1000, side: 'reference' },
+  );
 }
 
 /** Video submits (`queued` answer) with `concurrency` clients; waits until every workflow has finished. */
 export async function refVideo(ctx: Context, concurrency: number): Promise<ScenarioResult> {
-  const sizes = concurrency === 1 ? { total: ctx.sizes.videoSequential.n, warmup: ctx.sizes.videoSequential.warmup } : ctx.sizes.videoSpread;
+  const sizes =
+    concurrency === 1
+      ? { total: ctx.sizes.videoSequential.n, warmup: ctx.sizes.videoSequential.warmup }
+      : ctx.sizes.videoSpread;
   const account = await openRefAccount(ctx, RICH);
   const warm: string[] = [];
   await runPool(sizes.warmup, Math.min(concurrency, sizes.warmup), async () => {
@@ -86,7 +115,15 @@ export async function refVideo(ctx: Context, concurrency: number): Promise<Scena
     admitWallMs = performance.now() - t;
     await waitForDrain(() => liveJobs(ctx, ids), ctx);
   });
-  return result(`ref.video.c${concurrency}`, `reference: video submit → queued, ${concurrency} client${concurrency === 1 ? '' : 's'} (N=${sizes.total})`, latencies, admitWallMs, ctx, before, { side: 'reference' });
+  return result(
+    `ref.video.c${concurrency}`,
+    `reference: video submit → queued, ${concurrency} client${concurrency === 1 ? '' : 's'} (N=${sizes.total})`,
+    latencies,
+    admitWallMs,
+    ctx,
+    before,
+    { side: 'reference' },
+  );
 }
 
 /** The bare 402: one conditional UPDATE that finds no money, and the answer. */
@@ -97,7 +134,15 @@ export async function refRefusal(ctx: Context): Promise<ScenarioResult> {
   const before = ctx.errors.count;
   const t = performance.now();
   const latencies = await ctx.measure(() => sequential(n, () => refGenerate(ctx, account, 'image', 402)));
-  return result('ref.refusal.402', `reference: 402 sequential (N=${n})`, latencies, performance.now() - t, ctx, before, { side: 'reference' });
+  return result(
+    'ref.refusal.402',
+    `reference: 402 sequential (N=${n})`,
+    latencies,
+    performance.now() - t,
+    ctx,
+    before,
+    { side: 'reference' },
+  );
 }
 
 /** The reference's side of the in-flight scenario: the same number of workflows held in the provider activity. */
@@ -117,5 +162,8 @@ export async function refInflight(ctx: Context, submitsPerSecond: number | undef
     });
     return holdThenDrain(ctx, 'ref.inflight', until, () => liveJobs(ctx, ids));
   });
-  return result('ref.inflight', `reference: ${total} videos in flight`, latencies, performance.now() - t, ctx, before, { inFlight: { max, holdUntil: until }, side: 'reference' });
+  return result('ref.inflight', `reference: ${total} videos in flight`, latencies, performance.now() - t, ctx, before, {
+    inFlight: { max, holdUntil: until },
+    side: 'reference',
+  });
 }

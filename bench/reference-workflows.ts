@@ -3,7 +3,13 @@
 // XState machine, no pricing, no files. Deadline timer, (video) slot activity, markRunning as a
 // local activity, the provider as an activity, settle as a local activity, and the status search
 // attribute upserted on the way, exactly as workflows/generation/workflow.ts does for an admitted job.
-import { CancellationScope, proxyActivities, proxyLocalActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  proxyActivities,
+  proxyLocalActivities,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import { GenerationStatus } from '../core/search-attributes';
 
 export interface BareInput {

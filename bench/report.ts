@@ -8,7 +8,12 @@ import { describeTarget, judge, TARGETS } from './targets';
 import type { Verdict } from './targets';
 
 /** Every number as `scenario.stat`, the keys targets refer to. */
-export function flatMetrics(scenarios: ScenarioResult[], memory: MemoryReport, simulatorCost: SimulatorCost, serviceInBench: boolean): Record<string, number> {
+export function flatMetrics(
+  scenarios: ScenarioResult[],
+  memory: MemoryReport,
+  simulatorCost: SimulatorCost,
+  serviceInBench: boolean,
+): Record<string, number> {
   const m: Record<string, number> = {};
   for (const s of scenarios) {
     for (const stat of ['mean', 'p50', 'p95', 'p99', 'max'] as const) m[`${s.id}.${stat}`] = round(s.latency[stat]);
@@ -71,26 +76,58 @@ export function comparisonRows(m: Record<string, number>, targets: TargetResult[
   const row = (label: string, ours: string, ref: string, target = '', digits = 1): ComparisonRow => {
     const a = m[ours];
     const b = m[ref];
-    return { label, service: f(a, digits), reference: f(b, digits), ratio: a !== undefined && b !== undefined && b !== 0 ? a / b : undefined, target };
+    return {
+      label,
+      service: f(a, digits),
+      reference: f(b, digits),
+      ratio: a !== undefined && b !== undefined && b !== 0 ? a / b : undefined,
+      target,
+    };
   };
   return [
-    row('image, 1 client: p50 (ms)', 'image.sequential.p50', 'ref.image.sequential.p50', verdict('image.sequential.p50')),
+    row(
+      'image, 1 client: p50 (ms)',
+      'image.sequential.p50',
+      'ref.image.sequential.p50',
+      verdict('image.sequential.p50'),
+    ),
     row('image, 1 client: p95 (ms)', 'image.sequential.p95', 'ref.image.sequential.p95'),
     row('video submit → queued, 1 client: p50 (ms)', 'video.c1.p50', 'ref.video.c1.p50', verdict('video.c1.p50')),
     row('video submit → queued, 32 clients: p95 (ms)', 'video.c32.p95', 'ref.video.c32.p95', verdict('video.c32.p95')),
     row('402, 1 client: p50 (ms)', 'refusal.402.p50', 'ref.refusal.402.p50', verdict('refusal.402.p50')),
     row('402 p50 vs GET /api/credits p50 (ms)', 'refusal.402.p50', 'baseline.p50'),
-    row('images/s, 20 clients', 'image.c20.throughput', 'ref.image.c20.throughput', `${verdict('image.c20.throughput')}; ratio ${verdict('image.c20.throughputRatio')}`),
+    row(
+      'images/s, 20 clients',
+      'image.c20.throughput',
+      'ref.image.c20.throughput',
+      `${verdict('image.c20.throughput')}; ratio ${verdict('image.c20.throughputRatio')}`,
+    ),
     row('images/s, 50 clients', 'image.c50.throughput', 'ref.image.c50.throughput'),
     row('CPU per image, 20 clients, stack (ms)', 'image.c20.cpuPerOp', 'ref.image.c20.cpuPerOp'),
-    row('  same, less the task itself (render + store, measured alone) (ms)', 'image.c20.cpuLessRender', 'ref.image.c20.cpuPerOp', verdict('image.c20.cpuLessRender')),
-    row(m.serviceInBench ? '  of which API + worker (+ load generator) (ms)' : '  of which the service\'s process: API + workers (ms)', 'image.c20.cpuProcesses', 'ref.image.c20.cpuProcesses'),
+    row(
+      '  same, less the task itself (render + store, measured alone) (ms)',
+      'image.c20.cpuLessRender',
+      'ref.image.c20.cpuPerOp',
+      verdict('image.c20.cpuLessRender'),
+    ),
+    row(
+      m.serviceInBench
+        ? '  of which API + worker (+ load generator) (ms)'
+        : "  of which the service's process: API + workers (ms)",
+      'image.c20.cpuProcesses',
+      'ref.image.c20.cpuProcesses',
+    ),
     row('  of which the load generator (ms)', 'image.c20.cpuClient', 'ref.image.c20.cpuClient'),
     row('  of which Temporal dev server (ms)', 'image.c20.cpuTemporal', 'ref.image.c20.cpuTemporal'),
     row('  of which PostgreSQL (ms)', 'image.c20.cpuPostgres', 'ref.image.c20.cpuPostgres'),
     row('CPU per video admitted, 32 clients, stack (ms)', 'video.c32.cpuPerOp', 'ref.video.c32.cpuPerOp'),
     row('CPU per 402, stack (ms)', 'refusal.402.cpuPerOp', 'ref.refusal.402.cpuPerOp'),
-    row('peak RSS, videos in flight (MB)', 'memory.inflight.serviceRss', 'memory.inflight.referenceRss', verdict('memory.inflight.serviceRss')),
+    row(
+      'peak RSS, videos in flight (MB)',
+      'memory.inflight.serviceRss',
+      'memory.inflight.referenceRss',
+      verdict('memory.inflight.serviceRss'),
+    ),
     row('  peak RSS while they all end at once (MB)', 'memory.drain.serviceRss', 'memory.drain.referenceRss'),
     row('  most seen in flight at once', 'inflight.maxInFlight', 'ref.inflight.maxInFlight', '', 0),
   ];
@@ -99,7 +136,13 @@ export function comparisonRows(m: Record<string, number>, targets: TargetResult[
 export function renderComparison(rows: ComparisonRow[]): string {
   return table(
     ['metric', 'service', 'reference', 'ratio', 'target'],
-    rows.map((r) => [r.label, r.service, r.reference, r.ratio === undefined || !Number.isFinite(r.ratio) ? '–' : `${r.ratio.toFixed(2)}×`, r.target]),
+    rows.map((r) => [
+      r.label,
+      r.service,
+      r.reference,
+      r.ratio === undefined || !Number.isFinite(r.ratio) ? '–' : `${r.ratio.toFixed(2)}×`,
+      r.target,
+    ]),
     (c) => c >= 1 && c <= 3,
   );
 }
@@ -113,16 +156,27 @@ export interface TargetResult {
 }
 
 export function evaluateTargets(metrics: Record<string, number>): TargetResult[] {
-  return TARGETS.map((t) => ({ metric: t.metric, value: metrics[t.metric], target: describeTarget(t), verdict: judge(t, metrics[t.metric]), why: t.why }));
+  return TARGETS.map((t) => ({
+    metric: t.metric,
+    value: metrics[t.metric],
+    target: describeTarget(t),
+    verdict: judge(t, metrics[t.metric]),
+    why: t.why,
+  }));
 }
 
 export function table(headers: string[], rows: string[][], rightAlign: (col: number) => boolean): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (rightAlign(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (rightAlign(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(headers), widths.map((w) => '─'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-export const f = (v: number | undefined, digits = 1): string => (v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits));
+export const f = (v: number | undefined, digits = 1): string =>
+  v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits);
 
 function verdictFor(targets: TargetResult[], prefix: string): string {
   return targets
@@ -155,7 +209,14 @@ export function renderReport(input: {
   out.push(
     table(
       ['scenario', 'n', 'err', 'mean', 'p50', 'p95', 'p99', 'max', 'gen/s', 'targets'],
-      scenarios.map((s) => [s.title, String(s.n), String(s.errors), ...stats(s.latency), f(s.throughput), verdictFor(targets, s.id)]),
+      scenarios.map((s) => [
+        s.title,
+        String(s.n),
+        String(s.errors),
+        ...stats(s.latency),
+        f(s.throughput),
+        verdictFor(targets, s.id),
+      ]),
       (c) => c >= 1 && c <= 8,
     ),
   );
@@ -167,7 +228,9 @@ export function renderReport(input: {
       table(
         ['scenario', 'mean', 'p50', 'p95', 'p99', 'max', 'all settled after', 'notes'],
         videos.map((s) => {
-          const notes = s.fifo ? `FIFO inversions ${s.fifo.inversions}, max running at once ${s.fifo.maxRunningAtOnce}` : '';
+          const notes = s.fifo
+            ? `FIFO inversions ${s.fifo.inversions}, max running at once ${s.fifo.maxRunningAtOnce}`
+            : '';
           return [s.title, ...stats(s.settle!), `${f((s.allSettledMs ?? Number.NaN) / 1000, 2)} s`, notes];
         }),
         (c) => c >= 1 && c <= 6,
@@ -178,45 +241,120 @@ export function renderReport(input: {
   const withCpu = scenarios.filter((s) => s.cpu);
   if (withCpu.length > 0) {
     const worker = input.workerMode !== 'in-process';
-    const benchLabel = input.workerMode === 'process' ? 'load generator' : input.workerMode === 'child' ? 'API+client' : 'API+worker+client';
+    const benchLabel =
+      input.workerMode === 'process'
+        ? 'load generator'
+        : input.workerMode === 'child'
+          ? 'API+client'
+          : 'API+worker+client';
     out.push('', 'CPU during the measured part (ms of CPU per request; machine busy = share of all cores in use)');
     out.push(
       table(
-        ['scenario', benchLabel, ...(worker ? [input.workerMode === 'process' ? 'service' : 'worker'] : []), 'reference', 'Temporal', 'PostgreSQL', 'stack total', 'other procs', 'machine busy'],
+        [
+          'scenario',
+          benchLabel,
+          ...(worker ? [input.workerMode === 'process' ? 'service' : 'worker'] : []),
+          'reference',
+          'Temporal',
+          'PostgreSQL',
+          'stack total',
+          'other procs',
+          'machine busy',
+        ],
         withCpu.map((s) => {
           const c = s.cpu!;
           const per = (v: number) => f(v / s.n);
-          return [s.title, per(c.bench), ...(worker ? [per(c.worker)] : []), per(c.reference), per(c.temporal), per(c.postgres), per(c.bench + c.worker + c.reference + c.temporal + c.postgres), per(c.other), `${f(c.machineBusy * 100, 0)} %`];
+          return [
+            s.title,
+            per(c.bench),
+            ...(worker ? [per(c.worker)] : []),
+            per(c.reference),
+            per(c.temporal),
+            per(c.postgres),
+            per(c.bench + c.worker + c.reference + c.temporal + c.postgres),
+            per(c.other),
+            `${f(c.machineBusy * 100, 0)} %`,
+          ];
         }),
         (c) => c >= 1,
       ),
     );
     const sim = input.simulatorCost;
-    out.push(input.workerMode === 'process'
-      ? '  service: runtime/main.ts (API + workers) as npm start runs it; reference: its HTTP server and worker; the load generator is the bench process'
-      : '  on the reference\'s rows the bench process (first column) is the load generator and the idle service; the reference process is its API and worker');
-    out.push(`  of which the task itself (the simulator's render and the store's put, measured alone): image ${f(sim.image.cpuMs)} ms, video ${f(sim.video.cpuMs)} ms, chat ${f(sim.chat.cpuMs)} ms of CPU per run`);
+    out.push(
+      input.workerMode === 'process'
+        ? '  service: runtime/main.ts (API + workers) as npm start runs it; reference: its HTTP server and worker; the load generator is the bench process'
+        : "  on the reference's rows the bench process (first column) is the load generator and the idle service; the reference process is its API and worker",
+    );
+    out.push(
+      `  of which the task itself (the simulator's render and the store's put, measured alone): image ${f(sim.image.cpuMs)} ms, video ${f(sim.video.cpuMs)} ms, chat ${f(sim.chat.cpuMs)} ms of CPU per run`,
+    );
   }
 
-  out.push('', `Memory (MB; worker ${input.workerMode}; sampled every ${memory.everyMs} ms, ${memory.samples} samples)`);
+  out.push(
+    '',
+    `Memory (MB; worker ${input.workerMode}; sampled every ${memory.everyMs} ms, ${memory.samples} samples)`,
+  );
   const memRows: string[][] = [
-    [input.workerMode === 'process' ? 'bench process RSS (the load generator)' : 'bench process RSS', f(mb(before.rss)), f(mb(after.rss)), f(mb(memory.peakRss)), ''],
-    ['bench process heap used (main isolate)', f(mb(before.heapUsed)), f(mb(after.heapUsed)), f(mb(memory.peakHeapUsed)), ''],
+    [
+      input.workerMode === 'process' ? 'bench process RSS (the load generator)' : 'bench process RSS',
+      f(mb(before.rss)),
+      f(mb(after.rss)),
+      f(mb(memory.peakRss)),
+      '',
+    ],
+    [
+      'bench process heap used (main isolate)',
+      f(mb(before.heapUsed)),
+      f(mb(after.heapUsed)),
+      f(mb(memory.peakHeapUsed)),
+      '',
+    ],
   ];
   if (memory.workerPeakRss !== undefined) {
-    memRows.push([input.workerMode === 'process' ? 'service process RSS (/proc): API + workers' : 'worker process RSS (/proc)', f(before.workerRss === undefined ? undefined : mb(before.workerRss)), f(after.workerRss === undefined ? undefined : mb(after.workerRss)), f(mb(memory.workerPeakRss)), `VmHWM ${f(memory.workerHwm === undefined ? undefined : mb(memory.workerHwm))}`]);
+    memRows.push([
+      input.workerMode === 'process' ? 'service process RSS (/proc): API + workers' : 'worker process RSS (/proc)',
+      f(before.workerRss === undefined ? undefined : mb(before.workerRss)),
+      f(after.workerRss === undefined ? undefined : mb(after.workerRss)),
+      f(mb(memory.workerPeakRss)),
+      `VmHWM ${f(memory.workerHwm === undefined ? undefined : mb(memory.workerHwm))}`,
+    ]);
   }
   // With the service in its own process the bench process is only the load generator.
   const sum = (p: MemoryPoint) => (input.workerMode === 'process' ? 0 : p.rss) + (p.workerRss ?? 0);
-  memRows.push(['service RSS (API + worker)', f(mb(sum(before))), f(mb(sum(after))), f(mb(memory.peakServiceRss)), verdictFor(targets, 'memory')]);
-  if (memory.referencePeakRss !== undefined) memRows.push(['bare reference process RSS', f(before.referenceRss === undefined ? undefined : mb(before.referenceRss)), f(after.referenceRss === undefined ? undefined : mb(after.referenceRss)), f(mb(memory.referencePeakRss)), '']);
+  memRows.push([
+    'service RSS (API + worker)',
+    f(mb(sum(before))),
+    f(mb(sum(after))),
+    f(mb(memory.peakServiceRss)),
+    verdictFor(targets, 'memory'),
+  ]);
+  if (memory.referencePeakRss !== undefined)
+    memRows.push([
+      'bare reference process RSS',
+      f(before.referenceRss === undefined ? undefined : mb(before.referenceRss)),
+      f(after.referenceRss === undefined ? undefined : mb(after.referenceRss)),
+      f(mb(memory.referencePeakRss)),
+      '',
+    ]);
   memRows.push(['Temporal dev server RSS (2 s samples)', '', '', f(mb(memory.temporalPeakRss)), '']);
   memRows.push(['PostgreSQL PSS, all processes (2 s)', '', '', f(mb(memory.postgresPeakPss)), '']);
   out.push(table(['', 'before', 'after', 'peak', 'target'], memRows, (c) => c >= 1 && c <= 3));
   out.push(
     table(
-      ['peak per phase', 'RSS', 'heap used', ...(memory.workerPeakRss !== undefined ? ['worker RSS', 'service RSS'] : []), 'reference RSS'],
-      Object.entries(memory.phases).map(([phase, p]) => [phase, f(mb(p.rss)), f(mb(p.heapUsed)), ...(memory.workerPeakRss !== undefined ? [f(mb(p.workerRss ?? 0)), f(mb(p.serviceRss))] : []), f(p.referenceRss === undefined ? undefined : mb(p.referenceRss))]),
+      [
+        'peak per phase',
+        'RSS',
+        'heap used',
+        ...(memory.workerPeakRss !== undefined ? ['worker RSS', 'service RSS'] : []),
+        'reference RSS',
+      ],
+      Object.entries(memory.phases).map(([phase, p]) => [
+        phase,
+        f(mb(p.rss)),
+        f(mb(p.heapUsed)),
+        ...(memory.workerPeakRss !== undefined ? [f(mb(p.workerRss ?? 0)), f(mb(p.serviceRss))] : []),
+        f(p.referenceRss === undefined ? undefined : mb(p.referenceRss)),
+      ]),
       (c) => c >= 1,
     ),
   );
@@ -226,22 +364,53 @@ export function renderReport(input: {
     out.push('', 'Where the time goes (means over sampled Temporal histories, ms)');
     out.push(
       table(
-        ['kind', 'wfs', 'events', 'wf tasks', 'activities', 'local acts', 'wf task queue/run (1st, 2nd, …)', 'send→start', 'workflow', 'orchestration', 'close→answer', 'client'],
+        [
+          'kind',
+          'wfs',
+          'events',
+          'wf tasks',
+          'activities',
+          'local acts',
+          'wf task queue/run (1st, 2nd, …)',
+          'send→start',
+          'workflow',
+          'orchestration',
+          'close→answer',
+          'client',
+        ],
         kinds.map(([kind, p]) => [
-          kind, String(p.workflows), f(p.events), f(p.workflowTasks), f(p.activityTasks), f(p.localActivities),
-          p.workflowTaskByIndex.map((w) => `${f(w.queueMs, 0)}/${f(w.runMs, 0)}`).join(', '), f(p.beforeStartMs), f(p.durationMs), f(p.orchestrationMs), f(p.afterCloseMs), f(p.clientMs),
+          kind,
+          String(p.workflows),
+          f(p.events),
+          f(p.workflowTasks),
+          f(p.activityTasks),
+          f(p.localActivities),
+          p.workflowTaskByIndex.map((w) => `${f(w.queueMs, 0)}/${f(w.runMs, 0)}`).join(', '),
+          f(p.beforeStartMs),
+          f(p.durationMs),
+          f(p.orchestrationMs),
+          f(p.afterCloseMs),
+          f(p.clientMs),
         ]),
         (c) => c >= 1 && c !== 6,
       ),
     );
-    out.push('  send→start: client sends → workflow execution started (HTTP, auth, pricing, hold transaction, start RPC); orchestration: workflow');
-    out.push('  time not spent running activity tasks (local activities run inside workflow tasks); close→answer: workflow closed → the');
-    out.push('  client has the answer (result long-poll notification, final read, HTTP). Video: the client waits for the start only.');
+    out.push(
+      '  send→start: client sends → workflow execution started (HTTP, auth, pricing, hold transaction, start RPC); orchestration: workflow',
+    );
+    out.push(
+      '  time not spent running activity tasks (local activities run inside workflow tasks); close→answer: workflow closed → the',
+    );
+    out.push(
+      '  client has the answer (result long-poll notification, final read, HTTP). Video: the client waits for the start only.',
+    );
     out.push(kinds.map(([kind, p]) => `  ${kind}: ${p.activitySequence.join(' → ')}`).join('\n'));
     out.push(
       table(
         ['kind', 'activity', 'per wf', 'queue', 'run'],
-        kinds.flatMap(([kind, p]) => Object.entries(p.activity).map(([name, a]) => [kind, name, f(a.count, 2), f(a.queueMs), f(a.runMs)])),
+        kinds.flatMap(([kind, p]) =>
+          Object.entries(p.activity).map(([name, a]) => [kind, name, f(a.count, 2), f(a.queueMs), f(a.runMs)]),
+        ),
         (c) => c >= 2,
       ),
     );

@@ -10,6 +10,9 @@ export async function writeResults(json: string, label: string): Promise<string>
   await mkdir(resultsDir, { recursive: true });
   const latest = join(resultsDir, 'latest.json');
   await writeFile(latest, json);
-  await writeFile(join(resultsDir, `${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}-${label}.json`), json);
+  await writeFile(
+    join(resultsDir, `${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}-${label}.json`),
+    json,
+  );
   return latest;
 }

@@ -20,7 +20,17 @@ import type { KindProfile } from './profile';
 import { comparisonRows, evaluateTargets, flatMetrics, renderReport } from './report';
 import { writeResults } from './results';
 import { refImageConcurrent, refImageSequential, refInflight, refRefusal, refVideo } from './reference-scenarios';
-import { baseline, chatSequential, imageConcurrent, imageSequential, inflightVideos, refusal, videoFifo, videoSequential, videoSpread } from './scenarios';
+import {
+  baseline,
+  chatSequential,
+  imageConcurrent,
+  imageSequential,
+  inflightVideos,
+  refusal,
+  videoFifo,
+  videoSequential,
+  videoSpread,
+} from './scenarios';
 import type { Context, ScenarioResult } from './scenarios';
 import { measureSimulatorCost } from './simulator-cost';
 import { FULL, QUICK } from './sizes';
@@ -48,7 +58,16 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
 
 type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'upstream-videos';
 
-function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; temporalDb: 'file' | 'memory'; keep: boolean; profile: boolean; only?: Only; videos?: number; perAccount?: number } {
+function parseArgs(argv: string[]): {
+  quick: boolean;
+  workerMode: WorkerMode;
+  temporalDb: 'file' | 'memory';
+  keep: boolean;
+  profile: boolean;
+  only?: Only;
+  videos?: number;
+  perAccount?: number;
+} {
   let quick = false;
   let videos: number | undefined;
   let perAccount: number | undefined;
@@ -59,13 +78,24 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
-    else if (arg === '--only=core' || arg === '--only=live' || arg === '--only=stream' || arg === '--only=inflight' || arg === '--only=peers' || arg === '--only=idle' || arg === '--only=upstream-videos') only = arg.slice('--only='.length) as Only;
+    else if (
+      arg === '--only=core' ||
+      arg === '--only=live' ||
+      arg === '--only=stream' ||
+      arg === '--only=inflight' ||
+      arg === '--only=peers' ||
+      arg === '--only=idle' ||
+      arg === '--only=upstream-videos'
+    )
+      only = arg.slice('--only='.length) as Only;
     else if (/^--videos=[1-9]\d{0,4}$/.test(arg)) videos = Number(arg.slice('--videos='.length));
     else if (/^--per-account=([1-9]\d?|100)$/.test(arg)) perAccount = Number(arg.slice('--per-account='.length));
     else if (arg === '--keep') keep = true;
     else if (arg === '--profile') profile = true;
-    else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process') workerMode = arg.slice('--worker='.length) as WorkerMode;
-    else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory') temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
+    else if (arg === '--worker=child' || arg === '--worker=in-process' || arg === '--worker=process')
+      workerMode = arg.slice('--worker='.length) as WorkerMode;
+    else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory')
+      temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
     else {
       console.error(arg === '--help' || arg === '-h' ? USAGE : `unknown argument ${arg}\n${USAGE}`);
       process.exit(arg === '--help' || arg === '-h' ? 0 : 2);
@@ -79,7 +109,16 @@ function parseArgs(argv: string[]): { quick: boolean; workerMode: WorkerMode; te
     console.error(`--videos and --per-account go with --only=upstream-videos\n${USAGE}`);
     process.exit(2);
   }
-  return { quick, workerMode, temporalDb, keep, profile, ...(only ? { only } : {}), ...(videos === undefined ? {} : { videos }), ...(perAccount === undefined ? {} : { perAccount }) };
+  return {
+    quick,
+    workerMode,
+    temporalDb,
+    keep,
+    profile,
+    ...(only ? { only } : {}),
+    ...(videos === undefined ? {} : { videos }),
+    ...(perAccount === undefined ? {} : { perAccount }),
+  };
 }
 
 const log = (line: string) => console.error(`[bench] ${line}`);
@@ -90,21 +129,43 @@ async function main(): Promise<number> {
   if (args.only === 'peers') {
     // Per process tree: the service must be its own process.
     if (args.workerMode !== 'process') {
-      console.error(`--only=peers runs the service as its own process; --worker=${args.workerMode} does not apply\n${USAGE}`);
+      console.error(
+        `--only=peers runs the service as its own process; --worker=${args.workerMode} does not apply\n${USAGE}`,
+      );
       return 2;
     }
     return runPeers(args);
   }
-  if (args.only === 'idle') return runIdle({ keep: args.keep, temporalDb: args.temporalDb, seconds: args.quick ? 10 : 60, profile: args.profile });
+  if (args.only === 'idle')
+    return runIdle({
+      keep: args.keep,
+      temporalDb: args.temporalDb,
+      seconds: args.quick ? 10 : 60,
+      profile: args.profile,
+    });
   const sizes = args.quick ? QUICK : FULL;
   const mode = args.quick ? 'quick' : 'full';
   const dataDir = join(process.cwd(), '.test-data', `bench-${process.pid}`);
   // The streamed-chat scenario's upstream: an OpenAI-compatible server on loopback, configured as
   // the chat model's upstream exactly as an operator would (UPSTREAMS_JSON).
   const upstream = await startOpenAiUpstream();
-  const upstreams = { upstreams: [{ name: 'bench-upstream', protocol: 'openai', baseUrl: upstream.baseUrl, models: { [STREAM_MODEL]: UPSTREAM_MODEL } }] };
+  const upstreams = {
+    upstreams: [
+      {
+        name: 'bench-upstream',
+        protocol: 'openai',
+        baseUrl: upstream.baseUrl,
+        models: { [STREAM_MODEL]: UPSTREAM_MODEL },
+      },
+    ],
+  };
   const stackHandle = createStack({
-    dataDir, workerMode: args.workerMode, temporalDb: args.temporalDb, keepData: args.keep, log, env: { UPSTREAMS_JSON: JSON.stringify(upstreams) },
+    dataDir,
+    workerMode: args.workerMode,
+    temporalDb: args.temporalDb,
+    keepData: args.keep,
+    log,
+    env: { UPSTREAMS_JSON: JSON.stringify(upstreams) },
   });
 
   // Ctrl-C, SIGTERM or the parent (npm) going away: abort the requests in flight, stop what was
@@ -114,7 +175,13 @@ async function main(): Promise<number> {
   shutdown.add('stream upstream', () => upstream.close());
   shutdown.add('bench stack', () => stackHandle.stop());
   shutdown.add('requests in flight', async () => interrupt.abort());
-  guardRun({ log, shutdown, interrupt, watchdogMinutes: args.quick ? 8 : 20, stoppedNote: args.keep ? `data kept in ${dataDir}` : 'data folder removed' });
+  guardRun({
+    log,
+    shutdown,
+    interrupt,
+    watchdogMinutes: args.quick ? 8 : 20,
+    stoppedNote: args.keep ? `data kept in ${dataDir}` : 'data folder removed',
+  });
 
   const errors = createErrorLog();
   let stack: Stack | undefined;
@@ -124,10 +191,16 @@ async function main(): Promise<number> {
     log(`${mode} run, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}, data in ${dataDir}`);
     stack = await stackHandle.start();
     log(`Temporal CLI ${stack.temporalCli}`);
-    log(`service up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${Object.entries(stack.startup).map(([k, v]) => `${k} ${v} ms`).join(', ')}); API ${stack.baseUrl}`);
+    log(
+      `service up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${Object.entries(stack.startup)
+        .map(([k, v]) => `${k} ${v} ms`)
+        .join(', ')}); API ${stack.baseUrl}`,
+    );
 
     const simulatorCost = await measureSimulatorCost();
-    log(`the task itself per run (render + store, sim:delay=0): image ${simulatorCost.image.cpuMs} ms CPU, video ${simulatorCost.video.cpuMs} ms CPU, chat ${simulatorCost.chat.cpuMs} ms CPU`);
+    log(
+      `the task itself per run (render + store, sim:delay=0): image ${simulatorCost.image.cpuMs} ms CPU, video ${simulatorCost.video.cpuMs} ms CPU, chat ${simulatorCost.chat.cpuMs} ms CPU`,
+    );
 
     const reference = stack.reference;
     if (!reference) throw new Error('the stack started without its bare reference');
@@ -140,7 +213,12 @@ async function main(): Promise<number> {
       ...(stack.workerPid === undefined ? {} : { workerPid: stack.workerPid }),
     });
     const before = await memory.now();
-    const pids = { temporal: stack.temporal.pid, postgres: stack.postgres.pid, reference: reference.pid, ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }) };
+    const pids = {
+      temporal: stack.temporal.pid,
+      postgres: stack.postgres.pid,
+      reference: reference.pid,
+      ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }),
+    };
     let lastCpu: CpuUse | undefined;
     const ctx: Context = {
       http: createHttp(stack.baseUrl, interrupt.signal),
@@ -171,7 +249,9 @@ async function main(): Promise<number> {
       lastCpu = undefined;
       const r = await scenario();
       if (lastCpu) r.cpu = lastCpu;
-      log(`${name}: p50 ${r.latency.p50.toFixed(1)} ms, p95 ${r.latency.p95.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+      log(
+        `${name}: p50 ${r.latency.p50.toFixed(1)} ms, p95 ${r.latency.p95.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} (${((Date.now() - t) / 1000).toFixed(1)} s)`,
+      );
       scenarios.push(r);
     };
     if (!args.only || args.only === 'core') {
@@ -206,7 +286,9 @@ async function main(): Promise<number> {
       log('stream (service against the upstream directly)…');
       const rows = await streamOverhead(ctx, upstream.baseUrl, sizes.stream);
       for (const r of rows) {
-        log(`stream ${r.mode} c${r.concurrency}: first byte overhead p50 ${r.overhead.ttfb.p50} ms, p99 ${r.overhead.ttfb.p99} ms; full reply overhead p50 ${r.overhead.full.p50} ms, p99 ${r.overhead.full.p99} ms`);
+        log(
+          `stream ${r.mode} c${r.concurrency}: first byte overhead p50 ${r.overhead.ttfb.p50} ms, p99 ${r.overhead.ttfb.p99} ms; full reply overhead p50 ${r.overhead.full.p50} ms, p99 ${r.overhead.full.p99} ms`,
+        );
       }
       return rows;
     };
@@ -214,7 +296,10 @@ async function main(): Promise<number> {
     const noStream = args.only !== undefined && args.only !== 'stream';
     const stream = noStream ? [] : await streamScenarios();
     const whole = noStream ? undefined : await wholeReply(ctx, Math.min(50, sizes.stream.n), sizes.stream.tokens);
-    if (whole) log(`whole reply: API path p50 ${whole.apiPath.p50.toFixed(1)} ms, activity path p50 ${whole.activityPath.p50.toFixed(1)} ms`);
+    if (whole)
+      log(
+        `whole reply: API path p50 ${whole.apiPath.p50.toFixed(1)} ms, activity path p50 ${whole.activityPath.p50.toFixed(1)} ms`,
+      );
     memory.phase('after');
     const after = await memory.now();
     const memoryReport: MemoryReport = await memory.stop();
@@ -228,16 +313,38 @@ async function main(): Promise<number> {
       'image (reference)': await profileKind(stack.client, last(ctx.samples.refImage)),
       chat: await profileKind(stack.client, last(ctx.samples.chat)),
       video: await profileKind(stack.client, last(ctx.samples.video), 'start'),
-      refused: await profileKind(stack.client, refusedIds.map((id) => ({ id }))),
+      refused: await profileKind(
+        stack.client,
+        refusedIds.map((id) => ({ id })),
+      ),
     };
 
-    const metrics = { ...flatMetrics(scenarios, memoryReport, simulatorCost, stack.serviceInBench), ...streamMetrics(stream) };
+    const metrics = {
+      ...flatMetrics(scenarios, memoryReport, simulatorCost, stack.serviceInBench),
+      ...streamMetrics(stream),
+    };
     const targets = evaluateTargets(metrics);
     const comparison = comparisonRows(metrics, targets);
     const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
-    console.log(`\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}`);
-    console.log(`load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`);
-    console.log(renderReport({ scenarios, targets, memory: memoryReport, before, after, profile, workerMode: args.workerMode, simulatorCost, comparison }));
+    console.log(
+      `\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}`,
+    );
+    console.log(
+      `load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`,
+    );
+    console.log(
+      renderReport({
+        scenarios,
+        targets,
+        memory: memoryReport,
+        before,
+        after,
+        profile,
+        workerMode: args.workerMode,
+        simulatorCost,
+        comparison,
+      }),
+    );
     if (whole) console.log(`\n${renderStream(stream, whole)}`);
     if (live) console.log(`\n${renderLive(live)}`);
 
@@ -275,7 +382,10 @@ async function main(): Promise<number> {
       null,
       2,
     );
-    const latest = await writeResults(json, `${args.only ? `${args.only}-` : ''}${mode}-${args.workerMode}-${args.temporalDb}`);
+    const latest = await writeResults(
+      json,
+      `${args.only ? `${args.only}-` : ''}${mode}-${args.workerMode}-${args.temporalDb}`,
+    );
 
     console.log(`\nResults: ${latest}`);
     console.log(
@@ -291,10 +401,15 @@ async function main(): Promise<number> {
   } finally {
     log('stopping the service…');
     await shutdown.stop();
-    const started = stack ? [stack.temporal.pid, stack.postgres.pid, ...(stack.workerPid === undefined ? [] : [stack.workerPid])] : [];
+    const started = stack
+      ? [stack.temporal.pid, stack.postgres.pid, ...(stack.workerPid === undefined ? [] : [stack.workerPid])]
+      : [];
     const alive = started.filter((pid) => isAlive(pid));
     if (alive.length > 0) errors.record(`processes still alive after stopping: ${alive.join(', ')}`);
-    else if (started.length > 0) log(`stopped (Temporal pid ${stack!.temporal.pid}, PostgreSQL pid ${stack!.postgres.pid}${stack!.workerPid ? `, worker pid ${stack!.workerPid}` : ''}); ${args.keep ? `data kept in ${dataDir}` : 'data folder removed'}`);
+    else if (started.length > 0)
+      log(
+        `stopped (Temporal pid ${stack!.temporal.pid}, PostgreSQL pid ${stack!.postgres.pid}${stack!.workerPid ? `, worker pid ${stack!.workerPid}` : ''}); ${args.keep ? `data kept in ${dataDir}` : 'data folder removed'}`,
+      );
   }
   if (errors.count > 0) {
     for (const m of errors.messages) console.error(`  error: ${m}`);

@@ -76,27 +76,40 @@ type Expect = { http: 200; statuses: readonly string[] } | { http: 402 };
  * 429 (the bench spreads load over keys to stay clear of rate limits), or a generation that
  * ended `failed` although nothing asked it to.
  */
-async function generate(ctx: Context, account: BenchAccount, body: object, expect: Expect): Promise<{ ms: number; id?: string; at: number }> {
+async function generate(
+  ctx: Context,
+  account: BenchAccount,
+  body: object,
+  expect: Expect,
+): Promise<{ ms: number; id?: string; at: number }> {
   const at = Date.now();
   let r;
   try {
-    r = await ctx.http.request<{ generation?: GenerationView; error?: { type: string } }>('POST', '/api/generate', { token: account.nextKey(), body });
+    r = await ctx.http.request<{ generation?: GenerationView; error?: { type: string } }>('POST', '/api/generate', {
+      token: account.nextKey(),
+      body,
+    });
   } catch (err) {
     if (ctx.http.stop.aborted) throw err; // interrupted: not the service's fault
     ctx.errors.record(`POST /api/generate: ${(err as Error).message}`);
     return { ms: Number.NaN, at };
   }
   if (r.status !== expect.http) {
-    ctx.errors.record(`POST /api/generate ${JSON.stringify(body)}: expected ${expect.http}, got ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    ctx.errors.record(
+      `POST /api/generate ${JSON.stringify(body)}: expected ${expect.http}, got ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`,
+    );
     return { ms: r.ms, at };
   }
   if (expect.http === 402) {
-    if (r.body.error?.type !== 'insufficient_credits') ctx.errors.record(`402 with unexpected body ${JSON.stringify(r.body).slice(0, 300)}`);
+    if (r.body.error?.type !== 'insufficient_credits')
+      ctx.errors.record(`402 with unexpected body ${JSON.stringify(r.body).slice(0, 300)}`);
     return { ms: r.ms, at };
   }
   const g = r.body.generation;
   if (!g || !expect.statuses.includes(g.status)) {
-    ctx.errors.record(`POST /api/generate ${JSON.stringify(body)}: expected status ${expect.statuses.join('|')}, got ${JSON.stringify(r.body).slice(0, 300)}`);
+    ctx.errors.record(
+      `POST /api/generate ${JSON.stringify(body)}: expected status ${expect.statuses.join('|')}, got ${JSON.stringify(r.body).slice(0, 300)}`,
+    );
   }
   return { ms: r.ms, at, ...(g ? { id: g.id } : {}) };
 }
@@ -104,13 +117,33 @@ async function generate(ctx: Context, account: BenchAccount, body: object, expec
 const SUCCEEDED: Expect = { http: 200, statuses: ['succeeded'] };
 const ADMITTED: Expect = { http: 200, statuses: ['queued', 'running'] };
 
-export function result(id: string, title: string, latencies: number[], wallMs: number, ctx: Context, errorsBefore: number, more: Partial<ScenarioResult> = {}): ScenarioResult {
+export function result(
+  id: string,
+  title: string,
+  latencies: number[],
+  wallMs: number,
+  ctx: Context,
+  errorsBefore: number,
+  more: Partial<ScenarioResult> = {},
+): ScenarioResult {
   const valid = latencies.filter((v) => Number.isFinite(v));
-  return { id, title, n: latencies.length, errors: ctx.errors.count - errorsBefore, latency: summarise(valid), wallMs, ...more };
+  return {
+    id,
+    title,
+    n: latencies.length,
+    errors: ctx.errors.count - errorsBefore,
+    latency: summarise(valid),
+    wallMs,
+    ...more,
+  };
 }
 
 /** Runs `count` calls one after another and returns their latencies. */
-export async function sequential(count: number, call: (i: number) => Promise<{ ms: number; id?: string; at?: number }>, keep?: Sample[]): Promise<number[]> {
+export async function sequential(
+  count: number,
+  call: (i: number) => Promise<{ ms: number; id?: string; at?: number }>,
+  keep?: Sample[],
+): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < count; i++) {
     const r = await call(i);
@@ -144,16 +177,23 @@ export async function imageSequential(ctx: Context): Promise<ScenarioResult> {
   await sequential(warmup, () => generate(ctx, account, IMAGE, SUCCEEDED));
   const before = ctx.errors.count;
   const t = performance.now();
-  const latencies = await ctx.measure(() => sequential(n, () => generate(ctx, account, IMAGE, SUCCEEDED), ctx.samples.image));
+  const latencies = await ctx.measure(() =>
+    sequential(n, () => generate(ctx, account, IMAGE, SUCCEEDED), ctx.samples.image),
+  );
   const wallMs = performance.now() - t;
-  return result('image.sequential', `image sequential (N=${n})`, latencies, wallMs, ctx, before, { throughput: (n / wallMs) * 1000 });
+  return result('image.sequential', `image sequential (N=${n})`, latencies, wallMs, ctx, before, {
+    throughput: (n / wallMs) * 1000,
+  });
 }
 
 /** 2. Concurrent image submits from one account: throughput and latency under load. */
 export async function imageConcurrent(ctx: Context, concurrency: number): Promise<ScenarioResult> {
   const { total } = ctx.sizes.imageConcurrent;
   const warmup = concurrency;
-  const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: total + warmup });
+  const account = await openAccount(ctx.http, ctx.stack.adminToken, {
+    credits: HUGE_BALANCE,
+    requests: total + warmup,
+  });
   await runPool(warmup, concurrency, async () => void (await generate(ctx, account, IMAGE, SUCCEEDED)));
   const before = ctx.errors.count;
   const latencies: number[] = [];
@@ -164,9 +204,17 @@ export async function imageConcurrent(ctx: Context, concurrency: number): Promis
     }),
   );
   const wallMs = performance.now() - t;
-  return result(`image.c${concurrency}`, `image concurrency ${concurrency} (total ${total})`, latencies, wallMs, ctx, before, {
-    throughput: (total / wallMs) * 1000,
-  });
+  return result(
+    `image.c${concurrency}`,
+    `image concurrency ${concurrency} (total ${total})`,
+    latencies,
+    wallMs,
+    ctx,
+    before,
+    {
+      throughput: (total / wallMs) * 1000,
+    },
+  );
 }
 
 interface Observed {
@@ -192,7 +240,12 @@ function observeVideos(ctx: Context, everyMs = 50) {
 
   const poll = async (): Promise<boolean> => {
     if (ids.length === 0) return false;
-    const r = await ctx.stack.observer.query<{ id: string; account_id: string; status: string; finished_ms: number | null }>(
+    const r = await ctx.stack.observer.query<{
+      id: string;
+      account_id: string;
+      status: string;
+      finished_ms: number | null;
+    }>(
       `SELECT id, account_id, status, (extract(epoch FROM finished_at) * 1000)::float8 AS finished_ms
          FROM generations WHERE id = ANY($1::text[])`,
       [ids],
@@ -245,7 +298,8 @@ function observeVideos(ctx: Context, everyMs = 50) {
         const olderLeft = older.leftQueueRound ?? Infinity;
         for (let j = i + 1; j < order.length; j++) {
           const youngerLeft = order[j]!.leftQueueRound ?? Infinity;
-          if (older.queuedRound !== undefined && older.queuedRound < youngerLeft && youngerLeft < olderLeft) inversions++;
+          if (older.queuedRound !== undefined && older.queuedRound < youngerLeft && youngerLeft < olderLeft)
+            inversions++;
         }
       }
       return { seen, maxRunningPerAccount, inversions };
@@ -282,22 +336,45 @@ async function videoBatch(ctx: Context, accounts: BenchAccount[], total: number,
     lastFinished = Math.max(lastFinished, o.finishedMs);
   }
   if (failed > 0) ctx.errors.record(`${failed} videos ended failed`);
-  if (maxRunningPerAccount > 5) ctx.errors.record(`an account had ${maxRunningPerAccount} videos running at once (limit 5)`);
-  return { latencies, admitWallMs, submitted, settle: summarise(settle), makespanMs: lastFinished - t0, maxRunningPerAccount, inversions };
+  if (maxRunningPerAccount > 5)
+    ctx.errors.record(`an account had ${maxRunningPerAccount} videos running at once (limit 5)`);
+  return {
+    latencies,
+    admitWallMs,
+    submitted,
+    settle: summarise(settle),
+    makespanMs: lastFinished - t0,
+    maxRunningPerAccount,
+    inversions,
+  };
 }
 
 /** 3a. Video submits one after another (one client), over 10 accounts: the `queued` answer's latency. */
 export async function videoSequential(ctx: Context): Promise<ScenarioResult> {
   const { n, warmup } = ctx.sizes.videoSequential;
   const accounts: BenchAccount[] = [];
-  for (let i = 0; i < 10; i++) accounts.push(await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: Math.ceil((n + warmup) / 10) + 1 }));
+  for (let i = 0; i < 10; i++)
+    accounts.push(
+      await openAccount(ctx.http, ctx.stack.adminToken, {
+        credits: HUGE_BALANCE,
+        requests: Math.ceil((n + warmup) / 10) + 1,
+      }),
+    );
   await videoBatch(ctx, accounts, warmup, 1);
   const before = ctx.errors.count;
   const batch = await ctx.measure(() => videoBatch(ctx, accounts, n, 1));
-  return result('video.c1', `video submit → queued, 1 client (N=${n})`, batch.latencies, batch.admitWallMs, ctx, before, {
-    settle: batch.settle,
-    allSettledMs: batch.makespanMs,
-  });
+  return result(
+    'video.c1',
+    `video submit → queued, 1 client (N=${n})`,
+    batch.latencies,
+    batch.admitWallMs,
+    ctx,
+    before,
+    {
+      settle: batch.settle,
+      allSettledMs: batch.makespanMs,
+    },
+  );
 }
 
 /** 3b. Video admission spread over many accounts, so the 5-slot limit per account does not dominate. */
@@ -307,15 +384,24 @@ export async function videoSpread(ctx: Context): Promise<ScenarioResult> {
   const warm = await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: warmup });
   await videoBatch(ctx, [warm], warmup, Math.min(concurrency, warmup));
   const accounts: BenchAccount[] = [];
-  for (let i = 0; i < accountCount; i++) accounts.push(await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: perAccount }));
+  for (let i = 0; i < accountCount; i++)
+    accounts.push(await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: perAccount }));
   const before = ctx.errors.count;
   const batch = await ctx.measure(() => videoBatch(ctx, accounts, total, concurrency));
   ctx.samples.video.push(...batch.submitted.map((s) => ({ id: s.id, ms: s.ms, at: s.submitAt })));
-  return result(`video.c${concurrency}`, `video submit → queued, ${concurrency} clients over ${accountCount} accounts (total ${total})`, batch.latencies, batch.admitWallMs, ctx, before, {
-    throughput: (total / batch.makespanMs) * 1000,
-    settle: batch.settle,
-    allSettledMs: batch.makespanMs,
-  });
+  return result(
+    `video.c${concurrency}`,
+    `video submit → queued, ${concurrency} clients over ${accountCount} accounts (total ${total})`,
+    batch.latencies,
+    batch.admitWallMs,
+    ctx,
+    before,
+    {
+      throughput: (total / batch.makespanMs) * 1000,
+      settle: batch.settle,
+      allSettledMs: batch.makespanMs,
+    },
+  );
 }
 
 /** 3c. One account with many videos: 5 run at once, the rest drain first in first out. */
@@ -324,13 +410,22 @@ export async function videoFifo(ctx: Context): Promise<ScenarioResult> {
   const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: total });
   const before = ctx.errors.count;
   const batch = await ctx.measure(() => videoBatch(ctx, [account], total, concurrency));
-  if (batch.inversions > 0) ctx.errors.record(`the video queue of one account drained out of order (${batch.inversions} inverted pairs)`);
-  return result('video.fifo', `video FIFO drain, 1 account × ${total}`, batch.latencies, batch.admitWallMs, ctx, before, {
-    throughput: (total / batch.makespanMs) * 1000,
-    settle: batch.settle,
-    allSettledMs: batch.makespanMs,
-    fifo: { inversions: batch.inversions, maxRunningAtOnce: batch.maxRunningPerAccount },
-  });
+  if (batch.inversions > 0)
+    ctx.errors.record(`the video queue of one account drained out of order (${batch.inversions} inverted pairs)`);
+  return result(
+    'video.fifo',
+    `video FIFO drain, 1 account × ${total}`,
+    batch.latencies,
+    batch.admitWallMs,
+    ctx,
+    before,
+    {
+      throughput: (total / batch.makespanMs) * 1000,
+      settle: batch.settle,
+      allSettledMs: batch.makespanMs,
+      fifo: { inversions: batch.inversions, maxRunningAtOnce: batch.maxRunningPerAccount },
+    },
+  );
 }
 
 /** 4. Paid chat (chat-haiku, no free allowance) one after another. */
@@ -340,9 +435,13 @@ export async function chatSequential(ctx: Context): Promise<ScenarioResult> {
   await sequential(warmup, () => generate(ctx, account, CHAT, SUCCEEDED));
   const before = ctx.errors.count;
   const t = performance.now();
-  const latencies = await ctx.measure(() => sequential(n, () => generate(ctx, account, CHAT, SUCCEEDED), ctx.samples.chat));
+  const latencies = await ctx.measure(() =>
+    sequential(n, () => generate(ctx, account, CHAT, SUCCEEDED), ctx.samples.chat),
+  );
   const wallMs = performance.now() - t;
-  return result('chat.sequential', `chat paid sequential (N=${n})`, latencies, wallMs, ctx, before, { throughput: (n / wallMs) * 1000 });
+  return result('chat.sequential', `chat paid sequential (N=${n})`, latencies, wallMs, ctx, before, {
+    throughput: (n / wallMs) * 1000,
+  });
 }
 
 /** 5. 402 refusals: an account with 0 credits; nothing is held and nothing runs. */
@@ -355,7 +454,9 @@ export async function refusal(ctx: Context): Promise<ScenarioResult> {
   // A 402 names no generation; the profile finds the refused workflows by account instead.
   const latencies = await ctx.measure(() => sequential(n, () => generate(ctx, account, IMAGE, { http: 402 })));
   const wallMs = performance.now() - t;
-  return result('refusal.402', `402 refusal sequential (N=${n})`, latencies, wallMs, ctx, before, { accountId: account.id });
+  return result('refusal.402', `402 refusal sequential (N=${n})`, latencies, wallMs, ctx, before, {
+    accountId: account.id,
+  });
 }
 
 /**
@@ -363,7 +464,8 @@ export async function refusal(ctx: Context): Promise<ScenarioResult> {
  * submit rate of the c32 video scenario just measured, with a margin.
  */
 export function holdFor(total: number, submitsPerSecond: number | undefined): number {
-  const rate = submitsPerSecond !== undefined && Number.isFinite(submitsPerSecond) && submitsPerSecond > 0 ? submitsPerSecond : 20;
+  const rate =
+    submitsPerSecond !== undefined && Number.isFinite(submitsPerSecond) && submitsPerSecond > 0 ? submitsPerSecond : 20;
   return Math.min(90_000, Math.round((total / rate) * 1000 * 1.4 + 3_000));
 }
 
@@ -376,7 +478,13 @@ export function holdFor(total: number, submitsPerSecond: number | undefined): nu
 export async function inflightVideos(ctx: Context, submitsPerSecond: number | undefined): Promise<ScenarioResult> {
   const { total, accounts: accountCount, concurrency } = ctx.sizes.inflight;
   const accounts: BenchAccount[] = [];
-  for (let i = 0; i < accountCount; i++) accounts.push(await openAccount(ctx.http, ctx.stack.adminToken, { credits: HUGE_BALANCE, requests: Math.ceil(total / accountCount) }));
+  for (let i = 0; i < accountCount; i++)
+    accounts.push(
+      await openAccount(ctx.http, ctx.stack.adminToken, {
+        credits: HUGE_BALANCE,
+        requests: Math.ceil(total / accountCount),
+      }),
+    );
   const until = Date.now() + holdFor(total, submitsPerSecond);
   const body = { ...VIDEO, prompt: `waves held in flight sim:until=${until} sim:fail` };
   const before = ctx.errors.count;
@@ -391,11 +499,21 @@ export async function inflightVideos(ctx: Context, submitsPerSecond: number | un
     });
     return holdThenDrain(ctx, 'inflight', until, async () => {
       const r = await ctx.stack.observer.query<{ live: number }>(
-        `SELECT count(*)::int AS live FROM generations WHERE id = ANY($1::text[]) AND status IN ('queued', 'running')`, [ids]);
+        `SELECT count(*)::int AS live FROM generations WHERE id = ANY($1::text[]) AND status IN ('queued', 'running')`,
+        [ids],
+      );
       return r.rows[0]?.live ?? 0;
     });
   });
-  return result('inflight', `${total} videos in flight (${accountCount} accounts, ${concurrency} clients)`, latencies, performance.now() - t, ctx, before, { inFlight: { max: maxInFlight, holdUntil: until } });
+  return result(
+    'inflight',
+    `${total} videos in flight (${accountCount} accounts, ${concurrency} clients)`,
+    latencies,
+    performance.now() - t,
+    ctx,
+    before,
+    { inFlight: { max: maxInFlight, holdUntil: until } },
+  );
 }
 
 /**
@@ -404,7 +522,12 @@ export async function inflightVideos(ctx: Context, submitsPerSecond: number | un
  * `<phase>.drain`: a thousand workflow tasks at once, most of them replays). Returns the most
  * seen in flight at once.
  */
-export async function holdThenDrain(ctx: Context, phase: string, until: number, live: () => Promise<number>): Promise<number> {
+export async function holdThenDrain(
+  ctx: Context,
+  phase: string,
+  until: number,
+  live: () => Promise<number>,
+): Promise<number> {
   const held = await live();
   await sleep(Math.max(0, until - Date.now()));
   ctx.memory.phase(`${phase}.drain`);

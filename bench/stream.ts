@@ -48,9 +48,19 @@ export interface Timed {
 const CONTENT = /"delta":\{[^}]*"content":"[^"]/;
 
 /** One streamed chat, timed at the client: first byte, first content, `data: [DONE]`. */
-export async function timedStream(url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal): Promise<Timed> {
+export async function timedStream(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  signal: AbortSignal,
+): Promise<Timed> {
   const t0 = performance.now();
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    signal,
+  });
   if (!res.ok || !res.body) throw new Error(`${url}: ${res.status} ${(await res.text()).slice(0, 200)}`);
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
@@ -65,21 +75,48 @@ export async function timedStream(url: string, headers: Record<string, string>, 
     if (content === undefined && CONTENT.test(text)) content = performance.now() - t0;
   }
   const full = performance.now() - t0;
-  if (!text.trimEnd().endsWith('data: [DONE]')) throw new Error(`${url}: the stream did not end with [DONE]: ${text.slice(-200)}`);
+  if (!text.trimEnd().endsWith('data: [DONE]'))
+    throw new Error(`${url}: the stream did not end with [DONE]: ${text.slice(-200)}`);
   if (content === undefined) throw new Error(`${url}: the stream carried no text: ${text.slice(0, 200)}`);
   return { ttfb: ttfb ?? full, content, full };
 }
 
-const side = (samples: Timed[]): StreamSide => ({ ttfb: summarise(samples.map((s) => s.ttfb)), full: summarise(samples.map((s) => s.full)) });
+const side = (samples: Timed[]): StreamSide => ({
+  ttfb: summarise(samples.map((s) => s.ttfb)),
+  full: summarise(samples.map((s) => s.full)),
+});
 
-export async function streamOverhead(ctx: Context, upstreamBaseUrl: string, sizes: { n: number; total: number; concurrency: number; tokens: number }): Promise<StreamRun[]> {
-  const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: 1_000_000_000, requests: 3 * sizes.n + sizes.total + 40 });
+export async function streamOverhead(
+  ctx: Context,
+  upstreamBaseUrl: string,
+  sizes: { n: number; total: number; concurrency: number; tokens: number },
+): Promise<StreamRun[]> {
+  const account = await openAccount(ctx.http, ctx.stack.adminToken, {
+    credits: 1_000_000_000,
+    requests: 3 * sizes.n + sizes.total + 40,
+  });
   const messages = [{ role: 'user', content: `say something up:tokens=${sizes.tokens}` }];
   const service = (a: BenchAccount) =>
-    timedStream(`${ctx.stack.baseUrl}/v1/chat/completions`, { authorization: `Bearer ${a.nextKey()}` }, { model: STREAM_MODEL, messages, stream: true, max_tokens: 2 * sizes.tokens }, ctx.http.stop);
+    timedStream(
+      `${ctx.stack.baseUrl}/v1/chat/completions`,
+      { authorization: `Bearer ${a.nextKey()}` },
+      { model: STREAM_MODEL, messages, stream: true, max_tokens: 2 * sizes.tokens },
+      ctx.http.stop,
+    );
   // What the service's adapter sends upstream for the same request.
   const direct = () =>
-    timedStream(`${upstreamBaseUrl}/chat/completions`, {}, { model: UPSTREAM_MODEL, messages, stream: true, stream_options: { include_usage: true }, max_tokens: 2 * sizes.tokens }, ctx.http.stop);
+    timedStream(
+      `${upstreamBaseUrl}/chat/completions`,
+      {},
+      {
+        model: UPSTREAM_MODEL,
+        messages,
+        stream: true,
+        stream_options: { include_usage: true },
+        max_tokens: 2 * sizes.tokens,
+      },
+      ctx.http.stop,
+    );
 
   let errors = 0;
   const attempt = async (what: string, call: () => Promise<Timed>): Promise<Timed | undefined> => {
@@ -115,9 +152,16 @@ export async function streamOverhead(ctx: Context, upstreamBaseUrl: string, size
   const ttfbDiff = diff((t) => t.ttfb);
   const fullDiff = diff((t) => t.full);
   const sequential: StreamRun = {
-    mode: 'sequential', concurrency: 1, n: pairs.length, errors: errors - errorsBefore,
-    service: side(pairs.map((p) => p.s)), direct: side(pairs.map((p) => p.d)),
-    overhead: { ttfb: { p50: round(ttfbDiff.p50, 2), p99: round(ttfbDiff.p99, 2) }, full: { p50: round(fullDiff.p50, 2), p99: round(fullDiff.p99, 2) } },
+    mode: 'sequential',
+    concurrency: 1,
+    n: pairs.length,
+    errors: errors - errorsBefore,
+    service: side(pairs.map((p) => p.s)),
+    direct: side(pairs.map((p) => p.d)),
+    overhead: {
+      ttfb: { p50: round(ttfbDiff.p50, 2), p99: round(ttfbDiff.p99, 2) },
+      full: { p50: round(fullDiff.p50, 2), p99: round(fullDiff.p99, 2) },
+    },
     floor: summarise(floor),
   };
 
@@ -127,7 +171,12 @@ export async function streamOverhead(ctx: Context, upstreamBaseUrl: string, size
   // 32 streams of one account measure that queue rather than the streaming path.
   const clients: BenchAccount[] = [];
   for (let i = 0; i < sizes.concurrency; i++) {
-    clients.push(await openAccount(ctx.http, ctx.stack.adminToken, { credits: 1_000_000_000, requests: Math.ceil(sizes.total / sizes.concurrency) + 2 }));
+    clients.push(
+      await openAccount(ctx.http, ctx.stack.adminToken, {
+        credits: 1_000_000_000,
+        requests: Math.ceil(sizes.total / sizes.concurrency) + 2,
+      }),
+    );
   }
   const concurrentErrorsBefore = errors;
   const viaService: Timed[] = [];
@@ -143,7 +192,12 @@ export async function streamOverhead(ctx: Context, upstreamBaseUrl: string, size
   const s = side(viaService);
   const d = side(viaDirect);
   const concurrent: StreamRun = {
-    mode: 'concurrent', concurrency: sizes.concurrency, n: viaService.length, errors: errors - concurrentErrorsBefore, service: s, direct: d,
+    mode: 'concurrent',
+    concurrency: sizes.concurrency,
+    n: viaService.length,
+    errors: errors - concurrentErrorsBefore,
+    service: s,
+    direct: d,
     overhead: {
       ttfb: { p50: round(s.ttfb.p50 - d.ttfb.p50, 2), p99: round(s.ttfb.p99 - d.ttfb.p99, 2) },
       full: { p50: round(s.full.p50 - d.full.p50, 2), p99: round(s.full.p99 - d.full.p99, 2) },
@@ -163,13 +217,21 @@ export async function wholeReply(ctx: Context, n: number, tokens: number): Promi
   const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: 1_000_000_000, requests: 2 * n + 20 });
   const prompt = `say something up:tokens=${tokens}`;
   const viaApi = async () => {
-    const r = await ctx.http.request<{ choices?: unknown[] }>('POST', '/v1/chat/completions', { token: account.nextKey(), body: { model: STREAM_MODEL, messages: [{ role: 'user', content: prompt }], max_tokens: 2 * tokens } });
-    if (r.status !== 200 || !r.body.choices) ctx.errors.record(`whole reply (group B): ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+    const r = await ctx.http.request<{ choices?: unknown[] }>('POST', '/v1/chat/completions', {
+      token: account.nextKey(),
+      body: { model: STREAM_MODEL, messages: [{ role: 'user', content: prompt }], max_tokens: 2 * tokens },
+    });
+    if (r.status !== 200 || !r.body.choices)
+      ctx.errors.record(`whole reply (group B): ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
     return r.ms;
   };
   const viaActivity = async () => {
-    const r = await ctx.http.request<{ status?: string }>('POST', '/api/v1/generate', { token: account.nextKey(), body: { kind: 'chat', model: STREAM_MODEL, prompt, max_tokens: 2 * tokens } });
-    if (r.status !== 200 || r.body.status !== 'succeeded') ctx.errors.record(`whole reply (group A): ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+    const r = await ctx.http.request<{ status?: string }>('POST', '/api/v1/generate', {
+      token: account.nextKey(),
+      body: { kind: 'chat', model: STREAM_MODEL, prompt, max_tokens: 2 * tokens },
+    });
+    if (r.status !== 200 || r.body.status !== 'succeeded')
+      ctx.errors.record(`whole reply (group A): ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
     return r.ms;
   };
   for (let i = 0; i < 5; i++) {
@@ -201,20 +263,65 @@ export function streamMetrics(runs: StreamRun[]): Record<string, number> {
 export function renderStream(runs: StreamRun[], whole?: WholeReply): string {
   const f = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : '–');
   const rows = runs.flatMap((r) => [
-    [`${r.mode === 'sequential' ? 'sequential' : `c${r.concurrency}`} service`, String(r.n), String(r.errors), f(r.service.ttfb.p50), f(r.service.ttfb.p99), f(r.service.full.p50), f(r.service.full.p99), '', ''],
-    [`${r.mode === 'sequential' ? 'sequential' : `c${r.concurrency}`} direct`, String(r.n), '', f(r.direct.ttfb.p50), f(r.direct.ttfb.p99), f(r.direct.full.p50), f(r.direct.full.p99), '', ''],
-    [`${r.mode === 'sequential' ? 'sequential' : `c${r.concurrency}`} overhead`, '', '', f(r.overhead.ttfb.p50), f(r.overhead.ttfb.p99), f(r.overhead.full.p50), f(r.overhead.full.p99),
-      r.mode === 'sequential' ? 'per-pair differences' : 'differences of percentiles', ''],
+    [
+      `${r.mode === 'sequential' ? 'sequential' : `c${r.concurrency}`} service`,
+      String(r.n),
+      String(r.errors),
+      f(r.service.ttfb.p50),
+      f(r.service.ttfb.p99),
+      f(r.service.full.p50),
+      f(r.service.full.p99),
+      '',
+      '',
+    ],
+    [
+      `${r.mode === 'sequential' ? 'sequential' : `c${r.concurrency}`} direct`,
+      String(r.n),
+      '',
+      f(r.direct.ttfb.p50),
+      f(r.direct.ttfb.p99),
+      f(r.direct.full.p50),
+      f(r.direct.full.p99),
+      '',
+      '',
+    ],
+    [
+      `${r.mode === 'sequential' ? 'sequential' : `c${r.concurrency}`} overhead`,
+      '',
+      '',
+      f(r.overhead.ttfb.p50),
+      f(r.overhead.ttfb.p99),
+      f(r.overhead.full.p50),
+      f(r.overhead.full.p99),
+      r.mode === 'sequential' ? 'per-pair differences' : 'differences of percentiles',
+      '',
+    ],
   ]);
   const headers = ['streamed chat', 'n', 'err', 'first byte p50', 'p99', 'full p50', 'p99', 'overhead is', ''];
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i >= 1 && i <= 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
-  const out = ['Streamed chat: service against the same upstream directly (ms)', line(headers), widths.map((w) => '─'.repeat(w)).join('  '), ...rows.map(line)];
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i >= 1 && i <= 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  const out = [
+    'Streamed chat: service against the same upstream directly (ms)',
+    line(headers),
+    widths.map((w) => '─'.repeat(w)).join('  '),
+    ...rows.map(line),
+  ];
   const floor = runs.find((r) => r.floor)?.floor;
-  if (floor) out.push('', `Floor of any keyed request in the same rounds (GET /api/credits): p50 ${f(floor.p50)} p99 ${f(floor.p99)} ms`);
+  if (floor)
+    out.push(
+      '',
+      `Floor of any keyed request in the same rounds (GET /api/credits): p50 ${f(floor.p50)} p99 ${f(floor.p99)} ms`,
+    );
   if (whole) {
-    out.push('', `Whole reply, sequential (n=${whole.n}): API path (POST /v1/chat/completions) p50 ${f(whole.apiPath.p50)} p99 ${f(whole.apiPath.p99)} ms; ` +
-      `activity path (POST /api/v1/generate, same model and upstream) p50 ${f(whole.activityPath.p50)} p99 ${f(whole.activityPath.p99)} ms`);
+    out.push(
+      '',
+      `Whole reply, sequential (n=${whole.n}): API path (POST /v1/chat/completions) p50 ${f(whole.apiPath.p50)} p99 ${f(whole.apiPath.p99)} ms; ` +
+        `activity path (POST /api/v1/generate, same model and upstream) p50 ${f(whole.activityPath.p50)} p99 ${f(whole.activityPath.p99)} ms`,
+    );
   }
   return out.join('\n');
 }

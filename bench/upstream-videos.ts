@@ -37,7 +37,13 @@ interface Point {
  */
 const PER_ACCOUNT = 5;
 
-export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; temporalDb: 'file' | 'memory'; videos?: number | undefined; perAccount?: number | undefined }): Promise<number> {
+export async function runUpstreamVideos(args: {
+  quick: boolean;
+  keep: boolean;
+  temporalDb: 'file' | 'memory';
+  videos?: number | undefined;
+  perAccount?: number | undefined;
+}): Promise<number> {
   const perAccount = args.perAccount ?? PER_ACCOUNT;
   const log = (line: string) => console.error(`[bench] ${line}`);
   const count = args.videos ?? (args.quick ? 200 : 1_000);
@@ -47,24 +53,54 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
   const fal = await startQueueVideoUpstream();
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const upstreams = { upstreams: [{ name: 'bench-fal', protocol: 'queue-video', baseUrl: fal.baseUrl, timeoutMs: 10_000, slowPollMs: 120_000, jwksUrl: fal.jwksUrl, models: { kling: 'fal-ai/kling-video' } }] };
+  const upstreams = {
+    upstreams: [
+      {
+        name: 'bench-fal',
+        protocol: 'queue-video',
+        baseUrl: fal.baseUrl,
+        timeoutMs: 10_000,
+        slowPollMs: 120_000,
+        jwksUrl: fal.jwksUrl,
+        models: { kling: 'fal-ai/kling-video' },
+      },
+    ],
+  };
   const stackHandle = createStack({
-    dataDir, workerMode: 'process', temporalDb: args.temporalDb, keepData: args.keep, log, reference: false,
-    env: { PORT: String(port), UPSTREAM_CALLBACK_BASE_URL: base, UPSTREAMS_JSON: JSON.stringify(upstreams), VIDEO_CONCURRENCY: String(perAccount) },
+    dataDir,
+    workerMode: 'process',
+    temporalDb: args.temporalDb,
+    keepData: args.keep,
+    log,
+    reference: false,
+    env: {
+      PORT: String(port),
+      UPSTREAM_CALLBACK_BASE_URL: base,
+      UPSTREAMS_JSON: JSON.stringify(upstreams),
+      VIDEO_CONCURRENCY: String(perAccount),
+    },
   });
   const interrupt = new AbortController();
   const shutdown = createShutdown(log);
   shutdown.add('fal-like upstream', () => fal.close());
   shutdown.add('bench stack', () => stackHandle.stop());
   shutdown.add('requests in flight', async () => interrupt.abort());
-  guardRun({ log, shutdown, interrupt, watchdogMinutes: Math.ceil(renderMs / 60_000) + 15, stoppedNote: args.keep ? `data kept in ${dataDir}` : 'data folder removed' });
+  guardRun({
+    log,
+    shutdown,
+    interrupt,
+    watchdogMinutes: Math.ceil(renderMs / 60_000) + 15,
+    stoppedNote: args.keep ? `data kept in ${dataDir}` : 'data folder removed',
+  });
 
   try {
     const stack = await stackHandle.start();
     const pid = stack.workerPid;
     if (pid === undefined) throw new Error('the service process has no pid');
     const http = createHttp(stack.baseUrl, interrupt.signal);
-    log(`service up at ${stack.baseUrl}; ${count} videos of ${renderMs / 1000} s each on a fal-like queue that calls back`);
+    log(
+      `service up at ${stack.baseUrl}; ${count} videos of ${renderMs / 1000} s each on a fal-like queue that calls back`,
+    );
 
     const points: Point[] = [];
     const started = Date.now();
@@ -78,10 +114,17 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
                   (SELECT count(*)::int FROM generations WHERE kind = 'video' AND status = 'succeeded') AS succeeded,
                   (SELECT count(*)::int FROM generations q WHERE q.kind = 'video' AND q.status = 'queued'
                       AND (SELECT count(*) FROM generations r WHERE r.account_id = q.account_id AND r.kind = 'video' AND r.status = 'running') < $1::int) AS stalled`,
-          [perAccount]),
+          [perAccount],
+        ),
       ]);
       const slots = Number(/^gensvc_provider_activities_running (\d+)/m.exec(String(metrics.body))?.[1] ?? NaN);
-      const p = { t: Math.round((Date.now() - started) / 1000), phase, slots, rssMb: Math.round((rss?.rss ?? 0) / 1048576), ...jobs.rows[0]! };
+      const p = {
+        t: Math.round((Date.now() - started) / 1000),
+        phase,
+        slots,
+        rssMb: Math.round((rss?.rss ?? 0) / 1048576),
+        ...jobs.rows[0]!,
+      };
       points.push(p);
       return p;
     };
@@ -91,7 +134,10 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
       while (sampling) {
         // A sample that fails (the API busy past its time limit) is a gap in the series, not the end of the run.
         await sample().catch((err: unknown) => {
-          if (sampleErrors++ === 0) log(`a sample failed: ${(err as Error).message} ${((err as Error).cause as Error | undefined)?.message ?? ''}`);
+          if (sampleErrors++ === 0)
+            log(
+              `a sample failed: ${(err as Error).message} ${((err as Error).cause as Error | undefined)?.message ?? ''}`,
+            );
         });
         await sleep(2_000);
       }
@@ -102,17 +148,26 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
     phase = 'submitting';
     const accounts: BenchAccount[] = [];
     await runPool(Math.ceil(count / perAccount), 10, async (i) => {
-      accounts[i] = await openAccount(http, stack.adminToken, { credits: perAccount * 100, requests: perAccount, scopes: ['video'] });
+      accounts[i] = await openAccount(http, stack.adminToken, {
+        credits: perAccount * 100,
+        requests: perAccount,
+        scopes: ['video'],
+      });
     });
     let failedSubmits = 0;
     await runPool(accounts.length, 20, async (a) => {
       for (let j = 0; j < perAccount && a * perAccount + j < count; j++) {
         const i = a * perAccount + j;
-        const res = await http.request('POST', '/api/generate', { token: accounts[a]!.nextKey(), body: { kind: 'video', model: 'kling', prompt: `shot ${i} up:ms=${renderMs}`, seconds: 5 } });
+        const res = await http.request('POST', '/api/generate', {
+          token: accounts[a]!.nextKey(),
+          body: { kind: 'video', model: 'kling', prompt: `shot ${i} up:ms=${renderMs}`, seconds: 5 },
+        });
         if (res.status !== 200 && res.status !== 202) failedSubmits++;
       }
     });
-    log(`opened ${accounts.length} accounts and submitted ${count - failedSubmits} videos in ${Math.round((Date.now() - started) / 1000) - 20} s`);
+    log(
+      `opened ${accounts.length} accounts and submitted ${count - failedSubmits} videos in ${Math.round((Date.now() - started) / 1000) - 20} s`,
+    );
     phase = 'waiting';
     const deadline = Date.now() + renderMs + 10 * 60_000;
     for (;;) {
@@ -130,20 +185,37 @@ export async function runUpstreamVideos(args: { quick: boolean; keep: boolean; t
     const range = (xs: number[]) => (xs.length ? `${Math.min(...xs)}–${Math.max(...xs)}` : '–');
     const waitingPoints = of('waiting').filter((p) => p.waiting >= (count - failedSubmits) * 0.99);
     const summary = {
-      videos: count, renderSeconds: renderMs / 1000, failedSubmits,
+      videos: count,
+      renderSeconds: renderMs / 1000,
+      failedSubmits,
       idle: { slots: range(of('idle').map((p) => p.slots)), rssMb: range(of('idle').map((p) => p.rssMb)) },
-      allWaiting: { samples: waitingPoints.length, slots: range(waitingPoints.map((p) => p.slots)), rssMb: range(waitingPoints.map((p) => p.rssMb)) },
-      submitting: { slots: range(of('submitting').map((p) => p.slots)), rssMb: range(of('submitting').map((p) => p.rssMb)) },
-      collecting: { slots: range(of('collecting').map((p) => p.slots)), rssMb: range(of('collecting').map((p) => p.rssMb)) },
+      allWaiting: {
+        samples: waitingPoints.length,
+        slots: range(waitingPoints.map((p) => p.slots)),
+        rssMb: range(waitingPoints.map((p) => p.rssMb)),
+      },
+      submitting: {
+        slots: range(of('submitting').map((p) => p.slots)),
+        rssMb: range(of('submitting').map((p) => p.rssMb)),
+      },
+      collecting: {
+        slots: range(of('collecting').map((p) => p.slots)),
+        rssMb: range(of('collecting').map((p) => p.rssMb)),
+      },
       // Queued with a free slot of their account, once every video was submitted: 0 unless waits convoy.
       stalledAfterSubmitting: range([...of('waiting'), ...of('collecting')].map((p) => p.stalled)),
-      sampleErrors, webhooks: fal.webhooks.length, webhooksAccepted: fal.webhooks.filter((w) => w.status === 200).length,
-      statusReads: fal.statusReads(), submits: fal.submits(),
+      sampleErrors,
+      webhooks: fal.webhooks.length,
+      webhooksAccepted: fal.webhooks.filter((w) => w.status === 200).length,
+      statusReads: fal.statusReads(),
+      submits: fal.submits(),
       succeeded: points.at(-1)?.succeeded ?? 0,
     };
     console.log('\nt (s)  phase        slots  RSS (MB)  waiting  succeeded  stalled');
     for (const p of points.filter((_, i) => i % 5 === 0 || i === points.length - 1)) {
-      console.log(`${String(p.t).padStart(5)}  ${p.phase.padEnd(11)}  ${String(p.slots).padStart(5)}  ${String(p.rssMb).padStart(8)}  ${String(p.waiting).padStart(7)}  ${String(p.succeeded).padStart(9)}  ${String(p.stalled).padStart(7)}`);
+      console.log(
+        `${String(p.t).padStart(5)}  ${p.phase.padEnd(11)}  ${String(p.slots).padStart(5)}  ${String(p.rssMb).padStart(8)}  ${String(p.waiting).padStart(7)}  ${String(p.succeeded).padStart(9)}  ${String(p.stalled).padStart(7)}`,
+      );
     }
     console.log(`\n${JSON.stringify(summary, null, 2)}`);
     const file = await writeResults(JSON.stringify({ summary, points }, null, 2), `upstream-videos-${count}`);

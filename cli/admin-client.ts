@@ -84,16 +84,23 @@ export function createAdminClient(o: AdminClientOptions) {
     async health(): Promise<Health> {
       const answer = await request('GET', '/health');
       const { status, json } = answer;
-      if ((status === 200 || status === 503) && isObject(json) && typeof json.status === 'string') return json as unknown as Health;
+      if ((status === 200 || status === 503) && isObject(json) && typeof json.status === 'string')
+        return json as unknown as Health;
       throw toApiError(answer);
     },
-    createAccount: (input: { plan: string; credits: number; chatCap?: number }) => call<{ id: string }>('POST', '/admin/v1/accounts', input),
+    createAccount: (input: { plan: string; credits: number; chatCap?: number }) =>
+      call<{ id: string }>('POST', '/admin/v1/accounts', input),
     createKey: (accountId: string, input: { scopes: string[]; models?: string[] }) =>
       call<{ id: string; key: string }>('POST', `/admin/v1/accounts/${seg(accountId)}/keys`, input),
-    addCredits: (accountId: string, credits: number) => call<{ id: string; balance: number }>('POST', `/admin/v1/accounts/${seg(accountId)}/credits`, { credits }),
-    createUser: (input: { accountId: string; email: string }) => call<{ id: string; setPasswordUrl: string; expiresAt: string }>('POST', '/admin/v1/users', input),
+    addCredits: (accountId: string, credits: number) =>
+      call<{ id: string; balance: number }>('POST', `/admin/v1/accounts/${seg(accountId)}/credits`, { credits }),
+    createUser: (input: { accountId: string; email: string }) =>
+      call<{ id: string; setPasswordUrl: string; expiresAt: string }>('POST', '/admin/v1/users', input),
     usage: (query: { groupBy: string; from?: string; to?: string }) =>
-      call<UsageReport>('GET', `/admin/v1/usage?${new URLSearchParams({ group_by: query.groupBy, ...(query.from ? { from: query.from } : {}), ...(query.to ? { to: query.to } : {}) }).toString()}`),
+      call<UsageReport>(
+        'GET',
+        `/admin/v1/usage?${new URLSearchParams({ group_by: query.groupBy, ...(query.from ? { from: query.from } : {}), ...(query.to ? { to: query.to } : {}) }).toString()}`,
+      ),
     revokeKey: (keyId: string) => call<{ id: string; revoked: boolean }>('DELETE', `/admin/v1/keys/${seg(keyId)}`),
   };
 }

@@ -91,8 +91,14 @@ const SPECS: Record<string, Spec> = {
     flags: ['group-by', 'from', 'to'],
     build: (_, v) => {
       const groupBy = MARGIN_GROUPS.find((g) => g === (v['group-by'] ?? 'model'));
-      if (!groupBy) throw new UsageError(`--group-by must be one of ${MARGIN_GROUPS.join(', ')}; got '${v['group-by']}'`);
-      return { name: 'usage', groupBy, ...(v.from === undefined ? {} : { from: v.from }), ...(v.to === undefined ? {} : { to: v.to }) };
+      if (!groupBy)
+        throw new UsageError(`--group-by must be one of ${MARGIN_GROUPS.join(', ')}; got '${v['group-by']}'`);
+      return {
+        name: 'usage',
+        groupBy,
+        ...(v.from === undefined ? {} : { from: v.from }),
+        ...(v.to === undefined ? {} : { to: v.to }),
+      };
     },
   },
   'credits add': {
@@ -130,7 +136,8 @@ export function parseInvocation(argv: readonly string[]): Invocation {
   const extra = rest[spec.positionals.length];
   if (extra !== undefined) throw new UsageError(`unexpected argument '${extra}' for '${name}'`);
   for (const flag of Object.keys(values)) {
-    if (!GLOBAL_FLAGS.includes(flag) && !(spec.flags as string[]).includes(flag)) throw new UsageError(`--${flag} does not apply to '${name}'`);
+    if (!GLOBAL_FLAGS.includes(flag) && !(spec.flags as string[]).includes(flag))
+      throw new UsageError(`--${flag} does not apply to '${name}'`);
   }
   return { ...base, command: spec.build(rest, values) };
 }
@@ -147,7 +154,8 @@ function plan(value: string): Plan {
 }
 
 function amount(value: string, flag: string): number {
-  if (!/^\d+(\.\d+)?$/.test(value)) throw new UsageError(`--${flag} must be a number of credits, e.g. 500; got '${value}'`);
+  if (!/^\d+(\.\d+)?$/.test(value))
+    throw new UsageError(`--${flag} must be a number of credits, e.g. 500; got '${value}'`);
   return Number(value);
 }
 
@@ -157,7 +165,10 @@ function count(value: string, flag: string): number {
 }
 
 function list(value: string, flag: string): string[] {
-  const items = value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   if (items.length === 0) throw new UsageError(`--${flag} needs a comma-separated list, e.g. image,video,chat`);
   return items;
 }

@@ -32,7 +32,9 @@ export function resolveTarget(inv: Invocation, env: CliEnv): Target {
   }
   const adminToken = inv.adminToken ?? (env.ADMIN_TOKEN || undefined);
   if (inv.command.name !== 'health' && !adminToken) {
-    throw new ConfigError('ADMIN_TOKEN is not set: export ADMIN_TOKEN=<token> (npm start prints it) or pass --admin-token <token>');
+    throw new ConfigError(
+      'ADMIN_TOKEN is not set: export ADMIN_TOKEN=<token> (npm start prints it) or pass --admin-token <token>',
+    );
   }
   return { url: url.replace(/\/+$/, ''), ...(adminToken ? { adminToken } : {}) };
 }

@@ -13,7 +13,8 @@ export const formatKeyCreated = (body: { id: string; key: string }) =>
     `Revoke it with: npx gensvc key revoke ${body.id}`,
   ].join('\n');
 
-export const formatCreditsAdded = (body: { id: string; balance: number }) => `${body.balance} credits available on ${body.id}`;
+export const formatCreditsAdded = (body: { id: string; balance: number }) =>
+  `${body.balance} credits available on ${body.id}`;
 
 export const formatUserCreated = (body: { id: string; setPasswordUrl: string; expiresAt: string }) =>
   [
@@ -36,11 +37,31 @@ export const formatJson = (body: unknown) => JSON.stringify(body, null, 2);
 /** The margin report as a table: one line per model, upstream or day, then the total. */
 export function formatUsage(body: UsageReport): string {
   const money = (x: number) => x.toFixed(4);
-  const percent = (r: { revenueEur: number; marginEur: number }) => (r.revenueEur > 0 ? `${((r.marginEur / r.revenueEur) * 100).toFixed(1)}%` : '-');
-  const lines = [...body.rows.map((r) => [r.key, String(r.generations), money(r.revenueEur), money(r.costEur), money(r.marginEur), percent(r), String(r.uncosted)]),
-    ['total', String(body.total.generations), money(body.total.revenueEur), money(body.total.costEur), money(body.total.marginEur), percent(body.total), String(body.total.uncosted)]];
+  const percent = (r: { revenueEur: number; marginEur: number }) =>
+    r.revenueEur > 0 ? `${((r.marginEur / r.revenueEur) * 100).toFixed(1)}%` : '-';
+  const lines = [
+    ...body.rows.map((r) => [
+      r.key,
+      String(r.generations),
+      money(r.revenueEur),
+      money(r.costEur),
+      money(r.marginEur),
+      percent(r),
+      String(r.uncosted),
+    ]),
+    [
+      'total',
+      String(body.total.generations),
+      money(body.total.revenueEur),
+      money(body.total.costEur),
+      money(body.total.marginEur),
+      percent(body.total),
+      String(body.total.uncosted),
+    ],
+  ];
   const header = [body.groupBy, 'generations', 'revenue EUR', 'cost EUR', 'margin EUR', 'margin', 'uncosted'];
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const row = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const row = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [`${body.from} to ${body.to}`, row(header), ...lines.map(row)].join('\n');
 }

@@ -4,7 +4,16 @@ import { parseInvocation, UsageError } from './args';
 import type { Command } from './args';
 import { ConfigError, resolveTarget } from './config';
 import type { CliEnv } from './config';
-import { formatAccountCreated, formatCreditsAdded, formatHealth, formatJson, formatKeyCreated, formatKeyRevoked, formatUsage, formatUserCreated } from './output';
+import {
+  formatAccountCreated,
+  formatCreditsAdded,
+  formatHealth,
+  formatJson,
+  formatKeyCreated,
+  formatKeyRevoked,
+  formatUsage,
+  formatUserCreated,
+} from './output';
 import { USAGE } from './usage';
 
 export interface Io {
@@ -22,7 +31,11 @@ export async function run(argv: readonly string[], env: CliEnv, io: Io): Promise
       return 0;
     }
     const target = resolveTarget(inv, env);
-    const client = createAdminClient({ baseUrl: target.url, fetch: io.fetch, ...(target.adminToken ? { adminToken: target.adminToken } : {}) });
+    const client = createAdminClient({
+      baseUrl: target.url,
+      fetch: io.fetch,
+      ...(target.adminToken ? { adminToken: target.adminToken } : {}),
+    });
     const result = await execute(inv.command, client);
     io.stdout(`${inv.json ? formatJson(result.body) : result.text}\n`);
     return result.ok ? 0 : 1;
@@ -40,25 +53,37 @@ export async function run(argv: readonly string[], env: CliEnv, io: Io): Promise
       return 1;
     }
     if (err instanceof ConnectionError) {
-      io.stderr(`error: ${err.message}\nhint: the service may not be running at ${err.url}; start it with \`npm start\`, or point GENSVC_URL / --url at it.\n`);
+      io.stderr(
+        `error: ${err.message}\nhint: the service may not be running at ${err.url}; start it with \`npm start\`, or point GENSVC_URL / --url at it.\n`,
+      );
       return 1;
     }
     throw err;
   }
 }
 
-async function execute(cmd: Exclude<Command, { name: 'help' }>, client: AdminClient): Promise<{ body: unknown; text: string; ok: boolean }> {
+async function execute(
+  cmd: Exclude<Command, { name: 'help' }>,
+  client: AdminClient,
+): Promise<{ body: unknown; text: string; ok: boolean }> {
   switch (cmd.name) {
     case 'health': {
       const body = await client.health();
       return { body, text: formatHealth(body), ok: body.status === 'ok' };
     }
     case 'account create': {
-      const body = await client.createAccount({ plan: cmd.plan, credits: cmd.credits, ...(cmd.chatCap === undefined ? {} : { chatCap: cmd.chatCap }) });
+      const body = await client.createAccount({
+        plan: cmd.plan,
+        credits: cmd.credits,
+        ...(cmd.chatCap === undefined ? {} : { chatCap: cmd.chatCap }),
+      });
       return { body, text: formatAccountCreated(body), ok: true };
     }
     case 'key create': {
-      const body = await client.createKey(cmd.accountId, { scopes: cmd.scopes, ...(cmd.models ? { models: cmd.models } : {}) });
+      const body = await client.createKey(cmd.accountId, {
+        scopes: cmd.scopes,
+        ...(cmd.models ? { models: cmd.models } : {}),
+      });
       return { body, text: formatKeyCreated(body), ok: true };
     }
     case 'credits add': {
@@ -70,7 +95,11 @@ async function execute(cmd: Exclude<Command, { name: 'help' }>, client: AdminCli
       return { body, text: formatUserCreated(body), ok: true };
     }
     case 'usage': {
-      const body = await client.usage({ groupBy: cmd.groupBy, ...(cmd.from ? { from: cmd.from } : {}), ...(cmd.to ? { to: cmd.to } : {}) });
+      const body = await client.usage({
+        groupBy: cmd.groupBy,
+        ...(cmd.from ? { from: cmd.from } : {}),
+        ...(cmd.to ? { to: cmd.to } : {}),
+      });
       return { body, text: formatUsage(body), ok: true };
     }
     case 'key revoke': {

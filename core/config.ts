@@ -9,7 +9,10 @@ import { listModels } from './catalogue/models';
 const unsetIfEmpty = (v: unknown) => (v === '' ? undefined : v);
 const optionalUrl = z.preprocess(unsetIfEmpty, z.string().url().optional());
 const optionalText = z.preprocess(unsetIfEmpty, z.string().min(1).optional());
-const optionalHttpUrl = z.preprocess(unsetIfEmpty, z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional());
+const optionalHttpUrl = z.preprocess(
+  unsetIfEmpty,
+  z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+);
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 
 /** A comma-separated list of web origins (`https://app.example.com`), as origins. */
@@ -17,13 +20,17 @@ const originList = z
   .string()
   .default('')
   .transform((value, ctx) =>
-    value.split(',').map((o) => o.trim()).filter((o) => o !== '').map((o) => {
-      const url = URL.canParse(o) ? new URL(o) : undefined;
-      if (!url || !/^https?:$/.test(url.protocol) || url.origin !== o.replace(/\/$/, '')) {
-        ctx.addIssue({ code: 'custom', message: `'${o}' is not an origin such as https://app.example.com` });
-      }
-      return url?.origin ?? o;
-    }),
+    value
+      .split(',')
+      .map((o) => o.trim())
+      .filter((o) => o !== '')
+      .map((o) => {
+        const url = URL.canParse(o) ? new URL(o) : undefined;
+        if (!url || !/^https?:$/.test(url.protocol) || url.origin !== o.replace(/\/$/, '')) {
+          ctx.addIssue({ code: 'custom', message: `'${o}' is not an origin such as https://app.example.com` });
+        }
+        return url?.origin ?? o;
+      }),
   );
 
 /**
@@ -56,7 +63,9 @@ const upstreamSchema = z.object({
   /** How the key is sent: `Bearer <key>` (OpenAI, Replicate) or `Key <key>` (fal.ai). */
   auth: z.enum(['bearer', 'key']).optional(),
   /** Catalogue model id → the upstream's name for it, or that name with its priority, weight and cost. */
-  models: z.record(z.string(), upstreamModelSchema).refine((m) => Object.keys(m).length > 0, 'must name at least one model'),
+  models: z
+    .record(z.string(), upstreamModelSchema)
+    .refine((m) => Object.keys(m).length > 0, 'must name at least one model'),
   /** Until an answer starts, and between two pieces of a stream. */
   timeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
   /** queue-video and replicate: how often a running job is polled. */
@@ -67,9 +76,14 @@ const upstreamSchema = z.object({
    */
   slowPollMs: z.number().int().min(100).max(3_600_000).default(60_000),
   /** queue-video (fal): the JSON Web Key Set of the ed25519 keys fal signs its webhooks with. */
-  jwksUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).default('https://rest.alpha.fal.ai/.well-known/jwks.json'),
+  jwksUrl: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    .default('https://rest.alpha.fal.ai/.well-known/jwks.json'),
   /** replicate: its webhook signing secret (`whsec_…`, GET /v1/webhooks/default/secret); without it no webhook is asked for. */
-  webhookSecret: z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be a whsec_… secret').optional(),
+  webhookSecret: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be a whsec_… secret')
+    .optional(),
 });
 /** When an upstream of a model with alternatives is skipped: `failures` in a row cool it down for `cooldownMs`. */
 const breakerSchema = z.object({
@@ -77,7 +91,11 @@ const breakerSchema = z.object({
   cooldownMs: z.number().int().min(100).max(86_400_000).default(30_000),
 });
 export type BreakerConfig = z.infer<typeof breakerSchema>;
-const PROTOCOL_KINDS: Record<UpstreamConfig['protocol'], readonly string[]> = { openai: ['chat', 'image'], 'queue-video': ['video'], replicate: ['image', 'video', 'upscale'] };
+const PROTOCOL_KINDS: Record<UpstreamConfig['protocol'], readonly string[]> = {
+  openai: ['chat', 'image'],
+  'queue-video': ['video'],
+  replicate: ['image', 'video', 'upscale'],
+};
 export const upstreamsSchema = z
   .object({ upstreams: z.array(upstreamSchema), breaker: breakerSchema.default({ failures: 3, cooldownMs: 30_000 }) })
   .superRefine(({ upstreams }, ctx) => {
@@ -85,20 +103,30 @@ export const upstreamsSchema = z
     const names = new Set<string>();
     upstreams.forEach((u, i) => {
       // The name keys the upstream's shared health and its cost report: one name, one upstream.
-      if (names.has(u.name)) ctx.addIssue({ code: 'custom', path: ['upstreams', i, 'name'], message: `${u.name} is the name of an earlier upstream` });
+      if (names.has(u.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['upstreams', i, 'name'],
+          message: `${u.name} is the name of an earlier upstream`,
+        });
       names.add(u.name);
       for (const model of Object.keys(u.models)) {
         const kind = kinds.get(model);
         const path = ['upstreams', i, 'models', model];
         const allowed = PROTOCOL_KINDS[u.protocol];
-        if (kind === undefined) ctx.addIssue({ code: 'custom', path, message: `is not a catalogue model id (see GET /api/v1/models)` });
-        else if (!allowed.includes(kind)) ctx.addIssue({ code: 'custom', path, message: `is a ${kind} model; a ${u.protocol} upstream serves ${allowed.join(' and ')}` });
+        if (kind === undefined)
+          ctx.addIssue({ code: 'custom', path, message: `is not a catalogue model id (see GET /api/v1/models)` });
+        else if (!allowed.includes(kind))
+          ctx.addIssue({
+            code: 'custom',
+            path,
+            message: `is a ${kind} model; a ${u.protocol} upstream serves ${allowed.join(' and ')}`,
+          });
       }
     });
   });
 export type UpstreamsConfig = z.infer<typeof upstreamsSchema>;
 export type UpstreamConfig = UpstreamsConfig['upstreams'][number];
-
 
 /** Parses the upstreams' JSON (from UPSTREAMS_JSON, or the file UPSTREAMS_FILE names) once, at start-up. */
 const upstreamsJson = (read: (v: string) => string) =>
@@ -113,7 +141,8 @@ const upstreamsJson = (read: (v: string) => string) =>
     }
     const result = upstreamsSchema.safeParse(parsed);
     if (!result.success) {
-      for (const issue of result.error.issues) ctx.addIssue({ code: 'custom', message: `${issue.path.join('.')}: ${issue.message}` });
+      for (const issue of result.error.issues)
+        ctx.addIssue({ code: 'custom', message: `${issue.path.join('.')}: ${issue.message}` });
       return z.NEVER;
     }
     return result.data;
@@ -123,10 +152,19 @@ export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
-  ADMIN_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16, 'must be at least 16 characters').optional()),
+  ADMIN_TOKEN: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.string().min(16, 'must be at least 16 characters').optional(),
+  ),
   DATA_DIR: z.string().min(1).default('./.data'),
   DATABASE_URL: optionalUrl,
-  TEMPORAL_ADDRESS: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional()),
+  TEMPORAL_ADDRESS: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z
+      .string()
+      .regex(/^[^:\s]+:\d+$/, 'must be host:port')
+      .optional(),
+  ),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('generations'),
   TEMPORAL_UI_PORT: port(8233),
@@ -147,7 +185,10 @@ export const configSchema = z.object({
   /** Another Stripe API base (stripe-mock); Stripe's own when unset. */
   STRIPE_API_URL: optionalUrl,
   /** Alerts by email: an SMTP server, `smtp://user:pass@host:587` or `smtps://…:465`; no email when unset. */
-  SMTP_URL: z.preprocess(unsetIfEmpty, z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional()),
+  SMTP_URL: z.preprocess(
+    unsetIfEmpty,
+    z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional(),
+  ),
   /** Self-service sign-up: `open` lets anyone create a `free` account from the dashboard, verified by email. */
   SIGNUP: z.enum(['closed', 'open']).default('closed'),
   /** The credits a signed-up account starts with (its free chat replies: FREE_CHAT_CAP). */
@@ -176,8 +217,17 @@ export const configSchema = z.object({
    * version `<WORKER_DEPLOYMENT_NAME>:<WORKER_BUILD_ID>` and workflows stay pinned to the version
    * they started on; unset, workers are unversioned (patched() alone keeps old histories working).
    */
-  WORKER_BUILD_ID: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[A-Za-z0-9._+-]{1,64}$/, 'letters, digits, . _ + - (at most 64)').optional()),
-  WORKER_DEPLOYMENT_NAME: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).default('gensvc'),
+  WORKER_BUILD_ID: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z
+      .string()
+      .regex(/^[A-Za-z0-9._+-]{1,64}$/, 'letters, digits, . _ + - (at most 64)')
+      .optional(),
+  ),
+  WORKER_DEPLOYMENT_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/)
+    .default('gensvc'),
   /**
    * Workflows a workflow worker keeps in memory between their tasks (~0.5 MB each, measured); one
    * that was evicted is replayed from its history at its next task. Videos wait long, so a
@@ -187,13 +237,33 @@ export const configSchema = z.object({
   /** Provider runs one worker process takes at once. */
   PROVIDER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
   /** Per kind: past this a generation fails with `timeout` and its hold is released (DESIGN §5). */
-  DEADLINE_IMAGE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(10 * 60_000),
-  DEADLINE_CHAT_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(10 * 60_000),
-  DEADLINE_VIDEO_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(2 * 3_600_000),
+  DEADLINE_IMAGE_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(7 * 86_400_000)
+    .default(10 * 60_000),
+  DEADLINE_CHAT_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(7 * 86_400_000)
+    .default(10 * 60_000),
+  DEADLINE_VIDEO_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(7 * 86_400_000)
+    .default(2 * 3_600_000),
   /** How often the reconciler looks for holds left behind, and how old a hold must be to be looked at. */
   RECONCILE_EVERY_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(60_000),
   RECONCILE_GRACE_MS: z.coerce.number().int().min(0).max(86_400_000).default(120_000),
-  DEADLINE_UPSCALE_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(2 * 3_600_000),
+  DEADLINE_UPSCALE_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(7 * 86_400_000)
+    .default(2 * 3_600_000),
   // Outbound requests made for a key holder (webhook deliveries, upscale inputs, group B image_url)
   // may reach loopback and private networks: for a receiver on a developer's own machine. Unset:
   // allowed in development mode only. `false` gives a development start production's rule.
@@ -210,7 +280,13 @@ export const configSchema = z.object({
   /** Origins whose browser pages may call /api/mcp besides the API's own (PUBLIC_BASE_URL); clients that send no Origin always may. */
   MCP_ALLOWED_ORIGINS: originList,
   /** Rate-limit windows shared by every API instance; without it each instance counts on its own. */
-  REDIS_URL: z.preprocess(unsetIfEmpty, z.string().regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL').optional()),
+  REDIS_URL: z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL')
+      .optional(),
+  ),
   /** Output files in an S3-compatible bucket (set S3_BUCKET to enable); the local DATA_DIR/outputs otherwise. */
   S3_BUCKET: optionalText,
   /** Where the API and the workers reach the store; unset for AWS S3 itself. */
@@ -235,25 +311,45 @@ export const configSchema = z.object({
   UPSTREAMS_FILE: upstreamsJson((path) => readFileSync(path, 'utf8')),
 });
 
-const S3_SETTINGS = ['S3_BUCKET', 'S3_ENDPOINT', 'S3_PUBLIC_ENDPOINT', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_FORCE_PATH_STYLE'] as const;
+const S3_SETTINGS = [
+  'S3_BUCKET',
+  'S3_ENDPOINT',
+  'S3_PUBLIC_ENDPOINT',
+  'S3_ACCESS_KEY_ID',
+  'S3_SECRET_ACCESS_KEY',
+  'S3_FORCE_PATH_STYLE',
+] as const;
 
 const validatedConfig = configSchema.superRefine((c, ctx) => {
   // Any S3 setting means the operator wants the bucket: a half-given one must not quietly fall back
   // to local files. Static keys are required because a presigned URL dies with the credentials
   // that signed it, and role credentials usually live shorter than the 24 h the URLs promise.
   // The verification link goes by email; nothing could be verified without it.
-  if (c.SIGNUP === 'open' && !c.SMTP_URL) ctx.addIssue({ code: 'custom', path: ['SMTP_URL'], message: 'is required when SIGNUP=open (the verification link is sent by email)' });
-  if (c.UPSTREAMS_JSON && c.UPSTREAMS_FILE) ctx.addIssue({ code: 'custom', path: ['UPSTREAMS_FILE'], message: 'give UPSTREAMS_JSON or UPSTREAMS_FILE, not both' });
+  if (c.SIGNUP === 'open' && !c.SMTP_URL)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['SMTP_URL'],
+      message: 'is required when SIGNUP=open (the verification link is sent by email)',
+    });
+  if (c.UPSTREAMS_JSON && c.UPSTREAMS_FILE)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['UPSTREAMS_FILE'],
+      message: 'give UPSTREAMS_JSON or UPSTREAMS_FILE, not both',
+    });
   if (S3_SETTINGS.some((name) => c[name] !== undefined)) {
     for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
-      if (!c[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when any S3_* setting is given' });
+      if (!c[name])
+        ctx.addIssue({ code: 'custom', path: [name], message: 'is required when any S3_* setting is given' });
     }
   }
   // In production, secrets must be given: a generated one would differ per instance and be lost
   // with its disk. The URL signing secret only signs local output URLs.
   if (c.NODE_ENV !== 'production') return;
   // Webhook secrets are sealed by the API and opened by the workers: one key for all of them.
-  const required = c.S3_BUCKET ? (['ADMIN_TOKEN', 'WEBHOOK_SECRET_KEY'] as const) : (['ADMIN_TOKEN', 'URL_SIGNING_SECRET', 'WEBHOOK_SECRET_KEY'] as const);
+  const required = c.S3_BUCKET
+    ? (['ADMIN_TOKEN', 'WEBHOOK_SECRET_KEY'] as const)
+    : (['ADMIN_TOKEN', 'URL_SIGNING_SECRET', 'WEBHOOK_SECRET_KEY'] as const);
   for (const name of required) {
     if (!c[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when NODE_ENV=production' });
   }
@@ -301,7 +397,12 @@ export function s3Settings(c: Config): S3Settings | undefined {
 
 /** The per-kind deadlines of a configuration, as the generation service takes them. */
 export function deadlinesOf(c: Config): Record<'image' | 'video' | 'chat' | 'upscale', number> {
-  return { image: c.DEADLINE_IMAGE_MS, chat: c.DEADLINE_CHAT_MS, video: c.DEADLINE_VIDEO_MS, upscale: c.DEADLINE_UPSCALE_MS };
+  return {
+    image: c.DEADLINE_IMAGE_MS,
+    chat: c.DEADLINE_CHAT_MS,
+    video: c.DEADLINE_VIDEO_MS,
+    upscale: c.DEADLINE_UPSCALE_MS,
+  };
 }
 
 /** The webhook deliveries' own task queue, so a slow receiver never takes a generation's worker slot. */
@@ -319,9 +420,11 @@ export function allowsPrivateNetworks(c: Pick<Config, 'NODE_ENV' | 'ALLOW_PRIVAT
 export function privateNetworkWarning(c: Pick<Config, 'NODE_ENV' | 'ALLOW_PRIVATE_NETWORKS'>): string | undefined {
   if (!allowsPrivateNetworks(c)) return undefined;
   const why = c.ALLOW_PRIVATE_NETWORKS === true ? 'ALLOW_PRIVATE_NETWORKS=true' : `NODE_ENV=${c.NODE_ENV}`;
-  return `Warning (${why}): webhooks and input images may reach loopback and private addresses, so any API key ` +
+  return (
+    `Warning (${why}): webhooks and input images may reach loopback and private addresses, so any API key ` +
     'holder can make this host send requests to services on its own network. On a shared host set ' +
-    'ALLOW_PRIVATE_NETWORKS=false (what production does).';
+    'ALLOW_PRIVATE_NETWORKS=false (what production does).'
+  );
 }
 
 export function isDevelopment(c: Pick<Config, 'NODE_ENV'>): boolean {
@@ -357,8 +460,11 @@ export function signupOptionsOf(c: Config): { startingCredits: number; chatCap: 
 export function billingOptionsOf(c: Config) {
   if (!c.STRIPE_SECRET_KEY || !c.STRIPE_WEBHOOK_SECRET) return undefined;
   return {
-    secretKey: c.STRIPE_SECRET_KEY, webhookSecret: c.STRIPE_WEBHOOK_SECRET, apiUrl: c.STRIPE_API_URL,
-    minPurchaseCredits: c.BILLING_MIN_CREDITS, maxPurchaseCredits: Math.max(c.BILLING_MIN_CREDITS, c.BILLING_MAX_CREDITS),
+    secretKey: c.STRIPE_SECRET_KEY,
+    webhookSecret: c.STRIPE_WEBHOOK_SECRET,
+    apiUrl: c.STRIPE_API_URL,
+    minPurchaseCredits: c.BILLING_MIN_CREDITS,
+    maxPurchaseCredits: Math.max(c.BILLING_MIN_CREDITS, c.BILLING_MAX_CREDITS),
   };
 }
 
@@ -372,7 +478,13 @@ export interface TracingSettings {
  * Tracing's settings when OTEL_EXPORTER_OTLP_ENDPOINT is set, else undefined (off). The endpoint is
  * the collector's base URL, as OpenTelemetry's own variable means it: traces go to its /v1/traces.
  */
-export function tracingOf(c: Pick<Config, 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_SERVICE_NAME'>, defaultServiceName: string): TracingSettings | undefined {
+export function tracingOf(
+  c: Pick<Config, 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_SERVICE_NAME'>,
+  defaultServiceName: string,
+): TracingSettings | undefined {
   if (!c.OTEL_EXPORTER_OTLP_ENDPOINT) return undefined;
-  return { tracesUrl: `${c.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`, serviceName: c.OTEL_SERVICE_NAME ?? defaultServiceName };
+  return {
+    tracesUrl: `${c.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`,
+    serviceName: c.OTEL_SERVICE_NAME ?? defaultServiceName,
+  };
 }

@@ -15,6 +15,7 @@ export function encodeCursor(lastId: string): string {
 export function decodeCursor(cursor: string, pattern: RegExp = GENERATION_ID_PATTERN): string {
   const text = /^[A-Za-z0-9_-]{1,200}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
   const id = text.startsWith(VERSION) ? text.slice(VERSION.length) : '';
-  if (!pattern.test(id)) throw new InvalidRequestError('cursor is not valid; use the next_cursor of a previous page.', 'cursor');
+  if (!pattern.test(id))
+    throw new InvalidRequestError('cursor is not valid; use the next_cursor of a previous page.', 'cursor');
   return id;
 }

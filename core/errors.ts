@@ -44,7 +44,10 @@ export class ContentPolicyError extends DomainError {
 export class UnauthorizedError extends DomainError {
   readonly status = 401;
   readonly type: 'unauthorized' | 'authentication_error';
-  constructor(message = 'A valid API key is required (Authorization: Bearer <API_KEY>).', type: 'unauthorized' | 'authentication_error' = 'unauthorized') {
+  constructor(
+    message = 'A valid API key is required (Authorization: Bearer <API_KEY>).',
+    type: 'unauthorized' | 'authentication_error' = 'unauthorized',
+  ) {
     super(message);
     this.type = type;
   }
@@ -65,15 +68,24 @@ export class InsufficientCreditsError extends DomainError {
 export class BudgetExceededError extends DomainError {
   readonly status = 402;
   readonly type = 'budget_exceeded';
-  constructor(b: { keyId: string; requiredCredits: number; availableCredits: number; budgetCredits: number; period: string }) {
+  constructor(b: {
+    keyId: string;
+    requiredCredits: number;
+    availableCredits: number;
+    budgetCredits: number;
+    period: string;
+  }) {
     const per = b.period === 'none' ? 'in total' : `this ${b.period} (UTC)`;
-    super(`Key budget exceeded: ${b.requiredCredits} required, ${b.availableCredits} available of the key's ${b.budgetCredits} credits ${per}; nothing was charged.`, {
-      required: b.requiredCredits,
-      available: b.availableCredits,
-      key_id: b.keyId,
-      max_credits: b.budgetCredits,
-      period: b.period,
-    });
+    super(
+      `Key budget exceeded: ${b.requiredCredits} required, ${b.availableCredits} available of the key's ${b.budgetCredits} credits ${per}; nothing was charged.`,
+      {
+        required: b.requiredCredits,
+        available: b.availableCredits,
+        key_id: b.keyId,
+        max_credits: b.budgetCredits,
+        period: b.period,
+      },
+    );
   }
 }
 
@@ -82,9 +94,14 @@ export class QuoteAboveSpendCapError extends DomainError {
   readonly status = 402;
   readonly type = 'max_credits_exceeded';
   constructor(quoteCredits: number, capCredits: number, param: string) {
-    super(`The quote of ${quoteCredits} credits is above this request's ${param} of ${capCredits}; nothing was held or charged.`, {
-      param, required: quoteCredits, max_credits: capCredits,
-    });
+    super(
+      `The quote of ${quoteCredits} credits is above this request's ${param} of ${capCredits}; nothing was held or charged.`,
+      {
+        param,
+        required: quoteCredits,
+        max_credits: capCredits,
+      },
+    );
   }
 }
 
@@ -108,7 +125,9 @@ export class IdempotencyConflictError extends DomainError {
   readonly status = 409;
   readonly type = 'idempotency_conflict';
   constructor() {
-    super('This Idempotency-Key was already used with a different request; use a new key for a new request.', { param: 'Idempotency-Key' });
+    super('This Idempotency-Key was already used with a different request; use a new key for a new request.', {
+      param: 'Idempotency-Key',
+    });
   }
 }
 
@@ -136,7 +155,9 @@ export class GenerationFinishedError extends DomainError {
   readonly status = 409;
   readonly type = 'generation_finished';
   constructor(id: string, state: string) {
-    super(`Generation '${id}' has already ${state}; only a queued or running generation can be cancelled.`, { status: state });
+    super(`Generation '${id}' has already ${state}; only a queued or running generation can be cancelled.`, {
+      status: state,
+    });
   }
 }
 
@@ -157,7 +178,10 @@ export class GenerationStreamingError extends DomainError {
   readonly status = 409;
   readonly type = 'generation_streaming';
   constructor(id: string) {
-    super(`Generation '${id}' is a reply being streamed to its client and cannot be cancelled from here; closing that connection stops it, charged only for the tokens sent.`, { status: 'running' });
+    super(
+      `Generation '${id}' is a reply being streamed to its client and cannot be cancelled from here; closing that connection stops it, charged only for the tokens sent.`,
+      { status: 'running' },
+    );
   }
 }
 
@@ -166,7 +190,9 @@ export class WebhookDisabledError extends DomainError {
   readonly status = 409;
   readonly type = 'endpoint_disabled';
   constructor(id: string, reason: string | null) {
-    super(`Webhook endpoint '${id}' is disabled${reason ? ` (${reason})` : ''}; enable it first (PATCH with enabled: true).`);
+    super(
+      `Webhook endpoint '${id}' is disabled${reason ? ` (${reason})` : ''}; enable it first (PATCH with enabled: true).`,
+    );
   }
 }
 
@@ -185,7 +211,10 @@ export class ServiceUnavailableError extends DomainError {
 /** A provider refused or failed the job for good: not retried, the generation fails. */
 export class ProviderRejectedError extends Error {
   override readonly name = 'ProviderRejectedError';
-  constructor(message: string, readonly code = 'provider_error') {
+  constructor(
+    message: string,
+    readonly code = 'provider_error',
+  ) {
     super(message);
   }
 }

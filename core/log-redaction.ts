@@ -5,7 +5,8 @@
  */
 
 /** Query parameters whose values are credentials (ours, S3's presigned ones, common client habits). */
-const SECRET_QUERY = /([?&;](?:signature|key|api_key|apikey|access_token|token|x-amz-signature|x-amz-credential|x-amz-security-token)=)[^&#\s"'<>]*/gi;
+const SECRET_QUERY =
+  /([?&;](?:signature|key|api_key|apikey|access_token|token|x-amz-signature|x-amz-credential|x-amz-security-token)=)[^&#\s"'<>]*/gi;
 const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/g;
 
 export const REDACTED = '[redacted]';
@@ -15,13 +16,24 @@ export function redactSecrets(text: string): string {
 }
 
 /** Header names whose values are credentials, lower-cased as Node gives them. */
-export const SECRET_HEADERS: readonly string[] = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key', 'api-key'];
+export const SECRET_HEADERS: readonly string[] = [
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-api-key',
+  'api-key',
+];
 
 /** A copy of headers with the credentials' values replaced. */
 export function redactHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(headers)) {
-    out[name] = SECRET_HEADERS.includes(name.toLowerCase()) ? REDACTED : typeof value === 'string' ? redactSecrets(value) : value;
+    out[name] = SECRET_HEADERS.includes(name.toLowerCase())
+      ? REDACTED
+      : typeof value === 'string'
+        ? redactSecrets(value)
+        : value;
   }
   return out;
 }
@@ -35,7 +47,10 @@ export function redactFields<T>(value: T, depth = 4): T {
   if (Object.getPrototypeOf(value) !== Object.prototype) return value;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    out[k] = k.toLowerCase() === 'headers' && v !== null && typeof v === 'object' ? redactHeaders(v as Record<string, unknown>) : redactFields(v, depth - 1);
+    out[k] =
+      k.toLowerCase() === 'headers' && v !== null && typeof v === 'object'
+        ? redactHeaders(v as Record<string, unknown>)
+        : redactFields(v, depth - 1);
   }
   return out as T;
 }

@@ -16,50 +16,111 @@ const seconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 
 export const metrics = {
   httpRequests: new Counter({
-    name: 'gensvc_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames: ['method', 'route', 'status'], registers: [registry],
+    name: 'gensvc_http_requests_total',
+    help: 'HTTP requests answered, by route pattern and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
   }),
   httpDuration: new Histogram({
-    name: 'gensvc_http_request_duration_seconds', help: 'Time to answer an HTTP request', labelNames: ['method', 'route'], buckets: seconds, registers: [registry],
+    name: 'gensvc_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request',
+    labelNames: ['method', 'route'],
+    buckets: seconds,
+    registers: [registry],
   }),
   admissions: new Counter({
-    name: 'gensvc_generations_admitted_total', help: 'Generations admitted (hold placed or free reply claimed)', labelNames: ['kind'], registers: [registry],
+    name: 'gensvc_generations_admitted_total',
+    help: 'Generations admitted (hold placed or free reply claimed)',
+    labelNames: ['kind'],
+    registers: [registry],
   }),
   admissionDuration: new Histogram({
-    name: 'gensvc_admission_duration_seconds', help: 'From a priced request to its admission: hold placed, and the workflow started when the client waits for the result', labelNames: ['kind'], buckets: seconds, registers: [registry],
+    name: 'gensvc_admission_duration_seconds',
+    help: 'From a priced request to its admission: hold placed, and the workflow started when the client waits for the result',
+    labelNames: ['kind'],
+    buckets: seconds,
+    registers: [registry],
   }),
   finished: new Counter({
-    name: 'gensvc_generations_finished_total', help: 'Generations that reached a final status, with the error code of failed ones', labelNames: ['kind', 'status', 'code'], registers: [registry],
+    name: 'gensvc_generations_finished_total',
+    help: 'Generations that reached a final status, with the error code of failed ones',
+    labelNames: ['kind', 'status', 'code'],
+    registers: [registry],
   }),
-  creditsHeld: new Counter({ name: 'gensvc_credits_held_total', help: 'Credits placed on hold', registers: [registry] }),
-  creditsCharged: new Counter({ name: 'gensvc_credits_charged_total', help: 'Credits charged when holds settled', registers: [registry] }),
-  creditsReleased: new Counter({ name: 'gensvc_credits_released_total', help: 'Credits released back to balances (failures and unused parts of holds)', registers: [registry] }),
+  creditsHeld: new Counter({
+    name: 'gensvc_credits_held_total',
+    help: 'Credits placed on hold',
+    registers: [registry],
+  }),
+  creditsCharged: new Counter({
+    name: 'gensvc_credits_charged_total',
+    help: 'Credits charged when holds settled',
+    registers: [registry],
+  }),
+  creditsReleased: new Counter({
+    name: 'gensvc_credits_released_total',
+    help: 'Credits released back to balances (failures and unused parts of holds)',
+    registers: [registry],
+  }),
   providerDuration: new Histogram({
-    name: 'gensvc_provider_duration_seconds', help: 'Time a provider took to run a job', labelNames: ['kind', 'outcome'], buckets: seconds, registers: [registry],
+    name: 'gensvc_provider_duration_seconds',
+    help: 'Time a provider took to run a job',
+    labelNames: ['kind', 'outcome'],
+    buckets: seconds,
+    registers: [registry],
   }),
   providerActivitiesRunning: new Gauge({
-    name: 'gensvc_provider_activities_running', help: 'Provider activities running in this process now: the provider worker slots in use', registers: [registry],
+    name: 'gensvc_provider_activities_running',
+    help: 'Provider activities running in this process now: the provider worker slots in use',
+    registers: [registry],
   }),
   upstreamWaits: new Counter({
-    name: 'gensvc_upstream_waits_total', help: 'Looks at a waiting upstream job that found it running and left it waiting, holding no worker slot', labelNames: ['upstream'], registers: [registry],
+    name: 'gensvc_upstream_waits_total',
+    help: 'Looks at a waiting upstream job that found it running and left it waiting, holding no worker slot',
+    labelNames: ['upstream'],
+    registers: [registry],
   }),
   videoSlotParks: new Counter({
-    name: 'gensvc_video_slot_parks_total', help: 'Looks of a queued video at its account\'s slots that found none free and parked, holding no worker slot', registers: [registry],
+    name: 'gensvc_video_slot_parks_total',
+    help: "Looks of a queued video at its account's slots that found none free and parked, holding no worker slot",
+    registers: [registry],
   }),
   videoSlotWakes: new Counter({
-    name: 'gensvc_video_slot_wakes_total', help: 'Parked video waits completed by whoever freed a slot: completed, stale (its attempt had timed out) or failed', labelNames: ['outcome'], registers: [registry],
+    name: 'gensvc_video_slot_wakes_total',
+    help: 'Parked video waits completed by whoever freed a slot: completed, stale (its attempt had timed out) or failed',
+    labelNames: ['outcome'],
+    registers: [registry],
   }),
   upstreamCallbacks: new Counter({
-    name: 'gensvc_upstream_callbacks_total', help: 'Webhooks received from upstreams, by protocol and outcome', labelNames: ['protocol', 'outcome'], registers: [registry],
+    name: 'gensvc_upstream_callbacks_total',
+    help: 'Webhooks received from upstreams, by protocol and outcome',
+    labelNames: ['protocol', 'outcome'],
+    registers: [registry],
   }),
   webhookDeliveries: new Counter({
-    name: 'gensvc_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'], registers: [registry],
+    name: 'gensvc_webhook_deliveries_total',
+    help: 'Webhook delivery attempts, by outcome',
+    labelNames: ['outcome'],
+    registers: [registry],
   }),
-  holdsActive: new Gauge({ name: 'gensvc_holds_active', help: 'Holds currently held (read from PostgreSQL at scrape time)', registers: [registry] }),
-  creditsOnHold: new Gauge({ name: 'gensvc_credits_on_hold', help: 'Credits currently held (read from PostgreSQL at scrape time)', registers: [registry] }),
+  holdsActive: new Gauge({
+    name: 'gensvc_holds_active',
+    help: 'Holds currently held (read from PostgreSQL at scrape time)',
+    registers: [registry],
+  }),
+  creditsOnHold: new Gauge({
+    name: 'gensvc_credits_on_hold',
+    help: 'Credits currently held (read from PostgreSQL at scrape time)',
+    registers: [registry],
+  }),
 };
 
 /** Times `work` into `histogram` (with `labels`) whether it succeeds or fails. */
-export async function timed<T>(histogram: Histogram<string>, labels: Record<string, string>, work: () => Promise<T>): Promise<T> {
+export async function timed<T>(
+  histogram: Histogram<string>,
+  labels: Record<string, string>,
+  work: () => Promise<T>,
+): Promise<T> {
   const end = histogram.startTimer(labels);
   try {
     return await work();

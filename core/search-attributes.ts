@@ -9,4 +9,10 @@ export const GenerationStatus = defineSearchAttributeKey('GenerationStatus', Sea
 /** The configured upstream that served the run (absent: the simulator, or not run yet). */
 export const GenerationProvider = defineSearchAttributeKey('GenerationProvider', SearchAttributeType.KEYWORD);
 
-export const SEARCH_ATTRIBUTES = [AccountId, GenerationKind, GenerationModel, GenerationStatus, GenerationProvider] as const;
+export const SEARCH_ATTRIBUTES = [
+  AccountId,
+  GenerationKind,
+  GenerationModel,
+  GenerationStatus,
+  GenerationProvider,
+] as const;

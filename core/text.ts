@@ -26,7 +26,11 @@ export function unsafeTextReason(text: string): string | undefined {
 export function safeText(opts: { min?: number; max?: number; trim?: boolean; label?: string } = {}) {
   let schema = z.string();
   if (opts.trim) schema = schema.trim();
-  if (opts.min !== undefined) schema = schema.min(opts.min, opts.min === 1 ? `${opts.label ?? 'value'} must not be empty` : `must be at least ${opts.min} characters`);
+  if (opts.min !== undefined)
+    schema = schema.min(
+      opts.min,
+      opts.min === 1 ? `${opts.label ?? 'value'} must not be empty` : `must be at least ${opts.min} characters`,
+    );
   if (opts.max !== undefined) schema = schema.max(opts.max, `must be at most ${opts.max} characters`);
   return schema.superRefine((text, ctx) => {
     const reason = unsafeTextReason(text);
@@ -36,5 +40,10 @@ export function safeText(opts: { min?: number; max?: number; trim?: boolean; lab
 
 /** An identifier-like token (model ids, qualities, aspects): short, printable ASCII. */
 export function token(max: number) {
-  return z.string().trim().min(1).max(max).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+  return z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 }

@@ -36,11 +36,20 @@ export function inSpan<T>(name: string, attributes: SpanAttributes, work: (span:
 }
 
 /** inSpan, its span also linked to the one `follows` names (work it carries on, in a trace of its own). */
-export function inSpanFollowing<T>(name: string, attributes: SpanAttributes, follows: string | null, work: (span: OpenSpan) => Promise<T>): Promise<T> {
+export function inSpanFollowing<T>(
+  name: string,
+  attributes: SpanAttributes,
+  follows: string | null,
+  work: (span: OpenSpan) => Promise<T>,
+): Promise<T> {
   return runner ? runner.run(name, attributes, work, follows ?? undefined) : work(NO_SPAN);
 }
 
-export function streamInSpan<T>(name: string, attributes: SpanAttributes, open: () => AsyncIterable<T>): AsyncIterable<T> {
+export function streamInSpan<T>(
+  name: string,
+  attributes: SpanAttributes,
+  open: () => AsyncIterable<T>,
+): AsyncIterable<T> {
   return runner ? runner.stream(name, attributes, open) : open();
 }
 

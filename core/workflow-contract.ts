@@ -45,8 +45,7 @@ export interface GenerationWorkflowInput {
 
 /** What the API reports about a generation it ran itself (see `apiRun`). */
 export type ApiRunResult = (
-  | { ok: true; output: RunOutput & { chargeMc: number; outputTokens: number } }
-  | { ok: false; error: GenerationFailure }
+  { ok: true; output: RunOutput & { chargeMc: number; outputTokens: number } } | { ok: false; error: GenerationFailure }
 ) & {
   /**
    * Where the API's own ledger call left the hold, when it reached the ledger: the workflow then

@@ -13,19 +13,36 @@ import type { Check } from './ledger-checks';
 
 /** What the service needs to take Stripe's events; its API is never called by the run (no checkout). */
 export function billingEnv(webhookSecret: string): Record<string, string> {
-  return { STRIPE_SECRET_KEY: `sk_test_faults_${randomBytes(6).toString('hex')}`, STRIPE_WEBHOOK_SECRET: webhookSecret };
+  return {
+    STRIPE_SECRET_KEY: `sk_test_faults_${randomBytes(6).toString('hex')}`,
+    STRIPE_WEBHOOK_SECRET: webhookSecret,
+  };
 }
 
 export const BUDGET_CREDITS = 60;
 
 /** A new key of the account with a budget of BUDGET_CREDITS in total; its token and id. */
-export async function openBudgetedKey(http: Http, adminToken: string, accountId: string): Promise<{ id: string; key: string }> {
+export async function openBudgetedKey(
+  http: Http,
+  adminToken: string,
+  accountId: string,
+): Promise<{ id: string; key: string }> {
   const key = await expectStatus<{ id: string; key: string }>(
-    http.request('POST', `/admin/v1/accounts/${accountId}/keys`, { token: adminToken, body: { scopes: ['image', 'video', 'chat', 'upscale'] } }),
+    http.request('POST', `/admin/v1/accounts/${accountId}/keys`, {
+      token: adminToken,
+      body: { scopes: ['image', 'video', 'chat', 'upscale'] },
+    }),
     201,
     'create the budgeted key',
   );
-  await expectStatus(http.request('PUT', `/admin/v1/keys/${key.id}/budget`, { token: adminToken, body: { maxCredits: BUDGET_CREDITS, period: 'none' } }), 200, 'set the key budget');
+  await expectStatus(
+    http.request('PUT', `/admin/v1/keys/${key.id}/budget`, {
+      token: adminToken,
+      body: { maxCredits: BUDGET_CREDITS, period: 'none' },
+    }),
+    200,
+    'set the key budget',
+  );
   return key;
 }
 
@@ -51,7 +68,14 @@ const TOP_UP_CREDITS = 40;
  * checkout.session.completed event twice at once, then again 5 s later, as Stripe redelivers. The
  * second payment is refunded by half, that event twice.
  */
-export function runTopUps(o: { baseUrl: string; webhookSecret: string; accountId: string; everyMs: number; untilMs: number; signal: AbortSignal }): TopUps {
+export function runTopUps(o: {
+  baseUrl: string;
+  webhookSecret: string;
+  accountId: string;
+  everyMs: number;
+  untilMs: number;
+  signal: AbortSignal;
+}): TopUps {
   const stripe = new Stripe('sk_test_faults_signer');
   const deliveries: Delivery[] = [];
   const sessions: TopUps['sessions'] = [];
@@ -66,7 +90,10 @@ export function runTopUps(o: { baseUrl: string; webhookSecret: string; accountId
     for (let attempt = 0; attempt < 30 && !o.signal.aborted; attempt++) {
       try {
         const res = await fetch(`${o.baseUrl}/api/v1/billing/stripe/webhook`, {
-          method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': header }, body: payload, signal: AbortSignal.any([o.signal, AbortSignal.timeout(30_000)]),
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'stripe-signature': header },
+          body: payload,
+          signal: AbortSignal.any([o.signal, AbortSignal.timeout(30_000)]),
         });
         delivery.status = res.status;
         const body = (await res.json().catch(() => ({}))) as { outcome?: string };
@@ -87,11 +114,26 @@ export function runTopUps(o: { baseUrl: string; webhookSecret: string; accountId
       session: id,
       paymentIntent,
       event: {
-        id: `evt_test_faults_${randomBytes(6).toString('hex')}`, object: 'event', type: 'checkout.session.completed', api_version: '2025-10-29.clover', created: Math.floor(Date.now() / 1000), livemode: false,
-        data: { object: {
-          id, object: 'checkout.session', mode: 'payment', payment_status: 'paid', status: 'complete', currency: 'eur',
-          amount_total: TOP_UP_CREDITS, client_reference_id: o.accountId, metadata: { accountId: o.accountId, credits: String(TOP_UP_CREDITS) }, payment_intent: paymentIntent,
-        } },
+        id: `evt_test_faults_${randomBytes(6).toString('hex')}`,
+        object: 'event',
+        type: 'checkout.session.completed',
+        api_version: '2025-10-29.clover',
+        created: Math.floor(Date.now() / 1000),
+        livemode: false,
+        data: {
+          object: {
+            id,
+            object: 'checkout.session',
+            mode: 'payment',
+            payment_status: 'paid',
+            status: 'complete',
+            currency: 'eur',
+            amount_total: TOP_UP_CREDITS,
+            client_reference_id: o.accountId,
+            metadata: { accountId: o.accountId, credits: String(TOP_UP_CREDITS) },
+            payment_intent: paymentIntent,
+          },
+        },
       },
     };
   };
@@ -101,18 +143,35 @@ export function runTopUps(o: { baseUrl: string; webhookSecret: string; accountId
     const pending: Promise<void>[] = [];
     for (let n = 0; Date.now() - started < o.untilMs && !o.signal.aborted; n++) {
       const p = paid(n);
-      pending.push(Promise.all([deliver(p.session, p.event), deliver(p.session, p.event)]).then(async () => {
-        await sleep(5_000, undefined, { signal: o.signal }).catch(() => undefined);
-        await deliver(p.session, p.event);
-        if (n !== 1) return;
-        const refundedCents = TOP_UP_CREDITS / 2;
-        result.refund = { paymentIntent: p.paymentIntent, refundedCents };
-        const refund = {
-          id: `evt_test_faults_${randomBytes(6).toString('hex')}`, object: 'event', type: 'charge.refunded', api_version: '2025-10-29.clover', created: Math.floor(Date.now() / 1000), livemode: false,
-          data: { object: { id: `ch_test_faults_${n}`, object: 'charge', amount: TOP_UP_CREDITS, amount_refunded: refundedCents, currency: 'eur', payment_intent: p.paymentIntent, refunded: false } },
-        };
-        await Promise.all([deliver(p.session, refund), deliver(p.session, refund)]);
-      }));
+      pending.push(
+        Promise.all([deliver(p.session, p.event), deliver(p.session, p.event)]).then(async () => {
+          await sleep(5_000, undefined, { signal: o.signal }).catch(() => undefined);
+          await deliver(p.session, p.event);
+          if (n !== 1) return;
+          const refundedCents = TOP_UP_CREDITS / 2;
+          result.refund = { paymentIntent: p.paymentIntent, refundedCents };
+          const refund = {
+            id: `evt_test_faults_${randomBytes(6).toString('hex')}`,
+            object: 'event',
+            type: 'charge.refunded',
+            api_version: '2025-10-29.clover',
+            created: Math.floor(Date.now() / 1000),
+            livemode: false,
+            data: {
+              object: {
+                id: `ch_test_faults_${n}`,
+                object: 'charge',
+                amount: TOP_UP_CREDITS,
+                amount_refunded: refundedCents,
+                currency: 'eur',
+                payment_intent: p.paymentIntent,
+                refunded: false,
+              },
+            },
+          };
+          await Promise.all([deliver(p.session, refund), deliver(p.session, refund)]);
+        }),
+      );
       await sleep(o.everyMs, undefined, { signal: o.signal }).catch(() => undefined);
     }
     await Promise.all(pending);
@@ -131,19 +190,27 @@ export async function topUpChecks(db: pg.Pool, t: TopUps): Promise<Check[]> {
   const credited = new Map(rows.rows.map((r) => [r.session, r]));
   const wrong = t.sessions.flatMap((s) => {
     const r = credited.get(s.id);
-    const answers = t.deliveries.filter((d) => d.session === s.id && d.event.startsWith('evt_') && d.outcome !== undefined);
+    const answers = t.deliveries.filter(
+      (d) => d.session === s.id && d.event.startsWith('evt_') && d.outcome !== undefined,
+    );
     const said = answers.filter((d) => d.outcome === 'credited').length;
     if (!r) return [`${s.id}: never credited`];
-    if (r.credits !== 1 || r.payments !== 1) return [`${s.id}: ${r.credits} credit entries, ${r.payments} payment rows`];
+    if (r.credits !== 1 || r.payments !== 1)
+      return [`${s.id}: ${r.credits} credit entries, ${r.payments} payment rows`];
     if (said > 1) return [`${s.id}: answered "credited" ${said} times`];
     return [];
   });
   const deliveries = t.deliveries.length;
-  const checks: Check[] = [{
-    name: 'each top-up credited once, however often Stripe delivers it',
-    ok: t.sessions.length > 0 && wrong.length === 0,
-    detail: wrong.length > 0 ? `${wrong.length} wrong: ${wrong.slice(0, 5).join('; ')}` : `${t.sessions.length} payments, ${deliveries} deliveries (${t.deliveries.filter((d) => d.outcome === 'already').length} answered "already")`,
-  }];
+  const checks: Check[] = [
+    {
+      name: 'each top-up credited once, however often Stripe delivers it',
+      ok: t.sessions.length > 0 && wrong.length === 0,
+      detail:
+        wrong.length > 0
+          ? `${wrong.length} wrong: ${wrong.slice(0, 5).join('; ')}`
+          : `${t.sessions.length} payments, ${deliveries} deliveries (${t.deliveries.filter((d) => d.outcome === 'already').length} answered "already")`,
+    },
+  ];
   if (t.refund) {
     const refund = await db.query<{ entries: number; debited_mc: number; refunded_cents: number }>(
       `SELECT (SELECT count(*) FROM ledger_entries WHERE entry = 'refund' AND note LIKE 'refund stripe ' || $1 || '%')::int AS entries,
@@ -155,8 +222,14 @@ export async function topUpChecks(db: pg.Pool, t: TopUps): Promise<Check[]> {
     const owedMc = t.refund.refundedCents * 1000;
     checks.push({
       name: 'a refund debited once, never more than refunded',
-      ok: r !== undefined && r.entries === 1 && r.refunded_cents === t.refund.refundedCents && Number(r.debited_mc) <= owedMc,
-      detail: r ? `${r.entries} refund entries, ${Number(r.debited_mc) / 1000} of ${owedMc / 1000} credits debited${Number(r.debited_mc) < owedMc ? ' (the rest was held or spent)' : ''}` : 'the refunded payment is missing',
+      ok:
+        r !== undefined &&
+        r.entries === 1 &&
+        r.refunded_cents === t.refund.refundedCents &&
+        Number(r.debited_mc) <= owedMc,
+      detail: r
+        ? `${r.entries} refund entries, ${Number(r.debited_mc) / 1000} of ${owedMc / 1000} credits debited${Number(r.debited_mc) < owedMc ? ' (the rest was held or spent)' : ''}`
+        : 'the refunded payment is missing',
     });
   }
   return checks;

@@ -56,7 +56,13 @@ export interface OneKill {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** Runs the schedule until `untilMs` or `stop`; resolves once every fault it began is over. */
-export async function runFaults(stack: ProcessStack, plan: FaultPlan, origin: number, timeline: Timeline, stop: AbortSignal): Promise<void> {
+export async function runFaults(
+  stack: ProcessStack,
+  plan: FaultPlan,
+  origin: number,
+  timeline: Timeline,
+  stop: AbortSignal,
+): Promise<void> {
   const until = async (at: number): Promise<boolean> => {
     const wait = origin + at - Date.now();
     if (wait > 0) await sleep(wait, undefined, { signal: stop }).catch(() => undefined);
@@ -75,7 +81,13 @@ export async function runFaults(stack: ProcessStack, plan: FaultPlan, origin: nu
     }
   };
 
-  const restart = async (at: number, name: string, stopIt: () => Promise<void>, startIt: () => Promise<void>, how: string) => {
+  const restart = async (
+    at: number,
+    name: string,
+    stopIt: () => Promise<void>,
+    startIt: () => Promise<void>,
+    how: string,
+  ) => {
     if (!(await until(at))) return;
     timeline.add(`${name}: stopping (${how})`);
     const began = Date.now();
@@ -100,7 +112,19 @@ export async function runFaults(stack: ProcessStack, plan: FaultPlan, origin: nu
   await Promise.all([
     workerKills(),
     ...(plan.kills ?? []).map(kill),
-    restart(plan.postgresAtMs, 'PostgreSQL', () => stack.stopPostgres(), () => stack.startPostgres(), 'fast shutdown, same data directory'),
-    restart(plan.temporalAtMs, stack.temporalKind, () => stack.stopTemporal(), () => stack.startTemporal(), stack.temporalKind === 'Temporal dev server' ? 'SIGTERM, same SQLite file' : 'SIGTERM, same PostgreSQL databases'),
+    restart(
+      plan.postgresAtMs,
+      'PostgreSQL',
+      () => stack.stopPostgres(),
+      () => stack.startPostgres(),
+      'fast shutdown, same data directory',
+    ),
+    restart(
+      plan.temporalAtMs,
+      stack.temporalKind,
+      () => stack.stopTemporal(),
+      () => stack.startTemporal(),
+      stack.temporalKind === 'Temporal dev server' ? 'SIGTERM, same SQLite file' : 'SIGTERM, same PostgreSQL databases',
+    ),
   ]);
 }

@@ -47,7 +47,9 @@ interface GenerationAnswer {
 function generationOf(body: unknown): GenerationAnswer | undefined {
   const b = body as { generation?: GenerationAnswer } & Partial<GenerationAnswer>;
   const g = b?.generation ?? b;
-  return typeof g?.id === 'string' && typeof g.status === 'string' ? { id: g.id, status: g.status, creditsCharged: Number(g.creditsCharged ?? 0) } : undefined;
+  return typeof g?.id === 'string' && typeof g.status === 'string'
+    ? { id: g.id, status: g.status, creditsCharged: Number(g.creditsCharged ?? 0) }
+    : undefined;
 }
 
 function backoffMs(attempt: number, retryAfter: string | undefined): number {
@@ -63,7 +65,13 @@ interface Exchange {
 }
 
 /** One HTTP exchange, described as an attempt; a lost connection is an attempt too. */
-async function exchange(url: string, init: RequestInit, runStarted: number, signal: AbortSignal, stop: AbortSignal): Promise<Exchange> {
+async function exchange(
+  url: string,
+  init: RequestInit,
+  runStarted: number,
+  signal: AbortSignal,
+  stop: AbortSignal,
+): Promise<Exchange> {
   const started = Date.now();
   const attempt: Attempt = { at: started - runStarted, ms: 0, status: 'dropped' };
   let generation: GenerationAnswer | undefined;
@@ -88,7 +96,10 @@ async function exchange(url: string, init: RequestInit, runStarted: number, sign
   } catch (err) {
     if (stop.aborted) throw err;
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    attempt.detail = (err as Error).name === 'TimeoutError' ? 'answer lost (client stopped waiting)' : (cause?.code ?? cause?.message ?? (err as Error).name);
+    attempt.detail =
+      (err as Error).name === 'TimeoutError'
+        ? 'answer lost (client stopped waiting)'
+        : (cause?.code ?? cause?.message ?? (err as Error).name);
   }
   attempt.ms = Date.now() - started;
   return generation ? { attempt, generation } : { attempt };
@@ -98,13 +109,24 @@ const TERMINAL = new Set(['succeeded', 'failed']);
 
 export function createClient(baseUrl: string, runStarted: number, stop: AbortSignal) {
   /** Follows a generation until it finishes, as a client of a video does; errors are waited out. */
-  const follow = async (request: PlannedRequest, token: string, generation: GenerationAnswer, polls: Attempt[]): Promise<GenerationAnswer> => {
+  const follow = async (
+    request: PlannedRequest,
+    token: string,
+    generation: GenerationAnswer,
+    polls: Attempt[],
+  ): Promise<GenerationAnswer> => {
     const path = request.door === 'A' ? `/api/v1/generations/${generation.id}` : `/api/generate/${generation.id}`;
     const until = Date.now() + POLL_FOR_MS;
     let seen = generation;
     while (!TERMINAL.has(seen.status) && Date.now() < until) {
       await sleep(POLL_EVERY_MS, undefined, { signal: stop });
-      const polled = await exchange(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } }, runStarted, AbortSignal.any([stop, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]), stop);
+      const polled = await exchange(
+        `${baseUrl}${path}`,
+        { headers: { authorization: `Bearer ${token}` } },
+        runStarted,
+        AbortSignal.any([stop, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
+        stop,
+      );
       polls.push(polled.attempt);
       if (polled.generation) seen = polled.generation;
     }
@@ -119,21 +141,28 @@ export function createClient(baseUrl: string, runStarted: number, stop: AbortSig
     let generation: GenerationAnswer | undefined;
     for (let n = 1; ; n++) {
       const timeout = n === 1 ? (request.loseFirstAnswerAfterMs ?? REQUEST_TIMEOUT_MS) : REQUEST_TIMEOUT_MS;
-      const sent = await exchange(`${baseUrl}${request.path}`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          ...(request.idempotencyKey ? { 'idempotency-key': request.idempotencyKey } : {}),
+      const sent = await exchange(
+        `${baseUrl}${request.path}`,
+        {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${token}`,
+            'content-type': 'application/json',
+            ...(request.idempotencyKey ? { 'idempotency-key': request.idempotencyKey } : {}),
+          },
+          body: JSON.stringify(request.body),
         },
-        body: JSON.stringify(request.body),
-      }, runStarted, AbortSignal.any([stop, AbortSignal.timeout(timeout)]), stop);
+        runStarted,
+        AbortSignal.any([stop, AbortSignal.timeout(timeout)]),
+        stop,
+      );
       const { attempt } = sent;
       generation = sent.generation;
       if (generation) idsSeen.push(generation.id);
       attempts.push(attempt);
       const status = attempt.status;
-      const retryable = status === 429 || ((status === 'dropped' || status >= 500) && request.idempotencyKey !== undefined);
+      const retryable =
+        status === 429 || ((status === 'dropped' || status >= 500) && request.idempotencyKey !== undefined);
       if (!retryable || n >= MAX_ATTEMPTS || Date.now() - first > RETRY_FOR_MS) break;
       await sleep(backoffMs(n, attempt.retryAfter), undefined, { signal: stop });
     }

@@ -27,18 +27,27 @@ try {
   stack.onStop(() => worker.stop());
   await stack.startApi();
   const http = createHttp(stack.baseUrl, new AbortController().signal);
-  const flooder = await openAccount(http, stack.adminToken, { credits: flood * 10, requests: flood * 4, scopes: ['image'] });
+  const flooder = await openAccount(http, stack.adminToken, {
+    credits: flood * 10,
+    requests: flood * 4,
+    scopes: ['image'],
+  });
   const lone = await openAccount(http, stack.adminToken, { credits: 500, requests: 40, scopes: ['image'] });
 
   /** Submit to finished: images usually finish within the call; a long wait answers 202 and is polled. */
   const image = async (key: string, prompt: string): Promise<number> => {
     const started = performance.now();
-    const res = await http.request<{ id: string; status: string }>('POST', '/api/v1/generate', { token: key, body: { kind: 'image', model: 'flux', prompt, width: 512, height: 512 } });
-    if (res.status !== 200 && res.status !== 202) throw new Error(`submit answered ${res.status}: ${JSON.stringify(res.body)}`);
+    const res = await http.request<{ id: string; status: string }>('POST', '/api/v1/generate', {
+      token: key,
+      body: { kind: 'image', model: 'flux', prompt, width: 512, height: 512 },
+    });
+    if (res.status !== 200 && res.status !== 202)
+      throw new Error(`submit answered ${res.status}: ${JSON.stringify(res.body)}`);
     let status = res.body.status;
     while (status !== 'succeeded' && status !== 'failed') {
       await sleep(100);
-      status = (await http.request<{ status: string }>('GET', `/api/v1/generations/${res.body.id}`, { token: key })).body.status;
+      status = (await http.request<{ status: string }>('GET', `/api/v1/generations/${res.body.id}`, { token: key }))
+        .body.status;
     }
     return performance.now() - started;
   };
@@ -49,18 +58,35 @@ try {
   log(`alone: median ${median(alone).toFixed(0)} ms (${alone.map((x) => x.toFixed(0)).join(', ')})`);
 
   // The flood: every image at once, each a 2-second provider run, 10 at a time: ~60 s of backlog.
-  const flooding = Promise.all(Array.from({ length: flood }, (_, i) => image(flooder.nextKey(), `sim:delay=2000 flood ${i}`)));
+  const flooding = Promise.all(
+    Array.from({ length: flood }, (_, i) => image(flooder.nextKey(), `sim:delay=2000 flood ${i}`)),
+  );
   await sleep(3_000);
   // One at a time would measure the first in the backlog and the rest after it; a second apart,
   // all of them land while the flood's backlog is there.
-  const during = await Promise.all(Array.from({ length: LONE_RUNS }, async (_, i) => {
-    await sleep(i * 1_000);
-    return image(lone.nextKey(), `a lone image during the flood ${i}`);
-  }));
-  log(`during a flood of ${flood}: median ${median(during).toFixed(0)} ms (${during.map((x) => x.toFixed(0)).join(', ')})`);
+  const during = await Promise.all(
+    Array.from({ length: LONE_RUNS }, async (_, i) => {
+      await sleep(i * 1_000);
+      return image(lone.nextKey(), `a lone image during the flood ${i}`);
+    }),
+  );
+  log(
+    `during a flood of ${flood}: median ${median(during).toFixed(0)} ms (${during.map((x) => x.toFixed(0)).join(', ')})`,
+  );
   const floodTimes = await flooding;
-  log(`the flood's own images: median ${median(floodTimes).toFixed(0)} ms, last ${Math.max(...floodTimes).toFixed(0)} ms`);
-  console.log(JSON.stringify({ fair, flood, aloneMedianMs: Math.round(median(alone)), duringMedianMs: Math.round(median(during)), duringMs: during.map(Math.round), floodMedianMs: Math.round(median(floodTimes)) }));
+  log(
+    `the flood's own images: median ${median(floodTimes).toFixed(0)} ms, last ${Math.max(...floodTimes).toFixed(0)} ms`,
+  );
+  console.log(
+    JSON.stringify({
+      fair,
+      flood,
+      aloneMedianMs: Math.round(median(alone)),
+      duringMedianMs: Math.round(median(during)),
+      duringMs: during.map(Math.round),
+      floodMedianMs: Math.round(median(floodTimes)),
+    }),
+  );
 } catch (err) {
   failed = true;
   log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);

@@ -29,7 +29,10 @@ export interface InProcessStack {
   stop(keepData: boolean): Promise<void>;
 }
 
-export async function startInProcessStack(name: string, extra: { dynamicConfig?: Record<string, boolean | number | string>; env?: Record<string, string> } = {}): Promise<InProcessStack> {
+export async function startInProcessStack(
+  name: string,
+  extra: { dynamicConfig?: Record<string, boolean | number | string>; env?: Record<string, string> } = {},
+): Promise<InProcessStack> {
   const dataDir = join(process.cwd(), '.test-data', `${name}-${process.pid}`);
   await mkdir(dataDir, { recursive: true });
   const stops: (() => Promise<unknown>)[] = [];
@@ -38,22 +41,42 @@ export async function startInProcessStack(name: string, extra: { dynamicConfig?:
     if (!keepData) await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    const postgres = await startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres'), logFile: join(dataDir, 'postgres.log'), readyTimeoutMs: 120_000 });
+    const postgres = await startEmbeddedPostgres({
+      dataDir: join(dataDir, 'postgres'),
+      logFile: join(dataDir, 'postgres.log'),
+      readyTimeoutMs: 120_000,
+    });
     stops.push(() => postgres.stop());
     await postgres.ensureDatabase('gensvc');
     const temporal = await startTemporalDevServer({
-      cliPath: await ensureTemporalCli(), dbFile: join(dataDir, 'temporal.sqlite'), headless: true, logFile: join(dataDir, 'temporal.log'), readyTimeoutMs: 120_000,
+      cliPath: await ensureTemporalCli(),
+      dbFile: join(dataDir, 'temporal.sqlite'),
+      headless: true,
+      logFile: join(dataDir, 'temporal.log'),
+      readyTimeoutMs: 120_000,
       dynamicConfig: { ...TEMPORAL_DYNAMIC_CONFIG, ...extra.dynamicConfig },
     });
     stops.push(() => temporal.stop());
     const port = await freePort();
     const adminToken = randomBytes(24).toString('base64url');
     const config = loadConfig({
-      NODE_ENV: 'development', HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: postgres.urlFor('gensvc'), TEMPORAL_ADDRESS: temporal.address,
-      TEMPORAL_TASK_QUEUE: name, ADMIN_TOKEN: adminToken, URL_SIGNING_SECRET: randomBytes(24).toString('base64url'), WEBHOOK_SECRET_KEY: randomBytes(24).toString('base64url'), LOG_LEVEL: 'warn',
+      NODE_ENV: 'development',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      DATABASE_URL: postgres.urlFor('gensvc'),
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_TASK_QUEUE: name,
+      ADMIN_TOKEN: adminToken,
+      URL_SIGNING_SECRET: randomBytes(24).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(24).toString('base64url'),
+      LOG_LEVEL: 'warn',
       ...extra.env,
     });
-    const services = await openServices(config, { databaseUrl: config.DATABASE_URL!, temporalAddress: temporal.address });
+    const services = await openServices(config, {
+      databaseUrl: config.DATABASE_URL!,
+      temporalAddress: temporal.address,
+    });
     stops.push(() => services.close());
     let app: FastifyInstance | undefined;
     return {

@@ -11,12 +11,19 @@ export interface InputImage {
   height: number;
 }
 
-const SIZES: [number, number, 'png' | 'jpeg'][] = [[64, 48, 'png'], [97, 61, 'png'], [150, 113, 'jpeg'], [33, 200, 'png']];
+const SIZES: [number, number, 'png' | 'jpeg'][] = [
+  [64, 48, 'png'],
+  [97, 61, 'png'],
+  [150, 113, 'jpeg'],
+  [33, 200, 'png'],
+];
 
 export async function startInputServer(): Promise<{ images: InputImage[]; close(): Promise<void> }> {
   const files = new Map<string, { data: Buffer; type: string }>();
   for (const [width, height, format] of SIZES) {
-    const image = sharp({ create: { width, height, channels: 3, background: { r: (width * 7) % 256, g: (height * 3) % 256, b: 128 } } });
+    const image = sharp({
+      create: { width, height, channels: 3, background: { r: (width * 7) % 256, g: (height * 3) % 256, b: 128 } },
+    });
     const data = await (format === 'png' ? image.png() : image.jpeg()).toBuffer();
     files.set(`/input/${width}x${height}.${format === 'png' ? 'png' : 'jpg'}`, { data, type: `image/${format}` });
   }
@@ -36,9 +43,10 @@ export async function startInputServer(): Promise<{ images: InputImage[]; close(
   });
   return {
     images,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

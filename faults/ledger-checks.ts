@@ -29,7 +29,8 @@ export interface GenerationFact {
 }
 
 /** A failed generation as the ledger must leave one: its hold released, nothing charged. */
-export const releasedUncharged = (g: GenerationFact): boolean => g.holdState === 'released' && g.charges === 0 && g.chargedMc === 0;
+export const releasedUncharged = (g: GenerationFact): boolean =>
+  g.holdState === 'released' && g.charges === 0 && g.chargedMc === 0;
 
 /**
  * The failure codes the run's own outages give: the reconciler's release of a hold whose workflow
@@ -39,15 +40,25 @@ export const releasedUncharged = (g: GenerationFact): boolean => g.holdState ===
 export const OUTAGE_CODES: ReadonlySet<string> = new Set(['not_started', 'ledger_error', 'settle_failed', 'timeout']);
 
 /** Failed the way an outage of the run explains, and charged nothing for it. */
-export const failedByOutage = (g: GenerationFact): boolean => g.status === 'failed' && releasedUncharged(g) && OUTAGE_CODES.has(g.code ?? '');
+export const failedByOutage = (g: GenerationFact): boolean =>
+  g.status === 'failed' && releasedUncharged(g) && OUTAGE_CODES.has(g.code ?? '');
 
 /** A check over many rows: ok when none offends; names the first few that do. */
-export function everyRow<T>(name: string, rows: T[], offends: (row: T) => string | undefined, counted = `${rows.length} checked`): Check {
+export function everyRow<T>(
+  name: string,
+  rows: T[],
+  offends: (row: T) => string | undefined,
+  counted = `${rows.length} checked`,
+): Check {
   const offences = rows.flatMap((row) => {
     const why = offends(row);
     return why === undefined ? [] : [why];
   });
-  return { name, ok: offences.length === 0, detail: offences.length === 0 ? counted : `${offences.length} wrong: ${offences.slice(0, 5).join('; ')}` };
+  return {
+    name,
+    ok: offences.length === 0,
+    detail: offences.length === 0 ? counted : `${offences.length} wrong: ${offences.slice(0, 5).join('; ')}`,
+  };
 }
 
 export async function generationFacts(db: pg.Pool): Promise<GenerationFact[]> {
@@ -71,13 +82,41 @@ export async function generationFacts(db: pg.Pool): Promise<GenerationFact[]> {
 export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promise<Check[]> {
   const checks: Check[] = [];
   const live = facts.filter((g) => g.status === 'queued' || g.status === 'running');
-  checks.push({ name: 'every generation terminal', ok: live.length === 0, detail: live.length === 0 ? `${facts.length} generations, none queued or running` : `${live.length} still live: ${live.slice(0, 5).map((g) => `${g.id} ${g.status}`).join(', ')}` });
+  checks.push({
+    name: 'every generation terminal',
+    ok: live.length === 0,
+    detail:
+      live.length === 0
+        ? `${facts.length} generations, none queued or running`
+        : `${live.length} still live: ${live
+            .slice(0, 5)
+            .map((g) => `${g.id} ${g.status}`)
+            .join(', ')}`,
+  });
   const held = facts.filter((g) => g.holdState === 'held');
-  checks.push({ name: 'no active hold', ok: held.length === 0, detail: held.length === 0 ? 'every hold settled or released' : `${held.length} held: ${held.slice(0, 5).map((g) => g.id).join(', ')}` });
+  checks.push({
+    name: 'no active hold',
+    ok: held.length === 0,
+    detail:
+      held.length === 0
+        ? 'every hold settled or released'
+        : `${held.length} held: ${held
+            .slice(0, 5)
+            .map((g) => g.id)
+            .join(', ')}`,
+  });
 
   const accounts = await db.query<{
-    id: string; balance_mc: number; held_mc: number; ledger_balance_mc: number; ledger_held_mc: number; holds_held_mc: number;
-    charged_mc: number; charges_mc: number; last_balance_mc: number | null; last_held_mc: number | null;
+    id: string;
+    balance_mc: number;
+    held_mc: number;
+    ledger_balance_mc: number;
+    ledger_held_mc: number;
+    holds_held_mc: number;
+    charged_mc: number;
+    charges_mc: number;
+    last_balance_mc: number | null;
+    last_held_mc: number | null;
   }>(
     `SELECT a.id, a.balance_mc, a.held_mc,
             (COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry = 'credit'), 0) - COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry IN ('charge', 'refund')), 0))::bigint AS ledger_balance_mc,
@@ -90,43 +129,91 @@ export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promis
        FROM accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id
       GROUP BY a.id ORDER BY a.id`,
   );
-  checks.push(everyRow('balance = Σ ledger (credits − charges − refunds)', accounts.rows, (a) =>
-    a.balance_mc !== a.ledger_balance_mc || a.last_balance_mc !== a.balance_mc
-      ? `${a.id}: balance ${a.balance_mc} mc, ledger ${a.ledger_balance_mc} mc, last entry ${a.last_balance_mc}` : undefined, `${accounts.rowCount} accounts`));
-  checks.push(everyRow('held = Σ holds held = Σ ledger (holds − releases − charges)', accounts.rows, (a) =>
-    a.held_mc !== a.holds_held_mc || a.held_mc !== a.ledger_held_mc || a.last_held_mc !== a.held_mc
-      ? `${a.id}: held ${a.held_mc} mc, holds ${a.holds_held_mc}, ledger ${a.ledger_held_mc}, last entry ${a.last_held_mc}` : undefined, `${accounts.rowCount} accounts`));
-  checks.push(everyRow('charges in the ledger = charges on the generations', accounts.rows, (a) =>
-    a.charges_mc !== a.charged_mc ? `${a.id}: ledger ${a.charges_mc} mc, generations ${a.charged_mc} mc` : undefined, `${accounts.rowCount} accounts`));
-  const constraint = await db.query<{ convalidated: boolean }>(`SELECT convalidated FROM pg_constraint WHERE conname = 'accounts_no_overdraft'`);
+  checks.push(
+    everyRow(
+      'balance = Σ ledger (credits − charges − refunds)',
+      accounts.rows,
+      (a) =>
+        a.balance_mc !== a.ledger_balance_mc || a.last_balance_mc !== a.balance_mc
+          ? `${a.id}: balance ${a.balance_mc} mc, ledger ${a.ledger_balance_mc} mc, last entry ${a.last_balance_mc}`
+          : undefined,
+      `${accounts.rowCount} accounts`,
+    ),
+  );
+  checks.push(
+    everyRow(
+      'held = Σ holds held = Σ ledger (holds − releases − charges)',
+      accounts.rows,
+      (a) =>
+        a.held_mc !== a.holds_held_mc || a.held_mc !== a.ledger_held_mc || a.last_held_mc !== a.held_mc
+          ? `${a.id}: held ${a.held_mc} mc, holds ${a.holds_held_mc}, ledger ${a.ledger_held_mc}, last entry ${a.last_held_mc}`
+          : undefined,
+      `${accounts.rowCount} accounts`,
+    ),
+  );
+  checks.push(
+    everyRow(
+      'charges in the ledger = charges on the generations',
+      accounts.rows,
+      (a) =>
+        a.charges_mc !== a.charged_mc
+          ? `${a.id}: ledger ${a.charges_mc} mc, generations ${a.charged_mc} mc`
+          : undefined,
+      `${accounts.rowCount} accounts`,
+    ),
+  );
+  const constraint = await db.query<{ convalidated: boolean }>(
+    `SELECT convalidated FROM pg_constraint WHERE conname = 'accounts_no_overdraft'`,
+  );
   const overdrawn = accounts.rows.filter((a) => a.held_mc < 0 || a.balance_mc - a.held_mc < 0);
   checks.push({
     name: 'accounts_no_overdraft holds',
     ok: constraint.rows[0]?.convalidated === true && overdrawn.length === 0,
-    detail: constraint.rows[0]?.convalidated !== true ? 'the constraint is missing or not validated' : overdrawn.length === 0 ? 'validated; no account below zero' : `overdrawn: ${overdrawn.map((a) => a.id).join(', ')}`,
+    detail:
+      constraint.rows[0]?.convalidated !== true
+        ? 'the constraint is missing or not validated'
+        : overdrawn.length === 0
+          ? 'validated; no account below zero'
+          : `overdrawn: ${overdrawn.map((a) => a.id).join(', ')}`,
   });
 
-  checks.push(everyRow('one hold per generation, moved once', facts, (g) => {
-    if (g.holdState === null) return `${g.id}: no hold`;
-    if (g.holdEntries !== 1) return `${g.id}: ${g.holdEntries} hold entries`;
-    const moves = g.charges + g.releases;
-    if (moves !== (g.holdState === 'held' ? 0 : 1)) return `${g.id}: hold ${g.holdState}, ${g.charges} charges and ${g.releases} releases`;
-    return undefined;
-  }));
-  checks.push(everyRow('nothing charged twice; charge = hold outcome = status', facts, (g) => {
-    if (g.charges > 1) return `${g.id}: charged ${g.charges} times`;
-    if (g.status === 'succeeded' && (g.holdState !== 'settled' || g.chargedSumMc !== g.chargedMc || g.holdChargedMc !== g.chargedMc)) {
-      return `${g.id}: succeeded, hold ${g.holdState}, charged ${g.chargedMc} mc, ledger ${g.chargedSumMc} mc, hold says ${g.holdChargedMc}`;
-    }
-    if (g.status === 'failed' && !releasedUncharged(g)) return `${g.id}: failed, hold ${g.holdState}, ${g.charges} charges, charged ${g.chargedMc} mc`;
-    return undefined;
-  }));
+  checks.push(
+    everyRow('one hold per generation, moved once', facts, (g) => {
+      if (g.holdState === null) return `${g.id}: no hold`;
+      if (g.holdEntries !== 1) return `${g.id}: ${g.holdEntries} hold entries`;
+      const moves = g.charges + g.releases;
+      if (moves !== (g.holdState === 'held' ? 0 : 1))
+        return `${g.id}: hold ${g.holdState}, ${g.charges} charges and ${g.releases} releases`;
+      return undefined;
+    }),
+  );
+  checks.push(
+    everyRow('nothing charged twice; charge = hold outcome = status', facts, (g) => {
+      if (g.charges > 1) return `${g.id}: charged ${g.charges} times`;
+      if (
+        g.status === 'succeeded' &&
+        (g.holdState !== 'settled' || g.chargedSumMc !== g.chargedMc || g.holdChargedMc !== g.chargedMc)
+      ) {
+        return `${g.id}: succeeded, hold ${g.holdState}, charged ${g.chargedMc} mc, ledger ${g.chargedSumMc} mc, hold says ${g.holdChargedMc}`;
+      }
+      if (g.status === 'failed' && !releasedUncharged(g))
+        return `${g.id}: failed, hold ${g.holdState}, ${g.charges} charges, charged ${g.chargedMc} mc`;
+      return undefined;
+    }),
+  );
 
   const keys = await db.query<{ key: string; generation_id: string; found: boolean }>(
     `SELECT k.key, k.generation_id, EXISTS (SELECT 1 FROM generations g WHERE g.id = k.generation_id AND g.account_id = k.account_id) AS found
        FROM idempotency_keys k`,
   );
-  checks.push(everyRow('every Idempotency-Key claim names one generation of its account', keys.rows, (k) => (k.found ? undefined : `${k.key} → ${k.generation_id} (missing)`), `${keys.rowCount} keys`));
+  checks.push(
+    everyRow(
+      'every Idempotency-Key claim names one generation of its account',
+      keys.rows,
+      (k) => (k.found ? undefined : `${k.key} → ${k.generation_id} (missing)`),
+      `${keys.rowCount} keys`,
+    ),
+  );
   return checks;
 }
 

@@ -4,13 +4,19 @@ import { readdir, readFile } from 'node:fs/promises';
 import { processInfo } from '../runtime/process';
 
 export async function leftoverProcesses(dataDir: string): Promise<string[]> {
-  const pids = (await readdir('/proc')).filter((e) => /^\d+$/.test(e)).map(Number).filter((pid) => pid !== process.pid);
-  const found = await Promise.all(pids.map(async (pid) => {
-    const info = await processInfo(pid);
-    if (!info || info.zombie) return undefined;
-    const environ = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
-    const ours = environ.split('\0').includes(`DATA_DIR=${dataDir}`) || info.args.some((arg) => arg.startsWith(dataDir));
-    return ours ? `${info.comm} (pid ${pid})` : undefined;
-  }));
+  const pids = (await readdir('/proc'))
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
+    .filter((pid) => pid !== process.pid);
+  const found = await Promise.all(
+    pids.map(async (pid) => {
+      const info = await processInfo(pid);
+      if (!info || info.zombie) return undefined;
+      const environ = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+      const ours =
+        environ.split('\0').includes(`DATA_DIR=${dataDir}`) || info.args.some((arg) => arg.startsWith(dataDir));
+      return ours ? `${info.comm} (pid ${pid})` : undefined;
+    }),
+  );
   return found.filter((p): p is string => p !== undefined);
 }

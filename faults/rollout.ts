@@ -33,17 +33,27 @@ async function main(): Promise<void> {
   // The server's drainage bookkeeping runs every 3 minutes by default; faster here so the proof
   // takes a couple of minutes. The procedure is the same at any pace.
   const stack = await startInProcessStack('rollout', {
-    dynamicConfig: { 'matching.wv.VersionDrainageStatusVisibilityGracePeriod': '5s', 'matching.wv.VersionDrainageStatusRefreshInterval': '5s' },
+    dynamicConfig: {
+      'matching.wv.VersionDrainageStatusVisibilityGracePeriod': '5s',
+      'matching.wv.VersionDrainageStatusRefreshInterval': '5s',
+    },
   });
   const { services, config, adminToken } = stack;
   try {
     const { client } = services;
-    const version = (buildId: string): Services => ({ ...services, config: { ...config, WORKER_BUILD_ID: buildId, WORKER_DEPLOYMENT_NAME: DEPLOYMENT } });
+    const version = (buildId: string): Services => ({
+      ...services,
+      config: { ...config, WORKER_BUILD_ID: buildId, WORKER_DEPLOYMENT_NAME: DEPLOYMENT },
+    });
     const setCurrent = async (buildId: string) => {
       // The version exists once one of its workers has polled.
       for (let attempt = 0; ; attempt++) {
         try {
-          await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace: config.TEMPORAL_NAMESPACE, deploymentName: DEPLOYMENT, buildId });
+          await client.workflowService.setWorkerDeploymentCurrentVersion({
+            namespace: config.TEMPORAL_NAMESPACE,
+            deploymentName: DEPLOYMENT,
+            buildId,
+          });
           return;
         } catch (err) {
           if (attempt > 60) throw err;
@@ -63,17 +73,21 @@ async function main(): Promise<void> {
     const account = await openAccount(http, adminToken, { credits: 5_000, requests: 50, scopes: ['video'] });
     const submit = async (prompt: string) => {
       const res = await http.request<{ id: string; creditsQuoted: number }>('POST', '/api/v1/generate', {
-        token: account.nextKey(), body: { kind: 'video', model: 'kling', prompt, seconds: 10, quality: '1080p' },
+        token: account.nextKey(),
+        body: { kind: 'video', model: 'kling', prompt, seconds: 10, quality: '1080p' },
       });
       if (res.status !== 202) throw new Error(`submit answered ${res.status}: ${JSON.stringify(res.body)}`);
       return res.body;
     };
-    const statusOf = async (id: string) => (await http.request<{ status: string }>('GET', `/api/v1/generations/${id}`, { token: account.nextKey() })).body.status;
+    const statusOf = async (id: string) =>
+      (await http.request<{ status: string }>('GET', `/api/v1/generations/${id}`, { token: account.nextKey() })).body
+        .status;
     /** The version a workflow is pinned to: known once a worker has completed its first task. */
     const pinnedTo = async (id: string) => {
       for (const deadline = Date.now() + 60_000; ; await sleep(500)) {
         const info = (await client.workflow.getHandle(id).describe()).raw.workflowExecutionInfo?.versioningInfo;
-        if (info?.behavior === proto.temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED) return info.deploymentVersion?.buildId ?? undefined;
+        if (info?.behavior === proto.temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED)
+          return info.deploymentVersion?.buildId ?? undefined;
         if (Date.now() > deadline) return undefined;
       }
     };
@@ -98,7 +112,8 @@ async function main(): Promise<void> {
     const drainedAt = Date.now();
     for (;;) {
       const { workerDeploymentVersionInfo: info } = await client.workflowService.describeWorkerDeploymentVersion({
-        namespace: config.TEMPORAL_NAMESPACE, deploymentVersion: { deploymentName: DEPLOYMENT, buildId: N },
+        namespace: config.TEMPORAL_NAMESPACE,
+        deploymentVersion: { deploymentName: DEPLOYMENT, buildId: N },
       });
       const status = info?.drainageInfo?.status;
       if (status === DrainageStatus.VERSION_DRAINAGE_STATUS_DRAINED) break;
@@ -106,20 +121,29 @@ async function main(): Promise<void> {
       await sleep(2_000);
     }
     const longStates = await Promise.all(long.map((v) => statusOf(v.id)));
-    check(longStates.every((s) => s === 'succeeded'), `when ${N} was reported drained its videos had finished (${longStates.join(', ')})`);
+    check(
+      longStates.every((s) => s === 'succeeded'),
+      `when ${N} was reported drained its videos had finished (${longStates.join(', ')})`,
+    );
     log(`stopping ${N}'s workers`);
     await workersN.stop();
     workersNStopped = true;
 
     for (const v of later) while (!['succeeded', 'failed'].includes(await statusOf(v.id))) await sleep(1_000);
     const laterStates = await Promise.all(later.map((v) => statusOf(v.id)));
-    check(laterStates.every((s) => s === 'succeeded'), `the videos started after the roll-out finished on ${NEXT} (${laterStates.join(', ')})`);
+    check(
+      laterStates.every((s) => s === 'succeeded'),
+      `the videos started after the roll-out finished on ${NEXT} (${laterStates.join(', ')})`,
+    );
 
     const facts = await generationFacts(services.pool);
     for (const c of await ledgerChecks(services.pool, facts)) check(c.ok, `${c.name}: ${c.detail}`);
     for (const v of [...long, ...later]) {
       const g = facts.find((f) => f.id === v.id);
-      check(g?.chargedMc === v.creditsQuoted * 1000, `${v.id} charged once, its quote (${v.creditsQuoted} credits; ledger ${g ? g.chargedMc / 1000 : '?'})`);
+      check(
+        g?.chargedMc === v.creditsQuoted * 1000,
+        `${v.id} charged once, its quote (${v.creditsQuoted} credits; ledger ${g ? g.chargedMc / 1000 : '?'})`,
+      );
     }
 
     // The control: N+1's code really is incompatible with N's histories, and N's is not.
@@ -130,14 +154,19 @@ async function main(): Promise<void> {
         await Worker.runReplayHistory({ workflowBundle: { codePath: bundle.codePath } }, history, long[0]!.id);
         return 'ok';
       } catch (err) {
-        return (err as Error).name === 'DeterminismViolationError' ? 'nondeterministic' : `error: ${(err as Error).message}`;
+        return (err as Error).name === 'DeterminismViolationError'
+          ? 'nondeterministic'
+          : `error: ${(err as Error).message}`;
       } finally {
         await bundle.remove();
       }
     };
     check((await replay(WORKFLOWS_PATH)) === 'ok', `${long[0]!.id}'s history replays on ${N}'s code`);
     const onNext = await replay(NEXT_WORKFLOWS);
-    check(onNext === 'nondeterministic', `${long[0]!.id}'s history does NOT replay on ${NEXT}'s code (${onNext}): without pinning it would have broken`);
+    check(
+      onNext === 'nondeterministic',
+      `${long[0]!.id}'s history does NOT replay on ${NEXT}'s code (${onNext}): without pinning it would have broken`,
+    );
   } finally {
     await stack.stop(problems.length > 0);
   }

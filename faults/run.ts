@@ -70,16 +70,21 @@ function parseArgs(argv: string[]): { count: number; rate: number; keep: boolean
 const log = (line: string) => console.error(`[faults] ${line}`);
 /** Stops what the run started: at the end, on Ctrl-C, SIGTERM or SIGHUP, and after a failure. */
 const shutdown = createShutdown(log);
-const load = () => loadavg().map((n) => n.toFixed(2)).join(' / ');
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' / ');
 
 async function settle(db: pg.Pool, limitMs: number): Promise<boolean> {
   const deadline = Date.now() + limitMs;
   let said = 0;
   for (;;) {
-    const r = await db.query<{ live: number; held: number }>(
-      `SELECT (SELECT count(*) FROM generations WHERE status IN ('queued', 'running'))::int AS live,
+    const r = await db
+      .query<{ live: number; held: number }>(
+        `SELECT (SELECT count(*) FROM generations WHERE status IN ('queued', 'running'))::int AS live,
               (SELECT count(*) FROM holds WHERE state = 'held')::int AS held`,
-    ).catch(() => ({ rows: [{ live: -1, held: -1 }] }));
+      )
+      .catch(() => ({ rows: [{ live: -1, held: -1 }] }));
     const { live, held } = r.rows[0]!;
     if (live === 0 && held === 0) return true;
     if (Date.now() >= deadline) return false;
@@ -117,14 +122,21 @@ async function main(): Promise<number> {
     },
   });
   /** What the steps below stop, once it exists. */
-  const opened: { db?: pg.Pool; inputs?: Awaited<ReturnType<typeof startInputServer>>; receiver?: Awaited<ReturnType<typeof startWebhookReceiver>> } = {};
+  const opened: {
+    db?: pg.Pool;
+    inputs?: Awaited<ReturnType<typeof startInputServer>>;
+    receiver?: Awaited<ReturnType<typeof startWebhookReceiver>>;
+  } = {};
   shutdown.add('stack', () => handle.stop());
   shutdown.add('input server', async () => opened.inputs?.close());
   shutdown.add('webhook receiver', async () => opened.receiver?.close());
   shutdown.add('database observer', async () => opened.db?.end());
   shutdown.add('requests in flight', async () => interrupt.abort());
   // Interrupted, the run has nothing to show: its folder goes unless asked to keep it.
-  const interrupted = () => void (args.keep ? Promise.resolve() : rm(dataDir, { recursive: true, force: true })).finally(() => process.exit(130));
+  const interrupted = () =>
+    void (args.keep ? Promise.resolve() : rm(dataDir, { recursive: true, force: true })).finally(() =>
+      process.exit(130),
+    );
   shutdown.onSignals(interrupted);
   shutdown.followParent(interrupted);
 
@@ -140,7 +152,13 @@ async function main(): Promise<number> {
   const perAccount = Math.ceil(args.count / (ACCOUNTS.length - 1)) * 8;
   const accounts = [];
   for (const a of ACCOUNTS) {
-    accounts.push(await openAccount(admin, stack.adminToken, { ...a, requests: perAccount, scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] }));
+    accounts.push(
+      await openAccount(admin, stack.adminToken, {
+        ...a,
+        requests: perAccount,
+        scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'],
+      }),
+    );
   }
   // The first account's finished generations are also sent to a webhook receiver.
   const budgetedKey = await openBudgetedKey(admin, stack.adminToken, accounts[BUDGETED]!.id);
@@ -150,36 +168,73 @@ async function main(): Promise<number> {
   const spanMs = (args.count / args.rate) * 1000;
   const origin = Date.now();
   timeline.startAt(origin);
-  log(`sending ${args.count} requests over ${duration(spanMs)}; faults: worker every ${WORKER_EVERY_MS / 1000} s, PostgreSQL and Temporal once each${cluster ? ', an API and a provider worker once each' : ''}; an upstream failing half its submits; a top-up every ${TOP_UP_EVERY_MS / 1000} s`);
-  const faults = runFaults(stack, {
-    workerEveryMs: WORKER_EVERY_MS,
-    // Between worker kills, at about a quarter and a half of the submissions.
-    postgresAtMs: Math.max(15_000, Math.round(spanMs * 0.25 / WORKER_EVERY_MS) * WORKER_EVERY_MS + 15_000),
-    temporalAtMs: Math.max(45_000, Math.round(spanMs * 0.55 / WORKER_EVERY_MS) * WORKER_EVERY_MS + 15_000),
-    outageMs: OUTAGE_MS,
-    untilMs: spanMs,
-    kills: cluster ? [
-      // Between the other faults: at about a tenth and three quarters of the submissions.
-      { atMs: Math.max(10_000, Math.round(spanMs * 0.1)), name: 'API process api-2 (behind the balancer)', kill: () => cluster.killApi(), start: () => cluster.startApi() },
-      { atMs: Math.max(20_000, Math.round(spanMs * 0.75)), name: 'provider worker provider-1', kill: () => cluster.killProvider(), start: () => cluster.startProvider() },
-    ] : [],
-  }, origin, timeline, interrupt.signal);
+  log(
+    `sending ${args.count} requests over ${duration(spanMs)}; faults: worker every ${WORKER_EVERY_MS / 1000} s, PostgreSQL and Temporal once each${cluster ? ', an API and a provider worker once each' : ''}; an upstream failing half its submits; a top-up every ${TOP_UP_EVERY_MS / 1000} s`,
+  );
+  const faults = runFaults(
+    stack,
+    {
+      workerEveryMs: WORKER_EVERY_MS,
+      // Between worker kills, at about a quarter and a half of the submissions.
+      postgresAtMs: Math.max(15_000, Math.round((spanMs * 0.25) / WORKER_EVERY_MS) * WORKER_EVERY_MS + 15_000),
+      temporalAtMs: Math.max(45_000, Math.round((spanMs * 0.55) / WORKER_EVERY_MS) * WORKER_EVERY_MS + 15_000),
+      outageMs: OUTAGE_MS,
+      untilMs: spanMs,
+      kills: cluster
+        ? [
+            // Between the other faults: at about a tenth and three quarters of the submissions.
+            {
+              atMs: Math.max(10_000, Math.round(spanMs * 0.1)),
+              name: 'API process api-2 (behind the balancer)',
+              kill: () => cluster.killApi(),
+              start: () => cluster.startApi(),
+            },
+            {
+              atMs: Math.max(20_000, Math.round(spanMs * 0.75)),
+              name: 'provider worker provider-1',
+              kill: () => cluster.killProvider(),
+              start: () => cluster.startProvider(),
+            },
+          ]
+        : [],
+    },
+    origin,
+    timeline,
+    interrupt.signal,
+  );
 
-  const topUps = runTopUps({ baseUrl: stack.baseUrl, webhookSecret: stripeWebhookSecret, accountId: accounts[POOR]!.id, everyMs: TOP_UP_EVERY_MS, untilMs: spanMs, signal: interrupt.signal });
+  const topUps = runTopUps({
+    baseUrl: stack.baseUrl,
+    webhookSecret: stripeWebhookSecret,
+    accountId: accounts[POOR]!.id,
+    everyMs: TOP_UP_EVERY_MS,
+    untilMs: spanMs,
+    signal: interrupt.signal,
+  });
   const send = createClient(stack.baseUrl, origin, interrupt.signal);
   const outcomes: Outcome[] = [];
   const progress = setInterval(() => {
-    const fives = outcomes.reduce((n, o) => n + o.attempts.filter((a) => typeof a.status === 'number' && a.status >= 500).length, 0);
-    log(`t+${Math.round((Date.now() - origin) / 1000)} s: ${outcomes.length} of ${args.count} answered, ${fives} 5xx so far`);
+    const fives = outcomes.reduce(
+      (n, o) => n + o.attempts.filter((a) => typeof a.status === 'number' && a.status >= 500).length,
+      0,
+    );
+    log(
+      `t+${Math.round((Date.now() - origin) / 1000)} s: ${outcomes.length} of ${args.count} answered, ${fives} 5xx so far`,
+    );
   }, 30_000);
   const sent: Promise<void>[] = [];
   for (const plan of plans) {
     const wait = origin + (plan.index * 1000) / args.rate - Date.now();
     if (wait > 0) await sleep(wait, undefined, { signal: interrupt.signal });
-    sent.push(send(plan, plan.budgeted ? budgetedKey.key : accounts[plan.account]!.nextKey()).then((o) => void outcomes.push(o), (err: unknown) => {
-      // Cut short by Ctrl-C: the stop is under way, and there is nothing to report.
-      if (!interrupt.signal.aborted) throw err;
-    }));
+    sent.push(
+      send(plan, plan.budgeted ? budgetedKey.key : accounts[plan.account]!.nextKey()).then(
+        (o) => void outcomes.push(o),
+        (err: unknown) => {
+          // Cut short by Ctrl-C: the stop is under way, and there is nothing to report.
+          if (!interrupt.signal.aborted) throw err;
+        },
+      ),
+    );
   }
   await Promise.all(sent);
   clearInterval(progress);
@@ -195,19 +250,35 @@ async function main(): Promise<number> {
 
   const checking = Date.now();
   const facts = await generationFacts(db);
-  const checks: Check[] = [...(await ledgerChecks(db, facts)), ...answerChecks(outcomes, facts, await idempotencyClaims(db))];
-  const files = await outputChecks(stack.baseUrl, accounts.map((a) => a.nextKey()), facts, plans);
+  const checks: Check[] = [
+    ...(await ledgerChecks(db, facts)),
+    ...answerChecks(outcomes, facts, await idempotencyClaims(db)),
+  ];
+  const files = await outputChecks(
+    stack.baseUrl,
+    accounts.map((a) => a.nextKey()),
+    facts,
+    plans,
+  );
   checks.push(files.check);
   checks.push(await upstreamCheck(db, facts, upstreams));
   checks.push(...(await topUpChecks(db, topUps)));
   checks.push(await budgetCheck(db, budgetedKey.id, outcomes));
   checks.push(await webhookCheck(db, accounts[0]!.id, facts, receiver.received, WEBHOOK_WAIT_MS));
-  checks.push({ name: 'no service process died on its own', ok: processProblems.length === 0, detail: processProblems.length === 0 ? 'only the kills of the schedule' : processProblems.join('; ') });
+  checks.push({
+    name: 'no service process died on its own',
+    ok: processProblems.length === 0,
+    detail: processProblems.length === 0 ? 'only the kills of the schedule' : processProblems.join('; '),
+  });
   phases.push(['checks', Date.now() - checking]);
 
   await shutdown.stop();
   const left = await leftoverProcesses(dataDir);
-  checks.push({ name: 'nothing left running', ok: left.length === 0, detail: left.length === 0 ? 'every process of the run is gone' : `still running: ${left.join(', ')}` });
+  checks.push({
+    name: 'nothing left running',
+    ok: left.length === 0,
+    detail: left.length === 0 ? 'every process of the run is gone' : `still running: ${left.join(', ')}`,
+  });
   phases.push(['total', Date.now() - began]);
 
   const report = renderReport({
@@ -234,7 +305,8 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
-    if (!shutdown.stopping) log(`the fault run failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    if (!shutdown.stopping)
+      log(`the fault run failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     void shutdown.stop().then(() => process.exit(1));
   },
 );

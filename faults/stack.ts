@@ -34,7 +34,10 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Pr
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       const bounded = boundedStop(log);
-      await Promise.all([bounded('the API', supervisor?.current('api')?.stop(), 20_000), bounded('the worker', supervisor?.current('worker')?.stop(), 20_000)]);
+      await Promise.all([
+        bounded('the API', supervisor?.current('api')?.stop(), 20_000),
+        bounded('the worker', supervisor?.current('worker')?.stop(), 20_000),
+      ]);
       await bounded('Temporal', temporal?.stop(), 15_000);
       await bounded('PostgreSQL', postgres?.stop(), 15_000);
       reaper?.dismiss();
@@ -51,10 +54,22 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Pr
     const [pgPort, temporalPort, apiPort] = [await freePort(), await freePort(), await freePort()];
 
     const startPostgres = () =>
-      startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres'), port: pgPort, logFile: join(dataDir, 'postgres.log'), onSpawn: tell('postgres'), readyTimeoutMs: 120_000 });
+      startEmbeddedPostgres({
+        dataDir: join(dataDir, 'postgres'),
+        port: pgPort,
+        logFile: join(dataDir, 'postgres.log'),
+        onSpawn: tell('postgres'),
+        readyTimeoutMs: 120_000,
+      });
     const startTemporal = () =>
       startTemporalDevServer({
-        cliPath, dbFile: join(dataDir, 'temporal.sqlite'), port: temporalPort, headless: true, logFile: join(dataDir, 'temporal.log'), onSpawn: tell('temporal'), readyTimeoutMs: 120_000,
+        cliPath,
+        dbFile: join(dataDir, 'temporal.sqlite'),
+        port: temporalPort,
+        headless: true,
+        logFile: join(dataDir, 'temporal.log'),
+        onSpawn: tell('temporal'),
+        readyTimeoutMs: 120_000,
       });
 
     log('starting PostgreSQL and the Temporal dev server…');

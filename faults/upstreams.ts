@@ -30,9 +30,18 @@ export interface FaultUpstreams {
 type Failure = (res: ServerResponse) => void;
 
 const FAILURES: Failure[] = [
-  (res) => void res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } })),
-  (res) => void res.writeHead(429, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'rate limited', type: 'rate_limit_error' } })),
-  (res) => void res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'internal error', type: 'server_error' } })),
+  (res) =>
+    void res
+      .writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' })
+      .end(JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } })),
+  (res) =>
+    void res
+      .writeHead(429, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ error: { message: 'rate limited', type: 'rate_limit_error' } })),
+  (res) =>
+    void res
+      .writeHead(500, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ error: { message: 'internal error', type: 'server_error' } })),
   (res) => void res.socket?.destroy(),
 ];
 
@@ -54,17 +63,27 @@ function png(size: string): Promise<Buffer> {
   const h = Number.isInteger(height) && height! > 0 && height! <= 4096 ? height! : 1024;
   const key = `${w}x${h}`;
   let made = rendered.get(key);
-  if (!made) rendered.set(key, (made = sharp({ create: { width: w, height: h, channels: 3, background: '#468' } }).png().toBuffer()));
+  if (!made)
+    rendered.set(
+      key,
+      (made = sharp({ create: { width: w, height: h, channels: 3, background: '#468' } })
+        .png()
+        .toBuffer()),
+    );
   return made;
 }
 
-async function startUpstream(failsEvery: (n: number) => boolean): Promise<{ baseUrl: string; counts: UpstreamCounts; close(): Promise<void> }> {
+async function startUpstream(
+  failsEvery: (n: number) => boolean,
+): Promise<{ baseUrl: string; counts: UpstreamCounts; close(): Promise<void> }> {
   const counts: UpstreamCounts = { submits: 0, failed: 0, served: 0 };
   const server = createServer((req, res) => {
     void (async () => {
       const body = await readJson(req);
       if (req.method !== 'POST' || req.url !== '/v1/images/generations') {
-        return res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+        return res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'not found' } }));
       }
       const n = counts.submits++;
       // Some time at the upstream, so that worker kills and restarts find images in flight.
@@ -75,7 +94,11 @@ async function startUpstream(failsEvery: (n: number) => boolean): Promise<{ base
       }
       const image = await png(typeof body.size === 'string' ? body.size : '');
       counts.served++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: Math.floor(Date.now() / 1000), data: [{ b64_json: image.toString('base64') }] }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(
+          JSON.stringify({ created: Math.floor(Date.now() / 1000), data: [{ b64_json: image.toString('base64') }] }),
+        );
     })().catch(() => res.destroy());
   });
   server.keepAliveTimeout = 60_000;
@@ -85,10 +108,11 @@ async function startUpstream(failsEvery: (n: number) => boolean): Promise<{ base
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     counts,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -102,7 +126,11 @@ function halfFail(n: number): boolean {
 export async function startFaultUpstreams(): Promise<FaultUpstreams> {
   const [flaky, steady] = await Promise.all([startUpstream(halfFail), startUpstream(() => false)]);
   const upstream = (name: string, baseUrl: string, priority: number, costEur: number) => ({
-    name, protocol: 'openai', baseUrl, apiKey: `faults-${name}`, timeoutMs: 20_000,
+    name,
+    protocol: 'openai',
+    baseUrl,
+    apiKey: `faults-${name}`,
+    timeoutMs: 20_000,
     models: { [UPSTREAM_MODEL]: { model: `${name}-image`, priority, costEur } },
   });
   return {
@@ -146,15 +174,23 @@ export function judgeRouted(routed: GenerationFact[], rows: RouteRow[], counts: 
   const fellBack = rows.filter((row) => row.served_by === 'steady' && row.tried.includes('flaky')).length;
   const outages = routed.filter(failedByOutage);
   const { flaky, steady } = counts;
-  const check = everyRow('a half-failing upstream: every image served once, by one upstream, with its cost (or failed by an outage, uncharged)', routed, (g) => {
-    if (failedByOutage(g)) return undefined;
-    const row = byId.get(g.id);
-    if (g.status !== 'succeeded') return `${g.id}: ${g.status} (${g.code ?? 'no code'}, hold ${g.holdState}, ${g.charges} charges)`;
-    if (!row || (row.served_by !== 'flaky' && row.served_by !== 'steady')) return `${g.id}: served by ${row?.served_by ?? 'nobody recorded'}`;
-    if (row.cost_eur === null) return `${g.id}: no cost recorded`;
-    return undefined;
-  }, `${routed.length} images (${routed.length - outages.length} served, ${outages.length} failed by an outage: ${codesOf(outages)}); flaky failed ${flaky.failed} of ${flaky.submits} submits, ${fellBack} images fell back to steady (${steady.submits} submits)`);
-  if (check.ok && (routed.length === outages.length || flaky.failed === 0 || fellBack === 0)) return { ...check, ok: false, detail: `${check.detail}: the fallback was never exercised` };
+  const check = everyRow(
+    'a half-failing upstream: every image served once, by one upstream, with its cost (or failed by an outage, uncharged)',
+    routed,
+    (g) => {
+      if (failedByOutage(g)) return undefined;
+      const row = byId.get(g.id);
+      if (g.status !== 'succeeded')
+        return `${g.id}: ${g.status} (${g.code ?? 'no code'}, hold ${g.holdState}, ${g.charges} charges)`;
+      if (!row || (row.served_by !== 'flaky' && row.served_by !== 'steady'))
+        return `${g.id}: served by ${row?.served_by ?? 'nobody recorded'}`;
+      if (row.cost_eur === null) return `${g.id}: no cost recorded`;
+      return undefined;
+    },
+    `${routed.length} images (${routed.length - outages.length} served, ${outages.length} failed by an outage: ${codesOf(outages)}); flaky failed ${flaky.failed} of ${flaky.submits} submits, ${fellBack} images fell back to steady (${steady.submits} submits)`,
+  );
+  if (check.ok && (routed.length === outages.length || flaky.failed === 0 || fellBack === 0))
+    return { ...check, ok: false, detail: `${check.detail}: the fallback was never exercised` };
   return check;
 }
 

@@ -21,8 +21,15 @@ export async function startWebhookReceiver(): Promise<{ url: string; received: D
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { event?: string; generation?: { id?: string } };
-        received.push({ deliveryId: String(req.headers['webhook-id'] ?? ''), event: body.event ?? '', generationId: body.generation?.id ?? '' });
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          event?: string;
+          generation?: { id?: string };
+        };
+        received.push({
+          deliveryId: String(req.headers['webhook-id'] ?? ''),
+          event: body.event ?? '',
+          generationId: body.generation?.id ?? '',
+        });
       } catch {
         // Not JSON: counted as nothing; the check finds the event missing.
       }
@@ -33,10 +40,11 @@ export async function startWebhookReceiver(): Promise<{ url: string; received: D
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
     received,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -47,7 +55,8 @@ export async function registerEndpoint(baseUrl: string, token: string, url: stri
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ url, format: 'nested', events: ['generation.completed', 'generation.failed'] }),
   });
-  if (res.status !== 201 && res.status !== 200) throw new Error(`registering the webhook endpoint answered ${res.status}: ${await res.text()}`);
+  if (res.status !== 201 && res.status !== 200)
+    throw new Error(`registering the webhook endpoint answered ${res.status}: ${await res.text()}`);
 }
 
 const EVENT_OF: Record<string, string> = { succeeded: 'generation.completed', failed: 'generation.failed' };
@@ -57,7 +66,13 @@ const EVENT_OF: Record<string, string> = { succeeded: 'generation.completed', fa
  * delivered, then says what arrived. A delivery whose attempt failed waits for its next one
  * (5 s, then 5 min): the wait ends early only when nothing is missing.
  */
-export async function webhookCheck(db: pg.Pool, accountId: string, facts: GenerationFact[], received: Delivery[], waitMs: number): Promise<Check> {
+export async function webhookCheck(
+  db: pg.Pool,
+  accountId: string,
+  facts: GenerationFact[],
+  received: Delivery[],
+  waitMs: number,
+): Promise<Check> {
   const expected = facts.filter((g) => g.accountId === accountId && EVENT_OF[g.status]);
   const missing = () => {
     const got = new Set(received.map((d) => `${d.generationId} ${d.event}`));
@@ -76,6 +91,13 @@ export async function webhookCheck(db: pg.Pool, accountId: string, facts: Genera
   return {
     name: 'every finished generation of the webhook account had its event delivered',
     ok: left.length === 0,
-    detail: `${expected.length} expected, ${received.length} received (${repeats} repeats of a delivery id, dropped by it); deliveries ${rows || 'none'}${left.length ? `; MISSING ${left.length}: ${left.slice(0, 5).map((g) => g.id).join(', ')}` : ''}`,
+    detail: `${expected.length} expected, ${received.length} received (${repeats} repeats of a delivery id, dropped by it); deliveries ${rows || 'none'}${
+      left.length
+        ? `; MISSING ${left.length}: ${left
+            .slice(0, 5)
+            .map((g) => g.id)
+            .join(', ')}`
+        : ''
+    }`,
   };
 }

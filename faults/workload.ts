@@ -53,8 +53,26 @@ export const UPSTREAM_PROMPT = 'image from an upstream';
 
 /** Kind by position in a cycle of 20: 7 images, 5 chats, 4 videos, 4 upscales. */
 const KIND_CYCLE: Kind[] = [
-  'image', 'chat', 'video', 'image', 'upscale', 'chat', 'image', 'video', 'upscale', 'image',
-  'chat', 'image', 'video', 'upscale', 'chat', 'image', 'video', 'upscale', 'chat', 'image',
+  'image',
+  'chat',
+  'video',
+  'image',
+  'upscale',
+  'chat',
+  'image',
+  'video',
+  'upscale',
+  'image',
+  'chat',
+  'image',
+  'video',
+  'upscale',
+  'chat',
+  'image',
+  'video',
+  'upscale',
+  'chat',
+  'image',
 ];
 
 /** A small deterministic hash, so a run's mix is the same every time. */
@@ -78,7 +96,12 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
     const keyed = mix(index, 3) < 0.5;
     // Some runs take seconds, so that kills and restarts find work in flight at every step.
     const slow = mix(index, 4) < 0.3;
-    const delayMs = { image: slow ? 2_500 : 0, chat: slow ? 1_500 : 0, video: 2_000 + Math.round(mix(index, 5) * 6_000), upscale: slow ? 3_000 : 0 }[kind];
+    const delayMs = {
+      image: slow ? 2_500 : 0,
+      chat: slow ? 1_500 : 0,
+      video: 2_000 + Math.round(mix(index, 5) * 6_000),
+      upscale: slow ? 3_000 : 0,
+    }[kind];
     const prompt = upstream
       ? `[faults #${index}] ${UPSTREAM_PROMPT} under faults`
       : `[faults #${index}] ${kind} under faults${simFail ? ' sim:fail' : ''}${delayMs > 0 ? ` sim:delay=${delayMs}` : ''}`;
@@ -97,10 +120,16 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
     };
     switch (kind) {
       case 'image':
-        request.body = door === 'A' ? { kind, model: upstream ? UPSTREAM_MODEL : 'flux', prompt, width: 512, height: 384 } : { kind, model: 'flux', prompt };
+        request.body =
+          door === 'A'
+            ? { kind, model: upstream ? UPSTREAM_MODEL : 'flux', prompt, width: 512, height: 384 }
+            : { kind, model: 'flux', prompt };
         break;
       case 'video':
-        request.body = door === 'A' ? { kind, model: 'kling', prompt, seconds: 5, quality: '480p' } : { kind, model: 'hailuo', prompt, seconds: 6, quality: '480p' };
+        request.body =
+          door === 'A'
+            ? { kind, model: 'kling', prompt, seconds: 5, quality: '480p' }
+            : { kind, model: 'hailuo', prompt, seconds: 6, quality: '480p' };
         break;
       case 'chat':
         // No model: free while the account's allowance lasts, then the automatic model, paid.
@@ -110,7 +139,8 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
         const input = inputs[index % inputs.length]!;
         const scale = mix(index, 6) < 0.7 ? 2 : 4;
         request.upscale = { input, scale };
-        request.body = door === 'A' ? { kind, image_url: input.url, scale, prompt } : { kind, imageUrl: input.url, scale, prompt };
+        request.body =
+          door === 'A' ? { kind, image_url: input.url, scale, prompt } : { kind, imageUrl: input.url, scale, prompt };
         break;
       }
     }

@@ -45,13 +45,19 @@ interface GenerationContext {
   error: GenerationFailure | null;
 }
 
-export const cancelledError = (reason: string): GenerationFailure => ({ code: 'cancelled', message: reason, retryable: false });
+export const cancelledError = (reason: string): GenerationFailure => ({
+  code: 'cancelled',
+  message: reason,
+  retryable: false,
+});
 /** A run that overstayed its deadline may well succeed when sent again. */
 export const timeoutError = (message: string): GenerationFailure => ({ code: 'timeout', message, retryable: true });
 
 /** Why a CANCEL or DEADLINE stops the generation, as its error. */
 const stopError = (event: GenerationEvent): GenerationFailure =>
-  event.type === 'DEADLINE' ? timeoutError(event.message) : cancelledError(event.type === 'CANCEL' ? event.reason : 'stopped');
+  event.type === 'DEADLINE'
+    ? timeoutError(event.message)
+    : cancelledError(event.type === 'CANCEL' ? event.reason : 'stopped');
 
 /** Events that carry the failure the generation ends with. */
 const failureOf = (event: GenerationEvent): GenerationFailure =>
@@ -86,10 +92,22 @@ export const generationMachine = setup({
       initial: 'queued',
       // One transition for every way a generation is stopped from outside while it is in flight.
       on: {
-        CANCEL: { target: '#generation.releasing', actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: stopError(event) }) }] },
-        DEADLINE: { target: '#generation.releasing', actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: stopError(event) }) }] },
-        RUN_FAILED: { target: '#generation.releasing', actions: { type: 'recordError', params: ({ event }) => ({ error: failureOf(event) }) } },
-        START_REFUSED: { target: '#generation.releasing', actions: { type: 'recordError', params: ({ event }) => ({ error: failureOf(event) }) } },
+        CANCEL: {
+          target: '#generation.releasing',
+          actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: stopError(event) }) }],
+        },
+        DEADLINE: {
+          target: '#generation.releasing',
+          actions: ['stopWork', { type: 'recordError', params: ({ event }) => ({ error: stopError(event) }) }],
+        },
+        RUN_FAILED: {
+          target: '#generation.releasing',
+          actions: { type: 'recordError', params: ({ event }) => ({ error: failureOf(event) }) },
+        },
+        START_REFUSED: {
+          target: '#generation.releasing',
+          actions: { type: 'recordError', params: ({ event }) => ({ error: failureOf(event) }) },
+        },
       },
       states: {
         queued: {
@@ -111,23 +129,37 @@ export const generationMachine = setup({
         running: {
           entry: 'runProvider',
           on: {
-            RUN_SUCCEEDED: { target: '#generation.settling', actions: { type: 'recordOutput', params: ({ event }) => ({ output: event.output }) } },
+            RUN_SUCCEEDED: {
+              target: '#generation.settling',
+              actions: { type: 'recordOutput', params: ({ event }) => ({ output: event.output }) },
+            },
           },
         },
       },
     },
     // The run is over and its charge is being recorded: a cancel or deadline can no longer stop it.
     settling: {
-      entry: { type: 'settle', params: ({ context }) => ({ output: context.output ?? { outputKey: null, outputText: null } }) },
+      entry: {
+        type: 'settle',
+        params: ({ context }) => ({ output: context.output ?? { outputKey: null, outputText: null } }),
+      },
       on: {
         SETTLED: 'succeeded',
-        SETTLE_FAILED: { target: 'releasing', actions: { type: 'recordError', params: ({ event }) => ({ error: event.error }) } },
+        SETTLE_FAILED: {
+          target: 'releasing',
+          actions: { type: 'recordError', params: ({ event }) => ({ error: event.error }) },
+        },
       },
     },
     // The hold is going back. The ledger may find it charged already (the API settled a reply it
     // produced, and its report came late): then the generation succeeded after all.
     releasing: {
-      entry: { type: 'release', params: ({ context }) => ({ error: context.error ?? { code: 'failed', message: 'generation failed', retryable: true } }) },
+      entry: {
+        type: 'release',
+        params: ({ context }) => ({
+          error: context.error ?? { code: 'failed', message: 'generation failed', retryable: true },
+        }),
+      },
       on: {
         RELEASED: 'failed',
         FOUND_SETTLED: 'succeeded',
@@ -150,8 +182,16 @@ export interface EffectParams {
 export type EffectName = keyof EffectParams;
 export type GenerationEffect<K extends EffectName = EffectName> = { [P in K]: { type: P; params: EffectParams[P] } }[K];
 
-const EFFECTS: Readonly<Record<EffectName, true>> = { startRunning: true, waitForSlot: true, runProvider: true, stopWork: true, settle: true, release: true };
-const isEffect = (action: { type: string; params?: unknown }): action is GenerationEffect => Object.hasOwn(EFFECTS, action.type);
+const EFFECTS: Readonly<Record<EffectName, true>> = {
+  startRunning: true,
+  waitForSlot: true,
+  runProvider: true,
+  stopWork: true,
+  settle: true,
+  release: true,
+};
+const isEffect = (action: { type: string; params?: unknown }): action is GenerationEffect =>
+  Object.hasOwn(EFFECTS, action.type);
 
 /** Keeps the effects among a transition's actions (assignments are the machine's own business). */
 export function effectsOf(actions: readonly { type: string; params?: unknown }[]): GenerationEffect[] {

@@ -4,7 +4,14 @@ import { deadlinesOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createInputPreparer } from '../service/generation/inputs';
 import { settlesWithin } from './process';
-import { allowsPrivateNetworks, billingOptionsOf, signupOptionsOf, isDevelopment, upstreamSettings, webhookTaskQueueOf } from '../core/config';
+import {
+  allowsPrivateNetworks,
+  billingOptionsOf,
+  signupOptionsOf,
+  isDevelopment,
+  upstreamSettings,
+  webhookTaskQueueOf,
+} from '../core/config';
 import type { Services } from './services';
 
 /** How long requests in flight get to finish when the API stops. */
@@ -30,7 +37,11 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
       store: s.store,
       publicBaseUrl: s.publicBaseUrl,
     }),
-    webhooks: { secretKey: s.webhookSecretKey, taskQueue: webhookTaskQueueOf(s.config), developmentMode: allowsPrivateNetworks(s.config) },
+    webhooks: {
+      secretKey: s.webhookSecretKey,
+      taskQueue: webhookTaskQueueOf(s.config),
+      developmentMode: allowsPrivateNetworks(s.config),
+    },
     provider: s.provider,
     publicBaseUrl: s.publicBaseUrl,
     // Browsers keep Secure cookies only over https (and on localhost): plain http is for development.

@@ -9,5 +9,9 @@ if (!workflowsPath || !out) {
   console.error('usage: bundle-workflows.ts <workflows entry> <out.js> [workflow interceptor module…]');
   process.exit(2);
 }
-const { code } = await bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: new DefaultLogger('WARN') });
+const { code } = await bundleWorkflowCode({
+  workflowsPath,
+  workflowInterceptorModules,
+  logger: new DefaultLogger('WARN'),
+});
 await writeFile(out, code);

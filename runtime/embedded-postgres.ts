@@ -94,8 +94,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       // postgres user when we run as root (a recursive mkdir would give them 0700 too).
       await mkdir(dirname(dataDir), { recursive: true });
       await mkdir(dataDir, { recursive: true, mode: 0o700 });
-    }
-    else await clearStaleLock(dataDir, log);
+    } else await clearStaleLock(dataDir, log);
     if (runAs) await prepareForUser(dataDir, runAs);
 
     if (fresh) {
@@ -114,7 +113,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       try {
         await initdb.initialise();
       } catch (error) {
-        throw new EmbeddedPostgresError(`initdb for ${dataDir} failed: ${error instanceof Error ? error.message : tail.toString()}${rootHint(runAs)}`);
+        throw new EmbeddedPostgresError(
+          `initdb for ${dataDir} failed: ${error instanceof Error ? error.message : tail.toString()}${rootHint(runAs)}`,
+        );
       }
       if (isRoot && !runAs) runAs = await lookupUser(SYSTEM_USER);
     }
@@ -138,9 +139,15 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 
   try {
     await options.onSpawn?.(server.pid);
-    const failure = await waitUntilAccepting(urlFor('postgres'), Date.now() + (options.readyTimeoutMs ?? 60_000), server.hasExited);
+    const failure = await waitUntilAccepting(
+      urlFor('postgres'),
+      Date.now() + (options.readyTimeoutMs ?? 60_000),
+      server.hasExited,
+    );
     if (failure !== undefined) {
-      const why = server.hasExited() ? `exited early (${server.exitStatus()})` : `did not accept connections: ${failure}`;
+      const why = server.hasExited()
+        ? `exited early (${server.exitStatus()})`
+        : `did not accept connections: ${failure}`;
       throw new EmbeddedPostgresError(`PostgreSQL in ${dataDir} ${why}\n${tail.toString()}${rootHint(runAs)}`);
     }
   } catch (error) {
@@ -168,13 +175,27 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
  */
 type Postmaster = Awaited<ReturnType<typeof spawnPostmaster>>;
 
-async function spawnPostmaster(settings: { dataDir: string; port: number; runAs: RunAs | undefined; log: (message: string) => void }) {
+async function spawnPostmaster(settings: {
+  dataDir: string;
+  port: number;
+  runAs: RunAs | undefined;
+  log: (message: string) => void;
+}) {
   const binary = await postgresBinary();
   const child = spawn(
     binary,
     // TCP on loopback only: no Unix socket, so nothing is written to /tmp or /var/run and two
     // clusters never compete for a socket path.
-    ['-D', settings.dataDir, '-p', String(settings.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    [
+      '-D',
+      settings.dataDir,
+      '-p',
+      String(settings.port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+    ],
     {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -219,8 +240,17 @@ async function spawnPostmaster(settings: { dataDir: string; port: number; runAs:
     // Fast shutdown rolls back open transactions and checkpoints; immediate shutdown skips the
     // checkpoint (crash recovery at the next start, no committed data lost); SIGKILL is the last
     // resort, when even that hangs.
-    stop: () => escalate([['SIGINT', 4_000], ['SIGQUIT', 2_000], ['SIGKILL', 2_000]]),
-    kill: () => escalate([['SIGQUIT', 1_500], ['SIGKILL', 2_000]]),
+    stop: () =>
+      escalate([
+        ['SIGINT', 4_000],
+        ['SIGQUIT', 2_000],
+        ['SIGKILL', 2_000],
+      ]),
+    kill: () =>
+      escalate([
+        ['SIGQUIT', 1_500],
+        ['SIGKILL', 2_000],
+      ]),
   };
 }
 
@@ -231,7 +261,9 @@ async function postgresBinary(): Promise<string> {
   try {
     return ((await import(name)) as { postgres: string }).postgres;
   } catch (error) {
-    throw new EmbeddedPostgresError(`PostgreSQL binaries for ${platform}-${process.arch} (${name}) are not installed: ${(error as Error).message}`);
+    throw new EmbeddedPostgresError(
+      `PostgreSQL binaries for ${platform}-${process.arch} (${name}) are not installed: ${(error as Error).message}`,
+    );
   }
 }
 
@@ -326,7 +358,11 @@ async function clearStaleLock(dataDir: string, log: (message: string) => void): 
     );
   }
   log(`stopping orphaned postgres (pid ${pid}) left running on ${dataDir} by a previous run\n`);
-  for (const [sig, ms] of [['SIGINT', 5_000], ['SIGQUIT', 2_000], ['SIGKILL', 2_000]] as const) {
+  for (const [sig, ms] of [
+    ['SIGINT', 5_000],
+    ['SIGQUIT', 2_000],
+    ['SIGKILL', 2_000],
+  ] as const) {
     signal(pid, sig);
     if (await waitForExit(pid, ms)) return;
   }

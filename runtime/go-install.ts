@@ -26,7 +26,10 @@ export async function findBuiltBinary(
 }
 
 export async function findGo(env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  const candidates = (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'go'));
+  const candidates = (env.PATH ?? '')
+    .split(delimiter)
+    .filter(Boolean)
+    .map((dir) => join(dir, 'go'));
   // Go's installer puts it here without necessarily touching PATH of non-login shells.
   candidates.push(...(env.GOROOT ? [join(env.GOROOT, 'bin', 'go')] : []), '/usr/local/go/bin/go');
   for (const candidate of candidates) if (await isExecutableFile(candidate)) return candidate;
@@ -67,7 +70,9 @@ export async function acquireBuildLock(
       continue;
     }
     if (Date.now() > deadline) {
-      throw new Error(`Timed out waiting for another build of ${what} (lock ${file}, held by ${JSON.stringify(owner)}).`);
+      throw new Error(
+        `Timed out waiting for another build of ${what} (lock ${file}, held by ${JSON.stringify(owner)}).`,
+      );
     }
     if (!announced) {
       progress(`waiting for another process (${owner ? `pid ${owner.pid}` : 'unknown'}) that is building ${what}`);
@@ -136,12 +141,19 @@ export async function goInstallIntoCache(spec: GoInstallSpec): Promise<string[]>
     await mkdir(staging, { recursive: true });
     const started = Date.now();
     try {
-      const within = spec.replacingModule ? await mainModuleOf(go, spec.replacingModule, join(staging, 'main-module'), spec.env, spec.progress) : undefined;
-      const env = { ...spec.env, GOBIN: staging, ...(within ? { GOFLAGS: `${spec.env.GOFLAGS ?? ''} -mod=mod`.trim() } : {}) };
+      const within = spec.replacingModule
+        ? await mainModuleOf(go, spec.replacingModule, join(staging, 'main-module'), spec.env, spec.progress)
+        : undefined;
+      const env = {
+        ...spec.env,
+        GOBIN: staging,
+        ...(within ? { GOFLAGS: `${spec.env.GOFLAGS ?? ''} -mod=mod`.trim() } : {}),
+      };
       for (const { pkg, binary } of spec.packages) {
         spec.progress(`building ${pkg} with ${go} (minutes the first time)`);
         const { code, output } = await runCommand(go, ['install', pkg], env, spec.progress, within);
-        if (code !== 0) throw new Error(`go install ${pkg} failed (exit code ${code}):\n${output}\nOr set ${spec.instead}.`);
+        if (code !== 0)
+          throw new Error(`go install ${pkg} failed (exit code ${code}):\n${output}\nOr set ${spec.instead}.`);
         const built = pkg.split('@')[0]!.split('/').at(-1)!;
         await rename(join(staging, built), join(staging, binary));
       }
@@ -158,7 +170,13 @@ export async function goInstallIntoCache(spec: GoInstallSpec): Promise<string[]>
 }
 
 /** A main module in `dir` that builds `module@version`'s packages as its own go.mod says. */
-async function mainModuleOf(go: string, module: { path: string; version: string }, dir: string, env: NodeJS.ProcessEnv, progress: (line: string) => void): Promise<string> {
+async function mainModuleOf(
+  go: string,
+  module: { path: string; version: string },
+  dir: string,
+  env: NodeJS.ProcessEnv,
+  progress: (line: string) => void,
+): Promise<string> {
   const at = `${module.path}@${module.version}`;
   const { code, output } = await runCommand(go, ['mod', 'download', '-json', at], env, () => undefined);
   if (code !== 0) throw new Error(`go mod download ${at} failed (exit code ${code}):\n${output}`);

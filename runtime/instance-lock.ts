@@ -34,7 +34,12 @@ interface LockContents {
 export interface InstanceLock {
   readonly file: string;
   /** Records a server this instance started, so that a successor can stop it if we are killed. */
-  recordServer(server: { name: string; pid: number; group: boolean; stopSignals: [NodeJS.Signals, number][] }): Promise<void>;
+  recordServer(server: {
+    name: string;
+    pid: number;
+    group: boolean;
+    stopSignals: [NodeJS.Signals, number][];
+  }): Promise<void>;
   /** Removes the lock; the servers it names must be stopped by then. */
   release(): Promise<void>;
 }

@@ -10,7 +10,10 @@ const PINO_LEVELS: Record<LogLevel, number> = { TRACE: 10, DEBUG: 20, INFO: 30, 
  * like the API. Workflow and activity lines carry their workflow id, which for a generation is
  * its id: it is repeated as `generationId` so one query finds every line about a job.
  */
-export function jsonLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line)): DefaultLogger {
+export function jsonLogger(
+  level: LogLevel,
+  write: (line: string) => void = (line) => process.stdout.write(line),
+): DefaultLogger {
   return new DefaultLogger(level, (entry: LogEntry) => {
     const meta = (entry.meta ?? {}) as Record<string, unknown>;
     // The worker's own info lines (state changes, bundle size) are noise at start-up; lines about
@@ -25,6 +28,8 @@ export function jsonLogger(level: LogLevel, write: (line: string) => void = (lin
       ...meta,
     };
     // Activity and workflow lines may quote a URL or an error that carries a secret (core/log-redaction).
-    write(`${JSON.stringify(line, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : typeof value === 'string' ? redactSecrets(value) : value))}\n`);
+    write(
+      `${JSON.stringify(line, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : typeof value === 'string' ? redactSecrets(value) : value))}\n`,
+    );
   });
 }

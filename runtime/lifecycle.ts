@@ -45,7 +45,12 @@ export function createShutdown(optionsOrLog: ShutdownOptions | ((line: string) =
   const log = options.log ?? ((line: string) => console.error(line));
   const deadlineMs = options.deadlineMs;
   const repeatWindowMs = options.repeatWindowMs ?? 2_000;
-  const steps: { name: string; stop: () => Promise<unknown>; timeoutMs: number | undefined; kill: (() => Promise<unknown>) | undefined }[] = [];
+  const steps: {
+    name: string;
+    stop: () => Promise<unknown>;
+    timeoutMs: number | undefined;
+    kill: (() => Promise<unknown>) | undefined;
+  }[] = [];
   let stopping: Promise<boolean> | undefined;
   let halting: Promise<void> | undefined;
   let startedAt = 0;
@@ -78,7 +83,13 @@ export function createShutdown(optionsOrLog: ShutdownOptions | ((line: string) =
   /** Kills every child process at once (those that were not stopped already) and gives up on the rest. */
   const halt = (): Promise<void> =>
     (halting ??= (async () => {
-      const kills = [...steps].reverse().flatMap((step) => (step.kill ? [step.kill().catch((err: unknown) => log(`killing ${step.name} failed: ${(err as Error).message}`))] : []));
+      const kills = [...steps]
+        .reverse()
+        .flatMap((step) =>
+          step.kill
+            ? [step.kill().catch((err: unknown) => log(`killing ${step.name} failed: ${(err as Error).message}`))]
+            : [],
+        );
       await settlesWithin(Promise.all(kills), 4_000);
     })());
 
@@ -126,7 +137,8 @@ export function createShutdown(optionsOrLog: ShutdownOptions | ((line: string) =
       // What is being torn down may still throw: the SDK's worker, forced to give up on a workflow
       // task, fails to dispose of its workflow contexts and leaves a rejection nobody handles.
       // Ending the process on it would skip stopping PostgreSQL and Temporal.
-      const report = (err: unknown) => log(`while stopping: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
+      const report = (err: unknown) =>
+        log(`while stopping: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
       process.on('uncaughtException', report);
       process.on('unhandledRejection', report);
       const watchdog =

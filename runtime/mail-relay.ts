@@ -48,11 +48,21 @@ export function startMailRelay(opts: MailRelayOptions): MailRelay {
       for (const email of due) {
         const mail = alertMail(email.alert, email.recipient, opts.dashboardUrl);
         try {
-          await transport.sendMail({ from: opts.from, to: email.recipient, subject: mail.subject, text: mail.text, messageId: mail.messageId });
+          await transport.sendMail({
+            from: opts.from,
+            to: email.recipient,
+            subject: mail.subject,
+            text: mail.text,
+            messageId: mail.messageId,
+          });
           await recordEmailAttempt(tx, email.alert.id, email.recipient, { sent: true });
         } catch (err) {
           const retryInMs = retries[email.attempts] ?? null;
-          await recordEmailAttempt(tx, email.alert.id, email.recipient, { sent: false, error: err instanceof Error ? err.message : String(err), retryInMs });
+          await recordEmailAttempt(tx, email.alert.id, email.recipient, {
+            sent: false,
+            error: err instanceof Error ? err.message : String(err),
+            retryInMs,
+          });
         }
       }
       return due.length === batchSize;

@@ -60,7 +60,16 @@ async function main(): Promise<void> {
       logFile: join(dataDir, 'postgres.log'),
       onSpawn: async (pid) => {
         servers.push({ pid, stop: 'SIGINT' });
-        await instance?.recordServer({ name: 'PostgreSQL', pid, group: false, stopSignals: [['SIGINT', 5_000], ['SIGQUIT', 2_000], ['SIGKILL', 2_000]] });
+        await instance?.recordServer({
+          name: 'PostgreSQL',
+          pid,
+          group: false,
+          stopSignals: [
+            ['SIGINT', 5_000],
+            ['SIGQUIT', 2_000],
+            ['SIGKILL', 2_000],
+          ],
+        });
       },
     });
     shutdown.add('PostgreSQL', () => pg.stop(), { timeoutMs: 9_000, kill: () => pg.kill() });
@@ -82,7 +91,15 @@ async function main(): Promise<void> {
       logFile: join(dataDir, 'temporal.log'),
       onSpawn: async (pid) => {
         servers.push({ pid: -pid, stop: 'SIGTERM' });
-        await instance?.recordServer({ name: 'Temporal dev server', pid, group: true, stopSignals: [['SIGTERM', 3_000], ['SIGKILL', 2_000]] });
+        await instance?.recordServer({
+          name: 'Temporal dev server',
+          pid,
+          group: true,
+          stopSignals: [
+            ['SIGTERM', 3_000],
+            ['SIGKILL', 2_000],
+          ],
+        });
       },
     });
     shutdown.add('Temporal', () => server.stop(), { timeoutMs: 6_000, kill: () => server.kill() });
@@ -118,7 +135,8 @@ Press Ctrl-C to stop.`);
 
 main().catch(async (err: unknown) => {
   // A stop that comes during start-up ends what is starting; its failure is no news then.
-  if (!shutdown.stopping) console.error(err instanceof ConfigError || err instanceof InstanceLockedError ? err.message : err);
+  if (!shutdown.stopping)
+    console.error(err instanceof ConfigError || err instanceof InstanceLockedError ? err.message : err);
   // Whatever did start (PostgreSQL, the Temporal dev server) must not outlive a failed start.
   await shutdown.stop();
   await exit(1);

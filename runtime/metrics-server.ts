@@ -10,7 +10,9 @@ import { registry } from '../core/metrics';
 export async function startMetricsServer(opts: { port: number; host: string; adminToken: string }): Promise<Server> {
   const expected = createHash('sha256').update(`Bearer ${opts.adminToken}`).digest();
   const server = createServer((req, res) => {
-    const given = createHash('sha256').update(req.headers.authorization ?? '').digest();
+    const given = createHash('sha256')
+      .update(req.headers.authorization ?? '')
+      .digest();
     if (req.url !== '/metrics' || req.method !== 'GET') return void res.writeHead(404).end();
     if (!timingSafeEqual(given, expected)) return void res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
     registry.metrics().then(

@@ -57,7 +57,13 @@ export async function waitForExit(pid: number, timeoutMs: number): Promise<boole
 /** True if `promise` settles within `ms`; the timer does not keep the process alive. */
 export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   const timeout = sleep(ms, false, { ref: false });
-  return Promise.race([promise.then(() => true, () => true), timeout]);
+  return Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    timeout,
+  ]);
 }
 
 export interface ProcessInfo {

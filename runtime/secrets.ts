@@ -6,7 +6,11 @@ import { join } from 'node:path';
  * A secret given in the environment, or else one generated once and kept in DATA_DIR, so a
  * restart on the same data keeps admin tokens and signed URLs valid.
  */
-export async function persistentSecret(dataDir: string, name: string, given: string | undefined): Promise<{ value: string; generated: boolean }> {
+export async function persistentSecret(
+  dataDir: string,
+  name: string,
+  given: string | undefined,
+): Promise<{ value: string; generated: boolean }> {
   if (given) return { value: given, generated: false };
   const file = join(dataDir, 'secrets', name);
   try {

@@ -5,7 +5,14 @@ import { jsonLogger } from './json-logger';
 import type pg from 'pg';
 import { createRateLimiter, createRedisRateLimiter } from '../api/shared/rate-limit';
 import type { RateLimiter } from '../api/shared/rate-limit';
-import { allowsPrivateNetworks, breakerSettings, callbackBaseUrl, s3Settings, tracingOf, upstreamSettings } from '../core/config';
+import {
+  allowsPrivateNetworks,
+  breakerSettings,
+  callbackBaseUrl,
+  s3Settings,
+  tracingOf,
+  upstreamSettings,
+} from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createProviderRouter } from '../core/providers/router';
 import type { Config } from '../core/config';
@@ -43,7 +50,15 @@ export interface Services {
 
 // The SDK's info lines are worker lifecycle chatter (state changes, "no Nexus services"); at the
 // default level the SDK says only what needs attention, and its info lines show from `debug` on.
-const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info: 'INFO', debug: 'DEBUG', trace: 'TRACE', silent: 'ERROR' } as const;
+const TEMPORAL_LOG_LEVELS = {
+  fatal: 'ERROR',
+  error: 'ERROR',
+  warn: 'WARN',
+  info: 'INFO',
+  debug: 'DEBUG',
+  trace: 'TRACE',
+  silent: 'ERROR',
+} as const;
 
 /**
  * Connects to PostgreSQL and Temporal (wherever they run), brings the schema and the search
@@ -51,7 +66,11 @@ const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info
  */
 export async function openServices(
   config: Config,
-  where: { databaseUrl: string; temporalAddress: string; /** The spans' service name unless OTEL_SERVICE_NAME says. */ serviceName?: string },
+  where: {
+    databaseUrl: string;
+    temporalAddress: string;
+    /** The spans' service name unless OTEL_SERVICE_NAME says. */ serviceName?: string;
+  },
 ): Promise<Services> {
   // The Temporal runtime is process-wide and installed once, before any connection exists. It
   // would otherwise shut the worker down on SIGINT/SIGTERM by itself, at once and out of order
@@ -65,12 +84,17 @@ export async function openServices(
   await migrate(pool);
 
   const connection = await Connection.connect({ address: where.temporalAddress });
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, ...(tracing ? { interceptors: tracing.client } : {}) });
+  const client = new Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    ...(tracing ? { interceptors: tracing.client } : {}),
+  });
   await ensureNamespace(client, config.TEMPORAL_NAMESPACE);
   await registerSearchAttributes(client, config.TEMPORAL_NAMESPACE);
   const nativeConnection = await NativeConnection.connect({ address: where.temporalAddress });
 
-  const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
+  const publicBaseUrl =
+    config.PUBLIC_BASE_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
   const { store, closeStore } = await openStore(config, dataDir, publicBaseUrl);
   const limiter = config.REDIS_URL ? createRedisRateLimiter({ url: config.REDIS_URL }) : createRateLimiter();
   const adminToken = await persistentSecret(dataDir, 'admin-token', config.ADMIN_TOKEN);
@@ -81,7 +105,10 @@ export async function openServices(
   const log = Runtime.instance().logger;
   const upstreams = upstreamSettings(config);
   for (const loss of lossRoutes(upstreams)) {
-    log.warn(`model ${loss.model} costs more at upstream ${loss.upstream} than it sells for: every run there loses money`, { ...loss });
+    log.warn(
+      `model ${loss.model} costs more at upstream ${loss.upstream} than it sells for: every run there loses money`,
+      { ...loss },
+    );
   }
   const provider = createProviderRouter(upstreams, simulator, outputs, {
     health: createPgUpstreamHealth(pool, breakerSettings(config)),
@@ -118,7 +145,11 @@ export async function openServices(
 }
 
 /** The S3-compatible bucket when S3_* is configured (its bucket made if missing), else DATA_DIR/outputs. */
-async function openStore(config: Config, dataDir: string, publicBaseUrl: string): Promise<{ store: OutputStore; closeStore: () => void }> {
+async function openStore(
+  config: Config,
+  dataDir: string,
+  publicBaseUrl: string,
+): Promise<{ store: OutputStore; closeStore: () => void }> {
   const s3 = s3Settings(config);
   if (s3) {
     const store = createS3Store(s3);
@@ -126,5 +157,8 @@ async function openStore(config: Config, dataDir: string, publicBaseUrl: string)
     return { store, closeStore: () => store.close() };
   }
   const signing = await persistentSecret(dataDir, 'url-signing-secret', config.URL_SIGNING_SECRET);
-  return { store: createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl, signingSecret: signing.value }), closeStore: () => undefined };
+  return {
+    store: createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl, signingSecret: signing.value }),
+    closeStore: () => undefined,
+  };
 }

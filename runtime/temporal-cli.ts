@@ -60,7 +60,12 @@ export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}):
   const progress = options.onProgress ?? ((line: string) => process.stderr.write(`[temporal-cli] ${line}\n`));
   const dir = versionDir(options);
   await mkdir(dirname(dir), { recursive: true });
-  const release = await acquireBuildLock(`${dir}.lock`, 'the Temporal CLI', options.lockTimeoutMs ?? 30 * 60_000, progress);
+  const release = await acquireBuildLock(
+    `${dir}.lock`,
+    'the Temporal CLI',
+    options.lockTimeoutMs ?? 30 * 60_000,
+    progress,
+  );
   try {
     // Whoever held the lock before us may have built it.
     const target = cachedTemporalCliPath(options);
@@ -75,7 +80,9 @@ export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}):
 function versionDir(options: TemporalCliOptions): string {
   const env = options.env ?? process.env;
   const base =
-    options.cacheDir ?? env.GENSVC_CACHE_DIR ?? join(env.XDG_CACHE_HOME ?? join(env.HOME ?? homedir(), '.cache'), 'gensvc');
+    options.cacheDir ??
+    env.GENSVC_CACHE_DIR ??
+    join(env.XDG_CACHE_HOME ?? join(env.HOME ?? homedir(), '.cache'), 'gensvc');
   return join(resolve(base), `temporal-${TEMPORAL_CLI_VERSION}`);
 }
 

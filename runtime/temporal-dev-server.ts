@@ -85,11 +85,20 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
   const host = ip === '0.0.0.0' ? '127.0.0.1' : ip === '::' ? '::1' : ip;
   const hostPart = host.includes(':') ? `[${host}]` : host;
   const address = `${hostPart}:${port}`;
-  const ready = waitUntilReady(address, namespace, Object.keys(searchAttributes), Date.now() + readyTimeoutMs, server.hasExited);
+  const ready = waitUntilReady(
+    address,
+    namespace,
+    Object.keys(searchAttributes),
+    Date.now() + readyTimeoutMs,
+    server.hasExited,
+  );
   const failure = await Promise.race([ready, server.exited.then(() => 'exited' as const)]);
   if (failure !== undefined) {
     await server.stop().finally(forget);
-    const why = failure === 'exited' ? `exited early (${server.exitStatus()})` : `was not ready after ${readyTimeoutMs} ms: ${failure}`;
+    const why =
+      failure === 'exited'
+        ? `exited early (${server.exitStatus()})`
+        : `was not ready after ${readyTimeoutMs} ms: ${failure}`;
     throw new TemporalDevServerError(`temporal server start-dev ${why}\n${await server.output()}`);
   }
 
@@ -119,7 +128,14 @@ function startDevArgs(settings: StartDevSettings): string[] {
   if (settings.dbFile) {
     // WAL with normal sync survives a process crash (only a power cut may lose the last commits)
     // and costs about 40 % less CPU per generation than SQLite's defaults (docs/decisions/0019-temporal-dispatch.md).
-    args.push('--db-filename', settings.dbFile, '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal');
+    args.push(
+      '--db-filename',
+      settings.dbFile,
+      '--sqlite-pragma',
+      'journal_mode=wal',
+      '--sqlite-pragma',
+      'synchronous=normal',
+    );
   }
   if (settings.uiPort === undefined) args.push('--headless');
   else args.push('--ui-port', String(settings.uiPort));

@@ -37,5 +37,8 @@ export type TemporalDynamicConfig = Record<string, boolean | number | string>;
 
 /** `--dynamic-config-value KEY=JSON` pairs for `temporal server start-dev`. */
 export function dynamicConfigArgs(config: TemporalDynamicConfig): string[] {
-  return Object.entries(config).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]);
+  return Object.entries(config).flatMap(([key, value]) => [
+    '--dynamic-config-value',
+    `${key}=${JSON.stringify(value)}`,
+  ]);
 }

@@ -9,7 +9,10 @@ const INDEXED = proto.temporal.api.enums.v1.IndexedValueType;
 /** Registers the search attributes the workflow sets, once per namespace; existing ones are left alone. */
 export async function registerSearchAttributes(client: Client, namespace: string): Promise<void> {
   const existing = await client.connection.operatorService.listSearchAttributes({ namespace });
-  const known = new Set([...Object.keys(existing.customAttributes ?? {}), ...Object.keys(existing.systemAttributes ?? {})]);
+  const known = new Set([
+    ...Object.keys(existing.customAttributes ?? {}),
+    ...Object.keys(existing.systemAttributes ?? {}),
+  ]);
   const missing = SEARCH_ATTRIBUTES.filter((k) => !known.has(k.name));
   if (missing.length === 0) return;
   try {
@@ -32,12 +35,20 @@ const GRPC_ALREADY_EXISTS = 6;
  * own, and so does Temporal Cloud (where registering is not allowed); a plain server starts with
  * none but `temporal-system`.
  */
-export async function ensureNamespace(client: Client, namespace: string, retentionDays = 3, timeoutMs = 60_000): Promise<void> {
+export async function ensureNamespace(
+  client: Client,
+  namespace: string,
+  retentionDays = 3,
+  timeoutMs = 60_000,
+): Promise<void> {
   const service = client.connection.workflowService;
-  const exists = await service.describeNamespace({ namespace }).then(() => true, (err: { code?: number }) => {
-    if (err.code !== GRPC_NOT_FOUND) throw err;
-    return false;
-  });
+  const exists = await service.describeNamespace({ namespace }).then(
+    () => true,
+    (err: { code?: number }) => {
+      if (err.code !== GRPC_NOT_FOUND) throw err;
+      return false;
+    },
+  );
   if (exists) return;
   try {
     await service.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(`${retentionDays} days`) });

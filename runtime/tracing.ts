@@ -15,7 +15,10 @@ import { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ClientInterceptors } from '@temporalio/client';
 import {
-  makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor, OpenTelemetryWorkflowClientInterceptor,
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+  OpenTelemetryWorkflowClientInterceptor,
 } from '@temporalio/interceptors-opentelemetry';
 import type { WorkerOptions } from '@temporalio/worker';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
@@ -41,7 +44,9 @@ export interface Tracing {
 }
 
 /** The Temporal interceptors' workflow side, loaded inside the workflow sandbox. */
-export const WORKFLOW_INTERCEPTORS = createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+export const WORKFLOW_INTERCEPTORS = createRequire(import.meta.url).resolve(
+  '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors',
+);
 
 /** Starts the SDK (process-wide: the context manager, the propagator, the tracer provider). */
 export function startTracing(settings: TracingSettings): Tracing {
@@ -51,14 +56,22 @@ export function startTracing(settings: TracingSettings): Tracing {
   const exporter = new OTLPTraceExporter({ url: settings.tracesUrl, timeoutMillis: 1_500 });
   const processor = new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1_000, exportTimeoutMillis: 1_500 });
   const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
-  provider.register({ contextManager: new AsyncLocalStorageContextManager(), propagator: new W3CTraceContextPropagator() });
+  provider.register({
+    contextManager: new AsyncLocalStorageContextManager(),
+    propagator: new W3CTraceContextPropagator(),
+  });
   const tracer = trace.getTracer('gensvc');
   installSpanRunner(spanRunner(tracer));
   return {
     client: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
     worker: {
       interceptors: {
-        activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+        activity: [
+          (ctx) => ({
+            inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+            outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+          }),
+        ],
       },
       sinks: { exporter: makeWorkflowExporter(processor, resource) },
       workflowModules: [WORKFLOW_INTERCEPTORS],
@@ -79,17 +92,18 @@ function spanRunner(tracer: Tracer): SpanRunner {
     span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
   };
   return {
-    run: (name, attributes, work, follows) => tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes, links: linkTo(follows) }, async (span) => {
-      try {
-        return await work({ set: (key, value) => span.setAttribute(key, value) });
-      } catch (err) {
-        failed(span, err);
-        throw err;
-      } finally {
-        span.end();
-      }
-    }),
-    async* stream(name, attributes, open) {
+    run: (name, attributes, work, follows) =>
+      tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes, links: linkTo(follows) }, async (span) => {
+        try {
+          return await work({ set: (key, value) => span.setAttribute(key, value) });
+        } catch (err) {
+          failed(span, err);
+          throw err;
+        } finally {
+          span.end();
+        }
+      }),
+    async *stream(name, attributes, open) {
       const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
       try {
         yield* open();
@@ -131,10 +145,14 @@ function requestTracing(tracer: Tracer): RequestTracing {
     const path = (raw.url ?? '').split('?')[0]!;
     if (UNTRACED_PATHS.has(path)) return undefined;
     const parent = propagation.extract(ROOT_CONTEXT, raw.headers);
-    const span = tracer.startSpan(raw.method ?? 'HTTP', {
-      kind: SpanKind.SERVER,
-      attributes: { 'http.request.method': raw.method ?? '', 'url.path': path },
-    }, parent);
+    const span = tracer.startSpan(
+      raw.method ?? 'HTTP',
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'http.request.method': raw.method ?? '', 'url.path': path },
+      },
+      parent,
+    );
     const began = { span, ctx: trace.setSpan(parent, span) };
     spans.set(raw, began);
     return began;

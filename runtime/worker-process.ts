@@ -12,7 +12,11 @@ runStandalone('worker', 'gensvc-worker', async (services, shutdown) => {
   shutdown.add('worker', () => worker.stop(), { timeoutMs: SHUTDOWN_FORCE_MS + 1_000 });
   const port = services.config.METRICS_PORT;
   if (port !== undefined) {
-    const server = await startMetricsServer({ port, host: services.config.HOST, adminToken: services.adminToken.value });
+    const server = await startMetricsServer({
+      port,
+      host: services.config.HOST,
+      adminToken: services.adminToken.value,
+    });
     shutdown.add('metrics', () => new Promise<void>((resolve) => server.close(() => resolve())));
   }
   return `worker polling task queue${worker.queues.length > 1 ? 's' : ''} ${worker.queues.map((q) => `'${q}'`).join(', ')} on ${services.config.TEMPORAL_ADDRESS} (WORKER_ROLE=${services.config.WORKER_ROLE})`;

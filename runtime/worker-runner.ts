@@ -29,35 +29,57 @@ export async function startWorker(
 ): Promise<{ stop(): Promise<void>; queues: string[] }> {
   const { config } = s;
   const serveWorkflows = role !== 'provider';
-  const http = serveWorkflows ? createSafeHttpClient({ policy: { allowPrivateNetworks: allowsPrivateNetworks(config) } }) : undefined;
+  const http = serveWorkflows
+    ? createSafeHttpClient({ policy: { allowPrivateNetworks: allowsPrivateNetworks(config) } })
+    : undefined;
   const webhookTaskQueue = webhookTaskQueueOf(config);
-  const workers = await createWorkers({
-    connection: s.nativeConnection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    pool: s.pool,
-    provider: s.provider,
-    store: s.store,
-    videoConcurrency: config.VIDEO_CONCURRENCY,
-    client: s.client,
-    deadlines: deadlinesOf(config),
-    providerConcurrency: config.PROVIDER_CONCURRENCY,
-    workflowCacheSize: config.WORKFLOW_CACHE_SIZE,
-    ...(workflowsPath ? { workflowsPath } : {}),
-    ...(s.tracing ? { tracing: s.tracing.worker } : {}),
-    ...(config.WORKER_BUILD_ID ? {
-      // Pinned: a workflow finishes on the code it started on, so the next version may change
-      // command order freely; the old version's workers are stopped once it is drained.
-      deployment: { version: { deploymentName: config.WORKER_DEPLOYMENT_NAME, buildId: config.WORKER_BUILD_ID }, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' as const },
-    } : {}),
-    ...(http ? {
-      webhooks: {
-        taskQueue: webhookTaskQueue, concurrency: config.WEBHOOK_CONCURRENCY, pool: s.pool, store: s.store, secretBox: createSecretBox(s.webhookSecretKey), http,
-      },
-    } : {}),
-  }, role);
+  const workers = await createWorkers(
+    {
+      connection: s.nativeConnection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      pool: s.pool,
+      provider: s.provider,
+      store: s.store,
+      videoConcurrency: config.VIDEO_CONCURRENCY,
+      client: s.client,
+      deadlines: deadlinesOf(config),
+      providerConcurrency: config.PROVIDER_CONCURRENCY,
+      workflowCacheSize: config.WORKFLOW_CACHE_SIZE,
+      ...(workflowsPath ? { workflowsPath } : {}),
+      ...(s.tracing ? { tracing: s.tracing.worker } : {}),
+      ...(config.WORKER_BUILD_ID
+        ? {
+            // Pinned: a workflow finishes on the code it started on, so the next version may change
+            // command order freely; the old version's workers are stopped once it is drained.
+            deployment: {
+              version: { deploymentName: config.WORKER_DEPLOYMENT_NAME, buildId: config.WORKER_BUILD_ID },
+              useWorkerVersioning: true,
+              defaultVersioningBehavior: 'PINNED' as const,
+            },
+          }
+        : {}),
+      ...(http
+        ? {
+            webhooks: {
+              taskQueue: webhookTaskQueue,
+              concurrency: config.WEBHOOK_CONCURRENCY,
+              pool: s.pool,
+              store: s.store,
+              secretBox: createSecretBox(s.webhookSecretKey),
+              http,
+            },
+          }
+        : {}),
+    },
+    role,
+  );
   if (serveWorkflows) {
-    await ensureReconcilerSchedule(s.client, { taskQueue: config.TEMPORAL_TASK_QUEUE, everyMs: config.RECONCILE_EVERY_MS, graceMs: config.RECONCILE_GRACE_MS });
+    await ensureReconcilerSchedule(s.client, {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      everyMs: config.RECONCILE_EVERY_MS,
+      graceMs: config.RECONCILE_GRACE_MS,
+    });
   }
   const running = new Map<Worker, Promise<void>>(workers.map((w) => [w, w.run()]));
   const relay = serveWorkflows
@@ -69,13 +91,16 @@ export async function startWorker(
       })
     : undefined;
   const mail = mailOptionsOf(config);
-  const mailRelay = serveWorkflows && mail
-    ? startMailRelay({
-        pool: s.pool, smtpUrl: mail.smtpUrl, from: mail.from,
-        dashboardUrl: `${s.publicBaseUrl.replace(/\/$/, '')}/dashboard`,
-        onError: (err) => console.warn('mail relay:', err instanceof Error ? err.message : err),
-      })
-    : undefined;
+  const mailRelay =
+    serveWorkflows && mail
+      ? startMailRelay({
+          pool: s.pool,
+          smtpUrl: mail.smtpUrl,
+          from: mail.from,
+          dashboardUrl: `${s.publicBaseUrl.replace(/\/$/, '')}/dashboard`,
+          onError: (err) => console.warn('mail relay:', err instanceof Error ? err.message : err),
+        })
+      : undefined;
   const queues = workers.map((w) => w.options.taskQueue);
 
   const drain = async (w: Worker, run: Promise<void>, started: number): Promise<void> => {
@@ -86,7 +111,9 @@ export async function startWorker(
       // may fail as well (IllegalStateError: "Workflow execution context should have been
       // disposed first") instead of GracefulShutdownPeriodExpiredError.
       if (!(err instanceof GracefulShutdownPeriodExpiredError) && Date.now() - started < SHUTDOWN_FORCE_MS) throw err;
-      log(`the ${w.options.taskQueue} worker did not drain within ${SHUTDOWN_FORCE_MS / 1000} s; Temporal will run again what it left unfinished`);
+      log(
+        `the ${w.options.taskQueue} worker did not drain within ${SHUTDOWN_FORCE_MS / 1000} s; Temporal will run again what it left unfinished`,
+      );
     }
   };
 

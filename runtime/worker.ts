@@ -62,22 +62,29 @@ export interface WorkerDeps {
   tracing?: WorkerTracing;
 }
 
-const versioned = (deployment: WorkerDeploymentOptions | undefined) => (deployment ? { workerDeploymentOptions: deployment } : {});
+const versioned = (deployment: WorkerDeploymentOptions | undefined) =>
+  deployment ? { workerDeploymentOptions: deployment } : {};
 /**
  * Tracing's activity interceptors; for workflow workers also the sink their spans leave the sandbox
  * by, and the workflow interceptors when Worker.create bundles the workflows itself.
  */
 function traced(tracing: WorkerTracing | undefined, serves: 'workflows' | 'activities', bundledHere = false) {
   if (!tracing) return {};
-  const interceptors = bundledHere ? { ...tracing.interceptors, workflowModules: tracing.workflowModules } : tracing.interceptors;
+  const interceptors = bundledHere
+    ? { ...tracing.interceptors, workflowModules: tracing.workflowModules }
+    : tracing.interceptors;
   return serves === 'workflows' ? { interceptors, sinks: tracing.sinks } : { interceptors };
 }
 
 /** The workflow worker: generation and reconcile workflows and every activity they run on the main queue. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
-  const workflowBundle = deps.workflowBundle ?? (await bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(Runtime.instance().logger), workflowInterceptorModules: deps.tracing?.workflowModules ?? [],
-  }));
+  const workflowBundle =
+    deps.workflowBundle ??
+    (await bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_PATH,
+      logger: bundlerLogger(Runtime.instance().logger),
+      workflowInterceptorModules: deps.tracing?.workflowModules ?? [],
+    }));
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
@@ -159,7 +166,20 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps): Promise<Work
 }
 
 /** The provider worker: only provider runs, from the provider task queue. */
-export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' | 'namespace' | 'taskQueue' | 'provider' | 'store' | 'pool' | 'providerConcurrency' | 'deployment' | 'tracing'>): Promise<Worker> {
+export async function createProviderWorker(
+  deps: Pick<
+    WorkerDeps,
+    | 'connection'
+    | 'namespace'
+    | 'taskQueue'
+    | 'provider'
+    | 'store'
+    | 'pool'
+    | 'providerConcurrency'
+    | 'deployment'
+    | 'tracing'
+  >,
+): Promise<Worker> {
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
@@ -179,20 +199,31 @@ export async function createProviderWorker(deps: Pick<WorkerDeps, 'connection' |
  * and `all`, the provider worker.
  */
 export async function createWorkers(
-  deps: WorkerDeps & { webhooks?: Omit<WebhookWorkerDeps, 'connection' | 'namespace' | 'workflowBundle' | 'deployment' | 'tracing'>; workflowsPath?: string },
+  deps: WorkerDeps & {
+    webhooks?: Omit<WebhookWorkerDeps, 'connection' | 'namespace' | 'workflowBundle' | 'deployment' | 'tracing'>;
+    workflowsPath?: string;
+  },
   role: WorkerRole,
 ): Promise<Worker[]> {
   const workers: Worker[] = [];
   if (role !== 'provider') {
-    const bundle = deps.workflowBundle ? undefined : await bundleInChildProcess(deps.workflowsPath, deps.tracing?.workflowModules);
+    const bundle = deps.workflowBundle
+      ? undefined
+      : await bundleInChildProcess(deps.workflowsPath, deps.tracing?.workflowModules);
     const workflowBundle = bundle ? { codePath: bundle.codePath } : deps.workflowBundle;
     try {
       workers.push(await createWorker({ ...deps, workflowBundle }));
       if (deps.webhooks) {
-        workers.push(await createWebhookWorker({
-          ...deps.webhooks, connection: deps.connection, namespace: deps.namespace, workflowBundle,
-          ...(deps.deployment ? { deployment: deps.deployment } : {}), ...(deps.tracing ? { tracing: deps.tracing } : {}),
-        }));
+        workers.push(
+          await createWebhookWorker({
+            ...deps.webhooks,
+            connection: deps.connection,
+            namespace: deps.namespace,
+            workflowBundle,
+            ...(deps.deployment ? { deployment: deps.deployment } : {}),
+            ...(deps.tracing ? { tracing: deps.tracing } : {}),
+          }),
+        );
       }
     } finally {
       await bundle?.remove();
@@ -206,11 +237,18 @@ export async function createWorkers(
  * Bundles workflows/ with the SDK's webpack in a short-lived child process: webpack's ~110 MB would
  * otherwise stay in the worker's RSS for its whole life. The worker reads the file once, at creation.
  */
-export async function bundleInChildProcess(workflowsPath = WORKFLOWS_PATH, workflowInterceptorModules: readonly string[] = []): Promise<{ codePath: string; remove(): Promise<void> }> {
+export async function bundleInChildProcess(
+  workflowsPath = WORKFLOWS_PATH,
+  workflowInterceptorModules: readonly string[] = [],
+): Promise<{ codePath: string; remove(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'gensvc-workflows-'));
   const codePath = join(dir, 'workflows.js');
   const tail = new OutputTail();
-  const child = spawn(process.execPath, ['--import', 'tsx', BUNDLER, workflowsPath, codePath, ...workflowInterceptorModules], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', BUNDLER, workflowsPath, codePath, ...workflowInterceptorModules],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   child.stdout.setEncoding('utf8').on('data', (c: string) => tail.push(c));
   child.stderr.setEncoding('utf8').on('data', (c: string) => tail.push(c));
   const code = await new Promise<number | null>((resolve, reject) => {

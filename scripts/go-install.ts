@@ -12,7 +12,13 @@ import { isExecutableFile, OutputTail } from '../runtime/process';
  * with a whole one.
  */
 export async function goInstall(o: {
-  module: string; binary: string; target: string; env: NodeJS.ProcessEnv; progress: (line: string) => void; missingGo: string; fail: (message: string) => Error;
+  module: string;
+  binary: string;
+  target: string;
+  env: NodeJS.ProcessEnv;
+  progress: (line: string) => void;
+  missingGo: string;
+  fail: (message: string) => Error;
 }): Promise<void> {
   const go = await findGo(o.env);
   if (!go) throw o.fail(o.missingGo);
@@ -31,13 +37,20 @@ export async function goInstall(o: {
 }
 
 async function findGo(env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  const candidates = (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'go'));
+  const candidates = (env.PATH ?? '')
+    .split(delimiter)
+    .filter(Boolean)
+    .map((dir) => join(dir, 'go'));
   candidates.push('/usr/local/go/bin/go');
   for (const candidate of candidates) if (await isExecutableFile(candidate)) return candidate;
   return undefined;
 }
 
-async function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+async function run(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; output: string }> {
   const output = new OutputTail(20_000);
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));

@@ -17,12 +17,14 @@ export interface GoTool {
 export function goTool(t: { name: string; module: string; version: string; binary: string; envVar: string }): GoTool {
   const spec = `${t.module}@${t.version}`;
   const fail = (message: string) => Object.assign(new Error(message), { name: `${t.name}BinaryError` });
-  const cachedPath = (env: NodeJS.ProcessEnv = process.env) => join(dirname(dirname(cachedTemporalCliPath({ env }))), `${t.name}-${t.version}`, t.binary);
+  const cachedPath = (env: NodeJS.ProcessEnv = process.env) =>
+    join(dirname(dirname(cachedTemporalCliPath({ env }))), `${t.name}-${t.version}`, t.binary);
   const find = async (env: NodeJS.ProcessEnv = process.env) => {
     const given = env[t.envVar];
     if (given) {
       const path = resolve(given);
-      if (!(await isExecutableFile(path))) throw fail(`${t.envVar} is set to ${given}, which is not an executable file.`);
+      if (!(await isExecutableFile(path)))
+        throw fail(`${t.envVar} is set to ${given}, which is not an executable file.`);
       return path;
     }
     const cached = cachedPath(env);
@@ -36,7 +38,12 @@ export function goTool(t: { name: string; module: string; version: string; binar
       if (found) return found;
       const target = cachedPath(env);
       await goInstall({
-        module: spec, binary: t.binary, target, env, progress, fail,
+        module: spec,
+        binary: t.binary,
+        target,
+        env,
+        progress,
+        fail,
         missingGo: `Go is needed to build ${t.name} (${spec}) into ${target}, or set ${t.envVar} to a ${t.name} binary.`,
       });
       progress(`built ${target}`);

@@ -52,7 +52,8 @@ export function jaegerConfig(p: JaegerPorts, maxTraces = 100_000) {
   };
 }
 
-const cacheDir = (env: NodeJS.ProcessEnv) => join(dirname(dirname(cachedTemporalCliPath({ env }))), `jaeger-${JAEGER_VERSION}`);
+const cacheDir = (env: NodeJS.ProcessEnv) =>
+  join(dirname(dirname(cachedTemporalCliPath({ env }))), `jaeger-${JAEGER_VERSION}`);
 
 /** `<cache>/jaeger-v…/jaeger`, beside the Temporal CLI's and stripe-mock's. */
 export function cachedJaegerPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -65,7 +66,10 @@ export function findJaeger(env: NodeJS.ProcessEnv = process.env): Promise<string
 }
 
 /** findJaeger, or else build it into the cache folder (several minutes, once). */
-export async function ensureJaeger(env: NodeJS.ProcessEnv = process.env, progress: (line: string) => void = () => undefined): Promise<string> {
+export async function ensureJaeger(
+  env: NodeJS.ProcessEnv = process.env,
+  progress: (line: string) => void = () => undefined,
+): Promise<string> {
   const found = await findJaeger(env);
   if (found) return found;
   const [built] = await goInstallIntoCache({

@@ -5,4 +5,10 @@
 import { goTool } from './go-tool';
 
 export const MAILPIT_VERSION = 'v1.27.11';
-export const mailpit = goTool({ name: 'mailpit', module: 'github.com/axllent/mailpit', version: MAILPIT_VERSION, binary: 'mailpit', envVar: 'MAILPIT_BINARY' });
+export const mailpit = goTool({
+  name: 'mailpit',
+  module: 'github.com/axllent/mailpit',
+  version: MAILPIT_VERSION,
+  binary: 'mailpit',
+  envVar: 'MAILPIT_BINARY',
+});

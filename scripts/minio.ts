@@ -29,11 +29,22 @@ export function findMinio(env: NodeJS.ProcessEnv = process.env): Promise<string 
 }
 
 /** findMinio, or else `go install` it into the cache folder (a few minutes, once). */
-export async function ensureMinio(env: NodeJS.ProcessEnv = process.env, progress: (line: string) => void = () => undefined): Promise<string> {
+export async function ensureMinio(
+  env: NodeJS.ProcessEnv = process.env,
+  progress: (line: string) => void = () => undefined,
+): Promise<string> {
   const found = await findMinio(env);
   if (found) return found;
   const target = cachedMinioPath(env);
-  await goInstall({ module: MODULE, binary: 'minio', target, env, progress, missingGo: `Go is needed to build MinIO (${MODULE}) into ${target}, or set MINIO_BINARY to a minio binary.`, fail: (m) => new MinioBinaryError(m) });
+  await goInstall({
+    module: MODULE,
+    binary: 'minio',
+    target,
+    env,
+    progress,
+    missingGo: `Go is needed to build MinIO (${MODULE}) into ${target}, or set MINIO_BINARY to a minio binary.`,
+    fail: (m) => new MinioBinaryError(m),
+  });
   progress(`built ${target}`);
   return target;
 }

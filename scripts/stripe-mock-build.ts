@@ -3,7 +3,9 @@
 import { ensureStripeMock } from './stripe-mock';
 
 try {
-  process.stdout.write(`${await ensureStripeMock(process.env, (line) => process.stderr.write(`[stripe-mock] ${line}\n`))}\n`);
+  process.stdout.write(
+    `${await ensureStripeMock(process.env, (line) => process.stderr.write(`[stripe-mock] ${line}\n`))}\n`,
+  );
 } catch (error) {
   process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
   process.exitCode = 1;

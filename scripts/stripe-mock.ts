@@ -3,7 +3,13 @@
 import { goTool } from './go-tool';
 
 export const STRIPE_MOCK_VERSION = 'v0.203.0';
-const stripeMock = goTool({ name: 'stripe-mock', module: 'github.com/stripe/stripe-mock', version: STRIPE_MOCK_VERSION, binary: 'stripe-mock', envVar: 'STRIPE_MOCK_BINARY' });
+const stripeMock = goTool({
+  name: 'stripe-mock',
+  module: 'github.com/stripe/stripe-mock',
+  version: STRIPE_MOCK_VERSION,
+  binary: 'stripe-mock',
+  envVar: 'STRIPE_MOCK_BINARY',
+});
 
 /** `<cache>/stripe-mock-v…/stripe-mock`, beside the Temporal CLI's and MinIO's. */
 export const cachedStripeMockPath = stripeMock.cachedPath;

@@ -3,7 +3,9 @@
 import { ensureTemporalServer } from './temporal-server';
 
 try {
-  const { server, sqlTool, ui } = await ensureTemporalServer(process.env, (line) => process.stderr.write(`[temporal-server] ${line}\n`));
+  const { server, sqlTool, ui } = await ensureTemporalServer(process.env, (line) =>
+    process.stderr.write(`[temporal-server] ${line}\n`),
+  );
   process.stdout.write(`${server}\n${sqlTool}\n${ui}\n`);
 } catch (error) {
   process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);

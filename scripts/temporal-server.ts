@@ -35,27 +35,41 @@ async function explicit(env: NodeJS.ProcessEnv, name: string): Promise<string | 
  * TEMPORAL_SERVER_BINARY, TEMPORAL_SQL_TOOL and TEMPORAL_UI_SERVER when set, else the cache
  * folder's, built there first when missing (`go install`, several minutes the first time).
  */
-export async function ensureTemporalServer(env: NodeJS.ProcessEnv = process.env, progress: (line: string) => void = () => undefined): Promise<TemporalServerBinaries> {
+export async function ensureTemporalServer(
+  env: NodeJS.ProcessEnv = process.env,
+  progress: (line: string) => void = () => undefined,
+): Promise<TemporalServerBinaries> {
   const instead = 'TEMPORAL_SERVER_BINARY, TEMPORAL_SQL_TOOL and TEMPORAL_UI_SERVER to existing binaries';
-  const [server, sqlTool, ui] = [await explicit(env, 'TEMPORAL_SERVER_BINARY'), await explicit(env, 'TEMPORAL_SQL_TOOL'), await explicit(env, 'TEMPORAL_UI_SERVER')];
-  const built = server && sqlTool ? [server, sqlTool] : await goInstallIntoCache({
-    what: `the Temporal server ${TEMPORAL_SERVER_VERSION}`,
-    packages: [
-      { pkg: `go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`, binary: 'temporal-server' },
-      { pkg: `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`, binary: 'temporal-sql-tool' },
-    ],
-    dir: join(cacheRoot(env), `temporal-server-${TEMPORAL_SERVER_VERSION}`),
-    env,
-    progress,
-    instead,
-  });
-  const [uiBuilt] = ui ? [ui] : await goInstallIntoCache({
-    what: `the Temporal UI server ${TEMPORAL_UI_VERSION}`,
-    packages: [{ pkg: `github.com/temporalio/ui-server/v2/cmd/server@${TEMPORAL_UI_VERSION}`, binary: 'temporal-ui-server' }],
-    dir: join(cacheRoot(env), `temporal-ui-server-${TEMPORAL_UI_VERSION}`),
-    env,
-    progress,
-    instead,
-  });
+  const [server, sqlTool, ui] = [
+    await explicit(env, 'TEMPORAL_SERVER_BINARY'),
+    await explicit(env, 'TEMPORAL_SQL_TOOL'),
+    await explicit(env, 'TEMPORAL_UI_SERVER'),
+  ];
+  const built =
+    server && sqlTool
+      ? [server, sqlTool]
+      : await goInstallIntoCache({
+          what: `the Temporal server ${TEMPORAL_SERVER_VERSION}`,
+          packages: [
+            { pkg: `go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`, binary: 'temporal-server' },
+            { pkg: `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`, binary: 'temporal-sql-tool' },
+          ],
+          dir: join(cacheRoot(env), `temporal-server-${TEMPORAL_SERVER_VERSION}`),
+          env,
+          progress,
+          instead,
+        });
+  const [uiBuilt] = ui
+    ? [ui]
+    : await goInstallIntoCache({
+        what: `the Temporal UI server ${TEMPORAL_UI_VERSION}`,
+        packages: [
+          { pkg: `github.com/temporalio/ui-server/v2/cmd/server@${TEMPORAL_UI_VERSION}`, binary: 'temporal-ui-server' },
+        ],
+        dir: join(cacheRoot(env), `temporal-ui-server-${TEMPORAL_UI_VERSION}`),
+        env,
+        progress,
+        instead,
+      });
   return { server: server ?? built[0]!, sqlTool: sqlTool ?? built[1]!, ui: uiBuilt! };
 }

@@ -11,7 +11,13 @@ import type { VideoSlotWaker } from './slots';
  * histories, so they stay. A settle or release that ends a video frees one of its account's slots:
  * `wakeVideoWaiters` then gives it to the next queued video, after the ledger's commit.
  */
-export function createLedgerActivities({ pool, wakeVideoWaiters }: { pool: pg.Pool; wakeVideoWaiters: VideoSlotWaker }) {
+export function createLedgerActivities({
+  pool,
+  wakeVideoWaiters,
+}: {
+  pool: pg.Pool;
+  wakeVideoWaiters: VideoSlotWaker;
+}) {
   return {
     /** Records `running` for a generation that needs no slot. */
     markRunning: (req: StartRequest): Promise<StartOutcome> => startRunning(pool, req),

@@ -53,9 +53,13 @@ function progressRecorder(pool: pg.Pool, job: ProviderJob, log: (message: string
   let expectedMs = defaultExpectedSeconds(job.kind, job.params) * 1000;
   // Read once the run has lasted a tick: a run done sooner (most images) never needs the estimate.
   let measured: Promise<void> | undefined;
-  const measure = (): Promise<void> => (measured ??= measuredSeconds(pool, job.generationId).then((s) => {
-    if (s !== undefined) expectedMs = s * 1000;
-  }, () => undefined));
+  const measure = (): Promise<void> =>
+    (measured ??= measuredSeconds(pool, job.generationId).then(
+      (s) => {
+        if (s !== undefined) expectedMs = s * 1000;
+      },
+      () => undefined,
+    ));
 
   const offer = (percent: number, source: ProgressSource): void => {
     const p = Math.max(0, Math.min(99, Math.floor(percent)));
@@ -67,9 +71,14 @@ function progressRecorder(pool: pg.Pool, job: ProviderJob, log: (message: string
     if (p === 0 || p <= written || (p - written < PROGRESS_STEP && now - writtenAt < PROGRESS_EVERY_MS)) return;
     written = p;
     writtenAt = now;
-    writing = writing.then(() => recordProgress(pool, job.generationId, p, source, { events })).then(() => undefined, (err: unknown) => {
-      log('progress could not be recorded', { generationId: job.generationId, error: (err as Error).message });
-    });
+    writing = writing
+      .then(() => recordProgress(pool, job.generationId, p, source, { events }))
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          log('progress could not be recorded', { generationId: job.generationId, error: (err as Error).message });
+        },
+      );
   };
   const estimate = setInterval(() => {
     if (held !== undefined) {
@@ -104,7 +113,12 @@ function progressRecorder(pool: pg.Pool, job: ProviderJob, log: (message: string
  * only logged: the end of the run makes it from the file instead). `made()` says whether it is
  * stored, once whatever was started has finished.
  */
-function earlyThumbnail(pool: pg.Pool, store: OutputStore, generationId: string, log: (message: string, meta: object) => void) {
+function earlyThumbnail(
+  pool: pg.Pool,
+  store: OutputStore,
+  generationId: string,
+  log: (message: string, meta: object) => void,
+) {
   let making: Promise<boolean> | undefined;
   return {
     offer(frame: ProviderFile): void {
@@ -124,7 +138,15 @@ function earlyThumbnail(pool: pg.Pool, store: OutputStore, generationId: string,
 }
 
 /** Runs the provider, stores what it made, and reports where it is: the only step that talks to a model. */
-export function createProviderActivities({ provider, store, pool }: { provider: Provider; store: OutputStore; pool: pg.Pool }) {
+export function createProviderActivities({
+  provider,
+  store,
+  pool,
+}: {
+  provider: Provider;
+  store: OutputStore;
+  pool: pg.Pool;
+}) {
   /**
    * A video's thumbnail and spritesheet, stored beside it and recorded before the run reports
    * success, so a succeeded video has them from its first read. A file they cannot be made from
@@ -136,22 +158,26 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
     // Making them may wait for one of the few image slots behind other videos' previews: the run
     // keeps saying it is alive meanwhile, or its heartbeat timeout would retry a finished render.
     const alive = setInterval(() => ctx.heartbeat(), 2_000);
-    const previews = await previewsOfVideo(file, { thumbnail: !haveThumbnail }).catch((err: unknown) => {
-      ctx.log.warn('video previews could not be made', { generationId, error: (err as Error).message });
-      return undefined;
-    }).finally(() => clearInterval(alive));
+    const previews = await previewsOfVideo(file, { thumbnail: !haveThumbnail })
+      .catch((err: unknown) => {
+        ctx.log.warn('video previews could not be made', { generationId, error: (err as Error).message });
+        return undefined;
+      })
+      .finally(() => clearInterval(alive));
     if (!previews) {
       ctx.log.info('no video previews', { generationId, contentType: file.contentType });
       return;
     }
-    const stored = await Promise.all(VIDEO_PREVIEWS.flatMap((name) => {
-      const image = previews[name];
-      return image ? [{ name, image }] : [];
-    }).map(async ({ name, image }) => {
-      const key = `${generationId}/${name}.${image.extension}`;
-      await store.put(key, image.data, image.contentType);
-      return { name, key };
-    }));
+    const stored = await Promise.all(
+      VIDEO_PREVIEWS.flatMap((name) => {
+        const image = previews[name];
+        return image ? [{ name, image }] : [];
+      }).map(async ({ name, image }) => {
+        const key = `${generationId}/${name}.${image.extension}`;
+        await store.put(key, image.data, image.contentType);
+        return { name, key };
+      }),
+    );
     await recordPreviews(pool, generationId, stored);
   };
 
@@ -175,7 +201,12 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
     });
     try {
       const input = await inputOf(job, store);
-      ctx.log.info('provider run started', { generationId: job.generationId, kind: job.kind, model: job.model, attempt: ctx.info.attempt });
+      ctx.log.info('provider run started', {
+        generationId: job.generationId,
+        kind: job.kind,
+        model: job.model,
+        attempt: ctx.info.attempt,
+      });
       const resume: unknown = ctx.info.heartbeatDetails ?? given;
       const result = await provider.run(input === undefined ? job : { ...job, input }, {
         heartbeat: (details?: unknown) => ctx.heartbeat(details),
@@ -186,11 +217,22 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
         ...(detach ? { detach } : {}),
       });
       if (result.waiting) {
-        await recordUpstreamJob(pool, { upstream: result.waiting.upstream, jobId: result.waiting.jobId, generationId: job.generationId });
+        await recordUpstreamJob(pool, {
+          upstream: result.waiting.upstream,
+          jobId: result.waiting.jobId,
+          generationId: job.generationId,
+        });
         outcome = 'waiting';
-        ctx.log.info('provider run waiting for its upstream', { generationId: job.generationId, upstream: result.waiting.upstream, jobId: result.waiting.jobId });
+        ctx.log.info('provider run waiting for its upstream', {
+          generationId: job.generationId,
+          upstream: result.waiting.upstream,
+          jobId: result.waiting.jobId,
+        });
         // Each look must fit in its period, however short the upstream's own poll interval.
-        return { waiting: { ...result.waiting, pollMs: Math.max(MIN_WAIT_POLL_MS, result.waiting.pollMs) }, ...(result.route ? { route: result.route } : {}) };
+        return {
+          waiting: { ...result.waiting, pollMs: Math.max(MIN_WAIT_POLL_MS, result.waiting.pollMs) },
+          ...(result.route ? { route: result.route } : {}),
+        };
       }
       let outputKey: string | null = null;
       if (result.file) {
@@ -200,18 +242,27 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
       }
       // A per-token model (group B chat run through group A) is charged what it produced.
       const rate = job.internal.ratePer1kMc;
-      const tokens = result.outputTokens === undefined ? undefined : Math.min(result.outputTokens, job.params.maxTokens ?? Infinity);
-      const charge = rate !== undefined && tokens !== undefined ? { chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens } : {};
+      const tokens =
+        result.outputTokens === undefined ? undefined : Math.min(result.outputTokens, job.params.maxTokens ?? Infinity);
+      const charge =
+        rate !== undefined && tokens !== undefined
+          ? { chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens }
+          : {};
       outcome = 'succeeded';
       await progress.stop();
       // What this run took, for the next estimates of its model and size; an estimate is not worth failing a run for.
       await recordDuration(pool, job.generationId).catch((err: unknown) => {
-        ctx.log.warn('duration could not be recorded', { generationId: job.generationId, error: (err as Error).message });
+        ctx.log.warn('duration could not be recorded', {
+          generationId: job.generationId,
+          error: (err as Error).message,
+        });
       });
       ctx.log.info('provider run finished', { generationId: job.generationId, outputKey });
       return {
         output: {
-          outputKey, outputText: result.text ?? null, ...charge,
+          outputKey,
+          outputText: result.text ?? null,
+          ...charge,
           ...(result.toolCalls?.length ? { toolCalls: result.toolCalls } : {}),
           ...(result.upstream ? { upstream: result.upstream } : {}),
           ...(result.route ? { routes: [result.route] } : {}),
@@ -222,7 +273,12 @@ export function createProviderActivities({ provider, store, pool }: { provider: 
       ctx.log.warn('provider run failed', { generationId: job.generationId, error: (err as Error).message });
       // A refusal is final; Temporal must not retry it, and the workflow reports its code.
       if (err instanceof ProviderRejectedError) {
-        throw ApplicationFailure.create({ type: 'ProviderRejectedError', message: err.message, nonRetryable: true, details: [{ code: err.code }] });
+        throw ApplicationFailure.create({
+          type: 'ProviderRejectedError',
+          message: err.message,
+          nonRetryable: true,
+          details: [{ code: err.code }],
+        });
       }
       throw err;
     } finally {
@@ -262,7 +318,9 @@ export type ProviderRun = Omit<ProviderJob, 'internal'> & { internal?: InternalP
 function jobOf({ resume: _resume, ...run }: ProviderRun): ProviderJob {
   if (run.internal !== undefined) return { ...run, internal: run.internal };
   const bag: Record<string, unknown> = { ...run.params };
-  const internal = Object.fromEntries(INTERNAL_PARAM_KEYS.filter((key) => bag[key] !== undefined).map((key) => [key, bag[key]]));
+  const internal = Object.fromEntries(
+    INTERNAL_PARAM_KEYS.filter((key) => bag[key] !== undefined).map((key) => [key, bag[key]]),
+  );
   return { ...run, params: publicParamsOf(run.params), internal };
 }
 

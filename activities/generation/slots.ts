@@ -29,7 +29,11 @@ export function createSlotActivities({ pool, client, videoConcurrency }: SlotDep
   return {
     async claimVideoSlot(req: { accountId: string; generationId: string }): Promise<'granted' | 'finished'> {
       const ctx = Context.current();
-      const { outcome, woken } = await claimVideoSlotOrPark(pool, { ...req, slotLimit: videoConcurrency }, ctx.info.taskToken);
+      const { outcome, woken } = await claimVideoSlotOrPark(
+        pool,
+        { ...req, slotLimit: videoConcurrency },
+        ctx.info.taskToken,
+      );
       await completeWaits(client, woken);
       if (outcome === 'running') return 'granted';
       if (outcome === 'finished') return 'finished';
@@ -56,7 +60,10 @@ export function createVideoSlotWaker({ pool, client, videoConcurrency }: SlotDep
     try {
       woken = await claimFreedVideoSlots(pool, generationId, videoConcurrency);
     } catch (err) {
-      Context.current().log.warn('freed video slots could not be claimed; the waiters will look again', { generationId, error: (err as Error).message });
+      Context.current().log.warn('freed video slots could not be claimed; the waiters will look again', {
+        generationId,
+        error: (err as Error).message,
+      });
       return;
     }
     await completeWaits(client, woken);
@@ -78,7 +85,11 @@ async function completeWaits(client: Client, woken: readonly ClaimedWaiter[]): P
     } catch (err) {
       const stale = err instanceof ActivityNotFoundError;
       metrics.videoSlotWakes.inc({ outcome: stale ? 'stale' : 'failed' });
-      if (!stale) Context.current().log.warn('a claimed video could not be woken; its next look finds it running', { generationId, error: (err as Error).message });
+      if (!stale)
+        Context.current().log.warn('a claimed video could not be woken; its next look finds it running', {
+          generationId,
+          error: (err as Error).message,
+        });
     }
   }
 }

@@ -48,7 +48,11 @@ export function createUpstreamWaitActivities({ provider, pool }: { provider: Pro
       ended = (await provider.checkJob?.(waiting, AbortSignal.any([ctx.cancellationSignal, limit.signal]))) ?? true;
     } catch (err) {
       // One failed look is no news: the next one comes after the poll period, holding nothing meanwhile.
-      ctx.log.warn('the upstream job could not be checked', { generationId, upstream: waiting.upstream, error: (err as Error).message });
+      ctx.log.warn('the upstream job could not be checked', {
+        generationId,
+        upstream: waiting.upstream,
+        error: (err as Error).message,
+      });
     } finally {
       clearTimeout(timer);
     }

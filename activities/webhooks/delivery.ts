@@ -76,16 +76,38 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     const { endpoint } = target;
     const now = clock();
     const secrets = [secretBox.open(endpoint.secretSealed, endpoint.id)];
-    if (endpoint.previousSecretSealed && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt.getTime() > now) {
+    if (
+      endpoint.previousSecretSealed &&
+      endpoint.previousSecretExpiresAt &&
+      endpoint.previousSecretExpiresAt.getTime() > now
+    ) {
       secrets.push(secretBox.open(endpoint.previousSecretSealed, endpoint.id));
     }
-    const generation = target.generationId ? await getGeneration(pool, endpoint.accountId, target.generationId) : undefined;
+    const generation = target.generationId
+      ? await getGeneration(pool, endpoint.accountId, target.generationId)
+      : undefined;
     const alert = target.alertId ? await getAlert(pool, target.alertId) : undefined;
-    const body = JSON.stringify(await deliveryPayload(
-      { event: target.event, format: endpoint.format, endpointId: endpoint.id, createdAt: target.createdAt, generation, progress: target.progress, alert },
-      store,
-    ));
-    const headers = deliveryHeaders({ deliveryId: target.id, event: target.event, timestamp: Math.floor(now / 1000), body, secrets });
+    const body = JSON.stringify(
+      await deliveryPayload(
+        {
+          event: target.event,
+          format: endpoint.format,
+          endpointId: endpoint.id,
+          createdAt: target.createdAt,
+          generation,
+          progress: target.progress,
+          alert,
+        },
+        store,
+      ),
+    );
+    const headers = deliveryHeaders({
+      deliveryId: target.id,
+      event: target.event,
+      timestamp: Math.floor(now / 1000),
+      body,
+      secrets,
+    });
 
     const started = performance.now();
     let statusCode: number | null = null;
@@ -94,12 +116,23 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     try {
       // Linked to the span that wrote the event, not its child: the delivery is retried for days
       // after that trace ended, each attempt on its own (docs/decisions/0057-tracing.md).
-      const attributes = { 'gensvc.delivery_id': target.id, 'gensvc.endpoint_id': endpoint.id, 'gensvc.event': target.event };
+      const attributes = {
+        'gensvc.delivery_id': target.id,
+        'gensvc.endpoint_id': endpoint.id,
+        'gensvc.event': target.event,
+      };
       const res = await inSpanFollowing('webhook attempt', attributes, target.traceParent, () =>
-        http.request(endpoint.url, { ...WEBHOOK_DELIVERY, headers, body, signal: Context.current().cancellationSignal }));
+        http.request(endpoint.url, {
+          ...WEBHOOK_DELIVERY,
+          headers,
+          body,
+          signal: Context.current().cancellationSignal,
+        }),
+      );
       statusCode = res.status;
       excerpt = excerptOf(res);
-      if (res.status >= 300 && res.status < 400) error = 'The receiver answered with a redirect; redirects are not followed.';
+      if (res.status >= 300 && res.status < 400)
+        error = 'The receiver answered with a redirect; redirects are not followed.';
     } catch (err) {
       if (!(err instanceof OutboundRequestError)) throw err;
       error = err.message;
@@ -107,20 +140,22 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     const durationMs = Math.round(performance.now() - started);
     const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
     const after = clock();
-    const recorded = await inTransaction(pool, (tx) => recordAttempt(tx, {
-      deliveryId: target.id,
-      endpointId: endpoint.id,
-      startedAt: new Date(now),
-      durationMs,
-      statusCode,
-      error,
-      responseExcerpt: excerpt,
-      delivered,
-      gone: statusCode === 410,
-      nextRetryAt: req.retryInMs === null ? null : new Date(after + req.retryInMs),
-      now: new Date(after),
-      disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_FAILING_MS,
-    }));
+    const recorded = await inTransaction(pool, (tx) =>
+      recordAttempt(tx, {
+        deliveryId: target.id,
+        endpointId: endpoint.id,
+        startedAt: new Date(now),
+        durationMs,
+        statusCode,
+        error,
+        responseExcerpt: excerpt,
+        delivered,
+        gone: statusCode === 410,
+        nextRetryAt: req.retryInMs === null ? null : new Date(after + req.retryInMs),
+        now: new Date(after),
+        disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_FAILING_MS,
+      }),
+    );
     if (!recorded) return { outcome: 'stopped', reason: 'the endpoint was deleted' };
     if (recorded.disabledReason !== null) return { outcome: 'stopped', reason: recorded.disabledReason };
     const outcome = delivered ? 'delivered' : req.retryInMs === null ? 'failed' : 'retry';

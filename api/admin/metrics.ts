@@ -22,23 +22,29 @@ export function instrumentRequests(app: FastifyInstance): void {
  */
 export const metricsRoutes: FastifyPluginAsyncZod<{ pool: pg.Pool; adminToken: string }> = async (app, deps) => {
   app.addHook('onRequest', requireAdminToken(deps.adminToken));
-  app.get('/metrics', {
-    schema: {
-      operationId: 'metrics',
-      tags: ['Operator'],
-      summary: 'Prometheus metrics: requests, generations, holds and credits, provider and admission latency',
-      security: [{ adminToken: [] }],
-      response: {
-        200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: z.string() } } },
-        ...errorResponses(401),
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        operationId: 'metrics',
+        tags: ['Operator'],
+        summary: 'Prometheus metrics: requests, generations, holds and credits, provider and admission latency',
+        security: [{ adminToken: [] }],
+        response: {
+          200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: z.string() } } },
+          ...errorResponses(401),
+        },
       },
     },
-  }, async (_request, reply) => {
-    // Holds in flight are a fact of the database, shared by every instance: read at scrape time.
-    const held = await deps.pool.query<{ n: number; mc: number | null }>(`SELECT count(*)::int AS n, sum(amount_mc)::bigint AS mc FROM holds WHERE state = 'held'`);
-    metrics.holdsActive.set(held.rows[0]?.n ?? 0);
-    metrics.creditsOnHold.set(mcToCredits(held.rows[0]?.mc ?? 0));
-    const raw: FastifyReply = reply;
-    return raw.header('Content-Type', registry.contentType).send(await registry.metrics());
-  });
+    async (_request, reply) => {
+      // Holds in flight are a fact of the database, shared by every instance: read at scrape time.
+      const held = await deps.pool.query<{ n: number; mc: number | null }>(
+        `SELECT count(*)::int AS n, sum(amount_mc)::bigint AS mc FROM holds WHERE state = 'held'`,
+      );
+      metrics.holdsActive.set(held.rows[0]?.n ?? 0);
+      metrics.creditsOnHold.set(mcToCredits(held.rows[0]?.mc ?? 0));
+      const raw: FastifyReply = reply;
+      return raw.header('Content-Type', registry.contentType).send(await registry.metrics());
+    },
+  );
 };

@@ -4,8 +4,23 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import { z } from 'zod';
 import {
-  accountAlerts, alertsView, createAccount, createAccountBody, createKey, createKeyBody, createUser, createUserBody, keyBudgetBody, keyBudgetView, lowBalanceBody,
-  removeBudget, revokeKey, setBudget, setLowBalance, topUp, topUpBody,
+  accountAlerts,
+  alertsView,
+  createAccount,
+  createAccountBody,
+  createKey,
+  createKeyBody,
+  createUser,
+  createUserBody,
+  keyBudgetBody,
+  keyBudgetView,
+  lowBalanceBody,
+  removeBudget,
+  revokeKey,
+  setBudget,
+  setLowBalance,
+  topUp,
+  topUpBody,
 } from '../../service/accounts/operations';
 import { MARGIN_GROUPS, marginReport } from '../../core/db/margins';
 import { generationRouting } from '../../core/db/upstreams';
@@ -23,26 +38,40 @@ export interface AdminDeps {
 
 const security = [{ adminToken: [] }];
 const tags = ['Operator'];
-const userCreated = z.object({
-  id: z.string().describe('usr_…'),
-  setPasswordUrl: z.string().describe('Hand it to the user: it sets the password once, then the user logs in at /dashboard/login'),
-  expiresAt: z.string().describe('When the link stops working'),
-}).meta({ id: 'UserCreated' });
+const userCreated = z
+  .object({
+    id: z.string().describe('usr_…'),
+    setPasswordUrl: z
+      .string()
+      .describe('Hand it to the user: it sets the password once, then the user logs in at /dashboard/login'),
+    expiresAt: z.string().describe('When the link stops working'),
+  })
+  .meta({ id: 'UserCreated' });
 const accountParams = z.object({ id: z.string().describe('An account id (acct_…)') });
 const usageTotals = {
   generations: z.number().int(),
   revenueEur: z.number().describe('What the ledger charged (1 credit = 0.01 EUR)'),
   costEur: z.number().describe('What the serving upstreams cost, where UPSTREAMS_JSON gives their costEur'),
   marginEur: z.number().describe('revenueEur − costEur'),
-  uncosted: z.number().int().describe('Generations with no configured cost (the simulator, or an upstream without costEur)'),
+  uncosted: z
+    .number()
+    .int()
+    .describe('Generations with no configured cost (the simulator, or an upstream without costEur)'),
 };
-const usageReportSchema = z.object({
-  groupBy: z.enum(MARGIN_GROUPS),
-  from: z.string(),
-  to: z.string(),
-  rows: z.array(z.object({ key: z.string().describe('The model id, the upstream (simulator for the built-in one), or the UTC day'), ...usageTotals })),
-  total: z.object(usageTotals),
-}).meta({ id: 'MarginReport' });
+const usageReportSchema = z
+  .object({
+    groupBy: z.enum(MARGIN_GROUPS),
+    from: z.string(),
+    to: z.string(),
+    rows: z.array(
+      z.object({
+        key: z.string().describe('The model id, the upstream (simulator for the built-in one), or the UTC day'),
+        ...usageTotals,
+      }),
+    ),
+    total: z.object(usageTotals),
+  })
+  .meta({ id: 'MarginReport' });
 const DAY_MS = 86_400_000;
 
 /** An onRequest hook admitting only the operator's token (compared in constant time). */
@@ -50,8 +79,11 @@ export function requireAdminToken(adminToken: string) {
   const expected = createHash('sha256').update(adminToken).digest();
   return async (request: FastifyRequest): Promise<void> => {
     const token = bearerToken(request);
-    const given = createHash('sha256').update(token ?? '').digest();
-    if (!token || !timingSafeEqual(given, expected)) throw new UnauthorizedError('A valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>).');
+    const given = createHash('sha256')
+      .update(token ?? '')
+      .digest();
+    if (!token || !timingSafeEqual(given, expected))
+      throw new UnauthorizedError('A valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>).');
   };
 }
 
@@ -59,134 +91,246 @@ export function requireAdminToken(adminToken: string) {
 export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) => {
   app.addHook('onRequest', requireAdminToken(deps.adminToken));
 
-  app.post('/admin/v1/accounts', {
-    schema: {
-      operationId: 'adminCreateAccount', tags, security, summary: 'Open an account with a plan and opening credits',
-      body: createAccountBody,
-      response: { 201: z.object({ id: z.string() }), ...errorResponses(400, 401, 500, 503) },
-    },
-  }, async (request, reply) => {
-    reply.code(201);
-    return createAccount(deps.pool, request.body, deps.defaultChatCap);
-  });
-
-  app.post('/admin/v1/accounts/:id/keys', {
-    schema: {
-      operationId: 'adminCreateKey', tags, security, summary: 'Issue an API key; the key is shown only in this answer',
-      params: accountParams,
-      body: createKeyBody,
-      response: { 201: z.object({ id: z.string(), key: z.string().describe('gsk_…; store it now, it is never shown again') }), ...errorResponses(400, 401, 404, 500, 503) },
-    },
-  }, async (request, reply) => {
-    const created = await createKey(deps.pool, request.params.id, request.body);
-    reply.code(201);
-    return created;
-  });
-
-  app.post('/admin/v1/accounts/:id/credits', {
-    schema: {
-      operationId: 'adminTopUp', tags, security, summary: 'Add credits to an account',
-      params: accountParams,
-      body: topUpBody,
-      response: { 200: z.object({ id: z.string(), balance: z.number() }), ...errorResponses(400, 401, 404, 500, 503) },
-    },
-  }, async (request) => topUp(deps.pool, request.params.id, request.body));
-
-  app.put('/admin/v1/accounts/:id/low-balance', {
-    schema: {
-      operationId: 'adminSetLowBalance', tags, security, summary: 'Set the credits below which the account is sent balance.low',
-      description: 'Once per crossing from at or above the threshold to below it; money coming in that lifts the available credits back to it re-arms the alert.',
-      params: accountParams,
-      body: lowBalanceBody,
-      response: { 200: alertsView, ...errorResponses(400, 401, 404, 500, 503) },
-    },
-  }, async (request) => setLowBalance(deps.pool, request.params.id, request.body));
-
-  app.get('/admin/v1/accounts/:id/alerts', {
-    schema: {
-      operationId: 'adminAccountAlerts', tags, security, summary: 'The account’s low-balance threshold and latest alerts',
-      params: accountParams,
-      response: { 200: alertsView, ...errorResponses(401, 404, 500, 503) },
-    },
-  }, async (request) => accountAlerts(deps.pool, request.params.id));
-
-  app.post('/admin/v1/users', {
-    schema: {
-      operationId: 'adminCreateUser', tags, security,
-      summary: 'Create a dashboard user of an account; answers a one-time link to set the password',
-      description: 'The link works once and expires after 24 hours. Asking again for a user of the same account answers 200 with a new link (an invitation resent, or a password reset).',
-      body: createUserBody,
-      response: {
-        201: userCreated.describe('A new user'),
-        200: userCreated.describe('The user already existed in this account: a new link'),
-        ...errorResponses(400, 401, 404, 409, 500, 503),
+  app.post(
+    '/admin/v1/accounts',
+    {
+      schema: {
+        operationId: 'adminCreateAccount',
+        tags,
+        security,
+        summary: 'Open an account with a plan and opening credits',
+        body: createAccountBody,
+        response: { 201: z.object({ id: z.string() }), ...errorResponses(400, 401, 500, 503) },
       },
     },
-  }, async (request, reply) => {
-    const user = await createUser(deps.pool, request.body);
-    const base = deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
-    reply.code(user.created ? 201 : 200);
-    // The token travels in the fragment, which browsers never send to a server nor put in a Referer.
-    return { id: user.id, setPasswordUrl: `${base}/dashboard/set-password#token=${user.token}`, expiresAt: user.expiresAt.toISOString() };
-  });
-
-  app.get('/admin/v1/usage', {
-    schema: {
-      operationId: 'adminUsage', tags, security, summary: 'Revenue, upstream cost and margin by model, upstream or day',
-      description: 'Generations created in [from, to) (default: the last 30 days) that were charged or cost something upstream. Revenue is the ledger’s charges.',
-      querystring: z.object({
-        group_by: z.enum(MARGIN_GROUPS).default('model'),
-        from: z.iso.datetime({ offset: true }).or(z.iso.date()).optional().describe('ISO 8601 date or time; default 30 days before `to`'),
-        to: z.iso.datetime({ offset: true }).or(z.iso.date()).optional().describe('ISO 8601 date or time (exclusive); default now'),
-      }),
-      response: { 200: usageReportSchema, ...errorResponses(400, 401, 500, 503) },
+    async (request, reply) => {
+      reply.code(201);
+      return createAccount(deps.pool, request.body, deps.defaultChatCap);
     },
-  }, async (request) => {
-    const to = request.query.to ? new Date(request.query.to) : new Date();
-    const from = request.query.from ? new Date(request.query.from) : new Date(to.getTime() - 30 * DAY_MS);
-    const report = await marginReport(deps.pool, request.query.group_by, from, to);
-    return { groupBy: request.query.group_by, from: from.toISOString(), to: to.toISOString(), ...report };
-  });
+  );
 
-  app.get('/admin/v1/generations/:id/upstreams', {
-    schema: {
-      operationId: 'adminGenerationUpstreams', tags, security, summary: 'Which upstreams a generation’s run asked, which served it, and its cost',
-      description: 'A generation the simulator ran (or that has not run yet) answers `upstream: null` and no upstream tried.',
-      params: z.object({ id: z.string().describe('A generation id (gen_…)') }),
-      response: {
-        200: z.object({ upstream: z.string().nullable(), tried: z.array(z.string()).describe('In order, across the run’s attempts'), costEur: z.number().nullable() }).meta({ id: 'GenerationUpstreams' }),
-        ...errorResponses(401, 404, 500, 503),
+  app.post(
+    '/admin/v1/accounts/:id/keys',
+    {
+      schema: {
+        operationId: 'adminCreateKey',
+        tags,
+        security,
+        summary: 'Issue an API key; the key is shown only in this answer',
+        params: accountParams,
+        body: createKeyBody,
+        response: {
+          201: z.object({ id: z.string(), key: z.string().describe('gsk_…; store it now, it is never shown again') }),
+          ...errorResponses(400, 401, 404, 500, 503),
+        },
       },
     },
-  }, async (request) => {
-    const routing = await generationRouting(deps.pool, request.params.id);
-    if (!routing) throw new NotFoundError('There is no such generation.');
-    return routing;
-  });
+    async (request, reply) => {
+      const created = await createKey(deps.pool, request.params.id, request.body);
+      reply.code(201);
+      return created;
+    },
+  );
+
+  app.post(
+    '/admin/v1/accounts/:id/credits',
+    {
+      schema: {
+        operationId: 'adminTopUp',
+        tags,
+        security,
+        summary: 'Add credits to an account',
+        params: accountParams,
+        body: topUpBody,
+        response: {
+          200: z.object({ id: z.string(), balance: z.number() }),
+          ...errorResponses(400, 401, 404, 500, 503),
+        },
+      },
+    },
+    async (request) => topUp(deps.pool, request.params.id, request.body),
+  );
+
+  app.put(
+    '/admin/v1/accounts/:id/low-balance',
+    {
+      schema: {
+        operationId: 'adminSetLowBalance',
+        tags,
+        security,
+        summary: 'Set the credits below which the account is sent balance.low',
+        description:
+          'Once per crossing from at or above the threshold to below it; money coming in that lifts the available credits back to it re-arms the alert.',
+        params: accountParams,
+        body: lowBalanceBody,
+        response: { 200: alertsView, ...errorResponses(400, 401, 404, 500, 503) },
+      },
+    },
+    async (request) => setLowBalance(deps.pool, request.params.id, request.body),
+  );
+
+  app.get(
+    '/admin/v1/accounts/:id/alerts',
+    {
+      schema: {
+        operationId: 'adminAccountAlerts',
+        tags,
+        security,
+        summary: 'The account’s low-balance threshold and latest alerts',
+        params: accountParams,
+        response: { 200: alertsView, ...errorResponses(401, 404, 500, 503) },
+      },
+    },
+    async (request) => accountAlerts(deps.pool, request.params.id),
+  );
+
+  app.post(
+    '/admin/v1/users',
+    {
+      schema: {
+        operationId: 'adminCreateUser',
+        tags,
+        security,
+        summary: 'Create a dashboard user of an account; answers a one-time link to set the password',
+        description:
+          'The link works once and expires after 24 hours. Asking again for a user of the same account answers 200 with a new link (an invitation resent, or a password reset).',
+        body: createUserBody,
+        response: {
+          201: userCreated.describe('A new user'),
+          200: userCreated.describe('The user already existed in this account: a new link'),
+          ...errorResponses(400, 401, 404, 409, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const user = await createUser(deps.pool, request.body);
+      const base = deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+      reply.code(user.created ? 201 : 200);
+      // The token travels in the fragment, which browsers never send to a server nor put in a Referer.
+      return {
+        id: user.id,
+        setPasswordUrl: `${base}/dashboard/set-password#token=${user.token}`,
+        expiresAt: user.expiresAt.toISOString(),
+      };
+    },
+  );
+
+  app.get(
+    '/admin/v1/usage',
+    {
+      schema: {
+        operationId: 'adminUsage',
+        tags,
+        security,
+        summary: 'Revenue, upstream cost and margin by model, upstream or day',
+        description:
+          'Generations created in [from, to) (default: the last 30 days) that were charged or cost something upstream. Revenue is the ledger’s charges.',
+        querystring: z.object({
+          group_by: z.enum(MARGIN_GROUPS).default('model'),
+          from: z.iso
+            .datetime({ offset: true })
+            .or(z.iso.date())
+            .optional()
+            .describe('ISO 8601 date or time; default 30 days before `to`'),
+          to: z.iso
+            .datetime({ offset: true })
+            .or(z.iso.date())
+            .optional()
+            .describe('ISO 8601 date or time (exclusive); default now'),
+        }),
+        response: { 200: usageReportSchema, ...errorResponses(400, 401, 500, 503) },
+      },
+    },
+    async (request) => {
+      const to = request.query.to ? new Date(request.query.to) : new Date();
+      const from = request.query.from ? new Date(request.query.from) : new Date(to.getTime() - 30 * DAY_MS);
+      const report = await marginReport(deps.pool, request.query.group_by, from, to);
+      return { groupBy: request.query.group_by, from: from.toISOString(), to: to.toISOString(), ...report };
+    },
+  );
+
+  app.get(
+    '/admin/v1/generations/:id/upstreams',
+    {
+      schema: {
+        operationId: 'adminGenerationUpstreams',
+        tags,
+        security,
+        summary: 'Which upstreams a generation’s run asked, which served it, and its cost',
+        description:
+          'A generation the simulator ran (or that has not run yet) answers `upstream: null` and no upstream tried.',
+        params: z.object({ id: z.string().describe('A generation id (gen_…)') }),
+        response: {
+          200: z
+            .object({
+              upstream: z.string().nullable(),
+              tried: z.array(z.string()).describe('In order, across the run’s attempts'),
+              costEur: z.number().nullable(),
+            })
+            .meta({ id: 'GenerationUpstreams' }),
+          ...errorResponses(401, 404, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const routing = await generationRouting(deps.pool, request.params.id);
+      if (!routing) throw new NotFoundError('There is no such generation.');
+      return routing;
+    },
+  );
 
   const keyParams = z.object({ id: z.string().describe('A key id (key_…)') });
-  app.put('/admin/v1/keys/:id/budget', {
-    schema: {
-      operationId: 'adminSetKeyBudget', tags, security, summary: 'Set a key’s spending budget per day, week, month or in total (UTC periods)',
-      description: 'Holds are counted against it when they are placed, atomically: a request past it is refused with 402 budget_exceeded. Released holds give budget back; charges count.',
-      params: keyParams, body: keyBudgetBody,
-      response: { 200: keyBudgetView, ...errorResponses(400, 401, 404, 500, 503) },
+  app.put(
+    '/admin/v1/keys/:id/budget',
+    {
+      schema: {
+        operationId: 'adminSetKeyBudget',
+        tags,
+        security,
+        summary: 'Set a key’s spending budget per day, week, month or in total (UTC periods)',
+        description:
+          'Holds are counted against it when they are placed, atomically: a request past it is refused with 402 budget_exceeded. Released holds give budget back; charges count.',
+        params: keyParams,
+        body: keyBudgetBody,
+        response: { 200: keyBudgetView, ...errorResponses(400, 401, 404, 500, 503) },
+      },
     },
-  }, async (request) => setBudget(deps.pool, request.params.id, request.body));
+    async (request) => setBudget(deps.pool, request.params.id, request.body),
+  );
 
-  app.delete('/admin/v1/keys/:id/budget', {
-    schema: {
-      operationId: 'adminRemoveKeyBudget', tags, security, summary: 'Remove a key’s budget',
-      params: keyParams,
-      response: { 200: z.object({ keyId: z.string(), removed: z.literal(true) }), ...errorResponses(401, 404, 500, 503) },
+  app.delete(
+    '/admin/v1/keys/:id/budget',
+    {
+      schema: {
+        operationId: 'adminRemoveKeyBudget',
+        tags,
+        security,
+        summary: 'Remove a key’s budget',
+        params: keyParams,
+        response: {
+          200: z.object({ keyId: z.string(), removed: z.literal(true) }),
+          ...errorResponses(401, 404, 500, 503),
+        },
+      },
     },
-  }, async (request) => removeBudget(deps.pool, request.params.id));
+    async (request) => removeBudget(deps.pool, request.params.id),
+  );
 
-  app.delete('/admin/v1/keys/:id', {
-    schema: {
-      operationId: 'adminRevokeKey', tags, security, summary: 'Revoke an API key; it is refused from its next request',
-      params: z.object({ id: z.string().describe('A key id (key_…)') }),
-      response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...errorResponses(401, 404, 500, 503) },
+  app.delete(
+    '/admin/v1/keys/:id',
+    {
+      schema: {
+        operationId: 'adminRevokeKey',
+        tags,
+        security,
+        summary: 'Revoke an API key; it is refused from its next request',
+        params: z.object({ id: z.string().describe('A key id (key_…)') }),
+        response: {
+          200: z.object({ id: z.string(), revoked: z.literal(true) }),
+          ...errorResponses(401, 404, 500, 503),
+        },
+      },
     },
-  }, async (request) => revokeKey(deps.pool, request.params.id));
+    async (request) => revokeKey(deps.pool, request.params.id),
+  );
 };

@@ -38,22 +38,29 @@ export function liveEvents(deps: LiveEventsDeps, request: FastifyRequest, reply:
     }
   };
   const checkSession = setInterval(() => {
-    void deps.sessions.authenticate(session.token).then((alive) => {
-      if (alive) return;
-      sse.send('logout', {});
-      sse.end();
-    }, (err: unknown) => request.log.warn({ err }, 'dashboard live events: the session could not be checked'));
+    void deps.sessions.authenticate(session.token).then(
+      (alive) => {
+        if (alive) return;
+        sse.send('logout', {});
+        sse.end();
+      },
+      (err: unknown) => request.log.warn({ err }, 'dashboard live events: the session could not be checked'),
+    );
   }, SESSION_CHECK_MS);
   sse.signal.addEventListener('abort', () => clearInterval(checkSession), { once: true });
 
   void (async () => {
     try {
       // What changed in the last seconds too: a page loads its list, then opens this stream.
-      const events = await deps.service.watch.account(principal, { after: String(Date.now() - 5_000), signal: sse.signal });
+      const events = await deps.service.watch.account(principal, {
+        after: String(Date.now() - 5_000),
+        signal: sse.signal,
+      });
       await overview();
       for await (const e of events) {
         // Progress redraws the generation's row; only a change of status can move money.
-        if (e.type === 'generation' || e.type === 'progress' || e.type === 'preview') sse.send('generation', generationOf(e.generation));
+        if (e.type === 'generation' || e.type === 'progress' || e.type === 'preview')
+          sse.send('generation', generationOf(e.generation));
         if (e.type !== 'progress') await overview();
       }
     } catch (err) {

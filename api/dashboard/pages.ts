@@ -32,7 +32,8 @@ function asset(path: string, type: string): Asset {
 
 const JS = 'text/javascript; charset=utf-8';
 /** One module per page (public/pages/), each served under pages/<its file>. */
-const PAGE_MODULES = readdirSync(join(PUBLIC_DIR, 'pages')).filter((file) => file.endsWith('.js'))
+const PAGE_MODULES = readdirSync(join(PUBLIC_DIR, 'pages'))
+  .filter((file) => file.endsWith('.js'))
   .map((file) => [`pages/${file}`, asset(join(PUBLIC_DIR, 'pages', file), JS)] as const);
 const ASSETS: Record<string, Asset> = {
   'app.js': asset(join(PUBLIC_DIR, 'app.js'), JS),
@@ -117,24 +118,37 @@ function shell(title: string, boot: Record<string, unknown>): string {
 }
 
 function pageHeaders(reply: FastifyReply): FastifyReply {
-  return reply
-    .header('Content-Security-Policy', CSP)
-    .header('X-Content-Type-Options', 'nosniff')
-    // The set-password link carries its token: no page of ours passes its address on.
-    .header('Referrer-Policy', 'no-referrer')
-    .header('Cache-Control', 'no-store');
+  return (
+    reply
+      .header('Content-Security-Policy', CSP)
+      .header('X-Content-Type-Options', 'nosniff')
+      // The set-password link carries its token: no page of ours passes its address on.
+      .header('Referrer-Policy', 'no-referrer')
+      .header('Cache-Control', 'no-store')
+  );
 }
 
-export const dashboardPages: FastifyPluginAsync<{ sessions: SessionCookies; signupOpen?: boolean; billingOpen?: boolean }> = async (app, { sessions, signupOpen = false, billingOpen = false }) => {
+export const dashboardPages: FastifyPluginAsync<{
+  sessions: SessionCookies;
+  signupOpen?: boolean;
+  billingOpen?: boolean;
+}> = async (app, { sessions, signupOpen = false, billingOpen = false }) => {
   for (const p of [...DASHBOARD_PAGES, ...(signupOpen ? SIGNUP_PAGES : []), ...(billingOpen ? BILLING_PAGES : [])]) {
     app.get(`/dashboard${p.path}`, { schema: { hide: true } }, async (request, reply) => {
       const token = cookieOf(request, SESSION_COOKIE);
       const session = token ? await sessions.service.authenticate(token) : undefined;
       if (p.authed && !session) return reply.redirect('/dashboard/login', 303);
       if (p.page === 'login' && session) return reply.redirect('/dashboard', 303);
-      const boot = session && token
-        ? { page: p.page, csrfToken: csrfTokenOf(token), email: session.email, accountId: session.accountId, billing: billingOpen }
-        : { page: p.page, signup: signupOpen };
+      const boot =
+        session && token
+          ? {
+              page: p.page,
+              csrfToken: csrfTokenOf(token),
+              email: session.email,
+              accountId: session.accountId,
+              billing: billingOpen,
+            }
+          : { page: p.page, signup: signupOpen };
       return pageHeaders(reply).type('text/html; charset=utf-8').send(shell(p.title, boot));
     });
   }

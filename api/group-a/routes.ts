@@ -13,7 +13,20 @@ import { inDoorWords } from '../shared/errors';
 import { openEventStream } from '../shared/sse';
 import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, spendCapOption } from '../shared/fields';
 import { remixBody, v1GenerateBody, v1RequestOf } from '../shared/generate-bodies';
-import { balance, errorResponses, generation, generationKind, generationList, generationListOf, generationOf, idParams, modelEntry, quote, usageQuery, usageReport } from '../shared/schemas';
+import {
+  balance,
+  errorResponses,
+  generation,
+  generationKind,
+  generationList,
+  generationListOf,
+  generationOf,
+  idParams,
+  modelEntry,
+  quote,
+  usageQuery,
+  usageReport,
+} from '../shared/schemas';
 
 /** The service names request fields as the shared request type does; group A spells some in snake_case. */
 const GROUP_A_PARAMS: Record<string, string> = { imageUrl: 'image_url', maxTokens: 'max_tokens' };
@@ -24,237 +37,354 @@ const tags = ['Group A'];
 /** Group A: the unified API under /api/v1. */
 export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationService }> = async (app, deps) => {
   // Public: no key, no rate limit (it reads nothing of an account).
-  app.get('/api/v1/models', {
-    schema: {
-      operationId: 'listModels',
-      tags,
-      summary: 'Every model with its unit, prices, seconds range and defaults',
-      security: [],
-      querystring: z.object({ kind: generationKind.optional() }),
-      response: { 200: z.object({ data: z.array(modelEntry) }), ...errorResponses(400) },
+  app.get(
+    '/api/v1/models',
+    {
+      schema: {
+        operationId: 'listModels',
+        tags,
+        summary: 'Every model with its unit, prices, seconds range and defaults',
+        security: [],
+        querystring: z.object({ kind: generationKind.optional() }),
+        response: { 200: z.object({ data: z.array(modelEntry) }), ...errorResponses(400) },
+      },
     },
-  }, async (request) => ({ data: modelListing(request.query.kind) }));
+    async (request) => ({ data: modelListing(request.query.kind) }),
+  );
 
   await app.register(async (keyed) => {
     keyed.addHook('onRequest', requireApiKey(deps, 'authentication_error'));
     const route = keyed.withTypeProvider<ZodTypeProvider>();
 
-    route.post('/api/v1/generate', {
-      schema: {
-        operationId: 'generate',
-        tags,
-        summary: 'Generate an image, video, chat reply or upscale',
-        description:
-          'Needs the scope generate:<kind>. Images and chat replies finish within the call and answer 200 (unless `Prefer: respond-async`); ' +
-          'videos and upscales answer 202 with `queued` or `running` and a Location to poll.',
-        security,
-        body: v1GenerateBody,
-        headers: generateHeaders,
-        response: {
-          200: generation.describe('Finished (succeeded or failed) within the call'),
-          202: generation.describe('Accepted and in flight: poll the Location'),
-          ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503),
-        },
-      },
-    }, async (request, reply) => {
-      const options = { ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds), ...spendCapOption(request.body.max_credits, 'max_credits') };
-      const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.submit(v1RequestOf(request.body), principalOf(request), options));
-      if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
-      if (g.status === 'queued' || g.status === 'running') {
-        reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
-      }
-      return generationOf(g);
-    });
-
-    route.post('/api/v1/quote', {
-      schema: {
-        operationId: 'quote',
-        tags,
-        summary: 'What a generate request would cost now, with nothing held',
-        description: 'The body of POST /api/v1/generate, priced by the same rules (scope, safety guard, model, clamping) without admitting it: nothing is held, run or recorded. An upscale’s image is not fetched.',
-        security,
-        body: v1GenerateBody,
-        response: { 200: quote, ...errorResponses(400, 401, 403, 429, 500, 503) },
-      },
-    }, async (request) => inDoorWords(GROUP_A_PARAMS, () => deps.service.quote(v1RequestOf(request.body), principalOf(request), 'A')));
-
-    route.get('/api/v1/balance', {
-      schema: {
-        operationId: 'getBalance',
-        tags,
-        summary: 'Balance, active holds, plan and free chat allowance',
-        security,
-        response: { 200: balance, ...errorResponses(401, 429, 500, 503) },
-      },
-    }, async (request) => deps.service.balance(principalOf(request)));
-
-    route.get('/api/v1/ledger', {
-      schema: {
-        operationId: 'listLedger',
-        tags,
-        summary: 'Every movement of the account’s credits, newest first: top-ups, holds, charges, releases, refunds, adjustments',
-        description: '`amount` is the change of the available balance (a hold takes, a release or top-up gives, a charge turns a hold into spending and is 0), so the amounts of all entries add up to the balance. '
-          + 'CSV with `Accept: text/csv` or `format=csv` (up to 10000 rows a page; the next page’s cursor in the `x-next-cursor` header).',
-        security,
-        querystring: ledgerQuery,
-        response: {
-          200: {
-            description: 'A page of entries (JSON), or the same as CSV',
-            content: { 'application/json': { schema: ledgerList }, 'text/csv': { schema: z.string() } },
+    route.post(
+      '/api/v1/generate',
+      {
+        schema: {
+          operationId: 'generate',
+          tags,
+          summary: 'Generate an image, video, chat reply or upscale',
+          description:
+            'Needs the scope generate:<kind>. Images and chat replies finish within the call and answer 200 (unless `Prefer: respond-async`); ' +
+            'videos and upscales answer 202 with `queued` or `running` and a Location to poll.',
+          security,
+          body: v1GenerateBody,
+          headers: generateHeaders,
+          response: {
+            200: generation.describe('Finished (succeeded or failed) within the call'),
+            202: generation.describe('Accepted and in flight: poll the Location'),
+            ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503),
           },
-          ...errorResponses(400, 401, 429, 500, 503),
         },
       },
-    }, async (request, reply) => {
-      const csv = request.query.format === 'csv' || (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
-      const limit = request.query.limit ?? (csv ? MAX_CSV_ROWS : 50);
-      if (!csv && limit > MAX_JSON_ROWS) throw new InvalidRequestError(`limit: at most ${MAX_JSON_ROWS} entries a page in JSON (${MAX_CSV_ROWS} in CSV)`, 'limit');
-      const page = await ledgerPage(deps.pool, principalOf(request), { limit, cursor: request.query.cursor });
-      if (!csv) return page;
-      if (page.next_cursor) reply.header('x-next-cursor', page.next_cursor);
-      return reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="ledger.csv"').send(ledgerCsv(page.data));
-    });
-
-    route.get('/api/v1/usage', {
-      schema: {
-        operationId: 'getUsage',
-        tags,
-        summary: 'Credits charged, generations, failures and tokens per day, model, key or kind',
-        description: 'Generations created in [from, to), whichever door made them. Credits charged count settled generations; a failed one charges nothing.',
-        security,
-        querystring: usageQuery,
-        response: { 200: usageReport, ...errorResponses(400, 401, 429, 500, 503) },
+      async (request, reply) => {
+        const options = {
+          ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds),
+          ...spendCapOption(request.body.max_credits, 'max_credits'),
+        };
+        const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
+          deps.service.submit(v1RequestOf(request.body), principalOf(request), options),
+        );
+        if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
+        if (g.status === 'queued' || g.status === 'running') {
+          reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
+        }
+        return generationOf(g);
       },
-    }, async (request) => reportUsage(deps.pool, principalOf(request), request.query));
+    );
 
-    route.get('/api/v1/generations', {
-      schema: {
-        operationId: 'listGenerations',
-        tags,
-        summary: 'The account’s generations, newest first, every group’s',
-        security,
-        querystring: listQuery,
-        response: { 200: generationList, ...errorResponses(400, 401, 429, 500, 503) },
+    route.post(
+      '/api/v1/quote',
+      {
+        schema: {
+          operationId: 'quote',
+          tags,
+          summary: 'What a generate request would cost now, with nothing held',
+          description:
+            'The body of POST /api/v1/generate, priced by the same rules (scope, safety guard, model, clamping) without admitting it: nothing is held, run or recorded. An upscale’s image is not fetched.',
+          security,
+          body: v1GenerateBody,
+          response: { 200: quote, ...errorResponses(400, 401, 403, 429, 500, 503) },
+        },
       },
-    }, async (request) => generationListOf(await deps.service.list(principalOf(request), request.query)));
+      async (request) =>
+        inDoorWords(GROUP_A_PARAMS, () => deps.service.quote(v1RequestOf(request.body), principalOf(request), 'A')),
+    );
 
-    route.get('/api/v1/generations/:id', {
-      schema: {
-        operationId: 'getGeneration',
-        tags,
-        summary: 'One generation: poll its status, read its output URL once it has succeeded',
-        security,
-        params: idParams,
-        response: { 200: generation, ...errorResponses(401, 404, 429, 500, 503) },
+    route.get(
+      '/api/v1/balance',
+      {
+        schema: {
+          operationId: 'getBalance',
+          tags,
+          summary: 'Balance, active holds, plan and free chat allowance',
+          security,
+          response: { 200: balance, ...errorResponses(401, 429, 500, 503) },
+        },
       },
-    }, async (request) => generationOf(await deps.service.get(principalOf(request), request.params.id)));
+      async (request) => deps.service.balance(principalOf(request)),
+    );
 
-    route.post('/api/v1/generations/:id/remix', {
-      schema: {
-        operationId: 'remixGeneration',
-        tags,
-        summary: 'A new video from a succeeded one with a new prompt; model, seconds, resolution and aspect as the source ran',
-        description:
-          'Needs the scope generate:video. Priced, held and charged like any video; answers 202 with the new generation (params.remixedFrom names the source) and a Location to poll. ' +
-          '404: not a video of this account; 409 generation_not_succeeded: the video has not succeeded.',
-        security,
-        params: idParams,
-        body: remixBody,
-        headers: generateHeaders,
-        response: { 202: generation.describe('Accepted and in flight: poll the Location'), ...errorResponses(400, 401, 402, 403, 404, 409, 413, 429, 500, 503) },
+    route.get(
+      '/api/v1/ledger',
+      {
+        schema: {
+          operationId: 'listLedger',
+          tags,
+          summary:
+            'Every movement of the account’s credits, newest first: top-ups, holds, charges, releases, refunds, adjustments',
+          description:
+            '`amount` is the change of the available balance (a hold takes, a release or top-up gives, a charge turns a hold into spending and is 0), so the amounts of all entries add up to the balance. ' +
+            'CSV with `Accept: text/csv` or `format=csv` (up to 10000 rows a page; the next page’s cursor in the `x-next-cursor` header).',
+          security,
+          querystring: ledgerQuery,
+          response: {
+            200: {
+              description: 'A page of entries (JSON), or the same as CSV',
+              content: { 'application/json': { schema: ledgerList }, 'text/csv': { schema: z.string() } },
+            },
+            ...errorResponses(400, 401, 429, 500, 503),
+          },
+        },
       },
-    }, async (request, reply) => {
-      const route = 'POST /api/v1/generations/{id}/remix';
-      const { id } = request.params;
-      // The source is part of what the key stands for: the same key on another video is a conflict.
-      const options = {
-        ...generateOptionsOf(request, 'A', route), idempotency: idempotencyOf(request, route, { id, ...request.body }), ...spendCapOption(request.body.max_credits, 'max_credits'),
-      };
-      const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () => deps.service.remix(principalOf(request), id, request.body.prompt, options));
-      if (g.status === 'queued' || g.status === 'running') reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
-      return generationOf(g);
-    });
+      async (request, reply) => {
+        const csv =
+          request.query.format === 'csv' ||
+          (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
+        const limit = request.query.limit ?? (csv ? MAX_CSV_ROWS : 50);
+        if (!csv && limit > MAX_JSON_ROWS)
+          throw new InvalidRequestError(
+            `limit: at most ${MAX_JSON_ROWS} entries a page in JSON (${MAX_CSV_ROWS} in CSV)`,
+            'limit',
+          );
+        const page = await ledgerPage(deps.pool, principalOf(request), { limit, cursor: request.query.cursor });
+        if (!csv) return page;
+        if (page.next_cursor) reply.header('x-next-cursor', page.next_cursor);
+        return reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', 'attachment; filename="ledger.csv"')
+          .send(ledgerCsv(page.data));
+      },
+    );
 
-    route.post('/api/v1/generations/:id/cancel', {
-      schema: {
-        operationId: 'cancelGeneration',
-        tags,
-        summary: 'Cancel a queued or running generation: it fails with code cancelled and its hold is released',
-        description: 'Cancelling a cancelled generation answers it again; any other finished one is a 409 naming its state.',
-        security,
-        params: idParams,
-        response: { 200: generation, ...errorResponses(401, 404, 409, 429, 500, 503) },
+    route.get(
+      '/api/v1/usage',
+      {
+        schema: {
+          operationId: 'getUsage',
+          tags,
+          summary: 'Credits charged, generations, failures and tokens per day, model, key or kind',
+          description:
+            'Generations created in [from, to), whichever door made them. Credits charged count settled generations; a failed one charges nothing.',
+          security,
+          querystring: usageQuery,
+          response: { 200: usageReport, ...errorResponses(400, 401, 429, 500, 503) },
+        },
       },
-    }, async (request) => generationOf(await deps.service.cancel(principalOf(request), request.params.id)));
+      async (request) => reportUsage(deps.pool, principalOf(request), request.query),
+    );
 
-    route.get('/api/v1/generations/:id/events', {
-      schema: {
-        operationId: 'followGeneration',
-        tags,
-        summary: 'Follow one generation live (Server-Sent Events) until it ends',
-        description: 'Each status it enters is an event `status` (queued, running) whose data is the generation; while it runs, an event `progress` each time its recorded progress rises, and for a video an event `preview` once its first frame is stored (`thumbnailUrl` set); the final one is `done`, after which the stream closes. '
-          + 'Event ids resume a stream: send the last one back as `Last-Event-ID` (EventSource does) and only what came after is sent. Comments keep an idle stream open.',
-        security,
-        params: idParams,
-        headers: lastEventId,
-        response: { 200: eventStream, ...errorResponses(401, 404, 429, 500, 503) },
+    route.get(
+      '/api/v1/generations',
+      {
+        schema: {
+          operationId: 'listGenerations',
+          tags,
+          summary: 'The account’s generations, newest first, every group’s',
+          security,
+          querystring: listQuery,
+          response: { 200: generationList, ...errorResponses(400, 401, 429, 500, 503) },
+        },
       },
-    }, async (request, reply) => {
-      const controller = new AbortController();
-      const events = await deps.service.watch.generation(principalOf(request), request.params.id, { after: request.headers['last-event-id'], signal: controller.signal });
-      stream(request, reply, events, controller);
-    });
+      async (request) => generationListOf(await deps.service.list(principalOf(request), request.query)),
+    );
 
-    route.get('/api/v1/events', {
-      schema: {
-        operationId: 'followGenerations',
-        tags,
-        summary: "Follow the account's generations live (Server-Sent Events), or only those listed",
-        description: 'An event `status` (or `done` for a final status) each time one of them changes, whichever door made it, `progress` as a running one moves on and `preview` when a running video has its first frame; its id is the time of the change, so '
-          + '`Last-Event-ID` resumes with what changed since. `ids` (comma-separated) limits the stream to those generations and first sends each as it is now.',
-        security,
-        querystring: z.object({ ids: z.string().max(4_000).optional().describe('Comma-separated generation ids; the whole account when absent') }),
-        headers: lastEventId,
-        response: { 200: eventStream, ...errorResponses(400, 401, 429, 500, 503) },
+    route.get(
+      '/api/v1/generations/:id',
+      {
+        schema: {
+          operationId: 'getGeneration',
+          tags,
+          summary: 'One generation: poll its status, read its output URL once it has succeeded',
+          security,
+          params: idParams,
+          response: { 200: generation, ...errorResponses(401, 404, 429, 500, 503) },
+        },
       },
-    }, async (request, reply) => {
-      const controller = new AbortController();
-      const ids = request.query.ids?.split(',').map((id) => id.trim()).filter((id) => id !== '');
-      const events = await deps.service.watch.account(principalOf(request), { ids, after: request.headers['last-event-id'], signal: controller.signal });
-      stream(request, reply, events, controller);
-    });
+      async (request) => generationOf(await deps.service.get(principalOf(request), request.params.id)),
+    );
+
+    route.post(
+      '/api/v1/generations/:id/remix',
+      {
+        schema: {
+          operationId: 'remixGeneration',
+          tags,
+          summary:
+            'A new video from a succeeded one with a new prompt; model, seconds, resolution and aspect as the source ran',
+          description:
+            'Needs the scope generate:video. Priced, held and charged like any video; answers 202 with the new generation (params.remixedFrom names the source) and a Location to poll. ' +
+            '404: not a video of this account; 409 generation_not_succeeded: the video has not succeeded.',
+          security,
+          params: idParams,
+          body: remixBody,
+          headers: generateHeaders,
+          response: {
+            202: generation.describe('Accepted and in flight: poll the Location'),
+            ...errorResponses(400, 401, 402, 403, 404, 409, 413, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const route = 'POST /api/v1/generations/{id}/remix';
+        const { id } = request.params;
+        // The source is part of what the key stands for: the same key on another video is a conflict.
+        const options = {
+          ...generateOptionsOf(request, 'A', route),
+          idempotency: idempotencyOf(request, route, { id, ...request.body }),
+          ...spendCapOption(request.body.max_credits, 'max_credits'),
+        };
+        const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
+          deps.service.remix(principalOf(request), id, request.body.prompt, options),
+        );
+        if (g.status === 'queued' || g.status === 'running')
+          reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
+        return generationOf(g);
+      },
+    );
+
+    route.post(
+      '/api/v1/generations/:id/cancel',
+      {
+        schema: {
+          operationId: 'cancelGeneration',
+          tags,
+          summary: 'Cancel a queued or running generation: it fails with code cancelled and its hold is released',
+          description:
+            'Cancelling a cancelled generation answers it again; any other finished one is a 409 naming its state.',
+          security,
+          params: idParams,
+          response: { 200: generation, ...errorResponses(401, 404, 409, 429, 500, 503) },
+        },
+      },
+      async (request) => generationOf(await deps.service.cancel(principalOf(request), request.params.id)),
+    );
+
+    route.get(
+      '/api/v1/generations/:id/events',
+      {
+        schema: {
+          operationId: 'followGeneration',
+          tags,
+          summary: 'Follow one generation live (Server-Sent Events) until it ends',
+          description:
+            'Each status it enters is an event `status` (queued, running) whose data is the generation; while it runs, an event `progress` each time its recorded progress rises, and for a video an event `preview` once its first frame is stored (`thumbnailUrl` set); the final one is `done`, after which the stream closes. ' +
+            'Event ids resume a stream: send the last one back as `Last-Event-ID` (EventSource does) and only what came after is sent. Comments keep an idle stream open.',
+          security,
+          params: idParams,
+          headers: lastEventId,
+          response: { 200: eventStream, ...errorResponses(401, 404, 429, 500, 503) },
+        },
+      },
+      async (request, reply) => {
+        const controller = new AbortController();
+        const events = await deps.service.watch.generation(principalOf(request), request.params.id, {
+          after: request.headers['last-event-id'],
+          signal: controller.signal,
+        });
+        stream(request, reply, events, controller);
+      },
+    );
+
+    route.get(
+      '/api/v1/events',
+      {
+        schema: {
+          operationId: 'followGenerations',
+          tags,
+          summary: "Follow the account's generations live (Server-Sent Events), or only those listed",
+          description:
+            'An event `status` (or `done` for a final status) each time one of them changes, whichever door made it, `progress` as a running one moves on and `preview` when a running video has its first frame; its id is the time of the change, so ' +
+            '`Last-Event-ID` resumes with what changed since. `ids` (comma-separated) limits the stream to those generations and first sends each as it is now.',
+          security,
+          querystring: z.object({
+            ids: z
+              .string()
+              .max(4_000)
+              .optional()
+              .describe('Comma-separated generation ids; the whole account when absent'),
+          }),
+          headers: lastEventId,
+          response: { 200: eventStream, ...errorResponses(400, 401, 429, 500, 503) },
+        },
+      },
+      async (request, reply) => {
+        const controller = new AbortController();
+        const ids = request.query.ids
+          ?.split(',')
+          .map((id) => id.trim())
+          .filter((id) => id !== '');
+        const events = await deps.service.watch.account(principalOf(request), {
+          ids,
+          after: request.headers['last-event-id'],
+          signal: controller.signal,
+        });
+        stream(request, reply, events, controller);
+      },
+    );
   });
 };
 
 const MAX_JSON_ROWS = 500;
 const MAX_CSV_ROWS = 10_000;
 const ledgerQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_CSV_ROWS).optional().describe(`Page size: 1 to ${MAX_JSON_ROWS} (default 50) in JSON, up to ${MAX_CSV_ROWS} (default) in CSV`),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_CSV_ROWS)
+    .optional()
+    .describe(`Page size: 1 to ${MAX_JSON_ROWS} (default 50) in JSON, up to ${MAX_CSV_ROWS} (default) in CSV`),
   cursor: z.string().max(400).optional().describe('next_cursor of the previous page'),
   format: z.enum(['json', 'csv']).optional().describe('csv: the same entries as CSV (or send Accept: text/csv)'),
 });
-const ledgerEntry = z.object({
-  id: z.string(),
-  type: z.enum(LEDGER_ENTRY_TYPES),
-  amount: z.number().describe('The change of the available balance: negative for a hold or refund, positive for a top-up, adjustment or release, 0 for a charge'),
-  credits: z.number().describe('The size of the movement: what was held, charged, released or added'),
-  balanceAfter: z.number().describe('The available balance after it'),
-  heldAfter: z.number().describe('What was held after it'),
-  generationId: z.string().nullable(),
-  keyId: z.string().nullable().describe('The key whose generation it was'),
-  note: z.string().nullable(),
-  createdAt: z.string(),
-}).meta({ id: 'LedgerEntry' });
-const ledgerList = z.object({ data: z.array(ledgerEntry), next_cursor: z.string().nullable() }).meta({ id: 'LedgerPage' });
+const ledgerEntry = z
+  .object({
+    id: z.string(),
+    type: z.enum(LEDGER_ENTRY_TYPES),
+    amount: z
+      .number()
+      .describe(
+        'The change of the available balance: negative for a hold or refund, positive for a top-up, adjustment or release, 0 for a charge',
+      ),
+    credits: z.number().describe('The size of the movement: what was held, charged, released or added'),
+    balanceAfter: z.number().describe('The available balance after it'),
+    heldAfter: z.number().describe('What was held after it'),
+    generationId: z.string().nullable(),
+    keyId: z.string().nullable().describe('The key whose generation it was'),
+    note: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'LedgerEntry' });
+const ledgerList = z
+  .object({ data: z.array(ledgerEntry), next_cursor: z.string().nullable() })
+  .meta({ id: 'LedgerPage' });
 
-const lastEventId = z.looseObject({ 'last-event-id': z.string().max(40).optional().describe('The id of the last event received, to resume after it') });
+const lastEventId = z.looseObject({
+  'last-event-id': z.string().max(40).optional().describe('The id of the last event received, to resume after it'),
+});
 const eventStream = {
-  description: 'text/event-stream: `status`, `progress`, `preview` and `done` events, each the generation as GET /api/v1/generations/{id} answers it',
+  description:
+    'text/event-stream: `status`, `progress`, `preview` and `done` events, each the generation as GET /api/v1/generations/{id} answers it',
   content: { 'text/event-stream': { schema: z.string() } },
 };
 
 /** Sends a watch's events as group A's SSE: the generation record, `done` for a final status. */
-function stream(request: FastifyRequest, reply: FastifyReply, events: AsyncIterable<WatchEvent>, controller: AbortController): void {
+function stream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  events: AsyncIterable<WatchEvent>,
+  controller: AbortController,
+): void {
   const sse = openEventStream(request, reply);
   sse.signal.addEventListener('abort', () => controller.abort(), { once: true });
   void (async () => {

@@ -32,8 +32,15 @@ function groupBModels(): z.infer<typeof openaiModel>[] {
   const entry = (id: string, m: Model) => {
     const l = listing.get(m.id)!;
     return {
-      id, object: 'model' as const, created: CATALOGUE_CREATED, owned_by: 'gensvc', kind: m.kind as 'image' | 'video' | 'chat',
-      unit: l.unit, price: l.price, prices: l.prices, priced_as: m.id,
+      id,
+      object: 'model' as const,
+      created: CATALOGUE_CREATED,
+      owned_by: 'gensvc',
+      kind: m.kind as 'image' | 'video' | 'chat',
+      unit: l.unit,
+      price: l.price,
+      prices: l.prices,
+      priced_as: m.id,
     };
   };
   const out: z.infer<typeof openaiModel>[] = [];
@@ -49,26 +56,41 @@ function groupBModels(): z.infer<typeof openaiModel>[] {
 export const openaiModelRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
-  route.get('/v1/models', {
-    schema: {
-      operationId: 'openaiListModels', tags, security,
-      summary: 'The model ids group B accepts, with their prices',
-      response: { 200: z.object({ object: z.literal('list'), data: z.array(openaiModel) }), ...errorsB(401, 429, 500, 503) },
+  route.get(
+    '/v1/models',
+    {
+      schema: {
+        operationId: 'openaiListModels',
+        tags,
+        security,
+        summary: 'The model ids group B accepts, with their prices',
+        response: {
+          200: z.object({ object: z.literal('list'), data: z.array(openaiModel) }),
+          ...errorsB(401, 429, 500, 503),
+        },
+      },
     },
-  }, async () => ({ object: 'list' as const, data: groupBModels() }));
+    async () => ({ object: 'list' as const, data: groupBModels() }),
+  );
 
-  route.get('/v1/models/:model', {
-    schema: {
-      operationId: 'openaiGetModel', tags, security,
-      summary: 'One model id of group B',
-      params: z.object({ model: z.string() }),
-      response: { 200: openaiModel, ...errorsB(401, 404, 429, 500, 503) },
+  route.get(
+    '/v1/models/:model',
+    {
+      schema: {
+        operationId: 'openaiGetModel',
+        tags,
+        security,
+        summary: 'One model id of group B',
+        params: z.object({ model: z.string() }),
+        response: { 200: openaiModel, ...errorsB(401, 404, 429, 500, 503) },
+      },
     },
-  }, async (request) => {
-    const found = groupBModels().find((m) => m.id === request.params.model);
-    if (!found) throw new NotFoundModel(request.params.model);
-    return found;
-  });
+    async (request) => {
+      const found = groupBModels().find((m) => m.id === request.params.model);
+      if (!found) throw new NotFoundModel(request.params.model);
+      return found;
+    },
+  );
 };
 
 class NotFoundModel extends DomainError {

@@ -43,14 +43,24 @@ type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 
 function messageOf(p: ResponseParts, status: ItemStatus) {
   return {
-    id: messageIdOf(p.id), type: 'message' as const, status, role: 'assistant' as const,
+    id: messageIdOf(p.id),
+    type: 'message' as const,
+    status,
+    role: 'assistant' as const,
     content: [{ type: 'output_text' as const, text: p.text ?? '', annotations: [], logprobs: [] }],
   };
 }
 
 /** A function call item; its id is derived from the response's, its call_id is the model's. */
 function functionCallOf(responseId: string, index: number, call: ToolCall, status: ItemStatus) {
-  return { id: `fc_${responseId.replace(/^gen_/, '')}_${index}`, type: 'function_call' as const, status, call_id: call.id, name: call.name, arguments: call.arguments };
+  return {
+    id: `fc_${responseId.replace(/^gen_/, '')}_${index}`,
+    type: 'function_call' as const,
+    status,
+    call_id: call.id,
+    name: call.name,
+    arguments: call.arguments,
+  };
 }
 
 /** The output items: the message (left out when the model only called functions), then the calls. */
@@ -98,7 +108,11 @@ export function responseObject(p: ResponseParts) {
     text: { format: { type: 'text' as const } },
     tool_choice: toolChoiceOf(p.tools),
     tools: (p.tools?.functions ?? []).map((f) => ({
-      type: 'function' as const, name: f.name, description: f.description ?? null, parameters: f.parameters ?? null, strict: f.strict ?? null,
+      type: 'function' as const,
+      name: f.name,
+      description: f.description ?? null,
+      parameters: f.parameters ?? null,
+      strict: f.strict ?? null,
     })),
     truncation: 'disabled' as const,
     usage: p.usage && {
@@ -118,19 +132,34 @@ export function partsOfView(g: StoredResponse): ResponseParts {
   const sampling = g.sampling;
   const cancelled = g.status === 'failed' && g.error?.code === 'cancelled';
   const status: ResponseStatus =
-    g.status === 'queued' ? 'queued'
-      : g.status === 'running' ? 'in_progress'
-        : g.status === 'succeeded' ? (maxTokens !== undefined && tokens >= maxTokens ? 'incomplete' : 'completed')
-          : cancelled ? 'cancelled' : 'failed';
+    g.status === 'queued'
+      ? 'queued'
+      : g.status === 'running'
+        ? 'in_progress'
+        : g.status === 'succeeded'
+          ? maxTokens !== undefined && tokens >= maxTokens
+            ? 'incomplete'
+            : 'completed'
+          : cancelled
+            ? 'cancelled'
+            : 'failed';
   return {
-    id: g.id, createdAt: g.createdAt, model: g.model, status, record: g.record,
+    id: g.id,
+    createdAt: g.createdAt,
+    model: g.model,
+    status,
+    record: g.record,
     maxOutputTokens: maxTokens ?? null,
-    temperature: sampling.temperature ?? 1, topP: sampling.top_p ?? 1,
+    temperature: sampling.temperature ?? 1,
+    topP: sampling.top_p ?? 1,
     text: g.status === 'succeeded' ? (g.text ?? '') : null,
     toolCalls: g.status === 'succeeded' ? g.toolCalls : [],
     tools: g.tools ?? null,
     usage: g.status === 'succeeded' ? { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens } : null,
-    error: status === 'failed' ? { code: 'server_error', message: g.error?.message ?? 'The response failed; nothing was charged.' } : null,
+    error:
+      status === 'failed'
+        ? { code: 'server_error', message: g.error?.message ?? 'The response failed; nothing was charged.' }
+        : null,
     completedAt: g.finishedAt,
   };
 }
@@ -149,19 +178,28 @@ export async function* responseEvents(
   start: ResponseParts,
 ): AsyncGenerator<string> {
   let sequence = 0;
-  const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data, sequence_number: sequence++ })}\n\n`;
+  const event = (type: string, data: Record<string, unknown>) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, ...data, sequence_number: sequence++ })}\n\n`;
   let parts: ResponseParts = { ...start, status: 'in_progress', text: null, toolCalls: [] };
   let text = '';
   const calls = toolCallAssembler();
   /** The output items in the order they were added: the message, or a function call by its index. */
   const items: ('message' | number)[] = [];
   const textPart = (t: string) => ({ type: 'output_text', text: t, annotations: [], logprobs: [] });
-  const messageAt = () => ({ item_id: messageIdOf(start.id), output_index: items.indexOf('message'), content_index: 0 });
+  const messageAt = () => ({
+    item_id: messageIdOf(start.id),
+    output_index: items.indexOf('message'),
+    content_index: 0,
+  });
   const callOf = (index: number, status: ItemStatus) => functionCallOf(start.id, index, calls.at(index), status);
-  const itemOf = (item: 'message' | number, status: ItemStatus) => (item === 'message' ? messageOf(parts, status) : callOf(item, status));
+  const itemOf = (item: 'message' | number, status: ItemStatus) =>
+    item === 'message' ? messageOf(parts, status) : callOf(item, status);
   function* openMessage(): Generator<string> {
     items.push('message');
-    yield event('response.output_item.added', { output_index: items.length - 1, item: { ...messageOf(parts, 'in_progress'), content: [] } });
+    yield event('response.output_item.added', {
+      output_index: items.length - 1,
+      item: { ...messageOf(parts, 'in_progress'), content: [] },
+    });
     yield event('response.content_part.added', { ...messageAt(), part: textPart('') });
   }
   try {
@@ -178,10 +216,17 @@ export async function* responseEvents(
         calls.add(e);
         if (!items.includes(e.index)) {
           items.push(e.index);
-          yield event('response.output_item.added', { output_index: items.length - 1, item: { ...callOf(e.index, 'in_progress'), arguments: '' } });
+          yield event('response.output_item.added', {
+            output_index: items.length - 1,
+            item: { ...callOf(e.index, 'in_progress'), arguments: '' },
+          });
         }
         if (e.arguments !== '') {
-          yield event('response.function_call_arguments.delta', { item_id: callOf(e.index, 'in_progress').id, output_index: items.indexOf(e.index), delta: e.arguments });
+          yield event('response.function_call_arguments.delta', {
+            item_id: callOf(e.index, 'in_progress').id,
+            output_index: items.indexOf(e.index),
+            delta: e.arguments,
+          });
         }
       } else {
         end = e;
@@ -199,16 +244,25 @@ export async function* responseEvents(
         yield event('response.content_part.done', { ...messageAt(), part: textPart(text) });
       } else {
         const call = callOf(item, status);
-        yield event('response.function_call_arguments.done', { item_id: call.id, output_index, name: call.name, arguments: call.arguments });
+        yield event('response.function_call_arguments.done', {
+          item_id: call.id,
+          output_index,
+          name: call.name,
+          arguments: call.arguments,
+        });
       }
       yield event('response.output_item.done', { output_index, item: itemOf(item, status) });
     }
-    yield event(`response.${status}`, { response: { ...responseObject(parts), output: items.map((item) => itemOf(item, status)) } });
+    yield event(`response.${status}`, {
+      response: { ...responseObject(parts), output: items.map((item) => itemOf(item, status)) },
+    });
   } catch (err) {
     // Headers are gone: the failure travels as events. The run was released, nothing charged.
     const e = err instanceof DomainError ? err : undefined;
     const message = e?.message ?? 'Internal error; retry shortly.';
-    yield event('response.failed', { response: responseObject({ ...parts, status: 'failed', text, error: { code: 'server_error', message } }) });
+    yield event('response.failed', {
+      response: responseObject({ ...parts, status: 'failed', text, error: { code: 'server_error', message } }),
+    });
     yield event('error', { code: e?.type ?? 'server_error', message, param: null });
   } finally {
     await rest.return?.();

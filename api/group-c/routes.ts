@@ -15,48 +15,69 @@ const recordWithLiveFields = (g: GenerationView) => ({ ...recordOf(g), ...liveFi
 const security: Record<string, string[]>[] = [{ apiKey: [] }, { session: [] }];
 
 /** Group C: per-kind generate, polling and credits, without a version prefix. */
-export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: GenerationService }> = async (app, deps) => {
+export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: GenerationService }> = async (
+  app,
+  deps,
+) => {
   app.addHook('onRequest', requireKeyOrSession(deps));
 
-  app.post('/api/generate', {
-    schema: {
-      operationId: 'legacyGenerate',
-      tags: ['Group C'],
-      summary: 'Generate an image, video, chat reply or upscale',
-      description: 'Images and chat replies finish within the call (unless `Prefer: respond-async`); videos and upscales answer `queued` or `running` at once and are polled with GET /api/generate/{id}. Every run is priced before it starts and the quote is the charge.',
-      security,
-      body: legacyGenerateBody,
-      headers: generateHeaders,
-      response: { 200: generationResponse, ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503) },
+  app.post(
+    '/api/generate',
+    {
+      schema: {
+        operationId: 'legacyGenerate',
+        tags: ['Group C'],
+        summary: 'Generate an image, video, chat reply or upscale',
+        description:
+          'Images and chat replies finish within the call (unless `Prefer: respond-async`); videos and upscales answer `queued` or `running` at once and are polled with GET /api/generate/{id}. Every run is priced before it starts and the quote is the charge.',
+        security,
+        body: legacyGenerateBody,
+        headers: generateHeaders,
+        response: { 200: generationResponse, ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503) },
+      },
     },
-  }, async (request, reply) => {
-    const options = { ...generateOptionsOf(request, 'C', 'POST /api/generate', request.body.deadlineSeconds), ...spendCapOption(request.body.maxCredits, 'maxCredits') };
-    const { generation } = await deps.service.submit(legacyRequestOf(request.body), principalOf(request), options);
-    if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
-    return { generation: recordWithLiveFields(generation) };
-  });
+    async (request, reply) => {
+      const options = {
+        ...generateOptionsOf(request, 'C', 'POST /api/generate', request.body.deadlineSeconds),
+        ...spendCapOption(request.body.maxCredits, 'maxCredits'),
+      };
+      const { generation } = await deps.service.submit(legacyRequestOf(request.body), principalOf(request), options);
+      if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
+      return { generation: recordWithLiveFields(generation) };
+    },
+  );
 
-  app.get('/api/generate/:id', {
-    schema: {
-      operationId: 'legacyGetGeneration',
-      tags: ['Group C'],
-      summary: 'Poll a generation',
-      security,
-      params: idParams,
-      response: { 200: generationResponse, ...errorResponses(401, 404, 429, 500, 503) },
+  app.get(
+    '/api/generate/:id',
+    {
+      schema: {
+        operationId: 'legacyGetGeneration',
+        tags: ['Group C'],
+        summary: 'Poll a generation',
+        security,
+        params: idParams,
+        response: { 200: generationResponse, ...errorResponses(401, 404, 429, 500, 503) },
+      },
     },
-  }, async (request) => ({ generation: recordWithLiveFields(await deps.service.get(principalOf(request), request.params.id)) }));
+    async (request) => ({
+      generation: recordWithLiveFields(await deps.service.get(principalOf(request), request.params.id)),
+    }),
+  );
 
-  app.get('/api/credits', {
-    schema: {
-      operationId: 'legacyGetCredits',
-      tags: ['Group C'],
-      summary: 'The credit balance and the free chat allowance',
-      security,
-      response: { 200: credits, ...errorResponses(401, 429, 500, 503) },
+  app.get(
+    '/api/credits',
+    {
+      schema: {
+        operationId: 'legacyGetCredits',
+        tags: ['Group C'],
+        summary: 'The credit balance and the free chat allowance',
+        security,
+        response: { 200: credits, ...errorResponses(401, 429, 500, 503) },
+      },
     },
-  }, async (request) => {
-    const { balance, holdsActive, trial } = await deps.service.balance(principalOf(request));
-    return { balance, holdsActive, trial };
-  });
+    async (request) => {
+      const { balance, holdsActive, trial } = await deps.service.balance(principalOf(request));
+      return { balance, holdsActive, trial };
+    },
+  );
 };

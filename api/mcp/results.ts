@@ -11,7 +11,10 @@ import { generationOf } from '../shared/schemas';
  * content"). A refusal carries the REST error body instead, so an agent reads the same `type` and
  * message a REST client would.
  */
-export function structured(value: Record<string, unknown>, opts: { isError?: boolean; more?: ContentBlock[] } = {}): CallToolResult {
+export function structured(
+  value: Record<string, unknown>,
+  opts: { isError?: boolean; more?: ContentBlock[] } = {},
+): CallToolResult {
   return {
     content: [{ type: 'text', text: JSON.stringify(value) }, ...(opts.more ?? [])],
     structuredContent: value,
@@ -21,7 +24,10 @@ export function structured(value: Record<string, unknown>, opts: { isError?: boo
 
 /** A business refusal (402, 403, unknown model, policy, not found…) as a tool error; nothing was charged. */
 export function refusal(err: DomainError): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(errorBody(err.type, err.status, err.message, err.details)) }], isError: true };
+  return {
+    content: [{ type: 'text', text: JSON.stringify(errorBody(err.type, err.status, err.message, err.details)) }],
+    isError: true,
+  };
 }
 
 /**

@@ -2,9 +2,20 @@ import { isTerminal } from '@modelcontextprotocol/sdk/experimental/tasks';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
-  CallToolRequestSchema, ErrorCode, GetTaskPayloadRequestSchema, ListToolsRequestSchema, McpError, RELATED_TASK_META_KEY,
+  CallToolRequestSchema,
+  ErrorCode,
+  GetTaskPayloadRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  RELATED_TASK_META_KEY,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { CallToolResult, CreateTaskResult, ProgressToken, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  CallToolResult,
+  CreateTaskResult,
+  ProgressToken,
+  ServerNotification,
+  ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type pg from 'pg';
 import { GenerationFinishedError } from '../../core/errors';
@@ -82,7 +93,12 @@ export function createMcpServer(deps: McpServerDeps, principal: Principal, log: 
   const guarded = guardedBy(internal);
 
   /** A task-augmented call answers a task at once; a refused one makes a task that has already failed with the refusal. */
-  const startTask = async (tool: string, submit: NonNullable<McpTool['submit']>, args: unknown, extra: Extra): Promise<CreateTaskResult> => {
+  const startTask = async (
+    tool: string,
+    submit: NonNullable<McpTool['submit']>,
+    args: unknown,
+    extra: Extra,
+  ): Promise<CreateTaskResult> => {
     let context: TaskContext;
     let immediate: string;
     try {
@@ -110,7 +126,11 @@ export function createMcpServer(deps: McpServerDeps, principal: Principal, log: 
     const tool = TOOLS.get(name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${name}'; tools/list names the tools.`);
     if (task) {
-      if (!tool.submit) throw new McpError(ErrorCode.MethodNotFound, `Tool '${name}' does not run as a task (its execution.taskSupport is not set).`);
+      if (!tool.submit)
+        throw new McpError(
+          ErrorCode.MethodNotFound,
+          `Tool '${name}' does not run as a task (its execution.taskSupport is not set).`,
+        );
       return startTask(tool.definition.name, tool.submit, args, extra);
     }
     return guarded(() => tool.call(args, contextOf(extra, extra._meta?.progressToken)));
@@ -127,7 +147,11 @@ export function createMcpServer(deps: McpServerDeps, principal: Principal, log: 
     while (!isTerminal(taskOf(row).status)) {
       if (extra.signal.aborted) throw new McpError(ErrorCode.ConnectionClosed, 'The request was cancelled.');
       if (row.generationId) {
-        await service.follow(principal, row.generationId, { waitMs: TASK_FOLLOW_SLICE_MS, onStatus: ctx.onStatus, signal: extra.signal });
+        await service.follow(principal, row.generationId, {
+          waitMs: TASK_FOLLOW_SLICE_MS,
+          onStatus: ctx.onStatus,
+          signal: extra.signal,
+        });
       }
       row = await tasks.row(taskId);
       if (!row) throw taskNotFound(taskId);
@@ -146,7 +170,8 @@ export function taskStoreFor(deps: McpServerDeps, principal: Principal): McpTask
     pool: deps.pool,
     accountId: principal.accountId,
     pollIntervalMs: deps.taskPollIntervalMs,
-    resultOf: async (generationId) => generationResult(await service.get(principal, generationId), { failedIsError: true }),
+    resultOf: async (generationId) =>
+      generationResult(await service.get(principal, generationId), { failedIsError: true }),
     async cancelGeneration(generationId) {
       try {
         await service.cancel(principal, generationId);
@@ -165,7 +190,12 @@ export function progressOf(g: GenerationView): { progress: number; total: number
 }
 
 /** notifications/progress for a generation's status; a caller that has gone away is not an error. */
-async function sendProgress(extra: Extra, progressToken: ProgressToken, g: GenerationView, taskId?: string): Promise<void> {
+async function sendProgress(
+  extra: Extra,
+  progressToken: ProgressToken,
+  g: GenerationView,
+  taskId?: string,
+): Promise<void> {
   await extra
     .sendNotification({
       method: 'notifications/progress',

@@ -7,14 +7,23 @@ import { version } from '../shared/docs';
 import { guardedBy, refusalOf } from './results';
 import type { McpServerDeps } from './revision-2025-11-25';
 import { INSTRUCTIONS, progressOf, taskStoreFor } from './revision-2025-11-25';
-import { declaresTasks, detailedTask, extensionTaskNotFound, requireTasksCapability, TASKS_EXTENSION } from './tasks-extension';
+import {
+  declaresTasks,
+  detailedTask,
+  extensionTaskNotFound,
+  requireTasksCapability,
+  TASKS_EXTENSION,
+} from './tasks-extension';
 import type { DetailedTask } from './tasks-extension';
 import { TOOLS } from './tools';
 import type { McpTool, ToolContext } from './tools';
 
 const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 const taskIdParams = z.looseObject({ taskId: z.string() });
-const updateParams = z.looseObject({ taskId: z.string(), inputResponses: z.record(z.string(), z.unknown()).optional() });
+const updateParams = z.looseObject({
+  taskId: z.string(),
+  inputResponses: z.record(z.string(), z.unknown()).optional(),
+});
 
 /**
  * The MCP server for one HTTP request on protocol revision 2026-07-28, with SDK 2.x's low-level
@@ -33,7 +42,8 @@ export function createModernMcpServer(deps: McpServerDeps, principal: Principal,
   server.onerror = (err) => log.debug({ err }, 'mcp protocol error');
 
   // The SDK types the lifted envelope as an empty object; the capabilities are under their wire key.
-  const capabilitiesOf = (ctx: ServerContext): unknown => (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES];
+  const capabilitiesOf = (ctx: ServerContext): unknown =>
+    (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES];
 
   const contextOf = (ctx: ServerContext): ToolContext => {
     const token = ctx.mcpReq._meta?.progressToken;
@@ -41,9 +51,14 @@ export function createModernMcpServer(deps: McpServerDeps, principal: Principal,
       service,
       principal,
       syncWaitMs: deps.syncWaitMs,
-      onStatus: token === undefined ? undefined : async (g) => {
-        await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...progressOf(g) } }).catch(() => undefined);
-      },
+      onStatus:
+        token === undefined
+          ? undefined
+          : async (g) => {
+              await ctx.mcpReq
+                .notify({ method: 'notifications/progress', params: { progressToken: token, ...progressOf(g) } })
+                .catch(() => undefined);
+            },
       signal: ctx.mcpReq.signal,
       log,
     };
@@ -65,21 +80,31 @@ export function createModernMcpServer(deps: McpServerDeps, principal: Principal,
         method: 'tools/call',
         params: { name: tool.definition.name, ...(progressToken === undefined ? {} : { _meta: { progressToken } }) },
       });
-      log.info({ taskId: created.taskId, tool: tool.definition.name, accountId: principal.accountId }, 'mcp task created');
+      log.info(
+        { taskId: created.taskId, tool: tool.definition.name, accountId: principal.accountId },
+        'mcp task created',
+      );
       const row = await tasks.row(created.taskId);
       if (!row) throw new Error(`task ${created.taskId} vanished`);
       const task = await detailedTask(tasks, row);
-      return { resultType: 'task', ...task, statusMessage: `Generation ${g.id} is ${g.status}; tasks/get follows it to its end.` };
+      return {
+        resultType: 'task',
+        ...task,
+        statusMessage: `Generation ${g.id} is ${g.status}; tasks/get follows it to its end.`,
+      };
     });
 
   // Tasks moved to an extension in 2026-07-28: the tool's execution.taskSupport is 2025-11-25's field.
-  const definitions: Tool[] = [...TOOLS.values()].map(({ definition: { execution: _execution, ...rest } }) => rest as Tool);
+  const definitions: Tool[] = [...TOOLS.values()].map(
+    ({ definition: { execution: _execution, ...rest } }) => rest as Tool,
+  );
   server.setRequestHandler('tools/list', () => ({ tools: definitions }));
 
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const { name, arguments: args } = request.params;
     const tool = TOOLS.get(name);
-    if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool '${name}'; tools/list names the tools.`);
+    if (!tool)
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool '${name}'; tools/list names the tools.`);
     if (tool.submit && declaresTasks(capabilitiesOf(ctx))) {
       // A CreateTaskResult is the extension's polymorphic answer; the SDK's typed handler knows only CallToolResult.
       return (await startTask(tool, tool.submit, args, ctx)) as CallToolResult;
@@ -93,10 +118,14 @@ export function createModernMcpServer(deps: McpServerDeps, principal: Principal,
     return row;
   };
 
-  server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params, ctx): Promise<DetailedTask & Record<string, unknown>> => {
-    requireTasksCapability(capabilitiesOf(ctx));
-    return { ...(await detailedTask(tasks, await readTask(params.taskId))) };
-  });
+  server.setRequestHandler(
+    'tasks/get',
+    { params: taskIdParams },
+    async (params, ctx): Promise<DetailedTask & Record<string, unknown>> => {
+      requireTasksCapability(capabilitiesOf(ctx));
+      return { ...(await detailedTask(tasks, await readTask(params.taskId))) };
+    },
+  );
 
   // No task of ours ever asks for input; responses to keys never issued are ignored, as the extension says.
   server.setRequestHandler('tasks/update', { params: updateParams }, async (params, ctx) => {
@@ -114,7 +143,8 @@ export function createModernMcpServer(deps: McpServerDeps, principal: Principal,
     } catch (err) {
       if (err instanceof ProtocolError) throw err;
       const refused = refusalOf(err);
-      if (refused) throw new ProtocolError(ProtocolErrorCode.InternalError, 'The cancel could not be completed; retry shortly.');
+      if (refused)
+        throw new ProtocolError(ProtocolErrorCode.InternalError, 'The cancel could not be completed; retry shortly.');
       throw internal(err);
     }
     return {};

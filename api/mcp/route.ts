@@ -37,8 +37,14 @@ const jsonRpcMessage = z
 const jsonRpcError = z
   .object({
     jsonrpc: z.literal('2.0'),
-    id: z.union([z.string(), z.number()]).nullable().describe('The request’s id; null when the request could not be read'),
-    error: z.object({ code: z.number().int().describe('A JSON-RPC error code, e.g. -32700 parse error, -32000 transport error'), message: z.string() }),
+    id: z
+      .union([z.string(), z.number()])
+      .nullable()
+      .describe('The request’s id; null when the request could not be read'),
+    error: z.object({
+      code: z.number().int().describe('A JSON-RPC error code, e.g. -32700 parse error, -32000 transport error'),
+      message: z.string(),
+    }),
   })
   .meta({ id: 'JsonRpcError' });
 
@@ -46,7 +52,7 @@ const security = [{ apiKey: [] }];
 const tags = ['Group A'];
 const description =
   'The Model Context Protocol over Streamable HTTP, revisions 2025-11-25 (initialize handshake) and 2026-07-28 (no handshake: ' +
-  'server/discover, the protocol version and capabilities in each request\'s _meta, the tasks extension io.modelcontextprotocol/tasks), ' +
+  "server/discover, the protocol version and capabilities in each request's _meta, the tasks extension io.modelcontextprotocol/tasks), " +
   'stateless: every POST carries one JSON-RPC message ' +
   'and is answered on its own, so any API instance answers any request; a JSON array (a JSON-RPC batch, removed from MCP in ' +
   '2025-06-18) is refused with a JSON-RPC error and nothing runs. Send `Accept: application/json, text/event-stream` ' +
@@ -60,9 +66,11 @@ const description =
 const CORS_ALLOWED = 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID';
 const CORS_EXPOSED = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 
-const BATCH_MESSAGE = 'JSON-RPC batches are not accepted (MCP 2025-06-18 removed them): send each message in its own POST. Nothing in this batch was run.';
+const BATCH_MESSAGE =
+  'JSON-RPC batches are not accepted (MCP 2025-06-18 removed them): send each message in its own POST. Nothing in this batch was run.';
 
-const STATELESS_MESSAGE = 'This MCP endpoint is stateless: it offers no server-to-client stream (GET) and no session to end (DELETE); POST each message.';
+const STATELESS_MESSAGE =
+  'This MCP endpoint is stateless: it offers no server-to-client stream (GET) and no session to end (DELETE); POST each message.';
 
 /** MCP at /api/mcp (DESIGN §6): the same key, scopes, rate limit and ledger as the REST doors. */
 export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) => {
@@ -81,9 +89,14 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
     const origin = request.headers.origin;
     if (origin === undefined) return;
     if (!allowed.has(origin)) {
-      throw new PermissionError(`Requests from pages of origin '${origin}' are not allowed on ${MCP_PATH}.`, { param: 'Origin' });
+      throw new PermissionError(`Requests from pages of origin '${origin}' are not allowed on ${MCP_PATH}.`, {
+        param: 'Origin',
+      });
     }
-    reply.header('Access-Control-Allow-Origin', origin).header('Vary', 'Origin').header('Access-Control-Expose-Headers', CORS_EXPOSED);
+    reply
+      .header('Access-Control-Allow-Origin', origin)
+      .header('Vary', 'Origin')
+      .header('Access-Control-Expose-Headers', CORS_EXPOSED);
   };
 
   // A 401 names the scheme (RFC 9110, RFC 6750) and points at no authorization server: with no
@@ -94,7 +107,10 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
       await authenticate(request, reply);
     } catch (err) {
       if (err instanceof UnauthorizedError) {
-        reply.header('WWW-Authenticate', `Bearer realm="${REALM}"${bearerToken(request) ? ', error="invalid_token"' : ''}`);
+        reply.header(
+          'WWW-Authenticate',
+          `Bearer realm="${REALM}"${bearerToken(request) ? ', error="invalid_token"' : ''}`,
+        );
       }
       throw err;
     }
@@ -104,67 +120,86 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
   // for one count; protocol 2025-11-25 has no batches, so one is refused whole, before anything runs.
   const refuseBatch = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!Array.isArray(request.body)) return;
-    await reply.code(400).send({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.InvalidRequest, message: BATCH_MESSAGE } });
+    await reply
+      .code(400)
+      .send({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.InvalidRequest, message: BATCH_MESSAGE } });
   };
 
-  app.post(MCP_PATH, {
-    onRequest: [checkOrigin, authenticateWithChallenge],
-    preValidation: refuseBatch,
-    schema: {
-      operationId: 'mcp',
-      tags,
-      summary: 'MCP (Model Context Protocol) over Streamable HTTP',
-      description,
-      security,
-      body: jsonRpcMessage,
-      response: {
-        200: {
-          description: 'The JSON-RPC response: on 2025-11-25 a Server-Sent Events stream (notifications such as notifications/progress, then the response); ' +
-            'on 2026-07-28 a JSON body, or a stream when the request asks for progress. A JSON-RPC error of a request handler is answered 200 too.',
-          content: {
-            'text/event-stream': { schema: z.string().describe('`event: message` events whose data is a JSON-RPC message') },
-            'application/json': { schema: z.looseObject({ jsonrpc: z.literal('2.0') }).describe('A JSON-RPC response (2026-07-28)') },
+  app.post(
+    MCP_PATH,
+    {
+      onRequest: [checkOrigin, authenticateWithChallenge],
+      preValidation: refuseBatch,
+      schema: {
+        operationId: 'mcp',
+        tags,
+        summary: 'MCP (Model Context Protocol) over Streamable HTTP',
+        description,
+        security,
+        body: jsonRpcMessage,
+        response: {
+          200: {
+            description:
+              'The JSON-RPC response: on 2025-11-25 a Server-Sent Events stream (notifications such as notifications/progress, then the response); ' +
+              'on 2026-07-28 a JSON body, or a stream when the request asks for progress. A JSON-RPC error of a request handler is answered 200 too.',
+            content: {
+              'text/event-stream': {
+                schema: z.string().describe('`event: message` events whose data is a JSON-RPC message'),
+              },
+              'application/json': {
+                schema: z.looseObject({ jsonrpc: z.literal('2.0') }).describe('A JSON-RPC response (2026-07-28)'),
+              },
+            },
           },
+          202: z.null().describe('Notifications or responses only: accepted, no body'),
+          400: z
+            .union([apiError, jsonRpcError])
+            .describe(
+              'The body is not JSON (error body), or a batch, or not a JSON-RPC message the server takes, ' +
+                'or (2026-07-28) headers that disagree with the body, an unsupported protocol version, a capability the client must declare (JSON-RPC error)',
+            ),
+          404: jsonRpcError.describe(
+            '2026-07-28 only: the method does not exist on that revision (-32601), e.g. initialize or tasks/list',
+          ),
+          401: apiError.describe(
+            'authentication_error: missing, invalid or revoked key; `WWW-Authenticate: Bearer realm="…"`',
+          ),
+          403: apiError.describe('permission_error: the Origin header names a page of another origin'),
+          406: jsonRpcError.describe('The Accept header must list both application/json and text/event-stream'),
+          ...errorResponses(413, 429, 500, 503),
         },
-        202: z.null().describe('Notifications or responses only: accepted, no body'),
-        400: z.union([apiError, jsonRpcError]).describe('The body is not JSON (error body), or a batch, or not a JSON-RPC message the server takes, ' +
-          'or (2026-07-28) headers that disagree with the body, an unsupported protocol version, a capability the client must declare (JSON-RPC error)'),
-        404: jsonRpcError.describe('2026-07-28 only: the method does not exist on that revision (-32601), e.g. initialize or tasks/list'),
-        401: apiError.describe('authentication_error: missing, invalid or revoked key; `WWW-Authenticate: Bearer realm="…"`'),
-        403: apiError.describe('permission_error: the Origin header names a page of another origin'),
-        406: jsonRpcError.describe('The Accept header must list both application/json and text/event-stream'),
-        ...errorResponses(413, 429, 500, 503),
       },
     },
-  }, async (request, reply) => {
-    const principal = principalOf(request);
-    const webRequest = webRequestOf(request);
-    // One revision per message: a 2026-07-28 request carries its protocol version in `_meta` (and the
-    // MCP-Protocol-Version header); anything else is 2025-era and keeps the SDK 1.x path it always had,
-    // a message without a method included (the 1.x transport answers it as before).
-    if (!hasMethod(request.body) || (await isLegacyRequest(webRequest, request.body))) {
-      const server = createMcpServer(serverDeps, principal, request.log);
-      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-      await server.connect(transport);
-      // One server and transport per request: when the answer is over or the caller has gone, so
-      // are they (a handler still waiting on a generation is aborted).
-      reply.raw.once('close', () => {
-        server.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const webRequest = webRequestOf(request);
+      // One revision per message: a 2026-07-28 request carries its protocol version in `_meta` (and the
+      // MCP-Protocol-Version header); anything else is 2025-era and keeps the SDK 1.x path it always had,
+      // a message without a method included (the 1.x transport answers it as before).
+      if (!hasMethod(request.body) || (await isLegacyRequest(webRequest, request.body))) {
+        const server = createMcpServer(serverDeps, principal, request.log);
+        const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+        await server.connect(transport);
+        // One server and transport per request: when the answer is over or the caller has gone, so
+        // are they (a handler still waiting on a generation is aborted).
+        reply.raw.once('close', () => {
+          server.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
+        });
+        const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
+        // Fastify sends a web Response as it is (status, headers, streamed body); the typed reply knows only JSON bodies.
+        return reply.send(response as never);
+      }
+      const handler = createMcpHandler(() => createModernMcpServer(serverDeps, principal, request.log), {
+        legacy: 'reject',
+        onerror: (err) => request.log.debug({ err }, 'mcp protocol error'),
       });
-      const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
-      // Fastify sends a web Response as it is (status, headers, streamed body); the typed reply knows only JSON bodies.
+      reply.raw.once('close', () => {
+        handler.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
+      });
+      const response = await handler.fetch(webRequest, { parsedBody: request.body });
       return reply.send(response as never);
-    }
-    const handler = createMcpHandler(() => createModernMcpServer(serverDeps, principal, request.log), {
-      legacy: 'reject',
-      onerror: (err) => request.log.debug({ err }, 'mcp protocol error'),
-    });
-    reply.raw.once('close', () => {
-      handler.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
-    });
-    const response = await handler.fetch(webRequest, { parsedBody: request.body });
-    return reply.send(response as never);
-  });
+    },
+  );
 
   const stateless = {
     tags,
@@ -173,27 +208,48 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
     response: { 405: apiError.describe('Always: see Allow') },
   };
   const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) =>
-    reply.code(405).header('Allow', 'POST').send(errorBody('invalid_request_error', 405, STATELESS_MESSAGE));
-  app.get(MCP_PATH, { schema: { ...stateless, operationId: 'mcpStream', summary: 'No server-to-client stream: 405' } }, notAllowed);
+    reply
+      .code(405)
+      .header('Allow', 'POST')
+      .send(errorBody('invalid_request_error', 405, STATELESS_MESSAGE));
+  app.get(
+    MCP_PATH,
+    { schema: { ...stateless, operationId: 'mcpStream', summary: 'No server-to-client stream: 405' } },
+    notAllowed,
+  );
 
   // The CORS preflight of a page of an allowed origin (its POST carries Authorization and JSON).
-  app.options(MCP_PATH, {
-    onRequest: checkOrigin,
-    schema: {
-      operationId: 'mcpPreflight',
-      tags,
-      summary: 'CORS preflight for pages of the allowed origins',
-      description: 'Pages of the API’s own origin and of MCP_ALLOWED_ORIGINS may call POST /api/mcp from a browser; other origins get 403.',
-      security: [],
-      response: {
-        204: z.null().describe('Allowed: Access-Control-Allow-Origin/-Methods/-Headers name what the page may send'),
-        403: apiError.describe('permission_error: the Origin header names a page of another origin'),
+  app.options(
+    MCP_PATH,
+    {
+      onRequest: checkOrigin,
+      schema: {
+        operationId: 'mcpPreflight',
+        tags,
+        summary: 'CORS preflight for pages of the allowed origins',
+        description:
+          'Pages of the API’s own origin and of MCP_ALLOWED_ORIGINS may call POST /api/mcp from a browser; other origins get 403.',
+        security: [],
+        response: {
+          204: z.null().describe('Allowed: Access-Control-Allow-Origin/-Methods/-Headers name what the page may send'),
+          403: apiError.describe('permission_error: the Origin header names a page of another origin'),
+        },
       },
     },
-  }, async (_request, reply) =>
-    reply.code(204).header('Allow', 'POST, OPTIONS').header('Access-Control-Allow-Methods', 'POST')
-      .header('Access-Control-Allow-Headers', CORS_ALLOWED).header('Access-Control-Max-Age', '600').send(null));
-  app.delete(MCP_PATH, { schema: { ...stateless, operationId: 'mcpEndSession', summary: 'No session to end: 405' } }, notAllowed);
+    async (_request, reply) =>
+      reply
+        .code(204)
+        .header('Allow', 'POST, OPTIONS')
+        .header('Access-Control-Allow-Methods', 'POST')
+        .header('Access-Control-Allow-Headers', CORS_ALLOWED)
+        .header('Access-Control-Max-Age', '600')
+        .send(null),
+  );
+  app.delete(
+    MCP_PATH,
+    { schema: { ...stateless, operationId: 'mcpEndSession', summary: 'No session to end: 405' } },
+    notAllowed,
+  );
 };
 
 const hasMethod = (body: unknown): boolean => typeof (body as { method?: unknown } | null)?.method === 'string';

@@ -24,7 +24,8 @@ export interface McpTaskStoreDeps {
   cancelGeneration(generationId: string): Promise<void>;
 }
 
-export const taskNotFound = (taskId: string) => new McpError(ErrorCode.InvalidParams, `Failed to retrieve task: Task not found (${taskId})`);
+export const taskNotFound = (taskId: string) =>
+  new McpError(ErrorCode.InvalidParams, `Failed to retrieve task: Task not found (${taskId})`);
 
 /**
  * The SDK's TaskStore over the `mcp_tasks` table, made per request for the calling key's account.
@@ -112,7 +113,8 @@ const GENERATION_STATUS_MESSAGES = {
 
 /** A task as the protocol shows it, its status derived from its generation unless it has its own. */
 export function taskOf(row: McpTaskRow): Task {
-  const lastUpdated = row.generation && row.generation.updatedAt > row.updatedAt ? row.generation.updatedAt : row.updatedAt;
+  const lastUpdated =
+    row.generation && row.generation.updatedAt > row.updatedAt ? row.generation.updatedAt : row.updatedAt;
   return {
     taskId: row.id,
     ...statusOf(row),
@@ -131,7 +133,10 @@ function statusOf(row: McpTaskRow): { status: Task['status']; statusMessage?: st
     const message = g.error?.message ?? 'The generation failed.';
     return { status: g.error?.code === 'cancelled' ? 'cancelled' : 'failed', statusMessage: message };
   }
-  return { status: g.status === 'succeeded' ? 'completed' : 'working', statusMessage: GENERATION_STATUS_MESSAGES[g.status] };
+  return {
+    status: g.status === 'succeeded' ? 'completed' : 'working',
+    statusMessage: GENERATION_STATUS_MESSAGES[g.status],
+  };
 }
 
 /** The message of a refusal's error body, for the task's statusMessage. */

@@ -81,10 +81,20 @@ function jsonSchemaOf(schema: z.ZodObject, io: 'input' | 'output'): Tool['inputS
 const generationOutput = z.object(generation.shape);
 
 /** Media tools spend credits and reach model providers: never destructive, never idempotent. */
-const GENERATES: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
+const GENERATES: ToolAnnotations = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: false,
+  openWorldHint: true,
+};
 const READS: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
 /** Cancelling stops work and releases its hold: destructive to that work, the same answer when repeated. */
-const CANCELS: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
+const CANCELS: ToolAnnotations = {
+  readOnlyHint: false,
+  destructiveHint: true,
+  idempotentHint: true,
+  openWorldHint: false,
+};
 
 const ENHANCE_MAX_TOKENS = 300;
 const enhanceInstructions = (target: 'image' | 'video') =>
@@ -114,14 +124,31 @@ const generateImage = defineTool({
   annotations: GENERATES,
   parse: asGroupA('image'),
   run: async (body, ctx) => {
-    const { generation: submitted } = await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', respondAsync: true, log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds), ...spendCapOption(body.max_credits, 'max_credits') });
-    const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
+    const { generation: submitted } = await ctx.service.submit(v1RequestOf(body), ctx.principal, {
+      door: 'A',
+      respondAsync: true,
+      log: ctx.log,
+      deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds),
+      ...spendCapOption(body.max_credits, 'max_credits'),
+    });
+    const g = await ctx.service.follow(ctx.principal, submitted.id, {
+      waitMs: ctx.syncWaitMs,
+      onStatus: ctx.onStatus,
+      signal: ctx.signal,
+    });
     return generationResult(g, { failedIsError: true });
   },
 });
 
 const submitVideo = async (body: z.output<typeof v1GenerateBody>, ctx: ToolContext): Promise<GenerationView> =>
-  (await ctx.service.submit(v1RequestOf(body), ctx.principal, { door: 'A', log: ctx.log, deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds), ...spendCapOption(body.max_credits, 'max_credits') })).generation;
+  (
+    await ctx.service.submit(v1RequestOf(body), ctx.principal, {
+      door: 'A',
+      log: ctx.log,
+      deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds),
+      ...spendCapOption(body.max_credits, 'max_credits'),
+    })
+  ).generation;
 
 const generateVideo = defineTool({
   name: 'generate_video',
@@ -163,9 +190,21 @@ const enhancePrompt = defineTool({
         { role: 'user' as const, content: args.prompt },
       ],
     };
-    const { generation: submitted } = await ctx.service.submit(request, ctx.principal, { door: 'A', respondAsync: true, log: ctx.log, ...spendCapOption(args.max_credits, 'max_credits') });
-    const g = await ctx.service.follow(ctx.principal, submitted.id, { waitMs: ctx.syncWaitMs, onStatus: ctx.onStatus, signal: ctx.signal });
-    return structured({ prompt: g.status === 'succeeded' ? (g.text ?? '').trim() : '', generation: generationOf(g) }, { isError: g.status === 'failed' });
+    const { generation: submitted } = await ctx.service.submit(request, ctx.principal, {
+      door: 'A',
+      respondAsync: true,
+      log: ctx.log,
+      ...spendCapOption(args.max_credits, 'max_credits'),
+    });
+    const g = await ctx.service.follow(ctx.principal, submitted.id, {
+      waitMs: ctx.syncWaitMs,
+      onStatus: ctx.onStatus,
+      signal: ctx.signal,
+    });
+    return structured(
+      { prompt: g.status === 'succeeded' ? (g.text ?? '').trim() : '', generation: generationOf(g) },
+      { isError: g.status === 'failed' },
+    );
   },
 });
 
@@ -190,14 +229,25 @@ const getGeneration = defineTool({
     `waits up to that long (at most ${MAX_WAIT_SECONDS}) for the generation to finish, so a video can be followed without polling hard.`,
   input: z.object({
     id: z.string().min(1).max(64).describe('A generation id (gen_…), as a generate tool or the REST API answered it'),
-    wait_seconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).default(0).describe('Wait up to this many seconds for the generation to finish'),
+    wait_seconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_WAIT_SECONDS)
+      .default(0)
+      .describe('Wait up to this many seconds for the generation to finish'),
   }),
   output: generationOutput,
   annotations: READS,
   run: async (args, ctx) => {
-    const g = args.wait_seconds > 0
-      ? await ctx.service.follow(ctx.principal, args.id, { waitMs: args.wait_seconds * 1000, onStatus: ctx.onStatus, signal: ctx.signal })
-      : await ctx.service.get(ctx.principal, args.id);
+    const g =
+      args.wait_seconds > 0
+        ? await ctx.service.follow(ctx.principal, args.id, {
+            waitMs: args.wait_seconds * 1000,
+            onStatus: ctx.onStatus,
+            signal: ctx.signal,
+          })
+        : await ctx.service.get(ctx.principal, args.id);
     return generationResult(g, { failedIsError: false });
   },
 });
@@ -209,13 +259,19 @@ const cancelGeneration = defineTool({
     'Cancels a queued or running generation of this account (a video started by generate_video, for one): it fails with code ' +
     'cancelled and its held credits are released; nothing is charged. Cancelling it again answers the same record. A generation ' +
     'that has already finished otherwise is a generation_finished error naming its status, as POST /api/v1/generations/{id}/cancel answers.',
-  input: z.object({ id: z.string().min(1).max(64).describe('A generation id (gen_…), as a generate tool or the REST API answered it') }),
+  input: z.object({
+    id: z.string().min(1).max(64).describe('A generation id (gen_…), as a generate tool or the REST API answered it'),
+  }),
   output: generationOutput,
   annotations: CANCELS,
-  run: async (args, ctx) => generationResult(await ctx.service.cancel(ctx.principal, args.id), { failedIsError: false }),
+  run: async (args, ctx) =>
+    generationResult(await ctx.service.cancel(ctx.principal, args.id), { failedIsError: false }),
 });
 
 /** The tools of the MCP endpoint, by name (on both protocol revisions). */
 export const TOOLS: ReadonlyMap<string, McpTool> = new Map(
-  [generateImage, generateVideo, enhancePrompt, listModels, getGeneration, cancelGeneration].map((t) => [t.definition.name, t]),
+  [generateImage, generateVideo, enhancePrompt, listModels, getGeneration, cancelGeneration].map((t) => [
+    t.definition.name,
+    t,
+  ]),
 );

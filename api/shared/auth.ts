@@ -57,18 +57,35 @@ function applyRateHeaders(reply: FastifyReply, decision: RateDecision): void {
 }
 
 /** Counts the request in a bucket, sets the RateLimit-* headers, and refuses it with 429 when full. */
-export async function rateLimited(limiter: RateLimiter, reply: FastifyReply, bucket: string, limit: number): Promise<void> {
+export async function rateLimited(
+  limiter: RateLimiter,
+  reply: FastifyReply,
+  bucket: string,
+  limit: number,
+): Promise<void> {
   applyRateHeaders(reply, await limiter.check(bucket, limit));
 }
 
-async function admitKey(deps: AuthDeps, request: FastifyRequest, reply: FastifyReply, token: string, unauthorizedType: 'unauthorized' | 'authentication_error'): Promise<void> {
+async function admitKey(
+  deps: AuthDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string,
+  unauthorizedType: 'unauthorized' | 'authentication_error',
+): Promise<void> {
   const key = isWellFormedApiKey(token) ? await findApiKeyByHash(deps.pool, hashApiKey(token)) : undefined;
   if (!key) throw new UnauthorizedError('The API key is invalid or revoked.', unauthorizedType);
   applyRateHeaders(reply, await deps.limiter.decide(key.id, key.plan));
   // "Last used" for the dashboard: one write per key per minute at most, decided from the row just read.
-  if (!key.lastUsedAt || Date.now() - key.lastUsedAt.getTime() >= KEY_USE_RESOLUTION_MS) await touchApiKey(deps.pool, key.id);
+  if (!key.lastUsedAt || Date.now() - key.lastUsedAt.getTime() >= KEY_USE_RESOLUTION_MS)
+    await touchApiKey(deps.pool, key.id);
   request.principal = {
-    accountId: key.accountId, apiKeyId: key.id, scopes: key.scopes, models: key.models, plan: key.plan, budgeted: key.budgeted,
+    accountId: key.accountId,
+    apiKeyId: key.id,
+    scopes: key.scopes,
+    models: key.models,
+    plan: key.plan,
+    budgeted: key.budgeted,
     ...(key.availableMc === undefined ? {} : { availableMc: key.availableMc }),
   };
 }
@@ -125,7 +142,13 @@ export async function admitSession(deps: SessionCookies, request: FastifyRequest
   }
   request.session = { ...session, token };
   // A person in the dashboard acts for the whole account: every scope, every model.
-  request.principal = { accountId: session.accountId, apiKeyId: null, scopes: [...SCOPES], models: null, plan: session.plan };
+  request.principal = {
+    accountId: session.accountId,
+    apiKeyId: null,
+    scopes: [...SCOPES],
+    models: null,
+    plan: session.plan,
+  };
   return true;
 }
 
@@ -137,7 +160,10 @@ export function requireKeyOrSession(deps: SessionAuthDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const token = bearerToken(request);
     if (token) return admitKey(deps, request, reply, token, 'unauthorized');
-    if (!(await admitSession(deps.sessions, request))) throw new UnauthorizedError('A valid API key (Authorization: Bearer <API_KEY>) or dashboard session is required.');
+    if (!(await admitSession(deps.sessions, request)))
+      throw new UnauthorizedError(
+        'A valid API key (Authorization: Bearer <API_KEY>) or dashboard session is required.',
+      );
     const plan = request.principal!.plan;
     await rateLimited(deps.limiter, reply, `user:${request.session!.userId}`, PLAN_RATE_LIMITS[plan]);
   };

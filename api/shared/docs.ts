@@ -6,7 +6,9 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
 import { z } from 'zod';
 
 /** The package version: the API's version in the OpenAPI document and the MCP server's. */
-export const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+export const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 /**
  * The OpenAPI 3.1 document is generated from the routes' own zod schemas (served at
@@ -30,8 +32,11 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
           apiKey: { type: 'http', scheme: 'bearer', description: 'An API key (gsk_…), shown once when created' },
           adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN)' },
           session: {
-            type: 'apiKey', in: 'cookie', name: 'gensvc_session',
-            description: 'A dashboard session (log in at /dashboard/login). POST, PATCH and DELETE also need the session’s CSRF token in the X-CSRF-Token header.',
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'gensvc_session',
+            description:
+              'A dashboard session (log in at /dashboard/login). POST, PATCH and DELETE also need the session’s CSRF token in the X-CSRF-Token header.',
           },
         },
       },
@@ -41,8 +46,16 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         { name: 'Dashboard', description: 'The web dashboard’s own calls, made with a session cookie (/dashboard)' },
         { name: 'Files', description: 'Generated files, reached through signed URLs' },
         { name: 'Operator', description: 'Health and the admin API' },
-        { name: 'Billing', description: 'Buying credits with Stripe Checkout (present when STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are set)' },
-        { name: 'Upstreams', description: 'Where upstreams (fal, Replicate) report a job we left waiting has ended; authenticated by their signatures' },
+        {
+          name: 'Billing',
+          description:
+            'Buying credits with Stripe Checkout (present when STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are set)',
+        },
+        {
+          name: 'Upstreams',
+          description:
+            'Where upstreams (fal, Replicate) report a job we left waiting has ended; authenticated by their signatures',
+        },
       ],
     },
     transform: jsonSchemaTransform,
@@ -50,13 +63,17 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
 
-  app.get('/openapi.json', {
-    schema: {
-      operationId: 'openapi',
-      tags: ['Operator'],
-      summary: 'This API described in OpenAPI 3.1, generated from the code',
-      security: [],
-      response: { 200: z.record(z.string(), z.unknown()) },
+  app.get(
+    '/openapi.json',
+    {
+      schema: {
+        operationId: 'openapi',
+        tags: ['Operator'],
+        summary: 'This API described in OpenAPI 3.1, generated from the code',
+        security: [],
+        response: { 200: z.record(z.string(), z.unknown()) },
+      },
     },
-  }, async () => app.swagger());
+    async () => app.swagger(),
+  );
 }

@@ -3,7 +3,13 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { ZodError } from 'zod';
 import { classifyDbError } from '../../core/db/errors';
 import {
-  DomainError, IdempotencyConflictError, InvalidRequestError, isAfterAdmission, markAfterAdmission, RateLimitError, ServiceUnavailableError,
+  DomainError,
+  IdempotencyConflictError,
+  InvalidRequestError,
+  isAfterAdmission,
+  markAfterAdmission,
+  RateLimitError,
+  ServiceUnavailableError,
 } from '../../core/errors';
 import type { MethodIndex } from './methods';
 
@@ -32,7 +38,11 @@ export function databaseUnavailable(): ServiceUnavailableError {
  * Runs a door's call to the service and renames the parameters its errors name into the door's
  * own words (group A's and B's snake_case), message included; `translate` may replace an error.
  */
-export async function inDoorWords<T>(renames: Record<string, string>, work: () => Promise<T>, translate?: (err: DomainError) => DomainError | undefined): Promise<T> {
+export async function inDoorWords<T>(
+  renames: Record<string, string>,
+  work: () => Promise<T>,
+  translate?: (err: DomainError) => DomainError | undefined,
+): Promise<T> {
   try {
     return await work();
   } catch (caught) {
@@ -60,7 +70,12 @@ export function fromZod(err: ZodError): InvalidRequestError {
   return invalid(path, inner?.message ?? issue?.message ?? 'invalid request', 'body');
 }
 
-interface UnionIssue { code?: string; path?: PropertyKey[]; message: string; errors?: unknown }
+interface UnionIssue {
+  code?: string;
+  path?: PropertyKey[];
+  message: string;
+  errors?: unknown;
+}
 
 /**
  * A value that fits none of a union's alternatives (text or a list of parts, say) is told what is
@@ -81,7 +96,8 @@ function alternativeTaken(errors: unknown): { path: string[]; message: string } 
 
 function invalid(path: string[], message: string, context: string | undefined): InvalidRequestError {
   // A body that names fields a strict schema does not know says which, rather than "not an object".
-  if (path.length === 0 && context === 'body' && !/^Unrecognized key/.test(message)) return new InvalidRequestError(BODY_NOT_OBJECT);
+  if (path.length === 0 && context === 'body' && !/^Unrecognized key/.test(message))
+    return new InvalidRequestError(BODY_NOT_OBJECT);
   const raw = path.join('.');
   const param = context === 'headers' ? (HEADER_NAMES[raw] ?? raw) : raw || undefined;
   // A message that already names its parameter (e.g. the Idempotency-Key one) is kept as it is.
@@ -98,11 +114,19 @@ export function answerFrameworkError(err: FastifyError, request: FastifyRequest,
   // onRequest hooks never ran, so the id every answer carries is set here.
   reply.header('x-request-id', request.id);
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    void reply.code(400).send(errorBody('invalid_request_error', 400, 'A path parameter is longer than 100 characters; no id is that long.', { param: 'path' }));
+    void reply.code(400).send(
+      errorBody('invalid_request_error', 400, 'A path parameter is longer than 100 characters; no id is that long.', {
+        param: 'path',
+      }),
+    );
     return;
   }
   if (err.code === 'FST_ERR_BAD_URL') {
-    void reply.code(400).send(errorBody('invalid_request_error', 400, 'The URL path is not valid (malformed percent-encoding).', { param: 'path' }));
+    void reply.code(400).send(
+      errorBody('invalid_request_error', 400, 'The URL path is not valid (malformed percent-encoding).', {
+        param: 'path',
+      }),
+    );
     return;
   }
   request.log.error({ err }, 'framework error');
@@ -118,13 +142,20 @@ export function installErrorHandler(app: FastifyInstance, methods: MethodIndex):
     }
     if (hasZodFastifySchemaValidationErrors(err)) {
       const first = err.validation[0];
-      const inner = first?.keyword === 'invalid_union' ? alternativeTaken((first.params as { errors?: unknown }).errors) : undefined;
+      const inner =
+        first?.keyword === 'invalid_union'
+          ? alternativeTaken((first.params as { errors?: unknown }).errors)
+          : undefined;
       const path = [...(first?.instancePath ?? '').split('/').filter((s) => s !== ''), ...(inner?.path ?? [])];
-      return sendError(reply, invalid(path, inner?.message ?? first?.message ?? 'invalid request', err.validationContext));
+      return sendError(
+        reply,
+        invalid(path, inner?.message ?? first?.message ?? 'invalid request', err.validationContext),
+      );
     }
     if (err instanceof ZodError) return sendError(reply, fromZod(err));
     const status = (err as FastifyError).statusCode;
-    if (status === 413) return reply.code(413).send(errorBody('invalid_request_error', 413, 'The request body is too large.'));
+    if (status === 413)
+      return reply.code(413).send(errorBody('invalid_request_error', 413, 'The request body is too large.'));
     if (status === 415) return reply.code(400).send(errorBody('invalid_request_error', 400, BODY_NOT_OBJECT));
     if (status !== undefined && status >= 400 && status < 500) {
       // Fastify's own 4xx (malformed JSON): the client's mistake, say so plainly.
@@ -145,7 +176,13 @@ export function installErrorHandler(app: FastifyInstance, methods: MethodIndex):
       return reply
         .code(405)
         .header('Allow', allowed.join(', '))
-        .send(errorBody('invalid_request_error', 405, `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}.`));
+        .send(
+          errorBody(
+            'invalid_request_error',
+            405,
+            `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}.`,
+          ),
+        );
     }
     return reply.code(404).send(errorBody('not_found', 404, `No route for ${request.method} ${path}.`));
   });

@@ -26,22 +26,28 @@ export const chatPrompt = safeText({ trim: true, min: 1, label: 'prompt' });
 export const modelId = safeText({ trim: true, min: 1, max: 100, label: 'model' });
 
 /** A function a chat model may call, named as OpenAI's API allows (group B's chat and Responses). */
-export const functionName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, { error: 'a function name is 1 to 64 letters, digits, _ or -' });
+export const functionName = z
+  .string()
+  .regex(/^[a-zA-Z0-9_-]{1,64}$/, { error: 'a function name is 1 to 64 letters, digits, _ or -' });
 
 /** An input image the service fetches itself (upscale, image-to-video); `name` is the field as the door spells it. */
-export const imageUrl = (name: string) => z.url({ protocol: /^https?$/, error: `${name} must be an http(s) URL` }).max(2048);
+export const imageUrl = (name: string) =>
+  z.url({ protocol: /^https?$/, error: `${name} must be an http(s) URL` }).max(2048);
 
 /**
  * A request's own spending cap in credits (`max_credits`; group C `maxCredits`): a quote above it
  * is refused (402 `max_credits_exceeded`) before anything is fetched for it or held.
  */
-export const spendCapField = (name: string) => z
-  .number({ error: `${name} must be a number of credits` })
-  .finite()
-  .min(0, `${name} must be 0 or more`)
-  .max(1e12)
-  .optional()
-  .describe('The most this request may cost, in credits: a quote above it is refused with 402 max_credits_exceeded and nothing is held or charged');
+export const spendCapField = (name: string) =>
+  z
+    .number({ error: `${name} must be a number of credits` })
+    .finite()
+    .min(0, `${name} must be 0 or more`)
+    .max(1e12)
+    .optional()
+    .describe(
+      'The most this request may cost, in credits: a quote above it is refused with 402 max_credits_exceeded and nothing is held or charged',
+    );
 
 /** The service option of a body's cap; `param` is the field as the door spells it. */
 export function spendCapOption(credits: number | null | undefined, param: string) {
@@ -49,7 +55,10 @@ export function spendCapOption(credits: number | null | undefined, param: string
 }
 
 /** The Idempotency-Key header (DESIGN §5): the same key and body within 24 h answer the first request again. */
-export const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.').optional();
+export const idempotencyKey = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1 to 255 visible ASCII characters.')
+  .optional();
 
 /** The longest deadline a client may ask for; the kind's own deadline bounds it anyway. */
 export const MAX_CLIENT_DEADLINE_SECONDS = 7 * 24 * 3600;
@@ -79,7 +88,9 @@ export const cancelAfterHeader = z
     return s !== undefined && s >= 1 && s <= MAX_CLIENT_DEADLINE_SECONDS;
   }, `Cancel-After must be seconds or a duration such as 90s, 5m or 1h30m, ${deadlineRange}.`)
   .optional()
-  .describe('A deadline for this generation (seconds, or a duration such as 90s or 5m): unfinished by then, it fails with timeout and nothing is charged. Bounded by the kind’s own deadline');
+  .describe(
+    'A deadline for this generation (seconds, or a duration such as 90s or 5m): unfinished by then, it fails with timeout and nothing is charged. Bounded by the kind’s own deadline',
+  );
 
 /** The body's `deadline_seconds` (group C: `deadlineSeconds`): the same deadline as the `Cancel-After` header. */
 export const deadlineSeconds = z
@@ -87,7 +98,9 @@ export const deadlineSeconds = z
   .min(1, `the deadline must be ${deadlineRange}`)
   .max(MAX_CLIENT_DEADLINE_SECONDS, `the deadline must be ${deadlineRange}`)
   .optional()
-  .describe('Seconds after which an unfinished generation fails with timeout and nothing is charged (like the Cancel-After header; the sooner of both counts). Bounded by the kind’s own deadline');
+  .describe(
+    'Seconds after which an unfinished generation fails with timeout and nothing is charged (like the Cancel-After header; the sooner of both counts). Bounded by the kind’s own deadline',
+  );
 
 /**
  * The client's deadline in ms from the `Cancel-After` header and the body's field: the sooner of
@@ -101,8 +114,13 @@ export function clientDeadlineMs(header: string | undefined, bodySeconds: number
 
 /** Headers every generate endpoint of groups A and C reads (RFC 7240 Prefer; Idempotency-Key; Cancel-After). */
 export const generateHeaders = z.looseObject({
-  'idempotency-key': idempotencyKey.describe('The same key and body within 24 h return the same generation, never a second hold'),
-  prefer: z.string().optional().describe('respond-async: answer at once with the accepted state instead of waiting for an image or chat'),
+  'idempotency-key': idempotencyKey.describe(
+    'The same key and body within 24 h return the same generation, never a second hold',
+  ),
+  prefer: z
+    .string()
+    .optional()
+    .describe('respond-async: answer at once with the accepted state instead of waiting for an image or chat'),
   'cancel-after': cancelAfterHeader,
 });
 
@@ -126,7 +144,11 @@ export function idempotencyOf(request: KeyedRequest, route: string, body: unknow
  * logger, the Idempotency-Key and the client's deadline (`Cancel-After`, or the body's field).
  */
 export function generateOptionsOf(
-  request: { headers: KeyedRequest['headers'] & { prefer?: string | undefined }; body: unknown; log: FastifyBaseLogger },
+  request: {
+    headers: KeyedRequest['headers'] & { prefer?: string | undefined };
+    body: unknown;
+    log: FastifyBaseLogger;
+  },
   door: Door,
   route: string,
   bodyDeadlineSeconds?: number,

@@ -5,7 +5,16 @@ import { safeText } from '../../core/text';
 import { GENERATION_KINDS } from '../../core/vocabulary';
 import type { GenerationRequest } from '../../service/generation/requests';
 import type { ChatMessage } from '../../core/generation/params';
-import { chatPrompt, deadlineSeconds, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT_CHARS, spendCapField, mediaPrompt, modelId } from './fields';
+import {
+  chatPrompt,
+  deadlineSeconds,
+  guidancePrompt,
+  imageUrl,
+  MAX_MEDIA_PROMPT_CHARS,
+  spendCapField,
+  mediaPrompt,
+  modelId,
+} from './fields';
 
 /**
  * The two shapes of a generate request, each parsed into the service's one request type. Group A's
@@ -15,7 +24,9 @@ import { chatPrompt, deadlineSeconds, guidancePrompt, imageUrl, MAX_MEDIA_PROMPT
 
 /** Both shapes: an upscale's factor and guidance, and one answer for a kind neither knows. */
 const guidance = guidancePrompt.optional().describe('Optional guidance for the upscaler');
-const scale = z.union(UPSCALE_SCALES.map((s) => z.literal(s)) as [z.ZodLiteral<2>, z.ZodLiteral<4>], { error: 'scale must be 2 or 4' });
+const scale = z.union(UPSCALE_SCALES.map((s) => z.literal(s)) as [z.ZodLiteral<2>, z.ZodLiteral<4>], {
+  error: 'scale must be 2 or 4',
+});
 const unknownKind = { error: () => `kind must be one of ${GENERATION_KINDS.map((k) => `'${k}'`).join(', ')}` };
 
 // ---------------------------------------------------------------------------------------------
@@ -37,14 +48,23 @@ const chatMessage = z.object({
 
 /** The image and video branches of the body; the MCP tools take the same fields. */
 export const v1ImageBody = z.object({
-  kind: z.literal('image'), model, prompt, quality, aspect,
-  width: side.optional().describe(`With height: the shape (snapped like aspect) and size (long side ${IMAGE_MAX_SIDE} px at most)`),
+  kind: z.literal('image'),
+  model,
+  prompt,
+  quality,
+  aspect,
+  width: side
+    .optional()
+    .describe(`With height: the shape (snapped like aspect) and size (long side ${IMAGE_MAX_SIDE} px at most)`),
   height: side.optional(),
   deadline_seconds: deadlineSeconds,
   max_credits,
 });
 export const v1VideoBody = z.object({
-  kind: z.literal('video'), model, prompt, aspect,
+  kind: z.literal('video'),
+  model,
+  prompt,
+  aspect,
   quality: quality.describe('480p, 720p or 1080p; falls back to the model default'),
   seconds: z.number().finite().optional().describe('Clamped to the model range'),
   deadline_seconds: deadlineSeconds,
@@ -83,15 +103,34 @@ export const v1GenerateBody = z
       ctx.addIssue({ code: 'custom', path: ['messages'], message: 'send either prompt or messages (exactly one)' });
     }
     if (body.kind === 'image' && (body.width === undefined) !== (body.height === undefined)) {
-      ctx.addIssue({ code: 'custom', path: [body.width === undefined ? 'width' : 'height'], message: 'width and height go together' });
+      ctx.addIssue({
+        code: 'custom',
+        path: [body.width === undefined ? 'width' : 'height'],
+        message: 'width and height go together',
+      });
     }
   })
   .meta({
     id: 'GenerateRequest',
     examples: [
       { kind: 'image', model: 'image-nano-banana', prompt: 'a fox in the snow', width: 1536, height: 1024 },
-      { kind: 'video', model: 'seedance-lite', prompt: 'a paper boat on a stream', seconds: 6, quality: '480p', aspect: '9:16' },
-      { kind: 'chat', model: 'chat-sonnet', messages: [{ role: 'system', content: 'Answer briefly.' }, { role: 'user', content: 'What is a credit?' }], max_tokens: 64 },
+      {
+        kind: 'video',
+        model: 'seedance-lite',
+        prompt: 'a paper boat on a stream',
+        seconds: 6,
+        quality: '480p',
+        aspect: '9:16',
+      },
+      {
+        kind: 'chat',
+        model: 'chat-sonnet',
+        messages: [
+          { role: 'system', content: 'Answer briefly.' },
+          { role: 'user', content: 'What is a credit?' },
+        ],
+        max_tokens: 64,
+      },
     ],
   });
 
@@ -100,9 +139,24 @@ export type V1GenerateBody = z.infer<typeof v1GenerateBody>;
 export function v1RequestOf(body: V1GenerateBody): GenerationRequest {
   switch (body.kind) {
     case 'image':
-      return { kind: 'image', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect, width: body.width, height: body.height };
+      return {
+        kind: 'image',
+        model: body.model,
+        prompt: body.prompt,
+        quality: body.quality,
+        aspect: body.aspect,
+        width: body.width,
+        height: body.height,
+      };
     case 'video':
-      return { kind: 'video', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect, seconds: body.seconds };
+      return {
+        kind: 'video',
+        model: body.model,
+        prompt: body.prompt,
+        quality: body.quality,
+        aspect: body.aspect,
+        seconds: body.seconds,
+      };
     case 'chat': {
       const messages: ChatMessage[] = body.messages ?? [{ role: 'user', content: body.prompt ?? '' }];
       return { kind: 'chat', model: body.model, messages, maxTokens: body.max_tokens };
@@ -126,16 +180,27 @@ const common = {
   deadlineSeconds,
   maxCredits: spendCapField('maxCredits'),
 };
-const legacyPrompt = mediaPrompt.describe(`Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`);
+const legacyPrompt = mediaPrompt.describe(
+  `Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`,
+);
 
 export const legacyGenerateBody = z
   .discriminatedUnion(
     'kind',
     [
       z.object({ ...common, kind: z.literal('image'), prompt: legacyPrompt }),
-      z.object({ ...common, kind: z.literal('video'), prompt: legacyPrompt, seconds: z.number().finite().optional().describe('Clamped to the model range') }),
+      z.object({
+        ...common,
+        kind: z.literal('video'),
+        prompt: legacyPrompt,
+        seconds: z.number().finite().optional().describe('Clamped to the model range'),
+      }),
       // Chat prompts of any length are accepted and capped server-side to what the model takes.
-      z.object({ ...common, kind: z.literal('chat'), prompt: chatPrompt.describe('Long input is capped to what the model accepts') }),
+      z.object({
+        ...common,
+        kind: z.literal('chat'),
+        prompt: chatPrompt.describe('Long input is capped to what the model accepts'),
+      }),
       z.object({
         kind: z.literal('upscale'),
         model: common.model,
@@ -164,7 +229,14 @@ export function legacyRequestOf(body: LegacyGenerateBody): GenerationRequest {
     case 'image':
       return { kind: 'image', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect };
     case 'video':
-      return { kind: 'video', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect, seconds: body.seconds };
+      return {
+        kind: 'video',
+        model: body.model,
+        prompt: body.prompt,
+        quality: body.quality,
+        aspect: body.aspect,
+        seconds: body.seconds,
+      };
     case 'chat':
       return { kind: 'chat', model: body.model, messages: [{ role: 'user', content: body.prompt }] };
     case 'upscale':

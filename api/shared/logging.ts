@@ -25,7 +25,8 @@ export function loggerOptions(logger: FastifyServerOptions['logger']): FastifySe
     },
     formatters: {
       ...base.formatters,
-      log: (fields: Record<string, unknown>) => redactFields(base.formatters?.log ? base.formatters.log(fields) : fields),
+      log: (fields: Record<string, unknown>) =>
+        redactFields(base.formatters?.log ? base.formatters.log(fields) : fields),
     },
   };
 }

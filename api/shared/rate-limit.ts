@@ -75,7 +75,9 @@ return { allowed, count, oldest + window - now }
 `;
 
 type SlidingWindowReply = [number, number, number];
-type ScriptedRedis = Redis & { slidingWindow(key: string, windowMs: number, limit: number, member: string): Promise<SlidingWindowReply> };
+type ScriptedRedis = Redis & {
+  slidingWindow(key: string, windowMs: number, limit: number, member: string): Promise<SlidingWindowReply>;
+};
 
 export interface RedisRateLimiterOptions {
   url: string;
@@ -118,7 +120,9 @@ export function createRedisRateLimiter(opts: RedisRateLimiterOptions): RateLimit
   const unavailable = (err: unknown) => {
     if (degraded) return;
     degraded = true;
-    log.warn(`rate limit: Redis is unavailable (${err instanceof Error ? err.message : String(err)}); each API instance enforces the plan limits on its own until it is back`);
+    log.warn(
+      `rate limit: Redis is unavailable (${err instanceof Error ? err.message : String(err)}); each API instance enforces the plan limits on its own until it is back`,
+    );
   };
   // Without a listener ioredis prints every failed reconnection attempt.
   redis.on('error', unavailable);
@@ -126,7 +130,10 @@ export function createRedisRateLimiter(opts: RedisRateLimiterOptions): RateLimit
   let firstConnect: Promise<void> | undefined;
   const connected = (): Promise<void> => {
     // The first request waits for the connection (bounded); later ones never wait for a reconnect.
-    firstConnect ??= Promise.race([redis.connect(), new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref())]).catch(() => undefined);
+    firstConnect ??= Promise.race([
+      redis.connect(),
+      new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref()),
+    ]).catch(() => undefined);
     return firstConnect;
   };
 

@@ -47,7 +47,9 @@ const ERROR_MEANINGS: Record<ErrorStatus, string> = {
 
 /** Response entries for the given error statuses, each with the error body. */
 export function errorResponses<const S extends readonly ErrorStatus[]>(...statuses: S) {
-  return Object.fromEntries(statuses.map((s) => [s, apiError.describe(ERROR_MEANINGS[s] ?? 'error')])) as { [K in S[number]]: typeof apiError };
+  return Object.fromEntries(statuses.map((s) => [s, apiError.describe(ERROR_MEANINGS[s] ?? 'error')])) as {
+    [K in S[number]]: typeof apiError;
+  };
 }
 
 export const generationError = z
@@ -77,9 +79,30 @@ export const generationRecord = z
 
 /** How far a generation is and when it should be done: on every door's record that may carry extra fields. */
 export const liveFields = {
-  progress: z.number().int().min(0).max(100).describe('0–100: the provider’s own progress where it reports one, else estimated from elapsed time against the expected duration; never goes back; 100 only when succeeded'),
-  queuePosition: z.number().int().min(1).nullable().describe('A queued video’s place in the account’s queue for one of its five video slots (1 = next); null otherwise'),
-  etaSeconds: z.number().int().min(1).nullable().describe('Seconds until it is expected to finish, from the durations the service measured for this model and size (until enough: the catalogue’s default); null once finished'),
+  progress: z
+    .number()
+    .int()
+    .min(0)
+    .max(100)
+    .describe(
+      '0–100: the provider’s own progress where it reports one, else estimated from elapsed time against the expected duration; never goes back; 100 only when succeeded',
+    ),
+  queuePosition: z
+    .number()
+    .int()
+    .min(1)
+    .nullable()
+    .describe(
+      'A queued video’s place in the account’s queue for one of its five video slots (1 = next); null otherwise',
+    ),
+  etaSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .nullable()
+    .describe(
+      'Seconds until it is expected to finish, from the durations the service measured for this model and size (until enough: the catalogue’s default); null once finished',
+    ),
   expectedAt: z.string().nullable().describe('ISO 8601 UTC: when it is expected to finish; null once finished'),
 };
 
@@ -102,16 +125,27 @@ export const publicParams = z
   .object({
     quality: z.string().optional().describe('Image: the quality (or the model default)'),
     aspect: z.string().optional().describe('Image, video: the aspect after snapping to what the model renders'),
-    width: z.number().int().optional().describe('Image: the size rendered; video: the preview file; upscale: the output size'),
+    width: z
+      .number()
+      .int()
+      .optional()
+      .describe('Image: the size rendered; video: the preview file; upscale: the output size'),
     height: z.number().int().optional(),
     hd: z.literal(true).optional().describe('Image: group B quality "hd"'),
-    seconds: z.number().int().optional().describe('Video: seconds after clamping to the model range (what is priced and run)'),
+    seconds: z
+      .number()
+      .int()
+      .optional()
+      .describe('Video: seconds after clamping to the model range (what is priced and run)'),
     resolution: z.enum(RESOLUTIONS).optional().describe('Video'),
     remixedFrom: z.string().optional().describe('Video: the generation it remixes'),
     imageUrl: z.string().optional().describe('Video reference frame, upscale input: the URL given'),
     inputWidth: z.number().int().optional().describe('The input image as fetched'),
     inputHeight: z.number().int().optional(),
-    scale: z.union([z.literal(2), z.literal(4)]).optional().describe('Upscale'),
+    scale: z
+      .union([z.literal(2), z.literal(4)])
+      .optional()
+      .describe('Upscale'),
     requestedModel: z.string().optional().describe('Chat: the model id sent ("auto" when none)'),
     promptTruncated: z.boolean().optional().describe('Chat: the conversation was cut to the model capacity'),
     maxTokens: z.number().int().optional().describe('Chat: the output cap'),
@@ -127,8 +161,18 @@ export const generation = z
     model: z.string(),
     status: generationStatus,
     outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
-    thumbnailUrl: z.string().nullable().describe('Video: its first frame (JPEG), signed like outputUrl; set while it runs as soon as the provider has that frame (the streams send `event: preview` then), and once succeeded; null before, when failed, for other kinds, or when the video’s format gives no frames'),
-    spritesheetUrl: z.string().nullable().describe('Video: frames spread over the clip in a grid (JPEG), signed like outputUrl; null until succeeded, for other kinds, or when the video’s format gives no frames'),
+    thumbnailUrl: z
+      .string()
+      .nullable()
+      .describe(
+        'Video: its first frame (JPEG), signed like outputUrl; set while it runs as soon as the provider has that frame (the streams send `event: preview` then), and once succeeded; null before, when failed, for other kinds, or when the video’s format gives no frames',
+      ),
+    spritesheetUrl: z
+      .string()
+      .nullable()
+      .describe(
+        'Video: frames spread over the clip in a grid (JPEG), signed like outputUrl; null until succeeded, for other kinds, or when the video’s format gives no frames',
+      ),
     creditsCharged: z.number(),
     creditsQuoted: z.number().describe('The price quoted and held at submit (0 for a free chat reply)'),
     error: generationError.nullable(),
@@ -138,7 +182,12 @@ export const generation = z
     startedAt: z.string().nullable(),
     finishedAt: z.string().nullable(),
     ...liveFields,
-    provider: z.string().nullable().describe('The upstream that served it, as the operator names it (UPSTREAMS_JSON); null when the built-in simulator did, or until it succeeded'),
+    provider: z
+      .string()
+      .nullable()
+      .describe(
+        'The upstream that served it, as the operator names it (UPSTREAMS_JSON); null when the built-in simulator did, or until it succeeded',
+      ),
   })
   .meta({ id: 'Generation' });
 
@@ -160,11 +209,17 @@ export function generationOf(g: GenerationView): z.infer<typeof generation> {
 }
 
 export const generationList = z
-  .object({ data: z.array(generation), next_cursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last page') })
+  .object({
+    data: z.array(generation),
+    next_cursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last page'),
+  })
   .meta({ id: 'GenerationList' });
 
 /** A page of the service's list as group A's GenerationList. */
-export const generationListOf = (page: { data: GenerationView[]; nextCursor: string | null }): z.infer<typeof generationList> => ({
+export const generationListOf = (page: {
+  data: GenerationView[];
+  nextCursor: string | null;
+}): z.infer<typeof generationList> => ({
   data: page.data.map(generationOf),
   next_cursor: page.nextCursor,
 });
@@ -196,7 +251,9 @@ export const balance = z
 export const quote = z
   .object({
     kind: generationKind,
-    model: z.string().describe('The model that would run (canonical id; the free model while the chat allowance lasts)'),
+    model: z
+      .string()
+      .describe('The model that would run (canonical id; the free model while the chat allowance lasts)'),
     credits: z.number().describe('The price that submitting now would hold and charge'),
     free: z.boolean().describe('A chat reply the free allowance would cover'),
     params: publicParams.describe('What would run after pricing: clamped seconds, resolution, snapped aspect, size…'),
@@ -214,7 +271,10 @@ export const modelEntry = z
     openaiIds: z.array(z.string()).describe('Group B ids priced as this model (accepted by groups A and B)'),
     unit: z.enum(['image', 'second', 'reply', '1k_output_tokens']).describe('What one price unit buys'),
     price: z.number().nullable().describe('Credits per unit, when the price has one value'),
-    prices: z.record(z.string(), z.number().nullable()).nullable().describe('Credits per unit by resolution (video; null: not offered) or by factor (upscale)'),
+    prices: z
+      .record(z.string(), z.number().nullable())
+      .nullable()
+      .describe('Credits per unit by resolution (video; null: not offered) or by factor (upscale)'),
     seconds: z.object({ min: z.number(), max: z.number(), default: z.number() }).nullable(),
     defaults: z.record(z.string(), z.union([z.string(), z.number()])),
     options: z.record(z.string(), z.array(z.union([z.string(), z.number()]))),
@@ -225,9 +285,18 @@ export const idParams = z.object({ id: z.string().describe('A generation id') })
 
 /** GET /api/v1/usage and the dashboard's usage page. */
 export const usageQuery = z.object({
-  from: z.iso.datetime({ offset: true }).optional().describe('Start (inclusive), ISO 8601; default: 00:00 UTC 29 days before to'),
-  to: z.iso.datetime({ offset: true }).optional().describe('End (exclusive), ISO 8601; default: now. At most 366 days after from'),
-  group_by: z.enum(USAGE_GROUPS).default('day').describe('day (UTC, every day of the range), model, key (none: the dashboard’s own) or kind'),
+  from: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe('Start (inclusive), ISO 8601; default: 00:00 UTC 29 days before to'),
+  to: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe('End (exclusive), ISO 8601; default: now. At most 366 days after from'),
+  group_by: z
+    .enum(USAGE_GROUPS)
+    .default('day')
+    .describe('day (UTC, every day of the range), model, key (none: the dashboard’s own) or kind'),
 });
 const usageFigures = {
   creditsCharged: z.number(),
@@ -236,10 +305,14 @@ const usageFigures = {
   failed: z.int(),
   outputTokens: z.int().describe('Chat output tokens charged for'),
 };
-export const usageReport = z.object({
-  from: z.string(),
-  to: z.string(),
-  group_by: z.enum(USAGE_GROUPS),
-  data: z.array(z.object({ group: z.string().describe('The day (YYYY-MM-DD), model, key id or kind'), ...usageFigures })),
-  total: z.object(usageFigures),
-}).meta({ id: 'UsageReport' });
+export const usageReport = z
+  .object({
+    from: z.string(),
+    to: z.string(),
+    group_by: z.enum(USAGE_GROUPS),
+    data: z.array(
+      z.object({ group: z.string().describe('The day (YYYY-MM-DD), model, key id or kind'), ...usageFigures }),
+    ),
+    total: z.object(usageFigures),
+  })
+  .meta({ id: 'UsageReport' });

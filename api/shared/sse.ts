@@ -23,7 +23,11 @@ export interface EventStream {
  * comments, and an end that is the same whether the client left, the server closed the stream or
  * the app is closing. Any door may stream through it; the events are the door's.
  */
-export function openEventStream(request: FastifyRequest, reply: FastifyReply, opts: { retryMs?: number; maxMs?: number } = {}): EventStream {
+export function openEventStream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  opts: { retryMs?: number; maxMs?: number } = {},
+): EventStream {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -52,7 +56,8 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, op
   res.write(`retry: ${opts.retryMs ?? 2_000}\n\n`);
   return {
     send(event, data, id) {
-      if (!controller.signal.aborted) res.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      if (!controller.signal.aborted)
+        res.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     },
     end,
     signal: controller.signal,

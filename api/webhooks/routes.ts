@@ -12,31 +12,57 @@ import type { ErrorStatus } from '../shared/schemas';
 
 /** Group A's webhook API (DESIGN §6 "Webhooks API"): a key of the account with the `webhooks` scope manages its endpoints. */
 
-const url = z.string().max(2048).describe('https URL that receives the POSTs (plain http only to loopback in development mode)');
+const url = z
+  .string()
+  .max(2048)
+  .describe('https URL that receives the POSTs (plain http only to loopback in development mode)');
 const format = z.enum(WEBHOOK_FORMATS as ['nested', 'flat']);
 const eventName = z.string().max(100);
-const events = z.array(eventName).min(1).max(10)
-  .describe(`Events to receive, within the format's catalogue: nested ${NESTED_EVENTS.join(', ')}; flat ${FLAT_EVENTS.join(', ')}. Default: all of them. `
-    + `Either format may also list ${PROGRESS_EVENT} (never sent without being listed): one delivery per 10 % step of a video or upscale run; `
-    + `and the account alerts ${ALERT_EVENTS.join(', ')} (never sent without being listed)`);
+const events = z
+  .array(eventName)
+  .min(1)
+  .max(10)
+  .describe(
+    `Events to receive, within the format's catalogue: nested ${NESTED_EVENTS.join(', ')}; flat ${FLAT_EVENTS.join(', ')}. Default: all of them. ` +
+      `Either format may also list ${PROGRESS_EVENT} (never sent without being listed): one delivery per 10 % step of a video or upscale run; ` +
+      `and the account alerts ${ALERT_EVENTS.join(', ')} (never sent without being listed)`,
+  );
 const description = safeText({ max: 500, label: 'description' });
 
-const createBody = z.strictObject({
-  url,
-  format: format.optional().describe('nested (default): catalogue A, the generation record nested; flat: catalogue B, video and upscale state changes'),
-  events: events.optional(),
-  description: description.optional(),
-}).meta({
-  id: 'WebhookCreateRequest',
-  examples: [{ url: 'https://example.com/hooks/gensvc', format: 'nested', events: ['generation.completed'], description: 'production receiver' }],
-});
+const createBody = z
+  .strictObject({
+    url,
+    format: format
+      .optional()
+      .describe(
+        'nested (default): catalogue A, the generation record nested; flat: catalogue B, video and upscale state changes',
+      ),
+    events: events.optional(),
+    description: description.optional(),
+  })
+  .meta({
+    id: 'WebhookCreateRequest',
+    examples: [
+      {
+        url: 'https://example.com/hooks/gensvc',
+        format: 'nested',
+        events: ['generation.completed'],
+        description: 'production receiver',
+      },
+    ],
+  });
 
-const updateBody = z.strictObject({
-  url: url.optional(),
-  events: events.optional(),
-  description: description.nullable().optional(),
-  enabled: z.boolean().optional().describe('true enables a disabled endpoint again (and forgets why it was disabled)'),
-}).meta({ id: 'WebhookUpdateRequest' });
+const updateBody = z
+  .strictObject({
+    url: url.optional(),
+    events: events.optional(),
+    description: description.nullable().optional(),
+    enabled: z
+      .boolean()
+      .optional()
+      .describe('true enables a disabled endpoint again (and forgets why it was disabled)'),
+  })
+  .meta({ id: 'WebhookUpdateRequest' });
 
 const endpointFields = {
   id: z.string().describe('wh_ followed by 26 characters'),
@@ -45,7 +71,10 @@ const endpointFields = {
   events: z.array(z.string()).describe('The events it receives'),
   description: z.string().nullable(),
   enabled: z.boolean(),
-  disabledReason: z.string().nullable().describe('Why it was disabled: 410 Gone, 3 days of failures, or through the API'),
+  disabledReason: z
+    .string()
+    .nullable()
+    .describe('Why it was disabled: 410 Gone, 3 days of failures, or through the API'),
   disabledAt: z.string().nullable(),
   previousSecretExpiresAt: z.string().nullable().describe('During a rotation: when the previous secret stops signing'),
   createdAt: z.string(),
@@ -53,34 +82,52 @@ const endpointFields = {
 };
 const endpoint = z.object(endpointFields).meta({ id: 'WebhookEndpoint' });
 const endpointWithSecret = z
-  .object({ ...endpointFields, secret: z.string().describe('whsec_ + base64 of 32 bytes: shown this once; keep it to verify signatures') })
+  .object({
+    ...endpointFields,
+    secret: z.string().describe('whsec_ + base64 of 32 bytes: shown this once; keep it to verify signatures'),
+  })
   .meta({ id: 'WebhookEndpointWithSecret' });
 
-const attempt = z.object({
-  attempt: z.number().int(),
-  startedAt: z.string(),
-  durationMs: z.number().int(),
-  statusCode: z.number().int().nullable().describe('The receiver’s HTTP status; null when none came (timeout, refused, network)'),
-  error: z.string().nullable(),
-  response: z.string().nullable().describe('The first 1 KiB of the receiver’s answer; null when none came, or when it came from a loopback or private address (development mode), whose answers are never kept'),
-  nextRetryAt: z.string().nullable().describe('When the next attempt is due; null if none will follow'),
-}).meta({ id: 'WebhookAttempt' });
+const attempt = z
+  .object({
+    attempt: z.number().int(),
+    startedAt: z.string(),
+    durationMs: z.number().int(),
+    statusCode: z
+      .number()
+      .int()
+      .nullable()
+      .describe('The receiver’s HTTP status; null when none came (timeout, refused, network)'),
+    error: z.string().nullable(),
+    response: z
+      .string()
+      .nullable()
+      .describe(
+        'The first 1 KiB of the receiver’s answer; null when none came, or when it came from a loopback or private address (development mode), whose answers are never kept',
+      ),
+    nextRetryAt: z.string().nullable().describe('When the next attempt is due; null if none will follow'),
+  })
+  .meta({ id: 'WebhookAttempt' });
 
-const delivery = z.object({
-  id: z.string().describe('whd_…: X-Service-Delivery and webhook-id, the same on every attempt'),
-  event: z.string(),
-  generationId: z.string().nullable().describe('null for a ping'),
-  status: z.enum(['pending', 'succeeded', 'failed']),
-  attempts: z.array(attempt),
-  nextRetryAt: z.string().nullable(),
-  deliveredAt: z.string().nullable(),
-  createdAt: z.string(),
-}).meta({ id: 'WebhookDelivery' });
+const delivery = z
+  .object({
+    id: z.string().describe('whd_…: X-Service-Delivery and webhook-id, the same on every attempt'),
+    event: z.string(),
+    generationId: z.string().nullable().describe('null for a ping'),
+    status: z.enum(['pending', 'succeeded', 'failed']),
+    attempts: z.array(attempt),
+    nextRetryAt: z.string().nullable(),
+    deliveredAt: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'WebhookDelivery' });
 
 // Named schemas are made once: the routes are registered for two doors.
 const endpointList = z.object({ data: z.array(endpoint) }).meta({ id: 'WebhookEndpointList' });
 const deleted = z.object({ id: z.string(), deleted: z.literal(true) }).meta({ id: 'WebhookDeleted' });
-const deliveryList = z.object({ data: z.array(delivery), next_cursor: z.string().nullable() }).meta({ id: 'WebhookDeliveryList' });
+const deliveryList = z
+  .object({ data: z.array(delivery), next_cursor: z.string().nullable() })
+  .meta({ id: 'WebhookDeliveryList' });
 
 const idParams = z.object({ id: z.string().describe('A webhook endpoint id (wh_…)') });
 const deliveryParams = idParams.extend({ deliveryId: z.string().describe('A delivery id (whd_…)') });
@@ -93,7 +140,13 @@ const deliveriesQuery = z.object({
 const iso = (d: Date | null): string | null => d?.toISOString() ?? null;
 
 function endpointOf(e: EndpointView): z.infer<typeof endpoint> {
-  return { ...e, disabledAt: iso(e.disabledAt), previousSecretExpiresAt: iso(e.previousSecretExpiresAt), createdAt: e.createdAt.toISOString(), updatedAt: e.updatedAt.toISOString() };
+  return {
+    ...e,
+    disabledAt: iso(e.disabledAt),
+    previousSecretExpiresAt: iso(e.previousSecretExpiresAt),
+    createdAt: e.createdAt.toISOString(),
+    updatedAt: e.updatedAt.toISOString(),
+  };
 }
 
 function deliveryOf(d: DeliveryView): z.infer<typeof delivery> {
@@ -116,7 +169,6 @@ function deliveryOf(d: DeliveryView): z.infer<typeof delivery> {
     createdAt: d.createdAt.toISOString(),
   };
 }
-
 
 /**
  * Who calls the webhook routes and how: group A with an API key at /api/v1/webhooks, or the
@@ -147,115 +199,180 @@ export function keyedWebhookDoor(deps: AuthDeps): WebhookDoor {
   };
 }
 
-export const webhookRoutes: FastifyPluginAsyncZod<{ door: WebhookDoor; webhooks: WebhookService }> = async (app, deps) => {
+export const webhookRoutes: FastifyPluginAsyncZod<{ door: WebhookDoor; webhooks: WebhookService }> = async (
+  app,
+  deps,
+) => {
   const { door, webhooks } = deps;
   app.addHook('onRequest', door.authenticate);
   const route = app.withTypeProvider<ZodTypeProvider>();
   const { security, tags, prefix } = door;
-  const operationId = (name: string) => (door.operationPrefix ? `${door.operationPrefix}${name[0]!.toUpperCase()}${name.slice(1)}` : name);
-  const statuses = (own: ErrorStatus[], extra: readonly ErrorStatus[]) => errorResponses(...[...new Set([...own, ...door.errors, ...extra])].sort((a, b) => a - b));
+  const operationId = (name: string) =>
+    door.operationPrefix ? `${door.operationPrefix}${name[0]!.toUpperCase()}${name.slice(1)}` : name;
+  const statuses = (own: ErrorStatus[], extra: readonly ErrorStatus[]) =>
+    errorResponses(...[...new Set([...own, ...door.errors, ...extra])].sort((a, b) => a - b));
   /** The error answers of a GET, and of a change. */
   const errors = (...own: ErrorStatus[]) => statuses(own, []);
   const changeErrors = (...own: ErrorStatus[]) => statuses(own, door.changeErrors ?? []);
 
-  route.post(prefix, {
-    schema: {
-      operationId: operationId('createWebhook'), tags, security,
-      summary: 'Register an endpoint; the answer shows its signing secret, once',
-      description: `At most ${MAX_WEBHOOK_ENDPOINTS} endpoints per account. The URL must be https and must not be, or resolve to, a private, loopback, link-local or metadata address.`,
-      body: createBody,
-      response: { 201: endpointWithSecret, ...changeErrors(400) },
-    },
-  }, async (request, reply) => {
-    const { endpoint: e, secret } = await webhooks.create(principalOf(request), request.body);
-    reply.code(201).header('Location', `${prefix}/${e.id}`);
-    return { ...endpointOf(e), secret };
-  });
-
-  route.get(prefix, {
-    schema: {
-      operationId: operationId('listWebhooks'), tags, security, summary: 'The account’s endpoints (without secrets)',
-      response: { 200: endpointList, ...errors() },
-    },
-  }, async (request) => ({ data: (await webhooks.list(principalOf(request))).map(endpointOf) }));
-
-  route.get(`${prefix}/:id`, {
-    schema: {
-      operationId: operationId('getWebhook'), tags, security, summary: 'One endpoint (without its secret)', params: idParams,
-      response: { 200: endpoint, ...errors(404) },
-    },
-  }, async (request) => endpointOf(await webhooks.get(principalOf(request), request.params.id)));
-
-  route.patch(`${prefix}/:id`, {
-    schema: {
-      operationId: operationId('updateWebhook'), tags, security, summary: 'Change the URL, the events, the description, or enable or disable it',
-      params: idParams,
-      body: updateBody,
-      response: { 200: endpoint, ...changeErrors(400, 404) },
-    },
-  }, async (request) => endpointOf(await webhooks.update(principalOf(request), request.params.id, request.body)));
-
-  route.delete(`${prefix}/:id`, {
-    schema: {
-      operationId: operationId('deleteWebhook'), tags, security, summary: 'Delete an endpoint with its delivery log; pending deliveries stop',
-      params: idParams,
-      response: { 200: deleted, ...changeErrors(404) },
-    },
-  }, async (request) => {
-    await webhooks.remove(principalOf(request), request.params.id);
-    return { id: request.params.id, deleted: true as const };
-  });
-
-  route.post(`${prefix}/:id/rotate-secret`, {
-    schema: {
-      operationId: operationId('rotateWebhookSecret'), tags, security,
-      summary: 'A new secret, shown once; the previous one keeps signing beside it for 24 hours',
-      params: idParams,
-      response: { 200: endpointWithSecret, ...changeErrors(404) },
-    },
-  }, async (request) => {
-    const { endpoint: e, secret } = await webhooks.rotate(principalOf(request), request.params.id);
-    return { ...endpointOf(e), secret };
-  });
-
-  route.get(`${prefix}/:id/deliveries`, {
-    schema: {
-      operationId: operationId('listWebhookDeliveries'), tags, security,
-      summary: 'The delivery log, newest first: every attempt with its status code, duration, error and next retry',
-      params: idParams,
-      querystring: deliveriesQuery,
-      response: {
-        200: deliveryList,
-        ...errors(400, 404),
+  route.post(
+    prefix,
+    {
+      schema: {
+        operationId: operationId('createWebhook'),
+        tags,
+        security,
+        summary: 'Register an endpoint; the answer shows its signing secret, once',
+        description: `At most ${MAX_WEBHOOK_ENDPOINTS} endpoints per account. The URL must be https and must not be, or resolve to, a private, loopback, link-local or metadata address.`,
+        body: createBody,
+        response: { 201: endpointWithSecret, ...changeErrors(400) },
       },
     },
-  }, async (request) => {
-    const page = await webhooks.deliveries(principalOf(request), request.params.id, request.query);
-    return { data: page.data.map(deliveryOf), next_cursor: page.nextCursor };
-  });
-
-  route.post(`${prefix}/:id/deliveries/:deliveryId/redeliver`, {
-    schema: {
-      operationId: operationId('redeliverWebhook'), tags, security,
-      summary: 'Send a delivery again now, with the same delivery id (a failed one gets a new retry schedule)',
-      params: deliveryParams,
-      response: { 202: delivery, ...changeErrors(404, 409) },
+    async (request, reply) => {
+      const { endpoint: e, secret } = await webhooks.create(principalOf(request), request.body);
+      reply.code(201).header('Location', `${prefix}/${e.id}`);
+      return { ...endpointOf(e), secret };
     },
-  }, async (request, reply) => {
-    const d = await webhooks.redeliver(principalOf(request), request.params.id, request.params.deliveryId);
-    reply.code(202);
-    return deliveryOf(d);
-  });
+  );
 
-  route.post(`${prefix}/:id/test`, {
-    schema: {
-      operationId: operationId('testWebhook'), tags, security, summary: 'Send a signed ping event to the endpoint',
-      params: idParams,
-      response: { 202: delivery, ...changeErrors(404, 409) },
+  route.get(
+    prefix,
+    {
+      schema: {
+        operationId: operationId('listWebhooks'),
+        tags,
+        security,
+        summary: 'The account’s endpoints (without secrets)',
+        response: { 200: endpointList, ...errors() },
+      },
     },
-  }, async (request, reply) => {
-    const d = await webhooks.test(principalOf(request), request.params.id);
-    reply.code(202);
-    return deliveryOf(d);
-  });
+    async (request) => ({ data: (await webhooks.list(principalOf(request))).map(endpointOf) }),
+  );
+
+  route.get(
+    `${prefix}/:id`,
+    {
+      schema: {
+        operationId: operationId('getWebhook'),
+        tags,
+        security,
+        summary: 'One endpoint (without its secret)',
+        params: idParams,
+        response: { 200: endpoint, ...errors(404) },
+      },
+    },
+    async (request) => endpointOf(await webhooks.get(principalOf(request), request.params.id)),
+  );
+
+  route.patch(
+    `${prefix}/:id`,
+    {
+      schema: {
+        operationId: operationId('updateWebhook'),
+        tags,
+        security,
+        summary: 'Change the URL, the events, the description, or enable or disable it',
+        params: idParams,
+        body: updateBody,
+        response: { 200: endpoint, ...changeErrors(400, 404) },
+      },
+    },
+    async (request) => endpointOf(await webhooks.update(principalOf(request), request.params.id, request.body)),
+  );
+
+  route.delete(
+    `${prefix}/:id`,
+    {
+      schema: {
+        operationId: operationId('deleteWebhook'),
+        tags,
+        security,
+        summary: 'Delete an endpoint with its delivery log; pending deliveries stop',
+        params: idParams,
+        response: { 200: deleted, ...changeErrors(404) },
+      },
+    },
+    async (request) => {
+      await webhooks.remove(principalOf(request), request.params.id);
+      return { id: request.params.id, deleted: true as const };
+    },
+  );
+
+  route.post(
+    `${prefix}/:id/rotate-secret`,
+    {
+      schema: {
+        operationId: operationId('rotateWebhookSecret'),
+        tags,
+        security,
+        summary: 'A new secret, shown once; the previous one keeps signing beside it for 24 hours',
+        params: idParams,
+        response: { 200: endpointWithSecret, ...changeErrors(404) },
+      },
+    },
+    async (request) => {
+      const { endpoint: e, secret } = await webhooks.rotate(principalOf(request), request.params.id);
+      return { ...endpointOf(e), secret };
+    },
+  );
+
+  route.get(
+    `${prefix}/:id/deliveries`,
+    {
+      schema: {
+        operationId: operationId('listWebhookDeliveries'),
+        tags,
+        security,
+        summary: 'The delivery log, newest first: every attempt with its status code, duration, error and next retry',
+        params: idParams,
+        querystring: deliveriesQuery,
+        response: {
+          200: deliveryList,
+          ...errors(400, 404),
+        },
+      },
+    },
+    async (request) => {
+      const page = await webhooks.deliveries(principalOf(request), request.params.id, request.query);
+      return { data: page.data.map(deliveryOf), next_cursor: page.nextCursor };
+    },
+  );
+
+  route.post(
+    `${prefix}/:id/deliveries/:deliveryId/redeliver`,
+    {
+      schema: {
+        operationId: operationId('redeliverWebhook'),
+        tags,
+        security,
+        summary: 'Send a delivery again now, with the same delivery id (a failed one gets a new retry schedule)',
+        params: deliveryParams,
+        response: { 202: delivery, ...changeErrors(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const d = await webhooks.redeliver(principalOf(request), request.params.id, request.params.deliveryId);
+      reply.code(202);
+      return deliveryOf(d);
+    },
+  );
+
+  route.post(
+    `${prefix}/:id/test`,
+    {
+      schema: {
+        operationId: operationId('testWebhook'),
+        tags,
+        security,
+        summary: 'Send a signed ping event to the endpoint',
+        params: idParams,
+        response: { 202: delivery, ...changeErrors(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const d = await webhooks.test(principalOf(request), request.params.id);
+      reply.code(202);
+      return deliveryOf(d);
+    },
+  );
 };

@@ -1,4 +1,11 @@
-import { findChatModel, findImageModel, findOpenAiChatModel, findUpscaleModel, findVideoModel, findOpenAiVideoModel } from '../catalogue/models';
+import {
+  findChatModel,
+  findImageModel,
+  findOpenAiChatModel,
+  findUpscaleModel,
+  findVideoModel,
+  findOpenAiVideoModel,
+} from '../catalogue/models';
 import type { Plan } from '../plans';
 import { PermissionError } from '../errors';
 import type { GenerationKind } from '../vocabulary';
@@ -39,9 +46,12 @@ export function assertModelAllowed(principal: Principal, kind: GenerationKind, m
   if (principal.models === null) return;
   const canonical = (id: string): string => {
     const found =
-      kind === 'image' ? findImageModel(id)
-        : kind === 'video' ? (findVideoModel(id) ?? findOpenAiVideoModel(id))
-          : kind === 'chat' ? (findChatModel(id) ?? findOpenAiChatModel(id))
+      kind === 'image'
+        ? findImageModel(id)
+        : kind === 'video'
+          ? (findVideoModel(id) ?? findOpenAiVideoModel(id))
+          : kind === 'chat'
+            ? (findChatModel(id) ?? findOpenAiChatModel(id))
             : findUpscaleModel(id);
     return found?.id ?? id;
   };

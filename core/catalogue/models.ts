@@ -54,7 +54,6 @@ export interface ChatModel {
   readonly maxOutputTokens: number;
 }
 
-
 export interface UpscaleModel {
   readonly kind: 'upscale';
   readonly id: string;
@@ -85,10 +84,20 @@ const FLEXIBLE: ImageProfile = { ...STANDARD, aspects: WIDE_ASPECTS };
 // The upstream gpt-image API only renders square, landscape 3:2 and portrait 2:3. Its 'high'
 // quality is sold as its own, dearer rows (gpt-image-1-high, image-gpt-high), so the 6-credit
 // row offers only 'low' and 'medium'; otherwise 'high' would be a cheaper way to the same thing.
-const GPT_IMAGE: ImageProfile = { aspects: ['1:1', '3:2', '2:3'], qualities: ['low', 'medium'], defaultQuality: 'medium' };
+const GPT_IMAGE: ImageProfile = {
+  aspects: ['1:1', '3:2', '2:3'],
+  qualities: ['low', 'medium'],
+  defaultQuality: 'medium',
+};
 const GPT_IMAGE_HIGH: ImageProfile = { ...GPT_IMAGE, qualities: ['high'], defaultQuality: 'high' };
 
-function image(id: string, aliases: readonly string[], credits: number, profile: ImageProfile, extra: { hdVariant?: string } = {}): ImageModel {
+function image(
+  id: string,
+  aliases: readonly string[],
+  credits: number,
+  profile: ImageProfile,
+  extra: { hdVariant?: string } = {},
+): ImageModel {
   return { kind: 'image', id, aliases, priceMc: creditsToMc(credits), defaultAspect: '1:1', ...profile, ...extra };
 }
 
@@ -136,34 +145,42 @@ function video(
     throw new Error(`catalogue: video '${id}' has a default outside what it offers`);
   }
   return {
-    kind: 'video', id, aliases: [], openaiIds, secondsRange: [min, max], defaultSeconds, defaultResolution,
-    ratesMc, aspects: VIDEO_ASPECTS, defaultAspect: '16:9',
+    kind: 'video',
+    id,
+    aliases: [],
+    openaiIds,
+    secondsRange: [min, max],
+    defaultSeconds,
+    defaultResolution,
+    ratesMc,
+    aspects: VIDEO_ASPECTS,
+    defaultAspect: '16:9',
   };
 }
 
 // id, seconds range, default seconds and resolution, then credits per second at 480p / 720p / 1080p.
 export const VIDEO_MODELS: readonly VideoModel[] = [
-  video('wan',                  [5, 10],  5, '720p',  [ '-', 10.1, 15.1], ['wan-2.1']),
-  video('kling',                [5, 10],  5, '720p',  [ 8.5,  8.5,   13], ['kling-2.1-pro']),
-  video('kling-3-pro',          [3, 15], 10, '720p',  [28.1, 35.1, 56.1]),
-  video('seedance',             [4, 15],  5, '720p',  [ 9.6, 20.6, 51.1]),
-  video('seedance-2-fast',      [3, 12],  5, '720p',  [   8, 16.6, 51.1]),
-  video('seedance-2-5',         [4, 30],  5, '720p',  [  24,   51,  '-']),
-  video('seedance-lite',        [3, 12],  5, '720p',  [   2,    3,    6]),
-  video('sora',                 [4, 20],  5, '720p',  [   7,   12,   67], ['sora-2']),
-  video('veo',                  [4, 8],   5, '720p',  [15.1,   18,   56], ['veo-3-fast']),
-  video('veo31',                [4, 8],   6, '720p',  [40.1, 40.1, 40.1]),
-  video('hailuo',               [6, 10],  6, '720p',  [   5,    5,  8.2], ['minimax-video-01']),
-  video('ltx',                  [6, 10],  6, '1080p', [ '-',  '-',  6.1]),
-  video('kie-wan-2-5',          [5, 10],  5, '720p',  [ 6.1,  6.1, 10.1]),
-  video('kie-hailuo-02',        [6, 10],  6, '720p',  [   3,    5,    8]),
-  video('kie-seedance-2',       [3, 15],  5, '720p',  [  12, 20.6, 51.1]),
-  video('kie-seedance-2-fast',  [3, 12],  5, '720p',  [  10, 16.6, 51.1]),
-  video('kie-seedance-2-mini',  [3, 12],  5, '720p',  [   6, 10.3, 20.6]),
-  video('kie-seedance-lite',    [3, 10],  5, '720p',  [   4,    6,   11]),
-  video('kie-kling-3-turbo',    [5, 10],  5, '1080p', [ 9.1,  9.1, 11.3]),
-  video('kie-wan-2-6',          [5, 10],  5, '720p',  [ 7.1,  7.1, 10.5], ['wan-2.6']),
-  video('kling-25-turbo',       [5, 10],  5, '720p',  [ 8.6,  8.6,  8.6]),
+  video('wan', [5, 10], 5, '720p', ['-', 10.1, 15.1], ['wan-2.1']),
+  video('kling', [5, 10], 5, '720p', [8.5, 8.5, 13], ['kling-2.1-pro']),
+  video('kling-3-pro', [3, 15], 10, '720p', [28.1, 35.1, 56.1]),
+  video('seedance', [4, 15], 5, '720p', [9.6, 20.6, 51.1]),
+  video('seedance-2-fast', [3, 12], 5, '720p', [8, 16.6, 51.1]),
+  video('seedance-2-5', [4, 30], 5, '720p', [24, 51, '-']),
+  video('seedance-lite', [3, 12], 5, '720p', [2, 3, 6]),
+  video('sora', [4, 20], 5, '720p', [7, 12, 67], ['sora-2']),
+  video('veo', [4, 8], 5, '720p', [15.1, 18, 56], ['veo-3-fast']),
+  video('veo31', [4, 8], 6, '720p', [40.1, 40.1, 40.1]),
+  video('hailuo', [6, 10], 6, '720p', [5, 5, 8.2], ['minimax-video-01']),
+  video('ltx', [6, 10], 6, '1080p', ['-', '-', 6.1]),
+  video('kie-wan-2-5', [5, 10], 5, '720p', [6.1, 6.1, 10.1]),
+  video('kie-hailuo-02', [6, 10], 6, '720p', [3, 5, 8]),
+  video('kie-seedance-2', [3, 15], 5, '720p', [12, 20.6, 51.1]),
+  video('kie-seedance-2-fast', [3, 12], 5, '720p', [10, 16.6, 51.1]),
+  video('kie-seedance-2-mini', [3, 12], 5, '720p', [6, 10.3, 20.6]),
+  video('kie-seedance-lite', [3, 10], 5, '720p', [4, 6, 11]),
+  video('kie-kling-3-turbo', [5, 10], 5, '1080p', [9.1, 9.1, 11.3]),
+  video('kie-wan-2-6', [5, 10], 5, '720p', [7.1, 7.1, 10.5], ['wan-2.6']),
+  video('kling-25-turbo', [5, 10], 5, '720p', [8.6, 8.6, 8.6]),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -172,7 +189,13 @@ export const VIDEO_MODELS: readonly VideoModel[] = [
 
 function chat(id: string, credits: number, maxPromptChars: number, defaultMaxOutputTokens: number): ChatModel {
   return {
-    kind: 'chat', id, aliases: [], unit: 'reply', priceMc: creditsToMc(credits), maxPromptChars, defaultMaxOutputTokens,
+    kind: 'chat',
+    id,
+    aliases: [],
+    unit: 'reply',
+    priceMc: creditsToMc(credits),
+    maxPromptChars,
+    defaultMaxOutputTokens,
     maxOutputTokens: 32_768,
   };
 }
@@ -192,8 +215,23 @@ export const CHAT_MODELS: readonly ChatModel[] = [
  * cap (tokens). Rates: the upstream's list price for output in euro cents per 1k tokens, with a
  * margin of about a third, rounded to a tenth of a credit (docs/decisions/0022-per-token-billing.md).
  */
-function tokenChat(id: string, creditsPer1k: number, maxPromptChars: number, defaultMaxOutputTokens: number, maxOutputTokens: number): ChatModel {
-  return { kind: 'chat', id, aliases: [], unit: '1k_output_tokens', priceMc: creditsToMc(creditsPer1k), maxPromptChars, defaultMaxOutputTokens, maxOutputTokens };
+function tokenChat(
+  id: string,
+  creditsPer1k: number,
+  maxPromptChars: number,
+  defaultMaxOutputTokens: number,
+  maxOutputTokens: number,
+): ChatModel {
+  return {
+    kind: 'chat',
+    id,
+    aliases: [],
+    unit: '1k_output_tokens',
+    priceMc: creditsToMc(creditsPer1k),
+    maxPromptChars,
+    defaultMaxOutputTokens,
+    maxOutputTokens,
+  };
 }
 
 export const OPENAI_CHAT_MODELS: readonly ChatModel[] = [
@@ -219,8 +257,20 @@ export const AUTO_OPENAI_CHAT_MODEL_ID = 'claude-haiku';
 // ---------------------------------------------------------------------------------------------
 
 export const UPSCALE_MODELS: readonly UpscaleModel[] = [
-  { kind: 'upscale', id: 'upscale', aliases: ['upscale-standard'], pricesMc: { 2: creditsToMc(2), 4: creditsToMc(4) }, defaultScale: 2 },
-  { kind: 'upscale', id: 'upscale-pro', aliases: [], pricesMc: { 2: creditsToMc(5), 4: creditsToMc(8) }, defaultScale: 2 },
+  {
+    kind: 'upscale',
+    id: 'upscale',
+    aliases: ['upscale-standard'],
+    pricesMc: { 2: creditsToMc(2), 4: creditsToMc(4) },
+    defaultScale: 2,
+  },
+  {
+    kind: 'upscale',
+    id: 'upscale-pro',
+    aliases: [],
+    pricesMc: { 2: creditsToMc(5), 4: creditsToMc(8) },
+    defaultScale: 2,
+  },
 ];
 /** The model used when an upscale request names none. */
 export const DEFAULT_UPSCALE_MODEL_ID = 'upscale';
@@ -235,7 +285,10 @@ export const AUTO_CHAT_MODEL_ID = 'chat-haiku';
 // ---------------------------------------------------------------------------------------------
 
 /** Indexes a kind by id and alias, refusing a name used twice so a typo cannot shadow a row. */
-function indexByName<M extends Model>(models: readonly M[], names: (m: M) => readonly string[]): ReadonlyMap<string, M> {
+function indexByName<M extends Model>(
+  models: readonly M[],
+  names: (m: M) => readonly string[],
+): ReadonlyMap<string, M> {
   const index = new Map<string, M>();
   for (const model of models) {
     for (const name of names(model)) {

@@ -3,7 +3,14 @@
  * quote, so everything that changes the price (model, resolution, clamped seconds) is decided
  * here, once, and handed to the run as `params`. Pure functions; no I/O.
  */
-import { AUTO_CHAT_ID, findImageModel, findUpscaleModel, resolveModel, type ChatModel, type VideoModel } from './models';
+import {
+  AUTO_CHAT_ID,
+  findImageModel,
+  findUpscaleModel,
+  resolveModel,
+  type ChatModel,
+  type VideoModel,
+} from './models';
 import { RESOLUTIONS, type Resolution, type UpscaleScale } from '../generation/params';
 import { InvalidRequestError, UnknownCostError } from '../errors';
 import type { Millicredits } from '../money';
@@ -13,7 +20,13 @@ export interface ImageQuote {
   readonly kind: 'image';
   readonly model: string;
   readonly priceMc: Millicredits;
-  readonly params: { readonly quality: string; readonly aspect: string; readonly width: number; readonly height: number; readonly hd?: true };
+  readonly params: {
+    readonly quality: string;
+    readonly aspect: string;
+    readonly width: number;
+    readonly height: number;
+    readonly hd?: true;
+  };
 }
 
 export interface VideoQuote {
@@ -22,8 +35,11 @@ export interface VideoQuote {
   readonly priceMc: Millicredits;
   /** width/height are the preview size of the simulated file, not the nominal resolution. */
   readonly params: {
-    readonly seconds: number; readonly resolution: Resolution; readonly aspect: string;
-    readonly width: number; readonly height: number;
+    readonly seconds: number;
+    readonly resolution: Resolution;
+    readonly aspect: string;
+    readonly width: number;
+    readonly height: number;
   };
 }
 
@@ -59,7 +75,11 @@ export const IMAGE_MIN_SIDE = 256;
 export const IMAGE_MAX_SIDE = 2048;
 
 export function quoteImage(req: {
-  model?: string | undefined; quality?: string | undefined; aspect?: string | undefined; width?: number | undefined; height?: number | undefined;
+  model?: string | undefined;
+  quality?: string | undefined;
+  aspect?: string | undefined;
+  width?: number | undefined;
+  height?: number | undefined;
   hd?: boolean | undefined;
 }): ImageQuote {
   if (!req.model) throw new InvalidRequestError('model is required for image', 'model');
@@ -69,19 +89,36 @@ export function quoteImage(req: {
   const model = req.hd && asked.hdVariant ? (findImageModel(asked.hdVariant) ?? asked) : asked;
   const doubled = req.hd === true && model === asked;
   // The spec says quality "falls back to the model default": a wrong value is not worth a refusal.
-  const quality = req.quality !== undefined && model.qualities.includes(req.quality) ? req.quality : model.defaultQuality;
+  const quality =
+    req.quality !== undefined && model.qualities.includes(req.quality) ? req.quality : model.defaultQuality;
   // A width and height (group A) ask for a shape as well as a size: the shape is snapped to what
   // the model renders like an aspect, the long side is kept within what we render.
   const sized = req.width !== undefined && req.height !== undefined;
-  const aspect = snapAspect(req.aspect ?? (sized ? `${req.width}:${req.height}` : undefined), model.aspects, model.defaultAspect);
-  const longSide = sized ? Math.min(IMAGE_MAX_SIDE, Math.max(IMAGE_MIN_SIDE, Math.max(req.width!, req.height!))) : IMAGE_LONG_SIDE;
+  const aspect = snapAspect(
+    req.aspect ?? (sized ? `${req.width}:${req.height}` : undefined),
+    model.aspects,
+    model.defaultAspect,
+  );
+  const longSide = sized
+    ? Math.min(IMAGE_MAX_SIDE, Math.max(IMAGE_MIN_SIDE, Math.max(req.width!, req.height!)))
+    : IMAGE_LONG_SIDE;
   return {
-    kind: 'image', model: model.id, priceMc: doubled ? 2 * model.priceMc : model.priceMc,
+    kind: 'image',
+    model: model.id,
+    priceMc: doubled ? 2 * model.priceMc : model.priceMc,
     params: { quality, aspect, ...sizeForAspect(aspect, longSide), ...(doubled ? { hd: true } : {}) },
   };
 }
 
-export function quoteVideo(req: { model?: string | undefined; quality?: string | undefined; aspect?: string | undefined; seconds?: number | undefined }, door: Door = 'C'): VideoQuote {
+export function quoteVideo(
+  req: {
+    model?: string | undefined;
+    quality?: string | undefined;
+    aspect?: string | undefined;
+    seconds?: number | undefined;
+  },
+  door: Door = 'C',
+): VideoQuote {
   if (!req.model) throw new InvalidRequestError('model is required for video', 'model');
   const model = resolveModel('video', req.model, door) as VideoModel | undefined;
   if (!model) throw new UnknownCostError('video', req.model);
@@ -89,7 +126,8 @@ export function quoteVideo(req: { model?: string | undefined; quality?: string |
   // A resolution the model has no rate for (a dash in the table) cannot be priced, so it gets
   // the model default like any other value the model does not offer.
   const requested = RESOLUTIONS.find((r) => r === req.quality);
-  const resolution = requested !== undefined && model.ratesMc[requested] !== undefined ? requested : model.defaultResolution;
+  const resolution =
+    requested !== undefined && model.ratesMc[requested] !== undefined ? requested : model.defaultResolution;
   const rateMc = model.ratesMc[resolution];
   // Unreachable: the catalogue refuses, at load, a default resolution without a rate.
   if (rateMc === undefined) throw new Error(`catalogue: ${model.id} has no rate for its default ${resolution}`);
@@ -97,21 +135,30 @@ export function quoteVideo(req: { model?: string | undefined; quality?: string |
   const seconds = clampSeconds(req.seconds, model.defaultSeconds, model.secondsRange);
   const aspect = snapAspect(req.aspect, model.aspects, model.defaultAspect);
   return {
-    kind: 'video', model: model.id, priceMc: seconds * rateMc,
+    kind: 'video',
+    model: model.id,
+    priceMc: seconds * rateMc,
     params: { seconds, resolution, aspect, ...sizeForAspect(aspect, VIDEO_PREVIEW_LONG_SIDE) },
   };
 }
 
-export function quoteChat(req: { model?: string | undefined; maxTokens?: number | undefined }, door: Door = 'C'): ChatQuote {
+export function quoteChat(
+  req: { model?: string | undefined; maxTokens?: number | undefined },
+  door: Door = 'C',
+): ChatQuote {
   const requestedModel = req.model || AUTO_CHAT_ID;
   const model = resolveModel('chat', requestedModel, door) as ChatModel | undefined;
   if (!model) throw new UnknownCostError('chat', requestedModel);
   const base = { kind: 'chat', model: model.id, requestedModel } as const;
-  if (model.unit === 'reply') return { ...base, priceMc: model.priceMc, params: { maxPromptChars: model.maxPromptChars } };
+  if (model.unit === 'reply')
+    return { ...base, priceMc: model.priceMc, params: { maxPromptChars: model.maxPromptChars } };
   // Billed per output token (DESIGN §4): the hold covers the output cap at the model's rate.
   const maxTokens = req.maxTokens ?? model.defaultMaxOutputTokens;
   if (maxTokens > model.maxOutputTokens) {
-    throw new InvalidRequestError(`maxTokens: ${model.id} produces at most ${model.maxOutputTokens} output tokens; ${maxTokens} were asked for.`, 'maxTokens');
+    throw new InvalidRequestError(
+      `maxTokens: ${model.id} produces at most ${model.maxOutputTokens} output tokens; ${maxTokens} were asked for.`,
+      'maxTokens',
+    );
   }
   return {
     ...base,
@@ -209,7 +256,8 @@ export function capChatMessages<M extends { role: string; content: string }>(
   messages: readonly M[],
   maxChars: number,
 ): { messages: M[]; prompt: string; truncated: boolean } {
-  const render = (ms: readonly M[]) => (ms.length === 1 && ms[0]!.role === 'user' ? ms[0]!.content : ms.map((m) => `${m.role}: ${m.content}`).join('\n'));
+  const render = (ms: readonly M[]) =>
+    ms.length === 1 && ms[0]!.role === 'user' ? ms[0]!.content : ms.map((m) => `${m.role}: ${m.content}`).join('\n');
   let kept = [...messages];
   let truncated = false;
   while (kept.length > 1 && render(kept).length > maxChars) {

@@ -22,7 +22,13 @@ export async function getAccountCredits(q: Queryable, accountId: string): Promis
   );
   const row = r.rows[0];
   if (!row) return undefined;
-  return { plan: row.plan, balanceMc: row.balance_mc, heldMc: row.held_mc, chatCap: row.chat_cap, chatUsed: row.chat_used };
+  return {
+    plan: row.plan,
+    balanceMc: row.balance_mc,
+    heldMc: row.held_mc,
+    chatCap: row.chat_cap,
+    chatUsed: row.chat_used,
+  };
 }
 
 export interface StoredApiKey {
@@ -51,7 +57,16 @@ export async function insertApiKey(
 /** The live key with this hash; a revoked key is not found, so revocation applies on the next request. */
 export async function findApiKeyByHash(q: Queryable, keyHash: Buffer): Promise<StoredApiKey | undefined> {
   // Named: prepared once per connection, since every keyed request starts with it.
-  const r = await q.query<{ id: string; account_id: string; plan: Plan; scopes: string[]; models: string[] | null; available_mc: number; last_used_at: Date | null; budgeted: boolean }>({
+  const r = await q.query<{
+    id: string;
+    account_id: string;
+    plan: Plan;
+    scopes: string[];
+    models: string[] | null;
+    available_mc: number;
+    last_used_at: Date | null;
+    budgeted: boolean;
+  }>({
     name: 'find-api-key',
     text: `SELECT k.id, k.account_id, a.plan, k.scopes, k.models, a.balance_mc - a.held_mc AS available_mc, k.last_used_at,
                   EXISTS (SELECT 1 FROM api_key_budgets b WHERE b.key_id = k.id) AS budgeted
@@ -60,7 +75,18 @@ export async function findApiKeyByHash(q: Queryable, keyHash: Buffer): Promise<S
     values: [keyHash],
   });
   const row = r.rows[0];
-  return row && { id: row.id, accountId: row.account_id, plan: row.plan, scopes: row.scopes, models: row.models, availableMc: row.available_mc, lastUsedAt: row.last_used_at, budgeted: row.budgeted };
+  return (
+    row && {
+      id: row.id,
+      accountId: row.account_id,
+      plan: row.plan,
+      scopes: row.scopes,
+      models: row.models,
+      availableMc: row.available_mc,
+      lastUsedAt: row.last_used_at,
+      budgeted: row.budgeted,
+    }
+  );
 }
 
 /** How stale `last_used_at` may get: the auth hook writes it at most about once a minute per key. */
@@ -82,7 +108,10 @@ export async function revokeApiKey(q: Queryable, keyId: string, accountId?: stri
     [keyId, accountId ?? null],
   );
   if ((r.rowCount ?? 0) > 0) return true;
-  const exists = await q.query('SELECT 1 FROM api_keys WHERE id = $1 AND ($2::text IS NULL OR account_id = $2)', [keyId, accountId ?? null]);
+  const exists = await q.query('SELECT 1 FROM api_keys WHERE id = $1 AND ($2::text IS NULL OR account_id = $2)', [
+    keyId,
+    accountId ?? null,
+  ]);
   return (exists.rowCount ?? 0) > 0;
 }
 
@@ -98,12 +127,26 @@ export interface ApiKeySummary {
 
 /** An account's live keys, newest first. */
 export async function listApiKeys(q: Queryable, accountId: string): Promise<ApiKeySummary[]> {
-  const r = await q.query<{ id: string; key_hint: string; scopes: string[]; models: string[] | null; created_at: Date; last_used_at: Date | null }>(
+  const r = await q.query<{
+    id: string;
+    key_hint: string;
+    scopes: string[];
+    models: string[] | null;
+    created_at: Date;
+    last_used_at: Date | null;
+  }>(
     `SELECT id, key_hint, scopes, models, created_at, last_used_at FROM api_keys
       WHERE account_id = $1 AND revoked_at IS NULL ORDER BY id DESC`,
     [accountId],
   );
-  return r.rows.map((row) => ({ id: row.id, hint: row.key_hint, scopes: row.scopes, models: row.models, createdAt: row.created_at, lastUsedAt: row.last_used_at }));
+  return r.rows.map((row) => ({
+    id: row.id,
+    hint: row.key_hint,
+    scopes: row.scopes,
+    models: row.models,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+  }));
 }
 
 export async function accountExists(q: Queryable, accountId: string): Promise<boolean> {

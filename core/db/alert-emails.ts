@@ -11,7 +11,11 @@ export const MAIL_ALERTS_WITHIN_MS = 86_400_000;
  * password, and marks them expanded; alerts older than `withinMs` are only marked. Other relays
  * skip the alerts this one has locked (data-modifying CTEs run whether read or not). The number of alerts expanded.
  */
-export async function expandAlertEmails(tx: Queryable, limit: number, withinMs = MAIL_ALERTS_WITHIN_MS): Promise<number> {
+export async function expandAlertEmails(
+  tx: Queryable,
+  limit: number,
+  withinMs = MAIL_ALERTS_WITHIN_MS,
+): Promise<number> {
   const r = await tx.query<{ n: number }>(
     `WITH due AS (
        SELECT id, account_id, created_at FROM account_alerts WHERE mailed_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
@@ -49,9 +53,17 @@ export async function claimDueEmails(tx: Queryable, limit: number): Promise<DueE
 }
 
 /** Records one attempt: sent, or failed with when to try again (null: never, the email ends failed). */
-export async function recordEmailAttempt(tx: Queryable, alertId: string, recipient: string, outcome: { sent: true } | { sent: false; error: string; retryInMs: number | null }): Promise<void> {
+export async function recordEmailAttempt(
+  tx: Queryable,
+  alertId: string,
+  recipient: string,
+  outcome: { sent: true } | { sent: false; error: string; retryInMs: number | null },
+): Promise<void> {
   if (outcome.sent) {
-    await tx.query(`UPDATE alert_emails SET status = 'sent', attempts = attempts + 1, sent_at = now(), last_error = NULL WHERE alert_id = $1 AND recipient = $2`, [alertId, recipient]);
+    await tx.query(
+      `UPDATE alert_emails SET status = 'sent', attempts = attempts + 1, sent_at = now(), last_error = NULL WHERE alert_id = $1 AND recipient = $2`,
+      [alertId, recipient],
+    );
     return;
   }
   await tx.query(

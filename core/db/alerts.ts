@@ -48,13 +48,21 @@ export async function getAlert(q: Queryable, id: string): Promise<AlertRow | und
 
 /** An account's latest alerts, newest first. */
 export async function recentAlerts(q: Queryable, accountId: string, limit: number): Promise<AlertRow[]> {
-  const r = await q.query<AlertRow>(`SELECT ${ALERT_COLUMNS} FROM account_alerts WHERE account_id = $1 ORDER BY id DESC LIMIT $2`, [accountId, limit]);
+  const r = await q.query<AlertRow>(
+    `SELECT ${ALERT_COLUMNS} FROM account_alerts WHERE account_id = $1 ORDER BY id DESC LIMIT $2`,
+    [accountId, limit],
+  );
   return r.rows;
 }
 
 /** The account's low-balance threshold (null: no alert); false when the account does not exist. */
-export async function readLowBalance(q: Queryable, accountId: string): Promise<{ thresholdMc: Millicredits | null } | undefined> {
-  const r = await q.query<{ low_balance_mc: number | null }>('SELECT low_balance_mc FROM accounts WHERE id = $1', [accountId]);
+export async function readLowBalance(
+  q: Queryable,
+  accountId: string,
+): Promise<{ thresholdMc: Millicredits | null } | undefined> {
+  const r = await q.query<{ low_balance_mc: number | null }>('SELECT low_balance_mc FROM accounts WHERE id = $1', [
+    accountId,
+  ]);
   const row = r.rows[0];
   return row ? { thresholdMc: row.low_balance_mc } : undefined;
 }

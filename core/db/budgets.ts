@@ -23,7 +23,11 @@ const SPENT_SQL = `SELECT COALESCE(SUM(CASE h.state WHEN 'held' THEN h.amount_mc
                     WHERE g.api_key_id = $1 AND ($2::timestamptz IS NULL OR g.created_at >= $2)`;
 
 /** `since` is null for 'none': node-pg reads PostgreSQL's -infinity as a number, not a Date. */
-interface BudgetRow { max_mc: number; period: BudgetPeriod; since: Date | null }
+interface BudgetRow {
+  max_mc: number;
+  period: BudgetPeriod;
+  since: Date | null;
+}
 
 /**
  * The key's budget with what it has spent in the current period; `lock` takes the budget row FOR
@@ -31,7 +35,11 @@ interface BudgetRow { max_mc: number; period: BudgetPeriod; since: Date | null }
  * The sum is a statement of its own after the lock: under READ COMMITTED it then sees every hold
  * committed while this transaction waited.
  */
-export async function readKeyBudget(q: Queryable, keyId: string, opts: { lock: boolean }): Promise<KeyBudget | undefined> {
+export async function readKeyBudget(
+  q: Queryable,
+  keyId: string,
+  opts: { lock: boolean },
+): Promise<KeyBudget | undefined> {
   const r = await q.query<BudgetRow>(
     `SELECT max_mc, period, NULLIF(budget_period_start(period, now()), '-infinity') AS since FROM api_key_budgets WHERE key_id = $1${opts.lock ? ' FOR UPDATE' : ''}`,
     [keyId],
@@ -43,8 +51,16 @@ export async function readKeyBudget(q: Queryable, keyId: string, opts: { lock: b
 }
 
 /** Sets (or with null removes) a key's budget; false when the key is not a live key of the account. */
-export async function setKeyBudget(q: Queryable, keyId: string, accountId: string | undefined, budget: { maxMc: Millicredits; period: BudgetPeriod } | null): Promise<boolean> {
-  const key = await q.query('SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL AND ($2::text IS NULL OR account_id = $2)', [keyId, accountId ?? null]);
+export async function setKeyBudget(
+  q: Queryable,
+  keyId: string,
+  accountId: string | undefined,
+  budget: { maxMc: Millicredits; period: BudgetPeriod } | null,
+): Promise<boolean> {
+  const key = await q.query(
+    'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL AND ($2::text IS NULL OR account_id = $2)',
+    [keyId, accountId ?? null],
+  );
   if ((key.rowCount ?? 0) === 0) return false;
   if (budget === null) {
     await q.query('DELETE FROM api_key_budgets WHERE key_id = $1', [keyId]);

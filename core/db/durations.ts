@@ -37,6 +37,8 @@ export async function recordDuration(q: Queryable, generationId: string): Promis
 
 /** A generation's measured expected duration in seconds, or undefined without enough samples. */
 export async function measuredSeconds(q: Queryable, generationId: string): Promise<number | undefined> {
-  const r = await q.query<{ m: number | null }>(`SELECT ${medianOf('g')} AS m FROM generations g WHERE g.id = $1`, [generationId]);
+  const r = await q.query<{ m: number | null }>(`SELECT ${medianOf('g')} AS m FROM generations g WHERE g.id = $1`, [
+    generationId,
+  ]);
   return r.rows[0]?.m ?? undefined;
 }

@@ -29,7 +29,12 @@ const needsEstimate = (g: Estimable): boolean => g.status !== 'succeeded';
 export async function withEstimates<T extends Estimable>(q: Queryable, rows: T[]): Promise<T[]> {
   const ids = rows.filter(needsEstimate).map((g) => g.id);
   if (ids.length === 0) return rows;
-  const r = await q.query<{ id: string; progress_percent: number | null; queue_position: number | null; measured_seconds: number | null }>({
+  const r = await q.query<{
+    id: string;
+    progress_percent: number | null;
+    queue_position: number | null;
+    measured_seconds: number | null;
+  }>({
     name: 'generation-estimates',
     text: `SELECT g.id,
         (SELECT p.percent FROM generation_progress p WHERE p.generation_id = g.id) AS progress_percent,
@@ -43,6 +48,13 @@ export async function withEstimates<T extends Estimable>(q: Queryable, rows: T[]
   const found = new Map(r.rows.map((e) => [e.id, e]));
   return rows.map((g) => {
     const e = found.get(g.id);
-    return e ? { ...g, progressPercent: e.progress_percent, queuePosition: e.queue_position, measuredSeconds: e.measured_seconds } : g;
+    return e
+      ? {
+          ...g,
+          progressPercent: e.progress_percent,
+          queuePosition: e.queue_position,
+          measuredSeconds: e.measured_seconds,
+        }
+      : g;
   });
 }

@@ -6,7 +6,6 @@ import { withEstimates } from './estimates';
 import { PREVIEW_KEYS_COLUMN } from './previews';
 import { PROVIDER_COLUMN } from './upstreams';
 
-
 export interface GenerationRow {
   id: string;
   accountId: string;
@@ -100,7 +99,11 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
 /** An account only ever sees its own generations: another account's id reads as not found. */
 export async function getGeneration(q: Queryable, accountId: string, id: string): Promise<GenerationRow | undefined> {
   // Named: prepared once per connection, as the most frequent read (every answer ends with it).
-  const r = await q.query<GenerationDbRow>({ name: 'get-generation', text: `SELECT ${GENERATION_COLUMNS} FROM generations WHERE id = $1 AND account_id = $2`, values: [id, accountId] });
+  const r = await q.query<GenerationDbRow>({
+    name: 'get-generation',
+    text: `SELECT ${GENERATION_COLUMNS} FROM generations WHERE id = $1 AND account_id = $2`,
+    values: [id, accountId],
+  });
   return r.rows[0] && (await withEstimates(q, [fromRow(r.rows[0])]))[0];
 }
 
@@ -142,14 +145,21 @@ export async function listGenerations(q: Queryable, accountId: string, f: ListFi
  * An account's generations from `fromId` on (ids are time-ordered, so this is a bounded range of
  * the account's index) that changed after `since`: what a live view has to redraw.
  */
-export async function listChangedGenerations(q: Queryable, accountId: string, f: { fromId: string; since: Date }): Promise<(GenerationRow & { updatedAt: Date })[]> {
+export async function listChangedGenerations(
+  q: Queryable,
+  accountId: string,
+  f: { fromId: string; since: Date },
+): Promise<(GenerationRow & { updatedAt: Date })[]> {
   const r = await q.query<GenerationDbRow & { updated_at: Date }>(
     `SELECT ${GENERATION_COLUMNS}, updated_at FROM generations
       WHERE account_id = $1 AND id >= $2 AND updated_at > $3
       ORDER BY id LIMIT 200`,
     [accountId, f.fromId, f.since],
   );
-  return withEstimates(q, r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at })));
+  return withEstimates(
+    q,
+    r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at })),
+  );
 }
 
 /**
@@ -167,16 +177,26 @@ export async function listSiblings(q: Queryable, accountId: string, firstId: str
 }
 
 /** Some of an account's generations with when each last changed (the version a live stream resumes from). */
-export async function getVersioned(q: Queryable, accountId: string, ids: readonly string[]): Promise<(GenerationRow & { updatedAt: Date })[]> {
+export async function getVersioned(
+  q: Queryable,
+  accountId: string,
+  ids: readonly string[],
+): Promise<(GenerationRow & { updatedAt: Date })[]> {
   if (ids.length === 0) return [];
   const r = await q.query<GenerationDbRow & { updated_at: Date }>(
     `SELECT ${GENERATION_COLUMNS}, updated_at FROM generations WHERE account_id = $1 AND id = ANY($2::text[]) ORDER BY id`,
     [accountId, ids],
   );
-  return withEstimates(q, r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at })));
+  return withEstimates(
+    q,
+    r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at })),
+  );
 }
 
 /** Adds to a generation's internal parameters (where a stored input is, once it is stored). */
 export async function keepInternal(q: Queryable, id: string, internal: InternalParams): Promise<void> {
-  await q.query('UPDATE generations SET internal = internal || $2::jsonb WHERE id = $1', [id, JSON.stringify(internal)]);
+  await q.query('UPDATE generations SET internal = internal || $2::jsonb WHERE id = $1', [
+    id,
+    JSON.stringify(internal),
+  ]);
 }

@@ -1,9 +1,7 @@
 import type { Queryable } from './pool';
 
 export type IdempotencyClaim =
-  | { outcome: 'new'; generationId: string }
-  | { outcome: 'replay'; generationId: string }
-  | { outcome: 'conflict' };
+  { outcome: 'new'; generationId: string } | { outcome: 'replay'; generationId: string } | { outcome: 'conflict' };
 
 /**
  * Claims an idempotency key for a request, in one statement: the first request (or the first after
@@ -32,7 +30,9 @@ export async function claimIdempotencyKey(
   );
   const row = existing.rows[0];
   if (!row) return claimIdempotencyKey(q, c); // expired and removed in between: claim afresh
-  return row.request_hash.equals(c.requestHash) ? { outcome: 'replay', generationId: row.generation_id } : { outcome: 'conflict' };
+  return row.request_hash.equals(c.requestHash)
+    ? { outcome: 'replay', generationId: row.generation_id }
+    : { outcome: 'conflict' };
 }
 
 /**
@@ -50,5 +50,7 @@ export async function findIdempotencyClaim(
   );
   const row = r.rows[0];
   if (!row) return undefined;
-  return row.request_hash.equals(c.requestHash) ? { outcome: 'replay', generationId: row.generation_id } : { outcome: 'conflict' };
+  return row.request_hash.equals(c.requestHash)
+    ? { outcome: 'replay', generationId: row.generation_id }
+    : { outcome: 'conflict' };
 }

@@ -16,10 +16,21 @@ export interface StoredLedgerEntry {
 }
 
 /** A page of an account's ledger entries, newest first, strictly before entry `beforeId` when given. */
-export async function listLedgerEntries(q: Queryable, accountId: string, page: { limit: number; beforeId?: number | undefined }): Promise<StoredLedgerEntry[]> {
+export async function listLedgerEntries(
+  q: Queryable,
+  accountId: string,
+  page: { limit: number; beforeId?: number | undefined },
+): Promise<StoredLedgerEntry[]> {
   const r = await q.query<{
-    id: number; entry: EntryKind; amount_mc: number; balance_after_mc: number; held_after_mc: number;
-    generation_id: string | null; api_key_id: string | null; note: string | null; created_at: Date;
+    id: number;
+    entry: EntryKind;
+    amount_mc: number;
+    balance_after_mc: number;
+    held_after_mc: number;
+    generation_id: string | null;
+    api_key_id: string | null;
+    note: string | null;
+    created_at: Date;
   }>(
     `SELECT e.id, e.entry, e.amount_mc, e.balance_after_mc, e.held_after_mc, e.generation_id, g.api_key_id, e.note, e.created_at
        FROM ledger_entries e LEFT JOIN generations g ON g.id = e.generation_id
@@ -28,7 +39,14 @@ export async function listLedgerEntries(q: Queryable, accountId: string, page: {
     [accountId, page.beforeId ?? null, page.limit],
   );
   return r.rows.map((row) => ({
-    id: row.id, entry: row.entry, amountMc: row.amount_mc, balanceAfterMc: row.balance_after_mc, heldAfterMc: row.held_after_mc,
-    generationId: row.generation_id, keyId: row.api_key_id, note: row.note, createdAt: row.created_at,
+    id: row.id,
+    entry: row.entry,
+    amountMc: row.amount_mc,
+    balanceAfterMc: row.balance_after_mc,
+    heldAfterMc: row.held_after_mc,
+    generationId: row.generation_id,
+    keyId: row.api_key_id,
+    note: row.note,
+    createdAt: row.created_at,
   }));
 }

@@ -32,7 +32,12 @@ const eur = (x: number): number => Math.round(x * 1e6) / 1e6;
  * counts when it was charged or cost us something (a reply that failed after its first token
  * costs the upstream's tokens and earns nothing).
  */
-export async function marginReport(q: Queryable, groupBy: MarginGroup, from: Date, to: Date): Promise<{ rows: MarginRow[]; total: Omit<MarginRow, 'key'> }> {
+export async function marginReport(
+  q: Queryable,
+  groupBy: MarginGroup,
+  from: Date,
+  to: Date,
+): Promise<{ rows: MarginRow[]; total: Omit<MarginRow, 'key'> }> {
   const r = await q.query<{ key: string; generations: number; revenue_mc: number; cost_eur: string; uncosted: number }>(
     `SELECT ${KEYS[groupBy]} AS key, count(*)::int AS generations,
             COALESCE(sum(c.amount_mc), 0)::bigint AS revenue_mc,
@@ -49,10 +54,26 @@ export async function marginReport(q: Queryable, groupBy: MarginGroup, from: Dat
   const rows = r.rows.map((row) => {
     const revenueEur = eur(row.revenue_mc * EUR_PER_MC);
     const costEur = eur(Number(row.cost_eur));
-    return { key: row.key, generations: row.generations, revenueEur, costEur, marginEur: eur(revenueEur - costEur), uncosted: row.uncosted };
+    return {
+      key: row.key,
+      generations: row.generations,
+      revenueEur,
+      costEur,
+      marginEur: eur(revenueEur - costEur),
+      uncosted: row.uncosted,
+    };
   });
   const sum = (pick: (row: MarginRow) => number) => rows.reduce((s, row) => s + pick(row), 0);
   const revenueEur = eur(sum((x) => x.revenueEur));
   const costEur = eur(sum((x) => x.costEur));
-  return { rows, total: { generations: sum((x) => x.generations), revenueEur, costEur, marginEur: eur(revenueEur - costEur), uncosted: sum((x) => x.uncosted) } };
+  return {
+    rows,
+    total: {
+      generations: sum((x) => x.generations),
+      revenueEur,
+      costEur,
+      marginEur: eur(revenueEur - costEur),
+      uncosted: sum((x) => x.uncosted),
+    },
+  };
 }

@@ -59,13 +59,17 @@ function fromRow(r: Row): McpTaskRow {
     result: r.result,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
-    generation: r.generation_status === null || r.generation_updated_at === null
-      ? null
-      : { status: r.generation_status, error: r.generation_error, updatedAt: r.generation_updated_at },
+    generation:
+      r.generation_status === null || r.generation_updated_at === null
+        ? null
+        : { status: r.generation_status, error: r.generation_error, updatedAt: r.generation_updated_at },
   };
 }
 
-export type NewMcpTask = Pick<McpTaskRow, 'id' | 'accountId' | 'generationId' | 'tool' | 'progressToken' | 'ttlMs' | 'pollIntervalMs'> & {
+export type NewMcpTask = Pick<
+  McpTaskRow,
+  'id' | 'accountId' | 'generationId' | 'tool' | 'progressToken' | 'ttlMs' | 'pollIntervalMs'
+> & {
   /** Given with `result` for a task that is over as soon as it is made. */
   status?: McpTaskOutcome | undefined;
   statusMessage?: string | undefined;
@@ -79,8 +83,16 @@ export async function insertMcpTask(q: Queryable, t: NewMcpTask): Promise<McpTas
     `INSERT INTO mcp_tasks (id, account_id, generation_id, tool, progress_token, ttl_ms, poll_interval_ms, status, status_message, result, expires_at)
      VALUES ($1, $2, $3, $4, $5::jsonb, $6::bigint, $7::int, $8, $9, $10::jsonb, now() + $6::bigint * interval '1 millisecond')`,
     [
-      t.id, t.accountId, t.generationId, t.tool, t.progressToken === null ? null : JSON.stringify(t.progressToken),
-      t.ttlMs, t.pollIntervalMs, t.status ?? null, t.statusMessage ?? null, t.result === undefined ? null : JSON.stringify(t.result),
+      t.id,
+      t.accountId,
+      t.generationId,
+      t.tool,
+      t.progressToken === null ? null : JSON.stringify(t.progressToken),
+      t.ttlMs,
+      t.pollIntervalMs,
+      t.status ?? null,
+      t.statusMessage ?? null,
+      t.result === undefined ? null : JSON.stringify(t.result),
     ],
   );
   const row = await getMcpTask(q, t.accountId, t.id);
@@ -90,12 +102,19 @@ export async function insertMcpTask(q: Queryable, t: NewMcpTask): Promise<McpTas
 
 /** An account's live task; another account's, or an expired one, reads as not found. */
 export async function getMcpTask(q: Queryable, accountId: string, id: string): Promise<McpTaskRow | undefined> {
-  const r = await q.query<Row>(`${SELECT} WHERE t.id = $1 AND t.account_id = $2 AND t.expires_at > now()`, [id, accountId]);
+  const r = await q.query<Row>(`${SELECT} WHERE t.id = $1 AND t.account_id = $2 AND t.expires_at > now()`, [
+    id,
+    accountId,
+  ]);
   return r.rows[0] && fromRow(r.rows[0]);
 }
 
 /** An account's live tasks, newest first, older than `before` (the previous page's last id). */
-export async function listMcpTasks(q: Queryable, accountId: string, f: { limit: number; before?: string | undefined }): Promise<McpTaskRow[]> {
+export async function listMcpTasks(
+  q: Queryable,
+  accountId: string,
+  f: { limit: number; before?: string | undefined },
+): Promise<McpTaskRow[]> {
   const r = await q.query<Row>(
     `${SELECT} WHERE t.account_id = $1 AND t.expires_at > now() AND ($2::text IS NULL OR t.id < $2)
       ORDER BY t.id DESC LIMIT $3`,

@@ -21,8 +21,11 @@ export type StatusNotice =
   | { accountId: string; generationId: string; preview: true };
 
 /** The SQL expression that announces a change, for the RETURNING or SELECT list of the statement that makes it. */
-export const notifyExpr = (accountExpr: string, generationExpr: string, status: GenerationStatus | 'credited'): string =>
-  `pg_notify('${STATUS_CHANNEL}', ${accountExpr} || ':' || ${generationExpr} || ':${status}')`;
+export const notifyExpr = (
+  accountExpr: string,
+  generationExpr: string,
+  status: GenerationStatus | 'credited',
+): string => `pg_notify('${STATUS_CHANNEL}', ${accountExpr} || ':' || ${generationExpr} || ':${status}')`;
 
 export function parseNotice(payload: string): StatusNotice | undefined {
   const [accountId, generationId, status, value] = payload.split(':');
@@ -31,7 +34,9 @@ export function parseNotice(payload: string): StatusNotice | undefined {
   if (status === 'preview') return generationId ? { accountId, generationId, preview: true } : undefined;
   if (status === 'progress') {
     const progress = Number(value);
-    return generationId && value !== undefined && /^\d{1,3}$/.test(value) && progress <= 100 ? { accountId, generationId, progress } : undefined;
+    return generationId && value !== undefined && /^\d{1,3}$/.test(value) && progress <= 100
+      ? { accountId, generationId, progress }
+      : undefined;
   }
   if (!generationId || !isStatus(status)) return undefined;
   return { accountId, generationId, status };

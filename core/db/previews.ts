@@ -6,7 +6,11 @@ import type { VideoPreviewName } from '../vocabulary';
  * Records where a generation's previews are stored. A retried provider step stores them again
  * under the same keys, so a repeat replaces the row.
  */
-export async function recordPreviews(q: Queryable, generationId: string, previews: { name: VideoPreviewName; key: string }[]): Promise<void> {
+export async function recordPreviews(
+  q: Queryable,
+  generationId: string,
+  previews: { name: VideoPreviewName; key: string }[],
+): Promise<void> {
   if (previews.length === 0) return;
   await q.query(
     `INSERT INTO generation_previews (generation_id, name, storage_key)

@@ -19,7 +19,11 @@ export async function recordUpstreamJob(q: Queryable, job: UpstreamJobKey & { ge
  * known to have ended. One statement: a webhook marking the job ended either sees this token or is
  * seen by it, so neither side misses the other.
  */
-export async function parkUpstreamJob(q: Queryable, job: UpstreamJobKey, taskToken: Uint8Array): Promise<'parked' | 'ended'> {
+export async function parkUpstreamJob(
+  q: Queryable,
+  job: UpstreamJobKey,
+  taskToken: Uint8Array,
+): Promise<'parked' | 'ended'> {
   const r = await q.query<{ ended: boolean }>(
     `UPDATE upstream_jobs SET task_token = $3 WHERE upstream = $1 AND job_id = $2 RETURNING ended_at IS NOT NULL AS ended`,
     [job.upstream, job.jobId, Buffer.from(taskToken)],
@@ -30,7 +34,10 @@ export async function parkUpstreamJob(q: Queryable, job: UpstreamJobKey, taskTok
 
 /** Whether the job is known to have ended (its webhook came). */
 export async function upstreamJobEnded(q: Queryable, job: UpstreamJobKey): Promise<boolean> {
-  const r = await q.query<{ ended: boolean }>('SELECT ended_at IS NOT NULL AS ended FROM upstream_jobs WHERE upstream = $1 AND job_id = $2', [job.upstream, job.jobId]);
+  const r = await q.query<{ ended: boolean }>(
+    'SELECT ended_at IS NOT NULL AS ended FROM upstream_jobs WHERE upstream = $1 AND job_id = $2',
+    [job.upstream, job.jobId],
+  );
   return r.rows[0]?.ended ?? false;
 }
 
@@ -58,7 +65,10 @@ export type WebhookReceipt =
  * job marked ended, in one transaction the caller owns. A webhook for no job of ours leaves no
  * receipt, so the upstream's own retry of it can still count once the job is recorded.
  */
-export async function receiveUpstreamWebhook(q: Queryable, job: UpstreamJobKey & { webhookId: string }): Promise<WebhookReceipt> {
+export async function receiveUpstreamWebhook(
+  q: Queryable,
+  job: UpstreamJobKey & { webhookId: string },
+): Promise<WebhookReceipt> {
   const found = await q.query<{ task_token: Buffer | null; ended: boolean }>(
     'SELECT task_token, ended_at IS NOT NULL AS ended FROM upstream_jobs WHERE upstream = $1 AND job_id = $2 FOR UPDATE',
     [job.upstream, job.jobId],
@@ -71,6 +81,9 @@ export async function receiveUpstreamWebhook(q: Queryable, job: UpstreamJobKey &
   );
   if (fresh.rowCount !== 1) return { outcome: 'replayed' };
   if (row.ended) return { outcome: 'already' };
-  await q.query('UPDATE upstream_jobs SET ended_at = now() WHERE upstream = $1 AND job_id = $2', [job.upstream, job.jobId]);
+  await q.query('UPDATE upstream_jobs SET ended_at = now() WHERE upstream = $1 AND job_id = $2', [
+    job.upstream,
+    job.jobId,
+  ]);
   return { outcome: 'ended', taskToken: row.task_token ?? undefined };
 }

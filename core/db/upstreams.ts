@@ -19,7 +19,6 @@ export interface UpstreamHealth {
   answered(upstream: string): Promise<void>;
 }
 
-
 export interface RouteLog {
   /** Merges a call's entry into the generation's record, once per `call` (a retried run appends to what was tried). */
   record(generationId: string, entry: RouteEntry): Promise<void>;
@@ -30,7 +29,10 @@ export interface RouteLog {
  * worker's failures cool an upstream down for all of them. A healthy upstream costs one indexed
  * read per call and no write; only failures and the recovery after them write.
  */
-export function createPgUpstreamHealth(q: Queryable, breaker: { failures: number; cooldownMs: number }): UpstreamHealth {
+export function createPgUpstreamHealth(
+  q: Queryable,
+  breaker: { failures: number; cooldownMs: number },
+): UpstreamHealth {
   return {
     async admit(upstream) {
       const r = await q.query<{ cooled: boolean; over: boolean }>(
@@ -113,5 +115,11 @@ export async function generationRouting(q: Queryable, generationId: string): Pro
     [generationId],
   );
   const row = r.rows[0];
-  return row && { upstream: row.served_by, tried: row.tried ?? [], costEur: row.cost_eur === null ? null : Number(row.cost_eur) };
+  return (
+    row && {
+      upstream: row.served_by,
+      tried: row.tried ?? [],
+      costEur: row.cost_eur === null ? null : Number(row.cost_eur),
+    }
+  );
 }

@@ -22,8 +22,20 @@ const GROUP_SQL: Record<UsageGroup, string> = {
 };
 
 /** What an account's generations created in [from, to) were charged and how they ended, per group. */
-export async function usageOf(q: Queryable, accountId: string, range: { from: Date; to: Date }, groupBy: UsageGroup): Promise<UsageRow[]> {
-  const r = await q.query<{ grp: string; charged_mc: number; generations: number; succeeded: number; failed: number; output_tokens: number }>(
+export async function usageOf(
+  q: Queryable,
+  accountId: string,
+  range: { from: Date; to: Date },
+  groupBy: UsageGroup,
+): Promise<UsageRow[]> {
+  const r = await q.query<{
+    grp: string;
+    charged_mc: number;
+    generations: number;
+    succeeded: number;
+    failed: number;
+    output_tokens: number;
+  }>(
     `SELECT ${GROUP_SQL[groupBy]} AS grp, COALESCE(SUM(charged_mc), 0)::bigint AS charged_mc, count(*)::int AS generations,
             count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded, count(*) FILTER (WHERE status = 'failed')::int AS failed,
             COALESCE(SUM((params->>'outputTokens')::bigint), 0)::bigint AS output_tokens
@@ -31,5 +43,12 @@ export async function usageOf(q: Queryable, accountId: string, range: { from: Da
       GROUP BY 1 ORDER BY ${groupBy === 'day' ? '1' : '2 DESC, 1'}`,
     [accountId, range.from, range.to],
   );
-  return r.rows.map((row) => ({ group: row.grp, chargedMc: row.charged_mc, generations: row.generations, succeeded: row.succeeded, failed: row.failed, outputTokens: row.output_tokens }));
+  return r.rows.map((row) => ({
+    group: row.grp,
+    chargedMc: row.charged_mc,
+    generations: row.generations,
+    succeeded: row.succeeded,
+    failed: row.failed,
+    outputTokens: row.output_tokens,
+  }));
 }

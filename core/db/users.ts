@@ -11,7 +11,10 @@ export interface UserRow {
 }
 
 export async function insertUser(q: Queryable, u: { id: string; accountId: string; email: string }): Promise<boolean> {
-  const r = await q.query('INSERT INTO users (id, account_id, email) VALUES ($1, $2, $3) ON CONFLICT (email) DO NOTHING', [u.id, u.accountId, u.email]);
+  const r = await q.query(
+    'INSERT INTO users (id, account_id, email) VALUES ($1, $2, $3) ON CONFLICT (email) DO NOTHING',
+    [u.id, u.accountId, u.email],
+  );
   return (r.rowCount ?? 0) > 0;
 }
 
@@ -24,8 +27,15 @@ export async function findUserByEmail(q: Queryable, email: string): Promise<User
   return row && { id: row.id, accountId: row.account_id, email: row.email, passwordHash: row.password_hash };
 }
 
-export async function insertPasswordLink(q: Queryable, l: { tokenHash: Buffer; userId: string; expiresAt: Date }): Promise<void> {
-  await q.query('INSERT INTO password_links (token_hash, user_id, expires_at) VALUES ($1, $2, $3)', [l.tokenHash, l.userId, l.expiresAt]);
+export async function insertPasswordLink(
+  q: Queryable,
+  l: { tokenHash: Buffer; userId: string; expiresAt: Date },
+): Promise<void> {
+  await q.query('INSERT INTO password_links (token_hash, user_id, expires_at) VALUES ($1, $2, $3)', [
+    l.tokenHash,
+    l.userId,
+    l.expiresAt,
+  ]);
 }
 
 export type LinkUse = { outcome: 'used'; userId: string; email: string } | { outcome: 'expired' | 'spent' | 'unknown' };
@@ -43,7 +53,9 @@ export async function spendPasswordLink(tx: Queryable, tokenHash: Buffer): Promi
   );
   const row = spent.rows[0];
   if (row) return { outcome: 'used', userId: row.user_id, email: row.email };
-  const known = await tx.query<{ used_at: Date | null }>('SELECT used_at FROM password_links WHERE token_hash = $1', [tokenHash]);
+  const known = await tx.query<{ used_at: Date | null }>('SELECT used_at FROM password_links WHERE token_hash = $1', [
+    tokenHash,
+  ]);
   const link = known.rows[0];
   if (!link) return { outcome: 'unknown' };
   return { outcome: link.used_at ? 'spent' : 'expired' };
@@ -56,8 +68,16 @@ export async function setUserPassword(tx: Queryable, userId: string, passwordHas
   await tx.query('DELETE FROM sessions WHERE user_id = $1', [userId]);
 }
 
-export async function insertSession(q: Queryable, s: { tokenHash: Buffer; userId: string; expiresAt: Date; userAgent: string | null }): Promise<void> {
-  await q.query('INSERT INTO sessions (token_hash, user_id, expires_at, user_agent) VALUES ($1, $2, $3, $4)', [s.tokenHash, s.userId, s.expiresAt, s.userAgent]);
+export async function insertSession(
+  q: Queryable,
+  s: { tokenHash: Buffer; userId: string; expiresAt: Date; userAgent: string | null },
+): Promise<void> {
+  await q.query('INSERT INTO sessions (token_hash, user_id, expires_at, user_agent) VALUES ($1, $2, $3, $4)', [
+    s.tokenHash,
+    s.userId,
+    s.expiresAt,
+    s.userAgent,
+  ]);
 }
 
 export interface SessionRow {
@@ -77,7 +97,15 @@ export async function findSession(q: Queryable, tokenHash: Buffer): Promise<Sess
     [tokenHash],
   );
   const row = r.rows[0];
-  return row && { userId: row.user_id, email: row.email, accountId: row.account_id, plan: row.plan, expiresAt: row.expires_at };
+  return (
+    row && {
+      userId: row.user_id,
+      email: row.email,
+      accountId: row.account_id,
+      plan: row.plan,
+      expiresAt: row.expires_at,
+    }
+  );
 }
 
 /** Ends a session; expired sessions of the same user are swept along. */

@@ -41,11 +41,16 @@ const ENDPOINT_COLUMNS = endpointColumns();
 /** Locks the account (so two registrations cannot both take the last place) and counts its endpoints. */
 export async function lockAndCountEndpoints(tx: Queryable, accountId: string): Promise<number> {
   await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
-  const r = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1', [accountId]);
+  const r = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1', [
+    accountId,
+  ]);
   return r.rows[0]?.n ?? 0;
 }
 
-export type NewEndpoint = Pick<EndpointRow, 'id' | 'accountId' | 'url' | 'format' | 'events' | 'description' | 'secretSealed'>;
+export type NewEndpoint = Pick<
+  EndpointRow,
+  'id' | 'accountId' | 'url' | 'format' | 'events' | 'description' | 'secretSealed'
+>;
 
 export async function insertEndpoint(tx: Queryable, e: NewEndpoint): Promise<EndpointRow> {
   const r = await tx.query<EndpointRow>(
@@ -57,13 +62,19 @@ export async function insertEndpoint(tx: Queryable, e: NewEndpoint): Promise<End
 }
 
 export async function listEndpoints(q: Queryable, accountId: string): Promise<EndpointRow[]> {
-  const r = await q.query<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = $1 ORDER BY id`, [accountId]);
+  const r = await q.query<EndpointRow>(
+    `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = $1 ORDER BY id`,
+    [accountId],
+  );
   return r.rows;
 }
 
 /** Another account's endpoint reads as not found. */
 export async function getEndpoint(q: Queryable, accountId: string, id: string): Promise<EndpointRow | undefined> {
-  const r = await q.query<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  const r = await q.query<EndpointRow>(
+    `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`,
+    [id, accountId],
+  );
   return r.rows[0];
 }
 
@@ -76,7 +87,12 @@ export interface EndpointPatch {
 }
 
 /** Applies the fields given; enabling clears the reason it was disabled and its run of failures. */
-export async function updateEndpoint(q: Queryable, accountId: string, id: string, p: EndpointPatch): Promise<EndpointRow | undefined> {
+export async function updateEndpoint(
+  q: Queryable,
+  accountId: string,
+  id: string,
+  p: EndpointPatch,
+): Promise<EndpointRow | undefined> {
   const r = await q.query<EndpointRow>(
     `UPDATE webhook_endpoints SET
         url = COALESCE($3, url),
@@ -89,7 +105,16 @@ export async function updateEndpoint(q: Queryable, accountId: string, id: string
         updated_at = now()
       WHERE id = $1 AND account_id = $2
       RETURNING ${ENDPOINT_COLUMNS}`,
-    [id, accountId, p.url ?? null, p.events !== undefined, p.events ?? null, p.description !== undefined, p.description ?? null, p.enabled ?? null],
+    [
+      id,
+      accountId,
+      p.url ?? null,
+      p.events !== undefined,
+      p.events ?? null,
+      p.description !== undefined,
+      p.description ?? null,
+      p.enabled ?? null,
+    ],
   );
   return r.rows[0];
 }
@@ -101,7 +126,11 @@ export async function deleteEndpoint(q: Queryable, accountId: string, id: string
 
 /** The current secret becomes the previous one, valid until `previousExpiresAt`; an older one is dropped. */
 export async function rotateEndpointSecret(
-  q: Queryable, accountId: string, id: string, secretSealed: string, previousExpiresAt: Date,
+  q: Queryable,
+  accountId: string,
+  id: string,
+  secretSealed: string,
+  previousExpiresAt: Date,
 ): Promise<EndpointRow | undefined> {
   const r = await q.query<EndpointRow>(
     `UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, previous_secret_expires_at = $4,
@@ -127,7 +156,11 @@ export interface DeliveryCause {
 }
 
 /** Inserts deliveries (the outbox rows) and wakes the relay once the transaction commits. */
-export async function enqueueDeliveries(tx: Queryable, rows: { endpointId: string; accountId: string; event: string }[], cause: DeliveryCause): Promise<string[]> {
+export async function enqueueDeliveries(
+  tx: Queryable,
+  rows: { endpointId: string; accountId: string; event: string }[],
+  cause: DeliveryCause,
+): Promise<string[]> {
   if (rows.length === 0) return [];
   const ids = rows.map(() => newId('whd'));
   const r = await tx.query<{ id: string }>(
@@ -141,14 +174,31 @@ export async function enqueueDeliveries(tx: Queryable, rows: { endpointId: strin
        SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM (SELECT count(*) AS n FROM ins) c WHERE c.n > 0
      )
      SELECT id FROM ins, (SELECT count(*) FROM wake) w`,
-    [ids, rows.map((x) => x.endpointId), rows.map((x) => x.accountId), cause.generationId, rows.map((x) => x.event), cause.progress ?? null, cause.alertId ?? null, cause.traceparent ?? null],
+    [
+      ids,
+      rows.map((x) => x.endpointId),
+      rows.map((x) => x.accountId),
+      cause.generationId,
+      rows.map((x) => x.event),
+      cause.progress ?? null,
+      cause.alertId ?? null,
+      cause.traceparent ?? null,
+    ],
   );
   return r.rows.map((x) => x.id);
 }
 
 /** A `ping` for POST /api/v1/webhooks/:id/test. */
-export async function enqueuePing(tx: Queryable, endpoint: { id: string; accountId: string }, traceparent: string | null): Promise<string> {
-  const [id] = await enqueueDeliveries(tx, [{ endpointId: endpoint.id, accountId: endpoint.accountId, event: PING_EVENT }], { generationId: null, traceparent });
+export async function enqueuePing(
+  tx: Queryable,
+  endpoint: { id: string; accountId: string },
+  traceparent: string | null,
+): Promise<string> {
+  const [id] = await enqueueDeliveries(
+    tx,
+    [{ endpointId: endpoint.id, accountId: endpoint.accountId, event: PING_EVENT }],
+    { generationId: null, traceparent },
+  );
   return id!;
 }
 
@@ -164,7 +214,8 @@ export async function claimUndispatched(tx: Queryable, limit: number): Promise<s
 }
 
 export async function markDispatched(q: Queryable, ids: readonly string[]): Promise<void> {
-  if (ids.length > 0) await q.query('UPDATE webhook_deliveries SET dispatched_at = now() WHERE id = ANY($1::text[])', [ids]);
+  if (ids.length > 0)
+    await q.query('UPDATE webhook_deliveries SET dispatched_at = now() WHERE id = ANY($1::text[])', [ids]);
 }
 
 /**
@@ -197,9 +248,17 @@ export interface DeliveryTarget {
 }
 
 export async function loadDeliveryTarget(q: Queryable, deliveryId: string): Promise<DeliveryTarget | undefined> {
-  const r = await q.query<EndpointRow & {
-    d_id: string; d_event: string; d_generation_id: string | null; d_progress: number | null; d_alert_id: string | null; d_trace_parent: string | null; d_created_at: Date;
-  }>(
+  const r = await q.query<
+    EndpointRow & {
+      d_id: string;
+      d_event: string;
+      d_generation_id: string | null;
+      d_progress: number | null;
+      d_alert_id: string | null;
+      d_trace_parent: string | null;
+      d_created_at: Date;
+    }
+  >(
     `SELECT d.id AS d_id, d.event AS d_event, d.generation_id AS d_generation_id, d.progress AS d_progress, d.alert_id AS d_alert_id,
             d.trace_parent AS d_trace_parent, d.created_at AS d_created_at, ${endpointColumns('e.')}
        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
@@ -209,7 +268,14 @@ export async function loadDeliveryTarget(q: Queryable, deliveryId: string): Prom
   const row = r.rows[0];
   if (!row) return undefined;
   const {
-    d_id: id, d_event: event, d_generation_id: generationId, d_progress: progress, d_alert_id: alertId, d_trace_parent: traceParent, d_created_at: createdAt, ...endpoint
+    d_id: id,
+    d_event: event,
+    d_generation_id: generationId,
+    d_progress: progress,
+    d_alert_id: alertId,
+    d_trace_parent: traceParent,
+    d_created_at: createdAt,
+    ...endpoint
   } = row;
   return { id, event, generationId, progress, alertId, traceParent, createdAt, endpoint };
 }
@@ -237,10 +303,15 @@ export interface AttemptResult {
  * one transaction. Returns the attempt's number and, when this attempt disabled the endpoint, why;
  * undefined when the delivery no longer exists (its endpoint was deleted).
  */
-export async function recordAttempt(tx: Queryable, a: AttemptResult): Promise<{ attempt: number; disabledReason: string | null } | undefined> {
+export async function recordAttempt(
+  tx: Queryable,
+  a: AttemptResult,
+): Promise<{ attempt: number; disabledReason: string | null } | undefined> {
   let disabledReason: string | null = null;
   if (a.delivered) {
-    await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [a.endpointId]);
+    await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [
+      a.endpointId,
+    ]);
   } else if (a.gone) {
     disabledReason = `The receiver answered 410 Gone on ${a.now.toISOString()}.`;
   } else {
@@ -320,7 +391,9 @@ const DELIVERY_COLUMNS = `id, endpoint_id AS "endpointId", event, generation_id 
 
 /** An endpoint's deliveries, newest first, keyset-paged by id (ids are time-ordered). */
 export async function listDeliveries(
-  q: Queryable, endpointId: string, f: { limit: number; before?: string | undefined; status?: DeliveryStatus | undefined },
+  q: Queryable,
+  endpointId: string,
+  f: { limit: number; before?: string | undefined; status?: DeliveryStatus | undefined },
 ): Promise<DeliveryRow[]> {
   const r = await q.query<DeliveryRow>(
     `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
@@ -331,8 +404,15 @@ export async function listDeliveries(
   return r.rows;
 }
 
-export async function getDelivery(q: Queryable, endpointId: string, deliveryId: string): Promise<DeliveryRow | undefined> {
-  const r = await q.query<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2`, [deliveryId, endpointId]);
+export async function getDelivery(
+  q: Queryable,
+  endpointId: string,
+  deliveryId: string,
+): Promise<DeliveryRow | undefined> {
+  const r = await q.query<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2`,
+    [deliveryId, endpointId],
+  );
   return r.rows[0];
 }
 
@@ -349,5 +429,8 @@ export async function attemptsOf(q: Queryable, deliveryIds: readonly string[]): 
 
 /** A redelivery puts the delivery back to pending; its workflow sends it at once. */
 export async function reopenDelivery(q: Queryable, deliveryId: string, now: Date): Promise<void> {
-  await q.query(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2 WHERE id = $1`, [deliveryId, now]);
+  await q.query(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2 WHERE id = $1`, [
+    deliveryId,
+    now,
+  ]);
 }

@@ -130,14 +130,35 @@ export interface InternalParams {
 
 /** Every key of each type, so that a test can check them (a key missing here does not compile). */
 export const PUBLIC_PARAM_KEYS = Object.keys({
-  quality: true, aspect: true, width: true, height: true, hd: true, seconds: true, resolution: true, remixedFrom: true,
-  imageUrl: true, inputWidth: true, inputHeight: true, scale: true, requestedModel: true, promptTruncated: true,
-  maxTokens: true, outputTokens: true,
+  quality: true,
+  aspect: true,
+  width: true,
+  height: true,
+  hd: true,
+  seconds: true,
+  resolution: true,
+  remixedFrom: true,
+  imageUrl: true,
+  inputWidth: true,
+  inputHeight: true,
+  scale: true,
+  requestedModel: true,
+  promptTruncated: true,
+  maxTokens: true,
+  outputTokens: true,
 } satisfies Record<keyof PublicParams, true>) as (keyof PublicParams)[];
 
 export const INTERNAL_PARAM_KEYS = Object.keys({
-  clientDeadlineMs: true, apiRunDeadlineMs: true, ratePer1kMc: true, sampling: true, tools: true, messages: true,
-  response: true, outputToolCalls: true, inputKey: true, siblings: true,
+  clientDeadlineMs: true,
+  apiRunDeadlineMs: true,
+  ratePer1kMc: true,
+  sampling: true,
+  tools: true,
+  messages: true,
+  response: true,
+  outputToolCalls: true,
+  inputKey: true,
+  siblings: true,
 } satisfies Record<keyof InternalParams, true>) as (keyof InternalParams)[];
 
 /**

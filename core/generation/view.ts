@@ -58,14 +58,19 @@ const ESTIMATE_SLOTS = 5;
  * queued one adds the run, and a queued video its wait for a slot (a slot frees about every
  * expected / 5 seconds when all five are busy).
  */
-export function estimateOf(g: GenerationRow, now: number): Pick<GenerationView, 'progress' | 'queuePosition' | 'etaSeconds' | 'expectedAt'> {
+export function estimateOf(
+  g: GenerationRow,
+  now: number,
+): Pick<GenerationView, 'progress' | 'queuePosition' | 'etaSeconds' | 'expectedAt'> {
   const progress = g.status === 'succeeded' ? 100 : Math.min(99, g.progressPercent ?? 0);
-  if (g.status === 'succeeded' || g.status === 'failed') return { progress, queuePosition: null, etaSeconds: null, expectedAt: null };
+  if (g.status === 'succeeded' || g.status === 'failed')
+    return { progress, queuePosition: null, etaSeconds: null, expectedAt: null };
   const expected = g.measuredSeconds ?? defaultExpectedSeconds(g.kind, g.params);
   const queuePosition = g.status === 'queued' ? g.queuePosition : null;
-  const left = g.status === 'running' && g.startedAt
-    ? expected - (now - g.startedAt.getTime()) / 1000
-    : expected + (queuePosition === null ? 0 : (expected * queuePosition) / ESTIMATE_SLOTS);
+  const left =
+    g.status === 'running' && g.startedAt
+      ? expected - (now - g.startedAt.getTime()) / 1000
+      : expected + (queuePosition === null ? 0 : (expected * queuePosition) / ESTIMATE_SLOTS);
   const etaSeconds = Math.max(1, Math.round(left));
   return { progress, queuePosition, etaSeconds, expectedAt: new Date(now + etaSeconds * 1000) };
 }
@@ -99,9 +104,11 @@ async function previewUrl(g: GenerationRow, name: VideoPreviewName, store: Outpu
   return shown && key ? store.signedUrl(key) : null;
 }
 
-
 /** The spec's generation record: group C's answer and the `generation` of catalogue-A webhooks. */
-export type GenerationRecord = Pick<GenerationView, 'id' | 'kind' | 'model' | 'status' | 'outputUrl' | 'creditsCharged' | 'error'> & {
+export type GenerationRecord = Pick<
+  GenerationView,
+  'id' | 'kind' | 'model' | 'status' | 'outputUrl' | 'creditsCharged' | 'error'
+> & {
   /** Chat only: the reply. */
   text?: string;
 };

@@ -63,7 +63,14 @@ export type Admission =
   /** Too little money for the whole request: nothing was held, claimed or recorded. */
   | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits }
   /** The key's budget for its period has too little left for the whole request: nothing was held. */
-  | { outcome: 'over_budget'; keyId: string; requiredMc: Millicredits; availableMc: Millicredits; maxMc: Millicredits; period: BudgetPeriod };
+  | {
+      outcome: 'over_budget';
+      keyId: string;
+      requiredMc: Millicredits;
+      availableMc: Millicredits;
+      maxMc: Millicredits;
+      period: BudgetPeriod;
+    };
 
 /**
  * Admits one request's generations in one transaction: claims the Idempotency-Key (naming the
@@ -78,27 +85,42 @@ export function admit(pool: pg.Pool, generations: readonly NewGeneration[], keye
   return ledgerSpan('admit', attributes, () => admitRequest(pool, generations, keyed));
 }
 
-async function admitRequest(pool: pg.Pool, generations: readonly NewGeneration[], keyed?: KeyedRequest): Promise<Admission> {
+async function admitRequest(
+  pool: pg.Pool,
+  generations: readonly NewGeneration[],
+  keyed?: KeyedRequest,
+): Promise<Admission> {
   const first = generations[0];
   if (!first) throw new Error('admit: nothing to admit');
   // One paid generation without a key and with no webhook owed is one statement, atomic by
   // itself: no BEGIN and COMMIT round trips around it. It is the hot path of a streamed chat.
   // A budgeted key locks its budget row first, so it always takes the transaction.
-  const oneStatement = !keyed && generations.length === 1 && !first.freeChat && !first.budgeted && statusesOf(first).every((s) => !owesEvent(first.kind, s));
+  const oneStatement =
+    !keyed &&
+    generations.length === 1 &&
+    !first.freeChat &&
+    !first.budgeted &&
+    statusesOf(first).every((s) => !owesEvent(first.kind, s));
   let admission: Admission;
   try {
     const inOneTransaction = () => inTransaction(pool, (tx) => admitAll(tx, generations, keyed, true));
-    admission = await classified(() => (oneStatement ? admitAll(pool, generations, undefined, false) : inOneTransaction()));
+    admission = await classified(() =>
+      oneStatement ? admitAll(pool, generations, undefined, false) : inOneTransaction(),
+    );
     // The single statement refuses a hold that would cross the account's low-balance threshold:
     // the transaction records the alert with it. A refusal that found too little money is final,
     // so a plain 402 costs one statement, not a second attempt.
-    if (oneStatement && admission.outcome === 'refused' && admission.availableMc >= admission.requiredMc) admission = await classified(inOneTransaction);
+    if (oneStatement && admission.outcome === 'refused' && admission.availableMc >= admission.requiredMc)
+      admission = await classified(inOneTransaction);
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
     const reached = err.budgetReached;
     // The refusal rolled everything back; that the budget is reached is recorded on its own (it moves
     // no money). Failing to, the request is still refused as decided: the key's next refusal records it.
-    if (reached) await inTransaction(pool, (tx) => recordBudgetReached(tx, first.accountId, reached.keyId, reached.budget, reached.budget.spentMc)).catch(() => undefined);
+    if (reached)
+      await inTransaction(pool, (tx) =>
+        recordBudgetReached(tx, first.accountId, reached.keyId, reached.budget, reached.budget.spentMc),
+      ).catch(() => undefined);
     return err.refusal;
   }
   if (admission.outcome === 'admitted') {
@@ -133,7 +155,12 @@ class Refusal extends Error {
  * `alerting`: the caller's transaction records a `balance.low` crossing with the hold that makes
  * it; a lone statement (no transaction) refuses such a hold instead, and admit() retries it in one.
  */
-async function admitAll(tx: Queryable, generations: readonly NewGeneration[], keyed: KeyedRequest | undefined, alerting: boolean): Promise<Admission> {
+async function admitAll(
+  tx: Queryable,
+  generations: readonly NewGeneration[],
+  keyed: KeyedRequest | undefined,
+  alerting: boolean,
+): Promise<Admission> {
   if (keyed) {
     const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: generations[0]!.id });
     if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
@@ -148,7 +175,17 @@ async function admitAll(tx: Queryable, generations: readonly NewGeneration[], ke
       const requiredMc = generations.reduce((sum, q) => sum + q.quoteMc, 0);
       const { maxMc, spentMc, period } = one.overBudget;
       const keyId = g.apiKeyId!;
-      throw new Refusal({ outcome: 'over_budget', keyId, requiredMc, availableMc: Math.max(0, maxMc - spentMc + heldMc), maxMc, period }, { keyId, budget: one.overBudget });
+      throw new Refusal(
+        {
+          outcome: 'over_budget',
+          keyId,
+          requiredMc,
+          availableMc: Math.max(0, maxMc - spentMc + heldMc),
+          maxMc,
+          period,
+        },
+        { keyId, budget: one.overBudget },
+      );
     }
     if ('availableMc' in one) {
       // Said of the whole request: what all of it needs against what was available before it.
@@ -170,9 +207,7 @@ interface HeldMoney extends AccountMoney {
 }
 
 type OneAdmission =
-  | (AdmittedGeneration & { createdAt: Date })
-  | { availableMc: Millicredits }
-  | { overBudget: KeyBudget };
+  (AdmittedGeneration & { createdAt: Date }) | { availableMc: Millicredits } | { overBudget: KeyBudget };
 
 async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Promise<OneAdmission> {
   if (g.freeChat) {
@@ -220,13 +255,26 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
        SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
      )
      SELECT balance_mc, held_mc, now() AS created_at, ${notifyExpr('id', '$3', admittedStatus(g))} FROM a`,
-    [g.accountId, g.quoteMc, g.id, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, admittedStatus(g), alerting, JSON.stringify(g.internal)],
+    [
+      g.accountId,
+      g.quoteMc,
+      g.id,
+      g.apiKeyId,
+      g.kind,
+      g.model,
+      JSON.stringify(g.params),
+      g.prompt,
+      admittedStatus(g),
+      alerting,
+      JSON.stringify(g.internal),
+    ],
   );
   const done = held.rows[0];
   if (done) {
     await recordAdmissionEvents(tx, g);
     if (alerting) await recordBalanceLow(tx, g.accountId);
-    if (budget && g.apiKeyId && budget.spentMc + g.quoteMc >= budget.maxMc) await recordBudgetReached(tx, g.accountId, g.apiKeyId, budget, budget.spentMc + g.quoteMc);
+    if (budget && g.apiKeyId && budget.spentMc + g.quoteMc >= budget.maxMc)
+      await recordBudgetReached(tx, g.accountId, g.apiKeyId, budget, budget.spentMc + g.quoteMc);
     return { id: g.id, model: g.model, free: false, amountMc: g.quoteMc, createdAt: done.created_at };
   }
 
@@ -237,8 +285,18 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
     [g.id],
   );
   const found = existing.rows[0];
-  if (found) return { id: g.id, model: found.model, free: found.free_chat, amountMc: found.amount_mc, createdAt: found.created_at };
-  const available = await tx.query<{ available_mc: number }>('SELECT balance_mc - held_mc AS available_mc FROM accounts WHERE id = $1', [g.accountId]);
+  if (found)
+    return {
+      id: g.id,
+      model: found.model,
+      free: found.free_chat,
+      amountMc: found.amount_mc,
+      createdAt: found.created_at,
+    };
+  const available = await tx.query<{ available_mc: number }>(
+    'SELECT balance_mc - held_mc AS available_mc FROM accounts WHERE id = $1',
+    [g.accountId],
+  );
   return { availableMc: available.rows[0]?.available_mc ?? 0 };
 }
 
@@ -247,9 +305,29 @@ async function insertFreeReply(tx: Queryable, g: NewGeneration, after: AccountMo
   await tx.query(
     `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat)
      VALUES ($1, $2, $3, $4, $5, $8, CASE WHEN $8 = 'running' THEN now() END, $6, $9, $7, 0, true) RETURNING ${notifyExpr('account_id', 'id', admittedStatus(g))}`,
-    [g.id, g.accountId, g.apiKeyId, g.kind, g.model, JSON.stringify(g.params), g.prompt, admittedStatus(g), JSON.stringify(g.internal)],
+    [
+      g.id,
+      g.accountId,
+      g.apiKeyId,
+      g.kind,
+      g.model,
+      JSON.stringify(g.params),
+      g.prompt,
+      admittedStatus(g),
+      JSON.stringify(g.internal),
+    ],
   );
-  await tx.query(`INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) VALUES ($1, $2, 0, true)`, [g.id, g.accountId]);
-  await appendEntry(tx, { accountId: g.accountId, generationId: g.id, entry: 'hold', amountMc: 0, after, note: 'free chat reply' });
+  await tx.query(`INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) VALUES ($1, $2, 0, true)`, [
+    g.id,
+    g.accountId,
+  ]);
+  await appendEntry(tx, {
+    accountId: g.accountId,
+    generationId: g.id,
+    entry: 'hold',
+    amountMc: 0,
+    after,
+    note: 'free chat reply',
+  });
   await recordAdmissionEvents(tx, g);
 }

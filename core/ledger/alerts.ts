@@ -26,7 +26,13 @@ export async function recordBalanceLow(tx: Queryable, accountId: string): Promis
   const crossed = r.rows[0];
   if (!crossed) return;
   const alert = await insertAlert(tx, {
-    accountId, event: BALANCE_LOW_EVENT, keyId: null, amountMc: crossed.available_mc, limitMc: crossed.low_balance_mc, period: null, periodStart: null,
+    accountId,
+    event: BALANCE_LOW_EVENT,
+    keyId: null,
+    amountMc: crossed.available_mc,
+    limitMc: crossed.low_balance_mc,
+    period: null,
+    periodStart: null,
   });
   if (alert) await recordAlertEvent(tx, alert);
 }
@@ -36,9 +42,21 @@ export async function recordBalanceLow(tx: Queryable, accountId: string): Promis
  * Recorded once per key, period and budget (a unique index drops a repeat, whichever admission
  * comes second).
  */
-export async function recordBudgetReached(tx: Queryable, accountId: string, keyId: string, budget: KeyBudget, spentMc: Millicredits): Promise<void> {
+export async function recordBudgetReached(
+  tx: Queryable,
+  accountId: string,
+  keyId: string,
+  budget: KeyBudget,
+  spentMc: Millicredits,
+): Promise<void> {
   const alert = await insertAlert(tx, {
-    accountId, event: BUDGET_REACHED_EVENT, keyId, amountMc: spentMc, limitMc: budget.maxMc, period: budget.period, periodStart: budget.periodStart,
+    accountId,
+    event: BUDGET_REACHED_EVENT,
+    keyId,
+    amountMc: spentMc,
+    limitMc: budget.maxMc,
+    period: budget.period,
+    periodStart: budget.periodStart,
   });
   if (alert) await recordAlertEvent(tx, alert);
 }
@@ -48,7 +66,11 @@ export async function recordBudgetReached(tx: Queryable, accountId: string, keyI
  * the available credits are at or above it, so a threshold set above them announces nothing until
  * they have been back above it. Undefined when the account does not exist.
  */
-export async function setLowBalanceThreshold(q: Queryable, accountId: string, thresholdMc: Millicredits | null): Promise<{ availableMc: Millicredits; alerted: boolean } | undefined> {
+export async function setLowBalanceThreshold(
+  q: Queryable,
+  accountId: string,
+  thresholdMc: Millicredits | null,
+): Promise<{ availableMc: Millicredits; alerted: boolean } | undefined> {
   const r = await q.query<{ available_mc: number; low_balance_alerted: boolean }>(
     `UPDATE accounts SET low_balance_mc = $2::bigint, low_balance_alerted = ($2::bigint IS NOT NULL AND balance_mc - held_mc < $2::bigint)
       WHERE id = $1 RETURNING balance_mc - held_mc AS available_mc, low_balance_alerted`,

@@ -11,7 +11,12 @@ import { notifyExpr } from '../db/notify';
  * created with its opening balance). Money coming in that lifts the available credits back to the
  * account's low-balance threshold re-arms its `balance.low` alert (core/ledger/alerts.ts).
  */
-export async function credit(q: Queryable, accountId: string, amountMc: Millicredits, note: string): Promise<AccountMoney | undefined> {
+export async function credit(
+  q: Queryable,
+  accountId: string,
+  amountMc: Millicredits,
+  note: string,
+): Promise<AccountMoney | undefined> {
   const r = await q.query<AccountMoney>(
     `WITH a AS (
        UPDATE accounts SET balance_mc = balance_mc + $2::bigint,
@@ -28,7 +33,10 @@ export async function credit(q: Queryable, accountId: string, amountMc: Millicre
 }
 
 /** A new account with its opening balance, in the caller's transaction. */
-export async function openAccount(tx: Queryable, a: { id: string; plan: Plan; creditsMc: Millicredits; chatCap: number }): Promise<void> {
+export async function openAccount(
+  tx: Queryable,
+  a: { id: string; plan: Plan; creditsMc: Millicredits; chatCap: number },
+): Promise<void> {
   await insertAccount(tx, a);
   if (a.creditsMc > 0) await credit(tx, a.id, a.creditsMc, 'opening balance');
 }

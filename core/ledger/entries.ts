@@ -28,7 +28,14 @@ export async function moveAccount(
 /** The append-only journal: one row per movement, with the account as it stood after it. */
 export async function appendEntry(
   tx: Queryable,
-  e: { accountId: string; generationId: string | null; entry: EntryKind; amountMc: Millicredits; after: AccountMoney; note: string | null },
+  e: {
+    accountId: string;
+    generationId: string | null;
+    entry: EntryKind;
+    amountMc: Millicredits;
+    after: AccountMoney;
+    note: string | null;
+  },
 ): Promise<void> {
   await tx.query(
     `INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)

@@ -16,7 +16,12 @@ import type { GenerationKind, GenerationStatus } from '../vocabulary';
 export const owesEvent = (kind: GenerationKind, status: GenerationStatus): boolean => anyEventFor(kind, status);
 
 /** One delivery per enabled endpoint of the generation's account that wants what `status` means. */
-export async function recordStatusEvent(tx: Queryable, generationId: string, kind: GenerationKind, status: GenerationStatus): Promise<void> {
+export async function recordStatusEvent(
+  tx: Queryable,
+  generationId: string,
+  kind: GenerationKind,
+  status: GenerationStatus,
+): Promise<void> {
   if (!owesEvent(kind, status)) return;
   const r = await tx.query<{ id: string; account_id: string; format: WebhookFormat; events: string[] | null }>(
     `SELECT e.id, e.account_id, e.format, e.events
@@ -26,7 +31,9 @@ export async function recordStatusEvent(tx: Queryable, generationId: string, kin
   );
   const rows = r.rows.flatMap((e) => {
     const event = eventFor(e.format, kind, status);
-    return event && (e.events === null || e.events.includes(event)) ? [{ endpointId: e.id, accountId: e.account_id, event }] : [];
+    return event && (e.events === null || e.events.includes(event))
+      ? [{ endpointId: e.id, accountId: e.account_id, event }]
+      : [];
   });
   await enqueueDeliveries(tx, rows, { generationId, traceparent: activeTraceparent() });
 }
@@ -43,7 +50,11 @@ export async function recordProgressEvent(tx: Queryable, generationId: string, s
       WHERE g.id = $1 AND g.status = 'running' AND g.kind = ANY ($3::text[])`,
     [generationId, PROGRESS_EVENT, FLAT_KINDS],
   );
-  await enqueueDeliveries(tx, r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: PROGRESS_EVENT })), { generationId, progress: step, traceparent: activeTraceparent() });
+  await enqueueDeliveries(
+    tx,
+    r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: PROGRESS_EVENT })),
+    { generationId, progress: step, traceparent: activeTraceparent() },
+  );
 }
 
 /** One delivery of an account alert per enabled endpoint of the account that lists its event (alerts are opt-in). */
@@ -52,5 +63,9 @@ export async function recordAlertEvent(tx: Queryable, alert: AlertRow): Promise<
     'SELECT id, account_id FROM webhook_endpoints WHERE account_id = $1 AND enabled AND $2 = ANY (events)',
     [alert.accountId, alert.event],
   );
-  await enqueueDeliveries(tx, r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: alert.event })), { generationId: null, alertId: alert.id, traceparent: activeTraceparent() });
+  await enqueueDeliveries(
+    tx,
+    r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: alert.event })),
+    { generationId: null, alertId: alert.id, traceparent: activeTraceparent() },
+  );
 }

@@ -17,7 +17,11 @@ export type ProgressSource = 'provider' | 'elapsed';
  * generation row nor money. Returns the percent now recorded, or undefined if nothing changed.
  */
 export async function recordProgress(
-  pool: pg.Pool, generationId: string, percent: number, source: ProgressSource, { events = true }: { events?: boolean } = {},
+  pool: pg.Pool,
+  generationId: string,
+  percent: number,
+  source: ProgressSource,
+  { events = true }: { events?: boolean } = {},
 ): Promise<number | undefined> {
   const p = Math.max(0, Math.min(99, Math.floor(percent)));
   const write = async (tx: Queryable) => {

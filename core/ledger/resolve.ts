@@ -39,13 +39,15 @@ export type Resolution =
  */
 export function settle(pool: pg.Pool, req: SettleRequest): Promise<Resolution> {
   return ledgerSpan('settle', { 'gensvc.generation_id': req.generationId }, async () =>
-    counted(await classified(() => inTransaction(pool, (tx) => settleIn(tx, req)))));
+    counted(await classified(() => inTransaction(pool, (tx) => settleIn(tx, req)))),
+  );
 }
 
 /** The hold goes back (a free reply's allowance too), the generation `failed` with `failure`: one transaction, once. */
 export function release(pool: pg.Pool, generationId: string, failure: GenerationFailure): Promise<Resolution> {
   return ledgerSpan('release', { 'gensvc.generation_id': generationId, 'gensvc.failure': failure.code }, async () =>
-    counted(await classified(() => inTransaction(pool, (tx) => releaseIn(tx, generationId, failure)))));
+    counted(await classified(() => inTransaction(pool, (tx) => releaseIn(tx, generationId, failure)))),
+  );
 }
 
 async function settleIn(tx: Queryable, req: SettleRequest): Promise<Resolution> {
@@ -79,7 +81,14 @@ async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
             internal = CASE WHEN $6::jsonb IS NULL THEN internal ELSE internal || jsonb_build_object('outputToolCalls', $6::jsonb) END,
             started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
       WHERE id = $1 RETURNING kind, ${notifyExpr('account_id', 'id', 'succeeded')}`,
-    [req.generationId, hold.charged_mc, req.outputKey, req.outputText, req.outputTokens ?? null, req.toolCalls?.length ? JSON.stringify(req.toolCalls) : null],
+    [
+      req.generationId,
+      hold.charged_mc,
+      req.outputKey,
+      req.outputText,
+      req.outputTokens ?? null,
+      req.toolCalls?.length ? JSON.stringify(req.toolCalls) : null,
+    ],
   );
   const kind = kindOf(g.rows[0], req.generationId);
   await recordStatusEvent(tx, req.generationId, kind, 'succeeded');
@@ -97,8 +106,19 @@ async function releaseIn(tx: Queryable, generationId: string, failure: Generatio
   if (!hold) return alreadyResolved(tx, generationId);
 
   // A failed free reply gives its allowance back: a failure costs nothing, not even a trial reply.
-  const after = await moveAccount(tx, hold.account_id, { heldDelta: -hold.amount_mc, balanceDelta: 0, chatUsedDelta: hold.free_chat ? -1 : 0 });
-  await appendEntry(tx, { accountId: hold.account_id, generationId, entry: 'release', amountMc: hold.amount_mc, after, note: failure.code });
+  const after = await moveAccount(tx, hold.account_id, {
+    heldDelta: -hold.amount_mc,
+    balanceDelta: 0,
+    chatUsedDelta: hold.free_chat ? -1 : 0,
+  });
+  await appendEntry(tx, {
+    accountId: hold.account_id,
+    generationId,
+    entry: 'release',
+    amountMc: hold.amount_mc,
+    after,
+    note: failure.code,
+  });
   const g = await tx.query<{ kind: GenerationKind }>(
     `UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now()
       WHERE id = $1 RETURNING kind, ${notifyExpr('account_id', 'id', 'failed')}`,
@@ -115,7 +135,10 @@ function kindOf(row: { kind: GenerationKind } | undefined, generationId: string)
 }
 
 async function alreadyResolved(tx: Queryable, generationId: string): Promise<Resolution> {
-  const r = await tx.query<{ state: 'held' | 'settled' | 'released' }>('SELECT state FROM holds WHERE generation_id = $1', [generationId]);
+  const r = await tx.query<{ state: 'held' | 'settled' | 'released' }>(
+    'SELECT state FROM holds WHERE generation_id = $1',
+    [generationId],
+  );
   const state = r.rows[0]?.state;
   if (state === 'settled' || state === 'released') return { outcome: 'already', state };
   throw new Error(`no hold for generation ${generationId}`);

@@ -25,18 +25,22 @@ export function startRunning(pool: pg.Pool, req: StartRequest): Promise<StartOut
 }
 
 function startIn(pool: pg.Pool, req: StartRequest): Promise<StartOutcome> {
-  return classified(() => inTransaction(pool, async (tx) => {
-    const started = await start(tx, req);
-    if (started) {
-      await recordStatusEvent(tx, req.generationId, req.kind, 'running');
-      return 'running';
-    }
-    const r = await tx.query<{ status: GenerationStatus }>('SELECT status FROM generations WHERE id = $1', [req.generationId]);
-    const status = r.rows[0]?.status;
-    if (status === 'running') return 'running';
-    if (status === 'queued') return 'waiting';
-    return 'finished';
-  }));
+  return classified(() =>
+    inTransaction(pool, async (tx) => {
+      const started = await start(tx, req);
+      if (started) {
+        await recordStatusEvent(tx, req.generationId, req.kind, 'running');
+        return 'running';
+      }
+      const r = await tx.query<{ status: GenerationStatus }>('SELECT status FROM generations WHERE id = $1', [
+        req.generationId,
+      ]);
+      const status = r.rows[0]?.status;
+      if (status === 'running') return 'running';
+      if (status === 'queued') return 'waiting';
+      return 'finished';
+    }),
+  );
 }
 
 async function start(tx: Queryable, req: StartRequest): Promise<boolean> {

@@ -35,24 +35,34 @@ export interface ClaimedWaiter {
  * whoever frees a slot next; a slot freed meanwhile either was claimed here or finds the token
  * parked, never neither. Answers the others claimed too, whose parked waits are to be completed.
  */
-export async function claimVideoSlotOrPark(pool: pg.Pool, req: VideoSlotRequest, taskToken: Uint8Array): Promise<VideoSlotLook> {
-  return ledgerSpan('start running', { 'gensvc.generation_id': req.generationId }, () => classified(() => inTransaction(pool, async (tx) => {
-    await lockAccount(tx, req.accountId);
-    const claimedNow = await claimForOldest(tx, req.accountId, req.slotLimit);
-    const woken = claimedNow.filter((w) => w.generationId !== req.generationId);
-    if (woken.length < claimedNow.length) return { outcome: 'running', woken };
-    const parked = await tx.query(
-      `INSERT INTO video_slot_waits (generation_id, account_id, task_token)
+export async function claimVideoSlotOrPark(
+  pool: pg.Pool,
+  req: VideoSlotRequest,
+  taskToken: Uint8Array,
+): Promise<VideoSlotLook> {
+  return ledgerSpan('start running', { 'gensvc.generation_id': req.generationId }, () =>
+    classified(() =>
+      inTransaction(pool, async (tx) => {
+        await lockAccount(tx, req.accountId);
+        const claimedNow = await claimForOldest(tx, req.accountId, req.slotLimit);
+        const woken = claimedNow.filter((w) => w.generationId !== req.generationId);
+        if (woken.length < claimedNow.length) return { outcome: 'running', woken };
+        const parked = await tx.query(
+          `INSERT INTO video_slot_waits (generation_id, account_id, task_token)
        SELECT id, account_id, $2 FROM generations WHERE id = $1 AND status = 'queued'
        ON CONFLICT (generation_id) DO UPDATE SET task_token = EXCLUDED.task_token, parked_at = now()`,
-      [req.generationId, Buffer.from(taskToken)],
-    );
-    if ((parked.rowCount ?? 0) > 0) return { outcome: 'waiting', woken };
-    // Not queued: claimed on its behalf before this look, or ended before it could run.
-    const r = await tx.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [req.generationId]);
-    await tx.query('DELETE FROM video_slot_waits WHERE generation_id = $1', [req.generationId]);
-    return { outcome: r.rows[0]?.status === 'running' ? 'running' : 'finished', woken };
-  })));
+          [req.generationId, Buffer.from(taskToken)],
+        );
+        if ((parked.rowCount ?? 0) > 0) return { outcome: 'waiting', woken };
+        // Not queued: claimed on its behalf before this look, or ended before it could run.
+        const r = await tx.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [
+          req.generationId,
+        ]);
+        await tx.query('DELETE FROM video_slot_waits WHERE generation_id = $1', [req.generationId]);
+        return { outcome: r.rows[0]?.status === 'running' ? 'running' : 'finished', woken };
+      }),
+    ),
+  );
 }
 
 /**
@@ -60,19 +70,28 @@ export async function claimVideoSlotOrPark(pool: pg.Pool, req: VideoSlotRequest,
  * oldest queued videos and answers whom to wake. Rows of waits that ended while queued (a cancel,
  * a deadline) are dropped here: nobody will wake them.
  */
-export async function claimFreedVideoSlots(pool: pg.Pool, freedBy: string, slotLimit: number): Promise<ClaimedWaiter[]> {
-  return classified(() => inTransaction(pool, async (tx) => {
-    const owner = await tx.query<{ account_id: string }>(`SELECT account_id FROM generations WHERE id = $1 AND kind = 'video'`, [freedBy]);
-    const accountId = owner.rows[0]?.account_id;
-    if (accountId === undefined) return [];
-    await lockAccount(tx, accountId);
-    const woken = await claimForOldest(tx, accountId, slotLimit);
-    await tx.query(
-      `DELETE FROM video_slot_waits w USING generations g WHERE w.account_id = $1 AND g.id = w.generation_id AND g.status <> 'queued'`,
-      [accountId],
-    );
-    return woken;
-  }));
+export async function claimFreedVideoSlots(
+  pool: pg.Pool,
+  freedBy: string,
+  slotLimit: number,
+): Promise<ClaimedWaiter[]> {
+  return classified(() =>
+    inTransaction(pool, async (tx) => {
+      const owner = await tx.query<{ account_id: string }>(
+        `SELECT account_id FROM generations WHERE id = $1 AND kind = 'video'`,
+        [freedBy],
+      );
+      const accountId = owner.rows[0]?.account_id;
+      if (accountId === undefined) return [];
+      await lockAccount(tx, accountId);
+      const woken = await claimForOldest(tx, accountId, slotLimit);
+      await tx.query(
+        `DELETE FROM video_slot_waits w USING generations g WHERE w.account_id = $1 AND g.id = w.generation_id AND g.status <> 'queued'`,
+        [accountId],
+      );
+      return woken;
+    }),
+  );
 }
 
 /** Locked before the oldest is chosen, so that no other claim of the account changes the queue meanwhile. */
@@ -101,7 +120,10 @@ async function claimForOldest(tx: Queryable, accountId: string, slotLimit: numbe
 /** The claim's other writes: its webhook deliveries, and the wait's row taken away (its token answered). */
 async function claimed(tx: Queryable, generationId: string): Promise<Buffer | undefined> {
   await recordStatusEvent(tx, generationId, 'video', 'running');
-  const r = await tx.query<{ task_token: Buffer }>('DELETE FROM video_slot_waits WHERE generation_id = $1 RETURNING task_token', [generationId]);
+  const r = await tx.query<{ task_token: Buffer }>(
+    'DELETE FROM video_slot_waits WHERE generation_id = $1 RETURNING task_token',
+    [generationId],
+  );
   return r.rows[0]?.task_token;
 }
 
@@ -112,7 +134,11 @@ async function claimed(tx: Queryable, generationId: string): Promise<Buffer | un
  * account row serialises the claims of one account. Videos are the only kind with slots; the
  * literal lets PostgreSQL use the partial index of live videos.
  */
-async function claimSlot(tx: Queryable, req: { generationId: string; accountId: string }, limit: number): Promise<boolean> {
+async function claimSlot(
+  tx: Queryable,
+  req: { generationId: string; accountId: string },
+  limit: number,
+): Promise<boolean> {
   await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [req.accountId]);
   // clock_timestamp, not now(): this transaction may have begun before the settle that freed the
   // slot committed (it waited on the account lock), and now() would then date the start before

@@ -9,7 +9,12 @@ export interface AlertMail {
   messageId: string;
 }
 
-const PERIOD_WORDS: Record<string, string> = { day: 'today (UTC)', week: 'this week (UTC)', month: 'this month (UTC)', none: 'in total' };
+const PERIOD_WORDS: Record<string, string> = {
+  day: 'today (UTC)',
+  week: 'this week (UTC)',
+  month: 'this month (UTC)',
+  none: 'in total',
+};
 
 /** The email announcing an alert: plain text, what happened and where to act. */
 export function alertMail(a: AlertRow, recipient: string, dashboardUrl: string | undefined): AlertMail {
@@ -19,17 +24,19 @@ export function alertMail(a: AlertRow, recipient: string, dashboardUrl: string |
   if (a.event === 'balance.low') {
     return {
       subject: `Low balance: ${credits(a.amountMc)} left`,
-      text: `Your account ${a.accountId} has ${credits(a.amountMc)} available, below the ${credits(a.limitMc)} you asked to be told about.\n`
-        + `Generations are refused once the credits run out; buy credits or ask your operator for more.${where}`
-        + `\nAlert ${a.id}, ${a.createdAt.toISOString()}\n`,
+      text:
+        `Your account ${a.accountId} has ${credits(a.amountMc)} available, below the ${credits(a.limitMc)} you asked to be told about.\n` +
+        `Generations are refused once the credits run out; buy credits or ask your operator for more.${where}` +
+        `\nAlert ${a.id}, ${a.createdAt.toISOString()}\n`,
       messageId,
     };
   }
   return {
     subject: `Key budget reached: ${a.keyId ?? 'a key'}`,
-    text: `The API key ${a.keyId ?? ''} of account ${a.accountId} has spent ${credits(a.amountMc)} of its ${credits(a.limitMc)} budget ${PERIOD_WORDS[a.period ?? 'none'] ?? ''}.\n`
-      + `Its requests are refused with 402 budget_exceeded until the period starts again or the budget is raised.${where}`
-      + `\nAlert ${a.id}, ${a.createdAt.toISOString()}\n`,
+    text:
+      `The API key ${a.keyId ?? ''} of account ${a.accountId} has spent ${credits(a.amountMc)} of its ${credits(a.limitMc)} budget ${PERIOD_WORDS[a.period ?? 'none'] ?? ''}.\n` +
+      `Its requests are refused with 402 budget_exceeded until the period starts again or the budget is raised.${where}` +
+      `\nAlert ${a.id}, ${a.createdAt.toISOString()}\n`,
     messageId,
   };
 }

@@ -39,7 +39,10 @@ export async function inspectImage(input: Buffer, limits: ImageLimits = DEFAULT_
     const info = await readImageHeader(input, limits);
     // A header can promise rows the file does not hold; only a full decode finds out. A
     // thumbnail still reads every row, without holding the full-size pixels.
-    await decodeImage(() => sharp(input, decodeOptions(limits)).resize(64, 64, { fit: 'inside' }).raw().toBuffer(), limits);
+    await decodeImage(
+      () => sharp(input, decodeOptions(limits)).resize(64, 64, { fit: 'inside' }).raw().toBuffer(),
+      limits,
+    );
     return info;
   });
 }
@@ -58,7 +61,9 @@ export async function readImageHeader(input: Buffer, limits: ImageLimits): Promi
   const { width, height } = meta.autoOrient;
   if (width * height > limits.maxPixels) throw tooManyPixels(limits);
   if (Math.max(width, height) > limits.maxSide) {
-    throw new ImageTooLargeError(`The image is ${width}×${height}; at most ${limits.maxSide} px on a side are accepted.`);
+    throw new ImageTooLargeError(
+      `The image is ${width}×${height}; at most ${limits.maxSide} px on a side are accepted.`,
+    );
   }
   return { format, width, height };
 }
@@ -80,7 +85,8 @@ export async function decodeImage<T>(run: () => Promise<T>, limits: ImageLimits)
     if (error instanceof ImageInputError) throw error;
     const message = error instanceof Error ? error.message : String(error);
     if (/pixel limit/i.test(message)) throw tooManyPixels(limits);
-    if (/unsupported image format/i.test(message)) throw new UnsupportedImageError('The data is not an image format we accept.');
+    if (/unsupported image format/i.test(message))
+      throw new UnsupportedImageError('The data is not an image format we accept.');
     throw new CorruptImageError('The image could not be decoded; it may be truncated or damaged.');
   }
 }

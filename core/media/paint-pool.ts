@@ -41,7 +41,12 @@ function start(): Thread[] {
       if (!job) return;
       thread.jobs.delete(m.id);
       if (m.error !== undefined || !m.frames) job.reject(new Error(`render thread: ${m.error ?? 'no frames'}`));
-      else job.resolve(m.frames.map((f) => (f instanceof Uint8Array ? Buffer.from(f.buffer, f.byteOffset, f.byteLength) : Buffer.from(f))));
+      else
+        job.resolve(
+          m.frames.map((f) =>
+            f instanceof Uint8Array ? Buffer.from(f.buffer, f.byteOffset, f.byteLength) : Buffer.from(f),
+          ),
+        );
     });
     // A thread that dies fails its jobs (the provider activity is retried) and is not used again.
     const fail = (err: Error) => {

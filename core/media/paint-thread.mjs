@@ -6,7 +6,10 @@ import { paintScene } from './paint.mjs';
 parentPort.on('message', ({ id, scene, width, height, phases }) => {
   try {
     const frames = phases.map((phase) => paintScene(scene, width, height, phase));
-    parentPort.postMessage({ id, frames }, frames.map((f) => f.buffer));
+    parentPort.postMessage(
+      { id, frames },
+      frames.map((f) => f.buffer),
+    );
   } catch (err) {
     parentPort.postMessage({ id, error: err instanceof Error ? err.message : String(err) });
   }

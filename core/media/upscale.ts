@@ -24,7 +24,11 @@ export interface UpscaledImage {
  * Resamples the image to exactly `scale` times its displayed size with Lanczos-3 and writes a
  * PNG (lossless, so the output adds no artefacts of its own; EXIF, GPS included, is dropped).
  */
-export async function upscale(input: Buffer, scale: UpscaleFactor, limits: ImageLimits = DEFAULT_IMAGE_LIMITS): Promise<UpscaledImage> {
+export async function upscale(
+  input: Buffer,
+  scale: UpscaleFactor,
+  limits: ImageLimits = DEFAULT_IMAGE_LIMITS,
+): Promise<UpscaledImage> {
   if (scale !== 2 && scale !== 4) throw new RangeError(`scale must be 2 or 4, got ${String(scale)}`);
   return withImageSlot(async () => {
     const { width, height } = await readImageHeader(input, limits);

@@ -48,7 +48,7 @@ export async function thumbnailOfFrame(frame: Buffer): Promise<StillImage> {
 export async function previewsOfVideo(
   file: { data: Buffer; contentType: string },
   { thumbnail = true }: { thumbnail?: boolean } = {},
-): Promise<Partial<VideoPreviews> & Pick<VideoPreviews, 'spritesheet'> | undefined> {
+): Promise<(Partial<VideoPreviews> & Pick<VideoPreviews, 'spritesheet'>) | undefined> {
   if (!file.contentType.startsWith('video/webm')) return undefined;
   const keyframes = vp8Keyframes(file.data);
   const first = keyframes[0];
@@ -58,17 +58,23 @@ export async function previewsOfVideo(
     const picks = spread(keyframes, SPRITESHEET_MAX_FRAMES);
     const tileWidth = Math.min(SPRITESHEET_TILE_WIDTH, size.width);
     const tileHeight = Math.max(1, Math.round((size.height * tileWidth) / size.width));
-    const tile = (input: Sharp) => input.removeAlpha().resize({ width: tileWidth, height: tileHeight, fit: 'fill' }).raw().toBuffer();
+    const tile = (input: Sharp) =>
+      input.removeAlpha().resize({ width: tileWidth, height: tileHeight, fit: 'fill' }).raw().toBuffer();
 
     let thumb: Buffer | undefined;
     let firstTile: Promise<Buffer> | undefined;
     if (thumbnail) {
       // Decoded once at full size: the thumbnail and the first tile both come from these pixels.
-      const { data, info } = await sharp(webpOfVp8Keyframe(first)).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+      const { data, info } = await sharp(webpOfVp8Keyframe(first))
+        .removeAlpha()
+        .raw()
+        .toBuffer({ resolveWithObject: true });
       const raw = { raw: { width: info.width, height: info.height, channels: info.channels } } as const;
       [thumb, firstTile] = [await sharp(data, raw).jpeg({ quality: 85 }).toBuffer(), tile(sharp(data, raw))];
     }
-    const tiles = await Promise.all(picks.map((frame, i) => (i === 0 && firstTile) || tile(sharp(webpOfVp8Keyframe(frame)))));
+    const tiles = await Promise.all(
+      picks.map((frame, i) => (i === 0 && firstTile) || tile(sharp(webpOfVp8Keyframe(frame)))),
+    );
 
     const columns = Math.min(SPRITESHEET_COLUMNS, picks.length);
     const rows = Math.ceil(picks.length / columns);
@@ -78,9 +84,14 @@ export async function previewsOfVideo(
     tiles.forEach((pixels, i) => {
       const left = (i % columns) * rowBytes;
       const top = Math.floor(i / columns) * tileHeight;
-      for (let y = 0; y < tileHeight; y++) pixels.copy(canvas, ((top + y) * sheetWidth * CHANNELS) + left, y * rowBytes, (y + 1) * rowBytes);
+      for (let y = 0; y < tileHeight; y++)
+        pixels.copy(canvas, (top + y) * sheetWidth * CHANNELS + left, y * rowBytes, (y + 1) * rowBytes);
     });
-    const spritesheet = await sharp(canvas, { raw: { width: sheetWidth, height: tileHeight * rows, channels: CHANNELS } }).jpeg({ quality: 80 }).toBuffer();
+    const spritesheet = await sharp(canvas, {
+      raw: { width: sheetWidth, height: tileHeight * rows, channels: CHANNELS },
+    })
+      .jpeg({ quality: 80 })
+      .toBuffer();
     return { ...(thumb ? { thumbnail: jpeg(thumb) } : {}), spritesheet: jpeg(spritesheet) };
   });
 }

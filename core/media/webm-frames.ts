@@ -26,7 +26,7 @@ export function vp8Keyframes(file: Uint8Array): Uint8Array[] {
   let entry: { number?: number; codec?: string } | undefined;
   let entryEnd = 0;
   const frames: Uint8Array[] = [];
-  for (let pos = 0; pos < file.length; ) {
+  for (let pos = 0; pos < file.length;) {
     const el = readElementHeader(file, pos);
     if (!el) break;
     // A TrackEntry is complete once the scan leaves it.
@@ -94,7 +94,11 @@ function readElementHeader(file: Uint8Array, pos: number): ElementHeader | undef
 }
 
 /** An EBML variable-length integer; IDs keep their length marker bit, sizes drop it. Undefined past the end or when malformed. */
-function readVint(file: Uint8Array, pos: number, keepMarker: boolean): { value: number; length: number; unknown: boolean } | undefined {
+function readVint(
+  file: Uint8Array,
+  pos: number,
+  keepMarker: boolean,
+): { value: number; length: number; unknown: boolean } | undefined {
   const first = file[pos];
   if (first === undefined || first === 0) return undefined;
   const length = Math.clz32(first) - 23;

@@ -40,7 +40,12 @@ export async function renderVideoWebm(request: VideoRequest): Promise<Buffer> {
 
   for (let first = 0; first < frameCount; first += ENCODE_BATCH) {
     const indices = Array.from({ length: Math.min(ENCODE_BATCH, frameCount - first) }, (_, k) => first + k);
-    const raws = await paintFrames(scene, width, height, indices.map((i) => i / frameCount));
+    const raws = await paintFrames(
+      scene,
+      width,
+      height,
+      indices.map((i) => i / frameCount),
+    );
     const frames = await Promise.all(raws.map((raw) => encodeVp8Frame(raw, width, height)));
     // Muxed in order once the batch is done: the muxer wants timestamps that only increase.
     frames.forEach((frame, k) => {
@@ -62,11 +67,16 @@ export async function renderFirstFrameWebp(request: VideoRequest): Promise<Buffe
   const { width, height, seed } = request;
   assertVideoShape(width, height, request.seconds, request.fps ?? DEFAULT_FPS);
   const [raw] = await paintFrames(sceneFromSeed(seed), width, height, [0]);
-  return sharp(raw as Buffer, { raw: { width, height, channels: 3 } }).webp({ quality: 80, effort: 0 }).toBuffer();
+  return sharp(raw as Buffer, { raw: { width, height, channels: 3 } })
+    .webp({ quality: 80, effort: 0 })
+    .toBuffer();
 }
 
 function assertVideoShape(width: number, height: number, seconds: number, fps: number): void {
-  for (const [name, side] of [['width', width], ['height', height]] as const) {
+  for (const [name, side] of [
+    ['width', width],
+    ['height', height],
+  ] as const) {
     // VP8 itself allows odd sizes, but 4:2:0 chroma and many players do not handle them well.
     if (!Number.isInteger(side) || side < 2 || side > MAX_IMAGE_SIDE || side % 2 !== 0) {
       throw new MediaRequestError(`${name} must be an even integer from 2 to ${MAX_IMAGE_SIDE}, got ${side}`);
@@ -119,11 +129,11 @@ function setSegmentDuration(file: Uint8Array, ms: number): void {
   const segment = readElementHeader(file, ebmlHeader.dataStart + ebmlHeader.size);
   if (segment.id !== SEGMENT_ID) throw new Error('WebM without a Segment after its header');
 
-  for (let pos = segment.dataStart; pos < file.length; ) {
+  for (let pos = segment.dataStart; pos < file.length;) {
     const child = readElementHeader(file, pos);
     if (child.id === INFO_ID) {
       const infoEnd = child.dataStart + child.size;
-      for (let p = child.dataStart; p < infoEnd; ) {
+      for (let p = child.dataStart; p < infoEnd;) {
         const el = readElementHeader(file, p);
         if (el.id === DURATION_ID) {
           if (el.size === 8) view.setFloat64(el.dataStart, ms);

@@ -24,7 +24,10 @@ export class UnsafeUrlError extends OutboundRequestError {
  */
 export class UnsafeAddressError extends OutboundRequestError {
   readonly retryable = false;
-  constructor(readonly addressClass: string, description: string) {
+  constructor(
+    readonly addressClass: string,
+    description: string,
+  ) {
     super(`Refused to connect: the destination is ${description}.`);
   }
 }

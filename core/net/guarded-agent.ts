@@ -30,7 +30,10 @@ type Connect = (options: net.TcpNetConnectOpts, callback?: ConnectionCallback) =
  * private networks in development mode). request-filtering-agent then checks the same address
  * again with its own rules, so a gap in either one alone does not open a hole.
  */
-export function createGuardedAgents(guard: ConnectionGuard): { http: RequestFilteringHttpAgent; https: RequestFilteringHttpsAgent } {
+export function createGuardedAgents(guard: ConnectionGuard): {
+  http: RequestFilteringHttpAgent;
+  https: RequestFilteringHttpsAgent;
+} {
   // No keep-alive: a pooled socket would skip the check that a new connection gets.
   const options = { keepAlive: false, ...libraryOptions(guard.policy) };
   class GuardedHttpAgent extends RequestFilteringHttpAgent {
@@ -54,7 +57,12 @@ function libraryOptions(policy: NetworkPolicy): RequestFilteringAgentOptions {
   };
 }
 
-function connectGuarded(options: net.TcpNetConnectOpts, callback: ConnectionCallback | undefined, guard: ConnectionGuard, connect: Connect): Duplex {
+function connectGuarded(
+  options: net.TcpNetConnectOpts,
+  callback: ConnectionCallback | undefined,
+  guard: ConnectionGuard,
+  connect: Connect,
+): Duplex {
   const host = options.host;
   if (host !== undefined && net.isIP(host) !== 0) {
     const refused = refusal(host, guard.policy);

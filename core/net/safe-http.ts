@@ -88,7 +88,14 @@ interface Hop {
 }
 
 type Exchange =
-  | { kind: 'response'; status: number; headers: IncomingHttpHeaders; body: Buffer; truncated?: boolean; remoteAddress?: string }
+  | {
+      kind: 'response';
+      status: number;
+      headers: IncomingHttpHeaders;
+      body: Buffer;
+      truncated?: boolean;
+      remoteAddress?: string;
+    }
   | { kind: 'redirect'; status: number; location: string };
 
 export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
@@ -106,10 +113,18 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
     const signal = options.signal ? AbortSignal.any([deadline.signal, options.signal]) : deadline.signal;
     try {
       for (let redirects = 0; ; redirects++) {
-        const result = await exchange(url, hop, { signal, maxBytes, truncate: options.overflow === 'truncate', followRedirects: redirect !== 'manual' });
+        const result = await exchange(url, hop, {
+          signal,
+          maxBytes,
+          truncate: options.overflow === 'truncate',
+          followRedirects: redirect !== 'manual',
+        });
         if (result.kind === 'response') {
           return {
-            status: result.status, headers: result.headers, body: result.body, url: url.href,
+            status: result.status,
+            headers: result.headers,
+            body: result.body,
+            url: url.href,
             ...(result.truncated ? { truncated: true } : {}),
             ...(result.remoteAddress ? { remoteAddress: result.remoteAddress } : {}),
           };
@@ -125,7 +140,11 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
     }
   }
 
-  function exchange(url: URL, hop: Hop, limits: { signal: AbortSignal; maxBytes: number; truncate: boolean; followRedirects: boolean }): Promise<Exchange> {
+  function exchange(
+    url: URL,
+    hop: Hop,
+    limits: { signal: AbortSignal; maxBytes: number; truncate: boolean; followRedirects: boolean },
+  ): Promise<Exchange> {
     const { signal, maxBytes, truncate, followRedirects } = limits;
     return new Promise<Exchange>((resolve, reject) => {
       if (signal.aborted) {
@@ -194,10 +213,21 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
           settle(() => {
             res.destroy();
             req.destroy();
-            resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size), truncated: true, ...from });
+            resolve({
+              kind: 'response',
+              status,
+              headers: res.headers,
+              body: Buffer.concat(chunks, size),
+              truncated: true,
+              ...from,
+            });
           });
         });
-        res.on('end', () => settle(() => resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size), ...from })));
+        res.on('end', () =>
+          settle(() =>
+            resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size), ...from }),
+          ),
+        );
         res.on('close', () => {
           if (!res.complete) fail(new OutboundNetworkError(`The response from ${url.host} was cut short.`));
         });
@@ -227,7 +257,8 @@ function firstHop(options: SafeRequestOptions): Hop {
 function redirectedHop(hop: Hop, status: number, from: URL, to: URL): Hop {
   const headers = { ...hop.headers };
   if (to.origin !== from.origin) for (const name of ORIGIN_BOUND_HEADERS) delete headers[name];
-  const becomesGet = (status === 303 && hop.method !== 'HEAD') || ((status === 301 || status === 302) && hop.method === 'POST');
+  const becomesGet =
+    (status === 303 && hop.method !== 'HEAD') || ((status === 301 || status === 302) && hop.method === 'POST');
   if (!becomesGet) return { ...hop, headers };
   for (const name of BODY_HEADERS) delete headers[name];
   return { method: 'GET', headers, body: undefined };
@@ -236,9 +267,12 @@ function redirectedHop(hop: Hop, status: number, from: URL, to: URL): Hop {
 function toOutboundError(error: Error, url: URL): Error {
   if (error instanceof OutboundRequestError) return error;
   // request-filtering-agent's own refusal, reached only if it is stricter than our policy.
-  if (/is not allowed\. Because/.test(error.message)) return new UnsafeAddressError('reserved', describeAddressClass('reserved'));
+  if (/is not allowed\. Because/.test(error.message))
+    return new UnsafeAddressError('reserved', describeAddressClass('reserved'));
   const code = (error as NodeJS.ErrnoException).code;
-  return new OutboundNetworkError(`Could not complete the request to ${url.host}${code ? ` (${code})` : ''}.`, { cause: error });
+  return new OutboundNetworkError(`Could not complete the request to ${url.host}${code ? ` (${code})` : ''}.`, {
+    cause: error,
+  });
 }
 
 function asError(reason: unknown): Error {

@@ -29,31 +29,49 @@ const header = (headers: Headers, name: string): string | undefined => {
 };
 
 function checkTimestamp(value: string | undefined, nowMs: number): string {
-  if (value === undefined || !/^\d{1,12}$/.test(value)) throw new CallbackSignatureError('the webhook has no timestamp');
-  if (Math.abs(nowMs / 1000 - Number(value)) > TOLERANCE_S) throw new CallbackSignatureError('the webhook timestamp is outside the tolerance');
+  if (value === undefined || !/^\d{1,12}$/.test(value))
+    throw new CallbackSignatureError('the webhook has no timestamp');
+  if (Math.abs(nowMs / 1000 - Number(value)) > TOLERANCE_S)
+    throw new CallbackSignatureError('the webhook timestamp is outside the tolerance');
   return value;
 }
 
 /** fal's signed message. */
 function falMessage(requestId: string, userId: string, timestamp: string, body: Buffer): Buffer {
-  return Buffer.from(`${requestId}\n${userId}\n${timestamp}\n${createHash('sha256').update(body).digest('hex')}`, 'utf8');
+  return Buffer.from(
+    `${requestId}\n${userId}\n${timestamp}\n${createHash('sha256').update(body).digest('hex')}`,
+    'utf8',
+  );
 }
 
 /** A fal webhook signed by one of `keys`: answers the request (job) id it is about. */
-export function verifyFalWebhook(keys: readonly KeyObject[], headers: Headers, body: Buffer, nowMs: number): { requestId: string } {
+export function verifyFalWebhook(
+  keys: readonly KeyObject[],
+  headers: Headers,
+  body: Buffer,
+  nowMs: number,
+): { requestId: string } {
   const requestId = header(headers, 'x-fal-webhook-request-id');
   const userId = header(headers, 'x-fal-webhook-user-id');
   const signature = header(headers, 'x-fal-webhook-signature');
-  if (!requestId || !userId || !signature || !/^[0-9a-f]{128}$/i.test(signature)) throw new CallbackSignatureError('the fal webhook signature headers are missing or malformed');
+  if (!requestId || !userId || !signature || !/^[0-9a-f]{128}$/i.test(signature))
+    throw new CallbackSignatureError('the fal webhook signature headers are missing or malformed');
   const timestamp = checkTimestamp(header(headers, 'x-fal-webhook-timestamp'), nowMs);
   const message = falMessage(requestId, userId, timestamp, body);
   const sig = Buffer.from(signature, 'hex');
-  if (!keys.some((key) => verify(null, message, key, sig))) throw new CallbackSignatureError('the fal webhook signature does not verify');
+  if (!keys.some((key) => verify(null, message, key, sig)))
+    throw new CallbackSignatureError('the fal webhook signature does not verify');
   return { requestId };
 }
 
 /** The headers fal would send with `body` (for tests and local upstreams). */
-export function signFalWebhook(privateKey: KeyObject, requestId: string, userId: string, timestampS: number, body: Buffer): Record<string, string> {
+export function signFalWebhook(
+  privateKey: KeyObject,
+  requestId: string,
+  userId: string,
+  timestampS: number,
+  body: Buffer,
+): Record<string, string> {
   const timestamp = String(timestampS);
   return {
     'x-fal-webhook-request-id': requestId,
@@ -83,23 +101,36 @@ export function keysOfJwks(jwks: unknown): KeyObject[] {
  * kept keys verifies fetches them again (fal may have rotated), at most once per `refreshMs`, so a
  * flood of forgeries cannot make us hammer the key server.
  */
-export function createJwksCache(url: string, options: { fetchJson?: (url: string) => Promise<unknown>; ttlMs?: number; refreshMs?: number; now?: () => number } = {}) {
-  const fetchJson = options.fetchJson ?? (async (u: string) => {
-    const res = await fetch(u, { signal: AbortSignal.timeout(5_000), redirect: 'error' });
-    if (!res.ok) throw new Error(`the JWKS at ${u} answered ${res.status}`);
-    return res.json();
-  });
+export function createJwksCache(
+  url: string,
+  options: {
+    fetchJson?: (url: string) => Promise<unknown>;
+    ttlMs?: number;
+    refreshMs?: number;
+    now?: () => number;
+  } = {},
+) {
+  const fetchJson =
+    options.fetchJson ??
+    (async (u: string) => {
+      const res = await fetch(u, { signal: AbortSignal.timeout(5_000), redirect: 'error' });
+      if (!res.ok) throw new Error(`the JWKS at ${u} answered ${res.status}`);
+      return res.json();
+    });
   const ttlMs = options.ttlMs ?? 3_600_000;
   const refreshMs = options.refreshMs ?? 60_000;
   const now = options.now ?? Date.now;
   let kept: { keys: KeyObject[]; at: number } | undefined;
   let loading: Promise<KeyObject[]> | undefined;
-  const load = (): Promise<KeyObject[]> => (loading ??= fetchJson(url).then((jwks) => {
-    kept = { keys: keysOfJwks(jwks), at: now() };
-    return kept.keys;
-  }).finally(() => {
-    loading = undefined;
-  }));
+  const load = (): Promise<KeyObject[]> =>
+    (loading ??= fetchJson(url)
+      .then((jwks) => {
+        kept = { keys: keysOfJwks(jwks), at: now() };
+        return kept.keys;
+      })
+      .finally(() => {
+        loading = undefined;
+      }));
   return {
     async keys(): Promise<KeyObject[]> {
       return kept && now() - kept.at < ttlMs ? kept.keys : load();
@@ -113,7 +144,12 @@ export function createJwksCache(url: string, options: { fetchJson?: (url: string
 export type JwksCache = ReturnType<typeof createJwksCache>;
 
 /** A Standard Webhooks request signed with `secret` (`whsec_…`): answers its webhook id. */
-export function verifyStandardWebhook(secret: string, headers: Headers, body: Buffer, nowMs: number): { webhookId: string } {
+export function verifyStandardWebhook(
+  secret: string,
+  headers: Headers,
+  body: Buffer,
+  nowMs: number,
+): { webhookId: string } {
   const id = header(headers, 'webhook-id');
   const signatures = header(headers, 'webhook-signature');
   if (!id || !signatures) throw new CallbackSignatureError('the webhook-id or webhook-signature header is missing');
@@ -129,11 +165,23 @@ export function verifyStandardWebhook(secret: string, headers: Headers, body: Bu
 }
 
 /** The headers a Standard Webhooks sender would send with `body` (for tests and local upstreams). */
-export function signStandardWebhook(secret: string, id: string, timestampS: number, body: Buffer): Record<string, string> {
+export function signStandardWebhook(
+  secret: string,
+  id: string,
+  timestampS: number,
+  body: Buffer,
+): Record<string, string> {
   const timestamp = String(timestampS);
-  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${standardSignature(secret, id, timestamp, body).toString('base64')}` };
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': timestamp,
+    'webhook-signature': `v1,${standardSignature(secret, id, timestamp, body).toString('base64')}`,
+  };
 }
 
 function standardSignature(secret: string, id: string, timestamp: string, body: Buffer): Buffer {
-  return createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(`${id}.${timestamp}.`).update(body).digest();
+  return createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64'))
+    .update(`${id}.${timestamp}.`)
+    .update(body)
+    .digest();
 }

@@ -12,10 +12,17 @@ import type { UpstreamEndpoint } from './upstream-http';
  * reply (the activity path) is the same stream gathered. Billing uses the upstream's usage when it
  * sends one (`stream_options.include_usage`); otherwise each content delta counts as one token.
  */
-export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string> }, http: SafeHttpClient): Provider {
+export function createOpenAiUpstream(
+  endpoint: UpstreamEndpoint & { models: Record<string, string> },
+  http: SafeHttpClient,
+): Provider {
   const upstreamModel = (job: ProviderJob): string => {
     const name = endpoint.models[job.model];
-    if (!name) throw new ProviderRejectedError(`The upstream ${endpoint.name} is not configured for ${job.model}.`, 'provider_rejected');
+    if (!name)
+      throw new ProviderRejectedError(
+        `The upstream ${endpoint.name} is not configured for ${job.model}.`,
+        'provider_rejected',
+      );
     return name;
   };
 
@@ -43,15 +50,28 @@ export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Reco
       } catch {
         throw new UpstreamUnavailableError(`The upstream ${endpoint.name} sent an event that is not JSON.`);
       }
-      if (chunk.error) throw new UpstreamUnavailableError(`The upstream ${endpoint.name} failed mid-stream: ${chunk.error.message ?? 'unknown error'}`);
+      if (chunk.error)
+        throw new UpstreamUnavailableError(
+          `The upstream ${endpoint.name} failed mid-stream: ${chunk.error.message ?? 'unknown error'}`,
+        );
       const delta = chunk.choices?.[0]?.delta;
       const content = delta?.content;
       if (typeof content === 'string' && content !== '') yield { type: 'delta', text: content };
       for (const call of delta?.tool_calls ?? []) {
-        yield { type: 'tool_call', index: call.index ?? 0, id: call.id, name: call.function?.name, arguments: call.function?.arguments ?? '' };
+        yield {
+          type: 'tool_call',
+          index: call.index ?? 0,
+          id: call.id,
+          name: call.function?.name,
+          arguments: call.function?.arguments ?? '',
+        };
       }
       if (chunk.usage && typeof chunk.usage.completion_tokens === 'number') {
-        yield { type: 'usage', outputTokens: chunk.usage.completion_tokens, ...(typeof chunk.usage.prompt_tokens === 'number' ? { promptTokens: chunk.usage.prompt_tokens } : {}) };
+        yield {
+          type: 'usage',
+          outputTokens: chunk.usage.completion_tokens,
+          ...(typeof chunk.usage.prompt_tokens === 'number' ? { promptTokens: chunk.usage.prompt_tokens } : {}),
+        };
       }
     }
   }
@@ -78,31 +98,48 @@ export function createOpenAiUpstream(endpoint: UpstreamEndpoint & { models: Reco
         }
         const toolCalls = calls.calls();
         return {
-          text, outputTokens: usage ?? deltas, ...(toolCalls.length ? { toolCalls } : {}),
+          text,
+          outputTokens: usage ?? deltas,
+          ...(toolCalls.length ? { toolCalls } : {}),
           file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
         };
       }
       if (job.kind === 'image') {
         const res = await callUpstream(endpoint, '/images/generations', {
           signal: ctx.signal,
-          body: { model: upstreamModel(job), prompt: job.prompt, n: 1, size: `${job.params.width ?? 1024}x${job.params.height ?? 1024}`, response_format: 'b64_json' },
+          body: {
+            model: upstreamModel(job),
+            prompt: job.prompt,
+            n: 1,
+            size: `${job.params.width ?? 1024}x${job.params.height ?? 1024}`,
+            response_format: 'b64_json',
+          },
         });
         const body = (await res.json()) as { data?: { b64_json?: string; url?: string }[] };
         const image = body.data?.[0];
-        if (image?.b64_json) return { file: { data: Buffer.from(image.b64_json, 'base64'), contentType: 'image/png', extension: 'png' } };
+        if (image?.b64_json)
+          return { file: { data: Buffer.from(image.b64_json, 'base64'), contentType: 'image/png', extension: 'png' } };
         if (image?.url) {
           const file = await downloadOutput(endpoint, image.url, http, ctx.signal);
           return { file: { ...file, extension: extensionOf(file.contentType, 'png') } };
         }
         throw new UpstreamUnavailableError(`The upstream ${endpoint.name} answered without an image.`);
       }
-      throw new ProviderRejectedError(`The upstream ${endpoint.name} speaks OpenAI's API, which has no ${job.kind} jobs here.`, 'provider_rejected');
+      throw new ProviderRejectedError(
+        `The upstream ${endpoint.name} speaks OpenAI's API, which has no ${job.kind} jobs here.`,
+        'provider_rejected',
+      );
     },
   };
 }
 
 interface UpstreamChunk {
-  choices?: { delta?: { content?: string | null; tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[] } }[];
+  choices?: {
+    delta?: {
+      content?: string | null;
+      tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
+    };
+  }[];
   usage?: { completion_tokens?: number; prompt_tokens?: number } | null;
   error?: { message?: string };
 }

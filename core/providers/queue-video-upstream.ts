@@ -23,10 +23,22 @@ import type { UpstreamEndpoint } from './upstream-http';
  * the ed25519-signed outcome there (core/providers/callback-signatures.ts), and `checkJob` is the
  * slow poll in case it never does.
  */
-export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string>; pollMs: number; slowPollMs: number; webhookUrl?: string | undefined }, http: SafeHttpClient): Provider {
+export function createQueueVideoUpstream(
+  endpoint: UpstreamEndpoint & {
+    models: Record<string, string>;
+    pollMs: number;
+    slowPollMs: number;
+    webhookUrl?: string | undefined;
+  },
+  http: SafeHttpClient,
+): Provider {
   const base = endpoint.baseUrl.replace(/\/+$/, '');
   const statusUrl = (q: QueuedJob) => q.statusUrl ?? `${base}${q.jobPath}/requests/${q.requestId}/status`;
-  const cancel = (q: QueuedJob) => callUpstream(endpoint, `${q.jobPath}/requests/${q.requestId}/cancel`, { method: 'PUT', signal: AbortSignal.timeout(5_000) });
+  const cancel = (q: QueuedJob) =>
+    callUpstream(endpoint, `${q.jobPath}/requests/${q.requestId}/cancel`, {
+      method: 'PUT',
+      signal: AbortSignal.timeout(5_000),
+    });
   return {
     async checkJob(wait, signal) {
       const queued = resumeOf(wait.resume);
@@ -40,18 +52,32 @@ export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: 
       if (queued) await cancel(queued);
     },
     streamChat() {
-      throw new ProviderRejectedError(`The upstream ${endpoint.name} is a video queue; it has no chat.`, 'provider_rejected');
+      throw new ProviderRejectedError(
+        `The upstream ${endpoint.name} is a video queue; it has no chat.`,
+        'provider_rejected',
+      );
     },
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       const model = endpoint.models[job.model];
-      if (job.kind !== 'video' || !model) throw new ProviderRejectedError(`The upstream ${endpoint.name} is not configured for ${job.kind} ${job.model}.`, 'provider_rejected');
+      if (job.kind !== 'video' || !model)
+        throw new ProviderRejectedError(
+          `The upstream ${endpoint.name} is not configured for ${job.kind} ${job.model}.`,
+          'provider_rejected',
+        );
       const jobPath = `/${model.replace(/^\/+/, '')}`;
 
       const resumed = resumeOf(ctx.resume, jobPath);
       const queued = resumed ?? (await submit(job, jobPath, ctx));
       ctx.heartbeat(queued);
       if (!resumed && ctx.detach) {
-        return { waiting: { upstream: endpoint.name, jobId: queued.requestId, resume: queued, pollMs: endpoint.webhookUrl ? endpoint.slowPollMs : endpoint.pollMs } };
+        return {
+          waiting: {
+            upstream: endpoint.name,
+            jobId: queued.requestId,
+            resume: queued,
+            pollMs: endpoint.webhookUrl ? endpoint.slowPollMs : endpoint.pollMs,
+          },
+        };
       }
       const onCancel = () => {
         // Best effort: the generation is already failing; the upstream should stop working on it.
@@ -66,18 +92,30 @@ export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: 
             ctx.progress?.(100);
             break;
           }
-          if (typeof status.progress === 'number' && status.progress >= 0 && status.progress <= 100) ctx.progress?.(status.progress);
+          if (typeof status.progress === 'number' && status.progress >= 0 && status.progress <= 100)
+            ctx.progress?.(status.progress);
           if (status.status === 'FAILED' || status.status === 'ERROR' || status.status === 'CANCELLED') {
-            const reason = typeof status.error === 'string' ? status.error : JSON.stringify(status.error ?? 'no reason given');
-            throw new ProviderRejectedError(`The upstream ${endpoint.name} failed the video: ${reason}`, /content|policy|safety/i.test(reason) ? 'content_policy' : 'provider_failed');
+            const reason =
+              typeof status.error === 'string' ? status.error : JSON.stringify(status.error ?? 'no reason given');
+            throw new ProviderRejectedError(
+              `The upstream ${endpoint.name} failed the video: ${reason}`,
+              /content|policy|safety/i.test(reason) ? 'content_policy' : 'provider_failed',
+            );
           }
           ctx.heartbeat(queued);
           await pause(endpoint.pollMs, ctx.signal);
         }
-        const res = await callUpstream(endpoint, '', { url: queued.responseUrl ?? `${base}${queued.jobPath}/requests/${queued.requestId}`, signal: ctx.signal });
+        const res = await callUpstream(endpoint, '', {
+          url: queued.responseUrl ?? `${base}${queued.jobPath}/requests/${queued.requestId}`,
+          signal: ctx.signal,
+        });
         const result = (await res.json()) as { video?: { url?: string } };
         const url = result.video?.url;
-        if (!url) throw new ProviderRejectedError(`The upstream ${endpoint.name} completed the video without a file.`, 'provider_failed');
+        if (!url)
+          throw new ProviderRejectedError(
+            `The upstream ${endpoint.name} completed the video without a file.`,
+            'provider_failed',
+          );
         const file = await downloadOutput(endpoint, url, http, ctx.signal);
         return { file: { ...file, extension: extensionOf(file.contentType, 'mp4') } };
       } finally {
@@ -101,8 +139,17 @@ export function createQueueVideoUpstream(endpoint: UpstreamEndpoint & { models: 
       },
     });
     const body = (await res.json()) as { request_id?: string; status_url?: string; response_url?: string };
-    if (!body.request_id) throw new ProviderRejectedError(`The upstream ${endpoint.name} accepted the video without a request id.`, 'provider_failed');
-    return { requestId: body.request_id, jobPath, ...(body.status_url ? { statusUrl: body.status_url } : {}), ...(body.response_url ? { responseUrl: body.response_url } : {}) };
+    if (!body.request_id)
+      throw new ProviderRejectedError(
+        `The upstream ${endpoint.name} accepted the video without a request id.`,
+        'provider_failed',
+      );
+    return {
+      requestId: body.request_id,
+      jobPath,
+      ...(body.status_url ? { statusUrl: body.status_url } : {}),
+      ...(body.response_url ? { responseUrl: body.response_url } : {}),
+    };
   }
 }
 

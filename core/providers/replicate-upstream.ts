@@ -24,7 +24,15 @@ import type { UpstreamEndpoint } from './upstream-http';
  * secret) is configured, and answers `waiting` unless the prediction is already final; Replicate
  * then POSTs the prediction, signed the Standard Webhooks way, and `checkJob` is the slow poll.
  */
-export function createReplicateUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string>; pollMs: number; slowPollMs: number; webhookUrl?: string | undefined }, http: SafeHttpClient): Provider {
+export function createReplicateUpstream(
+  endpoint: UpstreamEndpoint & {
+    models: Record<string, string>;
+    pollMs: number;
+    slowPollMs: number;
+    webhookUrl?: string | undefined;
+  },
+  http: SafeHttpClient,
+): Provider {
   const base = endpoint.baseUrl.replace(/\/+$/, '');
   const read = async (id: string, signal: AbortSignal): Promise<Prediction> =>
     (await (await callUpstream(endpoint, '', { url: `${base}/predictions/${id}`, signal })).json()) as Prediction;
@@ -35,40 +43,75 @@ export function createReplicateUpstream(endpoint: UpstreamEndpoint & { models: R
     },
     async cancelJob(wait) {
       const id = resumeOf(wait.resume)?.id;
-      if (id !== undefined) await callUpstream(endpoint, `/predictions/${id}/cancel`, { method: 'POST', signal: AbortSignal.timeout(5_000) });
+      if (id !== undefined)
+        await callUpstream(endpoint, `/predictions/${id}/cancel`, {
+          method: 'POST',
+          signal: AbortSignal.timeout(5_000),
+        });
     },
     streamChat() {
-      throw new ProviderRejectedError(`The upstream ${endpoint.name} runs Replicate predictions; it has no chat here.`, 'provider_rejected');
+      throw new ProviderRejectedError(
+        `The upstream ${endpoint.name} runs Replicate predictions; it has no chat here.`,
+        'provider_rejected',
+      );
     },
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       const model = endpoint.models[job.model];
-      if (!model || job.kind === 'chat') throw new ProviderRejectedError(`The upstream ${endpoint.name} is not configured for ${job.kind} ${job.model}.`, 'provider_rejected');
+      if (!model || job.kind === 'chat')
+        throw new ProviderRejectedError(
+          `The upstream ${endpoint.name} is not configured for ${job.kind} ${job.model}.`,
+          'provider_rejected',
+        );
       const resumed = resumeOf(ctx.resume);
       let prediction = resumed ?? (await create(job, model, ctx));
       const id = prediction.id;
       ctx.heartbeat({ id });
       if (!resumed && ctx.detach && !PREDICTION_ENDED.has(prediction.status ?? '')) {
-        return { waiting: { upstream: endpoint.name, jobId: id, resume: { id }, pollMs: endpoint.webhookUrl ? endpoint.slowPollMs : endpoint.pollMs } };
+        return {
+          waiting: {
+            upstream: endpoint.name,
+            jobId: id,
+            resume: { id },
+            pollMs: endpoint.webhookUrl ? endpoint.slowPollMs : endpoint.pollMs,
+          },
+        };
       }
       const onCancel = () => {
         // Best effort: the generation is already failing; the upstream should stop working on it.
-        void callUpstream(endpoint, '', { method: 'POST', url: prediction.urls?.cancel ?? `${base}/predictions/${id}/cancel`, signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+        void callUpstream(endpoint, '', {
+          method: 'POST',
+          url: prediction.urls?.cancel ?? `${base}/predictions/${id}/cancel`,
+          signal: AbortSignal.timeout(5_000),
+        }).catch(() => undefined);
       };
       ctx.signal.addEventListener('abort', onCancel, { once: true });
       try {
         while (!PREDICTION_ENDED.has(prediction.status ?? '')) {
           await pause(endpoint.pollMs, ctx.signal);
-          const res = await callUpstream(endpoint, '', { url: prediction.urls?.get ?? `${base}/predictions/${id}`, signal: ctx.signal });
-          prediction = { ...(await res.json() as Prediction), id };
+          const res = await callUpstream(endpoint, '', {
+            url: prediction.urls?.get ?? `${base}/predictions/${id}`,
+            signal: ctx.signal,
+          });
+          prediction = { ...((await res.json()) as Prediction), id };
           ctx.heartbeat({ id });
         }
         if (prediction.status !== 'succeeded') {
-          const reason = typeof prediction.error === 'string' ? prediction.error : JSON.stringify(prediction.error ?? prediction.status);
-          throw new ProviderRejectedError(`The upstream ${endpoint.name} ended the prediction ${prediction.status}: ${reason}`, /content|policy|safety|nsfw/i.test(reason) ? 'content_policy' : 'provider_failed');
+          const reason =
+            typeof prediction.error === 'string'
+              ? prediction.error
+              : JSON.stringify(prediction.error ?? prediction.status);
+          throw new ProviderRejectedError(
+            `The upstream ${endpoint.name} ended the prediction ${prediction.status}: ${reason}`,
+            /content|policy|safety|nsfw/i.test(reason) ? 'content_policy' : 'provider_failed',
+          );
         }
         ctx.progress?.(100);
         const url = firstUrl(prediction.output);
-        if (!url) throw new ProviderRejectedError(`The upstream ${endpoint.name} succeeded without an output file.`, 'provider_failed');
+        if (!url)
+          throw new ProviderRejectedError(
+            `The upstream ${endpoint.name} succeeded without an output file.`,
+            'provider_failed',
+          );
         const file = await downloadOutput(endpoint, url, http, ctx.signal);
         return { file: { ...file, extension: extensionOf(file.contentType, job.kind === 'video' ? 'mp4' : 'png') } };
       } finally {
@@ -78,19 +121,29 @@ export function createReplicateUpstream(endpoint: UpstreamEndpoint & { models: R
   };
 
   async function create(job: ProviderJob, model: string, ctx: ProviderContext): Promise<Prediction & { id: string }> {
-    const [owned, version] = model.includes(':') ? model.split(':', 2) as [string, string] : /^[0-9a-f]{64}$/.test(model) ? [undefined, model] : [model, undefined];
+    const [owned, version] = model.includes(':')
+      ? (model.split(':', 2) as [string, string])
+      : /^[0-9a-f]{64}$/.test(model)
+        ? [undefined, model]
+        : [model, undefined];
     const input = inputOf(job);
     // A short job waits for its answer in the call; Replicate holds a request at most 60 s.
-    const wait = job.kind === 'video' ? undefined : Math.max(1, Math.min(60, Math.floor(endpoint.timeoutMs / 1000) - 1));
+    const wait =
+      job.kind === 'video' ? undefined : Math.max(1, Math.min(60, Math.floor(endpoint.timeoutMs / 1000) - 1));
     // Replicate POSTs the final prediction there; the other events (start, output, logs) are not asked for.
-    const hook = ctx.detach && endpoint.webhookUrl ? { webhook: endpoint.webhookUrl, webhook_events_filter: ['completed'] } : {};
+    const hook =
+      ctx.detach && endpoint.webhookUrl ? { webhook: endpoint.webhookUrl, webhook_events_filter: ['completed'] } : {};
     const res = await callUpstream(endpoint, version ? '/predictions' : `/models/${owned}/predictions`, {
       signal: ctx.signal,
       body: version ? { version, input, ...hook } : { input, ...hook },
       ...(wait === undefined ? {} : { headers: { prefer: `wait=${wait}` } }),
     });
     const body = (await res.json()) as Prediction;
-    if (typeof body.id !== 'string') throw new ProviderRejectedError(`The upstream ${endpoint.name} accepted the prediction without an id.`, 'provider_failed');
+    if (typeof body.id !== 'string')
+      throw new ProviderRejectedError(
+        `The upstream ${endpoint.name} accepted the prediction without an id.`,
+        'provider_failed',
+      );
     return body as Prediction & { id: string };
   }
 }
@@ -109,7 +162,14 @@ interface Prediction {
 function inputOf(job: ProviderJob): Record<string, unknown> {
   const image = job.input ? `data:image/png;base64,${job.input.toString('base64')}` : undefined;
   if (job.kind === 'upscale') return { image, scale: job.params.scale };
-  if (job.kind === 'video') return { prompt: job.prompt, duration: job.params.seconds, aspect_ratio: job.params.aspect, resolution: job.params.resolution, ...(image ? { image } : {}) };
+  if (job.kind === 'video')
+    return {
+      prompt: job.prompt,
+      duration: job.params.seconds,
+      aspect_ratio: job.params.aspect,
+      resolution: job.params.resolution,
+      ...(image ? { image } : {}),
+    };
   return { prompt: job.prompt, width: job.params.width, height: job.params.height, aspect_ratio: job.params.aspect };
 }
 

@@ -7,7 +7,15 @@ import { createQueueVideoUpstream } from './queue-video-upstream';
 import { createReplicateUpstream } from './replicate-upstream';
 import type { RouteEntry } from '../vocabulary';
 import type { RouteLog, UpstreamHealth } from '../db/upstreams';
-import type { ChatStreamEvent, Provider, ProviderContext, ProviderFeature, ProviderJob, ProviderResult, UpstreamWait } from './types';
+import type {
+  ChatStreamEvent,
+  Provider,
+  ProviderContext,
+  ProviderFeature,
+  ProviderJob,
+  ProviderResult,
+  UpstreamWait,
+} from './types';
 import { UpstreamUnavailableError } from './upstream-http';
 import { inSpan, streamInSpan } from '../tracing';
 
@@ -61,29 +69,49 @@ interface Pinned {
  * stays with that upstream, and a retried attempt resumes it. A refusal about the request
  * (ProviderRejectedError) is final on every upstream, so none other is asked.
  */
-export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallback: Provider, http: SafeHttpClient, options: RouterOptions = {}): Provider {
+export function createProviderRouter(
+  upstreams: readonly UpstreamConfig[],
+  fallback: Provider,
+  http: SafeHttpClient,
+  options: RouterOptions = {},
+): Provider {
   const byModel = new Map<string, Route[]>();
   const byName = new Map<string, Provider>();
   const hooks = options.webhookBaseUrl;
   upstreams.forEach((u, index) => {
-    const entries = Object.entries(u.models).map(([model, e]) => [model, typeof e === 'string' ? { model: e, weight: 1 } : e] as const);
+    const entries = Object.entries(u.models).map(
+      ([model, e]) => [model, typeof e === 'string' ? { model: e, weight: 1 } : e] as const,
+    );
     const scheme = (u.auth ?? (u.protocol === 'queue-video' ? 'key' : 'bearer')) === 'key' ? 'Key' : 'Bearer';
     const endpoint = {
-      name: u.name, baseUrl: u.baseUrl, authorization: u.apiKey ? `${scheme} ${u.apiKey}` : undefined, timeoutMs: u.timeoutMs,
+      name: u.name,
+      baseUrl: u.baseUrl,
+      authorization: u.apiKey ? `${scheme} ${u.apiKey}` : undefined,
+      timeoutMs: u.timeoutMs,
       models: Object.fromEntries(entries.map(([model, e]) => [model, e.model])),
     };
     // Replicate's webhooks are asked for only when their secret is known: unverifiable ones are useless.
-    const webhookUrl = hooks && u.protocol !== 'openai' && (u.protocol === 'queue-video' || u.webhookSecret) ? callbackUrl(hooks, u.protocol, u.name) : undefined;
+    const webhookUrl =
+      hooks && u.protocol !== 'openai' && (u.protocol === 'queue-video' || u.webhookSecret)
+        ? callbackUrl(hooks, u.protocol, u.name)
+        : undefined;
     const waits = { pollMs: u.pollMs, slowPollMs: u.slowPollMs, webhookUrl };
-    const provider = u.protocol === 'openai'
-      ? createOpenAiUpstream(endpoint, http)
-      : u.protocol === 'replicate'
-        ? createReplicateUpstream({ ...endpoint, ...waits }, http)
-        : createQueueVideoUpstream({ ...endpoint, ...waits }, http);
+    const provider =
+      u.protocol === 'openai'
+        ? createOpenAiUpstream(endpoint, http)
+        : u.protocol === 'replicate'
+          ? createReplicateUpstream({ ...endpoint, ...waits }, http)
+          : createQueueVideoUpstream({ ...endpoint, ...waits }, http);
     byName.set(u.name, provider);
     for (const [model, e] of entries) {
       const routes = byModel.get(model) ?? [];
-      routes.push({ upstream: u.name, provider, priority: e.priority ?? index, weight: e.weight, costEur: 'costEur' in e ? e.costEur : undefined });
+      routes.push({
+        upstream: u.name,
+        provider,
+        priority: e.priority ?? index,
+        weight: e.weight,
+        costEur: 'costEur' in e ? e.costEur : undefined,
+      });
       byModel.set(model, routes);
     }
   });
@@ -99,7 +127,10 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       const pool = [...byPriority.get(priority)!];
       while (pool.length > 0) {
         let x = random() * pool.reduce((sum, r) => sum + r.weight, 0);
-        const i = Math.max(0, pool.findIndex((r) => (x -= r.weight) < 0));
+        const i = Math.max(
+          0,
+          pool.findIndex((r) => (x -= r.weight) < 0),
+        );
         out.push(...pool.splice(i, 1));
       }
     }
@@ -118,17 +149,26 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
     }
   };
   const admit = (routes: readonly Route[], r: Route): Promise<boolean> =>
-    routes.length > 1 && options.health ? guarded('the breaker read', () => options.health!.admit(r.upstream), true) : Promise.resolve(true);
+    routes.length > 1 && options.health
+      ? guarded('the breaker read', () => options.health!.admit(r.upstream), true)
+      : Promise.resolve(true);
   const judge = async (routes: readonly Route[], r: Route, err: unknown): Promise<void> => {
     const health = options.health;
     if (routes.length < 2 || !health) return;
-    if (err === undefined || err instanceof ProviderRejectedError) await guarded('the breaker write', () => health.answered(r.upstream), undefined);
-    else if (err instanceof UpstreamUnavailableError) await guarded('the breaker write', () => health.failed(r.upstream), undefined);
+    if (err === undefined || err instanceof ProviderRejectedError)
+      await guarded('the breaker write', () => health.answered(r.upstream), undefined);
+    else if (err instanceof UpstreamUnavailableError)
+      await guarded('the breaker write', () => health.failed(r.upstream), undefined);
   };
   const record = (job: ProviderJob, entry: RouteEntry): Promise<void> =>
-    options.log ? guarded('recording the upstreams', () => options.log!.record(job.generationId, entry), undefined) : Promise.resolve();
+    options.log
+      ? guarded('recording the upstreams', () => options.log!.record(job.generationId, entry), undefined)
+      : Promise.resolve();
   const exhausted = (job: ProviderJob, tried: readonly string[], last: unknown): unknown =>
-    last ?? new UpstreamUnavailableError(tried.length === 0 ? `Every upstream of ${job.model} is cooling down.` : `No upstream of ${job.model} answered.`);
+    last ??
+    new UpstreamUnavailableError(
+      tried.length === 0 ? `Every upstream of ${job.model} is cooling down.` : `No upstream of ${job.model} answered.`,
+    );
 
   async function run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
     const routes = byModel.get(job.model);
@@ -162,7 +202,14 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
           // Served once it is collected: a run resuming this job (pinned here) records that.
           const entry = { call, tried };
           await record(job, entry);
-          return { waiting: { ...result.waiting, upstream: route.upstream, resume: { upstream: route.upstream, details: result.waiting.resume, waited: true } satisfies Pinned }, route: entry };
+          return {
+            waiting: {
+              ...result.waiting,
+              upstream: route.upstream,
+              resume: { upstream: route.upstream, details: result.waiting.resume, waited: true } satisfies Pinned,
+            },
+            route: entry,
+          };
         }
         // The record written here may be lost to a database outage: the entry goes with the
         // result too, and the settle writes it again with the charge.
@@ -182,7 +229,11 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
     throw exhausted(job, tried, last);
   }
 
-  async function* streamChat(job: ProviderJob, signal: AbortSignal, routed?: (entry: RouteEntry) => void): AsyncGenerator<ChatStreamEvent> {
+  async function* streamChat(
+    job: ProviderJob,
+    signal: AbortSignal,
+    routed?: (entry: RouteEntry) => void,
+  ): AsyncGenerator<ChatStreamEvent> {
     const routes = byModel.get(job.model);
     if (!routes) {
       yield* streamInSpan(...providerSpan(job, 'simulator'), () => fallback.streamChat(job, signal));
@@ -204,7 +255,9 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       let produced = false;
       let failed: unknown;
       try {
-        for await (const event of streamInSpan(...providerSpan(job, route.upstream), () => route.provider.streamChat(job, signal))) {
+        for await (const event of streamInSpan(...providerSpan(job, route.upstream), () =>
+          route.provider.streamChat(job, signal),
+        )) {
           if (!produced) {
             produced = true;
             await judge(routes, route, undefined);
@@ -223,7 +276,11 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
       } finally {
         // Complete, cut short by the consumer, or failed after its first token: this one served it.
         if (produced || failed === undefined || !(failed instanceof UpstreamUnavailableError) || signal.aborted) {
-          await recordRoute(produced ? { call, tried, servedBy: route.upstream, costEur: costOf(route, job, usage ?? deltas) } : { call, tried });
+          await recordRoute(
+            produced
+              ? { call, tried, servedBy: route.upstream, costEur: costOf(route, job, usage ?? deltas) }
+              : { call, tried },
+          );
         }
       }
     }
@@ -234,7 +291,9 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
   /** Every upstream a model may fall back to must take the feature, or a fallback would drop it. */
   const serves = (model: string, feature: ProviderFeature): boolean => {
     const routes = byModel.get(model);
-    return routes ? routes.every((r) => r.provider.serves?.(model, feature) ?? false) : (fallback.serves?.(model, feature) ?? false);
+    return routes
+      ? routes.every((r) => r.provider.serves?.(model, feature) ?? false)
+      : (fallback.serves?.(model, feature) ?? false);
   };
 
   /** The waiting job's own upstream, with the details it reported (unwrapped from the pin). */
@@ -258,7 +317,15 @@ export function createProviderRouter(upstreams: readonly UpstreamConfig[], fallb
 
 /** A span per call of an upstream (each one a fallback asks, too) or of the simulator. */
 function providerSpan(job: ProviderJob, upstream: string): [string, Record<string, string>] {
-  return [`provider ${upstream}`, { 'gensvc.upstream': upstream, 'gensvc.model': job.model, 'gensvc.kind': job.kind, 'gensvc.generation_id': job.generationId }];
+  return [
+    `provider ${upstream}`,
+    {
+      'gensvc.upstream': upstream,
+      'gensvc.model': job.model,
+      'gensvc.kind': job.kind,
+      'gensvc.generation_id': job.generationId,
+    },
+  ];
 }
 
 function pinnedOf(resume: unknown): Pinned | undefined {

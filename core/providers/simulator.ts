@@ -34,28 +34,48 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
     streamChat: (job, signal) => streamChat(job, signal, options),
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       const directives = parseDirectives(job.prompt);
-      const delayMs = directives.untilEpochMs === undefined ? undefined : Math.min(Math.max(0, directives.untilEpochMs - Date.now()), MAX_UNTIL_MS);
+      const delayMs =
+        directives.untilEpochMs === undefined
+          ? undefined
+          : Math.min(Math.max(0, directives.untilEpochMs - Date.now()), MAX_UNTIL_MS);
       const seed = `${job.model}|${job.prompt}|${job.generationId}`;
       // A video's first frame is there before the rest, as a hosted model shows its first frame early.
       if (job.kind === 'video' && ctx.preview) {
         const { width, height } = dimensions(job.params, 320, 180);
-        ctx.preview({ data: await renderFirstFrameWebp({ width, height, seconds: videoSeconds(job.params), seed }), contentType: 'image/webp', extension: 'webp' });
+        ctx.preview({
+          data: await renderFirstFrameWebp({ width, height, seconds: videoSeconds(job.params), seed }),
+          contentType: 'image/webp',
+          extension: 'webp',
+        });
       }
       await wait(delayMs ?? directives.delayMs ?? options.latencyMs ?? DEFAULT_LATENCY_MS[job.kind], ctx);
-      if (directives.fail) throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
+      if (directives.fail)
+        throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
       switch (job.kind) {
         case 'image': {
           const { width, height } = dimensions(job.params, 1024, 1024);
-          return { file: { data: await renderImagePng({ width, height, seed }), contentType: 'image/png', extension: 'png' } };
+          return {
+            file: { data: await renderImagePng({ width, height, seed }), contentType: 'image/png', extension: 'png' },
+          };
         }
         case 'video': {
           const { width, height } = dimensions(job.params, 320, 180);
-          return { file: { data: await renderVideoWebm({ width, height, seconds: videoSeconds(job.params), seed }), contentType: 'video/webm', extension: 'webm' } };
+          return {
+            file: {
+              data: await renderVideoWebm({ width, height, seconds: videoSeconds(job.params), seed }),
+              contentType: 'video/webm',
+              extension: 'webm',
+            },
+          };
         }
         case 'chat': {
           const tokens = replyTokens(job, directives);
           const text = chatWords(job.prompt, tokens).join('');
-          return { text, outputTokens: tokens, file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' } };
+          return {
+            text,
+            outputTokens: tokens,
+            file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
+          };
         }
         case 'upscale': {
           if (!job.input) throw new ProviderRejectedError('The upscale job has no input image.', 'input_missing');
@@ -79,10 +99,15 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
  * between tokens (20 ms by default; `sim:pace=0` sends the reply in one burst), then the count as
  * the provider's usage.
  */
-async function* streamChat(job: ProviderJob, signal: AbortSignal, options: SimulatorOptions): AsyncGenerator<ChatStreamEvent> {
+async function* streamChat(
+  job: ProviderJob,
+  signal: AbortSignal,
+  options: SimulatorOptions,
+): AsyncGenerator<ChatStreamEvent> {
   const directives = parseDirectives(job.prompt);
   await pause(directives.delayMs ?? options.latencyMs ?? DEFAULT_LATENCY_MS.chat, signal);
-  if (directives.fail) throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
+  if (directives.fail)
+    throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
   const words = chatWords(job.prompt, replyTokens(job, directives));
   const paceMs = directives.paceMs ?? options.paceMs ?? DEFAULT_PACE_MS;
   for (const [i, word] of words.entries()) {
@@ -154,7 +179,32 @@ async function wait(ms: number, ctx: ProviderContext): Promise<void> {
   }
 }
 
-const WORDS = ['the', 'light', 'over', 'quiet', 'water', 'moves', 'slowly', 'through', 'a', 'field', 'of', 'tall', 'grass', 'while', 'birds', 'answer', 'each', 'other', 'in', 'warm', 'evening', 'air', 'and', 'rest'];
+const WORDS = [
+  'the',
+  'light',
+  'over',
+  'quiet',
+  'water',
+  'moves',
+  'slowly',
+  'through',
+  'a',
+  'field',
+  'of',
+  'tall',
+  'grass',
+  'while',
+  'birds',
+  'answer',
+  'each',
+  'other',
+  'in',
+  'warm',
+  'evening',
+  'air',
+  'and',
+  'rest',
+];
 
 /**
  * A deterministic reply of exactly `tokens` words, one word standing for one output token, as the

@@ -29,7 +29,11 @@ export function openAiChatMessages(messages: readonly ChatMessage[]): Record<str
       return {
         role: m.role,
         content: m.content === '' ? null : m.content,
-        tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+        tool_calls: m.toolCalls.map((c) => ({
+          id: c.id,
+          type: 'function',
+          function: { name: c.name, arguments: c.arguments },
+        })),
       };
     }
     return { role: m.role, content: m.content };
@@ -41,9 +45,16 @@ export function openAiTools(tools: ChatTools): Record<string, unknown> {
   return {
     tools: tools.functions.map((f) => ({
       type: 'function',
-      function: { name: f.name, ...(f.description ? { description: f.description } : {}), ...(f.parameters ? { parameters: f.parameters } : {}), ...(f.strict === undefined ? {} : { strict: f.strict }) },
+      function: {
+        name: f.name,
+        ...(f.description ? { description: f.description } : {}),
+        ...(f.parameters ? { parameters: f.parameters } : {}),
+        ...(f.strict === undefined ? {} : { strict: f.strict }),
+      },
     })),
-    ...(choice === undefined ? {} : { tool_choice: typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } } }),
+    ...(choice === undefined
+      ? {}
+      : { tool_choice: typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } } }),
     ...(tools.parallel === undefined ? {} : { parallel_tool_calls: tools.parallel }),
   };
 }

@@ -95,7 +95,11 @@ export interface Provider {
    * with a ProviderRejectedError (final) or any other error (may pass). `routed` hears the router's
    * entry of the call once it is known (by the time the stream ends or is returned), for the settle.
    */
-  streamChat(job: ProviderJob, signal: AbortSignal, routed?: (entry: RouteEntry) => void): AsyncIterable<ChatStreamEvent>;
+  streamChat(
+    job: ProviderJob,
+    signal: AbortSignal,
+    routed?: (entry: RouteEntry) => void,
+  ): AsyncIterable<ChatStreamEvent>;
   /** Whether a waiting upstream job has ended (either way): one look, no waiting. */
   checkJob?(wait: UpstreamWait, signal: AbortSignal): Promise<boolean>;
   /** Asks the upstream to stop a waiting job (the generation was cancelled or gave up on it). */

@@ -33,7 +33,13 @@ const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 409, 425, 429]);
 export async function callUpstream(
   endpoint: UpstreamEndpoint,
   path: string,
-  init: { method?: 'GET' | 'POST' | 'PUT'; body?: unknown; signal: AbortSignal; url?: string; headers?: Record<string, string> },
+  init: {
+    method?: 'GET' | 'POST' | 'PUT';
+    body?: unknown;
+    signal: AbortSignal;
+    url?: string;
+    headers?: Record<string, string>;
+  },
 ): Promise<Response> {
   const url = init.url ?? `${endpoint.baseUrl.replace(/\/+$/, '')}${path}`;
   // The limit runs until the answer starts; a stream's body has its own limit between pieces.
@@ -55,7 +61,9 @@ export async function callUpstream(
     });
   } catch (err) {
     if (init.signal.aborted) throw err;
-    const what = deadline.signal.aborted ? `did not answer within ${endpoint.timeoutMs} ms` : `could not be reached (${(err as Error).message})`;
+    const what = deadline.signal.aborted
+      ? `did not answer within ${endpoint.timeoutMs} ms`
+      : `could not be reached (${(err as Error).message})`;
     throw new UpstreamUnavailableError(`The upstream ${endpoint.name} ${what}.`, { cause: err });
   } finally {
     clearTimeout(timer);
@@ -118,7 +126,13 @@ export async function* sseData(endpoint: UpstreamEndpoint, res: Response, signal
 function withIdleLimit<T>(read: Promise<T>, endpoint: UpstreamEndpoint, signal: AbortSignal): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const idle = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new UpstreamUnavailableError(`The upstream ${endpoint.name} sent nothing for ${endpoint.timeoutMs} ms.`)), endpoint.timeoutMs);
+    timer = setTimeout(
+      () =>
+        reject(
+          new UpstreamUnavailableError(`The upstream ${endpoint.name} sent nothing for ${endpoint.timeoutMs} ms.`),
+        ),
+      endpoint.timeoutMs,
+    );
   });
   const aborted = new Promise<never>((_, reject) => {
     if (signal.aborted) reject(signal.reason as Error);
@@ -128,24 +142,46 @@ function withIdleLimit<T>(read: Promise<T>, endpoint: UpstreamEndpoint, signal: 
 }
 
 /** A file an upstream produced, by URL: from its own origin directly, from anywhere else SSRF-safely. */
-export async function downloadOutput(endpoint: UpstreamEndpoint, url: string, http: SafeHttpClient, signal: AbortSignal): Promise<{ data: Buffer; contentType: string }> {
+export async function downloadOutput(
+  endpoint: UpstreamEndpoint,
+  url: string,
+  http: SafeHttpClient,
+  signal: AbortSignal,
+): Promise<{ data: Buffer; contentType: string }> {
   if (url.startsWith('data:')) {
     const match = /^data:([^;,]+)?(;base64)?,(.*)$/s.exec(url);
     if (!match) throw new ProviderRejectedError('The upstream returned a malformed data URL.', 'provider_rejected');
-    return { data: Buffer.from(match[3]!, match[2] ? 'base64' : 'utf8'), contentType: match[1] ?? 'application/octet-stream' };
+    return {
+      data: Buffer.from(match[3]!, match[2] ? 'base64' : 'utf8'),
+      contentType: match[1] ?? 'application/octet-stream',
+    };
   }
   if (new URL(url).origin === new URL(endpoint.baseUrl).origin) {
     const res = await callUpstream(endpoint, '', { url, signal });
-    return { data: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get('content-type') ?? 'application/octet-stream' };
+    return {
+      data: Buffer.from(await res.arrayBuffer()),
+      contentType: res.headers.get('content-type') ?? 'application/octet-stream',
+    };
   }
   try {
-    const res = await http.request(url, { method: 'GET', redirect: { follow: 3 }, timeoutMs: Math.max(endpoint.timeoutMs, 60_000), maxResponseBytes: 512 * 1024 * 1024, signal });
-    if (res.status !== 200) throw new UpstreamUnavailableError(`The output of ${endpoint.name} answered ${res.status}.`);
+    const res = await http.request(url, {
+      method: 'GET',
+      redirect: { follow: 3 },
+      timeoutMs: Math.max(endpoint.timeoutMs, 60_000),
+      maxResponseBytes: 512 * 1024 * 1024,
+      signal,
+    });
+    if (res.status !== 200)
+      throw new UpstreamUnavailableError(`The output of ${endpoint.name} answered ${res.status}.`);
     const type = res.headers['content-type'];
     return { data: res.body, contentType: typeof type === 'string' ? type : 'application/octet-stream' };
   } catch (err) {
     const retryable = (err as { retryable?: boolean }).retryable;
-    if (retryable === false) throw new ProviderRejectedError(`The output of ${endpoint.name} could not be fetched: ${(err as Error).message}`, 'provider_rejected');
+    if (retryable === false)
+      throw new ProviderRejectedError(
+        `The output of ${endpoint.name} could not be fetched: ${(err as Error).message}`,
+        'provider_rejected',
+      );
     throw err;
   }
 }
@@ -153,7 +189,14 @@ export async function downloadOutput(endpoint: UpstreamEndpoint, url: string, ht
 /** The file extension for a content type of an output. */
 export function extensionOf(contentType: string, fallback: string): string {
   const type = contentType.split(';')[0]!.trim().toLowerCase();
-  const known: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'video/mp4': 'mp4', 'video/webm': 'webm', 'video/quicktime': 'mov' };
+  const known: Record<string, string> = {
+    'image/png': 'png',
+    'image/jpeg': 'jpg',
+    'image/webp': 'webp',
+    'video/mp4': 'mp4',
+    'video/webm': 'webm',
+    'video/quicktime': 'mov',
+  };
   return known[type] ?? fallback;
 }
 
@@ -162,9 +205,13 @@ export function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason as Error);
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason as Error);
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason as Error);
+      },
+      { once: true },
+    );
   });
 }

@@ -1,4 +1,11 @@
-import { CreateBucketCommand, GetObjectCommand, HeadBucketCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { S3Settings } from '../config';
 import { DEFAULT_URL_TTL_SECONDS, InvalidStorageKeyError, isValidKey } from './output-store';
@@ -27,7 +34,8 @@ export class S3StoreError extends Error {
 export function createS3Store(opts: S3StoreOptions): S3Store {
   const ttl = opts.ttlSeconds ?? DEFAULT_URL_TTL_SECONDS;
   // SigV4 query signing allows at most seven days.
-  if (!Number.isInteger(ttl) || ttl <= 0 || ttl > 7 * 24 * 3600) throw new Error(`ttlSeconds must be a whole number of seconds up to 7 days, got ${ttl}`);
+  if (!Number.isInteger(ttl) || ttl <= 0 || ttl > 7 * 24 * 3600)
+    throw new Error(`ttlSeconds must be a whole number of seconds up to 7 days, got ${ttl}`);
 
   const clientFor = (endpoint: string | undefined) =>
     new S3Client({
@@ -54,7 +62,15 @@ export function createS3Store(opts: S3StoreOptions): S3Store {
   return {
     async put(key, data, contentType) {
       // A PUT replaces an object whole: readers see the old file or the new one, never a part.
-      await client.send(new PutObjectCommand({ Bucket: opts.bucket, Key: checked(key), Body: data, ContentType: contentType, CacheControl: 'private, max-age=3600' }));
+      await client.send(
+        new PutObjectCommand({
+          Bucket: opts.bucket,
+          Key: checked(key),
+          Body: data,
+          ContentType: contentType,
+          CacheControl: 'private, max-age=3600',
+        }),
+      );
     },
 
     async get(key) {
@@ -62,13 +78,17 @@ export function createS3Store(opts: S3StoreOptions): S3Store {
         const object = await client.send(new GetObjectCommand({ Bucket: opts.bucket, Key: checked(key) }));
         return object.Body ? Buffer.from(await object.Body.transformToByteArray()) : undefined;
       } catch (err) {
-        if (err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.$metadata.httpStatusCode === 404)) return undefined;
+        if (err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.$metadata.httpStatusCode === 404))
+          return undefined;
         throw describe(err, `cannot read '${key}'`);
       }
     },
 
     async signedUrl(key, now = new Date()) {
-      return getSignedUrl(signer, new GetObjectCommand({ Bucket: opts.bucket, Key: checked(key) }), { expiresIn: ttl, signingDate: now });
+      return getSignedUrl(signer, new GetObjectCommand({ Bucket: opts.bucket, Key: checked(key) }), {
+        expiresIn: ttl,
+        signingDate: now,
+      });
     },
 
     // Clients fetch from the bucket: nothing is served under the API's /files/.
@@ -79,13 +99,15 @@ export function createS3Store(opts: S3StoreOptions): S3Store {
         await client.send(new HeadBucketCommand({ Bucket: opts.bucket }));
         return;
       } catch (err) {
-        if (!(err instanceof S3ServiceException && err.$metadata.httpStatusCode === 404)) throw describe(err, `cannot reach bucket '${opts.bucket}'`);
+        if (!(err instanceof S3ServiceException && err.$metadata.httpStatusCode === 404))
+          throw describe(err, `cannot reach bucket '${opts.bucket}'`);
       }
       try {
         await client.send(new CreateBucketCommand({ Bucket: opts.bucket }));
       } catch (err) {
         // Another instance starting at the same moment may have made it first.
-        if (err instanceof S3ServiceException && ['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes(err.name)) return;
+        if (err instanceof S3ServiceException && ['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes(err.name))
+          return;
         throw describe(err, `cannot create bucket '${opts.bucket}'`);
       }
     },
@@ -97,8 +119,12 @@ export function createS3Store(opts: S3StoreOptions): S3Store {
   };
 
   function describe(err: unknown, what: string): S3StoreError {
-    const status = err instanceof S3ServiceException ? ` (HTTP ${err.$metadata.httpStatusCode ?? '?'} ${err.name})` : '';
+    const status =
+      err instanceof S3ServiceException ? ` (HTTP ${err.$metadata.httpStatusCode ?? '?'} ${err.name})` : '';
     const where = opts.endpoint ?? `AWS S3 in ${opts.region}`;
-    return new S3StoreError(`S3 store at ${where}: ${what}${status}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    return new S3StoreError(
+      `S3 store at ${where}: ${what}${status}: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
 }

@@ -9,7 +9,12 @@ export type WebhookFormat = 'nested' | 'flat';
 export const WEBHOOK_FORMATS: readonly WebhookFormat[] = ['nested', 'flat'];
 
 export const NESTED_EVENTS = ['generation.completed', 'generation.failed'] as const;
-export const FLAT_EVENTS = ['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed'] as const;
+export const FLAT_EVENTS = [
+  'generation.queued',
+  'generation.running',
+  'generation.succeeded',
+  'generation.failed',
+] as const;
 export type WebhookEvent = (typeof NESTED_EVENTS)[number] | (typeof FLAT_EVENTS)[number];
 /**
  * Opt-in in both catalogues: sent only to an endpoint whose `events` list names it (never to one
@@ -37,7 +42,11 @@ export const CATALOGUES: Record<WebhookFormat, readonly WebhookEvent[]> = { nest
 export const FLAT_KINDS: readonly GenerationKind[] = ['video', 'upscale'];
 
 /** The event a generation entering `status` means to an endpoint of `format`, if any. */
-export function eventFor(format: WebhookFormat, kind: GenerationKind, status: GenerationStatus): WebhookEvent | undefined {
+export function eventFor(
+  format: WebhookFormat,
+  kind: GenerationKind,
+  status: GenerationStatus,
+): WebhookEvent | undefined {
   if (format === 'nested') {
     if (status === 'succeeded') return 'generation.completed';
     if (status === 'failed') return 'generation.failed';
@@ -52,7 +61,11 @@ export function anyEventFor(kind: GenerationKind, status: GenerationStatus): boo
 }
 
 /** What an endpoint of `format` may list: its catalogue (what it gets without a list), the opt-in progress and alerts. */
-export const subscribable = (format: WebhookFormat): readonly string[] => [...CATALOGUES[format], PROGRESS_EVENT, ...ALERT_EVENTS];
+export const subscribable = (format: WebhookFormat): readonly string[] => [
+  ...CATALOGUES[format],
+  PROGRESS_EVENT,
+  ...ALERT_EVENTS,
+];
 
 /** Events outside what the format's endpoints may list, for a 400 that names them. */
 export function unknownEvents(format: WebhookFormat, events: readonly string[]): string[] {

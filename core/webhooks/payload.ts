@@ -43,9 +43,21 @@ export async function deliveryPayload(s: PayloadSource, store: OutputStore): Pro
     // As it was at the step, whatever it has become since: running, nothing charged or made yet.
     const progress = s.progress ?? 0;
     if (s.format === 'nested') {
-      return { event: s.event, progress, generation: { ...recordOf(view), status: 'running', outputUrl: '', creditsCharged: 0, error: null } };
+      return {
+        event: s.event,
+        progress,
+        generation: { ...recordOf(view), status: 'running', outputUrl: '', creditsCharged: 0, error: null },
+      };
     }
-    return { event: s.event, generation_id: view.id, kind: view.kind, progress, output_url: '', credits_charged: 0, created_at: s.createdAt.toISOString() };
+    return {
+      event: s.event,
+      generation_id: view.id,
+      kind: view.kind,
+      progress,
+      output_url: '',
+      credits_charged: 0,
+      created_at: s.createdAt.toISOString(),
+    };
   }
   if (s.format === 'nested') return { event: s.event, generation: recordOf(view) };
   const terminal = s.event === 'generation.succeeded' || s.event === 'generation.failed';
@@ -65,15 +77,36 @@ export async function deliveryPayload(s: PayloadSource, store: OutputStore): Pro
  * like catalogue B). Amounts in credits.
  */
 export function alertPayload(a: AlertRow, format: WebhookFormat): Record<string, unknown> {
-  const fields: [string, string, unknown][] = a.event === 'balance.low'
-    ? [['availableCredits', 'available_credits', mcToCredits(a.amountMc)], ['thresholdCredits', 'threshold_credits', mcToCredits(a.limitMc)]]
-    : [
-        ['keyId', 'key_id', a.keyId], ['spentCredits', 'spent_credits', mcToCredits(a.amountMc)], ['maxCredits', 'max_credits', mcToCredits(a.limitMc)],
-        ['period', 'period', a.period], ['periodStart', 'period_start', a.periodStart?.toISOString() ?? null],
-      ];
+  const fields: [string, string, unknown][] =
+    a.event === 'balance.low'
+      ? [
+          ['availableCredits', 'available_credits', mcToCredits(a.amountMc)],
+          ['thresholdCredits', 'threshold_credits', mcToCredits(a.limitMc)],
+        ]
+      : [
+          ['keyId', 'key_id', a.keyId],
+          ['spentCredits', 'spent_credits', mcToCredits(a.amountMc)],
+          ['maxCredits', 'max_credits', mcToCredits(a.limitMc)],
+          ['period', 'period', a.period],
+          ['periodStart', 'period_start', a.periodStart?.toISOString() ?? null],
+        ];
   const createdAt = a.createdAt.toISOString();
   if (format === 'nested') {
-    return { event: a.event, alert: { id: a.id, accountId: a.accountId, ...Object.fromEntries(fields.map(([camel, , v]) => [camel, v])), createdAt } };
+    return {
+      event: a.event,
+      alert: {
+        id: a.id,
+        accountId: a.accountId,
+        ...Object.fromEntries(fields.map(([camel, , v]) => [camel, v])),
+        createdAt,
+      },
+    };
   }
-  return { event: a.event, alert_id: a.id, account_id: a.accountId, ...Object.fromEntries(fields.map(([, snake, v]) => [snake, v])), created_at: createdAt };
+  return {
+    event: a.event,
+    alert_id: a.id,
+    account_id: a.accountId,
+    ...Object.fromEntries(fields.map(([, snake, v]) => [snake, v])),
+    created_at: createdAt,
+  };
 }

@@ -8,7 +8,15 @@ const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 
 export const RETRY_SCHEDULE_MS: readonly number[] = [
-  5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 14 * HOUR, 20 * HOUR, 24 * HOUR,
+  5 * SECOND,
+  5 * MINUTE,
+  30 * MINUTE,
+  2 * HOUR,
+  5 * HOUR,
+  10 * HOUR,
+  14 * HOUR,
+  20 * HOUR,
+  24 * HOUR,
 ];
 
 /** An endpoint whose every attempt failed for this long is disabled. */

@@ -14,7 +14,9 @@ export interface SecretBox {
 }
 
 export function createSecretBox(keyMaterial: string): SecretBox {
-  const key = Buffer.from(hkdfSync('sha256', Buffer.from(keyMaterial, 'utf8'), Buffer.alloc(0), 'gensvc webhook secrets v1', 32));
+  const key = Buffer.from(
+    hkdfSync('sha256', Buffer.from(keyMaterial, 'utf8'), Buffer.alloc(0), 'gensvc webhook secrets v1', 32),
+  );
   return {
     seal(plain, endpointId) {
       const iv = randomBytes(12);

@@ -45,7 +45,9 @@ export function deliveryHeaders(input: SignInput): Record<string, string> {
     'user-agent': 'gensvc-webhooks/1',
     'x-service-event': event,
     'x-service-delivery': deliveryId,
-    'x-service-signature': [`t=${timestamp}`, ...secrets.map((s) => `v1=${serviceSignature(s, timestamp, body)}`)].join(','),
+    'x-service-signature': [`t=${timestamp}`, ...secrets.map((s) => `v1=${serviceSignature(s, timestamp, body)}`)].join(
+      ',',
+    ),
     'webhook-id': deliveryId,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': secrets.map((s) => `v1,${standardSignature(s, deliveryId, timestamp, body)}`).join(' '),
@@ -57,7 +59,12 @@ export function deliveryHeaders(input: SignInput): Record<string, string> {
  * the tolerance, recompute and compare in constant time. For tests and for people signing test
  * payloads; the example receiver (examples/webhook-receiver) carries its own copy.
  */
-export function verifyServiceSignature(header: string, body: string, secret: string, opts: { nowSeconds: number; toleranceSeconds?: number }): boolean {
+export function verifyServiceSignature(
+  header: string,
+  body: string,
+  secret: string,
+  opts: { nowSeconds: number; toleranceSeconds?: number },
+): boolean {
   const parts = header.split(',').map((p) => p.trim());
   const t = Number(parts.find((p) => p.startsWith('t='))?.slice(2));
   if (!Number.isInteger(t) || Math.abs(opts.nowSeconds - t) > (opts.toleranceSeconds ?? 300)) return false;

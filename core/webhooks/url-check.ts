@@ -14,7 +14,8 @@ export interface WebhookUrlRules {
   resolve?: (hostname: string) => Promise<string[]>;
 }
 
-const defaultResolve = async (hostname: string): Promise<string[]> => (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+const defaultResolve = async (hostname: string): Promise<string[]> =>
+  (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 
 /**
  * Checks a webhook URL at registration (DESIGN §6): https only (plain http to loopback in
@@ -34,7 +35,9 @@ export async function checkWebhookUrl(input: string, rules: WebhookUrlRules): Pr
     const loopback = host === 'localhost' || (literal && classifyAddress(host) === 'loopback');
     if (!(rules.developmentMode && loopback)) {
       throw new InvalidRequestError(
-        rules.developmentMode ? 'url: must be https (plain http is allowed only to loopback in development mode).' : 'url: must be https.',
+        rules.developmentMode
+          ? 'url: must be https (plain http is allowed only to loopback in development mode).'
+          : 'url: must be https.',
         'url',
       );
     }
@@ -54,7 +57,12 @@ export async function checkWebhookUrl(input: string, rules: WebhookUrlRules): Pr
     const refused = refusedAddressClass(address, rules.policy);
     if (refused) {
       const what = describeAddressClass(refused);
-      throw new InvalidRequestError(literal ? `url: deliveries are refused to ${what}.` : `url: the host resolves to ${what}; deliveries to it are refused.`, 'url');
+      throw new InvalidRequestError(
+        literal
+          ? `url: deliveries are refused to ${what}.`
+          : `url: the host resolves to ${what}; deliveries to it are refused.`,
+        'url',
+      );
     }
   }
   return url.href;

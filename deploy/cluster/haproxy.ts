@@ -7,7 +7,8 @@ export interface HaproxySettings {
   /** `address:port` clients connect to. */
   bind: string;
   /** The API processes, or one `server-template` line's worth of them (compose: DNS names). */
-  servers: { name: string; address: string }[] | { template: string; count: number; address: string; nameserver: string };
+  servers:
+    { name: string; address: string }[] | { template: string; count: number; address: string; nameserver: string };
   /** The response for 502/503/504: a 503 with Retry-After in the API's own error shape. */
   errorFile: string;
 }
@@ -17,24 +18,28 @@ export function haproxyConfig(s: HaproxySettings): string {
     ? s.servers.map((server) => `  server ${server.name} ${server.address}`)
     : [`  server-template ${s.servers.template} ${s.servers.count} ${s.servers.address} resolvers dns init-addr none`];
   // Compose's replicas share one DNS name; HAProxy follows its answers as they come and go.
-  const resolvers = Array.isArray(s.servers) ? [] : ['resolvers dns', `  nameserver dns ${s.servers.nameserver}`, '  hold valid 5s', ''];
-  return [
-    ...common(s.errorFile),
-    ...resolvers,
-    'frontend api',
-    `  bind ${s.bind}`,
-    '  default_backend apis',
-    // A killed API's requests get no answer. Sending one again to the other API is safe only
-    // when the service can tell it is the same request: a read, or a write with an Idempotency-Key.
-    '  http-request disable-l7-retry if !METH_GET !METH_HEAD !{ req.hdr(idempotency-key) -m found }',
-    '',
-    'backend apis',
-    '  balance roundrobin',
-    '  option httpchk GET /health',
-    '  http-check expect status 200',
-    '  default-server check inter 1s fall 2 rise 2',
-    ...servers,
-  ].join('\n') + '\n';
+  const resolvers = Array.isArray(s.servers)
+    ? []
+    : ['resolvers dns', `  nameserver dns ${s.servers.nameserver}`, '  hold valid 5s', ''];
+  return (
+    [
+      ...common(s.errorFile),
+      ...resolvers,
+      'frontend api',
+      `  bind ${s.bind}`,
+      '  default_backend apis',
+      // A killed API's requests get no answer. Sending one again to the other API is safe only
+      // when the service can tell it is the same request: a read, or a write with an Idempotency-Key.
+      '  http-request disable-l7-retry if !METH_GET !METH_HEAD !{ req.hdr(idempotency-key) -m found }',
+      '',
+      'backend apis',
+      '  balance roundrobin',
+      '  option httpchk GET /health',
+      '  http-check expect status 200',
+      '  default-server check inter 1s fall 2 rise 2',
+      ...servers,
+    ].join('\n') + '\n'
+  );
 }
 
 const common = (errorFile: string) => [

@@ -41,16 +41,23 @@ const handle = createClusterStack({
   onUnexpectedExit: (name, how) => log(`${name} exited on its own (${how}); starting it again`),
 });
 shutdown.add('cluster', () => handle.stop());
-const exit = (code: number) => void (args.keep ? Promise.resolve() : rm(dataDir, { recursive: true, force: true })).finally(() => process.exit(code));
+const exit = (code: number) =>
+  void (args.keep ? Promise.resolve() : rm(dataDir, { recursive: true, force: true })).finally(() =>
+    process.exit(code),
+  );
 shutdown.onSignals(exit);
 shutdown.followParent(exit);
 
 log(`data in ${dataDir}`);
 handle.start().then(
   (stack) => {
-    const processes = Object.entries(stack.processes()).map(([name, pid]) => `${name} ${pid}`).join(', ');
+    const processes = Object.entries(stack.processes())
+      .map(([name, pid]) => `${name} ${pid}`)
+      .join(', ');
     log(`processes: ${processes}`);
-    log(`${CLUSTER_TOPOLOGY.api} APIs, ${CLUSTER_TOPOLOGY.workflowWorkers} workflow workers, ${CLUSTER_TOPOLOGY.providerWorkers} provider workers on Temporal ${stack.temporalAddress}`);
+    log(
+      `${CLUSTER_TOPOLOGY.api} APIs, ${CLUSTER_TOPOLOGY.workflowWorkers} workflow workers, ${CLUSTER_TOPOLOGY.providerWorkers} provider workers on Temporal ${stack.temporalAddress}`,
+    );
     log(`Temporal UI  ${stack.uiUrl}`);
     log(`admin token  ${stack.adminToken}`);
     log(`logs         ${dataDir}/*.log`);
@@ -59,7 +66,8 @@ handle.start().then(
     console.log(stack.baseUrl);
   },
   (err: unknown) => {
-    if (!shutdown.stopping) log(`the cluster did not start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    if (!shutdown.stopping)
+      log(`the cluster did not start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     shutdown.begin(() => exit(1));
   },
 );

@@ -55,7 +55,10 @@ export interface ClusterSettings extends StackSettings {
   uiPort?: number;
 }
 
-export function createClusterStack(settings: ClusterSettings): { start(): Promise<ClusterStack>; stop(): Promise<void> } {
+export function createClusterStack(settings: ClusterSettings): {
+  start(): Promise<ClusterStack>;
+  stop(): Promise<void>;
+} {
   const { dataDir, log } = settings;
   let postgres: EmbeddedPostgres | undefined;
   let supervisor: Supervisor | undefined;
@@ -65,7 +68,8 @@ export function createClusterStack(settings: ClusterSettings): { start(): Promis
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       const bounded = boundedStop(log);
-      const running = (names: (name: string) => boolean) => (supervisor?.names() ?? []).filter(names).map((n) => [n, supervisor!.current(n)] as const);
+      const running = (names: (name: string) => boolean) =>
+        (supervisor?.names() ?? []).filter(names).map((n) => [n, supervisor!.current(n)] as const);
       // The balancer first (no new requests), then the service processes (they drain), then
       // what they depend on.
       const layers: ((name: string) => boolean)[] = [
@@ -88,7 +92,11 @@ export function createClusterStack(settings: ClusterSettings): { start(): Promis
     reaper = startReaper(dataDir, true);
     const tell = (name: ReaperTarget) => (pid: number) => reaper?.tell(name, pid);
     supervisor = createSupervisor({
-      dataDir, reaper, stopping: () => stopping !== undefined, onStartFailure: settings.onStartFailure, onUnexpectedExit: settings.onUnexpectedExit,
+      dataDir,
+      reaper,
+      stopping: () => stopping !== undefined,
+      onStartFailure: settings.onStartFailure,
+      onUnexpectedExit: settings.onUnexpectedExit,
     });
     const sv = supervisor;
     const binaries = await ensureTemporalServer(process.env, (line) => log(`[temporal-server build] ${line}`));
@@ -99,7 +107,11 @@ export function createClusterStack(settings: ClusterSettings): { start(): Promis
     const uiPort = settings.uiPort ?? (await port());
     const low = () => freePortBelow(MEMBERSHIP_PORT_LIMIT);
     const temporalPorts = {
-      frontend: await port(), frontendHttp: await port(), history: await port(), matching: await port(), worker: await port(),
+      frontend: await port(),
+      frontendHttp: await port(),
+      history: await port(),
+      matching: await port(),
+      worker: await port(),
       membership: [await low(), await low(), await low(), await low()] as [number, number, number, number],
     };
     const redisPort = await port();
@@ -107,27 +119,57 @@ export function createClusterStack(settings: ClusterSettings): { start(): Promis
 
     log('starting PostgreSQL…');
     const startPostgres = () =>
-      startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres'), port: pgPort, ...PG, logFile: join(dataDir, 'postgres.log'), onSpawn: tell('postgres'), readyTimeoutMs: 120_000 });
+      startEmbeddedPostgres({
+        dataDir: join(dataDir, 'postgres'),
+        port: pgPort,
+        ...PG,
+        logFile: join(dataDir, 'postgres.log'),
+        onSpawn: tell('postgres'),
+        readyTimeoutMs: 120_000,
+      });
     postgres = await startPostgres();
     const pg: PostgresTarget = { host: '127.0.0.1', port: pgPort, ...PG };
-    for (const db of ['gensvc', TEMPORAL_DATABASES.default, TEMPORAL_DATABASES.visibility]) await postgres.ensureDatabase(db);
+    for (const db of ['gensvc', TEMPORAL_DATABASES.default, TEMPORAL_DATABASES.visibility])
+      await postgres.ensureDatabase(db);
 
     log('setting up the Temporal schemas with temporal-sql-tool…');
-    const steps = [...schemaSteps(pg, TEMPORAL_DATABASES.default, 'temporal'), ...schemaSteps(pg, TEMPORAL_DATABASES.visibility, 'visibility')];
+    const steps = [
+      ...schemaSteps(pg, TEMPORAL_DATABASES.default, 'temporal'),
+      ...schemaSteps(pg, TEMPORAL_DATABASES.visibility, 'visibility'),
+    ];
     for (const args of steps) {
-      const { code, output } = await runCommand(binaries.sqlTool, args, { PATH: process.env.PATH ?? '' }, () => undefined);
-      if (code !== 0) throw new Error(`temporal-sql-tool ${args.slice(10).join(' ')} failed (exit code ${code}):\n${output}`);
+      const { code, output } = await runCommand(
+        binaries.sqlTool,
+        args,
+        { PATH: process.env.PATH ?? '' },
+        () => undefined,
+      );
+      if (code !== 0)
+        throw new Error(`temporal-sql-tool ${args.slice(10).join(' ')} failed (exit code ${code}):\n${output}`);
     }
 
     const temporalRoot = join(dataDir, 'temporal');
     await mkdir(join(temporalRoot, 'config'), { recursive: true });
     const dynamicConfig = resolve('deploy/temporal/dynamicconfig/gensvc.yaml');
-    await writeFile(join(temporalRoot, 'config', 'cluster.yaml'), JSON.stringify(temporalServerConfig(pg, temporalPorts, dynamicConfig), null, 2));
+    await writeFile(
+      join(temporalRoot, 'config', 'cluster.yaml'),
+      JSON.stringify(temporalServerConfig(pg, temporalPorts, dynamicConfig), null, 2),
+    );
     const temporalAddress = `127.0.0.1:${temporalPorts.frontend}`;
     const temporalSpec: ServiceSpec = {
       name: 'temporal',
       entry: 'temporal-server',
-      command: [binaries.server, '--root', temporalRoot, '--config', 'config', '--env', 'cluster', '--allow-no-auth', 'start'],
+      command: [
+        binaries.server,
+        '--root',
+        temporalRoot,
+        '--config',
+        'config',
+        '--env',
+        'cluster',
+        '--allow-no-auth',
+        'start',
+      ],
       env: { PATH: process.env.PATH ?? '' },
       readyText: TEMPORAL_READY_TEXT,
     };
@@ -148,11 +190,36 @@ export function createClusterStack(settings: ClusterSettings): { start(): Promis
 
     const uiRoot = join(dataDir, 'temporal-ui');
     await mkdir(join(uiRoot, 'config'), { recursive: true });
-    await writeFile(join(uiRoot, 'config', 'cluster.yaml'), JSON.stringify(temporalUiConfig(temporalAddress, uiPort), null, 2));
+    await writeFile(
+      join(uiRoot, 'config', 'cluster.yaml'),
+      JSON.stringify(temporalUiConfig(temporalAddress, uiPort), null, 2),
+    );
     log('starting the Temporal UI and Redis…');
     await Promise.all([
-      sv.launch({ name: 'temporal-ui', entry: 'temporal-ui-server', command: [binaries.ui, '--root', uiRoot, '--config', 'config', '--env', 'cluster', 'start'], env: { PATH: process.env.PATH ?? '' }, readyText: 'http server started' }),
-      sv.launch({ name: 'redis', entry: 'redis-server', command: ['redis-server', '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], env: { PATH: process.env.PATH ?? '' }, readyText: 'Ready to accept connections' }),
+      sv.launch({
+        name: 'temporal-ui',
+        entry: 'temporal-ui-server',
+        command: [binaries.ui, '--root', uiRoot, '--config', 'config', '--env', 'cluster', 'start'],
+        env: { PATH: process.env.PATH ?? '' },
+        readyText: 'http server started',
+      }),
+      sv.launch({
+        name: 'redis',
+        entry: 'redis-server',
+        command: [
+          'redis-server',
+          '--port',
+          String(redisPort),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+        ],
+        env: { PATH: process.env.PATH ?? '' },
+        readyText: 'Ready to accept connections',
+      }),
     ]);
 
     const baseUrl = `http://127.0.0.1:${lbPort}`;
@@ -179,29 +246,52 @@ export function createClusterStack(settings: ClusterSettings): { start(): Promis
       LOG_LEVEL: 'warn',
       ...settings.serviceEnv,
     };
-    const apiSpec = (i: number): ServiceSpec => ({ name: `api-${i}`, entry: 'runtime/api-process.ts', env: { ...env, PORT: String(apiPorts[i - 1]) }, readyText: 'API listening' });
+    const apiSpec = (i: number): ServiceSpec => ({
+      name: `api-${i}`,
+      entry: 'runtime/api-process.ts',
+      env: { ...env, PORT: String(apiPorts[i - 1]) },
+      readyText: 'API listening',
+    });
     const workerSpec = (role: 'workflows' | 'provider', i: number): ServiceSpec => ({
-      name: `${role === 'workflows' ? 'worker' : 'provider'}-${i}`, entry: 'runtime/worker-process.ts', env: { ...env, WORKER_ROLE: role }, readyText: 'worker polling',
+      name: `${role === 'workflows' ? 'worker' : 'provider'}-${i}`,
+      entry: 'runtime/worker-process.ts',
+      env: { ...env, WORKER_ROLE: role },
+      readyText: 'worker polling',
     });
     const range = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
-    log(`starting ${CLUSTER_TOPOLOGY.api} API processes, ${CLUSTER_TOPOLOGY.workflowWorkers} workflow workers and ${CLUSTER_TOPOLOGY.providerWorkers} provider workers (each bundles or loads the code: up to a minute or two)…`);
+    log(
+      `starting ${CLUSTER_TOPOLOGY.api} API processes, ${CLUSTER_TOPOLOGY.workflowWorkers} workflow workers and ${CLUSTER_TOPOLOGY.providerWorkers} provider workers (each bundles or loads the code: up to a minute or two)…`,
+    );
     // One at first: the first API migrates the database, the first worker creates the reconciler's schedule.
     await Promise.all([sv.launch(apiSpec(1)), sv.launch(workerSpec('workflows', 1))]);
     const rest = await Promise.allSettled([
-      ...range(CLUSTER_TOPOLOGY.api).slice(1).map((i) => sv.launch(apiSpec(i))),
-      ...range(CLUSTER_TOPOLOGY.workflowWorkers).slice(1).map((i) => sv.launch(workerSpec('workflows', i))),
+      ...range(CLUSTER_TOPOLOGY.api)
+        .slice(1)
+        .map((i) => sv.launch(apiSpec(i))),
+      ...range(CLUSTER_TOPOLOGY.workflowWorkers)
+        .slice(1)
+        .map((i) => sv.launch(workerSpec('workflows', i))),
       ...range(CLUSTER_TOPOLOGY.providerWorkers).map((i) => sv.launch(workerSpec('provider', i))),
     ]);
     for (const result of rest) if (result.status === 'rejected') throw result.reason;
 
     const haproxyFile = join(dataDir, 'haproxy.cfg');
-    await writeFile(haproxyFile, haproxyConfig({
-      bind: `127.0.0.1:${lbPort}`,
-      servers: apiPorts.map((p, i) => ({ name: `api-${i + 1}`, address: `127.0.0.1:${p}` })),
-      errorFile: resolve('deploy/haproxy/503.http'),
-    }));
-    await sv.launch({ name: 'haproxy', entry: 'haproxy', command: ['haproxy', '-f', haproxyFile, '-db', '-V'], env: { PATH: process.env.PATH ?? '' }, readyText: 'as the polling mechanism' });
+    await writeFile(
+      haproxyFile,
+      haproxyConfig({
+        bind: `127.0.0.1:${lbPort}`,
+        servers: apiPorts.map((p, i) => ({ name: `api-${i + 1}`, address: `127.0.0.1:${p}` })),
+        errorFile: resolve('deploy/haproxy/503.http'),
+      }),
+    );
+    await sv.launch({
+      name: 'haproxy',
+      entry: 'haproxy',
+      command: ['haproxy', '-f', haproxyFile, '-db', '-V'],
+      env: { PATH: process.env.PATH ?? '' },
+      readyText: 'as the polling mechanism',
+    });
     await waitForBalancer(baseUrl);
 
     const pidOf = (name: string) => sv.current(name)!.pid;
@@ -215,7 +305,11 @@ export function createClusterStack(settings: ClusterSettings): { start(): Promis
       uiUrl: `http://127.0.0.1:${uiPort}`,
       temporalAddress,
       pids: () => ({ api: pidOf('api-1'), worker: pidOf('worker-1') }),
-      processes: () => Object.fromEntries<number>([['postgres', postgres!.pid], ...sv.names().map((n): [string, number] => [n, pidOf(n)])]),
+      processes: () =>
+        Object.fromEntries<number>([
+          ['postgres', postgres!.pid],
+          ...sv.names().map((n): [string, number] => [n, pidOf(n)]),
+        ]),
       killWorker: () => sv.kill('worker-1'),
       startWorker: relaunch(workerSpec('workflows', 1)),
       killApi: () => sv.kill('api-2'),
@@ -248,7 +342,9 @@ async function freePortBelow(limit: number): Promise<number> {
     const free = await new Promise<boolean>((resolvePromise) => {
       const server = createServer();
       server.once('error', () => resolvePromise(false));
-      server.listen({ host: '127.0.0.1', port: candidate, exclusive: true }, () => server.close(() => resolvePromise(true)));
+      server.listen({ host: '127.0.0.1', port: candidate, exclusive: true }, () =>
+        server.close(() => resolvePromise(true)),
+      );
     });
     if (free) return candidate;
   }
@@ -270,7 +366,10 @@ async function waitForFrontend(address: string, timeoutMs = 120_000): Promise<vo
         await connection.close();
       }
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`the Temporal frontend at ${address} did not answer within ${timeoutMs / 1000} s: ${(err as Error).message}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `the Temporal frontend at ${address} did not answer within ${timeoutMs / 1000} s: ${(err as Error).message}`,
+        );
       await sleep(500);
     }
   }
@@ -279,10 +378,13 @@ async function waitForFrontend(address: string, timeoutMs = 120_000): Promise<vo
 async function waitForBalancer(baseUrl: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const ok = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${baseUrl}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`the balancer at ${baseUrl} did not answer /health within ${timeoutMs / 1000} s`);
+    if (Date.now() > deadline)
+      throw new Error(`the balancer at ${baseUrl} did not answer /health within ${timeoutMs / 1000} s`);
     await sleep(500);
   }
 }
-

@@ -108,7 +108,13 @@ export async function startEntryProcess(options: {
     };
     child.stdout.setEncoding('utf8').on('data', seen);
     child.stderr.setEncoding('utf8').on('data', seen);
-    void exited.then((how) => reject(new EntryStartError(`${options.entry} exited during start-up (${how.signal ?? `code ${how.code}`}):\n${tail.toString()}`)));
+    void exited.then((how) =>
+      reject(
+        new EntryStartError(
+          `${options.entry} exited during start-up (${how.signal ?? `code ${how.code}`}):\n${tail.toString()}`,
+        ),
+      ),
+    );
   });
   // A harness that exits without stopping it (an uncaught error, a second Ctrl-C) takes it down too.
   const killOnExit = () => child.kill('SIGKILL');
@@ -129,7 +135,13 @@ export async function startEntryProcess(options: {
     await Promise.race([
       ready,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new EntryStartError(`${options.entry} was not ready after ${timeoutMs / 1000} s:\n${tail.toString()}`)), timeoutMs);
+        timer = setTimeout(
+          () =>
+            reject(
+              new EntryStartError(`${options.entry} was not ready after ${timeoutMs / 1000} s:\n${tail.toString()}`),
+            ),
+          timeoutMs,
+        );
       }),
     ]);
   } catch (err) {

@@ -48,11 +48,13 @@ while (alive(benchPid)) await sleep(250);
 
 const [temporal, postgres] = [targets.get('temporal'), targets.get('postgres')];
 const children = [...targets].filter(([name]) => name !== 'temporal' && name !== 'postgres').map(([, pid]) => pid);
-await Promise.all(children.map(async (pid) => {
-  if (!pid || !alive(pid)) return;
-  send(pid, 'SIGTERM');
-  if (!(await waitGone(pid, 10_000))) send(pid, 'SIGKILL');
-}));
+await Promise.all(
+  children.map(async (pid) => {
+    if (!pid || !alive(pid)) return;
+    send(pid, 'SIGTERM');
+    if (!(await waitGone(pid, 10_000))) send(pid, 'SIGKILL');
+  }),
+);
 if (temporal && alive(-temporal)) {
   send(-temporal, 'SIGTERM');
   if (!(await waitGone(-temporal, 10_000))) send(-temporal, 'SIGKILL');
@@ -62,5 +64,6 @@ if (postgres && alive(postgres)) {
   if (!(await waitGone(postgres, 20_000))) send(postgres, 'SIGQUIT');
   if (!(await waitGone(postgres, 5_000))) send(postgres, 'SIGKILL');
 }
-if (!keep && dataDir && /\/(bench|faults|cluster)-\d+$/.test(dataDir)) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+if (!keep && dataDir && /\/(bench|faults|cluster)-\d+$/.test(dataDir))
+  await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
 process.exit(0);

@@ -83,7 +83,10 @@ export function createSupervisor(settings: SupervisorSettings): Supervisor {
       if (settings.stopping() || dismissed.has(child.pid)) return;
       settings.onUnexpectedExit(spec.name, how.signal ?? `exit code ${how.code}`);
       // Past a stop, the supervisor gives up; nothing is left to report.
-      restarts.set(spec.name, launch(spec).catch(() => undefined));
+      restarts.set(
+        spec.name,
+        launch(spec).catch(() => undefined),
+      );
     });
     return child;
   };
@@ -119,7 +122,13 @@ export function boundedStop(log: (line: string) => void) {
   return async (name: string, work: Promise<unknown> | undefined, ms: number): Promise<void> => {
     if (!work) return;
     const late = sleep(ms, 'late' as const, { ref: false });
-    const outcome = await Promise.race([work.then(() => 'done' as const, (err: unknown) => err), late]);
+    const outcome = await Promise.race([
+      work.then(
+        () => 'done' as const,
+        (err: unknown) => err,
+      ),
+      late,
+    ]);
     if (outcome === 'late') log(`stopping ${name} took over ${ms / 1000} s; moving on`);
     else if (outcome !== 'done') log(`stopping ${name} failed: ${(outcome as Error).message}`);
   };

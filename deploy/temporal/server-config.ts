@@ -37,10 +37,20 @@ export function temporalServerConfig(
 ): Record<string, unknown> {
   const store = (databaseName: string, maxConns: number) => ({
     sql: {
-      pluginName: 'postgres12', databaseName, connectAddr: `${pg.host}:${pg.port}`, connectProtocol: 'tcp', user: pg.user, password: pg.password, maxConns, maxIdleConns: maxConns, maxConnLifetime: '1h',
+      pluginName: 'postgres12',
+      databaseName,
+      connectAddr: `${pg.host}:${pg.port}`,
+      connectProtocol: 'tcp',
+      user: pg.user,
+      password: pg.password,
+      maxConns,
+      maxIdleConns: maxConns,
+      maxConnLifetime: '1h',
     },
   });
-  const service = (grpcPort: number, membershipPort: number, extra: Record<string, unknown> = {}) => ({ rpc: { grpcPort, membershipPort, bindOnIP: network.bindOnIP, ...extra } });
+  const service = (grpcPort: number, membershipPort: number, extra: Record<string, unknown> = {}) => ({
+    rpc: { grpcPort, membershipPort, bindOnIP: network.bindOnIP, ...extra },
+  });
   return {
     log: { stdout: true, level: 'warn' },
     persistence: {
@@ -48,7 +58,10 @@ export function temporalServerConfig(
       visibilityStore: 'postgres-visibility',
       // Fixed for the life of the database; 4 is what the server's own sample configs use.
       numHistoryShards: 4,
-      datastores: { 'postgres-default': store(TEMPORAL_DATABASES.default, 20), 'postgres-visibility': store(TEMPORAL_DATABASES.visibility, 5) },
+      datastores: {
+        'postgres-default': store(TEMPORAL_DATABASES.default, 20),
+        'postgres-visibility': store(TEMPORAL_DATABASES.visibility, 5),
+      },
     },
     global: { membership: { maxJoinDuration: '30s', broadcastAddress: network.broadcastAddress } },
     services: {
@@ -62,7 +75,14 @@ export function temporalServerConfig(
       failoverVersionIncrement: 10,
       masterClusterName: 'active',
       currentClusterName: 'active',
-      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `${network.broadcastAddress}:${ports.frontend}` } },
+      clusterInformation: {
+        active: {
+          enabled: true,
+          initialFailoverVersion: 1,
+          rpcName: 'frontend',
+          rpcAddress: `${network.broadcastAddress}:${ports.frontend}`,
+        },
+      },
     },
     dcRedirectionPolicy: { policy: 'noop' },
     archival: { history: { state: 'disabled' }, visibility: { state: 'disabled' } },
@@ -77,7 +97,20 @@ export function temporalServerConfig(
  * database changes nothing.
  */
 export function schemaSteps(pg: PostgresTarget, database: string, schemaName: 'temporal' | 'visibility'): string[][] {
-  const connection = ['--plugin', 'postgres12', '--ep', pg.host, '-p', String(pg.port), '-u', pg.user, '--pw', pg.password, '--db', database];
+  const connection = [
+    '--plugin',
+    'postgres12',
+    '--ep',
+    pg.host,
+    '-p',
+    String(pg.port),
+    '-u',
+    pg.user,
+    '--pw',
+    pg.password,
+    '--db',
+    database,
+  ];
   return [
     [...connection, 'setup-schema', '-v', '0.0'],
     [...connection, 'update-schema', '--schema-name', `postgresql/v12/${schemaName}`],
@@ -86,10 +119,23 @@ export function schemaSteps(pg: PostgresTarget, database: string, schemaName: 't
 
 /** The UI server's configuration (`<root>/config/<env>.yaml`), pointed at an external frontend. */
 export function temporalUiConfig(frontendAddress: string, port: number, host = '127.0.0.1'): Record<string, unknown> {
-  return { temporalGrpcAddress: frontendAddress, host, port, enableUi: true, defaultNamespace: 'default', publicPath: '', cors: { allowOrigins: [] } };
+  return {
+    temporalGrpcAddress: frontendAddress,
+    host,
+    port,
+    enableUi: true,
+    defaultNamespace: 'default',
+    publicPath: '',
+    cors: { allowOrigins: [] },
+  };
 }
 
 /** The ports the compose `temporal` service listens on (the server's defaults). */
 export const TEMPORAL_DEFAULT_PORTS: TemporalServerPorts = {
-  frontend: 7233, frontendHttp: 7243, history: 7234, matching: 7235, worker: 7239, membership: [6933, 6934, 6935, 6939],
+  frontend: 7233,
+  frontendHttp: 7243,
+  history: 7234,
+  matching: 7235,
+  worker: 7239,
+  membership: [6933, 6934, 6935, 6939],
 };

@@ -23,7 +23,9 @@ if (!SECRET?.startsWith('whsec_')) {
 
 /** True when one of the header's v1 signatures is ours and its timestamp is recent. */
 export function verify(header, rawBody, secret, nowSeconds = Math.floor(Date.now() / 1000)) {
-  const parts = String(header ?? '').split(',').map((p) => p.trim());
+  const parts = String(header ?? '')
+    .split(',')
+    .map((p) => p.trim());
   const t = Number(parts.find((p) => p.startsWith('t='))?.slice(2));
   if (!Number.isInteger(t) || Math.abs(nowSeconds - t) > TOLERANCE_SECONDS) return false;
   const expected = createHmac('sha256', secret).update(`${t}.`).update(rawBody).digest();

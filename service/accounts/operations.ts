@@ -10,7 +10,15 @@ import { credit, openAccount, setLowBalanceThreshold } from '../../core/ledger';
 import { ALERT_EVENTS } from '../../core/webhooks/events';
 import { inTransaction } from '../../core/db/pool';
 import { generateApiKey, hashApiKey, normaliseScope } from '../../core/accounts/api-keys';
-import { findChatModel, findImageModel, findOpenAiChatModel, findOpenAiVideoModel, findUpscaleModel, findVideoModel, AUTO_CHAT_ID } from '../../core/catalogue/models';
+import {
+  findChatModel,
+  findImageModel,
+  findOpenAiChatModel,
+  findOpenAiVideoModel,
+  findUpscaleModel,
+  findVideoModel,
+  AUTO_CHAT_ID,
+} from '../../core/catalogue/models';
 import { EmailTakenError, InvalidRequestError, NotFoundError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { creditsToMc, mcToCredits } from '../../core/money';
@@ -20,32 +28,68 @@ import { hashToken, newToken } from '../../core/accounts/passwords';
 
 const credits = z.number().finite().min(0).max(1e12);
 
-export const createAccountBody = z.object({
-  plan: z.enum(PLANS).describe('Rate limit per key: free 20, ronin 60, shinobi 200, samurai 600 requests a minute'),
-  credits,
-  chatCap: z.number().int().min(0).max(1_000_000).optional().describe('Free chat replies (default FREE_CHAT_CAP)'),
-}).meta({ examples: [{ plan: 'samurai', credits: 500 }, { plan: 'free', credits: 10, chatCap: 5 }] });
+export const createAccountBody = z
+  .object({
+    plan: z.enum(PLANS).describe('Rate limit per key: free 20, ronin 60, shinobi 200, samurai 600 requests a minute'),
+    credits,
+    chatCap: z.number().int().min(0).max(1_000_000).optional().describe('Free chat replies (default FREE_CHAT_CAP)'),
+  })
+  .meta({
+    examples: [
+      { plan: 'samurai', credits: 500 },
+      { plan: 'free', credits: 10, chatCap: 5 },
+    ],
+  });
 
-export const createKeyBody = z.object({
-  scopes: z.array(z.string().max(40)).min(1, 'at least one scope is required')
-    .describe('Capabilities: image, video, chat, upscale (or generate:image, generate:video, generate:chat, generate:upscale), and webhooks (manage the account’s webhook endpoints)'),
-  models: z.array(z.string().min(1).max(100)).min(1).optional().describe('An allow-list of model ids; omitted: every model'),
-}).meta({ examples: [{ scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] }, { scopes: ['generate:image'], models: ['flux'] }] });
+export const createKeyBody = z
+  .object({
+    scopes: z
+      .array(z.string().max(40))
+      .min(1, 'at least one scope is required')
+      .describe(
+        'Capabilities: image, video, chat, upscale (or generate:image, generate:video, generate:chat, generate:upscale), and webhooks (manage the account’s webhook endpoints)',
+      ),
+    models: z
+      .array(z.string().min(1).max(100))
+      .min(1)
+      .optional()
+      .describe('An allow-list of model ids; omitted: every model'),
+  })
+  .meta({
+    examples: [
+      { scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] },
+      { scopes: ['generate:image'], models: ['flux'] },
+    ],
+  });
 
-export const keyBudgetBody = z.strictObject({
-  maxCredits: credits.describe('The most the key may hold and spend per period, in credits; a hold past it is refused with 402 budget_exceeded'),
-  period: z.enum(BUDGET_PERIODS).describe('When the budget starts again: day, week (ISO, from Monday) or month, at 00:00 UTC; none: never'),
-}).meta({ id: 'KeyBudgetRequest', examples: [{ maxCredits: 500, period: 'month' }, { maxCredits: 20, period: 'day' }] });
+export const keyBudgetBody = z
+  .strictObject({
+    maxCredits: credits.describe(
+      'The most the key may hold and spend per period, in credits; a hold past it is refused with 402 budget_exceeded',
+    ),
+    period: z
+      .enum(BUDGET_PERIODS)
+      .describe('When the budget starts again: day, week (ISO, from Monday) or month, at 00:00 UTC; none: never'),
+  })
+  .meta({
+    id: 'KeyBudgetRequest',
+    examples: [
+      { maxCredits: 500, period: 'month' },
+      { maxCredits: 20, period: 'day' },
+    ],
+  });
 
-export const keyBudgetView = z.object({
-  keyId: z.string(),
-  maxCredits: z.number(),
-  period: z.enum(BUDGET_PERIODS),
-  spentCredits: z.number().describe('Held now and charged since the period started'),
-  availableCredits: z.number().describe('What the key may still hold this period'),
-  periodStart: z.string().nullable().describe('When the current period started (null for none)'),
-  resetsAt: z.string().nullable().describe('When the next period starts (null for none)'),
-}).meta({ id: 'KeyBudget' });
+export const keyBudgetView = z
+  .object({
+    keyId: z.string(),
+    maxCredits: z.number(),
+    period: z.enum(BUDGET_PERIODS),
+    spentCredits: z.number().describe('Held now and charged since the period started'),
+    availableCredits: z.number().describe('What the key may still hold this period'),
+    periodStart: z.string().nullable().describe('When the current period started (null for none)'),
+    resetsAt: z.string().nullable().describe('When the next period starts (null for none)'),
+  })
+  .meta({ id: 'KeyBudget' });
 
 /** Where the period after the one starting at `start` starts. */
 function nextPeriod(period: BudgetPeriod, start: Date | null): Date | null {
@@ -59,15 +103,20 @@ function nextPeriod(period: BudgetPeriod, start: Date | null): Date | null {
 
 export function budgetViewOf(keyId: string, b: KeyBudget): z.infer<typeof keyBudgetView> {
   return {
-    keyId, maxCredits: mcToCredits(b.maxMc), period: b.period, spentCredits: mcToCredits(b.spentMc),
+    keyId,
+    maxCredits: mcToCredits(b.maxMc),
+    period: b.period,
+    spentCredits: mcToCredits(b.spentMc),
     availableCredits: mcToCredits(Math.max(0, b.maxMc - b.spentMc)),
-    periodStart: b.periodStart?.toISOString() ?? null, resetsAt: nextPeriod(b.period, b.periodStart)?.toISOString() ?? null,
+    periodStart: b.periodStart?.toISOString() ?? null,
+    resetsAt: nextPeriod(b.period, b.periodStart)?.toISOString() ?? null,
   };
 }
 
 /** Sets a key's budget (it applies from the key's next request); given an account (the dashboard), only a key of that account. */
 export async function setBudget(pool: pg.Pool, keyId: string, body: z.infer<typeof keyBudgetBody>, accountId?: string) {
-  if (!(await setKeyBudget(pool, keyId, accountId, { maxMc: creditsToMc(body.maxCredits), period: body.period }))) throw new NotFoundError(`Key '${keyId}' not found.`);
+  if (!(await setKeyBudget(pool, keyId, accountId, { maxMc: creditsToMc(body.maxCredits), period: body.period })))
+    throw new NotFoundError(`Key '${keyId}' not found.`);
   return budgetViewOf(keyId, (await readKeyBudget(pool, keyId, { lock: false }))!);
 }
 
@@ -77,29 +126,57 @@ export async function removeBudget(pool: pg.Pool, keyId: string, accountId?: str
   return { keyId, removed: true as const };
 }
 
-export const topUpBody = z.object({ credits: credits.refine((c) => creditsToMc(c) > 0, 'credits must be at least 0.001') }).meta({ examples: [{ credits: 250 }] });
+export const topUpBody = z
+  .object({ credits: credits.refine((c) => creditsToMc(c) > 0, 'credits must be at least 0.001') })
+  .meta({ examples: [{ credits: 250 }] });
 
 export async function createAccount(pool: pg.Pool, body: z.infer<typeof createAccountBody>, defaultChatCap: number) {
   const id = newId('acct');
-  await inTransaction(pool, (tx) => openAccount(tx, { id, plan: body.plan, creditsMc: creditsToMc(body.credits), chatCap: body.chatCap ?? defaultChatCap }));
+  await inTransaction(pool, (tx) =>
+    openAccount(tx, {
+      id,
+      plan: body.plan,
+      creditsMc: creditsToMc(body.credits),
+      chatCap: body.chatCap ?? defaultChatCap,
+    }),
+  );
   return { id };
 }
 
 export async function createKey(pool: pg.Pool, accountId: string, body: z.infer<typeof createKeyBody>) {
   const scopes = body.scopes.map((s) => {
     const scope = normaliseScope(s);
-    if (!scope) throw new InvalidRequestError(`unknown scope '${s}'; use image, video, chat, upscale (or generate:<kind>) or webhooks`, 'scopes');
+    if (!scope)
+      throw new InvalidRequestError(
+        `unknown scope '${s}'; use image, video, chat, upscale (or generate:<kind>) or webhooks`,
+        'scopes',
+      );
     return scope;
   });
   for (const m of body.models ?? []) {
-    if (m !== AUTO_CHAT_ID && !findImageModel(m) && !findVideoModel(m) && !findOpenAiVideoModel(m) && !findChatModel(m) && !findOpenAiChatModel(m) && !findUpscaleModel(m)) {
+    if (
+      m !== AUTO_CHAT_ID &&
+      !findImageModel(m) &&
+      !findVideoModel(m) &&
+      !findOpenAiVideoModel(m) &&
+      !findChatModel(m) &&
+      !findOpenAiChatModel(m) &&
+      !findUpscaleModel(m)
+    ) {
       throw new InvalidRequestError(`unknown model '${m}'`, 'models');
     }
   }
   if (!(await accountExists(pool, accountId))) throw new NotFoundError(`Account '${accountId}' not found.`);
   const key = generateApiKey();
   const id = newId('key');
-  await insertApiKey(pool, { id, accountId, keyHash: hashApiKey(key), keyHint: `${key.slice(0, 8)}…${key.slice(-4)}`, scopes: [...new Set(scopes)], models: body.models ?? null });
+  await insertApiKey(pool, {
+    id,
+    accountId,
+    keyHash: hashApiKey(key),
+    keyHint: `${key.slice(0, 8)}…${key.slice(-4)}`,
+    scopes: [...new Set(scopes)],
+    models: body.models ?? null,
+  });
   return { id, key };
 }
 
@@ -118,10 +195,16 @@ export async function revokeKey(pool: pg.Pool, keyId: string, accountId?: string
 /** How long a link to set a password stays valid. */
 export const PASSWORD_LINK_TTL_MS = 24 * 3_600_000;
 
-export const createUserBody = z.object({
-  accountId: z.string().min(1).max(100).describe('The account the user works in (acct_…)'),
-  email: z.email({ error: 'email must be an email address' }).max(254).transform((e) => e.toLowerCase()).describe('Their login; compared case-insensitively'),
-}).meta({ examples: [{ accountId: 'acct_01j0000000000000000000000', email: 'ada@example.com' }] });
+export const createUserBody = z
+  .object({
+    accountId: z.string().min(1).max(100).describe('The account the user works in (acct_…)'),
+    email: z
+      .email({ error: 'email must be an email address' })
+      .max(254)
+      .transform((e) => e.toLowerCase())
+      .describe('Their login; compared case-insensitively'),
+  })
+  .meta({ examples: [{ accountId: 'acct_01j0000000000000000000000', email: 'ada@example.com' }] });
 
 /**
  * Creates a dashboard user of an account with a one-time link to set the password (valid
@@ -129,7 +212,8 @@ export const createUserBody = z.object({
  * account issues a new link (an invitation resent, or a password reset); `created` says which.
  */
 export async function createUser(pool: pg.Pool, body: z.infer<typeof createUserBody>, now = Date.now()) {
-  if (!(await accountExists(pool, body.accountId))) throw new NotFoundError(`Account '${body.accountId}' not found.`, { param: 'accountId' });
+  if (!(await accountExists(pool, body.accountId)))
+    throw new NotFoundError(`Account '${body.accountId}' not found.`, { param: 'accountId' });
   const token = newToken();
   return inTransaction(pool, async (tx) => {
     const created = await insertUser(tx, { id: newId('usr'), accountId: body.accountId, email: body.email });
@@ -141,25 +225,33 @@ export async function createUser(pool: pg.Pool, body: z.infer<typeof createUserB
   });
 }
 
-export const lowBalanceBody = z.strictObject({
-  thresholdCredits: credits.nullable().describe('Announce balance.low when the available credits (balance − held) fall below this; null: never'),
-}).meta({ id: 'LowBalanceRequest', examples: [{ thresholdCredits: 100 }, { thresholdCredits: null }] });
+export const lowBalanceBody = z
+  .strictObject({
+    thresholdCredits: credits
+      .nullable()
+      .describe('Announce balance.low when the available credits (balance − held) fall below this; null: never'),
+  })
+  .meta({ id: 'LowBalanceRequest', examples: [{ thresholdCredits: 100 }, { thresholdCredits: null }] });
 
 const alertView = z.object({
   id: z.string().describe('alrt_…; the same id is in the webhook payload'),
   event: z.enum(ALERT_EVENTS),
   keyId: z.string().nullable().describe('key.budget_reached: the key'),
-  amountCredits: z.number().describe('balance.low: the available credits after the crossing; key.budget_reached: what the key had spent'),
+  amountCredits: z
+    .number()
+    .describe('balance.low: the available credits after the crossing; key.budget_reached: what the key had spent'),
   limitCredits: z.number().describe('balance.low: the threshold; key.budget_reached: the key’s budget'),
   period: z.enum(BUDGET_PERIODS).nullable(),
   periodStart: z.string().nullable(),
   createdAt: z.string(),
 });
 
-export const alertsView = z.object({
-  thresholdCredits: z.number().nullable().describe('The account’s low-balance threshold; null: no balance.low'),
-  data: z.array(alertView).describe('The latest alerts, newest first'),
-}).meta({ id: 'AccountAlerts' });
+export const alertsView = z
+  .object({
+    thresholdCredits: z.number().nullable().describe('The account’s low-balance threshold; null: no balance.low'),
+    data: z.array(alertView).describe('The latest alerts, newest first'),
+  })
+  .meta({ id: 'AccountAlerts' });
 
 const RECENT_ALERTS = 20;
 
@@ -171,8 +263,14 @@ export async function accountAlerts(pool: pg.Pool, accountId: string): Promise<z
   return {
     thresholdCredits: low.thresholdMc === null ? null : mcToCredits(low.thresholdMc),
     data: alerts.map((a) => ({
-      id: a.id, event: a.event, keyId: a.keyId, amountCredits: mcToCredits(a.amountMc), limitCredits: mcToCredits(a.limitMc),
-      period: a.period, periodStart: a.periodStart?.toISOString() ?? null, createdAt: a.createdAt.toISOString(),
+      id: a.id,
+      event: a.event,
+      keyId: a.keyId,
+      amountCredits: mcToCredits(a.amountMc),
+      limitCredits: mcToCredits(a.limitMc),
+      period: a.period,
+      periodStart: a.periodStart?.toISOString() ?? null,
+      createdAt: a.createdAt.toISOString(),
     })),
   };
 }
@@ -180,6 +278,7 @@ export async function accountAlerts(pool: pg.Pool, accountId: string): Promise<z
 /** Sets (or removes) the account's low-balance threshold; answers it with the latest alerts. */
 export async function setLowBalance(pool: pg.Pool, accountId: string, body: z.infer<typeof lowBalanceBody>) {
   const thresholdMc = body.thresholdCredits === null ? null : creditsToMc(body.thresholdCredits);
-  if (!(await setLowBalanceThreshold(pool, accountId, thresholdMc))) throw new NotFoundError(`Account '${accountId}' not found.`);
+  if (!(await setLowBalanceThreshold(pool, accountId, thresholdMc)))
+    throw new NotFoundError(`Account '${accountId}' not found.`);
   return accountAlerts(pool, accountId);
 }

@@ -1,10 +1,25 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type pg from 'pg';
 import { inTransaction } from '../../core/db/pool';
-import { deleteSession, findSession, findUserByEmail, insertSession, setUserPassword, spendPasswordLink } from '../../core/db/users';
+import {
+  deleteSession,
+  findSession,
+  findUserByEmail,
+  insertSession,
+  setUserPassword,
+  spendPasswordLink,
+} from '../../core/db/users';
 import type { SessionRow } from '../../core/db/users';
 import { InvalidRequestError, UnauthorizedError } from '../../core/errors';
-import { burnPasswordCheck, hashPassword, hashToken, newToken, verifyPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../core/accounts/passwords';
+import {
+  burnPasswordCheck,
+  hashPassword,
+  hashToken,
+  newToken,
+  verifyPassword,
+  MAX_PASSWORD_LENGTH,
+  MIN_PASSWORD_LENGTH,
+} from '../../core/accounts/passwords';
 
 /** How long a session lasts from its login (absolute; logging out ends it sooner). */
 export const SESSION_TTL_MS = 7 * 86_400_000;
@@ -24,13 +39,18 @@ export function createSessionService(deps: { pool: pg.Pool; now?: () => number }
     /** Spends a link and sets the password; any other link of the user and every session end. */
     async setPassword(token: string, password: string): Promise<{ email: string }> {
       if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-        throw new InvalidRequestError(`The password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`, 'password');
+        throw new InvalidRequestError(
+          `The password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`,
+          'password',
+        );
       }
       const passwordHash = await hashPassword(password);
       return inTransaction(pool, async (tx) => {
         const use = await spendPasswordLink(tx, hashToken(token));
-        if (use.outcome === 'expired') throw new InvalidRequestError('This link has expired; ask your operator for a new one.', 'token');
-        if (use.outcome === 'spent') throw new InvalidRequestError('This link has already been used; ask your operator for a new one.', 'token');
+        if (use.outcome === 'expired')
+          throw new InvalidRequestError('This link has expired; ask your operator for a new one.', 'token');
+        if (use.outcome === 'spent')
+          throw new InvalidRequestError('This link has already been used; ask your operator for a new one.', 'token');
         if (use.outcome !== 'used') throw new InvalidRequestError('This link is not valid.', 'token');
         await setUserPassword(tx, use.userId, passwordHash);
         return { email: use.email };
@@ -38,12 +58,23 @@ export function createSessionService(deps: { pool: pg.Pool; now?: () => number }
     },
 
     /** A new session for the right email and password; the same refusal for every wrong pair. */
-    async login(email: string, password: string, userAgent: string | null): Promise<{ token: string; session: Session }> {
+    async login(
+      email: string,
+      password: string,
+      userAgent: string | null,
+    ): Promise<{ token: string; session: Session }> {
       const user = await findUserByEmail(pool, email.trim().toLowerCase());
-      const ok = user?.passwordHash ? await verifyPassword(password, user.passwordHash) : await burnPasswordCheck(password);
+      const ok = user?.passwordHash
+        ? await verifyPassword(password, user.passwordHash)
+        : await burnPasswordCheck(password);
       if (!user || !ok) throw new UnauthorizedError('The email or the password is wrong.');
       const token = newToken();
-      await insertSession(pool, { tokenHash: hashToken(token), userId: user.id, expiresAt: new Date(now() + SESSION_TTL_MS), userAgent: userAgent?.slice(0, 500) ?? null });
+      await insertSession(pool, {
+        tokenHash: hashToken(token),
+        userId: user.id,
+        expiresAt: new Date(now() + SESSION_TTL_MS),
+        userAgent: userAgent?.slice(0, 500) ?? null,
+      });
       const session = await findSession(pool, hashToken(token));
       if (!session) throw new UnauthorizedError('The email or the password is wrong.');
       return { token, session };

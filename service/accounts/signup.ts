@@ -6,7 +6,13 @@ import { InvalidRequestError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { openAccount } from '../../core/ledger';
 import { creditsToMc } from '../../core/money';
-import { hashPassword, hashToken, newToken, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../core/accounts/passwords';
+import {
+  hashPassword,
+  hashToken,
+  newToken,
+  MAX_PASSWORD_LENGTH,
+  MIN_PASSWORD_LENGTH,
+} from '../../core/accounts/passwords';
 
 /** How long a sign-up's verification link works. */
 export const SIGNUP_LINK_TTL_MS = 24 * 3_600_000;
@@ -31,10 +37,19 @@ export function createSignupService(deps: { pool: pg.Pool; options: SignupOption
   return {
     async request(email: string, password: string): Promise<void> {
       if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-        throw new InvalidRequestError(`The password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`, 'password');
+        throw new InvalidRequestError(
+          `The password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`,
+          'password',
+        );
       }
       const token = newToken();
-      await insertSignup(pool, { tokenHash: hashToken(token), token, email, passwordHash: await hashPassword(password), expiresAt: new Date(now() + SIGNUP_LINK_TTL_MS) });
+      await insertSignup(pool, {
+        tokenHash: hashToken(token),
+        token,
+        email,
+        passwordHash: await hashPassword(password),
+        expiresAt: new Date(now() + SIGNUP_LINK_TTL_MS),
+      });
     },
 
     /** Spends the link: a new account on the `free` plan with its user; the email to log in with. */
@@ -42,11 +57,17 @@ export function createSignupService(deps: { pool: pg.Pool; options: SignupOption
       return inTransaction(pool, async (tx) => {
         const spent = await spendSignup(tx, hashToken(token));
         if (spent === 'expired') throw new InvalidRequestError('This link has expired; sign up again.', 'token');
-        if (spent === 'spent') throw new InvalidRequestError('This link has already been used; log in instead.', 'token');
+        if (spent === 'spent')
+          throw new InvalidRequestError('This link has already been used; log in instead.', 'token');
         if (spent === 'unknown') throw new InvalidRequestError('This link is not valid.', 'token');
         const accountId = newId('acct');
         const userId = newId('usr');
-        await openAccount(tx, { id: accountId, plan: 'free', creditsMc: creditsToMc(options.startingCredits), chatCap: options.chatCap });
+        await openAccount(tx, {
+          id: accountId,
+          plan: 'free',
+          creditsMc: creditsToMc(options.startingCredits),
+          chatCap: options.chatCap,
+        });
         // Taken meanwhile (an operator's invitation, another link): nothing is created.
         if (!(await insertUser(tx, { id: userId, accountId, email: spent.email }))) {
           throw new InvalidRequestError('This address already has an account; log in instead.', 'token');

@@ -18,7 +18,10 @@ export interface BillingOptions {
 
 export class WebhookSignatureError extends InvalidRequestError {
   constructor() {
-    super('The Stripe-Signature header does not verify (forged, altered or too old); nothing was credited.', 'Stripe-Signature');
+    super(
+      'The Stripe-Signature header does not verify (forged, altered or too old); nothing was credited.',
+      'Stripe-Signature',
+    );
   }
 }
 
@@ -32,16 +35,36 @@ export function createBillingService(deps: { pool: pg.Pool; options: BillingOpti
   const api = options.apiUrl ? new URL(options.apiUrl) : undefined;
   const stripe = new Stripe(options.secretKey, {
     maxNetworkRetries: 2,
-    ...(api ? { host: api.hostname, port: Number(api.port || (api.protocol === 'https:' ? 443 : 80)), protocol: api.protocol === 'http:' ? 'http' : 'https' } : {}),
+    ...(api
+      ? {
+          host: api.hostname,
+          port: Number(api.port || (api.protocol === 'https:' ? 443 : 80)),
+          protocol: api.protocol === 'http:' ? 'http' : 'https',
+        }
+      : {}),
   });
 
   const paidCheckout = (s: Stripe.Checkout.Session, eventId: string) => {
     const accountId = s.metadata?.accountId ?? s.client_reference_id;
     const credits = Number(s.metadata?.credits);
     // The credits we priced at checkout must be what was paid for; anything else is not ours.
-    if (!accountId || !Number.isInteger(credits) || credits <= 0 || s.amount_total !== credits * CENTS_PER_CREDIT || s.currency !== 'eur') return undefined;
+    if (
+      !accountId ||
+      !Number.isInteger(credits) ||
+      credits <= 0 ||
+      s.amount_total !== credits * CENTS_PER_CREDIT ||
+      s.currency !== 'eur'
+    )
+      return undefined;
     const paymentIntentId = typeof s.payment_intent === 'string' ? s.payment_intent : (s.payment_intent?.id ?? null);
-    return { sessionId: s.id, paymentIntentId, accountId, creditsMc: creditsToMc(credits), amountCents: s.amount_total, eventId };
+    return {
+      sessionId: s.id,
+      paymentIntentId,
+      accountId,
+      creditsMc: creditsToMc(credits),
+      amountCents: s.amount_total,
+      eventId,
+    };
   };
 
   return {
@@ -50,7 +73,10 @@ export function createBillingService(deps: { pool: pg.Pool; options: BillingOpti
     /** A Checkout Session for `credits` of the principal's account; the account is credited when Stripe says it is paid. */
     async checkout(principal: Principal, credits: number, returnBase: string): Promise<{ id: string; url: string }> {
       if (!Number.isInteger(credits) || credits < options.minPurchaseCredits || credits > options.maxPurchaseCredits) {
-        throw new InvalidRequestError(`credits must be a whole number from ${options.minPurchaseCredits} to ${options.maxPurchaseCredits} (1 credit = 0.01 EUR).`, 'credits');
+        throw new InvalidRequestError(
+          `credits must be a whole number from ${options.minPurchaseCredits} to ${options.maxPurchaseCredits} (1 credit = 0.01 EUR).`,
+          'credits',
+        );
       }
       const metadata = { accountId: principal.accountId, credits: String(credits) };
       let session: Stripe.Checkout.Session;
@@ -60,14 +86,29 @@ export function createBillingService(deps: { pool: pg.Pool; options: BillingOpti
           client_reference_id: principal.accountId,
           metadata,
           payment_intent_data: { metadata },
-          line_items: [{ quantity: credits, price_data: { currency: 'eur', unit_amount: CENTS_PER_CREDIT, product_data: { name: 'Generation credits' } } }],
+          line_items: [
+            {
+              quantity: credits,
+              price_data: {
+                currency: 'eur',
+                unit_amount: CENTS_PER_CREDIT,
+                product_data: { name: 'Generation credits' },
+              },
+            },
+          ],
           success_url: `${returnBase}/dashboard?checkout=success`,
           cancel_url: `${returnBase}/dashboard?checkout=cancelled`,
         });
       } catch (err) {
-        throw new ServiceUnavailableError('The payment provider could not be reached; nothing was charged. Retry shortly.', { cause: err });
+        throw new ServiceUnavailableError(
+          'The payment provider could not be reached; nothing was charged. Retry shortly.',
+          { cause: err },
+        );
       }
-      if (!session.url) throw new ServiceUnavailableError('The payment provider answered without a checkout URL; nothing was charged. Retry shortly.');
+      if (!session.url)
+        throw new ServiceUnavailableError(
+          'The payment provider answered without a checkout URL; nothing was charged. Retry shortly.',
+        );
       return { id: session.id, url: session.url };
     },
 
@@ -97,7 +138,11 @@ export function createBillingService(deps: { pool: pg.Pool; options: BillingOpti
           const charge = event.data.object;
           const pi = typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent?.id;
           if (!pi) return 'ignored';
-          const r = await debitRefund(pool, { paymentIntentId: pi, refundedCents: charge.amount_refunded, eventId: event.id });
+          const r = await debitRefund(pool, {
+            paymentIntentId: pi,
+            refundedCents: charge.amount_refunded,
+            eventId: event.id,
+          });
           return r.outcome === 'debited' ? 'debited' : r.outcome === 'already' ? 'already' : 'ignored';
         }
         case 'charge.dispute.closed': {

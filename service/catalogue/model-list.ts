@@ -25,7 +25,9 @@ export interface ModelListing {
 
 /** The catalogue as group A's public model list shows it (DESIGN §6 "Model list (A)"). */
 export function modelListing(kind?: Model['kind']): ModelListing[] {
-  return listModels().filter((m) => kind === undefined || m.kind === kind).map(listingOf);
+  return listModels()
+    .filter((m) => kind === undefined || m.kind === kind)
+    .map(listingOf);
 }
 
 function listingOf(m: Model): ModelListing {
@@ -33,22 +35,35 @@ function listingOf(m: Model): ModelListing {
   switch (m.kind) {
     case 'image':
       return {
-        ...base, unit: 'image', price: mcToCredits(m.priceMc), prices: null, seconds: null,
+        ...base,
+        unit: 'image',
+        price: mcToCredits(m.priceMc),
+        prices: null,
+        seconds: null,
         defaults: { quality: m.defaultQuality, aspect: m.defaultAspect },
         options: { qualities: [...m.qualities], aspects: [...m.aspects] },
       };
     case 'video':
       return {
-        ...base, openaiIds: [...m.openaiIds], unit: 'second', price: null,
+        ...base,
+        openaiIds: [...m.openaiIds],
+        unit: 'second',
+        price: null,
         // A resolution the spec marks with a dash has no rate: listed as null, never offered.
-        prices: Object.fromEntries(RESOLUTIONS.map((r) => [r, m.ratesMc[r] === undefined ? null : mcToCredits(m.ratesMc[r])])),
+        prices: Object.fromEntries(
+          RESOLUTIONS.map((r) => [r, m.ratesMc[r] === undefined ? null : mcToCredits(m.ratesMc[r])]),
+        ),
         seconds: { min: m.secondsRange[0], max: m.secondsRange[1], default: m.defaultSeconds },
         defaults: { seconds: m.defaultSeconds, resolution: m.defaultResolution, aspect: m.defaultAspect },
         options: { resolutions: RESOLUTIONS.filter((r) => m.ratesMc[r] !== undefined), aspects: [...m.aspects] },
       };
     case 'chat':
       return {
-        ...base, unit: m.unit, price: mcToCredits(m.priceMc), prices: null, seconds: null,
+        ...base,
+        unit: m.unit,
+        price: mcToCredits(m.priceMc),
+        prices: null,
+        seconds: null,
         // Per-token models: the output cap held when a request names none, and the largest allowed.
         ...(m.unit === '1k_output_tokens'
           ? { defaults: { max_tokens: m.defaultMaxOutputTokens }, options: { max_tokens: [1, m.maxOutputTokens] } }
@@ -56,9 +71,13 @@ function listingOf(m: Model): ModelListing {
       };
     case 'upscale':
       return {
-        ...base, unit: 'image', price: null,
+        ...base,
+        unit: 'image',
+        price: null,
         prices: Object.fromEntries(UPSCALE_SCALES.map((s) => [`${s}x`, mcToCredits(m.pricesMc[s])])),
-        seconds: null, defaults: { scale: m.defaultScale }, options: { scales: [...UPSCALE_SCALES] },
+        seconds: null,
+        defaults: { scale: m.defaultScale },
+        options: { scales: [...UPSCALE_SCALES] },
       };
   }
 }

@@ -22,18 +22,32 @@ export function createOutcomeRecorder(deps: OutcomeDeps) {
 
   return {
     /** Records `result` and reports it once `started` (the workflow's start) has resolved; true when the ledger has it. */
-    record: async (input: GenerationWorkflowInput, started: Promise<unknown>, result: ApiRunResult): Promise<boolean> => {
+    record: async (
+      input: GenerationWorkflowInput,
+      started: Promise<unknown>,
+      result: ApiRunResult,
+    ): Promise<boolean> => {
       let recorded: ApiRunResult['recorded'];
       try {
-        const resolution = await (result.ok ? settle(deps.pool, { generationId: input.generationId, ...result.output }) : release(deps.pool, input.generationId, result.error));
+        const resolution = await (result.ok
+          ? settle(deps.pool, { generationId: input.generationId, ...result.output })
+          : release(deps.pool, input.generationId, result.error));
         recorded = resolution.outcome === 'already' ? resolution.state : resolution.outcome;
       } catch (err) {
-        deps.log(`generation ${input.generationId}: the ledger could not record the outcome here; the workflow will`, err);
+        deps.log(
+          `generation ${input.generationId}: the ledger could not record the outcome here; the workflow will`,
+          err,
+        );
       }
       const durable = recorded !== undefined;
       const reported = started
         .then(() => deps.gateway.reportApiRun(input, { ...result, ...(durable ? { recorded } : {}) }))
-        .catch((err: unknown) => deps.log(`generation ${input.generationId}: the workflow could not be told the outcome; its deadline will close it`, err))
+        .catch((err: unknown) =>
+          deps.log(
+            `generation ${input.generationId}: the workflow could not be told the outcome; its deadline will close it`,
+            err,
+          ),
+        )
         .finally(() => reporting.delete(reported));
       reporting.add(reported);
       if (!durable) await reported;

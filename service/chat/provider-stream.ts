@@ -20,7 +20,8 @@ export async function storeText(store: OutputStore, generationId: string, text: 
 
 /** The record's failure: a code and our message (the provider's own text is logged by the caller). */
 export function failureOf(err: unknown): GenerationFailure {
-  if (err instanceof ProviderRejectedError) return { code: err.code, message: failureMessage(err.code), retryable: false };
+  if (err instanceof ProviderRejectedError)
+    return { code: err.code, message: failureMessage(err.code), retryable: false };
   return { code: 'provider_error', message: failureMessage('provider_error'), retryable: true };
 }
 
@@ -28,7 +29,8 @@ export function failureOf(err: unknown): GenerationFailure {
 export function clientErrorOf(err: unknown): DomainError {
   if (err instanceof ProviderRejectedError) {
     if (err.code === 'content_policy') return new ContentPolicyError();
-    if (err.code === 'invalid_request') return new InvalidRequestError('The model refused the request as invalid; nothing was charged.');
+    if (err.code === 'invalid_request')
+      return new InvalidRequestError('The model refused the request as invalid; nothing was charged.');
     return new ProviderFailedError(`The model provider refused the request (${err.code}); nothing was charged.`);
   }
   return new ProviderFailedError('The model provider failed; nothing was charged. Retry shortly.');
@@ -38,7 +40,12 @@ export function clientErrorOf(err: unknown): DomainError {
  * Opens the provider's stream and asks for its first event at once (an async generator would not
  * start before its first `next()`), so that the upstream request is under way from here on.
  */
-export function openStream(provider: Provider, job: ProviderJob, signal: AbortSignal, routed?: (entry: RouteEntry) => void): AsyncIterable<ChatStreamEvent> {
+export function openStream(
+  provider: Provider,
+  job: ProviderJob,
+  signal: AbortSignal,
+  routed?: (entry: RouteEntry) => void,
+): AsyncIterable<ChatStreamEvent> {
   const iterator = provider.streamChat(job, signal, routed)[Symbol.asyncIterator]();
   const first = iterator.next();
   // Not awaited until the run reads it: a failure meanwhile must not be an unhandled rejection.

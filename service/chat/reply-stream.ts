@@ -18,7 +18,11 @@ export type ChatRunEvent =
   /** A piece of a function call (only when the request offered functions and its provider serves them). */
   | Extract<ChatStreamEvent, { type: 'tool_call' }>
   /** The reply is complete: `length` when it stopped at max_tokens, `tool_calls` when it called functions. */
-  | { type: 'end'; finishReason: 'stop' | 'length' | 'tool_calls'; usage: { promptTokens: number; completionTokens: number } };
+  | {
+      type: 'end';
+      finishReason: 'stop' | 'length' | 'tool_calls';
+      usage: { promptTokens: number; completionTokens: number };
+    };
 
 /** One admitted chat's reply, as the provider gives it. */
 export interface ReplyRun {
@@ -61,10 +65,16 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
   const onClientGone = () => stop.abort(new Error('the client went away'));
   // The client's own deadline, from when its request arrived: it ends the reply like a disconnect.
   let deadlinePassed = false;
-  const deadline = r.deadlineMs === undefined ? undefined : setTimeout(() => {
-    deadlinePassed = true;
-    stop.abort(new Error('the client’s deadline passed'));
-  }, Math.max(0, r.deadlineMs - (Date.now() - r.startedAt)));
+  const deadline =
+    r.deadlineMs === undefined
+      ? undefined
+      : setTimeout(
+          () => {
+            deadlinePassed = true;
+            stop.abort(new Error('the client’s deadline passed'));
+          },
+          Math.max(0, r.deadlineMs - (Date.now() - r.startedAt)),
+        );
   r.signal.addEventListener('abort', onClientGone, { once: true });
   if (r.signal.aborted) onClientGone();
   let delivered = 0;
@@ -121,9 +131,13 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
       outcome = 'deadline';
       const seconds = (r.deadlineMs ?? 0) / 1000;
       const sent = r.streamed ? delivered : 0;
-      throw markAfterAdmission(new DeadlineExceededError(sent > 0
-        ? `The deadline of ${seconds} s (Cancel-After) passed; the reply stopped after ${sent} tokens, which were charged.`
-        : `The deadline of ${seconds} s (Cancel-After) passed before the reply was complete; nothing was charged.`));
+      throw markAfterAdmission(
+        new DeadlineExceededError(
+          sent > 0
+            ? `The deadline of ${seconds} s (Cancel-After) passed; the reply stopped after ${sent} tokens, which were charged.`
+            : `The deadline of ${seconds} s (Cancel-After) passed before the reply was complete; nothing was charged.`,
+        ),
+      );
     }
     outcome = { failed: err };
     // The provider's own words are for the operator; the client and the record get ours.
@@ -144,23 +158,45 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
  * saw). A deadline is a disconnect the client asked for in advance: what reached it, if it streams.
  * A failure costs nothing (spec), even when part of it reached the client.
  */
-function finishRun(r: ReplyRun, outcome: Outcome, got: { delivered: number; providerTokens: number | undefined; text: string; toolCalls: ToolCall[] }): void {
+function finishRun(
+  r: ReplyRun,
+  outcome: Outcome,
+  got: { delivered: number; providerTokens: number | undefined; text: string; toolCalls: ToolCall[] },
+): void {
   const cut = outcome === 'client_gone' || outcome === 'deadline';
   const sent = outcome === 'deadline' && !r.streamed ? 0 : got.delivered;
   const tokens = Math.min(cut ? sent : (got.providerTokens ?? got.delivered), r.maxTokens);
   const failed = typeof outcome === 'object' ? outcome.failed : undefined;
   if (outcome === 'deadline' && tokens === 0) {
-    r.finish({ ok: false, error: { code: 'timeout', message: 'The client’s deadline (Cancel-After) passed before the reply was complete; nothing was charged.', retryable: true } });
-  } else if (failed !== undefined || tokens === 0) {
-    r.finish({ ok: false, error: failed === undefined ? { code: 'cancelled', message: 'The client went away before the first token.', retryable: true } : failureOf(failed) });
-  } else {
-    void storeText(r.store, r.job.generationId, got.text).then((outputKey) => r.finish({
-      ok: true,
-      output: {
-        outputKey, outputText: got.text, chargeMc: chargeForTokens(tokens, r.ratePer1kMc), outputTokens: tokens,
-        ...(got.toolCalls.length > 0 ? { toolCalls: got.toolCalls } : {}),
-        ...(r.routes.length > 0 ? { routes: r.routes } : {}),
+    r.finish({
+      ok: false,
+      error: {
+        code: 'timeout',
+        message: 'The client’s deadline (Cancel-After) passed before the reply was complete; nothing was charged.',
+        retryable: true,
       },
-    }));
+    });
+  } else if (failed !== undefined || tokens === 0) {
+    r.finish({
+      ok: false,
+      error:
+        failed === undefined
+          ? { code: 'cancelled', message: 'The client went away before the first token.', retryable: true }
+          : failureOf(failed),
+    });
+  } else {
+    void storeText(r.store, r.job.generationId, got.text).then((outputKey) =>
+      r.finish({
+        ok: true,
+        output: {
+          outputKey,
+          outputText: got.text,
+          chargeMc: chargeForTokens(tokens, r.ratePer1kMc),
+          outputTokens: tokens,
+          ...(got.toolCalls.length > 0 ? { toolCalls: got.toolCalls } : {}),
+          ...(r.routes.length > 0 ? { routes: r.routes } : {}),
+        },
+      }),
+    );
   }
 }

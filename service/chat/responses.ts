@@ -36,7 +36,11 @@ export interface StoredResponse extends GenerationView {
  */
 export function createResponses(deps: ResponsesDeps) {
   /** One of the account's stored responses; anything else (another account's, store: false, not a response) is not found. */
-  const stored = async (principal: Principal, id: string, param = 'id'): Promise<GenerationRow & { record: ResponseRecord }> => {
+  const stored = async (
+    principal: Principal,
+    id: string,
+    param = 'id',
+  ): Promise<GenerationRow & { record: ResponseRecord }> => {
     const g = await readOwn(deps.pool, principal.accountId, id).catch((err: unknown) => {
       throw err instanceof NotFoundError ? notFound(id, param) : err;
     });
@@ -57,22 +61,36 @@ export function createResponses(deps: ResponsesDeps) {
      * carried over, as OpenAI's API does), then the previous response's turns and its reply, then
      * the new input. Only a completed response of the same account can be continued.
      */
-    async conversation(principal: Principal, input: { instructions?: string | undefined; previousResponseId?: string | undefined; messages: ChatMessage[] }): Promise<ChatMessage[]> {
+    async conversation(
+      principal: Principal,
+      input: { instructions?: string | undefined; previousResponseId?: string | undefined; messages: ChatMessage[] },
+    ): Promise<ChatMessage[]> {
       const head: ChatMessage[] = input.instructions ? [{ role: 'system', content: input.instructions }] : [];
       if (input.previousResponseId === undefined) return [...head, ...input.messages];
       const previous = await stored(principal, input.previousResponseId, 'previous_response_id');
       if (previous.status !== 'succeeded') {
-        throw new InvalidRequestError(`previous_response_id: response '${previous.id}' is ${previous.status}; only a completed response can be continued.`, 'previous_response_id');
+        throw new InvalidRequestError(
+          `previous_response_id: response '${previous.id}' is ${previous.status}; only a completed response can be continued.`,
+          'previous_response_id',
+        );
       }
       const calls = previous.internal.outputToolCalls ?? [];
-      const reply: ChatMessage = { role: 'assistant', content: previous.outputText ?? '', ...(calls.length > 0 ? { toolCalls: calls } : {}) };
+      const reply: ChatMessage = {
+        role: 'assistant',
+        content: previous.outputText ?? '',
+        ...(calls.length > 0 ? { toolCalls: calls } : {}),
+      };
       return [...head, ...turnsOf(previous), reply, ...input.messages];
     },
 
     /** Stops a background response: its hold is released, nothing charged. Only background responses can be cancelled (OpenAI's rule). */
     async cancel(principal: Principal, id: string): Promise<StoredResponse> {
       const g = await stored(principal, id);
-      if (!g.record.background) throw new InvalidRequestError(`Only responses created with background: true can be cancelled; '${id}' was not.`, 'id');
+      if (!g.record.background)
+        throw new InvalidRequestError(
+          `Only responses created with background: true can be cancelled; '${id}' was not.`,
+          'id',
+        );
       return responseOf(g, await deps.cancel(principal, id));
     },
   };
@@ -89,7 +107,13 @@ function recordOf(g: GenerationRow): ResponseRecord | undefined {
 }
 
 function responseOf(g: GenerationRow & { record: ResponseRecord }, view: GenerationView): StoredResponse {
-  return { ...view, record: g.record, sampling: g.internal.sampling ?? {}, tools: g.internal.tools, toolCalls: g.internal.outputToolCalls ?? [] };
+  return {
+    ...view,
+    record: g.record,
+    sampling: g.internal.sampling ?? {},
+    tools: g.internal.tools,
+    toolCalls: g.internal.outputToolCalls ?? [],
+  };
 }
 
 /** The turns a response ran, without its own instructions (they are not carried over). */

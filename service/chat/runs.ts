@@ -71,10 +71,19 @@ export function createChatRuns(deps: ChatRunDeps) {
     const tokens = g.params.outputTokens ?? 0;
     const maxTokens = g.params.maxTokens ?? tokens;
     return {
-      id: g.id, model: g.model, createdAt: g.createdAt, maxTokens, replay: g,
+      id: g.id,
+      model: g.model,
+      createdAt: g.createdAt,
+      maxTokens,
+      replay: g,
       events: (async function* (): AsyncGenerator<ChatRunEvent> {
         if (text) yield { type: 'delta', text };
-        if (g.status !== 'failed') yield { type: 'end', finishReason: tokens >= maxTokens ? 'length' : 'stop', usage: { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens } };
+        if (g.status !== 'failed')
+          yield {
+            type: 'end',
+            finishReason: tokens >= maxTokens ? 'length' : 'stop',
+            usage: { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens },
+          };
       })(),
       settled: () => Promise.resolve(),
     };
@@ -85,26 +94,45 @@ export function createChatRuns(deps: ChatRunDeps) {
    * passes midway is charged for the tokens sent, as a disconnect is; a whole reply sends nothing
    * before its end, so its deadline charges nothing.
    */
-  async function run(request: ChatRequest, principal: Principal, opts: SubmitOptions & { signal: AbortSignal; streamed?: boolean }): Promise<ChatRun> {
+  async function run(
+    request: ChatRequest,
+    principal: Principal,
+    opts: SubmitOptions & { signal: AbortSignal; streamed?: boolean },
+  ): Promise<ChatRun> {
     const runStarted = Date.now();
     const prior = await deps.admission.priorClaim(principal, opts);
     if (prior !== undefined) return replayed(await firstOf(deps.admission.replay(principal.accountId, prior, opts)));
-    const priced = priceRequest(request, principal, opts.door, (model, feature) => deps.provider.serves?.(model, feature) ?? false);
+    const priced = priceRequest(
+      request,
+      principal,
+      opts.door,
+      (model, feature) => deps.provider.serves?.(model, feature) ?? false,
+    );
     const { ratePer1kMc } = priced.internal;
-    if (ratePer1kMc === undefined || priced.params.maxTokens === undefined) throw new Error(`chat ${priced.model} is not billed per token`);
+    if (ratePer1kMc === undefined || priced.params.maxTokens === undefined)
+      throw new Error(`chat ${priced.model} is not billed per token`);
     const rate: number = ratePer1kMc;
     const maxTokens: number = priced.params.maxTokens;
     priced.internal = { ...priced.internal, apiRunDeadlineMs: REPORT_WAIT_MS };
     priced.apiRun = { deadlineMs: REPORT_WAIT_MS, admittedRunning: true };
-    const job: ProviderJob = { generationId: priced.generationId, kind: 'chat', model: priced.model, prompt: priced.prompt, params: priced.params, internal: priced.internal };
+    const job: ProviderJob = {
+      generationId: priced.generationId,
+      kind: 'chat',
+      model: priced.model,
+      prompt: priced.prompt,
+      params: priced.params,
+      internal: priced.internal,
+    };
 
     // The provider is asked while the hold is being placed when the balance read with the key
     // says the hold will be granted: its time to first token then hides the transaction. A
     // refusal after all (a concurrent spend) stops the upstream call before anything is sent.
     const stop = new AbortController();
     // Not for a key with a budget, nor past the request's own cap: the hold is then likelier refused.
-    const likely = (principal.availableMc ?? 0) >= priced.quoteMc && !principal.budgeted
-      && (opts.spendCap === undefined || creditsToMc(opts.spendCap.credits) >= priced.quoteMc);
+    const likely =
+      (principal.availableMc ?? 0) >= priced.quoteMc &&
+      !principal.budgeted &&
+      (opts.spendCap === undefined || creditsToMc(opts.spendCap.credits) >= priced.quoteMc);
     // The router's entries of every attempt, settled with the charge (its own write of them is best effort).
     const routes: RouteEntry[] = [];
     const routed = (entry: RouteEntry): void => void routes.push(entry);
@@ -124,7 +152,11 @@ export function createChatRuns(deps: ChatRunDeps) {
     const input: GenerationWorkflowInput = admitted.inputs[0]!;
 
     // Fired now, awaited only when the outcome is reported: the first token does not wait for it.
-    const started = deps.gateway.start(input).catch((err: unknown) => log(`generation ${input.generationId}: start failed; retried when the run is reported`, err));
+    const started = deps.gateway
+      .start(input)
+      .catch((err: unknown) =>
+        log(`generation ${input.generationId}: start failed; retried when the run is reported`, err),
+      );
     let finished!: (durable: boolean) => void;
     const outcome = new Promise<boolean>((done) => (finished = done));
     const finish = (result: ApiRunResult): void => {
@@ -137,8 +169,20 @@ export function createChatRuns(deps: ChatRunDeps) {
       createdAt: new Date(),
       maxTokens,
       events: replyEvents({
-        job, provider: deps.provider, store: deps.store, early, stop, routes, maxTokens, ratePer1kMc: rate, signal: opts.signal,
-        deadlineMs: opts.deadlineMs, startedAt: runStarted, streamed: opts.streamed === true, finish, log,
+        job,
+        provider: deps.provider,
+        store: deps.store,
+        early,
+        stop,
+        routes,
+        maxTokens,
+        ratePer1kMc: rate,
+        signal: opts.signal,
+        deadlineMs: opts.deadlineMs,
+        startedAt: runStarted,
+        streamed: opts.streamed === true,
+        finish,
+        log,
       }),
       async settled() {
         // Normally the ledger has it already; else the workflow is settling it from the report.

@@ -1,6 +1,12 @@
 import type pg from 'pg';
 import { findIdempotencyClaim } from '../../core/db/idempotency';
-import { BudgetExceededError, IdempotencyConflictError, InsufficientCreditsError, QuoteAboveSpendCapError, ServiceUnavailableError } from '../../core/errors';
+import {
+  BudgetExceededError,
+  IdempotencyConflictError,
+  InsufficientCreditsError,
+  QuoteAboveSpendCapError,
+  ServiceUnavailableError,
+} from '../../core/errors';
 import { viewOf } from '../../core/generation/view';
 import { requestHash } from '../../core/generation/idempotency';
 import { admit } from '../../core/ledger';
@@ -62,10 +68,14 @@ export function createAdmission(deps: AdmissionDeps) {
     // The first request may have died between its hold and its start; starting again is harmless.
     // If Temporal cannot be reached, the hold stays: the workflow may well be running already, and
     // the client's next repeat (or the reconciler, if it never started) settles what happens.
-    await Promise.all(rows.filter((g) => !isFinal(g.status)).map((g) => gateway.start(inputOfRecord(g, deps.deadlines))))
-      .catch((err: unknown) => {
-        throw new ServiceUnavailableError('The generation could not be resumed just now; retry shortly with the same Idempotency-Key.', { cause: err });
-      });
+    await Promise.all(
+      rows.filter((g) => !isFinal(g.status)).map((g) => gateway.start(inputOfRecord(g, deps.deadlines))),
+    ).catch((err: unknown) => {
+      throw new ServiceUnavailableError(
+        'The generation could not be resumed just now; retry shortly with the same Idempotency-Key.',
+        { cause: err },
+      );
+    });
     await Promise.all(rows.map((g) => waitIfSync(g.id, g.kind, opts)));
     const after = await readRequest(pool, accountId, firstId);
     return { generations: await Promise.all(after.map((g) => viewOf(g, store))), replayed: true };
@@ -88,18 +98,35 @@ export function createAdmission(deps: AdmissionDeps) {
     async admit(priced: readonly PricedGeneration[], principal: Principal, opts: SubmitOptions): Promise<Admitted> {
       assertWithinSpendCap(priced, opts);
       const budgeted = principal.budgeted === true;
-      const admission = await admit(pool, priced.map((p) => ({ ...p, id: p.generationId, budgeted, startsRunning: p.apiRun?.admittedRunning })), keyedOf(principal, opts));
+      const admission = await admit(
+        pool,
+        priced.map((p) => ({ ...p, id: p.generationId, budgeted, startsRunning: p.apiRun?.admittedRunning })),
+        keyedOf(principal, opts),
+      );
       if (admission.outcome === 'replay') return { replayOf: admission.firstId };
-      if (admission.outcome === 'refused') throw new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
+      if (admission.outcome === 'refused')
+        throw new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
       if (admission.outcome === 'over_budget') {
         throw new BudgetExceededError({
-          keyId: admission.keyId, requiredCredits: mcToCredits(admission.requiredMc), availableCredits: mcToCredits(admission.availableMc),
-          budgetCredits: mcToCredits(admission.maxMc), period: admission.period,
+          keyId: admission.keyId,
+          requiredCredits: mcToCredits(admission.requiredMc),
+          availableCredits: mcToCredits(admission.availableMc),
+          budgetCredits: mcToCredits(admission.maxMc),
+          period: admission.period,
         });
       }
       const inputs = admission.generations.map((a, i) => inputOfAdmitted(priced[i]!, a, deps.deadlines));
       for (const input of inputs) {
-        opts.log?.info({ generationId: input.generationId, kind: input.kind, model: input.model, heldCredits: input.admitted.free ? 0 : mcToCredits(input.quoteMc), free: input.admitted.free }, 'generation admitted');
+        opts.log?.info(
+          {
+            generationId: input.generationId,
+            kind: input.kind,
+            model: input.model,
+            heldCredits: input.admitted.free ? 0 : mcToCredits(input.quoteMc),
+            free: input.admitted.free,
+          },
+          'generation admitted',
+        );
       }
       return { inputs, createdAt: admission.createdAt };
     },
@@ -110,7 +137,8 @@ export function createAdmission(deps: AdmissionDeps) {
 function assertWithinSpendCap(priced: readonly PricedGeneration[], opts: SubmitOptions): void {
   if (opts.spendCap === undefined) return;
   const quoteMc = priced.reduce((sum, p) => sum + p.quoteMc, 0);
-  if (quoteMc > creditsToMc(opts.spendCap.credits)) throw new QuoteAboveSpendCapError(mcToCredits(quoteMc), opts.spendCap.credits, opts.spendCap.param);
+  if (quoteMc > creditsToMc(opts.spendCap.credits))
+    throw new QuoteAboveSpendCapError(mcToCredits(quoteMc), opts.spendCap.credits, opts.spendCap.param);
 }
 
 export type Admission = ReturnType<typeof createAdmission>;

@@ -1,6 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import {
-  FetchTimeoutError, OutboundRequestError, ResponseTooLargeError, TooManyRedirectsError, UnsafeAddressError, UnsafeUrlError,
+  FetchTimeoutError,
+  OutboundRequestError,
+  ResponseTooLargeError,
+  TooManyRedirectsError,
+  UnsafeAddressError,
+  UnsafeUrlError,
 } from '../../core/net/errors';
 import { IMAGE_DOWNLOAD } from '../../core/net/safe-http';
 import type { SafeHttpClient } from '../../core/net/safe-http';
@@ -15,7 +20,11 @@ import type { PreparedInput } from './service';
 import type { PricedGeneration } from './requests';
 
 const CONTENT_TYPES: Record<ImageInfo['format'], string> = {
-  png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', avif: 'image/avif',
+  png: 'image/png',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  avif: 'image/avif',
 };
 
 export interface InputPreparerDeps {
@@ -39,15 +48,23 @@ export function createInputPreparer(deps: InputPreparerDeps) {
     if (!url.startsWith(ownPrefix)) return undefined;
     const parsed = new URL(url);
     const key = decodeURIComponent(parsed.pathname.slice(new URL(ownPrefix).pathname.length));
-    const file = await deps.store.open(key, parsed.searchParams.get('expires') ?? '', parsed.searchParams.get('signature') ?? '');
-    if (!file) throw invalid('imageUrl is a link of this service that is invalid or has expired; read the generation again for a fresh one.');
+    const file = await deps.store.open(
+      key,
+      parsed.searchParams.get('expires') ?? '',
+      parsed.searchParams.get('signature') ?? '',
+    );
+    if (!file)
+      throw invalid(
+        'imageUrl is a link of this service that is invalid or has expired; read the generation again for a fresh one.',
+      );
     return readFile(file.path);
   };
 
   const download = async (url: string): Promise<Buffer> => {
     try {
       const res = await deps.http.request(url, IMAGE_DOWNLOAD);
-      if (res.status < 200 || res.status > 299) throw invalid(`imageUrl answered HTTP ${res.status}; it must answer 200 with the image.`);
+      if (res.status < 200 || res.status > 299)
+        throw invalid(`imageUrl answered HTTP ${res.status}; it must answer 200 with the image.`);
       return res.body;
     } catch (err) {
       throw refusal(err);
@@ -56,14 +73,17 @@ export function createInputPreparer(deps: InputPreparerDeps) {
 
   return async (priced: PricedGeneration, uploaded?: Buffer): Promise<PreparedInput> => {
     const url = priced.params.imageUrl;
-    const data = uploaded ?? (url === undefined ? undefined : (await readOwn(url)) ?? (await download(url)));
+    const data = uploaded ?? (url === undefined ? undefined : ((await readOwn(url)) ?? (await download(url))));
     if (data === undefined) throw invalid('imageUrl is required.');
     let info: ImageInfo;
     try {
       info = await inspectImage(data);
     } catch (err) {
       // An uploaded file is named as the door named its field (group B: input_reference).
-      if (err instanceof ImageInputError) throw uploaded ? new InvalidRequestError(`inputFile: ${err.message}`, 'inputFile') : invalid(`imageUrl: ${err.message}`);
+      if (err instanceof ImageInputError)
+        throw uploaded
+          ? new InvalidRequestError(`inputFile: ${err.message}`, 'inputFile')
+          : invalid(`imageUrl: ${err.message}`);
       throw err;
     }
     const inputSize = { inputWidth: info.width, inputHeight: info.height };
@@ -72,7 +92,9 @@ export function createInputPreparer(deps: InputPreparerDeps) {
     if (priced.kind === 'upscale' && scale !== undefined) {
       const maxSide = MAX_UPSCALED_SIDE / scale;
       if (Math.max(info.width, info.height) > maxSide) {
-        throw invalid(`imageUrl: a ${scale}× upscale takes images up to ${maxSide} px on the long side; this one is ${info.width}×${info.height}.`);
+        throw invalid(
+          `imageUrl: a ${scale}× upscale takes images up to ${maxSide} px on the long side; this one is ${info.width}×${info.height}.`,
+        );
       }
       params = { ...inputSize, width: info.width * scale, height: info.height * scale };
     }
@@ -96,10 +118,13 @@ function invalid(message: string): InvalidRequestError {
 function refusal(err: unknown): Error {
   if (err instanceof InvalidRequestError) return err;
   if (err instanceof UnsafeUrlError) return invalid(`imageUrl is not a URL the service fetches: ${err.message}`);
-  if (err instanceof UnsafeAddressError) return invalid(`imageUrl: ${err.message} The service fetches only public http(s) URLs.`);
-  if (err instanceof ResponseTooLargeError) return invalid(`The image at imageUrl is larger than ${IMAGE_DOWNLOAD.maxResponseBytes / (1024 * 1024)} MiB.`);
+  if (err instanceof UnsafeAddressError)
+    return invalid(`imageUrl: ${err.message} The service fetches only public http(s) URLs.`);
+  if (err instanceof ResponseTooLargeError)
+    return invalid(`The image at imageUrl is larger than ${IMAGE_DOWNLOAD.maxResponseBytes / (1024 * 1024)} MiB.`);
   if (err instanceof TooManyRedirectsError) return invalid('imageUrl redirects too many times.');
-  if (err instanceof FetchTimeoutError) return invalid(`imageUrl did not answer within ${IMAGE_DOWNLOAD.timeoutMs / 1000} s.`);
+  if (err instanceof FetchTimeoutError)
+    return invalid(`imageUrl did not answer within ${IMAGE_DOWNLOAD.timeoutMs / 1000} s.`);
   if (err instanceof OutboundRequestError) return invalid(`imageUrl could not be fetched: ${err.message}`);
   return err instanceof Error ? err : new Error(String(err));
 }

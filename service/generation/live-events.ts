@@ -24,34 +24,36 @@ export function createLiveEvents({ pool, log }: { pool: pg.Pool; log?: (message:
     for (const set of byAccount.values()) for (const listener of set) listener(notice);
   };
 
-  const connect = (): Promise<void> => (connecting ??= (async () => {
-    try {
-      const c = await pool.connect();
-      c.on('notification', (message) => {
-        const notice = message.channel === STATUS_CHANNEL && message.payload ? parseNotice(message.payload) : undefined;
-        if (notice) for (const listener of byAccount.get(notice.accountId) ?? []) listener(notice);
-      });
-      c.on('error', (err) => {
-        if (client !== c) return;
-        client = undefined;
-        c.release(true);
-        log?.('live events: the LISTEN connection was lost; listening again', err);
+  const connect = (): Promise<void> =>
+    (connecting ??= (async () => {
+      try {
+        const c = await pool.connect();
+        c.on('notification', (message) => {
+          const notice =
+            message.channel === STATUS_CHANNEL && message.payload ? parseNotice(message.payload) : undefined;
+          if (notice) for (const listener of byAccount.get(notice.accountId) ?? []) listener(notice);
+        });
+        c.on('error', (err) => {
+          if (client !== c) return;
+          client = undefined;
+          c.release(true);
+          log?.('live events: the LISTEN connection was lost; listening again', err);
+          reconnectLater();
+        });
+        await c.query(`LISTEN ${STATUS_CHANNEL}`);
+        if (closed) {
+          c.release();
+          return;
+        }
+        client = c;
+        everyone({ resync: true });
+      } catch (err) {
+        log?.('live events: could not LISTEN; trying again', err);
         reconnectLater();
-      });
-      await c.query(`LISTEN ${STATUS_CHANNEL}`);
-      if (closed) {
-        c.release();
-        return;
+      } finally {
+        connecting = undefined;
       }
-      client = c;
-      everyone({ resync: true });
-    } catch (err) {
-      log?.('live events: could not LISTEN; trying again', err);
-      reconnectLater();
-    } finally {
-      connecting = undefined;
-    }
-  })());
+    })());
 
   const reconnectLater = (): void => {
     if (closed || retry || byAccount.size === 0) return;

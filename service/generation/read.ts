@@ -21,14 +21,31 @@ import type { Balance, FollowOptions, ListQuery, Quote } from './types';
 /** How often `follow` re-reads a record while a caller watches its status. */
 const FOLLOW_POLL_MS = 250;
 
-const CONTENT_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp', webm: 'video/webm', mp4: 'video/mp4', txt: 'text/plain; charset=utf-8' };
+const CONTENT_TYPES: Record<string, string> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  webp: 'image/webp',
+  webm: 'video/webm',
+  mp4: 'video/mp4',
+  txt: 'text/plain; charset=utf-8',
+};
 
 function contentTypeOf(key: string): string {
   return CONTENT_TYPES[key.slice(key.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
 }
 
 /** Reading and following an account's generations, its balance and what a request would cost. */
-export function createReads({ pool, gateway, store, serves }: { pool: pg.Pool; gateway: GenerationGateway; store: OutputStore; serves: Serves }) {
+export function createReads({
+  pool,
+  gateway,
+  store,
+  serves,
+}: {
+  pool: pg.Pool;
+  gateway: GenerationGateway;
+  store: OutputStore;
+  serves: Serves;
+}) {
   const credits = async (principal: Principal) => {
     const c = await getAccountCredits(pool, principal.accountId);
     if (!c) throw new NotFoundError('Account not found.');
@@ -83,7 +100,11 @@ export function createReads({ pool, gateway, store, serves }: { pool: pg.Pool; g
      * A generation with its output file's bytes (once it has succeeded), or those of one of a
      * video's previews, for doors that serve the file itself. No file: not succeeded, or no such preview.
      */
-    async output(principal: Principal, id: string, preview?: VideoPreviewName): Promise<{ generation: GenerationView; file?: { data: Buffer; contentType: string } }> {
+    async output(
+      principal: Principal,
+      id: string,
+      preview?: VideoPreviewName,
+    ): Promise<{ generation: GenerationView; file?: { data: Buffer; contentType: string } }> {
       const g = await readOwn(pool, principal.accountId, id);
       const generation = await viewOf(g, store);
       const key = preview === undefined ? g.outputKey : g.previewKeys[preview];
@@ -94,10 +115,19 @@ export function createReads({ pool, gateway, store, serves }: { pool: pg.Pool; g
 
     async list(principal: Principal, q: ListQuery): Promise<{ data: GenerationView[]; nextCursor: string | null }> {
       const before = q.cursor === undefined ? q.after : decodeCursor(q.cursor);
-      const rows = await listGenerations(pool, principal.accountId, { limit: q.limit + 1, before, kind: q.kind, status: q.status, order: q.order });
+      const rows = await listGenerations(pool, principal.accountId, {
+        limit: q.limit + 1,
+        before,
+        kind: q.kind,
+        status: q.status,
+        order: q.order,
+      });
       const page = rows.slice(0, q.limit);
       const last = page[page.length - 1];
-      return { data: await Promise.all(page.map((g) => viewOf(g, store))), nextCursor: rows.length > q.limit && last ? encodeCursor(last.id) : null };
+      return {
+        data: await Promise.all(page.map((g) => viewOf(g, store))),
+        nextCursor: rows.length > q.limit && last ? encodeCursor(last.id) : null,
+      };
     },
 
     async balance(principal: Principal): Promise<Balance> {
@@ -123,7 +153,15 @@ export function createReads({ pool, gateway, store, serves }: { pool: pg.Pool; g
       const credited = free ? 0 : mcToCredits(priced.quoteMc);
       const balance = mcToCredits(c.balanceMc - c.heldMc);
       const { imageUrl: _imageUrl, ...params } = priced.params;
-      return { kind: priced.kind, model: free ? priced.freeChat!.model : priced.model, credits: credited, free, params, balance, affordable: free || balance >= credited };
+      return {
+        kind: priced.kind,
+        model: free ? priced.freeChat!.model : priced.model,
+        credits: credited,
+        free,
+        params,
+        balance,
+        affordable: free || balance >= credited,
+      };
     },
   };
 }

@@ -12,7 +12,13 @@ import type { SubmitOptions, Submitted } from './types';
  * any other, so it is priced, held, charged, listed and idempotent the same way. Both doors
  * (group A's and group B's remix routes) call this.
  */
-export function createRemix({ pool, submit }: { pool: pg.Pool; submit: (request: GenerationRequest, principal: Principal, opts: SubmitOptions) => Promise<Submitted> }) {
+export function createRemix({
+  pool,
+  submit,
+}: {
+  pool: pg.Pool;
+  submit: (request: GenerationRequest, principal: Principal, opts: SubmitOptions) => Promise<Submitted>;
+}) {
   return async (principal: Principal, id: string, prompt: string, opts: SubmitOptions): Promise<Submitted> => {
     const source = await readOwn(pool, principal.accountId, id);
     return submit(remixRequestOf(source, prompt), principal, opts);

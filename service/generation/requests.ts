@@ -7,7 +7,13 @@ import type { Principal } from '../../core/accounts/principal';
 import { capChatMessages, quoteChat, quoteImage, quoteUpscale, quoteVideo } from '../../core/catalogue/pricing';
 import { assertPromptAllowed } from '../../core/generation/safety';
 import type { ProviderFeature } from '../../core/providers/types';
-import type { ChatMessage, ChatSampling, ChatTools, InternalParams, ResponseRecord } from '../../core/generation/params';
+import type {
+  ChatMessage,
+  ChatSampling,
+  ChatTools,
+  InternalParams,
+  ResponseRecord,
+} from '../../core/generation/params';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
 import type { Door } from '../../core/vocabulary';
 
@@ -17,25 +23,39 @@ import type { Door } from '../../core/vocabulary';
  */
 export type GenerationRequest =
   | {
-    kind: 'image'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined;
-    width?: number | undefined; height?: number | undefined;
-    /** Group B's `quality: "hd"`: the model's high variant, or twice its price (DESIGN §6). */
-    hd?: boolean | undefined;
-  }
+      kind: 'image';
+      model?: string | undefined;
+      prompt: string;
+      quality?: string | undefined;
+      aspect?: string | undefined;
+      width?: number | undefined;
+      height?: number | undefined;
+      /** Group B's `quality: "hd"`: the model's high variant, or twice its price (DESIGN §6). */
+      hd?: boolean | undefined;
+    }
   | {
-    kind: 'video'; model?: string | undefined; prompt: string; quality?: string | undefined; aspect?: string | undefined; seconds?: number | undefined;
-    /** A reference frame (image-to-video), fetched and checked before the hold like an upscale input. */
-    imageUrl?: string | undefined;
-    /** The succeeded video this one remixes (service/generation/remix.ts), kept in its parameters. */
-    remixedFrom?: string | undefined;
-  }
+      kind: 'video';
+      model?: string | undefined;
+      prompt: string;
+      quality?: string | undefined;
+      aspect?: string | undefined;
+      seconds?: number | undefined;
+      /** A reference frame (image-to-video), fetched and checked before the hold like an upscale input. */
+      imageUrl?: string | undefined;
+      /** The succeeded video this one remixes (service/generation/remix.ts), kept in its parameters. */
+      remixedFrom?: string | undefined;
+    }
   | {
-    kind: 'chat'; model?: string | undefined; messages: ChatMessage[]; maxTokens?: number | undefined; sampling?: ChatSampling | undefined;
-    /** A Responses API request: what it keeps beside the reply. */
-    response?: ResponseRecord | undefined;
-    /** Functions the model may call: served only where the model's provider passes them on. */
-    tools?: ChatTools | undefined;
-  }
+      kind: 'chat';
+      model?: string | undefined;
+      messages: ChatMessage[];
+      maxTokens?: number | undefined;
+      sampling?: ChatSampling | undefined;
+      /** A Responses API request: what it keeps beside the reply. */
+      response?: ResponseRecord | undefined;
+      /** Functions the model may call: served only where the model's provider passes them on. */
+      tools?: ChatTools | undefined;
+    }
   | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
 
 /** A priced request: everything a generation workflow needs, before its hold is placed. */
@@ -49,15 +69,32 @@ export interface PricedGeneration extends Omit<GenerationWorkflowInput, 'admitte
  * scope, then the safety guard (before pricing), then the price, then the key's models.
  * Upscale inputs are fetched and checked by the service afterwards (they need I/O).
  */
-export function priceRequest(request: GenerationRequest, principal: Principal, door: Door, serves: Serves = servesNothing): PricedGeneration {
+export function priceRequest(
+  request: GenerationRequest,
+  principal: Principal,
+  door: Door,
+  serves: Serves = servesNothing,
+): PricedGeneration {
   assertScope(principal, request.kind);
-  const base = { generationId: newId('gen'), accountId: principal.accountId, apiKeyId: principal.apiKeyId, kind: request.kind };
+  const base = {
+    generationId: newId('gen'),
+    accountId: principal.accountId,
+    apiKeyId: principal.apiKeyId,
+    kind: request.kind,
+  };
   switch (request.kind) {
     case 'image': {
       assertPromptAllowed(request.prompt);
       const quote = quoteImage(request);
       assertModelAllowed(principal, 'image', quote.model);
-      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params }, internal: {}, quoteMc: quote.priceMc };
+      return {
+        ...base,
+        model: quote.model,
+        prompt: request.prompt,
+        params: { ...quote.params },
+        internal: {},
+        quoteMc: quote.priceMc,
+      };
     }
     case 'video': {
       assertPromptAllowed(request.prompt);
@@ -65,7 +102,14 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
       assertModelAllowed(principal, 'video', quote.model);
       const reference = request.imageUrl === undefined ? {} : { imageUrl: request.imageUrl };
       const remix = request.remixedFrom === undefined ? {} : { remixedFrom: request.remixedFrom };
-      return { ...base, model: quote.model, prompt: request.prompt, params: { ...quote.params, ...reference, ...remix }, internal: {}, quoteMc: quote.priceMc };
+      return {
+        ...base,
+        model: quote.model,
+        prompt: request.prompt,
+        params: { ...quote.params, ...reference, ...remix },
+        internal: {},
+        quoteMc: quote.priceMc,
+      };
     }
     case 'chat': {
       const quote = quoteChat(request, door);
@@ -89,7 +133,11 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
         ...base,
         model: quote.model,
         prompt: capped.prompt,
-        params: { requestedModel: quote.requestedModel, promptTruncated: capped.truncated, ...(maxTokens === undefined ? {} : { maxTokens }) },
+        params: {
+          requestedModel: quote.requestedModel,
+          promptTruncated: capped.truncated,
+          ...(maxTokens === undefined ? {} : { maxTokens }),
+        },
         internal,
         quoteMc: quote.priceMc,
         // While the allowance lasts, the automatically chosen model answers for free. Per-token
@@ -103,7 +151,14 @@ export function priceRequest(request: GenerationRequest, principal: Principal, d
       // An upscaler may take guidance text; the simulator reads its test directives there.
       const prompt = request.prompt ?? '';
       if (prompt) assertPromptAllowed(prompt);
-      return { ...base, model: quote.model, prompt, params: { ...quote.params, imageUrl: request.imageUrl }, internal: {}, quoteMc: quote.priceMc };
+      return {
+        ...base,
+        model: quote.model,
+        prompt,
+        params: { ...quote.params, imageUrl: request.imageUrl },
+        internal: {},
+        quoteMc: quote.priceMc,
+      };
     }
   }
 }
@@ -116,9 +171,15 @@ const servesNothing: Serves = () => false;
  * Functions (offered, called or answered) are passed on to providers that take them, and refused
  * by name where the model's provider would silently drop them (the simulator).
  */
-function assertFeaturesServed(request: Extract<GenerationRequest, { kind: 'chat' }>, model: string, serves: Serves): void {
+function assertFeaturesServed(
+  request: Extract<GenerationRequest, { kind: 'chat' }>,
+  model: string,
+  serves: Serves,
+): void {
   if (serves(model, 'tools')) return;
-  const unserved = (what: string) => `${what} ${what.endsWith('s') ? 'are' : 'is'} not supported by the provider of ${model}; models routed to an OpenAI-compatible upstream take them.`;
+  const unserved = (what: string) =>
+    `${what} ${what.endsWith('s') ? 'are' : 'is'} not supported by the provider of ${model}; models routed to an OpenAI-compatible upstream take them.`;
   if (request.tools?.functions.length) throw new InvalidRequestError(`tools: ${unserved('function tools')}`, 'tools');
-  if (request.messages.some((m) => m.role === 'tool' || m.toolCalls?.length)) throw new InvalidRequestError(`messages: ${unserved('function calls and their outputs')}`, 'messages');
+  if (request.messages.some((m) => m.role === 'tool' || m.toolCalls?.length))
+    throw new InvalidRequestError(`messages: ${unserved('function calls and their outputs')}`, 'messages');
 }

@@ -13,7 +13,15 @@ import { createWatch } from './watch';
 import type { GenerationServiceDeps, SubmitOptions, Submitted } from './types';
 
 export type {
-  Balance, FollowOptions, GenerationServiceDeps, ListQuery, PreparedInput, Quote, SubmitOptions, Submitted, SubmittedMany,
+  Balance,
+  FollowOptions,
+  GenerationServiceDeps,
+  ListQuery,
+  PreparedInput,
+  Quote,
+  SubmitOptions,
+  Submitted,
+  SubmittedMany,
 } from './types';
 
 /**
@@ -27,13 +35,24 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const admission = createAdmission({ pool, gateway, store, syncWaitMs: deps.syncWaitMs, deadlines: deps.deadlines });
   const provider = deps.provider ?? createSimulator();
   const serves: Serves = (model, feature) => provider.serves?.(model, feature) ?? false;
-  const submit = createSubmit({ pool, gateway, store, admission, serves, ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}) });
+  const submit = createSubmit({
+    pool,
+    gateway,
+    store,
+    admission,
+    serves,
+    ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
+  });
   const chat = createChatRuns({ pool, gateway, store, admission, provider, ...(deps.log ? { log: deps.log } : {}) });
   const reads = createReads({ pool, gateway, store, serves });
   const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
   const cancel = createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines });
 
-  const submitOne = async (request: GenerationRequest, principal: Principal, opts: SubmitOptions): Promise<Submitted> => {
+  const submitOne = async (
+    request: GenerationRequest,
+    principal: Principal,
+    opts: SubmitOptions,
+  ): Promise<Submitted> => {
     const { generations, replayed } = await submit.submitMany(request, principal, opts);
     return { generation: generations[0]!, replayed };
   };

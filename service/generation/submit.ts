@@ -43,26 +43,44 @@ export function createSubmit(deps: SubmitDeps) {
     } catch (err) {
       // The client is told it failed, so the generation must not charge. Should the start have
       // reached the server after all, that workflow finds the hold released and charges nothing.
-      await release(pool, input.generationId, { code: 'not_started', message: 'The generation could not be started; nothing was charged.', retryable: true });
-      throw new ServiceUnavailableError('The service could not start the generation; nothing was charged. Retry shortly.', { cause: err });
+      await release(pool, input.generationId, {
+        code: 'not_started',
+        message: 'The generation could not be started; nothing was charged.',
+        retryable: true,
+      });
+      throw new ServiceUnavailableError(
+        'The service could not start the generation; nothing was charged. Retry shortly.',
+        { cause: err },
+      );
     }
   };
 
   /** Workflow starts made after the answer (see submitMany), so that a graceful stop waits for them. */
   const starting = new Set<Promise<void>>();
   const startInBackground = (input: GenerationWorkflowInput, opts: SubmitOptions): void => {
-    const started: Promise<void> = startOrRelease(input).catch((err: unknown) => {
-      // Released already: the generation reads `failed` with code `not_started`, nothing charged.
-      opts.log?.warn?.({ generationId: input.generationId, err }, 'generation workflow could not be started; hold released');
-    }).finally(() => starting.delete(started));
+    const started: Promise<void> = startOrRelease(input)
+      .catch((err: unknown) => {
+        // Released already: the generation reads `failed` with code `not_started`, nothing charged.
+        opts.log?.warn?.(
+          { generationId: input.generationId, err },
+          'generation workflow could not be started; hold released',
+        );
+      })
+      .finally(() => starting.delete(started));
     starting.add(started);
   };
 
   /** Fetches and checks an input (upscale image, video reference frame) before anything is held. */
-  const prepare = async (priced: PricedGeneration, uploaded: Buffer | undefined): Promise<PreparedInput | undefined> => {
-    const needsInput = priced.kind === 'upscale' || (priced.kind === 'video' && (priced.params.imageUrl !== undefined || uploaded !== undefined));
+  const prepare = async (
+    priced: PricedGeneration,
+    uploaded: Buffer | undefined,
+  ): Promise<PreparedInput | undefined> => {
+    const needsInput =
+      priced.kind === 'upscale' ||
+      (priced.kind === 'video' && (priced.params.imageUrl !== undefined || uploaded !== undefined));
     if (!needsInput) return undefined;
-    if (!deps.prepareInput) throw new ServiceUnavailableError('Fetching input images is not available on this instance.');
+    if (!deps.prepareInput)
+      throw new ServiceUnavailableError('Fetching input images is not available on this instance.');
     const prepared = await deps.prepareInput(priced, uploaded);
     priced.params = { ...priced.params, ...prepared.params };
     return prepared;
@@ -78,18 +96,47 @@ export function createSubmit(deps: SubmitDeps) {
       await keepInternal(pool, input.generationId, kept);
       input.internal = { ...input.internal, ...kept };
     } catch (err) {
-      await release(pool, input.generationId, { code: 'input_unavailable', message: 'The input could not be stored; nothing was charged.', retryable: true });
-      throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', { cause: err });
+      await release(pool, input.generationId, {
+        code: 'input_unavailable',
+        message: 'The input could not be stored; nothing was charged.',
+        retryable: true,
+      });
+      throw new ServiceUnavailableError('The input could not be stored; nothing was charged. Retry shortly.', {
+        cause: err,
+      });
     }
   };
 
   /** The generation as admission wrote it: queued, nothing charged, no output yet. */
-  const queuedView = (input: GenerationWorkflowInput, createdAt: Date): Promise<GenerationView> => viewOf({
-    id: input.generationId, accountId: input.accountId, apiKeyId: input.apiKeyId, kind: input.kind, model: input.model,
-    status: 'queued', params: input.params, internal: input.internal, prompt: input.prompt, quoteMc: input.quoteMc, chargedMc: 0, freeChat: input.admitted.free,
-    outputKey: null, outputText: null, previewKeys: {}, error: null, createdAt, startedAt: null, finishedAt: null,
-    progressPercent: null, queuePosition: null, measuredSeconds: null, provider: null,
-  }, store);
+  const queuedView = (input: GenerationWorkflowInput, createdAt: Date): Promise<GenerationView> =>
+    viewOf(
+      {
+        id: input.generationId,
+        accountId: input.accountId,
+        apiKeyId: input.apiKeyId,
+        kind: input.kind,
+        model: input.model,
+        status: 'queued',
+        params: input.params,
+        internal: input.internal,
+        prompt: input.prompt,
+        quoteMc: input.quoteMc,
+        chargedMc: 0,
+        freeChat: input.admitted.free,
+        outputKey: null,
+        outputText: null,
+        previewKeys: {},
+        error: null,
+        createdAt,
+        startedAt: null,
+        finishedAt: null,
+        progressPercent: null,
+        queuePosition: null,
+        measuredSeconds: null,
+        provider: null,
+      },
+      store,
+    );
 
   /**
    * The generation just admitted, as the database has it now. Its workflow has started, so it will
@@ -111,7 +158,11 @@ export function createSubmit(deps: SubmitDeps) {
    * elsewhere), all held in one transaction or none. Each is a generation of its own, listed by
    * every door; an Idempotency-Key stands for the whole batch.
    */
-  const submitMany = async (request: GenerationRequest, principal: Principal, opts: SubmitOptions & { count?: number }): Promise<SubmittedMany> => {
+  const submitMany = async (
+    request: GenerationRequest,
+    principal: Principal,
+    opts: SubmitOptions & { count?: number },
+  ): Promise<SubmittedMany> => {
     const prior = await admission.priorClaim(principal, opts);
     if (prior !== undefined) return admission.replay(principal.accountId, prior, opts);
 
@@ -122,7 +173,8 @@ export function createSubmit(deps: SubmitDeps) {
       priced.forEach((p, index) => (p.internal = { ...p.internal, siblings: { firstId, index } }));
     }
     // Kept with the generation, so that a workflow started again from its record keeps it too.
-    if (opts.deadlineMs !== undefined) for (const p of priced) p.internal = { ...p.internal, clientDeadlineMs: opts.deadlineMs };
+    if (opts.deadlineMs !== undefined)
+      for (const p of priced) p.internal = { ...p.internal, clientDeadlineMs: opts.deadlineMs };
     const prepared = await prepare(priced[0]!, opts.inputFile);
     for (const p of priced.slice(1)) p.params = { ...p.params, ...prepared?.params };
 
@@ -141,18 +193,25 @@ export function createSubmit(deps: SubmitDeps) {
     }
     try {
       // Each either starts or gives its hold back at once; none is left held without a workflow.
-      const started = await Promise.allSettled(admitted.inputs.map(async (input) => {
-        if (prepared) await storeInput(input, prepared);
-        await startOrRelease(input);
-      }));
+      const started = await Promise.allSettled(
+        admitted.inputs.map(async (input) => {
+          if (prepared) await storeInput(input, prepared);
+          await startOrRelease(input);
+        }),
+      );
       const failures = started.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failures.length === started.length) throw failures[0]!.reason;
       if (failures.length > 0) {
-        throw new ServiceUnavailableError(`${failures.length} of ${started.length} generations could not be started and were not charged; the others run and are listed by GET /api/v1/generations.`);
+        throw new ServiceUnavailableError(
+          `${failures.length} of ${started.length} generations could not be started and were not charged; the others run and are listed by GET /api/v1/generations.`,
+        );
       }
       admissionTimer();
       await Promise.all(admitted.inputs.map((input) => admission.waitIfSync(input.generationId, input.kind, opts)));
-      return { generations: await Promise.all(admitted.inputs.map((input) => admittedView(input, admitted.createdAt))), replayed: false };
+      return {
+        generations: await Promise.all(admitted.inputs.map((input) => admittedView(input, admitted.createdAt))),
+        replayed: false,
+      };
     } catch (err) {
       // Admitted: an error now must not make a client send the request again (and hold again).
       throw markAfterAdmission(err);

@@ -48,7 +48,10 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
   const signalWithStart = async (input: GenerationWorkflowInput, signal: GenerationSignal): Promise<boolean> => {
     try {
       await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-        client.workflow.signalWithStart<GenerationWorkflow, GenerationSignal['signalArgs']>(GENERATION_WORKFLOW_TYPE, { ...startOptions(input), ...signal }),
+        client.workflow.signalWithStart<GenerationWorkflow, GenerationSignal['signalArgs']>(GENERATION_WORKFLOW_TYPE, {
+          ...startOptions(input),
+          ...signal,
+        }),
       );
       return true;
     } catch (err) {
@@ -83,7 +86,10 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
       try {
         return await signalWithStart(input, { signal: cancelSignal, signalArgs: [reason] });
       } catch (err) {
-        throw new ServiceUnavailableError('The cancel could not reach the workflow service; nothing changed. Retry shortly.', { cause: err });
+        throw new ServiceUnavailableError(
+          'The cancel could not reach the workflow service; nothing changed. Retry shortly.',
+          { cause: err },
+        );
       }
     },
 
@@ -129,13 +135,20 @@ export type GenerationGateway = ReturnType<typeof createGenerationGateway>;
 export function summarise(input: GenerationWorkflowInput): string {
   const p = input.params;
   const detail =
-    input.kind === 'video' ? `${String(p.seconds)} s ${String(p.resolution)}`
-      : input.kind === 'image' ? `${String(p.width)}×${String(p.height)}`
-        : input.kind === 'upscale' ? `${String(p.scale)}×`
+    input.kind === 'video'
+      ? `${String(p.seconds)} s ${String(p.resolution)}`
+      : input.kind === 'image'
+        ? `${String(p.width)}×${String(p.height)}`
+        : input.kind === 'upscale'
+          ? `${String(p.scale)}×`
           : '';
   const free = input.admitted?.free ?? false;
   // Per-token chat holds its output cap; what it charges is known at the end.
   const perToken = input.internal.ratePer1kMc !== undefined;
-  const price = free ? 'free reply' : perToken ? `up to ${mcToCredits(input.quoteMc)} credits, per token` : `${mcToCredits(input.quoteMc)} credits`;
+  const price = free
+    ? 'free reply'
+    : perToken
+      ? `up to ${mcToCredits(input.quoteMc)} credits, per token`
+      : `${mcToCredits(input.quoteMc)} credits`;
   return [input.kind, input.model, detail, price].filter((s) => s !== '').join(' · ');
 }

@@ -8,7 +8,6 @@ import type { GenerationView } from '../../core/generation/view';
 import type { GenerationGateway } from './temporal-gateway';
 import type { PricedGeneration } from './requests';
 
-
 /** What the generation service takes and gives: shared by its parts and by the doors that call it. */
 
 export interface GenerationServiceDeps {

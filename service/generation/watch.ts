@@ -68,7 +68,11 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
      * progress as hundredths (`2.40`: running at 40 %), so a resumed stream is sent only what is
      * newer. A generation the account does not own is a NotFoundError before anything streams.
      */
-    async generation(principal: Principal, id: string, opts: { after?: string | undefined; signal: AbortSignal }): Promise<AsyncIterable<WatchEvent>> {
+    async generation(
+      principal: Principal,
+      id: string,
+      opts: { after?: string | undefined; signal: AbortSignal },
+    ): Promise<AsyncIterable<WatchEvent>> {
       await readOwn(pool, principal.accountId, id);
       const box = inbox();
       const unsubscribe = await live.subscribe(principal.accountId, (n: LiveNotice) => {
@@ -86,7 +90,12 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
             const at = g.status === 'running' ? rank + Math.min(99, g.progressPercent ?? 0) / 100 : rank;
             if (rank > Math.floor(last)) {
               last = at;
-              yield { type: 'generation', id: eventIdOf(at), final: isFinal(g.status), generation: await viewOf(g, store) } as const;
+              yield {
+                type: 'generation',
+                id: eventIdOf(at),
+                final: isFinal(g.status),
+                generation: await viewOf(g, store),
+              } as const;
             } else if (at > last) {
               last = at;
               yield { type: 'progress', id: eventIdOf(at), generation: await viewOf(g, store) } as const;
@@ -110,7 +119,10 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
      * Progress of a running one is sent as it is heard (its id the last change's time: progress is
      * not replayed on resume, the record has it).
      */
-    async account(principal: Principal, opts: { ids?: readonly string[] | undefined; after?: string | undefined; signal: AbortSignal }): Promise<AsyncIterable<WatchEvent>> {
+    async account(
+      principal: Principal,
+      opts: { ids?: readonly string[] | undefined; after?: string | undefined; signal: AbortSignal },
+    ): Promise<AsyncIterable<WatchEvent>> {
       const wanted = opts.ids && new Set(opts.ids);
       const changed = new Set<string>();
       const progressed = new Set<string>();
@@ -135,13 +147,20 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
       const after = Number.isFinite(resumedAt) ? resumedAt : -1;
       let since = Number.isFinite(resumedAt) ? resumedAt : Date.now();
       const changesSince = async (from: number) => {
-        const rows = await listChangedGenerations(pool, accountId, { fromId: idFloorAt('gen', from - LIVE_WINDOW_MS), since: new Date(from) });
+        const rows = await listChangedGenerations(pool, accountId, {
+          fromId: idFloorAt('gen', from - LIVE_WINDOW_MS),
+          since: new Date(from),
+        });
         return wanted ? rows.filter((r) => wanted.has(r.id)) : rows;
       };
       // Read before anything streams, so that a database out of reach is an error answer, not a cut stream.
       let rows: Awaited<ReturnType<typeof getVersioned>>;
       try {
-        rows = wanted ? await getVersioned(pool, accountId, [...wanted]) : Number.isFinite(resumedAt) ? await changesSince(resumedAt) : [];
+        rows = wanted
+          ? await getVersioned(pool, accountId, [...wanted])
+          : Number.isFinite(resumedAt)
+            ? await changesSince(resumedAt)
+            : [];
       } catch (err) {
         unsubscribe();
         throw err;
@@ -157,7 +176,12 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
               if ((sent.get(row.id) ?? after) >= version) continue;
               sent.set(row.id, version);
               since = Math.max(since, version);
-              yield { type: 'generation', id: String(version), final: isFinal(row.status), generation: await viewOf(row, store) } as const;
+              yield {
+                type: 'generation',
+                id: String(version),
+                final: isFinal(row.status),
+                generation: await viewOf(row, store),
+              } as const;
             }
             if (credited) {
               credited = false;
@@ -177,7 +201,8 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
               const ids = [...previewed];
               previewed.clear();
               for (const row of await getVersioned(pool, accountId, ids)) {
-                if (row.status === 'running' && row.previewKeys.thumbnail) yield { type: 'preview', id: String(since), generation: await viewOf(row, store) } as const;
+                if (row.status === 'running' && row.previewKeys.thumbnail)
+                  yield { type: 'preview', id: String(since), generation: await viewOf(row, store) } as const;
               }
             }
             // A stream of listed generations ends once each has ended (and been sent).

@@ -9,7 +9,11 @@ import type { PricedGeneration } from './requests';
 export type Deadlines = Partial<Record<GenerationKind, number>>;
 
 /** The workflow's deadline: the sooner of the kind's own and the one the client asked for, if any. */
-function deadlineOf(kind: GenerationKind, internal: InternalParams, deadlines: Deadlines | undefined): number | undefined {
+function deadlineOf(
+  kind: GenerationKind,
+  internal: InternalParams,
+  deadlines: Deadlines | undefined,
+): number | undefined {
   const own = deadlines?.[kind];
   const asked = internal.clientDeadlineMs;
   if (asked === undefined) return own;
@@ -17,7 +21,11 @@ function deadlineOf(kind: GenerationKind, internal: InternalParams, deadlines: D
 }
 
 /** The workflow input of a generation the ledger just admitted. */
-export function inputOfAdmitted(priced: PricedGeneration, admitted: AdmittedGeneration, deadlines: Deadlines | undefined): GenerationWorkflowInput {
+export function inputOfAdmitted(
+  priced: PricedGeneration,
+  admitted: AdmittedGeneration,
+  deadlines: Deadlines | undefined,
+): GenerationWorkflowInput {
   const { freeChat: _freeChat, ...rest } = priced;
   const deadlineMs = deadlineOf(priced.kind, priced.internal, deadlines);
   return {

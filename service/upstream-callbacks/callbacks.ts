@@ -7,7 +7,12 @@ import { receiveUpstreamWebhook } from '../../core/db/upstream-jobs';
 import { InvalidRequestError, ServiceUnavailableError } from '../../core/errors';
 import { metrics } from '../../core/metrics';
 import { PREDICTION_ENDED } from '../../core/providers/replicate-upstream';
-import { createJwksCache, CallbackSignatureError, verifyFalWebhook, verifyStandardWebhook } from '../../core/providers/callback-signatures';
+import {
+  createJwksCache,
+  CallbackSignatureError,
+  verifyFalWebhook,
+  verifyStandardWebhook,
+} from '../../core/providers/callback-signatures';
 import type { Headers, JwksCache } from '../../core/providers/callback-signatures';
 
 export type CallbackProtocol = 'fal' | 'replicate';
@@ -31,7 +36,10 @@ export interface UpstreamCallbackDeps {
   log?: (message: string, err: unknown) => void;
 }
 
-const PROTOCOL_OF: Record<CallbackProtocol, UpstreamConfig['protocol']> = { fal: 'queue-video', replicate: 'replicate' };
+const PROTOCOL_OF: Record<CallbackProtocol, UpstreamConfig['protocol']> = {
+  fal: 'queue-video',
+  replicate: 'replicate',
+};
 
 /**
  * Webhooks from upstreams (fal, Replicate) saying a job we left waiting has ended: verified on the
@@ -46,19 +54,31 @@ export function createUpstreamCallbackService(deps: UpstreamCallbackDeps) {
   const caches = new Map<string, JwksCache>();
   const jwksOf = (url: string): JwksCache => {
     let cache = caches.get(url);
-    if (!cache) caches.set(url, (cache = createJwksCache(url, { ...(deps.fetchJson ? { fetchJson: deps.fetchJson } : {}), now: clock })));
+    if (!cache)
+      caches.set(
+        url,
+        (cache = createJwksCache(url, { ...(deps.fetchJson ? { fetchJson: deps.fetchJson } : {}), now: clock })),
+      );
     return cache;
   };
 
   /** The job the webhook is about, once its signature holds; undefined for an event that ends nothing. */
-  async function verified(protocol: CallbackProtocol, upstream: Pick<UpstreamConfig, 'jwksUrl' | 'webhookSecret'>, headers: Headers, body: Buffer): Promise<{ jobId: string; webhookId: string } | undefined> {
+  async function verified(
+    protocol: CallbackProtocol,
+    upstream: Pick<UpstreamConfig, 'jwksUrl' | 'webhookSecret'>,
+    headers: Headers,
+    body: Buffer,
+  ): Promise<{ jobId: string; webhookId: string } | undefined> {
     if (protocol === 'fal') {
       const cache = jwksOf(upstream.jwksUrl);
       let requestId: string;
       try {
         requestId = verifyFalWebhook(await cache.keys(), headers, body, clock()).requestId;
       } catch (err) {
-        const fresh = err instanceof CallbackSignatureError && /does not verify/.test(err.message) ? await cache.refreshed() : undefined;
+        const fresh =
+          err instanceof CallbackSignatureError && /does not verify/.test(err.message)
+            ? await cache.refreshed()
+            : undefined;
         if (!fresh) throw err;
         requestId = verifyFalWebhook(fresh, headers, body, clock()).requestId;
       }
@@ -70,18 +90,26 @@ export function createUpstreamCallbackService(deps: UpstreamCallbackDeps) {
     const prediction = parse(body) as { id?: unknown; status?: unknown } | undefined;
     if (typeof prediction?.id !== 'string') return undefined;
     // Only a final prediction ends the wait; another event (start, output, logs) is acknowledged.
-    return typeof prediction.status === 'string' && PREDICTION_ENDED.has(prediction.status) ? { jobId: prediction.id, webhookId } : undefined;
+    return typeof prediction.status === 'string' && PREDICTION_ENDED.has(prediction.status)
+      ? { jobId: prediction.id, webhookId }
+      : undefined;
   }
 
   return {
-    async receive(protocol: CallbackProtocol, upstreamName: string | undefined, headers: Headers, body: Buffer): Promise<UpstreamCallbackOutcome> {
+    async receive(
+      protocol: CallbackProtocol,
+      upstreamName: string | undefined,
+      headers: Headers,
+      body: Buffer,
+    ): Promise<UpstreamCallbackOutcome> {
       const upstream = deps.upstreams.find((u) => u.name === upstreamName && u.protocol === PROTOCOL_OF[protocol]);
       let job: { jobId: string; webhookId: string } | undefined;
       try {
         if (!upstream) throw new CallbackSignatureError(`no ${protocol} upstream is named ${upstreamName ?? '(none)'}`);
         job = await verified(protocol, upstream, headers, body);
       } catch (err) {
-        if (!(err instanceof CallbackSignatureError)) throw new ServiceUnavailableError('The webhook could not be verified now; retry it.', { cause: err });
+        if (!(err instanceof CallbackSignatureError))
+          throw new ServiceUnavailableError('The webhook could not be verified now; retry it.', { cause: err });
         metrics.upstreamCallbacks.inc({ protocol, outcome: 'rejected' });
         deps.log?.('an upstream callback was refused', err);
         throw new UpstreamCallbackRejectedError();
@@ -92,7 +120,11 @@ export function createUpstreamCallbackService(deps: UpstreamCallbackDeps) {
     },
   };
 
-  async function complete(job: { upstream: string; jobId: string; webhookId: string }): Promise<UpstreamCallbackOutcome> {
+  async function complete(job: {
+    upstream: string;
+    jobId: string;
+    webhookId: string;
+  }): Promise<UpstreamCallbackOutcome> {
     try {
       return await inTransaction(deps.pool, async (tx) => {
         const receipt = await receiveUpstreamWebhook(tx, job);

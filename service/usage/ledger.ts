@@ -28,30 +28,60 @@ export interface LedgerEntryView {
 }
 
 /** Credits the operator added (`gensvc credits add`, an opening balance) are adjustments; a bought top-up says so in its note. */
-const typeOf = (e: StoredLedgerEntry): LedgerEntryType => (e.entry === 'credit' ? (e.note?.startsWith('topup') ? 'topup' : 'adjustment') : e.entry);
+const typeOf = (e: StoredLedgerEntry): LedgerEntryType =>
+  e.entry === 'credit' ? (e.note?.startsWith('topup') ? 'topup' : 'adjustment') : e.entry;
 
-const signOf: Record<LedgerEntryType, -1 | 0 | 1> = { topup: 1, adjustment: 1, hold: -1, charge: 0, release: 1, refund: -1 };
+const signOf: Record<LedgerEntryType, -1 | 0 | 1> = {
+  topup: 1,
+  adjustment: 1,
+  hold: -1,
+  charge: 0,
+  release: 1,
+  refund: -1,
+};
 
 function viewOf(e: StoredLedgerEntry): LedgerEntryView {
   const type = typeOf(e);
   return {
-    id: String(e.id), type, amount: signOf[type] * mcToCredits(e.amountMc), credits: mcToCredits(e.amountMc),
-    balanceAfter: mcToCredits(e.balanceAfterMc - e.heldAfterMc), heldAfter: mcToCredits(e.heldAfterMc),
-    generationId: e.generationId, keyId: e.keyId, note: e.note, createdAt: e.createdAt.toISOString(),
+    id: String(e.id),
+    type,
+    amount: signOf[type] * mcToCredits(e.amountMc),
+    credits: mcToCredits(e.amountMc),
+    balanceAfter: mcToCredits(e.balanceAfterMc - e.heldAfterMc),
+    heldAfter: mcToCredits(e.heldAfterMc),
+    generationId: e.generationId,
+    keyId: e.keyId,
+    note: e.note,
+    createdAt: e.createdAt.toISOString(),
   };
 }
 
 const ENTRY_ID = /^\d{1,18}$/;
 
 /** An account's ledger, newest first, a page at a time (the cursor is opaque, like the generation list's). */
-export async function ledgerPage(pool: pg.Pool, principal: Principal, q: { limit: number; cursor?: string | undefined }) {
+export async function ledgerPage(
+  pool: pg.Pool,
+  principal: Principal,
+  q: { limit: number; cursor?: string | undefined },
+) {
   const beforeId = q.cursor === undefined ? undefined : Number(decodeCursor(q.cursor, ENTRY_ID));
   const rows = await listLedgerEntries(pool, principal.accountId, { limit: q.limit + 1, beforeId });
   const data = rows.slice(0, q.limit).map(viewOf);
   return { data, next_cursor: rows.length > q.limit ? encodeCursor(data.at(-1)!.id) : null };
 }
 
-const CSV_COLUMNS = ['id', 'createdAt', 'type', 'amount', 'credits', 'balanceAfter', 'heldAfter', 'generationId', 'keyId', 'note'] as const;
+const CSV_COLUMNS = [
+  'id',
+  'createdAt',
+  'type',
+  'amount',
+  'credits',
+  'balanceAfter',
+  'heldAfter',
+  'generationId',
+  'keyId',
+  'note',
+] as const;
 
 /** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled; a leading = + - @ is defused for spreadsheets. */
 function csvField(value: string | number | null): string {

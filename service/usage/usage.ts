@@ -14,27 +14,54 @@ export const MAX_USAGE_DAYS = 366;
  * how they ended, output tokens. Default range: the last 30 days up to now. A day-grouped answer
  * lists every day of the range, those without a generation as zeros, so a chart has no gaps.
  */
-export async function usageReport(pool: pg.Pool, principal: Principal, q: { from?: string | undefined; to?: string | undefined; group_by: UsageGroup }) {
+export async function usageReport(
+  pool: pg.Pool,
+  principal: Principal,
+  q: { from?: string | undefined; to?: string | undefined; group_by: UsageGroup },
+) {
   const to = q.to ? new Date(q.to) : new Date();
-  const from = q.from ? new Date(q.from) : new Date(Date.UTC(to.getUTCFullYear(), to.getUTCMonth(), to.getUTCDate()) - 29 * DAY_MS);
+  const from = q.from
+    ? new Date(q.from)
+    : new Date(Date.UTC(to.getUTCFullYear(), to.getUTCMonth(), to.getUTCDate()) - 29 * DAY_MS);
   if (!(from < to)) throw new InvalidRequestError('from must be before to', 'from');
-  if (to.getTime() - from.getTime() > MAX_USAGE_DAYS * DAY_MS) throw new InvalidRequestError(`at most ${MAX_USAGE_DAYS} days at a time`, 'from');
+  if (to.getTime() - from.getTime() > MAX_USAGE_DAYS * DAY_MS)
+    throw new InvalidRequestError(`at most ${MAX_USAGE_DAYS} days at a time`, 'from');
   const rows = await usageOf(pool, principal.accountId, { from, to }, q.group_by);
   let data = rows.map((r) => ({
-    group: r.group, creditsCharged: mcToCredits(r.chargedMc), generations: r.generations, succeeded: r.succeeded, failed: r.failed, outputTokens: r.outputTokens,
+    group: r.group,
+    creditsCharged: mcToCredits(r.chargedMc),
+    generations: r.generations,
+    succeeded: r.succeeded,
+    failed: r.failed,
+    outputTokens: r.outputTokens,
   }));
   if (q.group_by === 'day') {
     const byDay = new Map(data.map((d) => [d.group, d]));
     data = [];
-    for (let t = Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), from.getUTCDate()); t < to.getTime(); t += DAY_MS) {
+    for (
+      let t = Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), from.getUTCDate());
+      t < to.getTime();
+      t += DAY_MS
+    ) {
       const day = new Date(t).toISOString().slice(0, 10);
-      data.push(byDay.get(day) ?? { group: day, creditsCharged: 0, generations: 0, succeeded: 0, failed: 0, outputTokens: 0 });
+      data.push(
+        byDay.get(day) ?? { group: day, creditsCharged: 0, generations: 0, succeeded: 0, failed: 0, outputTokens: 0 },
+      );
     }
   }
   const sum = (k: 'generations' | 'succeeded' | 'failed' | 'outputTokens') => data.reduce((s, d) => s + d[k], 0);
   const chargedMc = rows.reduce((s, r) => s + r.chargedMc, 0);
   return {
-    from: from.toISOString(), to: to.toISOString(), group_by: q.group_by, data,
-    total: { creditsCharged: mcToCredits(chargedMc), generations: sum('generations'), succeeded: sum('succeeded'), failed: sum('failed'), outputTokens: sum('outputTokens') },
+    from: from.toISOString(),
+    to: to.toISOString(),
+    group_by: q.group_by,
+    data,
+    total: {
+      creditsCharged: mcToCredits(chargedMc),
+      generations: sum('generations'),
+      succeeded: sum('succeeded'),
+      failed: sum('failed'),
+      outputTokens: sum('outputTokens'),
+    },
   };
 }

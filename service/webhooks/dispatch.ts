@@ -52,7 +52,9 @@ export function createWebhookDispatcher({ client, taskQueue, retryScheduleMs }: 
           }),
         );
       } catch (err) {
-        throw new ServiceUnavailableError('The redelivery could not reach the workflow service; retry shortly.', { cause: err });
+        throw new ServiceUnavailableError('The redelivery could not reach the workflow service; retry shortly.', {
+          cause: err,
+        });
       }
     },
   };

@@ -1,7 +1,17 @@
 import type pg from 'pg';
 import {
-  attemptsOf, deleteEndpoint, enqueuePing, getDelivery, getEndpoint, insertEndpoint, listDeliveries, listEndpoints,
-  lockAndCountEndpoints, reopenDelivery, rotateEndpointSecret, updateEndpoint,
+  attemptsOf,
+  deleteEndpoint,
+  enqueuePing,
+  getDelivery,
+  getEndpoint,
+  insertEndpoint,
+  listDeliveries,
+  listEndpoints,
+  lockAndCountEndpoints,
+  reopenDelivery,
+  rotateEndpointSecret,
+  updateEndpoint,
 } from '../../core/db/webhooks';
 import type { AttemptRow, DeliveryRow, DeliveryStatus, EndpointPatch, EndpointRow } from '../../core/db/webhooks';
 import { activeTraceparent } from '../../core/tracing';
@@ -84,7 +94,8 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     enabled: e.enabled,
     disabledReason: e.disabledReason,
     disabledAt: e.disabledAt,
-    previousSecretExpiresAt: e.previousSecretExpiresAt && e.previousSecretExpiresAt.getTime() > clock() ? e.previousSecretExpiresAt : null,
+    previousSecretExpiresAt:
+      e.previousSecretExpiresAt && e.previousSecretExpiresAt.getTime() > clock() ? e.previousSecretExpiresAt : null,
     createdAt: e.createdAt,
     updatedAt: e.updatedAt,
   });
@@ -111,7 +122,10 @@ export function createWebhookService(deps: WebhookServiceDeps) {
   };
 
   const deliveryViews = async (rows: DeliveryRow[]): Promise<DeliveryView[]> => {
-    const attempts = await attemptsOf(pool, rows.map((d) => d.id));
+    const attempts = await attemptsOf(
+      pool,
+      rows.map((d) => d.id),
+    );
     return rows.map((d) => ({ ...d, attemptLog: attempts.filter((a) => a.deliveryId === d.id) }));
   };
 
@@ -135,7 +149,13 @@ export function createWebhookService(deps: WebhookServiceDeps) {
           );
         }
         return insertEndpoint(tx, {
-          id, accountId: principal.accountId, url, format, events, description: req.description ?? null, secretSealed: secretBox.seal(secret, id),
+          id,
+          accountId: principal.accountId,
+          url,
+          format,
+          events,
+          description: req.description ?? null,
+          secretSealed: secretBox.seal(secret, id),
         });
       });
       return { endpoint: viewOf(endpoint), secret };
@@ -178,13 +198,21 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       const secretBox = box();
       await find(principal, id);
       const secret = generateSecret();
-      const rotated = await rotateEndpointSecret(pool, principal.accountId, id, secretBox.seal(secret, id), new Date(clock() + ROTATION_OVERLAP_MS));
+      const rotated = await rotateEndpointSecret(
+        pool,
+        principal.accountId,
+        id,
+        secretBox.seal(secret, id),
+        new Date(clock() + ROTATION_OVERLAP_MS),
+      );
       if (!rotated) throw new NotFoundError(`Webhook endpoint '${id}' not found.`, { param: 'id' });
       return { endpoint: viewOf(rotated), secret };
     },
 
     async deliveries(
-      principal: Principal, id: string, q: { limit: number; cursor?: string | undefined; status?: DeliveryStatus | undefined },
+      principal: Principal,
+      id: string,
+      q: { limit: number; cursor?: string | undefined; status?: DeliveryStatus | undefined },
     ): Promise<{ data: DeliveryView[]; nextCursor: string | null }> {
       assertWebhooksScope(principal);
       await find(principal, id);
@@ -192,7 +220,10 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       const rows = await listDeliveries(pool, id, { limit: q.limit + 1, before, status: q.status });
       const page = rows.slice(0, q.limit);
       const last = page[page.length - 1];
-      return { data: await deliveryViews(page), nextCursor: rows.length > q.limit && last ? encodeCursor(last.id) : null };
+      return {
+        data: await deliveryViews(page),
+        nextCursor: rows.length > q.limit && last ? encodeCursor(last.id) : null,
+      };
     },
 
     /** Sends a delivery again now, with the same delivery id; its attempts go on in the same log. */

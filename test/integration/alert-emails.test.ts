@@ -32,19 +32,46 @@ afterAll(async () => {
 });
 
 const relay = (smtpUrl: string) => {
-  const r = startMailRelay({ pool: h.pool, smtpUrl, from: FROM, dashboardUrl: 'https://gensvc.test/dashboard', pollMs: 100, retryScheduleMs: [100, 100, 100] });
+  const r = startMailRelay({
+    pool: h.pool,
+    smtpUrl,
+    from: FROM,
+    dashboardUrl: 'https://gensvc.test/dashboard',
+    pollMs: 100,
+    retryScheduleMs: [100, 100, 100],
+  });
   relays.push(r);
   return r;
 };
 
 const setThreshold = async (accountId: string, thresholdCredits: number) => {
-  const res = await h.app.inject({ method: 'PUT', url: `/admin/v1/accounts/${accountId}/low-balance`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { thresholdCredits } });
+  const res = await h.app.inject({
+    method: 'PUT',
+    url: `/admin/v1/accounts/${accountId}/low-balance`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { thresholdCredits },
+  });
   expect(res.statusCode, res.body).toBe(200);
 };
 
-const holds = (accountId: string, n: number) => Promise.all(Array.from({ length: n }, () => admit(h.pool, [{
-  id: newId('gen'), accountId, apiKeyId: null, kind: 'image', model: 'image-flux', params: {}, internal: {}, prompt: 'a lighthouse', quoteMc: 3_000,
-}])));
+const holds = (accountId: string, n: number) =>
+  Promise.all(
+    Array.from({ length: n }, () =>
+      admit(h.pool, [
+        {
+          id: newId('gen'),
+          accountId,
+          apiKeyId: null,
+          kind: 'image',
+          model: 'image-flux',
+          params: {},
+          internal: {},
+          prompt: 'a lighthouse',
+          quoteMc: 3_000,
+        },
+      ]),
+    ),
+  );
 
 const to = (address: string) => (m: MailpitMessage) => m.To.some((t) => t.Address === address);
 
@@ -59,7 +86,12 @@ describe('alert emails', () => {
 
     await setThreshold(accountId, 20);
     await holds(accountId, 8); // 30 → 6 credits, crossing 20 once
-    const [alert] = (await h.pool.query<{ id: string }>("SELECT id FROM account_alerts WHERE account_id = $1 AND event = 'balance.low'", [accountId])).rows;
+    const [alert] = (
+      await h.pool.query<{ id: string }>(
+        "SELECT id FROM account_alerts WHERE account_id = $1 AND event = 'balance.low'",
+        [accountId],
+      )
+    ).rows;
     expect(alert).toBeDefined();
 
     const got = await eventually(async () => {
@@ -79,8 +111,15 @@ describe('alert emails', () => {
       expect(text).toContain('below the 20 credits');
       expect(text).toContain('https://gensvc.test/dashboard');
     }
-    const rows = (await h.pool.query<{ recipient: string; status: string; attempts: number }>('SELECT recipient, status, attempts FROM alert_emails WHERE alert_id = $1 ORDER BY recipient', [alert!.id])).rows;
-    expect(rows).toEqual([ada.email, bob.email].sort().map((recipient) => ({ recipient, status: 'sent', attempts: 1 })));
+    const rows = (
+      await h.pool.query<{ recipient: string; status: string; attempts: number }>(
+        'SELECT recipient, status, attempts FROM alert_emails WHERE alert_id = $1 ORDER BY recipient',
+        [alert!.id],
+      )
+    ).rows;
+    expect(rows).toEqual(
+      [ada.email, bob.email].sort().map((recipient) => ({ recipient, status: 'sent', attempts: 1 })),
+    );
     await Promise.all(both.map((r) => r.stop()));
   });
 
@@ -88,13 +127,38 @@ describe('alert emails', () => {
     const { accountId, keyId } = await h.account({ credits: 100 });
     const ada = await userOf(h, accountId);
     const nowhere = relay(`smtp://127.0.0.1:${await freePort()}`);
-    const budget = await h.app.inject({ method: 'PUT', url: `/admin/v1/keys/${keyId}/budget`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { maxCredits: 6, period: 'month' } });
+    const budget = await h.app.inject({
+      method: 'PUT',
+      url: `/admin/v1/keys/${keyId}/budget`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { maxCredits: 6, period: 'month' },
+    });
     expect(budget.statusCode).toBe(200);
-    await Promise.all(Array.from({ length: 3 }, () => admit(h.pool, [{
-      id: newId('gen'), accountId, apiKeyId: keyId, kind: 'image', model: 'image-flux', params: {}, internal: {}, prompt: 'a budgeted lighthouse', quoteMc: 3_000, budgeted: true,
-    }])));
+    await Promise.all(
+      Array.from({ length: 3 }, () =>
+        admit(h.pool, [
+          {
+            id: newId('gen'),
+            accountId,
+            apiKeyId: keyId,
+            kind: 'image',
+            model: 'image-flux',
+            params: {},
+            internal: {},
+            prompt: 'a budgeted lighthouse',
+            quoteMc: 3_000,
+            budgeted: true,
+          },
+        ]),
+      ),
+    );
     const failing = await eventually(async () => {
-      const r = (await h.pool.query<{ status: string; attempts: number; last_error: string }>('SELECT m.status, m.attempts, m.last_error FROM alert_emails m JOIN account_alerts a ON a.id = m.alert_id WHERE a.account_id = $1', [accountId])).rows[0];
+      const r = (
+        await h.pool.query<{ status: string; attempts: number; last_error: string }>(
+          'SELECT m.status, m.attempts, m.last_error FROM alert_emails m JOIN account_alerts a ON a.id = m.alert_id WHERE a.account_id = $1',
+          [accountId],
+        )
+      ).rows[0];
       return r && r.attempts >= 1 ? r : undefined;
     });
     expect(failing.status).toBe('pending');

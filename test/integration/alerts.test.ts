@@ -32,7 +32,12 @@ const adminPut = (url: string, body: unknown) =>
   h.app.inject({ method: 'PUT', url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: body as object });
 
 const register = async (key: string, body: Record<string, unknown>) =>
-  c.conforms<{ id: string; secret: string }>(await h.call('POST', '/api/v1/webhooks', { key, body }), 'post', '/api/v1/webhooks', 201);
+  c.conforms<{ id: string; secret: string }>(
+    await h.call('POST', '/api/v1/webhooks', { key, body }),
+    'post',
+    '/api/v1/webhooks',
+    201,
+  );
 
 /** Verified twice, independently of the code under test: the spec's HMAC with node:crypto, and Standard Webhooks' own library. */
 function expectSigned(r: Received, secret: string): void {
@@ -41,17 +46,38 @@ function expectSigned(r: Received, secret: string): void {
   const v1 = parts.filter((p) => p.startsWith('v1=')).map((p) => p.slice(3));
   expect(v1).toContain(createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${t}.${r.body}`).digest('hex'));
   expect(() => new Webhook(secret).verify(r.body, r.headers as Record<string, string>)).not.toThrow();
-  expect(() => new Webhook(secret).verify(r.body.replace('"event":"', '"event":"x'), r.headers as Record<string, string>)).toThrow();
+  expect(() =>
+    new Webhook(secret).verify(r.body.replace('"event":"', '"event":"x'), r.headers as Record<string, string>),
+  ).toThrow();
 }
 
 const alertsOf = async (accountId: string, event: string) =>
-  (await h.pool.query<{ id: string; amount_mc: number; limit_mc: number }>('SELECT id, amount_mc, limit_mc FROM account_alerts WHERE account_id = $1 AND event = $2 ORDER BY id', [accountId, event])).rows;
+  (
+    await h.pool.query<{ id: string; amount_mc: number; limit_mc: number }>(
+      'SELECT id, amount_mc, limit_mc FROM account_alerts WHERE account_id = $1 AND event = $2 ORDER BY id',
+      [accountId, event],
+    )
+  ).rows;
 
 /** `n` image holds of 3 credits placed at once, straight through the ledger (no workflow): what each answered. */
 async function concurrentHolds(accountId: string, n: number) {
-  const answers = await Promise.all(Array.from({ length: n }, () => admit(h.pool, [{
-    id: newId('gen'), accountId, apiKeyId: null, kind: 'image', model: 'image-flux', params: {}, internal: {}, prompt: 'a lighthouse', quoteMc: 3_000,
-  }])));
+  const answers = await Promise.all(
+    Array.from({ length: n }, () =>
+      admit(h.pool, [
+        {
+          id: newId('gen'),
+          accountId,
+          apiKeyId: null,
+          kind: 'image',
+          model: 'image-flux',
+          params: {},
+          internal: {},
+          prompt: 'a lighthouse',
+          quoteMc: 3_000,
+        },
+      ]),
+    ),
+  );
   return answers.map((a) => (a.outcome === 'admitted' ? a.generations[0]!.id : a.outcome));
 }
 
@@ -62,11 +88,18 @@ describe('balance.low', () => {
     const flatHook = await receiver();
     const silentHook = await receiver();
     const nested = await register(key, { url: nestedHook.url, events: ['generation.completed', 'balance.low'] });
-    const flat = await register(key, { url: flatHook.url, format: 'flat', events: ['balance.low', 'key.budget_reached'] });
+    const flat = await register(key, {
+      url: flatHook.url,
+      format: 'flat',
+      events: ['balance.low', 'key.budget_reached'],
+    });
     await register(key, { url: silentHook.url }); // no list: its catalogue only, never an alert
 
     const set = await adminPut(`/admin/v1/accounts/${accountId}/low-balance`, { thresholdCredits: 50 });
-    expect(c.conforms(set, 'put', '/admin/v1/accounts/{id}/low-balance', 200)).toEqual({ thresholdCredits: 50, data: [] });
+    expect(c.conforms(set, 'put', '/admin/v1/accounts/{id}/low-balance', 200)).toEqual({
+      thresholdCredits: 50,
+      data: [],
+    });
 
     // 100 credits, 3 a hold: 33 fit, the balance crosses 50 once on the way down.
     const first = await concurrentHolds(accountId, 40);
@@ -79,12 +112,21 @@ describe('balance.low', () => {
     expect(once[0]!.amount_mc).toBeGreaterThanOrEqual(47_000);
 
     // Releasing the holds lifts the available credits above the threshold but does not re-arm it.
-    await Promise.all(first.filter((a) => a.startsWith('gen_')).map((id) => release(h.pool, id, { code: 'cancelled', message: 'test', retryable: false })));
+    await Promise.all(
+      first
+        .filter((a) => a.startsWith('gen_'))
+        .map((id) => release(h.pool, id, { code: 'cancelled', message: 'test', retryable: false })),
+    );
     expect((await concurrentHolds(accountId, 40)).filter((a) => a.startsWith('gen_'))).toHaveLength(33);
     expect(await alertsOf(accountId, 'balance.low')).toHaveLength(1);
 
     // Money coming in that lifts it back to the threshold re-arms it: the next crossing is announced once more.
-    c.conforms(await h.admin('POST', `/admin/v1/accounts/${accountId}/credits`, { credits: 99 }), 'post', '/admin/v1/accounts/{id}/credits', 200);
+    c.conforms(
+      await h.admin('POST', `/admin/v1/accounts/${accountId}/credits`, { credits: 99 }),
+      'post',
+      '/admin/v1/accounts/{id}/credits',
+      200,
+    );
     expect((await concurrentHolds(accountId, 40)).filter((a) => a.startsWith('gen_'))).toHaveLength(33);
     const twice = await alertsOf(accountId, 'balance.low');
     expect(twice).toHaveLength(2);
@@ -99,31 +141,66 @@ describe('balance.low', () => {
     const firstNested = nestedGot.find((r) => (r.json.alert as { id: string }).id === twice[0]!.id)!;
     expect(firstNested.json).toEqual({
       event: 'balance.low',
-      alert: { id: twice[0]!.id, accountId, availableCredits: twice[0]!.amount_mc / 1000, thresholdCredits: 50, createdAt: expect.any(String) },
+      alert: {
+        id: twice[0]!.id,
+        accountId,
+        availableCredits: twice[0]!.amount_mc / 1000,
+        thresholdCredits: 50,
+        createdAt: expect.any(String),
+      },
     });
     expect(firstNested.headers['x-service-event']).toBe('balance.low');
     const firstFlat = flatGot.find((r) => r.json.alert_id === twice[0]!.id)!;
     expect(firstFlat.json).toEqual({
-      event: 'balance.low', alert_id: twice[0]!.id, account_id: accountId, available_credits: twice[0]!.amount_mc / 1000, threshold_credits: 50, created_at: expect.any(String),
+      event: 'balance.low',
+      alert_id: twice[0]!.id,
+      account_id: accountId,
+      available_credits: twice[0]!.amount_mc / 1000,
+      threshold_credits: 50,
+      created_at: expect.any(String),
     });
     // Exactly once each: nothing more arrives, and the endpoint without a list got no alert at all.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(nestedHook.received.filter(eventOf('balance.low'))).toHaveLength(2);
     expect(flatHook.received.filter(eventOf('balance.low'))).toHaveLength(2);
-    expect(silentHook.received.filter((r) => String(r.json.event).includes('.low') || String(r.json.event).startsWith('key.'))).toEqual([]);
+    expect(
+      silentHook.received.filter(
+        (r) => String(r.json.event).includes('.low') || String(r.json.event).startsWith('key.'),
+      ),
+    ).toEqual([]);
 
     // The operator reads them back; the account's money is what the ledger says.
-    const listed = c.conforms<{ data: { id: string; event: string }[] }>(await h.admin('GET', `/admin/v1/accounts/${accountId}/alerts`), 'get', '/admin/v1/accounts/{id}/alerts', 200);
+    const listed = c.conforms<{ data: { id: string; event: string }[] }>(
+      await h.admin('GET', `/admin/v1/accounts/${accountId}/alerts`),
+      'get',
+      '/admin/v1/accounts/{id}/alerts',
+      200,
+    );
     expect(listed.data.map((a) => a.id)).toEqual(twice.map((a) => a.id).reverse());
   }, 120_000);
 
   it('refuses a bad threshold with the documented error shape, and an unknown account with 404', async () => {
     const { accountId } = await h.account({ credits: 10 });
-    const bad = c.conforms<{ error: { type: string; param: string } }>(await adminPut(`/admin/v1/accounts/${accountId}/low-balance`, { thresholdCredits: -1 }), 'put', '/admin/v1/accounts/{id}/low-balance', 400);
+    const bad = c.conforms<{ error: { type: string; param: string } }>(
+      await adminPut(`/admin/v1/accounts/${accountId}/low-balance`, { thresholdCredits: -1 }),
+      'put',
+      '/admin/v1/accounts/{id}/low-balance',
+      400,
+    );
     expect(bad.error.type).toBe('invalid_request_error');
-    c.conforms(await adminPut('/admin/v1/accounts/acct_nope/low-balance', { thresholdCredits: 5 }), 'put', '/admin/v1/accounts/{id}/low-balance', 404);
+    c.conforms(
+      await adminPut('/admin/v1/accounts/acct_nope/low-balance', { thresholdCredits: 5 }),
+      'put',
+      '/admin/v1/accounts/{id}/low-balance',
+      404,
+    );
     // A threshold set above what is available announces nothing until the credits have been back above it.
-    c.conforms(await adminPut(`/admin/v1/accounts/${accountId}/low-balance`, { thresholdCredits: 20 }), 'put', '/admin/v1/accounts/{id}/low-balance', 200);
+    c.conforms(
+      await adminPut(`/admin/v1/accounts/${accountId}/low-balance`, { thresholdCredits: 20 }),
+      'put',
+      '/admin/v1/accounts/{id}/low-balance',
+      200,
+    );
     await concurrentHolds(accountId, 2);
     expect(await alertsOf(accountId, 'balance.low')).toEqual([]);
   });
@@ -131,7 +208,12 @@ describe('balance.low', () => {
 
 describe('key.budget_reached', () => {
   const setBudget = (keyId: string, body: unknown) => adminPut(`/admin/v1/keys/${keyId}/budget`, body);
-  const submit = (key: string) => h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'a budgeted lighthouse' }, headers: { prefer: 'respond-async' } });
+  const submit = (key: string) =>
+    h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'image', model: 'flux', prompt: 'a budgeted lighthouse' },
+      headers: { prefer: 'respond-async' },
+    });
 
   it('is recorded once per key and period when a hold uses the budget up, or when the budget refuses a hold; delivered in both formats', async () => {
     const { accountId, key, keyId } = await h.account({ credits: 1_000 });
@@ -144,7 +226,9 @@ describe('key.budget_reached', () => {
     expect((await setBudget(keyId, { maxCredits: 10, period: 'day' })).statusCode).toBe(200);
     const answers = await Promise.all(Array.from({ length: 8 }, () => submit(key)));
     expect(answers.filter((a) => a.statusCode === 202)).toHaveLength(3);
-    expect(answers.filter((a) => a.statusCode === 402).map((a) => a.json<{ error: { type: string } }>().error.type)).toEqual(Array(5).fill('budget_exceeded'));
+    expect(
+      answers.filter((a) => a.statusCode === 402).map((a) => a.json<{ error: { type: string } }>().error.type),
+    ).toEqual(Array(5).fill('budget_exceeded'));
     const refused = await alertsOf(accountId, 'key.budget_reached');
     expect(refused).toEqual([{ id: expect.any(String), amount_mc: 9_000, limit_mc: 10_000 }]);
 
@@ -165,12 +249,37 @@ describe('key.budget_reached', () => {
     midnight.setUTCHours(0, 0, 0, 0);
     expect(nestedGot.map((r) => r.json).find((j) => (j.alert as { id: string }).id === reached[0]!.id)).toEqual({
       event: 'key.budget_reached',
-      alert: { id: reached[0]!.id, accountId, keyId, spentCredits: 9, maxCredits: 10, period: 'day', periodStart: midnight.toISOString(), createdAt: expect.any(String) },
+      alert: {
+        id: reached[0]!.id,
+        accountId,
+        keyId,
+        spentCredits: 9,
+        maxCredits: 10,
+        period: 'day',
+        periodStart: midnight.toISOString(),
+        createdAt: expect.any(String),
+      },
     });
     expect(flatGot.map((r) => r.json).find((j) => j.alert_id === reached[1]!.id)).toEqual({
-      event: 'key.budget_reached', alert_id: reached[1]!.id, account_id: accountId, key_id: keyId,
-      spent_credits: 12, max_credits: 12, period: 'day', period_start: midnight.toISOString(), created_at: expect.any(String),
+      event: 'key.budget_reached',
+      alert_id: reached[1]!.id,
+      account_id: accountId,
+      key_id: keyId,
+      spent_credits: 12,
+      max_credits: 12,
+      period: 'day',
+      period_start: midnight.toISOString(),
+      created_at: expect.any(String),
     });
-    await eventually(async () => ((await h.pool.query("SELECT count(*)::int AS n FROM webhook_deliveries WHERE event = 'key.budget_reached' AND account_id = $1 AND status = 'succeeded'", [accountId])).rows[0]!.n === 4 ? true : undefined));
+    await eventually(async () =>
+      (
+        await h.pool.query(
+          "SELECT count(*)::int AS n FROM webhook_deliveries WHERE event = 'key.budget_reached' AND account_id = $1 AND status = 'succeeded'",
+          [accountId],
+        )
+      ).rows[0]!.n === 4
+        ? true
+        : undefined,
+    );
   }, 120_000);
 });

@@ -28,7 +28,17 @@ let pageErrors: string[];
 beforeAll(async () => {
   await shots.make();
   mock = await startStripeMock();
-  h = await startHarness({ listen: true, worker: false, billing: { secretKey: 'sk_test_123', webhookSecret: WEBHOOK_SECRET, apiUrl: mock.url, minPurchaseCredits: 500, maxPurchaseCredits: 50_000 } });
+  h = await startHarness({
+    listen: true,
+    worker: false,
+    billing: {
+      secretKey: 'sk_test_123',
+      webhookSecret: WEBHOOK_SECRET,
+      apiUrl: mock.url,
+      minPurchaseCredits: 500,
+      maxPurchaseCredits: 50_000,
+    },
+  });
   closed = await startHarness({ listen: true, worker: false });
   browser = await launchBrowser();
   ({ page, pageErrors } = browser);
@@ -74,7 +84,11 @@ describe('the Billing page in Chromium', () => {
     let checkoutUrl = '';
     await page.route('https://checkout.stripe.com/**', async (route) => {
       checkoutUrl = route.request().url();
-      await route.fulfill({ status: 200, contentType: 'text/html', body: '<title>Stripe Checkout</title><h1>Stripe Checkout (test)</h1>' });
+      await route.fulfill({
+        status: 200,
+        contentType: 'text/html',
+        body: '<title>Stripe Checkout</title><h1>Stripe Checkout (test)</h1>',
+      });
     });
     await pay.click();
     await page.waitForURL(/^https:\/\/checkout\.stripe\.com\//);
@@ -83,11 +97,32 @@ describe('the Billing page in Chromium', () => {
     // Stripe reports the payment: credited once, and the overview shows it.
     const stripe = new Stripe('sk_test_123');
     const payload = JSON.stringify({
-      id: 'evt_browser_paid', object: 'event', type: 'checkout.session.completed', api_version: '2025-01-01', created: Math.floor(Date.now() / 1000),
-      data: { object: { id: 'cs_browser_paid', object: 'checkout.session', payment_status: 'paid', status: 'complete', amount_total: 1000, currency: 'eur', client_reference_id: accountId, metadata: { accountId, credits: '1000' }, payment_intent: 'pi_browser_paid' } },
+      id: 'evt_browser_paid',
+      object: 'event',
+      type: 'checkout.session.completed',
+      api_version: '2025-01-01',
+      created: Math.floor(Date.now() / 1000),
+      data: {
+        object: {
+          id: 'cs_browser_paid',
+          object: 'checkout.session',
+          payment_status: 'paid',
+          status: 'complete',
+          amount_total: 1000,
+          currency: 'eur',
+          client_reference_id: accountId,
+          metadata: { accountId, credits: '1000' },
+          payment_intent: 'pi_browser_paid',
+        },
+      },
     });
     const delivered = await fetch(`${h.baseUrl!}/api/v1/billing/stripe/webhook`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }) }, body: payload,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+      },
+      body: payload,
     });
     expect(await delivered.json()).toEqual({ received: true, outcome: 'credited' });
     await page.goto(`${h.baseUrl!}/dashboard?checkout=success`);
@@ -98,7 +133,11 @@ describe('the Billing page in Chromium', () => {
     await page.goto(`${h.baseUrl!}/dashboard/billing`);
     const credits = page.getByLabel('Credits', { exact: true });
     await credits.fill('100');
-    expect(await credits.evaluate((el) => (el as unknown as { validity: { rangeUnderflow: boolean } }).validity.rangeUnderflow)).toBe(true);
+    expect(
+      await credits.evaluate(
+        (el) => (el as unknown as { validity: { rangeUnderflow: boolean } }).validity.rangeUnderflow,
+      ),
+    ).toBe(true);
     await page.getByRole('button', { name: /^Pay/ }).click();
     expect(page.url()).toBe(`${h.baseUrl!}/dashboard/billing`);
     expect(pageErrors).toEqual([]);

@@ -22,23 +22,53 @@ import { createGenerationGateway } from '../../service/generation/temporal-gatew
 async function apiRunNeverReported(accountId: string, opts: { settledByApi?: boolean } = {}): Promise<string> {
   const generationId = newId('gen');
   const generation = {
-    accountId, apiKeyId: null, kind: 'chat', model: 'claude-haiku', prompt: 'hello',
-    params: { maxTokens: 100 }, internal: { ratePer1kMc: 700, apiRunDeadlineMs: 300 }, quoteMc: 70,
+    accountId,
+    apiKeyId: null,
+    kind: 'chat',
+    model: 'claude-haiku',
+    prompt: 'hello',
+    params: { maxTokens: 100 },
+    internal: { ratePer1kMc: 700, apiRunDeadlineMs: 300 },
+    quoteMc: 70,
   } as const;
   const admitted = await admit(h.pool, [{ ...generation, id: generationId }]);
   if (admitted.outcome !== 'admitted') throw new Error('not admitted');
-  if (opts.settledByApi) await settle(h.pool, { generationId, outputKey: null, outputText: 'hi', chargeMc: 7, outputTokens: 10 });
+  if (opts.settledByApi)
+    await settle(h.pool, { generationId, outputKey: null, outputText: 'hi', chargeMc: 7, outputTokens: 10 });
   const handle = h.client.workflow.getHandle(generationId);
-  await createGenerationGateway({ client: h.client, taskQueue: h.taskQueue })
-    .start({ ...generation, generationId, admitted: { free: false, model: generation.model }, apiRun: { deadlineMs: 300 } });
-  const closed = await handle.result().then(() => 'completed', () => 'failed');
-  const hold = await h.pool.query<{ state: string }>('SELECT state FROM holds WHERE generation_id = $1', [generationId]);
-  const row = await h.pool.query<{ status: string; charged_mc: number; error: { code: string } | null }>('SELECT status, charged_mc, error FROM generations WHERE id = $1', [generationId]);
+  await createGenerationGateway({ client: h.client, taskQueue: h.taskQueue }).start({
+    ...generation,
+    generationId,
+    admitted: { free: false, model: generation.model },
+    apiRun: { deadlineMs: 300 },
+  });
+  const closed = await handle.result().then(
+    () => 'completed',
+    () => 'failed',
+  );
+  const hold = await h.pool.query<{ state: string }>('SELECT state FROM holds WHERE generation_id = $1', [
+    generationId,
+  ]);
+  const row = await h.pool.query<{ status: string; charged_mc: number; error: { code: string } | null }>(
+    'SELECT status, charged_mc, error FROM generations WHERE id = $1',
+    [generationId],
+  );
   if (opts.settledByApi) {
-    expect({ closed, hold: hold.rows[0]?.state, ...row.rows[0] }).toEqual({ closed: 'completed', hold: 'settled', status: 'succeeded', charged_mc: 7, error: null });
+    expect({ closed, hold: hold.rows[0]?.state, ...row.rows[0] }).toEqual({
+      closed: 'completed',
+      hold: 'settled',
+      status: 'succeeded',
+      charged_mc: 7,
+      error: null,
+    });
     expect(await handle.query(phaseQuery)).toBe('succeeded');
   } else {
-    expect({ closed, hold: hold.rows[0]?.state, status: row.rows[0]?.status, code: row.rows[0]?.error?.code }).toEqual({ closed: 'failed', hold: 'released', status: 'failed', code: 'timeout' });
+    expect({ closed, hold: hold.rows[0]?.state, status: row.rows[0]?.status, code: row.rows[0]?.error?.code }).toEqual({
+      closed: 'failed',
+      hold: 'released',
+      status: 'failed',
+      code: 'timeout',
+    });
   }
   return generationId;
 }
@@ -71,7 +101,9 @@ describe('cancelling a workflow (as an operator does from the Temporal UI)', () 
   it('fails a job still waiting for a video slot and releases its hold', async () => {
     const { key } = await h.account({ credits: 1000 });
     const running = await Promise.all(
-      Array.from({ length: 5 }, (_, i) => generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: `busy ${i} sim:delay=3000` })),
+      Array.from({ length: 5 }, (_, i) =>
+        generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: `busy ${i} sim:delay=3000` }),
+      ),
     );
     await eventually(async () => {
       const states = await Promise.all(running.map((r) => statusOf(r.body.generation.id)));
@@ -96,9 +128,14 @@ describe('retiring replay-only code', () => {
     const doc = await readFile(new URL('../../docs/operations.md', import.meta.url), 'utf8');
     const query = /^temporal workflow count --query '(.+)'$/m.exec(doc)?.[1];
     expect(query, 'docs/operations.md shows the query').toContain('StartTime <');
-    const before = (at: Date) => query!.replace(/StartTime < "[^"]+"/, `StartTime < "${at.toISOString()}"`) + ` AND TaskQueue = "${h.taskQueue}"`;
+    const before = (at: Date) =>
+      query!.replace(/StartTime < "[^"]+"/, `StartTime < "${at.toISOString()}"`) + ` AND TaskQueue = "${h.taskQueue}"`;
     const { key } = await h.account({ credits: 100 });
-    const { body } = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'open for a while sim:delay=60000' });
+    const { body } = await generate(h, key, {
+      kind: 'video',
+      model: 'kling',
+      prompt: 'open for a while sim:delay=60000',
+    });
     await untilStarted(h, body.generation.id);
     const started = new Date(Date.now() + 1_000);
     await eventually(async () => ((await h.client.workflow.count(before(started))).count === 1 ? true : undefined));
@@ -118,7 +155,10 @@ describe('determinism', () => {
     ids.push((await generate(h, key, { kind: 'chat', prompt: 'hello' })).body.generation.id);
     ids.push((await generate(h, key, { kind: 'image', model: 'flux', prompt: 'sim:fail' })).body.generation.id);
     // Group B chat: the API streams the reply itself and reports it to the workflow (apiRun).
-    const streamed = await h.call('POST', '/v1/chat/completions', { key, body: { model: 'auto', messages: [{ role: 'user', content: 'sim:tokens=3' }], stream: true } });
+    const streamed = await h.call('POST', '/v1/chat/completions', {
+      key,
+      body: { model: 'auto', messages: [{ role: 'user', content: 'sim:tokens=3' }], stream: true },
+    });
     ids.push(/"id":"(gen_[^"]+)"/.exec(streamed.body)![1]!);
     // An API that died mid-stream never reports: the workflow releases the hold at its deadline.
     ids.push(await apiRunNeverReported(accountId));
@@ -132,22 +172,29 @@ describe('determinism', () => {
     const before = await h.pool.query('SELECT count(*)::int AS n FROM generations WHERE account_id = $1', [accountId]);
     const refused = await generate(h, key, { kind: 'video', model: 'veo31', prompt: 'too dear' });
     expect(refused.status).toBe(402);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM generations WHERE account_id = $1', [accountId])).rows).toEqual(before.rows);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM generations WHERE account_id = $1', [accountId])).rows,
+    ).toEqual(before.rows);
 
     // Every closed workflow on this queue: the paths above plus the cancelled ones of the other tests.
     const workflowIds = new Set<string>();
     await eventually(async () => {
       workflowIds.clear();
-      for await (const wf of h.client.workflow.list({ query: `TaskQueue = "${h.taskQueue}" AND ExecutionStatus != "Running"` })) workflowIds.add(wf.workflowId);
+      for await (const wf of h.client.workflow.list({
+        query: `TaskQueue = "${h.taskQueue}" AND ExecutionStatus != "Running"`,
+      }))
+        workflowIds.add(wf.workflowId);
       const phases = await Promise.all([...workflowIds].map((id) => h.client.workflow.getHandle(id).query(phaseQuery)));
       const covered = ['succeeded', 'failed'].every((p) => phases.includes(p as never));
       return ids.every((id) => workflowIds.has(id)) && covered && workflowIds.size >= ids.length + 2 ? true : undefined;
     });
 
-    const histories = await Promise.all([...workflowIds].map(async (workflowId) => ({
-      workflowId,
-      history: await h.client.workflow.getHandle(workflowId).fetchHistory(),
-    })));
+    const histories = await Promise.all(
+      [...workflowIds].map(async (workflowId) => ({
+        workflowId,
+        history: await h.client.workflow.getHandle(workflowId).fetchHistory(),
+      })),
+    );
     // RECORD_HISTORIES=1 refreshes the committed fixtures that test/unit/replay-fixtures.test.ts
     // replays, one per path, so later code must stay compatible with workflows already running.
     if (process.env.RECORD_HISTORIES === '1') await recordFixtures(histories);
@@ -166,16 +213,23 @@ async function recordFixtures(histories: { workflowId: string }[]) {
   await mkdir(dir, { recursive: true });
   const written = new Set<string>();
   for (const { workflowId } of histories) {
-    const { stdout } = await promisify(execFile)(inject('temporalCliPath'), [
-      'workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', workflowId, '--output', 'json',
-    ], { maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await promisify(execFile)(
+      inject('temporalCliPath'),
+      ['workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', workflowId, '--output', 'json'],
+      { maxBuffer: 16 * 1024 * 1024 },
+    );
     const phase = await h.client.workflow.getHandle(workflowId).query(phaseQuery);
-    const kind = (await h.pool.query<{ kind: string }>('SELECT kind FROM generations WHERE id = $1', [workflowId])).rows[0]?.kind ?? 'none';
-    const cancelled = stdout.includes('EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED') || stdout.includes('"signalName": "cancel"');
+    const kind =
+      (await h.pool.query<{ kind: string }>('SELECT kind FROM generations WHERE id = $1', [workflowId])).rows[0]
+        ?.kind ?? 'none';
+    const cancelled =
+      stdout.includes('EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED') || stdout.includes('"signalName": "cancel"');
     // Chats the API ran itself (apiRun) wait for its report instead of running the provider.
     const runByApi = startInputOf(stdout)?.apiRun !== undefined;
     // Named after the patch markers the path records too (workflows/generation/workflow.ts), which tell its branches apart.
-    const patches = patchIdsOf(stdout).map((id) => `-${id}`).join('');
+    const patches = patchIdsOf(stdout)
+      .map((id) => `-${id}`)
+      .join('');
     const name = `${kind === 'none' ? phase : `${kind}-${phase}${cancelled ? '-cancelled' : ''}`}${runByApi ? '-api-run' : ''}${patches}`;
     if (written.has(name)) continue;
     written.add(name);
@@ -188,8 +242,13 @@ async function recordFixtures(histories: { workflowId: string }[]) {
 
 /** The workflow input recorded in a history's first event (payloads are base64 JSON). */
 function startInputOf(historyJson: string): { apiRun?: unknown } | undefined {
-  const events = (JSON.parse(historyJson) as { events?: { workflowExecutionStartedEventAttributes?: { input?: { payloads?: { data?: string }[] } } }[] }).events;
+  const events = (
+    JSON.parse(historyJson) as {
+      events?: { workflowExecutionStartedEventAttributes?: { input?: { payloads?: { data?: string }[] } } }[];
+    }
+  ).events;
   const data = events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
-  return data === undefined ? undefined : (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { apiRun?: unknown });
+  return data === undefined
+    ? undefined
+    : (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { apiRun?: unknown });
 }
-

@@ -70,10 +70,17 @@ afterAll(async () => {
 
 // --- talking to the service ---
 
-async function http<T>(method: string, path: string, opts: { token?: string; body?: unknown } = {}): Promise<{ status: number; body: T }> {
+async function http<T>(
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown } = {},
+): Promise<{ status: number; body: T }> {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}), ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+      ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(opts.body === undefined ? {} : { body: JSON.stringify(opts.body) }),
   });
   return { status: res.status, body: (await res.json()) as T };
@@ -84,8 +91,13 @@ interface Generation {
   status: string;
 }
 
-async function submitVideo(prompt = 'x sim:delay=60000'): Promise<{ status: number; body: { generation?: Generation } }> {
-  return http<{ generation?: Generation }>('POST', '/api/generate', { token: key, body: { kind: 'video', model: 'kling', prompt } });
+async function submitVideo(
+  prompt = 'x sim:delay=60000',
+): Promise<{ status: number; body: { generation?: Generation } }> {
+  return http<{ generation?: Generation }>('POST', '/api/generate', {
+    token: key,
+    body: { kind: 'video', model: 'kling', prompt },
+  });
 }
 
 async function withDatabase<T>(work: (c: pg.Client) => Promise<T>): Promise<T> {
@@ -106,21 +118,49 @@ interface Service {
 }
 
 function describeProcesses(tree: TreeProcess[], pids: number[]): string {
-  return pids.map((pid) => `${pid} ${tree.find((p) => p.pid === pid)?.args.join(' ').slice(0, 120) ?? '?'}`).join('\n');
+  return pids
+    .map(
+      (pid) =>
+        `${pid} ${
+          tree
+            .find((p) => p.pid === pid)
+            ?.args.join(' ')
+            .slice(0, 120) ?? '?'
+        }`,
+    )
+    .join('\n');
 }
 
 async function start(extra: Record<string, string> = {}): Promise<Service> {
   // Else the health check below could be answered by an instance a failed test left running.
-  expect(await fetch(`${base}/health`).then(() => 'answered', () => 'nothing listens')).toBe('nothing listens');
+  expect(
+    await fetch(`${base}/health`).then(
+      () => 'answered',
+      () => 'nothing listens',
+    ),
+  ).toBe('nothing listens');
   const npm = npmStart(ROOT, { ...env, ...extra });
-  await eventually(async () => {
-    if (npm.hasExited()) throw new Error(`npm start exited during start-up:\n${npm.output()}`);
-    const ok = await fetch(`${base}/health`).then((r) => r.ok, () => false);
-    return ok ? true : undefined;
-  }, START_LIMIT_MS, 200);
+  await eventually(
+    async () => {
+      if (npm.hasExited()) throw new Error(`npm start exited during start-up:\n${npm.output()}`);
+      const ok = await fetch(`${base}/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      return ok ? true : undefined;
+    },
+    START_LIMIT_MS,
+    200,
+  );
   const tree = await processTree(npm.pid);
   // The test means something only if the whole tree is there to be stopped.
-  expect(tree.some((p) => p.args.some((a) => a.endsWith('runtime/main.ts'))), describeProcesses(tree, tree.map((p) => p.pid))).toBe(true);
+  expect(
+    tree.some((p) => p.args.some((a) => a.endsWith('runtime/main.ts'))),
+    describeProcesses(
+      tree,
+      tree.map((p) => p.pid),
+    ),
+  ).toBe(true);
   expect(tree.some((p) => p.comm === 'postgres')).toBe(true);
   expect(tree.some((p) => p.comm === 'temporal')).toBe(true);
   return { npm, tree };
@@ -146,7 +186,9 @@ async function stopAndCheck(service: Service, how: string, send: (npmPid: number
   expect(allGoneAfter, story).toBeLessThan(STOP_LIMIT_MS);
   if (npmWaits) expect(describeProcesses(tree, leftWhenNpmReturned), `running when npm returned\n${story}`).toBe('');
   // One line per stop in the report: how close to the limit it came.
-  console.log(`${how}: npm returned after ${(npmReturnedAfter / 1000).toFixed(1)} s (${String(exit)}), all ${pids.length} processes gone after ${(allGoneAfter / 1000).toFixed(1)} s`);
+  console.log(
+    `${how}: npm returned after ${(npmReturnedAfter / 1000).toFixed(1)} s (${String(exit)}), all ${pids.length} processes gone after ${(allGoneAfter / 1000).toFixed(1)} s`,
+  );
   return { exit, npmReturnedAfter, allGoneAfter };
 }
 
@@ -171,10 +213,16 @@ async function videoInFlight(): Promise<void> {
 describe.sequential('stopping npm start', () => {
   it('Ctrl-C (SIGINT to the process group) stops everything, even with a stuck workflow', async () => {
     const service = await start();
-    const account = await http<{ id: string }>('POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: { plan: 'samurai', credits: 1000, chatCap: 0 } });
+    const account = await http<{ id: string }>('POST', '/admin/v1/accounts', {
+      token: ADMIN_TOKEN,
+      body: { plan: 'samurai', credits: 1000, chatCap: 0 },
+    });
     expect(account.status).toBe(201);
     accountId = account.body.id;
-    const created = await http<{ key: string }>('POST', `/admin/v1/accounts/${accountId}/keys`, { token: ADMIN_TOKEN, body: { scopes: ['video', 'image'] } });
+    const created = await http<{ key: string }>('POST', `/admin/v1/accounts/${accountId}/keys`, {
+      token: ADMIN_TOKEN,
+      body: { scopes: ['video', 'image'] },
+    });
     expect(created.status).toBe(201);
     key = created.body.key;
     await videoInFlight();
@@ -198,9 +246,20 @@ describe.sequential('stopping npm start', () => {
     expect(stuck.status).toBe(200);
     // The ledger step has failed and is retrying: the workflow is stuck, right now. PostgreSQL's own
     // log records each failed attempt.
-    await eventually(async () => ((await readFile(join(dataDir, 'postgres.log'), 'utf8').catch(() => '')).split('injected fault').length > 2 ? true : undefined), 20_000);
+    await eventually(
+      async () =>
+        (await readFile(join(dataDir, 'postgres.log'), 'utf8').catch(() => '')).split('injected fault').length > 2
+          ? true
+          : undefined,
+      20_000,
+    );
 
-    const { exit } = await stopAndCheck(service, 'SIGINT to the group, stuck workflow', (pid) => process.kill(-pid, 'SIGINT'), true);
+    const { exit } = await stopAndCheck(
+      service,
+      'SIGINT to the group, stuck workflow',
+      (pid) => process.kill(-pid, 'SIGINT'),
+      true,
+    );
     expect(exit).toBe(0);
   });
 
@@ -210,16 +269,20 @@ describe.sequential('stopping npm start', () => {
     await withDatabase((c) => c.query('DROP TRIGGER test_fault ON generations; DROP FUNCTION test_fault()'));
     // The client was told its image was accepted: once the database is well again it runs and is
     // charged, once.
-    const outcome = await eventually(async () => {
-      const r = await withDatabase((c) =>
-        c.query<{ status: string; code: string | null; charged: number; hold: string | null }>(
-          `SELECT g.status, g.error->>'code' AS code, g.charged_mc AS charged, h.state AS hold
+    const outcome = await eventually(
+      async () => {
+        const r = await withDatabase((c) =>
+          c.query<{ status: string; code: string | null; charged: number; hold: string | null }>(
+            `SELECT g.status, g.error->>'code' AS code, g.charged_mc AS charged, h.state AS hold
              FROM generations g LEFT JOIN holds h ON h.generation_id = g.id WHERE g.prompt LIKE $1`,
-          [`%${STUCK_MARK}%`],
-        ),
-      );
-      return r.rows[0]?.status === 'succeeded' ? r.rows[0] : undefined;
-    }, 60_000, 500);
+            [`%${STUCK_MARK}%`],
+          ),
+        );
+        return r.rows[0]?.status === 'succeeded' ? r.rows[0] : undefined;
+      },
+      60_000,
+      500,
+    );
     expect(outcome).toEqual({ status: 'succeeded', code: null, charged: 3000, hold: 'settled' });
     await videoInFlight();
 
@@ -231,7 +294,9 @@ describe.sequential('stopping npm start', () => {
     const service = await start({ LOG_LEVEL: 'info' });
     // The few lines of our own, not webpack's bundle statistics or the SDK's worker chatter.
     expect(service.npm.output()).toContain('Generation service is running.');
-    expect(service.npm.output()).not.toMatch(/modules by path|compiled successfully|Workflow bundle created|Worker state changed/);
+    expect(service.npm.output()).not.toMatch(
+      /modules by path|compiled successfully|Workflow bundle created|Worker state changed/,
+    );
     await expectAccountKept();
     // A second instance on the same DATA_DIR is refused before it touches anything.
     const second = npmStart(ROOT, env);
@@ -269,7 +334,12 @@ describe.sequential('stopping npm start', () => {
     await expectAccountKept();
     expect(service.npm.output()).toMatch(/left running by an instance that was killed/);
 
-    const { exit } = await stopAndCheck(service, 'SIGTERM to the group after a restart from SIGKILL', (pid) => process.kill(-pid, 'SIGTERM'), true);
+    const { exit } = await stopAndCheck(
+      service,
+      'SIGTERM to the group after a restart from SIGKILL',
+      (pid) => process.kill(-pid, 'SIGTERM'),
+      true,
+    );
     expect(exit).toBe(0);
   });
 });

@@ -20,12 +20,20 @@ afterAll(async () => {
 });
 
 /** The real CLI as a child process (asynchronously: the API it talks to runs in this process). */
-function gensvc(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function gensvc(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const { PATH, HOME } = process.env;
-    execFile(process.execPath, [BIN, ...args], { env: { PATH, HOME, GENSVC_URL: url, ADMIN_TOKEN, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env: { PATH, HOME, GENSVC_URL: url, ADMIN_TOKEN, ...env }, timeout: 30_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -61,9 +69,17 @@ describe('gensvc against the running API', () => {
     const link = /Set-password link {2}(\S+)/.exec(user.stdout)?.[1];
     expect(link).toMatch(new RegExp(`^${url}/dashboard/set-password#token=[\\w-]{43}$`));
     const token = new URL(link!).hash.slice('#token='.length);
-    const set = await fetch(`${url}/dashboard/api/set-password`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, password: 'a password from the cli test' }) });
+    const set = await fetch(`${url}/dashboard/api/set-password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token, password: 'a password from the cli test' }),
+    });
     expect(set.status).toBe(200);
-    const login = await fetch(`${url}/dashboard/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'ops-cli@example.com', password: 'a password from the cli test' }) });
+    const login = await fetch(`${url}/dashboard/api/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'ops-cli@example.com', password: 'a password from the cli test' }),
+    });
     expect(login.status).toBe(200);
 
     const revoked = await gensvc(['key', 'revoke', keyId!]);
@@ -79,7 +95,11 @@ describe('gensvc against the running API', () => {
   });
 
   it('reports the API errors with their type and exit code 1', async () => {
-    expect(await gensvc(['credits', 'add', 'acct_missing', '--credits', '5'])).toEqual({ code: 1, stdout: '', stderr: "error: not_found: Account 'acct_missing' not found.\n" });
+    expect(await gensvc(['credits', 'add', 'acct_missing', '--credits', '5'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "error: not_found: Account 'acct_missing' not found.\n",
+    });
     const wrongToken = await gensvc(['key', 'revoke', 'key_x'], { ADMIN_TOKEN: 'not-the-token' });
     expect(wrongToken).toMatchObject({ code: 1, stdout: '' });
     expect(wrongToken.stderr).toMatch(/^error: unauthorized: A valid admin token is required/);

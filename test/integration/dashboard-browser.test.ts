@@ -31,7 +31,11 @@ let pageErrors: string[];
 
 beforeAll(async () => {
   await shots.make();
-  h = await startHarness({ listen: true, syncWaitMs: 20_000, webhooks: { retryScheduleMs: [200, 200], relayPollMs: 200 } });
+  h = await startHarness({
+    listen: true,
+    syncWaitMs: 20_000,
+    webhooks: { retryScheduleMs: [200, 200], relayPollMs: 200 },
+  });
   base = h.baseUrl!;
   receiver = await startReceiver();
   browser = await launchBrowser();
@@ -113,10 +117,18 @@ describe('the dashboard in Chromium', () => {
 
     const auth = { authorization: `Bearer ${key}` };
     expect((await http('/api/v1/balance', { headers: auth })).status).toBe(200);
-    const image = await http('/api/generate', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'image', model: 'flux', prompt: 'a kite' }) });
+    const image = await http('/api/generate', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'image', model: 'flux', prompt: 'a kite' }),
+    });
     expect(image.status).toBe(200);
     // A key limited to flux and kling may not use another model.
-    const other = await http('/api/generate', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'image', model: 'image-qwen', prompt: 'a kite' }) });
+    const other = await http('/api/generate', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'image', model: 'image-qwen', prompt: 'a kite' }),
+    });
     expect(other.status).toBe(403);
 
     // A budget set here holds the key: 3 credits spent of 5 a day leave too little for another image.
@@ -125,7 +137,11 @@ describe('the dashboard in Chromium', () => {
     await row.getByLabel('Period').selectOption('day');
     await row.getByRole('button', { name: 'Save budget' }).click();
     await row.getByTestId('budget').filter({ hasText: '3 credits of 5 credits per day' }).waitFor();
-    const over = await http('/api/generate', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'image', model: 'flux', prompt: 'a kite' }) });
+    const over = await http('/api/generate', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'image', model: 'flux', prompt: 'a kite' }),
+    });
     expect(over.status).toBe(402);
     expect(((await over.json()) as { error: { type: string } }).error.type).toBe('budget_exceeded');
     await shot('keys-budget');
@@ -171,12 +187,20 @@ describe('the dashboard in Chromium', () => {
 
     // Edit it: a flat endpoint's events are not offered for a nested one, but the description is.
     await page.getByRole('button', { name: 'Edit' }).click();
-    await page.getByRole('form', { name: /^Edit / }).getByLabel('Description').fill('my laptop, renamed');
+    await page
+      .getByRole('form', { name: /^Edit / })
+      .getByLabel('Description')
+      .fill('my laptop, renamed');
     await page.getByRole('button', { name: 'Save' }).click();
     await expect.poll(() => page.locator('[data-endpoint] p').first().textContent()).toContain('renamed');
-    await page.getByRole('button', { name: /^Redeliver / }).first().click();
+    await page
+      .getByRole('button', { name: /^Redeliver / })
+      .first()
+      .click();
     await receiver.until(2, (r) => r.json.event === 'ping');
-    await page.locator('[data-delivery][data-status="succeeded"] td[data-label="Attempts"]', { hasText: '2' }).waitFor({ timeout: 20_000 });
+    await page
+      .locator('[data-delivery][data-status="succeeded"] td[data-label="Attempts"]', { hasText: '2' })
+      .waitFor({ timeout: 20_000 });
     await shot('webhooks');
   });
 
@@ -199,7 +223,13 @@ describe('the dashboard in Chromium', () => {
     await page.locator('[data-result][data-status="succeeded"]').waitFor({ timeout: 30_000 });
     await page.locator('[data-result] video').waitFor();
     const id = await result.getAttribute('data-result');
-    const record = await (await http(`/api/v1/generations/${id}`, { headers: { authorization: `Bearer ${(await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['video'] })).json<{ key: string }>().key}` } })).json() as { status: string; creditsCharged: number };
+    const record = (await (
+      await http(`/api/v1/generations/${id}`, {
+        headers: {
+          authorization: `Bearer ${(await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['video'] })).json<{ key: string }>().key}`,
+        },
+      })
+    ).json()) as { status: string; creditsCharged: number };
     expect(record).toMatchObject({ status: 'succeeded', creditsCharged: 130 });
     await shot('playground');
     await shot('playground-phone', PHONE);
@@ -211,9 +241,15 @@ describe('the dashboard in Chromium', () => {
     await page.locator('[data-generation] video').first().waitFor();
     await page.locator('[data-generation] img').first().waitFor();
     // A job made elsewhere (group C with the cookie, as the playground does) appears and finishes live.
-    const csrf = await page.locator('#boot').evaluate((el) => (JSON.parse(el.textContent ?? '{}') as { csrfToken: string }).csrfToken);
+    const csrf = await page
+      .locator('#boot')
+      .evaluate((el) => (JSON.parse(el.textContent ?? '{}') as { csrfToken: string }).csrfToken);
     const id = await page.evaluate(async (token) => {
-      const res = await fetch('/api/generate', { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': token, prefer: 'respond-async' }, body: JSON.stringify({ kind: 'image', model: 'flux', prompt: 'a lighthouse sim:delay=1500' }) });
+      const res = await fetch('/api/generate', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': token, prefer: 'respond-async' },
+        body: JSON.stringify({ kind: 'image', model: 'flux', prompt: 'a lighthouse sim:delay=1500' }),
+      });
       return ((await res.json()) as { generation: { id: string } }).generation.id;
     }, csrf);
     await page.locator(`[data-generation="${id}"]`).waitFor();
@@ -232,23 +268,36 @@ describe('the dashboard in Chromium', () => {
     // The key budget refused an image earlier: that is listed already, once.
     await page.locator('[data-alert="key.budget_reached"]').waitFor();
     expect(await page.locator('[data-alert]').count()).toBe(1);
-    const auth = { authorization: `Bearer ${(await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{ key: string }>().key}` };
-    const { balance } = await (await http('/api/v1/balance', { headers: auth })).json() as { balance: number };
+    const auth = {
+      authorization: `Bearer ${(await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{ key: string }>().key}`,
+    };
+    const { balance } = (await (await http('/api/v1/balance', { headers: auth })).json()) as { balance: number };
     const threshold = balance - 1;
     // The overview re-renders as its live data arrives, which can reset a field typed into before
     // it; a person would type it again, and so does this until the operator's view shows it saved.
-    const saved = async () => (await h.admin('GET', `/admin/v1/accounts/${accountId}/alerts`)).json<{ thresholdCredits: number | null }>().thresholdCredits;
-    await expect.poll(async () => {
-      const now = await saved();
-      if (now !== threshold) {
-        await page.getByLabel(/Alert me below/).fill(String(threshold));
-        await page.getByRole('button', { name: 'Save', exact: true }).click();
-      }
-      return now;
-    }, { timeout: 20_000, interval: 1_000 }).toBe(threshold);
+    const saved = async () =>
+      (await h.admin('GET', `/admin/v1/accounts/${accountId}/alerts`)).json<{ thresholdCredits: number | null }>()
+        .thresholdCredits;
+    await expect
+      .poll(
+        async () => {
+          const now = await saved();
+          if (now !== threshold) {
+            await page.getByLabel(/Alert me below/).fill(String(threshold));
+            await page.getByRole('button', { name: 'Save', exact: true }).click();
+          }
+          return now;
+        },
+        { timeout: 20_000, interval: 1_000 },
+      )
+      .toBe(threshold);
 
     // 3 credits take the available credits below it: balance.low, shown live on the page.
-    const image = await http('/api/v1/generate', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'image', model: 'flux', prompt: 'a low tide' }) });
+    const image = await http('/api/v1/generate', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'image', model: 'flux', prompt: 'a low tide' }),
+    });
     expect(image.status).toBe(200);
     const alert = page.locator('[data-alert="balance.low"]');
     await alert.waitFor({ timeout: 20_000 });

@@ -16,48 +16,82 @@ afterAll(async () => {
   await h?.close();
 });
 
-interface V1Generation { id: string; status: string; creditsCharged: number; error: { code: string; retryable: boolean } | null }
+interface V1Generation {
+  id: string;
+  status: string;
+  creditsCharged: number;
+  error: { code: string; retryable: boolean } | null;
+}
 
 const v1 = async (key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
   const res = await h.call('POST', '/api/v1/generate', { key, body, headers });
-  return { status: res.statusCode, body: res.json<V1Generation & { error: { type: string; code: number; message: string } }>() };
+  return {
+    status: res.statusCode,
+    body: res.json<V1Generation & { error: { type: string; code: number; message: string } }>(),
+  };
 };
-const v1Get = async (key: string, id: string) => (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<V1Generation>();
-const finished = (key: string, id: string) => eventually(async () => {
-  const g = await v1Get(key, id);
-  return g.status === 'succeeded' || g.status === 'failed' ? g : undefined;
-}, 30_000, 200);
+const v1Get = async (key: string, id: string) =>
+  (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<V1Generation>();
+const finished = (key: string, id: string) =>
+  eventually(
+    async () => {
+      const g = await v1Get(key, id);
+      return g.status === 'succeeded' || g.status === 'failed' ? g : undefined;
+    },
+    30_000,
+    200,
+  );
 
 describe('a deadline the client chose', () => {
   it('a 10-second job with Cancel-After: 2 fails timeout while running: the provider is stopped, nothing charged', async () => {
     const { key } = await h.account({ credits: 200 });
     const before = await credits(h, key);
     const started = Date.now();
-    const r = await v1(key, { kind: 'video', model: 'kling', prompt: 'a slow tide sim:delay=10000', seconds: 5 }, { 'cancel-after': '2' });
+    const r = await v1(
+      key,
+      { kind: 'video', model: 'kling', prompt: 'a slow tide sim:delay=10000', seconds: 5 },
+      { 'cancel-after': '2' },
+    );
     expect(r.status).toBe(202);
     const g = await finished(key, r.body.id);
     expect(g).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'timeout', retryable: true } });
     expect(Date.now() - started).toBeLessThan(9_000);
     expect(await credits(h, key)).toMatchObject({ balance: before.balance, holdsActive: 0 });
     // The hold was released, not settled: the ledger has no charge for it.
-    const entries = await h.pool.query<{ kind: string }>(`SELECT entry AS kind FROM ledger_entries WHERE generation_id = $1 ORDER BY id`, [r.body.id]);
+    const entries = await h.pool.query<{ kind: string }>(
+      `SELECT entry AS kind FROM ledger_entries WHERE generation_id = $1 ORDER BY id`,
+      [r.body.id],
+    );
     expect(entries.rows.map((e) => e.kind)).not.toContain('charge');
   });
 
   it('a video still waiting for one of the five slots fails timeout at its deadline and was never charged', async () => {
     const { key } = await h.account({ credits: 2_000 });
-    const blockers = await Promise.all(Array.from({ length: 5 }, (_, i) => v1(key, { kind: 'video', model: 'kling', prompt: `blocker ${i} sim:delay=20000`, seconds: 5 })));
+    const blockers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        v1(key, { kind: 'video', model: 'kling', prompt: `blocker ${i} sim:delay=20000`, seconds: 5 }),
+      ),
+    );
     await eventually(async () => {
-      const r = await h.pool.query<{ n: string }>(`SELECT count(*) AS n FROM generations WHERE id = ANY($1::text[]) AND status = 'running'`, [blockers.map((b) => b.body.id)]);
+      const r = await h.pool.query<{ n: string }>(
+        `SELECT count(*) AS n FROM generations WHERE id = ANY($1::text[]) AND status = 'running'`,
+        [blockers.map((b) => b.body.id)],
+      );
       return Number(r.rows[0]!.n) === 5 ? true : undefined;
     });
     const before = await credits(h, key);
     // deadline_seconds in the body; the duration form in the header is longer, so the body's counts.
-    const waiting = await v1(key, { kind: 'video', model: 'kling', prompt: 'behind the others', seconds: 5, deadline_seconds: 2 }, { 'cancel-after': '5m' });
+    const waiting = await v1(
+      key,
+      { kind: 'video', model: 'kling', prompt: 'behind the others', seconds: 5, deadline_seconds: 2 },
+      { 'cancel-after': '5m' },
+    );
     expect(waiting.status).toBe(202);
     const g = await finished(key, waiting.body.id);
     expect(g).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'timeout' } });
-    const row = await h.pool.query<{ started_at: Date | null }>(`SELECT started_at FROM generations WHERE id = $1`, [waiting.body.id]);
+    const row = await h.pool.query<{ started_at: Date | null }>(`SELECT started_at FROM generations WHERE id = $1`, [
+      waiting.body.id,
+    ]);
     expect(row.rows[0]!.started_at).toBeNull();
     // Only the blockers' holds are left.
     expect((await credits(h, key)).holdsActive).toBe(before.holdsActive);
@@ -66,11 +100,26 @@ describe('a deadline the client chose', () => {
 
   it('group C takes the header too, and a deadline longer than the job changes nothing', async () => {
     const { key } = await h.account({ credits: 200 });
-    const quick = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'a quick one sim:delay=300', seconds: 5 }, { 'cancel-after': '1h' });
+    const quick = await generate(
+      h,
+      key,
+      { kind: 'video', model: 'kling', prompt: 'a quick one sim:delay=300', seconds: 5 },
+      { 'cancel-after': '1h' },
+    );
     expect(quick.status).toBe(200);
     expect(await untilFinished(h, key, quick.body.generation.id)).toMatchObject({ status: 'succeeded' });
-    const slow = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'a slow one sim:delay=10000', seconds: 5, deadlineSeconds: 1.5 });
-    expect(await untilFinished(h, key, slow.body.generation.id)).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'timeout' } });
+    const slow = await generate(h, key, {
+      kind: 'video',
+      model: 'kling',
+      prompt: 'a slow one sim:delay=10000',
+      seconds: 5,
+      deadlineSeconds: 1.5,
+    });
+    expect(await untilFinished(h, key, slow.body.generation.id)).toMatchObject({
+      status: 'failed',
+      creditsCharged: 0,
+      error: { code: 'timeout' },
+    });
   });
 
   it('a bad deadline is a 400 in each door’s shape, before anything is held', async () => {
@@ -87,10 +136,17 @@ describe('a deadline the client chose', () => {
     const c = await generate(h, key, { ...video, deadlineSeconds: -1 });
     expect(c.status).toBe(400);
     expect(c.body.error).toMatchObject({ code: 400, type: expect.any(String) });
-    const b = await h.call('POST', '/v1/video/generations', { key, body: { model: 'kling-2.1-pro', prompt: 'never run', deadline_seconds: 0 } });
+    const b = await h.call('POST', '/v1/video/generations', {
+      key,
+      body: { model: 'kling-2.1-pro', prompt: 'never run', deadline_seconds: 0 },
+    });
     expect(b.statusCode).toBe(400);
     expect(b.json()).toMatchObject({ error: { type: 'invalid_request_error', code: 400 } });
-    const bh = await h.call('POST', '/v1/videos', { key, body: { prompt: 'never run' }, headers: { 'cancel-after': 'later' } });
+    const bh = await h.call('POST', '/v1/videos', {
+      key,
+      body: { prompt: 'never run' },
+      headers: { 'cancel-after': 'later' },
+    });
     expect(bh.statusCode).toBe(400);
     expect(bh.json()).toMatchObject({ error: { type: 'invalid_request_error', code: 400 } });
     expect(await credits(h, key)).toMatchObject({ balance: before.balance, holdsActive: 0 });

@@ -31,14 +31,27 @@ describe('a Temporal server that cannot be reached', () => {
     expect(first.status).toBe(200);
     const id = first.body.generation.id;
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await buildApp({ pool: h.pool, client: new Client({ connection }), taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1000, defaultChatCap: 0 });
+    const app = await buildApp({
+      pool: h.pool,
+      client: new Client({ connection }),
+      taskQueue: h.taskQueue,
+      store: h.store,
+      adminToken: ADMIN_TOKEN,
+      syncWaitMs: 1000,
+      defaultChatCap: 0,
+    });
     try {
       const again = await app.inject({
-        method: 'POST', url: '/api/generate', headers: { authorization: `Bearer ${key}`, 'idempotency-key': 'ferry-1' }, payload: body,
+        method: 'POST',
+        url: '/api/generate',
+        headers: { authorization: `Bearer ${key}`, 'idempotency-key': 'ferry-1' },
+        payload: body,
       });
       expect(again.statusCode).toBe(503);
       expect(again.headers['retry-after']).toBe('1');
-      expect(again.json()).toMatchObject({ error: { type: 'server_error', code: 503, message: expect.stringMatching(/same Idempotency-Key/) } });
+      expect(again.json()).toMatchObject({
+        error: { type: 'server_error', code: 503, message: expect.stringMatching(/same Idempotency-Key/) },
+      });
     } finally {
       await app.close();
       await connection.close();
@@ -63,16 +76,32 @@ describe('PostgreSQL going away in the middle of a request', () => {
     // PostgreSQL "goes down" the moment the start returns, before the answer is read back.
     const client = new Client({
       connection: h.client.connection,
-      interceptors: { workflow: [{ startWithDetails: async (input, next) => {
-        const started = await next(input);
-        proxy.cut();
-        return started;
-      } }] },
+      interceptors: {
+        workflow: [
+          {
+            startWithDetails: async (input, next) => {
+              const started = await next(input);
+              proxy.cut();
+              return started;
+            },
+          },
+        ],
+      },
     });
-    const app = await buildApp({ pool, client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1000, defaultChatCap: 0 });
+    const app = await buildApp({
+      pool,
+      client,
+      taskQueue: h.taskQueue,
+      store: h.store,
+      adminToken: ADMIN_TOKEN,
+      syncWaitMs: 1000,
+      defaultChatCap: 0,
+    });
     try {
       const res = await app.inject({
-        method: 'POST', url: '/api/v1/generate', headers: { authorization: `Bearer ${key}` },
+        method: 'POST',
+        url: '/api/v1/generate',
+        headers: { authorization: `Bearer ${key}` },
         payload: { kind: 'video', model: 'kling', prompt: 'a lock gate sim:delay=300', seconds: 5, quality: '720p' },
       });
       expect(res.statusCode, res.body).toBe(202);

@@ -34,7 +34,15 @@ const RATE = 2000;
 beforeAll(async () => {
   up = await startOpenAiUpstream();
   const config = upstreamsSchema.parse({
-    upstreams: [{ name: 'local-openai', protocol: 'openai', baseUrl: up.baseUrl, timeoutMs: 2000, models: { 'claude-sonnet': 'upstream-sonnet' } }],
+    upstreams: [
+      {
+        name: 'local-openai',
+        protocol: 'openai',
+        baseUrl: up.baseUrl,
+        timeoutMs: 2000,
+        models: { 'claude-sonnet': 'upstream-sonnet' },
+      },
+    ],
   });
   h = await startHarness({ provider: createProviderRouter(config.upstreams, createSimulator(), http) });
   await h.app.listen({ port: 0, host: '127.0.0.1' });
@@ -48,27 +56,42 @@ afterAll(async () => {
 });
 
 const lastChatRequest = () => up.received.filter((r) => r.path === '/v1/chat/completions').at(-1)!.body!;
-const settled = (key: string) => eventually(async () => {
-  const c = await credits(h, key);
-  return c.holdsActive === 0 ? c : undefined;
-});
+const settled = (key: string) =>
+  eventually(async () => {
+    const c = await credits(h, key);
+    return c.holdsActive === 0 ? c : undefined;
+  });
 
 describe('chat completions with function tools', () => {
   it('passes the tools on, answers the call whole and streamed, and sends the result back', async () => {
     const { key } = await h.account({ credits: 50 });
     const tools = [{ type: 'function' as const, function: weather }];
     const whole = await client(key).chat.completions.create({
-      model: 'claude-sonnet', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, tool_choice: 'auto', parallel_tool_calls: false,
+      model: 'claude-sonnet',
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools,
+      tool_choice: 'auto',
+      parallel_tool_calls: false,
     });
-    expect(lastChatRequest()).toMatchObject({ model: 'upstream-sonnet', tools, tool_choice: 'auto', parallel_tool_calls: false });
+    expect(lastChatRequest()).toMatchObject({
+      model: 'upstream-sonnet',
+      tools,
+      tool_choice: 'auto',
+      parallel_tool_calls: false,
+    });
     const choice = whole.choices[0]!;
     expect(choice.finish_reason).toBe('tool_calls');
     expect(choice.message.content).toBeNull();
-    expect(choice.message.tool_calls).toEqual([{ id: 'call_up1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }]);
+    expect(choice.message.tool_calls).toEqual([
+      { id: 'call_up1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+    ]);
     expect(whole.usage?.completion_tokens).toBe(7);
 
     const stream = await client(key).chat.completions.create({
-      model: 'claude-sonnet', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, stream: true,
+      model: 'claude-sonnet',
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools,
+      stream: true,
     });
     const pieces: string[] = [];
     let finish: string | null | undefined;
@@ -80,12 +103,17 @@ describe('chat completions with function tools', () => {
       }
       finish = chunk.choices[0]?.finish_reason ?? finish;
     }
-    expect({ name, args: pieces.join(''), finish }).toEqual({ name: 'get_weather', args: '{"city":"Paris"}', finish: 'tool_calls' });
+    expect({ name, args: pieces.join(''), finish }).toEqual({
+      name: 'get_weather',
+      args: '{"city":"Paris"}',
+      finish: 'tool_calls',
+    });
 
     // The client runs the function and sends its result: the upstream gets the call and the result
     // in its own format, and answers in text.
     const answer = await client(key).chat.completions.create({
-      model: 'claude-sonnet', tools,
+      model: 'claude-sonnet',
+      tools,
       messages: [
         { role: 'user', content: 'Weather in Paris? up:tokens=3' },
         { role: 'assistant', content: null, tool_calls: choice.message.tool_calls! },
@@ -95,7 +123,13 @@ describe('chat completions with function tools', () => {
     expect(answer.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'alpha beta gamma' } });
     expect(lastChatRequest().messages).toEqual([
       { role: 'user', content: 'Weather in Paris? up:tokens=3' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_up1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_up1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+        ],
+      },
       { role: 'tool', tool_call_id: 'call_up1', content: '18 °C, sunny' },
     ]);
     // Billed per token like any reply: 7 + 7 for the calls (the upstream's count), 3 for the answer.
@@ -111,7 +145,13 @@ describe('responses with function tools', () => {
     expect(lastChatRequest()).toMatchObject({ tools: [{ type: 'function', function: { ...weather, strict: true } }] });
     expect(first.status).toBe('completed');
     expect(first.output).toEqual([
-      expect.objectContaining({ type: 'function_call', call_id: 'call_up1', name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' }),
+      expect.objectContaining({
+        type: 'function_call',
+        call_id: 'call_up1',
+        name: 'get_weather',
+        arguments: '{"city":"Paris"}',
+        status: 'completed',
+      }),
     ]);
     expect(first.tools).toEqual([expect.objectContaining({ type: 'function', name: 'get_weather', strict: true })]);
     expect(first.tool_choice).toBe('auto');
@@ -125,19 +165,36 @@ describe('responses with function tools', () => {
     }
     const streamed = await stream.finalResponse();
     expect(args).toBe('{"city":"Paris"}');
-    expect(types).toEqual(expect.arrayContaining(['response.output_item.added', 'response.function_call_arguments.done', 'response.output_item.done', 'response.completed']));
+    expect(types).toEqual(
+      expect.arrayContaining([
+        'response.output_item.added',
+        'response.function_call_arguments.done',
+        'response.output_item.done',
+        'response.completed',
+      ]),
+    );
     expect(types).not.toContain('response.output_text.delta');
-    expect(streamed.output).toEqual([expect.objectContaining({ type: 'function_call', name: 'get_weather', arguments: '{"city":"Paris"}' })]);
+    expect(streamed.output).toEqual([
+      expect.objectContaining({ type: 'function_call', name: 'get_weather', arguments: '{"city":"Paris"}' }),
+    ]);
 
     // The stored call is carried over: the upstream sees it before the function's output.
     const next = await client(key).responses.create({
-      model: 'claude-sonnet', previous_response_id: first.id, tools,
+      model: 'claude-sonnet',
+      previous_response_id: first.id,
+      tools,
       input: [{ type: 'function_call_output', call_id: 'call_up1', output: '18 °C, sunny up:tokens=2' }],
     });
     expect(next.output_text).toBe('alpha beta');
     expect(lastChatRequest().messages).toEqual([
       { role: 'user', content: 'Weather in Paris?' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_up1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_up1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+        ],
+      },
       { role: 'tool', tool_call_id: 'call_up1', content: '18 °C, sunny up:tokens=2' },
     ]);
     const read = await client(key).responses.retrieve(first.id);
@@ -147,13 +204,20 @@ describe('responses with function tools', () => {
 
   it('runs a background response with tools in its workflow; the call is on the stored response', async () => {
     const { key } = await h.account({ credits: 50 });
-    const queued = await client(key).responses.create({ model: 'claude-sonnet', input: 'Weather in Paris?', tools: [{ type: 'function', ...weather, strict: null }], background: true });
+    const queued = await client(key).responses.create({
+      model: 'claude-sonnet',
+      input: 'Weather in Paris?',
+      tools: [{ type: 'function', ...weather, strict: null }],
+      background: true,
+    });
     expect(queued.status).toBe('queued');
     const done = await eventually(async () => {
       const r = await client(key).responses.retrieve(queued.id);
       return r.status === 'completed' ? r : undefined;
     });
-    expect(done.output).toEqual([expect.objectContaining({ type: 'function_call', call_id: 'call_up1', arguments: '{"city":"Paris"}' })]);
+    expect(done.output).toEqual([
+      expect.objectContaining({ type: 'function_call', call_id: 'call_up1', arguments: '{"city":"Paris"}' }),
+    ]);
   });
 
   it('on the simulator, tools and function items are a 400 naming the field, with nothing held', async () => {
@@ -161,8 +225,17 @@ describe('responses with function tools', () => {
     const tools = [{ type: 'function' as const, ...weather, strict: null }];
     const refusals = [
       () => client(key).responses.create({ model: 'claude-haiku', input: 'Weather?', tools }),
-      () => client(key).responses.create({ model: 'claude-haiku', input: [{ type: 'function_call_output', call_id: 'c1', output: 'sunny' }] }),
-      () => client(key).chat.completions.create({ model: 'claude-haiku', messages: [{ role: 'user', content: 'Weather?' }], tools: [{ type: 'function', function: weather }] }),
+      () =>
+        client(key).responses.create({
+          model: 'claude-haiku',
+          input: [{ type: 'function_call_output', call_id: 'c1', output: 'sunny' }],
+        }),
+      () =>
+        client(key).chat.completions.create({
+          model: 'claude-haiku',
+          messages: [{ role: 'user', content: 'Weather?' }],
+          tools: [{ type: 'function', function: weather }],
+        }),
     ];
     const params: (string | null | undefined)[] = [];
     for (const refuse of refusals) {
@@ -172,7 +245,9 @@ describe('responses with function tools', () => {
       params.push(err.param);
     }
     expect(params).toEqual(['tools', 'input', 'tools']);
-    const builtIn = (await client(key).responses.create({ model: 'claude-sonnet', input: 'Find it', tools: [{ type: 'web_search' }] }).catch((e: unknown) => e)) as APIError;
+    const builtIn = (await client(key)
+      .responses.create({ model: 'claude-sonnet', input: 'Find it', tools: [{ type: 'web_search' }] })
+      .catch((e: unknown) => e)) as APIError;
     expect(builtIn).toBeInstanceOf(OpenAI.BadRequestError);
     expect(builtIn.message).toMatch(/built-in tools/);
     expect(await credits(h, key)).toMatchObject({ balance: 50, holdsActive: 0 });

@@ -37,22 +37,30 @@ const v1 = (key: string) => ({
     return res.json<Page>();
   },
   cancel: async (id: string) => h.call('POST', `/api/v1/generations/${id}/cancel`, { key }),
-  balance: async () => (await h.call('GET', '/api/v1/balance', { key })).json<{ balance: number; holdsActive: number }>(),
+  balance: async () =>
+    (await h.call('GET', '/api/v1/balance', { key })).json<{ balance: number; holdsActive: number }>(),
 });
 
-const statusOf = async (id: string) => (await h.pool.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [id])).rows[0]?.status;
+const statusOf = async (id: string) =>
+  (await h.pool.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [id])).rows[0]?.status;
 
 describe('the generation list', () => {
   it('pages newest first, visiting every generation exactly once while others are created', async () => {
     const { key } = await h.account({ credits: 1_000 });
     const api = v1(key);
     const before = await Promise.all(
-      Array.from({ length: 23 }, (_, i) => api.generate({ kind: 'chat', prompt: `before ${i}` }, { prefer: 'respond-async' })),
+      Array.from({ length: 23 }, (_, i) =>
+        api.generate({ kind: 'chat', prompt: `before ${i}` }, { prefer: 'respond-async' }),
+      ),
     );
     const existing = new Set(before.map((r) => r.body.id));
 
     // Page through with a small page size while new generations keep arriving.
-    const arriving = Promise.all(Array.from({ length: 12 }, (_, i) => api.generate({ kind: 'chat', prompt: `during ${i}` }, { prefer: 'respond-async' })));
+    const arriving = Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        api.generate({ kind: 'chat', prompt: `during ${i}` }, { prefer: 'respond-async' }),
+      ),
+    );
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -81,7 +89,9 @@ describe('the generation list', () => {
     await eventually(async () => ((await statusOf(video.body.id)) === 'succeeded' ? true : undefined));
 
     expect((await api.page('kind=image')).data.map((g) => g.kind)).toEqual(['image', 'image']);
-    expect((await api.page('status=failed')).data).toMatchObject([{ kind: 'image', error: { code: 'provider_failed' } }]);
+    expect((await api.page('status=failed')).data).toMatchObject([
+      { kind: 'image', error: { code: 'provider_failed' } },
+    ]);
     expect((await api.page('kind=image&status=succeeded')).data).toHaveLength(1);
     const first = await api.page('kind=image&limit=1');
     expect(first.next_cursor).not.toBeNull();
@@ -117,15 +127,26 @@ describe('cancel', () => {
     const { key } = await h.account({ credits: 1_000 });
     const api = v1(key);
     // Five videos take the account's five slots; a sixth waits in the queue.
-    const running = await Promise.all(Array.from({ length: 5 }, (_, i) => api.generate({ kind: 'video', model: 'seedance-lite', prompt: `busy ${i} sim:delay=30000` })));
-    await eventually(async () => ((await Promise.all(running.map((r) => statusOf(r.body.id)))).every((s) => s === 'running') ? true : undefined));
+    const running = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        api.generate({ kind: 'video', model: 'seedance-lite', prompt: `busy ${i} sim:delay=30000` }),
+      ),
+    );
+    await eventually(async () =>
+      (await Promise.all(running.map((r) => statusOf(r.body.id)))).every((s) => s === 'running') ? true : undefined,
+    );
     const queued = await api.generate({ kind: 'video', model: 'kling', prompt: 'waiting' });
     expect(queued.body.status).toBe('queued');
     expect(await api.balance()).toMatchObject({ holdsActive: 5 * 15 + 42.5 });
 
     const cancelQueued = await api.cancel(queued.body.id);
     expect(cancelQueued.statusCode).toBe(200);
-    expect(cancelQueued.json()).toMatchObject({ id: queued.body.id, status: 'failed', creditsCharged: 0, error: { code: 'cancelled', retryable: false } });
+    expect(cancelQueued.json()).toMatchObject({
+      id: queued.body.id,
+      status: 'failed',
+      creditsCharged: 0,
+      error: { code: 'cancelled', retryable: false },
+    });
     const cancelRunning = await api.cancel(running[0]!.body.id);
     expect(cancelRunning.json()).toMatchObject({ status: 'failed', error: { code: 'cancelled' } });
     expect(await api.balance()).toMatchObject({ balance: 1_000 - 4 * 15, holdsActive: 4 * 15 });
@@ -133,7 +154,10 @@ describe('cancel', () => {
     const again = await api.cancel(queued.body.id);
     expect(again.statusCode).toBe(200);
     expect(again.json()).toMatchObject({ status: 'failed', error: { code: 'cancelled' } });
-    const ledger = await h.pool.query<{ entry: string }>('SELECT entry FROM ledger_entries WHERE generation_id = $1 ORDER BY id', [queued.body.id]);
+    const ledger = await h.pool.query<{ entry: string }>(
+      'SELECT entry FROM ledger_entries WHERE generation_id = $1 ORDER BY id',
+      [queued.body.id],
+    );
     expect(ledger.rows.map((r) => r.entry)).toEqual(['hold', 'release']);
 
     for (const r of running.slice(1)) await api.cancel(r.body.id);
@@ -170,44 +194,133 @@ describe('authorization matrix', () => {
     disposable: string;
   }
   interface Row {
-    request: (ids: Ids) => { method: 'GET' | 'POST' | 'PATCH' | 'DELETE'; url: string; body?: unknown; headers?: Record<string, string> };
+    request: (ids: Ids) => {
+      method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+      url: string;
+      body?: unknown;
+      headers?: Record<string, string>;
+    };
     /** Statuses for a key without the kind's scope, another account's key, and the right key. */
     expect: { noScope: number; otherAccount: number; right: number };
   }
 
   // Every keyed route of groups A and C. The test below fails if the app serves one not listed.
   const MATRIX: Record<string, Row> = {
-    'POST /api/generate': { request: () => ({ method: 'POST', url: '/api/generate', body: { kind: 'image', model: 'flux', prompt: 'x' } }), expect: { noScope: 403, otherAccount: 200, right: 200 } },
-    'GET /api/generate/:id': { request: (i) => ({ method: 'GET', url: `/api/generate/${i.generation}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
-    'GET /api/credits': { request: () => ({ method: 'GET', url: '/api/credits' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
-    'POST /api/v1/generate': { request: () => ({ method: 'POST', url: '/api/v1/generate', body: { kind: 'image', model: 'flux', prompt: 'x' } }), expect: { noScope: 403, otherAccount: 200, right: 200 } },
-    'POST /api/v1/quote': { request: () => ({ method: 'POST', url: '/api/v1/quote', body: { kind: 'image', model: 'flux', prompt: 'x' } }), expect: { noScope: 403, otherAccount: 200, right: 200 } },
-    'GET /api/v1/balance': { request: () => ({ method: 'GET', url: '/api/v1/balance' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
-    'GET /api/v1/generations': { request: () => ({ method: 'GET', url: '/api/v1/generations' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
+    'POST /api/generate': {
+      request: () => ({ method: 'POST', url: '/api/generate', body: { kind: 'image', model: 'flux', prompt: 'x' } }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'GET /api/generate/:id': {
+      request: (i) => ({ method: 'GET', url: `/api/generate/${i.generation}` }),
+      expect: { noScope: 200, otherAccount: 404, right: 200 },
+    },
+    'GET /api/credits': {
+      request: () => ({ method: 'GET', url: '/api/credits' }),
+      expect: { noScope: 200, otherAccount: 200, right: 200 },
+    },
+    'POST /api/v1/generate': {
+      request: () => ({ method: 'POST', url: '/api/v1/generate', body: { kind: 'image', model: 'flux', prompt: 'x' } }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'POST /api/v1/quote': {
+      request: () => ({ method: 'POST', url: '/api/v1/quote', body: { kind: 'image', model: 'flux', prompt: 'x' } }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'GET /api/v1/balance': {
+      request: () => ({ method: 'GET', url: '/api/v1/balance' }),
+      expect: { noScope: 200, otherAccount: 200, right: 200 },
+    },
+    'GET /api/v1/generations': {
+      request: () => ({ method: 'GET', url: '/api/v1/generations' }),
+      expect: { noScope: 200, otherAccount: 200, right: 200 },
+    },
     // The account's own money and usage: any key of the account reads them, each key its own account's.
-    'GET /api/v1/ledger': { request: () => ({ method: 'GET', url: '/api/v1/ledger' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
-    'GET /api/v1/usage': { request: () => ({ method: 'GET', url: '/api/v1/usage' }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
-    'GET /api/v1/generations/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
-    'POST /api/v1/generations/:id/remix': { request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.remixable}/remix`, body: { prompt: 'again sim:delay=60000' } }), expect: { noScope: 403, otherAccount: 404, right: 202 } },
+    'GET /api/v1/ledger': {
+      request: () => ({ method: 'GET', url: '/api/v1/ledger' }),
+      expect: { noScope: 200, otherAccount: 200, right: 200 },
+    },
+    'GET /api/v1/usage': {
+      request: () => ({ method: 'GET', url: '/api/v1/usage' }),
+      expect: { noScope: 200, otherAccount: 200, right: 200 },
+    },
+    'GET /api/v1/generations/:id': {
+      request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}` }),
+      expect: { noScope: 200, otherAccount: 404, right: 200 },
+    },
+    'POST /api/v1/generations/:id/remix': {
+      request: (i) => ({
+        method: 'POST',
+        url: `/api/v1/generations/${i.remixable}/remix`,
+        body: { prompt: 'again sim:delay=60000' },
+      }),
+      expect: { noScope: 403, otherAccount: 404, right: 202 },
+    },
     // Live streams: a finished generation's stream, resumed after its end, closes at once.
-    'GET /api/v1/generations/:id/events': { request: (i) => ({ method: 'GET', url: `/api/v1/generations/${i.generation}/events`, headers: { 'last-event-id': '3' } }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
-    'GET /api/v1/events': { request: (i) => ({ method: 'GET', url: `/api/v1/events?ids=${i.generation}` }), expect: { noScope: 200, otherAccount: 200, right: 200 } },
-    'POST /api/v1/generations/:id/cancel': { request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.cancellable}/cancel` }), expect: { noScope: 200, otherAccount: 404, right: 200 } },
+    'GET /api/v1/generations/:id/events': {
+      request: (i) => ({
+        method: 'GET',
+        url: `/api/v1/generations/${i.generation}/events`,
+        headers: { 'last-event-id': '3' },
+      }),
+      expect: { noScope: 200, otherAccount: 404, right: 200 },
+    },
+    'GET /api/v1/events': {
+      request: (i) => ({ method: 'GET', url: `/api/v1/events?ids=${i.generation}` }),
+      expect: { noScope: 200, otherAccount: 200, right: 200 },
+    },
+    'POST /api/v1/generations/:id/cancel': {
+      request: (i) => ({ method: 'POST', url: `/api/v1/generations/${i.cancellable}/cancel` }),
+      expect: { noScope: 200, otherAccount: 404, right: 200 },
+    },
     // Webhooks: a key of the account with the webhooks scope manages its endpoints; another account's are 404.
-    'POST /api/v1/webhooks': { request: () => ({ method: 'POST', url: '/api/v1/webhooks', body: { url: HOOK_URL } }), expect: { noScope: 403, otherAccount: 201, right: 201 } },
-    'GET /api/v1/webhooks': { request: () => ({ method: 'GET', url: '/api/v1/webhooks' }), expect: { noScope: 403, otherAccount: 200, right: 200 } },
-    'GET /api/v1/webhooks/:id': { request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}` }), expect: { noScope: 403, otherAccount: 404, right: 200 } },
-    'PATCH /api/v1/webhooks/:id': { request: (i) => ({ method: 'PATCH', url: `/api/v1/webhooks/${i.disposable}`, body: { description: 'renamed' } }), expect: { noScope: 403, otherAccount: 404, right: 200 } },
-    'DELETE /api/v1/webhooks/:id': { request: (i) => ({ method: 'DELETE', url: `/api/v1/webhooks/${i.disposable}` }), expect: { noScope: 403, otherAccount: 404, right: 200 } },
-    'POST /api/v1/webhooks/:id/rotate-secret': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.disposable}/rotate-secret` }), expect: { noScope: 403, otherAccount: 404, right: 200 } },
-    'GET /api/v1/webhooks/:id/deliveries': { request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}/deliveries` }), expect: { noScope: 403, otherAccount: 404, right: 200 } },
-    'POST /api/v1/webhooks/:id/deliveries/:deliveryId/redeliver': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/deliveries/${i.delivery}/redeliver` }), expect: { noScope: 403, otherAccount: 404, right: 202 } },
-    'POST /api/v1/webhooks/:id/test': { request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/test` }), expect: { noScope: 403, otherAccount: 404, right: 202 } },
+    'POST /api/v1/webhooks': {
+      request: () => ({ method: 'POST', url: '/api/v1/webhooks', body: { url: HOOK_URL } }),
+      expect: { noScope: 403, otherAccount: 201, right: 201 },
+    },
+    'GET /api/v1/webhooks': {
+      request: () => ({ method: 'GET', url: '/api/v1/webhooks' }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'GET /api/v1/webhooks/:id': {
+      request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}` }),
+      expect: { noScope: 403, otherAccount: 404, right: 200 },
+    },
+    'PATCH /api/v1/webhooks/:id': {
+      request: (i) => ({ method: 'PATCH', url: `/api/v1/webhooks/${i.disposable}`, body: { description: 'renamed' } }),
+      expect: { noScope: 403, otherAccount: 404, right: 200 },
+    },
+    'DELETE /api/v1/webhooks/:id': {
+      request: (i) => ({ method: 'DELETE', url: `/api/v1/webhooks/${i.disposable}` }),
+      expect: { noScope: 403, otherAccount: 404, right: 200 },
+    },
+    'POST /api/v1/webhooks/:id/rotate-secret': {
+      request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.disposable}/rotate-secret` }),
+      expect: { noScope: 403, otherAccount: 404, right: 200 },
+    },
+    'GET /api/v1/webhooks/:id/deliveries': {
+      request: (i) => ({ method: 'GET', url: `/api/v1/webhooks/${i.endpoint}/deliveries` }),
+      expect: { noScope: 403, otherAccount: 404, right: 200 },
+    },
+    'POST /api/v1/webhooks/:id/deliveries/:deliveryId/redeliver': {
+      request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/deliveries/${i.delivery}/redeliver` }),
+      expect: { noScope: 403, otherAccount: 404, right: 202 },
+    },
+    'POST /api/v1/webhooks/:id/test': {
+      request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/test` }),
+      expect: { noScope: 403, otherAccount: 404, right: 202 },
+    },
     // MCP refuses a missing scope or another account's generation inside the answer (a tool error), never by HTTP status.
     'POST /api/mcp': {
       request: () => ({
-        method: 'POST', url: '/api/mcp', headers: { accept: 'application/json, text/event-stream' },
-        body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } } },
+        method: 'POST',
+        url: '/api/mcp',
+        headers: { accept: 'application/json, text/event-stream' },
+        body: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } },
+        },
       }),
       expect: { noScope: 200, otherAccount: 200, right: 200 },
     },
@@ -229,7 +342,9 @@ describe('authorization matrix', () => {
     const owner = await h.account({ credits: 1_000, scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] });
     const stranger = await h.account({ credits: 1_000 });
     const chatOnly = await h.admin('POST', `/admin/v1/accounts/${owner.accountId}/keys`, { scopes: ['chat'] });
-    const revoked = await h.admin('POST', `/admin/v1/accounts/${owner.accountId}/keys`, { scopes: ['image', 'video', 'chat'] });
+    const revoked = await h.admin('POST', `/admin/v1/accounts/${owner.accountId}/keys`, {
+      scopes: ['image', 'video', 'chat'],
+    });
     await h.admin('DELETE', `/admin/v1/keys/${revoked.json<{ id: string }>().id}`);
     const session = await login(h, await userOf(h, owner.accountId));
     const keys: Record<Exclude<Who, 'session'>, string | undefined> = {
@@ -249,28 +364,56 @@ describe('authorization matrix', () => {
     const endpoint = await createEndpoint();
     const ping = await h.call('POST', `/api/v1/webhooks/${endpoint}/test`, { key: owner.key });
     const delivery = ping.json<{ id: string }>().id;
-    const remixable = (await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'short sim:delay=50' })).body.generation.id;
+    const remixable = (
+      await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'short sim:delay=50' })
+    ).body.generation.id;
     await untilFinished(h, owner.key, remixable);
 
     const results: string[] = [];
     for (const [route, row] of Object.entries(MATRIX)) {
       for (const who of WHO) {
         // A fresh running video for every cancel, so each caller meets a cancellable generation.
-        const cancellable = (await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'long sim:delay=60000' })).body.generation.id;
-        const disposable = route.startsWith('PATCH') || route.startsWith('DELETE') || route.includes('rotate-secret') ? await createEndpoint() : endpoint;
-        const { method, url, body, headers } = row.request({ generation, cancellable, remixable, endpoint, delivery, disposable });
-        const credentials = who === 'session'
-          ? { headers: { ...headers, cookie: session.cookie, 'x-csrf-token': session.csrf } }
-          : { ...(keys[who] ? { key: keys[who] } : {}), ...(headers ? { headers } : {}) };
+        const cancellable = (
+          await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'long sim:delay=60000' })
+        ).body.generation.id;
+        const disposable =
+          route.startsWith('PATCH') || route.startsWith('DELETE') || route.includes('rotate-secret')
+            ? await createEndpoint()
+            : endpoint;
+        const { method, url, body, headers } = row.request({
+          generation,
+          cancellable,
+          remixable,
+          endpoint,
+          delivery,
+          disposable,
+        });
+        const credentials =
+          who === 'session'
+            ? { headers: { ...headers, cookie: session.cookie, 'x-csrf-token': session.csrf } }
+            : { ...(keys[who] ? { key: keys[who] } : {}), ...(headers ? { headers } : {}) };
         const res = await h.call(method, url, { ...credentials, ...(body === undefined ? {} : { body }) });
         // What a call created or left behind goes, so the account stays under its 5 endpoints.
-        if (route === 'POST /api/v1/webhooks' && res.statusCode === 201) await h.call('DELETE', `/api/v1/webhooks/${res.json<{ id: string }>().id}`, { key: owner.key });
+        if (route === 'POST /api/v1/webhooks' && res.statusCode === 201)
+          await h.call('DELETE', `/api/v1/webhooks/${res.json<{ id: string }>().id}`, { key: owner.key });
         if (disposable !== endpoint) await h.call('DELETE', `/api/v1/webhooks/${disposable}`, { key: owner.key });
         // Group C takes a session as it takes the account's key; groups A, MCP and webhooks want a key.
         const groupC = !/^\w+ \/api\/(v1\/|mcp)/.test(route);
-        const expected = who === 'none' || who === 'malformed' || who === 'revoked' ? 401 : who === 'session' ? (groupC ? row.expect.right : 401) : row.expect[who];
-        results.push(`${route} ${who} ${res.statusCode === expected ? 'ok' : `${res.statusCode} (expected ${expected}: ${res.body.slice(0, 120)})`}`);
-        if (expected === 401) expect(res.json()).toMatchObject({ error: { type: /\/api\/(v1\/|mcp)/.test(route) ? 'authentication_error' : 'unauthorized' } });
+        const expected =
+          who === 'none' || who === 'malformed' || who === 'revoked'
+            ? 401
+            : who === 'session'
+              ? groupC
+                ? row.expect.right
+                : 401
+              : row.expect[who];
+        results.push(
+          `${route} ${who} ${res.statusCode === expected ? 'ok' : `${res.statusCode} (expected ${expected}: ${res.body.slice(0, 120)})`}`,
+        );
+        if (expected === 401)
+          expect(res.json()).toMatchObject({
+            error: { type: /\/api\/(v1\/|mcp)/.test(route) ? 'authentication_error' : 'unauthorized' },
+          });
         if (res.statusCode === 404) expect(res.json()).toMatchObject({ error: { type: 'not_found' } });
         await h.call('POST', `/api/v1/generations/${cancellable}/cancel`, { key: owner.key });
       }

@@ -15,7 +15,10 @@ afterAll(async () => {
 });
 
 const count = async (accountId: string) =>
-  Number((await h.pool.query<{ n: string }>('SELECT count(*) AS n FROM generations WHERE account_id = $1', [accountId])).rows[0]!.n);
+  Number(
+    (await h.pool.query<{ n: string }>('SELECT count(*) AS n FROM generations WHERE account_id = $1', [accountId]))
+      .rows[0]!.n,
+  );
 
 describe('Idempotency-Key on POST /api/generate', () => {
   it('returns the same generation for the same key and body, with one hold and one charge', async () => {
@@ -23,7 +26,12 @@ describe('Idempotency-Key on POST /api/generate', () => {
     const body = { kind: 'video', model: 'kling', prompt: 'a slow river sim:delay=800' };
     const first = await generate(h, key, body, { 'idempotency-key': 'order-1' });
     // Same request, keys in another order: a true repeat.
-    const again = await generate(h, key, { prompt: body.prompt, model: 'kling', kind: 'video' }, { 'idempotency-key': 'order-1' });
+    const again = await generate(
+      h,
+      key,
+      { prompt: body.prompt, model: 'kling', kind: 'video' },
+      { 'idempotency-key': 'order-1' },
+    );
     expect(first.status).toBe(200);
     expect(again.status).toBe(200);
     expect(again.body.generation.id).toBe(first.body.generation.id);
@@ -31,7 +39,11 @@ describe('Idempotency-Key on POST /api/generate', () => {
 
     await untilFinished(h, key, first.body.generation.id);
     const late = await generate(h, key, body, { 'idempotency-key': 'order-1' });
-    expect(late.body.generation).toMatchObject({ id: first.body.generation.id, status: 'succeeded', creditsCharged: 42.5 });
+    expect(late.body.generation).toMatchObject({
+      id: first.body.generation.id,
+      status: 'succeeded',
+      creditsCharged: 42.5,
+    });
     expect(await credits(h, key)).toMatchObject({ balance: 57.5, holdsActive: 0 });
     expect(await count(accountId)).toBe(1);
   });
@@ -41,9 +53,23 @@ describe('Idempotency-Key on POST /api/generate', () => {
     const body = { kind: 'video', model: 'kling', prompt: 'an orphan sim:delay=0' };
     // What the first request left behind: the claim, the hold and a queued generation, no workflow.
     const id = newId('gen');
-    await admit(h.pool, [
-      { id, accountId, apiKeyId: keyId, kind: 'video', model: 'kling', params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 }, internal: {}, prompt: body.prompt, quoteMc: 42_500 },
-    ], { accountId, key: 'order-orphan', requestHash: requestHash('POST /api/generate', body) });
+    await admit(
+      h.pool,
+      [
+        {
+          id,
+          accountId,
+          apiKeyId: keyId,
+          kind: 'video',
+          model: 'kling',
+          params: { seconds: 5, resolution: '720p', aspect: '16:9', width: 320, height: 176 },
+          internal: {},
+          prompt: body.prompt,
+          quoteMc: 42_500,
+        },
+      ],
+      { accountId, key: 'order-orphan', requestHash: requestHash('POST /api/generate', body) },
+    );
     const again = await generate(h, key, body, { 'idempotency-key': 'order-orphan' });
     expect(again.status).toBe(200);
     expect(again.body.generation.id).toBe(id);
@@ -54,8 +80,11 @@ describe('Idempotency-Key on POST /api/generate', () => {
 
   it('10 concurrent retries of one request make one generation', async () => {
     const { key, accountId } = await h.account({ credits: 10 });
-    const results = await Promise.all(Array.from({ length: 10 }, () =>
-      generate(h, key, { kind: 'image', model: 'flux', prompt: 'a red door' }, { 'idempotency-key': 'retry-storm' })));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        generate(h, key, { kind: 'image', model: 'flux', prompt: 'a red door' }, { 'idempotency-key': 'retry-storm' }),
+      ),
+    );
     expect(results.every((r) => r.status === 200)).toBe(true);
     expect(new Set(results.map((r) => r.body.generation.id)).size).toBe(1);
     await untilFinished(h, key, results[0]!.body.generation.id);
@@ -76,20 +105,41 @@ describe('Idempotency-Key on POST /api/generate', () => {
     const { key, accountId } = await h.account({ credits: 1 });
     const first = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'x' }, { 'idempotency-key': 'poor' });
     const again = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'x' }, { 'idempotency-key': 'poor' });
-    for (const r of [first, again]) expect(r.body.error).toMatchObject({ type: 'insufficient_credits', required: 3, available: 1 });
+    for (const r of [first, again])
+      expect(r.body.error).toMatchObject({ type: 'insufficient_credits', required: 3, available: 1 });
     expect(await count(accountId)).toBe(0);
 
-    const invalid = await generate(h, key, { kind: 'image', model: 'no-such', prompt: 'x' }, { 'idempotency-key': 'typo' });
+    const invalid = await generate(
+      h,
+      key,
+      { kind: 'image', model: 'no-such', prompt: 'x' },
+      { 'idempotency-key': 'typo' },
+    );
     expect(invalid.status).toBe(400);
-    const fixed = await generate(h, key, { kind: 'chat', model: 'chat-haiku', prompt: 'x' }, { 'idempotency-key': 'typo' });
+    const fixed = await generate(
+      h,
+      key,
+      { kind: 'chat', model: 'chat-haiku', prompt: 'x' },
+      { 'idempotency-key': 'typo' },
+    );
     expect(fixed.body.generation).toMatchObject({ status: 'succeeded', creditsCharged: 1 });
   });
 
   it('keys belong to one account, and a malformed key is a 400', async () => {
     const a = await h.account({ credits: 10 });
     const b = await h.account({ credits: 10 });
-    const ra = await generate(h, a.key, { kind: 'chat', model: 'chat-haiku', prompt: 'hi' }, { 'idempotency-key': 'shared' });
-    const rb = await generate(h, b.key, { kind: 'chat', model: 'chat-haiku', prompt: 'hi' }, { 'idempotency-key': 'shared' });
+    const ra = await generate(
+      h,
+      a.key,
+      { kind: 'chat', model: 'chat-haiku', prompt: 'hi' },
+      { 'idempotency-key': 'shared' },
+    );
+    const rb = await generate(
+      h,
+      b.key,
+      { kind: 'chat', model: 'chat-haiku', prompt: 'hi' },
+      { 'idempotency-key': 'shared' },
+    );
     expect(ra.body.generation.id).not.toBe(rb.body.generation.id);
     const bad = await generate(h, a.key, { kind: 'chat', prompt: 'hi' }, { 'idempotency-key': 'has spaces' });
     expect(bad.status).toBe(400);

@@ -44,7 +44,12 @@ beforeAll(async () => {
     const ports = [await freePort(), await freePort()] as const;
     bases = [`http://127.0.0.1:${ports[0]}`, `http://127.0.0.1:${ports[1]}`];
     ports.forEach((port, i) => {
-      group.start(`api ${i + 1}`, 'runtime/api-process.ts', { ...shared, PORT: String(port), PUBLIC_BASE_URL: bases[i]!, DATA_DIR: join(dataRoot, `api-${i + 1}`) });
+      group.start(`api ${i + 1}`, 'runtime/api-process.ts', {
+        ...shared,
+        PORT: String(port),
+        PUBLIC_BASE_URL: bases[i]!,
+        DATA_DIR: join(dataRoot, `api-${i + 1}`),
+      });
     });
     await Promise.all(bases.map((base) => waitForHealth(group, base, STARTUP_MS)));
   });
@@ -56,18 +61,33 @@ afterAll(async () => {
   if (databaseCreated) await dropDatabase(name);
 });
 
-interface ErrorBody { error: { type: string; code: number; message: string; required?: number; available?: number } }
+interface ErrorBody {
+  error: { type: string; code: number; message: string; required?: number; available?: number };
+}
 
 async function budgetedKey(budget: { maxCredits: number; period: string }) {
-  const account = await http<{ id: string }>(bases[0], 'POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: { plan: 'samurai', credits: 10_000, chatCap: 0 } });
+  const account = await http<{ id: string }>(bases[0], 'POST', '/admin/v1/accounts', {
+    token: ADMIN_TOKEN,
+    body: { plan: 'samurai', credits: 10_000, chatCap: 0 },
+  });
   expect(account.status, JSON.stringify(account.body)).toBe(201);
-  const key = await http<{ id: string; key: string }>(bases[1], 'POST', `/admin/v1/accounts/${account.body.id}/keys`, { token: ADMIN_TOKEN, body: { scopes: ['image'] } });
+  const key = await http<{ id: string; key: string }>(bases[1], 'POST', `/admin/v1/accounts/${account.body.id}/keys`, {
+    token: ADMIN_TOKEN,
+    body: { scopes: ['image'] },
+  });
   expect(key.status, JSON.stringify(key.body)).toBe(201);
   const set = await fetch(`${bases[1]}/admin/v1/keys/${key.body.id}/budget`, {
-    method: 'PUT', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(budget),
+    method: 'PUT',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(budget),
   });
   expect(set.status).toBe(200);
-  expect(await set.json()).toMatchObject({ keyId: key.body.id, ...budget, spentCredits: 0, availableCredits: budget.maxCredits });
+  expect(await set.json()).toMatchObject({
+    keyId: key.body.id,
+    ...budget,
+    spentCredits: 0,
+    availableCredits: budget.maxCredits,
+  });
   return { accountId: account.body.id, keyId: key.body.id, key: key.body.key };
 }
 
@@ -81,10 +101,14 @@ async function submit(base: string, key: string, body: Record<string, unknown> =
   return { status: res.status, body: (await res.json()) as { id: string } & ErrorBody };
 }
 
-const heldOf = async (keyId: string) => (await pool!.query<{ n: number; held: number }>(
-  `SELECT count(*)::int AS n, COALESCE(sum(h.amount_mc), 0)::bigint AS held FROM holds h JOIN generations g ON g.id = h.generation_id
-    WHERE g.api_key_id = $1 AND h.state = 'held'`, [keyId],
-)).rows[0]!;
+const heldOf = async (keyId: string) =>
+  (
+    await pool!.query<{ n: number; held: number }>(
+      `SELECT count(*)::int AS n, COALESCE(sum(h.amount_mc), 0)::bigint AS held FROM holds h JOIN generations g ON g.id = h.generation_id
+    WHERE g.api_key_id = $1 AND h.state = 'held'`,
+      [keyId],
+    )
+  ).rows[0]!;
 
 describe('a key budget, across two API processes', () => {
   it(`admits exactly ${AFFORDABLE} of ${REQUESTS} concurrent requests against a budget for ${AFFORDABLE}, refuses the rest with 402 budget_exceeded, and gives back what is released`, async () => {
@@ -99,12 +123,22 @@ describe('a key budget, across two API processes', () => {
       // Both processes admitted some: the count is shared, not per process.
       expect(new Set(answers.map((a, i) => (a.status === 202 ? i % 2 : -1)).filter((p) => p >= 0)).size).toBe(2);
       for (const r of refused) {
-        expect(r.body.error).toMatchObject({ type: 'budget_exceeded', code: 402, required: IMAGE_CREDITS, available: 0 });
+        expect(r.body.error).toMatchObject({
+          type: 'budget_exceeded',
+          code: 402,
+          required: IMAGE_CREDITS,
+          available: 0,
+        });
         expect(r.body.error.message).toContain(`${IMAGE_CREDITS} required, 0 available`);
       }
       expect(await heldOf(keyId)).toEqual({ n: AFFORDABLE, held: AFFORDABLE * IMAGE_CREDITS * 1000 });
       // Refusals charged and held nothing: the account's money moved by the admitted holds only.
-      const money = (await pool!.query<{ balance_mc: number; held_mc: number }>('SELECT balance_mc, held_mc FROM accounts WHERE id = $1', [accountId])).rows[0]!;
+      const money = (
+        await pool!.query<{ balance_mc: number; held_mc: number }>(
+          'SELECT balance_mc, held_mc FROM accounts WHERE id = $1',
+          [accountId],
+        )
+      ).rows[0]!;
       expect(money).toEqual({ balance_mc: 10_000_000, held_mc: AFFORDABLE * IMAGE_CREDITS * 1000 });
 
       // A released hold gives its budget back; a charge counts only what it charged.
@@ -119,16 +153,24 @@ describe('a key budget, across two API processes', () => {
 
       // The key list of the dashboard and the budget answer agree on what was spent.
       const view = await fetch(`${bases[0]}/admin/v1/keys/${keyId}/budget`, {
-        method: 'PUT', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ maxCredits: 200, period: 'day' }),
+        method: 'PUT',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ maxCredits: 200, period: 'day' }),
       });
-      const budget = await view.json() as { spentCredits: number; availableCredits: number; resetsAt: string };
-      expect(budget).toMatchObject({ spentCredits: AFFORDABLE * IMAGE_CREDITS - 2, availableCredits: 200 - (AFFORDABLE * IMAGE_CREDITS - 2) });
+      const budget = (await view.json()) as { spentCredits: number; availableCredits: number; resetsAt: string };
+      expect(budget).toMatchObject({
+        spentCredits: AFFORDABLE * IMAGE_CREDITS - 2,
+        availableCredits: 200 - (AFFORDABLE * IMAGE_CREDITS - 2),
+      });
       const midnight = new Date();
       midnight.setUTCHours(24, 0, 0, 0);
       expect(budget.resetsAt).toBe(midnight.toISOString());
 
       // Without a budget the key is held by the balance alone again.
-      const removed = await fetch(`${bases[0]}/admin/v1/keys/${keyId}/budget`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const removed = await fetch(`${bases[0]}/admin/v1/keys/${keyId}/budget`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
       expect(removed.status).toBe(200);
       expect((await submit(bases[1], key)).status).toBe(202);
     });
@@ -141,7 +183,10 @@ describe('a key budget, across two API processes', () => {
       expect(one.status).toBe(202);
       expect((await submit(bases[1], key)).status).toBe(402);
       // The hold moved into last month (as if placed then): this month's budget is whole again.
-      await pool!.query(`UPDATE generations SET created_at = date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '1 second' WHERE id = $1`, [one.body.id]);
+      await pool!.query(
+        `UPDATE generations SET created_at = date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '1 second' WHERE id = $1`,
+        [one.body.id],
+      );
       expect((await submit(bases[1], key)).status).toBe(202);
       expect((await heldOf(keyId)).n).toBe(2);
     });
@@ -157,16 +202,26 @@ describe('a key budget, across two API processes', () => {
       expect(over.status).toBe(402);
       expect(over.body.error.type).toBe('budget_exceeded');
       const view = await fetch(`${bases[1]}/admin/v1/keys/${keyId}/budget`, {
-        method: 'PUT', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ maxCredits: IMAGE_CREDITS, period: 'none' }),
+        method: 'PUT',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ maxCredits: IMAGE_CREDITS, period: 'none' }),
       });
-      expect(await view.json()).toMatchObject({ period: 'none', periodStart: null, spentCredits: IMAGE_CREDITS, availableCredits: 0 });
+      expect(await view.json()).toMatchObject({
+        period: 'none',
+        periodStart: null,
+        spentCredits: IMAGE_CREDITS,
+        availableCredits: 0,
+      });
     });
   });
 
   it('an unknown key, or a budget that is not a number, is refused in the documented shape', async () => {
-    const put = (id: string, body: unknown) => fetch(`${bases[0]}/admin/v1/keys/${id}/budget`, {
-      method: 'PUT', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
-    });
+    const put = (id: string, body: unknown) =>
+      fetch(`${bases[0]}/admin/v1/keys/${id}/budget`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const missing = await put('key_nope', { maxCredits: 5, period: 'day' });
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as ErrorBody).error).toMatchObject({ type: 'not_found', code: 404 });

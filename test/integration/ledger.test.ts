@@ -13,8 +13,21 @@ afterAll(async () => {
   await h?.close();
 });
 
-interface Entry { id: string; type: string; amount: number; credits: number; balanceAfter: number; heldAfter: number; generationId: string | null; keyId: string | null; createdAt: string }
-interface Page { data: Entry[]; next_cursor: string | null }
+interface Entry {
+  id: string;
+  type: string;
+  amount: number;
+  credits: number;
+  balanceAfter: number;
+  heldAfter: number;
+  generationId: string | null;
+  keyId: string | null;
+  createdAt: string;
+}
+interface Page {
+  data: Entry[];
+  next_cursor: string | null;
+}
 
 /** Decimal credits add up exactly in millicredits. */
 const sumOf = (amounts: number[]) => amounts.reduce((s, a) => s + Math.round(a * 1000), 0) / 1000;
@@ -28,15 +41,29 @@ function parseCsv(text: string): Record<string, string>[] {
 describe('the account ledger', () => {
   it('lists every movement with the key and generation; the amounts add up to the balance, in JSON pages and in CSV', async () => {
     const { key, keyId, accountId } = await h.account({ credits: 100, scopes: ['image', 'video', 'chat'] });
-    const post = (body: unknown, headers: Record<string, string> = {}) => h.call('POST', '/api/v1/generate', { key, body, headers });
+    const post = (body: unknown, headers: Record<string, string> = {}) =>
+      h.call('POST', '/api/v1/generate', { key, body, headers });
     expect((await h.admin('POST', `/admin/v1/accounts/${accountId}/credits`, { credits: 20.5 })).statusCode).toBe(200);
-    expect((await post({ kind: 'image', model: 'flux', prompt: 'a kite' })).json()).toMatchObject({ status: 'succeeded', creditsCharged: 3 });
-    expect((await post({ kind: 'image', model: 'flux', prompt: 'a kite sim:fail' })).json()).toMatchObject({ status: 'failed', creditsCharged: 0 });
-    const chat = (await post({ kind: 'chat', model: 'chat-sonnet', prompt: 'hello sim:tokens=5' })).json<{ id: string; status: string }>();
+    expect((await post({ kind: 'image', model: 'flux', prompt: 'a kite' })).json()).toMatchObject({
+      status: 'succeeded',
+      creditsCharged: 3,
+    });
+    expect((await post({ kind: 'image', model: 'flux', prompt: 'a kite sim:fail' })).json()).toMatchObject({
+      status: 'failed',
+      creditsCharged: 0,
+    });
+    const chat = (await post({ kind: 'chat', model: 'chat-sonnet', prompt: 'hello sim:tokens=5' })).json<{
+      id: string;
+      status: string;
+    }>();
     expect(chat.status).toBe('succeeded');
-    const video = (await post({ kind: 'video', model: 'kling', prompt: 'rain sim:delay=30000' })).json<{ id: string }>();
+    const video = (await post({ kind: 'video', model: 'kling', prompt: 'rain sim:delay=30000' })).json<{
+      id: string;
+    }>();
     expect((await h.call('POST', `/api/v1/generations/${video.id}/cancel`, { key })).statusCode).toBe(200);
-    const held = (await post({ kind: 'video', model: 'seedance-lite', prompt: 'clouds sim:delay=60000' })).json<{ id: string }>();
+    const held = (await post({ kind: 'video', model: 'seedance-lite', prompt: 'clouds sim:delay=60000' })).json<{
+      id: string;
+    }>();
 
     // Page by page, 3 at a time, newest first.
     const entries: Entry[] = [];
@@ -57,7 +84,12 @@ describe('the account ledger', () => {
     expect(entries[0]!.balanceAfter).toBe(balance.balance);
     expect(entries[0]!.heldAfter).toBe(balance.holdsActive);
     expect(entries.at(-1)).toMatchObject({ type: 'adjustment', amount: 100, generationId: null, keyId: null });
-    expect(entries.filter((e) => e.type === 'adjustment').map((e) => e.amount).sort()).toEqual([100, 20.5]);
+    expect(
+      entries
+        .filter((e) => e.type === 'adjustment')
+        .map((e) => e.amount)
+        .sort(),
+    ).toEqual([100, 20.5]);
     expect(new Set(entries.map((e) => e.type))).toEqual(new Set(['adjustment', 'hold', 'charge', 'release']));
     // A charge turns its hold into spending: the available balance moved when it was held.
     for (const e of entries.filter((x) => x.type === 'charge')) expect(e.amount).toBe(0);
@@ -66,7 +98,10 @@ describe('the account ledger', () => {
     expect(entries.filter((e) => e.generationId !== null).every((e) => e.keyId === keyId)).toBe(true);
 
     // The same entries as CSV, asked either way.
-    const asks: { url: string; headers: Record<string, string> }[] = [{ url: '/api/v1/ledger?format=csv', headers: {} }, { url: '/api/v1/ledger', headers: { accept: 'text/csv' } }];
+    const asks: { url: string; headers: Record<string, string> }[] = [
+      { url: '/api/v1/ledger?format=csv', headers: {} },
+      { url: '/api/v1/ledger', headers: { accept: 'text/csv' } },
+    ];
     for (const ask of asks) {
       const res = await h.call('GET', ask.url, { key, headers: ask.headers });
       expect(res.statusCode).toBe(200);
@@ -79,7 +114,9 @@ describe('the account ledger', () => {
 
     // Another account sees none of it.
     const other = await h.account({ credits: 1 });
-    expect((await h.call('GET', '/api/v1/ledger', { key: other.key })).json<Page>().data.map((e) => e.amount)).toEqual([1]);
+    expect((await h.call('GET', '/api/v1/ledger', { key: other.key })).json<Page>().data.map((e) => e.amount)).toEqual([
+      1,
+    ]);
   });
 
   it('a cursor that is not one is a 400 in the documented shape', async () => {
@@ -87,6 +124,8 @@ describe('the account ledger', () => {
     const res = await h.call('GET', '/api/v1/ledger?cursor=nonsense', { key });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ error: { type: 'invalid_request_error', param: 'cursor' } });
-    expect((await h.call('GET', '/api/v1/ledger?limit=600', { key })).json()).toMatchObject({ error: { type: 'invalid_request_error', param: 'limit' } });
+    expect((await h.call('GET', '/api/v1/ledger?limit=600', { key })).json()).toMatchObject({
+      error: { type: 'invalid_request_error', param: 'limit' },
+    });
   });
 });

@@ -19,7 +19,12 @@ describe('image', () => {
   it('holds the quote while in flight, then charges it exactly and serves a real PNG', async () => {
     const { key } = await h.account({ credits: 100 });
 
-    const submitted = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'a lighthouse at dusk sim:delay=1500' }, ASYNC);
+    const submitted = await generate(
+      h,
+      key,
+      { kind: 'image', model: 'flux', prompt: 'a lighthouse at dusk sim:delay=1500' },
+      ASYNC,
+    );
     expect(submitted.status).toBe(200);
     const g = submitted.body.generation;
     expect(g).toMatchObject({ kind: 'image', model: 'image-flux', outputUrl: '', creditsCharged: 0, error: null });
@@ -39,10 +44,17 @@ describe('image', () => {
 
   it('answers succeeded within the call when the client waits', async () => {
     const { key } = await h.account({ credits: 20 });
-    const { status, body } = await generate(h, key, { kind: 'image', model: 'image-ideogram-v2', prompt: 'a red kite', aspect: '16:10' });
+    const { status, body } = await generate(h, key, {
+      kind: 'image',
+      model: 'image-ideogram-v2',
+      prompt: 'a red kite',
+      aspect: '16:10',
+    });
     expect(status).toBe(200);
     expect(body.generation).toMatchObject({ status: 'succeeded', model: 'image-ideogram-v2', creditsCharged: 15 });
-    expect(body.generation.outputUrl).toMatch(/^http:\/\/files\.test\/files\/gen_.+\/output\.png\?expires=\d+&signature=[0-9a-f]{64}$/);
+    expect(body.generation.outputUrl).toMatch(
+      /^http:\/\/files\.test\/files\/gen_.+\/output\.png\?expires=\d+&signature=[0-9a-f]{64}$/,
+    );
     expect(await credits(h, key)).toMatchObject({ balance: 5, holdsActive: 0 });
   });
 
@@ -56,7 +68,9 @@ describe('image', () => {
       error: { code: 'provider_failed', retryable: false },
     });
     // Our words for the code; the provider's own text is for the log and the Temporal UI.
-    expect(body.generation.error?.message).toBe('The model provider could not complete this generation; nothing was charged.');
+    expect(body.generation.error?.message).toBe(
+      'The model provider could not complete this generation; nothing was charged.',
+    );
     expect(await credits(h, key)).toMatchObject({ balance: 10, holdsActive: 0 });
   });
 });
@@ -65,7 +79,11 @@ describe('video', () => {
   it('is queued or running at first, shows its hold, then settles to the exact price with a playable file', async () => {
     const { key } = await h.account({ credits: 100 });
     // kling, default 5 s at 720p: 5 × 8.5 = 42.5 credits.
-    const { status, body } = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'waves on a beach sim:delay=1500' });
+    const { status, body } = await generate(h, key, {
+      kind: 'video',
+      model: 'kling',
+      prompt: 'waves on a beach sim:delay=1500',
+    });
     expect(status).toBe(200);
     const g = body.generation;
     expect(['queued', 'running']).toContain(g.status);
@@ -89,7 +107,14 @@ describe('video', () => {
   it('clamps seconds, prices the clamped value, ignores resolution and falls back from an unavailable quality', async () => {
     const { key } = await h.account({ credits: 200 });
     // kling range 5-10: 100 s clamps to 10; 1080p rate 13 → 130 credits.
-    const clamped = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'a train', seconds: 100, quality: '1080p', resolution: '480p' });
+    const clamped = await generate(h, key, {
+      kind: 'video',
+      model: 'kling',
+      prompt: 'a train',
+      seconds: 100,
+      quality: '1080p',
+      resolution: '480p',
+    });
     expect(clamped.status).toBe(200);
     expect(await credits(h, key)).toMatchObject({ holdsActive: 130 });
     // ltx has no 720p rate: falls back to its default 1080p (6.1/s), 6 s default → 36.6.
@@ -105,7 +130,11 @@ describe('video', () => {
 
   it('sim:fail releases the hold after the job started', async () => {
     const { key } = await h.account({ credits: 50 });
-    const { body } = await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'sim:fail sim:delay=300 rain' });
+    const { body } = await generate(h, key, {
+      kind: 'video',
+      model: 'seedance-lite',
+      prompt: 'sim:fail sim:delay=300 rain',
+    });
     expect(await credits(h, key)).toMatchObject({ balance: 35, holdsActive: 15 });
     const done = await untilFinished(h, key, body.generation.id);
     expect(done).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'provider_failed' } });
@@ -121,7 +150,11 @@ describe('chat', () => {
     const free = await generate(h, key, { kind: 'chat', model: 'chat-opus', prompt: 'hello sim:tokens=7' });
     expect(free.body.generation).toMatchObject({ status: 'succeeded', model: 'chat-haiku', creditsCharged: 0 });
     expect(free.body.generation.text?.split(' ')).toHaveLength(7);
-    expect(await credits(h, key)).toEqual({ balance: 10, holdsActive: 0, trial: { chatCap: 1, chatUsed: 1, chatLeft: 0 } });
+    expect(await credits(h, key)).toEqual({
+      balance: 10,
+      holdsActive: 0,
+      trial: { chatCap: 1, chatUsed: 1, chatLeft: 0 },
+    });
 
     const paid = await generate(h, key, { kind: 'chat', model: 'chat-sonnet', prompt: 'and again' });
     expect(paid.body.generation).toMatchObject({ status: 'succeeded', model: 'chat-sonnet', creditsCharged: 2 });
@@ -139,17 +172,26 @@ describe('chat', () => {
 
   it('caps long input instead of refusing it', async () => {
     const { key } = await h.account({ credits: 5 });
-    const { status, body } = await generate(h, key, { kind: 'chat', model: 'chat-haiku', prompt: 'word '.repeat(100_000) });
+    const { status, body } = await generate(h, key, {
+      kind: 'chat',
+      model: 'chat-haiku',
+      prompt: 'word '.repeat(100_000),
+    });
     expect(status).toBe(200);
     expect(body.generation).toMatchObject({ status: 'succeeded', creditsCharged: 1 });
-    const stored = await h.pool.query<{ len: number }>('SELECT length(prompt) AS len FROM generations WHERE id = $1', [body.generation.id]);
+    const stored = await h.pool.query<{ len: number }>('SELECT length(prompt) AS len FROM generations WHERE id = $1', [
+      body.generation.id,
+    ]);
     expect(stored.rows[0]!.len).toBe(32_000);
   });
 });
 
 describe('refusals charge nothing and run nothing', () => {
   const generationCount = async (accountId: string) =>
-    Number((await h.pool.query<{ n: string }>('SELECT count(*) AS n FROM generations WHERE account_id = $1', [accountId])).rows[0]!.n);
+    Number(
+      (await h.pool.query<{ n: string }>('SELECT count(*) AS n FROM generations WHERE account_id = $1', [accountId]))
+        .rows[0]!.n,
+    );
 
   it('402 when the quote exceeds the balance, stating required and available credits', async () => {
     const { key, accountId } = await h.account({ credits: 2.5 });
@@ -201,12 +243,21 @@ describe('refusals charge nothing and run nothing', () => {
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.error).toMatchObject({ type: 'invalid_request_error', code: 400, param });
     }
-    for (const [payload, type] of [['[]', 'application/json'], ['kind=image', 'text/plain']]) {
+    for (const [payload, type] of [
+      ['[]', 'application/json'],
+      ['kind=image', 'text/plain'],
+    ]) {
       const r = await h.call('POST', '/api/generate', { key, body: payload, headers: { 'content-type': type! } });
       expect(r.statusCode).toBe(400);
-      expect(r.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringMatching(/JSON object/) } });
+      expect(r.json()).toMatchObject({
+        error: { type: 'invalid_request_error', message: expect.stringMatching(/JSON object/) },
+      });
     }
-    const notJson = await h.call('POST', '/api/generate', { key, body: '{"kind":', headers: { 'content-type': 'application/json' } });
+    const notJson = await h.call('POST', '/api/generate', {
+      key,
+      body: '{"kind":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(notJson.statusCode).toBe(400);
     expect(notJson.json()).toMatchObject({ error: { type: 'invalid_request_error', code: 400 } });
     expect(await credits(h, key)).toMatchObject({ balance: 100, holdsActive: 0 });
@@ -216,7 +267,10 @@ describe('refusals charge nothing and run nothing', () => {
     const none = await h.call('GET', '/api/credits');
     expect(none.statusCode).toBe(401);
     expect(none.json()).toEqual({ error: { type: 'unauthorized', code: 401, message: expect.any(String) } });
-    const bogus = await h.call('POST', '/api/generate', { key: 'gsk_not-a-real-key', body: { kind: 'chat', prompt: 'x' } });
+    const bogus = await h.call('POST', '/api/generate', {
+      key: 'gsk_not-a-real-key',
+      body: { kind: 'chat', prompt: 'x' },
+    });
     expect(bogus.statusCode).toBe(401);
 
     const { key, keyId } = await h.account({ credits: 1 });
@@ -241,11 +295,15 @@ describe('refusals charge nothing and run nothing', () => {
     expect(allowed.body.generation).toMatchObject({ status: 'succeeded', creditsCharged: 3 });
   });
 
-  it('404 not_found for an unknown id and for another account\'s generation', async () => {
+  it("404 not_found for an unknown id and for another account's generation", async () => {
     const a = await h.account({ credits: 10 });
     const b = await h.account({ credits: 10 });
     const mine = await generate(h, a.key, { kind: 'chat', prompt: 'hi' });
-    for (const [key, id] of [[a.key, 'gen_00000000000000000000000000'], [a.key, 'nonsense'], [b.key, mine.body.generation.id]] as const) {
+    for (const [key, id] of [
+      [a.key, 'gen_00000000000000000000000000'],
+      [a.key, 'nonsense'],
+      [b.key, mine.body.generation.id],
+    ] as const) {
       const r = await h.call('GET', `/api/generate/${id}`, { key });
       expect(r.statusCode).toBe(404);
       expect(r.json()).toMatchObject({ error: { type: 'not_found', code: 404 } });

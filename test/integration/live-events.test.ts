@@ -21,15 +21,28 @@ afterAll(async () => {
   await h?.close();
 });
 
-interface Received { id?: string; event: string; data: { id: string; status: string; creditsCharged?: number } }
+interface Received {
+  id?: string;
+  event: string;
+  data: { id: string; status: string; creditsCharged?: number };
+}
 
 /**
  * Reads a stream's events until it closes, `until` says stop, or `ms` pass. Each stream on a
  * connection of its own (node:http, no agent), destroyed at the end, as a browser's would be.
  */
-async function readEvents(url: string, key: string, opts: { lastEventId?: string; until?: (e: Received[]) => boolean; ms?: number } = {}) {
-  const headers = { authorization: `Bearer ${key}`, ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) };
-  const res = await new Promise<IncomingMessage>((resolve, reject) => get(url, { headers, agent: false }, resolve).on('error', reject));
+async function readEvents(
+  url: string,
+  key: string,
+  opts: { lastEventId?: string; until?: (e: Received[]) => boolean; ms?: number } = {},
+) {
+  const headers = {
+    authorization: `Bearer ${key}`,
+    ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}),
+  };
+  const res = await new Promise<IncomingMessage>((resolve, reject) =>
+    get(url, { headers, agent: false }, resolve).on('error', reject),
+  );
   const events: Received[] = [];
   let closed = false;
   let text = '';
@@ -46,8 +59,18 @@ async function readEvents(url: string, key: string, opts: { lastEventId?: string
       while ((cut = text.indexOf('\n\n')) >= 0) {
         const block = text.slice(0, cut);
         text = text.slice(cut + 2);
-        const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':') && l.includes(': ')).map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)]));
-        if (fields.event) events.push({ ...(fields.id ? { id: fields.id } : {}), event: fields.event, data: JSON.parse(fields.data ?? 'null') });
+        const fields = Object.fromEntries(
+          block
+            .split('\n')
+            .filter((l) => !l.startsWith(':') && l.includes(': '))
+            .map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)]),
+        );
+        if (fields.event)
+          events.push({
+            ...(fields.id ? { id: fields.id } : {}),
+            event: fields.event,
+            data: JSON.parse(fields.data ?? 'null'),
+          });
       }
       if (opts.until?.(events)) break;
     }
@@ -58,7 +81,13 @@ async function readEvents(url: string, key: string, opts: { lastEventId?: string
     clearTimeout(timer);
     res.destroy();
   }
-  return { status: res.statusCode, type: res.headers['content-type'], events, closed, body: res.statusCode === 200 ? undefined : text };
+  return {
+    status: res.statusCode,
+    type: res.headers['content-type'],
+    events,
+    closed,
+    body: res.statusCode === 200 ? undefined : text,
+  };
 }
 
 describe('one generation, live', () => {
@@ -81,7 +110,11 @@ describe('one generation, live', () => {
     expect(changes.slice(0, -1).every((e) => e.event === 'status')).toBe(true);
 
     // Resumed after `running`: only the end. Resumed after the end: nothing, and closed.
-    expect((await readEvents(`${h.baseUrl}/api/v1/generations/${id}/events`, key, { lastEventId: '2' })).events.map((e) => e.event)).toEqual(['done']);
+    expect(
+      (await readEvents(`${h.baseUrl}/api/v1/generations/${id}/events`, key, { lastEventId: '2' })).events.map(
+        (e) => e.event,
+      ),
+    ).toEqual(['done']);
     const after = await readEvents(`${h.baseUrl}/api/v1/generations/${id}/events`, key, { lastEventId: '3' });
     expect({ events: after.events, closed: after.closed }).toEqual({ events: [], closed: true });
   });
@@ -100,11 +133,19 @@ describe('one generation, live', () => {
         return fetch(input, { ...init, headers });
       },
     });
-    const record = (type: string) => (e: MessageEvent) => void received.push({ id: e.lastEventId, type, status: (JSON.parse(String(e.data)) as { status: string }).status });
+    const record = (type: string) => (e: MessageEvent) =>
+      void received.push({
+        id: e.lastEventId,
+        type,
+        status: (JSON.parse(String(e.data)) as { status: string }).status,
+      });
     for (const type of ['status', 'progress', 'preview', 'done']) source.addEventListener(type, record(type));
     try {
       // The stream closes after `done`; the client reconnects by itself, saying where it was.
-      await eventually(async () => (received.some((e) => e.type === 'done') && resumedFrom.length >= 2 ? true : undefined), 30_000);
+      await eventually(
+        async () => (received.some((e) => e.type === 'done') && resumedFrom.length >= 2 ? true : undefined),
+        30_000,
+      );
     } finally {
       source.close();
     }
@@ -135,7 +176,15 @@ describe('the account, live', () => {
   let second: FastifyInstance;
   let secondUrl: string;
   beforeAll(async () => {
-    second = await buildApp({ pool: h.pool, client: h.client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 20_000, defaultChatCap: 0 });
+    second = await buildApp({
+      pool: h.pool,
+      client: h.client,
+      taskQueue: h.taskQueue,
+      store: h.store,
+      adminToken: ADMIN_TOKEN,
+      syncWaitMs: 20_000,
+      defaultChatCap: 0,
+    });
     secondUrl = await second.listen({ port: 0, host: '127.0.0.1' });
   });
   afterAll(async () => {
@@ -168,12 +217,18 @@ describe('the account, live', () => {
     // Every listed generation has ended: sent once, as it is, and the stream closes.
     const now = await readEvents(`${h.baseUrl}/api/v1/events?ids=${id}`, key, { ms: 5_000 });
     expect(now.closed).toBe(true);
-    expect(now.events).toEqual([expect.objectContaining({ event: 'done', data: expect.objectContaining({ id, status: 'succeeded' }) })]);
+    expect(now.events).toEqual([
+      expect.objectContaining({ event: 'done', data: expect.objectContaining({ id, status: 'succeeded' }) }),
+    ]);
     expect(now.events.some((e) => e.data.id === other.body.generation.id)).toBe(false);
 
     const since = Number(now.events[0]!.id) - 1;
     const third = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'three' });
-    const resumed = await readEvents(`${h.baseUrl}/api/v1/events`, key, { lastEventId: String(since), until: (e) => e.some((x) => x.data.id === third.body.generation.id && x.event === 'done'), ms: 10_000 });
+    const resumed = await readEvents(`${h.baseUrl}/api/v1/events`, key, {
+      lastEventId: String(since),
+      until: (e) => e.some((x) => x.data.id === third.body.generation.id && x.event === 'done'),
+      ms: 10_000,
+    });
     expect(resumed.events.map((e) => e.data.id)).toEqual(expect.arrayContaining([id, third.body.generation.id]));
   });
 });

@@ -18,15 +18,30 @@ afterAll(async () => {
   await h?.close();
 });
 
-interface Live { id: string; status: string; progress: number; queuePosition: number | null; etaSeconds: number | null; expectedAt: string | null }
-interface Received { id?: string; event: string; data: Live }
+interface Live {
+  id: string;
+  status: string;
+  progress: number;
+  queuePosition: number | null;
+  etaSeconds: number | null;
+  expectedAt: string | null;
+}
+interface Received {
+  id?: string;
+  event: string;
+  data: Live;
+}
 
-const v1 = async (key: string, body: Record<string, unknown>) => (await h.call('POST', '/api/v1/generate', { key, body })).json<Live>();
-const v1Get = async (key: string, id: string) => (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Live>();
+const v1 = async (key: string, body: Record<string, unknown>) =>
+  (await h.call('POST', '/api/v1/generate', { key, body })).json<Live>();
+const v1Get = async (key: string, id: string) =>
+  (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Live>();
 
 /** An SSE reader over node:http (as in live-events.test.ts): every event until the stream closes. */
 async function readEvents(url: string, key: string, ms = 30_000): Promise<Received[]> {
-  const res = await new Promise<IncomingMessage>((resolve, reject) => get(url, { headers: { authorization: `Bearer ${key}` }, agent: false }, resolve).on('error', reject));
+  const res = await new Promise<IncomingMessage>((resolve, reject) =>
+    get(url, { headers: { authorization: `Bearer ${key}` }, agent: false }, resolve).on('error', reject),
+  );
   expect(res.statusCode).toBe(200);
   const events: Received[] = [];
   let text = '';
@@ -38,8 +53,18 @@ async function readEvents(url: string, key: string, ms = 30_000): Promise<Receiv
       while ((cut = text.indexOf('\n\n')) >= 0) {
         const block = text.slice(0, cut);
         text = text.slice(cut + 2);
-        const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':') && l.includes(': ')).map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)]));
-        if (fields.event) events.push({ ...(fields.id ? { id: fields.id } : {}), event: fields.event, data: JSON.parse(fields.data ?? 'null') as Live });
+        const fields = Object.fromEntries(
+          block
+            .split('\n')
+            .filter((l) => !l.startsWith(':') && l.includes(': '))
+            .map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)]),
+        );
+        if (fields.event)
+          events.push({
+            ...(fields.id ? { id: fields.id } : {}),
+            event: fields.event,
+            data: JSON.parse(fields.data ?? 'null') as Live,
+          });
       }
     }
   } catch {
@@ -70,19 +95,31 @@ describe('progress', () => {
     // Event ids go on rising (a resumed stream is sent only what is newer).
     const ids = events.map((e) => Number(e.id));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
-    expect(events.at(-1)).toMatchObject({ event: 'done', data: { status: 'succeeded', progress: 100, etaSeconds: null, expectedAt: null } });
+    expect(events.at(-1)).toMatchObject({
+      event: 'done',
+      data: { status: 'succeeded', progress: 100, etaSeconds: null, expectedAt: null },
+    });
   });
 
   it('the openai SDK sees progress on client.videos.retrieve rise while in_progress and 100 when completed', async () => {
     const { key } = await h.account({ credits: 200 });
     const client = new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/v1` });
-    const created = await client.videos.create({ model: 'kling-2.1-pro', prompt: 'waves sim:delay=4000', seconds: '4', size: '1280x720' });
+    const created = await client.videos.create({
+      model: 'kling-2.1-pro',
+      prompt: 'waves sim:delay=4000',
+      seconds: '4',
+      size: '1280x720',
+    });
     const seen: number[] = [];
-    const done = await eventually(async () => {
-      const v = await client.videos.retrieve(created.id);
-      if (v.status === 'in_progress') seen.push(v.progress);
-      return v.status === 'completed' ? v : undefined;
-    }, 30_000, 150);
+    const done = await eventually(
+      async () => {
+        const v = await client.videos.retrieve(created.id);
+        if (v.status === 'in_progress') seen.push(v.progress);
+        return v.status === 'completed' ? v : undefined;
+      },
+      30_000,
+      150,
+    );
     expect(done.progress).toBe(100);
     expect(seen.some((p) => p > 0 && p < 100)).toBe(true);
     expect(seen).toEqual([...seen].sort((a, b) => a - b));
@@ -92,9 +129,14 @@ describe('progress', () => {
     const { key } = await h.account({ credits: 200 });
     const g = await v1(key, { kind: 'video', model: 'wan', prompt: 'a kite sim:delay=1500', seconds: 5 });
     await eventually(async () => ((await v1Get(key, g.id)).status === 'succeeded' ? true : undefined));
-    const rows = await h.pool.query<{ percent: number; source: string }>(`SELECT percent, source FROM generation_progress WHERE generation_id = $1`, [g.id]);
+    const rows = await h.pool.query<{ percent: number; source: string }>(
+      `SELECT percent, source FROM generation_progress WHERE generation_id = $1`,
+      [g.id],
+    );
     expect(rows.rows[0]).toMatchObject({ source: 'provider' });
-    const samples = await h.pool.query<{ samples: number[] }>(`SELECT samples FROM generation_durations WHERE model = 'wan'`);
+    const samples = await h.pool.query<{ samples: number[] }>(
+      `SELECT samples FROM generation_durations WHERE model = 'wan'`,
+    );
     expect(samples.rows.flatMap((r) => r.samples).length).toBeGreaterThanOrEqual(1);
   });
 });
@@ -108,13 +150,22 @@ describe('queue position and ETA', () => {
       await eventually(async () => ((await v1Get(key, w.id)).status === 'succeeded' ? true : undefined));
     }
     const blockers: Live[] = [];
-    for (let i = 0; i < 5; i++) blockers.push(await v1(key, { kind: 'video', model: 'hailuo', prompt: `blocker ${i} sim:delay=30000`, seconds: 6 }));
+    for (let i = 0; i < 5; i++)
+      blockers.push(
+        await v1(key, { kind: 'video', model: 'hailuo', prompt: `blocker ${i} sim:delay=30000`, seconds: 6 }),
+      );
     await eventually(async () => {
-      const r = await h.pool.query<{ n: string }>(`SELECT count(*) AS n FROM generations WHERE id = ANY($1::text[]) AND status = 'running'`, [blockers.map((b) => b.id)]);
+      const r = await h.pool.query<{ n: string }>(
+        `SELECT count(*) AS n FROM generations WHERE id = ANY($1::text[]) AND status = 'running'`,
+        [blockers.map((b) => b.id)],
+      );
       return Number(r.rows[0]!.n) === 5 ? true : undefined;
     });
     const waiting: Live[] = [];
-    for (let i = 0; i < 3; i++) waiting.push(await v1(key, { kind: 'video', model: 'hailuo', prompt: `waiting ${i} sim:delay=1000`, seconds: 6 }));
+    for (let i = 0; i < 3; i++)
+      waiting.push(
+        await v1(key, { kind: 'video', model: 'hailuo', prompt: `waiting ${i} sim:delay=1000`, seconds: 6 }),
+      );
     const positions = await Promise.all(waiting.map((w) => v1Get(key, w.id)));
     expect(positions.map((p) => p.queuePosition)).toEqual([1, 2, 3]);
     expect(positions.map((p) => p.status)).toEqual(['queued', 'queued', 'queued']);
@@ -131,7 +182,8 @@ describe('queue position and ETA', () => {
     await eventually(async () => ((await v1Get(key, waiting[2]!.id)).queuePosition === 2 ? true : undefined));
     expect((await v1Get(key, waiting[1]!.id)).queuePosition).toBe(1);
     for (const b of blockers.slice(1)) await h.call('POST', `/api/v1/generations/${b.id}/cancel`, { key });
-    for (const w of waiting) await eventually(async () => ((await v1Get(key, w.id)).status === 'succeeded' ? true : undefined));
+    for (const w of waiting)
+      await eventually(async () => ((await v1Get(key, w.id)).status === 'succeeded' ? true : undefined));
   });
 });
 
@@ -163,6 +215,10 @@ describe('preview before the end', () => {
     const all = await readEvents(`${h.baseUrl}/api/v1/events?ids=${other.id}`, key);
     const heard = all.filter((e) => e.event === 'preview');
     expect(heard.length, all.map((e) => e.event).join(',')).toBeGreaterThanOrEqual(1);
-    expect(heard[0]!.data).toMatchObject({ id: other.id, status: 'running', thumbnailUrl: expect.stringMatching(/thumbnail\.jpg/) });
+    expect(heard[0]!.data).toMatchObject({
+      id: other.id,
+      status: 'running',
+      thumbnailUrl: expect.stringMatching(/thumbnail\.jpg/),
+    });
   });
 });

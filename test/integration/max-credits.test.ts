@@ -20,7 +20,9 @@ afterAll(async () => {
   await h?.close();
 });
 
-interface ErrorBody { error: { type: string; code: number; message: string; param?: string; required?: number; max_credits?: number } }
+interface ErrorBody {
+  error: { type: string; code: number; message: string; param?: string; required?: number; max_credits?: number };
+}
 
 const post = async (key: string, url: string, body: unknown) => {
   const res = await h.call('POST', url, { key, body });
@@ -32,10 +34,20 @@ describe('max_credits on every generate endpoint', () => {
     const { key } = await h.account({ credits: 500, scopes: ['image', 'video', 'chat'] });
     const cases: [string, unknown, string, number][] = [
       ['/api/v1/generate', { kind: 'image', model: 'flux', prompt: 'a kite', max_credits: 2.5 }, 'max_credits', 3],
-      ['/api/v1/generate', { kind: 'video', model: 'kling', prompt: 'rain', seconds: 10, quality: '1080p', max_credits: 100 }, 'max_credits', 130],
+      [
+        '/api/v1/generate',
+        { kind: 'video', model: 'kling', prompt: 'rain', seconds: 10, quality: '1080p', max_credits: 100 },
+        'max_credits',
+        130,
+      ],
       ['/api/generate', { kind: 'image', model: 'flux', prompt: 'a kite', maxCredits: 1 }, 'maxCredits', 3],
       ['/v1/images/generations', { model: 'flux', prompt: 'a kite', n: 2, max_credits: 5 }, 'max_credits', 6],
-      ['/v1/chat/completions', { model: 'claude-haiku', messages: [{ role: 'user', content: 'hi' }], max_credits: 0 }, 'max_credits', -1],
+      [
+        '/v1/chat/completions',
+        { model: 'claude-haiku', messages: [{ role: 'user', content: 'hi' }], max_credits: 0 },
+        'max_credits',
+        -1,
+      ],
       ['/v1/responses', { model: 'claude-haiku', input: 'hi', max_credits: 0 }, 'max_credits', -1],
     ];
     for (const [url, body, param, quote] of cases) {
@@ -58,18 +70,34 @@ describe('max_credits on every generate endpoint', () => {
   it('an MCP generate tool refuses the same way, as a tool error carrying the REST body', async () => {
     const { key } = await h.account({ credits: 50 });
     const client = new Client({ name: 'max-credits-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(mcpUrl, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(mcpUrl, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }),
+    );
     clients.push(client);
-    const result = (await client.callTool({ name: 'generate_image', arguments: { model: 'flux', prompt: 'a boat', max_credits: 1 } }, CallToolResultSchema)) as CallToolResult;
+    const result = (await client.callTool(
+      { name: 'generate_image', arguments: { model: 'flux', prompt: 'a boat', max_credits: 1 } },
+      CallToolResultSchema,
+    )) as CallToolResult;
     expect(result.isError).toBe(true);
     const error = (JSON.parse((result.content[0] as { text: string }).text) as ErrorBody).error;
-    expect(error).toMatchObject({ type: 'max_credits_exceeded', code: 402, param: 'max_credits', required: 3, max_credits: 1 });
+    expect(error).toMatchObject({
+      type: 'max_credits_exceeded',
+      code: 402,
+      param: 'max_credits',
+      required: 3,
+      max_credits: 1,
+    });
     expect((await h.call('GET', '/api/v1/balance', { key })).json()).toMatchObject({ balance: 50, holdsActive: 0 });
   });
 
   it('a cap that is not a number is a 400 naming the field', async () => {
     const { key } = await h.account({ credits: 10 });
-    const res = await post(key, '/api/v1/generate', { kind: 'image', model: 'flux', prompt: 'a kite', max_credits: 'lots' });
+    const res = await post(key, '/api/v1/generate', {
+      kind: 'image',
+      model: 'flux',
+      prompt: 'a kite',
+      max_credits: 'lots',
+    });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param: 'max_credits' });
   });

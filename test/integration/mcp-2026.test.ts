@@ -30,7 +30,14 @@ afterAll(async () => {
 const MODERN = '2026-07-28';
 const TASKS = 'io.modelcontextprotocol/tasks';
 const MISSING_GENERATION = `gen_${'0'.repeat(26)}`;
-const TOOL_NAMES = ['cancel_generation', 'enhance_prompt', 'generate_image', 'generate_video', 'get_generation', 'list_models'];
+const TOOL_NAMES = [
+  'cancel_generation',
+  'enhance_prompt',
+  'generate_image',
+  'generate_video',
+  'get_generation',
+  'list_models',
+];
 
 interface Generation extends Omit<GenerationRecord, 'text'> {
   creditsQuoted: number;
@@ -46,7 +53,13 @@ interface ExtensionTask {
   pollIntervalMs?: number;
   result?: CallToolResult;
 }
-const extensionTask = z.looseObject({ taskId: z.string(), status: z.string(), createdAt: z.string(), lastUpdatedAt: z.string(), ttlMs: z.number().nullable() });
+const extensionTask = z.looseObject({
+  taskId: z.string(),
+  status: z.string(),
+  createdAt: z.string(),
+  lastUpdatedAt: z.string(),
+  ttlMs: z.number().nullable(),
+});
 const empty = z.looseObject({});
 
 /** A v2 client as a host would configure it: the URL, the key in a header, and the revision (2025 by default). */
@@ -58,12 +71,19 @@ async function connect(key: string, opts: { modern?: boolean; tasks?: boolean } 
       ...(opts.tasks ? { capabilities: { extensions: { [TASKS]: {} } } } : {}),
     },
   );
-  await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }),
+  );
   clients.push(client);
   return client;
 }
 
-async function callTool(client: Client, name: string, args: Record<string, unknown>, onprogress?: (p: Progress) => void): Promise<CallToolResult> {
+async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  onprogress?: (p: Progress) => void,
+): Promise<CallToolResult> {
   return client.callTool({ name, arguments: args }, onprogress ? { onprogress } : {});
 }
 function structuredOf<T>(result: CallToolResult): T {
@@ -75,13 +95,20 @@ function structuredOf<T>(result: CallToolResult): T {
 }
 function refusalOf(result: CallToolResult): { type: string; message: string } {
   expect(result.isError).toBe(true);
-  return (JSON.parse((result.content[0] as { text: string }).text) as { error: { type: string; message: string } }).error;
+  return (JSON.parse((result.content[0] as { text: string }).text) as { error: { type: string; message: string } })
+    .error;
 }
-async function rest<T>(method: 'GET' | 'POST', path: string, key: string, body?: unknown): Promise<{ status: number; body: T }> {
+async function rest<T>(
+  method: 'GET' | 'POST',
+  path: string,
+  key: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
   const res = await h.call(method, path, { key, ...(body === undefined ? {} : { body }) });
   return { status: res.statusCode, body: res.json<T>() };
 }
-const balanceOf = async (key: string) => (await rest<{ balance: number; holdsActive: number }>('GET', '/api/v1/balance', key)).body;
+const balanceOf = async (key: string) =>
+  (await rest<{ balance: number; holdsActive: number }>('GET', '/api/v1/balance', key)).body;
 
 let rawId = 1000;
 /**
@@ -96,7 +123,9 @@ async function rawCall(key: string, name: string, args: Record<string, unknown>)
 
 /** One request as raw JSON-RPC through the v2 client's transport, with the 2026-07-28 envelope declaring the tasks extension. */
 async function rawRequest(key: string, method: string, params: Record<string, unknown>): Promise<JSONRPCMessage> {
-  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${key}` } } });
+  const transport = new StreamableHTTPClientTransport(url, {
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
   const id = rawId++;
   const answer = new Promise<JSONRPCMessage>((resolve, reject) => {
     transport.onmessage = (m) => {
@@ -133,7 +162,8 @@ async function rawRequest(key: string, method: string, params: Record<string, un
   }
 }
 
-const getTask = async (client: Client, taskId: string) => (await client.request({ method: 'tasks/get', params: { taskId } }, extensionTask)) as ExtensionTask;
+const getTask = async (client: Client, taskId: string) =>
+  (await client.request({ method: 'tasks/get', params: { taskId } }, extensionTask)) as ExtensionTask;
 async function untilDone(client: Client, taskId: string): Promise<ExtensionTask> {
   return eventually(async () => {
     const t = await getTask(client, taskId);
@@ -182,14 +212,27 @@ describe('the v2 client on 2026-07-28: no handshake, server/discover', () => {
       ['generate_video', { model: 'kling', prompt: 'rain' }, '/api/v1/generate'],
     ];
     for (const [tool, args] of cases) {
-      const viaRest = await rest<{ error: unknown }>('POST', '/api/v1/generate', key, { kind: tool === 'generate_image' ? 'image' : 'video', ...args });
+      const viaRest = await rest<{ error: unknown }>('POST', '/api/v1/generate', key, {
+        kind: tool === 'generate_image' ? 'image' : 'video',
+        ...args,
+      });
       expect(refusalOf(await callTool(client, tool, args))).toEqual(viaRest.body.error);
     }
     expect(await balanceOf(key)).toMatchObject({ balance: 2, holdsActive: 0 });
     const bad = await fetch(url, {
       method: 'POST',
-      headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/list' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN } } }),
+      headers: {
+        accept: 'application/json, text/event-stream',
+        'content-type': 'application/json',
+        'mcp-protocol-version': MODERN,
+        'mcp-method': 'tools/list',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN } },
+      }),
     });
     expect(bad.status).toBe(401);
     expect(bad.headers.get('www-authenticate')).toContain('Bearer');
@@ -202,19 +245,34 @@ async function callsEveryTool(client: Client, key: string): Promise<void> {
   expect(models.data.length).toBeGreaterThan(0);
 
   const progress: Progress[] = [];
-  const image = structuredOf<Generation>(await callTool(client, 'generate_image', { model: 'flux', prompt: 'a lighthouse sim:delay=600' }, (p) => progress.push(p)));
+  const image = structuredOf<Generation>(
+    await callTool(client, 'generate_image', { model: 'flux', prompt: 'a lighthouse sim:delay=600' }, (p) =>
+      progress.push(p),
+    ),
+  );
   expect(image).toMatchObject({ kind: 'image', status: 'succeeded', creditsCharged: 3 });
   expect(progress.at(-1)).toMatchObject({ progress: 3, total: 3, message: `${image.id} succeeded` });
 
-  const enhanced = structuredOf<{ prompt: string; generation: Generation }>(await callTool(client, 'enhance_prompt', { prompt: 'a fox sim:tokens=6' }));
+  const enhanced = structuredOf<{ prompt: string; generation: Generation }>(
+    await callTool(client, 'enhance_prompt', { prompt: 'a fox sim:tokens=6' }),
+  );
   expect(enhanced.prompt.split(' ')).toHaveLength(6);
 
-  const video = structuredOf<Generation>(await callTool(client, 'generate_video', { model: 'kling', prompt: 'waves sim:delay=1500', seconds: 5, quality: '720p' }));
+  const video = structuredOf<Generation>(
+    await callTool(client, 'generate_video', {
+      model: 'kling',
+      prompt: 'waves sim:delay=1500',
+      seconds: 5,
+      quality: '720p',
+    }),
+  );
   expect(['queued', 'running']).toContain(video.status);
   const done = structuredOf<Generation>(await callTool(client, 'get_generation', { id: video.id, wait_seconds: 30 }));
   expect(done).toMatchObject({ id: video.id, status: 'succeeded', creditsCharged: 42.5 });
 
-  const slow = structuredOf<Generation>(await callTool(client, 'generate_video', { model: 'kling', prompt: 'slow tide sim:delay=30000' }));
+  const slow = structuredOf<Generation>(
+    await callTool(client, 'generate_video', { model: 'kling', prompt: 'slow tide sim:delay=30000' }),
+  );
   const cancelled = structuredOf<Generation>(await callTool(client, 'cancel_generation', { id: slow.id }));
   expect(cancelled).toMatchObject({ id: slow.id, status: 'failed', error: { code: 'cancelled' }, creditsCharged: 0 });
   const finished = await rest<{ error: unknown }>('POST', `/api/v1/generations/${image.id}/cancel`, key);
@@ -223,15 +281,27 @@ async function callsEveryTool(client: Client, key: string): Promise<void> {
   expect(refusalOf(await callTool(client, 'get_generation', { id: MISSING_GENERATION }))).toEqual(missing.body.error);
 
   // 3 (image) + the chat reply + 42.5 (video); the cancelled video costs nothing.
-  expect(await balanceOf(key)).toMatchObject({ balance: 100 - 3 - enhanced.generation.creditsCharged - 42.5, holdsActive: 0 });
+  expect(await balanceOf(key)).toMatchObject({
+    balance: 100 - 3 - enhanced.generation.creditsCharged - 42.5,
+    holdsActive: 0,
+  });
 }
 
 describe('the tasks extension (io.modelcontextprotocol/tasks) on 2026-07-28', () => {
   it('generate_video with the extension declared answers a task; tasks/get follows it to completed with the tool result inlined', async () => {
     const { key } = await h.account({ credits: 100 });
     const client = await connect(key, { modern: true, tasks: true });
-    const created = await rawCall(key, 'generate_video', { model: 'kling', prompt: 'a paper boat sim:delay=1500', seconds: 5 });
-    expect(created).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 24 * 60 * 60 * 1000, pollIntervalMs: 1000 });
+    const created = await rawCall(key, 'generate_video', {
+      model: 'kling',
+      prompt: 'a paper boat sim:delay=1500',
+      seconds: 5,
+    });
+    expect(created).toMatchObject({
+      resultType: 'task',
+      status: 'working',
+      ttlMs: 24 * 60 * 60 * 1000,
+      pollIntervalMs: 1000,
+    });
     expect(created.taskId).toMatch(/^task_/);
     expect(await balanceOf(key)).toMatchObject({ holdsActive: 42.5 });
 
@@ -241,7 +311,10 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) on 2026-07-28', ()
     expect(g).toMatchObject({ kind: 'video', status: 'succeeded', creditsCharged: 42.5 });
     expect(await balanceOf(key)).toMatchObject({ balance: 57.5, holdsActive: 0 });
     // The same generation through REST: one store.
-    expect((await rest<Generation>('GET', `/api/v1/generations/${g.id}`, key)).body).toMatchObject({ id: g.id, status: 'succeeded' });
+    expect((await rest<Generation>('GET', `/api/v1/generations/${g.id}`, key)).body).toMatchObject({
+      id: g.id,
+      status: 'succeeded',
+    });
   });
 
   it('a failed generation completes its task with the isError result; a refused call is a tool error, no task; tasks/update acknowledges', async () => {
@@ -251,12 +324,26 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) on 2026-07-28', ()
     const done = await untilDone(client, created.taskId as string);
     expect(done.status).toBe('completed');
     expect(done.result?.isError).toBe(true);
-    expect(structuredOf<Generation>(done.result as CallToolResult)).toMatchObject({ status: 'failed', error: { code: 'provider_failed' }, creditsCharged: 0 });
+    expect(structuredOf<Generation>(done.result as CallToolResult)).toMatchObject({
+      status: 'failed',
+      error: { code: 'provider_failed' },
+      creditsCharged: 0,
+    });
 
-    const refused = await rawCall(key, 'generate_video', { model: 'kling', prompt: 'rain', seconds: 10, quality: '1080p' });
+    const refused = await rawCall(key, 'generate_video', {
+      model: 'kling',
+      prompt: 'rain',
+      seconds: 10,
+      quality: '1080p',
+    });
     expect(refused.resultType).toBe('complete');
     expect(refusalOf(refused as unknown as CallToolResult)).toMatchObject({ type: 'insufficient_credits' });
-    expect(await client.request({ method: 'tasks/update', params: { taskId: created.taskId, inputResponses: { never: { action: 'accept' } } } }, empty)).toBeDefined();
+    expect(
+      await client.request(
+        { method: 'tasks/update', params: { taskId: created.taskId, inputResponses: { never: { action: 'accept' } } } },
+        empty,
+      ),
+    ).toBeDefined();
     expect(await balanceOf(key)).toMatchObject({ balance: 50, holdsActive: 0 });
   });
 
@@ -276,19 +363,29 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) on 2026-07-28', ()
     const created = await rawCall(owner.key, 'generate_video', { model: 'kling', prompt: 'a kite sim:delay=300' });
     const intruder = await connect(other.key, { modern: true, tasks: true });
     for (const method of ['tasks/get', 'tasks/cancel', 'tasks/update']) {
-      await expect(intruder.request({ method, params: { taskId: created.taskId, inputResponses: {} } }, empty)).rejects.toMatchObject({ code: -32602 });
+      await expect(
+        intruder.request({ method, params: { taskId: created.taskId, inputResponses: {} } }, empty),
+      ).rejects.toMatchObject({ code: -32602 });
     }
-    await expect(intruder.request({ method: 'tasks/get', params: { taskId: 'task_nope' } }, empty)).rejects.toMatchObject({ code: -32602 });
+    await expect(
+      intruder.request({ method: 'tasks/get', params: { taskId: 'task_nope' } }, empty),
+    ).rejects.toMatchObject({ code: -32602 });
     const undeclared = await connect(owner.key, { modern: true });
-    const missing = await undeclared.request({ method: 'tasks/get', params: { taskId: created.taskId } }, empty).catch((e: unknown) => e);
+    const missing = await undeclared
+      .request({ method: 'tasks/get', params: { taskId: created.taskId } }, empty)
+      .catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(ProtocolError);
     expect(missing).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: { [TASKS]: {} } } } });
     // The v2 client refuses to send them on 2026-07-28 at all; sent raw, the server does not know them.
     for (const method of ['tasks/result', 'tasks/list']) {
-      expect(await rawRequest(owner.key, method, { taskId: created.taskId })).toMatchObject({ error: { code: -32601 } });
+      expect(await rawRequest(owner.key, method, { taskId: created.taskId })).toMatchObject({
+        error: { code: -32601 },
+      });
     }
     // Without the extension declared, generate_video answers the generation, never a task.
-    const plain = structuredOf<Generation>(await callTool(undeclared, 'generate_video', { model: 'kling', prompt: 'a kite sim:delay=300' }));
+    const plain = structuredOf<Generation>(
+      await callTool(undeclared, 'generate_video', { model: 'kling', prompt: 'a kite sim:delay=300' }),
+    );
     expect(plain.id).toMatch(/^gen_/);
   });
 });

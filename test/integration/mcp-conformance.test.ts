@@ -33,7 +33,13 @@ beforeAll(async () => {
     const base = endpoint.base;
     if (!base) return res.writeHead(503).end();
     const upstream = http.request(
-      { host: base.hostname, port: base.port, path: req.url, method: req.method, headers: { ...req.headers, authorization: `Bearer ${key}` } },
+      {
+        host: base.hostname,
+        port: base.port,
+        path: req.url,
+        method: req.method,
+        headers: { ...req.headers, authorization: `Bearer ${key}` },
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
@@ -46,7 +52,13 @@ beforeAll(async () => {
   target = new URL(`http://localhost:${(proxy.address() as AddressInfo).port}/api/mcp`);
   // The endpoint as deployed at that address: its own origin is the one browsers' pages may use (DNS-rebinding check).
   app = await buildApp({
-    pool: h.pool, client: h.client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 20_000, defaultChatCap: 0,
+    pool: h.pool,
+    client: h.client,
+    taskQueue: h.taskQueue,
+    store: h.store,
+    adminToken: ADMIN_TOKEN,
+    syncWaitMs: 20_000,
+    defaultChatCap: 0,
     mcpAllowedOrigins: [target.origin],
   });
   endpoint.base = new URL(await app.listen({ port: 0, host: '127.0.0.1' }));
@@ -71,9 +83,19 @@ interface Check {
 async function runScenario(scenario: string, specVersion: string): Promise<Check[]> {
   const dir = join(out, `${scenario}-${specVersion}`);
   const args = [
-    '--import', new URL('../support/conformance-node20.mjs', import.meta.url).pathname,
+    '--import',
+    new URL('../support/conformance-node20.mjs', import.meta.url).pathname,
     'node_modules/@modelcontextprotocol/conformance/dist/index.js',
-    'server', '--url', target.href, '--scenario', scenario, '--spec-version', specVersion, '--force', '-o', dir,
+    'server',
+    '--url',
+    target.href,
+    '--scenario',
+    scenario,
+    '--spec-version',
+    specVersion,
+    '--force',
+    '-o',
+    dir,
   ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
@@ -92,7 +114,8 @@ async function runScenario(scenario: string, specVersion: string): Promise<Check
  * x-mcp-header annotations, or capabilities this server does not declare (prompts, resources).
  * They fail here with "Unknown tool"/"Not testable", never on something the server answered wrongly.
  */
-const NEEDS_FIXTURES = /Unknown tool|Not testable|not found\. Available tools|fixture .* unavailable|returned JSON-RPC error -32601: Method not found|for failing_job returned error code -32602/;
+const NEEDS_FIXTURES =
+  /Unknown tool|Not testable|not found\. Available tools|fixture .* unavailable|returned JSON-RPC error -32601: Method not found|for failing_job returned error code -32602/;
 
 /** Scenarios for what /api/mcp declares: the lifecycle of each revision, tools, HTTP rules, the tasks extension. */
 const SCENARIOS: [string, string][] = [
@@ -120,7 +143,9 @@ describe('@modelcontextprotocol/conformance against /api/mcp', () => {
       const checks = await runScenario(scenario, version);
       expect(checks.length).toBeGreaterThan(0);
       const failed = checks.filter((c) => c.status === 'FAILURE');
-      expect(failed.filter((c) => !NEEDS_FIXTURES.test(c.errorMessage ?? '')).map((c) => `${c.id}: ${c.errorMessage}`)).toEqual([]);
+      expect(
+        failed.filter((c) => !NEEDS_FIXTURES.test(c.errorMessage ?? '')).map((c) => `${c.id}: ${c.errorMessage}`),
+      ).toEqual([]);
       expect(checks.filter((c) => c.status === 'SUCCESS').length).toBeGreaterThan(0);
     }, 60_000);
   }

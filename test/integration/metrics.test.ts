@@ -30,7 +30,11 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 const scrape = async () => {
-  const res = await h.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const res = await h.app.inject({
+    method: 'GET',
+    url: '/metrics',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
   c.conforms(res, 'get', '/metrics', 200);
   return res.body;
 };
@@ -39,7 +43,12 @@ describe('GET /metrics', () => {
   it('is for the operator: 401 without the admin token', async () => {
     c.conforms(await h.app.inject({ method: 'GET', url: '/metrics' }), 'get', '/metrics', 401);
     const { key } = await h.account({ credits: 1 });
-    c.conforms(await h.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${key}` } }), 'get', '/metrics', 401);
+    c.conforms(
+      await h.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${key}` } }),
+      'get',
+      '/metrics',
+      401,
+    );
   });
 
   it('counts requests by route and status, generations by kind and outcome, credits moved, holds in flight and latencies', async () => {
@@ -51,9 +60,21 @@ describe('GET /metrics', () => {
     const video = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'long sim:delay=60000' });
     const after = await eventually(async () => {
       const text = await scrape();
-      return sample(text, 'gensvc_generations_finished_total', { kind: 'image', status: 'failed', code: 'provider_failed' }) > sample(before, 'gensvc_generations_finished_total', { kind: 'image', status: 'failed', code: 'provider_failed' }) ? text : undefined;
+      return sample(text, 'gensvc_generations_finished_total', {
+        kind: 'image',
+        status: 'failed',
+        code: 'provider_failed',
+      }) >
+        sample(before, 'gensvc_generations_finished_total', {
+          kind: 'image',
+          status: 'failed',
+          code: 'provider_failed',
+        })
+        ? text
+        : undefined;
     });
-    const delta = (name: string, labels: Record<string, string> = {}) => sample(after, name, labels) - sample(before, name, labels);
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      sample(after, name, labels) - sample(before, name, labels);
 
     expect(delta('gensvc_http_requests_total', { method: 'POST', route: '/api/generate', status: '200' })).toBe(3);
     expect(delta('gensvc_http_requests_total', { method: 'POST', route: '/api/generate', status: '400' })).toBe(1);
@@ -73,14 +94,18 @@ describe('GET /metrics', () => {
 
     await h.call('POST', `/api/v1/generations/${video.body.generation.id}/cancel`, { key });
     const settled = await scrape();
-    expect(sample(settled, 'gensvc_generations_finished_total', { kind: 'video', status: 'failed', code: 'cancelled' })).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(settled, 'gensvc_generations_finished_total', { kind: 'video', status: 'failed', code: 'cancelled' }),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it('a worker on its own serves its metrics on METRICS_PORT, to the operator only', async () => {
     const port = await freePort();
     const server = await startMetricsServer({ port, host: '127.0.0.1', adminToken: ADMIN_TOKEN });
     try {
-      const ok = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const ok = await fetch(`http://127.0.0.1:${port}/metrics`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
       expect(ok.status).toBe(200);
       expect(await ok.text()).toContain('gensvc_provider_duration_seconds');
       expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(401);
@@ -93,15 +118,40 @@ describe('GET /metrics', () => {
 describe('JSON logs', () => {
   it('the API logs one JSON object per line, with the request id (kept from x-request-id) next to the generation id', async () => {
     const lines: Record<string, unknown>[] = [];
-    const stream = new Writable({ write(chunk: Buffer, _enc, done) { for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as Record<string, unknown>); done(); } });
-    const app = await buildApp({ pool: h.pool, client: h.client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 20_000, defaultChatCap: 0, logger: { level: 'info', stream } });
+    const stream = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    const app = await buildApp({
+      pool: h.pool,
+      client: h.client,
+      taskQueue: h.taskQueue,
+      store: h.store,
+      adminToken: ADMIN_TOKEN,
+      syncWaitMs: 20_000,
+      defaultChatCap: 0,
+      logger: { level: 'info', stream },
+    });
     try {
       const { key } = await h.account({ credits: 10 });
-      const res = await app.inject({ method: 'POST', url: '/api/v1/generate', headers: { authorization: `Bearer ${key}`, 'x-request-id': 'req-test-42' }, payload: { kind: 'chat', prompt: 'hi' } });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/generate',
+        headers: { authorization: `Bearer ${key}`, 'x-request-id': 'req-test-42' },
+        payload: { kind: 'chat', prompt: 'hi' },
+      });
       expect(res.headers['x-request-id']).toBe('req-test-42');
       const id = res.json<{ id: string }>().id;
-      expect(lines).toContainEqual(expect.objectContaining({ reqId: 'req-test-42', generationId: id, msg: 'generation admitted' }));
-      const bad = await app.inject({ method: 'GET', url: '/health', headers: { 'x-request-id': 'not ok\nforged line' } });
+      expect(lines).toContainEqual(
+        expect.objectContaining({ reqId: 'req-test-42', generationId: id, msg: 'generation admitted' }),
+      );
+      const bad = await app.inject({
+        method: 'GET',
+        url: '/health',
+        headers: { 'x-request-id': 'not ok\nforged line' },
+      });
       expect(bad.headers['x-request-id']).toMatch(/^req_[0-9a-f]{24}$/);
     } finally {
       await app.close();
@@ -114,7 +164,13 @@ describe('JSON logs', () => {
     logger.info('provider run started', { workflowId: 'gen_01abc', activityType: 'runProvider', attempt: 1 });
     logger.debug('hidden below the level');
     expect(written).toHaveLength(1);
-    expect(JSON.parse(written[0]!)).toMatchObject({ level: 30, msg: 'provider run started', generationId: 'gen_01abc', activityType: 'runProvider', time: expect.any(Number) });
+    expect(JSON.parse(written[0]!)).toMatchObject({
+      level: 30,
+      msg: 'provider run started',
+      generationId: 'gen_01abc',
+      activityType: 'runProvider',
+      time: expect.any(Number),
+    });
   });
 });
 

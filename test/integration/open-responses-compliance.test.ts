@@ -21,10 +21,23 @@ const venv = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'gens
 const tool = join(venv, 'bin', 'llm-comply');
 
 /** What the service serves, and the cases of what it refuses on purpose (docs/decisions/0035-responses-api.md). */
-const SERVED = ['basic-response', 'system-prompt', 'multi-turn', 'streaming-response', 'streaming-usage', 'assistant-phase', 'response-output-phase-schema', 'error-handling'];
+const SERVED = [
+  'basic-response',
+  'system-prompt',
+  'multi-turn',
+  'streaming-response',
+  'streaming-usage',
+  'assistant-phase',
+  'response-output-phase-schema',
+  'error-handling',
+];
 const NOT_SERVED = ['tool-calling', 'image-input', 'reasoning-summary', 'compact-response', 'compact-missing-model'];
 
-interface CaseResult { id: string; status: 'passed' | 'failed' | 'skipped'; errors?: string[] }
+interface CaseResult {
+  id: string;
+  status: 'passed' | 'failed' | 'skipped';
+  errors?: string[];
+}
 
 let h: Harness;
 let baseURL: string;
@@ -44,12 +57,31 @@ afterAll(async () => {
 describe('Open Responses compliance (llm-comply)', () => {
   it('every case for what the service serves passes; tools, images, reasoning and compaction are refused', async () => {
     const { key } = await h.account({ credits: 1000 });
-    const out = await run(tool, ['--format', 'open-responses', 'run', '--base-url', baseURL, '--api-key', key, '--model', 'claude-haiku', '--json', '--timeout', '30'], { maxBuffer: 16 * 1024 * 1024 })
+    const out = await run(
+      tool,
+      [
+        '--format',
+        'open-responses',
+        'run',
+        '--base-url',
+        baseURL,
+        '--api-key',
+        key,
+        '--model',
+        'claude-haiku',
+        '--json',
+        '--timeout',
+        '30',
+      ],
+      { maxBuffer: 16 * 1024 * 1024 },
+    )
       // The tool exits non-zero when a case fails; its JSON report is on stdout either way.
       .catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
     const report = JSON.parse(out.stdout) as { results: CaseResult[] };
     const byId = new Map(report.results.map((r) => [r.id, r]));
-    const summary = report.results.map((r) => `${r.id}: ${r.status}${r.errors ? ` (${r.errors.join('; ')})` : ''}`).join('\n');
+    const summary = report.results
+      .map((r) => `${r.id}: ${r.status}${r.errors ? ` (${r.errors.join('; ')})` : ''}`)
+      .join('\n');
     for (const id of SERVED) expect(byId.get(id)?.status, `${id}\n${summary}`).toBe('passed');
     for (const id of NOT_SERVED) expect(byId.get(id)?.status, `${id}\n${summary}`).not.toBe('passed');
     expect(report.results.map((r) => r.id).sort()).toEqual([...SERVED, ...NOT_SERVED].sort());

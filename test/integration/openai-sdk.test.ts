@@ -12,7 +12,14 @@ import { buildApp } from '../../api/app';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { chargeForTokens } from '../../core/catalogue/pricing';
 import { freePort } from '../../runtime/process';
-import { ADMIN_TOKEN, createDatabase, databaseUrlFor, dropDatabase, eventually, startHarness } from '../support/harness';
+import {
+  ADMIN_TOKEN,
+  createDatabase,
+  databaseUrlFor,
+  dropDatabase,
+  eventually,
+  startHarness,
+} from '../support/harness';
 import type { Harness } from '../support/harness';
 import { download } from '../support/api';
 import sharp from 'sharp';
@@ -32,23 +39,41 @@ afterAll(async () => {
   await h?.close();
 });
 
-const sdk = (apiKey: string, options: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) => new OpenAI({ apiKey, baseURL, ...options });
+const sdk = (apiKey: string, options: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
+  new OpenAI({ apiKey, baseURL, ...options });
 const MISSING = `gen_${'0'.repeat(26)}`;
 
-interface GroupAGeneration { id: string; status: string; kind: string; model: string; creditsCharged: number; creditsQuoted: number; params: Record<string, unknown>; text: string | null }
+interface GroupAGeneration {
+  id: string;
+  status: string;
+  kind: string;
+  model: string;
+  creditsCharged: number;
+  creditsQuoted: number;
+  params: Record<string, unknown>;
+  text: string | null;
+}
 
-const balanceOf = async (key: string) => (await h.call('GET', '/api/v1/balance', { key })).json<{ balance: number; holdsActive: number }>();
-const settled = (key: string) => eventually(async () => ((await balanceOf(key)).holdsActive === 0 ? balanceOf(key) : undefined));
-const generationA = async (key: string, id: string) => (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<GroupAGeneration>();
+const balanceOf = async (key: string) =>
+  (await h.call('GET', '/api/v1/balance', { key })).json<{ balance: number; holdsActive: number }>();
+const settled = (key: string) =>
+  eventually(async () => ((await balanceOf(key)).holdsActive === 0 ? balanceOf(key) : undefined));
+const generationA = async (key: string, id: string) =>
+  (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<GroupAGeneration>();
 const generationCount = async (accountId: string) =>
-  (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM generations WHERE account_id = $1', [accountId])).rows[0]!.n;
+  (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM generations WHERE account_id = $1', [accountId]))
+    .rows[0]!.n;
 const credits = (mc: number) => mc / 1000;
 
 describe('chat completions (per-token billing)', () => {
   it('answers a whole reply with usage; charges the tokens produced and releases the rest of the hold', async () => {
     const { key } = await h.account({ credits: 10 });
-    const { data: reply, response } = await sdk(key).chat.completions
-      .create({ model: 'claude-haiku', messages: [{ role: 'user', content: 'hello sim:tokens=7' }], max_tokens: 100 })
+    const { data: reply, response } = await sdk(key)
+      .chat.completions.create({
+        model: 'claude-haiku',
+        messages: [{ role: 'user', content: 'hello sim:tokens=7' }],
+        max_tokens: 100,
+      })
       .withResponse();
     expect(response.headers.get('x-request-id')).toMatch(/^req_/);
     expect(reply).toMatchObject({ object: 'chat.completion', model: 'claude-haiku', usage: { completion_tokens: 7 } });
@@ -57,13 +82,22 @@ describe('chat completions (per-token billing)', () => {
     // 7 tokens at 0.7 credits per 1,000: 4.9 millicredits, rounded up to 5; answered once settled.
     expect(await balanceOf(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(7, 700)), holdsActive: 0 });
     const g = await generationA(key, reply.id);
-    expect(g).toMatchObject({ kind: 'chat', status: 'succeeded', creditsQuoted: credits(chargeForTokens(100, 700)), creditsCharged: 0.005, params: { outputTokens: 7 } });
+    expect(g).toMatchObject({
+      kind: 'chat',
+      status: 'succeeded',
+      creditsQuoted: credits(chargeForTokens(100, 700)),
+      creditsCharged: 0.005,
+      params: { outputTokens: 7 },
+    });
   });
 
   it('holds max_tokens (or the model’s cap) while the reply runs, then settles what was produced', async () => {
     const { key } = await h.account({ credits: 100 });
     const client = sdk(key);
-    const pending = client.chat.completions.create({ model: 'claude-opus', messages: [{ role: 'user', content: 'slow sim:delay=1500 sim:tokens=3' }] });
+    const pending = client.chat.completions.create({
+      model: 'claude-opus',
+      messages: [{ role: 'user', content: 'slow sim:delay=1500 sim:tokens=3' }],
+    });
     // No max_tokens: the hold covers the model's default cap, 4,096 tokens at 3.5 credits per 1,000.
     await eventually(async () => ((await balanceOf(key)).holdsActive > 0 ? true : undefined));
     expect(await balanceOf(key)).toMatchObject({ holdsActive: credits(chargeForTokens(4096, 3500)) });
@@ -74,15 +108,29 @@ describe('chat completions (per-token billing)', () => {
 
   it('stops at max_tokens with finish_reason length and charges exactly that', async () => {
     const { key } = await h.account({ credits: 10 });
-    const reply = await sdk(key).chat.completions.create({ model: 'auto', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'sim:tokens=50' }], max_completion_tokens: 8 });
-    expect(reply).toMatchObject({ model: 'claude-haiku', usage: { completion_tokens: 8 }, choices: [{ finish_reason: 'length' }] });
+    const reply = await sdk(key).chat.completions.create({
+      model: 'auto',
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'sim:tokens=50' },
+      ],
+      max_completion_tokens: 8,
+    });
+    expect(reply).toMatchObject({
+      model: 'claude-haiku',
+      usage: { completion_tokens: 8 },
+      choices: [{ finish_reason: 'length' }],
+    });
     expect(await balanceOf(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(8, 700)) });
   });
 
   it('streams chat.completion.chunk deltas ending with [DONE], with the usage chunk when asked', async () => {
     const { key } = await h.account({ credits: 10 });
     const stream = await sdk(key).chat.completions.create({
-      model: 'gpt-5.5', messages: [{ role: 'user', content: 'tell me sim:tokens=12' }], stream: true, stream_options: { include_usage: true },
+      model: 'gpt-5.5',
+      messages: [{ role: 'user', content: 'tell me sim:tokens=12' }],
+      stream: true,
+      stream_options: { include_usage: true },
     });
     const deltas: string[] = [];
     let usage: OpenAI.CompletionUsage | null | undefined;
@@ -101,13 +149,20 @@ describe('chat completions (per-token billing)', () => {
     expect(usage?.completion_tokens).toBe(12);
     // 12 tokens at 1.5 credits per 1,000 = 18 millicredits; the workflow settles after [DONE].
     expect(await settled(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(12, 1500)) });
-    expect(await generationA(key, id)).toMatchObject({ status: 'succeeded', text: deltas.join(''), params: { outputTokens: 12 } });
+    expect(await generationA(key, id)).toMatchObject({
+      status: 'succeeded',
+      text: deltas.join(''),
+      params: { outputTokens: 12 },
+    });
   });
 
   it('charges a client that disconnects halfway exactly the tokens it was sent: more than none, less than the hold', async () => {
     const { key } = await h.account({ credits: 10 });
     const stream = await sdk(key).chat.completions.create({
-      model: 'claude-sonnet', messages: [{ role: 'user', content: 'a long story sim:tokens=40 sim:pace=250' }], stream: true, max_tokens: 40,
+      model: 'claude-sonnet',
+      messages: [{ role: 'user', content: 'a long story sim:tokens=40 sim:pace=250' }],
+      stream: true,
+      max_tokens: 40,
     });
     let received = 0;
     let id = '';
@@ -128,7 +183,10 @@ describe('chat completions (per-token billing)', () => {
   it('refuses to cancel a reply while it streams, which would release the tokens already sent; the disconnect still bills them', async () => {
     const { key } = await h.account({ credits: 10 });
     const stream = await sdk(key).chat.completions.create({
-      model: 'claude-sonnet', messages: [{ role: 'user', content: 'a long story sim:tokens=40 sim:pace=200' }], stream: true, max_tokens: 40,
+      model: 'claude-sonnet',
+      messages: [{ role: 'user', content: 'a long story sim:tokens=40 sim:pace=200' }],
+      stream: true,
+      max_tokens: 40,
     });
     let received = 0;
     for await (const chunk of stream) {
@@ -136,7 +194,13 @@ describe('chat completions (per-token billing)', () => {
       if (received === 3) {
         const res = await h.call('POST', `/api/v1/generations/${chunk.id}/cancel`, { key });
         expect(res.statusCode).toBe(409);
-        expect(res.json()).toMatchObject({ error: { type: 'generation_streaming', status: 'running', message: expect.stringMatching(/closing that connection/) } });
+        expect(res.json()).toMatchObject({
+          error: {
+            type: 'generation_streaming',
+            status: 'running',
+            message: expect.stringMatching(/closing that connection/),
+          },
+        });
       }
       if (received === 5) break;
     }
@@ -145,16 +209,24 @@ describe('chat completions (per-token billing)', () => {
 
   it('bills a per-token model run through group A (the activity path) the same way', async () => {
     const { key } = await h.account({ credits: 10 });
-    const res = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'chat', model: 'gpt-5.5', prompt: 'hi sim:tokens=9', max_tokens: 50 } });
-    expect(res.json()).toMatchObject({ status: 'succeeded', creditsQuoted: credits(chargeForTokens(50, 1500)), creditsCharged: credits(chargeForTokens(9, 1500)), params: { outputTokens: 9 } });
+    const res = await h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'chat', model: 'gpt-5.5', prompt: 'hi sim:tokens=9', max_tokens: 50 },
+    });
+    expect(res.json()).toMatchObject({
+      status: 'succeeded',
+      creditsQuoted: credits(chargeForTokens(50, 1500)),
+      creditsCharged: credits(chargeForTokens(9, 1500)),
+      params: { outputTokens: 9 },
+    });
     expect(await balanceOf(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(9, 1500)), holdsActive: 0 });
   });
 
   it('never bills twice when the SDK retries: x-should-retry false after admission, and Idempotency-Key', async () => {
     // A provider failure after admission: 502, released, and the SDK does not send it again.
     const failing = await h.account({ credits: 10 });
-    const err = await sdk(failing.key, { maxRetries: 2 }).chat.completions
-      .create({ model: 'kimi-k2', messages: [{ role: 'user', content: 'sim:fail' }] })
+    const err = await sdk(failing.key, { maxRetries: 2 })
+      .chat.completions.create({ model: 'kimi-k2', messages: [{ role: 'user', content: 'sim:fail' }] })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.InternalServerError);
     expect((err as APIError).status).toBe(502);
@@ -165,7 +237,9 @@ describe('chat completions (per-token billing)', () => {
     const keyed = { headers: { 'Idempotency-Key': 'failing-1' } };
     const once = sdk(failing.key, { maxRetries: 0 });
     for (let i = 0; i < 2; i++) {
-      const again = await once.chat.completions.create({ model: 'kimi-k2', messages: [{ role: 'user', content: 'sim:fail' }] }, keyed).catch((e: unknown) => e);
+      const again = await once.chat.completions
+        .create({ model: 'kimi-k2', messages: [{ role: 'user', content: 'sim:fail' }] }, keyed)
+        .catch((e: unknown) => e);
       expect(again).toMatchObject({ status: 502, type: 'server_error' });
     }
     expect(await generationCount(failing.accountId)).toBe(2);
@@ -197,28 +271,61 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
   it('client.responses.create: a whole response with usage, instructions and metadata; charged the tokens produced; retrieve and group A read it', async () => {
     const { key } = await h.account({ credits: 10 });
     const client = sdk(key);
-    const response = await client.responses.create({ model: 'claude-haiku', instructions: 'Be brief.', input: 'hello sim:tokens=7', max_output_tokens: 100, metadata: { ticket: 't-1' } });
+    const response = await client.responses.create({
+      model: 'claude-haiku',
+      instructions: 'Be brief.',
+      input: 'hello sim:tokens=7',
+      max_output_tokens: 100,
+      metadata: { ticket: 't-1' },
+    });
     expect(response).toMatchObject({
-      object: 'response', status: 'completed', model: 'claude-haiku', instructions: 'Be brief.', metadata: { ticket: 't-1' }, max_output_tokens: 100,
-      store: true, background: false, error: null, usage: { output_tokens: 7 },
+      object: 'response',
+      status: 'completed',
+      model: 'claude-haiku',
+      instructions: 'Be brief.',
+      metadata: { ticket: 't-1' },
+      max_output_tokens: 100,
+      store: true,
+      background: false,
+      error: null,
+      usage: { output_tokens: 7 },
     });
     expect(response.output_text.split(' ')).toHaveLength(7);
-    expect(response.output[0]).toMatchObject({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: response.output_text }] });
+    expect(response.output[0]).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: response.output_text }],
+    });
     expect(await balanceOf(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(7, 700)), holdsActive: 0 });
     const stored = await client.responses.retrieve(response.id);
-    expect(stored).toMatchObject({ id: response.id, status: 'completed', output_text: response.output_text, metadata: { ticket: 't-1' }, usage: { output_tokens: 7 } });
+    expect(stored).toMatchObject({
+      id: response.id,
+      status: 'completed',
+      output_text: response.output_text,
+      metadata: { ticket: 't-1' },
+      usage: { output_tokens: 7 },
+    });
     // A generation like every other: group A lists it, with its hold and charge.
     const listed = (await h.call('GET', '/api/v1/generations?kind=chat', { key })).json<{ data: GroupAGeneration[] }>();
     expect(listed.data.map((g) => g.id)).toContain(response.id);
     expect(await generationA(key, response.id)).toMatchObject({
-      kind: 'chat', status: 'succeeded', creditsQuoted: credits(chargeForTokens(100, 700)), creditsCharged: credits(chargeForTokens(7, 700)), text: response.output_text,
+      kind: 'chat',
+      status: 'succeeded',
+      creditsQuoted: credits(chargeForTokens(100, 700)),
+      creditsCharged: credits(chargeForTokens(7, 700)),
+      text: response.output_text,
     });
   });
 
   it('streams the typed events the SDK parses, and client.responses.stream() accumulates them into finalResponse()', async () => {
     const { key } = await h.account({ credits: 10 });
     const client = sdk(key);
-    const stream = await client.responses.create({ model: 'gpt-5.5', input: [{ role: 'user', content: 'tell me sim:tokens=12' }], stream: true });
+    const stream = await client.responses.create({
+      model: 'gpt-5.5',
+      input: [{ role: 'user', content: 'tell me sim:tokens=12' }],
+      stream: true,
+    });
     const types: string[] = [];
     const deltas: string[] = [];
     let completed: OpenAI.Responses.Response | undefined;
@@ -228,26 +335,49 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
       if (event.type === 'response.completed') completed = event.response;
     }
     expect(types.filter((t) => t !== 'response.output_text.delta')).toEqual([
-      'response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added',
-      'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed',
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
     ]);
     expect(deltas).toHaveLength(12);
-    expect(completed).toMatchObject({ status: 'completed', usage: { output_tokens: 12 }, output: [{ content: [{ text: deltas.join('') }] }] });
+    expect(completed).toMatchObject({
+      status: 'completed',
+      usage: { output_tokens: 12 },
+      output: [{ content: [{ text: deltas.join('') }] }],
+    });
     expect(await settled(key)).toMatchObject({ balance: 10 - credits(chargeForTokens(12, 1500)) });
 
-    const helper = client.responses.stream({ model: 'claude-haiku', input: 'again sim:tokens=5', max_output_tokens: 5 });
+    const helper = client.responses.stream({
+      model: 'claude-haiku',
+      input: 'again sim:tokens=5',
+      max_output_tokens: 5,
+    });
     let seen = '';
     helper.on('response.output_text.delta', (e) => (seen = e.snapshot));
     const final = await helper.finalResponse();
     // Stopped at max_output_tokens: incomplete, as OpenAI says it, and charged exactly those.
-    expect(final).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { output_tokens: 5 } });
+    expect(final).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      usage: { output_tokens: 5 },
+    });
     expect(final.output_text).toBe(seen);
     expect(final.output_text.split(' ')).toHaveLength(5);
   });
 
   it('a streamed response aborted after a few deltas is charged for those tokens only', async () => {
     const { key } = await h.account({ credits: 10 });
-    const stream = await sdk(key).responses.create({ model: 'claude-sonnet', input: 'a long story sim:tokens=40 sim:pace=250', stream: true, max_output_tokens: 40 });
+    const stream = await sdk(key).responses.create({
+      model: 'claude-sonnet',
+      input: 'a long story sim:tokens=40 sim:pace=250',
+      stream: true,
+      max_output_tokens: 40,
+    });
     let received = 0;
     let id = '';
     for await (const event of stream) {
@@ -257,14 +387,23 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
     }
     await settled(key);
     const g = await generationA(key, id);
-    expect(g).toMatchObject({ status: 'succeeded', params: { outputTokens: 4 }, creditsCharged: credits(chargeForTokens(4, 2000)) });
+    expect(g).toMatchObject({
+      status: 'succeeded',
+      params: { outputTokens: 4 },
+      creditsCharged: credits(chargeForTokens(4, 2000)),
+    });
     expect((await balanceOf(key)).balance).toBe(10 - credits(chargeForTokens(4, 2000)));
   });
 
   it('background: answers queued at once, is polled with retrieve, and cancel releases the hold; another runs to completion, billed per token', async () => {
     const { key } = await h.account({ credits: 10 });
     const client = sdk(key);
-    const slow = await client.responses.create({ model: 'claude-opus', input: 'think long sim:delay=8000 sim:tokens=3', background: true, max_output_tokens: 1000 });
+    const slow = await client.responses.create({
+      model: 'claude-opus',
+      input: 'think long sim:delay=8000 sim:tokens=3',
+      background: true,
+      max_output_tokens: 1000,
+    });
     expect(slow).toMatchObject({ status: 'queued', background: true, output: [] });
     expect(await balanceOf(key)).toMatchObject({ holdsActive: credits(chargeForTokens(1000, 3500)) });
     expect(['queued', 'in_progress']).toContain((await client.responses.retrieve(slow.id)).status);
@@ -273,7 +412,11 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
     expect(await client.responses.cancel(slow.id)).toMatchObject({ status: 'cancelled' });
     expect(await balanceOf(key)).toMatchObject({ balance: 10, holdsActive: 0 });
 
-    const quick = await client.responses.create({ model: 'claude-haiku', input: 'sim:delay=200 sim:tokens=6', background: true });
+    const quick = await client.responses.create({
+      model: 'claude-haiku',
+      input: 'sim:delay=200 sim:tokens=6',
+      background: true,
+    });
     const done = await eventually(async () => {
       const r = await client.responses.retrieve(quick.id);
       return r.status === 'completed' ? r : undefined;
@@ -288,23 +431,43 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
   it('previous_response_id continues the account’s own stored response; another account’s id is 404, and so is one made with store: false', async () => {
     const { key, accountId } = await h.account({ credits: 10 });
     const client = sdk(key, { maxRetries: 0 });
-    const first = await client.responses.create({ model: 'claude-haiku', instructions: 'Answer in riddles.', input: 'my name is Ada' });
-    const second = await client.responses.create({ model: 'claude-haiku', input: [{ role: 'user', content: [{ type: 'input_text', text: 'what is my name? sim:tokens=3' }] }], previous_response_id: first.id });
+    const first = await client.responses.create({
+      model: 'claude-haiku',
+      instructions: 'Answer in riddles.',
+      input: 'my name is Ada',
+    });
+    const second = await client.responses.create({
+      model: 'claude-haiku',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'what is my name? sim:tokens=3' }] }],
+      previous_response_id: first.id,
+    });
     expect(second).toMatchObject({ status: 'completed', previous_response_id: first.id, instructions: null });
-    const prompt = (await h.pool.query<{ prompt: string }>('SELECT prompt FROM generations WHERE id = $1 AND account_id = $2', [second.id, accountId])).rows[0]!.prompt;
+    const prompt = (
+      await h.pool.query<{ prompt: string }>('SELECT prompt FROM generations WHERE id = $1 AND account_id = $2', [
+        second.id,
+        accountId,
+      ])
+    ).rows[0]!.prompt;
     // The earlier turn and its reply come first; the earlier instructions are not carried over.
     expect(prompt).toBe(`user: my name is Ada\nassistant: ${first.output_text}\nuser: what is my name? sim:tokens=3`);
 
     const other = sdk((await h.account({ credits: 10 })).key, { maxRetries: 0 });
     await expect(other.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    await expect(other.responses.create({ model: 'claude-haiku', input: 'hi', previous_response_id: first.id }))
-      .rejects.toMatchObject({ status: 404, type: 'not_found', param: 'previous_response_id' });
+    await expect(
+      other.responses.create({ model: 'claude-haiku', input: 'hi', previous_response_id: first.id }),
+    ).rejects.toMatchObject({ status: 404, type: 'not_found', param: 'previous_response_id' });
     await expect(other.responses.cancel(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
 
-    const unstored = await client.responses.create({ model: 'claude-haiku', input: 'forget me sim:tokens=2', store: false });
+    const unstored = await client.responses.create({
+      model: 'claude-haiku',
+      input: 'forget me sim:tokens=2',
+      store: false,
+    });
     expect(unstored).toMatchObject({ store: false });
     await expect(client.responses.retrieve(unstored.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    await expect(client.responses.create({ model: 'claude-haiku', input: 'hi', previous_response_id: unstored.id })).rejects.toMatchObject({ status: 404 });
+    await expect(
+      client.responses.create({ model: 'claude-haiku', input: 'hi', previous_response_id: unstored.id }),
+    ).rejects.toMatchObject({ status: 404 });
   });
 
   it('an Idempotency-Key repeat answers the same response without a second hold, whole or streamed', async () => {
@@ -315,11 +478,21 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
     const a = await client.responses.create(body, { headers });
     const b = await client.responses.create(body, { headers });
     expect(b).toMatchObject({ id: a.id, output_text: a.output_text, usage: { output_tokens: 4 } });
-    const streamed = await client.responses.stream({ ...body, stream: true }, { headers: { 'Idempotency-Key': 'response-2' } }).finalResponse();
-    const again = await client.responses.stream({ ...body, stream: true }, { headers: { 'Idempotency-Key': 'response-2' } }).finalResponse();
+    const streamed = await client.responses
+      .stream({ ...body, stream: true }, { headers: { 'Idempotency-Key': 'response-2' } })
+      .finalResponse();
+    const again = await client.responses
+      .stream({ ...body, stream: true }, { headers: { 'Idempotency-Key': 'response-2' } })
+      .finalResponse();
     expect(again).toMatchObject({ id: streamed.id, output_text: streamed.output_text, usage: { output_tokens: 4 } });
-    const bg = await client.responses.create({ ...body, background: true }, { headers: { 'Idempotency-Key': 'response-3' } });
-    expect((await client.responses.create({ ...body, background: true }, { headers: { 'Idempotency-Key': 'response-3' } })).id).toBe(bg.id);
+    const bg = await client.responses.create(
+      { ...body, background: true },
+      { headers: { 'Idempotency-Key': 'response-3' } },
+    );
+    expect(
+      (await client.responses.create({ ...body, background: true }, { headers: { 'Idempotency-Key': 'response-3' } }))
+        .id,
+    ).toBe(bg.id);
     expect(await generationCount(accountId)).toBe(3);
     expect(await settled(key)).toMatchObject({ balance: 10 - 3 * credits(chargeForTokens(4, 400)) });
   });
@@ -333,15 +506,59 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
       expect(err).toMatchObject({ type: 'invalid_request_error', param });
       expect(err.message).toMatch(message);
     };
-    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', tools: [{ type: 'function', name: 'f', parameters: {}, strict: true }] }), 'tools', /tools/);
-    await refused(client.responses.create({ model: 'claude-haiku', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x.test/a.png', detail: 'auto' }] }] }), 'input.0.content.0.type', /only text parts/);
+    await refused(
+      client.responses.create({
+        model: 'claude-haiku',
+        input: 'hi',
+        tools: [{ type: 'function', name: 'f', parameters: {}, strict: true }],
+      }),
+      'tools',
+      /tools/,
+    );
+    await refused(
+      client.responses.create({
+        model: 'claude-haiku',
+        input: [
+          { role: 'user', content: [{ type: 'input_image', image_url: 'https://x.test/a.png', detail: 'auto' }] },
+        ],
+      }),
+      'input.0.content.0.type',
+      /only text parts/,
+    );
     // Function items are understood, and refused by the model's provider (an upstream model takes them: function-tools.test.ts).
-    await refused(client.responses.create({ model: 'claude-haiku', input: [{ type: 'function_call_output', call_id: 'c1', output: '42' }] }), 'input', /function calls and their outputs/);
-    await refused(client.responses.create({ model: 'claude-haiku', input: [{ type: 'item_reference', id: 'msg_1' }] }), 'input.0.type', /item references/);
-    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', text: { format: { type: 'json_object' } } }), 'text.format.type', /text\.format/);
-    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', conversation: 'conv_1' }), 'conversation', /previous_response_id/);
-    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', max_output_tokens: 1_000_000 }), 'max_output_tokens', /max_output_tokens/);
-    await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', background: true, stream: true }), 'stream', /background/);
+    await refused(
+      client.responses.create({
+        model: 'claude-haiku',
+        input: [{ type: 'function_call_output', call_id: 'c1', output: '42' }],
+      }),
+      'input',
+      /function calls and their outputs/,
+    );
+    await refused(
+      client.responses.create({ model: 'claude-haiku', input: [{ type: 'item_reference', id: 'msg_1' }] }),
+      'input.0.type',
+      /item references/,
+    );
+    await refused(
+      client.responses.create({ model: 'claude-haiku', input: 'hi', text: { format: { type: 'json_object' } } }),
+      'text.format.type',
+      /text\.format/,
+    );
+    await refused(
+      client.responses.create({ model: 'claude-haiku', input: 'hi', conversation: 'conv_1' }),
+      'conversation',
+      /previous_response_id/,
+    );
+    await refused(
+      client.responses.create({ model: 'claude-haiku', input: 'hi', max_output_tokens: 1_000_000 }),
+      'max_output_tokens',
+      /max_output_tokens/,
+    );
+    await refused(
+      client.responses.create({ model: 'claude-haiku', input: 'hi', background: true, stream: true }),
+      'stream',
+      /background/,
+    );
     await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', bogus: 1 } as never), 'bogus', /bogus/);
     const made = await client.responses.create({ model: 'claude-haiku', input: 'sim:tokens=1' });
     await refused(client.responses.cancel(made.id), 'id', /background/);
@@ -368,7 +585,13 @@ describe('images', () => {
   it('n = 2 as b64_json, hd: the high variant where one is listed, else twice the price', async () => {
     const { key } = await h.account({ credits: 100 });
     const client = sdk(key);
-    const hd = await client.images.generate({ model: 'gpt-image-1', prompt: 'a fox', n: 2, quality: 'hd', response_format: 'b64_json' });
+    const hd = await client.images.generate({
+      model: 'gpt-image-1',
+      prompt: 'a fox',
+      n: 2,
+      quality: 'hd',
+      response_format: 'b64_json',
+    });
     expect(hd.data).toHaveLength(2);
     for (const image of hd.data!) expect(Buffer.from(image.b64_json!, 'base64').subarray(1, 4).toString()).toBe('PNG');
     expect(await balanceOf(key)).toMatchObject({ balance: 100 - 2 * 17 });
@@ -393,7 +616,12 @@ describe('video, both spellings of one job', () => {
   it('client.videos: create (multipart), retrieve until completed, downloadContent', async () => {
     const { key } = await h.account({ credits: 200 });
     const client = sdk(key);
-    const created = await client.videos.create({ model: 'kling-2.1-pro', prompt: 'waves sim:delay=300', seconds: '8', size: '1280x720' });
+    const created = await client.videos.create({
+      model: 'kling-2.1-pro',
+      prompt: 'waves sim:delay=300',
+      seconds: '8',
+      size: '1280x720',
+    });
     expect(created).toMatchObject({ object: 'video', model: 'kling', seconds: '8', size: '1280x720', error: null });
     expect(['queued', 'in_progress']).toContain(created.status);
     const done = await eventually(async () => {
@@ -405,18 +633,30 @@ describe('video, both spellings of one job', () => {
     const bytes = Buffer.from(await content.arrayBuffer());
     expect(bytes.subarray(0, 4)).toEqual(Buffer.from([0x1a, 0x45, 0xdf, 0xa3])); // WebM (EBML)
     // The same generation through group A, charged 8 s × 8.5 credits.
-    expect(await generationA(key, created.id)).toMatchObject({ kind: 'video', status: 'succeeded', creditsCharged: 68 });
+    expect(await generationA(key, created.id)).toMatchObject({
+      kind: 'video',
+      status: 'succeeded',
+      creditsCharged: 68,
+    });
   });
 
   it('the spec’s /v1/video/generations: create and poll; the same id reads as a video of client.videos', async () => {
     const { key } = await h.account({ credits: 200 });
     const client = sdk(key);
-    const created = await client.post<{ id: string; status: string; model: string; duration: number; credits_quoted: number }>('/video/generations', {
+    const created = await client.post<{
+      id: string;
+      status: string;
+      model: string;
+      duration: number;
+      credits_quoted: number;
+    }>('/video/generations', {
       body: { model: 'minimax-video-01', prompt: 'a paper boat sim:delay=200', duration: 10 },
     });
     expect(created).toMatchObject({ model: 'hailuo', duration: 10, credits_quoted: 50 });
     const done = await eventually(async () => {
-      const g = await client.get<{ status: string; output_url: string | null; credits_charged: number }>(`/video/generations/${created.id}`);
+      const g = await client.get<{ status: string; output_url: string | null; credits_charged: number }>(
+        `/video/generations/${created.id}`,
+      );
       return g.status === 'succeeded' ? g : undefined;
     });
     expect(done).toMatchObject({ credits_charged: 50, output_url: expect.stringContaining('/files/') });
@@ -426,17 +666,25 @@ describe('video, both spellings of one job', () => {
 
 describe('video variants and remix', () => {
   const JPEG = Buffer.from([0xff, 0xd8, 0xff]);
-  const completed = (client: OpenAI, id: string) => eventually(async () => {
-    const v = await client.videos.retrieve(id);
-    return v.status === 'completed' ? v : undefined;
-  });
+  const completed = (client: OpenAI, id: string) =>
+    eventually(async () => {
+      const v = await client.videos.retrieve(id);
+      return v.status === 'completed' ? v : undefined;
+    });
 
   it('downloadContent with variant thumbnail and spritesheet: JPEG images of the video’s first frame and of a grid of its frames; an unknown variant is a 400', async () => {
     const { key } = await h.account({ credits: 200 });
     const client = sdk(key);
-    const created = await client.videos.create({ model: 'wan-2.1', prompt: 'a kite sim:delay=100', seconds: '8', size: '1280x720' });
+    const created = await client.videos.create({
+      model: 'wan-2.1',
+      prompt: 'a kite sim:delay=100',
+      seconds: '8',
+      size: '1280x720',
+    });
     await completed(client, created.id);
-    const video = Buffer.from(await (await client.videos.downloadContent(created.id, { variant: 'video' })).arrayBuffer());
+    const video = Buffer.from(
+      await (await client.videos.downloadContent(created.id, { variant: 'video' })).arrayBuffer(),
+    );
     expect(video.subarray(0, 4)).toEqual(Buffer.from([0x1a, 0x45, 0xdf, 0xa3]));
 
     const thumbnail = await client.videos.downloadContent(created.id, { variant: 'thumbnail' });
@@ -446,40 +694,72 @@ describe('video variants and remix', () => {
     // The simulator renders 16:9 previews 320 × 176 (sides in multiples of 16).
     expect(await sharp(thumb).metadata()).toMatchObject({ format: 'jpeg', width: 320, height: 176 });
 
-    const sheet = Buffer.from(await (await client.videos.downloadContent(created.id, { variant: 'spritesheet' })).arrayBuffer());
+    const sheet = Buffer.from(
+      await (await client.videos.downloadContent(created.id, { variant: 'spritesheet' })).arrayBuffer(),
+    );
     expect(sheet.subarray(0, 3)).toEqual(JPEG);
     // 8 s at 6 fps is 48 frames: 16 of them, 4 by 4, each 160 × 88.
     expect(await sharp(sheet).metadata()).toMatchObject({ format: 'jpeg', width: 640, height: 352 });
 
     // The spec's spelling and group A show the same previews as signed URLs.
-    const spec = await client.get<{ thumbnail_url: string | null; spritesheet_url: string | null }>(`/video/generations/${created.id}`);
+    const spec = await client.get<{ thumbnail_url: string | null; spritesheet_url: string | null }>(
+      `/video/generations/${created.id}`,
+    );
     expect((await download(h, spec.thumbnail_url!)).body.equals(thumb)).toBe(true);
     expect((await download(h, spec.spritesheet_url!)).body.equals(sheet)).toBe(true);
     const a = (await h.call('GET', `/api/v1/generations/${created.id}`, { key })).json<{ thumbnailUrl: string }>();
     expect((await download(h, a.thumbnailUrl)).body.equals(thumb)).toBe(true);
 
-    const err = (await client.videos.downloadContent(created.id, { variant: 'poster' as 'thumbnail' }).catch((e: unknown) => e)) as APIError;
+    const err = (await client.videos
+      .downloadContent(created.id, { variant: 'poster' as 'thumbnail' })
+      .catch((e: unknown) => e)) as APIError;
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect(err.error).toMatchObject({ type: 'invalid_request_error', code: 400 });
     // Another account's video is not found, whichever variant is asked.
     const stranger = sdk((await h.account({ credits: 1 })).key);
-    await expect(stranger.videos.downloadContent(created.id, { variant: 'thumbnail' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(stranger.videos.downloadContent(created.id, { variant: 'thumbnail' })).rejects.toBeInstanceOf(
+      OpenAI.NotFoundError,
+    );
   });
 
   it('client.videos.remix holds, charges and lists like a new video (same model, seconds and size); Idempotency-Key answers it again; 404 for another account’s id, 409 before it completed', async () => {
     const { key } = await h.account({ credits: 100 });
     const client = sdk(key);
     // 4 s is clamped to kling's 5 s: 42.5 credits.
-    const source = await client.videos.create({ model: 'kling-2.1-pro', prompt: 'waves sim:delay=100', seconds: '4', size: '720x1280' });
+    const source = await client.videos.create({
+      model: 'kling-2.1-pro',
+      prompt: 'waves sim:delay=100',
+      seconds: '4',
+      size: '720x1280',
+    });
     await completed(client, source.id);
     expect(await balanceOf(key)).toMatchObject({ balance: 57.5, holdsActive: 0 });
 
-    const remix = await client.videos.remix(source.id, { prompt: 'the same waves at night sim:delay=4000' }, { headers: { 'Idempotency-Key': 'remix-b' } });
-    expect(remix).toMatchObject({ object: 'video', model: 'kling', seconds: '5', size: '720x1280', remixed_from_video_id: source.id, prompt: 'the same waves at night sim:delay=4000' });
+    const remix = await client.videos.remix(
+      source.id,
+      { prompt: 'the same waves at night sim:delay=4000' },
+      { headers: { 'Idempotency-Key': 'remix-b' } },
+    );
+    expect(remix).toMatchObject({
+      object: 'video',
+      model: 'kling',
+      seconds: '5',
+      size: '720x1280',
+      remixed_from_video_id: source.id,
+      prompt: 'the same waves at night sim:delay=4000',
+    });
     expect(['queued', 'in_progress']).toContain(remix.status);
     expect(await balanceOf(key)).toMatchObject({ balance: 15, holdsActive: 42.5 });
     // A repeat with the same Idempotency-Key: the same video, nothing held twice.
-    expect((await client.videos.remix(source.id, { prompt: 'the same waves at night sim:delay=4000' }, { headers: { 'Idempotency-Key': 'remix-b' } })).id).toBe(remix.id);
+    expect(
+      (
+        await client.videos.remix(
+          source.id,
+          { prompt: 'the same waves at night sim:delay=4000' },
+          { headers: { 'Idempotency-Key': 'remix-b' } },
+        )
+      ).id,
+    ).toBe(remix.id);
     expect(await balanceOf(key)).toMatchObject({ balance: 15, holdsActive: 42.5 });
     // Not completed yet: it cannot be remixed itself.
     const early = (await client.videos.remix(remix.id, { prompt: 'x' }).catch((e: unknown) => e)) as APIError;
@@ -489,15 +769,24 @@ describe('video variants and remix', () => {
     const done = await completed(client, remix.id);
     expect(done).toMatchObject({ remixed_from_video_id: source.id });
     expect(await settled(key)).toMatchObject({ balance: 15, holdsActive: 0 });
-    expect(await generationA(key, remix.id)).toMatchObject({ kind: 'video', status: 'succeeded', creditsCharged: 42.5, params: { remixedFrom: source.id, aspect: '9:16' } });
+    expect(await generationA(key, remix.id)).toMatchObject({
+      kind: 'video',
+      status: 'succeeded',
+      creditsCharged: 42.5,
+      params: { remixedFrom: source.id, aspect: '9:16' },
+    });
     expect((await client.videos.list()).data.map((v) => v.id)).toEqual([remix.id, source.id]);
-    const thumb = Buffer.from(await (await client.videos.downloadContent(remix.id, { variant: 'thumbnail' })).arrayBuffer());
+    const thumb = Buffer.from(
+      await (await client.videos.downloadContent(remix.id, { variant: 'thumbnail' })).arrayBuffer(),
+    );
     expect(await sharp(thumb).metadata()).toMatchObject({ format: 'jpeg', width: 176, height: 320 });
 
     // Too little left for a third: 402, as for any video.
     await expect(client.videos.remix(source.id, { prompt: 'once more' })).rejects.toBeInstanceOf(OpenAI.APIError);
     const stranger = sdk((await h.account({ credits: 100 })).key);
-    const notFound = (await stranger.videos.remix(source.id, { prompt: 'mine now' }).catch((e: unknown) => e)) as APIError;
+    const notFound = (await stranger.videos
+      .remix(source.id, { prompt: 'mine now' })
+      .catch((e: unknown) => e)) as APIError;
     expect(notFound).toBeInstanceOf(OpenAI.NotFoundError);
     expect(await balanceOf((await h.account({ credits: 1 })).key)).toMatchObject({ holdsActive: 0 });
   });
@@ -505,9 +794,17 @@ describe('video variants and remix', () => {
   it('the spec’s spelling: POST /v1/video/generations/{id}/remix, priced as the source ran', async () => {
     const { key } = await h.account({ credits: 200 });
     const client = sdk(key);
-    const created = await client.post<{ id: string }>('/video/generations', { body: { model: 'minimax-video-01', prompt: 'a paper boat sim:delay=100', duration: 10 } });
+    const created = await client.post<{ id: string }>('/video/generations', {
+      body: { model: 'minimax-video-01', prompt: 'a paper boat sim:delay=100', duration: 10 },
+    });
     await completed(client, created.id);
-    const remix = await client.post<{ id: string; model: string; duration: number; credits_quoted: number; remixed_from: string }>(`/video/generations/${created.id}/remix`, { body: { prompt: 'a paper plane sim:delay=100' } });
+    const remix = await client.post<{
+      id: string;
+      model: string;
+      duration: number;
+      credits_quoted: number;
+      remixed_from: string;
+    }>(`/video/generations/${created.id}/remix`, { body: { prompt: 'a paper plane sim:delay=100' } });
     expect(remix).toMatchObject({ model: 'hailuo', duration: 10, credits_quoted: 50, remixed_from: created.id });
     expect(await balanceOf(key)).toMatchObject({ balance: 100, holdsActive: 50 });
     expect(await settled(key)).toMatchObject({ balance: 100 });
@@ -519,8 +816,15 @@ describe('listing videos (client.videos.list)', () => {
     const { key } = await h.account({ credits: 500, scopes: ['video', 'image'] });
     const client = sdk(key);
     const viaSdk = await client.videos.create({ model: 'wan-2.1', prompt: 'one sim:delay=100' });
-    const viaSpec = await client.post<{ id: string }>('/video/generations', { body: { model: 'wan-2.1', prompt: 'two sim:delay=100' } });
-    const viaGroupA = (await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'wan-2.1', prompt: 'three sim:delay=100' } })).json<{ id: string }>();
+    const viaSpec = await client.post<{ id: string }>('/video/generations', {
+      body: { model: 'wan-2.1', prompt: 'two sim:delay=100' },
+    });
+    const viaGroupA = (
+      await h.call('POST', '/api/v1/generate', {
+        key,
+        body: { kind: 'video', model: 'wan-2.1', prompt: 'three sim:delay=100' },
+      })
+    ).json<{ id: string }>();
     await client.images.generate({ model: 'flux', prompt: 'not a video' });
     const other = sdk((await h.account({ credits: 100, scopes: ['video'] })).key);
     await other.videos.create({ model: 'wan-2.1', prompt: 'not ours sim:delay=100' });
@@ -548,10 +852,27 @@ describe('models', () => {
   it('lists the group B ids in OpenAI’s shape with their prices', async () => {
     const page = await sdk((await h.account({ credits: 1 })).key).models.list();
     const ids = page.data.map((m) => m.id);
-    for (const id of ['auto', 'claude-haiku', 'gpt-5.5', 'grok-4.3', 'flux', 'gpt-image-1', 'image-nano-pro', 'kling-2.1-pro', 'wan-2.1', 'minimax-video-01', 'sora-2']) {
+    for (const id of [
+      'auto',
+      'claude-haiku',
+      'gpt-5.5',
+      'grok-4.3',
+      'flux',
+      'gpt-image-1',
+      'image-nano-pro',
+      'kling-2.1-pro',
+      'wan-2.1',
+      'minimax-video-01',
+      'sora-2',
+    ]) {
       expect(ids).toContain(id);
     }
-    expect(page.data.find((m) => m.id === 'gpt-5.5')).toMatchObject({ object: 'model', owned_by: 'gensvc', unit: '1k_output_tokens', price: 1.5 });
+    expect(page.data.find((m) => m.id === 'gpt-5.5')).toMatchObject({
+      object: 'model',
+      owned_by: 'gensvc',
+      unit: '1k_output_tokens',
+      price: 1.5,
+    });
   });
 });
 
@@ -560,36 +881,130 @@ describe('errors as the SDK knows them', () => {
     const { key } = await h.account({ credits: 10, scopes: ['chat', 'video'], models: ['claude-haiku', 'kling'] });
     const client = sdk(key, { maxRetries: 0 });
     const messages = [{ role: 'user' as const, content: 'hi' }];
-    const expectError = async (call: Promise<unknown>, cls: new (...args: never[]) => APIError, status: number, type: string, param?: string) => {
+    const expectError = async (
+      call: Promise<unknown>,
+      cls: new (...args: never[]) => APIError,
+      status: number,
+      type: string,
+      param?: string,
+    ) => {
       const err = (await call.catch((e: unknown) => e)) as APIError;
       expect(err, `${status} ${type}`).toBeInstanceOf(cls);
       expect(err).toMatchObject({ status, type, code: status, ...(param ? { param } : {}) });
       expect(err.requestID).toMatch(/^req_/);
       return err;
     };
-    await expectError(client.chat.completions.create({ model: 'claude-haiku', messages, temperature: 3 }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'temperature');
-    await expectError(client.chat.completions.create({ model: 'claude-haiku', messages, n: 2 }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'n');
-    await expectError(client.chat.completions.create({ model: 'chat-haiku', messages }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'model');
-    await expectError(client.chat.completions.create({ model: 'claude-haiku', messages, max_tokens: 1_000_000 }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'max_tokens');
-    await expectError(client.chat.completions.create({ model: 'claude-haiku', messages, tools: [{ type: 'function', function: { name: 'f' } }] }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'tools');
-    await expectError(client.chat.completions.create({ model: 'claude-haiku', messages, bogus: 1 } as never), OpenAI.BadRequestError, 400, 'invalid_request_error', 'bogus');
-    await expectError(client.images.generate({ model: 'flux', prompt: 'x', n: 5 }), OpenAI.BadRequestError, 400, 'invalid_request_error', 'n');
-    await expectError(client.videos.create({ model: 'kling', prompt: 'a beheading' }), OpenAI.BadRequestError, 400, 'content_policy_violation', 'prompt');
-    await expectError(sdk('gsk_not_a_key', { maxRetries: 0 }).models.list(), OpenAI.AuthenticationError, 401, 'authentication_error');
-    await expectError(client.images.generate({ model: 'flux', prompt: 'x' }), OpenAI.PermissionDeniedError, 403, 'permission_error', 'model');
-    await expectError(client.chat.completions.create({ model: 'gpt-5.5', messages }), OpenAI.PermissionDeniedError, 403, 'permission_error', 'model');
+    await expectError(
+      client.chat.completions.create({ model: 'claude-haiku', messages, temperature: 3 }),
+      OpenAI.BadRequestError,
+      400,
+      'invalid_request_error',
+      'temperature',
+    );
+    await expectError(
+      client.chat.completions.create({ model: 'claude-haiku', messages, n: 2 }),
+      OpenAI.BadRequestError,
+      400,
+      'invalid_request_error',
+      'n',
+    );
+    await expectError(
+      client.chat.completions.create({ model: 'chat-haiku', messages }),
+      OpenAI.BadRequestError,
+      400,
+      'invalid_request_error',
+      'model',
+    );
+    await expectError(
+      client.chat.completions.create({ model: 'claude-haiku', messages, max_tokens: 1_000_000 }),
+      OpenAI.BadRequestError,
+      400,
+      'invalid_request_error',
+      'max_tokens',
+    );
+    await expectError(
+      client.chat.completions.create({
+        model: 'claude-haiku',
+        messages,
+        tools: [{ type: 'function', function: { name: 'f' } }],
+      }),
+      OpenAI.BadRequestError,
+      400,
+      'invalid_request_error',
+      'tools',
+    );
+    await expectError(
+      client.chat.completions.create({ model: 'claude-haiku', messages, bogus: 1 } as never),
+      OpenAI.BadRequestError,
+      400,
+      'invalid_request_error',
+      'bogus',
+    );
+    await expectError(
+      client.images.generate({ model: 'flux', prompt: 'x', n: 5 }),
+      OpenAI.BadRequestError,
+      400,
+      'invalid_request_error',
+      'n',
+    );
+    await expectError(
+      client.videos.create({ model: 'kling', prompt: 'a beheading' }),
+      OpenAI.BadRequestError,
+      400,
+      'content_policy_violation',
+      'prompt',
+    );
+    await expectError(
+      sdk('gsk_not_a_key', { maxRetries: 0 }).models.list(),
+      OpenAI.AuthenticationError,
+      401,
+      'authentication_error',
+    );
+    await expectError(
+      client.images.generate({ model: 'flux', prompt: 'x' }),
+      OpenAI.PermissionDeniedError,
+      403,
+      'permission_error',
+      'model',
+    );
+    await expectError(
+      client.chat.completions.create({ model: 'gpt-5.5', messages }),
+      OpenAI.PermissionDeniedError,
+      403,
+      'permission_error',
+      'model',
+    );
     await expectError(client.videos.retrieve(MISSING), OpenAI.NotFoundError, 404, 'not_found', 'id');
     await expectError(client.models.retrieve('dall-e-9'), OpenAI.NotFoundError, 404, 'not_found', 'model');
 
     const poor = await h.account({ credits: 0.001 });
-    const e402 = await expectError(sdk(poor.key, { maxRetries: 0 }).chat.completions.create({ model: 'claude-opus', messages }), APIError, 402, 'insufficient_credits');
+    const e402 = await expectError(
+      sdk(poor.key, { maxRetries: 0 }).chat.completions.create({ model: 'claude-opus', messages }),
+      APIError,
+      402,
+      'insufficient_credits',
+    );
     expect(e402.error).toMatchObject({ required: credits(chargeForTokens(4096, 3500)), available: 0.001 });
 
     const headers = { 'Idempotency-Key': 'conflict-1' };
     await client.chat.completions.create({ model: 'claude-haiku', messages }, { headers });
     let sent = 0;
-    const retrying = sdk(key, { maxRetries: 2, fetch: (url, init) => { sent++; return fetch(url, init); } });
-    const e409 = await expectError(retrying.chat.completions.create({ model: 'claude-haiku', messages: [{ role: 'user', content: 'other' }] }, { headers }), OpenAI.ConflictError, 409, 'idempotency_conflict');
+    const retrying = sdk(key, {
+      maxRetries: 2,
+      fetch: (url, init) => {
+        sent++;
+        return fetch(url, init);
+      },
+    });
+    const e409 = await expectError(
+      retrying.chat.completions.create(
+        { model: 'claude-haiku', messages: [{ role: 'user', content: 'other' }] },
+        { headers },
+      ),
+      OpenAI.ConflictError,
+      409,
+      'idempotency_conflict',
+    );
     expect(e409.headers?.get('x-should-retry')).toBe('false');
     expect(sent).toBe(1); // the SDK took the header's word and did not retry
 
@@ -607,7 +1022,12 @@ function everyRoute(): [Method, string, string, unknown][] {
   return [
     ['get', '/v1/models', '/v1/models', undefined],
     ['get', '/v1/models/{model}', '/v1/models/gpt-5.5', undefined],
-    ['post', '/v1/chat/completions', '/v1/chat/completions', { model: 'auto', messages: [{ role: 'user', content: 'hi' }] }],
+    [
+      'post',
+      '/v1/chat/completions',
+      '/v1/chat/completions',
+      { model: 'auto', messages: [{ role: 'user', content: 'hi' }] },
+    ],
     ['post', '/v1/responses', '/v1/responses', { model: 'auto', input: 'hi' }],
     ['get', '/v1/responses/{id}', `/v1/responses/${MISSING}`, undefined],
     ['post', '/v1/responses/{id}/cancel', `/v1/responses/${MISSING}/cancel`, undefined],
@@ -623,7 +1043,14 @@ function everyRoute(): [Method, string, string, unknown][] {
   ];
 }
 
-const inject = (app: Harness['app'], method: Method, url: string, key?: string, body?: unknown, headers: Record<string, string> = {}) =>
+const inject = (
+  app: Harness['app'],
+  method: Method,
+  url: string,
+  key?: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) =>
   app.inject({
     method: method.toUpperCase() as 'GET',
     url,
@@ -643,97 +1070,301 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
     const streamed = await inject(h.app, 'post', '/v1/chat/completions', key, { ...chat, stream: true });
     c.conforms(streamed, 'post', '/v1/chat/completions', 200);
     expect(streamed.body.trimEnd().endsWith('data: [DONE]')).toBe(true);
-    c.conforms(await inject(h.app, 'post', '/v1/chat/completions', key, { ...chat, temperature: -1 }), 'post', '/v1/chat/completions', 400);
-    c.conforms(await inject(h.app, 'post', '/v1/chat/completions', key, { ...chat, messages: [{ role: 'user', content: 'sim:fail' }] }), 'post', '/v1/chat/completions', 502);
-    c.conforms(await inject(h.app, 'post', '/v1/chat/completions', key, { ...chat, messages: [{ role: 'user', content: 'x'.repeat(9 * 1024 * 1024) }] }), 'post', '/v1/chat/completions', 413);
+    c.conforms(
+      await inject(h.app, 'post', '/v1/chat/completions', key, { ...chat, temperature: -1 }),
+      'post',
+      '/v1/chat/completions',
+      400,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/chat/completions', key, {
+        ...chat,
+        messages: [{ role: 'user', content: 'sim:fail' }],
+      }),
+      'post',
+      '/v1/chat/completions',
+      502,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/chat/completions', key, {
+        ...chat,
+        messages: [{ role: 'user', content: 'x'.repeat(9 * 1024 * 1024) }],
+      }),
+      'post',
+      '/v1/chat/completions',
+      413,
+    );
 
-    const images = c.conforms<{ data: { url: string }[] }>(await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x', n: 2 }), 'post', '/v1/images/generations', 200);
+    const images = c.conforms<{ data: { url: string }[] }>(
+      await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x', n: 2 }),
+      'post',
+      '/v1/images/generations',
+      200,
+    );
     expect(images.data).toHaveLength(2);
-    c.conforms(await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x', size: '10x10' }), 'post', '/v1/images/generations', 400);
-    c.conforms(await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'sim:fail' }), 'post', '/v1/images/generations', 502);
-    c.conforms(await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x'.repeat(9 * 1024 * 1024) }), 'post', '/v1/images/generations', 413);
+    c.conforms(
+      await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x', size: '10x10' }),
+      'post',
+      '/v1/images/generations',
+      400,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'sim:fail' }),
+      'post',
+      '/v1/images/generations',
+      502,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/images/generations', key, {
+        model: 'flux',
+        prompt: 'x'.repeat(9 * 1024 * 1024),
+      }),
+      'post',
+      '/v1/images/generations',
+      413,
+    );
 
-    const v = c.conforms<{ id: string }>(await inject(h.app, 'post', '/v1/video/generations', key, { model: 'wan-2.1', prompt: 'x sim:delay=100' }), 'post', '/v1/video/generations', 200);
-    c.conforms(await inject(h.app, 'post', '/v1/video/generations', key, { model: 'wan-2.1', prompt: 'x', duration: 7 }), 'post', '/v1/video/generations', 400);
-    c.conforms(await inject(h.app, 'post', '/v1/video/generations', key, { model: 'wan-2.1', prompt: 'x'.repeat(9 * 1024 * 1024) }), 'post', '/v1/video/generations', 413);
-    c.conforms(await inject(h.app, 'get', `/v1/video/generations/${v.id}`, key), 'get', '/v1/video/generations/{id}', 200);
-    c.conforms(await inject(h.app, 'get', `/v1/video/generations/${MISSING}`, key), 'get', '/v1/video/generations/{id}', 404);
+    const v = c.conforms<{ id: string }>(
+      await inject(h.app, 'post', '/v1/video/generations', key, { model: 'wan-2.1', prompt: 'x sim:delay=100' }),
+      'post',
+      '/v1/video/generations',
+      200,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/video/generations', key, { model: 'wan-2.1', prompt: 'x', duration: 7 }),
+      'post',
+      '/v1/video/generations',
+      400,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/video/generations', key, {
+        model: 'wan-2.1',
+        prompt: 'x'.repeat(9 * 1024 * 1024),
+      }),
+      'post',
+      '/v1/video/generations',
+      413,
+    );
+    c.conforms(
+      await inject(h.app, 'get', `/v1/video/generations/${v.id}`, key),
+      'get',
+      '/v1/video/generations/{id}',
+      200,
+    );
+    c.conforms(
+      await inject(h.app, 'get', `/v1/video/generations/${MISSING}`, key),
+      'get',
+      '/v1/video/generations/{id}',
+      404,
+    );
 
     const early = await inject(h.app, 'get', `/v1/videos/${v.id}/content`, key);
     if (early.statusCode === 404) c.conforms(early, 'get', '/v1/videos/{id}/content', 404);
-    c.conforms(await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x', seconds: '5' }), 'post', '/v1/videos', 200);
-    c.conforms(await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x', size: '1x1' }), 'post', '/v1/videos', 400);
-    c.conforms(await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x'.repeat(9 * 1024 * 1024) }), 'post', '/v1/videos', 413);
+    c.conforms(
+      await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x', seconds: '5' }),
+      'post',
+      '/v1/videos',
+      200,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x', size: '1x1' }),
+      'post',
+      '/v1/videos',
+      400,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x'.repeat(9 * 1024 * 1024) }),
+      'post',
+      '/v1/videos',
+      413,
+    );
     c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}`, key), 'get', '/v1/videos/{id}', 200);
     c.conforms(await inject(h.app, 'get', '/v1/videos?limit=1&order=asc', key), 'get', '/v1/videos', 200);
     for (const query of ['limit=0', 'limit=101', 'order=up', 'after=not-an-id']) {
       c.conforms(await inject(h.app, 'get', `/v1/videos?${query}`, key), 'get', '/v1/videos', 400);
     }
     c.conforms(await inject(h.app, 'get', `/v1/videos/${MISSING}`, key), 'get', '/v1/videos/{id}', 404);
-    await eventually(async () => ((await inject(h.app, 'get', `/v1/videos/${v.id}`, key)).json<{ status: string }>().status === 'completed' ? true : undefined));
+    await eventually(async () =>
+      (await inject(h.app, 'get', `/v1/videos/${v.id}`, key)).json<{ status: string }>().status === 'completed'
+        ? true
+        : undefined,
+    );
     c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content`, key), 'get', '/v1/videos/{id}/content', 200);
-    c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content?variant=thumbnail`, key), 'get', '/v1/videos/{id}/content', 200);
-    c.conforms(await inject(h.app, 'get', `/v1/videos/${v.id}/content?variant=poster`, key), 'get', '/v1/videos/{id}/content', 400);
-    for (const [path, url] of [['/v1/videos/{id}/remix', `/v1/videos/${v.id}/remix`], ['/v1/video/generations/{id}/remix', `/v1/video/generations/${v.id}/remix`]] as const) {
+    c.conforms(
+      await inject(h.app, 'get', `/v1/videos/${v.id}/content?variant=thumbnail`, key),
+      'get',
+      '/v1/videos/{id}/content',
+      200,
+    );
+    c.conforms(
+      await inject(h.app, 'get', `/v1/videos/${v.id}/content?variant=poster`, key),
+      'get',
+      '/v1/videos/{id}/content',
+      400,
+    );
+    for (const [path, url] of [
+      ['/v1/videos/{id}/remix', `/v1/videos/${v.id}/remix`],
+      ['/v1/video/generations/{id}/remix', `/v1/video/generations/${v.id}/remix`],
+    ] as const) {
       c.conforms(await inject(h.app, 'post', url, key, { prompt: 'x sim:delay=100' }), 'post', path, 200);
       c.conforms(await inject(h.app, 'post', url, key, { prompt: 'x', model: 'sora-2' }), 'post', path, 400);
       c.conforms(await inject(h.app, 'post', url, key, { prompt: 'x'.repeat(9 * 1024 * 1024) }), 'post', path, 413);
       c.conforms(await inject(h.app, 'post', url.replace(v.id, MISSING), key, { prompt: 'x' }), 'post', path, 404);
-      const queued = (await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x sim:delay=3000' })).json<{ id: string }>();
+      const queued = (
+        await inject(h.app, 'post', '/v1/videos', key, { model: 'wan-2.1', prompt: 'x sim:delay=3000' })
+      ).json<{ id: string }>();
       c.conforms(await inject(h.app, 'post', url.replace(v.id, queued.id), key, { prompt: 'x' }), 'post', path, 409);
       const remixHeaders = { 'idempotency-key': `conform-remix-${path}` };
       await inject(h.app, 'post', url, key, { prompt: 'one sim:delay=100' }, remixHeaders);
       c.conforms(await inject(h.app, 'post', url, key, { prompt: 'two' }, remixHeaders), 'post', path, 409);
       // A key of the account without the video scope; an account that cannot pay for another.
-      const { accountId } = (await h.pool.query<{ accountId: string }>('SELECT account_id AS "accountId" FROM generations WHERE id = $1', [v.id])).rows[0]!;
-      const imageKey = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{ key: string }>().key;
+      const { accountId } = (
+        await h.pool.query<{ accountId: string }>('SELECT account_id AS "accountId" FROM generations WHERE id = $1', [
+          v.id,
+        ])
+      ).rows[0]!;
+      const imageKey = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{
+        key: string;
+      }>().key;
       c.conforms(await inject(h.app, 'post', url, imageKey, { prompt: 'x' }), 'post', path, 403);
     }
     {
       // wan-2.1 for 5 s costs 50.5: the remix finds 9.5 left.
       const poorish = await h.account({ credits: 60, scopes: ['video'] });
-      const own = (await inject(h.app, 'post', '/v1/videos', poorish.key, { model: 'wan-2.1', prompt: 'x sim:delay=100' })).json<{ id: string }>();
-      await eventually(async () => ((await inject(h.app, 'get', `/v1/videos/${own.id}`, poorish.key)).json<{ status: string }>().status === 'completed' ? true : undefined));
-      for (const [path, url] of [['/v1/videos/{id}/remix', `/v1/videos/${own.id}/remix`], ['/v1/video/generations/{id}/remix', `/v1/video/generations/${own.id}/remix`]] as const) {
+      const own = (
+        await inject(h.app, 'post', '/v1/videos', poorish.key, { model: 'wan-2.1', prompt: 'x sim:delay=100' })
+      ).json<{ id: string }>();
+      await eventually(async () =>
+        (await inject(h.app, 'get', `/v1/videos/${own.id}`, poorish.key)).json<{ status: string }>().status ===
+        'completed'
+          ? true
+          : undefined,
+      );
+      for (const [path, url] of [
+        ['/v1/videos/{id}/remix', `/v1/videos/${own.id}/remix`],
+        ['/v1/video/generations/{id}/remix', `/v1/video/generations/${own.id}/remix`],
+      ] as const) {
         c.conforms(await inject(h.app, 'post', url, poorish.key, { prompt: 'x' }), 'post', path, 402);
       }
     }
     c.conforms(await inject(h.app, 'get', `/v1/videos/${MISSING}/content`, key), 'get', '/v1/videos/{id}/content', 404);
 
     const resp = { model: 'auto', input: 'hi sim:tokens=3' };
-    const made = c.conforms<{ id: string }>(await inject(h.app, 'post', '/v1/responses', key, resp), 'post', '/v1/responses', 200);
+    const made = c.conforms<{ id: string }>(
+      await inject(h.app, 'post', '/v1/responses', key, resp),
+      'post',
+      '/v1/responses',
+      200,
+    );
     const streamedResponse = await inject(h.app, 'post', '/v1/responses', key, { ...resp, stream: true });
     c.conforms(streamedResponse, 'post', '/v1/responses', 200);
     expect(streamedResponse.body).toMatch(/^event: response\.created\n/);
-    c.conforms(await inject(h.app, 'post', '/v1/responses', key, { ...resp, temperature: 5 }), 'post', '/v1/responses', 400);
-    c.conforms(await inject(h.app, 'post', '/v1/responses', key, { ...resp, previous_response_id: MISSING }), 'post', '/v1/responses', 404);
-    c.conforms(await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:fail' }), 'post', '/v1/responses', 502);
-    c.conforms(await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'x'.repeat(9 * 1024 * 1024) }), 'post', '/v1/responses', 413);
+    c.conforms(
+      await inject(h.app, 'post', '/v1/responses', key, { ...resp, temperature: 5 }),
+      'post',
+      '/v1/responses',
+      400,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/responses', key, { ...resp, previous_response_id: MISSING }),
+      'post',
+      '/v1/responses',
+      404,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:fail' }),
+      'post',
+      '/v1/responses',
+      502,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'x'.repeat(9 * 1024 * 1024) }),
+      'post',
+      '/v1/responses',
+      413,
+    );
     c.conforms(await inject(h.app, 'get', `/v1/responses/${made.id}`, key), 'get', '/v1/responses/{id}', 200);
-    c.conforms(await inject(h.app, 'get', `/v1/responses/${made.id}?stream=true`, key), 'get', '/v1/responses/{id}', 400);
+    c.conforms(
+      await inject(h.app, 'get', `/v1/responses/${made.id}?stream=true`, key),
+      'get',
+      '/v1/responses/{id}',
+      400,
+    );
     c.conforms(await inject(h.app, 'get', `/v1/responses/${MISSING}`, key), 'get', '/v1/responses/{id}', 404);
-    const queued = c.conforms<{ id: string }>(await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:delay=5000', background: true }), 'post', '/v1/responses', 200);
-    c.conforms(await inject(h.app, 'post', `/v1/responses/${queued.id}/cancel`, key), 'post', '/v1/responses/{id}/cancel', 200);
-    c.conforms(await inject(h.app, 'post', `/v1/responses/${made.id}/cancel`, key), 'post', '/v1/responses/{id}/cancel', 400);
-    c.conforms(await inject(h.app, 'post', `/v1/responses/${MISSING}/cancel`, key), 'post', '/v1/responses/{id}/cancel', 404);
-    const finished = c.conforms<{ id: string }>(await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:delay=10', background: true }), 'post', '/v1/responses', 200);
-    await eventually(async () => ((await inject(h.app, 'get', `/v1/responses/${finished.id}`, key)).json<{ status: string }>().status === 'completed' ? true : undefined));
-    c.conforms(await inject(h.app, 'post', `/v1/responses/${finished.id}/cancel`, key), 'post', '/v1/responses/{id}/cancel', 409);
+    const queued = c.conforms<{ id: string }>(
+      await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:delay=5000', background: true }),
+      'post',
+      '/v1/responses',
+      200,
+    );
+    c.conforms(
+      await inject(h.app, 'post', `/v1/responses/${queued.id}/cancel`, key),
+      'post',
+      '/v1/responses/{id}/cancel',
+      200,
+    );
+    c.conforms(
+      await inject(h.app, 'post', `/v1/responses/${made.id}/cancel`, key),
+      'post',
+      '/v1/responses/{id}/cancel',
+      400,
+    );
+    c.conforms(
+      await inject(h.app, 'post', `/v1/responses/${MISSING}/cancel`, key),
+      'post',
+      '/v1/responses/{id}/cancel',
+      404,
+    );
+    const finished = c.conforms<{ id: string }>(
+      await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:delay=10', background: true }),
+      'post',
+      '/v1/responses',
+      200,
+    );
+    await eventually(async () =>
+      (await inject(h.app, 'get', `/v1/responses/${finished.id}`, key)).json<{ status: string }>().status ===
+      'completed'
+        ? true
+        : undefined,
+    );
+    c.conforms(
+      await inject(h.app, 'post', `/v1/responses/${finished.id}/cancel`, key),
+      'post',
+      '/v1/responses/{id}/cancel',
+      409,
+    );
 
     const poor = await h.account({ credits: 0, scopes: ['image'] });
-    const creates = () => everyRoute().filter(([m, path]) => m === 'post' && !path.endsWith('/cancel') && !path.endsWith('/remix'));
+    const creates = () =>
+      everyRoute().filter(([m, path]) => m === 'post' && !path.endsWith('/cancel') && !path.endsWith('/remix'));
     for (const [method, path, url, body] of creates()) {
       const res = await inject(h.app, method, url, poor.key, body);
       c.conforms(res, method, path, path === '/v1/images/generations' ? 402 : 403);
-      if (path === '/v1/images/generations') c.conforms(await inject(h.app, method, url, (await h.account({ credits: 0, scopes: ['video'] })).key, body), method, path, 403);
-      else c.conforms(await inject(h.app, method, url, (await h.account({ credits: 0, scopes: ['chat', 'video'] })).key, body), method, path, 402);
+      if (path === '/v1/images/generations')
+        c.conforms(
+          await inject(h.app, method, url, (await h.account({ credits: 0, scopes: ['video'] })).key, body),
+          method,
+          path,
+          403,
+        );
+      else
+        c.conforms(
+          await inject(h.app, method, url, (await h.account({ credits: 0, scopes: ['chat', 'video'] })).key, body),
+          method,
+          path,
+          402,
+        );
     }
     const headers = { 'idempotency-key': 'conform-409' };
     for (const [method, path, url, body] of creates()) {
       const k = (await h.account({ credits: 100 })).key;
       await inject(h.app, method, url, k, body, headers);
-      const other = path === '/v1/chat/completions' ? { model: 'auto', messages: [{ role: 'user', content: 'other' }] }
-        : path === '/v1/responses' ? { model: 'auto', input: 'other' } : { ...(body as object), prompt: 'other' };
+      const other =
+        path === '/v1/chat/completions'
+          ? { model: 'auto', messages: [{ role: 'user', content: 'other' }] }
+          : path === '/v1/responses'
+            ? { model: 'auto', input: 'other' }
+            : { ...(body as object), prompt: 'other' };
       const res = await inject(h.app, method, url, k, other, headers);
       expect(c.conforms(res, method, path, 409)).toMatchObject({ error: { type: 'idempotency_conflict' } });
     }
@@ -743,7 +1374,9 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
     const { key } = await h.account({ credits: 10, plan: 'free' });
     for (const [method, path, url, body] of everyRoute()) {
       for (const auth of [undefined, 'gsk_bogus']) {
-        expect(c.conforms(await inject(h.app, method, url, auth, body), method, path, 401)).toMatchObject({ error: { type: 'authentication_error', code: 401 } });
+        expect(c.conforms(await inject(h.app, method, url, auth, body), method, path, 401)).toMatchObject({
+          error: { type: 'authentication_error', code: 401 },
+        });
       }
     }
     for (let i = 0; i < PLAN_RATE_LIMITS.free; i++) await inject(h.app, 'get', '/v1/models', key);
@@ -757,18 +1390,40 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
 
   it('503 when PostgreSQL cannot be reached and 500 when it is broken, without internals', async () => {
     const { key } = await h.account({ credits: 10 });
-    const unreachable = new pg.Pool({ connectionString: `postgresql://nobody@127.0.0.1:${await freePort()}/nowhere`, connectionTimeoutMillis: 2_000, max: 1 });
+    const unreachable = new pg.Pool({
+      connectionString: `postgresql://nobody@127.0.0.1:${await freePort()}/nowhere`,
+      connectionTimeoutMillis: 2_000,
+      max: 1,
+    });
     const name = `t_broken_b_${Date.now()}`;
     await createDatabase(name);
     const brokenPool = new pg.Pool({ connectionString: databaseUrlFor(name), max: 2 });
-    await brokenPool.query('DROP TABLE ledger_entries, holds, idempotency_keys, generations, api_keys, accounts CASCADE');
+    await brokenPool.query(
+      'DROP TABLE ledger_entries, holds, idempotency_keys, generations, api_keys, accounts CASCADE',
+    );
     const connection = await Connection.connect({ address: (h.client.connection as Connection).options.address });
     try {
-      for (const [pool, status] of [[unreachable, 503], [brokenPool, 500]] as const) {
-        const app = await buildApp({ pool, client: new Client({ connection }), taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0 });
+      for (const [pool, status] of [
+        [unreachable, 503],
+        [brokenPool, 500],
+      ] as const) {
+        const app = await buildApp({
+          pool,
+          client: new Client({ connection }),
+          taskQueue: h.taskQueue,
+          store: h.store,
+          adminToken: ADMIN_TOKEN,
+          syncWaitMs: 1_000,
+          defaultChatCap: 0,
+        });
         try {
           for (const [method, path, url, body] of everyRoute()) {
-            const { error } = c.conforms<{ error: { message: string } }>(await inject(app, method, url, key, body), method, path, status);
+            const { error } = c.conforms<{ error: { message: string } }>(
+              await inject(app, method, url, key, body),
+              method,
+              path,
+              status,
+            );
             expect(error.message).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|relation/);
           }
         } finally {
@@ -786,19 +1441,39 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
   it('Temporal unreachable: images are refused with 503, nothing held; a streamed chat still runs and is settled by the API itself', async () => {
     const { key, accountId } = await h.account({ credits: 10 });
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await buildApp({ pool: h.pool, client: new Client({ connection }), taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0 });
+    const app = await buildApp({
+      pool: h.pool,
+      client: new Client({ connection }),
+      taskQueue: h.taskQueue,
+      store: h.store,
+      adminToken: ADMIN_TOKEN,
+      syncWaitMs: 1_000,
+      defaultChatCap: 0,
+    });
     try {
       const images = await inject(app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x', n: 2 });
-      expect(c.conforms(images, 'post', '/v1/images/generations', 503)).toMatchObject({ error: { type: 'server_error' } });
+      expect(c.conforms(images, 'post', '/v1/images/generations', 503)).toMatchObject({
+        error: { type: 'server_error' },
+      });
       expect(images.headers['x-should-retry']).toBe('false');
       expect(await balanceOf(key)).toMatchObject({ balance: 10, holdsActive: 0 });
 
-      const streamed = await inject(app, 'post', '/v1/chat/completions', key, { model: 'auto', messages: [{ role: 'user', content: 'sim:tokens=5' }], stream: true });
+      const streamed = await inject(app, 'post', '/v1/chat/completions', key, {
+        model: 'auto',
+        messages: [{ role: 'user', content: 'sim:tokens=5' }],
+        stream: true,
+      });
       expect(streamed.statusCode).toBe(200);
       expect(streamed.body.trimEnd().endsWith('data: [DONE]')).toBe(true);
-      const settledHere = await eventually(async () => ((await balanceOf(key)).holdsActive === 0 ? balanceOf(key) : undefined), 30_000);
+      const settledHere = await eventually(
+        async () => ((await balanceOf(key)).holdsActive === 0 ? balanceOf(key) : undefined),
+        30_000,
+      );
       expect(settledHere.balance).toBe(10 - credits(chargeForTokens(5, 700)));
-      const rows = await h.pool.query<{ status: string; charged_mc: number }>("SELECT status, charged_mc FROM generations WHERE account_id = $1 AND kind = 'chat'", [accountId]);
+      const rows = await h.pool.query<{ status: string; charged_mc: number }>(
+        "SELECT status, charged_mc FROM generations WHERE account_id = $1 AND kind = 'chat'",
+        [accountId],
+      );
       expect(rows.rows).toEqual([{ status: 'succeeded', charged_mc: chargeForTokens(5, 700) }]);
     } finally {
       await app.close();
@@ -815,26 +1490,42 @@ describe('image-to-video (image_url)', () => {
   it('takes the reference frame by URL (fetched before the hold, as upscale does) or as an uploaded file; a bad one is a 400 naming its field, nothing held', async () => {
     const sharp = (await import('sharp')).default;
     const { createServer } = await import('node:http');
-    const png = await sharp({ create: { width: 320, height: 180, channels: 3, background: '#246' } }).png().toBuffer();
-    const server = createServer((req, res) => (req.url === '/frame.png' ? res.writeHead(200, { 'content-type': 'image/png' }).end(png) : res.writeHead(200).end('<html>')));
+    const png = await sharp({ create: { width: 320, height: 180, channels: 3, background: '#246' } })
+      .png()
+      .toBuffer();
+    const server = createServer((req, res) =>
+      req.url === '/frame.png'
+        ? res.writeHead(200, { 'content-type': 'image/png' }).end(png)
+        : res.writeHead(200).end('<html>'),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
       const { key } = await h.account({ credits: 200 });
       const client = sdk(key, { maxRetries: 0 });
-      const created = await client.post<{ id: string }>('/video/generations', { body: { model: 'wan-2.1', prompt: 'the frame comes alive sim:delay=3000', image_url: `${origin}/frame.png` } });
+      const created = await client.post<{ id: string }>('/video/generations', {
+        body: { model: 'wan-2.1', prompt: 'the frame comes alive sim:delay=3000', image_url: `${origin}/frame.png` },
+      });
       const g = await generationA(key, created.id);
       expect(g.params).toMatchObject({ inputWidth: 320, inputHeight: 180 });
       expect(g.params.inputKey).toBeUndefined(); // internal, not shown
-      const err = (await client.videos.create({ model: 'wan-2.1', prompt: 'x', input_reference: { image_url: `${origin}/page.html` } }).catch((e: unknown) => e)) as APIError;
+      const err = (await client.videos
+        .create({ model: 'wan-2.1', prompt: 'x', input_reference: { image_url: `${origin}/page.html` } })
+        .catch((e: unknown) => e)) as APIError;
       expect(err).toMatchObject({ status: 400, type: 'invalid_request_error', param: 'image_url' });
       expect(err.message).toMatch(/image_url/);
       expect(await balanceOf(key)).toMatchObject({ holdsActive: 50.5 });
 
       // The SDK's own way: input_reference as an uploaded file (multipart).
-      const uploaded = await client.videos.create({ model: 'wan-2.1', prompt: 'from a file sim:delay=3000', input_reference: await toFile(png, 'frame.png', { type: 'image/png' }) });
+      const uploaded = await client.videos.create({
+        model: 'wan-2.1',
+        prompt: 'from a file sim:delay=3000',
+        input_reference: await toFile(png, 'frame.png', { type: 'image/png' }),
+      });
       expect((await generationA(key, uploaded.id)).params).toMatchObject({ inputWidth: 320, inputHeight: 180 });
-      const notAnImage = (await client.videos.create({ model: 'wan-2.1', prompt: 'x', input_reference: await toFile(Buffer.from('<html>'), 'page.png') }).catch((e: unknown) => e)) as APIError;
+      const notAnImage = (await client.videos
+        .create({ model: 'wan-2.1', prompt: 'x', input_reference: await toFile(Buffer.from('<html>'), 'page.png') })
+        .catch((e: unknown) => e)) as APIError;
       expect(notAnImage).toMatchObject({ status: 400, param: 'input_reference' });
       expect(await balanceOf(key)).toMatchObject({ holdsActive: 101 });
     } finally {

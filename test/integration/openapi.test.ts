@@ -17,7 +17,15 @@ import { ADMIN_TOKEN, eventually, startHarness, withScratchDatabase } from '../s
 import type { Harness } from '../support/harness';
 import { download } from '../support/api';
 import type { GenerationRecord } from '../support/api';
-import { createConformance, loadDocument, mediaTypeOf, normalisePath, ownerOf, pointerOf, servedRoutes } from '../support/openapi';
+import {
+  createConformance,
+  loadDocument,
+  mediaTypeOf,
+  normalisePath,
+  ownerOf,
+  pointerOf,
+  servedRoutes,
+} from '../support/openapi';
 import type { Method, OpenApiDoc } from '../support/openapi';
 
 let h: Harness;
@@ -32,7 +40,9 @@ afterAll(async () => {
   await h?.close();
 });
 
-const packageVersion = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const packageVersion = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 const ASYNC = { prefer: 'respond-async' };
 const MISSING_GENERATION = `gen_${'0'.repeat(26)}`;
 const FILES = '/files/{*}';
@@ -43,7 +53,14 @@ interface Generation extends GenerationRecord {
   finishedAt: string | null;
 }
 
-const call = (app: FastifyInstance, method: Method, url: string, key?: string, body?: unknown, headers: Record<string, string> = {}) =>
+const call = (
+  app: FastifyInstance,
+  method: Method,
+  url: string,
+  key?: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) =>
   app.inject({
     method: method.toUpperCase() as 'GET',
     url,
@@ -53,10 +70,19 @@ const call = (app: FastifyInstance, method: Method, url: string, key?: string, b
 
 /** Polls group C, checking every answer against the document, until the generation is final. */
 async function untilFinal(key: string, id: string): Promise<GenerationRecord> {
-  return eventually(async () => {
-    const { generation } = c.conforms<{ generation: GenerationRecord }>(await h.call('GET', `/api/generate/${id}`, { key }), 'get', '/api/generate/{id}', 200);
-    return generation.status === 'succeeded' || generation.status === 'failed' ? generation : undefined;
-  }, 20_000, 100);
+  return eventually(
+    async () => {
+      const { generation } = c.conforms<{ generation: GenerationRecord }>(
+        await h.call('GET', `/api/generate/${id}`, { key }),
+        'get',
+        '/api/generate/{id}',
+        200,
+      );
+      return generation.status === 'succeeded' || generation.status === 'failed' ? generation : undefined;
+    },
+    20_000,
+    100,
+  );
 }
 
 /** Follows an outputUrl to the file route and checks the answer against the document. */
@@ -86,10 +112,14 @@ describe('the document', () => {
       const inPath = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
       const declared = (op.parameters ?? []).filter((p) => p.in === 'path');
       expect(declared.map((p) => p.name).sort(), `${method} ${path}`).toEqual(inPath.sort());
-      expect(declared.every((p) => p.required), `${method} ${path}`).toBe(true);
+      expect(
+        declared.every((p) => p.required),
+        `${method} ${path}`,
+      ).toBe(true);
       expect(op.security, `${method} ${path} states its security`).toBeDefined();
       for (const requirement of op.security ?? []) {
-        for (const scheme of Object.keys(requirement)) expect(Object.keys(doc.components.securitySchemes)).toContain(scheme);
+        for (const scheme of Object.keys(requirement))
+          expect(Object.keys(doc.components.securitySchemes)).toContain(scheme);
       }
     }
   });
@@ -98,7 +128,9 @@ describe('the document', () => {
     expect(doc.info.version).toBe(packageVersion);
     const plan = (doc.components.schemas.Balance as { properties: { plan: { enum: string[] } } }).properties.plan;
     expect(plan.enum).toEqual([...PLANS]);
-    const accountBody = doc.paths['/admin/v1/accounts']!.post!.requestBody!.content['application/json']!.schema as { properties: { plan: { description: string } } };
+    const accountBody = doc.paths['/admin/v1/accounts']!.post!.requestBody!.content['application/json']!.schema as {
+      properties: { plan: { description: string } };
+    };
     for (const p of PLANS) expect(accountBody.properties.plan.description).toContain(`${p} ${PLAN_RATE_LIMITS[p]}`);
   });
 });
@@ -108,9 +140,16 @@ describe('routes', () => {
     await h.app.ready();
     // Hidden with `schema: { hide: true }`: the /docs page, the dashboard's pages and assets (HTML,
     // scripts, styles) and its Server-Sent Events stream. Every JSON endpoint is documented.
-    const hidden = (r: string) => /^\w+ \/docs(\/|$)/.test(r) || /^get \/dashboard(\/(?!api\/)|$)/.test(r) || r === 'get /dashboard/api/events';
-    const served = [...servedRoutes(h.app)].filter((r) => !hidden(r)).map(normalisePath).sort();
-    const described = c.operations().map(({ path, method }) => normalisePath(`${method} ${path}`)).sort();
+    const hidden = (r: string) =>
+      /^\w+ \/docs(\/|$)/.test(r) || /^get \/dashboard(\/(?!api\/)|$)/.test(r) || r === 'get /dashboard/api/events';
+    const served = [...servedRoutes(h.app)]
+      .filter((r) => !hidden(r))
+      .map(normalisePath)
+      .sort();
+    const described = c
+      .operations()
+      .map(({ path, method }) => normalisePath(`${method} ${path}`))
+      .sort();
     expect(served.length).toBeGreaterThan(10);
     expect(served).toEqual(described);
     expect((await h.app.inject({ method: 'GET', url: '/docs' })).statusCode).toBe(200);
@@ -132,26 +171,37 @@ describe('routes', () => {
 describe('request examples', () => {
   it('are valid against their own schemas and accepted by the generate endpoints, which run them to succeeded', async () => {
     const { key } = await h.account({ credits: 2_000, chatCap: 1 });
-    for (const [path, status] of [['/api/generate', 200], ['/api/v1/generate', undefined]] as const) {
+    for (const [path, status] of [
+      ['/api/generate', 200],
+      ['/api/v1/generate', undefined],
+    ] as const) {
       const schema = doc.paths[path]!.post!.requestBody!.content['application/json']!.schema as { $ref: string };
-      const examples = (doc.components.schemas[schema.$ref.split('/').pop()!] as { examples?: unknown[] }).examples ?? [];
+      const examples =
+        (doc.components.schemas[schema.$ref.split('/').pop()!] as { examples?: unknown[] }).examples ?? [];
       expect(examples.length, path).toBeGreaterThanOrEqual(3);
-      await Promise.all(examples.map(async (example, i) => {
-        c.assertValid(schema.$ref.slice(1), example, `example ${i} of ${path}`);
-        const res = await h.call('POST', path, { key, body: example });
-        const code = status ?? ((example as { kind: string }).kind === 'video' ? 202 : 200);
-        const body = c.conforms<{ generation?: GenerationRecord } & GenerationRecord>(res, 'post', path, code);
-        const g = body.generation ?? body;
-        const final = g.status === 'succeeded' || g.status === 'failed' ? g : await untilFinal(key, g.id);
-        expect(final.status, `example ${i} of ${path}`).toBe('succeeded');
-      }));
+      await Promise.all(
+        examples.map(async (example, i) => {
+          c.assertValid(schema.$ref.slice(1), example, `example ${i} of ${path}`);
+          const res = await h.call('POST', path, { key, body: example });
+          const code = status ?? ((example as { kind: string }).kind === 'video' ? 202 : 200);
+          const body = c.conforms<{ generation?: GenerationRecord } & GenerationRecord>(res, 'post', path, code);
+          const g = body.generation ?? body;
+          const final = g.status === 'succeeded' || g.status === 'failed' ? g : await untilFinal(key, g.id);
+          expect(final.status, `example ${i} of ${path}`).toBe('succeeded');
+        }),
+      );
     }
   });
 
   it('the admin API accepts each of its examples', async () => {
     for (const { path, method, op } of c.operations().filter(({ path }) => path.startsWith('/admin/'))) {
-      const success = Number(Object.keys(op.responses).filter((s) => s.startsWith('2')).sort()[0]);
-      const examples = (op.requestBody?.content['application/json']?.schema as { examples?: unknown[] } | undefined)?.examples ?? [];
+      const success = Number(
+        Object.keys(op.responses)
+          .filter((s) => s.startsWith('2'))
+          .sort()[0],
+      );
+      const examples =
+        (op.requestBody?.content['application/json']?.schema as { examples?: unknown[] } | undefined)?.examples ?? [];
       for (const example of examples) {
         const { accountId } = await h.account({ credits: 0 });
         c.conforms(await h.admin('POST', path.replace('{id}', accountId), example), method, path, success);
@@ -163,7 +213,10 @@ describe('request examples', () => {
 describe('group C responses conform to the document', () => {
   it('200: image succeeded within the call, and its file', async () => {
     const { key } = await h.account({ credits: 100 });
-    const res = await h.call('POST', '/api/generate', { key, body: { kind: 'image', model: 'image-flux', prompt: 'a lighthouse' } });
+    const res = await h.call('POST', '/api/generate', {
+      key,
+      body: { kind: 'image', model: 'image-flux', prompt: 'a lighthouse' },
+    });
     const { generation } = c.conforms<{ generation: GenerationRecord }>(res, 'post', '/api/generate', 200);
     expect(generation).toMatchObject({ kind: 'image', status: 'succeeded', creditsCharged: 3, error: null });
     expect(mediaTypeOf((await fetchOutput(generation.outputUrl)).headers['content-type'])).toBe('image/png');
@@ -171,7 +224,11 @@ describe('group C responses conform to the document', () => {
 
   it('200: image with Prefer: respond-async answers in flight, then is polled to succeeded', async () => {
     const { key } = await h.account({ credits: 100 });
-    const res = await h.call('POST', '/api/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'a kite sim:delay=500' }, headers: ASYNC });
+    const res = await h.call('POST', '/api/generate', {
+      key,
+      body: { kind: 'image', model: 'flux', prompt: 'a kite sim:delay=500' },
+      headers: ASYNC,
+    });
     const { generation } = c.conforms<{ generation: GenerationRecord }>(res, 'post', '/api/generate', 200);
     expect(res.headers['preference-applied']).toBe('respond-async');
     expect(['queued', 'running']).toContain(generation.status);
@@ -181,10 +238,16 @@ describe('group C responses conform to the document', () => {
 
   it('200: video queued or running, its hold in the credits, then polled to succeeded with a file', async () => {
     const { key } = await h.account({ credits: 100 });
-    const res = await h.call('POST', '/api/generate', { key, body: { kind: 'video', model: 'kling', prompt: 'waves', seconds: 5, quality: '720p' } });
+    const res = await h.call('POST', '/api/generate', {
+      key,
+      body: { kind: 'video', model: 'kling', prompt: 'waves', seconds: 5, quality: '720p' },
+    });
     const { generation } = c.conforms<{ generation: GenerationRecord }>(res, 'post', '/api/generate', 200);
     expect(['queued', 'running']).toContain(generation.status);
-    expect(c.conforms(await h.call('GET', '/api/credits', { key }), 'get', '/api/credits', 200)).toMatchObject({ balance: 57.5, holdsActive: 42.5 });
+    expect(c.conforms(await h.call('GET', '/api/credits', { key }), 'get', '/api/credits', 200)).toMatchObject({
+      balance: 57.5,
+      holdsActive: 42.5,
+    });
     const done = await untilFinal(key, generation.id);
     expect(done).toMatchObject({ status: 'succeeded', creditsCharged: 42.5 });
     expect(mediaTypeOf((await fetchOutput(done.outputUrl)).headers['content-type'])).toBe('video/webm');
@@ -193,21 +256,35 @@ describe('group C responses conform to the document', () => {
   it('200: chat succeeded with its text, free and then paid, and its file', async () => {
     const { key } = await h.account({ credits: 10, chatCap: 1 });
     for (const charged of [0, 2]) {
-      const res = await h.call('POST', '/api/generate', { key, body: { kind: 'chat', model: 'chat-sonnet', prompt: 'hello sim:tokens=5' } });
+      const res = await h.call('POST', '/api/generate', {
+        key,
+        body: { kind: 'chat', model: 'chat-sonnet', prompt: 'hello sim:tokens=5' },
+      });
       const { generation } = c.conforms<{ generation: GenerationRecord }>(res, 'post', '/api/generate', 200);
       expect(generation).toMatchObject({ kind: 'chat', status: 'succeeded', creditsCharged: charged });
       expect(generation.text?.split(' ')).toHaveLength(5);
       expect(mediaTypeOf((await fetchOutput(generation.outputUrl)).headers['content-type'])).toBe('text/plain');
     }
-    expect(c.conforms(await h.call('GET', '/api/credits', { key }), 'get', '/api/credits', 200))
-      .toEqual({ balance: 8, holdsActive: 0, trial: { chatCap: 1, chatUsed: 1, chatLeft: 0 } });
+    expect(c.conforms(await h.call('GET', '/api/credits', { key }), 'get', '/api/credits', 200)).toEqual({
+      balance: 8,
+      holdsActive: 0,
+      trial: { chatCap: 1, chatUsed: 1, chatLeft: 0 },
+    });
   });
 
   it('200: a failed generation carries its error object and charges nothing', async () => {
     const { key } = await h.account({ credits: 10 });
-    const res = await h.call('POST', '/api/generate', { key, body: { kind: 'image', model: 'gpt-image-1', prompt: 'sim:fail a cat' } });
+    const res = await h.call('POST', '/api/generate', {
+      key,
+      body: { kind: 'image', model: 'gpt-image-1', prompt: 'sim:fail a cat' },
+    });
     const { generation } = c.conforms<{ generation: GenerationRecord }>(res, 'post', '/api/generate', 200);
-    expect(generation).toMatchObject({ status: 'failed', creditsCharged: 0, outputUrl: '', error: { code: 'provider_failed', retryable: false } });
+    expect(generation).toMatchObject({
+      status: 'failed',
+      creditsCharged: 0,
+      outputUrl: '',
+      error: { code: 'provider_failed', retryable: false },
+    });
   });
 
   it('400: invalid_request_error, unknown_cost and content_policy_violation; 413 for an oversized body', async () => {
@@ -223,29 +300,62 @@ describe('group C responses conform to the document', () => {
       [{ kind: 'image', model: 'flux', prompt: 'scene of a beheading' }, 'content_policy_violation', 'prompt'],
     ];
     for (const [body, type, param] of cases) {
-      const { error } = c.conforms<{ error: Record<string, unknown> }>(await h.call('POST', '/api/generate', { key, body }), 'post', '/api/generate', 400);
+      const { error } = c.conforms<{ error: Record<string, unknown> }>(
+        await h.call('POST', '/api/generate', { key, body }),
+        'post',
+        '/api/generate',
+        400,
+      );
       expect(error, JSON.stringify(body)).toMatchObject({ type, code: 400, ...(param ? { param } : {}) });
     }
-    const malformed = await call(h.app, 'post', '/api/generate', key, '{"kind":', { 'content-type': 'application/json' });
-    expect(c.conforms(malformed, 'post', '/api/generate', 400)).toMatchObject({ error: { type: 'invalid_request_error' } });
-    const badKey = await h.call('POST', '/api/generate', { key, body: { kind: 'chat', prompt: 'x' }, headers: { 'idempotency-key': 'é' } });
+    const malformed = await call(h.app, 'post', '/api/generate', key, '{"kind":', {
+      'content-type': 'application/json',
+    });
+    expect(c.conforms(malformed, 'post', '/api/generate', 400)).toMatchObject({
+      error: { type: 'invalid_request_error' },
+    });
+    const badKey = await h.call('POST', '/api/generate', {
+      key,
+      body: { kind: 'chat', prompt: 'x' },
+      headers: { 'idempotency-key': 'é' },
+    });
     expect(c.conforms(badKey, 'post', '/api/generate', 400)).toMatchObject({ error: { param: 'Idempotency-Key' } });
-    const oversized = await h.call('POST', '/api/generate', { key, body: { kind: 'chat', prompt: 'x'.repeat(9 * 1024 * 1024) } });
-    expect(c.conforms(oversized, 'post', '/api/generate', 413)).toMatchObject({ error: { type: 'invalid_request_error', code: 413 } });
+    const oversized = await h.call('POST', '/api/generate', {
+      key,
+      body: { kind: 'chat', prompt: 'x'.repeat(9 * 1024 * 1024) },
+    });
+    expect(c.conforms(oversized, 'post', '/api/generate', 413)).toMatchObject({
+      error: { type: 'invalid_request_error', code: 413 },
+    });
   });
 
   it('402 with required and available credits; 403 for a missing scope or model; 409 for a reused Idempotency-Key', async () => {
     const poor = await h.account({ credits: 2.5 });
-    const res = await h.call('POST', '/api/generate', { key: poor.key, body: { kind: 'image', model: 'image-flux', prompt: 'a boat' } });
-    expect(c.conforms(res, 'post', '/api/generate', 402)).toMatchObject({ error: { type: 'insufficient_credits', required: 3, available: 2.5 } });
+    const res = await h.call('POST', '/api/generate', {
+      key: poor.key,
+      body: { kind: 'image', model: 'image-flux', prompt: 'a boat' },
+    });
+    expect(c.conforms(res, 'post', '/api/generate', 402)).toMatchObject({
+      error: { type: 'insufficient_credits', required: 3, available: 2.5 },
+    });
 
     const chatOnly = await h.account({ credits: 100, scopes: ['chat'] });
-    const scope = await h.call('POST', '/api/generate', { key: chatOnly.key, body: { kind: 'image', model: 'flux', prompt: 'x' } });
-    expect(c.conforms(scope, 'post', '/api/generate', 403)).toMatchObject({ error: { type: 'permission_error', param: 'kind' } });
+    const scope = await h.call('POST', '/api/generate', {
+      key: chatOnly.key,
+      body: { kind: 'image', model: 'flux', prompt: 'x' },
+    });
+    expect(c.conforms(scope, 'post', '/api/generate', 403)).toMatchObject({
+      error: { type: 'permission_error', param: 'kind' },
+    });
 
     const { key } = await h.account({ credits: 10 });
     const headers = { 'idempotency-key': 'openapi-409' };
-    c.conforms(await h.call('POST', '/api/generate', { key, headers, body: { kind: 'chat', prompt: 'one' } }), 'post', '/api/generate', 200);
+    c.conforms(
+      await h.call('POST', '/api/generate', { key, headers, body: { kind: 'chat', prompt: 'one' } }),
+      'post',
+      '/api/generate',
+      200,
+    );
     const other = await h.call('POST', '/api/generate', { key, headers, body: { kind: 'chat', prompt: 'two' } });
     expect(c.conforms(other, 'post', '/api/generate', 409)).toMatchObject({ error: { type: 'idempotency_conflict' } });
   });
@@ -253,10 +363,25 @@ describe('group C responses conform to the document', () => {
   it('404 for an unknown or malformed generation id, and for a bad file signature', async () => {
     const { key } = await h.account({ credits: 10 });
     for (const id of [MISSING_GENERATION, 'not-an-id']) {
-      expect(c.conforms(await h.call('GET', `/api/generate/${id}`, { key }), 'get', '/api/generate/{id}', 404)).toMatchObject({ error: { type: 'not_found' } });
+      expect(
+        c.conforms(await h.call('GET', `/api/generate/${id}`, { key }), 'get', '/api/generate/{id}', 404),
+      ).toMatchObject({ error: { type: 'not_found' } });
     }
-    c.conforms(await h.app.inject({ method: 'GET', url: `/files/${MISSING_GENERATION}/output.png?expires=9999999999&signature=${'0'.repeat(64)}` }), 'get', FILES, 404);
-    c.conforms(await h.app.inject({ method: 'GET', url: `/files/${MISSING_GENERATION}/output.png` }), 'get', FILES, 404);
+    c.conforms(
+      await h.app.inject({
+        method: 'GET',
+        url: `/files/${MISSING_GENERATION}/output.png?expires=9999999999&signature=${'0'.repeat(64)}`,
+      }),
+      'get',
+      FILES,
+      404,
+    );
+    c.conforms(
+      await h.app.inject({ method: 'GET', url: `/files/${MISSING_GENERATION}/output.png` }),
+      'get',
+      FILES,
+      404,
+    );
   });
 });
 
@@ -264,40 +389,91 @@ describe('group A responses conform to the document', () => {
   it('200 for an image, 202 with Location for a video; poll, list and balance', async () => {
     const { key } = await h.account({ credits: 100 });
     const image = c.conforms<Generation>(
-      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'image-seedream-3', prompt: 'a hill', width: 1200, height: 800 } }),
-      'post', '/api/v1/generate', 200,
+      await h.call('POST', '/api/v1/generate', {
+        key,
+        body: { kind: 'image', model: 'image-seedream-3', prompt: 'a hill', width: 1200, height: 800 },
+      }),
+      'post',
+      '/api/v1/generate',
+      200,
     );
-    expect(image).toMatchObject({ status: 'succeeded', creditsCharged: 6, creditsQuoted: 6, params: { aspect: '3:2', width: 1200, height: 800 } });
+    expect(image).toMatchObject({
+      status: 'succeeded',
+      creditsCharged: 6,
+      creditsQuoted: 6,
+      params: { aspect: '3:2', width: 1200, height: 800 },
+    });
 
-    const res = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling-2.1-pro', prompt: 'rain', seconds: 5 } });
+    const res = await h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'video', model: 'kling-2.1-pro', prompt: 'rain', seconds: 5 },
+    });
     const video = c.conforms<Generation>(res, 'post', '/api/v1/generate', 202);
     expect(res.headers.location).toBe(`/api/v1/generations/${video.id}`);
     expect(video).toMatchObject({ model: 'kling', creditsQuoted: 42.5, creditsCharged: 0 });
     const balance = c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200);
-    expect(c.conforms<{ data: unknown[] }>(await h.call('GET', '/api/v1/ledger', { key }), 'get', '/api/v1/ledger', 200).data.length).toBeGreaterThan(0);
+    expect(
+      c.conforms<{ data: unknown[] }>(await h.call('GET', '/api/v1/ledger', { key }), 'get', '/api/v1/ledger', 200).data
+        .length,
+    ).toBeGreaterThan(0);
     c.conforms(await h.call('GET', '/api/v1/ledger?format=csv', { key }), 'get', '/api/v1/ledger', 200);
     c.conforms(await h.call('GET', '/api/v1/ledger?cursor=nonsense', { key }), 'get', '/api/v1/ledger', 400);
-    expect(c.conforms<{ total: { creditsCharged: number } }>(await h.call('GET', '/api/v1/usage?group_by=model', { key }), 'get', '/api/v1/usage', 200).total.creditsCharged).toBe(6);
+    expect(
+      c.conforms<{ total: { creditsCharged: number } }>(
+        await h.call('GET', '/api/v1/usage?group_by=model', { key }),
+        'get',
+        '/api/v1/usage',
+        200,
+      ).total.creditsCharged,
+    ).toBe(6);
     c.conforms(await h.call('GET', '/api/v1/usage?group_by=week', { key }), 'get', '/api/v1/usage', 400);
-    expect(balance).toEqual({ balance: 51.5, holdsActive: 42.5, plan: 'samurai', trial: { chatCap: 0, chatUsed: 0, chatLeft: 0 } });
+    expect(balance).toEqual({
+      balance: 51.5,
+      holdsActive: 42.5,
+      plan: 'samurai',
+      trial: { chatCap: 0, chatUsed: 0, chatLeft: 0 },
+    });
 
     const done = await eventually(async () => {
-      const g = c.conforms<Generation>(await h.call('GET', `/api/v1/generations/${video.id}`, { key }), 'get', '/api/v1/generations/{id}', 200);
+      const g = c.conforms<Generation>(
+        await h.call('GET', `/api/v1/generations/${video.id}`, { key }),
+        'get',
+        '/api/v1/generations/{id}',
+        200,
+      );
       return g.status === 'succeeded' ? g : undefined;
     });
     expect(done).toMatchObject({ creditsCharged: 42.5, finishedAt: expect.any(String) });
-    const list = c.conforms<{ data: Generation[]; next_cursor: string | null }>(await h.call('GET', '/api/v1/generations?limit=1', { key }), 'get', '/api/v1/generations', 200);
+    const list = c.conforms<{ data: Generation[]; next_cursor: string | null }>(
+      await h.call('GET', '/api/v1/generations?limit=1', { key }),
+      'get',
+      '/api/v1/generations',
+      200,
+    );
     expect(list.data.map((g) => g.id)).toEqual([video.id]);
     const rest = c.conforms<{ data: Generation[]; next_cursor: string | null }>(
-      await h.call('GET', `/api/v1/generations?limit=5&cursor=${list.next_cursor ?? ''}`, { key }), 'get', '/api/v1/generations', 200,
+      await h.call('GET', `/api/v1/generations?limit=5&cursor=${list.next_cursor ?? ''}`, { key }),
+      'get',
+      '/api/v1/generations',
+      200,
     );
     expect(rest).toMatchObject({ data: [{ id: image.id }], next_cursor: null });
   });
 
   it('models are public: 200 without a key, filtered by kind; 400 for an unknown kind', async () => {
-    const all = c.conforms<{ data: { kind: string }[] }>(await h.app.inject({ method: 'GET', url: '/api/v1/models' }), 'get', '/api/v1/models', 200);
+    const all = c.conforms<{ data: { kind: string }[] }>(
+      await h.app.inject({ method: 'GET', url: '/api/v1/models' }),
+      'get',
+      '/api/v1/models',
+      200,
+    );
     expect(new Set(all.data.map((m) => m.kind))).toEqual(new Set(['image', 'video', 'chat', 'upscale']));
-    const videos = c.conforms<{ data: { kind: string }[] }>(await h.app.inject({ method: 'GET', url: '/api/v1/models?kind=video' }), 'get', '/api/v1/models', 200);
+    const videos = c.conforms<{ data: { kind: string }[] }>(
+      await h.app.inject({ method: 'GET', url: '/api/v1/models?kind=video' }),
+      'get',
+      '/api/v1/models',
+      200,
+    );
     expect(videos.data.every((m) => m.kind === 'video')).toBe(true);
     c.conforms(await h.app.inject({ method: 'GET', url: '/api/v1/models?kind=song' }), 'get', '/api/v1/models', 400);
   });
@@ -305,11 +481,21 @@ describe('group A responses conform to the document', () => {
   it('live streams: 200 as server-sent events ending with the record, 404 for another account, 400 for an overlong id list', async () => {
     const { key } = await h.account({ credits: 10 });
     const other = await h.account({ credits: 1 });
-    const image = c.conforms<Generation>(await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'a pier' } }), 'post', '/api/v1/generate', 200);
+    const image = c.conforms<Generation>(
+      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'a pier' } }),
+      'post',
+      '/api/v1/generate',
+      200,
+    );
     const one = await h.call('GET', `/api/v1/generations/${image.id}/events`, { key });
     c.conforms(one, 'get', '/api/v1/generations/{id}/events', 200);
     expect(one.body).toContain(`id: 3\nevent: done\ndata: {"id":"${image.id}"`);
-    c.conforms(await h.call('GET', `/api/v1/generations/${image.id}/events`, { key: other.key }), 'get', '/api/v1/generations/{id}/events', 404);
+    c.conforms(
+      await h.call('GET', `/api/v1/generations/${image.id}/events`, { key: other.key }),
+      'get',
+      '/api/v1/generations/{id}/events',
+      404,
+    );
     const listed = await h.call('GET', `/api/v1/events?ids=${image.id}`, { key });
     c.conforms(listed, 'get', '/api/v1/events', 200);
     expect(listed.body).toContain('event: done');
@@ -320,17 +506,48 @@ describe('group A responses conform to the document', () => {
     const { key } = await h.account({ credits: 100 });
     const other = await h.account({ credits: 1 });
     const video = c.conforms<Generation>(
-      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling', prompt: 'slow sim:delay=30000' } }), 'post', '/api/v1/generate', 202,
+      await h.call('POST', '/api/v1/generate', {
+        key,
+        body: { kind: 'video', model: 'kling', prompt: 'slow sim:delay=30000' },
+      }),
+      'post',
+      '/api/v1/generate',
+      202,
     );
-    c.conforms(await h.call('POST', `/api/v1/generations/${video.id}/cancel`, { key: other.key }), 'post', '/api/v1/generations/{id}/cancel', 404);
-    c.conforms(await h.call('GET', `/api/v1/generations/${video.id}`, { key: other.key }), 'get', '/api/v1/generations/{id}', 404);
-    const cancelled = c.conforms<Generation>(await h.call('POST', `/api/v1/generations/${video.id}/cancel`, { key }), 'post', '/api/v1/generations/{id}/cancel', 200);
+    c.conforms(
+      await h.call('POST', `/api/v1/generations/${video.id}/cancel`, { key: other.key }),
+      'post',
+      '/api/v1/generations/{id}/cancel',
+      404,
+    );
+    c.conforms(
+      await h.call('GET', `/api/v1/generations/${video.id}`, { key: other.key }),
+      'get',
+      '/api/v1/generations/{id}',
+      404,
+    );
+    const cancelled = c.conforms<Generation>(
+      await h.call('POST', `/api/v1/generations/${video.id}/cancel`, { key }),
+      'post',
+      '/api/v1/generations/{id}/cancel',
+      200,
+    );
     expect(cancelled).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'cancelled' } });
-    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({ balance: 100, holdsActive: 0 });
+    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({
+      balance: 100,
+      holdsActive: 0,
+    });
 
-    const chat = c.conforms<Generation>(await h.call('POST', '/api/v1/generate', { key, body: { kind: 'chat', prompt: 'hi' } }), 'post', '/api/v1/generate', 200);
+    const chat = c.conforms<Generation>(
+      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'chat', prompt: 'hi' } }),
+      'post',
+      '/api/v1/generate',
+      200,
+    );
     const finished = await h.call('POST', `/api/v1/generations/${chat.id}/cancel`, { key });
-    expect(c.conforms(finished, 'post', '/api/v1/generations/{id}/cancel', 409)).toMatchObject({ error: { type: 'generation_finished', status: 'succeeded' } });
+    expect(c.conforms(finished, 'post', '/api/v1/generations/{id}/cancel', 409)).toMatchObject({
+      error: { type: 'generation_finished', status: 'succeeded' },
+    });
   });
 
   it('400, 402, 403, 409 and 413 on generate; 400 on a bad list query', async () => {
@@ -342,20 +559,69 @@ describe('group A responses conform to the document', () => {
       [{ kind: 'video', model: 'kling', prompt: 'gore everywhere' }, 'content_policy_violation', 'prompt'],
     ];
     for (const [body, type, param] of bad) {
-      expect(c.conforms(await h.call('POST', '/api/v1/generate', { key, body }), 'post', '/api/v1/generate', 400)).toMatchObject({ error: { type, param } });
+      expect(
+        c.conforms(await h.call('POST', '/api/v1/generate', { key, body }), 'post', '/api/v1/generate', 400),
+      ).toMatchObject({ error: { type, param } });
     }
-    c.conforms(await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling', prompt: 'x' } }), 'post', '/api/v1/generate', 402);
-    const noScope = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'upscale', image_url: 'https://example.com/a.png', scale: 2 } });
+    c.conforms(
+      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling', prompt: 'x' } }),
+      'post',
+      '/api/v1/generate',
+      402,
+    );
+    const noScope = await h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'upscale', image_url: 'https://example.com/a.png', scale: 2 },
+    });
     expect(c.conforms(noScope, 'post', '/api/v1/generate', 403)).toMatchObject({ error: { type: 'permission_error' } });
     const headers = { 'idempotency-key': 'a-409' };
-    c.conforms(await h.call('POST', '/api/v1/generate', { key, headers, body: { kind: 'chat', prompt: 'one' } }), 'post', '/api/v1/generate', 200);
-    c.conforms(await h.call('POST', '/api/v1/generate', { key, headers, body: { kind: 'chat', prompt: 'two' } }), 'post', '/api/v1/generate', 409);
-    c.conforms(await h.call('POST', '/api/v1/generate', { key, body: { kind: 'chat', prompt: 'x'.repeat(9 * 1024 * 1024) } }), 'post', '/api/v1/generate', 413);
+    c.conforms(
+      await h.call('POST', '/api/v1/generate', { key, headers, body: { kind: 'chat', prompt: 'one' } }),
+      'post',
+      '/api/v1/generate',
+      200,
+    );
+    c.conforms(
+      await h.call('POST', '/api/v1/generate', { key, headers, body: { kind: 'chat', prompt: 'two' } }),
+      'post',
+      '/api/v1/generate',
+      409,
+    );
+    c.conforms(
+      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'chat', prompt: 'x'.repeat(9 * 1024 * 1024) } }),
+      'post',
+      '/api/v1/generate',
+      413,
+    );
     // The quote prices by the same rules and holds nothing: even past the balance it answers.
-    expect(c.conforms(await h.call('POST', '/api/v1/quote', { key, body: { kind: 'video', model: 'kling', prompt: 'x', seconds: 10 } }), 'post', '/api/v1/quote', 200))
-      .toMatchObject({ kind: 'video', model: 'kling', credits: 85, affordable: false, params: { seconds: 10, resolution: '720p' } });
-    for (const [body] of bad) c.conforms(await h.call('POST', '/api/v1/quote', { key, body }), 'post', '/api/v1/quote', 400);
-    c.conforms(await h.call('POST', '/api/v1/quote', { key, body: { kind: 'upscale', image_url: 'https://example.com/a.png', scale: 2 } }), 'post', '/api/v1/quote', 403);
+    expect(
+      c.conforms(
+        await h.call('POST', '/api/v1/quote', {
+          key,
+          body: { kind: 'video', model: 'kling', prompt: 'x', seconds: 10 },
+        }),
+        'post',
+        '/api/v1/quote',
+        200,
+      ),
+    ).toMatchObject({
+      kind: 'video',
+      model: 'kling',
+      credits: 85,
+      affordable: false,
+      params: { seconds: 10, resolution: '720p' },
+    });
+    for (const [body] of bad)
+      c.conforms(await h.call('POST', '/api/v1/quote', { key, body }), 'post', '/api/v1/quote', 400);
+    c.conforms(
+      await h.call('POST', '/api/v1/quote', {
+        key,
+        body: { kind: 'upscale', image_url: 'https://example.com/a.png', scale: 2 },
+      }),
+      'post',
+      '/api/v1/quote',
+      403,
+    );
     for (const query of ['limit=0', 'limit=abc', 'status=done', 'cursor=bm9wZQ']) {
       c.conforms(await h.call('GET', `/api/v1/generations?${query}`, { key }), 'get', '/api/v1/generations', 400);
     }
@@ -367,12 +633,28 @@ describe('video previews and remix (group A)', () => {
     const { key, accountId } = await h.account({ credits: 100, scopes: ['video'] });
     const other = await h.account({ credits: 100, scopes: ['video'] });
     const source = c.conforms<Generation>(
-      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling', prompt: 'waves sim:delay=100', aspect: '9:16' } }), 'post', '/api/v1/generate', 202,
+      await h.call('POST', '/api/v1/generate', {
+        key,
+        body: { kind: 'video', model: 'kling', prompt: 'waves sim:delay=100', aspect: '9:16' },
+      }),
+      'post',
+      '/api/v1/generate',
+      202,
     );
     expect(source).toMatchObject({ thumbnailUrl: null, spritesheetUrl: null });
-    const failed = c.conforms<Generation>(await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling', prompt: 'sim:fail' } }), 'post', '/api/v1/generate', 202);
+    const failed = c.conforms<Generation>(
+      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling', prompt: 'sim:fail' } }),
+      'post',
+      '/api/v1/generate',
+      202,
+    );
     const done = await eventually(async () => {
-      const g = c.conforms<Generation & { thumbnailUrl: string | null; spritesheetUrl: string | null }>(await h.call('GET', `/api/v1/generations/${source.id}`, { key }), 'get', '/api/v1/generations/{id}', 200);
+      const g = c.conforms<Generation & { thumbnailUrl: string | null; spritesheetUrl: string | null }>(
+        await h.call('GET', `/api/v1/generations/${source.id}`, { key }),
+        'get',
+        '/api/v1/generations/{id}',
+        200,
+      );
       return g.status === 'succeeded' ? g : undefined;
     });
     for (const url of [done.thumbnailUrl, done.spritesheetUrl]) {
@@ -380,39 +662,96 @@ describe('video previews and remix (group A)', () => {
       expect(file).toMatchObject({ status: 200, contentType: 'image/jpeg' });
       expect(file.body.subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]));
     }
-    await eventually(async () => ((await h.call('GET', `/api/v1/generations/${failed.id}`, { key })).json<Generation>().status === 'failed' ? true : undefined));
-    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({ balance: 57.5, holdsActive: 0 });
+    await eventually(async () =>
+      (await h.call('GET', `/api/v1/generations/${failed.id}`, { key })).json<Generation>().status === 'failed'
+        ? true
+        : undefined,
+    );
+    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({
+      balance: 57.5,
+      holdsActive: 0,
+    });
 
     const path = '/api/v1/generations/{id}/remix';
     const url = `/api/v1/generations/${source.id}/remix`;
     const headers = { 'idempotency-key': 'remix-a' };
-    const remixRes = await h.call('POST', url, { key, headers, body: { prompt: 'the same waves at night sim:delay=100' } });
+    const remixRes = await h.call('POST', url, {
+      key,
+      headers,
+      body: { prompt: 'the same waves at night sim:delay=100' },
+    });
     const remix = c.conforms<Generation>(remixRes, 'post', path, 202);
     expect(remixRes.headers.location).toBe(`/api/v1/generations/${remix.id}`);
     // The source's model, seconds, resolution and aspect; held like any video.
-    expect(remix).toMatchObject({ kind: 'video', model: 'kling', status: 'queued', creditsQuoted: 42.5, params: { seconds: 5, resolution: '720p', aspect: '9:16', remixedFrom: source.id } });
-    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({ balance: 15, holdsActive: 42.5 });
+    expect(remix).toMatchObject({
+      kind: 'video',
+      model: 'kling',
+      status: 'queued',
+      creditsQuoted: 42.5,
+      params: { seconds: 5, resolution: '720p', aspect: '9:16', remixedFrom: source.id },
+    });
+    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({
+      balance: 15,
+      holdsActive: 42.5,
+    });
     // The same key and body: the same remix, nothing held twice; the same key for another prompt: 409.
-    expect(c.conforms<Generation>(await h.call('POST', url, { key, headers, body: { prompt: 'the same waves at night sim:delay=100' } }), 'post', path, 202).id).toBe(remix.id);
-    expect(c.conforms(await h.call('POST', url, { key, headers, body: { prompt: 'another' } }), 'post', path, 409)).toMatchObject({ error: { type: 'idempotency_conflict' } });
-    expect(c.conforms(await h.call('POST', url, { key, body: { prompt: 'again' } }), 'post', path, 402)).toMatchObject({ error: { type: 'insufficient_credits' } });
+    expect(
+      c.conforms<Generation>(
+        await h.call('POST', url, { key, headers, body: { prompt: 'the same waves at night sim:delay=100' } }),
+        'post',
+        path,
+        202,
+      ).id,
+    ).toBe(remix.id);
+    expect(
+      c.conforms(await h.call('POST', url, { key, headers, body: { prompt: 'another' } }), 'post', path, 409),
+    ).toMatchObject({ error: { type: 'idempotency_conflict' } });
+    expect(c.conforms(await h.call('POST', url, { key, body: { prompt: 'again' } }), 'post', path, 402)).toMatchObject({
+      error: { type: 'insufficient_credits' },
+    });
 
-    expect(c.conforms(await h.call('POST', `/api/v1/generations/${failed.id}/remix`, { key, body: { prompt: 'x' } }), 'post', path, 409))
-      .toMatchObject({ error: { type: 'generation_not_succeeded', status: 'failed' } });
+    expect(
+      c.conforms(
+        await h.call('POST', `/api/v1/generations/${failed.id}/remix`, { key, body: { prompt: 'x' } }),
+        'post',
+        path,
+        409,
+      ),
+    ).toMatchObject({ error: { type: 'generation_not_succeeded', status: 'failed' } });
     c.conforms(await h.call('POST', url, { key: other.key, body: { prompt: 'x' } }), 'post', path, 404);
-    c.conforms(await h.call('POST', `/api/v1/generations/${MISSING_GENERATION}/remix`, { key, body: { prompt: 'x' } }), 'post', path, 404);
-    const imageKey = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{ key: string }>().key;
-    expect(c.conforms(await h.call('POST', url, { key: imageKey, body: { prompt: 'x' } }), 'post', path, 403)).toMatchObject({ error: { type: 'permission_error' } });
-    for (const body of [{}, { prompt: '' }, { prompt: 'a beheading' }]) c.conforms(await h.call('POST', url, { key, body }), 'post', path, 400);
+    c.conforms(
+      await h.call('POST', `/api/v1/generations/${MISSING_GENERATION}/remix`, { key, body: { prompt: 'x' } }),
+      'post',
+      path,
+      404,
+    );
+    const imageKey = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{
+      key: string;
+    }>().key;
+    expect(
+      c.conforms(await h.call('POST', url, { key: imageKey, body: { prompt: 'x' } }), 'post', path, 403),
+    ).toMatchObject({ error: { type: 'permission_error' } });
+    for (const body of [{}, { prompt: '' }, { prompt: 'a beheading' }])
+      c.conforms(await h.call('POST', url, { key, body }), 'post', path, 400);
     c.conforms(await h.call('POST', url, { key, body: { prompt: 'x'.repeat(9 * 1024 * 1024) } }), 'post', path, 413);
 
     const remixed = await eventually(async () => {
-      const g = (await h.call('GET', `/api/v1/generations/${remix.id}`, { key })).json<Generation & { thumbnailUrl: string | null }>();
+      const g = (await h.call('GET', `/api/v1/generations/${remix.id}`, { key })).json<
+        Generation & { thumbnailUrl: string | null }
+      >();
       return g.status === 'succeeded' ? g : undefined;
     });
     expect(remixed).toMatchObject({ creditsCharged: 42.5, thumbnailUrl: expect.stringContaining('/files/') });
-    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({ balance: 15, holdsActive: 0 });
-    const list = c.conforms<{ data: Generation[] }>(await h.call('GET', '/api/v1/generations?kind=video', { key }), 'get', '/api/v1/generations', 200);
+    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({
+      balance: 15,
+      holdsActive: 0,
+    });
+    const list = c.conforms<{ data: Generation[] }>(
+      await h.call('GET', '/api/v1/generations?kind=video', { key }),
+      'get',
+      '/api/v1/generations',
+      200,
+    );
     expect(list.data.map((g) => g.id)).toEqual([remix.id, failed.id, source.id]);
   });
 });
@@ -440,7 +779,12 @@ describe('authentication and rate limits on every keyed route', () => {
     c.conforms(await h.admin('DELETE', `/admin/v1/keys/${keyId}`), 'delete', '/admin/v1/keys/{id}', 200);
     for (const [method, path, url, body] of keyed()) {
       for (const auth of [undefined, 'not-a-key', key]) {
-        const { error } = c.conforms<{ error: { type: string } }>(await call(h.app, method, url, auth, body), method, path, 401);
+        const { error } = c.conforms<{ error: { type: string } }>(
+          await call(h.app, method, url, auth, body),
+          method,
+          path,
+          401,
+        );
         expect(error.type).toBe(path.startsWith('/api/v1/') ? 'authentication_error' : 'unauthorized');
       }
     }
@@ -463,17 +807,64 @@ describe('authentication and rate limits on every keyed route', () => {
 
 describe('operator routes conform to the document', () => {
   it('admin: 201s, 200 top-up, 400, 401 and 404', async () => {
-    const { id } = c.conforms<{ id: string }>(await h.admin('POST', '/admin/v1/accounts', { plan: 'ronin', credits: 5 }), 'post', '/admin/v1/accounts', 201);
-    const key = c.conforms<{ id: string }>(await h.admin('POST', `/admin/v1/accounts/${id}/keys`, { scopes: ['generate:chat', 'image'] }), 'post', '/admin/v1/accounts/{id}/keys', 201);
-    expect(c.conforms(await call(h.app, 'put', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN, { maxCredits: 4, period: 'week' }), 'put', '/admin/v1/keys/{id}/budget', 200))
-      .toMatchObject({ keyId: key.id, maxCredits: 4, period: 'week', spentCredits: 0, availableCredits: 4 });
-    c.conforms(await call(h.app, 'put', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN, { maxCredits: -1, period: 'week' }), 'put', '/admin/v1/keys/{id}/budget', 400);
-    c.conforms(await call(h.app, 'delete', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN), 'delete', '/admin/v1/keys/{id}/budget', 200);
-    expect(c.conforms(await h.admin('POST', `/admin/v1/accounts/${id}/credits`, { credits: 2.5 }), 'post', '/admin/v1/accounts/{id}/credits', 200)).toEqual({ id, balance: 7.5 });
+    const { id } = c.conforms<{ id: string }>(
+      await h.admin('POST', '/admin/v1/accounts', { plan: 'ronin', credits: 5 }),
+      'post',
+      '/admin/v1/accounts',
+      201,
+    );
+    const key = c.conforms<{ id: string }>(
+      await h.admin('POST', `/admin/v1/accounts/${id}/keys`, { scopes: ['generate:chat', 'image'] }),
+      'post',
+      '/admin/v1/accounts/{id}/keys',
+      201,
+    );
+    expect(
+      c.conforms(
+        await call(h.app, 'put', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN, { maxCredits: 4, period: 'week' }),
+        'put',
+        '/admin/v1/keys/{id}/budget',
+        200,
+      ),
+    ).toMatchObject({ keyId: key.id, maxCredits: 4, period: 'week', spentCredits: 0, availableCredits: 4 });
+    c.conforms(
+      await call(h.app, 'put', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN, { maxCredits: -1, period: 'week' }),
+      'put',
+      '/admin/v1/keys/{id}/budget',
+      400,
+    );
+    c.conforms(
+      await call(h.app, 'delete', `/admin/v1/keys/${key.id}/budget`, ADMIN_TOKEN),
+      'delete',
+      '/admin/v1/keys/{id}/budget',
+      200,
+    );
+    expect(
+      c.conforms(
+        await h.admin('POST', `/admin/v1/accounts/${id}/credits`, { credits: 2.5 }),
+        'post',
+        '/admin/v1/accounts/{id}/credits',
+        200,
+      ),
+    ).toEqual({ id, balance: 7.5 });
     const lowBalance = '/admin/v1/accounts/{id}/low-balance';
-    expect(c.conforms(await call(h.app, 'put', `/admin/v1/accounts/${id}/low-balance`, ADMIN_TOKEN, { thresholdCredits: 5 }), 'put', lowBalance, 200)).toEqual({ thresholdCredits: 5, data: [] });
-    c.conforms(await call(h.app, 'put', `/admin/v1/accounts/${id}/low-balance`, ADMIN_TOKEN, { thresholdCredits: 'low' }), 'put', lowBalance, 400);
-    expect(c.conforms(await h.admin('GET', `/admin/v1/accounts/${id}/alerts`), 'get', '/admin/v1/accounts/{id}/alerts', 200)).toEqual({ thresholdCredits: 5, data: [] });
+    expect(
+      c.conforms(
+        await call(h.app, 'put', `/admin/v1/accounts/${id}/low-balance`, ADMIN_TOKEN, { thresholdCredits: 5 }),
+        'put',
+        lowBalance,
+        200,
+      ),
+    ).toEqual({ thresholdCredits: 5, data: [] });
+    c.conforms(
+      await call(h.app, 'put', `/admin/v1/accounts/${id}/low-balance`, ADMIN_TOKEN, { thresholdCredits: 'low' }),
+      'put',
+      lowBalance,
+      400,
+    );
+    expect(
+      c.conforms(await h.admin('GET', `/admin/v1/accounts/${id}/alerts`), 'get', '/admin/v1/accounts/{id}/alerts', 200),
+    ).toEqual({ thresholdCredits: 5, data: [] });
 
     const bad: [string, string, unknown][] = [
       ['/admin/v1/accounts', '/admin/v1/accounts', { plan: 'gold', credits: 1 }],
@@ -488,36 +879,79 @@ describe('operator routes conform to the document', () => {
       ['delete', '/admin/v1/keys/{id}', '/admin/v1/keys/key_nope', undefined],
       ['put', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_nope/budget', { maxCredits: 1, period: 'day' }],
       ['delete', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_nope/budget', undefined],
-      ['put', '/admin/v1/accounts/{id}/low-balance', '/admin/v1/accounts/acct_nope/low-balance', { thresholdCredits: 1 }],
+      [
+        'put',
+        '/admin/v1/accounts/{id}/low-balance',
+        '/admin/v1/accounts/acct_nope/low-balance',
+        { thresholdCredits: 1 },
+      ],
       ['get', '/admin/v1/accounts/{id}/alerts', '/admin/v1/accounts/acct_nope/alerts', undefined],
     ];
-    for (const [method, path, url, body] of unknown) c.conforms(await call(h.app, method, url, ADMIN_TOKEN, body), method, path, 404);
+    for (const [method, path, url, body] of unknown)
+      c.conforms(await call(h.app, method, url, ADMIN_TOKEN, body), method, path, 404);
 
-    for (const [method, path, url, body] of [...unknown, ['post', '/admin/v1/accounts', '/admin/v1/accounts', { plan: 'free', credits: 1 }]] as [Method, string, string, unknown][]) {
+    for (const [method, path, url, body] of [
+      ...unknown,
+      ['post', '/admin/v1/accounts', '/admin/v1/accounts', { plan: 'free', credits: 1 }],
+    ] as [Method, string, string, unknown][]) {
       for (const token of [undefined, 'wrong-token']) {
-        expect(c.conforms(await call(h.app, method, url, token, body), method, path, 401)).toMatchObject({ error: { type: 'unauthorized' } });
+        expect(c.conforms(await call(h.app, method, url, token, body), method, path, 401)).toMatchObject({
+          error: { type: 'unauthorized' },
+        });
       }
     }
   });
 
   it('usage report and a generation’s upstreams: 200, 400, 401 and 404', async () => {
     const { key } = await h.account({ credits: 10, scopes: ['image'] });
-    const g = c.conforms<Generation>(await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'x' } }), 'post', '/api/v1/generate', 200);
+    const g = c.conforms<Generation>(
+      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'x' } }),
+      'post',
+      '/api/v1/generate',
+      200,
+    );
     // The simulator records no upstream; this row is what the router writes for a configured one.
-    await h.pool.query(`INSERT INTO generation_upstreams (generation_id, tried, served_by, cost_eur) VALUES ($1, '{up-a,up-b}', 'up-b', 0.01)`, [g.id]);
-    expect(c.conforms(await h.admin('GET', `/admin/v1/generations/${g.id}/upstreams`), 'get', '/admin/v1/generations/{id}/upstreams', 200)).toEqual({ upstream: 'up-b', tried: ['up-a', 'up-b'], costEur: 0.01 });
-    c.conforms(await h.admin('GET', `/admin/v1/generations/${MISSING_GENERATION}/upstreams`), 'get', '/admin/v1/generations/{id}/upstreams', 404);
-    const report = c.conforms<{ rows: { key: string; revenueEur: number; costEur: number }[] }>(await h.admin('GET', '/admin/v1/usage?group_by=upstream'), 'get', '/admin/v1/usage', 200);
+    await h.pool.query(
+      `INSERT INTO generation_upstreams (generation_id, tried, served_by, cost_eur) VALUES ($1, '{up-a,up-b}', 'up-b', 0.01)`,
+      [g.id],
+    );
+    expect(
+      c.conforms(
+        await h.admin('GET', `/admin/v1/generations/${g.id}/upstreams`),
+        'get',
+        '/admin/v1/generations/{id}/upstreams',
+        200,
+      ),
+    ).toEqual({ upstream: 'up-b', tried: ['up-a', 'up-b'], costEur: 0.01 });
+    c.conforms(
+      await h.admin('GET', `/admin/v1/generations/${MISSING_GENERATION}/upstreams`),
+      'get',
+      '/admin/v1/generations/{id}/upstreams',
+      404,
+    );
+    const report = c.conforms<{ rows: { key: string; revenueEur: number; costEur: number }[] }>(
+      await h.admin('GET', '/admin/v1/usage?group_by=upstream'),
+      'get',
+      '/admin/v1/usage',
+      200,
+    );
     expect(report.rows.find((r) => r.key === 'up-b')).toMatchObject({ revenueEur: 0.03, costEur: 0.01 });
     c.conforms(await h.admin('GET', '/admin/v1/usage?group_by=account'), 'get', '/admin/v1/usage', 400);
     c.conforms(await h.admin('GET', '/admin/v1/usage?from=yesterday'), 'get', '/admin/v1/usage', 400);
-    for (const [path, url] of [['/admin/v1/usage', '/admin/v1/usage'], ['/admin/v1/generations/{id}/upstreams', `/admin/v1/generations/${g.id}/upstreams`]] as const) {
-      expect(c.conforms(await call(h.app, 'get', url, 'wrong-token', undefined), 'get', path, 401)).toMatchObject({ error: { type: 'unauthorized' } });
+    for (const [path, url] of [
+      ['/admin/v1/usage', '/admin/v1/usage'],
+      ['/admin/v1/generations/{id}/upstreams', `/admin/v1/generations/${g.id}/upstreams`],
+    ] as const) {
+      expect(c.conforms(await call(h.app, 'get', url, 'wrong-token', undefined), 'get', path, 401)).toMatchObject({
+        error: { type: 'unauthorized' },
+      });
     }
   });
 
   it('health 200 and the document itself', async () => {
-    expect(c.conforms(await h.app.inject({ method: 'GET', url: '/health' }), 'get', '/health', 200)).toEqual({ status: 'ok' });
+    expect(c.conforms(await h.app.inject({ method: 'GET', url: '/health' }), 'get', '/health', 200)).toEqual({
+      status: 'ok',
+    });
     c.conforms(await h.app.inject({ method: 'GET', url: '/openapi.json' }), 'get', '/openapi.json', 200);
   });
 });
@@ -544,10 +978,22 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['post', '/admin/v1/accounts/{id}/credits', '/admin/v1/accounts/acct_x/credits', ADMIN_TOKEN, { credits: 1 }],
     ['delete', '/admin/v1/keys/{id}', '/admin/v1/keys/key_x', ADMIN_TOKEN, undefined],
     ['get', '/admin/v1/usage', '/admin/v1/usage', ADMIN_TOKEN, undefined],
-    ['get', '/admin/v1/generations/{id}/upstreams', `/admin/v1/generations/${MISSING_GENERATION}/upstreams`, ADMIN_TOKEN, undefined],
+    [
+      'get',
+      '/admin/v1/generations/{id}/upstreams',
+      `/admin/v1/generations/${MISSING_GENERATION}/upstreams`,
+      ADMIN_TOKEN,
+      undefined,
+    ],
     ['put', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_x/budget', ADMIN_TOKEN, { maxCredits: 1, period: 'day' }],
     ['delete', '/admin/v1/keys/{id}/budget', '/admin/v1/keys/key_x/budget', ADMIN_TOKEN, undefined],
-    ['put', '/admin/v1/accounts/{id}/low-balance', '/admin/v1/accounts/acct_x/low-balance', ADMIN_TOKEN, { thresholdCredits: 1 }],
+    [
+      'put',
+      '/admin/v1/accounts/{id}/low-balance',
+      '/admin/v1/accounts/acct_x/low-balance',
+      ADMIN_TOKEN,
+      { thresholdCredits: 1 },
+    ],
     ['get', '/admin/v1/accounts/{id}/alerts', '/admin/v1/accounts/acct_x/alerts', ADMIN_TOKEN, undefined],
   ];
 }
@@ -555,11 +1001,25 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
 describe('failures of the services behind the API', () => {
   it('503 with Retry-After everywhere when PostgreSQL cannot be reached, without internals', async () => {
     const { key } = await h.account({ credits: 10 });
-    const unreachable = new pg.Pool({ connectionString: `postgresql://nobody@127.0.0.1:${await freePort()}/nowhere`, connectionTimeoutMillis: 2_000, max: 1 });
-    const broken = await buildApp({ pool: unreachable, client: h.client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0 });
+    const unreachable = new pg.Pool({
+      connectionString: `postgresql://nobody@127.0.0.1:${await freePort()}/nowhere`,
+      connectionTimeoutMillis: 2_000,
+      max: 1,
+    });
+    const broken = await buildApp({
+      pool: unreachable,
+      client: h.client,
+      taskQueue: h.taskQueue,
+      store: h.store,
+      adminToken: ADMIN_TOKEN,
+      syncWaitMs: 1_000,
+      defaultChatCap: 0,
+    });
     try {
-      expect(c.conforms(await broken.inject({ method: 'GET', url: '/health' }), 'get', '/health', 503))
-        .toEqual({ status: 'unavailable', checks: { database: 'unreachable', temporal: 'ok' } });
+      expect(c.conforms(await broken.inject({ method: 'GET', url: '/health' }), 'get', '/health', 503)).toEqual({
+        status: 'unavailable',
+        checks: { database: 'unreachable', temporal: 'ok' },
+      });
       for (const [method, path, url, token, body] of everyDatabaseRoute(key)) {
         // The key check needs the database too, so every keyed route is unavailable, not unauthorised.
         const res = await call(broken, method, url, token, body);
@@ -577,10 +1037,23 @@ describe('failures of the services behind the API', () => {
     const { key } = await h.account({ credits: 10 });
     await withScratchDatabase(async (pool) => {
       await pool.query('DROP TABLE ledger_entries, holds, idempotency_keys, generations, api_keys, accounts CASCADE');
-      const broken = await buildApp({ pool, client: h.client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0 });
+      const broken = await buildApp({
+        pool,
+        client: h.client,
+        taskQueue: h.taskQueue,
+        store: h.store,
+        adminToken: ADMIN_TOKEN,
+        syncWaitMs: 1_000,
+        defaultChatCap: 0,
+      });
       try {
         for (const [method, path, url, token, body] of everyDatabaseRoute(key)) {
-          const { error } = c.conforms<{ error: { message: string } }>(await call(broken, method, url, token, body), method, path, 500);
+          const { error } = c.conforms<{ error: { message: string } }>(
+            await call(broken, method, url, token, body),
+            method,
+            path,
+            500,
+          );
           expect(error.message).toBe('Internal error; retry shortly.');
         }
       } finally {
@@ -592,10 +1065,24 @@ describe('failures of the services behind the API', () => {
   it('503 on generate and cancel when Temporal cannot be reached, nothing charged', async () => {
     const { key } = await h.account({ credits: 100 });
     const pending = c.conforms<Generation>(
-      await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling', prompt: 'slow sim:delay=30000' } }), 'post', '/api/v1/generate', 202,
+      await h.call('POST', '/api/v1/generate', {
+        key,
+        body: { kind: 'video', model: 'kling', prompt: 'slow sim:delay=30000' },
+      }),
+      'post',
+      '/api/v1/generate',
+      202,
     );
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await buildApp({ pool: h.pool, client: new Client({ connection }), taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0 });
+    const app = await buildApp({
+      pool: h.pool,
+      client: new Client({ connection }),
+      taskQueue: h.taskQueue,
+      store: h.store,
+      adminToken: ADMIN_TOKEN,
+      syncWaitMs: 1_000,
+      defaultChatCap: 0,
+    });
     try {
       const [c1, c2, cancel] = await Promise.all([
         call(app, 'post', '/api/generate', key, { kind: 'image', model: 'flux', prompt: 'x' }),
@@ -609,8 +1096,16 @@ describe('failures of the services behind the API', () => {
       await app.close();
       await connection.close();
     }
-    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({ balance: 57.5, holdsActive: 42.5 });
-    c.conforms(await h.call('POST', `/api/v1/generations/${pending.id}/cancel`, { key }), 'post', '/api/v1/generations/{id}/cancel', 200);
+    expect(c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200)).toMatchObject({
+      balance: 57.5,
+      holdsActive: 42.5,
+    });
+    c.conforms(
+      await h.call('POST', `/api/v1/generations/${pending.id}/cancel`, { key }),
+      'post',
+      '/api/v1/generations/{id}/cancel',
+      200,
+    );
   });
 });
 

@@ -62,9 +62,16 @@ describe('rate limits in Redis', () => {
   it('never lets concurrent requests on two instances take more than the limit', async () => {
     const [a, b] = [limiter(), limiter()];
     const key = keyId();
-    const decisions = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? a : b).decide(key, 'free')));
+    const decisions = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? a : b).decide(key, 'free')),
+    );
     expect(decisions.filter((d) => !d.refused)).toHaveLength(20);
-    expect(decisions.filter((d) => !d.refused).map((d) => d.remaining).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(
+      decisions
+        .filter((d) => !d.refused)
+        .map((d) => d.remaining)
+        .sort((x, y) => x - y),
+    ).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });
 
   it('slides: a request is counted until the window has passed since it was made', async () => {
@@ -99,10 +106,14 @@ describe('rate limits in Redis', () => {
 
     await redis.restart();
     // It reconnects in the background; meanwhile requests are still decided locally.
-    await eventually(async () => {
-      await l.decide(key, 'free');
-      return messages.some((m) => m.startsWith('info:')) ? true : undefined;
-    }, 10_000, 100);
+    await eventually(
+      async () => {
+        await l.decide(key, 'free');
+        return messages.some((m) => m.startsWith('info:')) ? true : undefined;
+      },
+      10_000,
+      100,
+    );
     expect(messages.filter((m) => m.startsWith('info:'))).toEqual([expect.stringMatching(/Redis is back/)]);
     expect(messages.filter((m) => m.startsWith('warn:'))).toHaveLength(1);
     // Shared again: another instance sees this one's requests.
@@ -122,10 +133,14 @@ describe('rate limits in Redis', () => {
 
     const late = await startRedis(join(inject('testDataDir'), `redis-${randomUUID()}`), port);
     try {
-      await eventually(async () => {
-        await l.decide(key, 'ronin');
-        return messages.some((m) => m.startsWith('info:')) ? true : undefined;
-      }, 10_000, 100);
+      await eventually(
+        async () => {
+          await l.decide(key, 'ronin');
+          return messages.some((m) => m.startsWith('info:')) ? true : undefined;
+        },
+        10_000,
+        100,
+      );
       const mine = await l.decide(key, 'ronin');
       expect((await limiter({ url: late.url }).decide(key, 'ronin')).remaining).toBe(mine.remaining - 1);
     } finally {

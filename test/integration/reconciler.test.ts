@@ -17,16 +17,33 @@ afterAll(async () => {
 
 /** One pass of the reconciler, as the schedule runs it, on this test's task queue. */
 const reconcile = (graceMs = 0) =>
-  h.client.workflow.execute('reconcile', { taskQueue: h.taskQueue, workflowId: `reconcile-${newId('gen')}`, args: [{ graceMs }] }) as Promise<ReconcileReport>;
+  h.client.workflow.execute('reconcile', {
+    taskQueue: h.taskQueue,
+    workflowId: `reconcile-${newId('gen')}`,
+    args: [{ graceMs }],
+  }) as Promise<ReconcileReport>;
 
-const statusOf = async (id: string) => (await h.pool.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [id])).rows[0]?.status;
+const statusOf = async (id: string) =>
+  (await h.pool.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [id])).rows[0]?.status;
 
 describe('the reconciler', () => {
   it('releases the hold of a generation whose workflow never started, once', async () => {
     const { key, accountId, keyId } = await h.account({ credits: 50 });
     const id = newId('gen');
     // As if the API died right after its hold transaction.
-    await admit(h.pool, [{ id, accountId, apiKeyId: keyId, kind: 'image', model: 'image-flux', params: {}, internal: {}, prompt: 'orphan', quoteMc: 3_000 }]);
+    await admit(h.pool, [
+      {
+        id,
+        accountId,
+        apiKeyId: keyId,
+        kind: 'image',
+        model: 'image-flux',
+        params: {},
+        internal: {},
+        prompt: 'orphan',
+        quoteMc: 3_000,
+      },
+    ]);
     expect(await credits(h, key)).toMatchObject({ balance: 47, holdsActive: 3 });
 
     // Too young for a pass with a grace period: it may be an admission still starting.
@@ -41,9 +58,21 @@ describe('the reconciler', () => {
 
   it('releases the hold of a terminated workflow, which frees its video slot for the next in line', async () => {
     const { key } = await h.account({ credits: 1_000 });
-    const running = await Promise.all(Array.from({ length: 5 }, (_, i) => generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: `slot ${i} sim:delay=600000` })));
-    await eventually(async () => ((await Promise.all(running.map((r) => statusOf(r.body.generation.id)))).every((s) => s === 'running') ? true : undefined));
-    const waiting = await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'next in line sim:delay=100' });
+    const running = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: `slot ${i} sim:delay=600000` }),
+      ),
+    );
+    await eventually(async () =>
+      (await Promise.all(running.map((r) => statusOf(r.body.generation.id)))).every((s) => s === 'running')
+        ? true
+        : undefined,
+    );
+    const waiting = await generate(h, key, {
+      kind: 'video',
+      model: 'seedance-lite',
+      prompt: 'next in line sim:delay=100',
+    });
     expect(waiting.body.generation.status).toBe('queued');
     // Its workflow starts right after the answer; a pass with no grace period must not find it missing.
     await untilStarted(h, waiting.body.generation.id);
@@ -56,11 +85,16 @@ describe('the reconciler', () => {
     const report = await reconcile();
     expect(report.released).toContainEqual({ generationId: victim, reason: 'terminated' });
     // Running workflows are left alone.
-    for (const r of running.slice(1)) expect(report.released.map((x) => x.generationId)).not.toContain(r.body.generation.id);
+    for (const r of running.slice(1))
+      expect(report.released.map((x) => x.generationId)).not.toContain(r.body.generation.id);
     expect(await untilFinished(h, key, victim)).toMatchObject({ status: 'failed', error: { code: 'terminated' } });
-    expect(await untilFinished(h, key, waiting.body.generation.id)).toMatchObject({ status: 'succeeded', creditsCharged: 15 });
+    expect(await untilFinished(h, key, waiting.body.generation.id)).toMatchObject({
+      status: 'succeeded',
+      creditsCharged: 15,
+    });
 
-    for (const r of running.slice(1)) await h.call('POST', `/api/v1/generations/${r.body.generation.id}/cancel`, { key });
+    for (const r of running.slice(1))
+      await h.call('POST', `/api/v1/generations/${r.body.generation.id}/cancel`, { key });
     expect(await credits(h, key)).toMatchObject({ balance: 1_000 - 15, holdsActive: 0 });
   });
 
@@ -70,7 +104,11 @@ describe('the reconciler', () => {
     await ensureReconcilerSchedule(h.client, opts);
     const handle = h.client.schedule.getHandle(reconcilerScheduleId(h.taskQueue));
     const described = await handle.describe();
-    expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'reconcile', taskQueue: h.taskQueue });
+    expect(described.action).toMatchObject({
+      type: 'startWorkflow',
+      workflowType: 'reconcile',
+      taskQueue: h.taskQueue,
+    });
     expect(described.spec.intervals?.[0]?.every).toBe(60_000);
     // Triggered now, a pass runs on this queue and reports.
     await handle.trigger();

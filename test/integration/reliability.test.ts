@@ -20,7 +20,11 @@ const poisoning: Provider = {
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ provider: poisoning, deadlines: { video: 2_500, image: 60_000, chat: 60_000, upscale: 60_000 }, syncWaitMs: 20_000 });
+  h = await startHarness({
+    provider: poisoning,
+    deadlines: { video: 2_500, image: 60_000, chat: 60_000, upscale: 60_000 },
+    syncWaitMs: 20_000,
+  });
 });
 afterAll(async () => {
   await h?.close();
@@ -37,11 +41,18 @@ describe('poison input never reaches the ledger', () => {
     const { key, accountId } = await h.account({ credits: 10 });
     const started = Date.now();
     const c = await generate(h, key, { kind: 'image', model: 'flux', prompt: 'a cat\u0000' });
-    const a = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'chat', messages: [{ role: 'user', content: 'hi\u0000' }] } });
+    const a = await h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'chat', messages: [{ role: 'user', content: 'hi\u0000' }] },
+    });
     const lone = await generate(h, key, { kind: 'chat', prompt: 'half an emoji \ud83d' });
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(c.status).toBe(400);
-    expect(c.body.error).toMatchObject({ type: 'invalid_request_error', param: 'prompt', message: expect.stringMatching(/NUL/) });
+    expect(c.body.error).toMatchObject({
+      type: 'invalid_request_error',
+      param: 'prompt',
+      message: expect.stringMatching(/NUL/),
+    });
     expect(a.statusCode).toBe(400);
     expect(a.json()).toMatchObject({ error: { param: 'messages.0.content' } });
     expect(lone.body.error).toMatchObject({ param: 'prompt', message: expect.stringMatching(/unpaired surrogate/) });
@@ -55,7 +66,10 @@ describe('poison input never reaches the ledger', () => {
 
   it('a run whose result PostgreSQL refuses fails at once (no endless retries), its hold released, nothing charged', async () => {
     const { key } = await h.account({ credits: 10 });
-    const res = await h.call('POST', '/api/generate', { key, body: { kind: 'chat', model: 'chat-opus', prompt: 'poison:text please' } });
+    const res = await h.call('POST', '/api/generate', {
+      key,
+      body: { kind: 'chat', model: 'chat-opus', prompt: 'poison:text please' },
+    });
     const g = res.json<{ generation: { id: string; status: string; error: { code: string } | null } }>().generation;
     expect(g).toMatchObject({ status: 'failed', error: { code: 'settle_failed', retryable: true } });
     expect(await credits(h, key)).toMatchObject({ balance: 10, holdsActive: 0 });
@@ -78,7 +92,11 @@ describe('nothing stays in flight forever', () => {
 
   it('a video still queued for a slot at its deadline fails the same way', async () => {
     const { key } = await h.account({ credits: 1_000 });
-    const busy = await Promise.all(Array.from({ length: 5 }, (_, i) => generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: `busy ${i} sim:delay=600000` })));
+    const busy = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: `busy ${i} sim:delay=600000` }),
+      ),
+    );
     const waiting = await generate(h, key, { kind: 'video', model: 'kling', prompt: 'never gets a slot' });
     expect(waiting.body.generation.status).toBe('queued');
     const done = await untilFinished(h, key, waiting.body.generation.id, 20_000);
@@ -98,6 +116,8 @@ describe('the Temporal UI tells failures from successes', () => {
     expect(await workflowStatus(bad.body.generation.id)).toBe('FAILED');
     expect(await workflowFailure(bad.body.generation.id)).toBe('provider_failed');
     // The API still answers with the record.
-    expect((await h.call('GET', `/api/v1/generations/${bad.body.generation.id}`, { key })).json()).toMatchObject({ status: 'failed' });
+    expect((await h.call('GET', `/api/v1/generations/${bad.body.generation.id}`, { key })).json()).toMatchObject({
+      status: 'failed',
+    });
   });
 });

@@ -41,23 +41,61 @@ const http = createSafeHttpClient({ policy: { allowPrivateNetworks: true } });
 const warnings: string[] = [];
 
 beforeAll(async () => {
-  [oaA, oaB, falA, falB] = await Promise.all([startOpenAiUpstream(), startOpenAiUpstream(), startQueueVideoUpstream(), startQueueVideoUpstream()]);
+  [oaA, oaB, falA, falB] = await Promise.all([
+    startOpenAiUpstream(),
+    startOpenAiUpstream(),
+    startQueueVideoUpstream(),
+    startQueueVideoUpstream(),
+  ]);
   const config = upstreamsSchema.parse({
     breaker: { failures: 50, cooldownMs: 1_000 },
     upstreams: [
-      { name: 'oa-a', protocol: 'openai', baseUrl: oaA.baseUrl, timeoutMs: 2_000, models: { 'gpt-image-1': { model: 'a-image', costEur: 0.02 }, 'claude-sonnet': { model: 'a-sonnet', costEur: 0.004 } } },
-      { name: 'oa-b', protocol: 'openai', baseUrl: oaB.baseUrl, timeoutMs: 2_000, models: { 'gpt-image-1': { model: 'b-image', costEur: 0.03 }, 'claude-sonnet': { model: 'b-sonnet', costEur: 0.005 } } },
-      { name: 'fal-a', protocol: 'queue-video', baseUrl: falA.baseUrl, timeoutMs: 2_000, pollMs: 20, models: { kling: { model: 'fal-ai/kling', costEur: 0.5 } } },
-      { name: 'fal-b', protocol: 'queue-video', baseUrl: falB.baseUrl, timeoutMs: 2_000, pollMs: 20, models: { kling: { model: 'fal-ai/kling-b', costEur: 0.6 } } },
+      {
+        name: 'oa-a',
+        protocol: 'openai',
+        baseUrl: oaA.baseUrl,
+        timeoutMs: 2_000,
+        models: {
+          'gpt-image-1': { model: 'a-image', costEur: 0.02 },
+          'claude-sonnet': { model: 'a-sonnet', costEur: 0.004 },
+        },
+      },
+      {
+        name: 'oa-b',
+        protocol: 'openai',
+        baseUrl: oaB.baseUrl,
+        timeoutMs: 2_000,
+        models: {
+          'gpt-image-1': { model: 'b-image', costEur: 0.03 },
+          'claude-sonnet': { model: 'b-sonnet', costEur: 0.005 },
+        },
+      },
+      {
+        name: 'fal-a',
+        protocol: 'queue-video',
+        baseUrl: falA.baseUrl,
+        timeoutMs: 2_000,
+        pollMs: 20,
+        models: { kling: { model: 'fal-ai/kling', costEur: 0.5 } },
+      },
+      {
+        name: 'fal-b',
+        protocol: 'queue-video',
+        baseUrl: falB.baseUrl,
+        timeoutMs: 2_000,
+        pollMs: 20,
+        models: { kling: { model: 'fal-ai/kling-b', costEur: 0.6 } },
+      },
     ],
   });
   h = await startHarness({
     // The breaker reads and writes the working database; only the record's own writes meet the outage.
-    provider: (pool) => createProviderRouter(config.upstreams, createSimulator(), http, {
-      health: createPgUpstreamHealth(pool, config.breaker),
-      log: { record: (generationId, entry) => routeLog!.record(generationId, entry) },
-      warn: (message) => void warnings.push(message),
-    }),
+    provider: (pool) =>
+      createProviderRouter(config.upstreams, createSimulator(), http, {
+        health: createPgUpstreamHealth(pool, config.breaker),
+        log: { record: (generationId, entry) => routeLog!.record(generationId, entry) },
+        warn: (message) => void warnings.push(message),
+      }),
   });
   const database = new URL(h.databaseUrl);
   proxy = await startTcpProxy({ host: database.hostname, port: Number(database.port) });
@@ -91,7 +129,8 @@ const generate = (key: string, body: Record<string, unknown>) => generateV1(h, k
 const finished = (key: string, id: string) => untilFinishedV1(h, key, id);
 const routing = (id: string) => routingOf(h, id);
 const callsOf = async (id: string): Promise<string[]> =>
-  (await h.pool.query<{ calls: string[] }>('SELECT calls FROM generation_upstreams WHERE generation_id = $1', [id])).rows[0]?.calls ?? [];
+  (await h.pool.query<{ calls: string[] }>('SELECT calls FROM generation_upstreams WHERE generation_id = $1', [id]))
+    .rows[0]?.calls ?? [];
 
 describe('the routing record when PostgreSQL is out of reach as the upstream answers', () => {
   it('an image that fell back is recorded by its settle: served by the second upstream, both tried, its cost', async () => {
@@ -106,7 +145,10 @@ describe('the routing record when PostgreSQL is out of reach as the upstream ans
     // A retried settle (its first answer lost) carries the same entry: the record takes it once.
     const [call] = await callsOf(g.id);
     const entry = { call: call!, tried: ['oa-a', 'oa-b'], servedBy: 'oa-b', costEur: 0.03 };
-    expect(await settle(h.pool, { generationId: g.id, outputKey: null, outputText: null, routes: [entry] })).toEqual({ outcome: 'already', state: 'settled' });
+    expect(await settle(h.pool, { generationId: g.id, outputKey: null, outputText: null, routes: [entry] })).toEqual({
+      outcome: 'already',
+      state: 'settled',
+    });
     expect(await routing(g.id)).toEqual({ upstream: 'oa-b', tried: ['oa-a', 'oa-b'], costEur: 0.03 });
     expect(await callsOf(g.id)).toEqual([call]);
     expect(await credits(h, key)).toMatchObject({ balance: 100 - 6, holdsActive: 0 });
@@ -116,7 +158,12 @@ describe('the routing record when PostgreSQL is out of reach as the upstream ans
     const { key } = await h.account({ credits: 100, scopes: ['video'] });
     await recordGoesAway();
     falA.always.directives = 'up:status=503';
-    const queued = await generate(key, { kind: 'video', model: 'kling', prompt: 'waves while the record is down up:polls=2', seconds: 5 });
+    const queued = await generate(key, {
+      kind: 'video',
+      model: 'kling',
+      prompt: 'waves while the record is down up:polls=2',
+      seconds: 5,
+    });
     const g = await finished(key, queued.id);
     expect(g).toMatchObject({ status: 'succeeded', creditsCharged: 42.5, provider: 'fal-b' });
     expect(warnings).toContain('upstream routing: recording the upstreams failed');
@@ -128,7 +175,12 @@ describe('the routing record when PostgreSQL is out of reach as the upstream ans
     const { key } = await h.account({ credits: 10 });
     await recordGoesAway();
     oaA.always.directives = 'up:status=503';
-    const stream = await client(key).chat.completions.create({ model: 'claude-sonnet', messages: [{ role: 'user', content: 'record me up:tokens=4 up:usage=4' }], max_tokens: 50, stream: true });
+    const stream = await client(key).chat.completions.create({
+      model: 'claude-sonnet',
+      messages: [{ role: 'user', content: 'record me up:tokens=4 up:usage=4' }],
+      max_tokens: 50,
+      stream: true,
+    });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).toBe('alpha beta gamma delta');
@@ -138,7 +190,9 @@ describe('the routing record when PostgreSQL is out of reach as the upstream ans
     });
     expect(after.balance).toBe(10 - chargeForTokens(4, 2000) / 1000);
     expect(warnings).toContain('upstream routing: recording the upstreams failed');
-    const { rows: [row] } = await h.pool.query<{ id: string }>(`SELECT id FROM generations WHERE prompt LIKE '%record me up:tokens=4%'`);
+    const {
+      rows: [row],
+    } = await h.pool.query<{ id: string }>(`SELECT id FROM generations WHERE prompt LIKE '%record me up:tokens=4%'`);
     expect(await routing(row!.id)).toEqual({ upstream: 'oa-b', tried: ['oa-a', 'oa-b'], costEur: 0.00002 });
   });
 

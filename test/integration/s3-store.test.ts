@@ -60,7 +60,7 @@ describe('S3 output store', () => {
     expect(file.bytes.equals(data)).toBe(true);
   });
 
-  it('is shared: a second store (another worker or API machine) serves the first one\'s file', async () => {
+  it("is shared: a second store (another worker or API machine) serves the first one's file", async () => {
     await store().put('gen_s3shared/output.txt', Buffer.from('hello from worker 1'), 'text/plain; charset=utf-8');
     const file = await get(await store().signedUrl('gen_s3shared/output.txt'));
     expect(file).toMatchObject({ status: 200, type: 'text/plain; charset=utf-8' });
@@ -78,7 +78,9 @@ describe('S3 output store', () => {
 
   it('refuses a URL older than 24 h, and accepts one just inside', async () => {
     const s = store();
-    expect((await get(await s.signedUrl('gen_s3one/output.png', new Date(Date.now() - DAY_MS + 60_000)))).status).toBe(200);
+    expect((await get(await s.signedUrl('gen_s3one/output.png', new Date(Date.now() - DAY_MS + 60_000)))).status).toBe(
+      200,
+    );
     const expired = await get(await s.signedUrl('gen_s3one/output.png', new Date(Date.now() - DAY_MS - 60_000)));
     expect(expired.status).toBe(403);
     expect(expired.bytes.toString()).toMatch(/expired/i);
@@ -119,14 +121,20 @@ describe('S3 output store', () => {
 
   it('makes a missing bucket once, even when several instances start at the same moment', async () => {
     const bucket = `b-${randomUUID()}`;
-    await Promise.all([store({ bucket }).ensureBucket(), store({ bucket }).ensureBucket(), store({ bucket }).ensureBucket()]);
+    await Promise.all([
+      store({ bucket }).ensureBucket(),
+      store({ bucket }).ensureBucket(),
+      store({ bucket }).ensureBucket(),
+    ]);
     await store({ bucket }).ensureBucket();
     await store({ bucket }).put('gen_x/output.txt', Buffer.from('x'), 'text/plain');
   });
 
   it('stops a start with wrong credentials, naming the store and the bucket', async () => {
     await expect(store({ secretAccessKey: 'not-the-secret-0123456789' }).ensureBucket()).rejects.toThrow(S3StoreError);
-    await expect(store({ secretAccessKey: 'not-the-secret-0123456789' }).ensureBucket()).rejects.toThrow(/bucket 'outputs'.*HTTP 403/);
+    await expect(store({ secretAccessKey: 'not-the-secret-0123456789' }).ensureBucket()).rejects.toThrow(
+      /bucket 'outputs'.*HTTP 403/,
+    );
   });
 
   it.each(['../secret.txt', '/etc/passwd', 'gen_abc//output.png', '.meta/x', ''])('refuses the key %j', async (bad) => {

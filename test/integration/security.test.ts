@@ -36,7 +36,10 @@ const fileUrlOf = (outputUrl: string) => {
 };
 
 async function image(key: string): Promise<GenerationRecord> {
-  const res = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'a lighthouse' } });
+  const res = await h.call('POST', '/api/v1/generate', {
+    key,
+    body: { kind: 'image', model: 'flux', prompt: 'a lighthouse' },
+  });
   expect(res.statusCode, res.body).toBe(200);
   return res.json<GenerationRecord>();
 }
@@ -77,24 +80,61 @@ describe('every framework error answers in its door’s shape', () => {
     const session = await login(h, await userOf(h, accountId));
     const bearer = async () => ({ authorization: `Bearer ${key}` });
     doors = [
-      { name: 'A', headers: bearer, param: { method: 'GET', url: (id) => `/api/v1/generations/${id}` }, post: '/api/v1/generate', unknown: '/api/v1/nothing-here', other: 'PUT' },
-      { name: 'B', headers: bearer, param: { method: 'GET', url: (id) => `/v1/videos/${id}` }, post: '/v1/chat/completions', unknown: '/v1/nothing-here', other: 'PUT' },
-      { name: 'C', headers: bearer, param: { method: 'GET', url: (id) => `/api/generate/${id}` }, post: '/api/generate', unknown: '/api/generate/x/nothing-here', other: 'PUT' },
       {
-        name: 'MCP', headers: async () => ({ ...(await bearer()), accept: 'application/json, text/event-stream' }),
-        post: '/api/mcp', unknown: '/api/mcp/nothing-here', other: 'PUT',
+        name: 'A',
+        headers: bearer,
+        param: { method: 'GET', url: (id) => `/api/v1/generations/${id}` },
+        post: '/api/v1/generate',
+        unknown: '/api/v1/nothing-here',
+        other: 'PUT',
       },
       {
-        name: 'dashboard', headers: async () => ({ cookie: session.cookie, 'x-csrf-token': session.csrf }),
-        param: { method: 'GET', url: (id) => `/dashboard/api/webhooks/${id}` }, post: '/dashboard/api/quote', unknown: '/dashboard/api/nothing-here', other: 'PUT',
+        name: 'B',
+        headers: bearer,
+        param: { method: 'GET', url: (id) => `/v1/videos/${id}` },
+        post: '/v1/chat/completions',
+        unknown: '/v1/nothing-here',
+        other: 'PUT',
       },
-      { name: 'admin', headers: async () => ({ authorization: `Bearer ${ADMIN_TOKEN}` }), param: { method: 'DELETE', url: (id) => `/admin/v1/keys/${id}` }, post: '/admin/v1/accounts', unknown: '/admin/v1/nothing-here', other: 'GET' },
+      {
+        name: 'C',
+        headers: bearer,
+        param: { method: 'GET', url: (id) => `/api/generate/${id}` },
+        post: '/api/generate',
+        unknown: '/api/generate/x/nothing-here',
+        other: 'PUT',
+      },
+      {
+        name: 'MCP',
+        headers: async () => ({ ...(await bearer()), accept: 'application/json, text/event-stream' }),
+        post: '/api/mcp',
+        unknown: '/api/mcp/nothing-here',
+        other: 'PUT',
+      },
+      {
+        name: 'dashboard',
+        headers: async () => ({ cookie: session.cookie, 'x-csrf-token': session.csrf }),
+        param: { method: 'GET', url: (id) => `/dashboard/api/webhooks/${id}` },
+        post: '/dashboard/api/quote',
+        unknown: '/dashboard/api/nothing-here',
+        other: 'PUT',
+      },
+      {
+        name: 'admin',
+        headers: async () => ({ authorization: `Bearer ${ADMIN_TOKEN}` }),
+        param: { method: 'DELETE', url: (id) => `/admin/v1/keys/${id}` },
+        post: '/admin/v1/accounts',
+        unknown: '/admin/v1/nothing-here',
+        other: 'GET',
+      },
     ];
   });
 
   function expectDoorShape(label: string, res: LightMyRequestResponse, status: number): void {
     expect(res.statusCode, `${label}: ${res.body.slice(0, 300)}`).toBe(status);
-    expect(res.json(), label).toMatchObject({ error: { message: expect.any(String), type: expect.any(String), code: status } });
+    expect(res.json(), label).toMatchObject({
+      error: { message: expect.any(String), type: expect.any(String), code: status },
+    });
     expect(res.body, label).not.toMatch(/FST_|"statusCode"/);
     expect(res.headers['x-request-id'], label).toBeTruthy();
   }
@@ -112,13 +152,21 @@ describe('every framework error answers in its door’s shape', () => {
       expectDoorShape(`${door.name} body too large`, await post(HUGE), 413);
       expectDoorShape(`${door.name} content type`, await post('hello', 'text/plain'), 400);
       expectDoorShape(`${door.name} malformed JSON`, await post('{"prompt":'), 400);
-      expectDoorShape(`${door.name} unknown route`, await h.app.inject({ method: 'GET', url: door.unknown, headers }), 404);
+      expectDoorShape(
+        `${door.name} unknown route`,
+        await h.app.inject({ method: 'GET', url: door.unknown, headers }),
+        404,
+      );
       const other = await h.app.inject({ method: door.other, url: door.post, headers });
       expectDoorShape(`${door.name} method not allowed`, other, 405);
       expect(other.headers.allow, door.name).toMatch(/POST/);
     }
     // A malformed percent-encoding is the router's own error too.
-    expectDoorShape('bad URL', await h.app.inject({ method: 'GET', url: '/api/v1/generations/%E0%A4%A', headers: await doors[0]!.headers() }), 400);
+    expectDoorShape(
+      'bad URL',
+      await h.app.inject({ method: 'GET', url: '/api/v1/generations/%E0%A4%A', headers: await doors[0]!.headers() }),
+      400,
+    );
   });
 });
 
@@ -142,10 +190,13 @@ describe('a webhook aimed at this host’s own network cannot read what it answe
     expect((await h.call('POST', `/api/v1/webhooks/${id}/test`, { key })).statusCode).toBe(202);
     const log = await eventually(async () => {
       const res = await h.call('GET', `/api/v1/webhooks/${id}/deliveries`, { key });
-      const page = res.json<{ data: { status: string; attempts: { statusCode: number | null; response: string | null }[] }[] }>();
+      const page = res.json<{
+        data: { status: string; attempts: { statusCode: number | null; response: string | null }[] }[];
+      }>();
       return page.data[0]?.status === 'succeeded' ? res : undefined;
     });
-    const [delivery] = log.json<{ data: { attempts: { statusCode: number | null; response: string | null }[] }[] }>().data;
+    const [delivery] = log.json<{ data: { attempts: { statusCode: number | null; response: string | null }[] }[] }>()
+      .data;
     expect(delivery!.attempts).toEqual([expect.objectContaining({ statusCode: 200, response: null })]);
     expect(log.body).not.toContain(SECRET_BODY);
   });
@@ -162,10 +213,21 @@ describe('secrets stay out of the log', () => {
     const before = logLines.length;
 
     await h.app.inject({ method: 'GET', url: fileUrl });
-    await h.app.inject({ method: 'GET', url: `/api/v1/balance?key=${queryKey}&api_key=${queryApiKey}`, headers: { authorization: `Bearer ${key}` } });
-    await h.app.inject({ method: 'GET', url: `/api/v1/nothing-here?api_key=${queryApiKey}`, headers: { authorization: `Bearer ${key}` } });
+    await h.app.inject({
+      method: 'GET',
+      url: `/api/v1/balance?key=${queryKey}&api_key=${queryApiKey}`,
+      headers: { authorization: `Bearer ${key}` },
+    });
+    await h.app.inject({
+      method: 'GET',
+      url: `/api/v1/nothing-here?api_key=${queryApiKey}`,
+      headers: { authorization: `Bearer ${key}` },
+    });
     // Anything that logs headers or a URL of its own goes through the same redaction.
-    h.app.log.info({ headers: { authorization: `Bearer ${key}` }, url: `https://example.com/x?signature=${signature}` }, 'a line with headers');
+    h.app.log.info(
+      { headers: { authorization: `Bearer ${key}` }, url: `https://example.com/x?signature=${signature}` },
+      'a line with headers',
+    );
 
     const written = logLines.slice(before).join('');
     expect(written).toMatch(/incoming request/);
@@ -178,10 +240,17 @@ describe('secrets stay out of the log', () => {
 describe('webhook management needs the webhooks scope', () => {
   it('a chat-only key can neither register nor list endpoints; a key with the scope can', async () => {
     const { accountId } = await h.account({ credits: 10, scopes: ['chat'] });
-    const chatOnly = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['chat'] })).json<{ key: string }>().key;
-    const refused = await h.call('POST', '/api/v1/webhooks', { key: chatOnly, body: { url: 'https://example.com/steal' } });
+    const chatOnly = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['chat'] })).json<{
+      key: string;
+    }>().key;
+    const refused = await h.call('POST', '/api/v1/webhooks', {
+      key: chatOnly,
+      body: { url: 'https://example.com/steal' },
+    });
     expect(refused.statusCode).toBe(403);
-    expect(refused.json()).toMatchObject({ error: { type: 'permission_error', code: 403, message: expect.stringMatching(/'webhooks' scope/) } });
+    expect(refused.json()).toMatchObject({
+      error: { type: 'permission_error', code: 403, message: expect.stringMatching(/'webhooks' scope/) },
+    });
     expect((await h.call('GET', '/api/v1/webhooks', { key: chatOnly })).statusCode).toBe(403);
 
     const created = await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['chat', 'webhooks'] });
@@ -196,9 +265,16 @@ describe('webhook management needs the webhooks scope', () => {
     const headers = { cookie: s.cookie, 'x-csrf-token': s.csrf };
     const words = await h.app.inject({ method: 'GET', url: '/dashboard/api/vocabulary', headers });
     expect(words.json<{ scopes: string[] }>().scopes).toEqual(['image', 'video', 'chat', 'upscale', 'webhooks']);
-    const key = await h.app.inject({ method: 'POST', url: '/dashboard/api/keys', headers, payload: { scopes: ['chat', 'webhooks'] } });
+    const key = await h.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/keys',
+      headers,
+      payload: { scopes: ['chat', 'webhooks'] },
+    });
     expect(key.statusCode, key.body).toBe(201);
-    const listed = (await h.app.inject({ method: 'GET', url: '/dashboard/api/keys', headers })).json<{ data: { scopes: string[] }[] }>().data;
+    const listed = (await h.app.inject({ method: 'GET', url: '/dashboard/api/keys', headers })).json<{
+      data: { scopes: string[] }[];
+    }>().data;
     expect(listed.map((k) => k.scopes)).toContainEqual(['chat', 'webhooks']);
     expect((await h.app.inject({ method: 'GET', url: '/dashboard/api/webhooks', headers })).statusCode).toBe(200);
   });
@@ -207,7 +283,14 @@ describe('webhook management needs the webhooks scope', () => {
     await withScratchDatabase(async (pool) => {
       // The scratch database is migrated; a key made before 009 is one 009 has not yet seen.
       await insertAccount(pool, { id: 'acct_old', plan: 'free', chatCap: 0 });
-      await insertApiKey(pool, { id: 'key_old', accountId: 'acct_old', keyHash: hashApiKey(generateApiKey()), keyHint: 'gsk_…', scopes: ['chat'], models: null });
+      await insertApiKey(pool, {
+        id: 'key_old',
+        accountId: 'acct_old',
+        keyHash: hashApiKey(generateApiKey()),
+        keyHint: 'gsk_…',
+        scopes: ['chat'],
+        models: null,
+      });
       await pool.query('DELETE FROM schema_migrations WHERE version = 9');
       expect(await migrate(pool)).toContain('009_webhooks_scope.sql');
       expect((await listApiKeys(pool, 'acct_old')).map((k) => k.scopes)).toEqual([['chat', 'webhooks']]);

@@ -42,43 +42,54 @@ interface Generation {
   outputUrl: string;
 }
 
-beforeAll(async () => {
-  await explained(async () => {
-    [redis, minio] = await Promise.all([startRedis(join(dataRoot, 'redis')), startMinio(join(dataRoot, 'minio'))]);
-    await createDatabase(name);
-    databaseCreated = true;
-    // Clients reach the store by another name than the services do, as in docker-compose.yml.
-    publicEndpoint = minio.endpoint.replace('127.0.0.1', 'localhost');
-    const shared: Record<string, string> = {
-      ...minimalEnv(),
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrlFor(name),
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      ADMIN_TOKEN,
-      // No URL_SIGNING_SECRET: with the outputs in a bucket, production does not need one.
-      WEBHOOK_SECRET_KEY: 'shared-state-webhook-key-0123456789',
-      REDIS_URL: redis.url,
-      S3_ENDPOINT: minio.endpoint,
-      S3_PUBLIC_ENDPOINT: publicEndpoint,
-      S3_BUCKET: BUCKET,
-      S3_ACCESS_KEY_ID: minio.accessKeyId,
-      S3_SECRET_ACCESS_KEY: minio.secretAccessKey,
-      LOG_LEVEL: 'warn',
-    };
-    const ports = [await freePort(), await freePort()] as const;
-    bases = [`http://127.0.0.1:${ports[0]}`, `http://127.0.0.1:${ports[1]}`];
-    // Each process has its own DATA_DIR: nothing reaches another through a disk.
-    const worker = group.start('worker', 'runtime/worker-process.ts', { ...shared, DATA_DIR: join(dataRoot, 'worker') });
-    ports.forEach((port, i) => {
-      group.start(`api ${i + 1}`, 'runtime/api-process.ts', { ...shared, PORT: String(port), PUBLIC_BASE_URL: bases[i]!, DATA_DIR: join(dataRoot, `api-${i + 1}`) });
+beforeAll(
+  async () => {
+    await explained(async () => {
+      [redis, minio] = await Promise.all([startRedis(join(dataRoot, 'redis')), startMinio(join(dataRoot, 'minio'))]);
+      await createDatabase(name);
+      databaseCreated = true;
+      // Clients reach the store by another name than the services do, as in docker-compose.yml.
+      publicEndpoint = minio.endpoint.replace('127.0.0.1', 'localhost');
+      const shared: Record<string, string> = {
+        ...minimalEnv(),
+        NODE_ENV: 'production',
+        HOST: '127.0.0.1',
+        DATABASE_URL: databaseUrlFor(name),
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        ADMIN_TOKEN,
+        // No URL_SIGNING_SECRET: with the outputs in a bucket, production does not need one.
+        WEBHOOK_SECRET_KEY: 'shared-state-webhook-key-0123456789',
+        REDIS_URL: redis.url,
+        S3_ENDPOINT: minio.endpoint,
+        S3_PUBLIC_ENDPOINT: publicEndpoint,
+        S3_BUCKET: BUCKET,
+        S3_ACCESS_KEY_ID: minio.accessKeyId,
+        S3_SECRET_ACCESS_KEY: minio.secretAccessKey,
+        LOG_LEVEL: 'warn',
+      };
+      const ports = [await freePort(), await freePort()] as const;
+      bases = [`http://127.0.0.1:${ports[0]}`, `http://127.0.0.1:${ports[1]}`];
+      // Each process has its own DATA_DIR: nothing reaches another through a disk.
+      const worker = group.start('worker', 'runtime/worker-process.ts', {
+        ...shared,
+        DATA_DIR: join(dataRoot, 'worker'),
+      });
+      ports.forEach((port, i) => {
+        group.start(`api ${i + 1}`, 'runtime/api-process.ts', {
+          ...shared,
+          PORT: String(port),
+          PUBLIC_BASE_URL: bases[i]!,
+          DATA_DIR: join(dataRoot, `api-${i + 1}`),
+        });
+      });
+      await Promise.all(bases.map((base) => waitForHealth(group, base, STARTUP_MS)));
+      connection = await Connection.connect({ address: inject('temporalAddress') });
+      await waitForWorkers(group, connection, taskQueue, [worker], STARTUP_MS);
     });
-    await Promise.all(bases.map((base) => waitForHealth(group, base, STARTUP_MS)));
-    connection = await Connection.connect({ address: inject('temporalAddress') });
-    await waitForWorkers(group, connection, taskQueue, [worker], STARTUP_MS);
-  });
-}, STARTUP_MS * 2 + 30_000);
+  },
+  STARTUP_MS * 2 + 30_000,
+);
 
 afterAll(async () => {
   await group.killAll();
@@ -88,9 +99,15 @@ afterAll(async () => {
 });
 
 async function keyFor(plan: string): Promise<string> {
-  const account = await http<{ id: string }>(bases[0], 'POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: { plan, credits: 100, chatCap: 0 } });
+  const account = await http<{ id: string }>(bases[0], 'POST', '/admin/v1/accounts', {
+    token: ADMIN_TOKEN,
+    body: { plan, credits: 100, chatCap: 0 },
+  });
   expect(account.status, JSON.stringify(account.body)).toBe(201);
-  const key = await http<{ key: string }>(bases[1], 'POST', `/admin/v1/accounts/${account.body.id}/keys`, { token: ADMIN_TOKEN, body: { scopes: ['image'] } });
+  const key = await http<{ key: string }>(bases[1], 'POST', `/admin/v1/accounts/${account.body.id}/keys`, {
+    token: ADMIN_TOKEN,
+    body: { scopes: ['image'] },
+  });
   expect(key.status, JSON.stringify(key.body)).toBe(201);
   return key.body.key;
 }
@@ -121,7 +138,10 @@ describe('two API instances and a worker sharing Redis and an S3-compatible stor
   it('stores an image the worker made in the bucket and serves it through a fresh presigned URL on each read, from either instance', async () => {
     await explained(async () => {
       const token = await keyFor('samurai');
-      const made = await http<{ generation: Generation }>(bases[0], 'POST', '/api/generate', { token, body: { kind: 'image', model: 'flux', prompt: 'a lighthouse' } });
+      const made = await http<{ generation: Generation }>(bases[0], 'POST', '/api/generate', {
+        token,
+        body: { kind: 'image', model: 'flux', prompt: 'a lighthouse' },
+      });
       expect(made.status, JSON.stringify(made.body)).toBe(200);
       const first = made.body.generation;
       expect(first.status).toBe('succeeded');
@@ -144,7 +164,8 @@ describe('two API instances and a worker sharing Redis and an S3-compatible stor
 
       // With a bucket the API serves no files itself, and nothing was written to any local folder.
       expect((await fetch(`${bases[0]}/files/${first.id}/output.png`)).status).toBe(404);
-      for (const dir of ['worker', 'api-1', 'api-2']) expect(existsSync(join(dataRoot, dir, 'outputs')), dir).toBe(false);
+      for (const dir of ['worker', 'api-1', 'api-2'])
+        expect(existsSync(join(dataRoot, dir, 'outputs')), dir).toBe(false);
     });
   });
 
@@ -152,7 +173,9 @@ describe('two API instances and a worker sharing Redis and an S3-compatible stor
     await explained(async () => {
       group.failIfAnyExited();
       for (const c of group.children) c.proc.kill('SIGTERM');
-      const exits = await Promise.all(group.children.map((c) => Promise.race([c.exited, sleep(STOP_MS).then(() => 'still running' as const)])));
+      const exits = await Promise.all(
+        group.children.map((c) => Promise.race([c.exited, sleep(STOP_MS).then(() => 'still running' as const)])),
+      );
       expect(Object.fromEntries(group.children.map((c, i) => [c.label, exits[i]]))).toEqual({
         worker: { code: 0, signal: null },
         'api 1': { code: 0, signal: null },

@@ -30,7 +30,13 @@ beforeAll(async () => {
   await shots.make();
   h = await startHarness({ listen: true, worker: false, signup: { startingCredits: 10, chatCap: 5 } });
   smtp = await startMailpit();
-  relay = startMailRelay({ pool: h.pool, smtpUrl: smtp.smtpUrl, from: 'Generation service <signup@gensvc.test>', dashboardUrl: `${h.baseUrl!}/dashboard`, pollMs: 100 });
+  relay = startMailRelay({
+    pool: h.pool,
+    smtpUrl: smtp.smtpUrl,
+    from: 'Generation service <signup@gensvc.test>',
+    dashboardUrl: `${h.baseUrl!}/dashboard`,
+    pollMs: 100,
+  });
   browser = await launchBrowser();
   ({ page, pageErrors } = browser);
 });

@@ -20,10 +20,20 @@ let closed: Harness;
 let smtp: MailpitServer;
 let relay: MailRelay;
 beforeAll(async () => {
-  h = await startHarness({ worker: false, signup: { startingCredits: 25, chatCap: 4 }, dashboardLimits: { loginsPerEmail: 2, loginsPerIp: 1_000 } });
+  h = await startHarness({
+    worker: false,
+    signup: { startingCredits: 25, chatCap: 4 },
+    dashboardLimits: { loginsPerEmail: 2, loginsPerIp: 1_000 },
+  });
   closed = await startHarness({ worker: false });
   smtp = await startMailpit();
-  relay = startMailRelay({ pool: h.pool, smtpUrl: smtp.smtpUrl, from: 'Generation service <signup@gensvc.test>', dashboardUrl: 'https://gensvc.test/dashboard', pollMs: 100 });
+  relay = startMailRelay({
+    pool: h.pool,
+    smtpUrl: smtp.smtpUrl,
+    from: 'Generation service <signup@gensvc.test>',
+    dashboardUrl: 'https://gensvc.test/dashboard',
+    pollMs: 100,
+  });
 });
 afterAll(async () => {
   await relay?.stop();
@@ -34,19 +44,23 @@ afterAll(async () => {
 
 const post = (app: Harness['app'], url: string, payload: unknown, ip = '203.0.113.7') =>
   app.inject({ method: 'POST', url, payload: payload as object, remoteAddress: ip });
-const signup = (email: string, password = PASSWORD, ip?: string) => post(h.app, '/dashboard/api/signup', { email, password }, ip);
+const signup = (email: string, password = PASSWORD, ip?: string) =>
+  post(h.app, '/dashboard/api/signup', { email, password }, ip);
 const newEmail = (tag: string) => `${tag}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
 
 /** The one message sent to `email`, once it arrived. */
-const mailTo = (email: string) => eventually(async () => {
-  const m = (await smtp.messages()).filter((x) => x.To.some((t) => t.Address === email));
-  return m.length > 0 ? m : undefined;
-});
+const mailTo = (email: string) =>
+  eventually(async () => {
+    const m = (await smtp.messages()).filter((x) => x.To.some((t) => t.Address === email));
+    return m.length > 0 ? m : undefined;
+  });
 const tokenOf = (text: string) => /\/dashboard\/verify#token=([A-Za-z0-9_-]+)/.exec(text)?.[1];
 
 describe('sign-up', () => {
   it('is closed by default: no route, no page', async () => {
-    expect((await post(closed.app, '/dashboard/api/signup', { email: newEmail('closed'), password: PASSWORD })).statusCode).toBe(404);
+    expect(
+      (await post(closed.app, '/dashboard/api/signup', { email: newEmail('closed'), password: PASSWORD })).statusCode,
+    ).toBe(404);
     expect((await closed.app.inject({ method: 'GET', url: '/dashboard/signup' })).statusCode).toBe(404);
     expect((await h.app.inject({ method: 'GET', url: '/dashboard/signup' })).statusCode).toBe(200);
   });
@@ -60,19 +74,30 @@ describe('sign-up', () => {
     const token = tokenOf(await smtp.text(mail!.ID));
     expect(token).toBeDefined();
     // The token is forgotten once mailed: only its hash stays.
-    expect((await h.pool.query('SELECT 1 FROM signups WHERE email = $1 AND mail_token IS NOT NULL', [email.toLowerCase()])).rowCount).toBe(0);
+    expect(
+      (await h.pool.query('SELECT 1 FROM signups WHERE email = $1 AND mail_token IS NOT NULL', [email.toLowerCase()]))
+        .rowCount,
+    ).toBe(0);
 
     const verified = await post(h.app, '/dashboard/api/signup/verify', { token });
     expect(verified.statusCode, verified.body).toBe(200);
     const { accountId } = verified.json<{ email: string; accountId: string }>();
     expect(verified.json()).toEqual({ email: email.toLowerCase(), accountId: expect.stringMatching(/^acct_/) });
-    const account = (await h.pool.query('SELECT plan, balance_mc, held_mc, chat_cap, chat_used FROM accounts WHERE id = $1', [accountId])).rows[0];
+    const account = (
+      await h.pool.query('SELECT plan, balance_mc, held_mc, chat_cap, chat_used FROM accounts WHERE id = $1', [
+        accountId,
+      ])
+    ).rows[0];
     expect(account).toEqual({ plan: 'free', balance_mc: 25_000, held_mc: 0, chat_cap: 4, chat_used: 0 });
 
     const again = await post(h.app, '/dashboard/api/signup/verify', { token });
     expect(again.statusCode).toBe(400);
-    expect(again.json()).toMatchObject({ error: { type: 'invalid_request_error', param: 'token', message: expect.stringContaining('already been used') } });
-    expect((await post(h.app, '/dashboard/api/signup/verify', { token: 'x'.repeat(43) })).json()).toMatchObject({ error: { param: 'token', message: 'This link is not valid.' } });
+    expect(again.json()).toMatchObject({
+      error: { type: 'invalid_request_error', param: 'token', message: expect.stringContaining('already been used') },
+    });
+    expect((await post(h.app, '/dashboard/api/signup/verify', { token: 'x'.repeat(43) })).json()).toMatchObject({
+      error: { param: 'token', message: 'This link is not valid.' },
+    });
 
     const login = await post(h.app, '/dashboard/api/login', { email, password: PASSWORD });
     expect(login.statusCode, login.body).toBe(200);
@@ -95,7 +120,9 @@ describe('sign-up', () => {
     const accounts = await h.pool.query('SELECT count(*)::int AS n FROM users WHERE email = $1', [invited.email]);
     expect(accounts.rows[0]).toEqual({ n: 1 });
     // The operator's user still logs in with the password they set.
-    expect((await post(h.app, '/dashboard/api/login', { email: invited.email, password: invited.password })).statusCode).toBe(200);
+    expect(
+      (await post(h.app, '/dashboard/api/login', { email: invited.email, password: invited.password })).statusCode,
+    ).toBe(200);
 
     // The same work either way: a registered address takes about as long as a new one.
     const time = async (email: string) => {

@@ -13,7 +13,13 @@ import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort, isAlive } from '../../runtime/process';
 import { providerTaskQueueOf } from '../../core/workflow-contract';
-import { createProcessGroup, http as httpAt, minimalEnv, waitForHealth, waitForWorkers } from '../support/app-processes';
+import {
+  createProcessGroup,
+  http as httpAt,
+  minimalEnv,
+  waitForHealth,
+  waitForWorkers,
+} from '../support/app-processes';
 import type { AppProcess } from '../support/app-processes';
 import { createDatabase, databaseUrlFor, dropDatabase, eventually } from '../support/harness';
 
@@ -58,43 +64,49 @@ let providers: AppProcess[] = [];
 let connection: Connection | undefined;
 let databaseCreated = false;
 
-const http = <T>(method: 'GET' | 'POST', path: string, opts: { token?: string; body?: unknown } = {}) => httpAt<T>(base, method, path, opts);
+const http = <T>(method: 'GET' | 'POST', path: string, opts: { token?: string; body?: unknown } = {}) =>
+  httpAt<T>(base, method, path, opts);
 
-beforeAll(async () => {
-  await explained(async () => {
-    await createDatabase(name);
-    const databaseUrl = databaseUrlFor(name);
-    databaseCreated = true;
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    // The environment docker-compose.yml gives the api and worker services, with this run's values.
-    const env: Record<string, string> = {
-      ...minimalEnv(),
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      ADMIN_TOKEN,
-      URL_SIGNING_SECRET,
-      WEBHOOK_SECRET_KEY: 'topology-webhook-key-0123456789',
-      PUBLIC_BASE_URL: base,
-      DATA_DIR: join(inject('testDataDir'), name),
-      LOG_LEVEL: 'warn',
-    };
-    workflowWorker = group.start('worker', 'runtime/worker-process.ts', { ...env, WORKER_ROLE: 'workflows' });
-    providers = [1, 2].map((i) => group.start(`provider ${i}`, 'runtime/worker-process.ts', { ...env, WORKER_ROLE: 'provider' }));
-    workers = [workflowWorker, ...providers];
-    api = group.start('api', 'runtime/api-process.ts', env);
+beforeAll(
+  async () => {
+    await explained(async () => {
+      await createDatabase(name);
+      const databaseUrl = databaseUrlFor(name);
+      databaseCreated = true;
+      const port = await freePort();
+      base = `http://127.0.0.1:${port}`;
+      // The environment docker-compose.yml gives the api and worker services, with this run's values.
+      const env: Record<string, string> = {
+        ...minimalEnv(),
+        NODE_ENV: 'production',
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        DATABASE_URL: databaseUrl,
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        ADMIN_TOKEN,
+        URL_SIGNING_SECRET,
+        WEBHOOK_SECRET_KEY: 'topology-webhook-key-0123456789',
+        PUBLIC_BASE_URL: base,
+        DATA_DIR: join(inject('testDataDir'), name),
+        LOG_LEVEL: 'warn',
+      };
+      workflowWorker = group.start('worker', 'runtime/worker-process.ts', { ...env, WORKER_ROLE: 'workflows' });
+      providers = [1, 2].map((i) =>
+        group.start(`provider ${i}`, 'runtime/worker-process.ts', { ...env, WORKER_ROLE: 'provider' }),
+      );
+      workers = [workflowWorker, ...providers];
+      api = group.start('api', 'runtime/api-process.ts', env);
 
-    await waitForHealth(group, base, STARTUP_MS);
-    // /health speaks for the API; the workers are ready once each polls its task queue.
-    connection = await Connection.connect({ address: inject('temporalAddress') });
-    await waitForWorkers(group, connection, taskQueue, [workflowWorker], STARTUP_MS);
-    await waitForWorkers(group, connection, providerTaskQueueOf(taskQueue), providers, STARTUP_MS, true);
-  });
-}, 2 * STARTUP_MS + 30_000);
+      await waitForHealth(group, base, STARTUP_MS);
+      // /health speaks for the API; the workers are ready once each polls its task queue.
+      connection = await Connection.connect({ address: inject('temporalAddress') });
+      await waitForWorkers(group, connection, taskQueue, [workflowWorker], STARTUP_MS);
+      await waitForWorkers(group, connection, providerTaskQueueOf(taskQueue), providers, STARTUP_MS, true);
+    });
+  },
+  2 * STARTUP_MS + 30_000,
+);
 
 afterAll(async () => {
   await group.killAll();
@@ -114,32 +126,54 @@ describe('the docker-compose topology as plain processes (one api, a workflow wo
     await explained(async () => {
       expect((await http<{ status: string }>('GET', '/health')).body).toEqual({ status: 'ok' });
 
-      const account = await http<{ id: string }>('POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: { plan: 'samurai', credits: 100, chatCap: 0 } });
+      const account = await http<{ id: string }>('POST', '/admin/v1/accounts', {
+        token: ADMIN_TOKEN,
+        body: { plan: 'samurai', credits: 100, chatCap: 0 },
+      });
       expect(account.status).toBe(201);
-      const key = await http<{ id: string; key: string }>('POST', `/admin/v1/accounts/${account.body.id}/keys`, { token: ADMIN_TOKEN, body: { scopes: ['image', 'video', 'chat'] } });
+      const key = await http<{ id: string; key: string }>('POST', `/admin/v1/accounts/${account.body.id}/keys`, {
+        token: ADMIN_TOKEN,
+        body: { scopes: ['image', 'video', 'chat'] },
+      });
       expect(key.status).toBe(201);
       const token = key.body.key;
 
-      const image = await http<{ generation: Generation }>('POST', '/api/generate', { token, body: { kind: 'image', model: 'flux', prompt: 'a harbour' } });
+      const image = await http<{ generation: Generation }>('POST', '/api/generate', {
+        token,
+        body: { kind: 'image', model: 'flux', prompt: 'a harbour' },
+      });
       expect(image.status, JSON.stringify(image.body)).toBe(200);
       expect(image.body.generation).toMatchObject({ status: 'succeeded', creditsCharged: 3 });
 
-      const submitted = await http<{ generation: Generation }>('POST', '/api/generate', { token, body: { kind: 'video', model: 'kling', prompt: 'sim:delay=500 waves' } });
+      const submitted = await http<{ generation: Generation }>('POST', '/api/generate', {
+        token,
+        body: { kind: 'video', model: 'kling', prompt: 'sim:delay=500 waves' },
+      });
       expect(submitted.status, JSON.stringify(submitted.body)).toBe(200);
       const videoId = submitted.body.generation.id;
-      const video = await eventually(async () => {
-        const res = await http<{ generation: Generation }>('GET', `/api/generate/${videoId}`, { token });
-        expect(res.status).toBe(200);
-        return ['succeeded', 'failed'].includes(res.body.generation.status) ? res.body.generation : undefined;
-      }, 60_000, 200);
+      const video = await eventually(
+        async () => {
+          const res = await http<{ generation: Generation }>('GET', `/api/generate/${videoId}`, { token });
+          expect(res.status).toBe(200);
+          return ['succeeded', 'failed'].includes(res.body.generation.status) ? res.body.generation : undefined;
+        },
+        60_000,
+        200,
+      );
       expect(video).toMatchObject({ status: 'succeeded', creditsCharged: 42.5 });
 
-      for (const [g, magic] of [[image.body.generation, PNG_MAGIC], [video, EBML_MAGIC]] as const) {
+      for (const [g, magic] of [
+        [image.body.generation, PNG_MAGIC],
+        [video, EBML_MAGIC],
+      ] as const) {
         expect(g.outputUrl.startsWith(`${base}/`), g.outputUrl).toBe(true);
         const file = await fetch(g.outputUrl);
         expect(file.status).toBe(200);
         const bytes = Buffer.from(await file.arrayBuffer());
-        expect(bytes.subarray(0, magic.length).equals(magic), `${g.outputUrl} starts with ${bytes.subarray(0, 8).toString('hex')}`).toBe(true);
+        expect(
+          bytes.subarray(0, magic.length).equals(magic),
+          `${g.outputUrl} starts with ${bytes.subarray(0, 8).toString('hex')}`,
+        ).toBe(true);
       }
 
       const credits = await http<{ balance: number; holdsActive: number }>('GET', '/api/credits', { token });
@@ -152,15 +186,28 @@ describe('the docker-compose topology as plain processes (one api, a workflow wo
       const pidOf = (identity: string | null | undefined) => Number((identity ?? '').split('@')[0]);
       for (const id of [image.body.generation.id, videoId]) {
         const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
-        const scheduled = new Map(events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => [Number(e.eventId), e.activityTaskScheduledEventAttributes]));
+        const scheduled = new Map(
+          events
+            .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+            .map((e) => [Number(e.eventId), e.activityTaskScheduledEventAttributes]),
+        );
         // A video's provider step is startProviderRun (the simulator answers in that one call).
         const providerRuns = events
           .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
-          .filter((e) => PROVIDER_STEPS.has(scheduled.get(Number(e.activityTaskStartedEventAttributes?.scheduledEventId))?.activityType?.name ?? ''));
+          .filter((e) =>
+            PROVIDER_STEPS.has(
+              scheduled.get(Number(e.activityTaskStartedEventAttributes?.scheduledEventId))?.activityType?.name ?? '',
+            ),
+          );
         expect(providerRuns.length, id).toBe(1);
-        expect(providers.map((p) => p.pid), id).toContain(pidOf(providerRuns[0]!.activityTaskStartedEventAttributes?.identity));
+        expect(
+          providers.map((p) => p.pid),
+          id,
+        ).toContain(pidOf(providerRuns[0]!.activityTaskStartedEventAttributes?.identity));
         const workflowTasks = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
-        expect(new Set(workflowTasks.map((e) => pidOf(e.workflowTaskStartedEventAttributes?.identity))), id).toEqual(new Set([workflowWorker.pid]));
+        expect(new Set(workflowTasks.map((e) => pidOf(e.workflowTaskStartedEventAttributes?.identity))), id).toEqual(
+          new Set([workflowWorker.pid]),
+        );
       }
     });
   });
@@ -168,10 +215,14 @@ describe('the docker-compose topology as plain processes (one api, a workflow wo
   it('stops every process on SIGTERM with exit code 0 and leaves nothing running', async () => {
     await explained(async () => {
       group.failIfAnyExited();
-      expect(await processesMarkedWith(marker)).toEqual(expect.arrayContaining([api.pid, ...workers.map((w) => w.pid)]));
+      expect(await processesMarkedWith(marker)).toEqual(
+        expect.arrayContaining([api.pid, ...workers.map((w) => w.pid)]),
+      );
 
       for (const c of children) c.proc.kill('SIGTERM');
-      const exits = await Promise.all(children.map((c) => Promise.race([c.exited, sleep(STOP_MS).then(() => 'still running' as const)])));
+      const exits = await Promise.all(
+        children.map((c) => Promise.race([c.exited, sleep(STOP_MS).then(() => 'still running' as const)])),
+      );
       expect(Object.fromEntries(children.map((c, i) => [c.label, exits[i]]))).toEqual({
         api: { code: 0, signal: null },
         worker: { code: 0, signal: null },

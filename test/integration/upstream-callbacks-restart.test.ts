@@ -33,10 +33,25 @@ beforeAll(async () => {
   const port = await freePort();
   const api = `http://127.0.0.1:${port}`;
   const upstreams = {
-    upstreams: [{ name: 'fal', protocol: 'queue-video', baseUrl: fal.baseUrl, timeoutMs: 5_000, pollMs: 100, slowPollMs: 600_000, jwksUrl: fal.jwksUrl, models: { kling: 'fal-ai/kling-video' } }],
+    upstreams: [
+      {
+        name: 'fal',
+        protocol: 'queue-video',
+        baseUrl: fal.baseUrl,
+        timeoutMs: 5_000,
+        pollMs: 100,
+        slowPollMs: 600_000,
+        jwksUrl: fal.jwksUrl,
+        models: { kling: 'fal-ai/kling-video' },
+      },
+    ],
   };
   // Provider runs are left to the worker processes this file starts and kills.
-  h = await startHarness({ workerRole: 'workflows', upstreamCallbacks: { upstreams: upstreamsOf(upstreams) }, videoConcurrency: VIDEOS });
+  h = await startHarness({
+    workerRole: 'workflows',
+    upstreamCallbacks: { upstreams: upstreamsOf(upstreams) },
+    videoConcurrency: VIDEOS,
+  });
   await h.app.listen({ port, host: '127.0.0.1' });
   connection = await Connection.connect({ address: inject('temporalAddress') });
   env = {
@@ -66,7 +81,12 @@ afterAll(async () => {
 
 /** The upstreams as the API's config parses them (the worker process parses the same JSON itself). */
 function upstreamsOf(json: { upstreams: Record<string, unknown>[] }) {
-  return json.upstreams.map((u) => ({ ...u, jwksUrl: String(u.jwksUrl), protocol: 'queue-video' as const, name: String(u.name) }));
+  return json.upstreams.map((u) => ({
+    ...u,
+    jwksUrl: String(u.jwksUrl),
+    protocol: 'queue-video' as const,
+    name: String(u.name),
+  }));
 }
 
 async function providerWorker(label: string): Promise<AppProcess> {
@@ -80,16 +100,27 @@ describe('a provider worker killed while upstream videos wait', () => {
     await group.explained('the restart', async () => {
       const first = await providerWorker('provider 1');
       const { key } = await h.account({ credits: VIDEOS * 50, scopes: ['video'] });
-      const ids = await Promise.all(Array.from({ length: VIDEOS }, async (_, i) => {
-        const res = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'kling', prompt: `shot ${i} up:ms=600000`, seconds: 5 } });
-        expect([200, 202], res.body).toContain(res.statusCode);
-        return res.json<{ id: string }>().id;
-      }));
+      const ids = await Promise.all(
+        Array.from({ length: VIDEOS }, async (_, i) => {
+          const res = await h.call('POST', '/api/v1/generate', {
+            key,
+            body: { kind: 'video', model: 'kling', prompt: `shot ${i} up:ms=600000`, seconds: 5 },
+          });
+          expect([200, 202], res.body).toContain(res.statusCode);
+          return res.json<{ id: string }>().id;
+        }),
+      );
       // Every video submitted upstream and its wait parked: nothing of them runs in the worker.
-      const jobs = await eventually(async () => {
-        const r = await h.pool.query<{ job_id: string }>('SELECT job_id FROM upstream_jobs WHERE task_token IS NOT NULL');
-        return r.rows.length === VIDEOS ? r.rows.map((row) => row.job_id) : undefined;
-      }, 60_000, 200);
+      const jobs = await eventually(
+        async () => {
+          const r = await h.pool.query<{ job_id: string }>(
+            'SELECT job_id FROM upstream_jobs WHERE task_token IS NOT NULL',
+          );
+          return r.rows.length === VIDEOS ? r.rows.map((row) => row.job_id) : undefined;
+        },
+        60_000,
+        200,
+      );
       first.proc.kill('SIGKILL');
       await first.exited;
       // Killed on purpose: no longer one whose exit means the test failed.
@@ -101,14 +132,24 @@ describe('a provider worker killed while upstream videos wait', () => {
       expect(fal.webhooks.every((w) => w.status === 200)).toBe(true);
 
       await providerWorker('provider 2');
-      const done = await eventually(async () => {
-        const r = await h.pool.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM generations WHERE id = ANY($1) GROUP BY status', [ids]);
-        const by = Object.fromEntries(r.rows.map((row) => [row.status, row.n]));
-        return (by.succeeded ?? 0) + (by.failed ?? 0) === VIDEOS ? by : undefined;
-      }, 60_000, 250);
+      const done = await eventually(
+        async () => {
+          const r = await h.pool.query<{ status: string; n: number }>(
+            'SELECT status, count(*)::int AS n FROM generations WHERE id = ANY($1) GROUP BY status',
+            [ids],
+          );
+          const by = Object.fromEntries(r.rows.map((row) => [row.status, row.n]));
+          return (by.succeeded ?? 0) + (by.failed ?? 0) === VIDEOS ? by : undefined;
+        },
+        60_000,
+        250,
+      );
       expect(done).toEqual({ succeeded: VIDEOS });
       expect(fal.submits()).toBe(VIDEOS);
-      const ledger = await h.pool.query<{ entry: string; n: number }>('SELECT entry, count(*)::int AS n FROM ledger_entries WHERE generation_id = ANY($1) GROUP BY entry', [ids]);
+      const ledger = await h.pool.query<{ entry: string; n: number }>(
+        'SELECT entry, count(*)::int AS n FROM ledger_entries WHERE generation_id = ANY($1) GROUP BY entry',
+        [ids],
+      );
       expect(Object.fromEntries(ledger.rows.map((r) => [r.entry, r.n]))).toEqual({ hold: VIDEOS, charge: VIDEOS });
     });
   }, 180_000);

@@ -34,19 +34,58 @@ const SLOW_POLL_MS = 120_000;
 const QUIET_POLL_MS = 1_500;
 
 beforeAll(async () => {
-  [fal, falQuiet, rep] = await Promise.all([startQueueVideoUpstream(), startQueueVideoUpstream(), startReplicateUpstream()]);
+  [fal, falQuiet, rep] = await Promise.all([
+    startQueueVideoUpstream(),
+    startQueueVideoUpstream(),
+    startReplicateUpstream(),
+  ]);
   // The API listens where the upstreams were told to call back.
   const port = await freePort();
   api = `http://127.0.0.1:${port}`;
   const config = upstreamsSchema.parse({
     upstreams: [
-      { name: 'fal', protocol: 'queue-video', baseUrl: fal.baseUrl, auth: 'key', apiKey: 'fal-key', timeoutMs: 3_000, pollMs: 50, slowPollMs: SLOW_POLL_MS, jwksUrl: fal.jwksUrl, models: { kling: 'fal-ai/kling-video' } },
-      { name: 'fal-quiet', protocol: 'queue-video', baseUrl: falQuiet.baseUrl, timeoutMs: 3_000, pollMs: 50, slowPollMs: QUIET_POLL_MS, jwksUrl: falQuiet.jwksUrl, models: { 'seedance-lite': 'fal-ai/seedance' } },
-      { name: 'rep', protocol: 'replicate', baseUrl: rep.baseUrl, apiKey: 'r8_test', timeoutMs: 3_000, pollMs: 50, slowPollMs: SLOW_POLL_MS, webhookSecret: rep.secret, models: { wan: 'wan-video/wan-2.1' } },
+      {
+        name: 'fal',
+        protocol: 'queue-video',
+        baseUrl: fal.baseUrl,
+        auth: 'key',
+        apiKey: 'fal-key',
+        timeoutMs: 3_000,
+        pollMs: 50,
+        slowPollMs: SLOW_POLL_MS,
+        jwksUrl: fal.jwksUrl,
+        models: { kling: 'fal-ai/kling-video' },
+      },
+      {
+        name: 'fal-quiet',
+        protocol: 'queue-video',
+        baseUrl: falQuiet.baseUrl,
+        timeoutMs: 3_000,
+        pollMs: 50,
+        slowPollMs: QUIET_POLL_MS,
+        jwksUrl: falQuiet.jwksUrl,
+        models: { 'seedance-lite': 'fal-ai/seedance' },
+      },
+      {
+        name: 'rep',
+        protocol: 'replicate',
+        baseUrl: rep.baseUrl,
+        apiKey: 'r8_test',
+        timeoutMs: 3_000,
+        pollMs: 50,
+        slowPollMs: SLOW_POLL_MS,
+        webhookSecret: rep.secret,
+        models: { wan: 'wan-video/wan-2.1' },
+      },
     ],
   });
   h = await startHarness({
-    provider: (pool) => createProviderRouter(config.upstreams, createSimulator(), http, { health: createPgUpstreamHealth(pool, config.breaker), log: createPgRouteLog(pool), webhookBaseUrl: api }),
+    provider: (pool) =>
+      createProviderRouter(config.upstreams, createSimulator(), http, {
+        health: createPgUpstreamHealth(pool, config.breaker),
+        log: createPgRouteLog(pool),
+        webhookBaseUrl: api,
+      }),
     upstreamCallbacks: { upstreams: config.upstreams },
     videoConcurrency: 100,
   });
@@ -76,22 +115,34 @@ const finished = (key: string, id: string, timeoutMs = 30_000): Promise<Generate
     const g = (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Generated>();
     return g.status === 'succeeded' || g.status === 'failed' ? g : undefined;
   }, timeoutMs);
-const statusOf = async (key: string, id: string): Promise<string> => (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Generated>().status;
+const statusOf = async (key: string, id: string): Promise<string> =>
+  (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Generated>().status;
 /** The upstream job a generation's run left waiting, once its wait has parked (no worker holds it). */
 const parked = (generationId: string) =>
-  eventually(async () => {
-    const r = await h.pool.query<{ upstream: string; job_id: string; ended: boolean }>(
-      'SELECT upstream, job_id, ended_at IS NOT NULL AS ended FROM upstream_jobs WHERE generation_id = $1 AND task_token IS NOT NULL', [generationId]);
-    return r.rows[0];
-  }, 20_000, 50);
+  eventually(
+    async () => {
+      const r = await h.pool.query<{ upstream: string; job_id: string; ended: boolean }>(
+        'SELECT upstream, job_id, ended_at IS NOT NULL AS ended FROM upstream_jobs WHERE generation_id = $1 AND task_token IS NOT NULL',
+        [generationId],
+      );
+      return r.rows[0];
+    },
+    20_000,
+    50,
+  );
 /** The provider worker runs nothing: the waiting run gave its slot back. */
 const slotsFree = () => eventually(async () => (h.providerActivitiesInFlight() === 0 ? true : undefined), 5_000, 20);
 const entries = async (id: string): Promise<Record<string, number>> => {
-  const r = await h.pool.query<{ entry: string; n: number }>('SELECT entry, count(*)::int AS n FROM ledger_entries WHERE generation_id = $1 GROUP BY entry', [id]);
+  const r = await h.pool.query<{ entry: string; n: number }>(
+    'SELECT entry, count(*)::int AS n FROM ledger_entries WHERE generation_id = $1 GROUP BY entry',
+    [id],
+  );
   return Object.fromEntries(r.rows.map((row) => [row.entry, row.n]));
 };
 const post = (path: string, headers: Record<string, string>, body: Buffer) =>
-  fetch(`${api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).then(async (res) => ({ status: res.status, body: await res.json() as { outcome?: string; error?: { type: string } } }));
+  fetch(`${api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).then(
+    async (res) => ({ status: res.status, body: (await res.json()) as { outcome?: string; error?: { type: string } } }),
+  );
 const now = () => Math.floor(Date.now() / 1000);
 /** The generations of the waited-for paths, by the fixture name their history is kept under. */
 const paths = new Map<string, string>();
@@ -112,7 +163,9 @@ describe('a fal video waits for its webhook holding no worker slot', () => {
     expect(await statusOf(key, queued.id)).toBe('running');
     await slotsFree();
     const submit = fal.received.find((r) => r.method === 'POST' && r.path.includes('fal_webhook='))!;
-    expect(new URL(submit.path, 'http://x').searchParams.get('fal_webhook')).toBe(`${api}/providers/fal/webhook?upstream=fal`);
+    expect(new URL(submit.path, 'http://x').searchParams.get('fal_webhook')).toBe(
+      `${api}/providers/fal/webhook?upstream=fal`,
+    );
     expect(submit.authorization).toBe('Key fal-key');
 
     const done = await finished(key, queued.id);
@@ -127,7 +180,9 @@ describe('a fal video waits for its webhook holding no worker slot', () => {
     expect(await entries(queued.id)).toEqual({ hold: 1, charge: 1 });
     const file = await h.call('GET', new URL(done.outputUrl!).pathname + new URL(done.outputUrl!).search);
     expect(file.statusCode).toBe(200);
-    const routed = (await h.call('GET', `/admin/v1/generations/${queued.id}/upstreams`, { key: ADMIN_TOKEN })).json<{ upstream: string | null }>();
+    const routed = (await h.call('GET', `/admin/v1/generations/${queued.id}/upstreams`, { key: ADMIN_TOKEN })).json<{
+      upstream: string | null;
+    }>();
     expect(routed.upstream).toBe('fal');
   });
 
@@ -136,7 +191,14 @@ describe('a fal video waits for its webhook holding no worker slot', () => {
     const before = await credits(h, key);
     const queued = await video(key, 'kling', 'a storm up:ms=600000 up:nohook');
     const job = await parked(queued.id);
-    const body = Buffer.from(JSON.stringify({ request_id: job.job_id, gateway_request_id: job.job_id, status: 'OK', payload: { video: { url: `${fal.baseUrl}/files/${job.job_id}.webm` } } }));
+    const body = Buffer.from(
+      JSON.stringify({
+        request_id: job.job_id,
+        gateway_request_id: job.job_id,
+        status: 'OK',
+        payload: { video: { url: `${fal.baseUrl}/files/${job.job_id}.webm` } },
+      }),
+    );
     const path = '/providers/fal/webhook?upstream=fal';
     const stranger = generateKeyPairSync('ed25519').privateKey;
     const refusals = [
@@ -145,18 +207,37 @@ describe('a fal video waits for its webhook holding no worker slot', () => {
       ['stale', post(path, signFalWebhook(fal.privateKey, job.job_id, 'u', now() - 3_600, body), body)],
       ['from the future', post(path, signFalWebhook(fal.privateKey, job.job_id, 'u', now() + 3_600, body), body)],
       ['unsigned', post(path, {}, body)],
-      ['for another upstream', post('/providers/fal/webhook?upstream=fal-quiet', signFalWebhook(fal.privateKey, job.job_id, 'u', now(), body), body)],
-      ['through the other door', post('/providers/replicate/webhook?upstream=fal', signFalWebhook(fal.privateKey, job.job_id, 'u', now(), body), body)],
+      [
+        'for another upstream',
+        post(
+          '/providers/fal/webhook?upstream=fal-quiet',
+          signFalWebhook(fal.privateKey, job.job_id, 'u', now(), body),
+          body,
+        ),
+      ],
+      [
+        'through the other door',
+        post(
+          '/providers/replicate/webhook?upstream=fal',
+          signFalWebhook(fal.privateKey, job.job_id, 'u', now(), body),
+          body,
+        ),
+      ],
     ] as const;
     for (const [what, answer] of refusals) {
       const res = await answer;
       expect(res.status, what).toBe(400);
       expect(res.body.error?.type, what).toBe('invalid_request_error');
     }
-    const row = await h.pool.query('SELECT ended_at FROM upstream_jobs WHERE job_id = $1 AND upstream = $2', [job.job_id, 'fal']);
+    const row = await h.pool.query('SELECT ended_at FROM upstream_jobs WHERE job_id = $1 AND upstream = $2', [
+      job.job_id,
+      'fal',
+    ]);
     expect(row.rows[0]).toEqual({ ended_at: null });
     expect(await statusOf(key, queued.id)).toBe('running');
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM upstream_callback_receipts')).rows[0].n).toBe(fal.webhooks.length);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM upstream_callback_receipts')).rows[0].n).toBe(
+      fal.webhooks.length,
+    );
 
     fal.endJob(job.job_id);
     const genuine = signFalWebhook(fal.privateKey, job.job_id, 'u', now(), body);
@@ -191,7 +272,10 @@ describe('a Replicate video waits for its Standard Webhooks webhook', () => {
     expect(job.upstream).toBe('rep');
     await slotsFree();
     const create = rep.received.find((r) => r.method === 'POST' && r.body?.webhook !== undefined)!;
-    expect(create.body).toMatchObject({ webhook: `${api}/providers/replicate/webhook?upstream=rep`, webhook_events_filter: ['completed'] });
+    expect(create.body).toMatchObject({
+      webhook: `${api}/providers/replicate/webhook?upstream=rep`,
+      webhook_events_filter: ['completed'],
+    });
     const readsBefore = rep.reads();
 
     const done = await finished(key, queued.id);
@@ -204,8 +288,16 @@ describe('a Replicate video waits for its Standard Webhooks webhook', () => {
 
     // Replayed as it came, or signed with another secret: nothing changes.
     const sent = rep.webhooks[0]!;
-    expect(await post('/providers/replicate/webhook?upstream=rep', sent.headers, sent.body)).toEqual({ status: 200, body: { received: true, outcome: 'replayed' } });
-    const forged = signStandardWebhook(`whsec_${Buffer.from('not the secret at all, no').toString('base64')}`, 'msg_forged', now(), sent.body);
+    expect(await post('/providers/replicate/webhook?upstream=rep', sent.headers, sent.body)).toEqual({
+      status: 200,
+      body: { received: true, outcome: 'replayed' },
+    });
+    const forged = signStandardWebhook(
+      `whsec_${Buffer.from('not the secret at all, no').toString('base64')}`,
+      'msg_forged',
+      now(),
+      sent.body,
+    );
     expect((await post('/providers/replicate/webhook?upstream=rep', forged, sent.body)).status).toBe(400);
     const stale = signStandardWebhook(rep.secret, 'msg_stale', now() - 3_600, sent.body);
     expect((await post('/providers/replicate/webhook?upstream=rep', stale, sent.body)).status).toBe(400);
@@ -234,13 +326,23 @@ describe('a webhook that never comes', () => {
 
 describe('determinism', () => {
   it('the waited-for run replays from its history with the upstream-wait patch', async () => {
-    const ids = (await h.pool.query<{ id: string }>("SELECT id FROM generations WHERE kind = 'video' AND status IN ('succeeded', 'failed')")).rows.map((r) => r.id);
+    const ids = (
+      await h.pool.query<{ id: string }>(
+        "SELECT id FROM generations WHERE kind = 'video' AND status IN ('succeeded', 'failed')",
+      )
+    ).rows.map((r) => r.id);
     expect(ids.length).toBeGreaterThan(0);
-    const histories = await Promise.all(ids.map(async (workflowId) => ({ workflowId, history: await h.client.workflow.getHandle(workflowId).fetchHistory() })));
+    const histories = await Promise.all(
+      ids.map(async (workflowId) => ({
+        workflowId,
+        history: await h.client.workflow.getHandle(workflowId).fetchHistory(),
+      })),
+    );
     for (const { history } of histories) {
       const patches = (history.events ?? []).flatMap((e) => {
         const marker = e.markerRecordedEventAttributes;
-        const data = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0]?.data : undefined;
+        const data =
+          marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0]?.data : undefined;
         return data ? [(JSON.parse(Buffer.from(data).toString('utf8')) as { id: string }).id] : [];
       });
       expect(patches).toContain('upstream-wait');
@@ -248,6 +350,7 @@ describe('determinism', () => {
     // RECORD_HISTORIES=1 adds these paths to the fixtures test/unit/replay-fixtures.test.ts replays.
     if (process.env.RECORD_HISTORIES === '1') await recordFixtures();
     const bundle = { code: await readFile(inject('workflowBundlePath'), 'utf8') };
-    for await (const r of Worker.runReplayHistories({ workflowBundle: bundle }, histories)) expect(r.error, r.workflowId).toBeUndefined();
+    for await (const r of Worker.runReplayHistories({ workflowBundle: bundle }, histories))
+      expect(r.error, r.workflowId).toBeUndefined();
   });
 });

@@ -52,25 +52,85 @@ async function closedPort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  [oaA, oaB, falA, falB, rep] = await Promise.all([startOpenAiUpstream(), startOpenAiUpstream(), startQueueVideoUpstream(), startQueueVideoUpstream(), startReplicateUpstream()]);
+  [oaA, oaB, falA, falB, rep] = await Promise.all([
+    startOpenAiUpstream(),
+    startOpenAiUpstream(),
+    startQueueVideoUpstream(),
+    startQueueVideoUpstream(),
+    startReplicateUpstream(),
+  ]);
   const dead = `http://127.0.0.1:${await closedPort()}/v1`;
   // The same JSON an operator puts in UPSTREAMS_JSON, through the same schema.
   const config = upstreamsSchema.parse({
     breaker: { failures: 2, cooldownMs: COOLDOWN_MS },
     upstreams: [
-      { name: 'oa-a', protocol: 'openai', baseUrl: oaA.baseUrl, timeoutMs: 400, models: { 'gpt-image-1': { model: 'a-image', costEur: 0.02 }, 'claude-sonnet': { model: 'a-sonnet', costEur: 0.004 }, 'gpt-image-1-high': { model: 'a-high', priority: 5, weight: 3 } } },
-      { name: 'oa-b', protocol: 'openai', baseUrl: oaB.baseUrl, timeoutMs: 400, models: { 'gpt-image-1': { model: 'b-image', costEur: 0.03 }, 'claude-sonnet': { model: 'b-sonnet', costEur: 0.005 }, 'gpt-5.5': { model: 'b-gpt', priority: 1 }, 'gpt-image-1-high': { model: 'b-high', priority: 5, weight: 1 } } },
-      { name: 'dead', protocol: 'openai', baseUrl: dead, timeoutMs: 400, models: { 'gpt-5.5': { model: 'x', priority: 0 } } },
-      { name: 'fal-a', protocol: 'queue-video', baseUrl: falA.baseUrl, timeoutMs: 400, pollMs: 20, models: { kling: { model: 'fal-ai/kling', costEur: 0.5 } } },
-      { name: 'fal-b', protocol: 'queue-video', baseUrl: falB.baseUrl, timeoutMs: 400, pollMs: 20, models: { kling: { model: 'fal-ai/kling-b', costEur: 0.6 } } },
       {
-        name: 'rep', protocol: 'replicate', baseUrl: rep.baseUrl, apiKey: 'r8_test', timeoutMs: 3_000, pollMs: 20,
-        models: { 'image-flux': { model: 'black-forest-labs/flux-schnell', costEur: 0.003 }, 'image-qwen': 'qwen/qwen-image:5b6f1c9e', wan: 'wan-video/wan-2.1' },
+        name: 'oa-a',
+        protocol: 'openai',
+        baseUrl: oaA.baseUrl,
+        timeoutMs: 400,
+        models: {
+          'gpt-image-1': { model: 'a-image', costEur: 0.02 },
+          'claude-sonnet': { model: 'a-sonnet', costEur: 0.004 },
+          'gpt-image-1-high': { model: 'a-high', priority: 5, weight: 3 },
+        },
+      },
+      {
+        name: 'oa-b',
+        protocol: 'openai',
+        baseUrl: oaB.baseUrl,
+        timeoutMs: 400,
+        models: {
+          'gpt-image-1': { model: 'b-image', costEur: 0.03 },
+          'claude-sonnet': { model: 'b-sonnet', costEur: 0.005 },
+          'gpt-5.5': { model: 'b-gpt', priority: 1 },
+          'gpt-image-1-high': { model: 'b-high', priority: 5, weight: 1 },
+        },
+      },
+      {
+        name: 'dead',
+        protocol: 'openai',
+        baseUrl: dead,
+        timeoutMs: 400,
+        models: { 'gpt-5.5': { model: 'x', priority: 0 } },
+      },
+      {
+        name: 'fal-a',
+        protocol: 'queue-video',
+        baseUrl: falA.baseUrl,
+        timeoutMs: 400,
+        pollMs: 20,
+        models: { kling: { model: 'fal-ai/kling', costEur: 0.5 } },
+      },
+      {
+        name: 'fal-b',
+        protocol: 'queue-video',
+        baseUrl: falB.baseUrl,
+        timeoutMs: 400,
+        pollMs: 20,
+        models: { kling: { model: 'fal-ai/kling-b', costEur: 0.6 } },
+      },
+      {
+        name: 'rep',
+        protocol: 'replicate',
+        baseUrl: rep.baseUrl,
+        apiKey: 'r8_test',
+        timeoutMs: 3_000,
+        pollMs: 20,
+        models: {
+          'image-flux': { model: 'black-forest-labs/flux-schnell', costEur: 0.003 },
+          'image-qwen': 'qwen/qwen-image:5b6f1c9e',
+          wan: 'wan-video/wan-2.1',
+        },
       },
     ],
   });
   h = await startHarness({
-    provider: (pool) => createProviderRouter(config.upstreams, createSimulator(), http, { health: createPgUpstreamHealth(pool, config.breaker), log: createPgRouteLog(pool) }),
+    provider: (pool) =>
+      createProviderRouter(config.upstreams, createSimulator(), http, {
+        health: createPgUpstreamHealth(pool, config.breaker),
+        log: createPgRouteLog(pool),
+      }),
   });
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const baseURL = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;
@@ -92,11 +152,16 @@ const finished = (key: string, id: string): Promise<Generated> => untilFinishedV
 const routing = (id: string) => routingOf(h, id);
 /** The ledger's movements of one generation, by kind. */
 const entries = async (id: string): Promise<Record<string, number>> => {
-  const r = await h.pool.query<{ entry: string; n: number }>('SELECT entry, count(*)::int AS n FROM ledger_entries WHERE generation_id = $1 GROUP BY entry', [id]);
+  const r = await h.pool.query<{ entry: string; n: number }>(
+    'SELECT entry, count(*)::int AS n FROM ledger_entries WHERE generation_id = $1 GROUP BY entry',
+    [id],
+  );
   return Object.fromEntries(r.rows.map((row) => [row.entry, row.n]));
 };
-const images = (s: { received: { path: string }[] }) => s.received.filter((r) => r.path === '/v1/images/generations').length;
-const chats = (s: { received: { path: string }[] }) => s.received.filter((r) => r.path === '/v1/chat/completions').length;
+const images = (s: { received: { path: string }[] }) =>
+  s.received.filter((r) => r.path === '/v1/images/generations').length;
+const chats = (s: { received: { path: string }[] }) =>
+  s.received.filter((r) => r.path === '/v1/chat/completions').length;
 
 describe('fallback to the next upstream', () => {
   it('a 503, a 429 and a timeout of the first pass the image to the second: served there, held once, charged once', async () => {
@@ -143,11 +208,22 @@ describe('fallback to the next upstream', () => {
     // The attribute's upsert is a command behind the `provider-attribute` patch: its history
     // replays on this code, and is kept (RECORD_HISTORIES=1) among the fixtures every later
     // version must replay (test/unit/replay-fixtures.test.ts).
-    const { stdout } = await promisify(execFile)(inject('temporalCliPath'), ['workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', g.id, '--output', 'json'], { maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await promisify(execFile)(
+      inject('temporalCliPath'),
+      ['workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', g.id, '--output', 'json'],
+      { maxBuffer: 16 * 1024 * 1024 },
+    );
     expect(patchIdsOf(stdout)).toContain('provider-attribute');
     const history = await h.client.workflow.getHandle(g.id).fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: { code: await readFile(inject('workflowBundlePath'), 'utf8') } }, history, g.id);
-    const fixture = new URL('../fixtures/histories/video-succeeded-api-admitted-slot-claim-starts-running-provider-attribute.json', import.meta.url);
+    await Worker.runReplayHistory(
+      { workflowBundle: { code: await readFile(inject('workflowBundlePath'), 'utf8') } },
+      history,
+      g.id,
+    );
+    const fixture = new URL(
+      '../fixtures/histories/video-succeeded-api-admitted-slot-claim-starts-running-provider-attribute.json',
+      import.meta.url,
+    );
     if (process.env.RECORD_HISTORIES === '1' && !existsSync(fixture)) await writeFile(fixture, stdout);
   }, 60_000);
 
@@ -167,9 +243,16 @@ describe('load sharing', () => {
     const { key } = await h.account({ credits: 60 * 17, scopes: ['image'] });
     const served: Generated[] = [];
     for (let batch = 0; batch < 6; batch++) {
-      served.push(...await Promise.all(Array.from({ length: 10 }, (_, i) => generateA(key, { kind: 'image', model: 'gpt-image-1-high', prompt: `share ${batch}.${i}` }))));
+      served.push(
+        ...(await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            generateA(key, { kind: 'image', model: 'gpt-image-1-high', prompt: `share ${batch}.${i}` }),
+          ),
+        )),
+      );
     }
-    const count = (upstream: string) => served.filter((g) => g.status === 'succeeded' && g.provider === upstream).length;
+    const count = (upstream: string) =>
+      served.filter((g) => g.status === 'succeeded' && g.provider === upstream).length;
     expect(count('oa-a') + count('oa-b')).toBe(60);
     // 45 expected on the heavier one: fewer than 31 is more than four standard deviations off.
     expect(count('oa-a')).toBeGreaterThan(30);
@@ -182,9 +265,17 @@ describe('the circuit breaker', () => {
     const { key } = await h.account({ credits: 100, scopes: ['image'] });
     oaA.always.directives = 'up:status=503';
     const a = images(oaA);
-    for (let i = 0; i < 2; i++) expect(await generateA(key, { kind: 'image', model: 'gpt-image-1', prompt: `fail ${i}` })).toMatchObject({ status: 'succeeded', provider: 'oa-b' });
+    for (let i = 0; i < 2; i++)
+      expect(await generateA(key, { kind: 'image', model: 'gpt-image-1', prompt: `fail ${i}` })).toMatchObject({
+        status: 'succeeded',
+        provider: 'oa-b',
+      });
     expect(images(oaA) - a).toBe(2);
-    const { rows: [cooled] } = await h.pool.query<{ failures: number; ahead: boolean }>(`SELECT failures, cooled_until > now() AS ahead FROM upstream_health WHERE upstream = 'oa-a'`);
+    const {
+      rows: [cooled],
+    } = await h.pool.query<{ failures: number; ahead: boolean }>(
+      `SELECT failures, cooled_until > now() AS ahead FROM upstream_health WHERE upstream = 'oa-a'`,
+    );
     expect(cooled).toEqual({ failures: 2, ahead: true });
 
     // Cooled down: not asked at all, even though it would answer now.
@@ -199,7 +290,11 @@ describe('the circuit breaker', () => {
     const probed = await generateA(key, { kind: 'image', model: 'gpt-image-1', prompt: 'probe' });
     expect(probed).toMatchObject({ status: 'succeeded', provider: 'oa-a', creditsCharged: 6 });
     expect(images(oaA) - a).toBe(3);
-    const { rows: [healed] } = await h.pool.query<{ failures: number; cooled_until: Date | null }>(`SELECT failures, cooled_until FROM upstream_health WHERE upstream = 'oa-a'`);
+    const {
+      rows: [healed],
+    } = await h.pool.query<{ failures: number; cooled_until: Date | null }>(
+      `SELECT failures, cooled_until FROM upstream_health WHERE upstream = 'oa-a'`,
+    );
     expect(healed).toEqual({ failures: 0, cooled_until: null });
   }, 60_000);
 
@@ -218,7 +313,12 @@ describe('a streamed chat (group B)', () => {
     const { key } = await h.account({ credits: 10 });
     oaA.always.directives = 'up:status=503';
     const [a, b] = [chats(oaA), chats(oaB)];
-    const stream = await client(key).chat.completions.create({ model: 'claude-sonnet', messages: [{ role: 'user', content: 'hi up:tokens=4 up:usage=4' }], max_tokens: 50, stream: true });
+    const stream = await client(key).chat.completions.create({
+      model: 'claude-sonnet',
+      messages: [{ role: 'user', content: 'hi up:tokens=4 up:usage=4' }],
+      max_tokens: 50,
+      stream: true,
+    });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).toBe('alpha beta gamma delta');
@@ -229,18 +329,30 @@ describe('a streamed chat (group B)', () => {
       return c.holdsActive === 0 ? c : undefined;
     });
     expect(after.balance).toBe(10 - chargeForTokens(4, 2000) / 1000);
-    const { rows: [g] } = await h.pool.query<{ id: string }>(`SELECT id FROM generations WHERE prompt LIKE '%hi up:tokens=4 up:usage=4%'`);
+    const {
+      rows: [g],
+    } = await h.pool.query<{ id: string }>(
+      `SELECT id FROM generations WHERE prompt LIKE '%hi up:tokens=4 up:usage=4%'`,
+    );
     expect(await routing(g!.id)).toEqual({ upstream: 'oa-b', tried: ['oa-a', 'oa-b'], costEur: 0.00002 });
   });
 
   it('a stream that breaks after its first token is not asked elsewhere, and costs the customer nothing, as before', async () => {
     const { key } = await h.account({ credits: 10 });
     const [a, b] = [chats(oaA), chats(oaB)];
-    const stream = await client(key).chat.completions.create({ model: 'claude-sonnet', messages: [{ role: 'user', content: 'hi up:tokens=6 up:pace=50 up:cut=2' }], max_tokens: 50, stream: true });
+    const stream = await client(key).chat.completions.create({
+      model: 'claude-sonnet',
+      messages: [{ role: 'user', content: 'hi up:tokens=6 up:pace=50 up:cut=2' }],
+      max_tokens: 50,
+      stream: true,
+    });
     let deltas = 0;
     const failure = await (async () => {
       for await (const chunk of stream) if (chunk.choices[0]?.delta.content) deltas++;
-    })().then(() => undefined, (err: unknown) => err);
+    })().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(failure).toBeDefined();
     expect(deltas).toBe(2);
     expect([chats(oaA) - a, chats(oaB) - b]).toEqual([1, 0]);
@@ -249,7 +361,11 @@ describe('a streamed chat (group B)', () => {
       return c.holdsActive === 0 ? c : undefined;
     });
     expect(after.balance).toBe(10);
-    const { rows: [g] } = await h.pool.query<{ id: string; status: string }>(`SELECT g.id, g.status FROM generations g JOIN generation_upstreams u ON u.generation_id = g.id WHERE g.prompt LIKE '%up:cut=2%'`);
+    const {
+      rows: [g],
+    } = await h.pool.query<{ id: string; status: string }>(
+      `SELECT g.id, g.status FROM generations g JOIN generation_upstreams u ON u.generation_id = g.id WHERE g.prompt LIKE '%up:cut=2%'`,
+    );
     expect(g!.status).toBe('failed');
     // The upstream produced two tokens we pay for: its cost is recorded, the customer's charge is nothing.
     expect(await routing(g!.id)).toEqual({ upstream: 'oa-a', tried: ['oa-a'], costEur: 0.000008 });
@@ -263,7 +379,12 @@ describe('Replicate’s predictions protocol', () => {
     const quick = await generateA(key, { kind: 'image', model: 'image-flux', prompt: 'a fox up:polls=0' });
     expect(quick).toMatchObject({ status: 'succeeded', provider: 'rep' });
     const calls = rep.received.slice(before);
-    expect(calls[0]).toMatchObject({ method: 'POST', path: '/v1/models/black-forest-labs/flux-schnell/predictions', authorization: 'Bearer r8_test', body: { input: { prompt: 'a fox up:polls=0' } } });
+    expect(calls[0]).toMatchObject({
+      method: 'POST',
+      path: '/v1/models/black-forest-labs/flux-schnell/predictions',
+      authorization: 'Bearer r8_test',
+      body: { input: { prompt: 'a fox up:polls=0' } },
+    });
     expect(calls.filter((c) => c.method === 'GET' && c.path.startsWith('/v1/predictions/'))).toHaveLength(0);
     const file = await h.call('GET', new URL(quick.outputUrl).pathname + new URL(quick.outputUrl).search);
     expect(file.rawPayload.subarray(1, 4).toString()).toBe('PNG');
@@ -273,7 +394,11 @@ describe('Replicate’s predictions protocol', () => {
     const polled = await generateA(key, { kind: 'image', model: 'image-qwen', prompt: 'a hare up:polls=3' });
     expect(polled).toMatchObject({ status: 'succeeded', provider: 'rep' });
     const later = rep.received.slice(mark);
-    expect(later[0]).toMatchObject({ method: 'POST', path: '/v1/predictions', body: { version: '5b6f1c9e', input: { prompt: 'a hare up:polls=3' } } });
+    expect(later[0]).toMatchObject({
+      method: 'POST',
+      path: '/v1/predictions',
+      body: { version: '5b6f1c9e', input: { prompt: 'a hare up:polls=3' } },
+    });
     expect(later.filter((c) => c.method === 'GET' && c.path.startsWith('/v1/predictions/'))).toHaveLength(3);
   });
 
@@ -284,18 +409,26 @@ describe('Replicate’s predictions protocol', () => {
 
     const queued = await generateA(key, { kind: 'video', model: 'wan', prompt: 'slow up:polls=100000', seconds: 5 });
     await untilStarted(h, queued.id);
-    const prediction = await eventually(async () => [...rep.predictions.values()].find((p) => (p.input as { prompt?: string }).prompt === 'slow up:polls=100000'));
+    const prediction = await eventually(async () =>
+      [...rep.predictions.values()].find((p) => (p.input as { prompt?: string }).prompt === 'slow up:polls=100000'),
+    );
     const cancel = await h.call('POST', `/api/v1/generations/${queued.id}/cancel`, { key });
     expect(cancel.statusCode).toBe(200);
     await eventually(async () => (rep.cancels().includes(String(prediction.id)) ? true : undefined));
     expect(prediction.status).toBe('canceled');
-    expect(await finished(key, queued.id)).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'cancelled' } });
+    expect(await finished(key, queued.id)).toMatchObject({
+      status: 'failed',
+      creditsCharged: 0,
+      error: { code: 'cancelled' },
+    });
   }, 60_000);
 });
 
 describe('cost and margin', () => {
   it('the report’s revenue is the ledger’s charges and its cost the recorded upstream costs, by model, upstream and day; gensvc prints it', async () => {
-    const { rows: [ledger] } = await h.pool.query<{ revenue_mc: number; cost: string }>(
+    const {
+      rows: [ledger],
+    } = await h.pool.query<{ revenue_mc: number; cost: string }>(
       `SELECT (SELECT COALESCE(sum(amount_mc), 0) FROM ledger_entries WHERE entry = 'charge')::bigint AS revenue_mc,
               (SELECT COALESCE(sum(cost_eur), 0) FROM generation_upstreams)::text AS cost`,
     );
@@ -304,7 +437,10 @@ describe('cost and margin', () => {
     for (const groupBy of ['model', 'upstream', 'day']) {
       const res = await h.call('GET', `/admin/v1/usage?group_by=${groupBy}`, { key: ADMIN_TOKEN });
       expect(res.statusCode, res.body).toBe(200);
-      const report = res.json<{ rows: { key: string; revenueEur: number; costEur: number; marginEur: number }[]; total: { revenueEur: number; costEur: number; marginEur: number } }>();
+      const report = res.json<{
+        rows: { key: string; revenueEur: number; costEur: number; marginEur: number }[];
+        total: { revenueEur: number; costEur: number; marginEur: number };
+      }>();
       expect(report.total.revenueEur, groupBy).toBe(round(ledger!.revenue_mc * EUR_PER_MC));
       expect(report.total.costEur, groupBy).toBe(round(Number(ledger!.cost)));
       expect(round(report.rows.reduce((s, r) => s + r.revenueEur, 0)), groupBy).toBe(report.total.revenueEur);
@@ -320,7 +456,11 @@ describe('cost and margin', () => {
     // The CLI, through the same route.
     let out = '';
     const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
-    const code = await gensvc(['usage', '--group-by', 'upstream'], { GENSVC_URL: base, ADMIN_TOKEN }, { fetch, stdout: (t) => (out += t), stderr: (t) => (out += t) });
+    const code = await gensvc(
+      ['usage', '--group-by', 'upstream'],
+      { GENSVC_URL: base, ADMIN_TOKEN },
+      { fetch, stdout: (t) => (out += t), stderr: (t) => (out += t) },
+    );
     expect(code, out).toBe(0);
     expect(out).toMatch(/^upstream\s+generations\s+revenue EUR\s+cost EUR\s+margin EUR/m);
     expect(out).toMatch(/^oa-b\s+\d+/m);
@@ -329,8 +469,17 @@ describe('cost and margin', () => {
 
   it('a model whose upstream costs more than it sells for is named for the start-up warning', () => {
     const config = upstreamsSchema.parse({
-      upstreams: [{ name: 'pricey', protocol: 'openai', baseUrl: 'http://127.0.0.1:9/v1', models: { 'gpt-image-1': { model: 'x', costEur: 0.5 }, 'claude-sonnet': { model: 'y', costEur: 0.001 } } }],
+      upstreams: [
+        {
+          name: 'pricey',
+          protocol: 'openai',
+          baseUrl: 'http://127.0.0.1:9/v1',
+          models: { 'gpt-image-1': { model: 'x', costEur: 0.5 }, 'claude-sonnet': { model: 'y', costEur: 0.001 } },
+        },
+      ],
     });
-    expect(lossRoutes(config.upstreams)).toEqual([{ model: 'gpt-image-1', upstream: 'pricey', costEur: 0.5, priceEur: 0.06 }]);
+    expect(lossRoutes(config.upstreams)).toEqual([
+      { model: 'gpt-image-1', upstream: 'pricey', costEur: 0.5, priceEur: 0.06 },
+    ]);
   });
 });

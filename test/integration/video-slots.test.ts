@@ -35,16 +35,36 @@ const statusOf = async (id: string) =>
   (await h.pool.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [id])).rows[0]?.status;
 /** The token a waiting video parked, once it has parked. */
 const parkedToken = (id: string) =>
-  eventually(async () => (await h.pool.query<{ task_token: Buffer }>('SELECT task_token FROM video_slot_waits WHERE generation_id = $1', [id])).rows[0]?.task_token, 20_000, 50);
+  eventually(
+    async () =>
+      (
+        await h.pool.query<{ task_token: Buffer }>('SELECT task_token FROM video_slot_waits WHERE generation_id = $1', [
+          id,
+        ])
+      ).rows[0]?.task_token,
+    20_000,
+    50,
+  );
 const charges = async (ids: string[]) =>
-  (await h.pool.query<{ generation_id: string; n: number }>(
-    `SELECT generation_id, count(*)::int AS n FROM ledger_entries WHERE entry = 'charge' AND generation_id = ANY($1::text[]) GROUP BY generation_id`, [ids])).rows;
-const wakes = async (outcome: string) => (await metrics.videoSlotWakes.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+  (
+    await h.pool.query<{ generation_id: string; n: number }>(
+      `SELECT generation_id, count(*)::int AS n FROM ledger_entries WHERE entry = 'charge' AND generation_id = ANY($1::text[]) GROUP BY generation_id`,
+      [ids],
+    )
+  ).rows;
+const wakes = async (outcome: string) =>
+  (await metrics.videoSlotWakes.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
 /** Videos that take every slot of the account, running for `ms`. */
 async function occupySlots(key: string, ms: number): Promise<string[]> {
   const ids: string[] = [];
-  for (let i = 0; i < VIDEO_SLOTS; i++) ids.push((await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: `busy ${i} sim:delay=${ms}` })).body.generation.id);
-  await eventually(async () => ((await Promise.all(ids.map(statusOf))).every((s) => s === 'running') ? true : undefined));
+  for (let i = 0; i < VIDEO_SLOTS; i++)
+    ids.push(
+      (await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: `busy ${i} sim:delay=${ms}` })).body
+        .generation.id,
+    );
+  await eventually(async () =>
+    (await Promise.all(ids.map(statusOf))).every((s) => s === 'running') ? true : undefined,
+  );
   return ids;
 }
 /** Paths of the parked wait, by the fixture name their history is kept under. */
@@ -55,8 +75,15 @@ describe('videos waiting for their account slots', () => {
     const { accountId, key } = await h.account({ credits: 1000, scopes: ['video'] });
     const base = Date.now();
     const videos = Array.from({ length: 4 * ACTIVITY_SLOTS }, (_, i) => ({
-      id: newId('gen', base + i), accountId, apiKeyId: null, kind: 'video' as const, model: 'seedance-lite',
-      prompt: `sim:delay=300 convoy ${i}`, params: {}, internal: {}, quoteMc: PRICE * 1000,
+      id: newId('gen', base + i),
+      accountId,
+      apiKeyId: null,
+      kind: 'video' as const,
+      model: 'seedance-lite',
+      prompt: `sim:delay=300 convoy ${i}`,
+      params: {},
+      internal: {},
+      quoteMc: PRICE * 1000,
     }));
     const admitted = await admit(h.pool, videos);
     expect(admitted.outcome).toBe('admitted');
@@ -71,7 +98,10 @@ describe('videos waiting for their account slots', () => {
     const done = await allFinished(h, key, ids, 60_000);
     expect(done.map((g) => g.status)).toEqual(ids.map(() => 'succeeded'));
 
-    const started = await h.pool.query<{ id: string }>('SELECT id FROM generations WHERE id = ANY($1::text[]) ORDER BY started_at, id', [ids]);
+    const started = await h.pool.query<{ id: string }>(
+      'SELECT id FROM generations WHERE id = ANY($1::text[]) ORDER BY started_at, id',
+      [ids],
+    );
     expect(started.rows.map((r) => r.id)).toEqual(ids);
     expect(await charges(ids)).toEqual(expect.arrayContaining(ids.map((id) => ({ generation_id: id, n: 1 }))));
     expect(await credits(h, key)).toMatchObject({ balance: 1000 - ids.length * PRICE, holdsActive: 0 });
@@ -83,16 +113,25 @@ describe('videos waiting for their account slots', () => {
   it('a parked waiter cancelled is released, charged nothing and never runs; the one behind it is not held up', async () => {
     const { key } = await h.account({ credits: 1000, scopes: ['video'] });
     const busy = await occupySlots(key, 6000);
-    const waiting = (await generate(h, key, { kind: 'video', model: 'kling', prompt: 'parked then cancelled' })).body.generation.id;
-    const behind = (await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'behind it sim:delay=100' })).body.generation.id;
+    const waiting = (await generate(h, key, { kind: 'video', model: 'kling', prompt: 'parked then cancelled' })).body
+      .generation.id;
+    const behind = (
+      await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'behind it sim:delay=100' })
+    ).body.generation.id;
     await parkedToken(waiting);
     await parkedToken(behind);
 
     await untilStarted(h, waiting);
     const cancelled = await h.call('POST', `/api/v1/generations/${waiting}/cancel`, { key });
     expect(cancelled.statusCode).toBe(200);
-    expect(await untilFinished(h, key, waiting)).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'cancelled' } });
-    const record = await h.pool.query<{ started_at: Date | null }>('SELECT started_at FROM generations WHERE id = $1', [waiting]);
+    expect(await untilFinished(h, key, waiting)).toMatchObject({
+      status: 'failed',
+      creditsCharged: 0,
+      error: { code: 'cancelled' },
+    });
+    const record = await h.pool.query<{ started_at: Date | null }>('SELECT started_at FROM generations WHERE id = $1', [
+      waiting,
+    ]);
     expect(record.rows[0]?.started_at).toBeNull();
 
     for (const id of [...busy, behind]) expect(await untilFinished(h, key, id)).toMatchObject({ status: 'succeeded' });
@@ -106,13 +145,18 @@ describe('videos waiting for their account slots', () => {
   it('a waiter whose parked token went stale (its attempt timed out) is claimed all the same and runs', async () => {
     const { key } = await h.account({ credits: 1000, scopes: ['video'] });
     const busy = await occupySlots(key, 60000);
-    const waiter = (await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'stale sim:delay=100' })).body.generation.id;
+    const waiter = (await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'stale sim:delay=100' }))
+      .body.generation.id;
     const first = await parkedToken(waiter);
     // The attempt times out after the safety poll period and the next one parks its own token.
-    await eventually(async () => {
-      const now = await parkedToken(waiter);
-      return now.equals(first) ? undefined : true;
-    }, 40_000, 200);
+    await eventually(
+      async () => {
+        const now = await parkedToken(waiter);
+        return now.equals(first) ? undefined : true;
+      },
+      40_000,
+      200,
+    );
     // As a wake that read the row just before that timeout would find it: the first attempt's token.
     await h.pool.query('UPDATE video_slot_waits SET task_token = $2 WHERE generation_id = $1', [waiter, first]);
     const stale = await wakes('stale');
@@ -135,7 +179,8 @@ describe('videos waiting for their account slots', () => {
     expect([...paths.keys()]).toHaveLength(3);
     for (const id of paths.values()) {
       const history = await h.client.workflow.getHandle(id).fetchHistory();
-      const markers = (history.events ?? []).flatMap((e) => (e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []))
+      const markers = (history.events ?? [])
+        .flatMap((e) => e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? [])
         .map((p) => JSON.parse(Buffer.from(p.data!).toString('utf8')) as { id: string });
       expect(markers.map((m) => m.id)).toContain(DEPRECATED_PATCHES.videoSlotPark);
     }

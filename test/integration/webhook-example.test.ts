@@ -24,7 +24,11 @@ afterAll(async () => {
   await h?.close();
 });
 
-const lines = () => output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+const lines = () =>
+  output
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('examples/webhook-receiver', () => {
   it('verifies real deliveries, drops a duplicate, refuses a tampered one', async () => {
@@ -41,16 +45,24 @@ describe('examples/webhook-receiver', () => {
     receiver.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     await eventually(async () => (output.includes('listening on') ? true : undefined), 10_000);
 
-    const gen = await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'for the example' } });
+    const gen = await h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'image', model: 'flux', prompt: 'for the example' },
+    });
     const generationId = gen.json<{ id: string }>().id;
     const first = await eventually(async () => lines().find((l) => l.event === 'generation.completed'));
     expect(first).toMatchObject({ verified: true, duplicate: false, id: generationId });
 
     // A replay arrives with the same delivery id: the receiver drops it and still answers 2xx.
     await h.call('POST', `/api/v1/webhooks/${id}/deliveries/${String(first.delivery)}/redeliver`, { key });
-    expect(await eventually(async () => lines().find((l) => l.duplicate === true))).toMatchObject({ verified: true, delivery: first.delivery });
+    expect(await eventually(async () => lines().find((l) => l.duplicate === true))).toMatchObject({
+      verified: true,
+      delivery: first.delivery,
+    });
     const attempts = await eventually(async () => {
-      const [d] = (await h.call('GET', `/api/v1/webhooks/${id}/deliveries`, { key })).json<{ data: { attempts: { statusCode: number }[] }[] }>().data;
+      const [d] = (await h.call('GET', `/api/v1/webhooks/${id}/deliveries`, { key })).json<{
+        data: { attempts: { statusCode: number }[] }[];
+      }>().data;
       return d && d.attempts.length >= 2 ? d.attempts : undefined;
     });
     expect(attempts.map((a) => a.statusCode)).toEqual([204, 204]);
@@ -59,7 +71,11 @@ describe('examples/webhook-receiver', () => {
     const t = Math.floor(Date.now() / 1000);
     const forged = await fetch(`http://127.0.0.1:${port}/`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-service-signature': `t=${t},v1=${'0'.repeat(64)}`, 'x-service-delivery': 'whd_forged' },
+      headers: {
+        'content-type': 'application/json',
+        'x-service-signature': `t=${t},v1=${'0'.repeat(64)}`,
+        'x-service-delivery': 'whd_forged',
+      },
       body: JSON.stringify({ event: 'generation.completed', generation: { id: generationId, creditsCharged: 0 } }),
     });
     expect(forged.status).toBe(400);

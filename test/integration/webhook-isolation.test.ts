@@ -33,7 +33,10 @@ async function imageLatencies(key: string, n: number): Promise<number[]> {
   const times: number[] = [];
   for (let i = 0; i < n; i++) {
     const started = performance.now();
-    const res = await h.call('POST', '/api/generate', { key, body: { kind: 'image', model: 'flux', prompt: `timed ${i}` } });
+    const res = await h.call('POST', '/api/generate', {
+      key,
+      body: { kind: 'image', model: 'flux', prompt: `timed ${i}` },
+    });
     expect(res.json<{ generation: { status: string } }>().generation.status).toBe('succeeded');
     times.push(performance.now() - started);
   }
@@ -49,7 +52,8 @@ describe('a receiver that never answers', () => {
     // The same with five endpoints whose receiver answers at once: what webhooks cost by themselves.
     const healthy = await receiver();
     const withHealthy = await h.account({ credits: 500 });
-    for (let i = 0; i < 5; i++) await h.call('POST', '/api/v1/webhooks', { key: withHealthy.key, body: { url: healthy.url } });
+    for (let i = 0; i < 5; i++)
+      await h.call('POST', '/api/v1/webhooks', { key: withHealthy.key, body: { url: healthy.url } });
     const answered = median(await imageLatencies(withHealthy.key, 8));
     await healthy.until(40);
 
@@ -57,25 +61,47 @@ describe('a receiver that never answers', () => {
     tarpit.behave(() => 'hang');
     const endpoints: string[] = [];
     for (let i = 0; i < 5; i++) {
-      endpoints.push((await h.call('POST', '/api/v1/webhooks', { key, body: { url: tarpit.url.replace('/hooks', `/hooks/${i}`) } })).json<{ id: string }>().id);
+      endpoints.push(
+        (
+          await h.call('POST', '/api/v1/webhooks', { key, body: { url: tarpit.url.replace('/hooks', `/hooks/${i}`) } })
+        ).json<{ id: string }>().id,
+      );
     }
     // Fill the tarpit: every endpoint with pings in flight, each waiting out its 15 s.
-    for (const id of endpoints) for (let i = 0; i < 6; i++) await h.call('POST', `/api/v1/webhooks/${id}/test`, { key });
+    for (const id of endpoints)
+      for (let i = 0; i < 6; i++) await h.call('POST', `/api/v1/webhooks/${id}/test`, { key });
     await tarpit.until(10, () => true, 10_000);
 
     const withTarpit = median(await imageLatencies(key, 8));
-    console.log(`image latency, median of 8: ${baseline.toFixed(0)} ms without webhooks, ${answered.toFixed(0)} ms with 5 endpoints answering, ${withTarpit.toFixed(0)} ms with 5 hanging`);
+    console.log(
+      `image latency, median of 8: ${baseline.toFixed(0)} ms without webhooks, ${answered.toFixed(0)} ms with 5 endpoints answering, ${withTarpit.toFixed(0)} ms with 5 hanging`,
+    );
     // Every generation above also made a delivery to each hanging endpoint.
     expect(tarpit.received.length).toBeGreaterThanOrEqual(10);
-    expect(withTarpit, `without webhooks ${baseline.toFixed(0)} ms, with a hanging receiver ${withTarpit.toFixed(0)} ms`).toBeLessThan(baseline * 2 + 250);
-    expect(withTarpit, `with an answering receiver ${answered.toFixed(0)} ms, with a hanging one ${withTarpit.toFixed(0)} ms`).toBeLessThan(answered * 1.5 + 150);
+    expect(
+      withTarpit,
+      `without webhooks ${baseline.toFixed(0)} ms, with a hanging receiver ${withTarpit.toFixed(0)} ms`,
+    ).toBeLessThan(baseline * 2 + 250);
+    expect(
+      withTarpit,
+      `with an answering receiver ${answered.toFixed(0)} ms, with a hanging one ${withTarpit.toFixed(0)} ms`,
+    ).toBeLessThan(answered * 1.5 + 150);
 
     // The hanging attempts end at the 15 s limit, and the log says so.
-    const timedOut = await eventually(async () => {
-      const [d] = (await h.call('GET', `/api/v1/webhooks/${endpoints[0]!}/deliveries?limit=100`, { key })).json<{ data: Delivery[] }>().data.filter((x) => x.attempts.length > 0);
-      return d;
-    }, 30_000, 250);
-    expect(timedOut.attempts[0]).toMatchObject({ statusCode: null, error: 'The request did not complete within 15000 ms.' });
+    const timedOut = await eventually(
+      async () => {
+        const [d] = (await h.call('GET', `/api/v1/webhooks/${endpoints[0]!}/deliveries?limit=100`, { key }))
+          .json<{ data: Delivery[] }>()
+          .data.filter((x) => x.attempts.length > 0);
+        return d;
+      },
+      30_000,
+      250,
+    );
+    expect(timedOut.attempts[0]).toMatchObject({
+      statusCode: null,
+      error: 'The request did not complete within 15000 ms.',
+    });
     expect(timedOut.attempts[0]!.durationMs).toBeGreaterThanOrEqual(14_900);
 
     // Meanwhile another account's receiver hears about its generation promptly.
@@ -83,7 +109,10 @@ describe('a receiver that never answers', () => {
     const prompt = await receiver();
     await h.call('POST', '/api/v1/webhooks', { key: other.key, body: { url: prompt.url } });
     const finished = performance.now();
-    await h.call('POST', '/api/generate', { key: other.key, body: { kind: 'image', model: 'flux', prompt: 'not stuck behind the tarpit' } });
+    await h.call('POST', '/api/generate', {
+      key: other.key,
+      body: { kind: 'image', model: 'flux', prompt: 'not stuck behind the tarpit' },
+    });
     await prompt.until(1, eventOf('generation.completed'), 10_000);
     expect(performance.now() - finished).toBeLessThan(5_000);
   });
@@ -95,12 +124,25 @@ describe('the outbox', () => {
     const r = await receiver();
     try {
       const { key } = await cold.account({ credits: 100 });
-      const e = (await cold.call('POST', '/api/v1/webhooks', { key, body: { url: r.url, format: 'flat' } })).json<{ id: string }>();
+      const e = (await cold.call('POST', '/api/v1/webhooks', { key, body: { url: r.url, format: 'flat' } })).json<{
+        id: string;
+      }>();
       // The API records the delivery rows (admission's generation.queued, a ping) and goes away.
-      await cold.call('POST', '/api/v1/generate', { key, body: { kind: 'video', model: 'seedance-lite', prompt: 'written, then the writer died', seconds: 3, quality: '480p' } });
+      await cold.call('POST', '/api/v1/generate', {
+        key,
+        body: {
+          kind: 'video',
+          model: 'seedance-lite',
+          prompt: 'written, then the writer died',
+          seconds: 3,
+          quality: '480p',
+        },
+      });
       await cold.call('POST', `/api/v1/webhooks/${e.id}/test`, { key });
       await cold.app.close();
-      const pending = await cold.pool.query('SELECT event FROM webhook_deliveries WHERE dispatched_at IS NULL ORDER BY event');
+      const pending = await cold.pool.query(
+        'SELECT event FROM webhook_deliveries WHERE dispatched_at IS NULL ORDER BY event',
+      );
       expect(pending.rows.map((x: { event: string }) => x.event)).toEqual(['generation.queued', 'ping']);
 
       // A worker starts later (its relay finds the rows); the deliveries and the job carry on.
@@ -120,14 +162,22 @@ describe('the outbox', () => {
     const dispatcher = createWebhookDispatcher({ client: h.client, taskQueue: h.webhookTaskQueue });
     const rival = startWebhookRelay({ pool: h.pool, dispatcher, pollMs: 100 });
     try {
-      const ids = await Promise.all(Array.from({ length: 20 }, async () => (await h.call('POST', `/api/v1/webhooks/${e.id}/test`, { key })).json<{ id: string }>().id));
+      const ids = await Promise.all(
+        Array.from(
+          { length: 20 },
+          async () => (await h.call('POST', `/api/v1/webhooks/${e.id}/test`, { key })).json<{ id: string }>().id,
+        ),
+      );
       await r.until(20);
       // A relay that died between its start and its mark would dispatch again: nothing is resent.
       for (const id of ids.slice(0, 5)) await dispatcher.dispatch(id);
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const received = r.received.map((x) => String(x.headers['x-service-delivery']));
       expect(received.sort()).toEqual([...ids].sort());
-      const undispatched = await h.pool.query('SELECT count(*)::int AS n FROM webhook_deliveries WHERE dispatched_at IS NULL AND endpoint_id = $1', [e.id]);
+      const undispatched = await h.pool.query(
+        'SELECT count(*)::int AS n FROM webhook_deliveries WHERE dispatched_at IS NULL AND endpoint_id = $1',
+        [e.id],
+      );
       expect(undispatched.rows[0]).toEqual({ n: 0 });
     } finally {
       await rival.stop();
@@ -158,17 +208,26 @@ describe('the delivery log', () => {
       );
     }
     const listed = async () =>
-      (await h.call('GET', `/api/v1/webhooks/${e.id}/deliveries?limit=100`, { key })).json<{ data: { id: string }[] }>().data.map((d) => d.id).sort();
+      (await h.call('GET', `/api/v1/webhooks/${e.id}/deliveries?limit=100`, { key }))
+        .json<{ data: { id: string }[] }>()
+        .data.map((d) => d.id)
+        .sort();
     expect(await listed()).toEqual([recent, ...rows.map((x) => x.id)].sort());
 
     const relay = startWebhookRelay({
-      pool: h.pool, dispatcher: createWebhookDispatcher({ client: h.client, taskQueue: h.webhookTaskQueue }), pollMs: 100, retentionMs: 30 * DAY_MS,
+      pool: h.pool,
+      dispatcher: createWebhookDispatcher({ client: h.client, taskQueue: h.webhookTaskQueue }),
+      pollMs: 100,
+      retentionMs: 30 * DAY_MS,
     });
     try {
       const [gone1, gone2, pending] = rows.map((x) => x.id);
       await eventually(async () => ((await listed()).length === 2 ? true : undefined), 10_000);
       expect(await listed()).toEqual([recent, pending].sort());
-      const attempts = await h.pool.query<{ delivery_id: string }>('SELECT delivery_id FROM webhook_attempts WHERE delivery_id = ANY($1::text[])', [[gone1, gone2, pending]]);
+      const attempts = await h.pool.query<{ delivery_id: string }>(
+        'SELECT delivery_id FROM webhook_attempts WHERE delivery_id = ANY($1::text[])',
+        [[gone1, gone2, pending]],
+      );
       expect(attempts.rows.map((a) => a.delivery_id)).toEqual([pending]);
     } finally {
       await relay.stop();

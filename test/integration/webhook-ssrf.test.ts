@@ -19,9 +19,17 @@ import type { TestReceiver } from '../support/webhook-receiver';
 
 const PUBLIC_STAND_IN = '127.0.0.2';
 /** What DNS answers at registration (the API's resolver)… */
-const atRegistration = new Map<string, string[]>([['public.test', ['93.184.216.34']], ['rebind.test', ['93.184.216.34']], ['inside.test', ['10.1.2.3']], ['sneaky.test', ['93.184.216.34', '192.168.0.7']]]);
+const atRegistration = new Map<string, string[]>([
+  ['public.test', ['93.184.216.34']],
+  ['rebind.test', ['93.184.216.34']],
+  ['inside.test', ['10.1.2.3']],
+  ['sneaky.test', ['93.184.216.34', '192.168.0.7']],
+]);
 /** …and at delivery (the worker's), where rebind.test has turned into loopback. */
-const atDelivery = new Map<string, string>([['public.test', PUBLIC_STAND_IN], ['rebind.test', '127.0.0.1']]);
+const atDelivery = new Map<string, string>([
+  ['public.test', PUBLIC_STAND_IN],
+  ['rebind.test', '127.0.0.1'],
+]);
 
 const deliveryLookup: LookupFunction = (hostname, options, callback) => {
   const address = atDelivery.get(hostname);
@@ -40,10 +48,19 @@ let publicHost: TestReceiver;
 let internal: TestReceiver;
 let internal6: TestReceiver | undefined;
 beforeAll(async () => {
-  http = createSafeHttpClient({ policy: { allowPrivateNetworks: false, trustedAddresses: [PUBLIC_STAND_IN] }, lookup: deliveryLookup });
+  http = createSafeHttpClient({
+    policy: { allowPrivateNetworks: false, trustedAddresses: [PUBLIC_STAND_IN] },
+    lookup: deliveryLookup,
+  });
   h = await startHarness({ webhooks: { http, retryScheduleMs: [60_000] } });
   production = await buildApp({
-    pool: h.pool, client: h.client, taskQueue: h.taskQueue, store: h.store, adminToken: ADMIN_TOKEN, syncWaitMs: 1_000, defaultChatCap: 0,
+    pool: h.pool,
+    client: h.client,
+    taskQueue: h.taskQueue,
+    store: h.store,
+    adminToken: ADMIN_TOKEN,
+    syncWaitMs: 1_000,
+    defaultChatCap: 0,
     webhooks: {
       secretKey: WEBHOOK_SECRET_KEY,
       taskQueue: h.webhookTaskQueue,
@@ -67,7 +84,12 @@ afterAll(async () => {
 });
 
 const register = (app: FastifyInstance, key: string, url: string) =>
-  app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: { authorization: `Bearer ${key}` }, payload: { url } });
+  app.inject({
+    method: 'POST',
+    url: '/api/v1/webhooks',
+    headers: { authorization: `Bearer ${key}` },
+    payload: { url },
+  });
 
 describe('registration outside development mode', () => {
   it.each([
@@ -97,7 +119,9 @@ describe('registration outside development mode', () => {
     const { key } = await h.account({ credits: 1 });
     const res = await register(production, key, url);
     expect(res.statusCode, res.body).toBe(400);
-    expect(res.json()).toMatchObject({ error: { type: 'invalid_request_error', param: 'url', message: expect.stringMatching(message) } });
+    expect(res.json()).toMatchObject({
+      error: { type: 'invalid_request_error', param: 'url', message: expect.stringMatching(message) },
+    });
   });
 
   it('accepts an https URL of a public host', async () => {
@@ -110,7 +134,8 @@ describe('deliveries outside development mode', () => {
   const lastAttempt = async (key: string, endpointId: string) =>
     eventually(async () => {
       const res = await h.call('GET', `/api/v1/webhooks/${endpointId}/deliveries`, { key });
-      const attempt = res.json<{ data: { attempts: { statusCode: number | null; error: string | null }[] }[] }>().data[0]?.attempts[0];
+      const attempt = res.json<{ data: { attempts: { statusCode: number | null; error: string | null }[] }[] }>()
+        .data[0]?.attempts[0];
       return attempt;
     });
 

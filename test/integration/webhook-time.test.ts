@@ -38,7 +38,8 @@ function v1s(got: Received): { t: string; v1: string[] } {
   const parts = String(got.headers['x-service-signature']).split(',');
   return { t: parts[0]!.slice(2), v1: parts.slice(1).map((p) => p.slice(3)) };
 }
-const hmac = (secret: string, t: string, body: string) => createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
+const hmac = (secret: string, t: string, body: string) =>
+  createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
 
 async function ping(key: string, id: string): Promise<Received> {
   const before = r.received.length;
@@ -55,7 +56,10 @@ describe('secret rotation', () => {
     r.behave(() => 200);
     const { key } = await h.account({ credits: 1 });
     const created = (await h.call('POST', WH, { key, body: { url: r.url } })).json<{ id: string; secret: string }>();
-    const rotated = (await h.call('POST', `${WH}/${created.id}/rotate-secret`, { key })).json<{ secret: string; previousSecretExpiresAt: string }>();
+    const rotated = (await h.call('POST', `${WH}/${created.id}/rotate-secret`, { key })).json<{
+      secret: string;
+      previousSecretExpiresAt: string;
+    }>();
 
     offset = 23 * HOUR;
     const during = await ping(key, created.id);
@@ -69,7 +73,9 @@ describe('secret rotation', () => {
     expect(late.v1).toEqual([hmac(rotated.secret, late.t, after.body)]);
     expect(late.v1).not.toContain(hmac(created.secret, late.t, after.body));
     expect(String(after.headers['webhook-signature']).split(' ')).toHaveLength(1);
-    expect((await h.call('GET', `${WH}/${created.id}`, { key })).json()).toMatchObject({ previousSecretExpiresAt: null });
+    expect((await h.call('GET', `${WH}/${created.id}`, { key })).json()).toMatchObject({
+      previousSecretExpiresAt: null,
+    });
     offset = 0;
   });
 });
@@ -83,7 +89,9 @@ describe('failing endpoints', () => {
       const e = (await h.call('POST', WH, { key, body: { url: down.url } })).json<{ id: string }>();
       await h.call('POST', `${WH}/${e.id}/test`, { key });
       const d = await eventually(async () => {
-        const [x] = (await h.call('GET', `${WH}/${e.id}/deliveries`, { key })).json<{ data: { status: string; attempts: { statusCode: number; nextRetryAt: string | null }[] }[] }>().data;
+        const [x] = (await h.call('GET', `${WH}/${e.id}/deliveries`, { key })).json<{
+          data: { status: string; attempts: { statusCode: number; nextRetryAt: string | null }[] }[];
+        }>().data;
         return x?.status === 'failed' ? x : undefined;
       });
       expect(d.attempts).toHaveLength(RETRY_SCHEDULE_MS.length + 1);
@@ -109,7 +117,12 @@ describe('failing endpoints', () => {
       offset = 48 * HOUR;
       flaky.behave(() => 200);
       await flaky.until(2);
-      await eventually(async () => ((await h.pool.query('SELECT failing_since FROM webhook_endpoints WHERE id = $1', [e.id])).rows[0]?.failing_since === null ? true : undefined));
+      await eventually(async () =>
+        (await h.pool.query('SELECT failing_since FROM webhook_endpoints WHERE id = $1', [e.id])).rows[0]
+          ?.failing_since === null
+          ? true
+          : undefined,
+      );
 
       flaky.behave(() => 500);
       await h.call('POST', `${WH}/${e.id}/test`, { key });
@@ -118,12 +131,17 @@ describe('failing endpoints', () => {
       expect((await h.call('GET', `${WH}/${e.id}`, { key })).json()).toMatchObject({ enabled: true });
       offset = 48 * HOUR + 73 * HOUR;
       const disabled = await eventually(async () => {
-        const x = (await h.call('GET', `${WH}/${e.id}`, { key })).json<{ enabled: boolean; disabledReason: string | null }>();
+        const x = (await h.call('GET', `${WH}/${e.id}`, { key })).json<{
+          enabled: boolean;
+          disabledReason: string | null;
+        }>();
         return x.enabled ? undefined : x;
       });
       expect(disabled.disabledReason).toMatch(/^Every delivery failed since \d{4}-.*\(last: HTTP 500\)\.$/);
       // The delivery that disabled it stops; no new event is recorded for a disabled endpoint.
-      const deliveries = (await h.call('GET', `${WH}/${e.id}/deliveries`, { key })).json<{ data: { status: string }[] }>().data;
+      const deliveries = (await h.call('GET', `${WH}/${e.id}/deliveries`, { key })).json<{
+        data: { status: string }[];
+      }>().data;
       expect(deliveries.map((d) => d.status)).toEqual(['failed', 'succeeded']);
     } finally {
       offset = 0;
@@ -146,27 +164,40 @@ describe('the production retry schedule', () => {
       activities: {
         attemptWebhookDelivery: async (req: AttemptRequest) => {
           asked.push(req.retryInMs);
-          return { outcome: req.retryInMs === null ? 'failed' : 'retry', attempt: asked.length, statusCode: 500, error: null };
+          return {
+            outcome: req.retryInMs === null ? 'failed' : 'retry',
+            attempt: asked.length,
+            statusCode: 500,
+            error: null,
+          };
         },
       },
     });
     const deliveryId = `whd_${'1'.repeat(26)}`;
-    const result = await worker.runUntil(async () => {
-      await createWebhookDispatcher({ client: h.client, taskQueue }).dispatch(deliveryId);
-      const handle = h.client.workflow.getHandle(deliveryId);
-      const timers: number[] = [];
-      for (let i = 0; i < RETRY_SCHEDULE_MS.length; i++) {
-        const timer = await eventually(async () => {
-          const history = await handle.fetchHistory();
-          const started = (history.events ?? []).filter((e) => e.timerStartedEventAttributes);
-          return started.length > i ? started[i]!.timerStartedEventAttributes!.startToFireTimeout : undefined;
-        }, 10_000, 20);
-        timers.push(Number(timer!.seconds ?? 0) * 1000 + Math.round((timer!.nanos ?? 0) / 1e6));
-        await handle.signal(redeliverSignal);
-      }
-      expect(timers).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000]);
-      return handle.result() as Promise<unknown>;
-    }).finally(() => connection.close());
+    const result = await worker
+      .runUntil(async () => {
+        await createWebhookDispatcher({ client: h.client, taskQueue }).dispatch(deliveryId);
+        const handle = h.client.workflow.getHandle(deliveryId);
+        const timers: number[] = [];
+        for (let i = 0; i < RETRY_SCHEDULE_MS.length; i++) {
+          const timer = await eventually(
+            async () => {
+              const history = await handle.fetchHistory();
+              const started = (history.events ?? []).filter((e) => e.timerStartedEventAttributes);
+              return started.length > i ? started[i]!.timerStartedEventAttributes!.startToFireTimeout : undefined;
+            },
+            10_000,
+            20,
+          );
+          timers.push(Number(timer!.seconds ?? 0) * 1000 + Math.round((timer!.nanos ?? 0) / 1e6));
+          await handle.signal(redeliverSignal);
+        }
+        expect(timers).toEqual([
+          5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000,
+        ]);
+        return handle.result() as Promise<unknown>;
+      })
+      .finally(() => connection.close());
     expect(result).toEqual({ deliveryId, outcome: 'failed' });
     expect(asked).toEqual([...RETRY_SCHEDULE_MS, null]);
   });

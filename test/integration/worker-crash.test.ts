@@ -25,9 +25,11 @@ function startWorker(): Child {
 }
 
 async function untilPolling(child: Child): Promise<void> {
-  await eventually(async () => (child.output().includes('worker polling') ? true : undefined), 90_000, 100).catch((err: unknown) => {
-    throw new Error(`worker did not start: ${child.output()}`, { cause: err });
-  });
+  await eventually(async () => (child.output().includes('worker polling') ? true : undefined), 90_000, 100).catch(
+    (err: unknown) => {
+      throw new Error(`worker did not start: ${child.output()}`, { cause: err });
+    },
+  );
 }
 
 describe('a worker killed mid-job', () => {
@@ -55,10 +57,17 @@ describe('a worker killed mid-job', () => {
     expect(await credits(h, key)).toMatchObject({ balance: 57.5, holdsActive: 0 });
 
     const ledger = await h.pool.query<{ entry: string; amount_mc: number }>(
-      'SELECT entry, amount_mc FROM ledger_entries WHERE generation_id = $1 ORDER BY id', [id],
+      'SELECT entry, amount_mc FROM ledger_entries WHERE generation_id = $1 ORDER BY id',
+      [id],
     );
-    expect(ledger.rows).toEqual([{ entry: 'hold', amount_mc: 42_500 }, { entry: 'charge', amount_mc: 42_500 }]);
-    const account = await h.pool.query<{ n: string }>("SELECT count(*) AS n FROM ledger_entries WHERE account_id = $1 AND entry = 'charge'", [accountId]);
+    expect(ledger.rows).toEqual([
+      { entry: 'hold', amount_mc: 42_500 },
+      { entry: 'charge', amount_mc: 42_500 },
+    ]);
+    const account = await h.pool.query<{ n: string }>(
+      "SELECT count(*) AS n FROM ledger_entries WHERE account_id = $1 AND entry = 'charge'",
+      [accountId],
+    );
     expect(Number(account.rows[0]!.n)).toBe(1);
 
     // Temporal's own record shows the provider call really was cut off and run again.

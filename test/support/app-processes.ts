@@ -24,7 +24,10 @@ export interface AppProcess {
 
 /** What a process needs from the test's own environment to run at all. */
 export function minimalEnv(): Record<string, string> {
-  return { ...(process.env.PATH ? { PATH: process.env.PATH } : {}), ...(process.env.HOME ? { HOME: process.env.HOME } : {}) };
+  return {
+    ...(process.env.PATH ? { PATH: process.env.PATH } : {}),
+    ...(process.env.HOME ? { HOME: process.env.HOME } : {}),
+  };
 }
 
 /** The processes one test file starts: started, explained when something fails, and all stopped. */
@@ -33,14 +36,21 @@ export function createProcessGroup() {
 
   const diagnostics = (): string =>
     children
-      .map((c) => `--- ${c.label} (pid ${c.pid}, ${c.exit ? `exited ${JSON.stringify(c.exit)}` : 'running'}) ---\n${c.output.toString() || '(no output)'}`)
+      .map(
+        (c) =>
+          `--- ${c.label} (pid ${c.pid}, ${c.exit ? `exited ${JSON.stringify(c.exit)}` : 'running'}) ---\n${c.output.toString() || '(no output)'}`,
+      )
       .join('\n');
 
   return {
     children,
 
     start(label: string, entry: string, env: Record<string, string>): AppProcess {
-      const proc = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const proc = spawn(process.execPath, ['--import', 'tsx', entry], {
+        cwd: ROOT,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       if (proc.pid === undefined) throw new Error(`${label}: could not start ${entry}`);
       const output = new OutputTail(8_000);
       proc.stdout.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));
@@ -90,28 +100,50 @@ export type ProcessGroup = ReturnType<typeof createProcessGroup>;
 
 /** Waits until `base`/health answers 200, failing early if a process of the group died. */
 export async function waitForHealth(group: ProcessGroup, base: string, timeoutMs: number): Promise<void> {
-  await eventually(async () => {
-    group.failIfAnyExited();
-    const res = await fetch(`${base}/health`).catch(() => undefined);
-    return res?.status === 200 ? true : undefined;
-  }, timeoutMs, 250);
+  await eventually(
+    async () => {
+      group.failIfAnyExited();
+      const res = await fetch(`${base}/health`).catch(() => undefined);
+      return res?.status === 200 ? true : undefined;
+    },
+    timeoutMs,
+    250,
+  );
 }
 
 /**
  * Waits until every one of `workers` polls the task queue for workflow and activity tasks (or, with
  * `activitiesOnly`, for activity tasks: provider workers poll their own queue for those alone).
  */
-export async function waitForWorkers(group: ProcessGroup, connection: Connection, taskQueue: string, workers: AppProcess[], timeoutMs: number, activitiesOnly = false): Promise<void> {
+export async function waitForWorkers(
+  group: ProcessGroup,
+  connection: Connection,
+  taskQueue: string,
+  workers: AppProcess[],
+  timeoutMs: number,
+  activitiesOnly = false,
+): Promise<void> {
   const pollers = async (type: (typeof TaskQueueType)[keyof typeof TaskQueueType]): Promise<string[]> => {
-    const res = await connection.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: type });
+    const res = await connection.workflowService.describeTaskQueue({
+      namespace: 'default',
+      taskQueue: { name: taskQueue },
+      taskQueueType: type,
+    });
     return (res.pollers ?? []).map((p) => p.identity ?? '');
   };
-  await eventually(async () => {
-    group.failIfAnyExited();
-    const [wf, act] = await Promise.all([activitiesOnly ? [] : pollers(TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW), pollers(TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)]);
-    const ready = (ids: string[]) => workers.every((w) => ids.some((id) => id.startsWith(`${w.pid}@`)));
-    return (activitiesOnly || ready(wf)) && ready(act) ? true : undefined;
-  }, timeoutMs, 250);
+  await eventually(
+    async () => {
+      group.failIfAnyExited();
+      const [wf, act] = await Promise.all([
+        activitiesOnly ? [] : pollers(TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW),
+        pollers(TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY),
+      ]);
+      const ready = (ids: string[]) => workers.every((w) => ids.some((id) => id.startsWith(`${w.pid}@`)));
+      return (activitiesOnly || ready(wf)) && ready(act) ? true : undefined;
+    },
+    timeoutMs,
+    250,
+  );
 }
 
 export interface HttpAnswer<T> {
@@ -121,7 +153,12 @@ export interface HttpAnswer<T> {
 }
 
 /** One JSON call over real HTTP; a body that is not JSON is kept as text for the assertion message. */
-export async function http<T>(base: string, method: 'GET' | 'POST', path: string, opts: { token?: string; body?: unknown } = {}): Promise<HttpAnswer<T>> {
+export async function http<T>(
+  base: string,
+  method: 'GET' | 'POST',
+  path: string,
+  opts: { token?: string; body?: unknown } = {},
+): Promise<HttpAnswer<T>> {
   const res = await fetch(`${base}${path}`, {
     method,
     headers: {

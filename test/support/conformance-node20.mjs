@@ -13,7 +13,10 @@ if (import.meta.url.endsWith('?hooks')) {
 export async function load(url, context, nextLoad) {
   const result = await nextLoad(url, context);
   if (!url.includes('/@modelcontextprotocol/conformance/dist/')) return result;
-  const source = String(result.source).replace(/^#!.*\n/, '').replace('globSync as a,', '');
-  const shim = 'import * as __fs from "node:fs"; const a = (...args) => { if (__fs.globSync) return __fs.globSync(...args); throw new Error("fs.globSync needs Node 22"); };';
+  const source = String(result.source)
+    .replace(/^#!.*\n/, '')
+    .replace('globSync as a,', '');
+  const shim =
+    'import * as __fs from "node:fs"; const a = (...args) => { if (__fs.globSync) return __fs.globSync(...args); throw new Error("fs.globSync needs Node 22"); };';
   return { ...result, source: shim + source };
 }

@@ -13,8 +13,16 @@ export interface DashboardUser {
 let seq = 0;
 
 /** An account with a user whose password is set (through the API, as the set-password page does). */
-export async function dashboardUser(h: Harness, a: { credits: number; plan?: string; chatCap?: number } = { credits: 1_000 }): Promise<DashboardUser & { key: string }> {
-  const { accountId, key } = await h.account({ credits: a.credits, plan: a.plan, chatCap: a.chatCap, scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] });
+export async function dashboardUser(
+  h: Harness,
+  a: { credits: number; plan?: string; chatCap?: number } = { credits: 1_000 },
+): Promise<DashboardUser & { key: string }> {
+  const { accountId, key } = await h.account({
+    credits: a.credits,
+    plan: a.plan,
+    chatCap: a.chatCap,
+    scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'],
+  });
   return { ...(await userOf(h, accountId)), key };
 }
 
@@ -25,7 +33,11 @@ export async function userOf(h: Harness, accountId: string): Promise<DashboardUs
   expect(created.statusCode, created.body).toBe(201);
   const { id, setPasswordUrl } = created.json<{ id: string; setPasswordUrl: string }>();
   const password = 'correct horse battery staple';
-  const set = await h.app.inject({ method: 'POST', url: '/dashboard/api/set-password', payload: { token: linkToken(setPasswordUrl), password } });
+  const set = await h.app.inject({
+    method: 'POST',
+    url: '/dashboard/api/set-password',
+    payload: { token: linkToken(setPasswordUrl), password },
+  });
   expect(set.statusCode, set.body).toBe(200);
   return { accountId, userId: id, email, password, setPasswordUrl };
 }
@@ -33,8 +45,15 @@ export async function userOf(h: Harness, accountId: string): Promise<DashboardUs
 export const linkToken = (url: string): string => new URL(url).hash.replace(/^#token=/, '');
 
 /** Logs in through the API: the session cookie (as a Cookie header value) and its CSRF token. */
-export async function login(h: Harness, u: { email: string; password: string }): Promise<{ cookie: string; csrf: string }> {
-  const res = await h.app.inject({ method: 'POST', url: '/dashboard/api/login', payload: { email: u.email, password: u.password } });
+export async function login(
+  h: Harness,
+  u: { email: string; password: string },
+): Promise<{ cookie: string; csrf: string }> {
+  const res = await h.app.inject({
+    method: 'POST',
+    url: '/dashboard/api/login',
+    payload: { email: u.email, password: u.password },
+  });
   expect(res.statusCode, res.body).toBe(200);
   const setCookie = String(res.headers['set-cookie']);
   return { cookie: setCookie.split(';')[0]!, csrf: res.json<{ csrfToken: string }>().csrfToken };

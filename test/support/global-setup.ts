@@ -49,7 +49,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
       startTemporalDevServer({ cliPath, headless: true, logFile: join(dataDir, 'temporal.log') }),
       startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres') }),
     ]);
-    stops.push(() => temporal.stop(), () => postgres.stop());
+    stops.push(
+      () => temporal.stop(),
+      () => postgres.stop(),
+    );
 
     await postgres.ensureDatabase(TEMPLATE_DATABASE);
     const pool = new pg.Pool({ connectionString: postgres.urlFor(TEMPLATE_DATABASE) });

@@ -68,7 +68,13 @@ export interface HarnessOptions {
   /** Self-service sign-up open (SIGNUP=open) with these settings; closed when absent. */
   signup?: { startingCredits: number; chatCap: number };
   /** Buying credits with Stripe (stripe-mock's URL as apiUrl); no billing routes or page when absent. */
-  billing?: { secretKey: string; webhookSecret: string; apiUrl: string; minPurchaseCredits: number; maxPurchaseCredits: number };
+  billing?: {
+    secretKey: string;
+    webhookSecret: string;
+    apiUrl: string;
+    minPurchaseCredits: number;
+    maxPurchaseCredits: number;
+  };
   /** The API's logger settings (e.g. a stream that captures the lines); silent when absent. */
   logger?: FastifyServerOptions['logger'];
   /** The upstreams whose webhooks the API takes (POST /providers/…/webhook); none when absent. */
@@ -95,7 +101,11 @@ export async function startHarness(options: HarnessOptions = {}) {
   const dataDir = join(inject('testDataDir'), name);
   const port = options.listen ? await freePort() : undefined;
   const baseUrl = port === undefined ? undefined : `http://127.0.0.1:${port}`;
-  const store: OutputStore = createLocalStore({ rootDir: join(dataDir, 'outputs'), publicBaseUrl: baseUrl ?? FILES_BASE_URL, signingSecret: 'test-signing-secret-0123456789' });
+  const store: OutputStore = createLocalStore({
+    rootDir: join(dataDir, 'outputs'),
+    publicBaseUrl: baseUrl ?? FILES_BASE_URL,
+    signingSecret: 'test-signing-secret-0123456789',
+  });
 
   let nativeConnection: NativeConnection | undefined;
   let stopWorker = async (): Promise<void> => undefined;
@@ -106,44 +116,59 @@ export async function startHarness(options: HarnessOptions = {}) {
    */
   const startWorker = async (): Promise<void> => {
     nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-    const webhookHttp = options.webhooks ? options.webhooks.http ?? createSafeHttpClient({ policy: { allowPrivateNetworks: true } }) : undefined;
+    const webhookHttp = options.webhooks
+      ? (options.webhooks.http ?? createSafeHttpClient({ policy: { allowPrivateNetworks: true } }))
+      : undefined;
     const closeHttp = (): void => {
       if (options.webhooks && !options.webhooks.http) webhookHttp?.close();
     };
-    const workers = await createWorkers({
-      connection: nativeConnection,
-      namespace: 'default',
-      taskQueue,
-      pool,
-      provider: provider ?? createSimulator(),
-      store,
-      videoConcurrency: options.videoConcurrency ?? 5,
-      workflowBundle: { codePath: inject('workflowBundlePath') },
-      client,
-      deadlines: deadlinesOf(loadConfig({})),
-      ...(options.providerConcurrency === undefined ? {} : { providerConcurrency: options.providerConcurrency }),
-      ...(options.activitySlots === undefined ? {} : { activitySlots: options.activitySlots }),
-      ...(options.webhooks ? {
-        webhooks: {
-          taskQueue: webhookTaskQueue,
-          concurrency: options.webhooks.concurrency ?? 50,
-          pool,
-          store,
-          secretBox: createSecretBox(WEBHOOK_SECRET_KEY),
-          http: webhookHttp!,
-          ...(options.webhooks.clock ? { clock: options.webhooks.clock } : {}),
-          ...(options.webhooks.disableAfterMs === undefined ? {} : { disableAfterMs: options.webhooks.disableAfterMs }),
-          ...(options.webhooks.perEndpointConcurrency === undefined ? {} : { perEndpointConcurrency: options.webhooks.perEndpointConcurrency }),
-        },
-      } : {}),
-    }, options.workerRole ?? 'all');
+    const workers = await createWorkers(
+      {
+        connection: nativeConnection,
+        namespace: 'default',
+        taskQueue,
+        pool,
+        provider: provider ?? createSimulator(),
+        store,
+        videoConcurrency: options.videoConcurrency ?? 5,
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+        client,
+        deadlines: deadlinesOf(loadConfig({})),
+        ...(options.providerConcurrency === undefined ? {} : { providerConcurrency: options.providerConcurrency }),
+        ...(options.activitySlots === undefined ? {} : { activitySlots: options.activitySlots }),
+        ...(options.webhooks
+          ? {
+              webhooks: {
+                taskQueue: webhookTaskQueue,
+                concurrency: options.webhooks.concurrency ?? 50,
+                pool,
+                store,
+                secretBox: createSecretBox(WEBHOOK_SECRET_KEY),
+                http: webhookHttp!,
+                ...(options.webhooks.clock ? { clock: options.webhooks.clock } : {}),
+                ...(options.webhooks.disableAfterMs === undefined
+                  ? {}
+                  : { disableAfterMs: options.webhooks.disableAfterMs }),
+                ...(options.webhooks.perEndpointConcurrency === undefined
+                  ? {}
+                  : { perEndpointConcurrency: options.webhooks.perEndpointConcurrency }),
+              },
+            }
+          : {}),
+      },
+      options.workerRole ?? 'all',
+    );
     providerWorker = options.workerRole === 'workflows' ? undefined : workers.at(-1);
     let stopRelay = async (): Promise<void> => undefined;
     const hooks = options.webhooks;
     if (hooks) {
       const relay = startWebhookRelay({
         pool,
-        dispatcher: createWebhookDispatcher({ client, taskQueue: webhookTaskQueue, retryScheduleMs: hooks.retryScheduleMs }),
+        dispatcher: createWebhookDispatcher({
+          client,
+          taskQueue: webhookTaskQueue,
+          retryScheduleMs: hooks.retryScheduleMs,
+        }),
         pollMs: hooks.relayPollMs ?? 1_000,
         onError: (err) => console.warn('webhook relay:', err),
       });
@@ -170,7 +195,11 @@ export async function startHarness(options: HarnessOptions = {}) {
     deadlines: options.deadlines ?? deadlinesOf(loadConfig({})),
     // Tests serve inputs from loopback, as development mode allows; SSRF tests build their own.
     ...(provider ? { provider } : {}),
-    prepareInput: createInputPreparer({ http: createSafeHttpClient({ policy: { allowPrivateNetworks: options.allowPrivateNetworks ?? true } }), store, publicBaseUrl: FILES_BASE_URL }),
+    prepareInput: createInputPreparer({
+      http: createSafeHttpClient({ policy: { allowPrivateNetworks: options.allowPrivateNetworks ?? true } }),
+      store,
+      publicBaseUrl: FILES_BASE_URL,
+    }),
     webhooks: {
       secretKey: WEBHOOK_SECRET_KEY,
       taskQueue: webhookTaskQueue,
@@ -187,7 +216,11 @@ export async function startHarness(options: HarnessOptions = {}) {
   });
   if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });
 
-  const call = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<LightMyRequestResponse> =>
+  const call = async (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<LightMyRequestResponse> =>
     app.inject({
       method,
       url,
@@ -195,14 +228,28 @@ export async function startHarness(options: HarnessOptions = {}) {
       ...(opts.body === undefined ? {} : { payload: opts.body as object }),
     });
 
-  const admin = (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown) => call(method, url, { key: ADMIN_TOKEN, body });
+  const admin = (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown) =>
+    call(method, url, { key: ADMIN_TOKEN, body });
 
   /** Opens an account and gives it a key with image, video, chat and webhooks (or the scopes named). */
-  const account = async (a: { credits: number; plan?: string; chatCap?: number; scopes?: string[]; models?: string[] }) => {
-    const created = await admin('POST', '/admin/v1/accounts', { plan: a.plan ?? 'samurai', credits: a.credits, ...(a.chatCap === undefined ? { chatCap: 0 } : { chatCap: a.chatCap }) });
+  const account = async (a: {
+    credits: number;
+    plan?: string;
+    chatCap?: number;
+    scopes?: string[];
+    models?: string[];
+  }) => {
+    const created = await admin('POST', '/admin/v1/accounts', {
+      plan: a.plan ?? 'samurai',
+      credits: a.credits,
+      ...(a.chatCap === undefined ? { chatCap: 0 } : { chatCap: a.chatCap }),
+    });
     if (created.statusCode !== 201) throw new Error(`account: ${created.statusCode} ${created.body}`);
     const { id } = created.json<{ id: string }>();
-    const keyRes = await admin('POST', `/admin/v1/accounts/${id}/keys`, { scopes: a.scopes ?? ['image', 'video', 'chat', 'webhooks'], ...(a.models ? { models: a.models } : {}) });
+    const keyRes = await admin('POST', `/admin/v1/accounts/${id}/keys`, {
+      scopes: a.scopes ?? ['image', 'video', 'chat', 'webhooks'],
+      ...(a.models ? { models: a.models } : {}),
+    });
     if (keyRes.statusCode !== 201) throw new Error(`key: ${keyRes.statusCode} ${keyRes.body}`);
     const key = keyRes.json<{ id: string; key: string }>();
     return { accountId: id, key: key.key, keyId: key.id };
@@ -285,7 +332,11 @@ export async function withScratchDatabase<T>(work: (pool: pg.Pool) => Promise<T>
 }
 
 /** Polls until `check` returns a value, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

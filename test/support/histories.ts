@@ -31,8 +31,10 @@ export function patchIdsOf(historyJson: string): string[] {
 export async function keepHistory(workflowId: string, name: string): Promise<void> {
   const file = new URL(`${name}.json`, CURRENT_HISTORIES);
   if (existsSync(file)) return;
-  const { stdout } = await promisify(execFile)(inject('temporalCliPath'), [
-    'workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', workflowId, '--output', 'json',
-  ], { maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await promisify(execFile)(
+    inject('temporalCliPath'),
+    ['workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', workflowId, '--output', 'json'],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
   await writeFile(file, stdout);
 }

@@ -19,7 +19,9 @@ export interface JaegerServer extends TestServer {
 export async function startJaeger(): Promise<JaegerServer> {
   const binary = await findJaeger();
   if (!binary) {
-    throw new Error(`Jaeger ${JAEGER_VERSION} is not built; run \`npm run jaeger\` (go install into ${cachedJaegerPath()}, once; .ci/run does this) or set JAEGER_BINARY`);
+    throw new Error(
+      `Jaeger ${JAEGER_VERSION} is not built; run \`npm run jaeger\` (go install into ${cachedJaegerPath()}, once; .ci/run does this) or set JAEGER_BINARY`,
+    );
   }
   return onFreePorts(() => startJaegerOnce(binary));
 }
@@ -34,14 +36,23 @@ async function startJaegerOnce(binary: string): Promise<JaegerServer> {
   const queryUrl = `http://127.0.0.1:${ports.query}`;
   const otlpEndpoint = `http://127.0.0.1:${ports.otlp}`;
   try {
-    await waitUntil('jaeger', s, async () => {
-      const [query, otlp] = await Promise.all([
-        fetch(`${queryUrl}/api/services`).catch(() => undefined),
-        // An empty export is an answer: the receiver listens.
-        fetch(`${otlpEndpoint}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined),
-      ]);
-      return query?.status === 200 && otlp?.status === 200;
-    }, 60_000);
+    await waitUntil(
+      'jaeger',
+      s,
+      async () => {
+        const [query, otlp] = await Promise.all([
+          fetch(`${queryUrl}/api/services`).catch(() => undefined),
+          // An empty export is an answer: the receiver listens.
+          fetch(`${otlpEndpoint}/v1/traces`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{}',
+          }).catch(() => undefined),
+        ]);
+        return query?.status === 200 && otlp?.status === 200;
+      },
+      60_000,
+    );
   } catch (err) {
     await stopped(s);
     await rm(dir, { recursive: true, force: true });

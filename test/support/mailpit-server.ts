@@ -23,9 +23,25 @@ export interface MailpitServer extends TestServer {
 
 export async function startMailpit(): Promise<MailpitServer> {
   const binary = await mailpit.find();
-  if (!binary) throw new Error(`Mailpit ${MAILPIT_VERSION} is not built; run \`npm run mailpit\` (go install into ${mailpit.cachedPath()}, once; .ci/run does this) or set MAILPIT_BINARY`);
+  if (!binary)
+    throw new Error(
+      `Mailpit ${MAILPIT_VERSION} is not built; run \`npm run mailpit\` (go install into ${mailpit.cachedPath()}, once; .ci/run does this) or set MAILPIT_BINARY`,
+    );
   const [smtpPort, httpPort] = [await freePort(), await freePort()];
-  const s = start('mailpit', binary, ['--smtp', `127.0.0.1:${smtpPort}`, '--listen', `127.0.0.1:${httpPort}`, '--disable-version-check', '--smtp-auth-accept-any', '--smtp-auth-allow-insecure'], process.env);
+  const s = start(
+    'mailpit',
+    binary,
+    [
+      '--smtp',
+      `127.0.0.1:${smtpPort}`,
+      '--listen',
+      `127.0.0.1:${httpPort}`,
+      '--disable-version-check',
+      '--smtp-auth-accept-any',
+      '--smtp-auth-allow-insecure',
+    ],
+    process.env,
+  );
   const api = `http://127.0.0.1:${httpPort}/api/v1`;
   await waitUntil('mailpit', s, async () => (await fetch(`${api}/messages`).catch(() => undefined))?.ok === true);
   return {

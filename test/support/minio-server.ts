@@ -15,7 +15,9 @@ export interface MinioServer extends TestServer {
 export async function startMinio(dataDir: string): Promise<MinioServer> {
   const binary = await findMinio();
   if (!binary) {
-    throw new Error(`MinIO ${MINIO_RELEASE} is not built; run \`npm run minio\` (go install into ${cachedMinioPath()}, a few minutes once; .ci/run does this) or set MINIO_BINARY`);
+    throw new Error(
+      `MinIO ${MINIO_RELEASE} is not built; run \`npm run minio\` (go install into ${cachedMinioPath()}, a few minutes once; .ci/run does this) or set MINIO_BINARY`,
+    );
   }
   await mkdir(dataDir, { recursive: true });
   const port = await freePort();
@@ -30,6 +32,10 @@ export async function startMinio(dataDir: string): Promise<MinioServer> {
   };
   const s = start('minio', binary, ['server', dataDir, '--address', `127.0.0.1:${port}`, '--quiet'], env);
   const endpoint = `http://127.0.0.1:${port}`;
-  await waitUntil('minio', s, async () => (await fetch(`${endpoint}/minio/health/ready`).catch(() => undefined))?.status === 200);
+  await waitUntil(
+    'minio',
+    s,
+    async () => (await fetch(`${endpoint}/minio/health/ready`).catch(() => undefined))?.status === 200,
+  );
   return { port, endpoint, ...credentials, stop: () => stopped(s) };
 }

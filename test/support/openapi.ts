@@ -8,10 +8,22 @@ import { expect } from 'vitest';
  * (/openapi.json): a documented status, a documented content type, a body that matches its schema.
  */
 
-export interface Ref { $ref: string }
-export interface MediaType { schema?: unknown }
-export interface Response { description: string; headers?: Record<string, unknown>; content?: Record<string, MediaType> }
-export interface Parameter { name: string; in: string; required?: boolean }
+export interface Ref {
+  $ref: string;
+}
+export interface MediaType {
+  schema?: unknown;
+}
+export interface Response {
+  description: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, MediaType>;
+}
+export interface Parameter {
+  name: string;
+  in: string;
+  required?: boolean;
+}
 export interface Operation {
   operationId: string;
   security?: Record<string, string[]>[];
@@ -44,7 +56,9 @@ export const COVERAGE_OWNERS: readonly { prefix: string; file: string }[] = [
 ];
 
 export function ownerOf(path: string): string {
-  const match = [...COVERAGE_OWNERS].filter((o) => path.startsWith(o.prefix)).sort((a, b) => b.prefix.length - a.prefix.length)[0];
+  const match = [...COVERAGE_OWNERS]
+    .filter((o) => path.startsWith(o.prefix))
+    .sort((a, b) => b.prefix.length - a.prefix.length)[0];
   if (!match) throw new Error(`no test owns ${path}`);
   return match.file;
 }
@@ -82,12 +96,16 @@ export function createConformance(doc: OpenApiDoc) {
   const assertValid = (pointer: string, value: unknown, label: string): void => {
     const validate = validatorAt(pointer);
     if (!validate(value)) {
-      expect.fail(`${label} does not match ${pointer}: ${ajv.errorsText(validate.errors, { separator: '; ' })}\n${JSON.stringify(value)}`);
+      expect.fail(
+        `${label} does not match ${pointer}: ${ajv.errorsText(validate.errors, { separator: '; ' })}\n${JSON.stringify(value)}`,
+      );
     }
   };
 
   /** `method path status` of every documented response, and of those produced for real. */
-  const documented = new Set(operations().flatMap(({ path, method, op }) => Object.keys(op.responses).map((s) => `${method} ${path} ${s}`)));
+  const documented = new Set(
+    operations().flatMap(({ path, method, op }) => Object.keys(op.responses).map((s) => `${method} ${path} ${s}`)),
+  );
   const produced = new Set<string>();
 
   /**
@@ -111,10 +129,17 @@ export function createConformance(doc: OpenApiDoc) {
       expect(res.body, `${label}: documented without a body`).toBe('');
       return undefined as T;
     }
-    expect(declared.includes(mediaType) || declared.includes('*/*'), `${label}: content type ${mediaType} not in ${declared.join(', ')}`).toBe(true);
+    expect(
+      declared.includes(mediaType) || declared.includes('*/*'),
+      `${label}: content type ${mediaType} not in ${declared.join(', ')}`,
+    ).toBe(true);
     if (mediaType !== 'application/json') return undefined as T;
     const body = res.json<T>();
-    assertValid(`${pointerOf('paths', path, method, 'responses', String(status))}/content/${escapePointer(mediaType)}/schema`, body, label);
+    assertValid(
+      `${pointerOf('paths', path, method, 'responses', String(status))}/content/${escapePointer(mediaType)}/schema`,
+      body,
+      label,
+    );
     return body;
   }
 

@@ -36,7 +36,13 @@ export function spawnEntry(entry: string, env: Record<string, string>): Child {
 
 /** Kills whatever a test left running, so a failure never leaves processes behind. */
 export async function killAll(): Promise<void> {
-  const waits = [...children].map((c) => new Promise((r) => { c.once('exit', r); c.kill('SIGKILL'); }));
+  const waits = [...children].map(
+    (c) =>
+      new Promise((r) => {
+        c.once('exit', r);
+        c.kill('SIGKILL');
+      }),
+  );
   await Promise.all(waits);
 }
 
@@ -60,7 +66,12 @@ const seen = new Map<number, number>();
 
 /** Runs `npm start` in its own process group (a terminal's job) with the given settings. */
 export function npmStart(cwd: string, env: Record<string, string>): NpmStart {
-  const proc = spawn('npm', ['start'], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const proc = spawn('npm', ['start'], {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   if (proc.pid === undefined) throw new Error('could not run npm start');
   const pid = proc.pid;
   npmStarts.add(pid);
@@ -90,10 +101,12 @@ export interface TreeProcess {
 export async function processTree(root: number): Promise<TreeProcess[]> {
   const all = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
   const infos = new Map<number, ProcessInfo>();
-  await Promise.all(all.map(async (pid) => {
-    const info = await processInfo(pid);
-    if (info && !info.zombie) infos.set(pid, info);
-  }));
+  await Promise.all(
+    all.map(async (pid) => {
+      const info = await processInfo(pid);
+      if (info && !info.zombie) infos.set(pid, info);
+    }),
+  );
   const tree: TreeProcess[] = [];
   const visit = (pid: number) => {
     const info = infos.get(pid);
@@ -108,10 +121,12 @@ export async function processTree(root: number): Promise<TreeProcess[]> {
 
 /** Those of `pids` still running (zombies count as gone: they hold nothing). */
 export async function stillRunning(pids: number[]): Promise<number[]> {
-  const alive = await Promise.all(pids.map(async (pid) => {
-    const info = await processInfo(pid);
-    return info && !info.zombie ? pid : undefined;
-  }));
+  const alive = await Promise.all(
+    pids.map(async (pid) => {
+      const info = await processInfo(pid);
+      return info && !info.zombie ? pid : undefined;
+    }),
+  );
   return alive.filter((pid): pid is number => pid !== undefined);
 }
 

@@ -25,7 +25,11 @@ function answers(port: number, command: string, expected: string): Promise<boole
 }
 
 function commandOnPath(name: string): string | undefined {
-  return (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, name)).find((path) => existsSync(path));
+  return (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter(Boolean)
+    .map((dir) => join(dir, name))
+    .find((path) => existsSync(path));
 }
 
 export interface RedisServer extends TestServer {
@@ -40,12 +44,28 @@ export interface RedisServer extends TestServer {
  */
 export async function startRedis(dataDir: string, wantedPort?: number): Promise<RedisServer> {
   const binary = commandOnPath('redis-server');
-  if (!binary) throw new Error('redis-server is not installed; install it with `apt-get install -y redis-server` (.ci/run does this)');
+  if (!binary)
+    throw new Error(
+      'redis-server is not installed; install it with `apt-get install -y redis-server` (.ci/run does this)',
+    );
   await mkdir(dataDir, { recursive: true });
   const port = wantedPort ?? (await freePort());
   let current: Started | undefined;
   const launch = async () => {
-    const s = start('redis-server', binary, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dataDir, '--save', '', '--appendonly', 'no', '--daemonize', 'no']);
+    const s = start('redis-server', binary, [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dataDir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'no',
+    ]);
     current = s;
     await waitUntil('redis-server', s, () => answers(port, 'PING', '+PONG'));
   };

@@ -46,10 +46,16 @@ export async function stopped(s: Started): Promise<void> {
 }
 
 /** Polls `ready` until it is true; fails with the server's output if it exits or takes too long. */
-export async function waitUntil(label: string, s: Started, ready: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+export async function waitUntil(
+  label: string,
+  s: Started,
+  ready: () => Promise<boolean>,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (s.proc.exitCode !== null || s.proc.signalCode !== null) throw new Error(`${label} exited before it was ready:\n${s.output.toString()}`);
+    if (s.proc.exitCode !== null || s.proc.signalCode !== null)
+      throw new Error(`${label} exited before it was ready:\n${s.output.toString()}`);
     if (await ready()) return;
     if (Date.now() > deadline) {
       await stopped(s);

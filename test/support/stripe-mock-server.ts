@@ -11,14 +11,20 @@ export interface StripeMockServer extends TestServer {
 export async function startStripeMock(): Promise<StripeMockServer> {
   const binary = await findStripeMock();
   if (!binary) {
-    throw new Error(`stripe-mock ${STRIPE_MOCK_VERSION} is not built; run \`npm run stripe-mock\` (go install into ${cachedStripeMockPath()}, once; .ci/run does this) or set STRIPE_MOCK_BINARY`);
+    throw new Error(
+      `stripe-mock ${STRIPE_MOCK_VERSION} is not built; run \`npm run stripe-mock\` (go install into ${cachedStripeMockPath()}, once; .ci/run does this) or set STRIPE_MOCK_BINARY`,
+    );
   }
   return onFreePorts(async () => {
     const port = await freePort();
     const s = start('stripe-mock', binary, ['-http-addr', `127.0.0.1:${port}`], process.env);
     const url = `http://127.0.0.1:${port}`;
     // Any answer means it listens (without a key it says 401).
-    await waitUntil('stripe-mock', s, async () => (await fetch(`${url}/v1/charges`).catch(() => undefined)) !== undefined).catch(async (err: unknown) => {
+    await waitUntil(
+      'stripe-mock',
+      s,
+      async () => (await fetch(`${url}/v1/charges`).catch(() => undefined)) !== undefined,
+    ).catch(async (err: unknown) => {
       await stopped(s);
       throw err;
     });

@@ -16,7 +16,8 @@ export default class SummaryReporter implements Reporter {
       }
       // A file that failed to load, or whose beforeAll failed (its tests then count as skipped, e.g.
       // when a server it needs is missing), is a failure all the same.
-      if (module.state() === 'failed' && ![...module.children.allTests()].some((t) => t.result().state === 'failed')) counts.failed++;
+      if (module.state() === 'failed' && ![...module.children.allTests()].some((t) => t.result().state === 'failed'))
+        counts.failed++;
     }
     process.stdout.write(`\n${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
   }

@@ -21,7 +21,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       return;
     }
     const outbound = connect(target.port, target.host);
-    for (const [a, b] of [[inbound, outbound], [outbound, inbound]] as const) {
+    for (const [a, b] of [
+      [inbound, outbound],
+      [outbound, inbound],
+    ] as const) {
       sockets.add(a);
       a.on('error', () => b.destroy());
       a.on('close', () => {
@@ -41,9 +44,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     restore() {
       down = false;
     },
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -37,7 +37,9 @@ export interface UpstreamServer {
   close(): Promise<void>;
 }
 
-const directive = (text: string, name: string): string | undefined => new RegExp(`(?:^|\\s)up:${name}(?:=(\\S+))?(?:\\s|$)`).exec(text)?.[1] ?? (new RegExp(`(?:^|\\s)up:${name}(?:\\s|$)`).test(text) ? '' : undefined);
+const directive = (text: string, name: string): string | undefined =>
+  new RegExp(`(?:^|\\s)up:${name}(?:=(\\S+))?(?:\\s|$)`).exec(text)?.[1] ??
+  (new RegExp(`(?:^|\\s)up:${name}(?:\\s|$)`).test(text) ? '' : undefined);
 
 async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
   const chunks: Buffer[] = [];
@@ -53,10 +55,11 @@ async function listen(server: Server, path = ''): Promise<{ baseUrl: string; clo
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}${path}`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -75,21 +78,29 @@ function jsonServer(received: Received[], handle: (r: JsonRequest) => Promise<un
       const body = await readJson(req);
       const path = req.url ?? '';
       received.push({ method: req.method ?? '', path, authorization: req.headers.authorization, body });
-      const json = (status: number, data: unknown) => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(data));
+      const json = (status: number, data: unknown) =>
+        void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(data));
       await handle({ req, res, body, path, json });
     })();
   });
 }
 
-const promptOf = (body: Record<string, unknown> | undefined): string => (typeof body?.prompt === 'string' ? body.prompt : '');
+const promptOf = (body: Record<string, unknown> | undefined): string =>
+  typeof body?.prompt === 'string' ? body.prompt : '';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `leak`: the error body names an internal path and the marker, as a careless upstream's traceback would. */
 function refuse(res: ServerResponse, status: number, policy: boolean, leak?: string): void {
-  const detail = leak ? `upstream-internal-detail-${leak} at /srv/provider/app.py:42` : `simulated upstream status ${status}`;
+  const detail = leak
+    ? `upstream-internal-detail-${leak} at /srv/provider/app.py:42`
+    : `simulated upstream status ${status}`;
   const error = policy
-    ? { message: 'Your request was rejected by the content_policy safety system.', type: 'invalid_request_error', code: 'content_policy_violation' }
+    ? {
+        message: 'Your request was rejected by the content_policy safety system.',
+        type: 'invalid_request_error',
+        code: 'content_policy_violation',
+      }
     : { message: detail, type: status >= 500 ? 'server_error' : 'invalid_request_error', code: null };
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
 }
@@ -100,11 +111,18 @@ const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'the
 export async function startOpenAiUpstream(): Promise<UpstreamServer> {
   const received: Received[] = [];
   const always = { directives: '' };
-  const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#3a6' } }).png().toBuffer();
+  const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#3a6' } })
+    .png()
+    .toBuffer();
   const server = createServer((req, res) => {
     void (async () => {
       const body = await readJson(req);
-      const record: Received = { method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization, body };
+      const record: Received = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        authorization: req.headers.authorization,
+        body,
+      };
       received.push(record);
       const messages = Array.isArray(body?.messages) ? (body.messages as { content?: unknown }[]) : [];
       const text = `${messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body)} ${always.directives}`;
@@ -113,7 +131,9 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
       if (status) return refuse(res, status, directive(text, 'policy') !== undefined, directive(text, 'leak'));
 
       if (req.url === '/v1/images/generations') {
-        return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1, data: [{ b64_json: png.toString('base64') }] }));
+        return res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ created: 1, data: [{ b64_json: png.toString('base64') }] }));
       }
       if (req.url !== '/v1/chat/completions') return refuse(res, 404, false);
 
@@ -128,21 +148,38 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
         // As long as the same reply streamed would take.
         const wait = first + pace * Math.max(0, count - 1);
         if (wait) await sleep(wait);
-        return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
-          id: 'up-1', object: 'chat.completion', created: 1, model,
-          choices: [{ index: 0, message: { role: 'assistant', content: pieces.join('') }, finish_reason: 'stop' }],
-          ...(usage === undefined ? {} : { usage: { prompt_tokens: 3, completion_tokens: usage, total_tokens: usage + 3 } }),
-        }));
+        return res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            id: 'up-1',
+            object: 'chat.completion',
+            created: 1,
+            model,
+            choices: [{ index: 0, message: { role: 'assistant', content: pieces.join('') }, finish_reason: 'stop' }],
+            ...(usage === undefined
+              ? {}
+              : { usage: { prompt_tokens: 3, completion_tokens: usage, total_tokens: usage + 3 } }),
+          }),
+        );
       }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       const tool = toolCallWanted(body);
       if (tool) {
         // A function call, as OpenAI streams one: the call named first, its arguments in pieces.
-        const send = (delta: unknown, finish: string | null = null) => res.write(`data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
-        send({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_up1', type: 'function', function: { name: tool, arguments: '' } }] });
-        for (const piece of ['{"city":', '"Paris"}']) send({ tool_calls: [{ index: 0, function: { arguments: piece } }] });
+        const send = (delta: unknown, finish: string | null = null) =>
+          res.write(
+            `data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+          );
+        send({
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ index: 0, id: 'call_up1', type: 'function', function: { name: tool, arguments: '' } }],
+        });
+        for (const piece of ['{"city":', '"Paris"}'])
+          send({ tool_calls: [{ index: 0, function: { arguments: piece } }] });
         send({}, 'tool_calls');
-        res.write(`data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [], usage: { prompt_tokens: 3, completion_tokens: 7, total_tokens: 10 } })}\n\n`);
+        res.write(
+          `data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [], usage: { prompt_tokens: 3, completion_tokens: 7, total_tokens: 10 } })}\n\n`,
+        );
         return res.end('data: [DONE]\n\n');
       }
       if (first) {
@@ -161,11 +198,37 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
           record.cutAfter = i;
           return;
         }
-        send({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta: i === 0 ? { role: 'assistant', content: piece } : { content: piece }, finish_reason: null }] });
+        send({
+          id: 'up-1',
+          object: 'chat.completion.chunk',
+          created: 1,
+          model,
+          choices: [
+            {
+              index: 0,
+              delta: i === 0 ? { role: 'assistant', content: piece } : { content: piece },
+              finish_reason: null,
+            },
+          ],
+        });
       }
-      send({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+      send({
+        id: 'up-1',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model,
+        choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+      });
       const wantsUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
-      if (wantsUsage && usage !== undefined) send({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [], usage: { prompt_tokens: 3, completion_tokens: usage, total_tokens: usage + 3 } });
+      if (wantsUsage && usage !== undefined)
+        send({
+          id: 'up-1',
+          object: 'chat.completion.chunk',
+          created: 1,
+          model,
+          choices: [],
+          usage: { prompt_tokens: 3, completion_tokens: usage, total_tokens: usage + 3 },
+        });
       res.end('data: [DONE]\n\n');
     })();
   });
@@ -194,8 +257,17 @@ export interface SentWebhook {
 }
 
 /** Posts a signed webhook the way an upstream does, and keeps it in `sent`. */
-async function callBack(sent: SentWebhook[], url: string, headers: Record<string, string>, body: Buffer): Promise<void> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).catch(() => undefined);
+async function callBack(
+  sent: SentWebhook[],
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer,
+): Promise<void> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  }).catch(() => undefined);
   sent.push({ url, headers, body, status: res?.status ?? 0 });
   await res?.text();
 }
@@ -205,10 +277,23 @@ async function callBack(sent: SentWebhook[], url: string, headers: Record<string
  * and its file; with `?fal_webhook=<url>` on the submit, the outcome is POSTed there when the job
  * ends, signed with this server's ed25519 key, whose public half it serves at /.well-known/jwks.json.
  */
-export async function startQueueVideoUpstream(): Promise<UpstreamServer & { submits: () => number; statusReads: () => number; jwksUrl: string; webhooks: SentWebhook[]; privateKey: KeyObject; cancels: () => string[]; endJob: (id: string) => void }> {
+export async function startQueueVideoUpstream(): Promise<
+  UpstreamServer & {
+    submits: () => number;
+    statusReads: () => number;
+    jwksUrl: string;
+    webhooks: SentWebhook[];
+    privateKey: KeyObject;
+    cancels: () => string[];
+    endJob: (id: string) => void;
+  }
+> {
   const received: Received[] = [];
   const always = { directives: '' };
-  const jobs = new Map<string, { prompt: string; polls: number; pollFailures: number; endsAt?: number; callBack?: () => void }>();
+  const jobs = new Map<
+    string,
+    { prompt: string; polls: number; pollFailures: number; endsAt?: number; callBack?: () => void }
+  >();
   const webhooks: SentWebhook[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const cancelled: string[] = [];
@@ -244,11 +329,20 @@ export async function startQueueVideoUpstream(): Promise<UpstreamServer & { subm
     const prompt = `${promptOf(body)} ${always.directives}`;
     if (directive(prompt, 'hang') !== undefined) return;
     const status = Number(directive(prompt, 'status') ?? 0);
-    if (status) return json(status, { detail: directive(prompt, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}` });
+    if (status)
+      return json(status, {
+        detail:
+          directive(prompt, 'policy') !== undefined
+            ? 'content policy violation'
+            : `simulated upstream status ${status}`,
+      });
     const id = `req-${jobs.size + 1}`;
     const ms = directive(prompt, 'ms');
     const job: { prompt: string; polls: number; pollFailures: number; endsAt?: number; callBack?: () => void } = {
-      prompt, polls: Number(directive(prompt, 'polls') ?? 2), pollFailures: Number(directive(prompt, 'pollfail') ?? 0), ...(ms === undefined ? {} : { endsAt: Date.now() + Number(ms) }),
+      prompt,
+      polls: Number(directive(prompt, 'polls') ?? 2),
+      pollFailures: Number(directive(prompt, 'pollfail') ?? 0),
+      ...(ms === undefined ? {} : { endsAt: Date.now() + Number(ms) }),
     };
     jobs.set(id, job);
     const hook = new URL(path, 'http://x').searchParams.get('fal_webhook');
@@ -260,10 +354,26 @@ export async function startQueueVideoUpstream(): Promise<UpstreamServer & { subm
         clearTimeout(timer);
         timers.delete(timer);
         const outcome = failed(job)
-          ? { request_id: id, gateway_request_id: id, status: 'ERROR', error: 'the model could not render this', payload: { detail: 'the model could not render this' } }
-          : { request_id: id, gateway_request_id: id, status: 'OK', payload: { video: { url: `${base}/files/${id}.webm`, content_type: 'video/webm' } } };
+          ? {
+              request_id: id,
+              gateway_request_id: id,
+              status: 'ERROR',
+              error: 'the model could not render this',
+              payload: { detail: 'the model could not render this' },
+            }
+          : {
+              request_id: id,
+              gateway_request_id: id,
+              status: 'OK',
+              payload: { video: { url: `${base}/files/${id}.webm`, content_type: 'video/webm' } },
+            };
         const raw = Buffer.from(JSON.stringify(outcome));
-        void callBack(webhooks, hook, signFalWebhook(privateKey, id, 'local-user', Math.floor(Date.now() / 1000), raw), raw);
+        void callBack(
+          webhooks,
+          hook,
+          signFalWebhook(privateKey, id, 'local-user', Math.floor(Date.now() / 1000), raw),
+          raw,
+        );
       };
     }
     // Status and result URLs are left out: the adapter builds them from the model path.
@@ -277,7 +387,10 @@ export async function startQueueVideoUpstream(): Promise<UpstreamServer & { subm
       for (const t of timers) clearTimeout(t);
       await listening.close();
     },
-    received, always, webhooks, privateKey,
+    received,
+    always,
+    webhooks,
+    privateKey,
     jwksUrl: `${base}/.well-known/jwks.json`,
     submits: () => received.filter((r) => r.method === 'POST' && !r.path.includes('/requests/')).length,
     statusReads: () => received.filter((r) => r.path.endsWith('/status')).length,
@@ -299,7 +412,15 @@ export async function startQueueVideoUpstream(): Promise<UpstreamServer & { subm
  * `up:polls=<n>`: the prediction is final after that many reads (0 with `Prefer: wait`: final in
  * the create call's answer).
  */
-export async function startReplicateUpstream(): Promise<UpstreamServer & { predictions: Map<string, Record<string, unknown>>; cancels: () => string[]; secret: string; webhooks: SentWebhook[]; reads: () => number }> {
+export async function startReplicateUpstream(): Promise<
+  UpstreamServer & {
+    predictions: Map<string, Record<string, unknown>>;
+    cancels: () => string[];
+    secret: string;
+    webhooks: SentWebhook[];
+    reads: () => number;
+  }
+> {
   const received: Received[] = [];
   const always = { directives: '' };
   const predictions = new Map<string, Record<string, unknown>>();
@@ -311,7 +432,9 @@ export async function startReplicateUpstream(): Promise<UpstreamServer & { predi
   // What GET /v1/webhooks/default/secret answers on Replicate.
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
   let base = '';
-  const png = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#a36' } }).png().toBuffer();
+  const png = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#a36' } })
+    .png()
+    .toBuffer();
   const server = jsonServer(received, async ({ req, res, body, path, json }) => {
     if (path.startsWith('/v1/files/')) return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
     /** One read of a prediction: it moves on towards its end. */
@@ -323,13 +446,19 @@ export async function startReplicateUpstream(): Promise<UpstreamServer & { predi
       const at = endsAt.get(id);
       if (at === undefined ? n > 0 : Date.now() < at) return Object.assign(p, { status: 'processing' });
       const input = p.input as { prompt?: string };
-      if (directive(`${input.prompt ?? ''} ${always.directives}`, 'fail') !== undefined) return Object.assign(p, { status: 'failed', error: 'NSFW content detected by the safety checker' });
-      return Object.assign(p, { status: 'succeeded', output: [`${base}/files/${id}.png`], completed_at: new Date().toISOString() });
+      if (directive(`${input.prompt ?? ''} ${always.directives}`, 'fail') !== undefined)
+        return Object.assign(p, { status: 'failed', error: 'NSFW content detected by the safety checker' });
+      return Object.assign(p, {
+        status: 'succeeded',
+        output: [`${base}/files/${id}.png`],
+        completed_at: new Date().toISOString(),
+      });
     };
     const one = /^\/v1\/predictions\/([^/]+)(\/cancel)?$/.exec(path);
     if (one) {
       const p = predictions.get(one[1]!);
-      if (!p) return json(404, { title: 'Not found', detail: 'The requested resource could not be found.', status: 404 });
+      if (!p)
+        return json(404, { title: 'Not found', detail: 'The requested resource could not be found.', status: 404 });
       if (one[2] && req.method === 'POST') {
         cancelled.push(one[1]!);
         if (p.status === 'starting' || p.status === 'processing') Object.assign(p, { status: 'canceled' });
@@ -338,30 +467,62 @@ export async function startReplicateUpstream(): Promise<UpstreamServer & { predi
       return json(200, advance(one[1]!));
     }
     const byModel = /^\/v1\/models\/([^/]+)\/([^/]+)\/predictions$/.exec(path);
-    if (req.method !== 'POST' || (!byModel && path !== '/v1/predictions')) return json(404, { title: 'Not found', detail: 'The requested resource could not be found.', status: 404 });
-    if (!byModel && typeof body?.version !== 'string') return json(422, { title: 'Input validation failed', detail: '- version: version is required', status: 422 });
+    if (req.method !== 'POST' || (!byModel && path !== '/v1/predictions'))
+      return json(404, { title: 'Not found', detail: 'The requested resource could not be found.', status: 404 });
+    if (!byModel && typeof body?.version !== 'string')
+      return json(422, { title: 'Input validation failed', detail: '- version: version is required', status: 422 });
     const input = (body?.input ?? {}) as Record<string, unknown>;
     const text = `${typeof input.prompt === 'string' ? input.prompt : ''} ${always.directives}`;
     if (directive(text, 'hang') !== undefined) return;
     const status = Number(directive(text, 'status') ?? 0);
-    if (status) return json(status, { title: 'Error', detail: directive(text, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}`, status });
+    if (status)
+      return json(status, {
+        title: 'Error',
+        detail:
+          directive(text, 'policy') !== undefined ? 'content policy violation' : `simulated upstream status ${status}`,
+        status,
+      });
     const id = `rp${predictions.size + 1}x${Math.random().toString(36).slice(2, 8)}`;
     const p: Record<string, unknown> = {
-      id, model: byModel ? `${byModel[1]}/${byModel[2]}` : String(body?.version).split(':')[0], version: byModel ? 'hidden' : body?.version,
-      input, logs: '', output: null, data_removed: false, error: null, status: 'starting', created_at: new Date().toISOString(),
-      urls: { get: `${base}/predictions/${id}`, cancel: `${base}/predictions/${id}/cancel`, web: `https://replicate.com/p/${id}` },
+      id,
+      model: byModel ? `${byModel[1]}/${byModel[2]}` : String(body?.version).split(':')[0],
+      version: byModel ? 'hidden' : body?.version,
+      input,
+      logs: '',
+      output: null,
+      data_removed: false,
+      error: null,
+      status: 'starting',
+      created_at: new Date().toISOString(),
+      urls: {
+        get: `${base}/predictions/${id}`,
+        cancel: `${base}/predictions/${id}/cancel`,
+        web: `https://replicate.com/p/${id}`,
+      },
     };
     predictions.set(id, p);
     left.set(id, Number(directive(text, 'polls') ?? 2));
     const ms = directive(text, 'ms');
     if (ms !== undefined) endsAt.set(id, Date.now() + Number(ms));
-    const filter = Array.isArray(body?.webhook_events_filter) ? body.webhook_events_filter : ['start', 'output', 'logs', 'completed'];
-    if (typeof body?.webhook === 'string' && ms !== undefined && filter.includes('completed') && directive(text, 'nohook') === undefined) {
+    const filter = Array.isArray(body?.webhook_events_filter)
+      ? body.webhook_events_filter
+      : ['start', 'output', 'logs', 'completed'];
+    if (
+      typeof body?.webhook === 'string' &&
+      ms !== undefined &&
+      filter.includes('completed') &&
+      directive(text, 'nohook') === undefined
+    ) {
       const hook = body.webhook;
       const timer = setTimeout(() => {
         timers.delete(timer);
         const raw = Buffer.from(JSON.stringify(advance(id)));
-        void callBack(webhooks, hook, signStandardWebhook(secret, `msg_${randomBytes(12).toString('hex')}`, Math.floor(Date.now() / 1000), raw), raw);
+        void callBack(
+          webhooks,
+          hook,
+          signStandardWebhook(secret, `msg_${randomBytes(12).toString('hex')}`, Math.floor(Date.now() / 1000), raw),
+          raw,
+        );
       }, Number(ms));
       timers.add(timer);
     }
@@ -378,7 +539,11 @@ export async function startReplicateUpstream(): Promise<UpstreamServer & { predi
       for (const t of timers) clearTimeout(t);
       await listening.close();
     },
-    received, always, predictions, secret, webhooks,
+    received,
+    always,
+    predictions,
+    secret,
+    webhooks,
     cancels: () => [...cancelled],
     reads: () => received.filter((r) => r.method === 'GET' && /^\/v1\/predictions\/[^/]+$/.test(r.path)).length,
   };

@@ -12,7 +12,10 @@ export interface Received {
 }
 
 /** What the receiver answers the n-th request (0-based): a status (with headers), or 'hang' to never answer. */
-export type Behaviour = (n: number, r: Received) => number | { status: number; headers: Record<string, string> } | 'hang';
+export type Behaviour = (
+  n: number,
+  r: Received,
+) => number | { status: number; headers: Record<string, string> } | 'hang';
 
 export interface TestReceiver {
   url: string;
@@ -65,10 +68,14 @@ export async function startReceiver(opts: { host?: string; port?: number; path?:
       behaviour = b;
     },
     until(count, filter = () => true, timeoutMs = 30_000) {
-      return eventually(async () => {
-        const matching = received.filter(filter);
-        return matching.length >= count ? matching : undefined;
-      }, timeoutMs, 50);
+      return eventually(
+        async () => {
+          const matching = received.filter(filter);
+          return matching.length >= count ? matching : undefined;
+        },
+        timeoutMs,
+        50,
+      );
     },
     async close() {
       for (const res of hanging) res.destroy();

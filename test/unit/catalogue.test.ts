@@ -1,7 +1,18 @@
 import { describe, it, expect } from 'vitest';
 import {
-  AUTO_CHAT_MODEL_ID, CHAT_MODELS, IMAGE_MODELS, OPENAI_CHAT_MODELS, UPSCALE_MODELS, VIDEO_MODELS,
-  findChatModel, findImageModel, findOpenAiChatModel, findOpenAiVideoModel, findVideoModel, listModels, resolveModel,
+  AUTO_CHAT_MODEL_ID,
+  CHAT_MODELS,
+  IMAGE_MODELS,
+  OPENAI_CHAT_MODELS,
+  UPSCALE_MODELS,
+  VIDEO_MODELS,
+  findChatModel,
+  findImageModel,
+  findOpenAiChatModel,
+  findOpenAiVideoModel,
+  findVideoModel,
+  listModels,
+  resolveModel,
 } from '../../core/catalogue/models';
 
 describe('catalogue', () => {
@@ -116,7 +127,21 @@ describe('group B ids (DESIGN §6)', () => {
 
 describe('group B chat (per output token)', () => {
   it('has every chat id of the spec’s group B list, each with a rate per 1,000 output tokens and caps', () => {
-    const ids = ['claude-fable', 'claude-opus', 'claude-sonnet', 'claude-haiku', 'deepseek-v4-flash', 'kimi-k2', 'glm-5.1', 'llama-3.3', 'deepseek-v4-pro', 'gemini-pro', 'gpt-5.5', 'minimax', 'grok-4.3'];
+    const ids = [
+      'claude-fable',
+      'claude-opus',
+      'claude-sonnet',
+      'claude-haiku',
+      'deepseek-v4-flash',
+      'kimi-k2',
+      'glm-5.1',
+      'llama-3.3',
+      'deepseek-v4-pro',
+      'gemini-pro',
+      'gpt-5.5',
+      'minimax',
+      'grok-4.3',
+    ];
     expect(OPENAI_CHAT_MODELS.map((m) => m.id).sort()).toEqual([...ids].sort());
     for (const m of OPENAI_CHAT_MODELS) {
       expect(m.unit).toBe('1k_output_tokens');
@@ -133,7 +158,11 @@ describe('group B chat (per output token)', () => {
     expect(resolveModel('chat', undefined, 'A')?.id).toBe('chat-haiku');
   });
 
-  it.each([['sora-2', 'sora'], ['veo-3-fast', 'veo'], ['wan-2.6', 'kie-wan-2-6']])('prices group B video %s as %s', (openaiId, id) => {
+  it.each([
+    ['sora-2', 'sora'],
+    ['veo-3-fast', 'veo'],
+    ['wan-2.6', 'kie-wan-2-6'],
+  ])('prices group B video %s as %s', (openaiId, id) => {
     expect(findOpenAiVideoModel(openaiId)?.id).toBe(id);
   });
 });

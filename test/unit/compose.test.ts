@@ -53,27 +53,39 @@ class MissingVariableError extends Error {
  * `${VAR-default}`, `${VAR:?message}`, `${VAR?message}`.
  */
 function interpolate(text: string, env: Record<string, string | undefined>): string {
-  return text.replace(/\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g, (_m, dollar: string | undefined, braced: string | undefined, op: string | undefined, arg: string | undefined, bare: string | undefined) => {
-    if (dollar) return '$';
-    const name = (braced ?? bare)!;
-    const value = env[name];
-    const unset = op?.startsWith(':') ? value === undefined || value === '' : value === undefined;
-    if (!op || !unset) return value ?? '';
-    if (op.endsWith('?')) throw new MissingVariableError(`${name}: ${arg ?? ''}`);
-    return arg ?? '';
-  });
+  return text.replace(
+    /\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g,
+    (
+      _m,
+      dollar: string | undefined,
+      braced: string | undefined,
+      op: string | undefined,
+      arg: string | undefined,
+      bare: string | undefined,
+    ) => {
+      if (dollar) return '$';
+      const name = (braced ?? bare)!;
+      const value = env[name];
+      const unset = op?.startsWith(':') ? value === undefined || value === '' : value === undefined;
+      if (!op || !unset) return value ?? '';
+      if (op.endsWith('?')) throw new MissingVariableError(`${name}: ${arg ?? ''}`);
+      return arg ?? '';
+    },
+  );
 }
 
 function interpolateAll<T>(node: T, env: Record<string, string | undefined>): T {
   if (typeof node === 'string') return interpolate(node, env) as T;
   if (Array.isArray(node)) return node.map((n: unknown) => interpolateAll(n, env)) as T;
-  if (node && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, interpolateAll(v, env)])) as T;
+  if (node && typeof node === 'object')
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, interpolateAll(v, env)])) as T;
   return node;
 }
 
 const RAW = read('docker-compose.yml');
 // Merge keys (`<<: *app-environment`) as Compose reads them.
-const loadCompose = (env: Record<string, string | undefined>): Compose => interpolateAll(parse(RAW, { merge: true }) as Compose, env);
+const loadCompose = (env: Record<string, string | undefined>): Compose =>
+  interpolateAll(parse(RAW, { merge: true }) as Compose, env);
 const compose = loadCompose(SAMPLE_ENV);
 const service = (name: string): Service => {
   const s = compose.services[name];
@@ -84,10 +96,12 @@ const service = (name: string): Service => {
 function environmentOf(s: Service): Record<string, string> {
   const env = s.environment ?? {};
   if (Array.isArray(env)) {
-    return Object.fromEntries(env.map((line) => {
-      const at = line.indexOf('=');
-      return at < 0 ? [line, ''] : [line.slice(0, at), line.slice(at + 1)];
-    }));
+    return Object.fromEntries(
+      env.map((line) => {
+        const at = line.indexOf('=');
+        return at < 0 ? [line, ''] : [line.slice(0, at), line.slice(at + 1)];
+      }),
+    );
   }
   return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === null ? '' : String(v)]));
 }
@@ -95,7 +109,8 @@ function environmentOf(s: Service): Record<string, string> {
 const dependsOn = (s: Service): Record<string, { condition?: string }> =>
   Array.isArray(s.depends_on) ? Object.fromEntries(s.depends_on.map((d) => [d, {}])) : (s.depends_on ?? {});
 
-const commandOf = (s: Service): string[] => (typeof s.command === 'string' ? s.command.split(/\s+/) : (s.command ?? []));
+const commandOf = (s: Service): string[] =>
+  typeof s.command === 'string' ? s.command.split(/\s+/) : (s.command ?? []);
 
 const healthTest = (s: Service): string => {
   const t = s.healthcheck?.test;
@@ -126,12 +141,27 @@ function imageTag(image: string): string | undefined {
   return last.includes(':') ? last.slice(last.indexOf(':') + 1) : undefined;
 }
 
-const APP_SERVICES = { api: 'runtime/api-process.ts', worker: 'runtime/worker-process.ts', provider: 'runtime/worker-process.ts' } as const;
+const APP_SERVICES = {
+  api: 'runtime/api-process.ts',
+  worker: 'runtime/worker-process.ts',
+  provider: 'runtime/worker-process.ts',
+} as const;
 const WORKER_SERVICES = { worker: 'workflows', provider: 'provider' } as const;
 
 describe('docker-compose.yml', () => {
   it('has the services of the design, with Redis and MinIO for the state the instances share, and Jaeger in the tracing profile only', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'balancer', 'jaeger', 'minio', 'postgres', 'provider', 'redis', 'temporal', 'temporal-ui', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'api',
+      'balancer',
+      'jaeger',
+      'minio',
+      'postgres',
+      'provider',
+      'redis',
+      'temporal',
+      'temporal-ui',
+      'worker',
+    ]);
     const optional = Object.entries(compose.services).filter(([, s]) => s.profiles !== undefined);
     expect(Object.fromEntries(optional.map(([name, s]) => [name, s.profiles]))).toEqual({ jaeger: ['tracing'] });
     expect(service('postgres').image).toMatch(/^postgres:/);
@@ -150,16 +180,19 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it.each(Object.entries(APP_SERVICES))('%s is built from the project Dockerfile and runs %s, a file in the repository', (name, entry) => {
-    const s = service(name);
-    const context = typeof s.build === 'string' ? s.build : s.build?.context;
-    expect(context).toBeDefined();
-    const dockerfile = typeof s.build === 'object' && s.build.dockerfile ? s.build.dockerfile : 'Dockerfile';
-    expect(existsSync(resolve(ROOT, context!, dockerfile))).toBe(true);
-    const files = commandOf(s).filter((arg) => arg.endsWith('.ts'));
-    expect(files).toEqual([entry]);
-    expect(existsSync(join(ROOT, entry))).toBe(true);
-  });
+  it.each(Object.entries(APP_SERVICES))(
+    '%s is built from the project Dockerfile and runs %s, a file in the repository',
+    (name, entry) => {
+      const s = service(name);
+      const context = typeof s.build === 'string' ? s.build : s.build?.context;
+      expect(context).toBeDefined();
+      const dockerfile = typeof s.build === 'object' && s.build.dockerfile ? s.build.dockerfile : 'Dockerfile';
+      expect(existsSync(resolve(ROOT, context!, dockerfile))).toBe(true);
+      const files = commandOf(s).filter((arg) => arg.endsWith('.ts'));
+      expect(files).toEqual([entry]);
+      expect(existsSync(join(ROOT, entry))).toBe(true);
+    },
+  );
 
   it.each(Object.keys(APP_SERVICES))('%s sets only variables of the config schema, with values it accepts', (name) => {
     const env = environmentOf(service(name));
@@ -173,7 +206,10 @@ describe('docker-compose.yml', () => {
     expect(config).toMatchObject({ NODE_ENV: 'production', HOST: '0.0.0.0', ADMIN_TOKEN: SAMPLE_ENV.ADMIN_TOKEN });
     // Several instances share rate limits and output files only through these.
     expect(config.REDIS_URL).toBeDefined();
-    expect(s3Settings(config)).toMatchObject({ secretAccessKey: SAMPLE_ENV.S3_SECRET_ACCESS_KEY, forcePathStyle: true });
+    expect(s3Settings(config)).toMatchObject({
+      secretAccessKey: SAMPLE_ENV.S3_SECRET_ACCESS_KEY,
+      forcePathStyle: true,
+    });
   });
 
   it('gives the API and every worker the same environment (one task queue, one bucket, one rate-limit store), workers their role', () => {
@@ -231,18 +267,21 @@ describe('docker-compose.yml', () => {
     const dynamic = parse(readFileSync(onHost, 'utf8')) as Record<string, { value: unknown; constraints?: unknown }[]>;
     expect(dynamic['matching.enableFairness']?.[0]?.value).toBe(true);
     // One value per key and no constraints: the same setting everywhere, as on the dev server.
-    const values = Object.fromEntries(Object.entries(dynamic).map(([key, entries]) => {
-      expect(entries, key).toHaveLength(1);
-      expect(entries[0]!.constraints ?? {}, key).toEqual({});
-      return [key, entries[0]!.value];
-    }));
+    const values = Object.fromEntries(
+      Object.entries(dynamic).map(([key, entries]) => {
+        expect(entries, key).toHaveLength(1);
+        expect(entries[0]!.constraints ?? {}, key).toEqual({});
+        return [key, entries[0]!.value];
+      }),
+    );
     expect(values).toEqual(TEMPORAL_DYNAMIC_CONFIG);
   });
 
   it('has every bind-mounted path in the repository and every named volume declared', () => {
     for (const [name, s] of Object.entries(compose.services)) {
       for (const m of volumeMounts(s)) {
-        if (m.source.startsWith('.') || m.source.startsWith('/')) expect(existsSync(join(ROOT, m.source)), `${name}: ${m.source}`).toBe(true);
+        if (m.source.startsWith('.') || m.source.startsWith('/'))
+          expect(existsSync(join(ROOT, m.source)), `${name}: ${m.source}`).toBe(true);
         else expect(Object.keys(compose.volumes ?? {}), `${name}: volume ${m.source}`).toContain(m.source);
       }
     }
@@ -262,7 +301,7 @@ describe('docker-compose.yml', () => {
     expect(healthTest(redis)).toMatch(/redis-cli ping/);
   });
 
-  it('stores output files in the minio service: the app\'s keys are its root credentials, its data a named volume', () => {
+  it("stores output files in the minio service: the app's keys are its root credentials, its data a named volume", () => {
     const minio = service('minio');
     const minioEnv = environmentOf(minio);
     for (const name of Object.keys(APP_SERVICES)) {
@@ -274,7 +313,9 @@ describe('docker-compose.yml', () => {
       expect(s3.secretAccessKey).toBe(minioEnv.MINIO_ROOT_PASSWORD);
     }
     // MinIO refuses root passwords shorter than 8 characters.
-    expect(() => loadCompose({ ...SAMPLE_ENV, S3_SECRET_ACCESS_KEY: undefined })).toThrow(/S3_SECRET_ACCESS_KEY:.*at least 8/);
+    expect(() => loadCompose({ ...SAMPLE_ENV, S3_SECRET_ACCESS_KEY: undefined })).toThrow(
+      /S3_SECRET_ACCESS_KEY:.*at least 8/,
+    );
     expect(commandOf(minio).slice(0, 2)).toEqual(['server', '/data']);
     const data = volumeMounts(minio).find((m) => m.target === '/data');
     expect(Object.keys(compose.volumes ?? {})).toContain(data?.source);
@@ -301,13 +342,15 @@ describe('docker-compose.yml', () => {
     for (const [name, s] of Object.entries(compose.services)) {
       for (const [dep, how] of Object.entries(dependsOn(s))) {
         expect(compose.services, `${name} depends on ${dep}`).toHaveProperty([dep]);
-        if (how.condition === 'service_healthy') expect(service(dep).healthcheck?.test, `${dep} needs a healthcheck`).toBeDefined();
+        if (how.condition === 'service_healthy')
+          expect(service(dep).healthcheck?.test, `${dep} needs a healthcheck`).toBeDefined();
       }
     }
     const healthy = { condition: 'service_healthy' };
     // The API checks rate limits in Redis; both put or presign files in MinIO (and make its bucket).
     expect(dependsOn(service('api'))).toEqual({ postgres: healthy, temporal: healthy, redis: healthy, minio: healthy });
-    for (const name of Object.keys(WORKER_SERVICES)) expect(dependsOn(service(name)), name).toEqual({ postgres: healthy, temporal: healthy, minio: healthy });
+    for (const name of Object.keys(WORKER_SERVICES))
+      expect(dependsOn(service(name)), name).toEqual({ postgres: healthy, temporal: healthy, minio: healthy });
     expect(dependsOn(service('temporal'))).toMatchObject({ postgres: { condition: 'service_healthy' } });
     expect(healthTest(service('postgres'))).toMatch(/pg_isready/);
     expect(healthTest(service('temporal'))).toMatch(/temporal:7233/);
@@ -337,7 +380,8 @@ describe('docker-compose.yml', () => {
     expect(service('api').deploy?.replicas).toBe(CLUSTER_TOPOLOGY.api);
     expect(service('worker').deploy?.replicas).toBe(CLUSTER_TOPOLOGY.workflowWorkers);
     expect(service('provider').deploy?.replicas).toBe(CLUSTER_TOPOLOGY.providerWorkers);
-    for (const [path, text] of Object.entries(composeConfigFiles())) expect(read(path), `${path}: run npx tsx deploy/compose-configs.ts`).toBe(text);
+    for (const [path, text] of Object.entries(composeConfigFiles()))
+      expect(read(path), `${path}: run npx tsx deploy/compose-configs.ts`).toBe(text);
     // Temporal and its UI: the server, schema tool and UI server the cluster script builds, at its versions.
     const dockerfile = read('deploy/temporal/Dockerfile');
     expect(dockerfile).toContain(`go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`);
@@ -356,21 +400,32 @@ describe('docker-compose.yml', () => {
       expect(server).toContain(`databaseName: ${db}\n`);
       expect(made).toContain(`CREATE DATABASE ${db};`);
     }
-    expect(volumeMounts(service('postgres')).some((m) => m.source === './deploy/postgres/temporal-databases.sql' && m.target.startsWith('/docker-entrypoint-initdb.d/'))).toBe(true);
+    expect(
+      volumeMounts(service('postgres')).some(
+        (m) =>
+          m.source === './deploy/postgres/temporal-databases.sql' &&
+          m.target.startsWith('/docker-entrypoint-initdb.d/'),
+      ),
+    ).toBe(true);
   });
 
-  it('traces to the tracing profile\'s Jaeger, the release and configuration the trace test runs, when OTEL_EXPORTER_OTLP_ENDPOINT names it; not at all by default', () => {
+  it("traces to the tracing profile's Jaeger, the release and configuration the trace test runs, when OTEL_EXPORTER_OTLP_ENDPOINT names it; not at all by default", () => {
     const jaeger = service('jaeger');
     expect(imageTag(jaeger.image!)).toBe(JAEGER_RELEASE);
     expect(volumeMounts(jaeger)).toEqual([{ source: './deploy/jaeger', target: '/etc/jaeger', readOnly: true }]);
     expect(commandOf(jaeger)).toEqual(['--config', '/etc/jaeger/config.yaml']);
     expect(portMappings(jaeger)).toEqual([{ published: '16686', target: String(JAEGER_DEFAULT_PORTS.query) }]);
     expect(read('deploy/jaeger/config.yaml')).toContain(`endpoint: 0.0.0.0:${JAEGER_DEFAULT_PORTS.otlp}\n`);
-    const traced = loadCompose({ ...SAMPLE_ENV, OTEL_EXPORTER_OTLP_ENDPOINT: `http://jaeger:${JAEGER_DEFAULT_PORTS.otlp}` });
+    const traced = loadCompose({
+      ...SAMPLE_ENV,
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://jaeger:${JAEGER_DEFAULT_PORTS.otlp}`,
+    });
     for (const name of Object.keys(APP_SERVICES)) {
       expect(tracingOf(loadConfig(environmentOf(service(name))), name), name).toBeUndefined();
       const env = environmentOf(traced.services[name]!);
-      expect(tracingOf(loadConfig(env), name)?.tracesUrl, name).toBe(`http://jaeger:${JAEGER_DEFAULT_PORTS.otlp}/v1/traces`);
+      expect(tracingOf(loadConfig(env), name)?.tracesUrl, name).toBe(
+        `http://jaeger:${JAEGER_DEFAULT_PORTS.otlp}/v1/traces`,
+      );
     }
   });
 
@@ -378,12 +433,15 @@ describe('docker-compose.yml', () => {
     expect(portMappings(service('temporal-ui'))).toContainEqual({ published: '8233', target: '8080' });
   });
 
-  it.each(['api', ...Object.keys(WORKER_SERVICES)])('lets %s scale out: no fixed name, no host port, more than one replica', (name) => {
-    const worker = service(name);
-    expect(worker.container_name).toBeUndefined();
-    expect(worker.ports ?? []).toEqual([]);
-    expect(worker.deploy?.replicas).toBeGreaterThanOrEqual(2);
-  });
+  it.each(['api', ...Object.keys(WORKER_SERVICES)])(
+    'lets %s scale out: no fixed name, no host port, more than one replica',
+    (name) => {
+      const worker = service(name);
+      expect(worker.container_name).toBeUndefined();
+      expect(worker.ports ?? []).toEqual([]);
+      expect(worker.deploy?.replicas).toBeGreaterThanOrEqual(2);
+    },
+  );
 });
 
 describe('Dockerfile', () => {
@@ -408,9 +466,13 @@ describe('Dockerfile', () => {
   it('installs with npm ci, keeping tsx (a runtime dependency) when dev dependencies are left out', () => {
     const install = instructions.find((l) => /^RUN\s.*npm ci/.test(l));
     expect(install).toBeDefined();
-    const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const pkg = JSON.parse(read('package.json')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
     if (/--omit[= ]dev|--production/.test(install!)) {
-      for (const runtimeDep of ['tsx', '@temporalio/worker', 'pg', 'fastify', 'zod']) expect(pkg.dependencies, runtimeDep).toHaveProperty([runtimeDep]);
+      for (const runtimeDep of ['tsx', '@temporalio/worker', 'pg', 'fastify', 'zod'])
+        expect(pkg.dependencies, runtimeDep).toHaveProperty([runtimeDep]);
     }
   });
 
@@ -425,9 +487,23 @@ describe('Dockerfile', () => {
   });
 
   it('is built from a context without dependencies, data, test output or git history, but with the sources', () => {
-    const ignored = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
     for (const entry of ['node_modules', '.data', '.test-data', '.git']) expect(ignored).toContain(entry);
-    const sources = ['package.json', 'package-lock.json', 'tsconfig.json', 'runtime', 'workflows', 'machines', 'activities', 'api', 'core', 'db'];
+    const sources = [
+      'package.json',
+      'package-lock.json',
+      'tsconfig.json',
+      'runtime',
+      'workflows',
+      'machines',
+      'activities',
+      'api',
+      'core',
+      'db',
+    ];
     expect(ignored.filter((e) => sources.includes(e.replace(/^\/|\/$/g, '')))).toEqual([]);
   });
 });

@@ -17,7 +17,9 @@ const rows = [...doc.matchAll(/^\|\s*`([A-Z][A-Z0-9_]*)`\s*\|/gm)].map((m) => m[
 
 /** Names in code spans that look like environment variables (at least one underscore). */
 const mentioned = new Set(
-  [...doc.matchAll(/`([^`\n]+)`/g)].flatMap((m) => [...m[1]!.matchAll(/(?<![A-Za-z0-9_])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![a-z0-9_])/g)].map((n) => n[0])),
+  [...doc.matchAll(/`([^`\n]+)`/g)].flatMap((m) =>
+    [...m[1]!.matchAll(/(?<![A-Za-z0-9_])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![a-z0-9_])/g)].map((n) => n[0]),
+  ),
 );
 
 describe('docs/configuration.md', () => {

@@ -12,12 +12,41 @@ import { UPSTREAM_PROMPT } from '../../faults/workload';
 const counts = { flaky: { submits: 10, failed: 5, served: 5 }, steady: { submits: 5, failed: 0, served: 5 } };
 
 const image = (id: string, over: Partial<GenerationFact> = {}): GenerationFact => ({
-  id, accountId: 'acct', kind: 'image', status: 'succeeded', prompt: `${UPSTREAM_PROMPT} #${id}`, chargedMc: 3000, code: null, params: {},
-  holdState: 'settled', holdAmountMc: 3000, holdChargedMc: 3000, holdEntries: 1, charges: 1, chargedSumMc: 3000, releases: 0, ...over,
+  id,
+  accountId: 'acct',
+  kind: 'image',
+  status: 'succeeded',
+  prompt: `${UPSTREAM_PROMPT} #${id}`,
+  chargedMc: 3000,
+  code: null,
+  params: {},
+  holdState: 'settled',
+  holdAmountMc: 3000,
+  holdChargedMc: 3000,
+  holdEntries: 1,
+  charges: 1,
+  chargedSumMc: 3000,
+  releases: 0,
+  ...over,
 });
 const failed = (id: string, code: string, over: Partial<GenerationFact> = {}): GenerationFact =>
-  image(id, { status: 'failed', code, chargedMc: 0, holdState: 'released', holdChargedMc: 0, charges: 0, chargedSumMc: 0, releases: 1, ...over });
-const row = (id: string, served_by: string | null, cost_eur: string | null = '0.030000', tried = ['flaky', 'steady']): RouteRow => ({ generation_id: id, tried, served_by, cost_eur });
+  image(id, {
+    status: 'failed',
+    code,
+    chargedMc: 0,
+    holdState: 'released',
+    holdChargedMc: 0,
+    charges: 0,
+    chargedSumMc: 0,
+    releases: 1,
+    ...over,
+  });
+const row = (
+  id: string,
+  served_by: string | null,
+  cost_eur: string | null = '0.030000',
+  tried = ['flaky', 'steady'],
+): RouteRow => ({ generation_id: id, tried, served_by, cost_eur });
 
 describe('the upstream fault check', () => {
   const served = [image('g1'), image('g2')];
@@ -30,18 +59,38 @@ describe('the upstream fault check', () => {
   });
 
   it('fails a succeeded image whose record has no upstream or no cost', () => {
-    expect(judgeRouted([...served, image('g5')], [...rows, row('g5', null)], counts)).toMatchObject({ ok: false, detail: expect.stringMatching(/g5: served by nobody recorded/) });
-    expect(judgeRouted([...served, image('g5')], rows, counts)).toMatchObject({ ok: false, detail: expect.stringMatching(/g5: served by nobody recorded/) });
-    expect(judgeRouted([...served, image('g5')], [...rows, row('g5', 'steady', null)], counts)).toMatchObject({ ok: false, detail: expect.stringMatching(/g5: no cost recorded/) });
+    expect(judgeRouted([...served, image('g5')], [...rows, row('g5', null)], counts)).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(/g5: served by nobody recorded/),
+    });
+    expect(judgeRouted([...served, image('g5')], rows, counts)).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(/g5: served by nobody recorded/),
+    });
+    expect(judgeRouted([...served, image('g5')], [...rows, row('g5', 'steady', null)], counts)).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(/g5: no cost recorded/),
+    });
   });
 
   it('fails a failure no outage explains, or one that charged', () => {
-    expect(judgeRouted([...served, failed('g6', 'provider_error')], rows, counts)).toMatchObject({ ok: false, detail: expect.stringMatching(/g6: failed \(provider_error/) });
-    expect(judgeRouted([...served, failed('g7', 'not_started', { holdState: 'settled', charges: 1, chargedMc: 3000 })], rows, counts).ok).toBe(false);
+    expect(judgeRouted([...served, failed('g6', 'provider_error')], rows, counts)).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(/g6: failed \(provider_error/),
+    });
+    expect(
+      judgeRouted(
+        [...served, failed('g7', 'not_started', { holdState: 'settled', charges: 1, chargedMc: 3000 })],
+        rows,
+        counts,
+      ).ok,
+    ).toBe(false);
   });
 
   it('fails when the fallback was never exercised, outages or not', () => {
-    expect(judgeRouted([image('g1')], [row('g1', 'flaky', '0.020000', ['flaky'])], counts).detail).toMatch(/never exercised/);
+    expect(judgeRouted([image('g1')], [row('g1', 'flaky', '0.020000', ['flaky'])], counts).detail).toMatch(
+      /never exercised/,
+    );
     expect(judgeRouted([failed('g3', 'not_started')], [], counts).ok).toBe(false);
   });
 });

@@ -5,7 +5,10 @@ import type { GenerationEvent, GenerationMachineInput } from '../../machines/gen
 
 /** Feeds events through the pure transition function and records the status and the effects asked for. */
 function run(input: boolean | GenerationMachineInput, events: GenerationEvent[]) {
-  let [snapshot, actions] = initialTransition(generationMachine, typeof input === 'boolean' ? { needsSlot: input } : input);
+  let [snapshot, actions] = initialTransition(
+    generationMachine,
+    typeof input === 'boolean' ? { needsSlot: input } : input,
+  );
   const steps = [{ status: statusOf(snapshot.value), effects: effectsOf(actions).map((a) => a.type) }];
   for (const event of events) {
     [snapshot, actions] = transition(generationMachine, snapshot, event);
@@ -20,7 +23,11 @@ const settleFailure = { code: 'settle_failed', message: 'nothing was charged', r
 
 describe('generation machine', () => {
   it('image: starts queued (the hold is placed), records running, runs, settles, succeeds once settled', () => {
-    const { steps, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLED' }]);
+    const { steps, snapshot } = run(false, [
+      { type: 'STARTED' },
+      { type: 'RUN_SUCCEEDED', output },
+      { type: 'SETTLED' },
+    ]);
     expect(steps).toEqual([
       { status: 'queued', effects: ['startRunning'] },
       { status: 'running', effects: ['runProvider'] },
@@ -29,7 +36,9 @@ describe('generation machine', () => {
       { status: 'succeeded', effects: [] },
     ]);
     expect(snapshot.status).toBe('done');
-    expect(run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }]).last).toMatchObject([{ type: 'settle', params: { output } }]);
+    expect(run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }]).last).toMatchObject([
+      { type: 'settle', params: { output } },
+    ]);
   });
 
   it('video: waits in queued for a slot; the slot claim is the start, so nothing writes running twice', () => {
@@ -38,22 +47,39 @@ describe('generation machine', () => {
     expect(steps.map((s) => s.effects)).toEqual([['waitForSlot'], ['runProvider'], ['settle'], []]);
   });
 
-  it('a settle that failed is the machine\'s decision: the generation fails and its hold is released', () => {
-    const { steps, last, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLE_FAILED', error: settleFailure }]);
+  it("a settle that failed is the machine's decision: the generation fails and its hold is released", () => {
+    const { steps, last, snapshot } = run(false, [
+      { type: 'STARTED' },
+      { type: 'RUN_SUCCEEDED', output },
+      { type: 'SETTLE_FAILED', error: settleFailure },
+    ]);
     expect(steps.at(-1)).toEqual({ status: undefined, effects: ['release'] });
     expect(last[0]).toMatchObject({ type: 'release', params: { error: settleFailure } });
     expect(snapshot.context.error).toEqual(settleFailure);
   });
 
   it('a provider failure releases the hold with the provider error', () => {
-    const { steps, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }, { type: 'RELEASED' }]);
-    expect(steps.slice(-2)).toEqual([{ status: undefined, effects: ['release'] }, { status: 'failed', effects: [] }]);
-    expect(run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }]).last[0]!.params).toEqual({ error: failure });
+    const { steps, snapshot } = run(false, [
+      { type: 'STARTED' },
+      { type: 'RUN_FAILED', error: failure },
+      { type: 'RELEASED' },
+    ]);
+    expect(steps.slice(-2)).toEqual([
+      { status: undefined, effects: ['release'] },
+      { status: 'failed', effects: [] },
+    ]);
+    expect(run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }]).last[0]!.params).toEqual({
+      error: failure,
+    });
     expect(snapshot.status).toBe('done');
   });
 
   it('a release that finds the hold charged (the API settled the reply it produced) ends succeeded', () => {
-    const { steps, snapshot } = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }, { type: 'FOUND_SETTLED' }]);
+    const { steps, snapshot } = run(false, [
+      { type: 'STARTED' },
+      { type: 'RUN_FAILED', error: failure },
+      { type: 'FOUND_SETTLED' },
+    ]);
     expect(steps.at(-1)).toEqual({ status: 'succeeded', effects: [] });
     expect(snapshot.status).toBe('done');
   });
@@ -68,8 +94,14 @@ describe('generation machine', () => {
 
   it('cancel and deadline share one transition: stop the work, release, with their own error', () => {
     const stops: [GenerationEvent, object][] = [
-      [{ type: 'CANCEL', reason: 'operator' }, { code: 'cancelled', message: 'operator', retryable: false }],
-      [{ type: 'DEADLINE', message: 'over 10 min' }, { code: 'timeout', message: 'over 10 min', retryable: true }],
+      [
+        { type: 'CANCEL', reason: 'operator' },
+        { code: 'cancelled', message: 'operator', retryable: false },
+      ],
+      [
+        { type: 'DEADLINE', message: 'over 10 min' },
+        { code: 'timeout', message: 'over 10 min', retryable: true },
+      ],
     ];
     for (const [stop, error] of stops) {
       for (const before of [[], [{ type: 'SLOT_GRANTED' }]] as GenerationEvent[][]) {
@@ -82,7 +114,10 @@ describe('generation machine', () => {
 
   it('a cancel or deadline while the charge is being recorded changes nothing: the settle decides', () => {
     const settling = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }]);
-    for (const event of [{ type: 'CANCEL', reason: 'late' }, { type: 'DEADLINE', message: 'late' }] as GenerationEvent[]) {
+    for (const event of [
+      { type: 'CANCEL', reason: 'late' },
+      { type: 'DEADLINE', message: 'late' },
+    ] as GenerationEvent[]) {
       const [next, actions] = transition(generationMachine, settling.snapshot, event);
       expect(next.value).toBe('settling');
       expect(effectsOf(actions)).toEqual([]);
@@ -92,11 +127,19 @@ describe('generation machine', () => {
   it('final states are never left', () => {
     const succeeded = run(false, [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output }, { type: 'SETTLED' }]);
     const failed = run(false, [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: failure }, { type: 'RELEASED' }]);
-    const events: GenerationEvent[] = [{ type: 'FOUND_SETTLED' }, { type: 'SETTLED' },
-      { type: 'CANCEL', reason: 'late' }, { type: 'RUN_FAILED', error: failure }, { type: 'RUN_SUCCEEDED', output },
-      { type: 'DEADLINE', message: 'late' }, { type: 'SETTLE_FAILED', error: settleFailure },
+    const events: GenerationEvent[] = [
+      { type: 'FOUND_SETTLED' },
+      { type: 'SETTLED' },
+      { type: 'CANCEL', reason: 'late' },
+      { type: 'RUN_FAILED', error: failure },
+      { type: 'RUN_SUCCEEDED', output },
+      { type: 'DEADLINE', message: 'late' },
+      { type: 'SETTLE_FAILED', error: settleFailure },
     ];
-    for (const [done, status] of [[succeeded, 'succeeded'], [failed, 'failed']] as const) {
+    for (const [done, status] of [
+      [succeeded, 'succeeded'],
+      [failed, 'failed'],
+    ] as const) {
       for (const event of events) {
         const [next, actions] = transition(generationMachine, done.snapshot, event);
         expect(statusOf(next.value)).toBe(status);

@@ -29,23 +29,34 @@ describe('goInstallIntoCache with a replacing module', () => {
     await Promise.all([mkdir(bin), mkdir(source), mkdir(seen)]);
     await writeFile(join(source, 'tool.mod'), MOD);
     await writeFile(join(source, 'go.sum'), 'github.com/Shopify/sarama v1.33.0 h1:abc=\n');
-    await writeFile(join(bin, 'go'), `#!/bin/sh
+    await writeFile(
+      join(bin, 'go'),
+      `#!/bin/sh
 echo "$PWD|$GOFLAGS|$*" >> ${seen}/calls
 case "$1" in
   mod) echo '{"Path":"example.com/tool","Version":"v1.2.3","GoMod":"${source}/tool.mod","Dir":"${source}"}' ;;
   install) cp go.mod go.sum ${seen}/; printf '#!/bin/sh\\n' > "$GOBIN/tool"; chmod +x "$GOBIN/tool" ;;
 esac
-`);
+`,
+    );
     await chmod(join(bin, 'go'), 0o755);
 
     const dir = join(root, 'cache', 'tool-v1.2.3');
     const built = await goInstallIntoCache({
-      what: 'the tool', packages: [{ pkg: 'example.com/tool/cmd/tool', binary: 'tool' }], replacingModule: { path: 'example.com/tool', version: 'v1.2.3' },
-      dir, env: { PATH: `${bin}:/usr/bin:/bin`, GOFLAGS: '-buildvcs=false' }, progress: () => undefined, instead: 'TOOL_BINARY',
+      what: 'the tool',
+      packages: [{ pkg: 'example.com/tool/cmd/tool', binary: 'tool' }],
+      replacingModule: { path: 'example.com/tool', version: 'v1.2.3' },
+      dir,
+      env: { PATH: `${bin}:/usr/bin:/bin`, GOFLAGS: '-buildvcs=false' },
+      progress: () => undefined,
+      instead: 'TOOL_BINARY',
     });
 
     expect(built).toEqual([join(dir, 'tool')]);
-    const calls = (await readFile(join(seen, 'calls'), 'utf8')).trim().split('\n').map((line) => line.split('|'));
+    const calls = (await readFile(join(seen, 'calls'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => line.split('|'));
     expect(calls.map(([, flags, args]) => [flags, args])).toEqual([
       ['-buildvcs=false', 'mod download -json example.com/tool@v1.2.3'],
       ['-buildvcs=false -mod=mod', 'install example.com/tool/cmd/tool'],

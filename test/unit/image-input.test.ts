@@ -49,7 +49,11 @@ describe('inspectImage accepts real images by their content', () => {
   });
 
   it('reads an animated GIF as its first frame', async () => {
-    const frames = await sharp(randomBytes(40 * 90 * 3), { raw: { width: 40, height: 90, channels: 3, pageHeight: 30 } }).gif().toBuffer();
+    const frames = await sharp(randomBytes(40 * 90 * 3), {
+      raw: { width: 40, height: 90, channels: 3, pageHeight: 30 },
+    })
+      .gif()
+      .toBuffer();
     expect((await sharp(frames, { pages: -1 }).metadata()).pages).toBe(3);
     expect(await inspectImage(frames)).toEqual({ format: 'gif', width: 40, height: 30 });
   });
@@ -60,7 +64,10 @@ describe('inspectImage refuses what is not an image we accept', () => {
     ['HTML', () => Buffer.from('<!doctype html><html><body><img src=x></body></html>')],
     ['random bytes', () => randomBytes(4096)],
     ['an empty buffer', () => Buffer.alloc(0)],
-    ['SVG, which libvips could parse', () => Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>')],
+    [
+      'SVG, which libvips could parse',
+      () => Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>'),
+    ],
     ['TIFF, which libvips could decode', () => noise(10, 10).tiff().toBuffer()],
   ])('%s', async (_name, make) => {
     await expect(inspectImage(await make())).rejects.toBeInstanceOf(UnsupportedImageError);
@@ -83,23 +90,39 @@ describe('inspectImage refuses what is not an image we accept', () => {
 
   it('refuses a truncated webp (its RIFF header no longer matches)', async () => {
     const whole = await noise(300, 200).webp().toBuffer();
-    await expect(inspectImage(whole.subarray(0, Math.floor(whole.length * 0.9)))).rejects.toBeInstanceOf(CorruptImageError);
+    await expect(inspectImage(whole.subarray(0, Math.floor(whole.length * 0.9)))).rejects.toBeInstanceOf(
+      CorruptImageError,
+    );
   });
 });
 
 describe('inspectImage refuses images past the limits', () => {
   it('refuses a side longer than the limit', async () => {
-    const wide = await sharp({ create: { width: DEFAULT_IMAGE_LIMITS.maxSide + 1, height: 1, channels: 3, background: 'red' } }).png().toBuffer();
+    const wide = await sharp({
+      create: { width: DEFAULT_IMAGE_LIMITS.maxSide + 1, height: 1, channels: 3, background: 'red' },
+    })
+      .png()
+      .toBuffer();
     await expect(inspectImage(wide)).rejects.toBeInstanceOf(ImageTooLargeError);
-    const limitWide = await sharp({ create: { width: DEFAULT_IMAGE_LIMITS.maxSide, height: 1, channels: 3, background: 'red' } }).png().toBuffer();
+    const limitWide = await sharp({
+      create: { width: DEFAULT_IMAGE_LIMITS.maxSide, height: 1, channels: 3, background: 'red' },
+    })
+      .png()
+      .toBuffer();
     expect(await inspectImage(limitWide)).toMatchObject({ width: DEFAULT_IMAGE_LIMITS.maxSide });
   });
 
   it('applies the limits it is given', async () => {
     const image = await noise(200, 200).png().toBuffer();
-    await expect(inspectImage(image, { ...DEFAULT_IMAGE_LIMITS, maxPixels: 200 * 199 })).rejects.toBeInstanceOf(ImageTooLargeError);
-    await expect(inspectImage(image, { ...DEFAULT_IMAGE_LIMITS, maxSide: 199 })).rejects.toBeInstanceOf(ImageTooLargeError);
-    await expect(inspectImage(image, { ...DEFAULT_IMAGE_LIMITS, maxBytes: image.length - 1 })).rejects.toBeInstanceOf(ImageTooLargeError);
+    await expect(inspectImage(image, { ...DEFAULT_IMAGE_LIMITS, maxPixels: 200 * 199 })).rejects.toBeInstanceOf(
+      ImageTooLargeError,
+    );
+    await expect(inspectImage(image, { ...DEFAULT_IMAGE_LIMITS, maxSide: 199 })).rejects.toBeInstanceOf(
+      ImageTooLargeError,
+    );
+    await expect(inspectImage(image, { ...DEFAULT_IMAGE_LIMITS, maxBytes: image.length - 1 })).rejects.toBeInstanceOf(
+      ImageTooLargeError,
+    );
   });
 
   it('refuses a decompression bomb: a complete 36-megapixel PNG of 35 KB', async () => {

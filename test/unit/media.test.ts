@@ -86,8 +86,12 @@ describe('renderVideoWebm', () => {
   });
 
   it('refuses odd sizes and impossible durations', async () => {
-    await expect(renderVideoWebm({ width: 321, height: 180, seconds: 5, seed: 's' })).rejects.toBeInstanceOf(MediaRequestError);
-    await expect(renderVideoWebm({ width: 320, height: 180, seconds: 0, seed: 's' })).rejects.toBeInstanceOf(MediaRequestError);
+    await expect(renderVideoWebm({ width: 321, height: 180, seconds: 5, seed: 's' })).rejects.toBeInstanceOf(
+      MediaRequestError,
+    );
+    await expect(renderVideoWebm({ width: 320, height: 180, seconds: 0, seed: 's' })).rejects.toBeInstanceOf(
+      MediaRequestError,
+    );
   });
 });
 
@@ -155,7 +159,10 @@ function parseWebm(file: Buffer): ParsedWebm {
         const relative = file.readInt16BE(data + trackLength);
         const flags = file[data + trackLength + 2]!;
         expect(flags & 0x80, 'SimpleBlock keyframe flag').toBe(0x80);
-        out.blocks.push({ timestampMs: clusterTimestamp + relative, frame: file.subarray(data + trackLength + 3, data + size) });
+        out.blocks.push({
+          timestampMs: clusterTimestamp + relative,
+          frame: file.subarray(data + trackLength + 3, data + size),
+        });
       }
       pos = data + size;
     }

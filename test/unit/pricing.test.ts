@@ -2,7 +2,14 @@ import { describe, it, expect } from 'vitest';
 import type { Resolution } from '../../core/generation/params';
 import { InvalidRequestError, UnknownCostError } from '../../core/errors';
 import { mcToCredits } from '../../core/money';
-import { capChatPrompt, chargeForTokens, quoteChat, quoteImage, quoteVideo, snapAspect } from '../../core/catalogue/pricing';
+import {
+  capChatPrompt,
+  chargeForTokens,
+  quoteChat,
+  quoteImage,
+  quoteVideo,
+  snapAspect,
+} from '../../core/catalogue/pricing';
 
 // The expected prices below are typed in from the spec's group C tables, not read from the
 // catalogue, so a slip in the catalogue fails here.
@@ -58,10 +65,22 @@ describe('image pricing (spec: Image pricing)', () => {
 
   it('snaps the aspect and derives a 1024 px long side in multiples of 16', () => {
     expect(quoteImage({ model: 'image-flux' }).params).toMatchObject({ aspect: '1:1', width: 1024, height: 1024 });
-    expect(quoteImage({ model: 'image-flux', aspect: '16:10' }).params).toMatchObject({ aspect: '16:9', width: 1024, height: 576 });
-    expect(quoteImage({ model: 'image-flux', aspect: '9:16' }).params).toMatchObject({ aspect: '9:16', width: 576, height: 1024 });
+    expect(quoteImage({ model: 'image-flux', aspect: '16:10' }).params).toMatchObject({
+      aspect: '16:9',
+      width: 1024,
+      height: 576,
+    });
+    expect(quoteImage({ model: 'image-flux', aspect: '9:16' }).params).toMatchObject({
+      aspect: '9:16',
+      width: 576,
+      height: 1024,
+    });
     // gpt-image renders only 1:1, 3:2 and 2:3; 1024 × 2/3 = 682.7 rounds to 688.
-    expect(quoteImage({ model: 'gpt-image-1', aspect: '16:9' }).params).toMatchObject({ aspect: '3:2', width: 1024, height: 688 });
+    expect(quoteImage({ model: 'gpt-image-1', aspect: '16:9' }).params).toMatchObject({
+      aspect: '3:2',
+      width: 1024,
+      height: 688,
+    });
   });
 
   it('refuses a missing model as invalid and an unknown one as unknown_cost', () => {
@@ -103,8 +122,17 @@ describe('chat pricing (spec: Chat)', () => {
 
 describe('video pricing (spec: Video pricing)', () => {
   type Rate = number | '-';
-  type Row = [id: string, min: number, max: number, defaultSeconds: number, defaultResolution: Resolution,
-    r480: Rate, r720: Rate, r1080: Rate, defaultCredits: number];
+  type Row = [
+    id: string,
+    min: number,
+    max: number,
+    defaultSeconds: number,
+    defaultResolution: Resolution,
+    r480: Rate,
+    r720: Rate,
+    r1080: Rate,
+    defaultCredits: number,
+  ];
   // The spec's row, then the default run's total worked out by hand (default seconds × rate).
   const VIDEO_TABLE: Row[] = [
     ['wan', 5, 10, 5, '720p', '-', 10.1, 15.1, 50.5],
@@ -129,35 +157,50 @@ describe('video pricing (spec: Video pricing)', () => {
     ['kie-wan-2-6', 5, 10, 5, '720p', 7.1, 7.1, 10.5, 35.5],
     ['kling-25-turbo', 5, 10, 5, '720p', 8.6, 8.6, 8.6, 43],
   ];
-  const rates = (r480: Rate, r720: Rate, r1080: Rate): Record<Resolution, Rate> => ({ '480p': r480, '720p': r720, '1080p': r1080 });
-
-  it.each(VIDEO_TABLE)('%s by default: %i-%i s range, %i s at %s', (id, _min, _max, seconds, resolution, _a, _b, _c, credits) => {
-    const quote = quoteVideo({ model: id });
-    expect(quote).toMatchObject({ kind: 'video', model: id, params: { seconds, resolution, aspect: '16:9' } });
-    expect(mcToCredits(quote.priceMc)).toBe(credits);
+  const rates = (r480: Rate, r720: Rate, r1080: Rate): Record<Resolution, Rate> => ({
+    '480p': r480,
+    '720p': r720,
+    '1080p': r1080,
   });
+
+  it.each(VIDEO_TABLE)(
+    '%s by default: %i-%i s range, %i s at %s',
+    (id, _min, _max, seconds, resolution, _a, _b, _c, credits) => {
+      const quote = quoteVideo({ model: id });
+      expect(quote).toMatchObject({ kind: 'video', model: id, params: { seconds, resolution, aspect: '16:9' } });
+      expect(mcToCredits(quote.priceMc)).toBe(credits);
+    },
+  );
 
   it.each(VIDEO_TABLE)('%s clamps seconds to %i-%i', (id, min, max, _s, resolution, r480, r720, r1080) => {
     const rate = rates(r480, r720, r1080)[resolution] as number;
-    for (const [asked, runs] of [[0, min], [min - 1, min], [max + 1, max], [1000, max]] as const) {
+    for (const [asked, runs] of [
+      [0, min],
+      [min - 1, min],
+      [max + 1, max],
+      [1000, max],
+    ] as const) {
       const quote = quoteVideo({ model: id, seconds: asked });
       expect(quote.params.seconds).toBe(runs);
       expect(mcToCredits(quote.priceMc)).toBeCloseTo(runs * rate, 6);
     }
   });
 
-  it.each(VIDEO_TABLE)('%s prices each listed resolution and falls back on a dash', (id, _min, _max, seconds, defaultResolution, r480, r720, r1080, defaultCredits) => {
-    for (const [resolution, rate] of Object.entries(rates(r480, r720, r1080)) as [Resolution, Rate][]) {
-      const quote = quoteVideo({ model: id, quality: resolution });
-      if (rate === '-') {
-        expect(quote.params.resolution).toBe(defaultResolution);
-        expect(mcToCredits(quote.priceMc)).toBe(defaultCredits);
-      } else {
-        expect(quote.params.resolution).toBe(resolution);
-        expect(mcToCredits(quote.priceMc)).toBeCloseTo(seconds * rate, 6);
+  it.each(VIDEO_TABLE)(
+    '%s prices each listed resolution and falls back on a dash',
+    (id, _min, _max, seconds, defaultResolution, r480, r720, r1080, defaultCredits) => {
+      for (const [resolution, rate] of Object.entries(rates(r480, r720, r1080)) as [Resolution, Rate][]) {
+        const quote = quoteVideo({ model: id, quality: resolution });
+        if (rate === '-') {
+          expect(quote.params.resolution).toBe(defaultResolution);
+          expect(mcToCredits(quote.priceMc)).toBe(defaultCredits);
+        } else {
+          expect(quote.params.resolution).toBe(resolution);
+          expect(mcToCredits(quote.priceMc)).toBeCloseTo(seconds * rate, 6);
+        }
       }
-    }
-  });
+    },
+  );
 
   it('prices the example from the brief: kling-3-pro, 10 s at 1080p', () => {
     expect(mcToCredits(quoteVideo({ model: 'kling-3-pro', seconds: 10, quality: '1080p' }).priceMc)).toBe(561);
@@ -185,8 +228,16 @@ describe('video pricing (spec: Video pricing)', () => {
 
   it('snaps the aspect and sizes a small preview (long side 320 px, multiples of 16)', () => {
     expect(quoteVideo({ model: 'kling' }).params).toMatchObject({ aspect: '16:9', width: 320, height: 176 });
-    expect(quoteVideo({ model: 'kling', aspect: '9:20' }).params).toMatchObject({ aspect: '9:16', width: 176, height: 320 });
-    expect(quoteVideo({ model: 'kling', aspect: '1:1' }).params).toMatchObject({ aspect: '1:1', width: 320, height: 320 });
+    expect(quoteVideo({ model: 'kling', aspect: '9:20' }).params).toMatchObject({
+      aspect: '9:16',
+      width: 176,
+      height: 320,
+    });
+    expect(quoteVideo({ model: 'kling', aspect: '1:1' }).params).toMatchObject({
+      aspect: '1:1',
+      width: 320,
+      height: 320,
+    });
   });
 
   it('refuses a missing model as invalid and an unknown one as unknown_cost', () => {
@@ -221,11 +272,14 @@ describe('snapAspect', () => {
     expect(snapAspect('  ', COMMON, '16:9')).toBe('16:9');
   });
 
-  it.each(['abc', '0:1', '1:0', '16x9', '16:9:1', '-16:9', '16:'])('refuses %j as invalid_request_error on aspect', (requested) => {
-    const error = thrown(() => snapAspect(requested, COMMON, '1:1'));
-    expect(error).toBeInstanceOf(InvalidRequestError);
-    expect(error).toMatchObject({ status: 400, details: { param: 'aspect' } });
-  });
+  it.each(['abc', '0:1', '1:0', '16x9', '16:9:1', '-16:9', '16:'])(
+    'refuses %j as invalid_request_error on aspect',
+    (requested) => {
+      const error = thrown(() => snapAspect(requested, COMMON, '1:1'));
+      expect(error).toBeInstanceOf(InvalidRequestError);
+      expect(error).toMatchObject({ status: 400, details: { param: 'aspect' } });
+    },
+  );
 });
 
 describe('capChatPrompt', () => {
@@ -244,8 +298,16 @@ describe('capChatPrompt', () => {
 
 describe('per-token chat (group B)', () => {
   it('holds max_tokens, or the model’s default cap, at the model’s rate', () => {
-    expect(quoteChat({ model: 'claude-sonnet', maxTokens: 1000 }, 'B')).toMatchObject({ model: 'claude-sonnet', priceMc: 2000, params: { maxTokens: 1000, ratePer1kMc: 2000 } });
-    expect(quoteChat({ model: 'auto' }, 'B')).toMatchObject({ model: 'claude-haiku', priceMc: chargeForTokens(4096, 700), params: { maxTokens: 4096 } });
+    expect(quoteChat({ model: 'claude-sonnet', maxTokens: 1000 }, 'B')).toMatchObject({
+      model: 'claude-sonnet',
+      priceMc: 2000,
+      params: { maxTokens: 1000, ratePer1kMc: 2000 },
+    });
+    expect(quoteChat({ model: 'auto' }, 'B')).toMatchObject({
+      model: 'claude-haiku',
+      priceMc: chargeForTokens(4096, 700),
+      params: { maxTokens: 4096 },
+    });
   });
 
   it('refuses max_tokens above the model’s largest output', () => {
@@ -261,8 +323,15 @@ describe('per-token chat (group B)', () => {
   });
 
   it('prices hd images as the high variant where one is listed, else twice', () => {
-    expect(quoteImage({ model: 'gpt-image-1', hd: true })).toMatchObject({ model: 'gpt-image-1-high', priceMc: 17_000 });
-    expect(quoteImage({ model: 'flux', hd: true })).toMatchObject({ model: 'image-flux', priceMc: 6_000, params: { hd: true } });
+    expect(quoteImage({ model: 'gpt-image-1', hd: true })).toMatchObject({
+      model: 'gpt-image-1-high',
+      priceMc: 17_000,
+    });
+    expect(quoteImage({ model: 'flux', hd: true })).toMatchObject({
+      model: 'image-flux',
+      priceMc: 6_000,
+      params: { hd: true },
+    });
     expect(quoteImage({ model: 'flux' }).priceMc).toBe(3_000);
   });
 });

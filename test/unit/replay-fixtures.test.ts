@@ -22,13 +22,18 @@ describe('recorded workflow histories', () => {
       const files = (await readdir(dir)).filter((f) => f.endsWith('.json')).sort();
       expect(files.length, folder).toBeGreaterThanOrEqual(4);
       for (const f of files) {
-        histories.push({ workflowId: `${folder}/${f.replace(/\.json$/, '')}`, history: historyFromJSON(JSON.parse(await readFile(new URL(f, dir), 'utf8'))) });
+        histories.push({
+          workflowId: `${folder}/${f.replace(/\.json$/, '')}`,
+          history: historyFromJSON(JSON.parse(await readFile(new URL(f, dir), 'utf8'))),
+        });
       }
     }
     const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: silent });
     const results = [];
     for await (const r of Worker.runReplayHistories({ workflowBundle }, histories)) results.push(r);
-    expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(histories.map((h) => [h.workflowId, undefined]));
+    expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(
+      histories.map((h) => [h.workflowId, undefined]),
+    );
   });
 });
 

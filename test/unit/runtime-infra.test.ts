@@ -7,7 +7,12 @@ import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres } from '../../runtime/embedded-postgres';
-import { cachedTemporalCliPath, ensureTemporalCli, findTemporalCli, TemporalCliError } from '../../runtime/temporal-cli';
+import {
+  cachedTemporalCliPath,
+  ensureTemporalCli,
+  findTemporalCli,
+  TemporalCliError,
+} from '../../runtime/temporal-cli';
 import { startTemporalDevServer } from '../../runtime/temporal-dev-server';
 
 const tempDirs: string[] = [];
@@ -49,7 +54,9 @@ describe('findTemporalCli / ensureTemporalCli', () => {
     await expect(find).rejects.toThrow(TemporalCliError);
     await expect(find).rejects.toThrow(/TEMPORAL_CLI/);
     await writeFile(join(dir, 'not-executable'), '');
-    await expect(findTemporalCli({ env: { TEMPORAL_CLI: join(dir, 'not-executable') } })).rejects.toThrow(/TEMPORAL_CLI/);
+    await expect(findTemporalCli({ env: { TEMPORAL_CLI: join(dir, 'not-executable') } })).rejects.toThrow(
+      /TEMPORAL_CLI/,
+    );
   });
 
   it('finds it on PATH, then in the cache folder (GENSVC_CACHE_DIR)', async () => {
@@ -63,7 +70,9 @@ describe('findTemporalCli / ensureTemporalCli', () => {
 
     const onPath = await tempDir();
     await script(join(onPath, 'temporal'), 'echo on-path');
-    await expect(findTemporalCli({ env: { PATH: onPath, GENSVC_CACHE_DIR: dir } })).resolves.toBe(join(onPath, 'temporal'));
+    await expect(findTemporalCli({ env: { PATH: onPath, GENSVC_CACHE_DIR: dir } })).resolves.toBe(
+      join(onPath, 'temporal'),
+    );
   });
 
   it('builds once with go install into the cache, even when asked twice at the same time', async () => {
@@ -76,11 +85,17 @@ describe('findTemporalCli / ensureTemporalCli', () => {
       `echo "$@" >> ${calls}; echo "go: downloading something"; sleep 0.5; printf '#!/bin/sh\\n' > "$GOBIN/temporal"; chmod +x "$GOBIN/temporal"`,
     );
     const lines: string[] = [];
-    const options = { env: { PATH: `${bin}:/usr/bin:/bin` }, cacheDir: cache, onProgress: (line: string) => lines.push(line) };
+    const options = {
+      env: { PATH: `${bin}:/usr/bin:/bin` },
+      cacheDir: cache,
+      onProgress: (line: string) => lines.push(line),
+    };
     const [first, second] = await Promise.all([ensureTemporalCli(options), ensureTemporalCli(options)]);
     expect(first).toBe(cachedTemporalCliPath({ cacheDir: cache }));
     expect(second).toBe(first);
-    expect((await readFile(calls, 'utf8')).trim().split('\n')).toEqual(['install github.com/temporalio/cli/cmd/temporal@v1.5.1']);
+    expect((await readFile(calls, 'utf8')).trim().split('\n')).toEqual([
+      'install github.com/temporalio/cli/cmd/temporal@v1.5.1',
+    ]);
     expect(lines).toContain('go: downloading something');
   });
 
@@ -125,7 +140,9 @@ describe('Temporal dev server', () => {
   it('rejects with the server output when it cannot start', async () => {
     const dir = await tempDir();
     const failing = await script(join(dir, 'temporal'), 'echo "bind: address already in use" >&2; exit 3');
-    await expect(startTemporalDevServer({ cliPath: failing })).rejects.toThrow(/exited early[\s\S]*address already in use/);
+    await expect(startTemporalDevServer({ cliPath: failing })).rejects.toThrow(
+      /exited early[\s\S]*address already in use/,
+    );
     await expect(startTemporalDevServer({ cliPath: join(dir, 'missing') })).rejects.toThrow(/could not run .*ENOENT/);
   });
 });

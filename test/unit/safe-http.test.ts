@@ -25,7 +25,11 @@ interface TestServer {
   close(): Promise<void>;
 }
 
-async function startServer(host: string, port: number, handle: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void): Promise<TestServer> {
+async function startServer(
+  host: string,
+  port: number,
+  handle: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void,
+): Promise<TestServer> {
   const requests: TestServer['requests'] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -72,7 +76,8 @@ function originHandler(req: http.IncomingMessage, res: http.ServerResponse, body
       // Chunked, no Content-Length: only counting the bytes can stop it.
       const total = Number(url.searchParams.get('n'));
       const chunk = Buffer.alloc(64 * 1024, 0x61);
-      for (let sent = 0; sent < total; sent += chunk.length) res.write(chunk.subarray(0, Math.min(chunk.length, total - sent)));
+      for (let sent = 0; sent < total; sent += chunk.length)
+        res.write(chunk.subarray(0, Math.min(chunk.length, total - sent)));
       res.end();
       return;
     }
@@ -129,7 +134,10 @@ beforeAll(async () => {
   origin = await startServer('127.0.0.2', 0, originHandler);
   port = origin.port;
   internal = await startServer('127.0.0.1', port, (_req, res) => res.end('internal secret'));
-  production = createSafeHttpClient({ policy: { allowPrivateNetworks: false, trustedAddresses: ['127.0.0.2'] }, lookup: fakeDns });
+  production = createSafeHttpClient({
+    policy: { allowPrivateNetworks: false, trustedAddresses: ['127.0.0.2'] },
+    lookup: fakeDns,
+  });
   development = createSafeHttpClient({ policy: { allowPrivateNetworks: true }, lookup: fakeDns });
 });
 
@@ -270,7 +278,9 @@ describe('checks happen at connect time', () => {
 
   it('refuses a redirect back to the same name once it resolves to a private address', async () => {
     rebinding('rebind-redirect.test');
-    const error = await refusal(production.request(`http://rebind-redirect.test:${port}/redirect?to=/ok`, { ...fast, redirect: { follow: 3 } }));
+    const error = await refusal(
+      production.request(`http://rebind-redirect.test:${port}/redirect?to=/ok`, { ...fast, redirect: { follow: 3 } }),
+    );
     expect(error.addressClass).toBe('loopback');
     expect(lookupCalls).toEqual(['rebind-redirect.test', 'rebind-redirect.test']);
     expect(internal.requests).toHaveLength(0);
@@ -278,7 +288,9 @@ describe('checks happen at connect time', () => {
 
   it('counts DNS in the timeout', async () => {
     const started = Date.now();
-    await expect(production.request('http://never-answers.test/', { timeoutMs: 300 })).rejects.toBeInstanceOf(FetchTimeoutError);
+    await expect(production.request('http://never-answers.test/', { timeoutMs: 300 })).rejects.toBeInstanceOf(
+      FetchTimeoutError,
+    );
     expect(Date.now() - started).toBeLessThan(2000);
   });
 });
@@ -290,7 +302,9 @@ describe('https', () => {
     expect((await refusal(production.request(`https://localhost:${port}/`, fast))).addressClass).toBe('loopback');
     rebinding('rebind-tls.test');
     // The first answer is allowed, so it connects; the origin speaks plain HTTP, so TLS fails.
-    await expect(production.request(`https://rebind-tls.test:${port}/`, fast)).rejects.toBeInstanceOf(OutboundNetworkError);
+    await expect(production.request(`https://rebind-tls.test:${port}/`, fast)).rejects.toBeInstanceOf(
+      OutboundNetworkError,
+    );
     expect((await refusal(production.request(`https://rebind-tls.test:${port}/`, fast))).addressClass).toBe('loopback');
     expect(internal.requests).toHaveLength(0);
   });
@@ -303,7 +317,9 @@ describe('redirects', () => {
     const response = await production.request(`http://origin.test:${port}/chain?left=3`, follow);
     expect(response.body.toString()).toBe('end of chain');
     expect(response.url).toBe(`http://origin.test:${port}/chain?left=0`);
-    await expect(production.request(`http://origin.test:${port}/chain?left=4`, follow)).rejects.toBeInstanceOf(TooManyRedirectsError);
+    await expect(production.request(`http://origin.test:${port}/chain?left=4`, follow)).rejects.toBeInstanceOf(
+      TooManyRedirectsError,
+    );
   });
 
   it.each([
@@ -322,19 +338,32 @@ describe('redirects', () => {
 
   it('refuses a redirect to another scheme', async () => {
     const to = encodeURIComponent('file:///etc/passwd');
-    await expect(production.request(`http://origin.test:${port}/redirect?to=${to}`, follow)).rejects.toBeInstanceOf(UnsafeUrlError);
+    await expect(production.request(`http://origin.test:${port}/redirect?to=${to}`, follow)).rejects.toBeInstanceOf(
+      UnsafeUrlError,
+    );
   });
 
   it('turns a POST into a GET after a 303 and keeps it after a 307', async () => {
-    const seeOther = await production.request(`http://origin.test:${port}/redirect?status=303&to=/echo`, { ...follow, method: 'POST', body: 'payload' });
+    const seeOther = await production.request(`http://origin.test:${port}/redirect?status=303&to=/echo`, {
+      ...follow,
+      method: 'POST',
+      body: 'payload',
+    });
     expect(JSON.parse(seeOther.body.toString())).toMatchObject({ method: 'GET', body: '' });
-    const temporary = await production.request(`http://origin.test:${port}/redirect?status=307&to=/echo`, { ...follow, method: 'POST', body: 'payload' });
+    const temporary = await production.request(`http://origin.test:${port}/redirect?status=307&to=/echo`, {
+      ...follow,
+      method: 'POST',
+      body: 'payload',
+    });
     expect(JSON.parse(temporary.body.toString())).toMatchObject({ method: 'POST', body: 'payload' });
   });
 
   it('does not carry credentials to another origin', async () => {
     const to = encodeURIComponent(`http://127.0.0.2:${port}/echo`);
-    await production.request(`http://origin.test:${port}/redirect?to=${to}`, { ...follow, headers: { Authorization: 'Bearer secret' } });
+    await production.request(`http://origin.test:${port}/redirect?to=${to}`, {
+      ...follow,
+      headers: { Authorization: 'Bearer secret' },
+    });
     const hops = origin.requests.slice(-2);
     expect(hops[0]!.headers.authorization).toBe('Bearer secret');
     expect(hops[1]!.headers.authorization).toBeUndefined();
@@ -349,10 +378,17 @@ describe('webhook delivery mode', () => {
       body: '{"event":"generation.completed"}',
     });
     expect(delivered.status).toBe(500);
-    expect(JSON.parse(delivered.body.toString())).toEqual({ method: 'POST', body: '{"event":"generation.completed"}', signature: 't=1,v1=abc' });
+    expect(JSON.parse(delivered.body.toString())).toEqual({
+      method: 'POST',
+      body: '{"event":"generation.completed"}',
+      signature: 't=1,v1=abc',
+    });
 
     const to = encodeURIComponent(`http://origin.test:${port}/ok`);
-    const redirected = await production.request(`http://origin.test:${port}/redirect?to=${to}`, { ...WEBHOOK_DELIVERY, body: '{}' });
+    const redirected = await production.request(`http://origin.test:${port}/redirect?to=${to}`, {
+      ...WEBHOOK_DELIVERY,
+      body: '{}',
+    });
     expect(redirected.status).toBe(302);
     expect(redirected.headers.location).toBe(`http://origin.test:${port}/ok`);
     expect(redirected.body.toString()).toBe('moved');
@@ -363,33 +399,58 @@ describe('webhook delivery mode', () => {
 describe('limits', () => {
   it('accepts a body of exactly the limit and refuses one byte more', async () => {
     const limit = 200_000;
-    const exact = await production.request(`http://origin.test:${port}/bytes?n=${limit}`, { ...fast, maxResponseBytes: limit });
+    const exact = await production.request(`http://origin.test:${port}/bytes?n=${limit}`, {
+      ...fast,
+      maxResponseBytes: limit,
+    });
     expect(exact.body.length).toBe(limit);
-    await expect(production.request(`http://origin.test:${port}/bytes?n=${limit + 1}`, { ...fast, maxResponseBytes: limit })).rejects.toBeInstanceOf(ResponseTooLargeError);
+    await expect(
+      production.request(`http://origin.test:${port}/bytes?n=${limit + 1}`, { ...fast, maxResponseBytes: limit }),
+    ).rejects.toBeInstanceOf(ResponseTooLargeError);
   });
 
   it('refuses a stream that would go on for megabytes', async () => {
-    await expect(production.request(`http://origin.test:${port}/bytes?n=${8 * 1024 * 1024}`, { ...fast, maxResponseBytes: 1024 * 1024 })).rejects.toBeInstanceOf(ResponseTooLargeError);
+    await expect(
+      production.request(`http://origin.test:${port}/bytes?n=${8 * 1024 * 1024}`, {
+        ...fast,
+        maxResponseBytes: 1024 * 1024,
+      }),
+    ).rejects.toBeInstanceOf(ResponseTooLargeError);
   });
 
   it('with overflow: truncate, keeps the first bytes of a long answer and its status (a webhook 2xx of any length counts)', async () => {
-    const long = await production.request(`http://origin.test:${port}/bytes?n=${8 * 1024 * 1024}`, { ...fast, maxResponseBytes: 1000, overflow: 'truncate' });
+    const long = await production.request(`http://origin.test:${port}/bytes?n=${8 * 1024 * 1024}`, {
+      ...fast,
+      maxResponseBytes: 1000,
+      overflow: 'truncate',
+    });
     expect(long).toMatchObject({ status: 200, truncated: true });
     expect(long.body.length).toBe(1000);
-    const short = await production.request(`http://origin.test:${port}/bytes?n=1000`, { ...fast, maxResponseBytes: 1000, overflow: 'truncate' });
+    const short = await production.request(`http://origin.test:${port}/bytes?n=1000`, {
+      ...fast,
+      maxResponseBytes: 1000,
+      overflow: 'truncate',
+    });
     expect(short.truncated).toBeUndefined();
     expect(WEBHOOK_DELIVERY).toMatchObject({ overflow: 'truncate', redirect: 'manual', timeoutMs: 15_000 });
   });
 
   it('refuses on the announced Content-Length before any body arrives', async () => {
     const started = Date.now();
-    await expect(production.request(`http://origin.test:${port}/announces-huge`, { timeoutMs: 5000, maxResponseBytes: 1024 * 1024 })).rejects.toBeInstanceOf(ResponseTooLargeError);
+    await expect(
+      production.request(`http://origin.test:${port}/announces-huge`, {
+        timeoutMs: 5000,
+        maxResponseBytes: 1024 * 1024,
+      }),
+    ).rejects.toBeInstanceOf(ResponseTooLargeError);
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it('times out on a server that never answers', async () => {
     const started = Date.now();
-    const error = await production.request(`http://origin.test:${port}/hang`, { timeoutMs: 300 }).catch((e: unknown) => e);
+    const error = await production
+      .request(`http://origin.test:${port}/hang`, { timeoutMs: 300 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FetchTimeoutError);
     expect(Date.now() - started).toBeLessThan(2000);
   });
@@ -398,7 +459,9 @@ describe('limits', () => {
     const controller = new AbortController();
     const cancelled = new Error('activity cancelled');
     setTimeout(() => controller.abort(cancelled), 100);
-    await expect(production.request(`http://origin.test:${port}/hang`, { timeoutMs: 5000, signal: controller.signal })).rejects.toBe(cancelled);
+    await expect(
+      production.request(`http://origin.test:${port}/hang`, { timeoutMs: 5000, signal: controller.signal }),
+    ).rejects.toBe(cancelled);
   });
 });
 

@@ -8,12 +8,16 @@ const S3 = { S3_BUCKET: 'outputs', S3_ACCESS_KEY_ID: 'gensvc', S3_SECRET_ACCESS_
 describe('REDIS_URL', () => {
   it('takes redis:// and rediss:// URLs, and nothing when empty', () => {
     expect(loadConfig({ REDIS_URL: 'redis://redis:6379' }).REDIS_URL).toBe('redis://redis:6379');
-    expect(loadConfig({ REDIS_URL: 'rediss://:pw@cache.example:6380/2' }).REDIS_URL).toBe('rediss://:pw@cache.example:6380/2');
+    expect(loadConfig({ REDIS_URL: 'rediss://:pw@cache.example:6380/2' }).REDIS_URL).toBe(
+      'rediss://:pw@cache.example:6380/2',
+    );
     expect(loadConfig({ REDIS_URL: '' }).REDIS_URL).toBeUndefined();
   });
 
   it('names REDIS_URL when it is not a Redis URL', () => {
-    expect(() => loadConfig({ REDIS_URL: 'http://redis:6379' })).toThrow(/REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL/);
+    expect(() => loadConfig({ REDIS_URL: 'http://redis:6379' })).toThrow(
+      /REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL/,
+    );
   });
 });
 
@@ -23,7 +27,9 @@ describe('S3_* settings', () => {
   });
 
   it('use path-style addressing with an endpoint (MinIO, SeaweedFS) unless told otherwise, and AWS host names without one', () => {
-    expect(s3Settings(loadConfig({ ...S3, S3_ENDPOINT: 'http://minio:9000', S3_PUBLIC_ENDPOINT: 'http://localhost:9000' }))).toEqual({
+    expect(
+      s3Settings(loadConfig({ ...S3, S3_ENDPOINT: 'http://minio:9000', S3_PUBLIC_ENDPOINT: 'http://localhost:9000' })),
+    ).toEqual({
       bucket: 'outputs',
       region: 'us-east-1',
       endpoint: 'http://minio:9000',
@@ -32,8 +38,13 @@ describe('S3_* settings', () => {
       accessKeyId: 'gensvc',
       secretAccessKey: 'secret-0123456789',
     });
-    expect(s3Settings(loadConfig({ ...S3, S3_ENDPOINT: 'http://minio:9000', S3_FORCE_PATH_STYLE: 'false' }))?.forcePathStyle).toBe(false);
-    expect(s3Settings(loadConfig({ ...S3, S3_REGION: 'eu-central-1' }))).toMatchObject({ region: 'eu-central-1', forcePathStyle: false });
+    expect(
+      s3Settings(loadConfig({ ...S3, S3_ENDPOINT: 'http://minio:9000', S3_FORCE_PATH_STYLE: 'false' }))?.forcePathStyle,
+    ).toBe(false);
+    expect(s3Settings(loadConfig({ ...S3, S3_REGION: 'eu-central-1' }))).toMatchObject({
+      region: 'eu-central-1',
+      forcePathStyle: false,
+    });
     expect(s3Settings(loadConfig({ ...S3 }))).not.toHaveProperty('endpoint');
   });
 
@@ -46,7 +57,9 @@ describe('S3_* settings', () => {
   });
 
   it('refuse values that are not what they claim', () => {
-    expect(() => loadConfig({ ...S3, S3_ENDPOINT: 'minio:9000' })).toThrow(/S3_ENDPOINT: must be an http:\/\/ or https:\/\/ URL/);
+    expect(() => loadConfig({ ...S3, S3_ENDPOINT: 'minio:9000' })).toThrow(
+      /S3_ENDPOINT: must be an http:\/\/ or https:\/\/ URL/,
+    );
     expect(() => loadConfig({ ...S3, S3_FORCE_PATH_STYLE: 'maybe' })).toThrow(/S3_FORCE_PATH_STYLE/);
   });
 
@@ -58,7 +71,11 @@ describe('S3_* settings', () => {
   });
 
   it('make WEBHOOK_SECRET_KEY required in production: the API seals webhook secrets that every worker must open', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), ...S3 })).toThrow(/WEBHOOK_SECRET_KEY: is required/);
-    expect(() => loadConfig({ WEBHOOK_SECRET_KEY: 'short' })).toThrow(/WEBHOOK_SECRET_KEY: must be at least 16 characters/);
+    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), ...S3 })).toThrow(
+      /WEBHOOK_SECRET_KEY: is required/,
+    );
+    expect(() => loadConfig({ WEBHOOK_SECRET_KEY: 'short' })).toThrow(
+      /WEBHOOK_SECRET_KEY: must be at least 16 characters/,
+    );
   });
 });

@@ -4,12 +4,23 @@ import { createSimulator } from '../../core/providers/simulator';
 import type { ProviderJob } from '../../core/providers/types';
 
 /** The simulator as a provider people know, and the progress notice (item 1). */
-const job = (kind: ProviderJob['kind'], prompt: string): ProviderJob => ({ generationId: 'gen_1', kind, model: 'kling', prompt, params: kind === 'video' ? { width: 64, height: 36, seconds: 1 } : {}, internal: {} });
+const job = (kind: ProviderJob['kind'], prompt: string): ProviderJob => ({
+  generationId: 'gen_1',
+  kind,
+  model: 'kling',
+  prompt,
+  params: kind === 'video' ? { width: 64, height: 36, seconds: 1 } : {},
+  internal: {},
+});
 
 describe('the simulator', () => {
   it('reports its progress in steps that never go back, ending at 100 before the file is made', async () => {
     const seen: number[] = [];
-    const result = await createSimulator().run(job('video', 'a field sim:delay=600'), { heartbeat: () => undefined, signal: new AbortController().signal, progress: (p) => seen.push(p) });
+    const result = await createSimulator().run(job('video', 'a field sim:delay=600'), {
+      heartbeat: () => undefined,
+      signal: new AbortController().signal,
+      progress: (p) => seen.push(p),
+    });
     expect(result.file?.contentType).toBe('video/webm');
     expect(seen[0]).toBe(0);
     expect(seen.at(-1)).toBe(100);
@@ -22,7 +33,8 @@ describe('the simulator', () => {
     const sim = createSimulator({ latencyMs: 0 });
     const gaps = async (prompt: string) => {
       const at: number[] = [];
-      for await (const e of sim.streamChat(job('chat', prompt), new AbortController().signal)) if (e.type === 'delta') at.push(performance.now());
+      for await (const e of sim.streamChat(job('chat', prompt), new AbortController().signal))
+        if (e.type === 'delta') at.push(performance.now());
       return { count: at.length, total: at.at(-1)! - at[0]! };
     };
     const paced = await gaps('hello sim:tokens=11');
@@ -37,10 +49,24 @@ describe('the simulator', () => {
 
 describe('the progress notice', () => {
   it('is parsed beside the status and credit notices, whose formats stay as they were', () => {
-    expect(parseNotice('acct_1:gen_1:running')).toEqual({ accountId: 'acct_1', generationId: 'gen_1', status: 'running' });
+    expect(parseNotice('acct_1:gen_1:running')).toEqual({
+      accountId: 'acct_1',
+      generationId: 'gen_1',
+      status: 'running',
+    });
     expect(parseNotice('acct_1::credited')).toEqual({ accountId: 'acct_1', credited: true });
-    expect(parseNotice('acct_1:gen_1:progress:40')).toEqual({ accountId: 'acct_1', generationId: 'gen_1', progress: 40 });
-    for (const bad of ['acct_1:gen_1:progress', 'acct_1:gen_1:progress:x', 'acct_1:gen_1:progress:400', 'acct_1::progress:5', 'acct_1:gen_1:paused']) {
+    expect(parseNotice('acct_1:gen_1:progress:40')).toEqual({
+      accountId: 'acct_1',
+      generationId: 'gen_1',
+      progress: 40,
+    });
+    for (const bad of [
+      'acct_1:gen_1:progress',
+      'acct_1:gen_1:progress:x',
+      'acct_1:gen_1:progress:400',
+      'acct_1::progress:5',
+      'acct_1:gen_1:paused',
+    ]) {
       expect(parseNotice(bad), bad).toBeUndefined();
     }
   });

@@ -62,7 +62,10 @@ describe('simulator directives and safety guard', () => {
     expect(parseDirectives('a cat sim:fail')).toEqual({ fail: true });
     expect(parseDirectives('sim:delay=250 sim:tokens=9 x')).toEqual({ fail: false, delayMs: 250, tokens: 9 });
     expect(parseDirectives('simulated failure')).toEqual({ fail: false });
-    expect(parseDirectives('hold sim:until=1700000000000 sim:fail')).toEqual({ fail: true, untilEpochMs: 1700000000000 });
+    expect(parseDirectives('hold sim:until=1700000000000 sim:fail')).toEqual({
+      fail: true,
+      untilEpochMs: 1700000000000,
+    });
   });
   it('refuses listed subjects as whole words only', () => {
     expect(isPromptRefused('graphic GORE in a car')).toBe(true);
@@ -78,8 +81,19 @@ describe('configuration', () => {
     expect(() => loadConfig({ TEMPORAL_ADDRESS: 'nowhere' })).toThrow(/TEMPORAL_ADDRESS/);
   });
   it('requires the secrets in production instead of generating them', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20) })).toThrow(/URL_SIGNING_SECRET: is required/);
-    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), URL_SIGNING_SECRET: 'b'.repeat(20) })).toThrow(/WEBHOOK_SECRET_KEY: is required/);
-    expect(loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), URL_SIGNING_SECRET: 'b'.repeat(20), WEBHOOK_SECRET_KEY: 'c'.repeat(20) }).NODE_ENV).toBe('production');
+    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20) })).toThrow(
+      /URL_SIGNING_SECRET: is required/,
+    );
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a'.repeat(20), URL_SIGNING_SECRET: 'b'.repeat(20) }),
+    ).toThrow(/WEBHOOK_SECRET_KEY: is required/);
+    expect(
+      loadConfig({
+        NODE_ENV: 'production',
+        ADMIN_TOKEN: 'a'.repeat(20),
+        URL_SIGNING_SECRET: 'b'.repeat(20),
+        WEBHOOK_SECRET_KEY: 'c'.repeat(20),
+      }).NODE_ENV,
+    ).toBe('production');
   });
 });

@@ -49,7 +49,10 @@ describe('createShutdown', () => {
     await expect(shutdown.stop()).resolves.toBe(false);
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(order).toEqual(['api', 'worker', 'database']);
-    expect(lines).toEqual(['stopping api failed: socket gone', 'worker did not stop within 0.2 s; going on without it']);
+    expect(lines).toEqual([
+      'stopping api failed: socket gone',
+      'worker did not stop within 0.2 s; going on without it',
+    ]);
     // Once: a second call is the same stop.
     await shutdown.stop();
     expect(order).toHaveLength(3);
@@ -58,7 +61,9 @@ describe('createShutdown', () => {
   it('halt kills what has a kill, at once', async () => {
     const killed: string[] = [];
     const shutdown = createShutdown({ log: () => undefined });
-    shutdown.add('PostgreSQL', () => new Promise(() => undefined), { kill: async () => void killed.push('PostgreSQL') });
+    shutdown.add('PostgreSQL', () => new Promise(() => undefined), {
+      kill: async () => void killed.push('PostgreSQL'),
+    });
     shutdown.add('API', () => new Promise(() => undefined));
     await shutdown.halt();
     expect(killed).toEqual(['PostgreSQL']);
@@ -76,7 +81,10 @@ describe('createShutdown', () => {
        setInterval(() => undefined, 1000);
        console.log('ready');`,
     );
-    const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', script], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -104,13 +112,15 @@ describe('acquireInstanceLock', () => {
     const dir = await tempDir();
     const lock = await acquireInstanceLock(dir, () => undefined);
     await expect(acquireInstanceLock(dir, () => undefined)).rejects.toThrow(InstanceLockedError);
-    await expect(acquireInstanceLock(dir, () => undefined)).rejects.toThrow(/Another instance of the service \(pid \d+\) is using/);
+    await expect(acquireInstanceLock(dir, () => undefined)).rejects.toThrow(
+      /Another instance of the service \(pid \d+\) is using/,
+    );
     await lock.release();
     const again = await acquireInstanceLock(dir, () => undefined);
     await again.release();
   });
 
-  it("stops the servers a killed owner left running, and nothing that merely reuses a recorded pid", async () => {
+  it('stops the servers a killed owner left running, and nothing that merely reuses a recorded pid', async () => {
     const dir = await tempDir();
     const orphan = sleeper();
     const grouped = sleeper();
@@ -124,10 +134,34 @@ describe('acquireInstanceLock', () => {
       JSON.stringify({
         owner: { pid: owner.pid, startTime: 1 },
         servers: [
-          { name: 'PostgreSQL', pid: orphan, startTime: await startTime(orphan), group: false, stopSignals: [['SIGINT', 1000], ['SIGKILL', 1000]] },
-          { name: 'Temporal dev server', pid: grouped, startTime: await startTime(grouped), group: true, stopSignals: [['SIGTERM', 1000], ['SIGKILL', 1000]] },
+          {
+            name: 'PostgreSQL',
+            pid: orphan,
+            startTime: await startTime(orphan),
+            group: false,
+            stopSignals: [
+              ['SIGINT', 1000],
+              ['SIGKILL', 1000],
+            ],
+          },
+          {
+            name: 'Temporal dev server',
+            pid: grouped,
+            startTime: await startTime(grouped),
+            group: true,
+            stopSignals: [
+              ['SIGTERM', 1000],
+              ['SIGKILL', 1000],
+            ],
+          },
           // Same pid, another start time: since reused by an unrelated process.
-          { name: 'stale', pid: bystander, startTime: (await startTime(bystander)) - 1, group: false, stopSignals: [['SIGKILL', 1000]] },
+          {
+            name: 'stale',
+            pid: bystander,
+            startTime: (await startTime(bystander)) - 1,
+            group: false,
+            stopSignals: [['SIGKILL', 1000]],
+          },
         ],
       }),
     );
@@ -140,10 +174,15 @@ describe('acquireInstanceLock', () => {
       `stopping PostgreSQL (pid ${orphan}), left running by an instance that was killed`,
       `stopping Temporal dev server (pid ${grouped}), left running by an instance that was killed`,
     ]);
-    const contents = JSON.parse(await readFile(join(dir, LOCK_FILE), 'utf8')) as { owner: { pid: number }; servers: unknown[] };
+    const contents = JSON.parse(await readFile(join(dir, LOCK_FILE), 'utf8')) as {
+      owner: { pid: number };
+      servers: unknown[];
+    };
     expect(contents).toMatchObject({ owner: { pid: process.pid }, servers: [] });
     await lock.recordServer({ name: 'PostgreSQL', pid: bystander, group: false, stopSignals: [['SIGINT', 1000]] });
-    expect(JSON.parse(await readFile(join(dir, LOCK_FILE), 'utf8'))).toMatchObject({ servers: [{ name: 'PostgreSQL', pid: bystander, startTime: await startTime(bystander) }] });
+    expect(JSON.parse(await readFile(join(dir, LOCK_FILE), 'utf8'))).toMatchObject({
+      servers: [{ name: 'PostgreSQL', pid: bystander, startTime: await startTime(bystander) }],
+    });
     await lock.release();
   });
 });

@@ -12,7 +12,9 @@ function noise(width: number, height: number): Sharp {
 }
 
 function solid(width: number, height: number): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: '#336699' } }).png().toBuffer();
+  return sharp({ create: { width, height, channels: 3, background: '#336699' } })
+    .png()
+    .toBuffer();
 }
 
 describe('upscale', () => {
@@ -25,7 +27,11 @@ describe('upscale', () => {
     const out = await upscale(await noise(width, height).jpeg().toBuffer(), scale);
     expect(out).toMatchObject({ format: 'png', width: width * scale, height: height * scale });
     expect(out.data.subarray(0, 8)).toEqual(PNG_SIGNATURE);
-    expect(await sharp(out.data).metadata()).toMatchObject({ format: 'png', width: width * scale, height: height * scale });
+    expect(await sharp(out.data).metadata()).toMatchObject({
+      format: 'png',
+      width: width * scale,
+      height: height * scale,
+    });
   });
 
   it('accepts every input format inspectImage accepts', async () => {
@@ -43,7 +49,9 @@ describe('upscale', () => {
 
   it('resamples (Lanczos) instead of repeating pixels', async () => {
     // A black pixel beside a white one: nearest-neighbour would give only 0 and 255.
-    const pair = await sharp(Buffer.from([0, 0, 0, 255, 255, 255]), { raw: { width: 2, height: 1, channels: 3 } }).png().toBuffer();
+    const pair = await sharp(Buffer.from([0, 0, 0, 255, 255, 255]), { raw: { width: 2, height: 1, channels: 3 } })
+      .png()
+      .toBuffer();
     const out = await upscale(pair, 4);
     const pixels = await sharp(out.data).raw().toBuffer();
     const levels = new Set(pixels);
@@ -62,7 +70,9 @@ describe('upscale', () => {
   });
 
   it('refuses what is not an image, or not a whole one', async () => {
-    await expect(upscale(Buffer.from('<html><body>not an image</body></html>'), 2)).rejects.toBeInstanceOf(UnsupportedImageError);
+    await expect(upscale(Buffer.from('<html><body>not an image</body></html>'), 2)).rejects.toBeInstanceOf(
+      UnsupportedImageError,
+    );
     await expect(upscale(randomBytes(2048), 2)).rejects.toBeInstanceOf(UnsupportedImageError);
     const png = await noise(300, 200).png().toBuffer();
     await expect(upscale(png.subarray(0, png.length / 2), 2)).rejects.toBeInstanceOf(CorruptImageError);

@@ -2,7 +2,12 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { paintFrames } from '../../core/media/paint-pool';
 import { sceneFromSeed } from '../../core/media/seed';
-import { previewsOfVideo, SPRITESHEET_COLUMNS, SPRITESHEET_MAX_FRAMES, SPRITESHEET_TILE_WIDTH } from '../../core/media/video-previews';
+import {
+  previewsOfVideo,
+  SPRITESHEET_COLUMNS,
+  SPRITESHEET_MAX_FRAMES,
+  SPRITESHEET_TILE_WIDTH,
+} from '../../core/media/video-previews';
 import { renderVideoWebm } from '../../core/media/webm';
 import { vp8Keyframes } from '../../core/media/webm-frames';
 
@@ -20,10 +25,18 @@ describe('video previews from a VP8 WebM', () => {
     const previews = await previewsOfVideo({ data: video, contentType: 'video/webm' });
     expect(previews?.thumbnail?.data.subarray(0, 3)).toEqual(JPEG);
     expect(previews?.spritesheet.data.subarray(0, 3)).toEqual(JPEG);
-    expect(await sharp(previews!.thumbnail!.data).metadata()).toMatchObject({ format: 'jpeg', width: 320, height: 180 });
+    expect(await sharp(previews!.thumbnail!.data).metadata()).toMatchObject({
+      format: 'jpeg',
+      width: 320,
+      height: 180,
+    });
     const tileHeight = (180 * SPRITESHEET_TILE_WIDTH) / 320;
     const rows = SPRITESHEET_MAX_FRAMES / SPRITESHEET_COLUMNS;
-    expect(await sharp(previews!.spritesheet.data).metadata()).toMatchObject({ format: 'jpeg', width: SPRITESHEET_TILE_WIDTH * SPRITESHEET_COLUMNS, height: tileHeight * rows });
+    expect(await sharp(previews!.spritesheet.data).metadata()).toMatchObject({
+      format: 'jpeg',
+      width: SPRITESHEET_TILE_WIDTH * SPRITESHEET_COLUMNS,
+      height: tileHeight * rows,
+    });
 
     // The first frame, not any frame: close to the painter's frame 0 (both codecs are lossy), far from the last.
     const [first, last] = await paintFrames(sceneFromSeed(seed), 320, 180, [0, 29 / 30]);
@@ -40,7 +53,9 @@ describe('video previews from a VP8 WebM', () => {
   });
 
   it('has none for a file it cannot read without a video decoder', async () => {
-    expect(await previewsOfVideo({ data: Buffer.from('\0\0\0\x18ftypmp42'), contentType: 'video/mp4' })).toBeUndefined();
+    expect(
+      await previewsOfVideo({ data: Buffer.from('\0\0\0\x18ftypmp42'), contentType: 'video/mp4' }),
+    ).toBeUndefined();
     expect(await previewsOfVideo({ data: Buffer.from('not a video'), contentType: 'video/webm' })).toBeUndefined();
     expect(vp8Keyframes(new Uint8Array([0x1a, 0x45, 0xdf]))).toEqual([]);
   });

@@ -13,7 +13,17 @@ import { deliveryPayload } from '../../core/webhooks/payload';
 describe('the retry schedule (DESIGN §6)', () => {
   it('waits exactly 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h after successive failures: ten attempts over about 3 days', () => {
     const s = 1000;
-    expect(RETRY_SCHEDULE_MS).toEqual([5 * s, 300 * s, 1800 * s, 7200 * s, 18_000 * s, 36_000 * s, 50_400 * s, 72_000 * s, 86_400 * s]);
+    expect(RETRY_SCHEDULE_MS).toEqual([
+      5 * s,
+      300 * s,
+      1800 * s,
+      7200 * s,
+      18_000 * s,
+      36_000 * s,
+      50_400 * s,
+      72_000 * s,
+      86_400 * s,
+    ]);
     const total = RETRY_SCHEDULE_MS.reduce((a, b) => a + b, 0);
     expect(total / 86_400_000).toBeCloseTo(3.15, 2);
     expect(DISABLE_AFTER_FAILING_MS).toBe(3 * 86_400_000);
@@ -30,13 +40,21 @@ describe('signatures', () => {
     const headers = deliveryHeaders(input);
     const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`1767225600.${body}`).digest('hex');
     expect(headers['x-service-signature']).toBe(`t=1767225600,v1=${expected}`);
-    expect(headers).toMatchObject({ 'content-type': 'application/json', 'x-service-event': 'ping', 'x-service-delivery': 'whd_01abc', 'webhook-id': 'whd_01abc', 'webhook-timestamp': '1767225600' });
+    expect(headers).toMatchObject({
+      'content-type': 'application/json',
+      'x-service-event': 'ping',
+      'x-service-delivery': 'whd_01abc',
+      'webhook-id': 'whd_01abc',
+      'webhook-timestamp': '1767225600',
+    });
   });
 
   it('webhook-signature is Standard Webhooks: v1,<base64 HMAC keyed with the decoded secret over "<id>.<t>.<body>">', () => {
     const headers = deliveryHeaders(input);
     const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
-    expect(headers['webhook-signature']).toBe(`v1,${createHmac('sha256', key).update(`whd_01abc.1767225600.${body}`).digest('base64')}`);
+    expect(headers['webhook-signature']).toBe(
+      `v1,${createHmac('sha256', key).update(`whd_01abc.1767225600.${body}`).digest('base64')}`,
+    );
     // The official library agrees (its clock checks the timestamp, so sign for now).
     const now = Math.floor(Date.now() / 1000);
     expect(new Webhook(secret).verify(body, deliveryHeaders({ ...input, timestamp: now }))).toEqual(JSON.parse(body));
@@ -101,7 +119,9 @@ describe('the two catalogues', () => {
       expect(eventFor('nested', kind, 'failed')).toBe('generation.failed');
     }
     for (const kind of ['video', 'upscale'] as const) {
-      expect((['queued', 'running', 'succeeded', 'failed'] as const).map((s) => eventFor('flat', kind, s))).toEqual([...CATALOGUES.flat]);
+      expect((['queued', 'running', 'succeeded', 'failed'] as const).map((s) => eventFor('flat', kind, s))).toEqual([
+        ...CATALOGUES.flat,
+      ]);
     }
     expect(eventFor('flat', 'image', 'succeeded')).toBeUndefined();
     expect(eventFor('flat', 'chat', 'failed')).toBeUndefined();
@@ -141,40 +161,103 @@ describe('payloads', () => {
     open: async () => undefined,
   };
   const base: GenerationRow = {
-    id: 'gen_1', accountId: 'acct_1', apiKeyId: null, kind: 'video', model: 'kling', status: 'succeeded', params: {}, internal: {}, prompt: 'p',
-    quoteMc: 42_500, chargedMc: 42_500, freeChat: false, outputKey: 'gen_1/output.webm', outputText: null, previewKeys: {}, error: null,
-    createdAt: new Date('2026-01-01T00:00:00Z'), startedAt: null, finishedAt: null, progressPercent: null, queuePosition: null, measuredSeconds: null, provider: null,
+    id: 'gen_1',
+    accountId: 'acct_1',
+    apiKeyId: null,
+    kind: 'video',
+    model: 'kling',
+    status: 'succeeded',
+    params: {},
+    internal: {},
+    prompt: 'p',
+    quoteMc: 42_500,
+    chargedMc: 42_500,
+    freeChat: false,
+    outputKey: 'gen_1/output.webm',
+    outputText: null,
+    previewKeys: {},
+    error: null,
+    createdAt: new Date('2026-01-01T00:00:00Z'),
+    startedAt: null,
+    finishedAt: null,
+    progressPercent: null,
+    queuePosition: null,
+    measuredSeconds: null,
+    provider: null,
   };
   const at = new Date('2026-01-01T00:01:00Z');
-  const source = (event: string, format: 'nested' | 'flat', generation: GenerationRow | undefined = base) => ({ event, format, endpointId: 'wh_1', createdAt: at, generation });
+  const source = (event: string, format: 'nested' | 'flat', generation: GenerationRow | undefined = base) => ({
+    event,
+    format,
+    endpointId: 'wh_1',
+    createdAt: at,
+    generation,
+  });
 
   it('nested: the group C record with a fresh signed URL', async () => {
     expect(await deliveryPayload(source('generation.completed', 'nested'), store)).toEqual({
       event: 'generation.completed',
-      generation: { id: 'gen_1', kind: 'video', model: 'kling', status: 'succeeded', outputUrl: 'https://files.test/gen_1/output.webm?signature=fresh', creditsCharged: 42.5, error: null },
+      generation: {
+        id: 'gen_1',
+        kind: 'video',
+        model: 'kling',
+        status: 'succeeded',
+        outputUrl: 'https://files.test/gen_1/output.webm?signature=fresh',
+        creditsCharged: 42.5,
+        error: null,
+      },
     });
   });
 
   it('flat: the spec’s fields; queued and running carry no output and no charge, whenever they are sent', async () => {
     expect(await deliveryPayload(source('generation.succeeded', 'flat'), store)).toEqual({
-      event: 'generation.succeeded', generation_id: 'gen_1', kind: 'video', output_url: 'https://files.test/gen_1/output.webm?signature=fresh',
-      credits_charged: 42.5, created_at: '2026-01-01T00:01:00.000Z',
+      event: 'generation.succeeded',
+      generation_id: 'gen_1',
+      kind: 'video',
+      output_url: 'https://files.test/gen_1/output.webm?signature=fresh',
+      credits_charged: 42.5,
+      created_at: '2026-01-01T00:01:00.000Z',
     });
     for (const event of ['generation.queued', 'generation.running']) {
-      expect(await deliveryPayload(source(event, 'flat'), store)).toMatchObject({ event, output_url: '', credits_charged: 0 });
+      expect(await deliveryPayload(source(event, 'flat'), store)).toMatchObject({
+        event,
+        output_url: '',
+        credits_charged: 0,
+      });
     }
-    const failed = { ...base, status: 'failed' as const, chargedMc: 0, outputKey: null, error: { code: 'provider_failed', message: 'no', retryable: false } };
-    expect(await deliveryPayload(source('generation.failed', 'flat', failed), store)).toMatchObject({ output_url: '', credits_charged: 0 });
+    const failed = {
+      ...base,
+      status: 'failed' as const,
+      chargedMc: 0,
+      outputKey: null,
+      error: { code: 'provider_failed', message: 'no', retryable: false },
+    };
+    expect(await deliveryPayload(source('generation.failed', 'flat', failed), store)).toMatchObject({
+      output_url: '',
+      credits_charged: 0,
+    });
   });
 
   it('ping', async () => {
-    expect(await deliveryPayload(source('ping', 'nested', undefined), store)).toEqual({ event: 'ping', endpoint_id: 'wh_1', created_at: '2026-01-01T00:01:00.000Z' });
+    expect(await deliveryPayload(source('ping', 'nested', undefined), store)).toEqual({
+      event: 'ping',
+      endpoint_id: 'wh_1',
+      created_at: '2026-01-01T00:01:00.000Z',
+    });
   });
 });
 
 describe('webhook URLs at registration', () => {
-  const production = { developmentMode: false, policy: { allowPrivateNetworks: false }, resolve: async (name: string) => (name === 'internal.test' ? ['10.0.0.8'] : ['93.184.216.34']) };
-  const development = { developmentMode: true, policy: { allowPrivateNetworks: true }, resolve: async () => ['127.0.0.1'] };
+  const production = {
+    developmentMode: false,
+    policy: { allowPrivateNetworks: false },
+    resolve: async (name: string) => (name === 'internal.test' ? ['10.0.0.8'] : ['93.184.216.34']),
+  };
+  const development = {
+    developmentMode: true,
+    policy: { allowPrivateNetworks: true },
+    resolve: async () => ['127.0.0.1'],
+  };
 
   it('accepts https to a public host, normalising the URL', async () => {
     expect(await checkWebhookUrl('https://Example.COM:443/hooks', production)).toBe('https://example.com/hooks');
@@ -193,12 +276,21 @@ describe('webhook URLs at registration', () => {
   it('allows plain http only to loopback, and only in development mode', async () => {
     expect(await checkWebhookUrl('http://localhost:4000/h', development)).toBe('http://localhost:4000/h');
     expect(await checkWebhookUrl('http://[::1]:4000/h', development)).toBe('http://[::1]:4000/h');
-    await expect(checkWebhookUrl('http://10.0.0.1/h', development)).rejects.toThrow(/only to loopback in development mode/);
+    await expect(checkWebhookUrl('http://10.0.0.1/h', development)).rejects.toThrow(
+      /only to loopback in development mode/,
+    );
     await expect(checkWebhookUrl('http://localhost:4000/h', production)).rejects.toThrow(/must be https/);
     await expect(checkWebhookUrl('https://169.254.169.254/', development)).rejects.toThrow(/metadata/);
   });
 
   it('says so when the host does not resolve', async () => {
-    await expect(checkWebhookUrl('https://nowhere.test/', { ...production, resolve: async () => { throw new Error('ENOTFOUND'); } })).rejects.toThrow(/could not be resolved/);
+    await expect(
+      checkWebhookUrl('https://nowhere.test/', {
+        ...production,
+        resolve: async () => {
+          throw new Error('ENOTFOUND');
+        },
+      }),
+    ).rejects.toThrow(/could not be resolved/);
   });
 });

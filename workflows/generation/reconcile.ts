@@ -1,5 +1,9 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { createReconcileActivities, ReconcileReport, ReconcileRequest } from '../../activities/generation/reconcile';
+import type {
+  createReconcileActivities,
+  ReconcileReport,
+  ReconcileRequest,
+} from '../../activities/generation/reconcile';
 
 const { reconcileHolds } = proxyActivities<ReturnType<typeof createReconcileActivities>>({
   startToCloseTimeout: '5 minutes',

@@ -11,7 +11,11 @@ import type { RunOutput } from '../../core/vocabulary';
  * output at once. A wait that ends in failure or cancellation stops the upstream's job: that step
  * is put in `compensations`, which the workflow awaits before it ends.
  */
-export async function runWithoutHoldingSlot(provider: GenerationActivities, job: ProviderRun, compensations: Promise<unknown>[]): Promise<RunOutput> {
+export async function runWithoutHoldingSlot(
+  provider: GenerationActivities,
+  job: ProviderRun,
+  compensations: Promise<unknown>[],
+): Promise<RunOutput> {
   const started = await provider.startProviderRun(job);
   if ('output' in started) return started.output;
   const { waiting } = started;
@@ -25,13 +29,19 @@ export async function runWithoutHoldingSlot(provider: GenerationActivities, job:
     startToCloseTimeout: waiting.pollMs,
     retry: { initialInterval: '1 second', backoffCoefficient: 1 },
   });
-  const stopper = proxyActivities<GenerationActivities>({ taskQueue, startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 3 } });
+  const stopper = proxyActivities<GenerationActivities>({
+    taskQueue,
+    startToCloseTimeout: '30 seconds',
+    retry: { maximumAttempts: 3 },
+  });
   try {
     await waiter.awaitUpstreamJob(request);
   } catch (err) {
     // Best effort, beside the release the failure leads to; the workflow does not end before it,
     // or the activity would never run. The upstream should stop working for nobody.
-    compensations.push(CancellationScope.nonCancellable(() => stopper.cancelUpstreamJob(request)).catch(() => undefined));
+    compensations.push(
+      CancellationScope.nonCancellable(() => stopper.cancelUpstreamJob(request)).catch(() => undefined),
+    );
     throw err;
   }
   const output = await provider.runProvider({ ...job, resume: waiting.resume });

@@ -17,7 +17,12 @@ import { initialTransition, transition } from 'xstate';
 import type { GenerationActivities } from '../../activities';
 import { GenerationProvider, GenerationStatus as StatusAttribute } from '../../core/search-attributes';
 import { apiRunResultSignal, cancelSignal, phaseQuery, providerTaskQueueOf } from '../../core/workflow-contract';
-import type { ApiRunResult, GenerationResult, GenerationWorkflow, GenerationWorkflowInput } from '../../core/workflow-contract';
+import type {
+  ApiRunResult,
+  GenerationResult,
+  GenerationWorkflow,
+  GenerationWorkflowInput,
+} from '../../core/workflow-contract';
 import { failureMessage, SLOT_KINDS } from '../../core/vocabulary';
 import type { GenerationFailure, GenerationKind, GenerationStatus } from '../../core/vocabulary';
 import { effectsOf, generationMachine, statusOf } from '../../machines/generation';
@@ -32,7 +37,12 @@ import { runWithoutHoldingSlot } from './upstream-wait';
 const ledger = proxyLocalActivities<GenerationActivities>({
   startToCloseTimeout: '30 seconds',
   scheduleToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: ['LedgerPermanentError'] },
+  retry: {
+    initialInterval: '500 ms',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    nonRetryableErrorTypes: ['LedgerPermanentError'],
+  },
 });
 
 // A video's slot wait holds no worker slot (activities/generation/slots.ts): each attempt claims or parks its
@@ -110,17 +120,22 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   const deadline = new CancellationScope();
   const timeout = deadlineOf(input);
   if (timeout !== undefined) {
-    deadline.run(() => sleep(timeout.ms)).then(
-      () => {
-        // The report's wait ran out first: the API died mid-stream, the hold goes back.
-        if (timeout.reportWait) {
-          if (apiRunResult === undefined) events.push(reportMissing(timeout.ms));
-        } else {
-          events.push({ type: 'DEADLINE', message: `the generation did not finish within its deadline of ${deadlineText(timeout.ms)}` });
-        }
-      },
-      () => undefined,
-    );
+    deadline
+      .run(() => sleep(timeout.ms))
+      .then(
+        () => {
+          // The report's wait ran out first: the API died mid-stream, the hold goes back.
+          if (timeout.reportWait) {
+            if (apiRunResult === undefined) events.push(reportMissing(timeout.ms));
+          } else {
+            events.push({
+              type: 'DEADLINE',
+              message: `the generation did not finish within its deadline of ${deadlineText(timeout.ms)}`,
+            });
+          }
+        },
+        () => undefined,
+      );
   }
 
   const model = input.admitted.model;
@@ -137,7 +152,11 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     const cause = err instanceof ActivityFailure ? err.cause : err;
     if (cause instanceof ApplicationFailure) {
       const code = (cause.details?.[0] as { code?: string } | undefined)?.code ?? 'provider_error';
-      return { code, message: failureMessage(code), retryable: !cause.nonRetryable && cause.type !== 'ProviderRejectedError' };
+      return {
+        code,
+        message: failureMessage(code),
+        retryable: !cause.nonRetryable && cause.type !== 'ProviderRejectedError',
+      };
     }
     return { code: 'provider_error', message: failureMessage('provider_error'), retryable: true };
   };
@@ -170,14 +189,26 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         return;
       }
       try {
-        const outcome = await ledger.markRunning({ generationId: input.generationId, accountId: input.accountId, kind: input.kind });
-        events.push(outcome === 'finished'
-          ? { type: 'START_REFUSED', error: { code: 'not_started', message: 'the generation ended before it could run', retryable: true } }
-          : { type: 'STARTED' });
+        const outcome = await ledger.markRunning({
+          generationId: input.generationId,
+          accountId: input.accountId,
+          kind: input.kind,
+        });
+        events.push(
+          outcome === 'finished'
+            ? {
+                type: 'START_REFUSED',
+                error: { code: 'not_started', message: 'the generation ended before it could run', retryable: true },
+              }
+            : { type: 'STARTED' },
+        );
       } catch (err) {
         if (isCancellation(err)) throw err;
         deprecatePatch(DEPRECATED_PATCHES.startFailureSkipsRun);
-        events.push({ type: 'RUN_FAILED', error: { code: 'ledger_error', message: 'the generation could not be marked running', retryable: true } });
+        events.push({
+          type: 'RUN_FAILED',
+          error: { code: 'ledger_error', message: 'the generation could not be marked running', retryable: true },
+        });
       }
     },
     async waitForSlot() {
@@ -186,7 +217,10 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         const claim = await slots.claimVideoSlot({ accountId: input.accountId, generationId: input.generationId });
         return claim === 'granted'
           ? { type: 'SLOT_GRANTED' }
-          : { type: 'START_REFUSED', error: { code: 'slot_lost', message: 'the generation ended while queued', retryable: true } };
+          : {
+              type: 'START_REFUSED',
+              error: { code: 'slot_lost', message: 'the generation ended while queued', retryable: true },
+            };
       });
     },
     async runProvider() {
@@ -196,12 +230,21 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         inBackground(async () => {
           await condition(() => apiRunResult !== undefined);
           const result = apiRunResult!;
-          return result.ok ? { type: 'RUN_SUCCEEDED', output: result.output } : { type: 'RUN_FAILED', error: result.error };
+          return result.ok
+            ? { type: 'RUN_SUCCEEDED', output: result.output }
+            : { type: 'RUN_FAILED', error: result.error };
         });
         return;
       }
       inBackground(async () => {
-        const job = { generationId: input.generationId, kind: input.kind, model, prompt: input.prompt, params: input.params, internal: input.internal };
+        const job = {
+          generationId: input.generationId,
+          kind: input.kind,
+          model,
+          prompt: input.prompt,
+          params: input.params,
+          internal: input.internal,
+        };
         let output;
         if (input.kind === 'video') {
           deprecatePatch(DEPRECATED_PATCHES.upstreamWait);
@@ -232,7 +275,11 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       } catch (err) {
         if (isCancellation(err)) throw err;
         // A charge that cannot be recorded is not charged: the machine gives the hold back.
-        return settleFailed({ code: 'settle_failed', message: 'the charge could not be recorded; nothing was charged', retryable: true });
+        return settleFailed({
+          code: 'settle_failed',
+          message: 'the charge could not be recorded; nothing was charged',
+          retryable: true,
+        });
       }
       // The API released the hold (its start of this workflow looked failed): nothing was charged.
       if (settled.outcome === 'already' && settled.state === 'released') return settleFailed(RELEASED_BEFORE_SETTLE);
@@ -240,7 +287,8 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     },
     async release({ error }) {
       const recorded = recordedByApi();
-      if (recorded !== undefined) return void events.push(recorded === 'settled' ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' });
+      if (recorded !== undefined)
+        return void events.push(recorded === 'settled' ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' });
       const released = await ledger.release({ generationId: input.generationId, error });
       if (released.outcome === 'already' && released.state === 'settled') {
         deprecatePatch(DEPRECATED_PATCHES.releaseFindsSettled);
@@ -250,7 +298,8 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       }
     },
   };
-  const perform = <K extends EffectName>(effect: GenerationEffect<K>): Promise<void> => effects[effect.type](effect.params);
+  const perform = <K extends EffectName>(effect: GenerationEffect<K>): Promise<void> =>
+    effects[effect.type](effect.params);
 
   const publishPhase = (): void => {
     const status = statusOf(snapshot.value);
@@ -291,12 +340,22 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   // A failed generation ends as a failed workflow, so an operator tells failures from successes in
   // the Temporal UI list; its error code is the failure message.
   const failure = statusOf(snapshot.value) === 'failed' ? snapshot.context.error : null;
-  if (failure) throw ApplicationFailure.create({ type: 'GenerationFailed', message: failure.code, nonRetryable: true, details: [failure] });
+  if (failure)
+    throw ApplicationFailure.create({
+      type: 'GenerationFailed',
+      message: failure.code,
+      nonRetryable: true,
+      details: [failure],
+    });
   return { generationId: input.generationId, phase };
 };
 
 /** A settle that found the hold released (the API's or the reconciler's doing): nothing was charged. */
-const RELEASED_BEFORE_SETTLE: GenerationFailure = { code: 'not_started', message: 'the hold was released before the run finished', retryable: true };
+const RELEASED_BEFORE_SETTLE: GenerationFailure = {
+  code: 'not_started',
+  message: 'the hold was released before the run finished',
+  retryable: true,
+};
 
 /**
  * The workflow's one timer: its deadline, or for a chat the API runs the sooner of that and the
@@ -304,13 +363,16 @@ const RELEASED_BEFORE_SETTLE: GenerationFailure = { code: 'not_started', message
  */
 function deadlineOf(input: GenerationWorkflowInput): { ms: number; reportWait: boolean } | undefined {
   const wait = input.apiRun?.deadlineMs;
-  if (wait !== undefined && (input.deadlineMs === undefined || wait < input.deadlineMs)) return { ms: wait, reportWait: true };
+  if (wait !== undefined && (input.deadlineMs === undefined || wait < input.deadlineMs))
+    return { ms: wait, reportWait: true };
   return input.deadlineMs === undefined ? undefined : { ms: input.deadlineMs, reportWait: false };
 }
 
 /** What the API said about a chat it ran, never reported in time: it died mid-stream, the hold goes back. */
-const reportMissing = (ms: number): GenerationEvent =>
-  ({ type: 'RUN_FAILED', error: { code: 'timeout', message: `the API did not report the run within ${ms} ms`, retryable: true } });
+const reportMissing = (ms: number): GenerationEvent => ({
+  type: 'RUN_FAILED',
+  error: { code: 'timeout', message: `the API did not report the run within ${ms} ms`, retryable: true },
+});
 
 /** The status this workflow's start set (its search attribute), as the start event recorded it. */
 function startedStatus(): GenerationStatus {
@@ -319,4 +381,5 @@ function startedStatus(): GenerationStatus {
 }
 
 /** A deadline as its error message says it: a client's short one (`Cancel-After: 2`) in seconds. */
-const deadlineText = (ms: number): string => (ms < 120_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`);
+const deadlineText = (ms: number): string =>
+  ms < 120_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`;

@@ -34,7 +34,7 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
   });
 
   let deferrals = 0;
-  for (let failures = 0; ; ) {
+  for (let failures = 0; ;) {
     const retryInMs = failures < schedule.length ? (schedule[failures] ?? null) : null;
     let result;
     try {
@@ -49,7 +49,8 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
       continue;
     }
     deferrals = 0;
-    if (result.outcome !== 'retry' || retryInMs === null) return { deliveryId: input.deliveryId, outcome: result.outcome };
+    if (result.outcome !== 'retry' || retryInMs === null)
+      return { deliveryId: input.deliveryId, outcome: result.outcome };
     redeliverRequested = false;
     await condition(() => redeliverRequested, retryInMs);
     failures++;

@@ -26,12 +26,13 @@ function Frame({ children }) {
       setError(err);
     }
   };
-  return html`
-    <a class="skip" href="#main">Skip to content</a>
+  return html` <a class="skip" href="#main">Skip to content</a>
     <header class="top">
       <div class="brand"><a href="/dashboard">Generation service</a></div>
       <nav aria-label="Dashboard">
-        <ul>${NAV.map((n) => html`<li><a href=${n.href} aria-current=${boot.page === n.page ? 'page' : undefined}>${n.label}</a></li>`)}</ul>
+        <ul>
+          ${NAV.map((n) => html`<li><a href=${n.href} aria-current=${boot.page === n.page ? 'page' : undefined}>${n.label}</a></li>`)}
+        </ul>
       </nav>
       <div class="who">
         <span class="muted" title="Logged in as">${boot.email}</span>
@@ -64,7 +65,10 @@ function Login() {
     setBusy(true);
     setError(undefined);
     try {
-      await api('POST', '/dashboard/api/login', { email: String(form.get('email')), password: String(form.get('password')) });
+      await api('POST', '/dashboard/api/login', {
+        email: String(form.get('email')),
+        password: String(form.get('password')),
+      });
       location.assign('/dashboard');
     } catch (err) {
       setError(err);
@@ -78,7 +82,14 @@ function Login() {
     ${params.get('verified') === '1' ? html`<${Alert} kind="notice">Your email is confirmed and your account is ready. Log in.<//>` : null}
     <${Alert} error=${error} />
     <form onSubmit=${submit} class="stack">
-      <label>Email<input name="email" type="email" autocomplete="username" required defaultValue=${params.get('email') ?? ''} /></label>
+      <label
+        >Email<input
+          name="email"
+          type="email"
+          autocomplete="username"
+          required
+          defaultValue=${params.get('email') ?? ''}
+      /></label>
       <label>Password<input name="password" type="password" autocomplete="current-password" required /></label>
       <button type="submit" disabled=${busy}>${busy ? 'Logging in…' : 'Log in'}</button>
     </form>
@@ -109,13 +120,34 @@ function Signup() {
     <h1>Sign up</h1>
     <p class="muted">A free account with starting credits; you confirm your email first.</p>
     <${Alert} error=${error} />
-    ${sent ? html`<${Alert} kind="notice">${sent.message}<//>` : html`<form onSubmit=${submit} class="stack">
-      <label>Email<input name="email" type="email" autocomplete="username" required maxlength="254" /></label>
-      <label>Password<input name="password" type="password" autocomplete="new-password" minlength="10" maxlength="200" required aria-describedby="pw-hint" /></label>
-      <p id="pw-hint" class="muted small">10 characters or more.</p>
-      <label>The same again<input name="confirm" type="password" autocomplete="new-password" minlength="10" maxlength="200" required /></label>
-      <button type="submit" disabled=${busy}>${busy ? 'Sending…' : 'Sign up'}</button>
-    </form>`}
+    ${
+      sent
+        ? html`<${Alert} kind="notice">${sent.message}<//>`
+        : html`<form onSubmit=${submit} class="stack">
+            <label>Email<input name="email" type="email" autocomplete="username" required maxlength="254" /></label>
+            <label
+              >Password<input
+                name="password"
+                type="password"
+                autocomplete="new-password"
+                minlength="10"
+                maxlength="200"
+                required
+                aria-describedby="pw-hint"
+            /></label>
+            <p id="pw-hint" class="muted small">10 characters or more.</p>
+            <label
+              >The same again<input
+                name="confirm"
+                type="password"
+                autocomplete="new-password"
+                minlength="10"
+                maxlength="200"
+                required
+            /></label>
+            <button type="submit" disabled=${busy}>${busy ? 'Sending…' : 'Sign up'}</button>
+          </form>`
+    }
     <p class="muted small">Already have an account? <a href="/dashboard/login">Log in</a>.</p>
   </main>`;
 }
@@ -127,11 +159,15 @@ function Verify() {
   useEffect(() => {
     history.replaceState(null, '', location.pathname);
     if (!token.current) return setError(new Error('This page needs the link from your email.'));
-    api('POST', '/dashboard/api/signup/verify', { token: token.current })
-      .then(({ email }) => location.assign(`/dashboard/login?verified=1&email=${encodeURIComponent(email)}`), setError);
+    api('POST', '/dashboard/api/signup/verify', { token: token.current }).then(
+      ({ email }) => location.assign(`/dashboard/login?verified=1&email=${encodeURIComponent(email)}`),
+      setError,
+    );
   }, []);
-  return html`<main id="main" class="narrow"><h1>Confirm your email</h1>
-    ${error ? html`<${Alert} error=${error} />` : html`<p class="muted" role="status">Creating your account…</p>`}</main>`;
+  return html`<main id="main" class="narrow">
+    <h1>Confirm your email</h1>
+    ${error ? html`<${Alert} error=${error} />` : html`<p class="muted" role="status">Creating your account…</p>`}
+  </main>`;
 }
 
 function SetPassword() {
@@ -154,15 +190,35 @@ function SetPassword() {
     }
   };
   if (!token.current) {
-    return html`<main id="main" class="narrow"><h1>Set your password</h1><${Alert} error=${new Error('This page needs the link your operator gave you.')} /></main>`;
+    return html`<main id="main" class="narrow">
+      <h1>Set your password</h1>
+      <${Alert} error=${new Error('This page needs the link your operator gave you.')} />
+    </main>`;
   }
   return html`<main id="main" class="narrow">
     <h1>Set your password</h1>
     <${Alert} error=${error} />
     <form onSubmit=${submit} class="stack">
-      <label>New password<input name="password" type="password" autocomplete="new-password" minlength="10" maxlength="200" required aria-describedby="pw-hint" /></label>
+      <label
+        >New password<input
+          name="password"
+          type="password"
+          autocomplete="new-password"
+          minlength="10"
+          maxlength="200"
+          required
+          aria-describedby="pw-hint"
+      /></label>
       <p id="pw-hint" class="muted small">10 characters or more.</p>
-      <label>The same again<input name="confirm" type="password" autocomplete="new-password" minlength="10" maxlength="200" required /></label>
+      <label
+        >The same again<input
+          name="confirm"
+          type="password"
+          autocomplete="new-password"
+          minlength="10"
+          maxlength="200"
+          required
+      /></label>
       <button type="submit" disabled=${busy}>${busy ? 'Saving…' : 'Set password'}</button>
     </form>
   </main>`;

@@ -19,7 +19,12 @@ export async function api(method, path, body, headers = {}) {
   const h = { accept: 'application/json', ...headers };
   if (body !== undefined) h['content-type'] = 'application/json';
   if (method !== 'GET' && boot.csrfToken) h['x-csrf-token'] = boot.csrfToken;
-  const res = await fetch(path, { method, headers: h, credentials: 'same-origin', ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const res = await fetch(path, {
+    method,
+    headers: h,
+    credentials: 'same-origin',
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const text = await res.text();
   let json;
   try {
@@ -33,7 +38,10 @@ export async function api(method, path, body, headers = {}) {
   if (!res.ok) {
     const e = json?.error ?? {};
     const retry = res.headers.get('retry-after');
-    throw new ApiError(res.status, e.type ?? `http_${res.status}`, e.message ?? `The service answered ${res.status}.`, { ...e, retryAfter: retry ? Number(retry) : undefined });
+    throw new ApiError(res.status, e.type ?? `http_${res.status}`, e.message ?? `The service answered ${res.status}.`, {
+      ...e,
+      retryAfter: retry ? Number(retry) : undefined,
+    });
   }
   return json;
 }
@@ -60,10 +68,17 @@ export function useLoad(load, deps = []) {
   const [state, setState] = useState({ loading: true, data: undefined, error: undefined });
   const run = () => {
     setState((s) => ({ ...s, loading: true }));
-    load().then((data) => setState({ loading: false, data, error: undefined }), (error) => setState({ loading: false, data: undefined, error }));
+    load().then(
+      (data) => setState({ loading: false, data, error: undefined }),
+      (error) => setState({ loading: false, data: undefined, error }),
+    );
   };
   useEffect(run, deps);
-  return { ...state, reload: run, set: (data) => setState((s) => ({ ...s, data: typeof data === 'function' ? data(s.data) : data })) };
+  return {
+    ...state,
+    reload: run,
+    set: (data) => setState((s) => ({ ...s, data: typeof data === 'function' ? data(s.data) : data })),
+  };
 }
 
 const number = new Intl.NumberFormat(undefined, { maximumFractionDigits: 3 });
@@ -74,7 +89,12 @@ export const when = (iso) => (iso ? dateTime.format(new Date(iso)) : '—');
 export const isoTitle = (iso) => iso ?? '';
 
 /** The periods of a key's budget, as the service names them and as the pages say them. */
-export const PERIODS = [['day', 'per day'], ['week', 'per week'], ['month', 'per month'], ['none', 'in total']];
+export const PERIODS = [
+  ['day', 'per day'],
+  ['week', 'per week'],
+  ['month', 'per month'],
+  ['none', 'in total'],
+];
 export const periodWords = (p) => PERIODS.find(([v]) => v === p)?.[1] ?? p;
 
 // `words` (a prop of every page) are the service's kinds and statuses, from /dashboard/api/vocabulary.
@@ -82,14 +102,17 @@ export const inFlight = (words, status) => words.inFlight.includes(status);
 
 export function errorText(err) {
   if (!err) return '';
-  if (err.status === 429) return `${err.message}${err.extra?.retryAfter ? ` Try again in ${err.extra.retryAfter} s.` : ''}`;
+  if (err.status === 429)
+    return `${err.message}${err.extra?.retryAfter ? ` Try again in ${err.extra.retryAfter} s.` : ''}`;
   return err.message ?? String(err);
 }
 
 /** An error or notice that screen readers announce. */
 export function Alert({ error, children, kind = 'error' }) {
   if (!error && !children) return null;
-  return html`<div class=${`alert alert-${kind}`} role=${kind === 'error' ? 'alert' : 'status'}>${error ? errorText(error) : children}</div>`;
+  return html`<div class=${`alert alert-${kind}`} role=${kind === 'error' ? 'alert' : 'status'}>
+    ${error ? errorText(error) : children}
+  </div>`;
 }
 
 /** What `useLoad` gave: its error, a loading line, or `children` called with the data. */
@@ -116,7 +139,15 @@ export function Secret({ label, value, onDone, note }) {
   return html`<div class="secret" role="region" aria-label=${label}>
     <p><strong>${label}</strong> ${note ?? 'This is the only time it is shown: copy it now and keep it safe.'}</p>
     <div class="secret-row">
-      <input ref=${input} class="mono" readonly value=${value} aria-label=${label} onFocus=${(e) => e.currentTarget.select()} data-secret />
+      <input
+        ref=${input}
+        class="mono"
+        readonly
+        value=${value}
+        aria-label=${label}
+        onFocus=${(e) => e.currentTarget.select()}
+        data-secret
+      />
       <button type="button" onClick=${copy}>${copied ? 'Copied' : 'Copy'}</button>
     </div>
     <p aria-live="polite" class="muted">${copied ? 'Copied to the clipboard.' : ''}</p>
@@ -130,10 +161,24 @@ export function StatusBadge({ status }) {
 
 /** The output of a generation: images inline, videos playable, chat text. */
 export function Preview({ g, large = false }) {
-  if (g.status !== 'succeeded') return html`<span class="muted">${g.status === 'failed' ? (g.error?.code ?? 'failed') : '…'}</span>`;
+  if (g.status !== 'succeeded')
+    return html`<span class="muted">${g.status === 'failed' ? (g.error?.code ?? 'failed') : '…'}</span>`;
   if (g.kind === 'chat') return html`<p class=${large ? 'chat-text' : 'chat-excerpt'}>${g.text ?? ''}</p>`;
   if (g.kind === 'video') {
-    return html`<video class=${large ? 'preview-large' : 'preview'} src=${g.outputUrl} controls preload="metadata" playsinline aria-label=${`Video ${g.id}`}></video>`;
+    return html`<video
+      class=${large ? 'preview-large' : 'preview'}
+      src=${g.outputUrl}
+      controls
+      preload="metadata"
+      playsinline
+      aria-label=${`Video ${g.id}`}
+    ></video>`;
   }
-  return html`<a href=${g.outputUrl} target="_blank" rel="noopener"><img class=${large ? 'preview-large' : 'preview'} src=${g.outputUrl} alt=${`${g.kind === 'upscale' ? 'Upscaled image' : 'Image'} ${g.id}`} loading="lazy" /></a>`;
+  return html`<a href=${g.outputUrl} target="_blank" rel="noopener"
+    ><img
+      class=${large ? 'preview-large' : 'preview'}
+      src=${g.outputUrl}
+      alt=${`${g.kind === 'upscale' ? 'Upscaled image' : 'Image'} ${g.id}`}
+      loading="lazy"
+  /></a>`;
 }

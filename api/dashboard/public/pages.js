@@ -9,4 +9,12 @@ import { Playground } from './pages/playground.js';
 import { Usage } from './pages/usage.js';
 import { Webhooks } from './pages/webhooks.js';
 
-export const PAGES = { overview: Overview, generations: Generations, keys: Keys, usage: Usage, webhooks: Webhooks, playground: Playground, billing: Billing };
+export const PAGES = {
+  overview: Overview,
+  generations: Generations,
+  keys: Keys,
+  usage: Usage,
+  webhooks: Webhooks,
+  playground: Playground,
+  billing: Billing,
+};

@@ -22,10 +22,29 @@ export function Billing() {
   };
   return html`<h1>Billing</h1>
     <${Alert} error=${error} />
-    <${Loading} state=${limits}>${(l) => html`
-      <p>Buy credits with a card through Stripe: 1 credit = ${l.eurPerCredit.toFixed(2)} EUR, ${formatNumber(l.minCredits)} to ${formatNumber(l.maxCredits)} at a time. They are added to your balance once Stripe confirms the payment, and listed in the ledger as a top-up.</p>
-      <form class="threshold" onSubmit=${buy} aria-label="Buy credits">
-        <label>Credits <input name="credits" type="number" min=${l.minCredits} max=${l.maxCredits} step="1" required value=${amount} onInput=${(e) => setAmount(e.currentTarget.value)} /></label>
-        <button type="submit" disabled=${busy}>${busy ? 'Opening Stripe…' : amount ? `Pay ${(Number(amount) * l.eurPerCredit).toFixed(2)} EUR` : 'Pay'}</button>
-      </form>`}<//>`;
+    <${Loading} state=${limits}
+      >${(l) =>
+        html` <p>
+            Buy credits with a card through Stripe: 1 credit = ${l.eurPerCredit.toFixed(2)} EUR,
+            ${formatNumber(l.minCredits)} to ${formatNumber(l.maxCredits)} at a time. They are added to your balance
+            once Stripe confirms the payment, and listed in the ledger as a top-up.
+          </p>
+          <form class="threshold" onSubmit=${buy} aria-label="Buy credits">
+            <label
+              >Credits
+              <input
+                name="credits"
+                type="number"
+                min=${l.minCredits}
+                max=${l.maxCredits}
+                step="1"
+                required
+                value=${amount}
+                onInput=${(e) => setAmount(e.currentTarget.value)}
+            /></label>
+            <button type="submit" disabled=${busy}>
+              ${busy ? 'Opening Stripe…' : amount ? `Pay ${(Number(amount) * l.eurPerCredit).toFixed(2)} EUR` : 'Pay'}
+            </button>
+          </form>`}<//
+    >`;
 }

@@ -13,8 +13,12 @@ const ALERT_EVENTS = ['balance.low', 'key.budget_reached'];
 function EventChoices({ format, chosen }) {
   return html`<fieldset>
     <legend>Events <span class="muted small">(none ticked: all of them)</span></legend>
-    <div class="checks">${CATALOGUES[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}</div>
-    <div class="checks">${ALERT_EVENTS.map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}</div>
+    <div class="checks">
+      ${CATALOGUES[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}
+    </div>
+    <div class="checks">
+      ${ALERT_EVENTS.map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}
+    </div>
   </fieldset>`;
 }
 
@@ -33,20 +37,50 @@ function Deliveries({ endpoint, onError }) {
       onError(err);
     }
   };
-  return html`<${Loading} state=${state}>${(page) => page.data.length === 0 ? html`<p class="muted">No deliveries yet.</p>` : html`<table class="table deliveries">
-    <caption class="visually-hidden">Deliveries to ${endpoint.url}, newest first</caption>
-    <thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Last answer</th><th scope="col">Attempts</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-    <tbody>${page.data.map((d) => {
-      const last = d.attempts[d.attempts.length - 1];
-      return html`<tr key=${d.id} data-delivery=${d.id} data-status=${d.status}>
-        <td data-label="Event">${d.event}</td>
-        <td data-label="Status"><span class=${`badge badge-${d.status}`}>${d.status}</span></td>
-        <td data-label="Last answer" data-testid="status-code">${last ? (last.statusCode ?? last.error ?? '—') : '—'}</td>
-        <td data-label="Attempts">${d.attempts.length}</td>
-        <td data-label="Created">${when(d.createdAt)}</td>
-        <td><button type="button" class="secondary small" onClick=${() => redeliver(d)} aria-label=${`Redeliver ${d.event} ${d.id}`}>Redeliver</button></td>
-      </tr>`;
-    })}</tbody></table>`}<//>`;
+  return html`<${Loading} state=${state}
+    >${(page) =>
+      page.data.length === 0
+        ? html`<p class="muted">No deliveries yet.</p>`
+        : html`<table class="table deliveries">
+            <caption class="visually-hidden">
+              Deliveries to ${endpoint.url}, newest first
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col">Last answer</th>
+                <th scope="col">Attempts</th>
+                <th scope="col">Created</th>
+                <th scope="col"><span class="visually-hidden">Actions</span></th>
+              </tr>
+            </thead>
+            <tbody>
+              ${page.data.map((d) => {
+                const last = d.attempts[d.attempts.length - 1];
+                return html`<tr key=${d.id} data-delivery=${d.id} data-status=${d.status}>
+                  <td data-label="Event">${d.event}</td>
+                  <td data-label="Status"><span class=${`badge badge-${d.status}`}>${d.status}</span></td>
+                  <td data-label="Last answer" data-testid="status-code">
+                    ${last ? (last.statusCode ?? last.error ?? '—') : '—'}
+                  </td>
+                  <td data-label="Attempts">${d.attempts.length}</td>
+                  <td data-label="Created">${when(d.createdAt)}</td>
+                  <td>
+                    <button
+                      type="button"
+                      class="secondary small"
+                      onClick=${() => redeliver(d)}
+                      aria-label=${`Redeliver ${d.event} ${d.id}`}
+                    >
+                      Redeliver
+                    </button>
+                  </td>
+                </tr>`;
+              })}
+            </tbody>
+          </table>`}<//
+  >`;
 }
 
 function Endpoint({ e, onChange, onRemove, onSecret, onError }) {
@@ -65,39 +99,72 @@ function Endpoint({ e, onChange, onRemove, onSecret, onError }) {
     const form = new FormData(ev.currentTarget);
     const events = form.getAll('events').map(String);
     return act(async () => {
-      onChange(await api('PATCH', `/dashboard/api/webhooks/${e.id}`, {
-        url: String(form.get('url')),
-        description: String(form.get('description') ?? '') || null,
-        enabled: form.get('enabled') === 'on',
-        events: events.length ? events : CATALOGUES[e.format],
-      }));
+      onChange(
+        await api('PATCH', `/dashboard/api/webhooks/${e.id}`, {
+          url: String(form.get('url')),
+          description: String(form.get('description') ?? '') || null,
+          enabled: form.get('enabled') === 'on',
+          events: events.length ? events : CATALOGUES[e.format],
+        }),
+      );
       setEditing(false);
     });
   };
-  const test = () => act(async () => {
-    await api('POST', `/dashboard/api/webhooks/${e.id}/test`);
-    setLog(true);
-    setLogKey((k) => k + 1);
-  });
+  const test = () =>
+    act(async () => {
+      await api('POST', `/dashboard/api/webhooks/${e.id}/test`);
+      setLog(true);
+      setLogKey((k) => k + 1);
+    });
   return html`<article class="card endpoint" data-endpoint=${e.id} aria-labelledby=${`ep-${e.id}`}>
     <h3 id=${`ep-${e.id}`} class="mono break">${e.url}</h3>
     <p class="muted small">${e.format} · ${e.events.join(', ')}${e.description ? ` · ${e.description}` : ''}</p>
-    <p>${e.enabled ? html`<span class="badge badge-succeeded">enabled</span>` : html`<span class="badge badge-failed">disabled</span> <span class="muted small">${e.disabledReason}</span>`}
-      ${e.previousSecretExpiresAt ? html` <span class="muted small">previous secret valid until ${when(e.previousSecretExpiresAt)}</span>` : null}</p>
+    <p>
+      ${e.enabled ? html`<span class="badge badge-succeeded">enabled</span>` : html`<span class="badge badge-failed">disabled</span> <span class="muted small">${e.disabledReason}</span>`}
+      ${e.previousSecretExpiresAt ? html` <span class="muted small">previous secret valid until ${when(e.previousSecretExpiresAt)}</span>` : null}
+    </p>
     <div class="actions">
-      <button type="button" class="secondary small" onClick=${() => setEditing(!editing)} aria-expanded=${editing}>Edit</button>
+      <button type="button" class="secondary small" onClick=${() => setEditing(!editing)} aria-expanded=${editing}>
+        Edit
+      </button>
       <button type="button" class="secondary small" onClick=${test}>Send test event</button>
-      <button type="button" class="secondary small" onClick=${() => act(async () => onSecret(await api('POST', `/dashboard/api/webhooks/${e.id}/rotate-secret`)))}>Rotate secret</button>
-      <button type="button" class="secondary small" onClick=${() => setLog(!log)} aria-expanded=${log}>Delivery log</button>
-      <button type="button" class="danger small" onClick=${() => confirm(`Delete the endpoint ${e.url} and its delivery log?`) && act(async () => { await api('DELETE', `/dashboard/api/webhooks/${e.id}`); onRemove(e.id); })}>Delete</button>
+      <button
+        type="button"
+        class="secondary small"
+        onClick=${() => act(async () => onSecret(await api('POST', `/dashboard/api/webhooks/${e.id}/rotate-secret`)))}
+      >
+        Rotate secret
+      </button>
+      <button type="button" class="secondary small" onClick=${() => setLog(!log)} aria-expanded=${log}>
+        Delivery log
+      </button>
+      <button
+        type="button"
+        class="danger small"
+        onClick=${() =>
+          confirm(`Delete the endpoint ${e.url} and its delivery log?`) &&
+          act(async () => {
+            await api('DELETE', `/dashboard/api/webhooks/${e.id}`);
+            onRemove(e.id);
+          })}
+      >
+        Delete
+      </button>
     </div>
-    ${editing ? html`<form class="stack edit" onSubmit=${save} aria-label=${`Edit ${e.url}`}>
-      <label>URL<input name="url" type="url" required value=${e.url} /></label>
-      <label>Description<input name="description" value=${e.description ?? ''} maxlength="500" /></label>
-      <${EventChoices} format=${e.format} chosen=${e.events} />
-      <label class="check"><input type="checkbox" name="enabled" checked=${e.enabled} /> Enabled</label>
-      <div class="actions"><button type="submit">Save</button><button type="button" class="secondary" onClick=${() => setEditing(false)}>Cancel</button></div>
-    </form>` : null}
+    ${
+      editing
+        ? html`<form class="stack edit" onSubmit=${save} aria-label=${`Edit ${e.url}`}>
+            <label>URL<input name="url" type="url" required value=${e.url} /></label>
+            <label>Description<input name="description" value=${e.description ?? ''} maxlength="500" /></label>
+            <${EventChoices} format=${e.format} chosen=${e.events} />
+            <label class="check"><input type="checkbox" name="enabled" checked=${e.enabled} /> Enabled</label>
+            <div class="actions">
+              <button type="submit">Save</button
+              ><button type="button" class="secondary" onClick=${() => setEditing(false)}>Cancel</button>
+            </div>
+          </form>`
+        : null
+    }
     ${log ? html`<${Deliveries} key=${logKey} endpoint=${e} onError=${onError} />` : null}
   </article>`;
 }
@@ -115,7 +182,9 @@ export function Webhooks() {
     setError(undefined);
     try {
       const created = await api('POST', '/dashboard/api/webhooks', {
-        url: String(form.get('url')), format, ...(events.length ? { events } : {}),
+        url: String(form.get('url')),
+        format,
+        ...(events.length ? { events } : {}),
         ...(form.get('description') ? { description: String(form.get('description')) } : {}),
       });
       setSecret({ label: `Signing secret of ${created.url}`, value: created.secret });
@@ -127,7 +196,10 @@ export function Webhooks() {
   };
   const replace = (e) => state.set((d) => ({ data: d.data.map((x) => (x.id === e.id ? { ...x, ...e } : x)) }));
   return html`<h1>Webhooks</h1>
-    <p class="muted">Each delivery is signed with the endpoint’s secret (<a href="/docs">how to verify</a>) and retried for about three days.</p>
+    <p class="muted">
+      Each delivery is signed with the endpoint’s secret (<a href="/docs">how to verify</a>) and retried for about three
+      days.
+    </p>
     ${secret ? html`<${Secret} label=${secret.label} value=${secret.value} onDone=${() => setSecret(undefined)} />` : null}
     <${Alert} error=${error} />
     <section aria-labelledby="new-endpoint">
@@ -137,21 +209,55 @@ export function Webhooks() {
         <fieldset>
           <legend>Format</legend>
           <div class="checks">
-            <label class="check"><input type="radio" name="format" value="nested" checked=${format === 'nested'} onChange=${() => setFormat('nested')} /> nested: generation.completed and .failed, every kind</label>
-            <label class="check"><input type="radio" name="format" value="flat" checked=${format === 'flat'} onChange=${() => setFormat('flat')} /> flat: every state change of videos and upscales</label>
+            <label class="check"
+              ><input
+                type="radio"
+                name="format"
+                value="nested"
+                checked=${format === 'nested'}
+                onChange=${() => setFormat('nested')}
+              />
+              nested: generation.completed and .failed, every kind</label
+            >
+            <label class="check"
+              ><input
+                type="radio"
+                name="format"
+                value="flat"
+                checked=${format === 'flat'}
+                onChange=${() => setFormat('flat')}
+              />
+              flat: every state change of videos and upscales</label
+            >
           </div>
         </fieldset>
         <${EventChoices} format=${format} />
-        <label>Description <span class="muted small">(optional)</span><input name="description" maxlength="500" /></label>
+        <label
+          >Description <span class="muted small">(optional)</span><input name="description" maxlength="500"
+        /></label>
         <button type="submit">Add endpoint</button>
       </form>
     </section>
     <section aria-labelledby="endpoints">
       <h2 id="endpoints">Endpoints</h2>
-      <${Loading} state=${state}>${(d) => d.data.length === 0 ? html`<p>No endpoints yet (up to 5).</p>` : d.data.map((e) => html`<${Endpoint} key=${e.id} e=${e}
-        onChange=${replace}
-        onRemove=${(id) => state.set((x) => ({ data: x.data.filter((y) => y.id !== id) }))}
-        onSecret=${(r) => { replace(r); setSecret({ label: `New signing secret of ${r.url}`, value: r.secret }); }}
-        onError=${setError} />`)}<//>
+      <${Loading} state=${state}
+        >${(d) =>
+          d.data.length === 0
+            ? html`<p>No endpoints yet (up to 5).</p>`
+            : d.data.map(
+                (e) =>
+                  html`<${Endpoint}
+                    key=${e.id}
+                    e=${e}
+                    onChange=${replace}
+                    onRemove=${(id) => state.set((x) => ({ data: x.data.filter((y) => y.id !== id) }))}
+                    onSecret=${(r) => {
+                      replace(r);
+                      setSecret({ label: `New signing secret of ${r.url}`, value: r.secret });
+                    }}
+                    onError=${setError}
+                  />`,
+              )}<//
+      >
     </section>`;
 }
