@@ -43,6 +43,41 @@ export function createStandingMonitor({
   let timer: NodeJS.Timeout | undefined;
   let sweeping = false;
 
+  /**
+   * Which of these holders still stand, in two queries however many ask. A check asked for while
+   * one is running waits for the next, so every answer comes from a query begun after it was asked
+   * (what a stream confirms is never older than its question); the many streams that confirm the
+   * same event together share one.
+   */
+  const standingOf = async (holders: readonly Entry['holder'][]): Promise<boolean[]> => {
+    const keyIds = [...new Set(holders.flatMap((h) => ('keyId' in h ? [h.keyId] : [])))];
+    const hashes = holders.flatMap((h) => ('tokenHash' in h ? [h.tokenHash] : []));
+    const [keys, sessions] = await Promise.all([liveApiKeys(pool, keyIds), liveSessions(pool, hashes)]);
+    return holders.map((h) => ('keyId' in h ? keys.has(h.keyId) : sessions.has(h.tokenHash.toString('hex'))));
+  };
+  let asked: { holder: Entry['holder']; answer: (stands: boolean) => void; fail: (err: unknown) => void }[] = [];
+  let checking = false;
+  const checkAsked = (): void => {
+    if (checking || asked.length === 0) return;
+    checking = true;
+    const batch = asked;
+    asked = [];
+    void standingOf(batch.map((a) => a.holder))
+      .then(
+        (stands) => batch.forEach((a, i) => a.answer(stands[i]!)),
+        (err: unknown) => batch.forEach((a) => a.fail(err)),
+      )
+      .finally(() => {
+        checking = false;
+        checkAsked();
+      });
+  };
+  const stands = (holder: Entry['holder']): Promise<boolean> =>
+    new Promise((answer, fail) => {
+      asked.push({ holder, answer, fail });
+      if (asked.length === 1) setImmediate(checkAsked);
+    });
+
   const lose = (entry: Entry): string => {
     const reason = 'keyId' in entry.holder ? REVOKED : SESSION_ENDED;
     entries.delete(entry);
@@ -57,14 +92,10 @@ export function createStandingMonitor({
     sweeping = true;
     try {
       const open = [...entries];
-      const keyIds = [...new Set(open.flatMap((e) => ('keyId' in e.holder ? [e.holder.keyId] : [])))];
-      const hashes = open.flatMap((e) => ('tokenHash' in e.holder ? [e.holder.tokenHash] : []));
-      const [keys, sessions] = await Promise.all([liveApiKeys(pool, keyIds), liveSessions(pool, hashes)]);
-      for (const e of open) {
-        const stands =
-          'keyId' in e.holder ? keys.has(e.holder.keyId) : sessions.has(e.holder.tokenHash.toString('hex'));
-        if (!stands) lose(e);
-      }
+      const standing = await standingOf(open.map((e) => e.holder));
+      open.forEach((e, i) => {
+        if (!standing[i]) lose(e);
+      });
     } catch (err) {
       log?.('standing: open answers could not be checked; they stay open until the next check', err);
     } finally {
@@ -104,11 +135,7 @@ export function createStandingMonitor({
         signal: controller.signal,
         async confirm() {
           if (controller.signal.aborted) return String(controller.signal.reason);
-          const stands =
-            'keyId' in holder
-              ? (await liveApiKeys(pool, [holder.keyId])).size > 0
-              : (await liveSessions(pool, [holder.tokenHash])).size > 0;
-          return stands ? undefined : lose(entry);
+          return (await stands(holder)) ? undefined : lose(entry);
         },
         stop() {
           entries.delete(entry);
