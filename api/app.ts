@@ -20,7 +20,8 @@ import type { DashboardLimits } from './dashboard/api';
 import { dashboardPages } from './dashboard/pages';
 import { registerDocs } from './shared/docs';
 import { endEventStreams } from './shared/sse';
-import { answerFrameworkError, installErrorHandler } from './shared/errors';
+import { createStandingMonitor } from './shared/standing';
+import { answerClientError, answerFrameworkError, installErrorHandler } from './shared/errors';
 import { fileRoutes } from './files';
 import { healthRoutes } from './health';
 import { legacyRoutes } from './group-c/routes';
@@ -109,6 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logger: loggerOptions(deps.logger ?? false),
     bodyLimit: 8 * 1024 * 1024,
     frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     // Every log line about a request carries its id; a caller's own x-request-id is kept when sane.
     requestIdHeader: false,
     genReqId: (req) => {
@@ -167,6 +169,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await service.close();
   });
 
+  // Long-lived answers (event streams, MCP requests that wait) check their key or session while open.
+  const standing = createStandingMonitor({
+    pool: deps.pool,
+    log: (message, err) => app.log.warn({ err }, message),
+  });
+  app.addHook('onClose', async () => standing.close());
+
   const publicOrigin = deps.publicBaseUrl ? new URL(deps.publicBaseUrl).origin : undefined;
   // One service for both doors that buy credits: the API's route and the dashboard's Billing page.
   const billing = deps.billing ? createBillingService({ pool: deps.pool, options: deps.billing }) : undefined;
@@ -186,7 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service, sessions });
-  await app.register(v1Routes, { pool: deps.pool, limiter, service });
+  await app.register(v1Routes, { pool: deps.pool, limiter, service, standing });
   if (billing) {
     await app.register(billingRoutes, { pool: deps.pool, limiter, billing, publicBaseUrl: publicOrigin });
   }
@@ -228,6 +237,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     limiter,
     sessions,
     service,
+    standing,
     webhooks,
     store: deps.store,
     limits: { ...DEFAULT_DASHBOARD_LIMITS, ...deps.dashboardLimits },
@@ -241,6 +251,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     pool: deps.pool,
     limiter,
     service,
+    standing,
     syncWaitMs: deps.syncWaitMs,
     allowedOrigins: deps.mcpAllowedOrigins ?? [],
     taskPollIntervalMs: deps.mcpTaskPollIntervalMs,

@@ -36,7 +36,15 @@ import { measureSimulatorCost } from './simulator-cost';
 import { FULL, QUICK } from './sizes';
 import { liveScenarios, renderLive } from './live';
 import { createStack } from './stack';
-import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MODEL, wholeReply } from './stream';
+import {
+  refusedCut,
+  renderStream,
+  STREAM_MODEL,
+  streamMetrics,
+  streamOverhead,
+  UPSTREAM_MODEL,
+  wholeReply,
+} from './stream';
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
@@ -290,6 +298,11 @@ async function main(): Promise<number> {
           `stream ${r.mode} c${r.concurrency}: first byte overhead p50 ${r.overhead.ttfb.p50} ms, p99 ${r.overhead.ttfb.p99} ms; full reply overhead p50 ${r.overhead.full.p50} ms, p99 ${r.overhead.full.p99} ms`,
         );
       }
+      const cut = await refusedCut(ctx, upstream, 20);
+      log(
+        `stream refused after all (${cut.rounds} races): the refused call's upstream request closed after p50 ${cut.cutMs.p50.toFixed(1)} ms, max ${cut.cutMs.max.toFixed(1)} ms ` +
+          `(${cut.neverSent} never sent) = ${cut.ratio} × the admitted one's first byte (p50 ${cut.servedTtfb.p50.toFixed(1)} ms)`,
+      );
       return rows;
     };
     const live = !args.only || args.only === 'live' ? await liveScenarios(ctx) : undefined;

@@ -20,6 +20,7 @@ import { remixBody } from '../shared/generate-bodies';
 import { idParams } from '../shared/schemas';
 import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './common';
 import type { OpenAiDeps } from './common';
+import { acceptForms } from './forms';
 
 const maxCredits = spendCapField('max_credits');
 
@@ -486,42 +487,49 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
       videoGenerationOf(await remixVideo(principalOf(request), request, 'POST /v1/video/generations/{id}/remix')),
   );
 
-  route.post(
-    '/v1/videos',
-    {
-      schema: {
-        operationId: 'openaiCreateVideo',
-        tags,
-        security,
-        summary: 'Start a video as OpenAI’s video API does (the SDK’s client.videos.create)',
-        description:
-          'Accepts multipart/form-data (what the SDK sends) or JSON. input_reference is an uploaded image file or { image_url }.',
-        body: videosCreateBody,
-        headers: idempotencyHeaders,
-        response: { 200: video, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 503) },
+  // OpenAI's SDK sends video creation as multipart/form-data: the one route that reads forms.
+  await app.register(async (forms) => {
+    await acceptForms(forms);
+    forms.withTypeProvider<ZodTypeProvider>().post(
+      '/v1/videos',
+      {
+        schema: {
+          operationId: 'openaiCreateVideo',
+          tags,
+          security,
+          summary: 'Start a video as OpenAI’s video API does (the SDK’s client.videos.create)',
+          description:
+            'Accepts multipart/form-data (what the SDK sends) or JSON. input_reference is an uploaded image file or { image_url }.',
+          body: videosCreateBody,
+          headers: idempotencyHeaders,
+          response: { 200: video, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 503) },
+        },
       },
-    },
-    async (request) => {
-      const body = request.body;
-      const { url: reference, file } = referenceOf(body['input_reference[image_url]'], body.input_reference);
-      const shape = body.size === undefined ? {} : VIDEO_SIZES[body.size]!;
-      // The upload is in the request: its hash stands for it under an Idempotency-Key.
-      const keyed = {
-        ...body,
-        input_reference: file ? createHash('sha256').update(file).digest('hex') : body.input_reference,
-      };
-      const options = { ...submitOptionsOf(request, 'POST /v1/videos', keyed, body.deadline_seconds), inputFile: file };
-      return videoOf(
-        await submitVideo(principalOf(request), options, {
-          model: body.model ?? 'sora-2',
-          prompt: body.prompt,
-          seconds: body.seconds,
-          reference,
-          ...shape,
-        }),
-      );
-    },
-  );
+      async (request) => {
+        const body = request.body;
+        const { url: reference, file } = referenceOf(body['input_reference[image_url]'], body.input_reference);
+        const shape = body.size === undefined ? {} : VIDEO_SIZES[body.size]!;
+        // The upload is in the request: its hash stands for it under an Idempotency-Key.
+        const keyed = {
+          ...body,
+          input_reference: file ? createHash('sha256').update(file).digest('hex') : body.input_reference,
+        };
+        const options = {
+          ...submitOptionsOf(request, 'POST /v1/videos', keyed, body.deadline_seconds),
+          inputFile: file,
+        };
+        return videoOf(
+          await submitVideo(principalOf(request), options, {
+            model: body.model ?? 'sora-2',
+            prompt: body.prompt,
+            seconds: body.seconds,
+            reference,
+            ...shape,
+          }),
+        );
+      },
+    );
+  });
 
   route.get(
     '/v1/videos',

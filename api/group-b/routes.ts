@@ -1,4 +1,3 @@
-import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { requireApiKey } from '../shared/auth';
 import { openaiMediaRoutes } from './media';
@@ -17,11 +16,6 @@ import type { OpenAiDeps } from './common';
 
 export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
   app.addHook('onRequest', requireApiKey(deps, 'authentication_error'));
-  // OpenAI's SDK sends video creation as multipart/form-data; fields become the body, files buffers.
-  await app.register(multipart, {
-    attachFieldsToBody: 'keyValues',
-    limits: { fileSize: 25 * 1024 * 1024, files: 1, fields: 20 },
-  });
   await app.register(openaiModelRoutes, deps);
   await app.register(openaiChatRoutes, deps);
   await app.register(openaiResponseRoutes, deps);

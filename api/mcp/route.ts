@@ -9,8 +9,10 @@ import type { GenerationService } from '../../service/generation/service';
 import { bearerToken, principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
 import { errorBody } from '../shared/errors';
-import { apiError, errorResponses } from '../shared/schemas';
+import { apiError, errorResponses, serverSentEvent } from '../shared/schemas';
+import type { StandingMonitor } from '../shared/standing';
 import { createModernMcpServer } from './revision-2026-07-28';
+import { whileStanding } from './standing';
 import { createMcpServer } from './revision-2025-11-25';
 
 export const MCP_PATH = '/api/mcp';
@@ -20,6 +22,8 @@ const DEFAULT_TASK_POLL_MS = 1_000;
 
 export interface McpRouteDeps extends AuthDeps {
   service: GenerationService;
+  /** Checks the key of each request while it is answered (api/shared/standing.ts). */
+  standing: StandingMonitor;
   syncWaitMs: number;
   /** Origins whose pages may call the endpoint (the API's own and configured ones); a request without Origin is always let in. */
   allowedOrigins: readonly string[];
@@ -144,7 +148,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
               'on 2026-07-28 a JSON body, or a stream when the request asks for progress. A JSON-RPC error of a request handler is answered 200 too.',
             content: {
               'text/event-stream': {
-                schema: z.string().describe('`event: message` events whose data is a JSON-RPC message'),
+                schema: serverSentEvent.describe('`event: message` events whose data is a JSON-RPC message'),
               },
               'application/json': {
                 schema: z.looseObject({ jsonrpc: z.literal('2.0') }).describe('A JSON-RPC response (2026-07-28)'),
@@ -173,6 +177,10 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
     async (request, reply) => {
       const principal = principalOf(request);
       const webRequest = webRequestOf(request);
+      // A request that waits for its generation holds its key for a while: revoked meanwhile, it ends.
+      const standing = deps.standing.watch(request);
+      reply.raw.once('close', () => standing.stop());
+      const rpcId = (request.body as { id?: string | number }).id ?? null;
       // One revision per message: a 2026-07-28 request carries its protocol version in `_meta` (and the
       // MCP-Protocol-Version header); anything else is 2025-era and keeps the SDK 1.x path it always had,
       // a message without a method included (the 1.x transport answers it as before).
@@ -185,7 +193,11 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
         reply.raw.once('close', () => {
           server.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
         });
-        const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
+        const response = await whileStanding(
+          standing,
+          rpcId,
+          transport.handleRequest(webRequest, { parsedBody: request.body }),
+        );
         // Fastify sends a web Response as it is (status, headers, streamed body); the typed reply knows only JSON bodies.
         return reply.send(response as never);
       }
@@ -196,7 +208,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
       reply.raw.once('close', () => {
         handler.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
       });
-      const response = await handler.fetch(webRequest, { parsedBody: request.body });
+      const response = await whileStanding(standing, rpcId, handler.fetch(webRequest, { parsedBody: request.body }));
       return reply.send(response as never);
     },
   );

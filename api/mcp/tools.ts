@@ -36,6 +36,7 @@ export interface McpTool {
 /** The longest a get_generation call may wait for its generation to finish. */
 export const MAX_WAIT_SECONDS = 60;
 
+/** Every tool's arguments are a strict object: an argument the tool does not know is refused, naming it. */
 function defineTool<I extends z.ZodObject, P = z.output<I>>(t: {
   name: string;
   title: string;
@@ -172,7 +173,7 @@ const enhancePrompt = defineTool({
   description:
     'Rewrites a prompt for generate_image or generate_video to be concrete and detailed, keeping its intent. It is a chat ' +
     'reply, billed as one (free while the account has free chat replies left). Needs the chat scope.',
-  input: z.object({
+  input: z.strictObject({
     prompt: mediaPrompt.describe('The prompt to improve'),
     target: z.enum(['image', 'video']).default('image').describe('What the prompt is for (default image)'),
     model: modelId.optional().describe('A chat model; omitted or auto: the service picks'),
@@ -214,7 +215,7 @@ const listModels = defineTool({
   description:
     'Every model with its kind, the ids it is known by, its unit (image, second, reply) and prices in credits (1 credit = 0.01 EUR), ' +
     'seconds range and defaults. Optionally of one kind.',
-  input: z.object({ kind: modelEntry.shape.kind.optional().describe('Only models of this kind') }),
+  input: z.strictObject({ kind: modelEntry.shape.kind.optional().describe('Only models of this kind') }),
   output: z.object({ data: z.array(modelEntry) }),
   annotations: READS,
   run: async (args) => structured({ data: modelListing(args.kind) }),
@@ -227,7 +228,7 @@ const getGeneration = defineTool({
     'One generation of this account by id (any door made it): status queued, running, succeeded or failed, the signed output URL ' +
     'once it has succeeded (also as a resource_link), credits charged, and the error of a failed one. With wait_seconds the call ' +
     `waits up to that long (at most ${MAX_WAIT_SECONDS}) for the generation to finish, so a video can be followed without polling hard.`,
-  input: z.object({
+  input: z.strictObject({
     id: z.string().min(1).max(64).describe('A generation id (gen_…), as a generate tool or the REST API answered it'),
     wait_seconds: z
       .number()
@@ -259,7 +260,7 @@ const cancelGeneration = defineTool({
     'Cancels a queued or running generation of this account (a video started by generate_video, for one): it fails with code ' +
     'cancelled and its held credits are released; nothing is charged. Cancelling it again answers the same record. A generation ' +
     'that has already finished otherwise is a generation_finished error naming its status, as POST /api/v1/generations/{id}/cancel answers.',
-  input: z.object({
+  input: z.strictObject({
     id: z.string().min(1).max(64).describe('A generation id (gen_…), as a generate tool or the REST API answered it'),
   }),
   output: generationOutput,

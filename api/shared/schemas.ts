@@ -29,7 +29,20 @@ export const apiError = z
   })
   .meta({ id: 'Error' });
 
-export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 429 | 500 | 503;
+/**
+ * One event of a Server-Sent Events answer, as a client parses it (OpenAPI 3.1 describes a stream's
+ * media type with the schema of each of its events): its type, its id, its data (a JSON text).
+ */
+export const serverSentEvent = z
+  .looseObject({
+    event: z.string().optional().describe('The event type; `message` when absent'),
+    id: z.string().optional().describe('The id to send back as Last-Event-ID'),
+    data: z.string().optional().describe('A JSON text'),
+    retry: z.number().int().optional().describe('The reconnection delay, in ms'),
+  })
+  .meta({ id: 'ServerSentEvent' });
+
+export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 429 | 431 | 500 | 503;
 
 const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   400: 'Missing or malformed parameter (invalid_request_error), no price for the model (unknown_cost), or a prompt refused by the safety guard (content_policy_violation); nothing was held or run',
@@ -41,6 +54,7 @@ const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), a remix of a video that has not succeeded (generation_not_succeeded) or a reply that is being streamed to its client (generation_streaming), or a disabled webhook endpoint (endpoint_disabled)',
   413: 'The request body is too large',
   429: 'rate_limit_error: the key has used its plan’s requests of the last 60 s; see Retry-After',
+  431: 'invalid_request_error: the request line and headers exceed 16 KiB; answered before any route, for every route',
   500: 'server_error: internal error; retry shortly',
   503: 'server_error: a dependency is unavailable; nothing was charged; retry after Retry-After',
 };

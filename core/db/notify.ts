@@ -20,6 +20,16 @@ export type StatusNotice =
   /** A running video's first frame is stored: its record now has a thumbnail (core/db/previews.ts). */
   | { accountId: string; generationId: string; preview: true };
 
+/**
+ * A common table expression named `change` that takes the account's next change number (a
+ * generation's status statement sets `change_seq = (SELECT n FROM change)`). It updates the account
+ * row, so it waits for and holds that row's lock until commit: an account's numbers are taken in
+ * the order their transactions commit, and a reader that sees number N sees every number below
+ * it. The ledger's money moves lock the same row, in the same order (account, then generation).
+ */
+export const takeChange = (accountExpr: string): string =>
+  `change AS (UPDATE accounts SET change_seq = change_seq + 1 WHERE id = ${accountExpr} RETURNING change_seq AS n)`;
+
 /** The SQL expression that announces a change, for the RETURNING or SELECT list of the statement that makes it. */
 export const notifyExpr = (
   accountExpr: string,

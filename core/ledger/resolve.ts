@@ -8,7 +8,7 @@ import { recordRoute } from '../db/upstreams';
 import type { GenerationFailure, GenerationKind, RouteEntry, ToolCall } from '../vocabulary';
 import { appendEntry, moveAccount } from './entries';
 import { classified } from './failures';
-import { notifyExpr } from '../db/notify';
+import { notifyExpr, takeChange } from '../db/notify';
 import { recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
 
@@ -76,10 +76,12 @@ async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
   await appendEntry(tx, { ...entry, entry: 'charge', amountMc: hold.charged_mc, note: null });
   if (rest > 0) await appendEntry(tx, { ...entry, entry: 'release', amountMc: rest, note: 'unused part of the hold' });
   const g = await tx.query<{ kind: GenerationKind }>(
-    `UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
+    `WITH ${takeChange('$7')}
+     UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
             params = CASE WHEN $5::integer IS NULL THEN params ELSE params || jsonb_build_object('outputTokens', $5::integer) END,
             internal = CASE WHEN $6::jsonb IS NULL THEN internal ELSE internal || jsonb_build_object('outputToolCalls', $6::jsonb) END,
-            started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
+            started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now(),
+            change_seq = (SELECT n FROM change)
       WHERE id = $1 RETURNING kind, ${notifyExpr('account_id', 'id', 'succeeded')}`,
     [
       req.generationId,
@@ -88,6 +90,7 @@ async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
       req.outputText,
       req.outputTokens ?? null,
       req.toolCalls?.length ? JSON.stringify(req.toolCalls) : null,
+      hold.account_id,
     ],
   );
   const kind = kindOf(g.rows[0], req.generationId);
@@ -120,9 +123,11 @@ async function releaseIn(tx: Queryable, generationId: string, failure: Generatio
     note: failure.code,
   });
   const g = await tx.query<{ kind: GenerationKind }>(
-    `UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now()
+    `WITH ${takeChange('$3')}
+     UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now(),
+            change_seq = (SELECT n FROM change)
       WHERE id = $1 RETURNING kind, ${notifyExpr('account_id', 'id', 'failed')}`,
-    [generationId, JSON.stringify(failure)],
+    [generationId, JSON.stringify(failure), hold.account_id],
   );
   const kind = kindOf(g.rows[0], generationId);
   await recordStatusEvent(tx, generationId, kind, 'failed');

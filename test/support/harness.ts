@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } fr
 import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../../api/app';
+import { createRateLimiter } from '../../api/shared/rate-limit';
 import type { AppDeps } from '../../api/app';
 import type { DashboardLimits } from '../../api/dashboard/api';
 import { freePort } from '../../runtime/process';
@@ -84,6 +85,8 @@ export interface HarnessOptions {
   providerConcurrency?: number;
   /** The workflow worker's activity slots (200 as in production when absent). */
   activitySlots?: number;
+  /** The rate limit's window (the real in-process limiter; 60 s as in production when absent). */
+  rateWindowMs?: number;
 }
 
 /** A fresh database (from the migrated template), its own task queue and worker, and the API on top. */
@@ -193,6 +196,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     syncWaitMs: options.syncWaitMs ?? 30_000,
     defaultChatCap: 5,
     deadlines: options.deadlines ?? deadlinesOf(loadConfig({})),
+    ...(options.rateWindowMs ? { limiter: createRateLimiter(Date.now, options.rateWindowMs) } : {}),
     // Tests serve inputs from loopback, as development mode allows; SSRF tests build their own.
     ...(provider ? { provider } : {}),
     prepareInput: createInputPreparer({

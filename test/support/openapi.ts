@@ -145,7 +145,10 @@ export function createConformance(doc: OpenApiDoc) {
 
   /** Asserts that every documented status of the paths `file` owns was produced in this run. */
   const expectCoverage = (file: string): void => {
-    const missing = [...documented].filter((d) => ownerOf(d.split(' ')[1]!) === file && !produced.has(d)).sort();
+    // 431 is answered before any route, the same for all: openapi.test.ts sends it to every operation.
+    const missing = [...documented]
+      .filter((d) => ownerOf(d.split(' ')[1]!) === file && !produced.has(d) && !d.endsWith(' 431'))
+      .sort();
     expect(missing).toEqual([]);
   };
 
