@@ -26,7 +26,7 @@ import type {
 } from '../../core/workflow-contract';
 import { failureMessage, SLOT_KINDS } from '../../core/vocabulary';
 import type { GenerationFailure, GenerationKind, GenerationStatus } from '../../core/vocabulary';
-import { effectsOf, generationMachine, statusOf } from '../../machines/generation';
+import { effectsOf, endOfRecorded, generationMachine, statusOf } from '../../machines/generation';
 import type { EffectName, EffectParams, GenerationEffect, GenerationEvent } from '../../machines/generation';
 import { runWithoutHoldingSlot } from './upstream-wait';
 
@@ -118,6 +118,16 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   let phase: GenerationStatus = 'queued';
 
   setHandler(phaseQuery, () => phase);
+  // A chat the API ran and the ledger recorded: the end is known, and recording it is all that is
+  // left (one task, the floor's shape). The machine's verdict for it, without running the machine.
+  const reported = input.reported;
+  if (reported?.recorded !== undefined) {
+    const end = endOfRecorded(reported, reported.recorded, RELEASED_BEFORE_SETTLE);
+    phase = end.status;
+    if (end.error) throw generationFailed(end.error);
+    return { generationId: input.generationId, phase };
+  }
+
   setHandler(cancelSignal, (reason) => void events.push({ type: 'CANCEL', reason }));
   // A chat the API ran itself comes with its report (`reported`): started once the reply has
   // ended, it records the outcome in its first task. Chats of the earlier shape (`apiRun`) were
@@ -356,15 +366,18 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   // A failed generation ends as a failed workflow, so an operator tells failures from successes in
   // the Temporal UI list; its error code is the failure message.
   const failure = statusOf(snapshot.value) === 'failed' ? snapshot.context.error : null;
-  if (failure)
-    throw ApplicationFailure.create({
-      type: 'GenerationFailed',
-      message: failure.code,
-      nonRetryable: true,
-      details: [failure],
-    });
+  if (failure) throw generationFailed(failure);
   return { generationId: input.generationId, phase };
 };
+
+/** How a failed generation fails its workflow: its error code is the failure message the UI lists. */
+const generationFailed = (failure: GenerationFailure): ApplicationFailure =>
+  ApplicationFailure.create({
+    type: 'GenerationFailed',
+    message: failure.code,
+    nonRetryable: true,
+    details: [failure],
+  });
 
 /** A settle that found the hold released (the API's or the reconciler's doing): nothing was charged. */
 const RELEASED_BEFORE_SETTLE: GenerationFailure = {
