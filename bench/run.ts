@@ -19,7 +19,18 @@ import { profileKind, workflowIdsOf } from './profile';
 import type { KindProfile } from './profile';
 import { comparisonRows, evaluateTargets, flatMetrics, renderReport } from './report';
 import { writeResults } from './results';
-import { refImageConcurrent, refImageSequential, refInflight, refRefusal, refVideo } from './reference-scenarios';
+import {
+  floorConcurrent,
+  floorSequential,
+  refImageConcurrent,
+  refImageSequential,
+  refInflight,
+  refRefusal,
+  refVideo,
+  shapeImageConcurrent,
+} from './reference-scenarios';
+import { waitUntilIdle } from './cpu-breakdown';
+import { openWalReader } from './wal';
 import {
   baseline,
   chatSequential,
@@ -46,9 +57,9 @@ import {
   wholeReply,
 } from './stream';
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
-import type { Stack, WorkerMode } from './stack';
+import type { Stack, Topology, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|upstream-videos] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|upstream-videos] [-- --topology=dev|cluster] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
   --only=live           only the ETA's error on the simulator and the cost of 1,000 open event streams (about two minutes)
@@ -61,6 +72,9 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
   --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
   --worker=in-process   API and worker inside the bench process
   --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts)
+  --topology=cluster    with --only=core or --only=peers: the Temporal server as npm run cluster runs it (PostgreSQL
+                        persistence and SQL visibility), its databases on a PostgreSQL of their own; default dev: the
+                        CLI's dev server with its SQLite file, as npm start runs it
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
@@ -70,6 +84,7 @@ function parseArgs(argv: string[]): {
   quick: boolean;
   workerMode: WorkerMode;
   temporalDb: 'file' | 'memory';
+  topology: Topology;
   keep: boolean;
   profile: boolean;
   only?: Only;
@@ -83,6 +98,7 @@ function parseArgs(argv: string[]): {
   let only: Only | undefined;
   let workerMode: WorkerMode = 'process';
   let temporalDb: 'file' | 'memory' = 'file';
+  let topology: Topology = 'dev';
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
@@ -104,6 +120,8 @@ function parseArgs(argv: string[]): {
       workerMode = arg.slice('--worker='.length) as WorkerMode;
     else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory')
       temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
+    else if (arg === '--topology=dev' || arg === '--topology=cluster')
+      topology = arg.slice('--topology='.length) as Topology;
     else {
       console.error(arg === '--help' || arg === '-h' ? USAGE : `unknown argument ${arg}\n${USAGE}`);
       process.exit(arg === '--help' || arg === '-h' ? 0 : 2);
@@ -111,6 +129,10 @@ function parseArgs(argv: string[]): {
   }
   if (profile && only !== 'peers' && only !== 'idle') {
     console.error(`--profile goes with --only=peers or --only=idle\n${USAGE}`);
+    process.exit(2);
+  }
+  if (topology === 'cluster' && only !== 'core' && only !== 'peers') {
+    console.error(`--topology=cluster goes with --only=core or --only=peers\n${USAGE}`);
     process.exit(2);
   }
   if ((videos !== undefined || perAccount !== undefined) && only !== 'upstream-videos') {
@@ -121,6 +143,7 @@ function parseArgs(argv: string[]): {
     quick,
     workerMode,
     temporalDb,
+    topology,
     keep,
     profile,
     ...(only ? { only } : {}),
@@ -130,6 +153,8 @@ function parseArgs(argv: string[]): {
 }
 
 const log = (line: string) => console.error(`[bench] ${line}`);
+/** A scenario's tail (workflows finishing after the last answer) is counted for this long at most. */
+const DRAIN_LIMIT_MS = 60_000;
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
@@ -171,6 +196,7 @@ async function main(): Promise<number> {
     dataDir,
     workerMode: args.workerMode,
     temporalDb: args.temporalDb,
+    topology: args.topology,
     keepData: args.keep,
     log,
     env: { UPSTREAMS_JSON: JSON.stringify(upstreams) },
@@ -196,9 +222,20 @@ async function main(): Promise<number> {
   let exitCode = 0;
   const startedAt = Date.now();
   try {
-    log(`${mode} run, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}, data in ${dataDir}`);
+    log(
+      `${mode} run, worker ${args.workerMode}, ${args.topology === 'cluster' ? 'Temporal server on PostgreSQL' : `Temporal dev server, persistence ${args.temporalDb}`}, data in ${dataDir}`,
+    );
     stack = await stackHandle.start();
-    log(`Temporal CLI ${stack.temporalCli}`);
+    log(`Temporal: the ${stack.temporal.kind} (${stack.temporalCli})`);
+    const s = stack;
+    const wal = {
+      ours: await openWalReader(s.postgres.urlFor('postgres')),
+      temporal: s.temporalDb ? await openWalReader(s.temporalDb.postgres.urlFor('postgres')) : undefined,
+    };
+    shutdown.add('WAL readers', async () => {
+      await wal.ours.close();
+      await wal.temporal?.close();
+    });
     log(
       `service up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${Object.entries(stack.startup)
         .map(([k, v]) => `${k} ${v} ms`)
@@ -224,10 +261,15 @@ async function main(): Promise<number> {
     const pids = {
       temporal: stack.temporal.pid,
       postgres: stack.postgres.pid,
+      temporalDb: stack.temporalDb?.postgres.pid,
       reference: reference.pid,
       ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }),
     };
+    const trees = [pids.temporal, pids.postgres, pids.reference, pids.temporalDb, stack.workerPid].filter(
+      (pid): pid is number => pid !== undefined,
+    );
     let lastCpu: CpuUse | undefined;
+    let lastWal: ScenarioResult['wal'];
     const ctx: Context = {
       http: createHttp(stack.baseUrl, interrupt.signal),
       ref: createHttp(reference.baseUrl, interrupt.signal),
@@ -238,11 +280,23 @@ async function main(): Promise<number> {
       log,
       samples: { image: [], chat: [], video: [], refused: [], refImage: [] },
       async measure(work) {
+        const marks = async () => ({ ours: await wal.ours.mark(), temporal: await wal.temporal?.mark() });
+        const w0 = await marks();
         const a = await cpuSnapshot(pids);
         try {
           return await work();
         } finally {
+          // What the work left behind (a workflow's last task, Temporal's transfer and visibility
+          // tasks) is its cost too: counted until the stack is idle again.
+          await waitUntilIdle(trees, DRAIN_LIMIT_MS);
           lastCpu = cpuBetween(a, await cpuSnapshot(pids));
+          const w1 = await marks();
+          lastWal = {
+            ours: await wal.ours.between(w0.ours, w1.ours),
+            ...(wal.temporal && w0.temporal && w1.temporal
+              ? { temporal: await wal.temporal.between(w0.temporal, w1.temporal) }
+              : {}),
+          };
         }
       },
     };
@@ -255,8 +309,10 @@ async function main(): Promise<number> {
       if (interrupt.signal.aborted) throw new Error('interrupted');
       log(`${name}…`);
       lastCpu = undefined;
+      lastWal = undefined;
       const r = await scenario();
       if (lastCpu) r.cpu = lastCpu;
+      if (lastWal) r.wal = lastWal;
       log(
         `${name}: p50 ${r.latency.p50.toFixed(1)} ms, p95 ${r.latency.p95.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} (${((Date.now() - t) / 1000).toFixed(1)} s)`,
       );
@@ -268,9 +324,13 @@ async function main(): Promise<number> {
       await run('baseline', () => baseline(ctx));
       await run('image.sequential', () => imageSequential(ctx));
       await run('ref.image.sequential', () => refImageSequential(ctx));
+      await run('floor.sequential', () => floorSequential(ctx));
       for (const c of sizes.imageConcurrent.levels) {
         await run(`image.c${c}`, () => imageConcurrent(ctx, c));
         await run(`ref.image.c${c}`, () => refImageConcurrent(ctx, c));
+        // Temporal's floor, and our image's workflow with nothing else around it, on the same server.
+        await run(`floor.c${c}`, () => floorConcurrent(ctx, c));
+        await run(`shape.image.c${c}`, () => shapeImageConcurrent(ctx, c));
       }
       await run('video.c1', () => videoSequential(ctx));
       await run('ref.video.c1', () => refVideo(ctx, 1));
@@ -366,6 +426,8 @@ async function main(): Promise<number> {
       {
         mode,
         workerMode: args.workerMode,
+        topology: args.topology,
+        temporal: stack.temporal.kind,
         temporalDb: args.temporalDb,
         date: new Date().toISOString(),
         machine: {
@@ -397,7 +459,7 @@ async function main(): Promise<number> {
     );
     const latest = await writeResults(
       json,
-      `${args.only ? `${args.only}-` : ''}${mode}-${args.workerMode}-${args.temporalDb}`,
+      `${args.only ? `${args.only}-` : ''}${mode}-${args.workerMode}-${args.topology === 'cluster' ? 'cluster' : args.temporalDb}`,
     );
 
     console.log(`\nResults: ${latest}`);

