@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { OutputStore } from '../../core/storage/output-store';
+import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import type { AuthDeps } from '../shared/auth';
 import { assertKnownFields } from '../shared/openai/words';
@@ -10,6 +11,7 @@ import { apiError } from '../shared/schemas';
 
 export interface OpenAiDeps extends AuthDeps {
   service: GenerationService;
+  batches: BatchService;
   store: OutputStore;
 }
 

@@ -38,7 +38,7 @@ const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   403: 'permission_error: the key lacks the scope or the model; csrf_error: a session’s call without its X-CSRF-Token, or from a page of another origin',
   404: 'not_found',
   405: 'The path exists but not with this method; see the Allow header',
-  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), a remix of a video that has not succeeded (generation_not_succeeded) or a reply that is being streamed to its client (generation_streaming), or a disabled webhook endpoint (endpoint_disabled)',
+  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), a remix of a video that has not succeeded (generation_not_succeeded) or a reply that is being streamed to its client (generation_streaming), a disabled webhook endpoint (endpoint_disabled), or a batch that has ended (batch_finished)',
   413: 'The request body is too large',
   429: 'rate_limit_error: the key has used its plan’s requests of the last 60 s; see Retry-After',
   500: 'server_error: internal error; retry shortly',
@@ -188,6 +188,7 @@ export const generation = z
       .describe(
         'The upstream that served it, as the operator names it (UPSTREAMS_JSON); null when the built-in simulator did, or until it succeeded',
       ),
+    batchId: z.string().nullable().describe('The batch whose line it ran (POST /v1/batches); null otherwise'),
   })
   .meta({ id: 'Generation' });
 
@@ -205,6 +206,7 @@ export function generationOf(g: GenerationView): z.infer<typeof generation> {
     finishedAt: g.finishedAt?.toISOString() ?? null,
     ...liveFieldsOf(g),
     provider: g.provider,
+    batchId: g.batchId,
   };
 }
 

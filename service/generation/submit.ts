@@ -134,6 +134,8 @@ export function createSubmit(deps: SubmitDeps) {
         queuePosition: null,
         measuredSeconds: null,
         provider: null,
+        batchId: null,
+        batchLine: null,
       },
       store,
     );
