@@ -205,7 +205,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service, sessions });
-  await app.register(v1Routes, { pool: deps.pool, limiter, service });
+  await app.register(v1Routes, { pool: deps.pool, limiter, service, batchRates: batches.rates });
   await app.register(v1BatchRoutes, { pool: deps.pool, limiter, service, batches });
   if (billing) {
     await app.register(billingRoutes, { pool: deps.pool, limiter, billing, publicBaseUrl: publicOrigin });
@@ -248,6 +248,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     limiter,
     sessions,
     service,
+    batches,
     webhooks,
     store: deps.store,
     limits: { ...DEFAULT_DASHBOARD_LIMITS, ...deps.dashboardLimits },
@@ -261,6 +262,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     pool: deps.pool,
     limiter,
     service,
+    batches,
     syncWaitMs: deps.syncWaitMs,
     allowedOrigins: deps.mcpAllowedOrigins ?? [],
     taskPollIntervalMs: deps.mcpTaskPollIntervalMs,

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { BatchRates } from '../../core/batches/pricing';
 import type { GenerationService } from '../../service/generation/service';
 import { LEDGER_ENTRY_TYPES, ledgerCsv, ledgerPage } from '../../service/usage/ledger';
 import { modelListing } from '../../service/catalogue/model-list';
@@ -35,7 +36,9 @@ const security = [{ apiKey: [] }];
 const tags = ['Group A'];
 
 /** Group A: the unified API under /api/v1. */
-export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationService }> = async (app, deps) => {
+export const v1Routes: FastifyPluginAsyncZod<
+  AuthDeps & { service: GenerationService; batchRates: BatchRates }
+> = async (app, deps) => {
   // Public: no key, no rate limit (it reads nothing of an account).
   app.get(
     '/api/v1/models',
@@ -43,13 +46,13 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
       schema: {
         operationId: 'listModels',
         tags,
-        summary: 'Every model with its unit, prices, seconds range and defaults',
+        summary: 'Every model with its unit, prices (alone and in a batch), seconds range and defaults',
         security: [],
         querystring: z.object({ kind: generationKind.optional() }),
         response: { 200: z.object({ data: z.array(modelEntry) }), ...errorResponses(400) },
       },
     },
-    async (request) => ({ data: modelListing(request.query.kind) }),
+    async (request) => ({ data: modelListing(deps.batchRates, request.query.kind) }),
   );
 
   await app.register(async (keyed) => {

@@ -280,6 +280,14 @@ export const modelEntry = z
     seconds: z.object({ min: z.number(), max: z.number(), default: z.number() }).nullable(),
     defaults: z.record(z.string(), z.union([z.string(), z.number()])),
     options: z.record(z.string(), z.array(z.union([z.string(), z.number()]))),
+    batch: z
+      .object({
+        percent: z.number().describe('A batch line costs this percentage of the same request alone'),
+        price: z.number().nullable(),
+        prices: z.record(z.string(), z.number().nullable()).nullable(),
+      })
+      .nullable()
+      .describe('Prices in a batch (POST /v1/batches), per unit as above; null where batches do not run the model'),
   })
   .meta({ id: 'Model' });
 

@@ -8,6 +8,7 @@ import { BudgetExceededError, DomainError, InsufficientCreditsError, QuoteAboveS
 import { newId } from '../../core/ids';
 import { holdBatch, recordFailedBatch } from '../../core/ledger';
 import { creditsToMc, mcToCredits } from '../../core/money';
+import { assertScope } from '../../core/accounts/principal';
 import type { Principal } from '../../core/accounts/principal';
 import { BATCH_ENDPOINTS } from '../../core/vocabulary';
 import type { BatchEndpoint } from '../../core/vocabulary';
@@ -52,6 +53,8 @@ const MAX_PROBLEMS = 100;
  */
 export function createBatchCreation(deps: CreateDeps) {
   return async function create(principal: Principal, req: NewBatchRequest): Promise<BatchRow> {
+    // A key that may not make what the endpoint makes is refused whole, before its file is read.
+    assertScope(principal, BATCH_ENDPOINTS[req.endpoint]);
     const { file, data } = await deps.files.input(principal, req.inputFileId);
     const limits: InputLimits = { maxLineBytes: deps.files.limits.maxLineBytes, maxLines: deps.files.limits.maxLines };
     const input = readInput(data, req.endpoint, limits);

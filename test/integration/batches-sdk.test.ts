@@ -9,15 +9,25 @@ import type { AddressInfo } from 'node:net';
 import OpenAI, { APIError, toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeForTokens } from '../../core/catalogue/pricing';
+import { PLAN_RATE_LIMITS } from '../../core/plans';
+import { withBrokenDatabases } from '../support/broken-apps';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
+import { createConformance, loadDocument } from '../support/openapi';
+import type { Method } from '../support/openapi';
 
 let h: Harness;
 let baseURL: string;
+let c: ReturnType<typeof createConformance>;
 beforeAll(async () => {
-  h = await startHarness({ syncWaitMs: 20_000, batchLimits: { perBatch: 3, perAccount: 6 } });
+  h = await startHarness({
+    syncWaitMs: 20_000,
+    batchLimits: { perBatch: 3, perAccount: 6 },
+    batches: { fileLimits: { maxBytes: 4 * 1024 * 1024, maxLines: 1_000, maxLineBytes: 1024 * 1024 } },
+  });
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   baseURL = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;
+  c = createConformance(await loadDocument(h.app));
 });
 afterAll(async () => {
   await h?.close();
@@ -453,4 +463,163 @@ describe('image, Responses and video lines', () => {
     ]);
     expect(await balanceOf(key)).toMatchObject({ holdsActive: 0 });
   }, 120_000);
+});
+
+describe('the file and batch routes conform to the OpenAPI document', () => {
+  const MISSING_FILE = `file_${'0'.repeat(26)}`;
+  const MISSING_BATCH = `batch_${'0'.repeat(26)}`;
+  const boundary = 'xYz0boundary';
+  const multipart = (text: string, purpose = 'batch') =>
+    `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\n${purpose}\r\n` +
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\nContent-Type: application/jsonl\r\n\r\n${text}\r\n--${boundary}--\r\n`;
+  const inject = (method: Method, url: string, key?: string, body?: unknown, raw?: string) =>
+    h.app.inject({
+      method: method.toUpperCase() as 'GET',
+      url,
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(raw === undefined ? {} : { 'content-type': `multipart/form-data; boundary=${boundary}` }),
+      },
+      ...(raw !== undefined ? { payload: raw } : body === undefined ? {} : { payload: body as object }),
+    });
+  const line = JSON.stringify(chatLine(1, 'sim:tokens=1'));
+
+  /** Every route with a request that reaches its handler: method, documented path, URL, body, multipart. */
+  const everyRoute = (): [Method, string, string, unknown, string | undefined][] => [
+    ['post', '/v1/files', '/v1/files', undefined, multipart(line)],
+    ['get', '/v1/files', '/v1/files', undefined, undefined],
+    ['get', '/v1/files/{id}', `/v1/files/${MISSING_FILE}`, undefined, undefined],
+    ['get', '/v1/files/{id}/content', `/v1/files/${MISSING_FILE}/content`, undefined, undefined],
+    ['delete', '/v1/files/{id}', `/v1/files/${MISSING_FILE}`, undefined, undefined],
+    [
+      'post',
+      '/v1/batches',
+      '/v1/batches',
+      { input_file_id: MISSING_FILE, endpoint: '/v1/chat/completions', completion_window: '24h' },
+      undefined,
+    ],
+    ['get', '/v1/batches', '/v1/batches', undefined, undefined],
+    ['get', '/v1/batches/{id}', `/v1/batches/${MISSING_BATCH}`, undefined, undefined],
+    ['post', '/v1/batches/{id}/cancel', `/v1/batches/${MISSING_BATCH}/cancel`, undefined, undefined],
+  ];
+
+  it('200s, 400s, 402, 403, 404, 409 and 413', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const file = c.conforms<{ id: string }>(
+      await inject('post', '/v1/files', key, undefined, multipart(line)),
+      'post',
+      '/v1/files',
+      200,
+    );
+    c.conforms(
+      await inject('post', '/v1/files', key, undefined, multipart(line, 'fine-tune')),
+      'post',
+      '/v1/files',
+      400,
+    );
+    c.conforms(await inject('post', '/v1/files', key, { file: 'x', purpose: 'batch' }), 'post', '/v1/files', 400);
+    c.conforms(
+      await inject('post', '/v1/files', key, undefined, multipart('x'.repeat(5 * 1024 * 1024))),
+      'post',
+      '/v1/files',
+      413,
+    );
+    c.conforms(await inject('get', '/v1/files?limit=2', key), 'get', '/v1/files', 200);
+    c.conforms(await inject('get', '/v1/files?after=nope', key), 'get', '/v1/files', 400);
+    c.conforms(await inject('get', `/v1/files/${file.id}`, key), 'get', '/v1/files/{id}', 200);
+    c.conforms(await inject('get', `/v1/files/${file.id}/content`, key), 'get', '/v1/files/{id}/content', 200);
+    const body = { input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' };
+    const made = c.conforms<{ id: string }>(await inject('post', '/v1/batches', key, body), 'post', '/v1/batches', 200);
+    c.conforms(
+      await inject('post', '/v1/batches', key, { ...body, completion_window: '1h' }),
+      'post',
+      '/v1/batches',
+      400,
+    );
+    c.conforms(await inject('post', '/v1/batches', key, { ...body, surprise: 1 }), 'post', '/v1/batches', 400);
+    c.conforms(
+      await inject('post', '/v1/batches', key, { ...body, input_file_id: MISSING_FILE }),
+      'post',
+      '/v1/batches',
+      404,
+    );
+    const poor = await h.account({ credits: 0 });
+    const poorFile = (await inject('post', '/v1/files', poor.key, undefined, multipart(line))).json<{ id: string }>();
+    c.conforms(
+      await inject('post', '/v1/batches', poor.key, { ...body, input_file_id: poorFile.id }),
+      'post',
+      '/v1/batches',
+      402,
+    );
+    const imagesOnly = await h.account({ credits: 10, scopes: ['image'] });
+    const theirs = (await inject('post', '/v1/files', imagesOnly.key, undefined, multipart(line))).json<{
+      id: string;
+    }>();
+    c.conforms(
+      await inject('post', '/v1/batches', imagesOnly.key, { ...body, input_file_id: theirs.id }),
+      'post',
+      '/v1/batches',
+      403,
+    );
+    c.conforms(await inject('get', `/v1/batches/${made.id}`, key), 'get', '/v1/batches/{id}', 200);
+    c.conforms(await inject('get', '/v1/batches?limit=1', key), 'get', '/v1/batches', 200);
+    c.conforms(await inject('get', '/v1/batches?limit=0', key), 'get', '/v1/batches', 400);
+    await eventually(
+      async () =>
+        (await inject('get', `/v1/batches/${made.id}`, key)).json<{ status: string }>().status === 'completed'
+          ? true
+          : undefined,
+      30_000,
+      250,
+    );
+    c.conforms(await inject('post', `/v1/batches/${made.id}/cancel`, key), 'post', '/v1/batches/{id}/cancel', 409);
+    const slowFile = (
+      await inject('post', '/v1/files', key, undefined, multipart(JSON.stringify(chatLine(1, 'sim:delay=20000'))))
+    ).json<{ id: string }>();
+    const slow = (await inject('post', '/v1/batches', key, { ...body, input_file_id: slowFile.id })).json<{
+      id: string;
+    }>();
+    c.conforms(await inject('post', `/v1/batches/${slow.id}/cancel`, key), 'post', '/v1/batches/{id}/cancel', 200);
+    c.conforms(await inject('delete', `/v1/files/${file.id}`, key), 'delete', '/v1/files/{id}', 200);
+    for (const [method, path, url] of everyRoute().slice(2)) {
+      if (method === 'get' && !path.includes('{id}')) continue;
+      const res = await inject(method, url, key, method === 'post' && path === '/v1/batches' ? body : undefined);
+      if (path === '/v1/batches') continue;
+      c.conforms(res, method, path, 404);
+    }
+  });
+
+  it('401 and 429 on every route', async () => {
+    const { key } = await h.account({ credits: 10, plan: 'free' });
+    for (const [method, path, url, body, raw] of everyRoute()) {
+      for (const auth of [undefined, 'gsk_bogus'])
+        c.conforms(await inject(method, url, auth, body, raw), method, path, 401);
+    }
+    for (let i = 0; i < PLAN_RATE_LIMITS.free; i++) await inject('get', '/v1/batches', key);
+    for (const [method, path, url, body, raw] of everyRoute())
+      c.conforms(await inject(method, url, key, body, raw), method, path, 429);
+  });
+
+  it('503 when PostgreSQL cannot be reached and 500 when it is broken, without internals', async () => {
+    const { key } = await h.account({ credits: 10 });
+    await withBrokenDatabases(h, async (app, status) => {
+      for (const [method, path, url, body, raw] of everyRoute()) {
+        const res = await app.inject({
+          method: method.toUpperCase() as 'GET',
+          url,
+          headers: {
+            authorization: `Bearer ${key}`,
+            ...(raw === undefined ? {} : { 'content-type': `multipart/form-data; boundary=${boundary}` }),
+          },
+          ...(raw !== undefined ? { payload: raw } : body === undefined ? {} : { payload: body as object }),
+        });
+        const { error } = c.conforms<{ error: { message: string } }>(res, method, path, status);
+        expect(error.message).not.toMatch(/ECONNREFUSED|relation|nowhere/);
+      }
+    });
+  });
+
+  it('every documented status of the file and batch routes was produced above', () => {
+    c.expectCoverage('batches-sdk.test.ts');
+  });
 });
