@@ -12,6 +12,7 @@ import { chargeForTokens } from '../../core/catalogue/pricing';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { withBrokenDatabases } from '../support/broken-apps';
 import { eventually, startHarness } from '../support/harness';
+import { keepHistory } from '../support/histories';
 import type { Harness } from '../support/harness';
 import { createConformance, loadDocument } from '../support/openapi';
 import type { Method } from '../support/openapi';
@@ -170,6 +171,8 @@ describe('a chat batch through the openai SDK', () => {
     const output = await client.files.retrieve(done.output_file_id!);
     expect(output).toMatchObject({ purpose: 'batch_output' });
     expect(output.bytes).toBe(Buffer.byteLength(out.map((l) => JSON.stringify(l) + '\n').join('')));
+    // RECORD_HISTORIES=1 adds this path to the fixtures test/unit/replay-fixtures.test.ts replays.
+    if (process.env.RECORD_HISTORIES === '1') await keepHistory(batch.id, 'batch-completed');
   }, 120_000);
 
   it('writes a line whose run failed to the error file, with the error its endpoint would have answered; nothing charged for it', async () => {
@@ -355,6 +358,10 @@ describe('cancelling a batch', () => {
         batch_id: batch.id,
       },
     ]);
+    if (process.env.RECORD_HISTORIES === '1') {
+      await h.client.workflow.getHandle(batch.id).result();
+      await keepHistory(batch.id, 'batch-cancelled');
+    }
     // A second cancel answers it again; a completed batch is 409.
     expect((await client.batches.cancel(batch.id)).status).toBe('cancelled');
     const other = await client.batches.create({

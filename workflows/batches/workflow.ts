@@ -153,7 +153,11 @@ export const batch: BatchWorkflow = async (input: BatchWorkflowInput): Promise<B
     started += s.started;
     if (s.status === 'cancelling' || s.stopping === 'cancelled') return stop('cancelled');
     if (s.expired || s.stopping === 'expired') return stop('expired');
-    if (s.status !== 'in_progress') return { batchId: input.batchId, status: s.status as BatchResult['status'] };
+    if (s.status !== 'in_progress') {
+      // Ended by an earlier run: say so in the attributes, as that run did.
+      show(s.status);
+      return { batchId: input.batchId, status: s.status as BatchResult['status'] };
+    }
     show('in_progress', s.counts);
     setCurrentDetails(`${started} lines started, ${s.inFlight} in flight, ${s.waiting} waiting`);
     if (s.waiting === 0 && s.inFlight === 0) {
