@@ -130,7 +130,7 @@ export async function runBatches(args: { quick: boolean; keep: boolean; temporal
     log,
     shutdown,
     interrupt,
-    watchdogMinutes: args.quick ? 10 : 25,
+    watchdogMinutes: args.quick ? 10 : 45,
     stoppedNote: args.keep ? `data kept in ${dataDir}` : 'data folder removed',
   });
 
