@@ -14,6 +14,7 @@ import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
 import { runIdle } from './idle';
 import { runPeers } from './peers-run';
+import { runBatches } from './batches';
 import { runUpstreamVideos } from './upstream-videos';
 import { profileKind, workflowIdsOf } from './profile';
 import type { KindProfile } from './profile';
@@ -59,13 +60,14 @@ import {
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, Topology, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|upstream-videos] [-- --topology=dev|cluster] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|upstream-videos|batches] [-- --topology=dev|cluster] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
   --only=live           only the ETA's error on the simulator and the cost of 1,000 open event streams (about two minutes)
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
   --only=upstream-videos  only 1,000 upstream videos (--videos=N) in flight for minutes on a fal-like queue that calls back: the provider worker's slots in use and RSS over time, idle first (about six minutes); --per-account=N videos per account (5; also VIDEO_CONCURRENCY), 100 queues each account's videos behind its FIFO slot claims
+  --only=batches        only a 10,000-line chat batch and a 1,000-line image batch through the openai SDK, the API and the worker as two processes: time to admit, lines per second, another account's single requests meanwhile as a ratio to the same without a batch, RSS of each (about half an hour on two busy cores; --quick: 1,000 and 200 lines, about three minutes)
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
   --only=idle           only CPU per chat one at a time, then what the stack burns with nothing to do, by process tree, 5 s window, process and thread (about three minutes); with --profile, V8 profiles of the service too
   --profile             with --only=peers: instead of the tables, where each one's CPU goes under 20 clients (V8's profiler for us, py-spy for LiteLLM; about two minutes)
@@ -78,7 +80,7 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'upstream-videos';
+type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'upstream-videos' | 'batches';
 
 function parseArgs(argv: string[]): {
   quick: boolean;
@@ -109,7 +111,8 @@ function parseArgs(argv: string[]): {
       arg === '--only=inflight' ||
       arg === '--only=peers' ||
       arg === '--only=idle' ||
-      arg === '--only=upstream-videos'
+      arg === '--only=upstream-videos' ||
+      arg === '--only=batches'
     )
       only = arg.slice('--only='.length) as Only;
     else if (/^--videos=[1-9]\d{0,4}$/.test(arg)) videos = Number(arg.slice('--videos='.length));
@@ -159,6 +162,7 @@ const DRAIN_LIMIT_MS = 60_000;
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
   if (args.only === 'upstream-videos') return runUpstreamVideos(args);
+  if (args.only === 'batches') return runBatches(args);
   if (args.only === 'peers') {
     // Per process tree: the service must be its own process.
     if (args.workerMode !== 'process') {

@@ -25,8 +25,10 @@ import { TEMPORAL_DATABASES } from '../deploy/temporal/server-config';
  * the bench's PostgreSQL and Temporal — exactly `npm start` — so that the bench process is only the
  * load generator and the service's CPU and RSS are its own. `in-process`: API and worker inside the
  * bench process. `child`: the API inside the bench process, the worker as `runtime/worker-process.ts`.
+ * `processes`: the API (`runtime/api-process.ts`) and the worker (`runtime/worker-process.ts`) as
+ * two processes, as a deployment runs them, so that each one's CPU and RSS are its own.
  */
-export type WorkerMode = 'process' | 'in-process' | 'child';
+export type WorkerMode = 'process' | 'in-process' | 'child' | 'processes';
 
 /**
  * Which Temporal server: `dev`, the CLI's dev server with its SQLite file (as `npm start` runs it);
@@ -63,8 +65,10 @@ export interface Stack {
   temporalDb: { postgres: EmbeddedPostgres; observer: pg.Pool } | undefined;
   postgres: EmbeddedPostgres;
   workerMode: WorkerMode;
-  /** The worker child's pid (mode child), or the service process's (mode process). */
+  /** The worker child's pid (modes child and processes), or the service process's (mode process). */
   workerPid: number | undefined;
+  /** The API process's pid (mode processes). */
+  apiPid: number | undefined;
   /** True when the bench process hosts (part of) the service; false when it is only the load generator. */
   serviceInBench: boolean;
   /** The bare reference (bench/reference-process.ts): its own process on the same Temporal and PostgreSQL; undefined when not asked for. */
@@ -86,6 +90,7 @@ export interface StackHandle {
 
 const TASK_QUEUE = 'bench';
 const WORKER_ENTRY = 'runtime/worker-process.ts';
+const API_ENTRY = 'runtime/api-process.ts';
 const SERVICE_ENTRY = 'runtime/main.ts';
 const REFERENCE_ENTRY = 'bench/reference-process.ts';
 const REFERENCE_TASK_QUEUE = 'bench-bare';
@@ -190,7 +195,30 @@ export function createStack(options: {
 
     let services: Services | undefined;
     let workerPid: number | undefined;
-    if (options.workerMode === 'process') {
+    let apiPid: number | undefined;
+    if (options.workerMode === 'processes') {
+      const childEnv = { ...process.env, ...env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address };
+      const worker = await timed('worker process (migrate + bundle + start)', () =>
+        startEntryProcess({
+          entry: WORKER_ENTRY,
+          env: { ...childEnv, DATA_DIR: join(dataDir, 'worker'), LOG_LEVEL: 'error' },
+          readyText: 'worker polling',
+          onSpawn: (pid) => reaper.tell('worker', pid),
+        }),
+      );
+      steps.push({ name: 'worker process', stop: () => worker.stop(), limitMs: 25_000 });
+      const api = await timed('API process', () =>
+        startEntryProcess({
+          entry: API_ENTRY,
+          env: { ...childEnv, DATA_DIR: join(dataDir, 'api') },
+          readyText: 'API listening',
+          onSpawn: (pid) => reaper.tell('reference', pid),
+        }),
+      );
+      steps.push({ name: 'API process', stop: () => api.stop(), limitMs: 25_000 });
+      workerPid = worker.pid;
+      apiPid = api.pid;
+    } else if (options.workerMode === 'process') {
       // npm start with DATABASE_URL and TEMPORAL_ADDRESS set: API and workers in one process, which
       // migrates and registers the search attributes as at every start.
       const child = await timed('service process (migrate + bundle + start)', () =>
@@ -279,7 +307,7 @@ export function createStack(options: {
       adminToken,
       services,
       client,
-      serviceInBench: options.workerMode !== 'process',
+      serviceInBench: options.workerMode === 'in-process' || options.workerMode === 'child',
       observer,
       topology,
       temporal,
@@ -287,6 +315,7 @@ export function createStack(options: {
       postgres,
       workerMode: options.workerMode,
       workerPid,
+      apiPid,
       reference,
       watch: (name, pid) => reaper.tell(name, pid),
       startup,

@@ -102,3 +102,30 @@ export type WebhookDeliveryWorkflow = (input: WebhookDeliveryInput) => Promise<W
 export const redeliverSignal = defineSignal('redeliver');
 /** The outcome of a run the API did itself (`apiRun`); the first one counts. */
 export const apiRunResultSignal = defineSignal<[ApiRunResult]>('apiRunResult');
+
+export const BATCH_WORKFLOW_TYPE = 'batch';
+
+export interface BatchWorkflowInput {
+  batchId: string;
+  accountId: string;
+  /** What its lines make: a video batch has no more lines in flight than the account has video slots. */
+  kind: GenerationKind;
+  /** When the completion window ends (epoch ms): lines not finished by then are stopped, the batch expires. */
+  expiresAtMs: number;
+  /** Lines started so far by earlier runs (continue-as-new carries it; shown in the UI's details). */
+  startedBefore?: number;
+}
+
+/** Where a batch ended. */
+export interface BatchResult {
+  batchId: string;
+  status: 'completed' | 'cancelled' | 'expired' | 'failed';
+}
+
+/** The signature of the `batch` workflow. */
+export type BatchWorkflow = (input: BatchWorkflowInput) => Promise<BatchResult>;
+
+/** A line of the batch ended (or something else changed): look again now rather than at the next poll. */
+export const batchWakeSignal = defineSignal('batchWake');
+/** Stop the batch: its lines still running are cancelled, what they hold released; it ends `cancelled`. */
+export const batchCancelSignal = defineSignal<[reason: string]>('batchCancel');

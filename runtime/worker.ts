@@ -13,6 +13,7 @@ import { createWebhookActivities } from '../activities/webhooks/delivery';
 import type { WebhookActivityDeps } from '../activities/webhooks/delivery';
 import { createProviderActivities } from '../activities/generation/provider';
 import type { Provider } from '../core/providers/types';
+import { batchLimitsOf, loadConfig } from '../core/config';
 import type { OutputStore } from '../core/storage/output-store';
 import { providerTaskQueueOf } from '../core/workflow-contract';
 import { OutputTail } from './process';
@@ -50,6 +51,8 @@ export interface WorkerDeps {
   workflowBundle?: WorkerOptions['workflowBundle'];
   client: Client;
   deadlines: Record<'image' | 'video' | 'chat' | 'upscale', number>;
+  /** How many lines of a batch (and of an account's batches) run at once; the configuration's defaults when absent. */
+  batchLimits?: { perBatch: number; perAccount: number };
   /** Provider runs one worker process takes at once (they wait on upstreams, or on the render pool). */
   providerConcurrency?: number;
   /** Activities the workflow worker runs at once (200 unless a test wants them scarce). */
@@ -97,6 +100,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       videoConcurrency: deps.videoConcurrency,
       client: deps.client,
       deadlines: deps.deadlines,
+      batchLimits: deps.batchLimits ?? batchLimitsOf(loadConfig({})),
     }),
     // Activities here wait on I/O (slot claims, the reconciler's calls), not CPU.
     maxConcurrentActivityTaskExecutions: deps.activitySlots ?? 200,

@@ -24,6 +24,7 @@ import { UnauthorizedError } from '../../core/errors';
 import { MAX_PASSWORD_LENGTH } from '../../core/accounts/passwords';
 import type { OutputStore } from '../../core/storage/output-store';
 import { GENERATION_KINDS, GENERATION_STATUSES, isFinal } from '../../core/vocabulary';
+import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import { csrfTokenOf, SESSION_TTL_MS } from '../../service/accounts/sessions';
 import type { Session } from '../../service/accounts/sessions';
@@ -52,6 +53,7 @@ import {
 } from '../shared/schemas';
 import type { ErrorStatus } from '../shared/schemas';
 import { webhookRoutes } from '../webhooks/routes';
+import { dashboardBatchRoutes } from './batches';
 import { liveEvents, overviewOf } from './events';
 
 /** Limits of the dashboard's own calls, per user, per 60 s window. */
@@ -69,6 +71,7 @@ export interface DashboardApiDeps extends SessionAuthDeps {
   service: GenerationService;
   /** Checks open live streams' sessions (api/shared/standing.ts). */
   standing: StandingMonitor;
+  batches: BatchService;
   webhooks: WebhookService;
   store: OutputStore;
   limits: DashboardLimits;
@@ -616,6 +619,8 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     route.get('/dashboard/api/events', { schema: { hide: true } }, async (request, reply) => {
       liveEvents({ service: deps.service, standing: deps.standing }, request, reply);
     });
+
+    await authed.register(dashboardBatchRoutes, { batches: deps.batches, service: deps.service });
 
     // The webhook API of group A, at /dashboard/api/webhooks with the session instead of a key.
     await authed.register(webhookRoutes, {

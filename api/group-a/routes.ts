@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { BatchRates } from '../../core/batches/pricing';
 import type { GenerationService } from '../../service/generation/service';
 import { LEDGER_ENTRY_TYPES, ledgerCsv, ledgerPage } from '../../service/usage/ledger';
 import { modelListing } from '../../service/catalogue/model-list';
@@ -39,7 +40,7 @@ const tags = ['Group A'];
 
 /** Group A: the unified API under /api/v1. */
 export const v1Routes: FastifyPluginAsyncZod<
-  AuthDeps & { service: GenerationService; standing: StandingMonitor }
+  AuthDeps & { service: GenerationService; standing: StandingMonitor; batchRates: BatchRates }
 > = async (app, deps) => {
   // Public: no key, no rate limit (it reads nothing of an account).
   app.get(
@@ -48,13 +49,13 @@ export const v1Routes: FastifyPluginAsyncZod<
       schema: {
         operationId: 'listModels',
         tags,
-        summary: 'Every model with its unit, prices, seconds range and defaults',
+        summary: 'Every model with its unit, prices (alone and in a batch), seconds range and defaults',
         security: [],
         querystring: z.object({ kind: generationKind.optional() }),
         response: { 200: z.object({ data: z.array(modelEntry) }), ...errorResponses(400) },
       },
     },
-    async (request) => ({ data: modelListing(request.query.kind) }),
+    async (request) => ({ data: modelListing(deps.batchRates, request.query.kind) }),
   );
 
   await app.register(async (keyed) => {
@@ -368,7 +369,13 @@ const ledgerEntry = z
     balanceAfter: z.number().describe('The available balance after it'),
     heldAfter: z.number().describe('What was held after it'),
     generationId: z.string().nullable(),
-    keyId: z.string().nullable().describe('The key whose generation it was'),
+    batchId: z
+      .string()
+      .nullable()
+      .describe(
+        'The batch it belongs to: its one hold, the release of what its lines did not take, or a line’s charge',
+      ),
+    keyId: z.string().nullable().describe('The key whose generation (or batch) it was'),
     note: z.string().nullable(),
     createdAt: z.string(),
   })

@@ -1,4 +1,5 @@
 import multipart from '@fastify/multipart';
+import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InvalidRequestError } from '../../core/errors';
 
@@ -9,12 +10,23 @@ import { InvalidRequestError } from '../../core/errors';
  * multipart it says it is (no boundary, a broken part) is the client's mistake, a 400 in group B's
  * shape, and never a 5xx the SDK would send again.
  */
-export async function acceptForms(forms: FastifyInstance): Promise<void> {
-  await forms.register(multipart, { limits: { fileSize: 25 * 1024 * 1024, files: 1, fields: 20 } });
-  forms.addHook('preValidation', formFields);
+export async function acceptForms(forms: FastifyInstance, options: FormOptions = {}): Promise<void> {
+  const { limits = { fileSize: 25 * 1024 * 1024, files: 1, fields: 20 }, fileValue = (part) => part.toBuffer() } =
+    options;
+  await forms.register(multipart, { limits });
+  forms.addHook('preValidation', (request: FastifyRequest) => formFields(request, fileValue));
 }
 
-async function formFields(request: FastifyRequest): Promise<void> {
+export interface FormOptions {
+  limits?: { fileSize: number; files: number; fields: number };
+  /** What a file part becomes in the body (its bytes when absent). */
+  fileValue?: (part: MultipartFile) => Promise<unknown>;
+}
+
+async function formFields(
+  request: FastifyRequest,
+  fileValue: (part: MultipartFile) => Promise<unknown>,
+): Promise<void> {
   if (!request.isMultipart()) return;
   const body: Record<string, unknown> = {};
   const add = (name: string, value: unknown) => {
@@ -23,7 +35,7 @@ async function formFields(request: FastifyRequest): Promise<void> {
   };
   try {
     for await (const part of request.parts()) {
-      if (part.type === 'file') add(part.fieldname, await part.toBuffer());
+      if (part.type === 'file') add(part.fieldname, await fileValue(part));
       else add(part.fieldname, part.value);
     }
   } catch (err) {

@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PermissionError, UnauthorizedError } from '../../core/errors';
+import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import { bearerToken, principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
@@ -24,6 +25,7 @@ export interface McpRouteDeps extends AuthDeps {
   service: GenerationService;
   /** Checks the key of each request while it is answered (api/shared/standing.ts). */
   standing: StandingMonitor;
+  batches: BatchService;
   syncWaitMs: number;
   /** Origins whose pages may call the endpoint (the API's own and configured ones); a request without Origin is always let in. */
   allowedOrigins: readonly string[];
@@ -63,7 +65,7 @@ const description =
   'and the API key as `Authorization: Bearer <API_KEY>`, with the same scopes, rate limit and balance as REST. A request is answered ' +
   'with a Server-Sent Events stream that carries progress notifications and ends with the JSON-RPC response; notifications alone are ' +
   'answered 202 (on 2026-07-28 a reply may be plain JSON). Tools: generate_image, generate_video (also as an MCP task), enhance_prompt, ' +
-  'list_models, get_generation, cancel_generation. ' +
+  'list_models, get_generation, cancel_generation, generate_batch, get_batch, cancel_batch. ' +
   'Refusals (e.g. insufficient_credits) are tool results with isError, not HTTP errors. Pages of other origins are refused (Origin).';
 
 /** What a page may send (its preflight asks) and read (beyond the CORS-safelisted headers). */
@@ -82,6 +84,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
   const serverDeps = {
     pool: deps.pool,
     service: deps.service,
+    batches: deps.batches,
     syncWaitMs: deps.syncWaitMs,
     taskPollIntervalMs: deps.taskPollIntervalMs ?? DEFAULT_TASK_POLL_MS,
   };

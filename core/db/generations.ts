@@ -40,10 +40,13 @@ export interface GenerationRow {
   measuredSeconds: number | null;
   /** The configured upstream that served it (core/db/upstreams.ts); null for the simulator or before. */
   provider: string | null;
+  /** The batch whose line it runs (and the line), or null. */
+  batchId: string | null;
+  batchLine: number | null;
 }
 
 export const GENERATION_COLUMNS = `id, account_id, api_key_id, kind, model, status, params, internal, prompt, quote_mc, charged_mc, free_chat,
-  output_key, output_text, error, created_at, started_at, finished_at, ${PREVIEW_KEYS_COLUMN}, ${PROVIDER_COLUMN}`;
+  output_key, output_text, error, created_at, started_at, finished_at, batch_id, batch_line, ${PREVIEW_KEYS_COLUMN}, ${PROVIDER_COLUMN}`;
 
 export interface GenerationDbRow {
   id: string;
@@ -65,6 +68,8 @@ export interface GenerationDbRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  batch_id: string | null;
+  batch_line: number | null;
   provider: string | null;
 }
 
@@ -93,6 +98,8 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
     queuePosition: null,
     measuredSeconds: null,
     provider: r.provider,
+    batchId: r.batch_id,
+    batchLine: r.batch_line,
   };
 }
 

@@ -80,6 +80,10 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     watch: createWatch({ pool, store, live }),
     /** Stops listening for changes: call when closing, after `drain`. */
     close: (): Promise<void> => live.close(),
+    /** This process's one LISTEN on the ledger's changes, for other live views (a batch's). */
+    live: { subscribe: (...args: Parameters<typeof live.subscribe>) => live.subscribe(...args) },
+    /** What the models' providers can do beyond the basics (function tools), as pricing asks. */
+    serves,
     cancel,
     /** Stored responses of group B's Responses API: read, continue, cancel (service/chat/responses.ts). */
     responses: createResponses({ pool, store, cancel }),

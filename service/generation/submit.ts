@@ -142,6 +142,8 @@ export function createSubmit(deps: SubmitDeps) {
         queuePosition: null,
         measuredSeconds: null,
         provider: null,
+        batchId: null,
+        batchLine: null,
       },
       store,
     );

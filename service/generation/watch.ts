@@ -151,6 +151,8 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
       const unsubscribe = await live.subscribe(principal.accountId, (n: LiveNotice) => {
         if ('resync' in n) resync = true;
         else if ('credited' in n) credited = true;
+        // A batch's own change: its lines' generations are announced on their own.
+        else if ('batch' in n) return;
         else if (wanted && !wanted.has(n.generationId)) return;
         else if ('progress' in n) progressed.add(n.generationId);
         else if ('preview' in n) previewed.add(n.generationId);

@@ -87,6 +87,10 @@ export interface HarnessOptions {
   activitySlots?: number;
   /** The rate limit's window (the real in-process limiter; 60 s as in production when absent). */
   rateWindowMs?: number;
+  /** Batches: price per kind, file limits, a shorter completion window. */
+  batches?: AppDeps['batches'];
+  /** How many lines of a batch, and of an account's batches, run at once (the configuration's defaults when absent). */
+  batchLimits?: { perBatch: number; perAccount: number };
 }
 
 /** A fresh database (from the migrated template), its own task queue and worker, and the API on top. */
@@ -139,6 +143,7 @@ export async function startHarness(options: HarnessOptions = {}) {
         deadlines: deadlinesOf(loadConfig({})),
         ...(options.providerConcurrency === undefined ? {} : { providerConcurrency: options.providerConcurrency }),
         ...(options.activitySlots === undefined ? {} : { activitySlots: options.activitySlots }),
+        ...(options.batchLimits ? { batchLimits: options.batchLimits } : {}),
         ...(options.webhooks
           ? {
               webhooks: {
@@ -217,6 +222,8 @@ export async function startHarness(options: HarnessOptions = {}) {
     ...(options.billing ? { billing: options.billing } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.upstreamCallbacks ? { upstreamCallbacks: options.upstreamCallbacks } : {}),
+    ...(options.batches ? { batches: options.batches } : {}),
+    ...(options.batches ? { batches: options.batches } : {}),
   });
   if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });
 

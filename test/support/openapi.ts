@@ -51,6 +51,10 @@ export const COVERAGE_OWNERS: readonly { prefix: string; file: string }[] = [
   { prefix: '/metrics', file: 'metrics.test.ts' },
   { prefix: '/api/v1/webhooks', file: 'webhooks.test.ts' },
   { prefix: '/v1/', file: 'openai-sdk.test.ts' },
+  { prefix: '/v1/files', file: 'batches-sdk.test.ts' },
+  { prefix: '/v1/batches', file: 'batches-sdk.test.ts' },
+  { prefix: '/api/v1/batches', file: 'batches.test.ts' },
+  { prefix: '/dashboard/api/batches', file: 'batches.test.ts' },
   { prefix: '/dashboard/', file: 'dashboard-http.test.ts' },
   { prefix: '/admin/v1/users', file: 'dashboard-http.test.ts' },
 ];
