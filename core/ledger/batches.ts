@@ -337,8 +337,8 @@ async function admitLinesIn(
   // The three inserts in one statement: the foreign keys between them hold at its end.
   const inserted = await tx.query<GenerationDbRow>(
     `WITH x AS (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) WITH ORDINALITY
-         AS x (id text, kind text, model text, params jsonb, internal jsonb, prompt text, quote_mc bigint, batch_line integer, ord integer)
+       SELECT r.*, row_number() OVER () AS ord FROM jsonb_to_recordset($1::jsonb)
+         AS r (id text, kind text, model text, params jsonb, internal jsonb, prompt text, quote_mc bigint, batch_line integer)
      ), change AS (
        -- One change number per line, taken together: the account's stream resumes exactly over them.
        UPDATE accounts SET change_seq = change_seq + $5 WHERE id = $2 RETURNING change_seq - $5 AS base
