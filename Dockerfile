@@ -1,7 +1,7 @@
 # The API and the worker (docker-compose.yml runs both from this image with different commands).
 # No build step: tsx runs the TypeScript sources, and the worker bundles workflows/ with the
 # webpack of @temporalio/worker when it starts, so the sources are part of the image.
-FROM node:20.20.2-bookworm-slim
+FROM node:24.21.0-bookworm-slim
 
 ENV NODE_ENV=production
 WORKDIR /app

