@@ -13,6 +13,7 @@ import { createErrorLog, createHttp } from './http';
 import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
 import { runIdle } from './idle';
+import { runStartup } from './startup';
 import { runPeers } from './peers-run';
 import { runUpstreamVideos } from './upstream-videos';
 import { profileKind, workflowIdsOf } from './profile';
@@ -40,7 +41,7 @@ import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MOD
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|upstream-videos] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|startup|upstream-videos] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
   --only=live           only the ETA's error on the simulator and the cost of 1,000 open event streams (about two minutes)
@@ -49,14 +50,15 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
   --only=upstream-videos  only 1,000 upstream videos (--videos=N) in flight for minutes on a fal-like queue that calls back: the provider worker's slots in use and RSS over time, idle first (about six minutes); --per-account=N videos per account (5; also VIDEO_CONCURRENCY), 100 queues each account's videos behind its FIFO slot claims
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
   --only=idle           only CPU per chat one at a time, then what the stack burns with nothing to do, by process tree, 5 s window, process and thread (about three minutes); with --profile, V8 profiles of the service too
+  --only=startup        only the start-up of an API process and a workflow worker, compiled (dist/) against the TypeScript sources (tsx), in turns: spawn to /health 200, spawn to the first workflow task polled, idle RSS (about five minutes)
   --profile             with --only=peers: instead of the tables, where each one's CPU goes under 20 clients (V8's profiler for us, py-spy for LiteLLM; about two minutes)
-  --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
+  --worker=process      (default) the service as one process, runtime/main.ts compiled (npm run build, done first when the sources changed); the bench only drives load
   --worker=in-process   API and worker inside the bench process
-  --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts)
+  --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts, compiled)
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'upstream-videos';
+type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'startup' | 'upstream-videos';
 
 function parseArgs(argv: string[]): {
   quick: boolean;
@@ -85,6 +87,7 @@ function parseArgs(argv: string[]): {
       arg === '--only=inflight' ||
       arg === '--only=peers' ||
       arg === '--only=idle' ||
+      arg === '--only=startup' ||
       arg === '--only=upstream-videos'
     )
       only = arg.slice('--only='.length) as Only;
@@ -136,6 +139,7 @@ async function main(): Promise<number> {
     }
     return runPeers(args);
   }
+  if (args.only === 'startup') return runStartup(args);
   if (args.only === 'idle')
     return runIdle({
       keep: args.keep,

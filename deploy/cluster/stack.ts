@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { startReaper } from '../processes/children';
+import { compiledCommand, ensureBuilt } from '../processes/compiled';
 import type { ReaperTarget } from '../processes/children';
 import { startEmbeddedPostgres } from '../../runtime/embedded-postgres';
 import type { EmbeddedPostgres } from '../../runtime/embedded-postgres';
@@ -100,6 +101,8 @@ export function createClusterStack(settings: ClusterSettings): {
     });
     const sv = supervisor;
     const binaries = await ensureTemporalServer(process.env, (line) => log(`[temporal-server build] ${line}`));
+    // The API and the workers run compiled, as the image runs them.
+    await ensureBuilt(log);
 
     const port = () => freePort();
     const pgPort = await port();
@@ -249,19 +252,21 @@ export function createClusterStack(settings: ClusterSettings): {
     const apiSpec = (i: number): ServiceSpec => ({
       name: `api-${i}`,
       entry: 'runtime/api-process.ts',
+      command: compiledCommand('runtime/api-process.ts'),
       env: { ...env, PORT: String(apiPorts[i - 1]) },
       readyText: 'API listening',
     });
     const workerSpec = (role: 'workflows' | 'provider', i: number): ServiceSpec => ({
       name: `${role === 'workflows' ? 'worker' : 'provider'}-${i}`,
       entry: 'runtime/worker-process.ts',
+      command: compiledCommand('runtime/worker-process.ts'),
       env: { ...env, WORKER_ROLE: role },
       readyText: 'worker polling',
     });
     const range = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
     log(
-      `starting ${CLUSTER_TOPOLOGY.api} API processes, ${CLUSTER_TOPOLOGY.workflowWorkers} workflow workers and ${CLUSTER_TOPOLOGY.providerWorkers} provider workers (each bundles or loads the code: up to a minute or two)…`,
+      `starting ${CLUSTER_TOPOLOGY.api} API processes, ${CLUSTER_TOPOLOGY.workflowWorkers} workflow workers and ${CLUSTER_TOPOLOGY.providerWorkers} provider workers (compiled, workflows prebuilt)…`,
     );
     // One at first: the first API migrates the database, the first worker creates the reconciler's schedule.
     await Promise.all([sv.launch(apiSpec(1)), sv.launch(workerSpec('workflows', 1))]);
