@@ -8,7 +8,8 @@
 //   worker    spawn → its first workflow task: a reconcile workflow waits on the worker's (new,
 //             empty) task queue before the spawn, and its WorkflowTaskStarted event says when the
 //             worker polled it (the server's clock; same machine)
-//   RSS       each process's resident set IDLE_MS after it is ready
+//   RSS       each process's resident set once idle: the median of ten samples, a second apart,
+//             from 5 s after it is ready (a garbage collection moves a single sample by tens of MB)
 // Every process is started with the Node running the bench (`npm run bench`: the project's Node 24;
 // `node --import tsx bench/run.ts --only=startup` with another node measures that one).
 import { randomBytes } from 'node:crypto';
@@ -31,7 +32,6 @@ import { round } from './stats';
 
 const log = (line: string) => console.error(`[bench] ${line}`);
 const FORMS: ServiceForm[] = ['source', 'compiled'];
-const IDLE_MS = 10_000;
 const READY_TIMEOUT_MS = 180_000;
 const EventType = proto.temporal.api.enums.v1.EventType;
 
@@ -106,8 +106,7 @@ export async function runStartup(args: {
       const apiReady = start(form, 'runtime/api-process.ts', { PORT: String(port), DATA_DIR: dir }, 'API listening');
       const healthMs = await untilHealthy(`http://127.0.0.1:${port}/health`, apiStart, apiReady);
       const api = await apiReady;
-      await sleep(IDLE_MS);
-      const apiRssMb = mb((await processRss(api.pid))?.rss);
+      const apiRssMb = await idleRssMb(api.pid);
       await api.stop();
       running.delete(api);
 
@@ -126,8 +125,7 @@ export async function runStartup(args: {
         'worker polling',
       );
       const firstTaskMs = (await firstTaskAt(s.client, handle.workflowId)) - spawnedAt;
-      await sleep(IDLE_MS);
-      const workerRssMb = mb((await processRss(worker.pid))?.rss);
+      const workerRssMb = await idleRssMb(worker.pid);
       await worker.stop();
       running.delete(worker);
       await handle.terminate('startup bench').catch(() => undefined);
@@ -158,10 +156,10 @@ export async function runStartup(args: {
     ];
     const lines = [
       `\nStart-up (${rounds} round${rounds > 1 ? 's' : ''} each, medians; each round in brackets) — Node ${process.version}, load average ${loadText()}`,
-      `${'metric'.padEnd(38)} ${'source (tsx)'.padStart(24)} ${'compiled (dist/)'.padStart(24)}  ratio`,
+      `${'metric'.padEnd(38)} ${'source (tsx)'.padStart(32)} ${'compiled (dist/)'.padStart(32)}  ratio`,
       ...rows.map(([name, key, unit]) => {
         const cell = (form: ServiceForm) =>
-          `${median(form, key)} ${unit} [${samples[form].map((x) => x[key]).join(', ')}]`.padStart(24);
+          `${median(form, key)} ${unit} [${samples[form].map((x) => x[key]).join(', ')}]`.padStart(32);
         return `${name.padEnd(38)} ${cell('source')} ${cell('compiled')}  ${(median('compiled', key) / median('source', key)).toFixed(2)}×`;
       }),
     ];
@@ -203,7 +201,17 @@ async function firstTaskAt(client: Client, workflowId: string): Promise<number> 
   throw new Error(`${workflowId}: no workflow task was polled in time`);
 }
 
-const mb = (bytes: number | undefined) => round((bytes ?? 0) / 2 ** 20, 0);
+/** The median of ten RSS samples a second apart, from 5 s on, in MB. */
+async function idleRssMb(pid: number): Promise<number> {
+  await sleep(5_000);
+  const samples: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    samples.push((await processRss(pid))?.rss ?? 0);
+    await sleep(1_000);
+  }
+  samples.sort((a, b) => a - b);
+  return round(samples[samples.length / 2]! / 2 ** 20, 0);
+}
 
 const loadText = () =>
   loadavg()
