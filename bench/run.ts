@@ -13,6 +13,7 @@ import { createErrorLog, createHttp } from './http';
 import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
 import { runIdle } from './idle';
+import { runStartup } from './startup';
 import { runPeers } from './peers-run';
 import { runBatches } from './batches';
 import { runUpstreamVideos } from './upstream-videos';
@@ -60,7 +61,7 @@ import {
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, Topology, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|upstream-videos|batches] [-- --topology=dev|cluster] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|startup|upstream-videos|batches] [-- --topology=dev|cluster] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
   --only=live           only the ETA's error on the simulator and the cost of 1,000 open event streams (about two minutes)
@@ -70,17 +71,18 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
   --only=batches        only a 10,000-line chat batch and a 1,000-line image batch through the openai SDK, the API and the worker as two processes: time to admit, lines per second, another account's single requests meanwhile as a ratio to the same without a batch, RSS of each (about half an hour on two busy cores; --quick: 1,000 and 200 lines, about three minutes)
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
   --only=idle           only CPU per chat one at a time, then what the stack burns with nothing to do, by process tree, 5 s window, process and thread (about three minutes); with --profile, V8 profiles of the service too
+  --only=startup        only the start-up of an API process and a workflow worker, compiled (dist/) against the TypeScript sources (tsx), in turns: spawn to /health 200, spawn to the first workflow task polled, idle RSS (about five minutes)
   --profile             with --only=peers: instead of the tables, where each one's CPU goes under 20 clients (V8's profiler for us, py-spy for LiteLLM; about two minutes)
-  --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
+  --worker=process      (default) the service as one process, runtime/main.ts compiled (npm run build, done first when the sources changed); the bench only drives load
   --worker=in-process   API and worker inside the bench process
-  --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts)
+  --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts, compiled)
   --topology=cluster    with --only=core or --only=peers: the Temporal server as npm run cluster runs it (PostgreSQL
                         persistence and SQL visibility), its databases on a PostgreSQL of their own; default dev: the
                         CLI's dev server with its SQLite file, as npm start runs it
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'upstream-videos' | 'batches';
+type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'startup' | 'upstream-videos' | 'batches';
 
 function parseArgs(argv: string[]): {
   quick: boolean;
@@ -111,6 +113,7 @@ function parseArgs(argv: string[]): {
       arg === '--only=inflight' ||
       arg === '--only=peers' ||
       arg === '--only=idle' ||
+      arg === '--only=startup' ||
       arg === '--only=upstream-videos' ||
       arg === '--only=batches'
     )
@@ -173,6 +176,7 @@ async function main(): Promise<number> {
     }
     return runPeers(args);
   }
+  if (args.only === 'startup') return runStartup(args);
   if (args.only === 'idle')
     return runIdle({
       keep: args.keep,

@@ -16,19 +16,38 @@ import { startTemporalDevServer } from '../runtime/temporal-dev-server';
 import type { TemporalDevServer } from '../runtime/temporal-dev-server';
 import { startWorker } from '../runtime/worker-runner';
 import { startEntryProcess, startReaper } from '../deploy/processes/children';
+import { compiledCommand, ensureBuilt } from '../deploy/processes/compiled';
 import type { ReaperTarget } from '../deploy/processes/children';
 import { registerNamespace, setUpTemporalServer, waitForFrontend } from '../deploy/cluster/temporal-server';
 import { TEMPORAL_DATABASES } from '../deploy/temporal/server-config';
 
 /**
  * Where the service runs. `process` (default): one child process running `runtime/main.ts` against
- * the bench's PostgreSQL and Temporal — exactly `npm start` — so that the bench process is only the
- * load generator and the service's CPU and RSS are its own. `in-process`: API and worker inside the
+ * the bench's PostgreSQL and Temporal — `npm start`'s code, compiled as the image runs it — so that
+ * the bench process is only the load generator and the service's CPU and RSS are its own. `in-process`: API and worker inside the
  * bench process. `child`: the API inside the bench process, the worker as `runtime/worker-process.ts`.
  * `processes`: the API (`runtime/api-process.ts`) and the worker (`runtime/worker-process.ts`) as
  * two processes, as a deployment runs them, so that each one's CPU and RSS are its own.
  */
 export type WorkerMode = 'process' | 'in-process' | 'child' | 'processes';
+
+/**
+ * How a service process runs: `compiled` (default: dist/ from `npm run build`, the workflows
+ * prebuilt, as the image runs it) or `source` (the TypeScript through tsx, the workflows bundled
+ * as the worker starts, as `npm start` runs it).
+ */
+export type ServiceForm = 'compiled' | 'source';
+
+/** The command that runs a service entry point (`runtime/main.ts`) in `form`, with Node flags. */
+export function serviceCommand(
+  form: ServiceForm,
+  entry: string,
+  nodeArgs: readonly string[] = [],
+): [string, ...string[]] {
+  return form === 'compiled'
+    ? compiledCommand(entry, nodeArgs)
+    : [process.execPath, ...nodeArgs, '--import', 'tsx', entry];
+}
 
 /**
  * Which Temporal server: `dev`, the CLI's dev server with its SQLite file (as `npm start` runs it);
@@ -64,6 +83,8 @@ export interface Stack {
   /** Temporal's own PostgreSQL (topology cluster), with a small pool on it for the bench's readings. */
   temporalDb: { postgres: EmbeddedPostgres; observer: pg.Pool } | undefined;
   postgres: EmbeddedPostgres;
+  /** The service's database (`gensvc`). */
+  databaseUrl: string;
   workerMode: WorkerMode;
   /** The worker child's pid (modes child and processes), or the service process's (mode process). */
   workerPid: number | undefined;
@@ -114,6 +135,10 @@ export function createStack(options: {
   env?: Record<string, string>;
   /** Node flags for the service process (workerMode process), e.g. `--cpu-prof`, which NODE_OPTIONS does not take. */
   nodeArgs?: string[];
+  /** How the service's own processes run (default compiled). */
+  form?: ServiceForm;
+  /** Start the service (default true); without it, only Temporal and PostgreSQL for a scenario that starts its own. */
+  service?: boolean;
   /** Start the bare reference process too (default true). */
   reference?: boolean;
 }): StackHandle {
@@ -157,6 +182,10 @@ export function createStack(options: {
       }
     };
 
+    const form = options.form ?? 'compiled';
+    const withService = options.service ?? true;
+    if ((form === 'compiled' && options.workerMode !== 'in-process') || !withService)
+      await timed('build', () => ensureBuilt(log));
     // Default mode (0777 less umask): when we are root PostgreSQL runs as user postgres and must
     // be able to search every parent of its data directory.
     await mkdir(dataDir, { recursive: true });
@@ -196,20 +225,24 @@ export function createStack(options: {
     let services: Services | undefined;
     let workerPid: number | undefined;
     let apiPid: number | undefined;
-    if (options.workerMode === 'processes') {
+    if (!withService) {
+      // The scenario starts the service's processes itself.
+    } else if (options.workerMode === 'processes') {
       const childEnv = { ...process.env, ...env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address };
-      const worker = await timed('worker process (migrate + bundle + start)', () =>
+      const worker = await timed(`worker process, ${form} (migrate + start)`, () =>
         startEntryProcess({
           entry: WORKER_ENTRY,
+          command: serviceCommand(form, WORKER_ENTRY),
           env: { ...childEnv, DATA_DIR: join(dataDir, 'worker'), LOG_LEVEL: 'error' },
           readyText: 'worker polling',
           onSpawn: (pid) => reaper.tell('worker', pid),
         }),
       );
       steps.push({ name: 'worker process', stop: () => worker.stop(), limitMs: 25_000 });
-      const api = await timed('API process', () =>
+      const api = await timed(`API process, ${form}`, () =>
         startEntryProcess({
           entry: API_ENTRY,
+          command: serviceCommand(form, API_ENTRY),
           env: { ...childEnv, DATA_DIR: join(dataDir, 'api') },
           readyText: 'API listening',
           onSpawn: (pid) => reaper.tell('reference', pid),
@@ -221,17 +254,10 @@ export function createStack(options: {
     } else if (options.workerMode === 'process') {
       // npm start with DATABASE_URL and TEMPORAL_ADDRESS set: API and workers in one process, which
       // migrates and registers the search attributes as at every start.
-      const child = await timed('service process (migrate + bundle + start)', () =>
+      const child = await timed(`service process, ${form} (migrate + start)`, () =>
         startEntryProcess({
           entry: SERVICE_ENTRY,
-          ...(options.nodeArgs?.length
-            ? {
-                command: [process.execPath, ...options.nodeArgs, '--import', 'tsx', SERVICE_ENTRY] as [
-                  string,
-                  ...string[],
-                ],
-              }
-            : {}),
+          command: serviceCommand(form, SERVICE_ENTRY, options.nodeArgs),
           env: {
             ...process.env,
             ...env,
@@ -256,9 +282,10 @@ export function createStack(options: {
         const worker = await timed('worker (bundle + start)', () => startWorker(s));
         steps.push({ name: 'worker', stop: () => worker.stop(), limitMs: 15_000 });
       } else {
-        const child = await timed('worker process (bundle + start)', () =>
+        const child = await timed(`worker process, ${form} (start)`, () =>
           startEntryProcess({
             entry: WORKER_ENTRY,
+            command: serviceCommand(form, WORKER_ENTRY),
             env: {
               ...process.env,
               ...env,
@@ -313,6 +340,7 @@ export function createStack(options: {
       temporal,
       temporalDb,
       postgres,
+      databaseUrl,
       workerMode: options.workerMode,
       workerPid,
       apiPid,

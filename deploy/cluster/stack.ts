@@ -8,6 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startReaper } from '../processes/children';
+import { compiledCommand, ensureBuilt } from '../processes/compiled';
 import type { ReaperTarget } from '../processes/children';
 import { startEmbeddedPostgres } from '../../runtime/embedded-postgres';
 import type { EmbeddedPostgres } from '../../runtime/embedded-postgres';
@@ -96,6 +97,8 @@ export function createClusterStack(settings: ClusterSettings): {
       onUnexpectedExit: settings.onUnexpectedExit,
     });
     const sv = supervisor;
+    // The API and the workers run compiled, as the image runs them.
+    await ensureBuilt(log);
 
     const port = () => freePort();
     const pgPort = await port();
@@ -197,19 +200,21 @@ export function createClusterStack(settings: ClusterSettings): {
     const apiSpec = (i: number): ServiceSpec => ({
       name: `api-${i}`,
       entry: 'runtime/api-process.ts',
+      command: compiledCommand('runtime/api-process.ts'),
       env: { ...env, PORT: String(apiPorts[i - 1]) },
       readyText: 'API listening',
     });
     const workerSpec = (role: 'workflows' | 'provider', i: number): ServiceSpec => ({
       name: `${role === 'workflows' ? 'worker' : 'provider'}-${i}`,
       entry: 'runtime/worker-process.ts',
+      command: compiledCommand('runtime/worker-process.ts'),
       env: { ...env, WORKER_ROLE: role },
       readyText: 'worker polling',
     });
     const range = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
     log(
-      `starting ${CLUSTER_TOPOLOGY.api} API processes, ${CLUSTER_TOPOLOGY.workflowWorkers} workflow workers and ${CLUSTER_TOPOLOGY.providerWorkers} provider workers (each bundles or loads the code: up to a minute or two)…`,
+      `starting ${CLUSTER_TOPOLOGY.api} API processes, ${CLUSTER_TOPOLOGY.workflowWorkers} workflow workers and ${CLUSTER_TOPOLOGY.providerWorkers} provider workers (compiled, workflows prebuilt)…`,
     );
     // One at first: the first API migrates the database, the first worker creates the reconciler's schedule.
     await Promise.all([sv.launch(apiSpec(1)), sv.launch(workerSpec('workflows', 1))]);
