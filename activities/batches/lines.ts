@@ -131,8 +131,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
     > {
       const f = await finishBatch(pool, batchId);
       if (f.outcome === 'running') return f;
-      if (f.outcome === 'already') return { outcome: 'already', status: f.batch.status };
-      return { outcome: 'finished', status: f.batch.status, counts: f.counts };
+      return { outcome: f.outcome, status: f.batch.status, counts: f.counts };
     },
   };
 }

@@ -14,7 +14,17 @@ const security = [{ apiKey: [] }];
 const tags = ['Group A'];
 
 const lastEventId = z.looseObject({
-  'last-event-id': z.string().max(40).optional().describe('Resume after this event (EventSource sends it)'),
+  'last-event-id': z
+    .string()
+    .max(40, {
+      error: 'Last-Event-ID must be an id this stream sent (<stage>.<lines ended>, such as 1.20)',
+      abort: true,
+    })
+    .regex(/^(\d\.\d{1,15})?$/, {
+      error: 'Last-Event-ID must be an id this stream sent (<stage>.<lines ended>, such as 1.20)',
+    })
+    .optional()
+    .describe('The id of the last event received (EventSource sends it), to resume after it: <stage>.<lines ended>'),
 });
 const eventStream = {
   description: 'Server-Sent Events',
@@ -106,7 +116,7 @@ export const v1BatchRoutes: FastifyPluginAsyncZod<
         security,
         params: idParams,
         headers: lastEventId,
-        response: { 200: eventStream, ...errorResponses(401, 404, 429, 500, 503) },
+        response: { 200: eventStream, ...errorResponses(400, 401, 404, 429, 500, 503) },
       },
     },
     async (request, reply) => {

@@ -450,7 +450,8 @@ export type BatchFinish =
   | { outcome: 'finished'; batch: BatchRow; counts: BatchCounts }
   /** Lines are still waiting or in flight: nothing changed. */
   | { outcome: 'running'; waiting: number; inFlight: number }
-  | { outcome: 'already'; batch: BatchRow };
+  /** Ended before (by this step, whose answer was lost and is asked again): its counts as they ended. */
+  | { outcome: 'already'; batch: BatchRow; counts: BatchCounts };
 
 const FINAL_EVENT = { completed: 'batch.completed', cancelled: 'batch.cancelled', expired: 'batch.expired' } as const;
 
@@ -467,8 +468,9 @@ export function finishBatch(pool: pg.Pool, batchId: string): Promise<BatchFinish
         const b = await tx.query<BatchRow>(`SELECT ${BATCH_COLUMNS} FROM batches WHERE id = $1 FOR UPDATE`, [batchId]);
         const batch = b.rows[0];
         if (!batch) throw new Error(`batch ${batchId} not found`);
-        if (batch.status !== 'in_progress' && batch.status !== 'cancelling') return { outcome: 'already', batch };
         const counts = await countsOfBatch(tx, batchId);
+        if (batch.status !== 'in_progress' && batch.status !== 'cancelling')
+          return { outcome: 'already', batch, counts };
         if (counts.waiting > 0 || counts.running > 0)
           return { outcome: 'running', waiting: counts.waiting, inFlight: counts.running };
         await releaseRest(tx, batch, 'batch finished');

@@ -435,6 +435,16 @@ describe('every documented answer', () => {
     const res = await h.call('GET', `/api/v1/batches/${made.id}/events`, { key });
     c.conforms(res, 'get', '/api/v1/batches/{id}/events', 200);
     expect(res.body).toMatch(/event: done\ndata: \{"id":"batch_/);
+    // Resuming from the id it sent opens nothing new; an id it could not have sent is the client's mistake.
+    const lastId = /id: (\S+)\nevent: done/.exec(res.body)?.[1];
+    expect(lastId).toMatch(/^9\.1$/);
+    for (const bad of ['-1e20', '1e300', '0'.repeat(41)]) {
+      const refused = await h.call('GET', `/api/v1/batches/${made.id}/events`, {
+        key,
+        headers: { 'last-event-id': bad },
+      });
+      c.conforms(refused, 'get', '/api/v1/batches/{id}/events', 400);
+    }
   });
 
   it('the dashboard: 401 without a session, 429 past its limit', async () => {

@@ -114,7 +114,7 @@ export const batch: BatchWorkflow = async (input: BatchWorkflowInput): Promise<B
   const finish = async (): Promise<BatchResult | undefined> => {
     const f = await step(() => steps.finishBatch(input.batchId));
     if (f.outcome === 'running') return undefined;
-    show(f.status, f.outcome === 'finished' ? f.counts : undefined);
+    show(f.status, f.counts);
     window.cancel();
     return { batchId: input.batchId, status: f.status as BatchResult['status'] };
   };
