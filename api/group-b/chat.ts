@@ -7,10 +7,17 @@ import type { ChatRunEvent } from '../../service/chat/reply-stream';
 import { wholeReply } from '../../service/chat/whole-reply';
 import type { ChatTools } from '../../core/generation/params';
 import type { ToolCall } from '../../core/vocabulary';
-import type { ChatMessage, ChatSampling } from '../../core/generation/params';
+import type { ChatMessage, ChatSampling, ResponseFormat } from '../../core/generation/params';
 import { principalOf } from '../shared/auth';
 import { errorBody } from '../shared/errors';
-import { cancelAfterHeader, functionName, idempotencyKey, spendCapField, modelId } from '../shared/fields';
+import {
+  cancelAfterHeader,
+  functionName,
+  idempotencyKey,
+  jsonSchemaName,
+  spendCapField,
+  modelId,
+} from '../shared/fields';
 import {
   clientGone,
   errorsB,
@@ -80,6 +87,24 @@ const functionTool = z.object({
   }),
 });
 
+const responseFormatField = z.discriminatedUnion(
+  'type',
+  [
+    z.object({ type: z.literal('text') }),
+    z.object({ type: z.literal('json_object') }),
+    z.object({
+      type: z.literal('json_schema'),
+      json_schema: z.object({
+        name: jsonSchemaName,
+        description: safeText({ max: 10_000 }).optional(),
+        schema: z.record(z.string(), z.unknown()).optional().describe('JSON Schema the reply validates against'),
+        strict: z.boolean().nullish(),
+      }),
+    }),
+  ],
+  { error: 'response_format.type must be text, json_object or json_schema' },
+);
+
 const CHAT_FIELDS = [
   'model',
   'messages',
@@ -143,15 +168,17 @@ export const chatCompletionBody = z
       .record(safeText({ max: 64 }), safeText({ max: 512 }))
       .nullish()
       .describe('Accepted and ignored'),
-    response_format: z
-      .object({ type: z.literal('text', { error: `response_format: only {"type":"text"} ${UNSUPPORTED}` }) })
-      .nullish(),
+    response_format: responseFormatField
+      .nullish()
+      .describe(
+        'text (default), json_object, or json_schema { name, schema, strict }: passed to the model (the simulator answers JSON valid against the schema); a 400 naming response_format where the model’s provider cannot',
+      ),
     tools: z
       .array(functionTool)
       .max(128)
       .optional()
       .describe(
-        'Functions the model may call: passed on to models served by an OpenAI-compatible upstream; a 400 naming tools on the others',
+        'Functions the model may call: passed on to the model (the simulator calls one deterministically); a 400 naming tools where the model’s provider cannot',
       ),
     tool_choice: z
       .union([
@@ -237,6 +264,14 @@ function toolsOf(body: ChatBody): ChatTools | undefined {
     choice: choice === undefined ? undefined : typeof choice === 'string' ? choice : { name: choice.function.name },
     parallel: body.parallel_tool_calls ?? undefined,
   };
+}
+
+function responseFormatOf(body: ChatBody): ResponseFormat | undefined {
+  const format = body.response_format;
+  if (!format || format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { type: 'json_object' };
+  const { name, description, schema, strict } = format.json_schema;
+  return { type: 'json_schema', name, schema: schema ?? {}, description, strict: strict ?? undefined };
 }
 
 function samplingOf(body: ChatBody): ChatSampling {
@@ -388,6 +423,7 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
             maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
             sampling: samplingOf(body),
             tools: toolsOf(body),
+            responseFormat: responseFormatOf(body),
           },
           principalOf(request),
           { ...submitOptionsOf(request, 'POST /v1/chat/completions', body), signal, streamed: body.stream === true },

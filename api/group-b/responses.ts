@@ -5,9 +5,17 @@ import { InvalidRequestError, markAfterAdmission, ProviderFailedError } from '..
 import { safeText } from '../../core/text';
 import { wholeReply } from '../../service/chat/whole-reply';
 import type { ChatTools } from '../../core/generation/params';
-import type { ChatMessage, ChatSampling, ResponseRecord } from '../../core/generation/params';
+import type { ChatSampling, ResponseFormat, ResponseRecord } from '../../core/generation/params';
+import type { ResponseItem, StoredItem } from '../../service/chat/responses';
 import { principalOf } from '../shared/auth';
-import { cancelAfterHeader, functionName, idempotencyKey, spendCapField, modelId } from '../shared/fields';
+import {
+  cancelAfterHeader,
+  functionName,
+  idempotencyKey,
+  jsonSchemaName,
+  spendCapField,
+  modelId,
+} from '../shared/fields';
 import { partsOfView, responseEvents, responseObject } from './response-shape';
 import type { ResponseParts } from './response-shape';
 import {
@@ -27,12 +35,18 @@ import type { OpenAiDeps } from './common';
  * /v1/responses/{id}/cancel`), on the chat's per-token billing. A foreground response is a chat
  * the API runs itself (service/chat/runs.ts), streamed as OpenAI's typed events; a background one
  * is an ordinary chat generation run by its workflow's provider activity, polled and cancelled.
- * Function tools go to models served by an OpenAI-compatible upstream (a 400 naming them on the
- * simulator); images, files, built-in tools and structured output are a 400 naming the field.
+ * Function tools and structured output go to the model (a 400 naming them where its provider cannot
+ * take them); images, files and built-in tools are a 400 naming the field. Items of stored responses
+ * are referenced by id, listed (`input_items`) and deleted with their response.
  */
 
 const UNSUPPORTED = 'is not supported by this service';
-const PARAMS = { ...GROUP_B_PARAMS, maxTokens: 'max_output_tokens', messages: 'input' };
+const PARAMS = {
+  ...GROUP_B_PARAMS,
+  maxTokens: 'max_output_tokens',
+  messages: 'input',
+  responseFormat: 'text.format',
+};
 
 const textPart = z.object({
   type: z.enum(['input_text', 'output_text'], {
@@ -48,7 +62,7 @@ const textPart = z.object({
 const inputMessage = z.object({
   type: z
     .literal('message', {
-      error: `only message, function_call and function_call_output items are supported; item references and reasoning items ${UNSUPPORTED.replace('is', 'are')}`,
+      error: `only message, function_call, function_call_output, item_reference and reasoning items are supported`,
     })
     .optional(),
   role: z.enum(['user', 'assistant', 'system', 'developer']).describe('developer counts as system'),
@@ -75,7 +89,13 @@ const functionCallOutputItem = z.object({
   id: z.string().max(200).nullish(),
   status: z.enum(['in_progress', 'completed', 'incomplete']).nullish(),
 });
-const inputItem = z.union([inputMessage, functionCallItem, functionCallOutputItem]);
+const itemReference = z.object({
+  type: z.literal('item_reference'),
+  id: z.string().min(1).max(200).describe('An output or input item of one of the account’s stored responses'),
+});
+// Reasoning items a client hands back (the AI SDK does) are accepted and not sent to the model.
+const reasoningItem = z.looseObject({ type: z.literal('reasoning'), id: z.string().max(200).optional() });
+const inputItem = z.union([inputMessage, functionCallItem, functionCallOutputItem, itemReference, reasoningItem]);
 const functionTool = z.object({
   type: z.literal('function', {
     error: `tools: only function tools are supported; built-in tools (web search, file search, computer use…) ${UNSUPPORTED.replace('is', 'are')}`,
@@ -85,6 +105,22 @@ const functionTool = z.object({
   parameters: z.record(z.string(), z.unknown()).nullish().describe('JSON Schema of the arguments'),
   strict: z.boolean().nullish(),
 });
+
+const textFormat = z.discriminatedUnion(
+  'type',
+  [
+    z.object({ type: z.literal('text') }),
+    z.object({ type: z.literal('json_object') }),
+    z.object({
+      type: z.literal('json_schema'),
+      name: jsonSchemaName,
+      description: safeText({ max: 10_000 }).nullish(),
+      schema: z.record(z.string(), z.unknown()).describe('JSON Schema the reply validates against'),
+      strict: z.boolean().nullish(),
+    }),
+  ],
+  { error: 'text.format.type must be text, json_object or json_schema' },
+);
 
 const RESPONSE_FIELDS = [
   'model',
@@ -181,19 +217,19 @@ export const responseCreateBody = z
       .nullish(),
     text: z
       .object({
-        format: z
-          .object({ type: z.literal('text', { error: `text.format: only {"type":"text"} ${UNSUPPORTED}` }) })
-          .optional(),
+        format: textFormat.optional(),
         verbosity: z.enum(['low', 'medium', 'high']).nullish(),
       })
       .optional()
-      .describe('Only plain text; verbosity is accepted and ignored'),
+      .describe(
+        'format: text (default), json_object, or json_schema { name, schema, strict } (structured output; a 400 naming text.format where the model’s provider cannot); verbosity is accepted and ignored',
+      ),
     tools: z
       .array(functionTool)
       .max(128)
       .optional()
       .describe(
-        'Functions the model may call: passed on to models served by an OpenAI-compatible upstream; a 400 naming tools on the others',
+        'Functions the model may call: passed on to the model (the simulator calls one deterministically); a 400 naming tools where the model’s provider cannot',
       ),
     tool_choice: z
       .union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), name: functionName })], {
@@ -273,7 +309,7 @@ const responseSchema = z
     service_tier: z.literal('default'),
     safety_identifier: z.null(),
     prompt_cache_key: z.null(),
-    text: z.object({ format: z.object({ type: z.literal('text') }) }),
+    text: z.object({ format: textFormat }),
     tool_choice: z.union([
       z.enum(['none', 'auto', 'required']),
       z.object({ type: z.literal('function'), name: z.string() }),
@@ -302,29 +338,123 @@ const responseSchema = z
 
 const idParams = z.object({ id: z.string().max(100) });
 
+const inputItemsQuery = z.object({
+  after: z.string().max(200).optional().describe('The last_id of the previous page'),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1, { error: 'limit must be between 1 and 100' })
+    .max(100, { error: 'limit must be between 1 and 100' })
+    .default(20),
+  order: z.enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" }).default('desc'),
+  include: z.never({ error: `include ${UNSUPPORTED}` }).optional(),
+});
+
+const itemStatus = z.literal('completed');
+const listedItem = z.union([
+  z.object({
+    id: z.string(),
+    type: z.literal('message'),
+    status: itemStatus,
+    role: z.enum(['system', 'user', 'assistant']),
+    content: z.array(
+      z.union([
+        z.object({ type: z.literal('input_text'), text: z.string() }),
+        z.object({ type: z.literal('output_text'), text: z.string(), annotations: z.array(z.never()) }),
+      ]),
+    ),
+  }),
+  z.object({
+    id: z.string(),
+    type: z.literal('function_call'),
+    status: itemStatus,
+    call_id: z.string(),
+    name: z.string(),
+    arguments: z.string(),
+  }),
+  z.object({
+    id: z.string(),
+    type: z.literal('function_call_output'),
+    status: itemStatus,
+    call_id: z.string(),
+    output: z.string(),
+  }),
+]);
+const inputItemList = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(listedItem),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'ResponseInputItemList' });
+
+/** A stored item as the Responses API lists it. */
+function inputItemOf(item: StoredItem): z.infer<typeof listedItem> {
+  const status = 'completed' as const;
+  switch (item.type) {
+    case 'function_call':
+      return {
+        id: item.id,
+        type: 'function_call',
+        status,
+        call_id: item.call.id,
+        name: item.call.name,
+        arguments: item.call.arguments,
+      };
+    case 'function_call_output':
+      return { id: item.id, type: 'function_call_output', status, call_id: item.callId, output: item.output };
+    case 'message':
+      return {
+        id: item.id,
+        type: 'message',
+        status,
+        role: item.role,
+        content: [
+          item.role === 'assistant'
+            ? { type: 'output_text', text: item.content, annotations: [] }
+            : { type: 'input_text', text: item.content },
+        ],
+      };
+  }
+}
+
 const textOf = (content: string | { text: string }[]): string =>
   typeof content === 'string' ? content : content.map((p) => p.text).join('');
 
-/**
- * The conversation as chat turns: a function call joins the assistant turn just before it (or
- * starts one), as chat completions carry calls; a function's output is a tool turn.
- */
-function messagesOf(body: ResponseBody): ChatMessage[] {
-  if (typeof body.input === 'string') return [{ role: 'user', content: body.input }];
-  const messages: ChatMessage[] = [];
-  for (const item of body.input) {
-    if (item.type === 'function_call') {
-      const call = { id: item.call_id, name: item.name, arguments: item.arguments };
-      const last = messages.at(-1);
-      if (last?.role === 'assistant') last.toolCalls = [...(last.toolCalls ?? []), call];
-      else messages.push({ role: 'assistant', content: '', toolCalls: [call] });
-    } else if (item.type === 'function_call_output') {
-      messages.push({ role: 'tool', toolCallId: item.call_id, content: textOf(item.output) });
-    } else {
-      messages.push({ role: item.role === 'developer' ? 'system' : item.role, content: textOf(item.content) });
+/** The input as the service's items; reasoning items are left out (they are not sent to the model). */
+function itemsOf(body: ResponseBody): ResponseItem[] {
+  if (typeof body.input === 'string') return [{ type: 'message', role: 'user', content: body.input }];
+  return body.input.flatMap((item): ResponseItem[] => {
+    switch (item.type) {
+      case 'function_call':
+        return [{ type: 'function_call', call: { id: item.call_id, name: item.name, arguments: item.arguments } }];
+      case 'function_call_output':
+        return [{ type: 'function_call_output', callId: item.call_id, output: textOf(item.output) }];
+      case 'item_reference':
+        return [{ type: 'item_reference', id: item.id }];
+      case 'reasoning':
+        return [];
+      default:
+        return [
+          { type: 'message', role: item.role === 'developer' ? 'system' : item.role, content: textOf(item.content) },
+        ];
     }
-  }
-  return messages;
+  });
+}
+
+function responseFormatOf(body: ResponseBody): ResponseFormat | undefined {
+  const format = body.text?.format;
+  if (!format || format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { type: 'json_object' };
+  return {
+    type: 'json_schema',
+    name: format.name,
+    schema: format.schema,
+    description: format.description ?? undefined,
+    strict: format.strict ?? undefined,
+  };
 }
 
 function toolsOf(body: ResponseBody): ChatTools | undefined {
@@ -378,8 +508,8 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
           'With stream: true the answer is OpenAI’s typed Server-Sent Events (response.created, response.in_progress, response.output_item.added, ' +
           'response.content_part.added, response.output_text.delta, response.output_text.done, response.content_part.done, response.output_item.done, ' +
           'response.completed or response.incomplete with the usage; response.failed then error on a failure); a client that disconnects is charged the ' +
-          'tokens it was sent. background: true answers queued at once. Function tools are passed on to models served by an OpenAI-compatible upstream ' +
-          '(a 400 naming tools elsewhere); images, files, built-in tools and structured output are refused (400 naming the field). ' +
+          'tokens it was sent. background: true answers queued at once. Function tools and structured output (text.format) are passed on to the model ' +
+          '(a 400 naming the field where its provider cannot take them); images, files and built-in tools are refused (400 naming the field). ' +
           'An Idempotency-Key makes retries safe.',
         body: responseCreateBody,
         headers: z.looseObject({ 'idempotency-key': idempotencyKey, 'cancel-after': cancelAfterHeader }),
@@ -411,20 +541,22 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
           'store',
         );
       const principal = principalOf(request);
-      const messages = await deps.service.responses.conversation(principal, {
+      const { messages, inputCount } = await deps.service.responses.conversation(principal, {
         instructions: body.instructions ?? undefined,
         previousResponseId: record.previousResponseId,
-        messages: messagesOf(body),
+        items: itemsOf(body),
       });
       const tools = toolsOf(body);
+      const responseFormat = responseFormatOf(body);
       const chat = {
         kind: 'chat' as const,
         model: body.model,
         messages,
         maxTokens: body.max_output_tokens ?? undefined,
         sampling: samplingOf(body),
-        response: record,
+        response: { ...record, inputCount },
         tools,
+        responseFormat,
       };
       const options = { ...submitOptionsOf(request, ROUTE, body), log: request.log };
 
@@ -435,7 +567,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
           PARAMS,
         );
         return responseObject(
-          partsOfView({ ...generation, record, sampling: chat.sampling ?? {}, tools, toolCalls: [] }),
+          partsOfView({ ...generation, record, sampling: chat.sampling ?? {}, tools, toolCalls: [], responseFormat }),
         );
       }
 
@@ -465,6 +597,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
         text: null,
         toolCalls: [],
         tools: tools ?? null,
+        format: responseFormat ?? null,
         usage: null,
         error: null,
         completedAt: null,
@@ -542,5 +675,65 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
     },
     async (request) =>
       responseObject(partsOfView(await deps.service.responses.cancel(principalOf(request), request.params.id))),
+  );
+
+  route.delete(
+    '/v1/responses/:id',
+    {
+      schema: {
+        operationId: 'openaiDeleteResponse',
+        tags,
+        security,
+        summary: 'Deletes a stored response: it is no longer readable, continued or referenced',
+        description:
+          'The generation stays in the account’s history (GET /api/v1/generations) with its charge: deleting a response removes it from the Responses API only. ' +
+          'Another account’s id, or one already deleted, is 404.',
+        params: idParams,
+        response: {
+          200: z
+            .object({ id: z.string(), object: z.literal('response'), deleted: z.literal(true) })
+            .meta({ id: 'ResponseDeleted' }),
+          ...errorsB(401, 404, 429, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const { id } = await deps.service.responses.delete(principalOf(request), request.params.id);
+      return { id, object: 'response' as const, deleted: true as const };
+    },
+  );
+
+  route.get(
+    '/v1/responses/:id/input_items',
+    {
+      schema: {
+        operationId: 'openaiListResponseInputItems',
+        tags,
+        security,
+        summary: 'The items a stored response was given (client.responses.inputItems.list)',
+        description:
+          'This response’s own input (not that of a response it continued), each item with an id an item_reference may name. ' +
+          'Pages follow `after` = the previous page’s last_id.',
+        params: idParams,
+        querystring: inputItemsQuery,
+        response: { 200: inputItemList, ...errorsB(400, 401, 404, 429, 500, 503) },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const all = (await deps.service.responses.inputItems(principalOf(request), request.params.id)).map(inputItemOf);
+      const ordered = q.order === 'asc' ? all : [...all].reverse();
+      const from = q.after === undefined ? 0 : ordered.findIndex((i) => i.id === q.after) + 1;
+      if (from === 0 && q.after !== undefined)
+        throw new InvalidRequestError(`after: '${q.after}' is not an item of this response.`, 'after');
+      const data = ordered.slice(from, from + q.limit);
+      return {
+        object: 'list' as const,
+        data,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+        has_more: from + q.limit < ordered.length,
+      };
+    },
   );
 };

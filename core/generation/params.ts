@@ -83,6 +83,20 @@ export interface FunctionTool {
 /** Whether and which function the model must call. */
 export type ToolChoice = 'none' | 'auto' | 'required' | { name: string };
 
+/**
+ * Structured output: the reply is a JSON object (`json_object`), or JSON that validates against a
+ * JSON Schema (`json_schema`; `strict` as the client asked). Passed to providers that take it.
+ */
+export type ResponseFormat =
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      name: string;
+      schema: Record<string, unknown>;
+      description?: string | undefined;
+      strict?: boolean | undefined;
+    };
+
 /** The functions of a chat. */
 export interface ChatTools {
   functions: FunctionTool[];
@@ -102,6 +116,10 @@ export interface ResponseRecord {
   instructions?: string | undefined;
   metadata?: Record<string, string> | undefined;
   previousResponseId?: string | undefined;
+  /** How many of the conversation's last turns were this request's own input (`GET …/input_items`). */
+  inputCount?: number | undefined;
+  /** Deleted by `DELETE /v1/responses/{id}`: no longer readable nor continued; the generation stays the account's record. */
+  deleted?: boolean | undefined;
 }
 
 /** What the service keeps for itself; never shown. */
@@ -118,6 +136,8 @@ export interface InternalParams {
   tools?: ChatTools;
   /** Chat: the conversation as run, when it is more than one user turn. */
   messages?: ChatMessage[];
+  /** Chat: the reply must be JSON (and validate against a schema). */
+  responseFormat?: ResponseFormat;
   /** Chat made through the Responses API: what it keeps beside the reply. */
   response?: ResponseRecord;
   /** Chat: the function calls the reply made (a response continued later reads them). */
@@ -155,6 +175,7 @@ export const INTERNAL_PARAM_KEYS = Object.keys({
   sampling: true,
   tools: true,
   messages: true,
+  responseFormat: true,
   response: true,
   outputToolCalls: true,
   inputKey: true,

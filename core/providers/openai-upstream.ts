@@ -1,6 +1,6 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
-import { openAiChatMessages, openAiTools, toolCallAssembler } from './tool-calls';
+import { openAiChatMessages, openAiResponseFormat, openAiTools, toolCallAssembler } from './tool-calls';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 import type { ChatMessage } from '../generation/params';
 import { callUpstream, downloadOutput, extensionOf, sseData, UpstreamUnavailableError } from './upstream-http';
@@ -35,6 +35,7 @@ export function createOpenAiUpstream(
       body: {
         ...sampling,
         ...(tools ? openAiTools(tools) : {}),
+        ...(job.internal.responseFormat ? { response_format: openAiResponseFormat(job.internal.responseFormat) } : {}),
         model: upstreamModel(job),
         messages: openAiChatMessages(messages),
         stream: true,
@@ -78,8 +79,8 @@ export function createOpenAiUpstream(
 
   return {
     streamChat,
-    // Function tools are passed on as OpenAI's chat completions take them.
-    serves: (_model, feature) => feature === 'tools',
+    // Function tools and structured output are passed on as OpenAI's chat completions take them.
+    serves: () => true,
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       if (job.kind === 'chat') {
         let text = '';

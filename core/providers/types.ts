@@ -82,8 +82,8 @@ export interface UpstreamWait {
   pollMs: number;
 }
 
-/** What only some providers can do with a model. */
-export type ProviderFeature = 'tools';
+/** What only some providers can do with a model: call the client's functions, answer structured output. */
+export type ProviderFeature = 'tools' | 'json';
 
 export interface Provider {
   run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult>;

@@ -12,6 +12,7 @@ import type {
   ChatSampling,
   ChatTools,
   InternalParams,
+  ResponseFormat,
   ResponseRecord,
 } from '../../core/generation/params';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
@@ -55,6 +56,8 @@ export type GenerationRequest =
       response?: ResponseRecord | undefined;
       /** Functions the model may call: served only where the model's provider passes them on. */
       tools?: ChatTools | undefined;
+      /** Structured output: served only where the model's provider takes it. */
+      responseFormat?: ResponseFormat | undefined;
     }
   | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
 
@@ -125,6 +128,7 @@ export function priceRequest(
         ...(sampling.length > 0 ? { sampling: Object.fromEntries(sampling) } : {}),
         ...(request.response ? { response: request.response } : {}),
         ...(request.tools ? { tools: request.tools } : {}),
+        ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
         // A conversation is kept whole for providers that take one; a lone prompt needs no copy.
         ...(capped.messages.length > 1 || capped.messages[0]?.role !== 'user' ? { messages: capped.messages } : {}),
       };
@@ -168,17 +172,20 @@ export type Serves = (model: string, feature: ProviderFeature) => boolean;
 const servesNothing: Serves = () => false;
 
 /**
- * Functions (offered, called or answered) are passed on to providers that take them, and refused
- * by name where the model's provider would silently drop them (the simulator).
+ * Functions (offered, called or answered) and structured output are passed on to providers that
+ * take them, and refused by name where the model's provider would silently drop them (an upstream
+ * protocol without them, or a fallback that lacks them).
  */
 function assertFeaturesServed(
   request: Extract<GenerationRequest, { kind: 'chat' }>,
   model: string,
   serves: Serves,
 ): void {
-  if (serves(model, 'tools')) return;
   const unserved = (what: string) =>
-    `${what} ${what.endsWith('s') ? 'are' : 'is'} not supported by the provider of ${model}; models routed to an OpenAI-compatible upstream take them.`;
+    `${what} ${what.endsWith('s') ? 'are' : 'is'} not supported by the provider of ${model}.`;
+  if (request.responseFormat && !serves(model, 'json'))
+    throw new InvalidRequestError(`responseFormat: ${unserved('structured output')}`, 'responseFormat');
+  if (serves(model, 'tools')) return;
   if (request.tools?.functions.length) throw new InvalidRequestError(`tools: ${unserved('function tools')}`, 'tools');
   if (request.messages.some((m) => m.role === 'tool' || m.toolCalls?.length))
     throw new InvalidRequestError(`messages: ${unserved('function calls and their outputs')}`, 'messages');

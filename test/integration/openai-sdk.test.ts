@@ -23,6 +23,7 @@ import {
 import type { Harness } from '../support/harness';
 import { download } from '../support/api';
 import sharp from 'sharp';
+import Ajv from 'ajv';
 import { createConformance, loadDocument } from '../support/openapi';
 import type { Method } from '../support/openapi';
 
@@ -509,15 +510,6 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
     await refused(
       client.responses.create({
         model: 'claude-haiku',
-        input: 'hi',
-        tools: [{ type: 'function', name: 'f', parameters: {}, strict: true }],
-      }),
-      'tools',
-      /tools/,
-    );
-    await refused(
-      client.responses.create({
-        model: 'claude-haiku',
         input: [
           { role: 'user', content: [{ type: 'input_image', image_url: 'https://x.test/a.png', detail: 'auto' }] },
         ],
@@ -525,24 +517,10 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
       'input.0.content.0.type',
       /only text parts/,
     );
-    // Function items are understood, and refused by the model's provider (an upstream model takes them: function-tools.test.ts).
     await refused(
-      client.responses.create({
-        model: 'claude-haiku',
-        input: [{ type: 'function_call_output', call_id: 'c1', output: '42' }],
-      }),
-      'input',
-      /function calls and their outputs/,
-    );
-    await refused(
-      client.responses.create({ model: 'claude-haiku', input: [{ type: 'item_reference', id: 'msg_1' }] }),
-      'input.0.type',
-      /item references/,
-    );
-    await refused(
-      client.responses.create({ model: 'claude-haiku', input: 'hi', text: { format: { type: 'json_object' } } }),
+      client.responses.create({ model: 'claude-haiku', input: 'hi', text: { format: { type: 'yaml' } as never } }),
       'text.format.type',
-      /text\.format/,
+      /text\.format\.type must be text, json_object or json_schema/,
     );
     await refused(
       client.responses.create({ model: 'claude-haiku', input: 'hi', conversation: 'conv_1' }),
@@ -562,9 +540,176 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
     await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', bogus: 1 } as never), 'bogus', /bogus/);
     const made = await client.responses.create({ model: 'claude-haiku', input: 'sim:tokens=1' });
     await refused(client.responses.cancel(made.id), 'id', /background/);
-    // A generation is the account's record: not deleted.
-    await expect(client.responses.delete(made.id)).rejects.toMatchObject({ status: 405 });
     expect(await balanceOf(key)).toMatchObject({ holdsActive: 0 });
+  });
+});
+
+describe('structured output and function tools on the simulator (the embedded default)', () => {
+  const recipe = {
+    type: 'object',
+    properties: {
+      title: { type: 'string' },
+      minutes: { type: 'integer', minimum: 1, maximum: 240 },
+      steps: { type: 'array', items: { type: 'string' }, minItems: 2 },
+      diet: { anyOf: [{ type: 'string', enum: ['vegan', 'any'] }, { type: 'null' }] },
+    },
+    required: ['title', 'minutes', 'steps', 'diet'],
+    additionalProperties: false,
+  };
+  const ajv = new Ajv({ strict: false });
+
+  it('chat completions: json_schema (strict) and json_object answer JSON, valid against the schema; charged the tokens in usage', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const client = sdk(key);
+    const reply = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages: [{ role: 'user', content: 'A soup recipe' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'recipe', schema: recipe, strict: true } },
+    });
+    const value: unknown = JSON.parse(reply.choices[0]!.message.content!);
+    expect(ajv.validate(recipe, value), ajv.errorsText()).toBe(true);
+    const again = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages: [{ role: 'user', content: 'A soup recipe' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'recipe', schema: recipe, strict: true } },
+    });
+    expect(again.choices[0]!.message.content).toBe(reply.choices[0]!.message.content);
+    const object = await client.chat.completions.create({
+      model: 'gpt-5.5',
+      messages: [{ role: 'user', content: 'Answer in JSON' }],
+      response_format: { type: 'json_object' },
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let chunks = 0;
+    let completionTokens = 0;
+    for await (const chunk of object) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.choices[0]?.delta?.content) chunks++;
+      completionTokens = chunk.usage?.completion_tokens ?? completionTokens;
+    }
+    expect(JSON.parse(text)).toMatchObject({ answer: expect.any(String) });
+    expect(completionTokens).toBe(chunks);
+    const charged = chargeForTokens(reply.usage!.completion_tokens, 700) * 2 + chargeForTokens(completionTokens, 1500);
+    expect((await settled(key)).balance).toBe(10 - credits(charged));
+  });
+
+  it('responses: text.format json_schema is answered as JSON and echoed back', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const response = await sdk(key).responses.create({
+      model: 'claude-sonnet',
+      input: 'A soup recipe',
+      text: { format: { type: 'json_schema', name: 'recipe', schema: recipe, strict: true } },
+    });
+    expect(ajv.validate(recipe, JSON.parse(response.output_text)), ajv.errorsText()).toBe(true);
+    expect(response.text?.format).toMatchObject({ type: 'json_schema', name: 'recipe', strict: true });
+    expect((await sdk(key).responses.retrieve(response.id)).text?.format).toMatchObject({ type: 'json_schema' });
+  });
+
+  it('tools: required calls one with arguments valid against its schema, streamed in pieces; its result is answered in words', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const client = sdk(key);
+    const weather = {
+      type: 'function' as const,
+      function: {
+        name: 'get_weather',
+        parameters: {
+          type: 'object',
+          properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
+          required: ['city', 'unit'],
+          additionalProperties: false,
+        },
+      },
+    };
+    const messages = [{ role: 'user' as const, content: 'What is the weather in Paris?' }];
+    const asked = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages,
+      tools: [weather],
+      tool_choice: 'required',
+    });
+    expect(asked.choices[0]!.finish_reason).toBe('tool_calls');
+    const call = asked.choices[0]!.message.tool_calls![0]!;
+    expect(call.type === 'function' && call.function.name).toBe('get_weather');
+    const args: unknown = JSON.parse(call.type === 'function' ? call.function.arguments : '');
+    expect(ajv.validate(weather.function.parameters, args), ajv.errorsText()).toBe(true);
+
+    const stream = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages: [{ role: 'user', content: 'weather please sim:tool=get_weather' }],
+      tools: [weather],
+      stream: true,
+    });
+    let pieces = 0;
+    for await (const chunk of stream) if (chunk.choices[0]?.delta?.tool_calls?.[0]?.function?.arguments) pieces++;
+    expect(pieces).toBeGreaterThan(2);
+
+    const answer = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages: [
+        ...messages,
+        asked.choices[0]!.message,
+        { role: 'tool', tool_call_id: call.id, content: '18 °C and sunny' },
+      ],
+      tools: [weather],
+    });
+    expect(answer.choices[0]!.finish_reason).toBe('stop');
+    expect(answer.choices[0]!.message.content).toBeTruthy();
+    // auto, and a prompt that names no tool: words, not a call.
+    const plain = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages: [{ role: 'user', content: 'hello' }],
+      tools: [weather],
+    });
+    expect(plain.choices[0]!.message.tool_calls).toBeUndefined();
+  });
+
+  it('responses: item_reference to the account’s stored items, input_items lists them, DELETE hides the response but keeps the record', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const other = await h.account({ credits: 10 });
+    const client = sdk(key, { maxRetries: 0 });
+    const first = await client.responses.create({ model: 'claude-haiku', input: 'Name a colour sim:tokens=3' });
+    const messageItem = first.output[0]!;
+    expect(messageItem.type).toBe('message');
+    // The AI SDK's default second turn: the previous reply as a reference, reasoning items handed back.
+    const second = await client.responses.create({
+      model: 'claude-haiku',
+      input: [
+        { role: 'user', content: 'Name a colour sim:tokens=3' },
+        { type: 'item_reference', id: messageItem.id! },
+        { type: 'reasoning', id: 'rs_1', summary: [] },
+        { role: 'user', content: 'And another sim:tokens=4' },
+      ],
+    });
+    expect(second.status).toBe('completed');
+    const items = [];
+    for await (const item of client.responses.inputItems.list(second.id, { order: 'asc', limit: 2 })) items.push(item);
+    expect(items.map((i) => i.type)).toEqual(['message', 'message', 'message']);
+    expect(items[1]).toMatchObject({ role: 'assistant', content: [{ type: 'output_text', text: first.output_text }] });
+    // An input item is referenced the same way.
+    const third = await client.responses.create({
+      model: 'claude-haiku',
+      input: [{ type: 'item_reference', id: items[2]!.id }],
+    });
+    expect(third.status).toBe('completed');
+
+    const foreign = (await sdk(other.key, { maxRetries: 0 })
+      .responses.create({ model: 'claude-haiku', input: [{ type: 'item_reference', id: messageItem.id! }] })
+      .catch((e: unknown) => e)) as APIError;
+    expect(foreign).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(foreign).toMatchObject({ param: 'input', message: expect.stringContaining(messageItem.id!) });
+
+    await client.responses.delete(first.id);
+    await expect(client.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(
+      client.responses.create({ model: 'claude-haiku', input: [{ type: 'item_reference', id: messageItem.id! }] }),
+    ).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(client.responses.delete(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await generationA(key, first.id)).toMatchObject({
+      status: 'succeeded',
+      creditsCharged: credits(chargeForTokens(3, 700)),
+    });
   });
 });
 
@@ -926,12 +1071,12 @@ describe('errors as the SDK knows them', () => {
       client.chat.completions.create({
         model: 'claude-haiku',
         messages,
-        tools: [{ type: 'function', function: { name: 'f' } }],
+        response_format: { type: 'yaml' } as never,
       }),
       OpenAI.BadRequestError,
       400,
       'invalid_request_error',
-      'tools',
+      'response_format.type',
     );
     await expectError(
       client.chat.completions.create({ model: 'claude-haiku', messages, bogus: 1 } as never),
@@ -1031,6 +1176,8 @@ function everyRoute(): [Method, string, string, unknown][] {
     ['post', '/v1/responses', '/v1/responses', { model: 'auto', input: 'hi' }],
     ['get', '/v1/responses/{id}', `/v1/responses/${MISSING}`, undefined],
     ['post', '/v1/responses/{id}/cancel', `/v1/responses/${MISSING}/cancel`, undefined],
+    ['delete', '/v1/responses/{id}', `/v1/responses/${MISSING}`, undefined],
+    ['get', '/v1/responses/{id}/input_items', `/v1/responses/${MISSING}/input_items`, undefined],
     ['post', '/v1/images/generations', '/v1/images/generations', { model: 'flux', prompt: 'x' }],
     ['post', '/v1/video/generations', '/v1/video/generations', { model: 'wan-2.1', prompt: 'x' }],
     ['get', '/v1/video/generations/{id}', `/v1/video/generations/${MISSING}`, undefined],
@@ -1291,6 +1438,27 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
       400,
     );
     c.conforms(await inject(h.app, 'get', `/v1/responses/${MISSING}`, key), 'get', '/v1/responses/{id}', 404);
+    c.conforms(
+      await inject(h.app, 'get', `/v1/responses/${made.id}/input_items`, key),
+      'get',
+      '/v1/responses/{id}/input_items',
+      200,
+    );
+    c.conforms(
+      await inject(h.app, 'get', `/v1/responses/${made.id}/input_items?limit=0`, key),
+      'get',
+      '/v1/responses/{id}/input_items',
+      400,
+    );
+    c.conforms(
+      await inject(h.app, 'get', `/v1/responses/${MISSING}/input_items`, key),
+      'get',
+      '/v1/responses/{id}/input_items',
+      404,
+    );
+    const doomed = (await inject(h.app, 'post', '/v1/responses', key, resp)).json<{ id: string }>();
+    c.conforms(await inject(h.app, 'delete', `/v1/responses/${doomed.id}`, key), 'delete', '/v1/responses/{id}', 200);
+    c.conforms(await inject(h.app, 'delete', `/v1/responses/${doomed.id}`, key), 'delete', '/v1/responses/{id}', 404);
     const queued = c.conforms<{ id: string }>(
       await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:delay=5000', background: true }),
       'post',
