@@ -9,6 +9,7 @@ import type { ChatTools } from '../../core/generation/params';
 import type { ToolCall } from '../../core/vocabulary';
 import type { ChatMessage, ChatSampling, ResponseFormat } from '../../core/generation/params';
 import { principalOf } from '../shared/auth';
+import { clientGone } from '../shared/sse';
 import { errorBody } from '../shared/errors';
 import {
   cancelAfterHeader,
@@ -18,16 +19,7 @@ import {
   spendCapField,
   modelId,
 } from '../shared/fields';
-import {
-  clientGone,
-  errorsB,
-  inGroupBWords,
-  refuseUnknownFields,
-  security,
-  submitOptionsOf,
-  tags,
-  unixSeconds,
-} from './common';
+import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './common';
 import type { OpenAiDeps } from './common';
 
 /**

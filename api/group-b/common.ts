@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { InvalidRequestError, UnknownCostError } from '../../core/errors';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { GenerationService } from '../../service/generation/service';
@@ -67,19 +67,6 @@ export function submitOptionsOf(
     ...(deadlineMs === undefined ? {} : { deadlineMs }),
     ...spendCapOption(cap, 'max_credits'),
   };
-}
-
-/** Ends when the client closes the connection before the response is done. */
-export function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
-  };
-  reply.raw.once('close', onClose);
-  request.raw.once('close', () => {
-    if (request.raw.readableAborted) onClose();
-  });
-  return controller.signal;
 }
 
 /** Seconds since the epoch, as OpenAI's objects carry them. */

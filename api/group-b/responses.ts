@@ -8,6 +8,7 @@ import type { ChatTools } from '../../core/generation/params';
 import type { ChatSampling, ResponseFormat, ResponseRecord } from '../../core/generation/params';
 import type { ResponseItem, StoredItem } from '../../service/chat/responses';
 import { principalOf } from '../shared/auth';
+import { clientGone } from '../shared/sse';
 import {
   cancelAfterHeader,
   functionName,
@@ -18,16 +19,7 @@ import {
 } from '../shared/fields';
 import { partsOfView, responseEvents, responseObject } from './response-shape';
 import type { ResponseParts } from './response-shape';
-import {
-  clientGone,
-  errorsB,
-  GROUP_B_PARAMS,
-  inGroupBWords,
-  refuseUnknownFields,
-  security,
-  submitOptionsOf,
-  tags,
-} from './common';
+import { errorsB, GROUP_B_PARAMS, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
 import type { OpenAiDeps } from './common';
 
 /**
