@@ -14,6 +14,7 @@ import { VIDEO_PREVIEWS } from '../../core/vocabulary';
 import { FLAT_KINDS } from '../../core/webhooks/events';
 import type { RouteEntry, RunOutput } from '../../core/vocabulary';
 import { ProviderRejectedError } from '../../core/errors';
+import { imageInFormat } from '../../core/media/output-format';
 import { metrics } from '../../core/metrics';
 import { chargeForTokens } from '../../core/catalogue/pricing';
 import { INTERNAL_PARAM_KEYS, publicParamsOf } from '../../core/generation/params';
@@ -236,9 +237,13 @@ export function createProviderActivities({
       }
       let outputKey: string | null = null;
       if (result.file) {
-        outputKey = `${job.generationId}/output.${result.file.extension}`;
-        await store.put(outputKey, result.file.data, result.file.contentType);
-        if (job.kind === 'video') await storePreviews(job.generationId, result.file, await thumbnail.made());
+        // An image is charged only once it is stored in the encoding asked for, and readable.
+        const file = job.kind === 'image' ? await imageInFormat(result.file, job.params.outputFormat) : result.file;
+        outputKey = `${job.generationId}/output.${file.extension}`;
+        await store.put(outputKey, file.data, file.contentType);
+        if (job.kind === 'image' && (await store.get(outputKey))?.length !== file.data.length)
+          throw new Error(`the stored output ${outputKey} could not be read back`);
+        if (job.kind === 'video') await storePreviews(job.generationId, file, await thumbnail.made());
       }
       // A per-token model (group B chat run through group A) is charged what it produced.
       const rate = job.internal.ratePer1kMc;

@@ -6,6 +6,7 @@ import { GENERATION_ID_PATTERN } from '../../core/ids';
 import { safeText } from '../../core/text';
 import type { GenerationView } from '../../core/generation/view';
 import { VIDEO_PREVIEWS } from '../../core/vocabulary';
+import { IMAGE_OUTPUT_FORMATS } from '../../core/media/output-format';
 import { principalOf } from '../shared/auth';
 import {
   cancelAfterHeader,
@@ -39,6 +40,21 @@ const idempotencyHeaders = z.looseObject({
 
 const IMAGE_SIZES = { '1024x1024': [1024, 1024], '1792x1024': [1792, 1024], '1024x1792': [1024, 1792] } as const;
 
+const responseFormat = z
+  .enum(['url', 'b64_json'], { error: "response_format must be 'url' or 'b64_json'" })
+  .nullish()
+  .describe(
+    'b64_json (the default for gpt-image-* models, as OpenAI answers them), or url (signed, valid 24 h; the default for others)',
+  );
+const outputFormat = z
+  .enum(IMAGE_OUTPUT_FORMATS, { error: "output_format must be 'png', 'jpeg' or 'webp'" })
+  .nullish()
+  .describe('The image’s encoding (png by default); an image that cannot be given in it is not charged');
+
+/** OpenAI answers gpt-image models in base64 when no response_format is asked (and clients rely on it); others by URL. */
+const answerFormatOf = (model: string, asked: 'url' | 'b64_json' | null | undefined): 'url' | 'b64_json' =>
+  asked ?? (/^gpt-image/.test(model) ? 'b64_json' : 'url');
+
 export const imageGenerationBody = z
   .object({
     model: modelId.describe('Any image id of GET /v1/models (flux, gpt-image-1, image-nano-pro…)'),
@@ -61,10 +77,11 @@ export const imageGenerationBody = z
       .describe(
         'hd: the model’s high variant where one is listed (gpt-image-1 → gpt-image-1-high), else twice the price',
       ),
-    response_format: z
-      .enum(['url', 'b64_json'], { error: "response_format must be 'url' or 'b64_json'" })
-      .nullish()
-      .describe('url (default): signed, valid 24 h'),
+    response_format: responseFormat,
+    output_format: outputFormat,
+    output_compression: z.number().int().min(0).max(100).nullish().describe('Accepted and ignored'),
+    background: z.enum(['transparent', 'opaque', 'auto']).nullish().describe('Accepted and ignored'),
+    moderation: z.enum(['low', 'auto']).nullish().describe('Accepted and ignored'),
     style: z.enum(['vivid', 'natural']).nullish().describe('Accepted and ignored'),
     user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
     deadline_seconds: deadlineSeconds.nullable(),
@@ -365,6 +382,26 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
       return (await deps.service.remix(principal, id, request.body.prompt, options)).generation;
     });
 
+  /**
+   * The answer's data, in the format asked. The images were stored, and read back, before their
+   * charge (activities/generation/provider.ts); a read that fails now is tried again before giving up.
+   */
+  const imagesData = (principal: ReturnType<typeof principalOf>, done: GenerationView[], format: 'url' | 'b64_json') =>
+    Promise.all(
+      done.map(async (g) => {
+        if (format === 'url') return { url: g.outputUrl, revised_prompt: null, generation_id: g.id };
+        for (let attempt = 1; ; attempt++) {
+          const { file } = await deps.service.output(principal, g.id);
+          if (file) return { b64_json: file.data.toString('base64'), revised_prompt: null, generation_id: g.id };
+          if (attempt === 3)
+            throw new ProviderFailedError(
+              `The image file of ${g.id} could not be read now; it is at GET /api/v1/generations/${g.id}.`,
+            );
+          await new Promise((r) => setTimeout(r, 200 * attempt));
+        }
+      }),
+    );
+
   route.post(
     '/v1/images/generations',
     {
@@ -385,7 +422,15 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
       const principal = principalOf(request);
       const { generations } = await inGroupBWords(() =>
         deps.service.submitMany(
-          { kind: 'image', model: body.model, prompt: body.prompt, width, height, hd: body.quality === 'hd' },
+          {
+            kind: 'image',
+            model: body.model,
+            prompt: body.prompt,
+            width,
+            height,
+            hd: body.quality === 'hd',
+            outputFormat: body.output_format ?? undefined,
+          },
           principal,
           {
             ...submitOptionsOf(request, 'POST /v1/images/generations', body, body.deadline_seconds),
@@ -403,16 +448,7 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
               : 'The images are still being generated; they will be listed at GET /api/v1/generations.',
           );
         }
-        const data = await Promise.all(
-          done.map(async (g) => {
-            if (body.response_format !== 'b64_json')
-              return { url: g.outputUrl, revised_prompt: null, generation_id: g.id };
-            const { file } = await deps.service.output(principal, g.id);
-            if (!file)
-              throw new ProviderFailedError('The image file could not be read; retry with response_format url.');
-            return { b64_json: file.data.toString('base64'), revised_prompt: null, generation_id: g.id };
-          }),
-        );
+        const data = await imagesData(principal, done, answerFormatOf(body.model, body.response_format));
         const charged = done.reduce((sum, g) => sum + g.creditsCharged * 1000, 0) / 1000;
         return { created: unixSeconds(generations[0]!.createdAt), data, credits_charged: charged };
       } catch (err) {

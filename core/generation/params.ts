@@ -30,6 +30,12 @@ export interface PublicParams {
   height?: number;
   /** Image: group B's `quality: "hd"`, charged twice where the model has no high variant. */
   hd?: true;
+  /** Image: the encoding asked for (OpenAI's `output_format`); PNG when absent. */
+  outputFormat?: 'png' | 'jpeg' | 'webp';
+  /** Image edit: how many input images it took (the first is the one edited). */
+  inputImages?: number;
+  /** Image edit: a mask said where to edit (its transparent pixels). */
+  masked?: true;
   /** Video: seconds after clamping to the model's range (what is priced and run). */
   seconds?: number;
   resolution?: Resolution;
@@ -144,6 +150,9 @@ export interface InternalParams {
   outputToolCalls?: ToolCall[];
   /** Video (reference frame), upscale: where the checked input image is stored. */
   inputKey?: string;
+  /** Image edit: where its checked input images are stored, in order, and its mask. */
+  inputKeys?: string[];
+  maskKey?: string;
   /** One of several generations admitted by one request (group B's `n` images): the first one's id and this one's place. */
   siblings?: { firstId: string; index: number };
 }
@@ -155,6 +164,9 @@ export const PUBLIC_PARAM_KEYS = Object.keys({
   width: true,
   height: true,
   hd: true,
+  outputFormat: true,
+  inputImages: true,
+  masked: true,
   seconds: true,
   resolution: true,
   remixedFrom: true,
@@ -179,6 +191,8 @@ export const INTERNAL_PARAM_KEYS = Object.keys({
   response: true,
   outputToolCalls: true,
   inputKey: true,
+  inputKeys: true,
+  maskKey: true,
   siblings: true,
 } satisfies Record<keyof InternalParams, true>) as (keyof InternalParams)[];
 

@@ -113,7 +113,9 @@ export function createOpenAiUpstream(
             prompt: job.prompt,
             n: 1,
             size: `${job.params.width ?? 1024}x${job.params.height ?? 1024}`,
-            response_format: 'b64_json',
+            // gpt-image models answer base64 by themselves and take no response_format.
+            ...(/^gpt-image/.test(upstreamModel(job)) ? {} : { response_format: 'b64_json' }),
+            ...(job.params.outputFormat ? { output_format: job.params.outputFormat } : {}),
           },
         });
         const body = (await res.json()) as { data?: { b64_json?: string; url?: string }[] };

@@ -33,6 +33,8 @@ export type GenerationRequest =
       height?: number | undefined;
       /** Group B's `quality: "hd"`: the model's high variant, or twice its price (DESIGN §6). */
       hd?: boolean | undefined;
+      /** The encoding of the answer (OpenAI's `output_format`): the run gives it or fails uncharged. */
+      outputFormat?: 'png' | 'jpeg' | 'webp' | undefined;
     }
   | {
       kind: 'video';
@@ -94,7 +96,7 @@ export function priceRequest(
         ...base,
         model: quote.model,
         prompt: request.prompt,
-        params: { ...quote.params },
+        params: { ...quote.params, ...(request.outputFormat ? { outputFormat: request.outputFormat } : {}) },
         internal: {},
         quoteMc: quote.priceMc,
       };

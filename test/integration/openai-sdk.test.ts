@@ -744,6 +744,27 @@ describe('images', () => {
     expect(await balanceOf(key)).toMatchObject({ balance: 100 - 2 * 17 - 2 * 17 });
   });
 
+  it('gpt-image models answer base64 when no response_format is asked (others a URL); output_format re-encodes before the charge', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = sdk(key);
+    const gpt = await client.images.generate({ model: 'gpt-image-1', prompt: 'a fox' });
+    expect(gpt.data![0]!.url).toBeUndefined();
+    expect(Buffer.from(gpt.data![0]!.b64_json!, 'base64').subarray(1, 4).toString()).toBe('PNG');
+    const flux = await client.images.generate({ model: 'flux', prompt: 'a fox' });
+    expect(flux.data![0]!.url).toMatch(/^http/);
+    const jpeg = await client.images.generate({ model: 'gpt-image-1', prompt: 'a fox', output_format: 'jpeg' });
+    expect((await sharp(Buffer.from(jpeg.data![0]!.b64_json!, 'base64')).metadata()).format).toBe('jpeg');
+    const webp = await client.images.generate({
+      model: 'flux',
+      prompt: 'a fox',
+      output_format: 'webp',
+      response_format: 'url',
+    });
+    const file = await download(h, webp.data![0]!.url!);
+    expect(file.contentType).toBe('image/webp');
+    expect(await balanceOf(key)).toMatchObject({ balance: 100 - 6 - 3 - 6 - 3, holdsActive: 0 });
+  });
+
   it('a repeat with the same Idempotency-Key answers the same images without a second hold', async () => {
     const { key, accountId } = await h.account({ credits: 20 });
     const client = sdk(key);
