@@ -23,6 +23,8 @@ export interface UpstreamEndpoint {
   baseUrl: string;
   /** The Authorization header value, or undefined for none. */
   authorization: string | undefined;
+  /** Headers every call carries besides (Anthropic's `x-api-key` and `anthropic-version`). */
+  headers?: Record<string, string> | undefined;
   /** Time allowed to each call until its answer starts, and between two pieces of a stream. */
   timeoutMs: number;
 }
@@ -53,6 +55,7 @@ export async function callUpstream(
         accept: 'application/json, text/event-stream',
         ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
         ...(endpoint.authorization ? { authorization: endpoint.authorization } : {}),
+        ...endpoint.headers,
         ...init.headers,
       },
       ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
