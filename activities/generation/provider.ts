@@ -202,6 +202,7 @@ export function createProviderActivities({
     });
     try {
       const input = await inputOf(job, store);
+      const edit = await editInputsOf(job, store);
       ctx.log.info('provider run started', {
         generationId: job.generationId,
         kind: job.kind,
@@ -209,14 +210,17 @@ export function createProviderActivities({
         attempt: ctx.info.attempt,
       });
       const resume: unknown = ctx.info.heartbeatDetails ?? given;
-      const result = await provider.run(input === undefined ? job : { ...job, input }, {
-        heartbeat: (details?: unknown) => ctx.heartbeat(details),
-        signal: ctx.cancellationSignal,
-        progress: (percent: number) => progress.provider(percent),
-        ...(job.kind === 'video' ? { preview: (frame: ProviderFile) => thumbnail.offer(frame) } : {}),
-        ...(resume === undefined ? {} : { resume }),
-        ...(detach ? { detach } : {}),
-      });
+      const result = await provider.run(
+        { ...job, ...(input === undefined ? {} : { input }), ...edit },
+        {
+          heartbeat: (details?: unknown) => ctx.heartbeat(details),
+          signal: ctx.cancellationSignal,
+          progress: (percent: number) => progress.provider(percent),
+          ...(job.kind === 'video' ? { preview: (frame: ProviderFile) => thumbnail.offer(frame) } : {}),
+          ...(resume === undefined ? {} : { resume }),
+          ...(detach ? { detach } : {}),
+        },
+      );
       if (result.waiting) {
         await recordUpstreamJob(pool, {
           upstream: result.waiting.upstream,
@@ -336,6 +340,19 @@ function jobOf({ resume: _resume, ...run }: ProviderRun): ProviderJob {
 export type ProviderStart = { output: RunOutput } | { waiting: UpstreamWait; route?: RouteEntry };
 
 /** The stored input of a job that transforms one; a missing input fails the job for good. */
+/** An edit's stored input images and mask, read for the run. */
+async function editInputsOf(job: ProviderJob, store: OutputStore): Promise<{ inputs?: Buffer[]; mask?: Buffer }> {
+  const keys = job.internal.inputKeys;
+  if (keys === undefined) return {};
+  const read = async (key: string) => {
+    const data = await store.get(key);
+    if (!data) throw new ProviderRejectedError(`The input ${key} is missing from the store.`, 'input_missing');
+    return data;
+  };
+  const inputs = await Promise.all(keys.map(read));
+  return { inputs, ...(job.internal.maskKey ? { mask: await read(job.internal.maskKey) } : {}) };
+}
+
 async function inputOf(job: ProviderJob, store: OutputStore): Promise<Buffer | undefined> {
   const key = job.internal.inputKey;
   if (key === undefined) return undefined;

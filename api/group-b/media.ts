@@ -19,10 +19,22 @@ import {
 } from '../shared/fields';
 import { remixBody } from '../shared/generate-bodies';
 import { idParams } from '../shared/schemas';
-import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './common';
+import {
+  errorsB,
+  GROUP_B_PARAMS,
+  inGroupBWords,
+  refuseUnknownFields,
+  security,
+  submitOptionsOf,
+  tags,
+  unixSeconds,
+} from './common';
+import type { EditInput } from '../../service/generation/requests';
 import type { OpenAiDeps } from './common';
 
 const maxCredits = spendCapField('max_credits');
+/** An edit's inputs as the edits route names them. */
+const EDIT_PARAMS = { ...GROUP_B_PARAMS, editImages: 'image', editMask: 'mask' };
 
 /** Group B images and videos: each image and each video is a generation like any other door's. */
 
@@ -115,6 +127,83 @@ const imagesResponse = z
     credits_charged: z.number().describe('Credits charged for these images'),
   })
   .meta({ id: 'ImagesResponse' });
+
+/** Multipart sends numbers as strings. */
+const formNumber = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), schema);
+
+const editReference = z.union(
+  [
+    z.object({ image_url: httpImageUrl('image_url') }),
+    z.object({ file_id: z.string().max(100).describe('The id of one of the account’s succeeded image generations') }),
+  ],
+  { error: 'an image is { "image_url": "https://…" } or { "file_id": "gen_…" }' },
+);
+
+/** POST /v1/images/edits as the SDKs send it: multipart (`image` or `image[]` files, `mask`), or JSON (`images`, `mask` by URL or id). */
+export const imageEditBody = z
+  .object({
+    model: modelId.describe('An image id of GET /v1/models whose options list features: ["edit"]'),
+    prompt,
+    image: z.unknown().optional().describe('Multipart: the image to edit (PNG, JPEG or WebP); several as image[]'),
+    'image[]': z.unknown().optional().describe('Multipart: several images, the first edited, the others guiding it'),
+    images: z.array(editReference).min(1).max(16).optional().describe('JSON: the images, by URL or file id'),
+    mask: z
+      .unknown()
+      .optional()
+      .describe('Where to edit: its transparent pixels. A file (multipart), or { image_url } / { file_id } (JSON)'),
+    n: formNumber(
+      z.number().int().min(1, { error: 'n must be 1 to 4' }).max(4, { error: 'n must be 1 to 4' }),
+    ).optional(),
+    size: z
+      .enum(['auto', '256x256', '512x512', '1024x1024', '1536x1024', '1024x1536'], {
+        error: 'size is not one OpenAI offers',
+      })
+      .optional()
+      .describe('Accepted; the edit keeps the size of the image edited'),
+    quality: z.enum(['auto', 'low', 'medium', 'high', 'standard']).optional().describe('Accepted and ignored'),
+    response_format: responseFormat,
+    output_format: outputFormat,
+    output_compression: formNumber(z.number().int().min(0).max(100)).optional().describe('Accepted and ignored'),
+    background: z.enum(['transparent', 'opaque', 'auto']).optional().describe('Accepted and ignored'),
+    input_fidelity: z.enum(['high', 'low']).optional().describe('Accepted and ignored'),
+    moderation: z.enum(['low', 'auto']).optional().describe('Accepted and ignored'),
+    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
+    deadline_seconds: formNumber(deadlineSeconds),
+    max_credits: formNumber(maxCredits),
+  })
+  .meta({ id: 'ImageEditRequest' });
+
+type ImageEditBody = z.infer<typeof imageEditBody>;
+
+/** The edit's inputs in the service's terms: uploads as bytes, URLs, and file ids as the generations they name. */
+function editOf(body: ImageEditBody): { images: EditInput[]; mask?: EditInput } {
+  const filesOf = (v: unknown): unknown[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+  const given = [...filesOf(body.image), ...filesOf(body['image[]'])];
+  if (given.some((v) => !Buffer.isBuffer(v)))
+    throw new InvalidRequestError(
+      'image must be uploaded image files (multipart); send URLs as images in JSON.',
+      'image',
+    );
+  const reference = (r: z.infer<typeof editReference>): EditInput =>
+    'image_url' in r ? { url: r.image_url } : { generation: r.file_id };
+  const images: EditInput[] = body.images ? body.images.map(reference) : (given as Buffer[]).map((file) => ({ file }));
+  if (images.length === 0)
+    throw new InvalidRequestError(
+      'image: an image to edit is required: a file (multipart image or image[]), or images by URL or file id (JSON).',
+      'image',
+    );
+  if (images.length > 16) throw new InvalidRequestError('image: at most 16 images.', 'image');
+  if (body.mask === undefined) return { images };
+  if (Buffer.isBuffer(body.mask)) return { images, mask: { file: body.mask } };
+  const mask = editReference.safeParse(body.mask);
+  if (!mask.success)
+    throw new InvalidRequestError(
+      'mask must be an uploaded image file, or { "image_url": … } or { "file_id": … }.',
+      'mask',
+    );
+  return { images, mask: reference(mask.data) };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Video: the spec's /v1/video/generations and OpenAI's /v1/videos, one generation either way
@@ -446,6 +535,71 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
             failure
               ? `The image could not be generated (${failure.code}): ${failure.message} Nothing was charged.`
               : 'The images are still being generated; they will be listed at GET /api/v1/generations.',
+          );
+        }
+        const data = await imagesData(principal, done, answerFormatOf(body.model, body.response_format));
+        const charged = done.reduce((sum, g) => sum + g.creditsCharged * 1000, 0) / 1000;
+        return { created: unixSeconds(generations[0]!.createdAt), data, credits_charged: charged };
+      } catch (err) {
+        throw markAfterAdmission(err);
+      }
+    },
+  );
+
+  route.post(
+    '/v1/images/edits',
+    {
+      schema: {
+        operationId: 'openaiEditImages',
+        tags,
+        security,
+        summary:
+          'n edits (1 to 4) of an image (client.images.edit), each a generation of its own, priced as the model’s image',
+        description:
+          'Multipart (image or image[] files, mask) as the SDKs send it, or JSON with images and mask by image_url or file_id (the id of one of the account’s ' +
+          'succeeded image generations). The inputs are fetched and checked before anything is held; a bad one is a 400 naming it. Models that edit list ' +
+          'features: ["edit"] in GET /api/v1/models; others are a 400 naming model.',
+        body: imageEditBody,
+        headers: idempotencyHeaders,
+        response: { 200: imagesResponse, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 502, 503) },
+      },
+    },
+    async (request) => {
+      const body = request.body;
+      const principal = principalOf(request);
+      const edit = editOf(body);
+      // Uploads are in the request: their hashes stand for them under an Idempotency-Key.
+      const hash = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+      const keyed = {
+        ...body,
+        image: undefined,
+        'image[]': undefined,
+        mask: Buffer.isBuffer(body.mask) ? hash(body.mask) : body.mask,
+        inputs: edit.images.map((i) => ('file' in i ? hash(i.file) : i)),
+      };
+      const { generations } = await inGroupBWords(
+        () =>
+          deps.service.submitMany(
+            {
+              kind: 'image',
+              model: body.model,
+              prompt: body.prompt,
+              outputFormat: body.output_format ?? undefined,
+              edit,
+            },
+            principal,
+            { ...submitOptionsOf(request, 'POST /v1/images/edits', keyed, body.deadline_seconds), count: body.n ?? 1 },
+          ),
+        EDIT_PARAMS,
+      );
+      try {
+        const done = generations.filter((g) => g.status === 'succeeded');
+        if (done.length === 0) {
+          const failure = generations.find((g) => g.error)?.error;
+          throw new ProviderFailedError(
+            failure
+              ? `The image could not be edited (${failure.code}): ${failure.message} Nothing was charged.`
+              : 'The edits are still being made; they will be listed at GET /api/v1/generations.',
           );
         }
         const data = await imagesData(principal, done, answerFormatOf(body.model, body.response_format));

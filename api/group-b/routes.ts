@@ -17,10 +17,11 @@ import type { OpenAiDeps } from './common';
 
 export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
   app.addHook('onRequest', requireApiKey(deps, 'authentication_error'));
-  // OpenAI's SDK sends video creation as multipart/form-data; fields become the body, files buffers.
+  // OpenAI's SDK sends video creation and image edits as multipart/form-data; fields become the
+  // body, files buffers (an edit takes up to 16 images and a mask).
   await app.register(multipart, {
     attachFieldsToBody: 'keyValues',
-    limits: { fileSize: 25 * 1024 * 1024, files: 1, fields: 20 },
+    limits: { fileSize: 25 * 1024 * 1024, files: 17, fields: 20 },
   });
   await app.register(openaiModelRoutes, deps);
   await app.register(openaiChatRoutes, deps);

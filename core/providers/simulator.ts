@@ -1,5 +1,6 @@
 import sharp from 'sharp';
 import { ProviderRejectedError } from '../errors';
+import { editImage } from '../media/edit';
 import { renderImagePng } from '../media/png';
 import { renderFirstFrameWebp, renderVideoWebm } from '../media/webm';
 import { ImageInputError } from '../media/image-errors';
@@ -57,6 +58,10 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
         throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
       switch (job.kind) {
         case 'image': {
+          if (job.inputs?.[0]) {
+            const data = await editImage({ image: job.inputs[0], mask: job.mask, seed });
+            return { file: { data, contentType: 'image/png', extension: 'png' } };
+          }
           const { width, height } = dimensions(job.params, 1024, 1024);
           return {
             file: { data: await renderImagePng({ width, height, seed }), contentType: 'image/png', extension: 'png' },

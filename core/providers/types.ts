@@ -12,6 +12,9 @@ export interface ProviderJob {
   internal: InternalParams;
   /** The input file of a job that transforms one (upscale), read from the store by the activity. */
   input?: Buffer;
+  /** An image edit's input images (the first is edited) and its mask (transparent where to edit). */
+  inputs?: Buffer[];
+  mask?: Buffer;
 }
 
 export interface ProviderFile {

@@ -38,6 +38,8 @@ export async function callUpstream(
   init: {
     method?: 'GET' | 'POST' | 'PUT';
     body?: unknown;
+    /** A multipart body instead of JSON (OpenAI's image edits). */
+    form?: FormData;
     signal: AbortSignal;
     url?: string;
     headers?: Record<string, string>;
@@ -50,7 +52,7 @@ export async function callUpstream(
   let res: Response;
   try {
     res = await fetch(url, {
-      method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+      method: init.method ?? (init.body === undefined && init.form === undefined ? 'GET' : 'POST'),
       headers: {
         accept: 'application/json, text/event-stream',
         ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
@@ -59,6 +61,7 @@ export async function callUpstream(
         ...init.headers,
       },
       ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+      ...(init.form === undefined ? {} : { body: init.form }),
       redirect: 'error',
       signal: AbortSignal.any([init.signal, deadline.signal]),
     });

@@ -1,4 +1,4 @@
-import { AUTO_CHAT_MODEL_ID } from '../../core/catalogue/models';
+import { AUTO_CHAT_MODEL_ID, findImageModel, IMAGE_MODELS } from '../../core/catalogue/models';
 import type { UpscaleScale } from '../../core/generation/params';
 import { InvalidRequestError } from '../../core/errors';
 import { newId } from '../../core/ids';
@@ -35,6 +35,8 @@ export type GenerationRequest =
       hd?: boolean | undefined;
       /** The encoding of the answer (OpenAI's `output_format`): the run gives it or fails uncharged. */
       outputFormat?: 'png' | 'jpeg' | 'webp' | undefined;
+      /** An edit: the images to edit (the first is edited, the others guide it) and where (the mask's transparent pixels). */
+      edit?: { images: EditInput[]; mask?: EditInput | undefined } | undefined;
     }
   | {
       kind: 'video';
@@ -62,6 +64,9 @@ export type GenerationRequest =
       responseFormat?: ResponseFormat | undefined;
     }
   | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
+
+/** An edit's input: a URL, bytes the request carried, or the output of one of the account's image generations. */
+export type EditInput = { url: string } | { file: Buffer } | { generation: string };
 
 /** A priced request: everything a generation workflow needs, before its hold is placed. */
 export interface PricedGeneration extends Omit<GenerationWorkflowInput, 'admitted'> {
@@ -92,11 +97,23 @@ export function priceRequest(
       assertPromptAllowed(request.prompt);
       const quote = quoteImage(request);
       assertModelAllowed(principal, 'image', quote.model);
+      const edit = request.edit;
+      if (edit && !findImageModel(quote.model)?.edits)
+        throw new InvalidRequestError(
+          `model: ${quote.model} does not edit images; models that do: ${IMAGE_MODELS.filter((m) => m.edits)
+            .map((m) => m.id)
+            .join(', ')}.`,
+          'model',
+        );
       return {
         ...base,
         model: quote.model,
         prompt: request.prompt,
-        params: { ...quote.params, ...(request.outputFormat ? { outputFormat: request.outputFormat } : {}) },
+        params: {
+          ...quote.params,
+          ...(request.outputFormat ? { outputFormat: request.outputFormat } : {}),
+          ...(edit ? { inputImages: edit.images.length, ...(edit.mask ? { masked: true as const } : {}) } : {}),
+        },
         internal: {},
         quoteMc: quote.priceMc,
       };

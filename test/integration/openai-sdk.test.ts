@@ -35,7 +35,15 @@ beforeAll(async () => {
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   baseURL = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;
   c = createConformance(await loadDocument(h.app));
+  // An image of the service's own (its signed URL is read from the store): what the edits below edit.
+  const { key } = await h.account({ credits: 10 });
+  const made = await h.call('POST', '/v1/images/generations', {
+    key,
+    body: { model: 'flux', prompt: 'an image to edit', size: '1024x1024' },
+  });
+  editSource = made.json<{ data: { url: string; generation_id: string }[] }>().data[0]!;
 });
+let editSource: { url: string; generation_id: string };
 afterAll(async () => {
   await h?.close();
 });
@@ -765,6 +773,83 @@ describe('images', () => {
     expect(await balanceOf(key)).toMatchObject({ balance: 100 - 6 - 3 - 6 - 3, holdsActive: 0 });
   });
 
+  it('client.images.edit: a multipart image and mask, edited where the mask is transparent; base64 for gpt-image; JSON by file_id; priced per image', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = sdk(key);
+    const size = 64;
+    const image = await sharp({ create: { width: size, height: size, channels: 3, background: '#2040a0' } })
+      .png()
+      .toBuffer();
+    // Transparent (to edit) on the left half, opaque on the right.
+    const mask = await sharp({
+      create: { width: size, height: size, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } },
+    })
+      .composite([
+        {
+          input: await sharp({
+            create: { width: size / 2, height: size, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } },
+          })
+            .png()
+            .toBuffer(),
+          left: 0,
+          top: 0,
+          blend: 'dest-out',
+        },
+      ])
+      .png()
+      .toBuffer();
+    const edited = await client.images.edit({
+      model: 'gpt-image-1',
+      prompt: 'paint the left half',
+      image: await toFile(image, 'photo.png', { type: 'image/png' }),
+      mask: await toFile(mask, 'mask.png', { type: 'image/png' }),
+    });
+    const out = await sharp(Buffer.from(edited.data![0]!.b64_json!, 'base64'))
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    expect(out.info).toMatchObject({ width: size, height: size });
+    const pixel = (x: number, y: number) => [
+      ...out.data.subarray((y * size + x) * out.info.channels, (y * size + x) * out.info.channels + 3),
+    ];
+    expect(pixel(size - 4, 10)).toEqual([0x20, 0x40, 0xa0]);
+    expect(pixel(4, 10)).not.toEqual([0x20, 0x40, 0xa0]);
+
+    const two = await client.images.edit({
+      model: 'image-nano-banana',
+      prompt: 'combine them',
+      image: [await toFile(image, 'a.png', { type: 'image/png' }), await toFile(image, 'b.png', { type: 'image/png' })],
+      response_format: 'url',
+      n: 2,
+    });
+    expect(two.data).toHaveLength(2);
+    const byId = await client.post<{ data: { b64_json: string }[] }>('/images/edits', {
+      body: {
+        model: 'gpt-image-1',
+        prompt: 'again',
+        images: [{ file_id: (edited.data![0] as { generation_id?: string }).generation_id }],
+      },
+    });
+    expect(byId.data).toHaveLength(1);
+    // Another account's image is no file of this one.
+    await expect(
+      client.post('/images/edits', {
+        body: { model: 'gpt-image-1', prompt: 'x', images: [{ file_id: editSource.generation_id }] },
+      }),
+    ).rejects.toMatchObject({ status: 400, param: 'image' });
+    expect(await balanceOf(key)).toMatchObject({ balance: 100 - 6 - 2 * 8 - 6, holdsActive: 0 });
+
+    const refused = (await client.images
+      .edit({ model: 'flux', prompt: 'x', image: await toFile(image, 'a.png', { type: 'image/png' }) })
+      .catch((e: unknown) => e)) as APIError;
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({ param: 'model', message: expect.stringContaining('does not edit images') });
+    const notImage = (await client.images
+      .edit({ model: 'gpt-image-1', prompt: 'x', image: await toFile(Buffer.from('not an image'), 'a.png') })
+      .catch((e: unknown) => e)) as APIError;
+    expect(notImage).toMatchObject({ status: 400, param: 'image' });
+    expect(await balanceOf(key)).toMatchObject({ balance: 100 - 6 - 2 * 8 - 6 });
+  });
+
   it('a repeat with the same Idempotency-Key answers the same images without a second hold', async () => {
     const { key, accountId } = await h.account({ credits: 20 });
     const client = sdk(key);
@@ -1200,6 +1285,12 @@ function everyRoute(): [Method, string, string, unknown][] {
     ['delete', '/v1/responses/{id}', `/v1/responses/${MISSING}`, undefined],
     ['get', '/v1/responses/{id}/input_items', `/v1/responses/${MISSING}/input_items`, undefined],
     ['post', '/v1/images/generations', '/v1/images/generations', { model: 'flux', prompt: 'x' }],
+    [
+      'post',
+      '/v1/images/edits',
+      '/v1/images/edits',
+      { model: 'gpt-image-1', prompt: 'x', images: [{ image_url: editSource.url }] },
+    ],
     ['post', '/v1/video/generations', '/v1/video/generations', { model: 'wan-2.1', prompt: 'x' }],
     ['get', '/v1/video/generations/{id}', `/v1/video/generations/${MISSING}`, undefined],
     ['post', '/v1/videos', '/v1/videos', { model: 'wan-2.1', prompt: 'x' }],
@@ -1275,6 +1366,26 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
       'post',
       '/v1/images/generations',
       400,
+    );
+    const edit = { model: 'gpt-image-1', prompt: 'x', images: [{ image_url: editSource.url }] };
+    c.conforms(await inject(h.app, 'post', '/v1/images/edits', key, edit), 'post', '/v1/images/edits', 200);
+    c.conforms(
+      await inject(h.app, 'post', '/v1/images/edits', key, { ...edit, model: 'flux' }),
+      'post',
+      '/v1/images/edits',
+      400,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/images/edits', key, { ...edit, prompt: 'sim:fail' }),
+      'post',
+      '/v1/images/edits',
+      502,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/images/edits', key, { ...edit, prompt: 'x'.repeat(9 * 1024 * 1024) }),
+      'post',
+      '/v1/images/edits',
+      413,
     );
     c.conforms(
       await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'sim:fail' }),
@@ -1528,8 +1639,8 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
       everyRoute().filter(([m, path]) => m === 'post' && !path.endsWith('/cancel') && !path.endsWith('/remix'));
     for (const [method, path, url, body] of creates()) {
       const res = await inject(h.app, method, url, poor.key, body);
-      c.conforms(res, method, path, path === '/v1/images/generations' ? 402 : 403);
-      if (path === '/v1/images/generations')
+      c.conforms(res, method, path, path.startsWith('/v1/images/') ? 402 : 403);
+      if (path.startsWith('/v1/images/'))
         c.conforms(
           await inject(h.app, method, url, (await h.account({ credits: 0, scopes: ['video'] })).key, body),
           method,
