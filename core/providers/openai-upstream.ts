@@ -129,7 +129,7 @@ export function createOpenAiUpstream(
         for (const [i, image] of job.inputs.entries())
           form.append(job.inputs.length === 1 ? 'image' : 'image[]', blob(image), `image-${i}.png`);
         if (job.mask) form.append('mask', blob(job.mask), 'mask.png');
-        if (!/^gpt-image/.test(model)) form.append('response_format', 'b64_json');
+        if (!/(^|\/)gpt-image/.test(model)) form.append('response_format', 'b64_json');
         if (job.params.outputFormat) form.append('output_format', job.params.outputFormat);
         const res = await callUpstream(endpoint, '/images/edits', { signal: ctx.signal, form });
         return { file: await imageOf(res, ctx.signal) };
@@ -143,7 +143,7 @@ export function createOpenAiUpstream(
             n: 1,
             size: `${job.params.width ?? 1024}x${job.params.height ?? 1024}`,
             // gpt-image models answer base64 by themselves and take no response_format.
-            ...(/^gpt-image/.test(upstreamModel(job)) ? {} : { response_format: 'b64_json' }),
+            ...(/(^|\/)gpt-image/.test(upstreamModel(job)) ? {} : { response_format: 'b64_json' }),
             ...(job.params.outputFormat ? { output_format: job.params.outputFormat } : {}),
           },
         });

@@ -41,10 +41,22 @@ const directive = (text: string, name: string): string | undefined =>
   new RegExp(`(?:^|\\s)up:${name}(?:=(\\S+))?(?:\\s|$)`).exec(text)?.[1] ??
   (new RegExp(`(?:^|\\s)up:${name}(?:\\s|$)`).test(text) ? '' : undefined);
 
+/** A request's JSON body; a multipart form as its fields, each file as `{ filename, type, size }`. */
 async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
+  const raw = Buffer.concat(chunks);
+  if (req.headers['content-type']?.startsWith('multipart/form-data')) {
+    const form = await new Response(raw, { headers: { 'content-type': req.headers['content-type'] } }).formData();
+    const fields: Record<string, unknown> = {};
+    for (const [name, value] of form.entries()) {
+      const field = typeof value === 'string' ? value : { filename: value.name, type: value.type, size: value.size };
+      // Repeated names (image[]) gather into a list.
+      fields[name] = name in fields ? [fields[name], field].flat() : field;
+    }
+    return fields;
+  }
+  const text = raw.toString('utf8');
   return text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
 }
 
@@ -107,7 +119,7 @@ function refuse(res: ServerResponse, status: number, policy: boolean, leak?: str
 
 const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta'];
 
-/** An OpenAI-compatible API on loopback: /v1/chat/completions (whole or streamed) and /v1/images/generations. */
+/** An OpenAI-compatible API on loopback: /v1/chat/completions (whole or streamed), /v1/images/generations and /v1/images/edits (multipart). */
 export async function startOpenAiUpstream(): Promise<UpstreamServer> {
   const received: Received[] = [];
   const always = { directives: '' };
@@ -130,7 +142,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
       const status = Number(directive(text, 'status') ?? 0);
       if (status) return refuse(res, status, directive(text, 'policy') !== undefined, directive(text, 'leak'));
 
-      if (req.url === '/v1/images/generations') {
+      if (req.url === '/v1/images/generations' || req.url === '/v1/images/edits') {
         return res
           .writeHead(200, { 'content-type': 'application/json' })
           .end(JSON.stringify({ created: 1, data: [{ b64_json: png.toString('base64') }] }));
