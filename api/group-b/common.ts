@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
-import { InvalidRequestError, UnknownCostError } from '../../core/errors';
 import type { OutputStore } from '../../core/storage/output-store';
+import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import type { AuthDeps } from '../shared/auth';
-import { inDoorWords } from '../shared/errors';
+import { assertKnownFields } from '../shared/openai/words';
 import { clientDeadlineMs, idempotencyOf, spendCapOption } from '../shared/fields';
 import { apiError } from '../shared/schemas';
 
@@ -11,41 +11,13 @@ import { apiError } from '../shared/schemas';
 
 export interface OpenAiDeps extends AuthDeps {
   service: GenerationService;
+  batches: BatchService;
   store: OutputStore;
 }
 
-/** The shared request names fields as the service does; group B spells them OpenAI's way. */
-export const GROUP_B_PARAMS: Record<string, string> = {
-  imageUrl: 'image_url',
-  inputFile: 'input_reference',
-  maxTokens: 'max_tokens',
-  responseFormat: 'response_format',
-  kind: 'model',
-  seconds: 'duration',
-};
-
-/** Group B has no `unknown_cost`: an id it does not know is a bad parameter, as with OpenAI. */
-export function inGroupBWords<T>(work: () => Promise<T>, renames: Record<string, string> = GROUP_B_PARAMS): Promise<T> {
-  return inDoorWords(renames, work, (err) =>
-    err instanceof UnknownCostError
-      ? new InvalidRequestError(err.message.replace('No price is defined for', 'Group B has no'), 'model')
-      : undefined,
-  );
-}
-
-/**
- * OpenAI answers an argument it does not know with a 400 that names it, rather than ignoring it;
- * so do we (zod would silently strip it). Runs before validation, on the raw body.
- */
+/** Refuses a body naming an argument OpenAI's API does not have (assertKnownFields), before validation. */
 export function refuseUnknownFields(allowed: readonly string[]) {
-  const known = new Set(allowed);
-  return async (request: FastifyRequest): Promise<void> => {
-    const body = request.body;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
-    const unknown = Object.keys(body).find((k) => !known.has(k));
-    if (unknown !== undefined)
-      throw new InvalidRequestError(`Unrecognized request argument supplied: ${unknown}`, unknown);
-  };
+  return async (request: FastifyRequest): Promise<void> => assertKnownFields(request.body, allowed);
 }
 
 /**
@@ -68,9 +40,6 @@ export function submitOptionsOf(
     ...spendCapOption(cap, 'max_credits'),
   };
 }
-
-/** Seconds since the epoch, as OpenAI's objects carry them. */
-export const unixSeconds = (d: Date): number => Math.floor(d.getTime() / 1000);
 
 export const security = [{ apiKey: [] }];
 export const tags = ['Group B (OpenAI-compatible)'];

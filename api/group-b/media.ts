@@ -3,315 +3,70 @@ import { z } from 'zod';
 import { createHash } from 'node:crypto';
 import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedError } from '../../core/errors';
 import { GENERATION_ID_PATTERN } from '../../core/ids';
-import { safeText } from '../../core/text';
 import type { GenerationView } from '../../core/generation/view';
+import type { GenerationRequest } from '../../service/generation/requests';
 import { VIDEO_PREVIEWS } from '../../core/vocabulary';
-import { IMAGE_OUTPUT_FORMATS } from '../../core/media/output-format';
 import { principalOf } from '../shared/auth';
-import {
-  cancelAfterHeader,
-  deadlineSeconds,
-  idempotencyKey,
-  imageUrl as httpImageUrl,
-  spendCapField,
-  mediaPrompt,
-  modelId,
-} from '../shared/fields';
+import { cancelAfterHeader, idempotencyKey } from '../shared/fields';
 import { remixBody } from '../shared/generate-bodies';
-import { idParams } from '../shared/schemas';
 import {
-  errorsB,
-  GROUP_B_PARAMS,
-  inGroupBWords,
-  refuseUnknownFields,
-  security,
-  submitOptionsOf,
-  tags,
-  unixSeconds,
-} from './common';
-import type { EditInput } from '../../service/generation/requests';
+  answerFormatOf,
+  EDIT_PARAMS,
+  editOf,
+  imageEditBody,
+  imageGenerationBody,
+  imageRequestOf,
+  imagesResponseOf,
+  imageUrl,
+  imagesResponse,
+  video,
+  videoGeneration,
+  videoGenerationBody,
+  videoGenerationOf,
+  videoGenerationRequestOf,
+  videoOf,
+  videosCreateBody,
+  videosRequestOf,
+} from '../shared/openai/media';
+import { inGroupBWords } from '../shared/openai/words';
+import { idParams } from '../shared/schemas';
+import { errorsB, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
 import type { OpenAiDeps } from './common';
+import { acceptForms } from './forms';
 
-const maxCredits = spendCapField('max_credits');
-/** An edit's inputs as the edits route names them. */
-const EDIT_PARAMS = { ...GROUP_B_PARAMS, editImages: 'image', editMask: 'mask' };
+const VARIANTS = ['video', ...VIDEO_PREVIEWS] as const;
+const contentQuery = z.object({
+  variant: z
+    .enum(VARIANTS, { error: `variant must be one of ${VARIANTS.join(', ')}` })
+    .optional()
+    .describe(
+      'video (default): the file; thumbnail: its first frame (JPEG); spritesheet: frames spread over the clip in a grid (JPEG)',
+    ),
+});
+
+/** `input_reference` as the SDK sends it: a file (multipart upload) or `{ image_url }` (a form field or JSON). */
+function referenceOf(formField: string | undefined, value: unknown): { url?: string; file?: Buffer } {
+  if (formField !== undefined) return { url: formField };
+  if (value === undefined) return {};
+  if (Buffer.isBuffer(value)) return { file: value };
+  const url = typeof value === 'object' && value !== null && 'image_url' in value ? value.image_url : undefined;
+  const parsed = imageUrl.safeParse(url);
+  if (!parsed.success)
+    throw new InvalidRequestError(
+      'input_reference must be an uploaded image file or { "image_url": "https://…" }.',
+      'input_reference',
+    );
+  return { url: parsed.data };
+}
 
 /** Group B images and videos: each image and each video is a generation like any other door's. */
 
-const prompt = mediaPrompt.describe('Checked by the safety guard before pricing');
 const idempotencyHeaders = z.looseObject({
   'idempotency-key': idempotencyKey.describe(
     'The same key and body within 24 h return the same generations, never a second hold',
   ),
   'cancel-after': cancelAfterHeader,
 });
-
-// ---------------------------------------------------------------------------------------------
-// Images
-// ---------------------------------------------------------------------------------------------
-
-const IMAGE_SIZES = { '1024x1024': [1024, 1024], '1792x1024': [1792, 1024], '1024x1792': [1024, 1792] } as const;
-
-const responseFormat = z
-  .enum(['url', 'b64_json'], { error: "response_format must be 'url' or 'b64_json'" })
-  .nullish()
-  .describe(
-    'b64_json (the default for gpt-image-* models, as OpenAI answers them), or url (signed, valid 24 h; the default for others)',
-  );
-const outputFormat = z
-  .enum(IMAGE_OUTPUT_FORMATS, { error: "output_format must be 'png', 'jpeg' or 'webp'" })
-  .nullish()
-  .describe('The image’s encoding (png by default); an image that cannot be given in it is not charged');
-
-/** OpenAI answers gpt-image models in base64 when no response_format is asked (and clients rely on it); others by URL. */
-const answerFormatOf = (model: string, asked: 'url' | 'b64_json' | null | undefined): 'url' | 'b64_json' =>
-  asked ?? (/^gpt-image/.test(model) ? 'b64_json' : 'url');
-
-export const imageGenerationBody = z
-  .object({
-    model: modelId.describe('Any image id of GET /v1/models (flux, gpt-image-1, image-nano-pro…)'),
-    prompt,
-    n: z
-      .number()
-      .int()
-      .min(1, { error: 'n must be 1 to 4' })
-      .max(4, { error: 'n must be 1 to 4' })
-      .nullish()
-      .describe('1 to 4 images; each is a generation of its own and costs its price'),
-    size: z
-      .enum(Object.keys(IMAGE_SIZES) as ['1024x1024', '1792x1024', '1024x1792'], {
-        error: 'size must be 1024x1024, 1792x1024 or 1024x1792',
-      })
-      .nullish(),
-    quality: z
-      .enum(['standard', 'hd'], { error: "quality must be 'standard' or 'hd'" })
-      .nullish()
-      .describe(
-        'hd: the model’s high variant where one is listed (gpt-image-1 → gpt-image-1-high), else twice the price',
-      ),
-    response_format: responseFormat,
-    output_format: outputFormat,
-    output_compression: z.number().int().min(0).max(100).nullish().describe('Accepted and ignored'),
-    background: z.enum(['transparent', 'opaque', 'auto']).nullish().describe('Accepted and ignored'),
-    moderation: z.enum(['low', 'auto']).nullish().describe('Accepted and ignored'),
-    style: z.enum(['vivid', 'natural']).nullish().describe('Accepted and ignored'),
-    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
-    deadline_seconds: deadlineSeconds.nullable(),
-    max_credits: maxCredits.nullable(),
-  })
-  .meta({
-    id: 'ImageGenerationRequest',
-    examples: [
-      {
-        model: 'flux',
-        prompt: 'a lighthouse at dusk',
-        n: 2,
-        size: '1024x1024',
-        quality: 'standard',
-        response_format: 'url',
-      },
-    ],
-  });
-
-const imagesResponse = z
-  .object({
-    created: z.number().int(),
-    data: z.array(
-      z.object({
-        url: z.string().optional().describe('Signed, valid 24 h'),
-        b64_json: z.string().optional(),
-        revised_prompt: z.null(),
-        generation_id: z.string().describe('The image’s generation (groups A and C show it too)'),
-      }),
-    ),
-    credits_charged: z.number().describe('Credits charged for these images'),
-  })
-  .meta({ id: 'ImagesResponse' });
-
-/** Multipart sends numbers as strings. */
-const formNumber = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), schema);
-
-const editReference = z.union(
-  [
-    z.object({ image_url: httpImageUrl('image_url') }),
-    z.object({ file_id: z.string().max(100).describe('The id of one of the account’s succeeded image generations') }),
-  ],
-  { error: 'an image is { "image_url": "https://…" } or { "file_id": "gen_…" }' },
-);
-
-/** POST /v1/images/edits as the SDKs send it: multipart (`image` or `image[]` files, `mask`), or JSON (`images`, `mask` by URL or id). */
-export const imageEditBody = z
-  .object({
-    model: modelId.describe('An image id of GET /v1/models whose options list features: ["edit"]'),
-    prompt,
-    image: z.unknown().optional().describe('Multipart: the image to edit (PNG, JPEG or WebP); several as image[]'),
-    'image[]': z.unknown().optional().describe('Multipart: several images, the first edited, the others guiding it'),
-    images: z.array(editReference).min(1).max(16).optional().describe('JSON: the images, by URL or file id'),
-    mask: z
-      .unknown()
-      .optional()
-      .describe('Where to edit: its transparent pixels. A file (multipart), or { image_url } / { file_id } (JSON)'),
-    n: formNumber(
-      z.number().int().min(1, { error: 'n must be 1 to 4' }).max(4, { error: 'n must be 1 to 4' }),
-    ).optional(),
-    size: z
-      .enum(['auto', '256x256', '512x512', '1024x1024', '1536x1024', '1024x1536'], {
-        error: 'size is not one OpenAI offers',
-      })
-      .optional()
-      .describe('Accepted; the edit keeps the size of the image edited'),
-    quality: z.enum(['auto', 'low', 'medium', 'high', 'standard']).optional().describe('Accepted and ignored'),
-    response_format: responseFormat,
-    output_format: outputFormat,
-    output_compression: formNumber(z.number().int().min(0).max(100)).optional().describe('Accepted and ignored'),
-    background: z.enum(['transparent', 'opaque', 'auto']).optional().describe('Accepted and ignored'),
-    input_fidelity: z.enum(['high', 'low']).optional().describe('Accepted and ignored'),
-    moderation: z.enum(['low', 'auto']).optional().describe('Accepted and ignored'),
-    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
-    deadline_seconds: formNumber(deadlineSeconds),
-    max_credits: formNumber(maxCredits),
-  })
-  .meta({ id: 'ImageEditRequest' });
-
-type ImageEditBody = z.infer<typeof imageEditBody>;
-
-/** The edit's inputs in the service's terms: uploads as bytes, URLs, and file ids as the generations they name. */
-function editOf(body: ImageEditBody): { images: EditInput[]; mask?: EditInput } {
-  const filesOf = (v: unknown): unknown[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
-  const given = [...filesOf(body.image), ...filesOf(body['image[]'])];
-  if (given.some((v) => !Buffer.isBuffer(v)))
-    throw new InvalidRequestError(
-      'image must be uploaded image files (multipart); send URLs as images in JSON.',
-      'image',
-    );
-  const reference = (r: z.infer<typeof editReference>): EditInput =>
-    'image_url' in r ? { url: r.image_url } : { generation: r.file_id };
-  const images: EditInput[] = body.images ? body.images.map(reference) : (given as Buffer[]).map((file) => ({ file }));
-  if (images.length === 0)
-    throw new InvalidRequestError(
-      'image: an image to edit is required: a file (multipart image or image[]), or images by URL or file id (JSON).',
-      'image',
-    );
-  if (images.length > 16) throw new InvalidRequestError('image: at most 16 images.', 'image');
-  if (body.mask === undefined) return { images };
-  if (Buffer.isBuffer(body.mask)) return { images, mask: { file: body.mask } };
-  const mask = editReference.safeParse(body.mask);
-  if (!mask.success)
-    throw new InvalidRequestError(
-      'mask must be an uploaded image file, or { "image_url": … } or { "file_id": … }.',
-      'mask',
-    );
-  return { images, mask: reference(mask.data) };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Video: the spec's /v1/video/generations and OpenAI's /v1/videos, one generation either way
-// ---------------------------------------------------------------------------------------------
-
-const imageUrl = httpImageUrl('image_url');
-
-export const videoGenerationBody = z
-  .object({
-    model: modelId.describe('kling-2.1-pro, wan-2.1, minimax-video-01 (or any video id of GET /v1/models)'),
-    prompt,
-    duration: z
-      .union([z.literal(5), z.literal(10)], { error: 'duration must be 5 or 10' })
-      .nullish()
-      .describe('Seconds: 5 or 10 (default 5), clamped to the model’s range'),
-    image_url: imageUrl.nullish().describe('A reference frame (image-to-video), fetched by the service'),
-    deadline_seconds: deadlineSeconds.nullable(),
-    max_credits: maxCredits.nullable(),
-  })
-  .meta({
-    id: 'VideoGenerationRequest',
-    examples: [{ model: 'kling-2.1-pro', prompt: 'waves rolling onto a beach', duration: 5 }],
-  });
-
-const videoGeneration = z
-  .object({
-    id: z.string(),
-    object: z.literal('video.generation'),
-    model: z.string().describe('The catalogue model it runs as'),
-    status: z.enum(['queued', 'running', 'succeeded', 'failed']),
-    duration: z.number(),
-    created_at: z.number().int(),
-    completed_at: z.number().int().nullable(),
-    output_url: z.string().nullable().describe('Signed, valid 24 h; null until succeeded'),
-    thumbnail_url: z
-      .string()
-      .nullable()
-      .describe(
-        'The first frame (JPEG), signed, valid 24 h; set while in progress once the provider has it; null before, when failed, or when the video’s format gives none',
-      ),
-    spritesheet_url: z
-      .string()
-      .nullable()
-      .describe(
-        'Frames spread over the clip in a grid (JPEG), signed, valid 24 h; null until succeeded, or when the video’s format gives none',
-      ),
-    remixed_from: z
-      .string()
-      .nullable()
-      .describe('The video this one remixes (POST /v1/video/generations/{id}/remix); null otherwise'),
-    credits_quoted: z.number(),
-    credits_charged: z.number(),
-    error: z.object({ code: z.string(), message: z.string(), retryable: z.boolean() }).nullable(),
-  })
-  .meta({ id: 'VideoGeneration' });
-
-/** OpenAI's sizes, as the shape and resolution our video models are asked for. */
-const VIDEO_SIZES: Record<string, { aspect: string; quality: string }> = {
-  '720x1280': { aspect: '9:16', quality: '720p' },
-  '1280x720': { aspect: '16:9', quality: '720p' },
-  '1024x1792': { aspect: '9:16', quality: '1080p' },
-  '1792x1024': { aspect: '16:9', quality: '1080p' },
-};
-
-/** POST /v1/videos as the SDK sends it: multipart/form-data (or JSON); numbers arrive as strings. */
-export const videosCreateBody = z
-  .object({
-    prompt,
-    model: modelId.optional().describe('Defaults to sora-2 (priced as sora); any video id of GET /v1/models'),
-    seconds: z.coerce.number().int().min(1).max(60).optional().describe('Clamped to the model’s range'),
-    size: z
-      .enum(Object.keys(VIDEO_SIZES) as ['720x1280'], {
-        error: `size must be one of ${Object.keys(VIDEO_SIZES).join(', ')}`,
-      })
-      .optional(),
-    'input_reference[image_url]': imageUrl
-      .optional()
-      .describe('A reference frame (image-to-video), fetched by the service'),
-    input_reference: z
-      .unknown()
-      .optional()
-      .describe('A reference frame: an uploaded image file (multipart), or { image_url }'),
-    // Multipart sends numbers as strings.
-    deadline_seconds: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), deadlineSeconds),
-    max_credits: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), maxCredits),
-  })
-  .meta({ id: 'VideoCreateRequest' });
-
-const video = z
-  .object({
-    id: z.string(),
-    object: z.literal('video'),
-    model: z.string(),
-    status: z.enum(['queued', 'in_progress', 'completed', 'failed']),
-    progress: z.number().int().min(0).max(100),
-    seconds: z.string(),
-    size: z.string(),
-    prompt: z.string().nullable(),
-    created_at: z.number().int(),
-    completed_at: z.number().int().nullable(),
-    expires_at: z.number().int().nullable(),
-    remixed_from_video_id: z
-      .string()
-      .nullable()
-      .describe('The video this one remixes (POST /v1/videos/{id}/remix); null otherwise'),
-    error: z.object({ code: z.string(), message: z.string() }).nullable(),
-  })
-  .meta({ id: 'Video' });
 
 const videoListQuery = z.object({
   after: z
@@ -341,82 +96,6 @@ const videoList = z
   })
   .meta({ id: 'VideoList' });
 
-const OPENAI_STATUS = { queued: 'queued', running: 'in_progress', succeeded: 'completed', failed: 'failed' } as const;
-const URL_LIFETIME_S = 24 * 60 * 60;
-
-function videoOf(g: GenerationView): z.infer<typeof video> {
-  const p = g.params;
-  const aspect = typeof p.aspect === 'string' ? p.aspect : '16:9';
-  const resolution = typeof p.resolution === 'string' ? p.resolution : '720p';
-  const size =
-    Object.entries(VIDEO_SIZES).find(([, v]) => v.aspect === aspect && v.quality === resolution)?.[0] ??
-    (aspect === '9:16' ? '720x1280' : '1280x720');
-  const completed = g.finishedAt === null ? null : unixSeconds(g.finishedAt);
-  return {
-    id: g.id,
-    object: 'video',
-    model: g.model,
-    status: OPENAI_STATUS[g.status],
-    // The provider's own progress, or the provider step's estimate (core/generation/view.ts); 100 once completed.
-    progress: g.progress,
-    seconds: typeof p.seconds === 'number' ? String(p.seconds) : '',
-    size,
-    prompt: g.prompt,
-    created_at: unixSeconds(g.createdAt),
-    completed_at: completed,
-    expires_at: g.status === 'succeeded' && completed !== null ? completed + URL_LIFETIME_S : null,
-    remixed_from_video_id: remixedFrom(g),
-    error: g.error && { code: g.error.code, message: g.error.message },
-  };
-}
-
-function videoGenerationOf(g: GenerationView): z.infer<typeof videoGeneration> {
-  return {
-    id: g.id,
-    object: 'video.generation',
-    model: g.model,
-    status: g.status,
-    duration: Number(g.params.seconds ?? 0),
-    created_at: unixSeconds(g.createdAt),
-    completed_at: g.finishedAt === null ? null : unixSeconds(g.finishedAt),
-    output_url: g.outputUrl === '' ? null : g.outputUrl,
-    thumbnail_url: g.thumbnailUrl,
-    spritesheet_url: g.spritesheetUrl,
-    remixed_from: remixedFrom(g),
-    credits_quoted: g.creditsQuoted,
-    credits_charged: g.creditsCharged,
-    error: g.error,
-  };
-}
-
-const remixedFrom = (g: GenerationView): string | null =>
-  typeof g.params.remixedFrom === 'string' ? g.params.remixedFrom : null;
-
-const VARIANTS = ['video', ...VIDEO_PREVIEWS] as const;
-const contentQuery = z.object({
-  variant: z
-    .enum(VARIANTS, { error: `variant must be one of ${VARIANTS.join(', ')}` })
-    .optional()
-    .describe(
-      'video (default): the file; thumbnail: its first frame (JPEG); spritesheet: frames spread over the clip in a grid (JPEG)',
-    ),
-});
-
-/** `input_reference` as the SDK sends it: a file (multipart upload) or `{ image_url }` (a form field or JSON). */
-function referenceOf(formField: string | undefined, value: unknown): { url?: string; file?: Buffer } {
-  if (formField !== undefined) return { url: formField };
-  if (value === undefined) return {};
-  if (Buffer.isBuffer(value)) return { file: value };
-  const url = typeof value === 'object' && value !== null && 'image_url' in value ? value.image_url : undefined;
-  const parsed = imageUrl.safeParse(url);
-  if (!parsed.success)
-    throw new InvalidRequestError(
-      'input_reference must be an uploaded image file or { "image_url": "https://…" }.',
-      'input_reference',
-    );
-  return { url: parsed.data };
-}
-
 export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
@@ -431,32 +110,9 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
   const submitVideo = async (
     principal: ReturnType<typeof principalOf>,
     options: ReturnType<typeof submitOptionsOf>,
-    v: {
-      model: string;
-      prompt: string;
-      seconds: number | undefined;
-      reference: string | undefined;
-      aspect?: string;
-      quality?: string;
-    },
-  ): Promise<GenerationView> => {
-    const { generation } = await inGroupBWords(() =>
-      deps.service.submit(
-        {
-          kind: 'video',
-          model: v.model,
-          prompt: v.prompt,
-          seconds: v.seconds,
-          aspect: v.aspect,
-          quality: v.quality,
-          ...(v.reference ? { imageUrl: v.reference } : {}),
-        },
-        principal,
-        options,
-      ),
-    );
-    return generation;
-  };
+    request: Extract<GenerationRequest, { kind: 'video' }>,
+  ): Promise<GenerationView> =>
+    (await inGroupBWords(() => deps.service.submit(request, principal, options))).generation;
 
   /** Both spellings of a remix: a new video of the source's account, an Idempotency-Key per route. */
   const remixVideo = (
@@ -471,25 +127,11 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
       return (await deps.service.remix(principal, id, request.body.prompt, options)).generation;
     });
 
-  /**
-   * The answer's data, in the format asked. The images were stored, and read back, before their
-   * charge (activities/generation/provider.ts); a read that fails now is tried again before giving up.
-   */
-  const imagesData = (principal: ReturnType<typeof principalOf>, done: GenerationView[], format: 'url' | 'b64_json') =>
-    Promise.all(
-      done.map(async (g) => {
-        if (format === 'url') return { url: g.outputUrl, revised_prompt: null, generation_id: g.id };
-        for (let attempt = 1; ; attempt++) {
-          const { file } = await deps.service.output(principal, g.id);
-          if (file) return { b64_json: file.data.toString('base64'), revised_prompt: null, generation_id: g.id };
-          if (attempt === 3)
-            throw new ProviderFailedError(
-              `The image file of ${g.id} could not be read now; it is at GET /api/v1/generations/${g.id}.`,
-            );
-          await new Promise((r) => setTimeout(r, 200 * attempt));
-        }
-      }),
-    );
+  /** An image's file, for a b64_json answer. */
+  const readFile = (principal: ReturnType<typeof principalOf>) => async (id: string) => {
+    const { file } = await deps.service.output(principal, id);
+    return file?.data;
+  };
 
   route.post(
     '/v1/images/generations',
@@ -507,109 +149,98 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     },
     async (request) => {
       const body = request.body;
-      const [width, height] = IMAGE_SIZES[body.size ?? '1024x1024'];
       const principal = principalOf(request);
+      const { request: images, count } = imageRequestOf(body);
       const { generations } = await inGroupBWords(() =>
-        deps.service.submitMany(
-          {
-            kind: 'image',
-            model: body.model,
-            prompt: body.prompt,
-            width,
-            height,
-            hd: body.quality === 'hd',
-            outputFormat: body.output_format ?? undefined,
-          },
-          principal,
-          {
-            ...submitOptionsOf(request, 'POST /v1/images/generations', body, body.deadline_seconds),
-            count: body.n ?? 1,
-          },
-        ),
+        deps.service.submitMany(images, principal, {
+          ...submitOptionsOf(request, 'POST /v1/images/generations', body, body.deadline_seconds),
+          count,
+        }),
       );
       try {
-        const done = generations.filter((g) => g.status === 'succeeded');
-        if (done.length === 0) {
-          const failure = generations.find((g) => g.error)?.error;
+        if (!generations.some((g) => g.status === 'succeeded' || g.error))
           throw new ProviderFailedError(
-            failure
-              ? `The image could not be generated (${failure.code}): ${failure.message} Nothing was charged.`
-              : 'The images are still being generated; they will be listed at GET /api/v1/generations.',
+            'The images are still being generated; they will be listed at GET /api/v1/generations.',
           );
-        }
-        const data = await imagesData(principal, done, answerFormatOf(body.model, body.response_format));
-        const charged = done.reduce((sum, g) => sum + g.creditsCharged * 1000, 0) / 1000;
-        return { created: unixSeconds(generations[0]!.createdAt), data, credits_charged: charged };
+        return await imagesResponseOf(
+          generations,
+          answerFormatOf(body.model, body.response_format),
+          readFile(principal),
+        );
       } catch (err) {
         throw markAfterAdmission(err);
       }
     },
   );
 
-  route.post(
-    '/v1/images/edits',
-    {
-      schema: {
-        operationId: 'openaiEditImages',
-        tags,
-        security,
-        summary:
-          'n edits (1 to 4) of an image (client.images.edit), each a generation of its own, priced as the model’s image',
-        description:
-          'Multipart (image or image[] files, mask) as the SDKs send it, or JSON with images and mask by image_url or file_id (the id of one of the account’s ' +
-          'succeeded image generations). The inputs are fetched and checked before anything is held; a bad one is a 400 naming it. Models that edit list ' +
-          'features: ["edit"] in GET /api/v1/models; others are a 400 naming model.',
-        body: imageEditBody,
-        headers: idempotencyHeaders,
-        response: { 200: imagesResponse, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 502, 503) },
+  // OpenAI's SDK sends image edits as multipart/form-data: up to 16 images (image, image[]) and a mask.
+  await app.register(async (forms) => {
+    await acceptForms(forms, { limits: { fileSize: 25 * 1024 * 1024, files: 17, fields: 20 } });
+    forms.withTypeProvider<ZodTypeProvider>().post(
+      '/v1/images/edits',
+      {
+        schema: {
+          operationId: 'openaiEditImages',
+          tags,
+          security,
+          summary:
+            'n edits (1 to 4) of an image (client.images.edit), each a generation of its own, priced as the model’s image',
+          description:
+            'Multipart (image or image[] files, mask) as the SDKs send it, or JSON with images and mask by image_url or file_id (the id of one of the account’s ' +
+            'succeeded image generations). The inputs are fetched and checked before anything is held; a bad one is a 400 naming it. Models that edit list ' +
+            'features: ["edit"] in GET /api/v1/models; others are a 400 naming model.',
+          body: imageEditBody,
+          headers: idempotencyHeaders,
+          response: { 200: imagesResponse, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 502, 503) },
+        },
       },
-    },
-    async (request) => {
-      const body = request.body;
-      const principal = principalOf(request);
-      const edit = editOf(body);
-      // Uploads are in the request: their hashes stand for them under an Idempotency-Key.
-      const hash = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-      const keyed = {
-        ...body,
-        image: undefined,
-        'image[]': undefined,
-        mask: Buffer.isBuffer(body.mask) ? hash(body.mask) : body.mask,
-        inputs: edit.images.map((i) => ('file' in i ? hash(i.file) : i)),
-      };
-      const { generations } = await inGroupBWords(
-        () =>
-          deps.service.submitMany(
-            {
-              kind: 'image',
-              model: body.model,
-              prompt: body.prompt,
-              outputFormat: body.output_format ?? undefined,
-              edit,
-            },
-            principal,
-            { ...submitOptionsOf(request, 'POST /v1/images/edits', keyed, body.deadline_seconds), count: body.n ?? 1 },
-          ),
-        EDIT_PARAMS,
-      );
-      try {
-        const done = generations.filter((g) => g.status === 'succeeded');
-        if (done.length === 0) {
-          const failure = generations.find((g) => g.error)?.error;
-          throw new ProviderFailedError(
-            failure
-              ? `The image could not be edited (${failure.code}): ${failure.message} Nothing was charged.`
-              : 'The edits are still being made; they will be listed at GET /api/v1/generations.',
+      async (request) => {
+        const body = request.body;
+        const principal = principalOf(request);
+        const edit = editOf(body);
+        // Uploads are in the request: their hashes stand for them under an Idempotency-Key.
+        const hash = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+        const keyed = {
+          ...body,
+          image: undefined,
+          'image[]': undefined,
+          mask: Buffer.isBuffer(body.mask) ? hash(body.mask) : body.mask,
+          inputs: edit.images.map((i) => ('file' in i ? hash(i.file) : i)),
+        };
+        const { generations } = await inGroupBWords(
+          () =>
+            deps.service.submitMany(
+              {
+                kind: 'image',
+                model: body.model,
+                prompt: body.prompt,
+                outputFormat: body.output_format ?? undefined,
+                edit,
+              },
+              principal,
+              {
+                ...submitOptionsOf(request, 'POST /v1/images/edits', keyed, body.deadline_seconds),
+                count: body.n ?? 1,
+              },
+            ),
+          EDIT_PARAMS,
+        );
+        try {
+          if (!generations.some((g) => g.status === 'succeeded' || g.error))
+            throw new ProviderFailedError(
+              'The edits are still being made; they will be listed at GET /api/v1/generations.',
+            );
+          return await imagesResponseOf(
+            generations,
+            answerFormatOf(body.model, body.response_format),
+            readFile(principal),
           );
+        } catch (err) {
+          throw markAfterAdmission(err);
         }
-        const data = await imagesData(principal, done, answerFormatOf(body.model, body.response_format));
-        const charged = done.reduce((sum, g) => sum + g.creditsCharged * 1000, 0) / 1000;
-        return { created: unixSeconds(generations[0]!.createdAt), data, credits_charged: charged };
-      } catch (err) {
-        throw markAfterAdmission(err);
-      }
-    },
-  );
+      },
+    );
+  });
 
   route.post(
     '/v1/video/generations',
@@ -627,16 +258,8 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     },
     async (request) => {
       const body = request.body;
-      const reference = body.image_url ?? undefined;
       const options = submitOptionsOf(request, 'POST /v1/video/generations', body, body.deadline_seconds);
-      return videoGenerationOf(
-        await submitVideo(principalOf(request), options, {
-          model: body.model,
-          prompt: body.prompt,
-          seconds: body.duration ?? 5,
-          reference,
-        }),
-      );
+      return videoGenerationOf(await submitVideo(principalOf(request), options, videoGenerationRequestOf(body)));
     },
   );
 
@@ -676,42 +299,40 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
       videoGenerationOf(await remixVideo(principalOf(request), request, 'POST /v1/video/generations/{id}/remix')),
   );
 
-  route.post(
-    '/v1/videos',
-    {
-      schema: {
-        operationId: 'openaiCreateVideo',
-        tags,
-        security,
-        summary: 'Start a video as OpenAI’s video API does (the SDK’s client.videos.create)',
-        description:
-          'Accepts multipart/form-data (what the SDK sends) or JSON. input_reference is an uploaded image file or { image_url }.',
-        body: videosCreateBody,
-        headers: idempotencyHeaders,
-        response: { 200: video, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 503) },
+  // OpenAI's SDK sends video creation as multipart/form-data: the one route that reads forms.
+  await app.register(async (forms) => {
+    await acceptForms(forms);
+    forms.withTypeProvider<ZodTypeProvider>().post(
+      '/v1/videos',
+      {
+        schema: {
+          operationId: 'openaiCreateVideo',
+          tags,
+          security,
+          summary: 'Start a video as OpenAI’s video API does (the SDK’s client.videos.create)',
+          description:
+            'Accepts multipart/form-data (what the SDK sends) or JSON. input_reference is an uploaded image file or { image_url }.',
+          body: videosCreateBody,
+          headers: idempotencyHeaders,
+          response: { 200: video, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 503) },
+        },
       },
-    },
-    async (request) => {
-      const body = request.body;
-      const { url: reference, file } = referenceOf(body['input_reference[image_url]'], body.input_reference);
-      const shape = body.size === undefined ? {} : VIDEO_SIZES[body.size]!;
-      // The upload is in the request: its hash stands for it under an Idempotency-Key.
-      const keyed = {
-        ...body,
-        input_reference: file ? createHash('sha256').update(file).digest('hex') : body.input_reference,
-      };
-      const options = { ...submitOptionsOf(request, 'POST /v1/videos', keyed, body.deadline_seconds), inputFile: file };
-      return videoOf(
-        await submitVideo(principalOf(request), options, {
-          model: body.model ?? 'sora-2',
-          prompt: body.prompt,
-          seconds: body.seconds,
-          reference,
-          ...shape,
-        }),
-      );
-    },
-  );
+      async (request) => {
+        const body = request.body;
+        const { url: reference, file } = referenceOf(body['input_reference[image_url]'], body.input_reference);
+        // The upload is in the request: its hash stands for it under an Idempotency-Key.
+        const keyed = {
+          ...body,
+          input_reference: file ? createHash('sha256').update(file).digest('hex') : body.input_reference,
+        };
+        const options = {
+          ...submitOptionsOf(request, 'POST /v1/videos', keyed, body.deadline_seconds),
+          inputFile: file,
+        };
+        return videoOf(await submitVideo(principalOf(request), options, videosRequestOf(body, reference)));
+      },
+    );
+  });
 
   route.get(
     '/v1/videos',

@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { ZodError } from 'zod';
@@ -77,9 +80,15 @@ export async function inDoorWords<T>(
 
 const BODY_NOT_OBJECT = 'The request body must be a JSON object (Content-Type: application/json).';
 // Fastify lower-cases header names; errors name them as clients write them.
-const HEADER_NAMES: Record<string, string> = { 'idempotency-key': 'Idempotency-Key', prefer: 'Prefer' };
+const HEADER_NAMES: Record<string, string> = {
+  'idempotency-key': 'Idempotency-Key',
+  prefer: 'Prefer',
+  'last-event-id': 'Last-Event-ID',
+};
 
 export function fromZod(err: ZodError): InvalidRequestError {
+  const unknown = err.issues.find((i) => i.code === 'unrecognized_keys');
+  if (unknown) return unknownFields(unknown.path.map(String), unknown.keys);
   const issue = err.issues[0];
   const inner = issue?.code === 'invalid_union' ? alternativeTaken(issue.errors) : undefined;
   const path = [...(issue?.path.map(String) ?? []), ...(inner?.path ?? [])];
@@ -108,6 +117,20 @@ function alternativeTaken(errors: unknown): { path: string[]; message: string } 
     return inner ? { path: [...here, ...inner.path], message: inner.message } : { path: here, message: first.message };
   }
   return undefined;
+}
+
+/**
+ * Fields a strict body does not know, named in a 400: a door of ours refuses them rather than drop
+ * them, so that a misspelled `max_credits` can never run a request uncapped.
+ */
+function unknownFields(path: string[], keys: readonly string[]): InvalidRequestError {
+  const names = keys.map((k) => [...path, k].join('.'));
+  const listed = names.map((n) => `'${n}'`).join(', ');
+  return new InvalidRequestError(
+    `Unknown field${names.length === 1 ? '' : 's'} ${listed}: this request does not take ${names.length === 1 ? 'it' : 'them'}, ` +
+      'and refuses fields it does not know rather than ignore them (check the spelling against the documented fields).',
+    names[0],
+  );
 }
 
 function invalid(path: string[], message: string, context: string | undefined): InvalidRequestError {
@@ -160,6 +183,12 @@ export function domainErrorOf(err: FastifyError | Error, request: FastifyRequest
     return err;
   }
   if (hasZodFastifySchemaValidationErrors(err)) {
+    const unknown = err.validation.find((v) => v.keyword === 'unrecognized_keys');
+    if (unknown && err.validationContext === 'body')
+      return unknownFields(
+        unknown.instancePath.split('/').filter((s) => s !== ''),
+        (unknown.params as { keys: string[] }).keys,
+      );
     const first = err.validation[0];
     const inner =
       first?.keyword === 'invalid_union' ? alternativeTaken((first.params as { errors?: unknown }).errors) : undefined;
@@ -178,6 +207,41 @@ export function domainErrorOf(err: FastifyError | Error, request: FastifyRequest
   }
   request.log.error({ err }, 'unhandled error');
   return undefined;
+}
+
+/** What Node's HTTP parser refuses before Fastify sees a request, by its error code. */
+const CLIENT_ERRORS: Record<string, { status: number; message: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    message:
+      'The request line and headers are larger than the server accepts (16 KiB); send less in the URL or headers.',
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, message: 'The request took too long to arrive.' },
+};
+
+/**
+ * Answers what the HTTP parser refuses before any route runs (Fastify's `clientErrorHandler`): an
+ * oversized request line or headers (431), a request that took too long (408), anything else that
+ * is not HTTP (400), each in the one error body with an `x-request-id`, then closes the connection.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const known = CLIENT_ERRORS[err.code ?? ''];
+  const status = known?.status ?? 400;
+  const body = JSON.stringify(
+    errorBody('invalid_request_error', status, known?.message ?? 'The request is not valid HTTP.'),
+  );
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+        'content-type: application/json; charset=utf-8\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: req_${randomBytes(12).toString('hex')}\r\n` +
+        'connection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.destroy();
 }
 
 /** Maps every failure to the documented body; a 5xx never shows its internal message. */

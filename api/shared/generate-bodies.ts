@@ -20,6 +20,8 @@ import {
  * The two shapes of a generate request, each parsed into the service's one request type. Group A's
  * snake_case body is also what the MCP tools take; group C's camelCase body is also what the
  * dashboard's playground prices. They live here, not in a door, because doors never import doors.
+ * Every shape is strict: a field it does not know is a 400 naming it, never silently dropped (a
+ * misspelled cap or deadline would otherwise run without one).
  */
 
 /** Both shapes: an upscale's factor and guidance, and one answer for a kind neither knows. */
@@ -41,13 +43,13 @@ const aspect = safeText({ max: 20 }).optional().describe('e.g. 16:9; snapped to 
 const side = z.number().int().min(1).max(8192);
 const max_credits = spendCapField('max_credits');
 
-const chatMessage = z.object({
+const chatMessage = z.strictObject({
   role: z.enum(['system', 'user', 'assistant']),
   content: safeText({ label: 'content' }),
 });
 
 /** The image and video branches of the body; the MCP tools take the same fields. */
-export const v1ImageBody = z.object({
+export const v1ImageBody = z.strictObject({
   kind: z.literal('image'),
   model,
   prompt,
@@ -69,7 +71,7 @@ export const v1ImageBody = z.object({
   deadline_seconds: deadlineSeconds,
   max_credits,
 });
-export const v1VideoBody = z.object({
+export const v1VideoBody = z.strictObject({
   kind: z.literal('video'),
   model,
   prompt,
@@ -86,7 +88,7 @@ export const v1GenerateBody = z
     [
       v1ImageBody,
       v1VideoBody,
-      z.object({
+      z.strictObject({
         kind: z.literal('chat'),
         model: model.optional().describe('Omitted or auto: the service picks the model'),
         prompt: chatPrompt.optional().describe('A single user message; or send messages'),
@@ -95,7 +97,7 @@ export const v1GenerateBody = z
         deadline_seconds: deadlineSeconds,
         max_credits,
       }),
-      z.object({
+      z.strictObject({
         kind: z.literal('upscale'),
         model: model.optional().describe('Defaults to upscale'),
         image_url: imageUrl('image_url').describe('The image to upscale: PNG, JPEG or WebP, fetched by the service'),
@@ -208,22 +210,23 @@ export const legacyGenerateBody = z
   .discriminatedUnion(
     'kind',
     [
-      z.object({ ...common, kind: z.literal('image'), prompt: legacyPrompt }),
-      z.object({
+      z.strictObject({ ...common, kind: z.literal('image'), prompt: legacyPrompt }),
+      z.strictObject({
         ...common,
         kind: z.literal('video'),
         prompt: legacyPrompt,
         seconds: z.number().finite().optional().describe('Clamped to the model range'),
       }),
       // Chat prompts of any length are accepted and capped server-side to what the model takes.
-      z.object({
+      z.strictObject({
         ...common,
         kind: z.literal('chat'),
         prompt: chatPrompt.describe('Long input is capped to what the model accepts'),
       }),
-      z.object({
+      z.strictObject({
         kind: z.literal('upscale'),
         model: common.model,
+        resolution: common.resolution,
         imageUrl: imageUrl('imageUrl').describe('The image to upscale (PNG, JPEG or WebP)'),
         scale,
         prompt: guidance,
@@ -270,5 +273,8 @@ export function legacyRequestOf(body: LegacyGenerateBody): GenerationRequest {
 
 /** The body of every remix route: only the new prompt; model, seconds, resolution and aspect are the source's. */
 export const remixBody = z
-  .object({ prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing'), max_credits })
+  .strictObject({
+    prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing'),
+    max_credits,
+  })
   .meta({ id: 'RemixRequest', examples: [{ prompt: 'the same waves at night' }] });

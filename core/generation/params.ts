@@ -132,8 +132,16 @@ export interface ResponseRecord {
 export interface InternalParams {
   /** The client's own deadline in ms (`Cancel-After`, `deadline_seconds`): the workflow's is the sooner of it and the kind's. */
   clientDeadlineMs?: number;
-  /** A chat the API runs itself (group B): how long its workflow waits for the API's report. */
+  /**
+   * A chat the API runs itself (group B), of the earlier shape: how long its workflow waits for the
+   * API's report. Remove once no such chat can be in flight (its hold lasts at most the chat's deadline).
+   */
   apiRunDeadlineMs?: number;
+  /**
+   * A chat the API runs and records itself (group B): its hold carries a deadline, and its workflow
+   * starts once the reply has ended, with the outcome.
+   */
+  recordedByApi?: boolean;
   /** Per-token chat: the rate the settle charges, in millicredits per 1,000 output tokens. */
   ratePer1kMc?: number;
   /** Chat: sampling settings passed on to the model. */
@@ -183,6 +191,7 @@ export const PUBLIC_PARAM_KEYS = Object.keys({
 export const INTERNAL_PARAM_KEYS = Object.keys({
   clientDeadlineMs: true,
   apiRunDeadlineMs: true,
+  recordedByApi: true,
   ratePer1kMc: true,
   sampling: true,
   tools: true,

@@ -21,7 +21,7 @@ import { readRequest } from './lookup';
 import type { PricedGeneration } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
 import type { SubmitOptions, SubmittedMany } from './types';
-import { inputOfAdmitted, inputOfRecord } from './workflow-inputs';
+import { inputOfAdmitted, inputOfRecord, isRecordedByApi } from './workflow-inputs';
 import type { Deadlines } from './workflow-inputs';
 
 export interface AdmissionDeps {
@@ -68,9 +68,9 @@ export function createAdmission(deps: AdmissionDeps) {
     // The first request may have died between its hold and its start; starting again is harmless.
     // If Temporal cannot be reached, the hold stays: the workflow may well be running already, and
     // the client's next repeat (or the reconciler, if it never started) settles what happens.
-    await Promise.all(
-      rows.filter((g) => !isFinal(g.status)).map((g) => gateway.start(inputOfRecord(g, deps.deadlines))),
-    ).catch((err: unknown) => {
+    // A chat the API records at its end has no workflow until then, and its hold a deadline.
+    const resumable = rows.filter((g) => !isFinal(g.status) && !isRecordedByApi(g));
+    await Promise.all(resumable.map((g) => gateway.start(inputOfRecord(g, deps.deadlines)))).catch((err: unknown) => {
       throw new ServiceUnavailableError(
         'The generation could not be resumed just now; retry shortly with the same Idempotency-Key.',
         { cause: err },
@@ -100,7 +100,12 @@ export function createAdmission(deps: AdmissionDeps) {
       const budgeted = principal.budgeted === true;
       const admission = await admit(
         pool,
-        priced.map((p) => ({ ...p, id: p.generationId, budgeted, startsRunning: p.apiRun?.admittedRunning })),
+        priced.map((p) => ({
+          ...p,
+          id: p.generationId,
+          budgeted,
+          startsRunning: p.admittedRunning === true || p.apiRun?.admittedRunning === true,
+        })),
         keyedOf(principal, opts),
       );
       if (admission.outcome === 'replay') return { replayOf: admission.firstId };

@@ -72,6 +72,8 @@ export type EditInput = { url: string } | { file: Buffer } | { generation: strin
 export interface PricedGeneration extends Omit<GenerationWorkflowInput, 'admitted'> {
   /** A free chat reply may be claimed instead of a hold while the account has some; names the model that serves it. */
   freeChat?: { model: string };
+  /** A hold its caller resolves itself within this many ms, with no workflow until then (core/ledger/admit.ts). */
+  resolveWithinMs?: number;
 }
 
 /**

@@ -9,6 +9,7 @@ import { metrics } from '../../core/metrics';
 import type { Principal } from '../../core/accounts/principal';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
+import type { GenerationKind } from '../../core/vocabulary';
 import type { Admission } from './admission';
 import { WAITED_KINDS } from './admission';
 import { readOwn } from './lookup';
@@ -33,6 +34,13 @@ export interface SubmitDeps {
   serves: Serves;
   prepareInput?: GenerationServiceDeps['prepareInput'];
 }
+
+/**
+ * Kinds admitted `running`: nothing waits between their hold and their run (no slot), so the
+ * admission records it and the workflow starts with that status, with no step of its own to mark
+ * it. Chats through the activity path keep their `queued` (a background response answers so).
+ */
+const ADMITTED_RUNNING: ReadonlySet<GenerationKind> = new Set(['image', 'upscale']);
 
 /**
  * Submitting: price, fetch an input if the request has one, admit (the ledger holds), start the
@@ -137,7 +145,7 @@ export function createSubmit(deps: SubmitDeps) {
     }
   };
 
-  /** The generation as admission wrote it: queued, nothing charged, no output yet. */
+  /** The generation as admission wrote it: queued (or running), nothing charged, no output yet. */
   const queuedView = (input: GenerationWorkflowInput, createdAt: Date): Promise<GenerationView> =>
     viewOf(
       {
@@ -146,7 +154,7 @@ export function createSubmit(deps: SubmitDeps) {
         apiKeyId: input.apiKeyId,
         kind: input.kind,
         model: input.model,
-        status: 'queued',
+        status: input.admittedRunning ? 'running' : 'queued',
         params: input.params,
         internal: input.internal,
         prompt: input.prompt,
@@ -164,6 +172,8 @@ export function createSubmit(deps: SubmitDeps) {
         queuePosition: null,
         measuredSeconds: null,
         provider: null,
+        batchId: null,
+        batchLine: null,
       },
       store,
     );
@@ -198,6 +208,7 @@ export function createSubmit(deps: SubmitDeps) {
 
     const count = opts.count ?? 1;
     const priced = Array.from({ length: count }, () => priceRequest(request, principal, opts.door, deps.serves));
+    for (const p of priced) if (ADMITTED_RUNNING.has(p.kind)) p.admittedRunning = true;
     if (count > 1) {
       const firstId = priced[0]!.generationId;
       priced.forEach((p, index) => (p.internal = { ...p.internal, siblings: { firstId, index } }));

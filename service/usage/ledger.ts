@@ -22,6 +22,8 @@ export interface LedgerEntryView {
   balanceAfter: number;
   heldAfter: number;
   generationId: string | null;
+  /** The batch it belongs to (its hold, what it released, or a line's charge or release). */
+  batchId: string | null;
   keyId: string | null;
   note: string | null;
   createdAt: string;
@@ -50,6 +52,7 @@ function viewOf(e: StoredLedgerEntry): LedgerEntryView {
     balanceAfter: mcToCredits(e.balanceAfterMc - e.heldAfterMc),
     heldAfter: mcToCredits(e.heldAfterMc),
     generationId: e.generationId,
+    batchId: e.batchId,
     keyId: e.keyId,
     note: e.note,
     createdAt: e.createdAt.toISOString(),
@@ -79,6 +82,7 @@ const CSV_COLUMNS = [
   'balanceAfter',
   'heldAfter',
   'generationId',
+  'batchId',
   'keyId',
   'note',
 ] as const;

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { chargeForTokens } from '../../core/catalogue/pricing';
+import { GenerationStatus } from '../../core/search-attributes';
 import { freePort } from '../../runtime/process';
 import {
   ADMIN_TOKEN,
@@ -98,6 +99,18 @@ describe('chat completions (per-token billing)', () => {
       creditsCharged: 0.005,
       params: { outputTokens: 7 },
     });
+    // Its workflow is started once the reply has ended, with the outcome and its final status, and
+    // records it in its first task: no timer, no signal, no activity, no search attribute to upsert.
+    const history = await eventually(async () => {
+      const d = await h.client.workflow
+        .getHandle(reply.id)
+        .describe()
+        .catch(() => undefined);
+      return d?.status.name === 'COMPLETED' ? h.client.workflow.getHandle(reply.id).fetchHistory() : undefined;
+    });
+    expect(history.events?.map((e) => e.eventType)).toHaveLength(5);
+    const described = await h.client.workflow.getHandle(reply.id).describe();
+    expect(described.typedSearchAttributes.get(GenerationStatus)).toBe('succeeded');
   });
 
   it('holds max_tokens (or the model’s cap) while the reply runs, then settles what was produced', async () => {

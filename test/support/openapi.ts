@@ -52,6 +52,10 @@ export const COVERAGE_OWNERS: readonly { prefix: string; file: string }[] = [
   { prefix: '/api/v1/webhooks', file: 'webhooks.test.ts' },
   { prefix: '/v1/', file: 'openai-sdk.test.ts' },
   { prefix: '/v1/messages', file: 'anthropic-sdk.test.ts' },
+  { prefix: '/v1/files', file: 'batches-sdk.test.ts' },
+  { prefix: '/v1/batches', file: 'batches-sdk.test.ts' },
+  { prefix: '/api/v1/batches', file: 'batches.test.ts' },
+  { prefix: '/dashboard/api/batches', file: 'batches.test.ts' },
   { prefix: '/dashboard/', file: 'dashboard-http.test.ts' },
   { prefix: '/admin/v1/users', file: 'dashboard-http.test.ts' },
 ];
@@ -146,7 +150,10 @@ export function createConformance(doc: OpenApiDoc) {
 
   /** Asserts that every documented status of the paths `file` owns was produced in this run. */
   const expectCoverage = (file: string): void => {
-    const missing = [...documented].filter((d) => ownerOf(d.split(' ')[1]!) === file && !produced.has(d)).sort();
+    // 431 is answered before any route, the same for all: openapi.test.ts sends it to every operation.
+    const missing = [...documented]
+      .filter((d) => ownerOf(d.split(' ')[1]!) === file && !produced.has(d) && !d.endsWith(' 431'))
+      .sort();
     expect(missing).toEqual([]);
   };
 

@@ -15,6 +15,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
@@ -27,6 +28,8 @@ export interface Received {
   body: Record<string, unknown> | undefined;
   /** Streams only: how many deltas were written before the client went away (undefined: it did not). */
   cutAfter?: number;
+  /** How long the request was open before the client closed it unanswered (undefined: it did not). */
+  closedAfterMs?: number;
 }
 
 export interface UpstreamServer {
@@ -127,6 +130,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
     .png()
     .toBuffer();
   const server = createServer((req, res) => {
+    const opened = performance.now();
     void (async () => {
       const body = await readJson(req);
       const record: Received = {
@@ -136,6 +140,9 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
         body,
       };
       received.push(record);
+      res.once('close', () => {
+        if (!res.writableEnded) record.closedAfterMs = performance.now() - opened;
+      });
       const messages = Array.isArray(body?.messages) ? (body.messages as { content?: unknown }[]) : [];
       const text = `${messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body)} ${always.directives}`;
       if (directive(text, 'hang') !== undefined) return; // never answers

@@ -1,6 +1,7 @@
 // The dashboard's pages, one module each in pages/, by the name the server gives them in the boot
 // data. Each reads and changes the account through /dashboard/api (the same services as the API's
 // doors) and follows it live where things move.
+import { Batches } from './pages/batches.js';
 import { Billing } from './pages/billing.js';
 import { Generations } from './pages/generations.js';
 import { Keys } from './pages/keys.js';
@@ -12,6 +13,7 @@ import { Webhooks } from './pages/webhooks.js';
 export const PAGES = {
   overview: Overview,
   generations: Generations,
+  batches: Batches,
   keys: Keys,
   usage: Usage,
   webhooks: Webhooks,

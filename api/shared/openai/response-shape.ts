@@ -1,11 +1,11 @@
-import { DomainError } from '../../core/errors';
-import { toolCallAssembler } from '../../core/providers/tool-calls';
-import type { ChatTools, ResponseFormat, ResponseRecord } from '../../core/generation/params';
-import type { ToolCall } from '../../core/vocabulary';
-import { callItemId, messageItemId } from '../../service/chat/responses';
-import type { StoredResponse } from '../../service/chat/responses';
-import type { ChatRunEvent } from '../../service/chat/reply-stream';
-import { unixSeconds } from './common';
+import { DomainError } from '../../../core/errors';
+import { toolCallAssembler } from '../../../core/providers/tool-calls';
+import type { ChatTools, ResponseFormat, ResponseRecord } from '../../../core/generation/params';
+import type { ToolCall } from '../../../core/vocabulary';
+import { callItemId, messageItemId } from '../../../service/chat/responses';
+import type { StoredResponse } from '../../../service/chat/responses';
+import type { ChatRunEvent } from '../../../service/chat/reply-stream';
+import { unixSeconds } from './words';
 
 /**
  * OpenAI's Response object and its typed Server-Sent Events, as the official SDK's stream
