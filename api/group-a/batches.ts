@@ -102,11 +102,11 @@ export const v1BatchRoutes: FastifyPluginAsyncZod<
         summary: 'Follow a batch live (Server-Sent Events) until it ends',
         description:
           'An event `progress` whose data is the batch each time its status or counts change (at most twice a second), the final one `done`, after which the stream closes. ' +
-          '`Last-Event-ID` resumes: an event is sent only when it is newer.',
+          '`Last-Event-ID` resumes: an event is sent only when it is newer; one longer than 40 characters is a 400.',
         security,
         params: idParams,
         headers: lastEventId,
-        response: { 200: eventStream, ...errorResponses(401, 404, 429, 500, 503) },
+        response: { 200: eventStream, ...errorResponses(400, 401, 404, 429, 500, 503) },
       },
     },
     async (request, reply) => {

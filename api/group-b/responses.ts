@@ -300,7 +300,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
           200: z
             .object({ id: z.string(), object: z.literal('response'), deleted: z.literal(true) })
             .meta({ id: 'ResponseDeleted' }),
-          ...errorsB(401, 404, 429, 500, 503),
+          ...errorsB(400, 401, 404, 429, 500, 503),
         },
       },
     },

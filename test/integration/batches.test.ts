@@ -435,6 +435,14 @@ describe('every documented answer', () => {
     const res = await h.call('GET', `/api/v1/batches/${made.id}/events`, { key });
     c.conforms(res, 'get', '/api/v1/batches/{id}/events', 200);
     expect(res.body).toMatch(/event: done\ndata: \{"id":"batch_/);
+    // No event id is longer than 40 characters: such a Last-Event-ID is a 400 naming it.
+    const resumed = await h.call('GET', `/api/v1/batches/${made.id}/events`, {
+      key,
+      headers: { 'last-event-id': '0'.repeat(41) },
+    });
+    expect(
+      c.conforms<{ error: { param: string } }>(resumed, 'get', '/api/v1/batches/{id}/events', 400).error.param,
+    ).toBe('Last-Event-ID');
   });
 
   it('the dashboard: 401 without a session, 429 past its limit', async () => {

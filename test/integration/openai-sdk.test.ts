@@ -1604,6 +1604,13 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
     const doomed = (await inject(h.app, 'post', '/v1/responses', key, resp)).json<{ id: string }>();
     c.conforms(await inject(h.app, 'delete', `/v1/responses/${doomed.id}`, key), 'delete', '/v1/responses/{id}', 200);
     c.conforms(await inject(h.app, 'delete', `/v1/responses/${doomed.id}`, key), 'delete', '/v1/responses/{id}', 404);
+    // No id is longer than 100 characters: the router refuses the path before the route runs.
+    c.conforms(
+      await inject(h.app, 'delete', `/v1/responses/resp_${'0'.repeat(101)}`, key),
+      'delete',
+      '/v1/responses/{id}',
+      400,
+    );
     const queued = c.conforms<{ id: string }>(
       await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:delay=5000', background: true }),
       'post',
