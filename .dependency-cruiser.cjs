@@ -47,6 +47,7 @@ const DOORS = [
   { name: 'dashboard', path: '^api/dashboard/' },
   { name: 'admin', path: '^api/admin/' },
   { name: 'upstream-callbacks', path: '^api/upstream-callbacks/' },
+  { name: 'anthropic', path: '^api/anthropic/' },
 ];
 
 /** @type {import('dependency-cruiser').IConfiguration} */

@@ -35,6 +35,7 @@ import { trackRouteMethods } from './shared/methods';
 import { createRateLimiter } from './shared/rate-limit';
 import type { RateLimiter } from './shared/rate-limit';
 import { openaiRoutes } from './group-b/routes';
+import { anthropicRoutes } from './anthropic/routes';
 import { v1Routes } from './group-a/routes';
 import { v1BatchRoutes } from './group-a/batches';
 import { billingRoutes } from './group-a/billing';
@@ -279,5 +280,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     taskPollIntervalMs: deps.mcpTaskPollIntervalMs,
   });
   await app.register(openaiRoutes, { pool: deps.pool, limiter, service, batches, store: deps.store });
+  await app.register(anthropicRoutes, { pool: deps.pool, limiter, service });
   return app;
 }

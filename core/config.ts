@@ -57,11 +57,11 @@ const upstreamModelSchema = z.union([
 export type UpstreamModelConfig = z.infer<typeof upstreamModelSchema>;
 const upstreamSchema = z.object({
   name: z.string().min(1).max(50),
-  protocol: z.enum(['openai', 'queue-video', 'replicate']),
+  protocol: z.enum(['openai', 'anthropic', 'queue-video', 'replicate']),
   baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
   apiKey: z.string().min(1).optional(),
-  /** How the key is sent: `Bearer <key>` (OpenAI, Replicate) or `Key <key>` (fal.ai). */
-  auth: z.enum(['bearer', 'key']).optional(),
+  /** How the key is sent: `Bearer <key>` (OpenAI, Replicate), `Key <key>` (fal.ai) or `x-api-key: <key>` (Anthropic). */
+  auth: z.enum(['bearer', 'key', 'x-api-key']).optional(),
   /** Catalogue model id → the upstream's name for it, or that name with its priority, weight and cost. */
   models: z
     .record(z.string(), upstreamModelSchema)
@@ -93,6 +93,7 @@ const breakerSchema = z.object({
 export type BreakerConfig = z.infer<typeof breakerSchema>;
 const PROTOCOL_KINDS: Record<UpstreamConfig['protocol'], readonly string[]> = {
   openai: ['chat', 'image'],
+  anthropic: ['chat'],
   'queue-video': ['video'],
   replicate: ['image', 'video', 'upscale'],
 };

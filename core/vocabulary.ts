@@ -34,6 +34,7 @@ const FAILURE_MESSAGES: Readonly<Record<string, string>> = {
   content_policy: 'The model provider’s safety system refused this generation; nothing was charged.',
   input_missing: 'The input of this generation is no longer stored; nothing was charged.',
   invalid_input: 'The input image could not be used; nothing was charged.',
+  output_format: 'The image could not be given in the format asked for; nothing was charged.',
 };
 
 export function failureMessage(code: string): string {

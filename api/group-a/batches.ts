@@ -112,7 +112,7 @@ export const v1BatchRoutes: FastifyPluginAsyncZod<
         summary: 'Follow a batch live (Server-Sent Events) until it ends',
         description:
           'An event `progress` whose data is the batch each time its status or counts change (at most twice a second), the final one `done`, after which the stream closes. ' +
-          '`Last-Event-ID` resumes: an event is sent only when it is newer.',
+          '`Last-Event-ID` resumes: an event is sent only when it is newer; an id the stream could not have sent is a 400.',
         security,
         params: idParams,
         headers: lastEventId,

@@ -33,7 +33,12 @@ import {
 } from '../shared/schemas';
 
 /** The service names request fields as the shared request type does; group A spells some in snake_case. */
-const GROUP_A_PARAMS: Record<string, string> = { imageUrl: 'image_url', maxTokens: 'max_tokens' };
+const GROUP_A_PARAMS: Record<string, string> = {
+  imageUrl: 'image_url',
+  maxTokens: 'max_tokens',
+  editImages: 'input_images',
+  editMask: 'mask_url',
+};
 
 const security = [{ apiKey: [] }];
 const tags = ['Group A'];

@@ -5,6 +5,7 @@ import { DomainError, InvalidRequestError, markAfterAdmission } from '../../core
 import type { ChatRunEvent } from '../../service/chat/reply-stream';
 import { wholeReply } from '../../service/chat/whole-reply';
 import { principalOf } from '../shared/auth';
+import { clientGone } from '../shared/sse';
 import { errorBody } from '../shared/errors';
 import { cancelAfterHeader, idempotencyKey } from '../shared/fields';
 import {
@@ -17,7 +18,7 @@ import {
 } from '../shared/openai/chat';
 import { failedRunError } from '../shared/openai/failures';
 import { inGroupBWords, unixSeconds } from '../shared/openai/words';
-import { clientGone, errorsB, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
+import { errorsB, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
 import type { OpenAiDeps } from './common';
 
 /**

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
@@ -39,19 +39,6 @@ export function submitOptionsOf(
     ...(deadlineMs === undefined ? {} : { deadlineMs }),
     ...spendCapOption(cap, 'max_credits'),
   };
-}
-
-/** Ends when the client closes the connection before the response is done. */
-export function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
-  };
-  reply.raw.once('close', onClose);
-  request.raw.once('close', () => {
-    if (request.raw.readableAborted) onClose();
-  });
-  return controller.signal;
 }
 
 export const security = [{ apiKey: [] }];

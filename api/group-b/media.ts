@@ -10,6 +10,10 @@ import { principalOf } from '../shared/auth';
 import { cancelAfterHeader, idempotencyKey } from '../shared/fields';
 import { remixBody } from '../shared/generate-bodies';
 import {
+  answerFormatOf,
+  EDIT_PARAMS,
+  editOf,
+  imageEditBody,
   imageGenerationBody,
   imageRequestOf,
   imagesResponseOf,
@@ -123,6 +127,12 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
       return (await deps.service.remix(principal, id, request.body.prompt, options)).generation;
     });
 
+  /** An image's file, for a b64_json answer. */
+  const readFile = (principal: ReturnType<typeof principalOf>) => async (id: string) => {
+    const { file } = await deps.service.output(principal, id);
+    return file?.data;
+  };
+
   route.post(
     '/v1/images/generations',
     {
@@ -152,15 +162,85 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
           throw new ProviderFailedError(
             'The images are still being generated; they will be listed at GET /api/v1/generations.',
           );
-        return await imagesResponseOf(generations, body.response_format ?? 'url', async (id) => {
-          const { file } = await deps.service.output(principal, id);
-          return file?.data;
-        });
+        return await imagesResponseOf(
+          generations,
+          answerFormatOf(body.model, body.response_format),
+          readFile(principal),
+        );
       } catch (err) {
         throw markAfterAdmission(err);
       }
     },
   );
+
+  // OpenAI's SDK sends image edits as multipart/form-data: up to 16 images (image, image[]) and a mask.
+  await app.register(async (forms) => {
+    await acceptForms(forms, { limits: { fileSize: 25 * 1024 * 1024, files: 17, fields: 20 } });
+    forms.withTypeProvider<ZodTypeProvider>().post(
+      '/v1/images/edits',
+      {
+        schema: {
+          operationId: 'openaiEditImages',
+          tags,
+          security,
+          summary:
+            'n edits (1 to 4) of an image (client.images.edit), each a generation of its own, priced as the model’s image',
+          description:
+            'Multipart (image or image[] files, mask) as the SDKs send it, or JSON with images and mask by image_url or file_id (the id of one of the account’s ' +
+            'succeeded image generations). The inputs are fetched and checked before anything is held; a bad one is a 400 naming it. Models that edit list ' +
+            'features: ["edit"] in GET /api/v1/models; others are a 400 naming model.',
+          body: imageEditBody,
+          headers: idempotencyHeaders,
+          response: { 200: imagesResponse, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 502, 503) },
+        },
+      },
+      async (request) => {
+        const body = request.body;
+        const principal = principalOf(request);
+        const edit = editOf(body);
+        // Uploads are in the request: their hashes stand for them under an Idempotency-Key.
+        const hash = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+        const keyed = {
+          ...body,
+          image: undefined,
+          'image[]': undefined,
+          mask: Buffer.isBuffer(body.mask) ? hash(body.mask) : body.mask,
+          inputs: edit.images.map((i) => ('file' in i ? hash(i.file) : i)),
+        };
+        const { generations } = await inGroupBWords(
+          () =>
+            deps.service.submitMany(
+              {
+                kind: 'image',
+                model: body.model,
+                prompt: body.prompt,
+                outputFormat: body.output_format ?? undefined,
+                edit,
+              },
+              principal,
+              {
+                ...submitOptionsOf(request, 'POST /v1/images/edits', keyed, body.deadline_seconds),
+                count: body.n ?? 1,
+              },
+            ),
+          EDIT_PARAMS,
+        );
+        try {
+          if (!generations.some((g) => g.status === 'succeeded' || g.error))
+            throw new ProviderFailedError(
+              'The edits are still being made; they will be listed at GET /api/v1/generations.',
+            );
+          return await imagesResponseOf(
+            generations,
+            answerFormatOf(body.model, body.response_format),
+            readFile(principal),
+          );
+        } catch (err) {
+          throw markAfterAdmission(err);
+        }
+      },
+    );
+  });
 
   route.post(
     '/v1/video/generations',

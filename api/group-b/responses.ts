@@ -3,7 +3,9 @@ import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provid
 import { z } from 'zod';
 import { InvalidRequestError, markAfterAdmission } from '../../core/errors';
 import { wholeReply } from '../../service/chat/whole-reply';
+import type { StoredItem } from '../../service/chat/responses';
 import { principalOf } from '../shared/auth';
+import { clientGone } from '../shared/sse';
 import { cancelAfterHeader, idempotencyKey } from '../shared/fields';
 import { failedRunError } from '../shared/openai/failures';
 import { partsOfView, responseEvents, responseObject } from '../shared/openai/response-shape';
@@ -17,7 +19,7 @@ import {
   responseSchema,
 } from '../shared/openai/responses';
 import { inGroupBWords, UNSUPPORTED } from '../shared/openai/words';
-import { clientGone, errorsB, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
+import { errorsB, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
 import type { OpenAiDeps } from './common';
 
 /**
@@ -25,11 +27,94 @@ import type { OpenAiDeps } from './common';
  * /v1/responses/{id}/cancel`), on the chat's per-token billing. A foreground response is a chat
  * the API runs itself (service/chat/runs.ts), streamed as OpenAI's typed events; a background one
  * is an ordinary chat generation run by its workflow's provider activity, polled and cancelled.
- * Function tools go to models served by an OpenAI-compatible upstream (a 400 naming them on the
- * simulator); images, files, built-in tools and structured output are a 400 naming the field.
+ * Function tools and structured output go to the model (a 400 naming them where its provider cannot
+ * take them); images, files and built-in tools are a 400 naming the field. Items of stored responses
+ * are referenced by id, listed (`input_items`) and deleted with their response.
  */
 
 const idParams = z.object({ id: z.string().max(100) });
+
+const inputItemsQuery = z.object({
+  after: z.string().max(200).optional().describe('The last_id of the previous page'),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1, { error: 'limit must be between 1 and 100' })
+    .max(100, { error: 'limit must be between 1 and 100' })
+    .default(20),
+  order: z.enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" }).default('desc'),
+  include: z.never({ error: `include ${UNSUPPORTED}` }).optional(),
+});
+
+const itemStatus = z.literal('completed');
+const listedItem = z.union([
+  z.object({
+    id: z.string(),
+    type: z.literal('message'),
+    status: itemStatus,
+    role: z.enum(['system', 'user', 'assistant']),
+    content: z.array(
+      z.union([
+        z.object({ type: z.literal('input_text'), text: z.string() }),
+        z.object({ type: z.literal('output_text'), text: z.string(), annotations: z.array(z.never()) }),
+      ]),
+    ),
+  }),
+  z.object({
+    id: z.string(),
+    type: z.literal('function_call'),
+    status: itemStatus,
+    call_id: z.string(),
+    name: z.string(),
+    arguments: z.string(),
+  }),
+  z.object({
+    id: z.string(),
+    type: z.literal('function_call_output'),
+    status: itemStatus,
+    call_id: z.string(),
+    output: z.string(),
+  }),
+]);
+const inputItemList = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(listedItem),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'ResponseInputItemList' });
+
+/** A stored item as the Responses API lists it. */
+function inputItemOf(item: StoredItem): z.infer<typeof listedItem> {
+  const status = 'completed' as const;
+  switch (item.type) {
+    case 'function_call':
+      return {
+        id: item.id,
+        type: 'function_call',
+        status,
+        call_id: item.call.id,
+        name: item.call.name,
+        arguments: item.call.arguments,
+      };
+    case 'function_call_output':
+      return { id: item.id, type: 'function_call_output', status, call_id: item.callId, output: item.output };
+    case 'message':
+      return {
+        id: item.id,
+        type: 'message',
+        status,
+        role: item.role,
+        content: [
+          item.role === 'assistant'
+            ? { type: 'output_text', text: item.content, annotations: [] }
+            : { type: 'input_text', text: item.content },
+        ],
+      };
+  }
+}
 
 export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
@@ -50,8 +135,8 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
           'With stream: true the answer is OpenAI’s typed Server-Sent Events (response.created, response.in_progress, response.output_item.added, ' +
           'response.content_part.added, response.output_text.delta, response.output_text.done, response.content_part.done, response.output_item.done, ' +
           'response.completed or response.incomplete with the usage; response.failed then error on a failure); a client that disconnects is charged the ' +
-          'tokens it was sent. background: true answers queued at once. Function tools are passed on to models served by an OpenAI-compatible upstream ' +
-          '(a 400 naming tools elsewhere); images, files, built-in tools and structured output are refused (400 naming the field). ' +
+          'tokens it was sent. background: true answers queued at once. Function tools and structured output (text.format) are passed on to the model ' +
+          '(a 400 naming the field where its provider cannot take them); images, files and built-in tools are refused (400 naming the field). ' +
           'An Idempotency-Key makes retries safe.',
         body: responseCreateBody,
         headers: z.looseObject({ 'idempotency-key': idempotencyKey, 'cancel-after': cancelAfterHeader }),
@@ -84,7 +169,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
         );
       const principal = principalOf(request);
       const chat = await responseRequestOf(body, (input) => deps.service.responses.conversation(principal, input));
-      const tools = chat.tools;
+      const { tools, responseFormat } = chat;
       const options = { ...submitOptionsOf(request, ROUTE, body), log: request.log };
 
       if (record.background) {
@@ -94,7 +179,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
           RESPONSE_PARAMS,
         );
         return responseObject(
-          partsOfView({ ...generation, record, sampling: chat.sampling ?? {}, tools, toolCalls: [] }),
+          partsOfView({ ...generation, record, sampling: chat.sampling ?? {}, tools, toolCalls: [], responseFormat }),
         );
       }
 
@@ -119,6 +204,7 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
         text: null,
         toolCalls: [],
         tools: tools ?? null,
+        format: responseFormat ?? null,
         usage: null,
         error: null,
         completedAt: null,
@@ -196,5 +282,65 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
     },
     async (request) =>
       responseObject(partsOfView(await deps.service.responses.cancel(principalOf(request), request.params.id))),
+  );
+
+  route.delete(
+    '/v1/responses/:id',
+    {
+      schema: {
+        operationId: 'openaiDeleteResponse',
+        tags,
+        security,
+        summary: 'Deletes a stored response: it is no longer readable, continued or referenced',
+        description:
+          'The generation stays in the account’s history (GET /api/v1/generations) with its charge: deleting a response removes it from the Responses API only. ' +
+          'Another account’s id, or one already deleted, is 404.',
+        params: idParams,
+        response: {
+          200: z
+            .object({ id: z.string(), object: z.literal('response'), deleted: z.literal(true) })
+            .meta({ id: 'ResponseDeleted' }),
+          ...errorsB(400, 401, 404, 429, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const { id } = await deps.service.responses.delete(principalOf(request), request.params.id);
+      return { id, object: 'response' as const, deleted: true as const };
+    },
+  );
+
+  route.get(
+    '/v1/responses/:id/input_items',
+    {
+      schema: {
+        operationId: 'openaiListResponseInputItems',
+        tags,
+        security,
+        summary: 'The items a stored response was given (client.responses.inputItems.list)',
+        description:
+          'This response’s own input (not that of a response it continued), each item with an id an item_reference may name. ' +
+          'Pages follow `after` = the previous page’s last_id.',
+        params: idParams,
+        querystring: inputItemsQuery,
+        response: { 200: inputItemList, ...errorsB(400, 401, 404, 429, 500, 503) },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const all = (await deps.service.responses.inputItems(principalOf(request), request.params.id)).map(inputItemOf);
+      const ordered = q.order === 'asc' ? all : [...all].reverse();
+      const from = q.after === undefined ? 0 : ordered.findIndex((i) => i.id === q.after) + 1;
+      if (from === 0 && q.after !== undefined)
+        throw new InvalidRequestError(`after: '${q.after}' is not an item of this response.`, 'after');
+      const data = ordered.slice(from, from + q.limit);
+      return {
+        object: 'list' as const,
+        data,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+        has_more: from + q.limit < ordered.length,
+      };
+    },
   );
 };

@@ -22,14 +22,30 @@ export function errorBody(type: string, status: number, message: string, details
 }
 
 export function sendError(reply: FastifyReply, err: DomainError): FastifyReply {
+  errorHeaders(reply, err);
+  return reply.code(err.status).send(errorBody(err.type, err.status, err.message, err.details));
+}
+
+/** The headers an error answer carries in every door: when to retry, and whether to at all. */
+export function errorHeaders(reply: FastifyReply, err: DomainError): void {
   if (err instanceof RateLimitError || err instanceof ServiceUnavailableError) {
     reply.header('Retry-After', String(err.retryAfterSeconds));
-    // OpenAI's SDKs read the wait in milliseconds first (DESIGN §6, group B).
+    // OpenAI's and Anthropic's SDKs read the wait in milliseconds first (DESIGN §6, group B).
     reply.header('retry-after-ms', String(err.retryAfterSeconds * 1000));
   }
   // Sending it again cannot help: the same key conflicts again, an admitted request would be held twice.
   if (err instanceof IdempotencyConflictError || isAfterAdmission(err)) reply.header('x-should-retry', 'false');
-  return reply.code(err.status).send(errorBody(err.type, err.status, err.message, err.details));
+}
+
+/** A failure that is not a domain error of ours but has an answer of its own (Fastify's 413, a malformed body). */
+class RequestError extends DomainError {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /** What every door answers while PostgreSQL cannot be reached: nothing was charged. */
@@ -156,6 +172,43 @@ export function answerFrameworkError(err: FastifyError, request: FastifyRequest,
   void reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));
 }
 
+/**
+ * Any failure as the domain error its answer is made from (validation, Fastify's own 4xx, a
+ * database that cannot be reached), logged as it deserves; undefined for an internal error, which
+ * every door answers as its own 500 without its message. Each door's error mapper starts here.
+ */
+export function domainErrorOf(err: FastifyError | Error, request: FastifyRequest): DomainError | undefined {
+  if (err instanceof DomainError) {
+    if (err.status >= 500) request.log.warn({ err, cause: err.cause }, err.message);
+    return err;
+  }
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const unknown = err.validation.find((v) => v.keyword === 'unrecognized_keys');
+    if (unknown && err.validationContext === 'body')
+      return unknownFields(
+        unknown.instancePath.split('/').filter((s) => s !== ''),
+        (unknown.params as { keys: string[] }).keys,
+      );
+    const first = err.validation[0];
+    const inner =
+      first?.keyword === 'invalid_union' ? alternativeTaken((first.params as { errors?: unknown }).errors) : undefined;
+    const path = [...(first?.instancePath ?? '').split('/').filter((s) => s !== ''), ...(inner?.path ?? [])];
+    return invalid(path, inner?.message ?? first?.message ?? 'invalid request', err.validationContext);
+  }
+  if (err instanceof ZodError) return fromZod(err);
+  const status = (err as FastifyError).statusCode;
+  if (status === 413) return new RequestError(413, 'invalid_request_error', 'The request body is too large.');
+  if (status === 415) return new InvalidRequestError(BODY_NOT_OBJECT);
+  // Fastify's own 4xx (malformed JSON): the client's mistake, say so plainly.
+  if (status !== undefined && status >= 400 && status < 500) return new InvalidRequestError(err.message);
+  if (classifyDbError(err) === 'transient') {
+    request.log.warn({ err }, 'database unavailable');
+    return databaseUnavailable();
+  }
+  request.log.error({ err }, 'unhandled error');
+  return undefined;
+}
+
 /** What Node's HTTP parser refuses before Fastify sees a request, by its error code. */
 const CLIENT_ERRORS: Record<string, { status: number; message: string }> = {
   HPE_HEADER_OVERFLOW: {
@@ -194,45 +247,8 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
 /** Maps every failure to the documented body; a 5xx never shows its internal message. */
 export function installErrorHandler(app: FastifyInstance, methods: MethodIndex): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
-    if (err instanceof DomainError) {
-      if (err.status >= 500) request.log.warn({ err, cause: err.cause }, err.message);
-      return sendError(reply, err);
-    }
-    if (hasZodFastifySchemaValidationErrors(err)) {
-      const unknown = err.validation.find((v) => v.keyword === 'unrecognized_keys');
-      if (unknown && err.validationContext === 'body')
-        return sendError(
-          reply,
-          unknownFields(
-            unknown.instancePath.split('/').filter((s) => s !== ''),
-            (unknown.params as { keys: string[] }).keys,
-          ),
-        );
-      const first = err.validation[0];
-      const inner =
-        first?.keyword === 'invalid_union'
-          ? alternativeTaken((first.params as { errors?: unknown }).errors)
-          : undefined;
-      const path = [...(first?.instancePath ?? '').split('/').filter((s) => s !== ''), ...(inner?.path ?? [])];
-      return sendError(
-        reply,
-        invalid(path, inner?.message ?? first?.message ?? 'invalid request', err.validationContext),
-      );
-    }
-    if (err instanceof ZodError) return sendError(reply, fromZod(err));
-    const status = (err as FastifyError).statusCode;
-    if (status === 413)
-      return reply.code(413).send(errorBody('invalid_request_error', 413, 'The request body is too large.'));
-    if (status === 415) return reply.code(400).send(errorBody('invalid_request_error', 400, BODY_NOT_OBJECT));
-    if (status !== undefined && status >= 400 && status < 500) {
-      // Fastify's own 4xx (malformed JSON): the client's mistake, say so plainly.
-      return reply.code(400).send(errorBody('invalid_request_error', 400, err.message));
-    }
-    if (classifyDbError(err) === 'transient') {
-      request.log.warn({ err }, 'database unavailable');
-      return sendError(reply, databaseUnavailable());
-    }
-    request.log.error({ err }, 'unhandled error');
+    const known = domainErrorOf(err, request);
+    if (known) return sendError(reply, known);
     if (isAfterAdmission(err)) reply.header('x-should-retry', 'false');
     return reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));
   });

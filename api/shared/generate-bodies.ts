@@ -59,6 +59,15 @@ export const v1ImageBody = z.strictObject({
     .optional()
     .describe(`With height: the shape (snapped like aspect) and size (long side ${IMAGE_MAX_SIDE} px at most)`),
   height: side.optional(),
+  input_images: z
+    .array(imageUrl('input_images'))
+    .min(1)
+    .max(16)
+    .optional()
+    .describe(
+      'An edit: the images to edit, by URL (the first is edited, the others guide it); models listing features: ["edit"] take them',
+    ),
+  mask_url: imageUrl('mask_url').optional().describe('An edit: where to edit, the transparent pixels of this image'),
   deadline_seconds: deadlineSeconds,
   max_credits,
 });
@@ -111,6 +120,9 @@ export const v1GenerateBody = z
         message: 'width and height go together',
       });
     }
+    if (body.kind === 'image' && body.mask_url !== undefined && body.input_images === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['mask_url'], message: 'a mask goes with the input_images it edits' });
+    }
   })
   .meta({
     id: 'GenerateRequest',
@@ -149,6 +161,14 @@ export function v1RequestOf(body: V1GenerateBody): GenerationRequest {
         aspect: body.aspect,
         width: body.width,
         height: body.height,
+        ...(body.input_images
+          ? {
+              edit: {
+                images: body.input_images.map((url) => ({ url })),
+                ...(body.mask_url ? { mask: { url: body.mask_url } } : {}),
+              },
+            }
+          : {}),
       };
     case 'video':
       return {

@@ -153,6 +153,12 @@ export const publicParams = z
       .describe('Video: seconds after clamping to the model range (what is priced and run)'),
     resolution: z.enum(RESOLUTIONS).optional().describe('Video'),
     remixedFrom: z.string().optional().describe('Video: the generation it remixes'),
+    outputFormat: z
+      .enum(['png', 'jpeg', 'webp'])
+      .optional()
+      .describe('Image: the encoding asked for (PNG when absent)'),
+    inputImages: z.number().int().optional().describe('Image edit: how many input images it took'),
+    masked: z.literal(true).optional().describe('Image edit: a mask said where to edit'),
     imageUrl: z.string().optional().describe('Video reference frame, upscale input: the URL given'),
     inputWidth: z.number().int().optional().describe('The input image as fetched'),
     inputHeight: z.number().int().optional(),

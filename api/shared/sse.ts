@@ -98,3 +98,16 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, op
     signal: controller.signal,
   };
 }
+
+/** Ends when the client closes the connection before the response is done (a reply a door streams or runs for it). */
+export function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
+  };
+  reply.raw.once('close', onClose);
+  request.raw.once('close', () => {
+    if (request.raw.readableAborted) onClose();
+  });
+  return controller.signal;
+}

@@ -59,6 +59,7 @@ export function createBatchReads({ pool, store }: { pool: pg.Pool; store: Output
     record: g.internal.response ?? { store: false, background: false },
     sampling: g.internal.sampling ?? {},
     tools: g.internal.tools,
+    responseFormat: g.internal.responseFormat,
   });
 
   return {

@@ -1,5 +1,5 @@
 import type { BatchProblem } from '../../core/db/batches';
-import type { ChatSampling, ChatTools, ResponseRecord } from '../../core/generation/params';
+import type { ChatSampling, ChatTools, ResponseFormat, ResponseRecord } from '../../core/generation/params';
 import type { GenerationView } from '../../core/generation/view';
 import type { BatchEndpoint, BatchStatus, GenerationKind, ToolCall } from '../../core/vocabulary';
 import type { GenerationRequest } from '../generation/requests';
@@ -65,6 +65,8 @@ export interface LineGenerationView extends GenerationView {
   record: ResponseRecord;
   sampling: ChatSampling;
   tools: ChatTools | undefined;
+  /** Structured output, when the line asked for it. */
+  responseFormat: ResponseFormat | undefined;
 }
 
 /** A line of a batch as its output or error file shows it. */

@@ -61,7 +61,8 @@ function listingOf(m: Model): Omit<ModelListing, 'batch'> {
         prices: null,
         seconds: null,
         defaults: { quality: m.defaultQuality, aspect: m.defaultAspect },
-        options: { qualities: [...m.qualities], aspects: [...m.aspects] },
+        // `features: ["edit"]`: it also edits images (/v1/images/edits, group A's input_images).
+        options: { qualities: [...m.qualities], aspects: [...m.aspects], ...(m.edits ? { features: ['edit'] } : {}) },
       };
     case 'video':
       return {

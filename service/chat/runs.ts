@@ -41,6 +41,8 @@ export interface ChatRun {
   createdAt: Date;
   /** The most output tokens the run may produce: what its hold covers. */
   maxTokens: number;
+  /** The input's size in tokens as estimated before the run (about four characters a token); the provider's own count comes with the end. */
+  promptTokens: number;
   /** An Idempotency-Key repeat: the earlier generation (as far as it got), nothing new admitted. */
   replay?: GenerationView;
   /** The reply as the provider sends it (reply-stream.ts): iterate once. */
@@ -79,6 +81,7 @@ export function createChatRuns(deps: ChatRunDeps) {
       model: g.model,
       createdAt: g.createdAt,
       maxTokens,
+      promptTokens: Math.ceil(g.prompt.length / 4),
       replay: g,
       events: (async function* (): AsyncGenerator<ChatRunEvent> {
         if (text) yield { type: 'delta', text };
@@ -167,6 +170,7 @@ export function createChatRuns(deps: ChatRunDeps) {
       model: input.model,
       createdAt: new Date(),
       maxTokens,
+      promptTokens: Math.ceil(priced.prompt.length / 4),
       events: replyEvents({
         job,
         provider: deps.provider,

@@ -14,6 +14,8 @@ import type { GenerationServiceDeps, SubmitOptions, Submitted } from './types';
 
 export type {
   Balance,
+  EditSource,
+  EditSources,
   FollowOptions,
   GenerationServiceDeps,
   ListQuery,

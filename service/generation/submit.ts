@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { classifyDbError } from '../../core/db/errors';
 import { keepInternal } from '../../core/db/generations';
-import { markAfterAdmission, ServiceUnavailableError } from '../../core/errors';
+import { InvalidRequestError, markAfterAdmission, ServiceUnavailableError } from '../../core/errors';
 import { viewOf } from '../../core/generation/view';
 import type { GenerationView } from '../../core/generation/view';
 import { release } from '../../core/ledger';
@@ -14,9 +14,16 @@ import type { Admission } from './admission';
 import { WAITED_KINDS } from './admission';
 import { readOwn } from './lookup';
 import { priceRequest } from './requests';
-import type { GenerationRequest, PricedGeneration, Serves } from './requests';
+import type { EditInput, GenerationRequest, PricedGeneration, Serves } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
-import type { GenerationServiceDeps, PreparedInput, SubmitOptions, SubmittedMany } from './types';
+import type {
+  EditSource,
+  EditSources,
+  GenerationServiceDeps,
+  PreparedInput,
+  SubmitOptions,
+  SubmittedMany,
+} from './types';
 
 export interface SubmitDeps {
   pool: pg.Pool;
@@ -78,18 +85,41 @@ export function createSubmit(deps: SubmitDeps) {
     starting.add(started);
   };
 
-  /** Fetches and checks an input (upscale image, video reference frame) before anything is held. */
+  /** An edit's inputs as sources to fetch or bytes; an earlier output of the account is read from the store. */
+  const editSources = async (principal: Principal, request: GenerationRequest): Promise<EditSources | undefined> => {
+    if (request.kind !== 'image' || !request.edit) return undefined;
+    const sourceOf = async (input: EditInput, field: string, which: string): Promise<EditSource> => {
+      if (!('generation' in input)) return input;
+      const g = await readOwn(pool, principal.accountId, input.generation).catch(() => undefined);
+      const data = g?.kind === 'image' && g.outputKey ? await store.get(g.outputKey) : undefined;
+      if (!data)
+        throw new InvalidRequestError(
+          `${field}${which}: '${input.generation}' is not a succeeded image generation of this account.`,
+          field,
+        );
+      return { file: data };
+    };
+    const { images, mask } = request.edit;
+    return {
+      images: await Promise.all(images.map((input, i) => sourceOf(input, 'editImages', ` (image ${i + 1})`))),
+      ...(mask ? { mask: await sourceOf(mask, 'editMask', '') } : {}),
+    };
+  };
+
+  /** Fetches and checks an input (upscale image, video reference frame, an edit's images) before anything is held. */
   const prepare = async (
     priced: PricedGeneration,
     uploaded: Buffer | undefined,
+    edit: EditSources | undefined,
   ): Promise<PreparedInput | undefined> => {
     const needsInput =
+      edit !== undefined ||
       priced.kind === 'upscale' ||
       (priced.kind === 'video' && (priced.params.imageUrl !== undefined || uploaded !== undefined));
     if (!needsInput) return undefined;
     if (!deps.prepareInput)
       throw new ServiceUnavailableError('Fetching input images is not available on this instance.');
-    const prepared = await deps.prepareInput(priced, uploaded);
+    const prepared = await deps.prepareInput(priced, uploaded, edit);
     priced.params = { ...priced.params, ...prepared.params };
     return prepared;
   };
@@ -186,7 +216,7 @@ export function createSubmit(deps: SubmitDeps) {
     // Kept with the generation, so that a workflow started again from its record keeps it too.
     if (opts.deadlineMs !== undefined)
       for (const p of priced) p.internal = { ...p.internal, clientDeadlineMs: opts.deadlineMs };
-    const prepared = await prepare(priced[0]!, opts.inputFile);
+    const prepared = await prepare(priced[0]!, opts.inputFile, await editSources(principal, request));
     for (const p of priced.slice(1)) p.params = { ...p.params, ...prepared?.params };
 
     const admissionTimer = metrics.admissionDuration.startTimer({ kind: priced[0]!.kind });

@@ -443,7 +443,9 @@ describe('every documented answer', () => {
         key,
         headers: { 'last-event-id': bad },
       });
-      c.conforms(refused, 'get', '/api/v1/batches/{id}/events', 400);
+      expect(
+        c.conforms<{ error: { param: string } }>(refused, 'get', '/api/v1/batches/{id}/events', 400).error.param,
+      ).toBe('Last-Event-ID');
     }
   });
 

@@ -1,13 +1,13 @@
 import { ZodError } from 'zod';
 import type { z } from 'zod';
 import { DomainError, InvalidRequestError } from '../../../core/errors';
-import type { ChatMessage } from '../../../core/generation/params';
 import type { BatchEndpoint } from '../../../core/vocabulary';
 import type { LineGenerationView, LineParser, LineResult } from '../../../service/batches/service';
 import { errorBody, fromZod } from '../errors';
 import { CHAT_FIELDS, chatCompletionBody, chatCompletionOf, chatRequestOf } from './chat';
 import { failedRunError } from './failures';
 import {
+  answerFormatOf,
   imageGenerationBody,
   imageRequestOf,
   imagesResponseOf,
@@ -20,6 +20,7 @@ import {
 } from './media';
 import { partsOfView, responseObject } from './response-shape';
 import { RESPONSE_FIELDS, responseCreateBody, responseRequestOf } from './responses';
+import type { ConversationOf } from './responses';
 import { assertKnownFields, UNSUPPORTED, unixSeconds } from './words';
 
 /**
@@ -46,14 +47,7 @@ const notInBatch = (param: string, what: string) =>
  * naming what a batch line cannot do: stream, run in the background, fetch a reference frame).
  * `conversation` builds a Responses line's conversation (its previous response's turns).
  */
-export function lineParserFor(
-  endpoint: BatchEndpoint,
-  conversation: (input: {
-    instructions: string | undefined;
-    previousResponseId: string | undefined;
-    messages: ChatMessage[];
-  }) => Promise<ChatMessage[]>,
-): LineParser {
+export function lineParserFor(endpoint: BatchEndpoint, conversation: ConversationOf): LineParser {
   switch (endpoint) {
     case '/v1/chat/completions':
       return async (raw) => {
@@ -76,7 +70,7 @@ export function lineParserFor(
           request,
           count,
           spendCap: body.max_credits ?? undefined,
-          answer: { responseFormat: body.response_format ?? 'url' },
+          answer: { responseFormat: answerFormatOf(body.model, body.response_format) },
         };
       };
     case '/v1/videos':

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { safeText } from '../../../core/text';
-import type { ChatMessage, ChatSampling, ChatTools } from '../../../core/generation/params';
+import type { ChatMessage, ChatSampling, ChatTools, ResponseFormat } from '../../../core/generation/params';
 import type { ToolCall } from '../../../core/vocabulary';
 import type { GenerationRequest } from '../../../service/generation/requests';
-import { functionName, modelId, spendCapField } from '../fields';
+import { functionName, jsonSchemaName, modelId, spendCapField } from '../fields';
 import { UNSUPPORTED } from './words';
 
 /**
@@ -62,6 +62,24 @@ const functionTool = z.object({
     strict: z.boolean().nullish(),
   }),
 });
+
+const responseFormatField = z.discriminatedUnion(
+  'type',
+  [
+    z.object({ type: z.literal('text') }),
+    z.object({ type: z.literal('json_object') }),
+    z.object({
+      type: z.literal('json_schema'),
+      json_schema: z.object({
+        name: jsonSchemaName,
+        description: safeText({ max: 10_000 }).optional(),
+        schema: z.record(z.string(), z.unknown()).optional().describe('JSON Schema the reply validates against'),
+        strict: z.boolean().nullish(),
+      }),
+    }),
+  ],
+  { error: 'response_format.type must be text, json_object or json_schema' },
+);
 
 export const CHAT_FIELDS = [
   'model',
@@ -125,15 +143,17 @@ export const chatCompletionBody = z
       .record(safeText({ max: 64 }), safeText({ max: 512 }))
       .nullish()
       .describe('Accepted and ignored'),
-    response_format: z
-      .object({ type: z.literal('text', { error: `response_format: only {"type":"text"} ${UNSUPPORTED}` }) })
-      .nullish(),
+    response_format: responseFormatField
+      .nullish()
+      .describe(
+        'text (default), json_object, or json_schema { name, schema, strict }: passed to the model (the simulator answers JSON valid against the schema); a 400 naming response_format where the model’s provider cannot',
+      ),
     tools: z
       .array(functionTool)
       .max(128)
       .optional()
       .describe(
-        'Functions the model may call: passed on to models served by an OpenAI-compatible upstream; a 400 naming tools on the others',
+        'Functions the model may call: passed on to the model (the simulator calls one deterministically); a 400 naming tools where the model’s provider cannot',
       ),
     tool_choice: z
       .union([
@@ -221,6 +241,14 @@ function toolsOf(body: ChatBody): ChatTools | undefined {
   };
 }
 
+function responseFormatOf(body: ChatBody): ResponseFormat | undefined {
+  const format = body.response_format;
+  if (!format || format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { type: 'json_object' };
+  const { name, description, schema, strict } = format.json_schema;
+  return { type: 'json_schema', name, schema: schema ?? {}, description, strict: strict ?? undefined };
+}
+
 function samplingOf(body: ChatBody): ChatSampling {
   const s: ChatSampling = {};
   if (body.temperature != null) s.temperature = body.temperature;
@@ -262,6 +290,7 @@ export function chatRequestOf(body: ChatBody): Extract<GenerationRequest, { kind
     maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
     sampling: samplingOf(body),
     tools: toolsOf(body),
+    responseFormat: responseFormatOf(body),
   };
 }
 

@@ -1,8 +1,15 @@
 import { z } from 'zod';
 import { safeText } from '../../../core/text';
-import type { ChatMessage, ChatSampling, ChatTools, ResponseRecord } from '../../../core/generation/params';
+import type {
+  ChatMessage,
+  ChatSampling,
+  ChatTools,
+  ResponseFormat,
+  ResponseRecord,
+} from '../../../core/generation/params';
+import type { ResponseItem } from '../../../service/chat/responses';
 import type { GenerationRequest } from '../../../service/generation/requests';
-import { functionName, modelId, spendCapField } from '../fields';
+import { functionName, jsonSchemaName, modelId, spendCapField } from '../fields';
 import { GROUP_B_PARAMS, UNSUPPORTED } from './words';
 
 /**
@@ -10,7 +17,12 @@ import { GROUP_B_PARAMS, UNSUPPORTED } from './words';
  * routes and a batch's `/v1/responses` lines share them (response-shape.ts builds the object).
  */
 
-export const RESPONSE_PARAMS = { ...GROUP_B_PARAMS, maxTokens: 'max_output_tokens', messages: 'input' };
+export const RESPONSE_PARAMS = {
+  ...GROUP_B_PARAMS,
+  maxTokens: 'max_output_tokens',
+  messages: 'input',
+  responseFormat: 'text.format',
+};
 
 const textPart = z.object({
   type: z.enum(['input_text', 'output_text'], {
@@ -26,7 +38,7 @@ const textPart = z.object({
 const inputMessage = z.object({
   type: z
     .literal('message', {
-      error: `only message, function_call and function_call_output items are supported; item references and reasoning items ${UNSUPPORTED.replace('is', 'are')}`,
+      error: `only message, function_call, function_call_output, item_reference and reasoning items are supported`,
     })
     .optional(),
   role: z.enum(['user', 'assistant', 'system', 'developer']).describe('developer counts as system'),
@@ -53,7 +65,13 @@ const functionCallOutputItem = z.object({
   id: z.string().max(200).nullish(),
   status: z.enum(['in_progress', 'completed', 'incomplete']).nullish(),
 });
-const inputItem = z.union([inputMessage, functionCallItem, functionCallOutputItem]);
+const itemReference = z.object({
+  type: z.literal('item_reference'),
+  id: z.string().min(1).max(200).describe('An output or input item of one of the account’s stored responses'),
+});
+// Reasoning items a client hands back (the AI SDK does) are accepted and not sent to the model.
+const reasoningItem = z.looseObject({ type: z.literal('reasoning'), id: z.string().max(200).optional() });
+const inputItem = z.union([inputMessage, functionCallItem, functionCallOutputItem, itemReference, reasoningItem]);
 const functionTool = z.object({
   type: z.literal('function', {
     error: `tools: only function tools are supported; built-in tools (web search, file search, computer use…) ${UNSUPPORTED.replace('is', 'are')}`,
@@ -63,6 +81,22 @@ const functionTool = z.object({
   parameters: z.record(z.string(), z.unknown()).nullish().describe('JSON Schema of the arguments'),
   strict: z.boolean().nullish(),
 });
+
+const textFormat = z.discriminatedUnion(
+  'type',
+  [
+    z.object({ type: z.literal('text') }),
+    z.object({ type: z.literal('json_object') }),
+    z.object({
+      type: z.literal('json_schema'),
+      name: jsonSchemaName,
+      description: safeText({ max: 10_000 }).nullish(),
+      schema: z.record(z.string(), z.unknown()).describe('JSON Schema the reply validates against'),
+      strict: z.boolean().nullish(),
+    }),
+  ],
+  { error: 'text.format.type must be text, json_object or json_schema' },
+);
 
 export const RESPONSE_FIELDS = [
   'model',
@@ -159,19 +193,19 @@ export const responseCreateBody = z
       .nullish(),
     text: z
       .object({
-        format: z
-          .object({ type: z.literal('text', { error: `text.format: only {"type":"text"} ${UNSUPPORTED}` }) })
-          .optional(),
+        format: textFormat.optional(),
         verbosity: z.enum(['low', 'medium', 'high']).nullish(),
       })
       .optional()
-      .describe('Only plain text; verbosity is accepted and ignored'),
+      .describe(
+        'format: text (default), json_object, or json_schema { name, schema, strict } (structured output; a 400 naming text.format where the model’s provider cannot); verbosity is accepted and ignored',
+      ),
     tools: z
       .array(functionTool)
       .max(128)
       .optional()
       .describe(
-        'Functions the model may call: passed on to models served by an OpenAI-compatible upstream; a 400 naming tools on the others',
+        'Functions the model may call: passed on to the model (the simulator calls one deterministically); a 400 naming tools where the model’s provider cannot',
       ),
     tool_choice: z
       .union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), name: functionName })], {
@@ -251,7 +285,7 @@ export const responseSchema = z
     service_tier: z.literal('default'),
     safety_identifier: z.null(),
     prompt_cache_key: z.null(),
-    text: z.object({ format: z.object({ type: z.literal('text') }) }),
+    text: z.object({ format: textFormat }),
     tool_choice: z.union([
       z.enum(['none', 'auto', 'required']),
       z.object({ type: z.literal('function'), name: z.string() }),
@@ -281,26 +315,39 @@ export const responseSchema = z
 const textOf = (content: string | { text: string }[]): string =>
   typeof content === 'string' ? content : content.map((p) => p.text).join('');
 
-/**
- * The conversation as chat turns: a function call joins the assistant turn just before it (or
- * starts one), as chat completions carry calls; a function's output is a tool turn.
- */
-function messagesOf(body: ResponseBody): ChatMessage[] {
-  if (typeof body.input === 'string') return [{ role: 'user', content: body.input }];
-  const messages: ChatMessage[] = [];
-  for (const item of body.input) {
-    if (item.type === 'function_call') {
-      const call = { id: item.call_id, name: item.name, arguments: item.arguments };
-      const last = messages.at(-1);
-      if (last?.role === 'assistant') last.toolCalls = [...(last.toolCalls ?? []), call];
-      else messages.push({ role: 'assistant', content: '', toolCalls: [call] });
-    } else if (item.type === 'function_call_output') {
-      messages.push({ role: 'tool', toolCallId: item.call_id, content: textOf(item.output) });
-    } else {
-      messages.push({ role: item.role === 'developer' ? 'system' : item.role, content: textOf(item.content) });
+/** The input as the service's items; reasoning items are left out (they are not sent to the model). */
+function itemsOf(body: ResponseBody): ResponseItem[] {
+  if (typeof body.input === 'string') return [{ type: 'message', role: 'user', content: body.input }];
+  return body.input.flatMap((item): ResponseItem[] => {
+    switch (item.type) {
+      case 'function_call':
+        return [{ type: 'function_call', call: { id: item.call_id, name: item.name, arguments: item.arguments } }];
+      case 'function_call_output':
+        return [{ type: 'function_call_output', callId: item.call_id, output: textOf(item.output) }];
+      case 'item_reference':
+        return [{ type: 'item_reference', id: item.id }];
+      case 'reasoning':
+        return [];
+      default:
+        return [
+          { type: 'message', role: item.role === 'developer' ? 'system' : item.role, content: textOf(item.content) },
+        ];
     }
-  }
-  return messages;
+  });
+}
+
+/** `text.format` in the service's terms; plain text is no format. */
+export function responseFormatOf(body: ResponseBody): ResponseFormat | undefined {
+  const format = body.text?.format;
+  if (!format || format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { type: 'json_object' };
+  return {
+    type: 'json_schema',
+    name: format.name,
+    schema: format.schema,
+    description: format.description ?? undefined,
+    strict: format.strict ?? undefined,
+  };
 }
 
 function toolsOf(body: ResponseBody): ChatTools | undefined {
@@ -336,22 +383,28 @@ export function recordOf(body: ResponseBody): ResponseRecord {
 }
 
 /**
+ * Builds a Responses request's conversation (service/chat/responses.ts): instructions, a previous
+ * response's turns, then this input with its item references resolved; how many turns are its own.
+ */
+export type ConversationOf = (input: {
+  instructions: string | undefined;
+  previousResponseId: string | undefined;
+  items: ResponseItem[];
+}) => Promise<{ messages: ChatMessage[]; inputCount: number }>;
+
+/**
  * The service's chat request for a Responses body: the conversation is the service's to build
  * (instructions, a previous response's turns, then this input), through `conversation`.
  */
 export async function responseRequestOf(
   body: ResponseBody,
-  conversation: (input: {
-    instructions: string | undefined;
-    previousResponseId: string | undefined;
-    messages: ChatMessage[];
-  }) => Promise<ChatMessage[]>,
+  conversation: ConversationOf,
 ): Promise<Extract<GenerationRequest, { kind: 'chat' }>> {
   const record = recordOf(body);
-  const messages = await conversation({
+  const { messages, inputCount } = await conversation({
     instructions: body.instructions ?? undefined,
     previousResponseId: record.previousResponseId,
-    messages: messagesOf(body),
+    items: itemsOf(body),
   });
   return {
     kind: 'chat',
@@ -359,7 +412,8 @@ export async function responseRequestOf(
     messages,
     maxTokens: body.max_output_tokens ?? undefined,
     sampling: samplingOf(body),
-    response: record,
+    response: { ...record, inputCount },
     tools: toolsOf(body),
+    responseFormat: responseFormatOf(body),
   };
 }

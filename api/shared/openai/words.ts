@@ -11,6 +11,7 @@ export const GROUP_B_PARAMS: Record<string, string> = {
   imageUrl: 'image_url',
   inputFile: 'input_reference',
   maxTokens: 'max_tokens',
+  responseFormat: 'response_format',
   kind: 'model',
   seconds: 'duration',
 };
