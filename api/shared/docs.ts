@@ -4,7 +4,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses } from './schemas';
+import { apiError, errorResponses, PATH_PARAM_TOO_LONG } from './schemas';
 
 /** The package version: the API's version in the OpenAPI document and the MCP server's. */
 export const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -19,9 +19,11 @@ export const { version } = JSON.parse(readFileSync(new URL('../../package.json',
  * What the HTTP parser answers for any route before the route runs (api/shared/errors.ts,
  * answerClientError), added to each documented route's own answers.
  */
-function answeredByEveryRoute<S extends { response?: unknown; hide?: boolean }>(schema: S): S {
+function answeredByEveryRoute<S extends { response?: unknown; hide?: boolean; params?: unknown }>(schema: S): S {
   if (schema.hide || typeof schema.response !== 'object' || schema.response === null) return schema;
-  return { ...schema, response: { ...errorResponses(431), ...schema.response } };
+  // A route with path parameters also meets the router's length limit; its own 400, if any, says more.
+  const byRouter = schema.params === undefined ? {} : { 400: apiError.describe(PATH_PARAM_TOO_LONG) };
+  return { ...schema, response: { ...errorResponses(431), ...byRouter, ...schema.response } };
 }
 
 export async function registerDocs(app: FastifyInstance): Promise<void> {

@@ -59,6 +59,10 @@ const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   503: 'server_error: a dependency is unavailable; nothing was charged; retry after Retry-After',
 };
 
+/** What Fastify's router answers for a path parameter over its 100 characters, before the route runs. */
+export const PATH_PARAM_TOO_LONG =
+  'invalid_request_error: a path parameter is longer than 100 characters (no id is); answered before the route runs';
+
 /** Response entries for the given error statuses, each with the error body. */
 export function errorResponses<const S extends readonly ErrorStatus[]>(...statuses: S) {
   return Object.fromEntries(statuses.map((s) => [s, apiError.describe(ERROR_MEANINGS[s] ?? 'error')])) as {

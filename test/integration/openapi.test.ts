@@ -1147,6 +1147,23 @@ describe('before any route', () => {
   });
 });
 
+describe('before a route with path parameters', () => {
+  it('every such operation answers a path parameter over 100 characters with a documented 400', async () => {
+    const long = 'x'.repeat(101);
+    for (const { path, method, op } of c.operations()) {
+      // A wildcard (`{*}`) has no length limit: only named parameters meet the router's.
+      if (!/\{[^*}][^}]*\}/.test(path)) continue;
+      expect(op.responses['400'], `${method} ${path} documents 400`).toBeDefined();
+      const res = await h.app.inject({
+        method: method.toUpperCase() as 'GET',
+        url: path.replace(/\{[^*}][^}]*\}/g, long).replace('{*}', 'x'),
+      });
+      const body = c.conforms<{ error: { param?: string } }>(res, method, path, 400);
+      expect(body.error.param, `${method} ${path}`).toBe('path');
+    }
+  });
+});
+
 /** One request written on a socket of its own, as is, and everything the server answered until it closed. */
 function rawRequest(port: number, request: string): Promise<string> {
   return new Promise((resolve, reject) => {
