@@ -47,6 +47,9 @@ export const WAITED_KINDS: ReadonlySet<GenerationKind> = new Set(['image', 'chat
  * ledger's admission (hold, generation, outbox in one transaction). A 402 costs one round trip to
  * the database and never a workflow.
  */
+/** How often a repeat looks for the record of a reply the API is still recording. */
+const RECORD_POLL_MS = 50;
+
 export function createAdmission(deps: AdmissionDeps) {
   const { pool, gateway, store } = deps;
 
@@ -77,7 +80,14 @@ export function createAdmission(deps: AdmissionDeps) {
       );
     });
     await Promise.all(rows.map((g) => waitIfSync(g.id, g.kind, opts)));
-    const after = await readRequest(pool, accountId, firstId);
+    let after = await readRequest(pool, accountId, firstId);
+    // A reply the API records at its end may have reached its client just before its record: the
+    // repeat answers the record once written (or, past the wait, as it stands).
+    const until = Date.now() + deps.syncWaitMs;
+    while (after.some((g) => !isFinal(g.status) && isRecordedByApi(g)) && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, RECORD_POLL_MS));
+      after = await readRequest(pool, accountId, firstId);
+    }
     return { generations: await Promise.all(after.map((g) => viewOf(g, store))), replayed: true };
   };
 
