@@ -86,7 +86,11 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         started: admitted.generations.length,
         waiting: admitted.waiting,
         inFlight: admitted.inFlight,
-        ...(req.withCounts ? { counts: await countsOfBatch(pool, req.batchId) } : {}),
+        // A batch that has ended (its finish committed in a workflow task that then failed, or by
+        // an earlier run) always comes with its counts: they are the last its attributes show.
+        ...(req.withCounts || admitted.status !== 'in_progress'
+          ? { counts: await countsOfBatch(pool, req.batchId) }
+          : {}),
       };
     },
 
