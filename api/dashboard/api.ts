@@ -33,7 +33,8 @@ import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKI
 import type { SessionAuthDeps } from '../shared/auth';
 import { listQuery } from '../shared/fields';
 import { legacyGenerateBody, legacyRequestOf } from '../shared/generate-bodies';
-import { usageReport as reportUsage } from '../../service/usage/usage';
+import { usageCsv, usageReport as reportUsage } from '../../service/usage/usage';
+import { sendCsv, wantsCsv } from '../shared/csv';
 import {
   balance,
   errorResponses,
@@ -458,12 +459,21 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           operationId: 'dashboardUsage',
           tags,
           security,
-          summary: 'The account’s usage per day, model, key or kind (as GET /api/v1/usage)',
+          summary: 'The account’s usage per day, model, key, kind or customer (as GET /api/v1/usage), or as CSV',
           querystring: usageQuery,
-          response: { 200: usageReport, ...errors(400) },
+          response: {
+            200: {
+              description: 'The report (JSON), or its groups as CSV',
+              content: { 'application/json': { schema: usageReport }, 'text/csv': { schema: z.string() } },
+            },
+            ...errors(400),
+          },
         },
       },
-      async (request) => reportUsage(deps.pool, principalOf(request), request.query),
+      async (request, reply) => {
+        const report = await reportUsage(deps.pool, principalOf(request), request.query);
+        return wantsCsv(request) ? sendCsv(reply, 'usage.csv', usageCsv(report)) : report;
+      },
     );
 
     route.get(

@@ -4,12 +4,14 @@ import { z } from 'zod';
 import type { GenerationService } from '../../service/generation/service';
 import { LEDGER_ENTRY_TYPES, ledgerCsv, ledgerPage } from '../../service/usage/ledger';
 import { modelListing } from '../../service/catalogue/model-list';
-import { usageReport as reportUsage } from '../../service/usage/usage';
+import { usageCsv, usageReport as reportUsage } from '../../service/usage/usage';
 import type { WatchEvent } from '../../service/generation/watch';
 import { principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
 import { InvalidRequestError } from '../../core/errors';
 import { inDoorWords } from '../shared/errors';
+import { customerId } from '../shared/customers';
+import { sendCsv, wantsCsv } from '../shared/csv';
 import { openEventStream } from '../shared/sse';
 import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, spendCapOption } from '../shared/fields';
 import { remixBody, v1GenerateBody, v1RequestOf } from '../shared/generate-bodies';
@@ -78,7 +80,10 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
       },
       async (request, reply) => {
         const options = {
-          ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds),
+          ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', {
+            deadlineSeconds: request.body.deadline_seconds,
+            customer: request.body.customer,
+          }),
           ...spendCapOption(request.body.max_credits, 'max_credits'),
         };
         const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
@@ -147,22 +152,21 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         },
       },
       async (request, reply) => {
-        const csv =
-          request.query.format === 'csv' ||
-          (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
+        const csv = wantsCsv(request);
         const limit = request.query.limit ?? (csv ? MAX_CSV_ROWS : 50);
         if (!csv && limit > MAX_JSON_ROWS)
           throw new InvalidRequestError(
             `limit: at most ${MAX_JSON_ROWS} entries a page in JSON (${MAX_CSV_ROWS} in CSV)`,
             'limit',
           );
-        const page = await ledgerPage(deps.pool, principalOf(request), { limit, cursor: request.query.cursor });
+        const page = await ledgerPage(deps.pool, principalOf(request), {
+          limit,
+          cursor: request.query.cursor,
+          customer: request.query.customer,
+        });
         if (!csv) return page;
         if (page.next_cursor) reply.header('x-next-cursor', page.next_cursor);
-        return reply
-          .type('text/csv; charset=utf-8')
-          .header('content-disposition', 'attachment; filename="ledger.csv"')
-          .send(ledgerCsv(page.data));
+        return sendCsv(reply, 'ledger.csv', ledgerCsv(page.data));
       },
     );
 
@@ -172,15 +176,25 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         schema: {
           operationId: 'getUsage',
           tags,
-          summary: 'Credits charged, generations, failures and tokens per day, model, key or kind',
+          summary: 'Credits charged, generations, failures and tokens per day, model, key, kind or customer',
           description:
-            'Generations created in [from, to), whichever door made them. Credits charged count settled generations; a failed one charges nothing.',
+            'Generations created in [from, to), whichever door made them (of one customer with `customer`). Credits charged count settled generations; a failed one charges nothing. ' +
+            '`group_by=customer` is what a platform invoices its own users from; CSV with `Accept: text/csv` or `format=csv`.',
           security,
           querystring: usageQuery,
-          response: { 200: usageReport, ...errorResponses(400, 401, 429, 500, 503) },
+          response: {
+            200: {
+              description: 'The report (JSON), or its groups as CSV',
+              content: { 'application/json': { schema: usageReport }, 'text/csv': { schema: z.string() } },
+            },
+            ...errorResponses(400, 401, 429, 500, 503),
+          },
         },
       },
-      async (request) => reportUsage(deps.pool, principalOf(request), request.query),
+      async (request, reply) => {
+        const report = await reportUsage(deps.pool, principalOf(request), request.query);
+        return wantsCsv(request) ? sendCsv(reply, 'usage.csv', usageCsv(report)) : report;
+      },
     );
 
     route.get(
@@ -239,7 +253,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
         const { id } = request.params;
         // The source is part of what the key stands for: the same key on another video is a conflict.
         const options = {
-          ...generateOptionsOf(request, 'A', route),
+          ...generateOptionsOf(request, 'A', route, { customer: request.body.customer }),
           idempotency: idempotencyOf(request, route, { id, ...request.body }),
           ...spendCapOption(request.body.max_credits, 'max_credits'),
         };
@@ -346,6 +360,9 @@ const ledgerQuery = z.object({
     .describe(`Page size: 1 to ${MAX_JSON_ROWS} (default 50) in JSON, up to ${MAX_CSV_ROWS} (default) in CSV`),
   cursor: z.string().max(400).optional().describe('next_cursor of the previous page'),
   format: z.enum(['json', 'csv']).optional().describe('csv: the same entries as CSV (or send Accept: text/csv)'),
+  customer: customerId('customer')
+    .optional()
+    .describe('Only the entries of generations made for this customer of yours'),
 });
 const ledgerEntry = z
   .object({
@@ -361,6 +378,7 @@ const ledgerEntry = z
     heldAfter: z.number().describe('What was held after it'),
     generationId: z.string().nullable(),
     keyId: z.string().nullable().describe('The key whose generation it was'),
+    customer: z.string().nullable().describe('The customer (your own end user) whose generation it was'),
     note: z.string().nullable(),
     createdAt: z.string(),
   })

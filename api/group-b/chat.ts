@@ -11,6 +11,7 @@ import type { ChatMessage, ChatSampling } from '../../core/generation/params';
 import { principalOf } from '../shared/auth';
 import { errorBody } from '../shared/errors';
 import { cancelAfterHeader, functionName, idempotencyKey, spendCapField, modelId } from '../shared/fields';
+import { customerHeaders } from '../shared/customers';
 import {
   clientGone,
   errorsB,
@@ -20,6 +21,7 @@ import {
   submitOptionsOf,
   tags,
   unixSeconds,
+  openAiEndUser,
 } from './common';
 import type { OpenAiDeps } from './common';
 
@@ -95,6 +97,7 @@ const CHAT_FIELDS = [
   'frequency_penalty',
   'seed',
   'user',
+  'safety_identifier',
   'response_format',
   'store',
   'metadata',
@@ -112,6 +115,7 @@ const CHAT_FIELDS = [
   'max_credits',
 ] as const;
 const UNSUPPORTED = 'is not supported by this service';
+const endUser = openAiEndUser();
 
 export const chatCompletionBody = z
   .object({
@@ -137,7 +141,8 @@ export const chatCompletionBody = z
     frequency_penalty: z.number().min(-2).max(2).nullish(),
     seed: z.number().int().nullish(),
     max_credits: spendCapField('max_credits').nullable(),
-    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
+    user: endUser.optional(),
+    safety_identifier: endUser.nullish(),
     store: z.boolean().nullish().describe('Accepted and ignored'),
     metadata: z
       .record(safeText({ max: 64 }), safeText({ max: 512 }))
@@ -361,7 +366,11 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
           'With stream: true the reply is a stream of chat.completion.chunk events ending with `data: [DONE]` (and a usage chunk first when ' +
           'stream_options.include_usage is set); a client that disconnects is charged the tokens it was sent. An Idempotency-Key makes retries safe.',
         body: chatCompletionBody,
-        headers: z.looseObject({ 'idempotency-key': idempotencyKey, 'cancel-after': cancelAfterHeader }),
+        headers: z.looseObject({
+          'idempotency-key': idempotencyKey,
+          'cancel-after': cancelAfterHeader,
+          ...customerHeaders,
+        }),
         response: {
           200: {
             description: 'The reply; with stream: true, Server-Sent Events',

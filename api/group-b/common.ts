@@ -5,7 +5,9 @@ import type { GenerationService } from '../../service/generation/service';
 import type { AuthDeps } from '../shared/auth';
 import { inDoorWords } from '../shared/errors';
 import { clientDeadlineMs, idempotencyOf, spendCapOption } from '../shared/fields';
+import { customerOption, MAX_CUSTOMER_ID_CHARS } from '../shared/customers';
 import { apiError } from '../shared/schemas';
+import { safeText } from '../../core/text';
 
 /** What every route of group B shares: its deps, its words for parameters and errors, its OpenAPI tags. */
 
@@ -49,7 +51,8 @@ export function refuseUnknownFields(allowed: readonly string[]) {
 
 /**
  * The service options of a group B POST: its door, the Idempotency-Key with what it stands for,
- * and the client's deadline (`Cancel-After`, or the body's `deadline_seconds`) where the route takes one.
+ * the client's deadline (`Cancel-After`, or the body's `deadline_seconds`) where the route takes
+ * one, and the customer: OpenAI's `safety_identifier` or `user`, a remix's `customer`, or `X-Customer-Id`.
  */
 export function submitOptionsOf(
   request: Parameters<typeof idempotencyOf>[0],
@@ -58,15 +61,34 @@ export function submitOptionsOf(
   bodyDeadlineSeconds?: number | null,
 ) {
   const deadlineMs = clientDeadlineMs(request.headers['cancel-after'], bodyDeadlineSeconds ?? undefined);
-  // Every group B body that submits takes `max_credits` (validated by its schema).
-  const cap = (body as { max_credits?: number | null }).max_credits;
+  // Every group B body that submits takes `max_credits` and names a customer its way (validated by its schema).
+  const fields = body as {
+    max_credits?: number | null;
+    safety_identifier?: string | null;
+    user?: string | null;
+    customer?: string;
+  };
   return {
     door: 'B' as const,
     idempotency: idempotencyOf(request, route, body),
     ...(deadlineMs === undefined ? {} : { deadlineMs }),
-    ...spendCapOption(cap, 'max_credits'),
+    ...spendCapOption(fields.max_credits, 'max_credits'),
+    ...customerOption(request.headers, {
+      safety_identifier: fields.safety_identifier,
+      user: fields.user,
+      customer: fields.customer,
+    }),
   };
 }
+
+/**
+ * OpenAI's ids for the end user a request is for (`user`, `safety_identifier`): the customer it is
+ * for, like X-Customer-Id. An empty one names nobody (OpenAI accepts it).
+ */
+export const openAiEndUser = () =>
+  safeText({ max: MAX_CUSTOMER_ID_CHARS }).describe(
+    'Your own id for your end user this is for: the customer stored with the generation and held against its budget and rate limit (as X-Customer-Id); empty: none',
+  );
 
 /** Ends when the client closes the connection before the response is done. */
 export function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import { createHash } from 'node:crypto';
 import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedError } from '../../core/errors';
 import { GENERATION_ID_PATTERN } from '../../core/ids';
-import { safeText } from '../../core/text';
 import type { GenerationView } from '../../core/generation/view';
 import { VIDEO_PREVIEWS } from '../../core/vocabulary';
 import { principalOf } from '../shared/auth';
@@ -16,12 +15,23 @@ import {
   mediaPrompt,
   modelId,
 } from '../shared/fields';
+import { customerHeaders } from '../shared/customers';
 import { remixBody } from '../shared/generate-bodies';
 import { idParams } from '../shared/schemas';
-import { errorsB, inGroupBWords, refuseUnknownFields, security, submitOptionsOf, tags, unixSeconds } from './common';
+import {
+  errorsB,
+  inGroupBWords,
+  openAiEndUser,
+  refuseUnknownFields,
+  security,
+  submitOptionsOf,
+  tags,
+  unixSeconds,
+} from './common';
 import type { OpenAiDeps } from './common';
 
 const maxCredits = spendCapField('max_credits');
+const endUser = openAiEndUser();
 
 /** Group B images and videos: each image and each video is a generation like any other door's. */
 
@@ -31,6 +41,7 @@ const idempotencyHeaders = z.looseObject({
     'The same key and body within 24 h return the same generations, never a second hold',
   ),
   'cancel-after': cancelAfterHeader,
+  ...customerHeaders,
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -66,7 +77,8 @@ export const imageGenerationBody = z
       .nullish()
       .describe('url (default): signed, valid 24 h'),
     style: z.enum(['vivid', 'natural']).nullish().describe('Accepted and ignored'),
-    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
+    user: endUser.optional(),
+    safety_identifier: endUser.nullish(),
     deadline_seconds: deadlineSeconds.nullable(),
     max_credits: maxCredits.nullable(),
   })
@@ -116,6 +128,8 @@ export const videoGenerationBody = z
     image_url: imageUrl.nullish().describe('A reference frame (image-to-video), fetched by the service'),
     deadline_seconds: deadlineSeconds.nullable(),
     max_credits: maxCredits.nullable(),
+    user: endUser.optional(),
+    safety_identifier: endUser.nullish(),
   })
   .meta({
     id: 'VideoGenerationRequest',
@@ -183,6 +197,8 @@ export const videosCreateBody = z
     // Multipart sends numbers as strings.
     deadline_seconds: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), deadlineSeconds),
     max_credits: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), maxCredits),
+    user: endUser.optional(),
+    safety_identifier: endUser.nullish(),
   })
   .meta({ id: 'VideoCreateRequest' });
 

@@ -8,6 +8,7 @@ import type { ChatTools } from '../../core/generation/params';
 import type { ChatMessage, ChatSampling, ResponseRecord } from '../../core/generation/params';
 import { principalOf } from '../shared/auth';
 import { cancelAfterHeader, functionName, idempotencyKey, spendCapField, modelId } from '../shared/fields';
+import { customerHeaders } from '../shared/customers';
 import { partsOfView, responseEvents, responseObject } from './response-shape';
 import type { ResponseParts } from './response-shape';
 import {
@@ -15,6 +16,7 @@ import {
   errorsB,
   GROUP_B_PARAMS,
   inGroupBWords,
+  openAiEndUser,
   refuseUnknownFields,
   security,
   submitOptionsOf,
@@ -161,8 +163,8 @@ export const responseCreateBody = z
       .nullish()
       .describe('Answer queued at once; poll GET /v1/responses/{id}, stop with POST /v1/responses/{id}/cancel'),
     previous_response_id: z.string().max(100).nullish().describe('Continue a stored response of the same account'),
-    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
-    safety_identifier: safeText({ max: 256 }).nullish().describe('Accepted and ignored'),
+    user: openAiEndUser().optional(),
+    safety_identifier: openAiEndUser().nullish(),
     prompt_cache_key: safeText({ max: 256 }).nullish().describe('Accepted and ignored'),
     prompt_cache_retention: z.enum(['in_memory', '24h']).nullish().describe('Accepted and ignored'),
     service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).nullish().describe('Accepted and ignored'),
@@ -382,7 +384,11 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
           '(a 400 naming tools elsewhere); images, files, built-in tools and structured output are refused (400 naming the field). ' +
           'An Idempotency-Key makes retries safe.',
         body: responseCreateBody,
-        headers: z.looseObject({ 'idempotency-key': idempotencyKey, 'cancel-after': cancelAfterHeader }),
+        headers: z.looseObject({
+          'idempotency-key': idempotencyKey,
+          'cancel-after': cancelAfterHeader,
+          ...customerHeaders,
+        }),
         response: {
           200: {
             description: 'The response; with stream: true, Server-Sent Events',

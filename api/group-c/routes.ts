@@ -38,7 +38,10 @@ export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
     },
     async (request, reply) => {
       const options = {
-        ...generateOptionsOf(request, 'C', 'POST /api/generate', request.body.deadlineSeconds),
+        ...generateOptionsOf(request, 'C', 'POST /api/generate', {
+          deadlineSeconds: request.body.deadlineSeconds,
+          customer: request.body.customer,
+        }),
         ...spendCapOption(request.body.maxCredits, 'maxCredits'),
       };
       const { generation } = await deps.service.submit(legacyRequestOf(request.body), principalOf(request), options);

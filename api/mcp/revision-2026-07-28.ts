@@ -51,6 +51,7 @@ export function createModernMcpServer(deps: McpServerDeps, principal: Principal,
       service,
       principal,
       syncWaitMs: deps.syncWaitMs,
+      customer: deps.customer,
       onStatus:
         token === undefined
           ? undefined

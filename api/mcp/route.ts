@@ -10,6 +10,7 @@ import { bearerToken, principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
 import { errorBody } from '../shared/errors';
 import { apiError, errorResponses } from '../shared/schemas';
+import { CUSTOMER_HEADER, customerHeaders } from '../shared/customers';
 import { createModernMcpServer } from './revision-2026-07-28';
 import { createMcpServer } from './revision-2025-11-25';
 
@@ -63,7 +64,8 @@ const description =
   'Refusals (e.g. insufficient_credits) are tool results with isError, not HTTP errors. Pages of other origins are refused (Origin).';
 
 /** What a page may send (its preflight asks) and read (beyond the CORS-safelisted headers). */
-const CORS_ALLOWED = 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID';
+const CORS_ALLOWED =
+  'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID, X-Customer-Id';
 const CORS_EXPOSED = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 
 const BATCH_MESSAGE =
@@ -137,6 +139,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
         description,
         security,
         body: jsonRpcMessage,
+        headers: z.looseObject(customerHeaders),
         response: {
           200: {
             description:
@@ -172,12 +175,14 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
     },
     async (request, reply) => {
       const principal = principalOf(request);
+      // X-Customer-Id names the customer every generate tool of this request is for (or a tool's own `customer`).
+      const perRequest = { ...serverDeps, customer: request.headers[CUSTOMER_HEADER] };
       const webRequest = webRequestOf(request);
       // One revision per message: a 2026-07-28 request carries its protocol version in `_meta` (and the
       // MCP-Protocol-Version header); anything else is 2025-era and keeps the SDK 1.x path it always had,
       // a message without a method included (the 1.x transport answers it as before).
       if (!hasMethod(request.body) || (await isLegacyRequest(webRequest, request.body))) {
-        const server = createMcpServer(serverDeps, principal, request.log);
+        const server = createMcpServer(perRequest, principal, request.log);
         const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
         await server.connect(transport);
         // One server and transport per request: when the answer is over or the caller has gone, so
@@ -189,7 +194,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
         // Fastify sends a web Response as it is (status, headers, streamed body); the typed reply knows only JSON bodies.
         return reply.send(response as never);
       }
-      const handler = createMcpHandler(() => createModernMcpServer(serverDeps, principal, request.log), {
+      const handler = createMcpHandler(() => createModernMcpServer(perRequest, principal, request.log), {
         legacy: 'reject',
         onerror: (err) => request.log.debug({ err }, 'mcp protocol error'),
       });

@@ -15,6 +15,7 @@ import {
   mediaPrompt,
   modelId,
 } from './fields';
+import { customerId } from './customers';
 
 /**
  * The two shapes of a generate request, each parsed into the service's one request type. Group A's
@@ -40,6 +41,7 @@ const quality = safeText({ max: 50 }).optional();
 const aspect = safeText({ max: 20 }).optional().describe('e.g. 16:9; snapped to what the model supports');
 const side = z.number().int().min(1).max(8192);
 const max_credits = spendCapField('max_credits');
+const customer = customerId('customer').optional();
 
 const chatMessage = z.object({
   role: z.enum(['system', 'user', 'assistant']),
@@ -59,6 +61,7 @@ export const v1ImageBody = z.object({
   height: side.optional(),
   deadline_seconds: deadlineSeconds,
   max_credits,
+  customer,
 });
 export const v1VideoBody = z.object({
   kind: z.literal('video'),
@@ -69,6 +72,7 @@ export const v1VideoBody = z.object({
   seconds: z.number().finite().optional().describe('Clamped to the model range'),
   deadline_seconds: deadlineSeconds,
   max_credits,
+  customer,
 });
 
 export const v1GenerateBody = z
@@ -85,6 +89,7 @@ export const v1GenerateBody = z
         max_tokens: z.number().int().min(1).max(32_768).optional().describe('Longest reply, in tokens'),
         deadline_seconds: deadlineSeconds,
         max_credits,
+        customer,
       }),
       z.object({
         kind: z.literal('upscale'),
@@ -94,6 +99,7 @@ export const v1GenerateBody = z
         prompt: guidance,
         deadline_seconds: deadlineSeconds,
         max_credits,
+        customer,
       }),
     ],
     unknownKind,
@@ -179,6 +185,7 @@ const common = {
   resolution: z.unknown().optional().describe('Accepted and ignored: the model default is used, with its price'),
   deadlineSeconds,
   maxCredits: spendCapField('maxCredits'),
+  customer,
 };
 const legacyPrompt = mediaPrompt.describe(
   `Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`,
@@ -209,6 +216,7 @@ export const legacyGenerateBody = z
         prompt: guidance,
         deadlineSeconds,
         maxCredits: common.maxCredits,
+        customer,
       }),
     ],
     unknownKind,
@@ -250,5 +258,9 @@ export function legacyRequestOf(body: LegacyGenerateBody): GenerationRequest {
 
 /** The body of every remix route: only the new prompt; model, seconds, resolution and aspect are the source's. */
 export const remixBody = z
-  .object({ prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing'), max_credits })
+  .object({
+    prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing'),
+    max_credits,
+    customer,
+  })
   .meta({ id: 'RemixRequest', examples: [{ prompt: 'the same waves at night' }] });

@@ -38,6 +38,8 @@ export interface NewGeneration {
   startsRunning?: boolean | undefined;
   /** The key has a budget (as read with the key): its hold is then checked against it, key row locked. */
   budgeted?: boolean | undefined;
+  /** The platform's own end user it is for: stored with it, and its hold checked against the customer's budget. */
+  customerId?: string | undefined;
 }
 
 /** An Idempotency-Key with the hash of the request it came with. */
@@ -246,8 +248,8 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
           AND ($10::boolean OR low_balance_mc IS NULL OR low_balance_alerted OR balance_mc - held_mc - $2::bigint >= low_balance_mc)
         RETURNING id, balance_mc, held_mc
      ), g AS (
-       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat)
-       SELECT $3, id, $4, $5, $6, $9, CASE WHEN $9 = 'running' THEN now() END, $7, $11, $8, $2::bigint, false FROM a
+       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, customer_id)
+       SELECT $3, id, $4, $5, $6, $9, CASE WHEN $9 = 'running' THEN now() END, $7, $11, $8, $2::bigint, false, $12 FROM a
      ), h AS (
        INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT $3, id, $2::bigint, false FROM a
      ), e AS (
@@ -267,6 +269,7 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
       admittedStatus(g),
       alerting,
       JSON.stringify(g.internal),
+      g.customerId ?? null,
     ],
   );
   const done = held.rows[0];
@@ -303,8 +306,8 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
 /** A free reply is a hold of nothing: its rows and entry exist so that it resolves like any other. */
 async function insertFreeReply(tx: Queryable, g: NewGeneration, after: AccountMoney): Promise<void> {
   await tx.query(
-    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat)
-     VALUES ($1, $2, $3, $4, $5, $8, CASE WHEN $8 = 'running' THEN now() END, $6, $9, $7, 0, true) RETURNING ${notifyExpr('account_id', 'id', admittedStatus(g))}`,
+    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, customer_id)
+     VALUES ($1, $2, $3, $4, $5, $8, CASE WHEN $8 = 'running' THEN now() END, $6, $9, $7, 0, true, $10) RETURNING ${notifyExpr('account_id', 'id', admittedStatus(g))}`,
     [
       g.id,
       g.accountId,
@@ -315,6 +318,7 @@ async function insertFreeReply(tx: Queryable, g: NewGeneration, after: AccountMo
       g.prompt,
       admittedStatus(g),
       JSON.stringify(g.internal),
+      g.customerId ?? null,
     ],
   );
   await tx.query(`INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) VALUES ($1, $2, 0, true)`, [

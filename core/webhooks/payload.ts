@@ -29,6 +29,8 @@ export interface PayloadSource {
  * - catalogue A (`nested`): `{ event, generation: <the group C record> }`
  * - catalogue B (`flat`): `{ event, generation_id, kind, output_url, credits_charged, created_at }`,
  *   `created_at` being the time of the state change.
+ * - a generation made for a customer of the platform carries its id in both: the record's
+ *   `customer`, the flat payload's `customer`.
  * - `generation.progress` (opt-in, either format): the format's shape as of a running generation,
  *   plus `progress`, the 10 % step it reached.
  * - `balance.low` and `key.budget_reached` (opt-in, either format): see alertPayload.
@@ -57,6 +59,7 @@ export async function deliveryPayload(s: PayloadSource, store: OutputStore): Pro
       output_url: '',
       credits_charged: 0,
       created_at: s.createdAt.toISOString(),
+      ...customerField(view.customer),
     };
   }
   if (s.format === 'nested') return { event: s.event, generation: recordOf(view) };
@@ -68,8 +71,12 @@ export async function deliveryPayload(s: PayloadSource, store: OutputStore): Pro
     output_url: s.event === 'generation.succeeded' ? view.outputUrl : '',
     credits_charged: terminal ? view.creditsCharged : 0,
     created_at: s.createdAt.toISOString(),
+    ...customerField(view.customer),
   };
 }
+
+/** The flat payload's `customer`, only for a generation made for one (the spec's fields stay as they are otherwise). */
+const customerField = (customer: string | null) => (customer === null ? {} : { customer });
 
 /**
  * An account alert as it was detected: nested `{ event, alert: { id, accountId, … } }` (camelCase,

@@ -100,7 +100,13 @@ export function createAdmission(deps: AdmissionDeps) {
       const budgeted = principal.budgeted === true;
       const admission = await admit(
         pool,
-        priced.map((p) => ({ ...p, id: p.generationId, budgeted, startsRunning: p.apiRun?.admittedRunning })),
+        priced.map((p) => ({
+          ...p,
+          id: p.generationId,
+          budgeted,
+          customerId: opts.customer,
+          startsRunning: p.apiRun?.admittedRunning,
+        })),
         keyedOf(principal, opts),
       );
       if (admission.outcome === 'replay') return { replayOf: admission.firstId };

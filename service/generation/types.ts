@@ -51,6 +51,12 @@ export interface SubmitOptions {
   deadlineMs?: number | undefined;
   /** The request's own spending cap (`max_credits`, as the door names it): a quote above it is refused before any hold. */
   spendCap?: { credits: number; param: string } | undefined;
+  /**
+   * The platform's own end user the request is for (`customer`, group B's `user` or
+   * `safety_identifier`, or `X-Customer-Id`): stored with the generation, held against the
+   * customer's budget and rate limit.
+   */
+  customer?: string | undefined;
   /** The request's logger: admission lines carry its request id next to the generation id. */
   log?: { info(obj: object, msg: string): void; warn?(obj: object, msg: string): void } | undefined;
 }
@@ -75,6 +81,8 @@ export interface ListQuery {
   after?: string | undefined;
   kind?: GenerationKind | undefined;
   status?: GenerationStatus | undefined;
+  /** Only the generations made for this customer of the account. */
+  customer?: string | undefined;
   order?: 'asc' | 'desc' | undefined;
 }
 
