@@ -20,6 +20,13 @@ import { SCOPES } from '../../core/accounts/api-keys';
 import { listApiKeys } from '../../core/db/accounts';
 import { readKeyBudget } from '../../core/db/budgets';
 import { UnauthorizedError } from '../../core/errors';
+import { PERMISSIONS, ROLE_PERMISSIONS, ROLES } from '../../core/roles';
+import { customerRoutes } from '../customers/routes';
+import { auditRoutes } from '../audit/routes';
+import { teamRoutes } from './team';
+import { assertRoleMay } from './permissions';
+import { ledgerAnswer, ledgerList, ledgerQuery } from '../shared/ledger';
+import { actorOf } from '../../core/accounts/principal';
 import { MAX_PASSWORD_LENGTH } from '../../core/accounts/passwords';
 import type { OutputStore } from '../../core/storage/output-store';
 import { GENERATION_KINDS, GENERATION_STATUSES, isFinal } from '../../core/vocabulary';
@@ -79,8 +86,11 @@ export interface DashboardApiDeps extends SessionAuthDeps {
 
 const tags = ['Dashboard'];
 const security = [{ session: [] }];
-/** What every session route can answer; its changes (POST, PATCH, DELETE) can also be refused by the CSRF check (403). */
-const sessionErrors = [401, 429, 500, 503] as const;
+/**
+ * What every session route can answer: 403 when the member's role lacks the route's permission
+ * (permissions.ts); changes (POST, PATCH, DELETE) can also be refused by the CSRF check (403).
+ */
+const sessionErrors = [401, 403, 429, 500, 503] as const;
 
 const loginBody = z
   .strictObject({
@@ -114,6 +124,10 @@ const sessionInfo = z
   .object({
     user: z.object({ id: z.string(), email: z.string() }),
     accountId: z.string(),
+    role: z.enum(ROLES).describe('The member’s role in the account'),
+    permissions: z
+      .array(z.enum(PERMISSIONS))
+      .describe('What the role may do (docs/api/dashboard.md maps them to routes)'),
     csrfToken: z.string().describe('Send it as X-CSRF-Token on every POST, PATCH and DELETE made with this session'),
     expiresAt: z.string(),
   })
@@ -174,6 +188,8 @@ function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean): s
 const sessionInfoOf = (s: Session, token: string): z.infer<typeof sessionInfo> => ({
   user: { id: s.userId, email: s.email },
   accountId: s.accountId,
+  role: s.role,
+  permissions: [...ROLE_PERMISSIONS[s.role]],
   csrfToken: csrfTokenOf(token),
   expiresAt: s.expiresAt.toISOString(),
 });
@@ -306,6 +322,8 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
       if (!(await admitSession(sessions, request)))
         throw new UnauthorizedError('Log in to the dashboard first (/dashboard/login).');
       await rateLimited(limiter, reply, `dashboard:${request.session!.userId}`, limits.requestsPerMinute);
+      // Every route needs its permission (permissions.ts); the member's role is read with the session.
+      assertRoleMay(request);
     });
     const route = authed.withTypeProvider<ZodTypeProvider>();
     const errors = <const S extends readonly ErrorStatus[]>(...own: S) => errorResponses(...own, ...sessionErrors);
@@ -398,7 +416,8 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           response: { 200: alertsView, ...changeErrors(400) },
         },
       },
-      async (request) => setLowBalance(deps.pool, principalOf(request).accountId, request.body),
+      async (request) =>
+        setLowBalance(deps.pool, principalOf(request).accountId, request.body, actorOf(principalOf(request))),
     );
 
     const { billing } = deps;
@@ -561,7 +580,7 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
       },
       async (request, reply) => {
         const accountId = principalOf(request).accountId;
-        const { id, key } = await createKey(deps.pool, accountId, request.body);
+        const { id, key } = await createKey(deps.pool, accountId, request.body, actorOf(principalOf(request)));
         const created = (await listApiKeys(deps.pool, accountId)).find((k) => k.id === id)!;
         reply.code(201);
         return { ...(await keyOf(created)), key };
@@ -581,7 +600,14 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           response: { 200: keyBudgetView, ...changeErrors(400, 404) },
         },
       },
-      async (request) => setBudget(deps.pool, request.params.id, request.body, principalOf(request).accountId),
+      async (request) =>
+        setBudget(
+          deps.pool,
+          request.params.id,
+          request.body,
+          actorOf(principalOf(request)),
+          principalOf(request).accountId,
+        ),
     );
 
     route.delete(
@@ -596,7 +622,8 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           response: { 200: z.object({ keyId: z.string(), removed: z.literal(true) }), ...changeErrors(404) },
         },
       },
-      async (request) => removeBudget(deps.pool, request.params.id, principalOf(request).accountId),
+      async (request) =>
+        removeBudget(deps.pool, request.params.id, actorOf(principalOf(request)), principalOf(request).accountId),
     );
 
     route.delete(
@@ -611,13 +638,49 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...changeErrors(404) },
         },
       },
-      async (request) => revokeKey(deps.pool, request.params.id, principalOf(request).accountId),
+      async (request) =>
+        revokeKey(deps.pool, request.params.id, actorOf(principalOf(request)), principalOf(request).accountId),
     );
 
     // Live updates of the account's generations and balance (Server-Sent Events): not JSON, so not in the document.
     route.get('/dashboard/api/events', { schema: { hide: true } }, async (request, reply) => {
       liveEvents({ service: deps.service, sessions: sessions.service }, request, reply);
     });
+
+    const sessionDoor = {
+      base: '/dashboard/api',
+      authenticate: async () => undefined,
+      security,
+      tags,
+      operationPrefix: 'dashboard',
+      errors: sessionErrors,
+      changeErrors: [403] as const,
+    };
+    // Customers and the audit log as group A has them, with the session (and its role) instead of a key.
+    await authed.register(customerRoutes, { pool: deps.pool, door: sessionDoor });
+    await authed.register(auditRoutes, { pool: deps.pool, door: sessionDoor });
+    await authed.register(teamRoutes, { pool: deps.pool, publicBaseUrl: deps.publicBaseUrl, errors: sessionErrors });
+
+    route.get(
+      '/dashboard/api/ledger',
+      {
+        schema: {
+          operationId: 'dashboardLedger',
+          tags,
+          security,
+          summary: 'The account’s ledger, newest first (as GET /api/v1/ledger), or as CSV',
+          querystring: ledgerQuery,
+          response: {
+            200: {
+              description: 'A page of entries (JSON), or the same as CSV',
+              content: { 'application/json': { schema: ledgerList }, 'text/csv': { schema: z.string() } },
+            },
+            ...errors(400, 403),
+          },
+        },
+      },
+      async (request, reply) => ledgerAnswer(deps.pool, request, reply),
+    );
 
     // The webhook API of group A, at /dashboard/api/webhooks with the session instead of a key.
     await authed.register(webhookRoutes, {

@@ -2,16 +2,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GenerationService } from '../../service/generation/service';
-import { LEDGER_ENTRY_TYPES, ledgerCsv, ledgerPage } from '../../service/usage/ledger';
 import { modelListing } from '../../service/catalogue/model-list';
 import { usageCsv, usageReport as reportUsage } from '../../service/usage/usage';
 import type { WatchEvent } from '../../service/generation/watch';
 import { principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
-import { InvalidRequestError } from '../../core/errors';
 import { inDoorWords } from '../shared/errors';
-import { customerId } from '../shared/customers';
 import { sendCsv, wantsCsv } from '../shared/csv';
+import { ledgerAnswer, ledgerList, ledgerQuery } from '../shared/ledger';
 import { openEventStream } from '../shared/sse';
 import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, spendCapOption } from '../shared/fields';
 import { remixBody, v1GenerateBody, v1RequestOf } from '../shared/generate-bodies';
@@ -151,23 +149,7 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
           },
         },
       },
-      async (request, reply) => {
-        const csv = wantsCsv(request);
-        const limit = request.query.limit ?? (csv ? MAX_CSV_ROWS : 50);
-        if (!csv && limit > MAX_JSON_ROWS)
-          throw new InvalidRequestError(
-            `limit: at most ${MAX_JSON_ROWS} entries a page in JSON (${MAX_CSV_ROWS} in CSV)`,
-            'limit',
-          );
-        const page = await ledgerPage(deps.pool, principalOf(request), {
-          limit,
-          cursor: request.query.cursor,
-          customer: request.query.customer,
-        });
-        if (!csv) return page;
-        if (page.next_cursor) reply.header('x-next-cursor', page.next_cursor);
-        return sendCsv(reply, 'ledger.csv', ledgerCsv(page.data));
-      },
+      async (request, reply) => ledgerAnswer(deps.pool, request, reply),
     );
 
     route.get(
@@ -347,45 +329,6 @@ export const v1Routes: FastifyPluginAsyncZod<AuthDeps & { service: GenerationSer
     );
   });
 };
-
-const MAX_JSON_ROWS = 500;
-const MAX_CSV_ROWS = 10_000;
-const ledgerQuery = z.object({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_CSV_ROWS)
-    .optional()
-    .describe(`Page size: 1 to ${MAX_JSON_ROWS} (default 50) in JSON, up to ${MAX_CSV_ROWS} (default) in CSV`),
-  cursor: z.string().max(400).optional().describe('next_cursor of the previous page'),
-  format: z.enum(['json', 'csv']).optional().describe('csv: the same entries as CSV (or send Accept: text/csv)'),
-  customer: customerId('customer')
-    .optional()
-    .describe('Only the entries of generations made for this customer of yours'),
-});
-const ledgerEntry = z
-  .object({
-    id: z.string(),
-    type: z.enum(LEDGER_ENTRY_TYPES),
-    amount: z
-      .number()
-      .describe(
-        'The change of the available balance: negative for a hold or refund, positive for a top-up, adjustment or release, 0 for a charge',
-      ),
-    credits: z.number().describe('The size of the movement: what was held, charged, released or added'),
-    balanceAfter: z.number().describe('The available balance after it'),
-    heldAfter: z.number().describe('What was held after it'),
-    generationId: z.string().nullable(),
-    keyId: z.string().nullable().describe('The key whose generation it was'),
-    customer: z.string().nullable().describe('The customer (your own end user) whose generation it was'),
-    note: z.string().nullable(),
-    createdAt: z.string(),
-  })
-  .meta({ id: 'LedgerEntry' });
-const ledgerList = z
-  .object({ data: z.array(ledgerEntry), next_cursor: z.string().nullable() })
-  .meta({ id: 'LedgerPage' });
 
 const lastEventId = z.looseObject({
   'last-event-id': z.string().max(40).optional().describe('The id of the last event received, to resume after it'),

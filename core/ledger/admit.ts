@@ -17,6 +17,8 @@ import { classified } from './failures';
 import { notifyExpr } from '../db/notify';
 import { owesEvent, recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
+import { afterCustomerHold, checkCustomerBudget, customerBudgetRefused } from './customer-budgets';
+import type { CustomerBudget } from '../db/customers';
 
 /** A priced generation about to be admitted. */
 export interface NewGeneration {
@@ -72,6 +74,15 @@ export type Admission =
       availableMc: Millicredits;
       maxMc: Millicredits;
       period: BudgetPeriod;
+    }
+  /** The customer's budget for its period has too little left for the whole request: nothing was held. */
+  | {
+      outcome: 'over_customer_budget';
+      customerId: string;
+      requiredMc: Millicredits;
+      availableMc: Millicredits;
+      maxMc: Millicredits;
+      period: BudgetPeriod;
     };
 
 /**
@@ -96,12 +107,13 @@ async function admitRequest(
   if (!first) throw new Error('admit: nothing to admit');
   // One paid generation without a key and with no webhook owed is one statement, atomic by
   // itself: no BEGIN and COMMIT round trips around it. It is the hot path of a streamed chat.
-  // A budgeted key locks its budget row first, so it always takes the transaction.
+  // A budgeted key locks its budget row first, and a customer its own row, so they always take the transaction.
   const oneStatement =
     !keyed &&
     generations.length === 1 &&
     !first.freeChat &&
     !first.budgeted &&
+    !first.customerId &&
     statusesOf(first).every((s) => !owesEvent(first.kind, s));
   let admission: Admission;
   try {
@@ -116,13 +128,10 @@ async function admitRequest(
       admission = await classified(inOneTransaction);
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
+    // The refusal rolled everything back; that a budget is reached is recorded on its own (it moves
+    // no money). Failing to, the request is still refused as decided: the next refusal records it.
     const reached = err.budgetReached;
-    // The refusal rolled everything back; that the budget is reached is recorded on its own (it moves
-    // no money). Failing to, the request is still refused as decided: the key's next refusal records it.
-    if (reached)
-      await inTransaction(pool, (tx) =>
-        recordBudgetReached(tx, first.accountId, reached.keyId, reached.budget, reached.budget.spentMc),
-      ).catch(() => undefined);
+    if (reached) await inTransaction(pool, reached).catch(() => undefined);
     return err.refusal;
   }
   if (admission.outcome === 'admitted') {
@@ -146,8 +155,9 @@ async function recordAdmissionEvents(tx: Queryable, g: NewGeneration): Promise<v
 /** Thrown inside the transaction so that a refusal rolls back what was held before it. */
 class Refusal extends Error {
   constructor(
-    readonly refusal: Extract<Admission, { outcome: 'refused' | 'over_budget' }>,
-    readonly budgetReached?: { keyId: string; budget: KeyBudget },
+    readonly refusal: Extract<Admission, { outcome: 'refused' | 'over_budget' | 'over_customer_budget' }>,
+    /** Records the alert of the budget that refused, once the refusal has rolled back. */
+    readonly budgetReached?: (tx: Queryable) => Promise<void>,
   ) {
     super('refused');
   }
@@ -186,7 +196,23 @@ async function admitAll(
           maxMc,
           period,
         },
-        { keyId, budget: one.overBudget },
+        (tx) => recordBudgetReached(tx, g.accountId, keyId, one.overBudget, one.overBudget.spentMc),
+      );
+    }
+    if ('overCustomerBudget' in one) {
+      const requiredMc = generations.reduce((sum, q) => sum + q.quoteMc, 0);
+      const budget = one.overCustomerBudget;
+      const customerId = g.customerId!;
+      throw new Refusal(
+        {
+          outcome: 'over_customer_budget',
+          customerId,
+          requiredMc,
+          availableMc: Math.max(0, budget.maxMc - budget.spentMc + heldMc),
+          maxMc: budget.maxMc,
+          period: budget.period,
+        },
+        customerBudgetRefused(g.accountId, customerId, budget),
       );
     }
     if ('availableMc' in one) {
@@ -209,7 +235,10 @@ interface HeldMoney extends AccountMoney {
 }
 
 type OneAdmission =
-  (AdmittedGeneration & { createdAt: Date }) | { availableMc: Millicredits } | { overBudget: KeyBudget };
+  | (AdmittedGeneration & { createdAt: Date })
+  | { availableMc: Millicredits }
+  | { overBudget: KeyBudget }
+  | { overCustomerBudget: CustomerBudget };
 
 async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Promise<OneAdmission> {
   if (g.freeChat) {
@@ -236,6 +265,14 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
       const replayed = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
       if ((replayed.rowCount ?? 0) === 0) return { overBudget: budget };
     }
+  }
+  // The customer's row is locked after the key's budget row, always in this order, so two
+  // admissions never wait on each other's locks.
+  let customerBudget: CustomerBudget | undefined;
+  if (g.customerId && g.quoteMc > 0) {
+    const checked = await checkCustomerBudget(tx, { ...g, customerId: g.customerId });
+    if (!checked.fits) return { overCustomerBudget: checked.budget };
+    customerBudget = checked.budget;
   }
 
   // One statement: the conditional update and the three rows it entails. The foreign keys
@@ -278,6 +315,7 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
     if (alerting) await recordBalanceLow(tx, g.accountId);
     if (budget && g.apiKeyId && budget.spentMc + g.quoteMc >= budget.maxMc)
       await recordBudgetReached(tx, g.accountId, g.apiKeyId, budget, budget.spentMc + g.quoteMc);
+    if (customerBudget && g.customerId) await afterCustomerHold(tx, { ...g, customerId: g.customerId }, customerBudget);
     return { id: g.id, model: g.model, free: false, amountMc: g.quoteMc, createdAt: done.created_at };
   }
 

@@ -91,7 +91,7 @@ export function alertPayload(a: AlertRow, format: WebhookFormat): Record<string,
           ['thresholdCredits', 'threshold_credits', mcToCredits(a.limitMc)],
         ]
       : [
-          ['keyId', 'key_id', a.keyId],
+          a.event === 'customer.budget_reached' ? ['customer', 'customer', a.customerId] : ['keyId', 'key_id', a.keyId],
           ['spentCredits', 'spent_credits', mcToCredits(a.amountMc)],
           ['maxCredits', 'max_credits', mcToCredits(a.limitMc)],
           ['period', 'period', a.period],

@@ -168,6 +168,7 @@ export function createSubmit(deps: SubmitDeps) {
     principal: Principal,
     opts: SubmitOptions & { count?: number },
   ): Promise<SubmittedMany> => {
+    await admission.limitCustomer(principal, opts);
     const prior = await admission.priorClaim(principal, opts);
     if (prior !== undefined) return admission.replay(principal.accountId, prior, opts);
 

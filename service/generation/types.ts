@@ -10,6 +10,11 @@ import type { PricedGeneration } from './requests';
 
 /** What the generation service takes and gives: shared by its parts and by the doors that call it. */
 
+/** Sliding 60 s windows by bucket, as the API's rate limiter keeps them (in process, or in Redis for every instance). */
+export interface RateWindows {
+  check(bucket: string, limit: number): Promise<{ refused?: Error | undefined }>;
+}
+
 export interface GenerationServiceDeps {
   pool: pg.Pool;
   gateway: GenerationGateway;
@@ -24,6 +29,8 @@ export interface GenerationServiceDeps {
   prepareInput?: (priced: PricedGeneration, uploaded?: Buffer) => Promise<PreparedInput>;
   /** Runs the chats the API streams itself (group B); the simulator when not given. */
   provider?: Provider;
+  /** The API's rate windows: customers' rate limits are counted in them; without them none is enforced. */
+  rateWindows?: RateWindows;
   /** Where trouble that no client hears of is told (e.g. a report Temporal did not take). */
   log?: (message: string, err: unknown) => void;
 }

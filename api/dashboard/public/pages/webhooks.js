@@ -8,7 +8,7 @@ const CATALOGUES = {
   flat: ['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed'],
 };
 // Opt-in in either format: sent only to an endpoint that ticks them.
-const ALERT_EVENTS = ['balance.low', 'key.budget_reached'];
+const ALERT_EVENTS = ['balance.low', 'key.budget_reached', 'customer.budget_reached'];
 
 function EventChoices({ format, chosen }) {
   return html`<fieldset>
