@@ -121,7 +121,7 @@ afterAll(async () => {
 });
 
 describe('fuzzing the generate endpoints', () => {
-  it('never answers 5xx or slowly, and leaves nothing in flight', { timeout: 300_000 }, async () => {
+  it('never answers 5xx or hangs, and leaves nothing in flight', { timeout: 300_000 }, async () => {
     const accounts: string[] = [];
     let admitted = 0;
     for (const target of TARGETS) {
@@ -144,7 +144,8 @@ describe('fuzzing the generate endpoints', () => {
               res.statusCode,
               `${target.url} ${field}=${JSON.stringify(value)?.slice(0, 80)}: ${res.body.slice(0, 200)}`,
             ).toBeLessThan(500);
-            expect(ms, `${target.url} ${field} took ${ms} ms`).toBeLessThan(1_000);
+            // No value makes a request hang (how fast an answer comes is the bench's business).
+            expect(ms, `${target.url} ${field} took ${ms} ms`).toBeLessThan(30_000);
             if (String(res.headers['content-type']).startsWith('text/event-stream')) {
               // A fuzzed `stream: true` asks for server-sent events: a well-formed stream, ended by [DONE].
               expect(res.statusCode).toBe(200);
