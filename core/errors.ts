@@ -176,7 +176,6 @@ export class EmailTakenError extends DomainError {
   }
 }
 
-/** A request that needs a queued or running generation met a finished one. */
 /** A change that would leave the account without an owner (removing or demoting the last one). */
 export class LastOwnerError extends DomainError {
   readonly status = 409;
@@ -195,6 +194,7 @@ export class MemberExistsError extends DomainError {
   }
 }
 
+/** A request that needs a queued or running generation met a finished one. */
 export class GenerationFinishedError extends DomainError {
   readonly status = 409;
   readonly type = 'generation_finished';

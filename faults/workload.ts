@@ -17,6 +17,8 @@ export interface PlannedRequest {
   kind: Kind;
   /** Sent with the account's budgeted key (account 1 only): refused with 402 budget_exceeded once it is spent. */
   budgeted: boolean;
+  /** Made for CAPPED_CUSTOMER (account CUSTOMER_ACCOUNT only): refused with 402 customer_budget_exceeded once its budget is spent. */
+  customer: string | undefined;
   /** An image of UPSTREAM_MODEL: served by the half-failing upstream or, when that fails, the steady one. */
   upstream: boolean;
   /** `sim:fail` in the prompt: the provider refuses the run, the hold must be released. */
@@ -46,6 +48,9 @@ export const ACCOUNTS = [
 export const POOR = ACCOUNTS.length - 1;
 /** The account with a second, budgeted key (faults/accounts.ts sets the budget). */
 export const BUDGETED = 1;
+/** The account one of whose customers (the platform's own end user) has a budget (faults/accounts.ts sets it). */
+export const CUSTOMER_ACCOUNT = 2;
+export const CAPPED_CUSTOMER = 'faults-capped-user';
 /** The catalogue image model the run routes to two upstreams (faults/upstreams.ts). */
 export const UPSTREAM_MODEL = 'image-qwen';
 /** In the prompt of those images, so that the checks find them. */
@@ -93,6 +98,7 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
     const upstream = kind === 'image' && door === 'A' && mix(index, 9) < 0.4;
     const simFail = !upstream && mix(index, 2) < 0.1;
     const budgeted = account === BUDGETED && mix(index, 10) < 0.15;
+    const customer = account === CUSTOMER_ACCOUNT && mix(index, 11) < 0.3 ? CAPPED_CUSTOMER : undefined;
     const keyed = mix(index, 3) < 0.5;
     // Some runs take seconds, so that kills and restarts find work in flight at every step.
     const slow = mix(index, 4) < 0.3;
@@ -111,6 +117,7 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
       door,
       kind,
       budgeted,
+      customer,
       upstream,
       simFail,
       idempotencyKey: keyed ? `faults-${runId}-${index}` : undefined,
@@ -144,6 +151,8 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
         break;
       }
     }
+    // Both doors take the customer in the body.
+    if (customer !== undefined) request.body = { ...request.body, customer };
     return request;
   });
 }

@@ -24,7 +24,8 @@ export const auditRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; pool: pg
           'Every change of a member, role, key, budget, webhook endpoint, threshold or customer limit, newest first',
         description: `Who (a dashboard user, an API key or the operator), what (${AUDIT_ACTIONS.join(', ')}), on what, when and from which address.`,
         querystring: auditQuery,
-        response: { 200: auditPage, ...errors(400) },
+        // 403: a key without the audit scope, a member whose role may not read it.
+        response: { 200: auditPage, ...errors(400, 403) },
       },
     },
     async (request) => auditLog(pool, principalOf(request).accountId, request.query),

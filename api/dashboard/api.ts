@@ -87,10 +87,11 @@ export interface DashboardApiDeps extends SessionAuthDeps {
 const tags = ['Dashboard'];
 const security = [{ session: [] }];
 /**
- * What every session route can answer: 403 when the member's role lacks the route's permission
- * (permissions.ts); changes (POST, PATCH, DELETE) can also be refused by the CSRF check (403).
+ * What every session route can answer. Changes (POST, PUT, PATCH, DELETE) can also answer 403: the
+ * CSRF check, or a role without the route's permission (permissions.ts); so can the reads that
+ * need more than `read` (the ledger, the audit log).
  */
-const sessionErrors = [401, 403, 429, 500, 503] as const;
+const sessionErrors = [401, 429, 500, 503] as const;
 
 const loginBody = z
   .strictObject({
