@@ -2,11 +2,10 @@
 // server named in the boot data, or the login and set-password pages.
 import { html, render } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { Alert, api, boot, Loading, useLoad } from './lib.js';
+import { Alert, api, boot, Loading, may, useLoad } from './lib.js';
 import { PAGES } from './pages.js';
 
 // Each page shows to the roles whose permissions its main work needs (the API decides again on every call).
-const may = (permission) => (boot.permissions ?? []).includes(permission);
 const NAV = [
   { page: 'overview', href: '/dashboard', label: 'Overview' },
   { page: 'generations', href: '/dashboard/generations', label: 'Generations' },

@@ -3,9 +3,7 @@
 import { html } from 'htm/preact';
 import uPlot from 'uplot';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { Alert, api, boot, credits, formatNumber, Loading, PERIODS, periodWords, useLoad, when } from '../lib.js';
-
-const may = (permission) => (boot.permissions ?? []).includes(permission);
+import { Alert, api, credits, formatNumber, Loading, may, PERIODS, periodWords, useLoad, when } from '../lib.js';
 
 /** A budget as the forms send it: null when its credits are left empty. */
 function budgetOf(form) {

@@ -1,7 +1,7 @@
 // The account's team: members with their roles; owners and admins invite, change and remove them.
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
-import { Alert, api, boot, Loading, Secret, useLoad, when } from '../lib.js';
+import { Alert, api, boot, Loading, may, Secret, useLoad, when } from '../lib.js';
 
 const ROLES = ['owner', 'admin', 'developer', 'billing', 'viewer'];
 const MEANINGS = {
@@ -11,7 +11,7 @@ const MEANINGS = {
   billing: 'credits, ledger, customers’ limits',
   viewer: 'reads only',
 };
-const manages = () => (boot.permissions ?? []).includes('team');
+const manages = () => may('team');
 // Only an owner makes, changes or removes an owner.
 const offered = () => (boot.role === 'owner' ? ROLES : ROLES.filter((r) => r !== 'owner'));
 
