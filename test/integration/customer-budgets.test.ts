@@ -3,6 +3,7 @@
 // them, and exactly 37 are held. No worker runs, so every admitted generation keeps its hold.
 // Then: released holds give budget back, the customer is named in every view, usage per customer
 // sums to the ledger, the changes are in the audit log, and another account cannot see or set it.
+// Both processes share their rate windows through a real redis-server, as the plan limits do.
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -11,6 +12,8 @@ import { release, settle } from '../../core/ledger';
 import { freePort } from '../../runtime/process';
 import { createProcessGroup, http, minimalEnv, waitForHealth } from '../support/app-processes';
 import { createDatabase, databaseUrlFor, dropDatabase } from '../support/harness';
+import { startRedis } from '../support/redis-server';
+import type { RedisServer } from '../support/redis-server';
 
 const ADMIN_TOKEN = 'customer-budgets-admin-token-0123456789';
 const STARTUP_MS = 90_000;
@@ -25,12 +28,14 @@ const dataRoot = join(inject('testDataDir'), name);
 let databaseCreated = false;
 let bases: [string, string];
 let pool: pg.Pool | undefined;
+let redis: RedisServer | undefined;
 
 beforeAll(async () => {
   await explained(async () => {
     await createDatabase(name);
     databaseCreated = true;
     pool = new pg.Pool({ connectionString: databaseUrlFor(name), max: 4 });
+    redis = await startRedis(join(dataRoot, 'redis'));
     const shared: Record<string, string> = {
       ...minimalEnv(),
       NODE_ENV: 'production',
@@ -42,6 +47,7 @@ beforeAll(async () => {
       URL_SIGNING_SECRET: 'customer-budgets-signing-secret-0123456789',
       WEBHOOK_SECRET_KEY: 'customer-budgets-webhook-key-0123456789',
       LOG_LEVEL: 'warn',
+      REDIS_URL: redis.url,
     };
     const ports = [await freePort(), await freePort()] as const;
     bases = [`http://127.0.0.1:${ports[0]}`, `http://127.0.0.1:${ports[1]}`];
@@ -60,6 +66,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await group.killAll();
   await pool?.end();
+  await redis?.stop();
   if (databaseCreated) await dropDatabase(name);
 });
 
@@ -232,6 +239,24 @@ describe('a customer budget, across two API processes', () => {
       );
     });
   }, 240_000);
+
+  it('a customer’s rate limit is shared by both processes: 5 a minute, the 6th refused with 429 on either', async () => {
+    await explained(async () => {
+      const { key } = await platform();
+      const set = await call(bases[0], key, 'PUT', '/api/v1/customers/bursty/limits', { rateLimitPerMinute: 5 });
+      expect(set.status, JSON.stringify(set.body)).toBe(200);
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) statuses.push((await submit(bases[i % 2]!, key, 'bursty')).status);
+      expect(statuses).toEqual([202, 202, 202, 202, 202]);
+      for (const base of bases) {
+        const res = await submit(base, key, 'bursty');
+        expect(res.status).toBe(429);
+        expect(res.body.error.type).toBe('rate_limit_error');
+      }
+      // Another customer of the same account has its own window (and no limit).
+      expect((await submit(bases[1], key, 'calm')).status).toBe(202);
+    });
+  }, 120_000);
 
   it('another account cannot read or set a customer of ours, and a key without the customers scope cannot either', async () => {
     await explained(async () => {
