@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { release, settle } from '../../core/ledger';
-import { freePort } from '../../runtime/process';
-import { createProcessGroup, http, minimalEnv, waitForHealth } from '../support/app-processes';
+import { createProcessGroup, http, twoApiProcesses } from '../support/app-processes';
 import { createDatabase, databaseUrlFor, dropDatabase } from '../support/harness';
 import { startRedis } from '../support/redis-server';
 import type { RedisServer } from '../support/redis-server';
@@ -36,30 +35,15 @@ beforeAll(async () => {
     databaseCreated = true;
     pool = new pg.Pool({ connectionString: databaseUrlFor(name), max: 4 });
     redis = await startRedis(join(dataRoot, 'redis'));
-    const shared: Record<string, string> = {
-      ...minimalEnv(),
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrlFor(name),
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_TASK_QUEUE: `q-${name}`,
-      ADMIN_TOKEN,
-      URL_SIGNING_SECRET: 'customer-budgets-signing-secret-0123456789',
-      WEBHOOK_SECRET_KEY: 'customer-budgets-webhook-key-0123456789',
-      LOG_LEVEL: 'warn',
-      REDIS_URL: redis.url,
-    };
-    const ports = [await freePort(), await freePort()] as const;
-    bases = [`http://127.0.0.1:${ports[0]}`, `http://127.0.0.1:${ports[1]}`];
-    ports.forEach((port, i) => {
-      group.start(`api ${i + 1}`, 'runtime/api-process.ts', {
-        ...shared,
-        PORT: String(port),
-        PUBLIC_BASE_URL: bases[i]!,
-        DATA_DIR: join(dataRoot, `api-${i + 1}`),
-      });
+    bases = await twoApiProcesses(group, {
+      name,
+      databaseUrl: databaseUrlFor(name),
+      temporalAddress: inject('temporalAddress'),
+      adminToken: ADMIN_TOKEN,
+      dataRoot,
+      startupMs: STARTUP_MS,
+      env: { REDIS_URL: redis.url },
     });
-    await Promise.all(bases.map((base) => waitForHealth(group, base, STARTUP_MS)));
   });
 }, STARTUP_MS + 30_000);
 
