@@ -1,4 +1,4 @@
--- Teams: each dashboard user of an account has a role (core/accounts/roles.ts says what each may
+-- Teams: each dashboard user of an account has a role (core/roles.ts says what each may
 -- do). Users from before roles could do everything, so they are owners.
 ALTER TABLE users ADD COLUMN role text NOT NULL DEFAULT 'owner'
   CHECK (role IN ('owner', 'admin', 'developer', 'billing', 'viewer'));
