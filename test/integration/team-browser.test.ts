@@ -94,6 +94,7 @@ describe('roles in Chromium', () => {
     expect(await nav().getByRole('link', { name: 'Audit log' }).count()).toBe(0);
     await nav().getByRole('link', { name: 'Customers' }).click();
     await page.waitForURL(`${base}/dashboard/customers`);
+    await expect.poll(() => page.getByText('No customer yet', { exact: false }).count()).toBe(1);
     const own = page.getByRole('form', { name: "A customer's own limits" });
     await own.getByLabel('Customer').fill('alice');
     await own.getByLabel('Budget (credits)').fill('6');

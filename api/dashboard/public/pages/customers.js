@@ -15,10 +15,11 @@ const rateOf = (form) => {
   return rate === '' ? null : Number(rate);
 };
 
+// Uncontrolled (defaultValue): a re-render of the page (a list loading) keeps what was typed.
 function BudgetFields({ budget, rate }) {
   return html`<label
       >Budget (credits) <span class="muted small">(empty: none)</span>
-      <input name="maxCredits" type="number" min="0" step="any" value=${budget?.maxCredits ?? ''}
+      <input name="maxCredits" type="number" min="0" step="any" defaultValue=${budget?.maxCredits ?? ''}
     /></label>
     <label
       >Period
@@ -28,7 +29,7 @@ function BudgetFields({ budget, rate }) {
     >
     <label
       >Requests per minute <span class="muted small">(empty: none)</span>
-      <input name="rate" type="number" min="1" step="1" value=${rate ?? ''}
+      <input name="rate" type="number" min="1" step="1" defaultValue=${rate ?? ''}
     /></label>`;
 }
 
