@@ -51,6 +51,7 @@ const DOORS = [
   { name: 'dashboard', path: '^api/dashboard/' },
   { name: 'admin', path: '^api/admin/' },
   { name: 'upstream-callbacks', path: '^api/upstream-callbacks/' },
+  { name: 'anthropic', path: '^api/anthropic/' },
 ];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -166,6 +167,15 @@ module.exports = {
       to: { path: '^(deploy|scripts|faults|bench|test)/' },
     },
     {
+      name: 'runtime-has-no-dev-dependencies',
+      severity: 'error',
+      comment:
+        'The image installs production dependencies only (npm ci --omit=dev): the running service imports no ' +
+        'dev dependency, except for types, which the compiled JavaScript does not keep.',
+      from: { path: '^(runtime|api|service|core|activities|workflows|machines|cli)/' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only', 'type-import'] },
+    },
+    {
       name: 'scripts-floor',
       severity: 'error',
       comment: 'scripts/ build and find tools; they import only scripts/ and runtime/.',
@@ -183,8 +193,8 @@ module.exports = {
     },
   ],
   options: {
+    // Packages are leaves of the graph (not followed): the dev-dependency rule needs them there.
     doNotFollow: { path: '(^|/)node_modules/' },
-    exclude: { path: '(^|/)node_modules/' },
     // Type-only imports are real edges for the circle rule and the activity-types rule.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },

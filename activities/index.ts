@@ -1,5 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
+import { createBatchActivities, createBatchWaker } from './batches/lines';
+import type { BatchLineLimits } from './batches/lines';
 import { createLedgerActivities } from './generation/ledger';
 import type { createProviderActivities } from './generation/provider';
 import { createReconcileActivities } from './generation/reconcile';
@@ -12,19 +14,23 @@ export interface ActivityDeps {
   /** The reconciler asks Temporal about workflows. */
   client: Client;
   deadlines: ReconcileDeps['deadlines'];
+  /** How many of a batch's (and an account's batches') lines run at once. */
+  batchLimits: BatchLineLimits;
 }
 
 /**
  * The activities of the workflows' own task queue, bound to real dependencies by the workflow
- * worker: ledger steps, video slot claims and the reconciler's. Provider runs have a queue of their
+ * worker: ledger steps, video slot claims, the reconciler's and a batch's steps. Provider runs have a queue of their
  * own (core/workflow-contract.ts, providerTaskQueueOf), served by createProviderActivities.
  */
 export function createWorkflowQueueActivities(deps: ActivityDeps) {
   const wakeVideoWaiters = createVideoSlotWaker(deps);
+  const wakeBatch = createBatchWaker(deps.client);
   return {
-    ...createLedgerActivities({ ...deps, wakeVideoWaiters }),
+    ...createLedgerActivities({ ...deps, wakeVideoWaiters, wakeBatch }),
     ...createSlotActivities(deps),
-    ...createReconcileActivities({ ...deps, wakeVideoWaiters }),
+    ...createReconcileActivities({ ...deps, wakeVideoWaiters, wakeBatch }),
+    ...createBatchActivities({ ...deps, limits: deps.batchLimits }),
   };
 }
 

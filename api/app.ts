@@ -8,6 +8,9 @@ import { validatorCompiler } from 'fastify-type-provider-zod';
 import type { NetworkPolicy } from '../core/net/address-policy';
 import type { OutputStore } from '../core/storage/output-store';
 import { createSecretBox } from '../core/webhooks/secret-box';
+import { batchFileLimitsOf, batchRatesOf, loadConfig } from '../core/config';
+import { createBatchService } from '../service/batches/service';
+import type { BatchServiceDeps } from '../service/batches/service';
 import { createGenerationService } from '../service/generation/service';
 import type { GenerationServiceDeps } from '../service/generation/service';
 import { createGenerationGateway } from '../service/generation/temporal-gateway';
@@ -20,7 +23,8 @@ import type { DashboardLimits } from './dashboard/api';
 import { dashboardPages } from './dashboard/pages';
 import { registerDocs } from './shared/docs';
 import { endEventStreams } from './shared/sse';
-import { answerFrameworkError, installErrorHandler } from './shared/errors';
+import { createStandingMonitor } from './shared/standing';
+import { answerClientError, answerFrameworkError, installErrorHandler } from './shared/errors';
 import { fileRoutes } from './files';
 import { healthRoutes } from './health';
 import { legacyRoutes } from './group-c/routes';
@@ -31,7 +35,9 @@ import { trackRouteMethods } from './shared/methods';
 import { createRateLimiter } from './shared/rate-limit';
 import type { RateLimiter } from './shared/rate-limit';
 import { openaiRoutes } from './group-b/routes';
+import { anthropicRoutes } from './anthropic/routes';
 import { v1Routes } from './group-a/routes';
+import { v1BatchRoutes } from './group-a/batches';
 import { billingRoutes } from './group-a/billing';
 import { createBillingService } from '../service/billing/purchases';
 import type { BillingOptions } from '../service/billing/purchases';
@@ -80,6 +86,8 @@ export interface AppDeps {
   upstreamCallbacks?: Omit<UpstreamCallbackDeps, 'pool' | 'client'> | undefined;
   /** A span per request when tracing is on (runtime/tracing.ts); absent, nothing of it runs. */
   tracing?: RequestTracing;
+  /** Batches: their price per kind, what an input file may be, and (tests) how long the completion window lasts. */
+  batches?: Partial<Pick<BatchServiceDeps, 'rates' | 'fileLimits' | 'completionWindowMs'>>;
 }
 
 /** Server spans, made by the runtime: api/ knows no tracer. */
@@ -112,6 +120,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logger: loggerOptions(deps.logger ?? false),
     bodyLimit: 8 * 1024 * 1024,
     frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     // Every log line about a request carries its id; a caller's own x-request-id is kept when sane.
     requestIdHeader: false,
     genReqId: (req) => {
@@ -165,11 +174,31 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.provider ? { provider: deps.provider } : {}),
     log: (message, err) => app.log.warn({ err }, message),
   });
+  const defaults = loadConfig({});
+  const batches = createBatchService({
+    pool: deps.pool,
+    client: deps.client,
+    taskQueue: deps.taskQueue,
+    store: deps.store,
+    rates: deps.batches?.rates ?? batchRatesOf(defaults),
+    fileLimits: deps.batches?.fileLimits ?? batchFileLimitsOf(defaults),
+    ...(deps.batches?.completionWindowMs === undefined ? {} : { completionWindowMs: deps.batches.completionWindowMs }),
+    serves: service.serves,
+    live: service.live,
+    log: (message, err) => app.log.warn({ err }, message),
+  });
   // Workflow starts made after a `queued` answer finish before the app closes.
   app.addHook('onClose', async () => {
     await service.drain();
     await service.close();
   });
+
+  // Long-lived answers (event streams, MCP requests that wait) check their key or session while open.
+  const standing = createStandingMonitor({
+    pool: deps.pool,
+    log: (message, err) => app.log.warn({ err }, message),
+  });
+  app.addHook('onClose', async () => standing.close());
 
   const publicOrigin = deps.publicBaseUrl ? new URL(deps.publicBaseUrl).origin : undefined;
   // One service for both doors that buy credits: the API's route and the dashboard's Billing page.
@@ -190,7 +219,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
   await app.register(legacyRoutes, { pool: deps.pool, limiter, service, sessions });
-  await app.register(v1Routes, { pool: deps.pool, limiter, service });
+  await app.register(v1Routes, { pool: deps.pool, limiter, service, standing, batchRates: batches.rates });
+  await app.register(v1BatchRoutes, { pool: deps.pool, limiter, service, batches });
   if (billing) {
     await app.register(billingRoutes, { pool: deps.pool, limiter, billing, publicBaseUrl: publicOrigin });
   }
@@ -238,6 +268,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     limiter,
     sessions,
     service,
+    standing,
+    batches,
     webhooks,
     store: deps.store,
     limits: { ...DEFAULT_DASHBOARD_LIMITS, ...deps.dashboardLimits },
@@ -251,10 +283,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     pool: deps.pool,
     limiter,
     service,
+    standing,
+    batches,
     syncWaitMs: deps.syncWaitMs,
     allowedOrigins: deps.mcpAllowedOrigins ?? [],
     taskPollIntervalMs: deps.mcpTaskPollIntervalMs,
   });
-  await app.register(openaiRoutes, { pool: deps.pool, limiter, service, store: deps.store });
+  await app.register(openaiRoutes, { pool: deps.pool, limiter, service, batches, store: deps.store });
+  await app.register(anthropicRoutes, { pool: deps.pool, limiter, service });
   return app;
 }

@@ -78,8 +78,9 @@ export function areaOfScript(url: string, functionName: string, root: string): s
     return undefined; // (idle), (root)
   }
   if (url.startsWith('node:')) return 'Node core (JS)';
-  // The Temporal SDK runs workflows from its webpack bundle under this script name.
-  if (/workflow-bundle-[0-9a-f]+\.js$/.test(url))
+  // The Temporal SDK runs workflows from its webpack bundle under this script name (the worker's
+  // bundle is made out of process into a temporary gensvc-workflows-* folder).
+  if (/workflow-bundle-[0-9a-f]+\.js$/.test(url) || /gensvc-workflows-[^/]+\/workflows\.js$/.test(url))
     return 'workflow bundle (our workflow and machine, XState, the SDK in its sandbox)';
   const path = url.replace(/^file:\/\//, '');
   const nm = path.lastIndexOf(`${sep}node_modules${sep}`);

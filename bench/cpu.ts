@@ -11,6 +11,8 @@ export interface CpuSnapshot {
   temporal: number;
   /** The postmaster and its backends. */
   postgres: number;
+  /** The Temporal server's own PostgreSQL (topology cluster), postmaster and backends; else 0. */
+  temporalDb: number;
   machineBusy: number;
   machineTotal: number;
 }
@@ -18,12 +20,19 @@ export interface CpuSnapshot {
 export async function cpuSnapshot(pids: {
   temporal: number;
   postgres: number;
+  temporalDb?: number | undefined;
   worker?: number;
   reference?: number;
 }): Promise<CpuSnapshot> {
   const self = process.cpuUsage();
-  let postgres = await processCpuMs(pids.postgres);
-  for (const child of await childrenOf(pids.postgres)) postgres += await processCpuMs(child);
+  const postmaster = async (pid: number | undefined) => {
+    if (pid === undefined) return 0;
+    let total = await processCpuMs(pid);
+    for (const child of await childrenOf(pid)) total += await processCpuMs(child);
+    return total;
+  };
+  const postgres = await postmaster(pids.postgres);
+  const temporalDb = await postmaster(pids.temporalDb);
   const machine = await machineCpuMs();
   return {
     at: performance.now(),
@@ -32,6 +41,7 @@ export async function cpuSnapshot(pids: {
     reference: pids.reference === undefined ? 0 : await processCpuMs(pids.reference),
     temporal: await processCpuMs(pids.temporal),
     postgres,
+    temporalDb,
     machineBusy: machine.busy,
     machineTotal: machine.total,
   };
@@ -45,6 +55,8 @@ export interface CpuUse {
   reference: number;
   temporal: number;
   postgres: number;
+  /** The Temporal server's own PostgreSQL (topology cluster). */
+  temporalDb: number;
   /** CPU used on the machine by anything else (other people's processes, the kernel). */
   other: number;
   /** Fraction of the machine's CPU that was busy. */
@@ -58,6 +70,7 @@ export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): CpuUse {
   const temporal = b.temporal - a.temporal;
   // A backend that exited in between takes its time with it unless the postmaster reaped it into cutime.
   const postgres = Math.max(0, b.postgres - a.postgres);
+  const temporalDb = Math.max(0, b.temporalDb - a.temporalDb);
   const busy = b.machineBusy - a.machineBusy;
   const total = b.machineTotal - a.machineTotal;
   return {
@@ -67,7 +80,8 @@ export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): CpuUse {
     reference,
     temporal,
     postgres,
-    other: Math.max(0, busy - bench - worker - reference - temporal - postgres),
+    temporalDb,
+    other: Math.max(0, busy - bench - worker - reference - temporal - postgres - temporalDb),
     machineBusy: total > 0 ? busy / total : 0,
   };
 }

@@ -1,8 +1,10 @@
-// `npm run bench -- --only=peers [--quick] [--keep] [--temporal-db=memory]`: our chat path beside
-// LiteLLM's proxy and the upstream itself. Starts the stack without the bare reference,
-// LiteLLM from its cached environment (bench/litellm.ts) and one local OpenAI-compatible upstream
-// that both use, measures them interleaved (bench/peers.ts), prints the table with ratios and the
-// goals (bench/peers-report.ts), writes JSON and stops everything it started.
+// `npm run bench -- --only=peers [--quick] [--keep] [--temporal-db=memory] [--topology=cluster]`: our
+// chat path beside LiteLLM's proxy and the upstream itself, and beside Temporal's floor on the same
+// server. Starts the stack (the dev server, or with --topology=cluster the Temporal server on
+// PostgreSQL) with the reference process (its floor and our chat's workflow alone), LiteLLM from
+// its cached environment (bench/litellm.ts) and one local OpenAI-compatible upstream that both
+// use, measures them interleaved (bench/peers.ts), prints the tables with ratios and the goals
+// (bench/peers-report.ts), writes JSON and stops everything it started.
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,8 +20,10 @@ import type { LitellmInstall, LitellmProxy } from './litellm';
 import { ensurePySpy, pySpyBreakdown, recordPySpy, v8Breakdown } from './cpu-breakdown';
 import { profiledSegment, renderAreas, scaleShares } from './peers-profile';
 import type { ProfiledSegment } from './peers-profile';
-import { createPeer, idleCpu, laneKeys, loadRounds, sequentialRounds, startPssSampler } from './peers';
-import type { Peer, Recorder, Trees } from './peers';
+import { createPeer, createReference, idleCpu, laneKeys, loadRounds, sequentialRounds, startPssSampler } from './peers';
+import type { LoadTarget, Peer, Recorder, Trees, WalReaders } from './peers';
+import type { Topology } from './stack';
+import { openWalReader } from './wal';
 import { evaluateGoals, overheadShare, renderPeers } from './peers-report';
 import type { PeersPass } from './peers-report';
 import { writeResults } from './results';
@@ -70,6 +74,7 @@ export async function runPeers(args: {
   quick: boolean;
   keep: boolean;
   temporalDb: 'file' | 'memory';
+  topology: Topology;
   profile: boolean;
 }): Promise<number> {
   const size = args.quick ? SIZES.quick : SIZES.full;
@@ -95,9 +100,9 @@ export async function runPeers(args: {
     dataDir,
     workerMode: 'process',
     temporalDb: args.temporalDb,
+    topology: args.topology,
     keepData: args.keep,
     log,
-    reference: false,
     env: { UPSTREAMS_JSON: JSON.stringify(upstreams) },
     ...(args.profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
   });
@@ -105,7 +110,12 @@ export async function runPeers(args: {
   const interrupt = new AbortController();
   const shutdown = createShutdown(log);
   let litellm: LitellmProxy | undefined;
+  let wal: WalReaders | undefined;
   shutdown.add('upstream', () => upstream.close());
+  shutdown.add('WAL readers', async () => {
+    await wal?.ours.close();
+    await wal?.temporal?.close();
+  });
   shutdown.add('bench stack', () => stackHandle.stop());
   shutdown.add('LiteLLM', async () => litellm?.stop(10_000));
   shutdown.add('requests in flight', async () => interrupt.abort());
@@ -126,9 +136,15 @@ export async function runPeers(args: {
   };
   let stack: Stack | undefined;
   try {
-    log(`peers, ${mode} run, Temporal persistence ${args.temporalDb}, data in ${dataDir}`);
+    log(
+      `peers, ${mode} run, ${args.topology === 'cluster' ? 'Temporal server on PostgreSQL' : `Temporal dev server, persistence ${args.temporalDb}`}, data in ${dataDir}`,
+    );
     stack = await stackHandle.start();
     const s = stack;
+    wal = {
+      ours: await openWalReader(s.postgres.urlFor('postgres')),
+      temporal: s.temporalDb ? await openWalReader(s.temporalDb.postgres.urlFor('postgres')) : undefined,
+    };
     log(`service up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; API ${s.baseUrl}`);
     litellm = await startLitellm({
       install,
@@ -167,8 +183,15 @@ export async function runPeers(args: {
       litellm: litellm.pid,
       service: s.workerPid!,
       temporal: s.temporal.pid,
+      temporalDb: s.temporalDb?.postgres.pid,
       postgres: s.postgres.pid,
+      reference: s.reference!.pid,
     };
+    const refHttp = createHttp(s.reference!.baseUrl, interrupt.signal);
+    const references: LoadTarget[] = [
+      createReference('floor', refHttp, '/floor'),
+      createReference('shape', refHttp, '/shape/chat'),
+    ];
     const memory = startPssSampler(trees);
     const loadBefore = loadavg();
 
@@ -189,6 +212,7 @@ export async function runPeers(args: {
       levels: number[],
       loadRoundCount: number,
       sliceMs: number,
+      targets: LoadTarget[],
     ): Promise<PeersPass> => {
       const t = Date.now();
       log(`${name}: ${rounds} rounds of whole and streamed replies, interleaved`);
@@ -200,13 +224,24 @@ export async function runPeers(args: {
       for (const c of levels) {
         log(`${name}: ${c} clients, ${loadRoundCount} round(s) of ${sliceMs / 1000} s each`);
         load[String(c)] = await loadRounds(
-          peers,
-          { concurrency: c, rounds: loadRoundCount, sliceMs, cap: SLICE_CAP, prompt, trees, stop: interrupt.signal },
+          targets,
+          {
+            concurrency: c,
+            rounds: loadRoundCount,
+            sliceMs,
+            cap: SLICE_CAP,
+            prompt,
+            trees,
+            stop: interrupt.signal,
+            wal,
+          },
           rec,
         );
         const r = load[String(c)]!;
         log(
-          `${name}: ${c} clients: direct ${r.direct.perSecond}/s, LiteLLM ${r.litellm.perSecond}/s, us ${r.us.perSecond}/s`,
+          `${name}: ${c} clients: ${Object.entries(r)
+            .map(([k, v]) => `${k} ${v.perSecond}/s`)
+            .join(', ')}`,
         );
       }
       log(`${name} pass: ${((Date.now() - t) / 1000).toFixed(0)} s`);
@@ -220,6 +255,7 @@ export async function runPeers(args: {
       size.load,
       size.loadRounds,
       size.sliceMs,
+      [...peers, ...references],
     );
     const realistic = await pass(
       'realistic',
@@ -229,8 +265,9 @@ export async function runPeers(args: {
       size.realisticLoad,
       1,
       size.realisticSliceMs,
+      peers,
     );
-    const figures = { fast, realistic, idle, memory: await memory.stop() };
+    const figures = { fast, realistic, idle, memory: await memory.stop(), temporal: s.temporal.kind };
     const goals = evaluateGoals(figures);
 
     const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
@@ -245,6 +282,7 @@ export async function runPeers(args: {
       {
         mode,
         only: 'peers',
+        topology: args.topology,
         temporalDb: args.temporalDb,
         date: new Date().toISOString(),
         machine: {
@@ -273,7 +311,7 @@ export async function runPeers(args: {
       null,
       2,
     );
-    const latest = await writeResults(json, `peers-${mode}`);
+    const latest = await writeResults(json, `peers-${args.topology}-${mode}`);
     const misses = goals.filter((g) => g.verdict !== 'met');
     console.log(`\nResults: ${latest}`);
     console.log(
@@ -292,9 +330,14 @@ export async function runPeers(args: {
   } finally {
     log('stopping…');
     await shutdown.stop();
-    const started = [stack?.temporal.pid, stack?.postgres.pid, stack?.workerPid, litellm?.pid].filter(
-      (p): p is number => p !== undefined,
-    );
+    const started = [
+      stack?.temporal.pid,
+      stack?.postgres.pid,
+      stack?.temporalDb?.postgres.pid,
+      stack?.reference?.pid,
+      stack?.workerPid,
+      litellm?.pid,
+    ].filter((p): p is number => p !== undefined);
     const alive = started.filter((pid) => isAlive(pid));
     if (alive.length > 0) errors.record(`processes still alive after stopping: ${alive.join(', ')}`);
     else
@@ -333,7 +376,12 @@ async function profileTargets(o: {
   const us = await profiledSegment('us', peer('us'), {
     ...common,
     pid: o.trees.service,
-    trees: { service: o.trees.service, temporal: o.trees.temporal, postgres: o.trees.postgres },
+    trees: {
+      service: o.trees.service,
+      temporal: o.trees.temporal,
+      postgres: o.trees.postgres,
+      ...(o.trees.temporalDb === undefined ? {} : { temporalDb: o.trees.temporalDb }),
+    },
   });
   return { litellm, litellmAreas, us };
 }

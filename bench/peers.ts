@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { waitUntilIdle } from './cpu-breakdown';
 import type { BenchAccount, Http } from './http';
 import { treeCpuMs, treePss } from './procfs';
+import type { WalReader, WalUse } from './wal';
 import { round, summarise } from './stats';
 import type { LatencyStats } from './stats';
 import { timedStream } from './stream';
@@ -15,6 +16,20 @@ import type { Timed } from './stream';
  */
 export const PEERS = ['direct', 'litellm', 'us'] as const;
 export type PeerName = (typeof PEERS)[number];
+/**
+ * Under load, two more on the same Temporal server (bench/reference-process.ts): Temporal's floor
+ * (a workflow that completes in its first task, started as our chats are, nothing awaited) and our
+ * chat's workflow shape alone (the service's `generation` workflow started as the API starts it at
+ * a reply's end, with nothing else of the service around it).
+ */
+export const REFERENCES = ['floor', 'shape'] as const;
+export type LoadTargetName = PeerName | (typeof REFERENCES)[number];
+
+/** Something load slices drive: a whole request at a time. */
+export interface LoadTarget {
+  name: LoadTargetName;
+  whole(prompt: string, lane: number): Promise<number>;
+}
 
 export interface Peer {
   name: PeerName;
@@ -68,24 +83,53 @@ export function createPeer(
   };
 }
 
+/** One of the references on the bench's reference process: `path` answers once its workflow has started. */
+export function createReference(name: (typeof REFERENCES)[number], http: Http, path: string): LoadTarget {
+  return {
+    name,
+    async whole(_prompt, lane) {
+      const r = await http.request<{ id?: string }>('POST', path, { body: { account: `acct_lane_${lane}` } });
+      if (r.status !== 200 || typeof r.body?.id !== 'string')
+        throw new PeerAnswerError(`${name}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+      return r.ms;
+    },
+  };
+}
+
 /** A slice's tail is bounded: past this the next slice starts anyway (and the report shows the drain). */
 const DRAIN_LIMIT_MS = 90_000;
 
-/** The process trees whose CPU and memory are counted: LiteLLM's, and ours in three parts. */
+/**
+ * The process trees whose CPU and memory are counted: LiteLLM's; ours (API + workers, the
+ * Temporal server, our PostgreSQL and, on the cluster topology, the Temporal server's own
+ * PostgreSQL, else 0); and the reference process that runs the floor and the shape.
+ */
 export interface Trees {
   litellm: number;
   service: number;
   temporal: number;
+  temporalDb: number | undefined;
   postgres: number;
+  reference: number;
 }
 export type TreeName = keyof Trees;
-const TREE_NAMES: TreeName[] = ['litellm', 'service', 'temporal', 'postgres'];
+const TREE_NAMES: TreeName[] = ['litellm', 'service', 'temporal', 'temporalDb', 'postgres', 'reference'];
 
 async function cpuOf(trees: Trees): Promise<Record<TreeName, number>> {
   const out = {} as Record<TreeName, number>;
-  for (const t of TREE_NAMES) out[t] = await treeCpuMs(trees[t]);
+  for (const t of TREE_NAMES) {
+    const pid = trees[t];
+    out[t] = pid === undefined ? 0 : await treeCpuMs(pid);
+  }
   return out;
 }
+
+/** The PostgreSQL servers whose writes are read from their WAL: ours, and the Temporal server's (cluster). */
+export interface WalReaders {
+  ours: WalReader;
+  temporal: WalReader | undefined;
+}
+export type WalPerRequest = Record<keyof WalReaders, WalUse | undefined>;
 
 const minus = (b: Record<TreeName, number>, a: Record<TreeName, number>) =>
   Object.fromEntries(TREE_NAMES.map((t) => [t, b[t] - a[t]])) as Record<TreeName, number>;
@@ -175,6 +219,8 @@ export interface LoadResult {
   latency: LatencyStats;
   /** CPU ms per request of each tree, over this peer's slices only. */
   cpuPerRequest: Record<TreeName, number>;
+  /** What each PostgreSQL server wrote per request over this peer's slices (when readers are given). */
+  walPerRequest?: WalPerRequest;
 }
 
 /**
@@ -185,7 +231,7 @@ export interface LoadResult {
  * the next peer's slice.
  */
 export async function loadRounds(
-  peers: Peer[],
+  targets: LoadTarget[],
   o: {
     concurrency: number;
     rounds: number;
@@ -194,11 +240,14 @@ export async function loadRounds(
     prompt: string;
     trees: Trees;
     stop: AbortSignal;
+    wal?: WalReaders;
   },
   rec: Recorder,
-): Promise<Record<PeerName, LoadResult>> {
+): Promise<Partial<Record<LoadTargetName, LoadResult>>> {
+  const names = targets.map((t) => t.name);
+  const zeroWal = (): WalUse => ({ bytes: 0, rows: 0, commits: 0 });
   const acc = Object.fromEntries(
-    PEERS.map((n) => [
+    names.map((n) => [
       n,
       {
         errors: 0,
@@ -207,13 +256,17 @@ export async function loadRounds(
         drainMs: 0,
         latencies: [] as number[],
         cpu: Object.fromEntries(TREE_NAMES.map((t) => [t, 0])) as Record<TreeName, number>,
+        wal: { ours: zeroWal(), temporal: zeroWal() },
       },
     ]),
   );
+  const marks = async () => ({ ours: await o.wal?.ours.mark(), temporal: await o.wal?.temporal?.mark() });
   for (let r = 0; r < o.rounds; r++) {
-    for (const name of orderOf(r)) {
-      const peer = peers.find((p) => p.name === name)!;
+    // Each target first, second… equally often, as orderOf does for the peers.
+    for (const name of names.map((_, k) => names[(r + k) % names.length]!)) {
+      const peer = targets.find((p) => p.name === name)!;
       const a = acc[name]!;
+      const wal0 = await marks();
       const cpu0 = await cpuOf(o.trees);
       const t0 = performance.now();
       const end = t0 + o.sliceMs;
@@ -230,7 +283,7 @@ export async function loadRounds(
       };
       await Promise.all(Array.from({ length: o.concurrency }, (_, i) => lane(i)));
       const drained = await waitUntilIdle(
-        TREE_NAMES.map((t) => o.trees[t]),
+        TREE_NAMES.map((t) => o.trees[t]).filter((pid): pid is number => pid !== undefined),
         DRAIN_LIMIT_MS,
       );
       a.answeringMs += last - t0;
@@ -238,10 +291,25 @@ export async function loadRounds(
       a.wallMs += last - t0 + drained;
       const d = minus(await cpuOf(o.trees), cpu0);
       for (const t of TREE_NAMES) a.cpu[t] += d[t];
+      const wal1 = await marks();
+      for (const server of ['ours', 'temporal'] as const) {
+        const reader = o.wal?.[server];
+        const [from, to] = [wal0[server], wal1[server]];
+        if (!reader || from === undefined || to === undefined) continue;
+        const used = await reader.between(from, to);
+        a.wal[server].bytes += used.bytes;
+        a.wal[server].rows += used.rows;
+        a.wal[server].commits += used.commits;
+      }
     }
   }
+  const walPer = (w: WalUse, ok: number): WalUse => ({
+    bytes: Math.round(w.bytes / ok),
+    rows: round(w.rows / ok, 2),
+    commits: round(w.commits / ok, 2),
+  });
   return Object.fromEntries(
-    PEERS.map((n) => {
+    names.map((n) => {
       const a = acc[n]!;
       const ok = a.latencies.length;
       return [
@@ -257,10 +325,18 @@ export async function loadRounds(
           cpuPerRequest: Object.fromEntries(
             TREE_NAMES.map((t) => [t, ok ? round(a.cpu[t] / ok, 2) : Number.NaN]),
           ) as Record<TreeName, number>,
+          ...(o.wal && ok
+            ? {
+                walPerRequest: {
+                  ours: walPer(a.wal.ours, ok),
+                  temporal: o.wal.temporal ? walPer(a.wal.temporal, ok) : undefined,
+                },
+              }
+            : {}),
         },
       ];
     }),
-  ) as Record<PeerName, LoadResult>;
+  );
 }
 
 /** Peak PSS of each tree, and of ours summed at the same instant, sampled every `everyMs`. */
@@ -274,9 +350,12 @@ export function startPssSampler(trees: Trees, everyMs = 1_000) {
     busy = true;
     try {
       const now = {} as Record<TreeName, number>;
-      for (const t of TREE_NAMES) now[t] = await treePss(trees[t]);
+      for (const t of TREE_NAMES) {
+        const pid = trees[t];
+        now[t] = pid === undefined ? 0 : await treePss(pid);
+      }
       for (const t of TREE_NAMES) peak[t] = Math.max(peak[t], now[t]);
-      ours = Math.max(ours, now.service + now.temporal + now.postgres);
+      ours = Math.max(ours, now.service + now.temporal + now.temporalDb + now.postgres);
       samples++;
     } finally {
       busy = false;

@@ -1,8 +1,13 @@
 // The bare reference, as its own process so that its CPU and memory are read from /proc apart
-// from the service's: a plain node:http server and a Temporal worker on the bench's Temporal dev
+// from the service's: a plain node:http server and a Temporal worker on the bench's Temporal
 // server and PostgreSQL. Admission is one SQL statement (hold + job row) and a workflow start, no
 // worker waited for; an image waits for the workflow's result. Everything the service adds on top
 // (Fastify, zod, keys, rate limits, pricing, XState, files) is what the bench's ratios measure.
+// Beside it, two more references on the same server: Temporal's floor (`POST /floor`: a workflow
+// that completes in its first task, search attributes at start) and the service's own workflow
+// shapes with nothing else of the service around them (`POST /shape/chat`, `POST /shape/image`:
+// the real `generation` workflow, started by the service's own gateway, its activities no-ops),
+// so that what the service's orchestration costs Temporal and the SDK reads against the floor.
 //
 //   node --import tsx bench/reference-process.ts   (env: DATABASE_URL, TEMPORAL_ADDRESS, PORT, TASK_QUEUE)
 // Prints `reference listening on <port>` once the worker polls and the server listens.
@@ -16,7 +21,10 @@ import { Context } from '@temporalio/activity';
 import pg from 'pg';
 import { loadConfig } from '../core/config';
 import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '../core/search-attributes';
-import { bundleInChildProcess } from '../runtime/worker';
+import { bundleInChildProcess, WORKFLOWS_PATH } from '../runtime/worker';
+import { createGenerationGateway } from '../service/generation/temporal-gateway';
+import { providerTaskQueueOf } from '../core/workflow-contract';
+import type { GenerationWorkflowInput } from '../core/workflow-contract';
 import type { BareActivities, BareInput } from './reference-workflows';
 
 const WORKFLOWS = fileURLToPath(new URL('./reference-workflows.ts', import.meta.url));
@@ -69,7 +77,10 @@ async function main(): Promise<void> {
     },
   };
   // Bundled out of process, as the service's worker does, so that webpack's memory is in neither.
-  const bundle = await bundleInChildProcess(WORKFLOWS);
+  const [bundle, shapeBundle] = await Promise.all([
+    bundleInChildProcess(WORKFLOWS),
+    bundleInChildProcess(WORKFLOWS_PATH),
+  ]);
   // The service's worker settings (runtime/worker.ts), so the two differ only in what they run.
   const worker = await Worker.create({
     connection: native,
@@ -80,8 +91,32 @@ async function main(): Promise<void> {
     maxCachedWorkflows: WORKFLOW_CACHE,
     shutdownGraceTime: '5 seconds',
   });
-  await bundle.remove();
-  const running = worker.run();
+  // The service's workflow on a queue of its own, with activities that do nothing: the shape's cost
+  // to Temporal and the SDK alone. The provider's queue is beside it, as in the service.
+  const shapeQueue = `${taskQueue}-shape`;
+  const shapeWorker = await Worker.create({
+    connection: native,
+    taskQueue: shapeQueue,
+    workflowBundle: { codePath: shapeBundle.codePath },
+    activities: {
+      markRunning: async () => 'running' as const,
+      settle: async () => ({ outcome: 'settled', kind: 'image', chargedMc: 0, releasedMc: 0 }) as const,
+      release: async () => ({ outcome: 'released', kind: 'image', releasedMc: 0, code: 'failed' }) as const,
+    },
+    maxConcurrentActivityTaskExecutions: 200,
+    maxCachedWorkflows: WORKFLOW_CACHE,
+    shutdownGraceTime: '5 seconds',
+  });
+  const shapeProvider = await Worker.create({
+    connection: native,
+    taskQueue: providerTaskQueueOf(shapeQueue),
+    activities: { runProvider: async () => ({ outputKey: 'none', outputText: null }) },
+    maxConcurrentActivityTaskExecutions: 200,
+    shutdownGraceTime: '5 seconds',
+  });
+  await Promise.all([bundle.remove(), shapeBundle.remove()]);
+  const running = Promise.all([worker.run(), shapeWorker.run(), shapeProvider.run()]);
+  const gateway = createGenerationGateway({ client, taskQueue: shapeQueue });
 
   const send = (res: ServerResponse, status: number, body: unknown) => {
     const text = JSON.stringify(body);
@@ -129,12 +164,53 @@ async function main(): Promise<void> {
     return [200, { generation: { id, status: 'succeeded' } }];
   };
 
+  /** The floor: started with its search attributes; `wait`: its result awaited, as an image's is. */
+  const startFloor = async (accountId: string, wait: boolean): Promise<[number, unknown]> => {
+    const id = `floor_${randomBytes(12).toString('hex')}`;
+    const handle = await client.workflow.start('floor', {
+      workflowId: id,
+      taskQueue,
+      args: ['succeeded'],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [
+        { key: AccountId, value: accountId },
+        { key: GenerationKind, value: 'chat' },
+        { key: GenerationModel, value: 'chat-haiku' },
+        { key: GenerationStatus, value: 'succeeded' },
+      ],
+    });
+    if (wait) await handle.result();
+    return [200, { id }];
+  };
+
+  /** The service's own workflow for a kind, started as the service starts it, with nothing else around it. */
+  const startShape = async (kind: 'chat' | 'image', accountId: string): Promise<[number, unknown]> => {
+    const input = shapeInput(kind, accountId, `gen_${randomBytes(13).toString('hex')}`);
+    if (kind === 'chat') {
+      // What the API does once a reply has ended: the outcome, recorded, at the start.
+      await gateway.record({ ...input, reported: chatOutcome });
+      return [200, { id: input.generationId }];
+    }
+    await gateway.start(input);
+    await gateway.awaitFinish(input.generationId, 60_000);
+    return [200, { id: input.generationId }];
+  };
+
   const server = createServer((req, res) => {
     void (async () => {
       try {
         const body = req.method === 'POST' ? await readJson(req) : {};
         if (req.method === 'POST' && req.url === '/generate') {
           const [status, answer] = await generate(body);
+          send(res, status, answer);
+        } else if (req.method === 'POST' && (req.url === '/floor' || req.url === '/floor?wait=1')) {
+          const [status, answer] = await startFloor(accountOf(body, 'acct_floor'), req.url.endsWith('wait=1'));
+          send(res, status, answer);
+        } else if (req.method === 'POST' && (req.url === '/shape/chat' || req.url === '/shape/image')) {
+          const [status, answer] = await startShape(
+            req.url === '/shape/chat' ? 'chat' : 'image',
+            accountOf(body, 'acct_shape'),
+          );
           send(res, status, answer);
         } else if (req.method === 'POST' && req.url === '/accounts') {
           const id = `bacct_${randomBytes(8).toString('hex')}`;
@@ -159,6 +235,8 @@ async function main(): Promise<void> {
     server.close();
     server.closeAllConnections();
     worker.shutdown();
+    shapeWorker.shutdown();
+    shapeProvider.shutdown();
     await running.catch(() => undefined);
     await native.close().catch(() => undefined);
     await connection.close().catch(() => undefined);
@@ -171,6 +249,48 @@ async function main(): Promise<void> {
   setInterval(() => {
     if (process.ppid !== parent) void stop();
   }, 1000).unref();
+}
+
+const accountOf = (body: Record<string, unknown>, otherwise: string): string =>
+  typeof body.account === 'string' ? body.account : otherwise;
+
+/** A chat's outcome as the API reports it at the end of a reply the ledger has settled. */
+const chatOutcome = {
+  ok: true,
+  output: { outputKey: 'gen/output.txt', outputText: null, chargeMc: 23, outputTokens: 32 },
+  recorded: 'settled',
+} as const;
+
+/** The workflow input the service gives a chat (group B, per token) or an image, as admitted. */
+function shapeInput(kind: 'chat' | 'image', accountId: string, generationId: string): GenerationWorkflowInput {
+  const common = {
+    generationId,
+    accountId,
+    apiKeyId: 'key_shape',
+    admittedRunning: true,
+    deadlineMs: DEADLINE_MS.image,
+  };
+  return kind === 'chat'
+    ? {
+        ...common,
+        kind,
+        model: 'chat-haiku',
+        prompt: 'say something',
+        params: { requestedModel: 'chat-haiku', promptTruncated: false, maxTokens: 64 },
+        internal: { ratePer1kMc: 700, recordedByApi: true },
+        quoteMc: 45,
+        admitted: { free: false, model: 'chat-haiku' },
+      }
+    : {
+        ...common,
+        kind,
+        model: 'image-flux',
+        prompt: 'a lighthouse at dusk',
+        params: { width: 1024, height: 1024, aspect: '1:1' },
+        internal: {},
+        quoteMc: PRICE.image,
+        admitted: { free: false, model: 'image-flux' },
+      };
 }
 
 main().catch((err: unknown) => {

@@ -167,3 +167,74 @@ export async function refInflight(ctx: Context, submitsPerSecond: number | undef
     side: 'reference',
   });
 }
+
+/** One start of a reference workflow on the reference process (`path`: the floor, or our workflow alone). */
+async function refStart(ctx: Context, path: string): Promise<number> {
+  try {
+    const r = await ctx.ref.request<{ id?: string }>('POST', path, { body: { account: 'acct_floor' } });
+    if (r.status === 200 && typeof r.body.id === 'string') return r.ms;
+    ctx.errors.record(`reference POST ${path}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+  } catch (err) {
+    if (ctx.ref.stop.aborted) throw err;
+    ctx.errors.record(`reference POST ${path}: ${(err as Error).message}`);
+  }
+  return Number.NaN;
+}
+
+/** `total` starts of `path` with `concurrency` clients, as the image scenario of the same size. */
+async function refStarts(
+  ctx: Context,
+  id: string,
+  title: string,
+  path: string,
+  concurrency: number,
+  total: number,
+): Promise<ScenarioResult> {
+  await runPool(concurrency, concurrency, async () => void (await refStart(ctx, path)));
+  const before = ctx.errors.count;
+  const latencies: number[] = [];
+  const t = performance.now();
+  await ctx.measure(() => runPool(total, concurrency, async () => void latencies.push(await refStart(ctx, path))));
+  const wallMs = performance.now() - t;
+  return result(id, title, latencies, wallMs, ctx, before, { throughput: (total / wallMs) * 1000, side: 'reference' });
+}
+
+/** Temporal's floor, one client: a workflow that completes in its first task, its result awaited as an image's is. */
+export async function floorSequential(ctx: Context): Promise<ScenarioResult> {
+  const { n, warmup } = ctx.sizes.imageSequential;
+  await sequential(warmup, () => refStart(ctx, '/floor?wait=1').then((ms) => ({ ms })));
+  const before = ctx.errors.count;
+  const t = performance.now();
+  const latencies = await ctx.measure(() => sequential(n, () => refStart(ctx, '/floor?wait=1').then((ms) => ({ ms }))));
+  const wallMs = performance.now() - t;
+  return result('floor.sequential', `Temporal's floor: one client (N=${n})`, latencies, wallMs, ctx, before, {
+    throughput: (n / wallMs) * 1000,
+    side: 'reference',
+  });
+}
+
+/** Temporal's floor with `concurrency` clients, results awaited. */
+export function floorConcurrent(ctx: Context, concurrency: number): Promise<ScenarioResult> {
+  const { total } = ctx.sizes.imageConcurrent;
+  return refStarts(
+    ctx,
+    `floor.c${concurrency}`,
+    `Temporal's floor: concurrency ${concurrency} (total ${total})`,
+    '/floor?wait=1',
+    concurrency,
+    total,
+  );
+}
+
+/** Our image's workflow alone (its activities no-ops), started and awaited as the service does, `concurrency` clients. */
+export function shapeImageConcurrent(ctx: Context, concurrency: number): Promise<ScenarioResult> {
+  const { total } = ctx.sizes.imageConcurrent;
+  return refStarts(
+    ctx,
+    `shape.image.c${concurrency}`,
+    `our image's workflow alone: concurrency ${concurrency} (total ${total})`,
+    '/shape/image',
+    concurrency,
+    total,
+  );
+}

@@ -38,6 +38,15 @@ const ledger = proxyLocalActivities<BareActivities>({ startToCloseTimeout: '30 s
 const slots = proxyActivities<BareActivities>({ startToCloseTimeout: '1 hour', heartbeatTimeout: '10 seconds' });
 const provider = proxyActivities<BareActivities>({ startToCloseTimeout: '10 minutes', heartbeatTimeout: '10 seconds' });
 
+/**
+ * Temporal's floor: a workflow that does nothing but complete in its first task, its search
+ * attributes given at start (bench/reference-process.ts starts it). What any durable record of a
+ * request costs the server and the SDK, whatever runs around it.
+ */
+export async function floor(outcome: string): Promise<string> {
+  return outcome;
+}
+
 export async function bareGeneration(input: BareInput): Promise<string> {
   const deadline = new CancellationScope();
   deadline.run(() => sleep(input.deadlineMs)).catch(() => undefined);

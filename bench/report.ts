@@ -20,20 +20,38 @@ export function flatMetrics(
     if (s.throughput !== undefined) m[`${s.id}.throughput`] = round(s.throughput);
     if (s.cpu) {
       const c = s.cpu;
-      m[`${s.id}.cpuPerOp`] = round((c.bench + c.worker + c.reference + c.temporal + c.postgres) / s.n);
+      m[`${s.id}.cpuPerOp`] = round((c.bench + c.worker + c.reference + c.temporal + c.postgres + c.temporalDb) / s.n);
       // The service's (or the reference's) own processes; with the service in the bench process
       // the load generator is counted in too, on both sides.
       m[`${s.id}.cpuProcesses`] = round(((serviceInBench ? c.bench : 0) + c.worker + c.reference) / s.n);
       m[`${s.id}.cpuClient`] = round(c.bench / s.n);
       m[`${s.id}.cpuTemporal`] = round(c.temporal / s.n);
+      m[`${s.id}.cpuTemporalDb`] = round(c.temporalDb / s.n);
       m[`${s.id}.cpuPostgres`] = round(c.postgres / s.n);
+      // What a workflow costs Temporal and the SDK when nothing else runs around it (the floor, our
+      // workflow alone): the server, its database and the reference process.
+      m[`${s.id}.cpuTemporalSdk`] = round((c.temporal + c.temporalDb + c.reference) / s.n);
+    }
+    if (s.wal) {
+      m[`${s.id}.rowsPostgres`] = round(s.wal.ours.rows / s.n, 2);
+      m[`${s.id}.commitsPostgres`] = round(s.wal.ours.commits / s.n, 2);
+      if (s.wal.temporal) {
+        m[`${s.id}.rowsTemporalDb`] = round(s.wal.temporal.rows / s.n, 2);
+        m[`${s.id}.commitsTemporalDb`] = round(s.wal.temporal.commits / s.n, 2);
+        m[`${s.id}.walKbTemporalDb`] = round(s.wal.temporal.bytes / s.n / 1024, 2);
+      }
     }
     if (s.inFlight) m[`${s.id}.maxInFlight`] = s.inFlight.max;
   }
+  const ratioOf = (key: string, a: string, b: string) => {
+    const [x, y] = [m[a], m[b]];
+    if (x !== undefined && y !== undefined && y > 0) m[key] = round(x / y, 2);
+  };
+  ratioOf('image.sequential.p50Ratio', 'image.sequential.p50', 'ref.image.sequential.p50');
   for (const c of [20, 50]) {
-    const ours = m[`image.c${c}.throughput`];
-    const ref = m[`ref.image.c${c}.throughput`];
-    if (ours !== undefined && ref !== undefined && ref > 0) m[`image.c${c}.throughputRatio`] = round(ours / ref, 2);
+    ratioOf(`image.c${c}.throughputRatio`, `image.c${c}.throughput`, `ref.image.c${c}.throughput`);
+    ratioOf(`image.c${c}.temporalSdkRatio`, `shape.image.c${c}.cpuTemporalSdk`, `floor.c${c}.cpuTemporalSdk`);
+    ratioOf(`image.c${c}.temporalRatio`, `image.c${c}.cpuTemporal`, `floor.c${c}.cpuTemporal`);
     const cpu = m[`image.c${c}.cpuPerOp`];
     if (cpu !== undefined) m[`image.c${c}.cpuLessRender`] = round(cpu - simulatorCost.image.cpuMs);
   }
@@ -91,6 +109,13 @@ export function comparisonRows(m: Record<string, number>, targets: TargetResult[
       'ref.image.sequential.p50',
       verdict('image.sequential.p50'),
     ),
+    row(
+      '  the ratio, as its target reads it',
+      'image.sequential.p50Ratio',
+      '',
+      verdict('image.sequential.p50Ratio'),
+      2,
+    ),
     row('image, 1 client: p95 (ms)', 'image.sequential.p95', 'ref.image.sequential.p95'),
     row('video submit → queued, 1 client: p50 (ms)', 'video.c1.p50', 'ref.video.c1.p50', verdict('video.c1.p50')),
     row('video submit → queued, 32 clients: p95 (ms)', 'video.c32.p95', 'ref.video.c32.p95', verdict('video.c32.p95')),
@@ -118,8 +143,52 @@ export function comparisonRows(m: Record<string, number>, targets: TargetResult[
       'ref.image.c20.cpuProcesses',
     ),
     row('  of which the load generator (ms)', 'image.c20.cpuClient', 'ref.image.c20.cpuClient'),
-    row('  of which Temporal dev server (ms)', 'image.c20.cpuTemporal', 'ref.image.c20.cpuTemporal'),
-    row('  of which PostgreSQL (ms)', 'image.c20.cpuPostgres', 'ref.image.c20.cpuPostgres'),
+    row('  of which the Temporal server (ms)', 'image.c20.cpuTemporal', 'ref.image.c20.cpuTemporal'),
+    ...(m['image.c20.rowsTemporalDb'] === undefined
+      ? []
+      : [
+          row(
+            "  of which the Temporal server's PostgreSQL (ms)",
+            'image.c20.cpuTemporalDb',
+            'ref.image.c20.cpuTemporalDb',
+          ),
+          row(
+            "  rows written to the Temporal server's PostgreSQL",
+            'image.c20.rowsTemporalDb',
+            'ref.image.c20.rowsTemporalDb',
+          ),
+        ]),
+    row('  of which our PostgreSQL (ms)', 'image.c20.cpuPostgres', 'ref.image.c20.cpuPostgres'),
+    row('  rows written to our PostgreSQL', 'image.c20.rowsPostgres', 'ref.image.c20.rowsPostgres'),
+    // Beside Temporal's floor on the same server (reference = the floor).
+    row(
+      "image, 1 client: p50 beside Temporal's floor, one workflow awaited (ms)",
+      'image.sequential.p50',
+      'floor.sequential.p50',
+    ),
+    row("images/s, 20 clients, beside the floor's workflows/s", 'image.c20.throughput', 'floor.c20.throughput'),
+    row(
+      'Temporal server CPU per image, 20 clients, beside the floor (ms)',
+      'image.c20.cpuTemporal',
+      'floor.c20.cpuTemporal',
+    ),
+    ...(m['floor.c20.rowsTemporalDb'] === undefined
+      ? []
+      : [
+          row("  its PostgreSQL's CPU, beside the floor (ms)", 'image.c20.cpuTemporalDb', 'floor.c20.cpuTemporalDb'),
+          row(
+            '  its PostgreSQL: rows written, beside the floor',
+            'image.c20.rowsTemporalDb',
+            'floor.c20.rowsTemporalDb',
+          ),
+          row('  its PostgreSQL: WAL (kB), beside the floor', 'image.c20.walKbTemporalDb', 'floor.c20.walKbTemporalDb'),
+        ]),
+    row(
+      'Temporal + SDK per image: our workflow alone beside the floor (ms)',
+      'shape.image.c20.cpuTemporalSdk',
+      'floor.c20.cpuTemporalSdk',
+      verdict('image.c20.temporalSdkRatio'),
+    ),
     row('CPU per video admitted, 32 clients, stack (ms)', 'video.c32.cpuPerOp', 'ref.video.c32.cpuPerOp'),
     row('CPU per 402, stack (ms)', 'refusal.402.cpuPerOp', 'ref.refusal.402.cpuPerOp'),
     row(

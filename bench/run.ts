@@ -13,13 +13,26 @@ import { createErrorLog, createHttp } from './http';
 import { startMemorySampler } from './memory';
 import type { MemoryReport } from './memory';
 import { runIdle } from './idle';
+import { runStartup } from './startup';
 import { runPeers } from './peers-run';
+import { runBatches } from './batches';
 import { runUpstreamVideos } from './upstream-videos';
 import { profileKind, workflowIdsOf } from './profile';
 import type { KindProfile } from './profile';
 import { comparisonRows, evaluateTargets, flatMetrics, renderReport } from './report';
 import { writeResults } from './results';
-import { refImageConcurrent, refImageSequential, refInflight, refRefusal, refVideo } from './reference-scenarios';
+import {
+  floorConcurrent,
+  floorSequential,
+  refImageConcurrent,
+  refImageSequential,
+  refInflight,
+  refRefusal,
+  refVideo,
+  shapeImageConcurrent,
+} from './reference-scenarios';
+import { waitUntilIdle } from './cpu-breakdown';
+import { openWalReader } from './wal';
 import {
   baseline,
   chatSequential,
@@ -36,32 +49,46 @@ import { measureSimulatorCost } from './simulator-cost';
 import { FULL, QUICK } from './sizes';
 import { liveScenarios, renderLive } from './live';
 import { createStack } from './stack';
-import { renderStream, STREAM_MODEL, streamMetrics, streamOverhead, UPSTREAM_MODEL, wholeReply } from './stream';
+import {
+  refusedCut,
+  renderStream,
+  STREAM_MODEL,
+  streamMetrics,
+  streamOverhead,
+  UPSTREAM_MODEL,
+  wholeReply,
+} from './stream';
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
-import type { Stack, WorkerMode } from './stack';
+import type { Stack, Topology, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|upstream-videos] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|startup|upstream-videos|batches] [-- --topology=dev|cluster] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
   --only=live           only the ETA's error on the simulator and the cost of 1,000 open event streams (about two minutes)
   --only=stream         only the streamed-chat overhead against the upstream directly (about a minute)
   --only=inflight       only the memory with 1,000 videos held in flight, service and reference (about three minutes)
   --only=upstream-videos  only 1,000 upstream videos (--videos=N) in flight for minutes on a fal-like queue that calls back: the provider worker's slots in use and RSS over time, idle first (about six minutes); --per-account=N videos per account (5; also VIDEO_CONCURRENCY), 100 queues each account's videos behind its FIFO slot claims
+  --only=batches        only a 10,000-line chat batch and a 1,000-line image batch through the openai SDK, the API and the worker as two processes: time to admit, lines per second, another account's single requests meanwhile as a ratio to the same without a batch, RSS of each (about half an hour on two busy cores; --quick: 1,000 and 200 lines, about three minutes)
   --only=peers          only the chat path beside LiteLLM's proxy and the upstream directly (about six minutes; installs LiteLLM once)
   --only=idle           only CPU per chat one at a time, then what the stack burns with nothing to do, by process tree, 5 s window, process and thread (about three minutes); with --profile, V8 profiles of the service too
+  --only=startup        only the start-up of an API process and a workflow worker, compiled (dist/) against the TypeScript sources (tsx), in turns: spawn to /health 200, spawn to the first workflow task polled, idle RSS (about five minutes)
   --profile             with --only=peers: instead of the tables, where each one's CPU goes under 20 clients (V8's profiler for us, py-spy for LiteLLM; about two minutes)
-  --worker=process      (default) the service as one process, runtime/main.ts as npm start runs it; the bench only drives load
+  --worker=process      (default) the service as one process, runtime/main.ts compiled (npm run build, done first when the sources changed); the bench only drives load
   --worker=in-process   API and worker inside the bench process
-  --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts)
+  --worker=child        the API inside the bench process, the worker as its own process (runtime/worker-process.ts, compiled)
+  --topology=cluster    with --only=core or --only=peers: the Temporal server as npm run cluster runs it (PostgreSQL
+                        persistence and SQL visibility), its databases on a PostgreSQL of their own; default dev: the
+                        CLI's dev server with its SQLite file, as npm start runs it
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
-type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'upstream-videos';
+type Only = 'core' | 'live' | 'stream' | 'inflight' | 'peers' | 'idle' | 'startup' | 'upstream-videos' | 'batches';
 
 function parseArgs(argv: string[]): {
   quick: boolean;
   workerMode: WorkerMode;
   temporalDb: 'file' | 'memory';
+  topology: Topology;
   keep: boolean;
   profile: boolean;
   only?: Only;
@@ -75,6 +102,7 @@ function parseArgs(argv: string[]): {
   let only: Only | undefined;
   let workerMode: WorkerMode = 'process';
   let temporalDb: 'file' | 'memory' = 'file';
+  let topology: Topology = 'dev';
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
@@ -85,7 +113,9 @@ function parseArgs(argv: string[]): {
       arg === '--only=inflight' ||
       arg === '--only=peers' ||
       arg === '--only=idle' ||
-      arg === '--only=upstream-videos'
+      arg === '--only=startup' ||
+      arg === '--only=upstream-videos' ||
+      arg === '--only=batches'
     )
       only = arg.slice('--only='.length) as Only;
     else if (/^--videos=[1-9]\d{0,4}$/.test(arg)) videos = Number(arg.slice('--videos='.length));
@@ -96,6 +126,8 @@ function parseArgs(argv: string[]): {
       workerMode = arg.slice('--worker='.length) as WorkerMode;
     else if (arg === '--temporal-db=file' || arg === '--temporal-db=memory')
       temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
+    else if (arg === '--topology=dev' || arg === '--topology=cluster')
+      topology = arg.slice('--topology='.length) as Topology;
     else {
       console.error(arg === '--help' || arg === '-h' ? USAGE : `unknown argument ${arg}\n${USAGE}`);
       process.exit(arg === '--help' || arg === '-h' ? 0 : 2);
@@ -103,6 +135,10 @@ function parseArgs(argv: string[]): {
   }
   if (profile && only !== 'peers' && only !== 'idle') {
     console.error(`--profile goes with --only=peers or --only=idle\n${USAGE}`);
+    process.exit(2);
+  }
+  if (topology === 'cluster' && only !== 'core' && only !== 'peers') {
+    console.error(`--topology=cluster goes with --only=core or --only=peers\n${USAGE}`);
     process.exit(2);
   }
   if ((videos !== undefined || perAccount !== undefined) && only !== 'upstream-videos') {
@@ -113,6 +149,7 @@ function parseArgs(argv: string[]): {
     quick,
     workerMode,
     temporalDb,
+    topology,
     keep,
     profile,
     ...(only ? { only } : {}),
@@ -122,10 +159,13 @@ function parseArgs(argv: string[]): {
 }
 
 const log = (line: string) => console.error(`[bench] ${line}`);
+/** A scenario's tail (workflows finishing after the last answer) is counted for this long at most. */
+const DRAIN_LIMIT_MS = 60_000;
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
   if (args.only === 'upstream-videos') return runUpstreamVideos(args);
+  if (args.only === 'batches') return runBatches(args);
   if (args.only === 'peers') {
     // Per process tree: the service must be its own process.
     if (args.workerMode !== 'process') {
@@ -136,6 +176,7 @@ async function main(): Promise<number> {
     }
     return runPeers(args);
   }
+  if (args.only === 'startup') return runStartup(args);
   if (args.only === 'idle')
     return runIdle({
       keep: args.keep,
@@ -163,6 +204,7 @@ async function main(): Promise<number> {
     dataDir,
     workerMode: args.workerMode,
     temporalDb: args.temporalDb,
+    topology: args.topology,
     keepData: args.keep,
     log,
     env: { UPSTREAMS_JSON: JSON.stringify(upstreams) },
@@ -188,9 +230,20 @@ async function main(): Promise<number> {
   let exitCode = 0;
   const startedAt = Date.now();
   try {
-    log(`${mode} run, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}, data in ${dataDir}`);
+    log(
+      `${mode} run, worker ${args.workerMode}, ${args.topology === 'cluster' ? 'Temporal server on PostgreSQL' : `Temporal dev server, persistence ${args.temporalDb}`}, data in ${dataDir}`,
+    );
     stack = await stackHandle.start();
-    log(`Temporal CLI ${stack.temporalCli}`);
+    log(`Temporal: the ${stack.temporal.kind} (${stack.temporalCli})`);
+    const s = stack;
+    const wal = {
+      ours: await openWalReader(s.postgres.urlFor('postgres')),
+      temporal: s.temporalDb ? await openWalReader(s.temporalDb.postgres.urlFor('postgres')) : undefined,
+    };
+    shutdown.add('WAL readers', async () => {
+      await wal.ours.close();
+      await wal.temporal?.close();
+    });
     log(
       `service up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${Object.entries(stack.startup)
         .map(([k, v]) => `${k} ${v} ms`)
@@ -216,10 +269,15 @@ async function main(): Promise<number> {
     const pids = {
       temporal: stack.temporal.pid,
       postgres: stack.postgres.pid,
+      temporalDb: stack.temporalDb?.postgres.pid,
       reference: reference.pid,
       ...(stack.workerPid === undefined ? {} : { worker: stack.workerPid }),
     };
+    const trees = [pids.temporal, pids.postgres, pids.reference, pids.temporalDb, stack.workerPid].filter(
+      (pid): pid is number => pid !== undefined,
+    );
     let lastCpu: CpuUse | undefined;
+    let lastWal: ScenarioResult['wal'];
     const ctx: Context = {
       http: createHttp(stack.baseUrl, interrupt.signal),
       ref: createHttp(reference.baseUrl, interrupt.signal),
@@ -230,11 +288,23 @@ async function main(): Promise<number> {
       log,
       samples: { image: [], chat: [], video: [], refused: [], refImage: [] },
       async measure(work) {
+        const marks = async () => ({ ours: await wal.ours.mark(), temporal: await wal.temporal?.mark() });
+        const w0 = await marks();
         const a = await cpuSnapshot(pids);
         try {
           return await work();
         } finally {
+          // What the work left behind (a workflow's last task, Temporal's transfer and visibility
+          // tasks) is its cost too: counted until the stack is idle again.
+          await waitUntilIdle(trees, DRAIN_LIMIT_MS);
           lastCpu = cpuBetween(a, await cpuSnapshot(pids));
+          const w1 = await marks();
+          lastWal = {
+            ours: await wal.ours.between(w0.ours, w1.ours),
+            ...(wal.temporal && w0.temporal && w1.temporal
+              ? { temporal: await wal.temporal.between(w0.temporal, w1.temporal) }
+              : {}),
+          };
         }
       },
     };
@@ -247,8 +317,10 @@ async function main(): Promise<number> {
       if (interrupt.signal.aborted) throw new Error('interrupted');
       log(`${name}…`);
       lastCpu = undefined;
+      lastWal = undefined;
       const r = await scenario();
       if (lastCpu) r.cpu = lastCpu;
+      if (lastWal) r.wal = lastWal;
       log(
         `${name}: p50 ${r.latency.p50.toFixed(1)} ms, p95 ${r.latency.p95.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} (${((Date.now() - t) / 1000).toFixed(1)} s)`,
       );
@@ -260,9 +332,13 @@ async function main(): Promise<number> {
       await run('baseline', () => baseline(ctx));
       await run('image.sequential', () => imageSequential(ctx));
       await run('ref.image.sequential', () => refImageSequential(ctx));
+      await run('floor.sequential', () => floorSequential(ctx));
       for (const c of sizes.imageConcurrent.levels) {
         await run(`image.c${c}`, () => imageConcurrent(ctx, c));
         await run(`ref.image.c${c}`, () => refImageConcurrent(ctx, c));
+        // Temporal's floor, and our image's workflow with nothing else around it, on the same server.
+        await run(`floor.c${c}`, () => floorConcurrent(ctx, c));
+        await run(`shape.image.c${c}`, () => shapeImageConcurrent(ctx, c));
       }
       await run('video.c1', () => videoSequential(ctx));
       await run('ref.video.c1', () => refVideo(ctx, 1));
@@ -290,6 +366,11 @@ async function main(): Promise<number> {
           `stream ${r.mode} c${r.concurrency}: first byte overhead p50 ${r.overhead.ttfb.p50} ms, p99 ${r.overhead.ttfb.p99} ms; full reply overhead p50 ${r.overhead.full.p50} ms, p99 ${r.overhead.full.p99} ms`,
         );
       }
+      const cut = await refusedCut(ctx, upstream, 20);
+      log(
+        `stream refused after all (${cut.rounds} races): the refused call's upstream request closed after p50 ${cut.cutMs.p50.toFixed(1)} ms, max ${cut.cutMs.max.toFixed(1)} ms ` +
+          `(${cut.neverSent} never sent) = ${cut.ratio} × the admitted one's first byte (p50 ${cut.servedTtfb.p50.toFixed(1)} ms)`,
+      );
       return rows;
     };
     const live = !args.only || args.only === 'live' ? await liveScenarios(ctx) : undefined;
@@ -353,6 +434,8 @@ async function main(): Promise<number> {
       {
         mode,
         workerMode: args.workerMode,
+        topology: args.topology,
+        temporal: stack.temporal.kind,
         temporalDb: args.temporalDb,
         date: new Date().toISOString(),
         machine: {
@@ -384,7 +467,7 @@ async function main(): Promise<number> {
     );
     const latest = await writeResults(
       json,
-      `${args.only ? `${args.only}-` : ''}${mode}-${args.workerMode}-${args.temporalDb}`,
+      `${args.only ? `${args.only}-` : ''}${mode}-${args.workerMode}-${args.topology === 'cluster' ? 'cluster' : args.temporalDb}`,
     );
 
     console.log(`\nResults: ${latest}`);

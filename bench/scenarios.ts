@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CpuUse } from './cpu';
+import type { WalUse } from './wal';
 import type { BenchAccount, ErrorLog, Http } from './http';
 import { openAccount, runPool } from './http';
 import type { MemorySampler } from './memory';
@@ -24,8 +25,10 @@ export interface ScenarioResult {
   allSettledMs?: number;
   /** The one-account video drain: started out of id order, and the most running at once. */
   fifo?: { inversions: number; maxRunningAtOnce: number };
-  /** CPU used by each part of the stack during the measured part. */
+  /** CPU used by each part of the stack during the measured part (and until the stack was idle again). */
   cpu?: CpuUse;
+  /** What each PostgreSQL server wrote meanwhile: ours, and the Temporal server's (topology cluster). */
+  wal?: { ours: WalUse; temporal?: WalUse };
   /** The account whose generations the profile reads through Temporal visibility. */
   accountId?: string;
   /** The in-flight scenario: the most jobs seen live at once, and when they were let go. */

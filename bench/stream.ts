@@ -1,5 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { BenchAccount } from './http';
+import type { UpstreamServer } from '../test/support/upstream-servers';
+import { findOpenAiChatModel } from '../core/catalogue/models';
+import { chargeForTokens } from '../core/catalogue/pricing';
 import { openAccount, runPool } from './http';
 import type { Context } from './scenarios';
 import { round, summarise } from './stats';
@@ -204,6 +207,64 @@ export async function streamOverhead(
     },
   };
   return [sequential, concurrent];
+}
+
+/**
+ * Two streamed chats raced on an account whose money covers one hold: the service asks the upstream
+ * for both while the holds are placed, and must stop the refused one's call. How long the refused
+ * call stayed open at the upstream, against the admitted one's first byte through the service in the
+ * same round (the reference): the tests assert only that nothing of it reaches its client.
+ */
+export interface RefusedCut {
+  rounds: number;
+  /** Rounds whose refused call never reached the upstream (stopped before it left). */
+  neverSent: number;
+  /** How long each refused call was open at the upstream before the service closed it, ms. */
+  cutMs: LatencyStats;
+  /** The admitted call's first byte through the service, ms. */
+  servedTtfb: LatencyStats;
+  /** p50 of the cut against p50 of the admitted first byte. */
+  ratio: number;
+}
+
+export async function refusedCut(ctx: Context, upstream: UpstreamServer, rounds: number): Promise<RefusedCut> {
+  const MAX_TOKENS = 1_000;
+  const holdMc = chargeForTokens(MAX_TOKENS, findOpenAiChatModel(STREAM_MODEL)!.priceMc);
+  const cuts: number[] = [];
+  const served: number[] = [];
+  let neverSent = 0;
+  for (let r = 0; r < rounds; r++) {
+    const account = await openAccount(ctx.http, ctx.stack.adminToken, { credits: (1.5 * holdMc) / 1000, requests: 2 });
+    const tag = `cut-${r}-${Math.random().toString(36).slice(2, 8)}`;
+    const call = async (i: number) => {
+      const t0 = performance.now();
+      const res = await fetch(`${ctx.stack.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${account.nextKey()}` },
+        body: JSON.stringify({
+          model: STREAM_MODEL,
+          messages: [{ role: 'user', content: `${tag}-${i} up:tokens=20 up:pace=50` }],
+          stream: true,
+          max_tokens: MAX_TOKENS,
+        }),
+        signal: ctx.http.stop,
+      });
+      const reader = res.body!.getReader();
+      let done = (await reader.read()).done;
+      const ttfb = performance.now() - t0;
+      while (!done) done = (await reader.read()).done;
+      return { status: res.status, ttfb };
+    };
+    const [a, b] = await Promise.all([call(0), call(1)]);
+    const refused = a.status === 200 ? 1 : 0;
+    served.push((refused === 1 ? a : b).ttfb);
+    const record = upstream.received.find((r) => JSON.stringify(r.body).includes(`${tag}-${refused} `));
+    if (!record) neverSent++;
+    else cuts.push(record.closedAfterMs ?? Number.POSITIVE_INFINITY);
+  }
+  const cutMs = summarise(cuts.length > 0 ? cuts : [0]);
+  const servedTtfb = summarise(served);
+  return { rounds, neverSent, cutMs, servedTtfb, ratio: round(cutMs.p50 / servedTtfb.p50, 2) };
 }
 
 /** A whole (non-streamed) reply, the same model and upstream: the API path (group B) against the activity path (group A). */

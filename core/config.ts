@@ -57,11 +57,11 @@ const upstreamModelSchema = z.union([
 export type UpstreamModelConfig = z.infer<typeof upstreamModelSchema>;
 const upstreamSchema = z.object({
   name: z.string().min(1).max(50),
-  protocol: z.enum(['openai', 'queue-video', 'replicate']),
+  protocol: z.enum(['openai', 'anthropic', 'queue-video', 'replicate']),
   baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
   apiKey: z.string().min(1).optional(),
-  /** How the key is sent: `Bearer <key>` (OpenAI, Replicate) or `Key <key>` (fal.ai). */
-  auth: z.enum(['bearer', 'key']).optional(),
+  /** How the key is sent: `Bearer <key>` (OpenAI, Replicate), `Key <key>` (fal.ai) or `x-api-key: <key>` (Anthropic). */
+  auth: z.enum(['bearer', 'key', 'x-api-key']).optional(),
   /** Catalogue model id → the upstream's name for it, or that name with its priority, weight and cost. */
   models: z
     .record(z.string(), upstreamModelSchema)
@@ -93,6 +93,7 @@ const breakerSchema = z.object({
 export type BreakerConfig = z.infer<typeof breakerSchema>;
 const PROTOCOL_KINDS: Record<UpstreamConfig['protocol'], readonly string[]> = {
   openai: ['chat', 'image'],
+  anthropic: ['chat'],
   'queue-video': ['video'],
   replicate: ['image', 'video', 'upscale'],
 };
@@ -255,6 +256,27 @@ export const configSchema = z.object({
     .min(1_000)
     .max(7 * 86_400_000)
     .default(2 * 3_600_000),
+  /** A batch's price, per kind, as a percentage of what its lines cost one by one (shown in /api/v1/models). */
+  BATCH_PRICE_PERCENT_IMAGE: z.coerce.number().int().min(1).max(100).default(50),
+  BATCH_PRICE_PERCENT_VIDEO: z.coerce.number().int().min(1).max(100).default(50),
+  BATCH_PRICE_PERCENT_CHAT: z.coerce.number().int().min(1).max(100).default(50),
+  /** Lines of one batch in flight at once, and of all of one account's batches (a video batch also at most VIDEO_CONCURRENCY). */
+  BATCH_LINES_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(50),
+  BATCH_ACCOUNT_LINES_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(100),
+  /** The largest file POST /v1/files takes for a batch, its most lines, and its longest line. */
+  BATCH_FILE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .max(1024 * 1024 * 1024)
+    .default(100 * 1024 * 1024),
+  BATCH_MAX_LINES: z.coerce.number().int().min(1).max(1_000_000).default(50_000),
+  BATCH_LINE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .max(64 * 1024 * 1024)
+    .default(1024 * 1024),
   /** How often the reconciler looks for holds left behind, and how old a hold must be to be looked at. */
   RECONCILE_EVERY_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(60_000),
   RECONCILE_GRACE_MS: z.coerce.number().int().min(0).max(86_400_000).default(120_000),
@@ -403,6 +425,30 @@ export function deadlinesOf(c: Config): Record<'image' | 'video' | 'chat' | 'ups
     video: c.DEADLINE_VIDEO_MS,
     upscale: c.DEADLINE_UPSCALE_MS,
   };
+}
+
+/** A batch's price per kind, as a percentage of the lines' synchronous prices. */
+export function batchRatesOf(c: Config): Record<'image' | 'video' | 'chat' | 'upscale', number> {
+  return {
+    image: c.BATCH_PRICE_PERCENT_IMAGE,
+    video: c.BATCH_PRICE_PERCENT_VIDEO,
+    chat: c.BATCH_PRICE_PERCENT_CHAT,
+    // Not a batch endpoint; listed so every kind has a rate.
+    upscale: 100,
+  };
+}
+
+/** How many lines of a batch, and of an account's batches, run at once. */
+export function batchLimitsOf(c: Config): { perBatch: number; perAccount: number } {
+  return {
+    perBatch: c.BATCH_LINES_IN_FLIGHT,
+    perAccount: Math.max(c.BATCH_LINES_IN_FLIGHT, c.BATCH_ACCOUNT_LINES_IN_FLIGHT),
+  };
+}
+
+/** What POST /v1/files and POST /v1/batches take. */
+export function batchFileLimitsOf(c: Config): { maxBytes: number; maxLines: number; maxLineBytes: number } {
+  return { maxBytes: c.BATCH_FILE_MAX_BYTES, maxLines: c.BATCH_MAX_LINES, maxLineBytes: c.BATCH_LINE_MAX_BYTES };
 }
 
 /** The webhook deliveries' own task queue, so a slow receiver never takes a generation's worker slot. */

@@ -205,6 +205,20 @@ export class GenerationFinishedError extends DomainError {
   }
 }
 
+/** A batch that has already ended (completed, failed or expired) cannot be cancelled. */
+export class BatchFinishedError extends DomainError {
+  readonly status = 409;
+  readonly type = 'batch_finished';
+  constructor(id: string, state: string) {
+    super(
+      `Batch '${id}' has already ${state === 'failed' ? 'failed' : state}; only a batch in progress can be cancelled.`,
+      {
+        status: state,
+      },
+    );
+  }
+}
+
 /** A request that needs a succeeded generation (a remix of a video) met one that has not succeeded. */
 export class GenerationNotSucceededError extends DomainError {
   readonly status = 409;

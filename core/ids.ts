@@ -6,7 +6,7 @@ const BASE32 = '0123456789abcdefghjkmnpqrstvwxyz';
  * Time-ordered ids (48-bit millisecond timestamp + 80 random bits, Crockford base32), so ids sort
  * by creation and make a natural cursor for listings. The prefix names the resource.
  */
-type IdPrefix = 'gen' | 'acct' | 'key' | 'wh' | 'whd' | 'task' | 'usr' | 'alrt' | 'aud';
+type IdPrefix = 'gen' | 'acct' | 'key' | 'wh' | 'whd' | 'task' | 'usr' | 'alrt' | 'aud' | 'batch' | 'file';
 
 function timePart(now: number): string {
   let time = '';
@@ -40,3 +40,7 @@ export const TASK_ID_PATTERN = /^task_[0-9a-z]{26}$/;
 /** An entry of an account's audit log. */
 export const AUDIT_ID_PATTERN = /^aud_[0-9a-z]{26}$/;
 export const USER_ID_PATTERN = /^usr_[0-9a-z]{26}$/;
+/** A batch (group B's Batch API, also shown by group A and the dashboard). */
+export const BATCH_ID_PATTERN = /^batch_[0-9a-z]{26}$/;
+/** A file uploaded for a batch, or a batch's output or error file. */
+export const FILE_ID_PATTERN = /^file_[0-9a-z]{26}$/;

@@ -34,6 +34,7 @@ const FAILURE_MESSAGES: Readonly<Record<string, string>> = {
   content_policy: 'The model provider’s safety system refused this generation; nothing was charged.',
   input_missing: 'The input of this generation is no longer stored; nothing was charged.',
   invalid_input: 'The input image could not be used; nothing was charged.',
+  output_format: 'The image could not be given in the format asked for; nothing was charged.',
 };
 
 export function failureMessage(code: string): string {
@@ -85,3 +86,36 @@ export interface ToolCall {
 /** The still previews of a succeeded video, stored beside it (`?variant=` of the video content route). */
 export const VIDEO_PREVIEWS = ['thumbnail', 'spritesheet'] as const;
 export type VideoPreviewName = (typeof VIDEO_PREVIEWS)[number];
+
+/**
+ * A batch (OpenAI's Batch API): `validating` only while its file is read, then `in_progress` (or
+ * `failed` at validation, nothing held); `cancelling` while a cancel stops its lines; it ends
+ * `completed`, `cancelled`, `expired` (its completion window passed) or `failed`.
+ */
+export const BATCH_STATUSES = [
+  'validating',
+  'failed',
+  'in_progress',
+  'finalizing',
+  'completed',
+  'expired',
+  'cancelling',
+  'cancelled',
+] as const;
+export type BatchStatus = (typeof BATCH_STATUSES)[number];
+export const FINAL_BATCH_STATUSES: ReadonlySet<BatchStatus> = new Set(['failed', 'completed', 'expired', 'cancelled']);
+export const isFinalBatch = (status: BatchStatus): boolean => FINAL_BATCH_STATUSES.has(status);
+
+/** The endpoints a batch's lines may call, and the kind of generation each line makes. */
+export const BATCH_ENDPOINTS = {
+  '/v1/chat/completions': 'chat',
+  '/v1/responses': 'chat',
+  '/v1/images/generations': 'image',
+  '/v1/videos': 'video',
+  '/v1/video/generations': 'video',
+} as const satisfies Record<string, GenerationKind>;
+export type BatchEndpoint = keyof typeof BATCH_ENDPOINTS;
+export const isBatchEndpoint = (s: string): s is BatchEndpoint => Object.hasOwn(BATCH_ENDPOINTS, s);
+
+/** The only completion window there is (OpenAI's): a batch not done within it expires. */
+export const BATCH_COMPLETION_WINDOW = '24h';

@@ -41,6 +41,21 @@ export interface GenerationWorkflowInput {
    * `admittedRunning`: the API admitted it `running` (core/ledger/admit.ts), so the workflow does not.
    */
   apiRun?: { deadlineMs: number; admittedRunning?: boolean };
+  /**
+   * A chat the API ran itself (group B), started once its reply has ended: what it came to, and
+   * where the API's own ledger call left the hold. The workflow records it in its first task, with
+   * no timer and no activity, unless the API could not reach the ledger: then it settles or releases
+   * from this. An API that dies before the end starts no workflow; the hold's deadline in the ledger
+   * and the reconciler release its hold (docs/decisions/0090-chat-recorded-at-its-end.md).
+   */
+  reported?: ApiRunResult;
+  /**
+   * The API admitted it `running` (core/ledger/admit.ts) and started the workflow with that status:
+   * the workflow records nothing to start it. A generation that needs no slot then has nothing to
+   * wait for before its run, so the provider activity's own schedule-to-close timeout is its
+   * deadline, with no timer of its own.
+   */
+  admittedRunning?: boolean;
 }
 
 /** What the API reports about a generation it ran itself (see `apiRun`). */
@@ -87,3 +102,30 @@ export type WebhookDeliveryWorkflow = (input: WebhookDeliveryInput) => Promise<W
 export const redeliverSignal = defineSignal('redeliver');
 /** The outcome of a run the API did itself (`apiRun`); the first one counts. */
 export const apiRunResultSignal = defineSignal<[ApiRunResult]>('apiRunResult');
+
+export const BATCH_WORKFLOW_TYPE = 'batch';
+
+export interface BatchWorkflowInput {
+  batchId: string;
+  accountId: string;
+  /** What its lines make: a video batch has no more lines in flight than the account has video slots. */
+  kind: GenerationKind;
+  /** When the completion window ends (epoch ms): lines not finished by then are stopped, the batch expires. */
+  expiresAtMs: number;
+  /** Lines started so far by earlier runs (continue-as-new carries it; shown in the UI's details). */
+  startedBefore?: number;
+}
+
+/** Where a batch ended. */
+export interface BatchResult {
+  batchId: string;
+  status: 'completed' | 'cancelled' | 'expired' | 'failed';
+}
+
+/** The signature of the `batch` workflow. */
+export type BatchWorkflow = (input: BatchWorkflowInput) => Promise<BatchResult>;
+
+/** A line of the batch ended (or something else changed): look again now rather than at the next poll. */
+export const batchWakeSignal = defineSignal('batchWake');
+/** Stop the batch: its lines still running are cancelled, what they hold released; it ends `cancelled`. */
+export const batchCancelSignal = defineSignal<[reason: string]>('batchCancel');

@@ -3,6 +3,7 @@
 // sent once (sending it again could make a second generation). A 429 is waited out either way,
 // since nothing was made.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { chargeForTokens } from '../core/catalogue/pricing';
 import type { PlannedRequest } from './workload';
 
 const REQUEST_TIMEOUT_MS = 90_000;
@@ -44,6 +45,34 @@ interface GenerationAnswer {
   creditsCharged: number;
 }
 
+/**
+ * A group B chat's answer as its generation: a whole reply (`chat.completion` with its usage) or a
+ * stream that ended with `[DONE]`, its usage chunk last; both are answered once charged, at the
+ * model's price per 1,000 output tokens.
+ */
+function chatReplyOf(text: string, perTokenMc: number): GenerationAnswer | undefined {
+  const charged = (tokens: number) => chargeForTokens(tokens, perTokenMc) / 1000;
+  if (!text.startsWith('data: ')) {
+    const reply = JSON.parse(text) as { id?: string; usage?: { completion_tokens?: number } };
+    return typeof reply.id === 'string' && reply.usage?.completion_tokens !== undefined
+      ? { id: reply.id, status: 'succeeded', creditsCharged: charged(reply.usage.completion_tokens) }
+      : undefined;
+  }
+  const events = text
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => line.slice(6));
+  if (events.at(-1) !== '[DONE]') return undefined;
+  const chunks = events
+    .slice(0, -1)
+    .map((e) => JSON.parse(e) as { id?: string; usage?: { completion_tokens?: number } });
+  const id = chunks[0]?.id;
+  const tokens = chunks.at(-1)?.usage?.completion_tokens;
+  return typeof id === 'string' && tokens !== undefined
+    ? { id, status: 'succeeded', creditsCharged: charged(tokens) }
+    : undefined;
+}
+
 function generationOf(body: unknown): GenerationAnswer | undefined {
   const b = body as { generation?: GenerationAnswer } & Partial<GenerationAnswer>;
   const g = b?.generation ?? b;
@@ -71,6 +100,7 @@ async function exchange(
   runStarted: number,
   signal: AbortSignal,
   stop: AbortSignal,
+  perTokenMc?: number,
 ): Promise<Exchange> {
   const started = Date.now();
   const attempt: Attempt = { at: started - runStarted, ms: 0, status: 'dropped' };
@@ -92,7 +122,8 @@ async function exchange(
       attempt.detail = error?.type ?? String(text).slice(0, 80);
       if (error?.message) attempt.message = error.message;
     }
-    generation = res.status < 300 ? generationOf(body) : undefined;
+    generation =
+      res.status >= 300 ? undefined : perTokenMc === undefined ? generationOf(body) : chatReplyOf(text, perTokenMc);
   } catch (err) {
     if (stop.aborted) throw err;
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
@@ -155,6 +186,7 @@ export function createClient(baseUrl: string, runStarted: number, stop: AbortSig
         runStarted,
         AbortSignal.any([stop, AbortSignal.timeout(timeout)]),
         stop,
+        request.perTokenMc,
       );
       const { attempt } = sent;
       generation = sent.generation;

@@ -26,6 +26,8 @@ export interface GenerationFact {
   chargedSumMc: number;
   /** Releases of the whole hold (not the unused rest of a partial charge). */
   releases: number;
+  /** A batch's line: its hold was taken out of the batch's, so it has no hold entry of its own. */
+  batchId: string | null;
 }
 
 /** A failed generation as the ledger must leave one: its hold released, nothing charged. */
@@ -64,7 +66,7 @@ export function everyRow<T>(
 export async function generationFacts(db: pg.Pool): Promise<GenerationFact[]> {
   const r = await db.query<GenerationFact>(
     `SELECT g.id, g.account_id AS "accountId", g.kind, g.status, g.prompt, g.charged_mc AS "chargedMc",
-            g.error->>'code' AS code, g.params,
+            g.error->>'code' AS code, g.params, g.batch_id AS "batchId",
             h.state AS "holdState", h.amount_mc AS "holdAmountMc", h.charged_mc AS "holdChargedMc",
             count(e.id) FILTER (WHERE e.entry = 'hold')::int AS "holdEntries",
             count(e.id) FILTER (WHERE e.entry = 'charge')::int AS charges,
@@ -121,7 +123,8 @@ export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promis
     `SELECT a.id, a.balance_mc, a.held_mc,
             (COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry = 'credit'), 0) - COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry IN ('charge', 'refund')), 0))::bigint AS ledger_balance_mc,
             (COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry = 'hold'), 0) - COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry IN ('release', 'charge')), 0))::bigint AS ledger_held_mc,
-            (SELECT COALESCE(sum(h.amount_mc), 0) FROM holds h WHERE h.account_id = a.id AND h.state = 'held')::bigint AS holds_held_mc,
+            ((SELECT COALESCE(sum(h.amount_mc), 0) FROM holds h WHERE h.account_id = a.id AND h.state = 'held')
+             + (SELECT COALESCE(sum(b.held_mc), 0) FROM batches b WHERE b.account_id = a.id))::bigint AS holds_held_mc,
             (SELECT COALESCE(sum(g.charged_mc), 0) FROM generations g WHERE g.account_id = a.id)::bigint AS charged_mc,
             COALESCE(sum(e.amount_mc) FILTER (WHERE e.entry = 'charge'), 0)::bigint AS charges_mc,
             (SELECT l.balance_after_mc FROM ledger_entries l WHERE l.account_id = a.id ORDER BY l.id DESC LIMIT 1) AS last_balance_mc,
@@ -142,7 +145,7 @@ export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promis
   );
   checks.push(
     everyRow(
-      'held = Σ holds held = Σ ledger (holds − releases − charges)',
+      'held = Σ holds held (+ batches’ untaken parts) = Σ ledger (holds − releases − charges)',
       accounts.rows,
       (a) =>
         a.held_mc !== a.holds_held_mc || a.held_mc !== a.ledger_held_mc || a.last_held_mc !== a.held_mc
@@ -180,7 +183,9 @@ export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promis
   checks.push(
     everyRow('one hold per generation, moved once', facts, (g) => {
       if (g.holdState === null) return `${g.id}: no hold`;
-      if (g.holdEntries !== 1) return `${g.id}: ${g.holdEntries} hold entries`;
+      // A batch's line holds a share of its batch's one hold entry (batchLedgerChecks).
+      const holdEntries = g.batchId === null ? 1 : 0;
+      if (g.holdEntries !== holdEntries) return `${g.id}: ${g.holdEntries} hold entries`;
       const moves = g.charges + g.releases;
       if (moves !== (g.holdState === 'held' ? 0 : 1))
         return `${g.id}: hold ${g.holdState}, ${g.charges} charges and ${g.releases} releases`;
@@ -220,4 +225,75 @@ export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promis
 export async function idempotencyClaims(db: pg.Pool): Promise<Map<string, string>> {
   const r = await db.query<{ key: string; generation_id: string }>('SELECT key, generation_id FROM idempotency_keys');
   return new Map(r.rows.map((k) => [k.key, k.generation_id]));
+}
+
+/**
+ * A batch's money: held once (one `hold` entry of its whole quote), each line's share taken into
+ * its generations' holds at most once, the rest released by the batch (entries naming it); when it
+ * has ended nothing of it is held, and every line ran once at most, as the generations its request named.
+ */
+export async function batchLedgerChecks(db: pg.Pool): Promise<Check[]> {
+  const batches = await db.query<{
+    id: string;
+    status: string;
+    quote_mc: number;
+    held_mc: number;
+    hold_entries: number;
+    held_entry_mc: number;
+    released_mc: number;
+    lines_mc: number;
+  }>(
+    `SELECT b.id, b.status, b.quote_mc, b.held_mc,
+            (SELECT count(*) FROM ledger_entries e WHERE e.batch_id = b.id AND e.entry = 'hold')::int AS hold_entries,
+            (SELECT COALESCE(sum(e.amount_mc), 0) FROM ledger_entries e WHERE e.batch_id = b.id AND e.entry = 'hold')::bigint AS held_entry_mc,
+            (SELECT COALESCE(sum(e.amount_mc), 0) FROM ledger_entries e WHERE e.batch_id = b.id AND e.entry = 'release')::bigint AS released_mc,
+            (SELECT COALESCE(sum(h.amount_mc), 0) FROM generations g JOIN holds h ON h.generation_id = g.id WHERE g.batch_id = b.id)::bigint AS lines_mc
+       FROM batches b ORDER BY b.id`,
+  );
+  const checks: Check[] = [];
+  checks.push(
+    everyRow(
+      'every batch ended, nothing of it held',
+      batches.rows,
+      (b) =>
+        !['completed', 'cancelled', 'expired', 'failed'].includes(b.status) || b.held_mc !== 0
+          ? `${b.id}: ${b.status}, ${b.held_mc} mc still held`
+          : undefined,
+      `${batches.rowCount} batches`,
+    ),
+  );
+  checks.push(
+    everyRow(
+      'each batch held once; its lines took their shares, the rest was released',
+      batches.rows,
+      (b) => {
+        if (b.status === 'failed' && b.quote_mc === 0)
+          return b.hold_entries === 0 ? undefined : `${b.id}: held though it failed validation`;
+        if (b.hold_entries !== 1 || b.held_entry_mc !== b.quote_mc)
+          return `${b.id}: ${b.hold_entries} hold entries of ${b.held_entry_mc} mc for a quote of ${b.quote_mc}`;
+        if (b.lines_mc + b.released_mc !== b.quote_mc)
+          return `${b.id}: lines ${b.lines_mc} + released ${b.released_mc} ≠ quote ${b.quote_mc}`;
+        return undefined;
+      },
+      `${batches.rowCount} batches`,
+    ),
+  );
+  const lines = await db.query<{ batch_id: string; line: number; named: number; wanted: number; made: number }>(
+    `SELECT l.batch_id, l.line, COALESCE(cardinality(l.generation_ids), 0) AS named,
+            jsonb_array_length(l.request->'generations') AS wanted,
+            (SELECT count(*) FROM generations g WHERE g.batch_id = l.batch_id AND g.batch_line = l.line)::int AS made
+       FROM batch_lines l ORDER BY l.batch_id, l.line`,
+  );
+  checks.push(
+    everyRow(
+      'every batch line ran at most once, as the generations its request named',
+      lines.rows,
+      (l) =>
+        l.made !== l.named || (l.named !== 0 && l.named !== l.wanted)
+          ? `${l.batch_id} line ${l.line}: ${l.made} generations, ${l.named} named, ${l.wanted} asked for`
+          : undefined,
+      `${lines.rowCount} lines`,
+    ),
+  );
+  return checks;
 }

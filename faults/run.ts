@@ -1,5 +1,5 @@
 // `npm run faults`: the service as separate processes, a steady stream of generations of every kind
-// from careful clients, and meanwhile the worker SIGKILLed every 30 s, PostgreSQL restarted once
+// from careful clients and two batches, and meanwhile the worker SIGKILLed every 30 s, PostgreSQL restarted once
 // and the Temporal dev server restarted once. Then, once everything has settled, the ledger, the
 // answers and the files are checked, a summary is printed, and the exit code says whether every
 // invariant held. docs/faults.md explains it.
@@ -27,7 +27,8 @@ import { createTimeline, runFaults } from './chaos';
 import { createClient } from './client';
 import type { Outcome } from './client';
 import { startInputServer } from './inputs';
-import { generationFacts, idempotencyClaims, ledgerChecks } from './ledger-checks';
+import { batchAnswerCheck, liveBatches, runBatches } from './batches';
+import { batchLedgerChecks, generationFacts, idempotencyClaims, ledgerChecks } from './ledger-checks';
 import type { Check } from './ledger-checks';
 import { leftoverProcesses } from './leftovers';
 import { outputChecks } from './output-checks';
@@ -48,8 +49,12 @@ const USAGE = `usage: npm run faults [-- --count=1000] [-- --rate=3.3] [-- --top
                      a provider worker SIGKILLed too; default dev: one API, one worker, the dev server
   --keep             keep .test-data/faults-<pid>/ (logs, PostgreSQL data, Temporal data, outputs) even when all is well`;
 
-/** The reconciler's pace for the run: every 15 s, holds older than 45 s (defaults: 1 min and 2 min). */
-const RECONCILER_ENV = { RECONCILE_EVERY_MS: '15000', RECONCILE_GRACE_MS: '45000' };
+/**
+ * The reconciler's pace for the run: every 15 s, holds older than 45 s (defaults: 1 min and 2 min).
+ * A chat's deadline of a minute (default 10) bounds how long the hold of a reply cut off by a
+ * killed API waits for it within the run.
+ */
+const RUN_ENV = { RECONCILE_EVERY_MS: '15000', RECONCILE_GRACE_MS: '45000', DEADLINE_CHAT_MS: '60000' };
 const WORKER_EVERY_MS = 30_000;
 const OUTAGE_MS = 8_000;
 /** How long the service gets to finish what the faults left in flight. */
@@ -94,10 +99,13 @@ async function settle(db: pg.Pool, limitMs: number): Promise<boolean> {
       )
       .catch(() => ({ rows: [{ live: -1, held: -1 }] }));
     const { live, held } = r.rows[0]!;
-    if (live === 0 && held === 0) return true;
+    const batches = await liveBatches(db).catch(() => -1);
+    if (live === 0 && held === 0 && batches === 0) return true;
     if (Date.now() >= deadline) return false;
     if (Date.now() - said > 15_000) {
-      log(`waiting for ${live} generations still queued or running and ${held} holds still held…`);
+      log(
+        `waiting for ${live} generations still queued or running, ${held} holds still held and ${batches} batches running…`,
+      );
       said = Date.now();
     }
     await sleep(2_000);
@@ -121,7 +129,7 @@ async function main(): Promise<number> {
   const stripeWebhookSecret = `whsec_${randomBytes(24).toString('base64url')}`;
   const handle = (args.topology === 'cluster' ? createClusterStack : createFaultStack)({
     dataDir,
-    serviceEnv: { ...RECONCILER_ENV, ...billingEnv(stripeWebhookSecret), UPSTREAMS_JSON: upstreams.config },
+    serviceEnv: { ...RUN_ENV, ...billingEnv(stripeWebhookSecret), UPSTREAMS_JSON: upstreams.config },
     log,
     onStartFailure: (what, error) => timeline.add(`${what} start failed (${error}); starting it again`),
     onUnexpectedExit: (what, how) => {
@@ -220,6 +228,14 @@ async function main(): Promise<number> {
     untilMs: spanMs,
     signal: interrupt.signal,
   });
+  // Batches beside the requests: one runs through the faults, another is cancelled part-way (faults/batches.ts).
+  const batches = runBatches(
+    stack.baseUrl,
+    { chat: accounts[0]!.nextKey(), images: accounts[2]!.nextKey() },
+    spanMs,
+    interrupt.signal,
+    log,
+  );
   const send = createClient(stack.baseUrl, origin, interrupt.signal);
   const outcomes: Outcome[] = [];
   const progress = setInterval(() => {
@@ -247,6 +263,7 @@ async function main(): Promise<number> {
   }
   await Promise.all(sent);
   clearInterval(progress);
+  const madeBatches = await batches;
   await faults;
   await topUps.done;
   phases.push([`requests (sent over ${duration(spanMs)}, answered, followed to their end)`, Date.now() - origin]);
@@ -258,9 +275,13 @@ async function main(): Promise<number> {
   timeline.add(settled ? 'everything settled' : `NOT SETTLED after ${duration(SETTLE_LIMIT_MS)}`);
 
   const checking = Date.now();
-  const facts = await generationFacts(db);
+  const allFacts = await generationFacts(db);
+  // The requests' own generations; a batch's lines are checked with their batch.
+  const facts = allFacts.filter((g) => g.batchId === null);
   const checks: Check[] = [
-    ...(await ledgerChecks(db, facts)),
+    ...(await ledgerChecks(db, allFacts)),
+    ...(await batchLedgerChecks(db)),
+    await batchAnswerCheck(db, stack.baseUrl, madeBatches),
     ...answerChecks(outcomes, facts, await idempotencyClaims(db)),
   ];
   const files = await outputChecks(
@@ -292,7 +313,7 @@ async function main(): Promise<number> {
   phases.push(['total', Date.now() - began]);
 
   const report = renderReport({
-    settings: `${args.topology === 'cluster' ? 'cluster topology (Temporal server on PostgreSQL, 2 APIs behind HAProxy, 2 workflow + 2 provider workers)' : 'dev topology (dev server, 1 API, 1 worker)'}; ${args.count} requests at ${args.rate}/s from ${ACCOUNTS.length} accounts; reconciler every ${Number(RECONCILER_ENV.RECONCILE_EVERY_MS) / 1000} s, grace ${Number(RECONCILER_ENV.RECONCILE_GRACE_MS) / 1000} s; outputs ${(files.bytes / 1e6).toFixed(1)} MB`,
+    settings: `${args.topology === 'cluster' ? 'cluster topology (Temporal server on PostgreSQL, 2 APIs behind HAProxy, 2 workflow + 2 provider workers)' : 'dev topology (dev server, 1 API, 1 worker)'}; ${args.count} requests at ${args.rate}/s from ${ACCOUNTS.length} accounts; reconciler every ${Number(RUN_ENV.RECONCILE_EVERY_MS) / 1000} s, grace ${Number(RUN_ENV.RECONCILE_GRACE_MS) / 1000} s; outputs ${(files.bytes / 1e6).toFixed(1)} MB`,
     machine: `${availableParallelism()} cores, load average (1/5/15 min) ${loadBefore} at the start, ${load()} at the end`,
     phases,
     facts,

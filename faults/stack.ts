@@ -1,11 +1,12 @@
 // The service as the compose deployment runs it, but as plain processes on free ports in one
 // folder, each reachable on its own so that it can be killed or restarted: an embedded PostgreSQL,
 // the Temporal dev server (SQLite file, as `npm start` runs it), the API (runtime/api-process.ts)
-// and one worker (runtime/worker-process.ts).
+// and one worker (runtime/worker-process.ts), both compiled by `npm run build` as the image runs them.
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startReaper } from '../deploy/processes/children';
+import { compiledCommand, ensureBuilt } from '../deploy/processes/compiled';
 import type { ReaperTarget } from '../deploy/processes/children';
 import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
 import type { EmbeddedPostgres } from '../runtime/embedded-postgres';
@@ -51,6 +52,8 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Pr
     reaper = startReaper(dataDir, true);
     const tell = (name: ReaperTarget) => (pid: number) => reaper?.tell(name, pid);
     const cliPath = await ensureTemporalCli({ env: process.env });
+    // The API and the worker run compiled, as the image runs them.
+    await ensureBuilt(log);
     const [pgPort, temporalPort, apiPort] = [await freePort(), await freePort(), await freePort()];
 
     const startPostgres = () =>
@@ -114,12 +117,13 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Pr
     const specOf = (what: Service): ServiceSpec => ({
       name: what,
       entry: what === 'api' ? 'runtime/api-process.ts' : 'runtime/worker-process.ts',
+      command: compiledCommand(what === 'api' ? 'runtime/api-process.ts' : 'runtime/worker-process.ts'),
       env,
       readyText: what === 'api' ? 'API listening' : 'worker polling',
     });
     const launch = async (what: Service): Promise<void> => void (await supervisor!.launch(specOf(what)));
 
-    log('starting the API and the worker (each bundles or loads the code: up to a minute or two)…');
+    log('starting the API and the worker (compiled, workflows prebuilt)…');
     const results = await Promise.allSettled([launch('api'), launch('worker')]);
     for (const result of results) if (result.status === 'rejected') throw result.reason;
 

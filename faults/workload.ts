@@ -1,13 +1,15 @@
-// What the fault run asks of the service: a fixed, reproducible mix of every kind through both
-// doors, some that the simulator fails, some keyed, some on an account that runs out of credits
+// What the fault run asks of the service: a fixed, reproducible mix of every kind through groups A
+// and C, chats through group B too (the API runs those itself, its workflow started at the end),
+// some that the simulator fails, some keyed, some on an account that runs out of credits
 // (and is topped up), some through a key with a spending budget, some images of a model routed to
 // two upstreams of which the first fails half its submits.
 // Every prompt carries the request's number (`[faults #N]`), so that the checks can find in the
 // database every generation a request made, however many times it was sent.
+import { findOpenAiChatModel } from '../core/catalogue/models';
 import type { InputImage } from './inputs';
 
 export type Kind = 'image' | 'video' | 'chat' | 'upscale';
-export type Door = 'A' | 'C';
+export type Door = 'A' | 'B' | 'C';
 
 export interface PlannedRequest {
   index: number;
@@ -30,8 +32,10 @@ export interface PlannedRequest {
    * waiting), so the retry meets its first attempt still in flight or already admitted.
    */
   loseFirstAnswerAfterMs?: number;
-  path: '/api/v1/generate' | '/api/generate';
+  path: '/api/v1/generate' | '/api/generate' | '/v1/chat/completions';
   body: Record<string, unknown>;
+  /** Group B chats: the model's price per 1,000 output tokens (what the reply's usage is charged at). */
+  perTokenMc?: number;
   /** Upscales: the input and the factor, to check the output's size. */
   upscale?: { input: InputImage; scale: 2 | 4 };
 }
@@ -51,6 +55,8 @@ export const BUDGETED = 1;
 /** The account one of whose customers (the platform's own end user) has a budget (faults/accounts.ts sets it). */
 export const CUSTOMER_ACCOUNT = 2;
 export const CAPPED_CUSTOMER = 'faults-capped-user';
+/** The group B chat model: billed per output token, run by the API itself. */
+export const GROUP_B_CHAT_MODEL = 'claude-haiku';
 /** The catalogue image model the run routes to two upstreams (faults/upstreams.ts). */
 export const UPSTREAM_MODEL = 'image-qwen';
 /** In the prompt of those images, so that the checks find them. */
@@ -93,13 +99,16 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
     const kind = KIND_CYCLE[index % KIND_CYCLE.length]!;
     // 21 against the kind cycle's 20, so that the poor account gets every kind in turn.
     const account = index % 21 === 13 ? POOR : index % POOR;
-    const door: Door = mix(index, 1) < 0.5 ? 'A' : 'C';
+    // Two chats in five go through group B: the API streams (or gathers) the reply itself.
+    const door: Door = kind === 'chat' && mix(index, 11) < 0.4 ? 'B' : mix(index, 1) < 0.5 ? 'A' : 'C';
     // Group A images only: group C names its models its own way.
     const upstream = kind === 'image' && door === 'A' && mix(index, 9) < 0.4;
-    const simFail = !upstream && mix(index, 2) < 0.1;
+    // Group B answers a provider's failure as an HTTP error before the first token: not asked for here.
+    const simFail = !upstream && door !== 'B' && mix(index, 2) < 0.1;
     const budgeted = account === BUDGETED && mix(index, 10) < 0.15;
-    const customer = account === CUSTOMER_ACCOUNT && mix(index, 11) < 0.3 ? CAPPED_CUSTOMER : undefined;
-    const keyed = mix(index, 3) < 0.5;
+    const customer = account === CUSTOMER_ACCOUNT && mix(index, 13) < 0.3 ? CAPPED_CUSTOMER : undefined;
+    // Group B chats are sent once: a repeat of a reply still running would answer it as it stands.
+    const keyed = door !== 'B' && mix(index, 3) < 0.5;
     // Some runs take seconds, so that kills and restarts find work in flight at every step.
     const slow = mix(index, 4) < 0.3;
     const delayMs = {
@@ -122,7 +131,7 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
       simFail,
       idempotencyKey: keyed ? `faults-${runId}-${index}` : undefined,
       ...(keyed && mix(index, 7) < 0.15 ? { loseFirstAnswerAfterMs: 20 + Math.round(mix(index, 8) * 400) } : {}),
-      path: door === 'A' ? '/api/v1/generate' : '/api/generate',
+      path: door === 'A' ? '/api/v1/generate' : door === 'B' ? '/v1/chat/completions' : '/api/generate',
       body: {},
     };
     switch (kind) {
@@ -139,6 +148,17 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
             : { kind, model: 'hailuo', prompt, seconds: 6, quality: '480p' };
         break;
       case 'chat':
+        if (door === 'B') {
+          const stream = mix(index, 12) < 0.5;
+          request.perTokenMc = findOpenAiChatModel(GROUP_B_CHAT_MODEL)!.priceMc;
+          request.body = {
+            model: GROUP_B_CHAT_MODEL,
+            messages: [{ role: 'user', content: prompt }],
+            max_tokens: 64,
+            ...(stream ? { stream, stream_options: { include_usage: true } } : {}),
+          };
+          break;
+        }
         // No model: free while the account's allowance lasts, then the automatic model, paid.
         request.body = { kind, prompt };
         break;
@@ -151,8 +171,9 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
         break;
       }
     }
-    // Both doors take the customer in the body.
-    if (customer !== undefined) request.body = { ...request.body, customer };
+    // Groups A and C take the customer as `customer`, group B as OpenAI's `user`.
+    if (customer !== undefined)
+      request.body = door === 'B' ? { ...request.body, user: customer } : { ...request.body, customer };
     return request;
   });
 }

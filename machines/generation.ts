@@ -199,6 +199,23 @@ export function effectsOf(actions: readonly { type: string; params?: unknown }[]
 }
 
 /**
+ * Where the machine ends for a run whose hold the ledger has moved already (a chat the API ran and
+ * recorded before starting its workflow): whatever the run reported, a settled hold ends
+ * `succeeded` (a release finds it charged) and a released one `failed` (a settle finds it
+ * released), with the run's own failure, or for a success found released `releasedError`. The
+ * verdict of running the machine through it (test/unit/generation-machine.test.ts holds the two
+ * together), without its cost: a workflow that only records it then completes in its first task.
+ */
+export function endOfRecorded(
+  report: { ok: true } | { ok: false; error: GenerationFailure },
+  recorded: 'settled' | 'released',
+  releasedError: GenerationFailure,
+): { status: 'succeeded'; error: null } | { status: 'failed'; error: GenerationFailure } {
+  if (recorded === 'settled') return { status: 'succeeded', error: null };
+  return { status: 'failed', error: report.ok ? releasedError : report.error };
+}
+
+/**
  * The status a snapshot stands for; undefined while the ledger is deciding it (`settling`,
  * `releasing`): only the outcome says whether the generation succeeded or failed, and the status
  * published before stays until then.

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app';
-import { deadlinesOf } from '../core/config';
+import { batchFileLimitsOf, batchRatesOf, deadlinesOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createInputPreparer } from '../service/generation/inputs';
 import { settlesWithin } from './process';
@@ -31,6 +31,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     // Browser pages of the API's own origin, and of the configured ones, may call /api/mcp.
     mcpAllowedOrigins: [s.publicBaseUrl, ...s.config.MCP_ALLOWED_ORIGINS],
     deadlines: deadlinesOf(s.config),
+    batches: { rates: batchRatesOf(s.config), fileLimits: batchFileLimitsOf(s.config) },
     prepareInput: createInputPreparer({
       // Inputs on the developer's own machine or LAN are fine in development; never elsewhere.
       http: createSafeHttpClient({ policy: { allowPrivateNetworks: allowsPrivateNetworks(s.config) } }),

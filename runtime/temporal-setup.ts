@@ -1,10 +1,17 @@
 import type { Client } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import proto from '@temporalio/proto';
+import { SearchAttributeType } from '@temporalio/common';
 import { SEARCH_ATTRIBUTES } from '../core/search-attributes';
 
 // The proto package is CommonJS: take the namespace from its default export.
 const INDEXED = proto.temporal.api.enums.v1.IndexedValueType;
+
+/** The server's indexed type of each kind of attribute the workflows set. */
+const INDEXED_TYPES: Partial<Record<SearchAttributeType, number>> = {
+  [SearchAttributeType.KEYWORD]: INDEXED.INDEXED_VALUE_TYPE_KEYWORD,
+  [SearchAttributeType.INT]: INDEXED.INDEXED_VALUE_TYPE_INT,
+};
 
 /** Registers the search attributes the workflow sets, once per namespace; existing ones are left alone. */
 export async function registerSearchAttributes(client: Client, namespace: string): Promise<void> {
@@ -18,7 +25,7 @@ export async function registerSearchAttributes(client: Client, namespace: string
   try {
     await client.connection.operatorService.addSearchAttributes({
       namespace,
-      searchAttributes: Object.fromEntries(missing.map((k) => [k.name, INDEXED.INDEXED_VALUE_TYPE_KEYWORD])),
+      searchAttributes: Object.fromEntries(missing.map((k) => [k.name, INDEXED_TYPES[k.type]!])),
     });
   } catch (err) {
     // The API and every worker register at start-up; when they start together one of them wins.

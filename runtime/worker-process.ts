@@ -1,6 +1,6 @@
 import { runStandalone } from './standalone';
 import { startMetricsServer } from './metrics-server';
-import { SHUTDOWN_FORCE_MS } from './worker';
+import { prebuiltWorkflowBundle, SHUTDOWN_FORCE_MS } from './worker';
 import { startWorker } from './worker-runner';
 
 /**
@@ -19,5 +19,6 @@ runStandalone('worker', 'gensvc-worker', async (services, shutdown) => {
     });
     shutdown.add('metrics', () => new Promise<void>((resolve) => server.close(() => resolve())));
   }
-  return `worker polling task queue${worker.queues.length > 1 ? 's' : ''} ${worker.queues.map((q) => `'${q}'`).join(', ')} on ${services.config.TEMPORAL_ADDRESS} (WORKER_ROLE=${services.config.WORKER_ROLE})`;
+  const bundle = services.config.WORKER_ROLE === 'provider' ? undefined : prebuiltWorkflowBundle(!!services.tracing);
+  return `worker polling task queue${worker.queues.length > 1 ? 's' : ''} ${worker.queues.map((q) => `'${q}'`).join(', ')} on ${services.config.TEMPORAL_ADDRESS} (WORKER_ROLE=${services.config.WORKER_ROLE})${bundle ? `; workflows from ${bundle}` : ''}`;
 });

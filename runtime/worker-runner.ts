@@ -1,6 +1,6 @@
 import { GracefulShutdownPeriodExpiredError } from '@temporalio/worker';
 import type { Worker } from '@temporalio/worker';
-import { allowsPrivateNetworks, deadlinesOf, mailOptionsOf, webhookTaskQueueOf } from '../core/config';
+import { allowsPrivateNetworks, batchLimitsOf, deadlinesOf, mailOptionsOf, webhookTaskQueueOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createSecretBox } from '../core/webhooks/secret-box';
 import { createWebhookDispatcher } from '../service/webhooks/dispatch';
@@ -44,6 +44,7 @@ export async function startWorker(
       videoConcurrency: config.VIDEO_CONCURRENCY,
       client: s.client,
       deadlines: deadlinesOf(config),
+      batchLimits: batchLimitsOf(config),
       providerConcurrency: config.PROVIDER_CONCURRENCY,
       workflowCacheSize: config.WORKFLOW_CACHE_SIZE,
       ...(workflowsPath ? { workflowsPath } : {}),

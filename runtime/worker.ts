@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { createWebhookActivities } from '../activities/webhooks/delivery';
 import type { WebhookActivityDeps } from '../activities/webhooks/delivery';
 import { createProviderActivities } from '../activities/generation/provider';
 import type { Provider } from '../core/providers/types';
+import { batchLimitsOf, loadConfig } from '../core/config';
 import type { OutputStore } from '../core/storage/output-store';
 import { providerTaskQueueOf } from '../core/workflow-contract';
 import { OutputTail } from './process';
@@ -20,6 +22,20 @@ import type { WorkerTracing } from './tracing';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 const BUNDLER = fileURLToPath(new URL('./bundle-workflows.ts', import.meta.url));
+
+/** True when this module runs compiled (dist/), false from the TypeScript sources. */
+const COMPILED = import.meta.url.endsWith('.js');
+
+/**
+ * The workflow bundle `npm run build` writes beside the compiled runtime (dist/workflow-bundle.js,
+ * or dist/workflow-bundle-traced.js with tracing's workflow interceptors), when this module is that
+ * compiled runtime. Run from the TypeScript sources there is none: the workflows are bundled as the
+ * worker starts.
+ */
+export function prebuiltWorkflowBundle(traced: boolean): string | undefined {
+  if (!COMPILED) return undefined;
+  return fileURLToPath(new URL(`../workflow-bundle${traced ? '-traced' : ''}.js`, import.meta.url));
+}
 
 /**
  * What a worker process serves: `workflows` (the generation and reconcile workflows, ledger steps,
@@ -46,10 +62,15 @@ export interface WorkerDeps {
   provider: Provider;
   store: OutputStore;
   videoConcurrency: number;
-  /** A prebuilt bundle (tests build one for all files); otherwise the workflows are bundled in a child process. */
+  /**
+   * A bundle built beforehand (tests build one for all files; the compiled build has its own, see
+   * prebuiltWorkflowBundle); otherwise the workflows are bundled in a child process.
+   */
   workflowBundle?: WorkerOptions['workflowBundle'];
   client: Client;
   deadlines: Record<'image' | 'video' | 'chat' | 'upscale', number>;
+  /** How many lines of a batch (and of an account's batches) run at once; the configuration's defaults when absent. */
+  batchLimits?: { perBatch: number; perAccount: number };
   /** Provider runs one worker process takes at once (they wait on upstreams, or on the render pool). */
   providerConcurrency?: number;
   /** Activities the workflow worker runs at once (200 unless a test wants them scarce). */
@@ -97,6 +118,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       videoConcurrency: deps.videoConcurrency,
       client: deps.client,
       deadlines: deps.deadlines,
+      batchLimits: deps.batchLimits ?? batchLimitsOf(loadConfig({})),
     }),
     // Activities here wait on I/O (slot claims, the reconciler's calls), not CPU.
     maxConcurrentActivityTaskExecutions: deps.activitySlots ?? 200,
@@ -207,10 +229,9 @@ export async function createWorkers(
 ): Promise<Worker[]> {
   const workers: Worker[] = [];
   if (role !== 'provider') {
-    const bundle = deps.workflowBundle
-      ? undefined
-      : await bundleInChildProcess(deps.workflowsPath, deps.tracing?.workflowModules);
-    const workflowBundle = bundle ? { codePath: bundle.codePath } : deps.workflowBundle;
+    const prebuilt = deps.workflowBundle ?? prebuiltFor(deps);
+    const bundle = prebuilt ? undefined : await bundleInChildProcess(deps.workflowsPath, deps.tracing?.workflowModules);
+    const workflowBundle = bundle ? { codePath: bundle.codePath } : prebuilt;
     try {
       workers.push(await createWorker({ ...deps, workflowBundle }));
       if (deps.webhooks) {
@@ -231,6 +252,16 @@ export async function createWorkers(
   }
   if (role !== 'workflows') workers.push(await createProviderWorker(deps));
   return workers;
+}
+
+/** The compiled build's bundle for these workers, unless they run another workflows entry (the roll-out proof's next version). */
+function prebuiltFor(deps: { workflowsPath?: string; tracing?: WorkerTracing }): { codePath: string } | undefined {
+  if (deps.workflowsPath !== undefined) return undefined;
+  const codePath = prebuiltWorkflowBundle(deps.tracing !== undefined);
+  if (codePath === undefined) return undefined;
+  // The compiled runtime has neither the workflows' TypeScript nor tsx to bundle them with.
+  if (!existsSync(codePath)) throw new Error(`${codePath} is missing: run npm run build`);
+  return { codePath };
 }
 
 /**

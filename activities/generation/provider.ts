@@ -14,6 +14,7 @@ import { VIDEO_PREVIEWS } from '../../core/vocabulary';
 import { FLAT_KINDS } from '../../core/webhooks/events';
 import type { RouteEntry, RunOutput } from '../../core/vocabulary';
 import { ProviderRejectedError } from '../../core/errors';
+import { imageInFormat } from '../../core/media/output-format';
 import { metrics } from '../../core/metrics';
 import { chargeForTokens } from '../../core/catalogue/pricing';
 import { INTERNAL_PARAM_KEYS, publicParamsOf } from '../../core/generation/params';
@@ -201,6 +202,7 @@ export function createProviderActivities({
     });
     try {
       const input = await inputOf(job, store);
+      const edit = await editInputsOf(job, store);
       ctx.log.info('provider run started', {
         generationId: job.generationId,
         kind: job.kind,
@@ -208,14 +210,17 @@ export function createProviderActivities({
         attempt: ctx.info.attempt,
       });
       const resume: unknown = ctx.info.heartbeatDetails ?? given;
-      const result = await provider.run(input === undefined ? job : { ...job, input }, {
-        heartbeat: (details?: unknown) => ctx.heartbeat(details),
-        signal: ctx.cancellationSignal,
-        progress: (percent: number) => progress.provider(percent),
-        ...(job.kind === 'video' ? { preview: (frame: ProviderFile) => thumbnail.offer(frame) } : {}),
-        ...(resume === undefined ? {} : { resume }),
-        ...(detach ? { detach } : {}),
-      });
+      const result = await provider.run(
+        { ...job, ...(input === undefined ? {} : { input }), ...edit },
+        {
+          heartbeat: (details?: unknown) => ctx.heartbeat(details),
+          signal: ctx.cancellationSignal,
+          progress: (percent: number) => progress.provider(percent),
+          ...(job.kind === 'video' ? { preview: (frame: ProviderFile) => thumbnail.offer(frame) } : {}),
+          ...(resume === undefined ? {} : { resume }),
+          ...(detach ? { detach } : {}),
+        },
+      );
       if (result.waiting) {
         await recordUpstreamJob(pool, {
           upstream: result.waiting.upstream,
@@ -236,9 +241,13 @@ export function createProviderActivities({
       }
       let outputKey: string | null = null;
       if (result.file) {
-        outputKey = `${job.generationId}/output.${result.file.extension}`;
-        await store.put(outputKey, result.file.data, result.file.contentType);
-        if (job.kind === 'video') await storePreviews(job.generationId, result.file, await thumbnail.made());
+        // An image is charged only once it is stored in the encoding asked for, and readable.
+        const file = job.kind === 'image' ? await imageInFormat(result.file, job.params.outputFormat) : result.file;
+        outputKey = `${job.generationId}/output.${file.extension}`;
+        await store.put(outputKey, file.data, file.contentType);
+        if (job.kind === 'image' && (await store.get(outputKey))?.length !== file.data.length)
+          throw new Error(`the stored output ${outputKey} could not be read back`);
+        if (job.kind === 'video') await storePreviews(job.generationId, file, await thumbnail.made());
       }
       // A per-token model (group B chat run through group A) is charged what it produced.
       const rate = job.internal.ratePer1kMc;
@@ -331,6 +340,19 @@ function jobOf({ resume: _resume, ...run }: ProviderRun): ProviderJob {
 export type ProviderStart = { output: RunOutput } | { waiting: UpstreamWait; route?: RouteEntry };
 
 /** The stored input of a job that transforms one; a missing input fails the job for good. */
+/** An edit's stored input images and mask, read for the run. */
+async function editInputsOf(job: ProviderJob, store: OutputStore): Promise<{ inputs?: Buffer[]; mask?: Buffer }> {
+  const keys = job.internal.inputKeys;
+  if (keys === undefined) return {};
+  const read = async (key: string) => {
+    const data = await store.get(key);
+    if (!data) throw new ProviderRejectedError(`The input ${key} is missing from the store.`, 'input_missing');
+    return data;
+  };
+  const inputs = await Promise.all(keys.map(read));
+  return { inputs, ...(job.internal.maskKey ? { mask: await read(job.internal.maskKey) } : {}) };
+}
+
 async function inputOf(job: ProviderJob, store: OutputStore): Promise<Buffer | undefined> {
   const key = job.internal.inputKey;
   if (key === undefined) return undefined;

@@ -1,9 +1,14 @@
+import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
+import { batchStartOptions } from '../../core/batches/workflow-start';
+import { findLiveBatches } from '../../core/db/batches';
 import { findLingeringHolds } from '../../core/db/reconcile';
 import { release } from '../../core/ledger';
-import { cancelSignal } from '../../core/workflow-contract';
+import { BATCH_WORKFLOW_TYPE, cancelSignal } from '../../core/workflow-contract';
+import type { BatchWorkflow } from '../../core/workflow-contract';
+import type { BatchWaker } from '../batches/lines';
 import type { GenerationKind } from '../../core/vocabulary';
 import type { VideoSlotWaker } from './slots';
 
@@ -14,6 +19,8 @@ export interface ReconcileDeps {
   deadlines: Record<GenerationKind, number>;
   /** A released video frees its slot (or its place in the queue) for the account's next one. */
   wakeVideoWaiters: VideoSlotWaker;
+  /** A released line of a batch wakes its batch's workflow. */
+  wakeBatch: BatchWaker;
 }
 
 export interface ReconcileRequest {
@@ -30,6 +37,8 @@ export interface ReconcileReport {
   cancelled: string[];
   /** Holds left alone this time, with why (e.g. Temporal unreachable). */
   skipped: { generationId: string; reason: string }[];
+  /** Batches still running whose workflow was gone, started again (they carry on from PostgreSQL). */
+  batchesResumed: string[];
 }
 
 /** What a closed workflow that left its hold held means, as the generation's error code. */
@@ -51,11 +60,42 @@ const OVERDUE_MARGIN_MS = 10 * 60_000;
  * transaction the workflow would have used; a hold only moves from `held` once, so a workflow
  * that does finish later finds it released and charges nothing.
  */
-export function createReconcileActivities({ pool, client, deadlines, wakeVideoWaiters }: ReconcileDeps) {
+export function createReconcileActivities({ pool, client, deadlines, wakeVideoWaiters, wakeBatch }: ReconcileDeps) {
+  /** A batch in progress whose workflow is not running: its workflow starts again. */
+  const resumeBatches = async (graceMs: number, report: ReconcileReport): Promise<void> => {
+    const taskQueue = Context.current().info.taskQueue;
+    for (const b of await findLiveBatches(pool, graceMs, 100)) {
+      let status: string | undefined;
+      try {
+        status = (await client.workflow.getHandle(b.id).describe()).status.name;
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) continue;
+      }
+      if (status === 'RUNNING') continue;
+      const input = {
+        batchId: b.id,
+        accountId: b.accountId,
+        kind: b.kind,
+        expiresAtMs: b.expiresAt?.getTime() ?? Date.now(),
+      };
+      await client.workflow.start<BatchWorkflow>(
+        BATCH_WORKFLOW_TYPE,
+        batchStartOptions({ ...input, endpoint: b.endpoint, total: b.total }, taskQueue),
+      );
+      report.batchesResumed.push(b.id);
+    }
+  };
+
   return {
     async reconcileHolds(req: ReconcileRequest): Promise<ReconcileReport> {
       const holds = await findLingeringHolds(pool, req.graceMs, req.limit ?? 500);
-      const report: ReconcileReport = { checked: holds.length, released: [], cancelled: [], skipped: [] };
+      const report: ReconcileReport = {
+        checked: holds.length,
+        released: [],
+        cancelled: [],
+        skipped: [],
+        batchesResumed: [],
+      };
       for (const hold of holds) {
         const id = hold.generationId;
         let status: string | undefined;
@@ -74,15 +114,26 @@ export function createReconcileActivities({ pool, client, deadlines, wakeVideoWa
           }
           continue;
         }
-        const reason = status === undefined ? 'not_started' : (CLOSED_REASONS[status] ?? 'workflow_closed');
-        const message =
+        // A chat the API runs starts its workflow at its end: none by the hold's deadline means the
+        // API stopped mid-reply.
+        const reason =
           status === undefined
-            ? 'The workflow of this generation never started; the reconciler released the hold.'
-            : `The workflow of this generation ended (${status.toLowerCase()}) without settling; the reconciler released the hold.`;
+            ? hold.pastDeadline
+              ? 'timeout'
+              : 'not_started'
+            : (CLOSED_REASONS[status] ?? 'workflow_closed');
+        const message =
+          status !== undefined
+            ? `The workflow of this generation ended (${status.toLowerCase()}) without settling; the reconciler released the hold.`
+            : hold.pastDeadline
+              ? 'The reply was not recorded by its deadline (the API stopped mid-reply); the reconciler released the hold.'
+              : 'The workflow of this generation never started; the reconciler released the hold.';
         const outcome = await release(pool, id, { code: reason, message, retryable: true });
         await wakeVideoWaiters(id, outcome);
+        await wakeBatch(outcome);
         if (outcome.outcome === 'released') report.released.push({ generationId: id, reason });
       }
+      await resumeBatches(req.graceMs, report);
       return report;
     },
   };

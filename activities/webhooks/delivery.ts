@@ -3,6 +3,7 @@ import { metrics } from '../../core/metrics';
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { getAlert } from '../../core/db/alerts';
+import { countsOfBatch, getBatchById } from '../../core/db/batches';
 import { getGeneration } from '../../core/db/generations';
 import { inTransaction } from '../../core/db/pool';
 import { loadDeliveryTarget, recordAttempt, stopDelivery } from '../../core/db/webhooks';
@@ -87,6 +88,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       ? await getGeneration(pool, endpoint.accountId, target.generationId)
       : undefined;
     const alert = target.alertId ? await getAlert(pool, target.alertId) : undefined;
+    const batchRow = target.batchId ? await getBatchById(pool, target.batchId) : undefined;
+    const batch = batchRow && { row: batchRow, counts: await countsOfBatch(pool, batchRow.id) };
     const body = JSON.stringify(
       await deliveryPayload(
         {
@@ -97,6 +100,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
           generation,
           progress: target.progress,
           alert,
+          batch,
         },
         store,
       ),

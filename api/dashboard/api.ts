@@ -14,6 +14,7 @@ import {
   removeBudget,
   revokeKey,
   setBudget,
+  emailAddress,
   setLowBalance,
 } from '../../service/accounts/operations';
 import { SCOPES } from '../../core/accounts/api-keys';
@@ -30,6 +31,7 @@ import { actorOf } from '../../core/accounts/principal';
 import { MAX_PASSWORD_LENGTH } from '../../core/accounts/passwords';
 import type { OutputStore } from '../../core/storage/output-store';
 import { GENERATION_KINDS, GENERATION_STATUSES, isFinal } from '../../core/vocabulary';
+import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import { csrfTokenOf, SESSION_TTL_MS } from '../../service/accounts/sessions';
 import type { Session } from '../../service/accounts/sessions';
@@ -38,6 +40,7 @@ import type { SignupService } from '../../service/accounts/signup';
 import type { WebhookService } from '../../service/webhooks/endpoints';
 import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKIE } from '../shared/auth';
 import type { SessionAuthDeps } from '../shared/auth';
+import type { StandingMonitor } from '../shared/standing';
 import { listQuery } from '../shared/fields';
 import { legacyGenerateBody, legacyRequestOf } from '../shared/generate-bodies';
 import { usageCsv, usageReport as reportUsage } from '../../service/usage/usage';
@@ -58,6 +61,7 @@ import {
 } from '../shared/schemas';
 import type { ErrorStatus } from '../shared/schemas';
 import { webhookRoutes } from '../webhooks/routes';
+import { dashboardBatchRoutes } from './batches';
 import { liveEvents, overviewOf } from './events';
 
 /** Limits of the dashboard's own calls, per user, per 60 s window. */
@@ -73,6 +77,9 @@ export const DEFAULT_DASHBOARD_LIMITS: DashboardLimits = { requestsPerMinute: 60
 
 export interface DashboardApiDeps extends SessionAuthDeps {
   service: GenerationService;
+  /** Checks open live streams' sessions (api/shared/standing.ts). */
+  standing: StandingMonitor;
+  batches: BatchService;
   webhooks: WebhookService;
   store: OutputStore;
   limits: DashboardLimits;
@@ -103,18 +110,22 @@ const loginBody = z
 const setPasswordBody = z
   .strictObject({
     token: z.string().max(200).describe('The token of the one-time link the operator handed out'),
-    password: z.string().max(MAX_PASSWORD_LENGTH).describe('10 to 200 characters'),
+    password: z
+      .string()
+      .max(MAX_PASSWORD_LENGTH)
+      .describe('10 to 200 characters; not a commonly used password, nor the email address or its name part'),
   })
   .meta({ id: 'DashboardSetPassword' });
 
 const signupBody = z
   .strictObject({
-    email: z
-      .email({ error: 'email must be an email address' })
-      .max(254)
+    email: emailAddress
       .transform((e) => e.trim().toLowerCase())
       .describe('The address to confirm; compared case-insensitively'),
-    password: z.string().max(MAX_PASSWORD_LENGTH).describe('10 to 200 characters'),
+    password: z
+      .string()
+      .max(MAX_PASSWORD_LENGTH)
+      .describe('10 to 200 characters; not a commonly used password, nor the email address or its name part'),
   })
   .meta({ id: 'DashboardSignup' });
 
@@ -645,8 +656,10 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
 
     // Live updates of the account's generations and balance (Server-Sent Events): not JSON, so not in the document.
     route.get('/dashboard/api/events', { schema: { hide: true } }, async (request, reply) => {
-      liveEvents({ service: deps.service, sessions: sessions.service }, request, reply);
+      liveEvents({ service: deps.service, standing: deps.standing }, request, reply);
     });
+
+    await authed.register(dashboardBatchRoutes, { batches: deps.batches, service: deps.service });
 
     const sessionDoor = {
       base: '/dashboard/api',

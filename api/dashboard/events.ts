@@ -1,18 +1,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Balance, GenerationService } from '../../service/generation/service';
-import type { SessionService } from '../../service/accounts/sessions';
 import { principalOf } from '../shared/auth';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { generationOf } from '../shared/schemas';
 import { openEventStream } from '../shared/sse';
+import type { StandingMonitor } from '../shared/standing';
 
 export interface LiveEventsDeps {
   service: GenerationService;
-  sessions: SessionService;
+  /** Checks the page's session while the stream is open: a logout elsewhere ends it with `logout`. */
+  standing: StandingMonitor;
 }
-
-/** How often an open page's session is checked again (a logout elsewhere ends its stream). */
-const SESSION_CHECK_MS = 15_000;
 
 /** The overview of the dashboard: the balance with the plan's rate limit. */
 export const overviewOf = (b: Balance) => ({ ...b, rateLimitPerMinute: PLAN_RATE_LIMITS[b.plan] });
@@ -26,42 +24,32 @@ export const overviewOf = (b: Balance) => ({ ...b, rateLimitPerMinute: PLAN_RATE
  */
 export function liveEvents(deps: LiveEventsDeps, request: FastifyRequest, reply: FastifyReply): void {
   const principal = principalOf(request);
-  const session = request.session!;
-  const sse = openEventStream(request, reply);
+  const sse = openEventStream(request, reply, {
+    standing: deps.standing.watch(request),
+    lastWords: (reason) => ({ event: 'logout', data: { reason } }),
+  });
   let lastOverview = '';
-  const overview = async () => {
+  const overview = async (): Promise<boolean> => {
     const next = overviewOf(await deps.service.balance(principal));
     const seen = JSON.stringify(next);
-    if (seen !== lastOverview) {
-      lastOverview = seen;
-      sse.send('overview', next);
-    }
+    if (seen === lastOverview) return true;
+    lastOverview = seen;
+    return sse.deliver('overview', next);
   };
-  const checkSession = setInterval(() => {
-    void deps.sessions.authenticate(session.token).then(
-      (alive) => {
-        if (alive) return;
-        sse.send('logout', {});
-        sse.end();
-      },
-      (err: unknown) => request.log.warn({ err }, 'dashboard live events: the session could not be checked'),
-    );
-  }, SESSION_CHECK_MS);
-  sse.signal.addEventListener('abort', () => clearInterval(checkSession), { once: true });
 
   void (async () => {
     try {
       // What changed in the last seconds too: a page loads its list, then opens this stream.
       const events = await deps.service.watch.account(principal, {
-        after: String(Date.now() - 5_000),
+        since: new Date(Date.now() - 5_000),
         signal: sse.signal,
       });
-      await overview();
+      if (!(await overview())) return;
       for await (const e of events) {
         // Progress redraws the generation's row; only a change of status can move money.
         if (e.type === 'generation' || e.type === 'progress' || e.type === 'preview')
-          sse.send('generation', generationOf(e.generation));
-        if (e.type !== 'progress') await overview();
+          if (!(await sse.deliver('generation', generationOf(e.generation)))) break;
+        if (e.type !== 'progress' && !(await overview())) break;
       }
     } catch (err) {
       request.log.warn({ err }, 'dashboard live events: the stream stopped');

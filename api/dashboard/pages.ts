@@ -79,6 +79,7 @@ const CSP = [
 export const DASHBOARD_PAGES = [
   { path: '', page: 'overview', title: 'Overview', authed: true },
   { path: '/generations', page: 'generations', title: 'Generations', authed: true },
+  { path: '/batches', page: 'batches', title: 'Batches', authed: true },
   { path: '/keys', page: 'keys', title: 'API keys', authed: true },
   { path: '/usage', page: 'usage', title: 'Usage', authed: true },
   { path: '/webhooks', page: 'webhooks', title: 'Webhooks', authed: true },

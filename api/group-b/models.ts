@@ -26,9 +26,12 @@ const openaiModel = z
 /** When the catalogue took its current shape; OpenAI's `created` has no better meaning here. */
 const CATALOGUE_CREATED = 1_767_225_600;
 
+/** Group B's model list shows prices alone: the rates do not change them. */
+const DEFAULT_RATES = { image: 100, video: 100, chat: 100, upscale: 100 };
+
 /** The ids group B accepts, each with the price of the model it runs as. */
 function groupBModels(): z.infer<typeof openaiModel>[] {
-  const listing = new Map(modelListing().map((m) => [m.id, m]));
+  const listing = new Map(modelListing(DEFAULT_RATES).map((m) => [m.id, m]));
   const entry = (id: string, m: Model) => {
     const l = listing.get(m.id)!;
     return {

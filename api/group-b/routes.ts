@@ -1,6 +1,7 @@
-import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { requireApiKey } from '../shared/auth';
+import { openaiBatchRoutes } from './batches';
+import { openaiFileRoutes } from './files';
 import { openaiMediaRoutes } from './media';
 import { openaiChatRoutes } from './chat';
 import { openaiModelRoutes } from './models';
@@ -12,18 +13,17 @@ import type { OpenAiDeps } from './common';
  * its base URL and key changed: request and response shapes, Server-Sent Events, error bodies
  * (`type` the code name, `code` the HTTP status), `x-request-id`, `retry-after-ms` and
  * `x-should-retry`. Chat and the Responses API run in this process and streams as the provider sends (service/chat/runs.ts);
- * images and videos are ordinary generations, listed by groups A and C too.
+ * images and videos are ordinary generations, listed by groups A and C too; batches (files and
+ * batches) run many of them as one job.
  */
 
 export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
   app.addHook('onRequest', requireApiKey(deps, 'authentication_error'));
-  // OpenAI's SDK sends video creation as multipart/form-data; fields become the body, files buffers.
-  await app.register(multipart, {
-    attachFieldsToBody: 'keyValues',
-    limits: { fileSize: 25 * 1024 * 1024, files: 1, fields: 20 },
-  });
   await app.register(openaiModelRoutes, deps);
   await app.register(openaiChatRoutes, deps);
   await app.register(openaiResponseRoutes, deps);
   await app.register(openaiMediaRoutes, deps);
+  // Files for batches take their own multipart limits (api/group-b/files.ts).
+  await app.register(openaiFileRoutes, deps);
+  await app.register(openaiBatchRoutes, deps);
 };

@@ -20,6 +20,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type pg from 'pg';
 import { GenerationFinishedError } from '../../core/errors';
 import type { Principal } from '../../core/accounts/principal';
+import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import type { GenerationView } from '../../core/generation/view';
 import { version } from '../shared/docs';
@@ -33,6 +34,7 @@ import type { GenerationStatus } from '../../core/vocabulary';
 export interface McpServerDeps {
   pool: pg.Pool;
   service: GenerationService;
+  batches: BatchService;
   syncWaitMs: number;
   /** The pollInterval tasks suggest (ms). */
   taskPollIntervalMs: number;
@@ -79,6 +81,7 @@ export function createMcpServer(deps: McpServerDeps, principal: Principal, log: 
 
   const contextOf = (extra: Extra, token: ProgressToken | undefined, taskId?: string): ToolContext => ({
     service,
+    batches: deps.batches,
     principal,
     syncWaitMs: deps.syncWaitMs,
     customer: deps.customer,

@@ -49,6 +49,7 @@ export function createModernMcpServer(deps: McpServerDeps, principal: Principal,
     const token = ctx.mcpReq._meta?.progressToken;
     return {
       service,
+      batches: deps.batches,
       principal,
       syncWaitMs: deps.syncWaitMs,
       customer: deps.customer,

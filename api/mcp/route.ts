@@ -5,13 +5,16 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PermissionError, UnauthorizedError } from '../../core/errors';
+import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import { bearerToken, principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
 import { errorBody } from '../shared/errors';
-import { apiError, errorResponses } from '../shared/schemas';
+import { apiError, errorResponses, serverSentEvent } from '../shared/schemas';
+import type { StandingMonitor } from '../shared/standing';
 import { CUSTOMER_HEADER, customerHeaders } from '../shared/customers';
 import { createModernMcpServer } from './revision-2026-07-28';
+import { whileStanding } from './standing';
 import { createMcpServer } from './revision-2025-11-25';
 
 export const MCP_PATH = '/api/mcp';
@@ -21,6 +24,9 @@ const DEFAULT_TASK_POLL_MS = 1_000;
 
 export interface McpRouteDeps extends AuthDeps {
   service: GenerationService;
+  /** Checks the key of each request while it is answered (api/shared/standing.ts). */
+  standing: StandingMonitor;
+  batches: BatchService;
   syncWaitMs: number;
   /** Origins whose pages may call the endpoint (the API's own and configured ones); a request without Origin is always let in. */
   allowedOrigins: readonly string[];
@@ -60,7 +66,7 @@ const description =
   'and the API key as `Authorization: Bearer <API_KEY>`, with the same scopes, rate limit and balance as REST. A request is answered ' +
   'with a Server-Sent Events stream that carries progress notifications and ends with the JSON-RPC response; notifications alone are ' +
   'answered 202 (on 2026-07-28 a reply may be plain JSON). Tools: generate_image, generate_video (also as an MCP task), enhance_prompt, ' +
-  'list_models, get_generation, cancel_generation. ' +
+  'list_models, get_generation, cancel_generation, generate_batch, get_batch, cancel_batch. ' +
   'Refusals (e.g. insufficient_credits) are tool results with isError, not HTTP errors. Pages of other origins are refused (Origin).';
 
 /** What a page may send (its preflight asks) and read (beyond the CORS-safelisted headers). */
@@ -80,6 +86,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
   const serverDeps = {
     pool: deps.pool,
     service: deps.service,
+    batches: deps.batches,
     syncWaitMs: deps.syncWaitMs,
     taskPollIntervalMs: deps.taskPollIntervalMs ?? DEFAULT_TASK_POLL_MS,
   };
@@ -147,7 +154,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
               'on 2026-07-28 a JSON body, or a stream when the request asks for progress. A JSON-RPC error of a request handler is answered 200 too.',
             content: {
               'text/event-stream': {
-                schema: z.string().describe('`event: message` events whose data is a JSON-RPC message'),
+                schema: serverSentEvent.describe('`event: message` events whose data is a JSON-RPC message'),
               },
               'application/json': {
                 schema: z.looseObject({ jsonrpc: z.literal('2.0') }).describe('A JSON-RPC response (2026-07-28)'),
@@ -178,6 +185,10 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
       // X-Customer-Id names the customer every generate tool of this request is for (or a tool's own `customer`).
       const perRequest = { ...serverDeps, customer: request.headers[CUSTOMER_HEADER] };
       const webRequest = webRequestOf(request);
+      // A request that waits for its generation holds its key for a while: revoked meanwhile, it ends.
+      const standing = deps.standing.watch(request);
+      reply.raw.once('close', () => standing.stop());
+      const rpcId = (request.body as { id?: string | number }).id ?? null;
       // One revision per message: a 2026-07-28 request carries its protocol version in `_meta` (and the
       // MCP-Protocol-Version header); anything else is 2025-era and keeps the SDK 1.x path it always had,
       // a message without a method included (the 1.x transport answers it as before).
@@ -190,7 +201,11 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
         reply.raw.once('close', () => {
           server.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
         });
-        const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
+        const response = await whileStanding(
+          standing,
+          rpcId,
+          transport.handleRequest(webRequest, { parsedBody: request.body }),
+        );
         // Fastify sends a web Response as it is (status, headers, streamed body); the typed reply knows only JSON bodies.
         return reply.send(response as never);
       }
@@ -201,7 +216,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
       reply.raw.once('close', () => {
         handler.close().catch((err: unknown) => request.log.debug({ err }, 'mcp close'));
       });
-      const response = await handler.fetch(webRequest, { parsedBody: request.body });
+      const response = await whileStanding(standing, rpcId, handler.fetch(webRequest, { parsedBody: request.body }));
       return reply.send(response as never);
     },
   );

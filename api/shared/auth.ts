@@ -93,9 +93,14 @@ async function admitKey(
   };
 }
 
-export function requireApiKey(deps: AuthDeps, unauthorizedType: 'unauthorized' | 'authentication_error') {
+/** `tokenOf` reads the key where the door's clients send it: `Authorization: Bearer` unless the door says otherwise. */
+export function requireApiKey(
+  deps: AuthDeps,
+  unauthorizedType: 'unauthorized' | 'authentication_error',
+  tokenOf: (request: FastifyRequest) => string | undefined = bearerToken,
+) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const token = bearerToken(request);
+    const token = tokenOf(request);
     if (!token) throw new UnauthorizedError(undefined, unauthorizedType);
     await admitKey(deps, request, reply, token, unauthorizedType);
   };

@@ -59,3 +59,12 @@ export function customerOption(
 /** The body an Idempotency-Key stands for: the body, and the customer when the header named it. */
 export const keyedBody = (headers: { [CUSTOMER_HEADER]?: string | undefined }, body: unknown): unknown =>
   headers[CUSTOMER_HEADER] === undefined ? body : { body, [CUSTOMER_HEADER]: headers[CUSTOMER_HEADER] };
+
+/**
+ * OpenAI's ids for the end user a request is for (`user`, `safety_identifier`): the customer it is
+ * for, like X-Customer-Id. An empty one names nobody (OpenAI accepts it).
+ */
+export const openAiEndUser = () =>
+  safeText({ max: MAX_CUSTOMER_ID_CHARS }).describe(
+    'Your own id for your end user this is for: the customer stored with the generation and held against its budget and rate limit (as X-Customer-Id); empty: none',
+  );

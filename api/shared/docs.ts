@@ -4,6 +4,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { apiError, errorResponses, PATH_PARAM_TOO_LONG } from './schemas';
 
 /** The package version: the API's version in the OpenAPI document and the MCP server's. */
 export const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -14,6 +15,17 @@ export const { version } = JSON.parse(readFileSync(new URL('../../package.json',
  * The OpenAPI 3.1 document is generated from the routes' own zod schemas (served at
  * /openapi.json) with a readable page at /docs; nothing about it is written by hand.
  */
+/**
+ * What the HTTP parser answers for any route before the route runs (api/shared/errors.ts,
+ * answerClientError), added to each documented route's own answers.
+ */
+function answeredByEveryRoute<S extends { response?: unknown; hide?: boolean; params?: unknown }>(schema: S): S {
+  if (schema.hide || typeof schema.response !== 'object' || schema.response === null) return schema;
+  // A route with path parameters also meets the router's length limit; its own 400, if any, says more.
+  const byRouter = schema.params === undefined ? {} : { 400: apiError.describe(PATH_PARAM_TOO_LONG) };
+  return { ...schema, response: { ...errorResponses(431), ...byRouter, ...schema.response } };
+}
+
 export async function registerDocs(app: FastifyInstance): Promise<void> {
   await app.register(fastifySwagger, {
     openapi: {
@@ -68,7 +80,7 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         },
       ],
     },
-    transform: jsonSchemaTransform,
+    transform: (input) => jsonSchemaTransform({ ...input, schema: answeredByEveryRoute(input.schema) }),
     transformObject: jsonSchemaTransformObject,
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });

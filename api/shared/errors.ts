@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { ZodError } from 'zod';
@@ -19,14 +22,30 @@ export function errorBody(type: string, status: number, message: string, details
 }
 
 export function sendError(reply: FastifyReply, err: DomainError): FastifyReply {
+  errorHeaders(reply, err);
+  return reply.code(err.status).send(errorBody(err.type, err.status, err.message, err.details));
+}
+
+/** The headers an error answer carries in every door: when to retry, and whether to at all. */
+export function errorHeaders(reply: FastifyReply, err: DomainError): void {
   if (err instanceof RateLimitError || err instanceof ServiceUnavailableError) {
     reply.header('Retry-After', String(err.retryAfterSeconds));
-    // OpenAI's SDKs read the wait in milliseconds first (DESIGN §6, group B).
+    // OpenAI's and Anthropic's SDKs read the wait in milliseconds first (DESIGN §6, group B).
     reply.header('retry-after-ms', String(err.retryAfterSeconds * 1000));
   }
   // Sending it again cannot help: the same key conflicts again, an admitted request would be held twice.
   if (err instanceof IdempotencyConflictError || isAfterAdmission(err)) reply.header('x-should-retry', 'false');
-  return reply.code(err.status).send(errorBody(err.type, err.status, err.message, err.details));
+}
+
+/** A failure that is not a domain error of ours but has an answer of its own (Fastify's 413, a malformed body). */
+class RequestError extends DomainError {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /** What every door answers while PostgreSQL cannot be reached: nothing was charged. */
@@ -61,9 +80,15 @@ export async function inDoorWords<T>(
 
 const BODY_NOT_OBJECT = 'The request body must be a JSON object (Content-Type: application/json).';
 // Fastify lower-cases header names; errors name them as clients write them.
-const HEADER_NAMES: Record<string, string> = { 'idempotency-key': 'Idempotency-Key', prefer: 'Prefer' };
+const HEADER_NAMES: Record<string, string> = {
+  'idempotency-key': 'Idempotency-Key',
+  prefer: 'Prefer',
+  'last-event-id': 'Last-Event-ID',
+};
 
 export function fromZod(err: ZodError): InvalidRequestError {
+  const unknown = err.issues.find((i) => i.code === 'unrecognized_keys');
+  if (unknown) return unknownFields(unknown.path.map(String), unknown.keys);
   const issue = err.issues[0];
   const inner = issue?.code === 'invalid_union' ? alternativeTaken(issue.errors) : undefined;
   const path = [...(issue?.path.map(String) ?? []), ...(inner?.path ?? [])];
@@ -92,6 +117,20 @@ function alternativeTaken(errors: unknown): { path: string[]; message: string } 
     return inner ? { path: [...here, ...inner.path], message: inner.message } : { path: here, message: first.message };
   }
   return undefined;
+}
+
+/**
+ * Fields a strict body does not know, named in a 400: a door of ours refuses them rather than drop
+ * them, so that a misspelled `max_credits` can never run a request uncapped.
+ */
+function unknownFields(path: string[], keys: readonly string[]): InvalidRequestError {
+  const names = keys.map((k) => [...path, k].join('.'));
+  const listed = names.map((n) => `'${n}'`).join(', ');
+  return new InvalidRequestError(
+    `Unknown field${names.length === 1 ? '' : 's'} ${listed}: this request does not take ${names.length === 1 ? 'it' : 'them'}, ` +
+      'and refuses fields it does not know rather than ignore them (check the spelling against the documented fields).',
+    names[0],
+  );
 }
 
 function invalid(path: string[], message: string, context: string | undefined): InvalidRequestError {
@@ -133,39 +172,83 @@ export function answerFrameworkError(err: FastifyError, request: FastifyRequest,
   void reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));
 }
 
+/**
+ * Any failure as the domain error its answer is made from (validation, Fastify's own 4xx, a
+ * database that cannot be reached), logged as it deserves; undefined for an internal error, which
+ * every door answers as its own 500 without its message. Each door's error mapper starts here.
+ */
+export function domainErrorOf(err: FastifyError | Error, request: FastifyRequest): DomainError | undefined {
+  if (err instanceof DomainError) {
+    if (err.status >= 500) request.log.warn({ err, cause: err.cause }, err.message);
+    return err;
+  }
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const unknown = err.validation.find((v) => v.keyword === 'unrecognized_keys');
+    if (unknown && err.validationContext === 'body')
+      return unknownFields(
+        unknown.instancePath.split('/').filter((s) => s !== ''),
+        (unknown.params as { keys: string[] }).keys,
+      );
+    const first = err.validation[0];
+    const inner =
+      first?.keyword === 'invalid_union' ? alternativeTaken((first.params as { errors?: unknown }).errors) : undefined;
+    const path = [...(first?.instancePath ?? '').split('/').filter((s) => s !== ''), ...(inner?.path ?? [])];
+    return invalid(path, inner?.message ?? first?.message ?? 'invalid request', err.validationContext);
+  }
+  if (err instanceof ZodError) return fromZod(err);
+  const status = (err as FastifyError).statusCode;
+  if (status === 413) return new RequestError(413, 'invalid_request_error', 'The request body is too large.');
+  if (status === 415) return new InvalidRequestError(BODY_NOT_OBJECT);
+  // Fastify's own 4xx (malformed JSON): the client's mistake, say so plainly.
+  if (status !== undefined && status >= 400 && status < 500) return new InvalidRequestError(err.message);
+  if (classifyDbError(err) === 'transient') {
+    request.log.warn({ err }, 'database unavailable');
+    return databaseUnavailable();
+  }
+  request.log.error({ err }, 'unhandled error');
+  return undefined;
+}
+
+/** What Node's HTTP parser refuses before Fastify sees a request, by its error code. */
+const CLIENT_ERRORS: Record<string, { status: number; message: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    message:
+      'The request line and headers are larger than the server accepts (16 KiB); send less in the URL or headers.',
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, message: 'The request took too long to arrive.' },
+};
+
+/**
+ * Answers what the HTTP parser refuses before any route runs (Fastify's `clientErrorHandler`): an
+ * oversized request line or headers (431), a request that took too long (408), anything else that
+ * is not HTTP (400), each in the one error body with an `x-request-id`, then closes the connection.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const known = CLIENT_ERRORS[err.code ?? ''];
+  const status = known?.status ?? 400;
+  const body = JSON.stringify(
+    errorBody('invalid_request_error', status, known?.message ?? 'The request is not valid HTTP.'),
+  );
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+        'content-type: application/json; charset=utf-8\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: req_${randomBytes(12).toString('hex')}\r\n` +
+        'connection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.destroy();
+}
+
 /** Maps every failure to the documented body; a 5xx never shows its internal message. */
 export function installErrorHandler(app: FastifyInstance, methods: MethodIndex): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
-    if (err instanceof DomainError) {
-      if (err.status >= 500) request.log.warn({ err, cause: err.cause }, err.message);
-      return sendError(reply, err);
-    }
-    if (hasZodFastifySchemaValidationErrors(err)) {
-      const first = err.validation[0];
-      const inner =
-        first?.keyword === 'invalid_union'
-          ? alternativeTaken((first.params as { errors?: unknown }).errors)
-          : undefined;
-      const path = [...(first?.instancePath ?? '').split('/').filter((s) => s !== ''), ...(inner?.path ?? [])];
-      return sendError(
-        reply,
-        invalid(path, inner?.message ?? first?.message ?? 'invalid request', err.validationContext),
-      );
-    }
-    if (err instanceof ZodError) return sendError(reply, fromZod(err));
-    const status = (err as FastifyError).statusCode;
-    if (status === 413)
-      return reply.code(413).send(errorBody('invalid_request_error', 413, 'The request body is too large.'));
-    if (status === 415) return reply.code(400).send(errorBody('invalid_request_error', 400, BODY_NOT_OBJECT));
-    if (status !== undefined && status >= 400 && status < 500) {
-      // Fastify's own 4xx (malformed JSON): the client's mistake, say so plainly.
-      return reply.code(400).send(errorBody('invalid_request_error', 400, err.message));
-    }
-    if (classifyDbError(err) === 'transient') {
-      request.log.warn({ err }, 'database unavailable');
-      return sendError(reply, databaseUnavailable());
-    }
-    request.log.error({ err }, 'unhandled error');
+    const known = domainErrorOf(err, request);
+    if (known) return sendError(reply, known);
     if (isAfterAdmission(err)) reply.header('x-should-retry', 'false');
     return reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));
   });

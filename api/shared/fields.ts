@@ -31,6 +31,11 @@ export const functionName = z
   .string()
   .regex(/^[a-zA-Z0-9_-]{1,64}$/, { error: 'a function name is 1 to 64 letters, digits, _ or -' });
 
+/** The name of a structured output's JSON Schema (OpenAI's `json_schema.name`, the Responses API's `text.format.name`). */
+export const jsonSchemaName = z
+  .string()
+  .regex(/^[a-zA-Z0-9_-]{1,64}$/, { error: 'a schema name is 1 to 64 letters, digits, _ or -' });
+
 /** An input image the service fetches itself (upscale, image-to-video); `name` is the field as the door spells it. */
 export const imageUrl = (name: string) =>
   z.url({ protocol: /^https?$/, error: `${name} must be an http(s) URL` }).max(2048);

@@ -21,6 +21,8 @@ import { customerId } from './customers';
  * The two shapes of a generate request, each parsed into the service's one request type. Group A's
  * snake_case body is also what the MCP tools take; group C's camelCase body is also what the
  * dashboard's playground prices. They live here, not in a door, because doors never import doors.
+ * Every shape is strict: a field it does not know is a 400 naming it, never silently dropped (a
+ * misspelled cap or deadline would otherwise run without one).
  */
 
 /** Both shapes: an upscale's factor and guidance, and one answer for a kind neither knows. */
@@ -43,13 +45,13 @@ const side = z.number().int().min(1).max(8192);
 const max_credits = spendCapField('max_credits');
 const customer = customerId('customer').optional();
 
-const chatMessage = z.object({
+const chatMessage = z.strictObject({
   role: z.enum(['system', 'user', 'assistant']),
   content: safeText({ label: 'content' }),
 });
 
 /** The image and video branches of the body; the MCP tools take the same fields. */
-export const v1ImageBody = z.object({
+export const v1ImageBody = z.strictObject({
   kind: z.literal('image'),
   model,
   prompt,
@@ -59,11 +61,20 @@ export const v1ImageBody = z.object({
     .optional()
     .describe(`With height: the shape (snapped like aspect) and size (long side ${IMAGE_MAX_SIDE} px at most)`),
   height: side.optional(),
+  input_images: z
+    .array(imageUrl('input_images'))
+    .min(1)
+    .max(16)
+    .optional()
+    .describe(
+      'An edit: the images to edit, by URL (the first is edited, the others guide it); models listing features: ["edit"] take them',
+    ),
+  mask_url: imageUrl('mask_url').optional().describe('An edit: where to edit, the transparent pixels of this image'),
   deadline_seconds: deadlineSeconds,
   max_credits,
   customer,
 });
-export const v1VideoBody = z.object({
+export const v1VideoBody = z.strictObject({
   kind: z.literal('video'),
   model,
   prompt,
@@ -81,7 +92,7 @@ export const v1GenerateBody = z
     [
       v1ImageBody,
       v1VideoBody,
-      z.object({
+      z.strictObject({
         kind: z.literal('chat'),
         model: model.optional().describe('Omitted or auto: the service picks the model'),
         prompt: chatPrompt.optional().describe('A single user message; or send messages'),
@@ -91,7 +102,7 @@ export const v1GenerateBody = z
         max_credits,
         customer,
       }),
-      z.object({
+      z.strictObject({
         kind: z.literal('upscale'),
         model: model.optional().describe('Defaults to upscale'),
         image_url: imageUrl('image_url').describe('The image to upscale: PNG, JPEG or WebP, fetched by the service'),
@@ -114,6 +125,9 @@ export const v1GenerateBody = z
         path: [body.width === undefined ? 'width' : 'height'],
         message: 'width and height go together',
       });
+    }
+    if (body.kind === 'image' && body.mask_url !== undefined && body.input_images === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['mask_url'], message: 'a mask goes with the input_images it edits' });
     }
   })
   .meta({
@@ -153,6 +167,14 @@ export function v1RequestOf(body: V1GenerateBody): GenerationRequest {
         aspect: body.aspect,
         width: body.width,
         height: body.height,
+        ...(body.input_images
+          ? {
+              edit: {
+                images: body.input_images.map((url) => ({ url })),
+                ...(body.mask_url ? { mask: { url: body.mask_url } } : {}),
+              },
+            }
+          : {}),
       };
     case 'video':
       return {
@@ -195,22 +217,23 @@ export const legacyGenerateBody = z
   .discriminatedUnion(
     'kind',
     [
-      z.object({ ...common, kind: z.literal('image'), prompt: legacyPrompt }),
-      z.object({
+      z.strictObject({ ...common, kind: z.literal('image'), prompt: legacyPrompt }),
+      z.strictObject({
         ...common,
         kind: z.literal('video'),
         prompt: legacyPrompt,
         seconds: z.number().finite().optional().describe('Clamped to the model range'),
       }),
       // Chat prompts of any length are accepted and capped server-side to what the model takes.
-      z.object({
+      z.strictObject({
         ...common,
         kind: z.literal('chat'),
         prompt: chatPrompt.describe('Long input is capped to what the model accepts'),
       }),
-      z.object({
+      z.strictObject({
         kind: z.literal('upscale'),
         model: common.model,
+        resolution: common.resolution,
         imageUrl: imageUrl('imageUrl').describe('The image to upscale (PNG, JPEG or WebP)'),
         scale,
         prompt: guidance,
@@ -258,7 +281,7 @@ export function legacyRequestOf(body: LegacyGenerateBody): GenerationRequest {
 
 /** The body of every remix route: only the new prompt; model, seconds, resolution and aspect are the source's. */
 export const remixBody = z
-  .object({
+  .strictObject({
     prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing'),
     max_credits,
     customer,

@@ -38,7 +38,13 @@ const ledgerEntry = z
     balanceAfter: z.number().describe('The available balance after it'),
     heldAfter: z.number().describe('What was held after it'),
     generationId: z.string().nullable(),
-    keyId: z.string().nullable().describe('The key whose generation it was'),
+    batchId: z
+      .string()
+      .nullable()
+      .describe(
+        'The batch it belongs to: its one hold, the release of what its lines did not take, or a line’s charge',
+      ),
+    keyId: z.string().nullable().describe('The key whose generation (or batch) it was'),
     customer: z.string().nullable().describe('The customer (your own end user) whose generation it was'),
     note: z.string().nullable(),
     createdAt: z.string(),

@@ -30,7 +30,20 @@ export const apiError = z
   })
   .meta({ id: 'Error' });
 
-export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 429 | 500 | 503;
+/**
+ * One event of a Server-Sent Events answer, as a client parses it (OpenAPI 3.1 describes a stream's
+ * media type with the schema of each of its events): its type, its id, its data (a JSON text).
+ */
+export const serverSentEvent = z
+  .looseObject({
+    event: z.string().optional().describe('The event type; `message` when absent'),
+    id: z.string().optional().describe('The id to send back as Last-Event-ID'),
+    data: z.string().optional().describe('A JSON text'),
+    retry: z.number().int().optional().describe('The reconnection delay, in ms'),
+  })
+  .meta({ id: 'ServerSentEvent' });
+
+export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 429 | 431 | 500 | 503;
 
 const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   400: 'Missing or malformed parameter (invalid_request_error), no price for the model (unknown_cost), or a prompt refused by the safety guard (content_policy_violation); nothing was held or run',
@@ -39,12 +52,17 @@ const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   403: 'permission_error: the key lacks the scope or the model; csrf_error: a session’s call without its X-CSRF-Token, or from a page of another origin',
   404: 'not_found',
   405: 'The path exists but not with this method; see the Allow header',
-  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), a remix of a video that has not succeeded (generation_not_succeeded) or a reply that is being streamed to its client (generation_streaming), or a disabled webhook endpoint (endpoint_disabled)',
+  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), a remix of a video that has not succeeded (generation_not_succeeded) or a reply that is being streamed to its client (generation_streaming), a disabled webhook endpoint (endpoint_disabled), or a batch that has ended (batch_finished)',
   413: 'The request body is too large',
   429: 'rate_limit_error: the key has used its plan’s requests of the last 60 s; see Retry-After',
+  431: 'invalid_request_error: the request line and headers exceed 16 KiB; answered before any route, for every route',
   500: 'server_error: internal error; retry shortly',
   503: 'server_error: a dependency is unavailable; nothing was charged; retry after Retry-After',
 };
+
+/** What Fastify's router answers for a path parameter over its 100 characters, before the route runs. */
+export const PATH_PARAM_TOO_LONG =
+  'invalid_request_error: a path parameter is longer than 100 characters (no id is); answered before the route runs';
 
 /** Response entries for the given error statuses, each with the error body. */
 export function errorResponses<const S extends readonly ErrorStatus[]>(...statuses: S) {
@@ -141,6 +159,12 @@ export const publicParams = z
       .describe('Video: seconds after clamping to the model range (what is priced and run)'),
     resolution: z.enum(RESOLUTIONS).optional().describe('Video'),
     remixedFrom: z.string().optional().describe('Video: the generation it remixes'),
+    outputFormat: z
+      .enum(['png', 'jpeg', 'webp'])
+      .optional()
+      .describe('Image: the encoding asked for (PNG when absent)'),
+    inputImages: z.number().int().optional().describe('Image edit: how many input images it took'),
+    masked: z.literal(true).optional().describe('Image edit: a mask said where to edit'),
     imageUrl: z.string().optional().describe('Video reference frame, upscale input: the URL given'),
     inputWidth: z.number().int().optional().describe('The input image as fetched'),
     inputHeight: z.number().int().optional(),
@@ -196,6 +220,7 @@ export const generation = z
       .describe(
         'The upstream that served it, as the operator names it (UPSTREAMS_JSON); null when the built-in simulator did, or until it succeeded',
       ),
+    batchId: z.string().nullable().describe('The batch whose line it ran (POST /v1/batches); null otherwise'),
   })
   .meta({ id: 'Generation' });
 
@@ -214,6 +239,7 @@ export function generationOf(g: GenerationView): z.infer<typeof generation> {
     finishedAt: g.finishedAt?.toISOString() ?? null,
     ...liveFieldsOf(g),
     provider: g.provider,
+    batchId: g.batchId,
   };
 }
 
@@ -287,6 +313,14 @@ export const modelEntry = z
     seconds: z.object({ min: z.number(), max: z.number(), default: z.number() }).nullable(),
     defaults: z.record(z.string(), z.union([z.string(), z.number()])),
     options: z.record(z.string(), z.array(z.union([z.string(), z.number()]))),
+    batch: z
+      .object({
+        percent: z.number().describe('A batch line costs this percentage of the same request alone'),
+        price: z.number().nullable(),
+        prices: z.record(z.string(), z.number().nullable()).nullable(),
+      })
+      .nullable()
+      .describe('Prices in a batch (POST /v1/batches), per unit as above; null where batches do not run the model'),
   })
   .meta({ id: 'Model' });
 

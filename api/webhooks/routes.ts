@@ -1,6 +1,13 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ALERT_EVENTS, FLAT_EVENTS, NESTED_EVENTS, PROGRESS_EVENT, WEBHOOK_FORMATS } from '../../core/webhooks/events';
+import {
+  ALERT_EVENTS,
+  BATCH_EVENTS,
+  FLAT_EVENTS,
+  NESTED_EVENTS,
+  PROGRESS_EVENT,
+  WEBHOOK_FORMATS,
+} from '../../core/webhooks/events';
 import { safeText } from '../../core/text';
 import type { DeliveryView, EndpointView, WebhookService } from '../../service/webhooks/endpoints';
 import { MAX_WEBHOOK_ENDPOINTS } from '../../service/webhooks/endpoints';
@@ -21,11 +28,12 @@ const eventName = z.string().max(100);
 const events = z
   .array(eventName)
   .min(1)
-  .max(10)
+  .max(16)
   .describe(
     `Events to receive, within the format's catalogue: nested ${NESTED_EVENTS.join(', ')}; flat ${FLAT_EVENTS.join(', ')}. Default: all of them. ` +
       `Either format may also list ${PROGRESS_EVENT} (never sent without being listed): one delivery per 10 % step of a video or upscale run; ` +
-      `and the account alerts ${ALERT_EVENTS.join(', ')} (never sent without being listed)`,
+      `the account alerts ${ALERT_EVENTS.join(', ')}; and the batch events ${BATCH_EVENTS.join(', ')} (a batch ended; its lines send no generation events). ` +
+      'Those are never sent without being listed',
   );
 const description = safeText({ max: 500, label: 'description' });
 

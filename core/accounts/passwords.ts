@@ -1,5 +1,6 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import type { ScryptOptions } from 'node:crypto';
+import { dictionary } from '@zxcvbn-ts/language-common';
 
 /**
  * Dashboard passwords, hashed with scrypt (node:crypto, no native add-on): N = 2^15, r = 8, p = 1,
@@ -17,6 +18,29 @@ export const SCRYPT_PARAMS: ScryptParams = { N: 2 ** 15, r: 8, p: 1 };
 const KEY_LENGTH = 32;
 export const MIN_PASSWORD_LENGTH = 10;
 export const MAX_PASSWORD_LENGTH = 200;
+
+/** The common passwords (zxcvbn-ts's list of about 49,000, shipped in its package), lower-cased; built on first use. */
+let common: ReadonlySet<string> | undefined;
+const commonPasswords = (): ReadonlySet<string> =>
+  (common ??= new Set(dictionary['passwords-common'].map((p) => p.normalize('NFKC').toLowerCase())));
+
+/**
+ * Why a password may not be chosen, or undefined when it may (NIST SP 800-63B 3.1.1.2, OWASP ASVS
+ * V2.1.7): its length, a password on the list of common ones (compared without case), or the
+ * account's own email address or the part before its `@`. Checked when a password is set, never
+ * at login: a password chosen under an older rule keeps working.
+ */
+export function passwordRefusal(password: string, email?: string): string | undefined {
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH)
+    return `The password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`;
+  const folded = password.normalize('NFKC').toLowerCase();
+  if (commonPasswords().has(folded))
+    return 'This password is on a list of commonly used passwords that attackers try first; choose another.';
+  const address = email?.trim().toLowerCase();
+  if (address && (folded === address || folded === address.slice(0, address.lastIndexOf('@'))))
+    return 'The password must not be your email address or its name part; choose another.';
+  return undefined;
+}
 
 function derive(password: string, salt: Buffer, params: ScryptParams, keyLength: number): Promise<Buffer> {
   // scrypt needs 128 · N · r bytes; Node's default ceiling (32 MiB) is just below that for N = 2^15.

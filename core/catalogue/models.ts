@@ -19,6 +19,8 @@ export interface ImageModel {
   readonly defaultQuality: string;
   /** Group B prices `quality: "hd"` as this model where one exists (DESIGN §6). */
   readonly hdVariant?: string;
+  /** It edits images too (`/v1/images/edits`, group A's `input_images`), priced per image like a generation. */
+  readonly edits?: true;
 }
 
 export interface VideoModel {
@@ -96,27 +98,30 @@ function image(
   aliases: readonly string[],
   credits: number,
   profile: ImageProfile,
-  extra: { hdVariant?: string } = {},
+  extra: { hdVariant?: string; edits?: true } = {},
 ): ImageModel {
   return { kind: 'image', id, aliases, priceMc: creditsToMc(credits), defaultAspect: '1:1', ...profile, ...extra };
 }
 
+/** Models whose upstreams take an image to edit (inpainting, image-to-image), not only a prompt. */
+const EDITS = { edits: true } as const;
+
 export const IMAGE_MODELS: readonly ImageModel[] = [
   image('image-flux', ['flux'], 3, STANDARD),
   image('kie-z-image', [], 3, STANDARD),
-  image('kie-seedream-4', [], 4, FLEXIBLE),
-  image('image-flux-dev', [], 5, STANDARD),
-  image('image-qwen', [], 5, STANDARD),
-  image('gpt-image-1', ['gpt-image'], 6, GPT_IMAGE, { hdVariant: 'gpt-image-1-high' }),
+  image('kie-seedream-4', [], 4, FLEXIBLE, EDITS),
+  image('image-flux-dev', [], 5, STANDARD, EDITS),
+  image('image-qwen', [], 5, STANDARD, EDITS),
+  image('gpt-image-1', ['gpt-image'], 6, GPT_IMAGE, { hdVariant: 'gpt-image-1-high', edits: true }),
   image('image-seedream-3', [], 6, FLEXIBLE),
-  image('image-nano-banana', [], 8, FLEXIBLE),
-  image('image-nano-banana-2', [], 8, FLEXIBLE),
+  image('image-nano-banana', [], 8, FLEXIBLE, EDITS),
+  image('image-nano-banana-2', [], 8, FLEXIBLE, EDITS),
   image('image-recraft-v3', [], 9, FLEXIBLE),
   image('image-flux-ultra', [], 12, FLEXIBLE),
   image('image-ideogram-v2', [], 15, FLEXIBLE),
-  image('image-nano-pro', ['nano-pro'], 17, FLEXIBLE),
-  image('gpt-image-1-high', [], 17, GPT_IMAGE_HIGH),
-  image('image-gpt-high', ['gpt-high'], 22, GPT_IMAGE_HIGH),
+  image('image-nano-pro', ['nano-pro'], 17, FLEXIBLE, EDITS),
+  image('gpt-image-1-high', [], 17, GPT_IMAGE_HIGH, EDITS),
+  image('image-gpt-high', ['gpt-high'], 22, GPT_IMAGE_HIGH, EDITS),
 ];
 
 // ---------------------------------------------------------------------------------------------

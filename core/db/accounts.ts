@@ -54,6 +54,23 @@ export async function insertApiKey(
   );
 }
 
+/** What makes a key (`k`, joined to its account) usable: the one condition of every check of a key. */
+const LIVE_KEY = 'k.revoked_at IS NULL';
+
+/**
+ * Of these keys, the ids of those still usable, by the same condition as the lookup of every
+ * request: what an open stream checks again while it runs (a revoked key, or one whose account is
+ * gone, is missing from the answer).
+ */
+export async function liveApiKeys(q: Queryable, keyIds: readonly string[]): Promise<Set<string>> {
+  if (keyIds.length === 0) return new Set();
+  const r = await q.query<{ id: string }>(
+    `SELECT k.id FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ANY($1::text[]) AND ${LIVE_KEY}`,
+    [keyIds],
+  );
+  return new Set(r.rows.map((row) => row.id));
+}
+
 /** The live key with this hash; a revoked key is not found, so revocation applies on the next request. */
 export async function findApiKeyByHash(q: Queryable, keyHash: Buffer): Promise<StoredApiKey | undefined> {
   // Named: prepared once per connection, since every keyed request starts with it.
@@ -71,7 +88,7 @@ export async function findApiKeyByHash(q: Queryable, keyHash: Buffer): Promise<S
     text: `SELECT k.id, k.account_id, a.plan, k.scopes, k.models, a.balance_mc - a.held_mc AS available_mc, k.last_used_at,
                   EXISTS (SELECT 1 FROM api_key_budgets b WHERE b.key_id = k.id) AS budgeted
              FROM api_keys k JOIN accounts a ON a.id = k.account_id
-            WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+            WHERE k.key_hash = $1 AND ${LIVE_KEY}`,
     values: [keyHash],
   });
   const row = r.rows[0];

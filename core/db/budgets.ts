@@ -15,12 +15,17 @@ export interface KeyBudget {
 }
 
 /**
- * What a key has spent since `since`: its holds still held, and what its settled holds charged.
- * Read, never kept: a release gives budget back and a charge counts without a step of its own.
+ * What a key has spent since `since`: its holds still held, what its settled holds charged, and
+ * what its batches still hold for lines not started yet. Read, never kept: a release gives budget
+ * back and a charge counts without a step of its own.
  */
-const SPENT_SQL = `SELECT COALESCE(SUM(CASE h.state WHEN 'held' THEN h.amount_mc WHEN 'settled' THEN h.charged_mc ELSE 0 END), 0)::bigint AS spent_mc
-                     FROM generations g JOIN holds h ON h.generation_id = g.id
-                    WHERE g.api_key_id = $1 AND ($2::timestamptz IS NULL OR g.created_at >= $2)`;
+const SPENT_SQL = `SELECT (
+                     (SELECT COALESCE(SUM(CASE h.state WHEN 'held' THEN h.amount_mc WHEN 'settled' THEN h.charged_mc ELSE 0 END), 0)
+                        FROM generations g JOIN holds h ON h.generation_id = g.id
+                       WHERE g.api_key_id = $1 AND ($2::timestamptz IS NULL OR g.created_at >= $2))
+                   + (SELECT COALESCE(SUM(b.held_mc), 0) FROM batches b
+                       WHERE b.api_key_id = $1 AND b.held_mc > 0 AND ($2::timestamptz IS NULL OR b.created_at >= $2))
+                   )::bigint AS spent_mc`;
 
 /** `since` is null for 'none': node-pg reads PostgreSQL's -infinity as a number, not a Date. */
 interface BudgetRow {

@@ -42,10 +42,13 @@ export interface GenerationRow {
   measuredSeconds: number | null;
   /** The configured upstream that served it (core/db/upstreams.ts); null for the simulator or before. */
   provider: string | null;
+  /** The batch whose line it runs (and the line), or null. */
+  batchId: string | null;
+  batchLine: number | null;
 }
 
 export const GENERATION_COLUMNS = `id, account_id, api_key_id, customer_id, kind, model, status, params, internal, prompt, quote_mc, charged_mc, free_chat,
-  output_key, output_text, error, created_at, started_at, finished_at, ${PREVIEW_KEYS_COLUMN}, ${PROVIDER_COLUMN}`;
+  output_key, output_text, error, created_at, started_at, finished_at, batch_id, batch_line, ${PREVIEW_KEYS_COLUMN}, ${PROVIDER_COLUMN}`;
 
 export interface GenerationDbRow {
   id: string;
@@ -68,6 +71,8 @@ export interface GenerationDbRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  batch_id: string | null;
+  batch_line: number | null;
   provider: string | null;
 }
 
@@ -97,6 +102,8 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
     queuePosition: null,
     measuredSeconds: null,
     provider: r.provider,
+    batchId: r.batch_id,
+    batchLine: r.batch_line,
   };
 }
 
@@ -148,25 +155,52 @@ export async function listGenerations(q: Queryable, accountId: string, f: ListFi
   return withEstimates(q, r.rows.map(fromRow));
 }
 
+/** A generation with the number of its latest status change (0 for one not changed since numbers came). */
+export type NumberedGeneration = GenerationRow & { changeSeq: number };
+
+const numbered = (row: GenerationDbRow & { change_seq: string | null }): NumberedGeneration => ({
+  ...fromRow(row),
+  changeSeq: Number(row.change_seq ?? 0),
+});
+
+/** The number of the account's latest change (core/db/notify.ts, takeChange); 0 before its first. */
+export async function latestChange(q: Queryable, accountId: string): Promise<number | undefined> {
+  const r = await q.query<{ change_seq: string }>('SELECT change_seq FROM accounts WHERE id = $1', [accountId]);
+  const row = r.rows[0];
+  return row && Number(row.change_seq);
+}
+
 /**
- * An account's generations from `fromId` on (ids are time-ordered, so this is a bounded range of
- * the account's index) that changed after `since`: what a live view has to redraw.
+ * The account's generations whose latest status change is numbered after `afterSeq`, in the order
+ * of their numbers, at most `limit`: exactly what changed after it, since numbers follow commits.
  */
-export async function listChangedGenerations(
+export async function listChangedAfter(
+  q: Queryable,
+  accountId: string,
+  afterSeq: number,
+  limit = 200,
+): Promise<NumberedGeneration[]> {
+  const r = await q.query<GenerationDbRow & { change_seq: string | null }>(
+    `SELECT ${GENERATION_COLUMNS}, change_seq FROM generations
+      WHERE account_id = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3`,
+    [accountId, afterSeq, limit],
+  );
+  return withEstimates(q, r.rows.map(numbered));
+}
+
+/** The account's generations created or changed after `since` (from `fromId` on: a bounded range of its index). */
+export async function listChangedSince(
   q: Queryable,
   accountId: string,
   f: { fromId: string; since: Date },
-): Promise<(GenerationRow & { updatedAt: Date })[]> {
-  const r = await q.query<GenerationDbRow & { updated_at: Date }>(
-    `SELECT ${GENERATION_COLUMNS}, updated_at FROM generations
+): Promise<NumberedGeneration[]> {
+  const r = await q.query<GenerationDbRow & { change_seq: string | null }>(
+    `SELECT ${GENERATION_COLUMNS}, change_seq FROM generations
       WHERE account_id = $1 AND id >= $2 AND updated_at > $3
-      ORDER BY id LIMIT 200`,
+      ORDER BY change_seq NULLS FIRST LIMIT 200`,
     [accountId, f.fromId, f.since],
   );
-  return withEstimates(
-    q,
-    r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at })),
-  );
+  return withEstimates(q, r.rows.map(numbered));
 }
 
 /**
@@ -183,21 +217,19 @@ export async function listSiblings(q: Queryable, accountId: string, firstId: str
   return withEstimates(q, r.rows.map(fromRow));
 }
 
-/** Some of an account's generations with when each last changed (the version a live stream resumes from). */
-export async function getVersioned(
+/** Some of an account's generations with the number of each one's latest change, in the order of those numbers. */
+export async function getNumbered(
   q: Queryable,
   accountId: string,
   ids: readonly string[],
-): Promise<(GenerationRow & { updatedAt: Date })[]> {
+): Promise<NumberedGeneration[]> {
   if (ids.length === 0) return [];
-  const r = await q.query<GenerationDbRow & { updated_at: Date }>(
-    `SELECT ${GENERATION_COLUMNS}, updated_at FROM generations WHERE account_id = $1 AND id = ANY($2::text[]) ORDER BY id`,
+  const r = await q.query<GenerationDbRow & { change_seq: string | null }>(
+    `SELECT ${GENERATION_COLUMNS}, change_seq FROM generations
+      WHERE account_id = $1 AND id = ANY($2::text[]) ORDER BY change_seq NULLS FIRST, id`,
     [accountId, ids],
   );
-  return withEstimates(
-    q,
-    r.rows.map((row) => ({ ...fromRow(row), updatedAt: row.updated_at })),
-  );
+  return withEstimates(q, r.rows.map(numbered));
 }
 
 /** Adds to a generation's internal parameters (where a stored input is, once it is stored). */

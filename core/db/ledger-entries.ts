@@ -10,6 +10,8 @@ export interface StoredLedgerEntry {
   balanceAfterMc: number;
   heldAfterMc: number;
   generationId: string | null;
+  /** The batch the movement belongs to: its own hold or release, or a charge or release of one of its lines. */
+  batchId: string | null;
   keyId: string | null;
   customerId: string | null;
   note: string | null;
@@ -29,13 +31,15 @@ export async function listLedgerEntries(
     balance_after_mc: number;
     held_after_mc: number;
     generation_id: string | null;
+    batch_id: string | null;
     api_key_id: string | null;
     customer_id: string | null;
     note: string | null;
     created_at: Date;
   }>(
-    `SELECT e.id, e.entry, e.amount_mc, e.balance_after_mc, e.held_after_mc, e.generation_id, g.api_key_id, g.customer_id, e.note, e.created_at
-       FROM ledger_entries e LEFT JOIN generations g ON g.id = e.generation_id
+    `SELECT e.id, e.entry, e.amount_mc, e.balance_after_mc, e.held_after_mc, e.generation_id,
+            COALESCE(e.batch_id, g.batch_id) AS batch_id, COALESCE(g.api_key_id, b.api_key_id) AS api_key_id, g.customer_id, e.note, e.created_at
+       FROM ledger_entries e LEFT JOIN generations g ON g.id = e.generation_id LEFT JOIN batches b ON b.id = e.batch_id
       WHERE e.account_id = $1 AND ($2::bigint IS NULL OR e.id < $2::bigint) AND ($4::text IS NULL OR g.customer_id = $4)
       ORDER BY e.id DESC LIMIT $3`,
     [accountId, page.beforeId ?? null, page.limit, page.customerId ?? null],
@@ -47,6 +51,7 @@ export async function listLedgerEntries(
     balanceAfterMc: row.balance_after_mc,
     heldAfterMc: row.held_after_mc,
     generationId: row.generation_id,
+    batchId: row.batch_id,
     keyId: row.api_key_id,
     customerId: row.customer_id,
     note: row.note,

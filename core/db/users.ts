@@ -139,6 +139,17 @@ export interface SessionRow {
   expiresAt: Date;
 }
 
+/** Of these session token hashes, those of sessions still live (hex): what an open stream checks again while it runs. */
+export async function liveSessions(q: Queryable, tokenHashes: readonly Buffer[]): Promise<Set<string>> {
+  if (tokenHashes.length === 0) return new Set();
+  const r = await q.query<{ token_hash: Buffer }>(
+    `SELECT s.token_hash FROM sessions s JOIN users u ON u.id = s.user_id
+      WHERE s.token_hash = ANY($1::bytea[]) AND s.expires_at > now()`,
+    [tokenHashes],
+  );
+  return new Set(r.rows.map((row) => row.token_hash.toString('hex')));
+}
+
 /** The live session with this token hash; an expired or ended one is not found. */
 export async function findSession(q: Queryable, tokenHash: Buffer): Promise<SessionRow | undefined> {
   const r = await q.query<{

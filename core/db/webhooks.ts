@@ -148,6 +148,8 @@ export interface DeliveryCause {
   progress?: number | null;
   /** The account alert an alert event announces (core/db/alerts.ts), one delivery per endpoint. */
   alertId?: string | null;
+  /** The batch a batch event is about, one delivery per endpoint and event. */
+  batchId?: string | null;
   /**
    * The W3C traceparent of the span that wrote it (tracing on), so that its attempts, in a trace
    * of their own, link back to the work that caused them; null with tracing off.
@@ -165,8 +167,8 @@ export async function enqueueDeliveries(
   const ids = rows.map(() => newId('whd'));
   const r = await tx.query<{ id: string }>(
     `WITH ins AS (
-       INSERT INTO webhook_deliveries (id, endpoint_id, account_id, generation_id, event, progress, alert_id, trace_parent)
-       SELECT u.id, u.endpoint_id, u.account_id, $4, u.event, $6, $7, $8
+       INSERT INTO webhook_deliveries (id, endpoint_id, account_id, generation_id, event, progress, alert_id, trace_parent, batch_id)
+       SELECT u.id, u.endpoint_id, u.account_id, $4, u.event, $6, $7, $8, $9
          FROM unnest($1::text[], $2::text[], $3::text[], $5::text[]) AS u (id, endpoint_id, account_id, event)
        ON CONFLICT DO NOTHING
        RETURNING id
@@ -183,6 +185,7 @@ export async function enqueueDeliveries(
       cause.progress ?? null,
       cause.alertId ?? null,
       cause.traceparent ?? null,
+      cause.batchId ?? null,
     ],
   );
   return r.rows.map((x) => x.id);
@@ -241,6 +244,8 @@ export interface DeliveryTarget {
   progress: number | null;
   /** An alert event's alert (core/db/alerts.ts); null for every generation event and a ping. */
   alertId: string | null;
+  /** A batch event's batch; null for every other event. */
+  batchId: string | null;
   /** The W3C traceparent of the span that wrote the delivery; null when tracing was off. */
   traceParent: string | null;
   createdAt: Date;
@@ -255,11 +260,12 @@ export async function loadDeliveryTarget(q: Queryable, deliveryId: string): Prom
       d_generation_id: string | null;
       d_progress: number | null;
       d_alert_id: string | null;
+      d_batch_id: string | null;
       d_trace_parent: string | null;
       d_created_at: Date;
     }
   >(
-    `SELECT d.id AS d_id, d.event AS d_event, d.generation_id AS d_generation_id, d.progress AS d_progress, d.alert_id AS d_alert_id,
+    `SELECT d.id AS d_id, d.event AS d_event, d.generation_id AS d_generation_id, d.progress AS d_progress, d.alert_id AS d_alert_id, d.batch_id AS d_batch_id,
             d.trace_parent AS d_trace_parent, d.created_at AS d_created_at, ${endpointColumns('e.')}
        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
       WHERE d.id = $1`,
@@ -273,11 +279,12 @@ export async function loadDeliveryTarget(q: Queryable, deliveryId: string): Prom
     d_generation_id: generationId,
     d_progress: progress,
     d_alert_id: alertId,
+    d_batch_id: batchId,
     d_trace_parent: traceParent,
     d_created_at: createdAt,
     ...endpoint
   } = row;
-  return { id, event, generationId, progress, alertId, traceParent, createdAt, endpoint };
+  return { id, event, generationId, progress, alertId, batchId, traceParent, createdAt, endpoint };
 }
 
 export interface AttemptResult {

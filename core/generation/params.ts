@@ -30,6 +30,12 @@ export interface PublicParams {
   height?: number;
   /** Image: group B's `quality: "hd"`, charged twice where the model has no high variant. */
   hd?: true;
+  /** Image: the encoding asked for (OpenAI's `output_format`); PNG when absent. */
+  outputFormat?: 'png' | 'jpeg' | 'webp';
+  /** Image edit: how many input images it took (the first is the one edited). */
+  inputImages?: number;
+  /** Image edit: a mask said where to edit (its transparent pixels). */
+  masked?: true;
   /** Video: seconds after clamping to the model's range (what is priced and run). */
   seconds?: number;
   resolution?: Resolution;
@@ -83,6 +89,20 @@ export interface FunctionTool {
 /** Whether and which function the model must call. */
 export type ToolChoice = 'none' | 'auto' | 'required' | { name: string };
 
+/**
+ * Structured output: the reply is a JSON object (`json_object`), or JSON that validates against a
+ * JSON Schema (`json_schema`; `strict` as the client asked). Passed to providers that take it.
+ */
+export type ResponseFormat =
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      name: string;
+      schema: Record<string, unknown>;
+      description?: string | undefined;
+      strict?: boolean | undefined;
+    };
+
 /** The functions of a chat. */
 export interface ChatTools {
   functions: FunctionTool[];
@@ -102,14 +122,26 @@ export interface ResponseRecord {
   instructions?: string | undefined;
   metadata?: Record<string, string> | undefined;
   previousResponseId?: string | undefined;
+  /** How many of the conversation's last turns were this request's own input (`GET …/input_items`). */
+  inputCount?: number | undefined;
+  /** Deleted by `DELETE /v1/responses/{id}`: no longer readable nor continued; the generation stays the account's record. */
+  deleted?: boolean | undefined;
 }
 
 /** What the service keeps for itself; never shown. */
 export interface InternalParams {
   /** The client's own deadline in ms (`Cancel-After`, `deadline_seconds`): the workflow's is the sooner of it and the kind's. */
   clientDeadlineMs?: number;
-  /** A chat the API runs itself (group B): how long its workflow waits for the API's report. */
+  /**
+   * A chat the API runs itself (group B), of the earlier shape: how long its workflow waits for the
+   * API's report. Remove once no such chat can be in flight (its hold lasts at most the chat's deadline).
+   */
   apiRunDeadlineMs?: number;
+  /**
+   * A chat the API runs and records itself (group B): its hold carries a deadline, and its workflow
+   * starts once the reply has ended, with the outcome.
+   */
+  recordedByApi?: boolean;
   /** Per-token chat: the rate the settle charges, in millicredits per 1,000 output tokens. */
   ratePer1kMc?: number;
   /** Chat: sampling settings passed on to the model. */
@@ -118,12 +150,17 @@ export interface InternalParams {
   tools?: ChatTools;
   /** Chat: the conversation as run, when it is more than one user turn. */
   messages?: ChatMessage[];
+  /** Chat: the reply must be JSON (and validate against a schema). */
+  responseFormat?: ResponseFormat;
   /** Chat made through the Responses API: what it keeps beside the reply. */
   response?: ResponseRecord;
   /** Chat: the function calls the reply made (a response continued later reads them). */
   outputToolCalls?: ToolCall[];
   /** Video (reference frame), upscale: where the checked input image is stored. */
   inputKey?: string;
+  /** Image edit: where its checked input images are stored, in order, and its mask. */
+  inputKeys?: string[];
+  maskKey?: string;
   /** One of several generations admitted by one request (group B's `n` images): the first one's id and this one's place. */
   siblings?: { firstId: string; index: number };
 }
@@ -135,6 +172,9 @@ export const PUBLIC_PARAM_KEYS = Object.keys({
   width: true,
   height: true,
   hd: true,
+  outputFormat: true,
+  inputImages: true,
+  masked: true,
   seconds: true,
   resolution: true,
   remixedFrom: true,
@@ -151,13 +191,17 @@ export const PUBLIC_PARAM_KEYS = Object.keys({
 export const INTERNAL_PARAM_KEYS = Object.keys({
   clientDeadlineMs: true,
   apiRunDeadlineMs: true,
+  recordedByApi: true,
   ratePer1kMc: true,
   sampling: true,
   tools: true,
   messages: true,
+  responseFormat: true,
   response: true,
   outputToolCalls: true,
   inputKey: true,
+  inputKeys: true,
+  maskKey: true,
   siblings: true,
 } satisfies Record<keyof InternalParams, true>) as (keyof InternalParams)[];
 

@@ -49,6 +49,8 @@ export interface GenerationView {
   expectedAt: Date | null;
   /** The configured upstream that served it; null when the simulator did, or nothing has yet. */
   provider: string | null;
+  /** The batch whose line it ran (group B's Batch API), or null. */
+  batchId: string | null;
 }
 
 /** Video slots per account (VIDEO_CONCURRENCY's default): a queued video waits about expected × position / slots. */
@@ -98,6 +100,7 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
     finishedAt: g.finishedAt,
     ...estimateOf(g, Date.now()),
     provider: g.status === 'succeeded' ? g.provider : null,
+    batchId: g.batchId,
   };
 }
 

@@ -42,6 +42,11 @@ export interface NewGeneration {
   budgeted?: boolean | undefined;
   /** The platform's own end user it is for: stored with it, and its hold checked against the customer's budget. */
   customerId?: string | undefined;
+  /**
+   * A hold its caller resolves itself, with no workflow until then (a chat the API runs): the
+   * caller settles or releases it within this many ms, and past that the reconciler releases it.
+   */
+  resolveWithinMs?: number | undefined;
 }
 
 /** An Idempotency-Key with the hash of the request it came with. */
@@ -232,6 +237,8 @@ async function admitAll(
 /** now() is the transaction's start, so it is also the `created_at` its inserts default to. */
 interface HeldMoney extends AccountMoney {
   created_at: Date;
+  /** The account's change number this admission took (core/db/notify.ts, takeChange). */
+  change_seq: number;
 }
 
 type OneAdmission =
@@ -243,9 +250,10 @@ type OneAdmission =
 async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Promise<OneAdmission> {
   if (g.freeChat) {
     const claimed = await tx.query<HeldMoney>(
-      `UPDATE accounts SET chat_used = chat_used + 1
+      `UPDATE accounts SET chat_used = chat_used + 1, change_seq = change_seq + 1
         WHERE id = $1 AND chat_used < chat_cap
-          AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $2) RETURNING balance_mc, held_mc, now() AS created_at`,
+          AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $2)
+        RETURNING balance_mc, held_mc, change_seq, now() AS created_at`,
       [g.accountId, g.id],
     );
     const money = claimed.rows[0];
@@ -279,16 +287,17 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
   // between them are checked at the end of the statement, when all three exist.
   const held = await tx.query<HeldMoney>(
     `WITH a AS (
-       UPDATE accounts SET held_mc = held_mc + $2::bigint
+       UPDATE accounts SET held_mc = held_mc + $2::bigint, change_seq = change_seq + 1
         WHERE id = $1 AND balance_mc - held_mc >= $2::bigint
           AND NOT EXISTS (SELECT 1 FROM holds WHERE generation_id = $3)
           AND ($10::boolean OR low_balance_mc IS NULL OR low_balance_alerted OR balance_mc - held_mc - $2::bigint >= low_balance_mc)
-        RETURNING id, balance_mc, held_mc
+        RETURNING id, balance_mc, held_mc, change_seq
      ), g AS (
-       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, customer_id)
-       SELECT $3, id, $4, $5, $6, $9, CASE WHEN $9 = 'running' THEN now() END, $7, $11, $8, $2::bigint, false, $12 FROM a
+       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, change_seq, customer_id)
+       SELECT $3, id, $4, $5, $6, $9, CASE WHEN $9 = 'running' THEN now() END, $7, $11, $8, $2::bigint, false, change_seq, $13 FROM a
      ), h AS (
-       INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT $3, id, $2::bigint, false FROM a
+       INSERT INTO holds (generation_id, account_id, amount_mc, free_chat, deadline_at)
+       SELECT $3, id, $2::bigint, false, now() + make_interval(secs => $12::double precision / 1000) FROM a
      ), e AS (
        INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
        SELECT id, $3, 'hold', $2::bigint, balance_mc, held_mc, NULL FROM a
@@ -306,6 +315,7 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
       admittedStatus(g),
       alerting,
       JSON.stringify(g.internal),
+      g.resolveWithinMs ?? null,
       g.customerId ?? null,
     ],
   );
@@ -342,10 +352,11 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
 }
 
 /** A free reply is a hold of nothing: its rows and entry exist so that it resolves like any other. */
-async function insertFreeReply(tx: Queryable, g: NewGeneration, after: AccountMoney): Promise<void> {
+async function insertFreeReply(tx: Queryable, g: NewGeneration, after: HeldMoney): Promise<void> {
   await tx.query(
-    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, customer_id)
-     VALUES ($1, $2, $3, $4, $5, $8, CASE WHEN $8 = 'running' THEN now() END, $6, $9, $7, 0, true, $10) RETURNING ${notifyExpr('account_id', 'id', admittedStatus(g))}`,
+    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, change_seq, customer_id)
+     VALUES ($1, $2, $3, $4, $5, $8, CASE WHEN $8 = 'running' THEN now() END, $6, $9, $7, 0, true, $10, $11)
+     RETURNING ${notifyExpr('account_id', 'id', admittedStatus(g))}`,
     [
       g.id,
       g.accountId,
@@ -356,13 +367,15 @@ async function insertFreeReply(tx: Queryable, g: NewGeneration, after: AccountMo
       g.prompt,
       admittedStatus(g),
       JSON.stringify(g.internal),
+      after.change_seq,
       g.customerId ?? null,
     ],
   );
-  await tx.query(`INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) VALUES ($1, $2, 0, true)`, [
-    g.id,
-    g.accountId,
-  ]);
+  await tx.query(
+    `INSERT INTO holds (generation_id, account_id, amount_mc, free_chat, deadline_at)
+     VALUES ($1, $2, 0, true, now() + make_interval(secs => $3::double precision / 1000))`,
+    [g.id, g.accountId, g.resolveWithinMs ?? null],
+  );
   await appendEntry(tx, {
     accountId: g.accountId,
     generationId: g.id,

@@ -31,6 +31,8 @@ export async function appendEntry(
   e: {
     accountId: string;
     generationId: string | null;
+    /** A batch's own movement (its hold, the release of what its lines did not take). */
+    batchId?: string | null;
     entry: EntryKind;
     amountMc: Millicredits;
     after: AccountMoney;
@@ -38,8 +40,8 @@ export async function appendEntry(
   },
 ): Promise<void> {
   await tx.query(
-    `INSERT INTO ledger_entries (account_id, generation_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
-     VALUES ($1, $2, $3, $4::bigint, $5::bigint, $6::bigint, $7)`,
-    [e.accountId, e.generationId, e.entry, e.amountMc, e.after.balance_mc, e.after.held_mc, e.note],
+    `INSERT INTO ledger_entries (account_id, generation_id, batch_id, entry, amount_mc, balance_after_mc, held_after_mc, note)
+     VALUES ($1, $2, $8, $3, $4::bigint, $5::bigint, $6::bigint, $7)`,
+    [e.accountId, e.generationId, e.entry, e.amountMc, e.after.balance_mc, e.after.held_mc, e.note, e.batchId ?? null],
   );
 }

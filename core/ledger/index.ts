@@ -6,8 +6,21 @@
  *
  *   admit ──► queued ──startRunning──► running ──settle──► succeeded (charged)
  *                 └──────────────────────┴─────release──► failed (nothing charged)
+ *
+ * A batch holds its whole quote once (holdBatch); each of its lines that starts takes its share
+ * into holds of its own generations (admitBatchLines), which then move as above (core/ledger/batches.ts).
  */
 export { admit } from './admit';
+export {
+  admitBatchLines,
+  batchState,
+  finishBatch,
+  holdBatch,
+  recordFailedBatch,
+  requestBatchCancel,
+  stopBatch,
+} from './batches';
+export type { BatchFinish, BatchHold, BatchStop, LineLimits, LinesAdmission, NewBatch } from './batches';
 export type { Admission, AdmittedGeneration, KeyedRequest, NewGeneration } from './admit';
 export { setLowBalanceThreshold } from './alerts';
 export { credit, openAccount } from './credit';

@@ -1,8 +1,10 @@
 import { enqueueDeliveries } from '../db/webhooks';
 import { activeTraceparent } from '../tracing';
 import type { AlertRow } from '../db/alerts';
+import type { BatchRow } from '../db/batches';
 import type { Queryable } from '../db/pool';
 import { anyEventFor, eventFor, FLAT_KINDS, PROGRESS_EVENT } from '../webhooks/events';
+import type { BatchEvent } from '../webhooks/events';
 import type { WebhookFormat } from '../webhooks/events';
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
 
@@ -15,7 +17,10 @@ import type { GenerationKind, GenerationStatus } from '../vocabulary';
 /** Whether any endpoint, of either format, can be owed an event: the one place that decides it. */
 export const owesEvent = (kind: GenerationKind, status: GenerationStatus): boolean => anyEventFor(kind, status);
 
-/** One delivery per enabled endpoint of the generation's account that wants what `status` means. */
+/**
+ * One delivery per enabled endpoint of the generation's account that wants what `status` means. A
+ * batch's line owes none: its batch's own events tell how it ended (recordBatchEvent).
+ */
 export async function recordStatusEvent(
   tx: Queryable,
   generationId: string,
@@ -26,7 +31,7 @@ export async function recordStatusEvent(
   const r = await tx.query<{ id: string; account_id: string; format: WebhookFormat; events: string[] | null }>(
     `SELECT e.id, e.account_id, e.format, e.events
        FROM generations g JOIN webhook_endpoints e ON e.account_id = g.account_id AND e.enabled
-      WHERE g.id = $1`,
+      WHERE g.id = $1 AND g.batch_id IS NULL`,
     [generationId],
   );
   const rows = r.rows.flatMap((e) => {
@@ -67,5 +72,22 @@ export async function recordAlertEvent(tx: Queryable, alert: AlertRow): Promise<
     tx,
     r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event: alert.event })),
     { generationId: null, alertId: alert.id, traceparent: activeTraceparent() },
+  );
+}
+
+/** One delivery of a batch's event per enabled endpoint of its account that lists it (batch events are opt-in). */
+export async function recordBatchEvent(
+  tx: Queryable,
+  batch: Pick<BatchRow, 'id' | 'accountId'>,
+  event: BatchEvent,
+): Promise<void> {
+  const r = await tx.query<{ id: string; account_id: string }>(
+    'SELECT id, account_id FROM webhook_endpoints WHERE account_id = $1 AND enabled AND $2 = ANY (events)',
+    [batch.accountId, event],
+  );
+  await enqueueDeliveries(
+    tx,
+    r.rows.map((e) => ({ endpointId: e.id, accountId: e.account_id, event })),
+    { generationId: null, batchId: batch.id, traceparent: activeTraceparent() },
   );
 }

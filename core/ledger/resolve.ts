@@ -8,7 +8,7 @@ import { recordRoute } from '../db/upstreams';
 import type { GenerationFailure, GenerationKind, RouteEntry, ToolCall } from '../vocabulary';
 import { appendEntry, moveAccount } from './entries';
 import { classified } from './failures';
-import { notifyExpr } from '../db/notify';
+import { notifyExpr, STATUS_CHANNEL, takeChange } from '../db/notify';
 import { recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
 
@@ -27,8 +27,8 @@ export interface SettleRequest {
 }
 
 export type Resolution =
-  | { outcome: 'settled'; kind: GenerationKind; chargedMc: Millicredits; releasedMc: Millicredits }
-  | { outcome: 'released'; kind: GenerationKind; releasedMc: Millicredits; code: string }
+  | { outcome: 'settled'; kind: GenerationKind; chargedMc: Millicredits; releasedMc: Millicredits; batchId?: string }
+  | { outcome: 'released'; kind: GenerationKind; releasedMc: Millicredits; code: string; batchId?: string }
   /** The hold had moved before: nothing changed now. */
   | { outcome: 'already'; state: 'settled' | 'released' };
 
@@ -75,12 +75,14 @@ async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
   const entry = { accountId: hold.account_id, generationId: req.generationId, after };
   await appendEntry(tx, { ...entry, entry: 'charge', amountMc: hold.charged_mc, note: null });
   if (rest > 0) await appendEntry(tx, { ...entry, entry: 'release', amountMc: rest, note: 'unused part of the hold' });
-  const g = await tx.query<{ kind: GenerationKind }>(
-    `UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
+  const g = await tx.query<{ kind: GenerationKind; batch_id: string | null }>(
+    `WITH ${takeChange('$7')}
+     UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
             params = CASE WHEN $5::integer IS NULL THEN params ELSE params || jsonb_build_object('outputTokens', $5::integer) END,
             internal = CASE WHEN $6::jsonb IS NULL THEN internal ELSE internal || jsonb_build_object('outputToolCalls', $6::jsonb) END,
-            started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now()
-      WHERE id = $1 RETURNING kind, ${notifyExpr('account_id', 'id', 'succeeded')}`,
+            started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now(),
+            change_seq = (SELECT n FROM change)
+      WHERE id = $1 RETURNING kind, batch_id, ${notifyExpr('account_id', 'id', 'succeeded')}, ${BATCH_NOTICE}`,
     [
       req.generationId,
       hold.charged_mc,
@@ -88,11 +90,12 @@ async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
       req.outputText,
       req.outputTokens ?? null,
       req.toolCalls?.length ? JSON.stringify(req.toolCalls) : null,
+      hold.account_id,
     ],
   );
   const kind = kindOf(g.rows[0], req.generationId);
   await recordStatusEvent(tx, req.generationId, kind, 'succeeded');
-  return { outcome: 'settled', kind, chargedMc: hold.charged_mc, releasedMc: rest };
+  return { outcome: 'settled', kind, chargedMc: hold.charged_mc, releasedMc: rest, ...batchOf(g.rows[0]) };
 }
 
 async function releaseIn(tx: Queryable, generationId: string, failure: GenerationFailure): Promise<Resolution> {
@@ -119,15 +122,24 @@ async function releaseIn(tx: Queryable, generationId: string, failure: Generatio
     after,
     note: failure.code,
   });
-  const g = await tx.query<{ kind: GenerationKind }>(
-    `UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now()
-      WHERE id = $1 RETURNING kind, ${notifyExpr('account_id', 'id', 'failed')}`,
-    [generationId, JSON.stringify(failure)],
+  const g = await tx.query<{ kind: GenerationKind; batch_id: string | null }>(
+    `WITH ${takeChange('$3')}
+     UPDATE generations SET status = 'failed', error = $2, finished_at = now(), updated_at = now(),
+            change_seq = (SELECT n FROM change)
+      WHERE id = $1 RETURNING kind, batch_id, ${notifyExpr('account_id', 'id', 'failed')}, ${BATCH_NOTICE}`,
+    [generationId, JSON.stringify(failure), hold.account_id],
   );
   const kind = kindOf(g.rows[0], generationId);
   await recordStatusEvent(tx, generationId, kind, 'failed');
-  return { outcome: 'released', kind, releasedMc: hold.amount_mc, code: failure.code };
+  return { outcome: 'released', kind, releasedMc: hold.amount_mc, code: failure.code, ...batchOf(g.rows[0]) };
 }
+
+/** A batch's line: its batch hears of it on the ledger's channel too (`<account>:<batch>:batch`). */
+const BATCH_NOTICE = `CASE WHEN batch_id IS NOT NULL THEN pg_notify('${STATUS_CHANNEL}', account_id || ':' || batch_id || ':batch') END`;
+
+/** The batch a resolved generation ran a line of, for the caller to wake its workflow. */
+const batchOf = (row: { batch_id: string | null } | undefined): { batchId?: string } =>
+  row?.batch_id ? { batchId: row.batch_id } : {};
 
 function kindOf(row: { kind: GenerationKind } | undefined, generationId: string): GenerationKind {
   if (!row) throw new Error(`generation ${generationId} has a hold but no row`);

@@ -3,7 +3,7 @@ import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
 import { classified } from './failures';
-import { notifyExpr } from '../db/notify';
+import { notifyExpr, takeChange } from '../db/notify';
 import { recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
 
@@ -45,9 +45,11 @@ function startIn(pool: pg.Pool, req: StartRequest): Promise<StartOutcome> {
 
 async function start(tx: Queryable, req: StartRequest): Promise<boolean> {
   const moved = await tx.query(
-    `UPDATE generations SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now()
+    `WITH ${takeChange('$2')}
+     UPDATE generations SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now(),
+            change_seq = (SELECT n FROM change)
       WHERE id = $1 AND status = 'queued' RETURNING ${notifyExpr('account_id', 'id', 'running')}`,
-    [req.generationId],
+    [req.generationId, req.accountId],
   );
   return (moved.rowCount ?? 0) > 0;
 }

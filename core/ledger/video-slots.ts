@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
-import { notifyExpr } from '../db/notify';
+import { notifyExpr, takeChange } from '../db/notify';
 import { classified } from './failures';
 import { recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
@@ -144,7 +144,9 @@ async function claimSlot(
   // slot committed (it waited on the account lock), and now() would then date the start before
   // the previous job's finish.
   const claimed = await tx.query(
-    `UPDATE generations g SET status = 'running', started_at = clock_timestamp(), updated_at = now()
+    `WITH ${takeChange('$1')}
+     UPDATE generations g SET status = 'running', started_at = clock_timestamp(), updated_at = now(),
+            change_seq = (SELECT n FROM change)
       WHERE g.id = $2 AND g.account_id = $1 AND g.status = 'queued'
         AND (SELECT count(*) FROM generations r
               WHERE r.account_id = $1 AND r.kind = 'video' AND r.status = 'running') < $3

@@ -2,7 +2,7 @@
  * Test directives a prompt may carry, like a payment provider's test card numbers (DESIGN §7):
  * `sim:fail`, `sim:delay=<ms>`, `sim:until=<epoch ms>` (the run lasts until then: the bench holds
  * many jobs in flight at once and lets them all go together), `sim:tokens=<n>`, and for streamed
- * chat `sim:pace=<ms>` between tokens.
+ * chat `sim:pace=<ms>` between tokens, and for chat with functions `sim:tool=<name>` (call that one).
  */
 export interface SimDirectives {
   fail: boolean;
@@ -11,20 +11,27 @@ export interface SimDirectives {
   tokens?: number;
   /** Streamed chat: the pause between two tokens (`sim:pace=<ms>`). */
   paceMs?: number;
+  /** Chat with functions: call this one (`sim:tool=<name>`) unless the last turn is a function's result. */
+  tool?: string;
 }
 
 const MAX_DELAY_MS = 60 * 60 * 1000;
 const MAX_TOKENS = 100_000;
 
 export function parseDirectives(prompt: string): SimDirectives {
+  // In a conversation the newest turn's directive wins: a later `sim:tokens=5` overrides an earlier one.
+  const last = (name: string, value = '\\d+'): string | undefined =>
+    [...prompt.matchAll(new RegExp(`(?:^|\\s)sim:${name}=(${value})(?=\\s|$)`, 'g'))].at(-1)?.[1];
   const directives: SimDirectives = { fail: /(^|\s)sim:fail(\s|$)/.test(prompt) };
-  const delay = /(?:^|\s)sim:delay=(\d+)(?:\s|$)/.exec(prompt);
-  if (delay) directives.delayMs = Math.min(Number(delay[1]), MAX_DELAY_MS);
-  const until = /(?:^|\s)sim:until=(\d+)(?:\s|$)/.exec(prompt);
-  if (until) directives.untilEpochMs = Number(until[1]);
-  const tokens = /(?:^|\s)sim:tokens=(\d+)(?:\s|$)/.exec(prompt);
-  if (tokens) directives.tokens = Math.min(Number(tokens[1]), MAX_TOKENS);
-  const pace = /(?:^|\s)sim:pace=(\d+)(?:\s|$)/.exec(prompt);
-  if (pace) directives.paceMs = Math.min(Number(pace[1]), MAX_DELAY_MS);
+  const delay = last('delay');
+  if (delay) directives.delayMs = Math.min(Number(delay), MAX_DELAY_MS);
+  const until = last('until');
+  if (until) directives.untilEpochMs = Number(until);
+  const tokens = last('tokens');
+  if (tokens) directives.tokens = Math.min(Number(tokens), MAX_TOKENS);
+  const pace = last('pace');
+  if (pace) directives.paceMs = Math.min(Number(pace), MAX_DELAY_MS);
+  const tool = last('tool', '[a-zA-Z0-9_-]{1,64}');
+  if (tool) directives.tool = tool;
   return directives;
 }

@@ -1,6 +1,6 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
-import { openAiChatMessages, openAiTools, toolCallAssembler } from './tool-calls';
+import { openAiChatMessages, openAiResponseFormat, openAiTools, toolCallAssembler } from './tool-calls';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 import type { ChatMessage } from '../generation/params';
 import { callUpstream, downloadOutput, extensionOf, sseData, UpstreamUnavailableError } from './upstream-http';
@@ -35,6 +35,7 @@ export function createOpenAiUpstream(
       body: {
         ...sampling,
         ...(tools ? openAiTools(tools) : {}),
+        ...(job.internal.responseFormat ? { response_format: openAiResponseFormat(job.internal.responseFormat) } : {}),
         model: upstreamModel(job),
         messages: openAiChatMessages(messages),
         stream: true,
@@ -76,10 +77,23 @@ export function createOpenAiUpstream(
     }
   }
 
+  /** The image of an images answer: its base64, or the file at its URL. */
+  const imageOf = async (res: Response, signal: AbortSignal) => {
+    const body = (await res.json()) as { data?: { b64_json?: string; url?: string }[] };
+    const image = body.data?.[0];
+    if (image?.b64_json)
+      return { data: Buffer.from(image.b64_json, 'base64'), contentType: 'image/png', extension: 'png' };
+    if (image?.url) {
+      const file = await downloadOutput(endpoint, image.url, http, signal);
+      return { ...file, extension: extensionOf(file.contentType, 'png') };
+    }
+    throw new UpstreamUnavailableError(`The upstream ${endpoint.name} answered without an image.`);
+  };
+
   return {
     streamChat,
-    // Function tools are passed on as OpenAI's chat completions take them.
-    serves: (_model, feature) => feature === 'tools',
+    // Function tools and structured output are passed on as OpenAI's chat completions take them.
+    serves: () => true,
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       if (job.kind === 'chat') {
         let text = '';
@@ -104,6 +118,22 @@ export function createOpenAiUpstream(
           file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
         };
       }
+      if (job.kind === 'image' && job.inputs?.length) {
+        // An edit: OpenAI's multipart /images/edits, one image as `image`, several as `image[]`.
+        const form = new FormData();
+        const model = upstreamModel(job);
+        form.append('model', model);
+        form.append('prompt', job.prompt);
+        form.append('n', '1');
+        const blob = (b: Buffer) => new Blob([new Uint8Array(b)], { type: b[0] === 0xff ? 'image/jpeg' : 'image/png' });
+        for (const [i, image] of job.inputs.entries())
+          form.append(job.inputs.length === 1 ? 'image' : 'image[]', blob(image), `image-${i}.png`);
+        if (job.mask) form.append('mask', blob(job.mask), 'mask.png');
+        if (!/(^|\/)gpt-image/.test(model)) form.append('response_format', 'b64_json');
+        if (job.params.outputFormat) form.append('output_format', job.params.outputFormat);
+        const res = await callUpstream(endpoint, '/images/edits', { signal: ctx.signal, form });
+        return { file: await imageOf(res, ctx.signal) };
+      }
       if (job.kind === 'image') {
         const res = await callUpstream(endpoint, '/images/generations', {
           signal: ctx.signal,
@@ -112,18 +142,12 @@ export function createOpenAiUpstream(
             prompt: job.prompt,
             n: 1,
             size: `${job.params.width ?? 1024}x${job.params.height ?? 1024}`,
-            response_format: 'b64_json',
+            // gpt-image models answer base64 by themselves and take no response_format.
+            ...(/(^|\/)gpt-image/.test(upstreamModel(job)) ? {} : { response_format: 'b64_json' }),
+            ...(job.params.outputFormat ? { output_format: job.params.outputFormat } : {}),
           },
         });
-        const body = (await res.json()) as { data?: { b64_json?: string; url?: string }[] };
-        const image = body.data?.[0];
-        if (image?.b64_json)
-          return { file: { data: Buffer.from(image.b64_json, 'base64'), contentType: 'image/png', extension: 'png' } };
-        if (image?.url) {
-          const file = await downloadOutput(endpoint, image.url, http, ctx.signal);
-          return { file: { ...file, extension: extensionOf(file.contentType, 'png') } };
-        }
-        throw new UpstreamUnavailableError(`The upstream ${endpoint.name} answered without an image.`);
+        return { file: await imageOf(res, ctx.signal) };
       }
       throw new ProviderRejectedError(
         `The upstream ${endpoint.name} speaks OpenAI's API, which has no ${job.kind} jobs here.`,

@@ -170,7 +170,22 @@ function inputOf(job: ProviderJob): Record<string, unknown> {
       resolution: job.params.resolution,
       ...(image ? { image } : {}),
     };
-  return { prompt: job.prompt, width: job.params.width, height: job.params.height, aspect_ratio: job.params.aspect };
+  // An edit: the image to edit as `image` (more as `image_input`), its mask as `mask`, as Replicate's edit models name them.
+  const dataUrl = (b: Buffer) => `data:${b[0] === 0xff ? 'image/jpeg' : 'image/png'};base64,${b.toString('base64')}`;
+  const edit = job.inputs?.length
+    ? {
+        image: dataUrl(job.inputs[0]!),
+        ...(job.inputs.length > 1 ? { image_input: job.inputs.map(dataUrl) } : {}),
+        ...(job.mask ? { mask: dataUrl(job.mask) } : {}),
+      }
+    : {};
+  return {
+    prompt: job.prompt,
+    width: job.params.width,
+    height: job.params.height,
+    aspect_ratio: job.params.aspect,
+    ...edit,
+  };
 }
 
 function firstUrl(output: unknown): string | undefined {

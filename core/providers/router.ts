@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { UpstreamConfig } from '../config';
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
+import { createAnthropicUpstream } from './anthropic-upstream';
 import { createOpenAiUpstream } from './openai-upstream';
 import { createQueueVideoUpstream } from './queue-video-upstream';
 import { createReplicateUpstream } from './replicate-upstream';
@@ -82,26 +83,30 @@ export function createProviderRouter(
     const entries = Object.entries(u.models).map(
       ([model, e]) => [model, typeof e === 'string' ? { model: e, weight: 1 } : e] as const,
     );
-    const scheme = (u.auth ?? (u.protocol === 'queue-video' ? 'key' : 'bearer')) === 'key' ? 'Key' : 'Bearer';
+    const auth = u.auth ?? (u.protocol === 'queue-video' ? 'key' : u.protocol === 'anthropic' ? 'x-api-key' : 'bearer');
+    const scheme = auth === 'key' ? 'Key' : 'Bearer';
     const endpoint = {
       name: u.name,
       baseUrl: u.baseUrl,
-      authorization: u.apiKey ? `${scheme} ${u.apiKey}` : undefined,
+      authorization: u.apiKey && auth !== 'x-api-key' ? `${scheme} ${u.apiKey}` : undefined,
+      headers: u.apiKey && auth === 'x-api-key' ? { 'x-api-key': u.apiKey } : undefined,
       timeoutMs: u.timeoutMs,
       models: Object.fromEntries(entries.map(([model, e]) => [model, e.model])),
     };
     // Replicate's webhooks are asked for only when their secret is known: unverifiable ones are useless.
     const webhookUrl =
-      hooks && u.protocol !== 'openai' && (u.protocol === 'queue-video' || u.webhookSecret)
+      hooks && (u.protocol === 'queue-video' || (u.protocol === 'replicate' && u.webhookSecret))
         ? callbackUrl(hooks, u.protocol, u.name)
         : undefined;
     const waits = { pollMs: u.pollMs, slowPollMs: u.slowPollMs, webhookUrl };
     const provider =
       u.protocol === 'openai'
         ? createOpenAiUpstream(endpoint, http)
-        : u.protocol === 'replicate'
-          ? createReplicateUpstream({ ...endpoint, ...waits }, http)
-          : createQueueVideoUpstream({ ...endpoint, ...waits }, http);
+        : u.protocol === 'anthropic'
+          ? createAnthropicUpstream(endpoint)
+          : u.protocol === 'replicate'
+            ? createReplicateUpstream({ ...endpoint, ...waits }, http)
+            : createQueueVideoUpstream({ ...endpoint, ...waits }, http);
     byName.set(u.name, provider);
     for (const [model, e] of entries) {
       const routes = byModel.get(model) ?? [];

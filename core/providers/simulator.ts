@@ -1,5 +1,6 @@
 import sharp from 'sharp';
 import { ProviderRejectedError } from '../errors';
+import { editImage } from '../media/edit';
 import { renderImagePng } from '../media/png';
 import { renderFirstFrameWebp, renderVideoWebm } from '../media/webm';
 import { ImageInputError } from '../media/image-errors';
@@ -7,6 +8,8 @@ import { upscale } from '../media/upscale';
 import { parseDirectives } from './directives';
 import type { SimDirectives } from './directives';
 import type { PublicParams } from '../generation/params';
+import { simulatedReply } from './simulated-chat';
+import { toolCallAssembler } from './tool-calls';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 
 export interface SimulatorOptions {
@@ -32,6 +35,8 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
   sharp.cache(false);
   return {
     streamChat: (job, signal) => streamChat(job, signal, options),
+    // Function tools and structured output, deterministically (simulated-chat.ts).
+    serves: () => true,
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       const directives = parseDirectives(job.prompt);
       const delayMs =
@@ -53,6 +58,10 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
         throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
       switch (job.kind) {
         case 'image': {
+          if (job.inputs?.[0]) {
+            const data = await editImage({ image: job.inputs[0], mask: job.mask, seed });
+            return { file: { data, contentType: 'image/png', extension: 'png' } };
+          }
           const { width, height } = dimensions(job.params, 1024, 1024);
           return {
             file: { data: await renderImagePng({ width, height, seed }), contentType: 'image/png', extension: 'png' },
@@ -69,11 +78,18 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
           };
         }
         case 'chat': {
-          const tokens = replyTokens(job, directives);
-          const text = chatWords(job.prompt, tokens).join('');
+          const events = chatReply(job, directives);
+          let text = '';
+          const calls = toolCallAssembler();
+          for (const e of events) {
+            if (e.type === 'delta') text += e.text;
+            else calls.add(e);
+          }
+          const toolCalls = calls.calls();
           return {
             text,
-            outputTokens: tokens,
+            outputTokens: events.length,
+            ...(toolCalls.length > 0 ? { toolCalls } : {}),
             file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
           };
         }
@@ -108,19 +124,30 @@ async function* streamChat(
   await pause(directives.delayMs ?? options.latencyMs ?? DEFAULT_LATENCY_MS.chat, signal);
   if (directives.fail)
     throw new ProviderRejectedError('The simulated provider failed this run (sim:fail).', 'provider_failed');
-  const words = chatWords(job.prompt, replyTokens(job, directives));
+  const events = chatReply(job, directives);
   const paceMs = directives.paceMs ?? options.paceMs ?? DEFAULT_PACE_MS;
-  for (const [i, word] of words.entries()) {
+  for (const [i, event] of events.entries()) {
     if (i > 0 && paceMs > 0) await pause(paceMs, signal);
     signal.throwIfAborted();
-    yield { type: 'delta', text: word };
+    yield event;
   }
-  yield { type: 'usage', outputTokens: words.length };
+  yield { type: 'usage', outputTokens: events.length };
 }
 
-function replyTokens(job: ProviderJob, directives: SimDirectives): number {
+/** The reply's pieces, one token each: words, JSON, or a function call (simulated-chat.ts). */
+function chatReply(job: ProviderJob, directives: SimDirectives) {
   const cap = job.params.maxTokens ?? Infinity;
-  return Math.min(directives.tokens ?? DEFAULT_CHAT_TOKENS, cap);
+  const tools = job.internal.tools;
+  return simulatedReply({
+    model: job.model,
+    prompt: job.prompt,
+    messages: job.internal.messages ?? [{ role: 'user', content: job.prompt }],
+    functions: tools?.functions ?? [],
+    choice: tools?.choice,
+    responseFormat: job.internal.responseFormat,
+    maxTokens: cap,
+    text: chatWords(job.prompt, Math.min(directives.tokens ?? DEFAULT_CHAT_TOKENS, cap)),
+  });
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

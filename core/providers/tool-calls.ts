@@ -1,6 +1,6 @@
 import type { ToolCall } from '../vocabulary';
 import type { ChatStreamEvent } from './types';
-import type { ChatMessage, ChatTools } from '../generation/params';
+import type { ChatMessage, ChatTools, ResponseFormat } from '../generation/params';
 
 /**
  * Function calls arrive in pieces (OpenAI's streamed `tool_calls` deltas): the first piece of a
@@ -56,5 +56,19 @@ export function openAiTools(tools: ChatTools): Record<string, unknown> {
       ? {}
       : { tool_choice: typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } } }),
     ...(tools.parallel === undefined ? {} : { parallel_tool_calls: tools.parallel }),
+  };
+}
+
+/** Structured output as chat completions take it (`response_format`). */
+export function openAiResponseFormat(format: ResponseFormat): Record<string, unknown> {
+  if (format.type === 'json_object') return { type: 'json_object' };
+  return {
+    type: 'json_schema',
+    json_schema: {
+      name: format.name,
+      schema: format.schema,
+      ...(format.description === undefined ? {} : { description: format.description }),
+      ...(format.strict === undefined ? {} : { strict: format.strict }),
+    },
   };
 }

@@ -12,6 +12,9 @@ export interface ProviderJob {
   internal: InternalParams;
   /** The input file of a job that transforms one (upscale), read from the store by the activity. */
   input?: Buffer;
+  /** An image edit's input images (the first is edited) and its mask (transparent where to edit). */
+  inputs?: Buffer[];
+  mask?: Buffer;
 }
 
 export interface ProviderFile {
@@ -82,8 +85,8 @@ export interface UpstreamWait {
   pollMs: number;
 }
 
-/** What only some providers can do with a model. */
-export type ProviderFeature = 'tools';
+/** What only some providers can do with a model: call the client's functions, answer structured output. */
+export type ProviderFeature = 'tools' | 'json';
 
 export interface Provider {
   run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult>;

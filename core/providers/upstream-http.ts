@@ -23,6 +23,8 @@ export interface UpstreamEndpoint {
   baseUrl: string;
   /** The Authorization header value, or undefined for none. */
   authorization: string | undefined;
+  /** Headers every call carries besides (Anthropic's `x-api-key` and `anthropic-version`). */
+  headers?: Record<string, string> | undefined;
   /** Time allowed to each call until its answer starts, and between two pieces of a stream. */
   timeoutMs: number;
 }
@@ -36,6 +38,8 @@ export async function callUpstream(
   init: {
     method?: 'GET' | 'POST' | 'PUT';
     body?: unknown;
+    /** A multipart body instead of JSON (OpenAI's image edits). */
+    form?: FormData;
     signal: AbortSignal;
     url?: string;
     headers?: Record<string, string>;
@@ -48,14 +52,16 @@ export async function callUpstream(
   let res: Response;
   try {
     res = await fetch(url, {
-      method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+      method: init.method ?? (init.body === undefined && init.form === undefined ? 'GET' : 'POST'),
       headers: {
         accept: 'application/json, text/event-stream',
         ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
         ...(endpoint.authorization ? { authorization: endpoint.authorization } : {}),
+        ...endpoint.headers,
         ...init.headers,
       },
       ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+      ...(init.form === undefined ? {} : { body: init.form }),
       redirect: 'error',
       signal: AbortSignal.any([init.signal, deadline.signal]),
     });

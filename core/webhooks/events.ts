@@ -35,6 +35,12 @@ export const BUDGET_REACHED_EVENT = 'key.budget_reached';
 export const CUSTOMER_BUDGET_REACHED_EVENT = 'customer.budget_reached';
 export const ALERT_EVENTS = [BALANCE_LOW_EVENT, BUDGET_REACHED_EVENT, CUSTOMER_BUDGET_REACHED_EVENT] as const;
 export type AlertEvent = (typeof ALERT_EVENTS)[number];
+/**
+ * A batch ended (docs/decisions/0073-batch-events.md), opt-in in both catalogues like progress:
+ * sent only to an endpoint whose `events` list names it; its lines send no generation events.
+ */
+export const BATCH_EVENTS = ['batch.completed', 'batch.failed', 'batch.cancelled', 'batch.expired'] as const;
+export type BatchEvent = (typeof BATCH_EVENTS)[number];
 /** Sent by POST /api/v1/webhooks/:id/test whatever the endpoint's filter. */
 export const PING_EVENT = 'ping';
 
@@ -62,11 +68,12 @@ export function anyEventFor(kind: GenerationKind, status: GenerationStatus): boo
   return (['nested', 'flat'] as const).some((format) => eventFor(format, kind, status) !== undefined);
 }
 
-/** What an endpoint of `format` may list: its catalogue (what it gets without a list), the opt-in progress and alerts. */
+/** What an endpoint of `format` may list: its catalogue (what it gets without a list), the opt-in progress, alerts and batch events. */
 export const subscribable = (format: WebhookFormat): readonly string[] => [
   ...CATALOGUES[format],
   PROGRESS_EVENT,
   ...ALERT_EVENTS,
+  ...BATCH_EVENTS,
 ];
 
 /** Events outside what the format's endpoints may list, for a 400 that names them. */

@@ -1,4 +1,5 @@
 import type { AlertRow } from '../db/alerts';
+import type { BatchCounts, BatchRow } from '../db/batches';
 import type { GenerationRow } from '../db/generations';
 import { mcToCredits } from '../money';
 import type { OutputStore } from '../storage/output-store';
@@ -18,6 +19,8 @@ export interface PayloadSource {
   progress?: number | null | undefined;
   /** An alert event's alert (`balance.low`, `key.budget_reached`); undefined for every other event. */
   alert?: AlertRow | undefined;
+  /** A batch event's batch as it is now, with its line counts; undefined for every other event. */
+  batch?: { row: BatchRow; counts: BatchCounts } | undefined;
 }
 
 /**
@@ -37,6 +40,7 @@ export interface PayloadSource {
  */
 export async function deliveryPayload(s: PayloadSource, store: OutputStore): Promise<Record<string, unknown>> {
   if (s.alert) return alertPayload(s.alert, s.format);
+  if (s.batch) return batchPayload(s.event, s.batch.row, s.batch.counts, s.format);
   if (s.event === PING_EVENT || !s.generation) {
     return { event: PING_EVENT, endpoint_id: s.endpointId, created_at: s.createdAt.toISOString() };
   }
@@ -115,5 +119,49 @@ export function alertPayload(a: AlertRow, format: WebhookFormat): Record<string,
     account_id: a.accountId,
     ...Object.fromEntries(fields.map(([, snake, v]) => [snake, v])),
     created_at: createdAt,
+  };
+}
+
+/**
+ * A batch's event (`batch.completed`, `batch.failed`, `batch.cancelled`, `batch.expired`): nested
+ * `{ event, batch: { id, endpoint, status, requestCounts, … } }` (camelCase, like the group C record),
+ * flat `{ event, batch_id, endpoint, status, request_counts, …, created_at }` (snake_case, like
+ * catalogue B; `created_at` the time of the event). Credits charged are the batch's lines' charges.
+ */
+export function batchPayload(
+  event: string,
+  b: BatchRow,
+  counts: BatchCounts,
+  format: WebhookFormat,
+): Record<string, unknown> {
+  const requestCounts = { total: b.total, completed: counts.completed, failed: counts.failed };
+  const finishedAt = b.completedAt ?? b.cancelledAt ?? b.expiredAt ?? b.failedAt;
+  if (format === 'nested') {
+    return {
+      event,
+      batch: {
+        id: b.id,
+        endpoint: b.endpoint,
+        status: b.status,
+        requestCounts,
+        outputFileId: b.outputFileId,
+        errorFileId: b.errorFileId,
+        creditsCharged: mcToCredits(counts.chargedMc),
+        metadata: b.metadata,
+        createdAt: b.createdAt.toISOString(),
+        finishedAt: finishedAt?.toISOString() ?? null,
+      },
+    };
+  }
+  return {
+    event,
+    batch_id: b.id,
+    endpoint: b.endpoint,
+    status: b.status,
+    request_counts: requestCounts,
+    output_file_id: b.outputFileId,
+    error_file_id: b.errorFileId,
+    credits_charged: mcToCredits(counts.chargedMc),
+    created_at: (finishedAt ?? b.createdAt).toISOString(),
   };
 }

@@ -5,20 +5,18 @@
 // provider workers. docker-compose.yml describes the same topology (test/unit/compose.test.ts).
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
 import { startReaper } from '../processes/children';
+import { compiledCommand, ensureBuilt } from '../processes/compiled';
 import type { ReaperTarget } from '../processes/children';
 import { startEmbeddedPostgres } from '../../runtime/embedded-postgres';
 import type { EmbeddedPostgres } from '../../runtime/embedded-postgres';
-import { freePort, runCommand } from '../../runtime/process';
-import { ensureNamespace, registerSearchAttributes } from '../../runtime/temporal-setup';
-import { ensureTemporalServer } from '../../scripts/temporal-server';
-import { schemaSteps, TEMPORAL_DATABASES, temporalServerConfig, temporalUiConfig } from '../temporal/server-config';
+import { freePort } from '../../runtime/process';
+import { TEMPORAL_DATABASES, temporalUiConfig } from '../temporal/server-config';
 import type { PostgresTarget } from '../temporal/server-config';
 import { haproxyConfig } from './haproxy';
+import { registerNamespace, setUpTemporalServer, waitForFrontend } from './temporal-server';
 import type { HaproxySettings } from './haproxy';
 import type { ProcessStack, StackSettings } from '../processes/stack';
 import { boundedStop, createSupervisor } from '../processes/supervisor';
@@ -99,21 +97,13 @@ export function createClusterStack(settings: ClusterSettings): {
       onUnexpectedExit: settings.onUnexpectedExit,
     });
     const sv = supervisor;
-    const binaries = await ensureTemporalServer(process.env, (line) => log(`[temporal-server build] ${line}`));
+    // The API and the workers run compiled, as the image runs them.
+    await ensureBuilt(log);
 
     const port = () => freePort();
     const pgPort = await port();
     const lbPort = settings.port ?? (await port());
     const uiPort = settings.uiPort ?? (await port());
-    const low = () => freePortBelow(MEMBERSHIP_PORT_LIMIT);
-    const temporalPorts = {
-      frontend: await port(),
-      frontendHttp: await port(),
-      history: await port(),
-      matching: await port(),
-      worker: await port(),
-      membership: [await low(), await low(), await low(), await low()] as [number, number, number, number],
-    };
     const redisPort = await port();
     const apiPorts = await Promise.all(Array.from({ length: CLUSTER_TOPOLOGY.api }, () => port()));
 
@@ -132,46 +122,14 @@ export function createClusterStack(settings: ClusterSettings): {
     for (const db of ['gensvc', TEMPORAL_DATABASES.default, TEMPORAL_DATABASES.visibility])
       await postgres.ensureDatabase(db);
 
-    log('setting up the Temporal schemas with temporal-sql-tool…');
-    const steps = [
-      ...schemaSteps(pg, TEMPORAL_DATABASES.default, 'temporal'),
-      ...schemaSteps(pg, TEMPORAL_DATABASES.visibility, 'visibility'),
-    ];
-    for (const args of steps) {
-      const { code, output } = await runCommand(
-        binaries.sqlTool,
-        args,
-        { PATH: process.env.PATH ?? '' },
-        () => undefined,
-      );
-      if (code !== 0)
-        throw new Error(`temporal-sql-tool ${args.slice(10).join(' ')} failed (exit code ${code}):\n${output}`);
-    }
-
-    const temporalRoot = join(dataDir, 'temporal');
-    await mkdir(join(temporalRoot, 'config'), { recursive: true });
-    const dynamicConfig = resolve('deploy/temporal/dynamicconfig/gensvc.yaml');
-    await writeFile(
-      join(temporalRoot, 'config', 'cluster.yaml'),
-      JSON.stringify(temporalServerConfig(pg, temporalPorts, dynamicConfig), null, 2),
-    );
-    const temporalAddress = `127.0.0.1:${temporalPorts.frontend}`;
+    const temporal = await setUpTemporalServer({ root: join(dataDir, 'temporal'), pg, log });
+    const temporalAddress = temporal.address;
     const temporalSpec: ServiceSpec = {
       name: 'temporal',
       entry: 'temporal-server',
-      command: [
-        binaries.server,
-        '--root',
-        temporalRoot,
-        '--config',
-        'config',
-        '--env',
-        'cluster',
-        '--allow-no-auth',
-        'start',
-      ],
-      env: { PATH: process.env.PATH ?? '' },
-      readyText: TEMPORAL_READY_TEXT,
+      command: temporal.command,
+      env: temporal.env,
+      readyText: temporal.readyText,
     };
     const startTemporal = async () => {
       await sv.launch(temporalSpec);
@@ -179,14 +137,7 @@ export function createClusterStack(settings: ClusterSettings): {
     };
     log('starting the Temporal server (PostgreSQL persistence and visibility)…');
     await startTemporal();
-    const connection = await Connection.connect({ address: temporalAddress });
-    try {
-      const client = new Client({ connection, namespace: NAMESPACE });
-      await ensureNamespace(client, NAMESPACE);
-      await registerSearchAttributes(client, NAMESPACE);
-    } finally {
-      await connection.close();
-    }
+    await registerNamespace(temporalAddress, NAMESPACE);
 
     const uiRoot = join(dataDir, 'temporal-ui');
     await mkdir(join(uiRoot, 'config'), { recursive: true });
@@ -199,7 +150,7 @@ export function createClusterStack(settings: ClusterSettings): {
       sv.launch({
         name: 'temporal-ui',
         entry: 'temporal-ui-server',
-        command: [binaries.ui, '--root', uiRoot, '--config', 'config', '--env', 'cluster', 'start'],
+        command: [temporal.binaries.ui, '--root', uiRoot, '--config', 'config', '--env', 'cluster', 'start'],
         env: { PATH: process.env.PATH ?? '' },
         readyText: 'http server started',
       }),
@@ -249,19 +200,21 @@ export function createClusterStack(settings: ClusterSettings): {
     const apiSpec = (i: number): ServiceSpec => ({
       name: `api-${i}`,
       entry: 'runtime/api-process.ts',
+      command: compiledCommand('runtime/api-process.ts'),
       env: { ...env, PORT: String(apiPorts[i - 1]) },
       readyText: 'API listening',
     });
     const workerSpec = (role: 'workflows' | 'provider', i: number): ServiceSpec => ({
       name: `${role === 'workflows' ? 'worker' : 'provider'}-${i}`,
       entry: 'runtime/worker-process.ts',
+      command: compiledCommand('runtime/worker-process.ts'),
       env: { ...env, WORKER_ROLE: role },
       readyText: 'worker polling',
     });
     const range = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
     log(
-      `starting ${CLUSTER_TOPOLOGY.api} API processes, ${CLUSTER_TOPOLOGY.workflowWorkers} workflow workers and ${CLUSTER_TOPOLOGY.providerWorkers} provider workers (each bundles or loads the code: up to a minute or two)…`,
+      `starting ${CLUSTER_TOPOLOGY.api} API processes, ${CLUSTER_TOPOLOGY.workflowWorkers} workflow workers and ${CLUSTER_TOPOLOGY.providerWorkers} provider workers (compiled, workflows prebuilt)…`,
     );
     // One at first: the first API migrates the database, the first worker creates the reconciler's schedule.
     await Promise.all([sv.launch(apiSpec(1)), sv.launch(workerSpec('workflows', 1))]);
@@ -327,52 +280,6 @@ export function createClusterStack(settings: ClusterSettings): {
   };
 
   return { start, stop };
-}
-
-/**
- * The server records its members' ringpop ports in a `smallint` column (cluster_membership.rpc_port),
- * so a port the OS picks from the ephemeral range (32768 and up) fails at start-up with
- * `pq: value "44355" is out of range for type smallint`.
- */
-const MEMBERSHIP_PORT_LIMIT = 32_768;
-
-async function freePortBelow(limit: number): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const candidate = 20_000 + Math.floor(Math.random() * (limit - 20_000));
-    const free = await new Promise<boolean>((resolvePromise) => {
-      const server = createServer();
-      server.once('error', () => resolvePromise(false));
-      server.listen({ host: '127.0.0.1', port: candidate, exclusive: true }, () =>
-        server.close(() => resolvePromise(true)),
-      );
-    });
-    if (free) return candidate;
-  }
-  throw new Error(`no free port below ${limit}`);
-}
-
-/** What the server prints as it starts (at log level warn, nothing more); waitForFrontend then waits for it to serve. */
-const TEMPORAL_READY_TEXT = 'Loading config files';
-
-async function waitForFrontend(address: string, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const connection = await Connection.connect({ address, connectTimeout: 2_000 });
-      try {
-        await connection.withDeadline(Date.now() + 5_000, () => connection.workflowService.getSystemInfo({}));
-        return;
-      } finally {
-        await connection.close();
-      }
-    } catch (err) {
-      if (Date.now() > deadline)
-        throw new Error(
-          `the Temporal frontend at ${address} did not answer within ${timeoutMs / 1000} s: ${(err as Error).message}`,
-        );
-      await sleep(500);
-    }
-  }
 }
 
 async function waitForBalancer(baseUrl: string, timeoutMs = 60_000): Promise<void> {

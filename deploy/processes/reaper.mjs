@@ -5,7 +5,8 @@
 // Plain JavaScript so it starts at once, without a TypeScript loader.
 //
 //   node deploy/processes/reaper.mjs <harness pid> <data dir> <keep: 0|1>
-// and then, on stdin, lines `temporal <pgid>`, `postgres <pid>`, and `<name> <pid>` for every other
+// and then, on stdin, lines `temporal <pgid>`, `postgres <pid>` (or `postgres-<name> <pid>` for
+// another PostgreSQL, such as the Temporal server's), and `<name> <pid>` for every other
 // child (`worker`, `api`, `reference`, `litellm`, the cluster's `api-2`, `haproxy`…) as they start
 // (a later line for the same name replaces the earlier one: a restarted child).
 import { rm } from 'node:fs/promises';
@@ -46,8 +47,10 @@ const waitGone = async (pid, ms) => {
 
 while (alive(benchPid)) await sleep(250);
 
-const [temporal, postgres] = [targets.get('temporal'), targets.get('postgres')];
-const children = [...targets].filter(([name]) => name !== 'temporal' && name !== 'postgres').map(([, pid]) => pid);
+const isPostgres = (name) => name === 'postgres' || name.startsWith('postgres-');
+const temporal = targets.get('temporal');
+const postgresServers = [...targets].filter(([name]) => isPostgres(name)).map(([, pid]) => pid);
+const children = [...targets].filter(([name]) => name !== 'temporal' && !isPostgres(name)).map(([, pid]) => pid);
 await Promise.all(
   children.map(async (pid) => {
     if (!pid || !alive(pid)) return;
@@ -59,11 +62,14 @@ if (temporal && alive(-temporal)) {
   send(-temporal, 'SIGTERM');
   if (!(await waitGone(-temporal, 10_000))) send(-temporal, 'SIGKILL');
 }
-if (postgres && alive(postgres)) {
-  send(postgres, 'SIGINT'); // fast shutdown
-  if (!(await waitGone(postgres, 20_000))) send(postgres, 'SIGQUIT');
-  if (!(await waitGone(postgres, 5_000))) send(postgres, 'SIGKILL');
-}
+await Promise.all(
+  postgresServers.map(async (postgres) => {
+    if (!postgres || !alive(postgres)) return;
+    send(postgres, 'SIGINT'); // fast shutdown
+    if (!(await waitGone(postgres, 20_000))) send(postgres, 'SIGQUIT');
+    if (!(await waitGone(postgres, 5_000))) send(postgres, 'SIGKILL');
+  }),
+);
 if (!keep && dataDir && /\/(bench|faults|cluster)-\d+$/.test(dataDir))
   await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
 process.exit(0);

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { EntryStartError, startEntryProcess } from './children';
 import type { EntryProcess, Reaper } from './children';
 
-/** Each worker bundles the workflows with webpack as it starts: slow on a busy machine. */
+/** Start-up (the Temporal core, migrations, the first connections) is slow on a busy machine. */
 const START_TIMEOUT_MS = 180_000;
 const MAX_STARTS = 10;
 

@@ -30,7 +30,8 @@ import { hashToken, newToken } from '../../core/accounts/passwords';
 
 /** What an operator does: open accounts, issue and revoke keys, add credits, invite dashboard users. */
 
-const credits = z.number().finite().min(0).max(1e12);
+/** An amount of credits; out of range is refused before anything converts it to millicredits (abort). */
+const credits = z.number().finite().min(0, { abort: true }).max(1e12, { abort: true });
 
 export const createAccountBody = z
   .object({
@@ -229,14 +230,28 @@ export async function revokeKey(pool: pg.Pool, keyId: string, actor: Actor, acco
 /** How long a link to set a password stays valid. */
 export const PASSWORD_LINK_TTL_MS = 24 * 3_600_000;
 
+/**
+ * An address mail can reach (RFC 5321 4.5.3.1): at most 254 characters, a name part of at most 64
+ * and domain labels of at most 63, which zod's own check lets through.
+ */
+export const emailAddress = z
+  .email({ error: 'email must be an email address' })
+  .max(254, { error: 'email: at most 254 characters', abort: true })
+  .refine((e) => {
+    const at = e.lastIndexOf('@');
+    return (
+      at <= 64 &&
+      e
+        .slice(at + 1)
+        .split('.')
+        .every((label) => label.length <= 63)
+    );
+  }, 'email: the part before @ may have at most 64 characters and each dot-separated part of the domain at most 63');
+
 export const createUserBody = z
   .object({
     accountId: z.string().min(1).max(100).describe('The account the user works in (acct_…)'),
-    email: z
-      .email({ error: 'email must be an email address' })
-      .max(254)
-      .transform((e) => e.toLowerCase())
-      .describe('Their login; compared case-insensitively'),
+    email: emailAddress.transform((e) => e.toLowerCase()).describe('Their login; compared case-insensitively'),
     role: z
       .enum(ROLES)
       .default('owner')

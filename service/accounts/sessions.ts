@@ -16,9 +16,8 @@ import {
   hashPassword,
   hashToken,
   newToken,
+  passwordRefusal,
   verifyPassword,
-  MAX_PASSWORD_LENGTH,
-  MIN_PASSWORD_LENGTH,
 } from '../../core/accounts/passwords';
 
 /** How long a session lasts from its login (absolute; logging out ends it sooner). */
@@ -36,14 +35,13 @@ export function createSessionService(deps: { pool: pg.Pool; now?: () => number }
   const now = deps.now ?? Date.now;
 
   return {
-    /** Spends a link and sets the password; any other link of the user and every session end. */
+    /**
+     * Spends a link and sets the password; any other link of the user and every session end. A
+     * password the rule refuses (core/accounts/passwords.ts) leaves the link unspent.
+     */
     async setPassword(token: string, password: string): Promise<{ email: string }> {
-      if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-        throw new InvalidRequestError(
-          `The password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`,
-          'password',
-        );
-      }
+      const refused = passwordRefusal(password);
+      if (refused) throw new InvalidRequestError(refused, 'password');
       const passwordHash = await hashPassword(password);
       return inTransaction(pool, async (tx) => {
         const use = await spendPasswordLink(tx, hashToken(token));
@@ -52,6 +50,9 @@ export function createSessionService(deps: { pool: pg.Pool; now?: () => number }
         if (use.outcome === 'spent')
           throw new InvalidRequestError('This link has already been used; ask your operator for a new one.', 'token');
         if (use.outcome !== 'used') throw new InvalidRequestError('This link is not valid.', 'token');
+        // The address is known once the link is read; refusing here rolls the spend back.
+        const ownAddress = passwordRefusal(password, use.email);
+        if (ownAddress) throw new InvalidRequestError(ownAddress, 'password');
         await setUserPassword(tx, use.userId, passwordHash);
         return { email: use.email };
       });

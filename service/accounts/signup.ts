@@ -6,13 +6,7 @@ import { InvalidRequestError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { openAccount } from '../../core/ledger';
 import { creditsToMc } from '../../core/money';
-import {
-  hashPassword,
-  hashToken,
-  newToken,
-  MAX_PASSWORD_LENGTH,
-  MIN_PASSWORD_LENGTH,
-} from '../../core/accounts/passwords';
+import { hashPassword, hashToken, newToken, passwordRefusal } from '../../core/accounts/passwords';
 
 /** How long a sign-up's verification link works. */
 export const SIGNUP_LINK_TTL_MS = 24 * 3_600_000;
@@ -36,12 +30,8 @@ export function createSignupService(deps: { pool: pg.Pool; options: SignupOption
 
   return {
     async request(email: string, password: string): Promise<void> {
-      if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-        throw new InvalidRequestError(
-          `The password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`,
-          'password',
-        );
-      }
+      const refused = passwordRefusal(password, email);
+      if (refused) throw new InvalidRequestError(refused, 'password');
       const token = newToken();
       await insertSignup(pool, {
         tokenHash: hashToken(token),

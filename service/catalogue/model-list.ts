@@ -1,7 +1,9 @@
 import { listModels } from '../../core/catalogue/models';
 import { RESOLUTIONS, UPSCALE_SCALES } from '../../core/generation/params';
 import type { Model } from '../../core/catalogue/models';
-import { mcToCredits } from '../../core/money';
+import { atPercent } from '../../core/batches/pricing';
+import type { BatchRates } from '../../core/batches/pricing';
+import { creditsToMc, mcToCredits } from '../../core/money';
 
 /** How a model is billed: per image, per second of video, per chat reply, per 1,000 output tokens (group B chat). */
 export type PriceUnit = 'image' | 'second' | 'reply' | '1k_output_tokens';
@@ -21,16 +23,34 @@ export interface ModelListing {
   seconds: { min: number; max: number; default: number } | null;
   defaults: Record<string, string | number>;
   options: Record<string, (string | number)[]>;
+  /** In a batch (POST /v1/batches): the percentage of the price charged, and the prices so discounted; null where batches do not run it. */
+  batch: { percent: number; price: number | null; prices: Record<string, number | null> | null } | null;
 }
 
-/** The catalogue as group A's public model list shows it (DESIGN §6 "Model list (A)"). */
-export function modelListing(kind?: Model['kind']): ModelListing[] {
+/** The catalogue as group A's public model list shows it (DESIGN §6 "Model list (A)"), with the batch prices at `rates`. */
+export function modelListing(rates: BatchRates, kind?: Model['kind']): ModelListing[] {
   return listModels()
     .filter((m) => kind === undefined || m.kind === kind)
-    .map(listingOf);
+    .map((m) => withBatchPrice(listingOf(m), m, rates));
 }
 
-function listingOf(m: Model): ModelListing {
+/** A batch line costs `percent` of the same request alone (core/batches/pricing.ts); upscales do not run in batches. */
+function withBatchPrice(l: Omit<ModelListing, 'batch'>, m: Model, rates: BatchRates): ModelListing {
+  if (m.kind === 'upscale') return { ...l, batch: null };
+  const percent = rates[m.kind];
+  const at = (credits: number | null) =>
+    credits === null ? null : mcToCredits(atPercent(creditsToMc(credits), percent));
+  return {
+    ...l,
+    batch: {
+      percent,
+      price: at(l.price),
+      prices: l.prices && Object.fromEntries(Object.entries(l.prices).map(([k, v]) => [k, at(v)])),
+    },
+  };
+}
+
+function listingOf(m: Model): Omit<ModelListing, 'batch'> {
   const base = { id: m.id, kind: m.kind, aliases: [...m.aliases], openaiIds: [] as string[] };
   switch (m.kind) {
     case 'image':
@@ -41,7 +61,8 @@ function listingOf(m: Model): ModelListing {
         prices: null,
         seconds: null,
         defaults: { quality: m.defaultQuality, aspect: m.defaultAspect },
-        options: { qualities: [...m.qualities], aspects: [...m.aspects] },
+        // `features: ["edit"]`: it also edits images (/v1/images/edits, group A's input_images).
+        options: { qualities: [...m.qualities], aspects: [...m.aspects], ...(m.edits ? { features: ['edit'] } : {}) },
       };
     case 'video':
       return {

@@ -7,7 +7,7 @@ import type { RouteEntry, ToolCall } from '../../core/vocabulary';
 import type { ApiRunResult } from '../../core/workflow-contract';
 import { clientErrorOf, failureOf, openStream, storeText } from './provider-stream';
 
-/** A reply may stream this long; the workflow waits for the report a little longer. */
+/** A reply may stream this long at most (less when the chat's deadline is shorter). */
 export const CHAT_STREAM_LIMIT_MS = 10 * 60_000;
 /** Attempts at opening the provider's stream, while nothing has reached the client yet. */
 const STREAM_ATTEMPTS = 3;
@@ -38,6 +38,8 @@ export interface ReplyRun {
   /** The most output tokens the hold covers, and the rate they are charged at. */
   maxTokens: number;
   ratePer1kMc: number;
+  /** The longest the reply may run: it then fails, nothing charged (the hold's deadline follows it closely). */
+  limitMs: number;
   /** The client went away. */
   signal: AbortSignal;
   /** The client's own deadline, in ms from `startedAt` (when its request arrived). */
@@ -61,7 +63,7 @@ type Outcome = 'complete' | 'length' | 'client_gone' | 'deadline' | { failed: un
 export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
   const { job, stop, maxTokens } = r;
   const routed = (entry: RouteEntry): void => void r.routes.push(entry);
-  const limit = setTimeout(() => stop.abort(new Error('the reply took longer than allowed')), CHAT_STREAM_LIMIT_MS);
+  const limit = setTimeout(() => stop.abort(new Error('the reply took longer than allowed')), r.limitMs);
   const onClientGone = () => stop.abort(new Error('the client went away'));
   // The client's own deadline, from when its request arrived: it ends the reply like a disconnect.
   let deadlinePassed = false;

@@ -19,19 +19,20 @@ import type { GenerationGateway } from '../generation/temporal-gateway';
 /**
  * Chats the API runs itself, so that a reply never waits on a workflow (DESIGN §5):
  *
- *   admit (one PostgreSQL transaction: the hold) ─┬─► start the workflow (not awaited)
- *                                                 └─► open the provider stream ─► deltas to the client
+ *   admit (one PostgreSQL transaction: the hold, with its deadline) ─► open the provider stream
+ *     ─► deltas to the client
  *   end of the stream (complete, client gone, failed) ─► the ledger settles or releases, here
- *                                                     ─► report to the workflow ─► its settle finds it done
+ *     ─► start the workflow with the outcome (search attributes final) ─► it records it in its first task
  *
- * The money is exact either way: the ledger moves a hold once, so the workflow (started with
- * `apiRun`: it runs no provider activity, waits for the report, and releases by itself when none
- * comes before its deadline) records what this process settled, or settles it when this process
- * could not reach the ledger. A whole reply is answered once its charge is durable.
+ * The money is exact either way: the ledger moves a hold once. The workflow records what this
+ * process settled, or settles it from the outcome when this process could not reach the ledger.
+ * Should this process die mid-reply, no workflow ever starts: the hold's deadline passes and the
+ * reconciler releases it (docs/decisions/0090-chat-recorded-at-its-end.md). A whole reply is
+ * answered once its charge is durable.
  */
 
-/** How long the workflow waits for the API's report: the longest reply, and a little more. */
-const REPORT_WAIT_MS = CHAT_STREAM_LIMIT_MS + 2 * 60_000;
+/** How long past the reply's limit the hold may stay held: the API's own settle and its workflow's start. */
+const HOLD_MARGIN_MS = 30_000;
 
 export interface ChatRun {
   id: string;
@@ -40,6 +41,8 @@ export interface ChatRun {
   createdAt: Date;
   /** The most output tokens the run may produce: what its hold covers. */
   maxTokens: number;
+  /** The input's size in tokens as estimated before the run (about four characters a token); the provider's own count comes with the end. */
+  promptTokens: number;
   /** An Idempotency-Key repeat: the earlier generation (as far as it got), nothing new admitted. */
   replay?: GenerationView;
   /** The reply as the provider sends it (reply-stream.ts): iterate once. */
@@ -57,6 +60,8 @@ export interface ChatRunDeps {
   provider: Provider;
   /** The admission every submit shares (Idempotency-Key claim, then the ledger's hold). */
   admission: Admission;
+  /** The chat kind's deadline (DEADLINE_CHAT_MS): no reply runs longer. */
+  deadlineMs?: number | undefined;
   log?: (message: string, err: unknown) => void;
 }
 
@@ -64,6 +69,7 @@ export function createChatRuns(deps: ChatRunDeps) {
   const log = deps.log ?? ((message: string, err: unknown) => console.warn(message, err));
 
   const outcomes = createOutcomeRecorder({ pool: deps.pool, gateway: deps.gateway, log });
+  const limitMs = Math.min(CHAT_STREAM_LIMIT_MS, deps.deadlineMs ?? CHAT_STREAM_LIMIT_MS);
 
   /** An Idempotency-Key repeat: the earlier reply, answered again from its record (as one delta, then its end). */
   const replayed = (g: GenerationView): ChatRun => {
@@ -75,6 +81,7 @@ export function createChatRuns(deps: ChatRunDeps) {
       model: g.model,
       createdAt: g.createdAt,
       maxTokens,
+      promptTokens: Math.ceil(g.prompt.length / 4),
       replay: g,
       events: (async function* (): AsyncGenerator<ChatRunEvent> {
         if (text) yield { type: 'delta', text };
@@ -114,8 +121,9 @@ export function createChatRuns(deps: ChatRunDeps) {
       throw new Error(`chat ${priced.model} is not billed per token`);
     const rate: number = ratePer1kMc;
     const maxTokens: number = priced.params.maxTokens;
-    priced.internal = { ...priced.internal, apiRunDeadlineMs: REPORT_WAIT_MS };
-    priced.apiRun = { deadlineMs: REPORT_WAIT_MS, admittedRunning: true };
+    priced.internal = { ...priced.internal, recordedByApi: true };
+    priced.admittedRunning = true;
+    priced.resolveWithinMs = limitMs + HOLD_MARGIN_MS;
     const job: ProviderJob = {
       generationId: priced.generationId,
       kind: 'chat',
@@ -152,16 +160,10 @@ export function createChatRuns(deps: ChatRunDeps) {
 
     const input: GenerationWorkflowInput = admitted.inputs[0]!;
 
-    // Fired now, awaited only when the outcome is reported: the first token does not wait for it.
-    const started = deps.gateway
-      .start(input)
-      .catch((err: unknown) =>
-        log(`generation ${input.generationId}: start failed; retried when the run is reported`, err),
-      );
     let finished!: (durable: boolean) => void;
     const outcome = new Promise<boolean>((done) => (finished = done));
     const finish = (result: ApiRunResult): void => {
-      void outcomes.record(input, started, result).then(finished);
+      void outcomes.record(input, result).then(finished);
     };
 
     return {
@@ -169,6 +171,7 @@ export function createChatRuns(deps: ChatRunDeps) {
       model: input.model,
       createdAt: new Date(),
       maxTokens,
+      promptTokens: Math.ceil(priced.prompt.length / 4),
       events: replyEvents({
         job,
         provider: deps.provider,
@@ -178,6 +181,7 @@ export function createChatRuns(deps: ChatRunDeps) {
         routes,
         maxTokens,
         ratePer1kMc: rate,
+        limitMs,
         signal: opts.signal,
         deadlineMs: opts.deadlineMs,
         startedAt: runStarted,

@@ -24,7 +24,7 @@ import { readRequest } from './lookup';
 import type { PricedGeneration } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
 import type { RateWindows, SubmitOptions, SubmittedMany } from './types';
-import { inputOfAdmitted, inputOfRecord } from './workflow-inputs';
+import { inputOfAdmitted, inputOfRecord, isRecordedByApi } from './workflow-inputs';
 import type { Deadlines } from './workflow-inputs';
 
 export interface AdmissionDeps {
@@ -52,6 +52,9 @@ export const WAITED_KINDS: ReadonlySet<GenerationKind> = new Set(['image', 'chat
  * ledger's admission (hold, generation, outbox in one transaction). A 402 costs one round trip to
  * the database and never a workflow.
  */
+/** How often a repeat looks for the record of a reply the API is still recording. */
+const RECORD_POLL_MS = 50;
+
 export function createAdmission(deps: AdmissionDeps) {
   const { pool, gateway, store } = deps;
 
@@ -73,16 +76,23 @@ export function createAdmission(deps: AdmissionDeps) {
     // The first request may have died between its hold and its start; starting again is harmless.
     // If Temporal cannot be reached, the hold stays: the workflow may well be running already, and
     // the client's next repeat (or the reconciler, if it never started) settles what happens.
-    await Promise.all(
-      rows.filter((g) => !isFinal(g.status)).map((g) => gateway.start(inputOfRecord(g, deps.deadlines))),
-    ).catch((err: unknown) => {
+    // A chat the API records at its end has no workflow until then, and its hold a deadline.
+    const resumable = rows.filter((g) => !isFinal(g.status) && !isRecordedByApi(g));
+    await Promise.all(resumable.map((g) => gateway.start(inputOfRecord(g, deps.deadlines)))).catch((err: unknown) => {
       throw new ServiceUnavailableError(
         'The generation could not be resumed just now; retry shortly with the same Idempotency-Key.',
         { cause: err },
       );
     });
     await Promise.all(rows.map((g) => waitIfSync(g.id, g.kind, opts)));
-    const after = await readRequest(pool, accountId, firstId);
+    let after = await readRequest(pool, accountId, firstId);
+    // A reply the API records at its end may have reached its client just before its record: the
+    // repeat answers the record once written (or, past the wait, as it stands).
+    const until = Date.now() + deps.syncWaitMs;
+    while (after.some((g) => !isFinal(g.status) && isRecordedByApi(g)) && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, RECORD_POLL_MS));
+      after = await readRequest(pool, accountId, firstId);
+    }
     return { generations: await Promise.all(after.map((g) => viewOf(g, store))), replayed: true };
   };
 
@@ -124,7 +134,7 @@ export function createAdmission(deps: AdmissionDeps) {
           id: p.generationId,
           budgeted,
           customerId: opts.customer,
-          startsRunning: p.apiRun?.admittedRunning,
+          startsRunning: p.admittedRunning === true || p.apiRun?.admittedRunning === true,
         })),
         keyedOf(principal, opts),
       );

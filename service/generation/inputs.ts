@@ -16,7 +16,7 @@ import type { ImageInfo } from '../../core/media/image-input';
 import { MAX_UPSCALED_SIDE } from '../../core/media/upscale';
 import type { PublicParams } from '../../core/generation/params';
 import type { OutputStore } from '../../core/storage/output-store';
-import type { PreparedInput } from './service';
+import type { EditSource, EditSources, PreparedInput } from './service';
 import type { PricedGeneration } from './requests';
 
 const CONTENT_TYPES: Record<ImageInfo['format'], string> = {
@@ -71,7 +71,54 @@ export function createInputPreparer(deps: InputPreparerDeps) {
     }
   };
 
-  return async (priced: PricedGeneration, uploaded?: Buffer): Promise<PreparedInput> => {
+  /**
+   * An edit's input images and mask, each fetched (or taken from the upload) and checked before
+   * anything is held; a bad one is a 400 naming it (`editImages.<n>`, `editMask`). Stored beside the
+   * generation once it exists, where the job reads them.
+   */
+  const prepareEdit = async (edit: EditSources): Promise<PreparedInput> => {
+    const fetchOne = async (
+      source: EditSource,
+      field: string,
+      which: string,
+    ): Promise<{ data: Buffer; info: ImageInfo }> => {
+      try {
+        const data = 'file' in source ? source.file : ((await readOwn(source.url)) ?? (await download(source.url)));
+        return { data, info: await inspectImage(data) };
+      } catch (err) {
+        if (err instanceof ImageInputError) throw new InvalidRequestError(`${field}${which}: ${err.message}`, field);
+        if (err instanceof InvalidRequestError)
+          throw new InvalidRequestError(err.message.replaceAll('imageUrl', `${field}${which}`), field);
+        throw err;
+      }
+    };
+    const images = await Promise.all(
+      edit.images.map((source, i) => fetchOne(source, 'editImages', ` (image ${i + 1})`)),
+    );
+    const mask = edit.mask === undefined ? undefined : await fetchOne(edit.mask, 'editMask', '');
+    const first = images[0]!.info;
+    return {
+      params: { inputWidth: first.width, inputHeight: first.height },
+      store: async (generationId) => {
+        const keyOf = (name: string, info: ImageInfo) =>
+          `${generationId}/${name}.${info.format === 'jpeg' ? 'jpg' : info.format}`;
+        const inputKeys = await Promise.all(
+          images.map(async ({ data, info }, i) => {
+            const key = keyOf(`input-${i}`, info);
+            await deps.store.put(key, data, CONTENT_TYPES[info.format]);
+            return key;
+          }),
+        );
+        if (!mask) return { inputKeys };
+        const maskKey = keyOf('mask', mask.info);
+        await deps.store.put(maskKey, mask.data, CONTENT_TYPES[mask.info.format]);
+        return { inputKeys, maskKey };
+      },
+    };
+  };
+
+  return async (priced: PricedGeneration, uploaded?: Buffer, edit?: EditSources): Promise<PreparedInput> => {
+    if (edit) return prepareEdit(edit);
     const url = priced.params.imageUrl;
     const data = uploaded ?? (url === undefined ? undefined : ((await readOwn(url)) ?? (await download(url))));
     if (data === undefined) throw invalid('imageUrl is required.');

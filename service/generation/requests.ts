@@ -1,4 +1,4 @@
-import { AUTO_CHAT_MODEL_ID } from '../../core/catalogue/models';
+import { AUTO_CHAT_MODEL_ID, findImageModel, IMAGE_MODELS } from '../../core/catalogue/models';
 import type { UpscaleScale } from '../../core/generation/params';
 import { InvalidRequestError } from '../../core/errors';
 import { newId } from '../../core/ids';
@@ -12,6 +12,7 @@ import type {
   ChatSampling,
   ChatTools,
   InternalParams,
+  ResponseFormat,
   ResponseRecord,
 } from '../../core/generation/params';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
@@ -32,6 +33,10 @@ export type GenerationRequest =
       height?: number | undefined;
       /** Group B's `quality: "hd"`: the model's high variant, or twice its price (DESIGN §6). */
       hd?: boolean | undefined;
+      /** The encoding of the answer (OpenAI's `output_format`): the run gives it or fails uncharged. */
+      outputFormat?: 'png' | 'jpeg' | 'webp' | undefined;
+      /** An edit: the images to edit (the first is edited, the others guide it) and where (the mask's transparent pixels). */
+      edit?: { images: EditInput[]; mask?: EditInput | undefined } | undefined;
     }
   | {
       kind: 'video';
@@ -55,13 +60,20 @@ export type GenerationRequest =
       response?: ResponseRecord | undefined;
       /** Functions the model may call: served only where the model's provider passes them on. */
       tools?: ChatTools | undefined;
+      /** Structured output: served only where the model's provider takes it. */
+      responseFormat?: ResponseFormat | undefined;
     }
   | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
+
+/** An edit's input: a URL, bytes the request carried, or the output of one of the account's image generations. */
+export type EditInput = { url: string } | { file: Buffer } | { generation: string };
 
 /** A priced request: everything a generation workflow needs, before its hold is placed. */
 export interface PricedGeneration extends Omit<GenerationWorkflowInput, 'admitted'> {
   /** A free chat reply may be claimed instead of a hold while the account has some; names the model that serves it. */
   freeChat?: { model: string };
+  /** A hold its caller resolves itself within this many ms, with no workflow until then (core/ledger/admit.ts). */
+  resolveWithinMs?: number;
 }
 
 /**
@@ -87,11 +99,23 @@ export function priceRequest(
       assertPromptAllowed(request.prompt);
       const quote = quoteImage(request);
       assertModelAllowed(principal, 'image', quote.model);
+      const edit = request.edit;
+      if (edit && !findImageModel(quote.model)?.edits)
+        throw new InvalidRequestError(
+          `model: ${quote.model} does not edit images; models that do: ${IMAGE_MODELS.filter((m) => m.edits)
+            .map((m) => m.id)
+            .join(', ')}.`,
+          'model',
+        );
       return {
         ...base,
         model: quote.model,
         prompt: request.prompt,
-        params: { ...quote.params },
+        params: {
+          ...quote.params,
+          ...(request.outputFormat ? { outputFormat: request.outputFormat } : {}),
+          ...(edit ? { inputImages: edit.images.length, ...(edit.mask ? { masked: true as const } : {}) } : {}),
+        },
         internal: {},
         quoteMc: quote.priceMc,
       };
@@ -125,6 +149,7 @@ export function priceRequest(
         ...(sampling.length > 0 ? { sampling: Object.fromEntries(sampling) } : {}),
         ...(request.response ? { response: request.response } : {}),
         ...(request.tools ? { tools: request.tools } : {}),
+        ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
         // A conversation is kept whole for providers that take one; a lone prompt needs no copy.
         ...(capped.messages.length > 1 || capped.messages[0]?.role !== 'user' ? { messages: capped.messages } : {}),
       };
@@ -168,17 +193,20 @@ export type Serves = (model: string, feature: ProviderFeature) => boolean;
 const servesNothing: Serves = () => false;
 
 /**
- * Functions (offered, called or answered) are passed on to providers that take them, and refused
- * by name where the model's provider would silently drop them (the simulator).
+ * Functions (offered, called or answered) and structured output are passed on to providers that
+ * take them, and refused by name where the model's provider would silently drop them (an upstream
+ * protocol without them, or a fallback that lacks them).
  */
 function assertFeaturesServed(
   request: Extract<GenerationRequest, { kind: 'chat' }>,
   model: string,
   serves: Serves,
 ): void {
-  if (serves(model, 'tools')) return;
   const unserved = (what: string) =>
-    `${what} ${what.endsWith('s') ? 'are' : 'is'} not supported by the provider of ${model}; models routed to an OpenAI-compatible upstream take them.`;
+    `${what} ${what.endsWith('s') ? 'are' : 'is'} not supported by the provider of ${model}.`;
+  if (request.responseFormat && !serves(model, 'json'))
+    throw new InvalidRequestError(`responseFormat: ${unserved('structured output')}`, 'responseFormat');
+  if (serves(model, 'tools')) return;
   if (request.tools?.functions.length) throw new InvalidRequestError(`tools: ${unserved('function tools')}`, 'tools');
   if (request.messages.some((m) => m.role === 'tool' || m.toolCalls?.length))
     throw new InvalidRequestError(`messages: ${unserved('function calls and their outputs')}`, 'messages');

@@ -14,6 +14,8 @@ import type { GenerationServiceDeps, SubmitOptions, Submitted } from './types';
 
 export type {
   Balance,
+  EditSource,
+  EditSources,
   FollowOptions,
   GenerationServiceDeps,
   ListQuery,
@@ -50,7 +52,15 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     serves,
     ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
   });
-  const chat = createChatRuns({ pool, gateway, store, admission, provider, ...(deps.log ? { log: deps.log } : {}) });
+  const chat = createChatRuns({
+    pool,
+    gateway,
+    store,
+    admission,
+    provider,
+    deadlineMs: deps.deadlines?.chat,
+    ...(deps.log ? { log: deps.log } : {}),
+  });
   const reads = createReads({ pool, gateway, store, serves });
   const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
   const cancel = createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines });
@@ -79,6 +89,10 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     watch: createWatch({ pool, store, live }),
     /** Stops listening for changes: call when closing, after `drain`. */
     close: (): Promise<void> => live.close(),
+    /** This process's one LISTEN on the ledger's changes, for other live views (a batch's). */
+    live: { subscribe: (...args: Parameters<typeof live.subscribe>) => live.subscribe(...args) },
+    /** What the models' providers can do beyond the basics (function tools), as pricing asks. */
+    serves,
     cancel,
     /** Stored responses of group B's Responses API: read, continue, cancel (service/chat/responses.ts). */
     responses: createResponses({ pool, store, cancel }),

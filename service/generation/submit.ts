@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { classifyDbError } from '../../core/db/errors';
 import { keepInternal } from '../../core/db/generations';
-import { markAfterAdmission, ServiceUnavailableError } from '../../core/errors';
+import { InvalidRequestError, markAfterAdmission, ServiceUnavailableError } from '../../core/errors';
 import { viewOf } from '../../core/generation/view';
 import type { GenerationView } from '../../core/generation/view';
 import { release } from '../../core/ledger';
@@ -9,13 +9,21 @@ import { metrics } from '../../core/metrics';
 import type { Principal } from '../../core/accounts/principal';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
+import type { GenerationKind } from '../../core/vocabulary';
 import type { Admission } from './admission';
 import { WAITED_KINDS } from './admission';
 import { readOwn } from './lookup';
 import { priceRequest } from './requests';
-import type { GenerationRequest, PricedGeneration, Serves } from './requests';
+import type { EditInput, GenerationRequest, PricedGeneration, Serves } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
-import type { GenerationServiceDeps, PreparedInput, SubmitOptions, SubmittedMany } from './types';
+import type {
+  EditSource,
+  EditSources,
+  GenerationServiceDeps,
+  PreparedInput,
+  SubmitOptions,
+  SubmittedMany,
+} from './types';
 
 export interface SubmitDeps {
   pool: pg.Pool;
@@ -26,6 +34,13 @@ export interface SubmitDeps {
   serves: Serves;
   prepareInput?: GenerationServiceDeps['prepareInput'];
 }
+
+/**
+ * Kinds admitted `running`: nothing waits between their hold and their run (no slot), so the
+ * admission records it and the workflow starts with that status, with no step of its own to mark
+ * it. Chats through the activity path keep their `queued` (a background response answers so).
+ */
+const ADMITTED_RUNNING: ReadonlySet<GenerationKind> = new Set(['image', 'upscale']);
 
 /**
  * Submitting: price, fetch an input if the request has one, admit (the ledger holds), start the
@@ -70,18 +85,41 @@ export function createSubmit(deps: SubmitDeps) {
     starting.add(started);
   };
 
-  /** Fetches and checks an input (upscale image, video reference frame) before anything is held. */
+  /** An edit's inputs as sources to fetch or bytes; an earlier output of the account is read from the store. */
+  const editSources = async (principal: Principal, request: GenerationRequest): Promise<EditSources | undefined> => {
+    if (request.kind !== 'image' || !request.edit) return undefined;
+    const sourceOf = async (input: EditInput, field: string, which: string): Promise<EditSource> => {
+      if (!('generation' in input)) return input;
+      const g = await readOwn(pool, principal.accountId, input.generation).catch(() => undefined);
+      const data = g?.kind === 'image' && g.outputKey ? await store.get(g.outputKey) : undefined;
+      if (!data)
+        throw new InvalidRequestError(
+          `${field}${which}: '${input.generation}' is not a succeeded image generation of this account.`,
+          field,
+        );
+      return { file: data };
+    };
+    const { images, mask } = request.edit;
+    return {
+      images: await Promise.all(images.map((input, i) => sourceOf(input, 'editImages', ` (image ${i + 1})`))),
+      ...(mask ? { mask: await sourceOf(mask, 'editMask', '') } : {}),
+    };
+  };
+
+  /** Fetches and checks an input (upscale image, video reference frame, an edit's images) before anything is held. */
   const prepare = async (
     priced: PricedGeneration,
     uploaded: Buffer | undefined,
+    edit: EditSources | undefined,
   ): Promise<PreparedInput | undefined> => {
     const needsInput =
+      edit !== undefined ||
       priced.kind === 'upscale' ||
       (priced.kind === 'video' && (priced.params.imageUrl !== undefined || uploaded !== undefined));
     if (!needsInput) return undefined;
     if (!deps.prepareInput)
       throw new ServiceUnavailableError('Fetching input images is not available on this instance.');
-    const prepared = await deps.prepareInput(priced, uploaded);
+    const prepared = await deps.prepareInput(priced, uploaded, edit);
     priced.params = { ...priced.params, ...prepared.params };
     return prepared;
   };
@@ -107,7 +145,7 @@ export function createSubmit(deps: SubmitDeps) {
     }
   };
 
-  /** The generation as admission wrote it: queued, nothing charged, no output yet. */
+  /** The generation as admission wrote it: queued (or running), nothing charged, no output yet. */
   const queuedView = (input: GenerationWorkflowInput, createdAt: Date, opts: SubmitOptions): Promise<GenerationView> =>
     viewOf(
       {
@@ -117,7 +155,7 @@ export function createSubmit(deps: SubmitDeps) {
         customerId: opts.customer ?? null,
         kind: input.kind,
         model: input.model,
-        status: 'queued',
+        status: input.admittedRunning ? 'running' : 'queued',
         params: input.params,
         internal: input.internal,
         prompt: input.prompt,
@@ -135,6 +173,8 @@ export function createSubmit(deps: SubmitDeps) {
         queuePosition: null,
         measuredSeconds: null,
         provider: null,
+        batchId: null,
+        batchLine: null,
       },
       store,
     );
@@ -174,6 +214,7 @@ export function createSubmit(deps: SubmitDeps) {
 
     const count = opts.count ?? 1;
     const priced = Array.from({ length: count }, () => priceRequest(request, principal, opts.door, deps.serves));
+    for (const p of priced) if (ADMITTED_RUNNING.has(p.kind)) p.admittedRunning = true;
     if (count > 1) {
       const firstId = priced[0]!.generationId;
       priced.forEach((p, index) => (p.internal = { ...p.internal, siblings: { firstId, index } }));
@@ -181,7 +222,7 @@ export function createSubmit(deps: SubmitDeps) {
     // Kept with the generation, so that a workflow started again from its record keeps it too.
     if (opts.deadlineMs !== undefined)
       for (const p of priced) p.internal = { ...p.internal, clientDeadlineMs: opts.deadlineMs };
-    const prepared = await prepare(priced[0]!, opts.inputFile);
+    const prepared = await prepare(priced[0]!, opts.inputFile, await editSources(principal, request));
     for (const p of priced.slice(1)) p.params = { ...p.params, ...prepared?.params };
 
     const admissionTimer = metrics.admissionDuration.startTimer({ kind: priced[0]!.kind });

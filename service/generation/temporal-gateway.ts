@@ -1,8 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import type { Client, WorkflowStartOptions } from '@temporalio/client';
-import { AccountId, GenerationKind, GenerationModel, GenerationStatus } from '../../core/search-attributes';
+import type { Client } from '@temporalio/client';
 import { ServiceUnavailableError } from '../../core/errors';
-import { mcToCredits } from '../../core/money';
+import { generationStartOptions } from '../../core/generation/workflow-start';
 import { apiRunResultSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../../core/workflow-contract';
 import type { ApiRunResult, GenerationWorkflow, GenerationWorkflowInput } from '../../core/workflow-contract';
 
@@ -23,26 +22,7 @@ type GenerationSignal =
 const START_DEADLINE_MS = 5_000;
 
 export function createGenerationGateway({ client, taskQueue }: { client: Client; taskQueue: string }) {
-  const startOptions = (input: GenerationWorkflowInput): WorkflowStartOptions<GenerationWorkflow> => ({
-    workflowId: input.generationId,
-    taskQueue,
-    args: [input],
-    // One generation id, one run, ever: a repeated start (an idempotent retry, a cancel racing the
-    // start) joins the running workflow or is refused for a closed one, never runs the job twice.
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    typedSearchAttributes: [
-      { key: AccountId, value: input.accountId },
-      { key: GenerationKind, value: input.kind },
-      { key: GenerationModel, value: input.model },
-      // A chat admitted running starts so: its workflow then writes no status until its end.
-      { key: GenerationStatus, value: input.apiRun?.admittedRunning ? 'running' : 'queued' },
-    ],
-    staticSummary: summarise(input),
-    // Where the server's fairness is on (matching.enableFairness), each account gets its share of
-    // the task queues, activities included: one account's flood cannot starve another's request.
-    priority: { fairnessKey: input.accountId },
-  });
+  const startOptions = (input: GenerationWorkflowInput) => generationStartOptions(input, taskQueue);
 
   /** Signals the generation's workflow, starting it first if it never started; false when it has closed. */
   const signalWithStart = async (input: GenerationWorkflowInput, signal: GenerationSignal): Promise<boolean> => {
@@ -104,6 +84,30 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
     },
 
     /**
+     * Starts the workflow of a chat the API ran, carrying what it came to (`input.reported`): it
+     * records that in its first task. A workflow of the earlier shape already waiting for this
+     * chat's report (started by an older API process) is sent the report instead. Throws when the
+     * server cannot be reached.
+     */
+    async record(input: GenerationWorkflowInput & { reported: ApiRunResult }): Promise<void> {
+      try {
+        await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+          client.workflow.start<GenerationWorkflow>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
+        );
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        try {
+          await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+            client.workflow.getHandle(input.generationId).signal(apiRunResultSignal, input.reported),
+          );
+        } catch (signalErr) {
+          // Closed already (released at its own deadline): the ledger has the outcome either way.
+          if (!(signalErr instanceof WorkflowNotFoundError)) throw signalErr;
+        }
+      }
+    },
+
+    /**
      * Waits up to `ms` for the workflow to finish; false when it is still going. `signal` ends the
      * wait early (the caller went away).
      */
@@ -130,25 +134,3 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
 }
 
 export type GenerationGateway = ReturnType<typeof createGenerationGateway>;
-
-/** The line an operator reads in the Temporal UI, e.g. "video · kling · 10 s 1080p · 130 credits". */
-export function summarise(input: GenerationWorkflowInput): string {
-  const p = input.params;
-  const detail =
-    input.kind === 'video'
-      ? `${String(p.seconds)} s ${String(p.resolution)}`
-      : input.kind === 'image'
-        ? `${String(p.width)}×${String(p.height)}`
-        : input.kind === 'upscale'
-          ? `${String(p.scale)}×`
-          : '';
-  const free = input.admitted?.free ?? false;
-  // Per-token chat holds its output cap; what it charges is known at the end.
-  const perToken = input.internal.ratePer1kMc !== undefined;
-  const price = free
-    ? 'free reply'
-    : perToken
-      ? `up to ${mcToCredits(input.quoteMc)} credits, per token`
-      : `${mcToCredits(input.quoteMc)} credits`;
-  return [input.kind, input.model, detail, price].filter((s) => s !== '').join(' · ');
-}

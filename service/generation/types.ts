@@ -25,14 +25,23 @@ export interface GenerationServiceDeps {
   cancelWaitMs?: number;
   /** Per kind, how long a generation may stay in flight before it fails with `timeout`. */
   deadlines?: Partial<Record<GenerationKind, number>>;
-  /** Fetches and checks an input image (upscale, image-to-video) before anything is held; without it those are refused. */
-  prepareInput?: (priced: PricedGeneration, uploaded?: Buffer) => Promise<PreparedInput>;
+  /** Fetches and checks input images (upscale, image-to-video, an edit's) before anything is held; without it those are refused. */
+  prepareInput?: (priced: PricedGeneration, uploaded?: Buffer, edit?: EditSources) => Promise<PreparedInput>;
   /** Runs the chats the API streams itself (group B); the simulator when not given. */
   provider?: Provider;
   /** The API's rate windows: customers' rate limits are counted in them; without them none is enforced. */
   rateWindows?: RateWindows;
   /** Where trouble that no client hears of is told (e.g. a report Temporal did not take). */
   log?: (message: string, err: unknown) => void;
+}
+
+/** One input image of an edit: a URL to fetch, or bytes the request carried (an upload, an earlier output). */
+export type EditSource = { url: string } | { file: Buffer };
+export interface EditSources {
+  /** The image edited first, then any references. */
+  images: EditSource[];
+  /** Where to edit: its transparent pixels. */
+  mask?: EditSource | undefined;
 }
 
 /** An input fetched and checked before the hold: stored once the generation exists. */

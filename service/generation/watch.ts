@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { getVersioned, listChangedGenerations } from '../../core/db/generations';
+import { getNumbered, latestChange, listChangedAfter, listChangedSince } from '../../core/db/generations';
+import type { NumberedGeneration } from '../../core/db/generations';
 import { viewOf } from '../../core/generation/view';
 import type { GenerationView } from '../../core/generation/view';
 import { idFloorAt } from '../../core/ids';
@@ -7,10 +8,13 @@ import type { Principal } from '../../core/accounts/principal';
 import type { OutputStore } from '../../core/storage/output-store';
 import { isFinal } from '../../core/vocabulary';
 import type { GenerationStatus } from '../../core/vocabulary';
+import { NotFoundError } from '../../core/errors';
+import { accountEventId, generationEventId } from './event-ids';
+import type { AccountMark, GenerationMark } from './event-ids';
 import type { LiveEvents, LiveNotice } from './live-events';
 import { readOwn } from './lookup';
 
-/** One change seen by a live stream. `id` resumes the stream after it (SSE `Last-Event-ID`). */
+/** One change seen by a live stream. `id` resumes the stream after it (SSE `Last-Event-ID`, service/generation/event-ids.ts). */
 export type WatchEvent =
   | { type: 'generation'; id: string; final: boolean; generation: GenerationView }
   /** A running generation's progress rose (its status did not change). */
@@ -20,11 +24,13 @@ export type WatchEvent =
   /** The account's money moved without a generation changing (credits added). */
   | { type: 'account' };
 
-/** Streams read their generation again at least this often, whatever they heard (a safety net). */
+/** Streams read what changed again at least this often, whatever they heard (a safety net). */
 const REREAD_MS = 30_000;
-/** How far back an account stream looks for generations that may change: past every kind's deadline. */
+/** How far back a stream that starts from a time looks for generations that may have changed: past every kind's deadline. */
 const LIVE_WINDOW_MS = 3 * 3_600_000;
-const RANK: Record<GenerationStatus, number> = { queued: 1, running: 2, succeeded: 3, failed: 3 };
+/** Rows read at once when a stream reads what changed after a number. */
+const PAGE = 200;
+const RANK: Record<GenerationStatus, 1 | 2 | 3> = { queued: 1, running: 2, succeeded: 3, failed: 3 };
 
 /** A wake-up flag that a listener raises and a stream waits on, bounded in time and by the caller's signal. */
 function inbox() {
@@ -35,8 +41,9 @@ function inbox() {
       raised = true;
       wake?.();
     },
-    /** False once `signal` has ended the wait for good. */
-    async wait(signal: AbortSignal, ms: number): Promise<boolean> {
+    /** False once `signal` has ended the wait for good; `timedOut` says whether nothing was raised. */
+    async wait(signal: AbortSignal, ms: number): Promise<{ go: boolean; timedOut: boolean }> {
+      const wasRaised = raised;
       if (!raised && !signal.aborted) {
         await new Promise<void>((resolve) => {
           const done = () => {
@@ -50,8 +57,9 @@ function inbox() {
           signal.addEventListener('abort', done, { once: true });
         });
       }
+      const timedOut = !wasRaised && !raised;
       raised = false;
-      return !signal.aborted;
+      return { go: !signal.aborted, timedOut };
     },
   };
 }
@@ -59,52 +67,56 @@ function inbox() {
 /**
  * Live streams of generations, on the ledger's change notices (service/generation/live-events.ts): each
  * stream subscribes before it reads, so no change falls between its first look and the next.
+ * Events are states, not a log: a stream sends each newer state it reads (a status, a higher
+ * progress, the preview), never one the client had, and a resumed stream sends what is newer than
+ * its `Last-Event-ID` (service/generation/event-ids.ts) rather than every step it missed.
  */
 export function createWatch({ pool, store, live }: { pool: pg.Pool; store: OutputStore; live: LiveEvents }) {
   return {
     /**
-     * The statuses of one generation from `after` on (an event id it sent before), ending with the
-     * final one, and its progress while it runs. An event id is its status's rank with the
-     * progress as hundredths (`2.40`: running at 40 %), so a resumed stream is sent only what is
-     * newer. A generation the account does not own is a NotFoundError before anything streams.
+     * The states of one generation after `after` (what the client has seen), ending with the
+     * final one: its status as it changes, its progress as it rises, a video's preview once. A
+     * generation the account does not own is a NotFoundError before anything streams.
      */
     async generation(
       principal: Principal,
       id: string,
-      opts: { after?: string | undefined; signal: AbortSignal },
+      opts: { after?: GenerationMark | undefined; signal: AbortSignal },
     ): Promise<AsyncIterable<WatchEvent>> {
       await readOwn(pool, principal.accountId, id);
       const box = inbox();
       const unsubscribe = await live.subscribe(principal.accountId, (n: LiveNotice) => {
         if ('resync' in n || ('generationId' in n && n.generationId === id)) box.raise();
       });
-      let last = Number(opts.after ?? 0) || 0;
-      // Sent once per stream, with the id of the last event (a preview has no place of its own
-      // in the order of statuses); a resumed stream that sees the thumbnail already sends it again.
-      let previewSent = false;
+      let sent: Omit<GenerationMark, 'rank'> & { rank: GenerationMark['rank'] | 0 } = opts.after ?? {
+        rank: 0,
+        progress: 0,
+        preview: false,
+      };
+      const idOf = (): string => generationEventId(sent as GenerationMark);
       return (async function* () {
         try {
           for (;;) {
             const g = await readOwn(pool, principal.accountId, id);
+            let view: GenerationView | undefined;
+            const seen = async () => (view ??= await viewOf(g, store));
             const rank = RANK[g.status];
-            const at = g.status === 'running' ? rank + Math.min(99, g.progressPercent ?? 0) / 100 : rank;
-            if (rank > Math.floor(last)) {
-              last = at;
-              yield {
-                type: 'generation',
-                id: eventIdOf(at),
-                final: isFinal(g.status),
-                generation: await viewOf(g, store),
-              } as const;
-            } else if (at > last) {
-              last = at;
-              yield { type: 'progress', id: eventIdOf(at), generation: await viewOf(g, store) } as const;
+            if (rank > sent.rank) {
+              sent = { rank, progress: 0, preview: false };
+              yield { type: 'generation', id: idOf(), final: isFinal(g.status), generation: await seen() } as const;
             }
-            if (!previewSent && g.status === 'running' && g.previewKeys.thumbnail) {
-              previewSent = true;
-              yield { type: 'preview', id: eventIdOf(last), generation: await viewOf(g, store) } as const;
+            if (g.status === 'running') {
+              const progress = Math.min(99, g.progressPercent ?? 0);
+              if (progress > sent.progress) {
+                sent = { ...sent, progress };
+                yield { type: 'progress', id: idOf(), generation: await seen() } as const;
+              }
+              if (!sent.preview && g.previewKeys.thumbnail) {
+                sent = { ...sent, preview: true };
+                yield { type: 'preview', id: idOf(), generation: await seen() } as const;
+              }
             }
-            if (isFinal(g.status) || !(await box.wait(opts.signal, REREAD_MS))) return;
+            if (isFinal(g.status) || !(await box.wait(opts.signal, REREAD_MS)).go) return;
           }
         } finally {
           unsubscribe();
@@ -113,15 +125,21 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
     },
 
     /**
-     * Every change of the account's generations (or of `ids` only), from `after` on: an event id
-     * is the time of the change, so a resumed stream is sent what changed since. Listed ids are
-     * sent as they are now first (unless sent before), and their stream ends once each has ended.
-     * Progress of a running one is sent as it is heard (its id the last change's time: progress is
-     * not replayed on resume, the record has it).
+     * Every change of the account's generations (or of `ids` only) after `after`: a status event's
+     * id is its change number, and numbers follow commits, so a resumed stream is sent exactly the
+     * generations whose status changed since, each as it is now. Listed ids are first sent as they
+     * are now (unless sent before), and their stream ends once each has ended. `since` (without
+     * `after`) starts with what changed after that time. Progress and previews of running ones are
+     * sent as they are heard, with ids after the last change; they are not replayed on resume.
      */
     async account(
       principal: Principal,
-      opts: { ids?: readonly string[] | undefined; after?: string | undefined; signal: AbortSignal },
+      opts: {
+        ids?: readonly string[] | undefined;
+        after?: AccountMark | undefined;
+        since?: Date | undefined;
+        signal: AbortSignal;
+      },
     ): Promise<AsyncIterable<WatchEvent>> {
       const wanted = opts.ids && new Set(opts.ids);
       const changed = new Set<string>();
@@ -133,6 +151,8 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
       const unsubscribe = await live.subscribe(principal.accountId, (n: LiveNotice) => {
         if ('resync' in n) resync = true;
         else if ('credited' in n) credited = true;
+        // A batch's own change: its lines' generations are announced on their own.
+        else if ('batch' in n) return;
         else if (wanted && !wanted.has(n.generationId)) return;
         else if ('progress' in n) progressed.add(n.generationId);
         else if ('preview' in n) previewed.add(n.generationId);
@@ -140,45 +160,67 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
         box.raise();
       });
       const accountId = principal.accountId;
-      const sent = new Map<string, number>();
-      const sentProgress = new Map<string, number>();
-      const resumedAt = Number(opts.after ?? NaN);
-      /** Changes up to this time were sent before (the stream resumes after them). */
-      const after = Number.isFinite(resumedAt) ? resumedAt : -1;
-      let since = Number.isFinite(resumedAt) ? resumedAt : Date.now();
-      const changesSince = async (from: number) => {
-        const rows = await listChangedGenerations(pool, accountId, {
-          fromId: idFloorAt('gen', from - LIVE_WINDOW_MS),
-          since: new Date(from),
-        });
-        return wanted ? rows.filter((r) => wanted.has(r.id)) : rows;
+      /** What changed after `from`, every page of it, the listed ids only when listed. */
+      const changesAfter = async (from: number): Promise<NumberedGeneration[]> => {
+        const all: NumberedGeneration[] = [];
+        for (let cursor = from; ;) {
+          const page = await listChangedAfter(pool, accountId, cursor, PAGE);
+          all.push(...(wanted ? page.filter((r) => wanted.has(r.id)) : page));
+          if (page.length < PAGE) return all;
+          cursor = page.at(-1)!.changeSeq;
+        }
       };
       // Read before anything streams, so that a database out of reach is an error answer, not a cut stream.
-      let rows: Awaited<ReturnType<typeof getVersioned>>;
+      let rows: NumberedGeneration[];
+      let mark: AccountMark;
+      /** Changes numbered up to this were sent before (the stream resumes after them). */
+      let floor: number;
+      const finished = new Set<string>();
       try {
-        rows = wanted
-          ? await getVersioned(pool, accountId, [...wanted])
-          : Number.isFinite(resumedAt)
-            ? await changesSince(resumedAt)
-            : [];
+        const latest = await latestChange(pool, accountId);
+        if (latest === undefined) throw new NotFoundError('The account no longer exists.');
+        // A mark past the account's latest change was never issued for it (another format, another
+        // database): it counts as none, and the stream starts from now.
+        const resumed = opts.after && opts.after.change <= latest ? opts.after : undefined;
+        mark = resumed ?? { change: latest, step: 0 };
+        floor = resumed?.change ?? -1;
+        if (wanted) {
+          const found = await getNumbered(pool, accountId, [...wanted]);
+          // A listed generation that is not the account's will never change here: nothing to wait for.
+          for (const id of wanted) if (!found.some((r) => r.id === id)) finished.add(id);
+          for (const r of found) if (isFinal(r.status)) finished.add(r.id);
+          rows = found.filter((r) => r.changeSeq > floor);
+        } else if (resumed) {
+          rows = await changesAfter(resumed.change);
+        } else if (opts.since) {
+          rows = await listChangedSince(pool, accountId, {
+            fromId: idFloorAt('gen', opts.since.getTime() - LIVE_WINDOW_MS),
+            since: opts.since,
+          });
+        } else {
+          rows = [];
+        }
       } catch (err) {
         unsubscribe();
         throw err;
       }
-      // A listed generation that is not the account's will never change here: nothing to wait for.
-      const finished = new Set(wanted ? [...wanted].filter((id) => !rows.some((r) => r.id === id)) : []);
+      const sent = new Map<string, number>();
+      const sentProgress = new Map<string, number>();
+      /** The next id: the row's own change number when it is newer than the mark, else the next step after it. */
+      const nextId = (change?: number): string => {
+        mark = change !== undefined && change > mark.change ? { change, step: 0 } : { ...mark, step: mark.step + 1 };
+        return accountEventId(mark);
+      };
       return (async function* () {
         try {
           for (;;) {
             for (const row of rows) {
-              const version = row.updatedAt.getTime();
               if (isFinal(row.status)) finished.add(row.id);
-              if ((sent.get(row.id) ?? after) >= version) continue;
-              sent.set(row.id, version);
-              since = Math.max(since, version);
+              if (row.changeSeq <= (sent.get(row.id) ?? floor)) continue;
+              sent.set(row.id, row.changeSeq);
               yield {
                 type: 'generation',
-                id: String(version),
+                id: nextId(row.changeSeq),
                 final: isFinal(row.status),
                 generation: await viewOf(row, store),
               } as const;
@@ -190,30 +232,32 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
             if (progressed.size > 0) {
               const ids = [...progressed].filter((id) => !changed.has(id));
               progressed.clear();
-              for (const row of await getVersioned(pool, accountId, ids)) {
+              for (const row of await getNumbered(pool, accountId, ids)) {
                 const p = row.progressPercent ?? 0;
                 if (row.status !== 'running' || (sentProgress.get(row.id) ?? -1) >= p) continue;
                 sentProgress.set(row.id, p);
-                yield { type: 'progress', id: String(since), generation: await viewOf(row, store) } as const;
+                yield { type: 'progress', id: nextId(), generation: await viewOf(row, store) } as const;
               }
             }
             if (previewed.size > 0) {
               const ids = [...previewed];
               previewed.clear();
-              for (const row of await getVersioned(pool, accountId, ids)) {
+              for (const row of await getNumbered(pool, accountId, ids)) {
                 if (row.status === 'running' && row.previewKeys.thumbnail)
-                  yield { type: 'preview', id: String(since), generation: await viewOf(row, store) } as const;
+                  yield { type: 'preview', id: nextId(), generation: await viewOf(row, store) } as const;
               }
             }
             // A stream of listed generations ends once each has ended (and been sent).
             if (wanted && finished.size >= wanted.size) return;
-            if (!(await box.wait(opts.signal, REREAD_MS))) return;
+            const woke = await box.wait(opts.signal, REREAD_MS);
+            if (!woke.go) return;
             const ids = [...changed];
             changed.clear();
-            // After a lost connection, what changed meanwhile is read from the table; a second's
-            // overlap covers commits dated a little before they became visible.
-            rows = resync ? await changesSince(since - 1_000) : await getVersioned(pool, accountId, ids);
+            // After a lost connection, or when nothing was heard for a while, what changed is read
+            // from the table by number: exactly what came after the last change sent.
+            const scan = resync || woke.timedOut;
             resync = false;
+            rows = scan ? await changesAfter(mark.change) : await getNumbered(pool, accountId, ids);
           }
         } finally {
           unsubscribe();
@@ -224,6 +268,3 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
 }
 
 export type Watch = ReturnType<typeof createWatch>;
-
-/** A single generation's event id: its status's rank, and while running its progress in hundredths. */
-const eventIdOf = (at: number): string => (Number.isInteger(at) ? String(at) : at.toFixed(2));

@@ -1,24 +1,9 @@
 import type { GenerationRow } from '../../core/db/generations';
 import type { AdmittedGeneration } from '../../core/ledger';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
-import type { InternalParams } from '../../core/generation/params';
-import type { GenerationKind } from '../../core/vocabulary';
+import { deadlineOf } from '../../core/generation/workflow-start';
+import type { Deadlines } from '../../core/generation/workflow-start';
 import type { PricedGeneration } from './requests';
-
-/** Per kind, how long a generation may stay in flight before it fails with `timeout`. */
-export type Deadlines = Partial<Record<GenerationKind, number>>;
-
-/** The workflow's deadline: the sooner of the kind's own and the one the client asked for, if any. */
-function deadlineOf(
-  kind: GenerationKind,
-  internal: InternalParams,
-  deadlines: Deadlines | undefined,
-): number | undefined {
-  const own = deadlines?.[kind];
-  const asked = internal.clientDeadlineMs;
-  if (asked === undefined) return own;
-  return own === undefined ? asked : Math.min(own, asked);
-}
 
 /** The workflow input of a generation the ledger just admitted. */
 export function inputOfAdmitted(
@@ -26,7 +11,7 @@ export function inputOfAdmitted(
   admitted: AdmittedGeneration,
   deadlines: Deadlines | undefined,
 ): GenerationWorkflowInput {
-  const { freeChat: _freeChat, ...rest } = priced;
+  const { freeChat: _freeChat, resolveWithinMs: _resolveWithinMs, ...rest } = priced;
   const deadlineMs = deadlineOf(priced.kind, priced.internal, deadlines);
   return {
     ...rest,
@@ -36,25 +21,12 @@ export function inputOfAdmitted(
   };
 }
 
-/** Everything a generation's workflow needs, rebuilt from its record (replays, cancels). */
-export function inputOfRecord(g: GenerationRow, deadlines: Deadlines | undefined): GenerationWorkflowInput {
-  const deadlineMs = deadlineOf(g.kind, g.internal, deadlines);
-  return {
-    ...(deadlineMs === undefined ? {} : { deadlineMs }),
-    generationId: g.id,
-    accountId: g.accountId,
-    apiKeyId: g.apiKeyId,
-    kind: g.kind,
-    model: g.model,
-    prompt: g.prompt,
-    params: g.params,
-    internal: g.internal,
-    quoteMc: g.quoteMc,
-    admitted: { free: g.freeChat, model: g.model },
-    // A chat the API runs itself stays one: its workflow waits for the API's report.
-    ...(g.internal.apiRunDeadlineMs === undefined ? {} : { apiRun: { deadlineMs: g.internal.apiRunDeadlineMs } }),
-  };
-}
+/** A chat the API runs itself (a group B reply): the API resolves its hold and starts its workflow at its end. */
+export const isApiRun = (g: GenerationRow): boolean =>
+  g.internal.recordedByApi === true || g.internal.apiRunDeadlineMs !== undefined;
 
-/** A chat the API runs itself (a group B reply): its workflow waits for the API's report. */
-export const isApiRun = (g: GenerationRow): boolean => g.internal.apiRunDeadlineMs !== undefined;
+/** A chat the API records at its end: no workflow until then, and none to start for it from its record. */
+export const isRecordedByApi = (g: GenerationRow): boolean => g.internal.recordedByApi === true;
+
+export { inputOfRecord } from '../../core/generation/workflow-start';
+export type { Deadlines } from '../../core/generation/workflow-start';

@@ -23,6 +23,8 @@ export interface LedgerEntryView {
   balanceAfter: number;
   heldAfter: number;
   generationId: string | null;
+  /** The batch it belongs to (its hold, what it released, or a line's charge or release). */
+  batchId: string | null;
   keyId: string | null;
   /** The customer (the platform's own end user) whose generation it was; null for none, and for entries of no generation. */
   customer: string | null;
@@ -53,6 +55,7 @@ function viewOf(e: StoredLedgerEntry): LedgerEntryView {
     balanceAfter: mcToCredits(e.balanceAfterMc - e.heldAfterMc),
     heldAfter: mcToCredits(e.heldAfterMc),
     generationId: e.generationId,
+    batchId: e.batchId,
     keyId: e.keyId,
     customer: e.customerId,
     note: e.note,
@@ -87,6 +90,7 @@ const CSV_COLUMNS = [
   'balanceAfter',
   'heldAfter',
   'generationId',
+  'batchId',
   'keyId',
   'customer',
   'note',

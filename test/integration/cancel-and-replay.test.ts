@@ -10,8 +10,21 @@ import { CURRENT_HISTORIES, patchIdsOf } from '../support/histories';
 import { credits, generate, untilFinished, untilStarted } from '../support/api';
 import { phaseQuery } from '../../core/workflow-contract';
 import { newId } from '../../core/ids';
+import type { InternalParams } from '../../core/generation/params';
 import { admit, settle } from '../../core/ledger';
 import { createGenerationGateway } from '../../service/generation/temporal-gateway';
+
+/** A per-token chat of the account as the API admits it; `internal` says which shape it runs in. */
+const perTokenChat = (accountId: string, internal: InternalParams) => ({
+  accountId,
+  apiKeyId: null,
+  kind: 'chat' as const,
+  model: 'claude-haiku',
+  prompt: 'hello',
+  params: { maxTokens: 100 },
+  internal: { ratePer1kMc: 700, ...internal },
+  quoteMc: 70,
+});
 
 /**
  * A chat admitted for the API to run (apiRun) whose report never comes, as when the API process
@@ -21,16 +34,7 @@ import { createGenerationGateway } from '../../service/generation/temporal-gatew
  */
 async function apiRunNeverReported(accountId: string, opts: { settledByApi?: boolean } = {}): Promise<string> {
   const generationId = newId('gen');
-  const generation = {
-    accountId,
-    apiKeyId: null,
-    kind: 'chat',
-    model: 'claude-haiku',
-    prompt: 'hello',
-    params: { maxTokens: 100 },
-    internal: { ratePer1kMc: 700, apiRunDeadlineMs: 300 },
-    quoteMc: 70,
-  } as const;
+  const generation = perTokenChat(accountId, { apiRunDeadlineMs: 300 });
   const admitted = await admit(h.pool, [{ ...generation, id: generationId }]);
   if (admitted.outcome !== 'admitted') throw new Error('not admitted');
   if (opts.settledByApi)
@@ -70,6 +74,33 @@ async function apiRunNeverReported(accountId: string, opts: { settledByApi?: boo
       code: 'timeout',
     });
   }
+  return generationId;
+}
+
+/**
+ * A chat the API ran whose ledger call failed (PostgreSQL out of reach at that moment): its
+ * workflow, started with the unrecorded outcome, settles it itself. Returns its id once closed.
+ */
+async function reportedUnrecorded(accountId: string): Promise<string> {
+  const generationId = newId('gen');
+  const generation = perTokenChat(accountId, { recordedByApi: true });
+  const admitted = await admit(h.pool, [
+    { ...generation, id: generationId, startsRunning: true, resolveWithinMs: 60_000 },
+  ]);
+  if (admitted.outcome !== 'admitted') throw new Error('not admitted');
+  await createGenerationGateway({ client: h.client, taskQueue: h.taskQueue }).record({
+    ...generation,
+    generationId,
+    admitted: { free: false, model: generation.model },
+    admittedRunning: true,
+    reported: { ok: true, output: { outputKey: null, outputText: 'hi there', chargeMc: 14, outputTokens: 20 } },
+  });
+  await h.client.workflow.getHandle(generationId).result();
+  const row = await h.pool.query<{ status: string; charged_mc: number }>(
+    'SELECT status, charged_mc FROM generations WHERE id = $1',
+    [generationId],
+  );
+  expect(row.rows[0]).toEqual({ status: 'succeeded', charged_mc: 14 });
   return generationId;
 }
 
@@ -154,12 +185,36 @@ describe('determinism', () => {
     ids.push((await generate(h, key, { kind: 'image', model: 'flux', prompt: 'a bridge' })).body.generation.id);
     ids.push((await generate(h, key, { kind: 'chat', prompt: 'hello' })).body.generation.id);
     ids.push((await generate(h, key, { kind: 'image', model: 'flux', prompt: 'sim:fail' })).body.generation.id);
-    // Group B chat: the API streams the reply itself and reports it to the workflow (apiRun).
+    // Group B chat: the API streams the reply itself, settles it, then starts the workflow with
+    // the outcome (reported), which records it in its first task; a failed one the same way.
     const streamed = await h.call('POST', '/v1/chat/completions', {
       key,
       body: { model: 'auto', messages: [{ role: 'user', content: 'sim:tokens=3' }], stream: true },
     });
     ids.push(/"id":"(gen_[^"]+)"/.exec(streamed.body)![1]!);
+    const failedChat = await h.call('POST', '/v1/chat/completions', {
+      key,
+      body: { model: 'auto', messages: [{ role: 'user', content: 'sim:fail' }] },
+    });
+    expect(failedChat.statusCode).toBe(502);
+    ids.push(
+      (
+        await h.pool.query<{ id: string }>(
+          "SELECT id FROM generations WHERE account_id = $1 AND prompt = 'sim:fail' AND kind = 'chat'",
+          [accountId],
+        )
+      ).rows[0]!.id,
+    );
+    // The API's ledger call failed: the workflow settles from the outcome it was started with.
+    ids.push(await reportedUnrecorded(accountId));
+    // An image past its deadline while running: the provider activity's own timeout is the deadline.
+    const late = await h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'image', model: 'flux', prompt: 'slow sim:delay=5000' },
+      headers: { 'cancel-after': '1' },
+    });
+    expect(late.json()).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+    ids.push(late.json<{ id: string }>().id);
     // An API that died mid-stream never reports: the workflow releases the hold at its deadline.
     ids.push(await apiRunNeverReported(accountId));
     // An API that settled the reply it produced and died before reporting: the workflow's release
@@ -224,13 +279,27 @@ async function recordFixtures(histories: { workflowId: string }[]) {
         ?.kind ?? 'none';
     const cancelled =
       stdout.includes('EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED') || stdout.includes('"signalName": "cancel"');
-    // Chats the API ran itself (apiRun) wait for its report instead of running the provider.
-    const runByApi = startInputOf(stdout)?.apiRun !== undefined;
+    // Chats the API ran itself wait for its report (apiRun) or come with it (reported); other
+    // generations may be admitted running. Each shape is a path of its own.
+    const input = startInputOf(stdout);
+    const shape =
+      input?.apiRun !== undefined
+        ? '-api-run'
+        : input?.reported !== undefined
+          ? `-reported${input.reported.recorded === undefined ? '-unrecorded' : ''}`
+          : input?.admittedRunning
+            ? '-admitted-running'
+            : '';
+    // Those shapes' failures are told apart by their code.
+    const code =
+      shape !== '' && shape !== '-api-run' && phase === 'failed'
+        ? `-${(await h.pool.query<{ code: string }>("SELECT error->>'code' AS code FROM generations WHERE id = $1", [workflowId])).rows[0]?.code ?? 'failed'}`
+        : '';
     // Named after the patch markers the path records too (workflows/generation/workflow.ts), which tell its branches apart.
     const patches = patchIdsOf(stdout)
       .map((id) => `-${id}`)
       .join('');
-    const name = `${kind === 'none' ? phase : `${kind}-${phase}${cancelled ? '-cancelled' : ''}`}${runByApi ? '-api-run' : ''}${patches}`;
+    const name = `${kind === 'none' ? phase : `${kind}-${phase}${cancelled ? '-cancelled' : ''}`}${shape}${code}${patches}`;
     if (written.has(name)) continue;
     written.add(name);
     // A fixture, once committed, stands for workflows that may still be running: never rewritten.
@@ -240,15 +309,19 @@ async function recordFixtures(histories: { workflowId: string }[]) {
   }
 }
 
+interface StartInput {
+  apiRun?: unknown;
+  reported?: { recorded?: string };
+  admittedRunning?: boolean;
+}
+
 /** The workflow input recorded in a history's first event (payloads are base64 JSON). */
-function startInputOf(historyJson: string): { apiRun?: unknown } | undefined {
+function startInputOf(historyJson: string): StartInput | undefined {
   const events = (
     JSON.parse(historyJson) as {
       events?: { workflowExecutionStartedEventAttributes?: { input?: { payloads?: { data?: string }[] } } }[];
     }
   ).events;
   const data = events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
-  return data === undefined
-    ? undefined
-    : (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { apiRun?: unknown });
+  return data === undefined ? undefined : (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as StartInput);
 }

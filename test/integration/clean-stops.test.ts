@@ -231,7 +231,7 @@ describe.sequential('stopping npm start', () => {
       c.query(`
         CREATE FUNCTION test_fault() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-          IF NEW.status = 'running' AND NEW.prompt LIKE '%${STUCK_MARK}%' THEN
+          IF NEW.status IN ('running', 'succeeded') AND NEW.prompt LIKE '%${STUCK_MARK}%' THEN
             RAISE EXCEPTION 'injected fault' USING ERRCODE = '40001';
           END IF;
           RETURN NEW;
@@ -244,7 +244,8 @@ describe.sequential('stopping npm start', () => {
       body: JSON.stringify({ kind: 'image', model: 'flux', prompt: `${STUCK_MARK} a stuck image` }),
     });
     expect(stuck.status).toBe(200);
-    // The ledger step has failed and is retrying: the workflow is stuck, right now. PostgreSQL's own
+    // An image is admitted running, so the step that fails is its settle. The ledger step has failed
+    // and is retrying: the workflow is stuck, right now. PostgreSQL's own
     // log records each failed attempt.
     await eventually(
       async () =>

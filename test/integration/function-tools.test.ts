@@ -1,8 +1,8 @@
 /**
  * Function tools through group B, with the official `openai` client: passed on to a model served
  * by an OpenAI-compatible upstream (a local one that calls the first function it is offered, then
- * answers in text once it gets the result), refused by name on the simulator. Calls are billed per
- * token like any reply.
+ * answers in text once it gets the result), called by the simulator as documented, and refused by
+ * name for a model whose provider cannot take them. Calls are billed per token like any reply.
  */
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
@@ -44,7 +44,10 @@ beforeAll(async () => {
       },
     ],
   });
-  h = await startHarness({ provider: createProviderRouter(config.upstreams, createSimulator(), http) });
+  // kimi-k2 stands for a model whose provider takes neither functions nor structured output.
+  const simulator = createSimulator();
+  const fallback = { ...simulator, serves: (model: string) => model !== 'kimi-k2' };
+  h = await startHarness({ provider: createProviderRouter(config.upstreams, fallback, http) });
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const baseURL = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;
   client = (key) => new OpenAI({ apiKey: key, baseURL, maxRetries: 0 });
@@ -220,36 +223,55 @@ describe('responses with function tools', () => {
     ]);
   });
 
-  it('on the simulator, tools and function items are a 400 naming the field, with nothing held', async () => {
+  it('on the simulator, a named tool is called; a provider without tools refuses them by name, with nothing held', async () => {
     const { key } = await h.account({ credits: 50 });
     const tools = [{ type: 'function' as const, ...weather, strict: null }];
+    const called = await client(key).responses.create({
+      model: 'claude-haiku',
+      input: 'Use get_weather for Paris',
+      tools,
+    });
+    expect(called.output).toEqual([expect.objectContaining({ type: 'function_call', name: 'get_weather' })]);
+    const spent = await settled(key);
     const refusals = [
-      () => client(key).responses.create({ model: 'claude-haiku', input: 'Weather?', tools }),
+      () => client(key).responses.create({ model: 'kimi-k2', input: 'Weather?', tools }),
       () =>
         client(key).responses.create({
-          model: 'claude-haiku',
+          model: 'kimi-k2',
           input: [{ type: 'function_call_output', call_id: 'c1', output: 'sunny' }],
         }),
       () =>
         client(key).chat.completions.create({
-          model: 'claude-haiku',
+          model: 'kimi-k2',
           messages: [{ role: 'user', content: 'Weather?' }],
           tools: [{ type: 'function', function: weather }],
+        }),
+      () =>
+        client(key).chat.completions.create({
+          model: 'kimi-k2',
+          messages: [{ role: 'user', content: 'Weather?' }],
+          response_format: { type: 'json_object' },
+        }),
+      () =>
+        client(key).responses.create({
+          model: 'kimi-k2',
+          input: 'Weather?',
+          text: { format: { type: 'json_object' } },
         }),
     ];
     const params: (string | null | undefined)[] = [];
     for (const refuse of refusals) {
       const err = (await refuse().catch((e: unknown) => e)) as APIError;
       expect(err).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(err.message).toMatch(/not supported by the provider of/);
+      expect(err.message).toMatch(/not supported by the provider of kimi-k2/);
       params.push(err.param);
     }
-    expect(params).toEqual(['tools', 'input', 'tools']);
+    expect(params).toEqual(['tools', 'input', 'tools', 'response_format', 'text.format']);
     const builtIn = (await client(key)
       .responses.create({ model: 'claude-sonnet', input: 'Find it', tools: [{ type: 'web_search' }] })
       .catch((e: unknown) => e)) as APIError;
     expect(builtIn).toBeInstanceOf(OpenAI.BadRequestError);
     expect(builtIn.message).toMatch(/built-in tools/);
-    expect(await credits(h, key)).toMatchObject({ balance: 50, holdsActive: 0 });
+    expect(await credits(h, key)).toMatchObject({ balance: spent.balance, holdsActive: 0 });
   });
 });

@@ -192,6 +192,10 @@ describe('authorization matrix', () => {
     delivery: string;
     /** A webhook endpoint fresh for each call, for the calls that change or delete it. */
     disposable: string;
+    /** A finished batch of the owner. */
+    batch: string;
+    /** A running batch of the owner, fresh for each cancel. */
+    cancellableBatch: string;
   }
   interface Row {
     request: (ids: Ids) => {
@@ -346,6 +350,31 @@ describe('authorization matrix', () => {
       request: () => ({ method: 'GET', url: '/api/v1/audit-log' }),
       expect: { noScope: 403, otherAccount: 200, right: 200 },
     },
+    // Batches (made through group B): any key of the account reads, follows and cancels them.
+    'GET /api/v1/batches': {
+      request: () => ({ method: 'GET', url: '/api/v1/batches' }),
+      expect: { noScope: 200, otherAccount: 200, right: 200 },
+    },
+    'GET /api/v1/batches/:id': {
+      request: (i) => ({ method: 'GET', url: `/api/v1/batches/${i.batch}` }),
+      expect: { noScope: 200, otherAccount: 404, right: 200 },
+    },
+    'GET /api/v1/batches/:id/events': {
+      request: (i) => ({ method: 'GET', url: `/api/v1/batches/${i.batch}/events` }),
+      expect: { noScope: 200, otherAccount: 404, right: 200 },
+    },
+    'GET /api/v1/batches/:id/output': {
+      request: (i) => ({ method: 'GET', url: `/api/v1/batches/${i.batch}/output` }),
+      expect: { noScope: 200, otherAccount: 404, right: 200 },
+    },
+    'GET /api/v1/batches/:id/errors': {
+      request: (i) => ({ method: 'GET', url: `/api/v1/batches/${i.batch}/errors` }),
+      expect: { noScope: 200, otherAccount: 404, right: 200 },
+    },
+    'POST /api/v1/batches/:id/cancel': {
+      request: (i) => ({ method: 'POST', url: `/api/v1/batches/${i.cancellableBatch}/cancel` }),
+      expect: { noScope: 200, otherAccount: 404, right: 200 },
+    },
     // MCP refuses a missing scope or another account's generation inside the answer (a tool error), never by HTTP status.
     'POST /api/mcp': {
       request: () => ({
@@ -417,6 +446,45 @@ describe('authorization matrix', () => {
       await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'short sim:delay=50' })
     ).body.generation.id;
     await untilFinished(h, owner.key, remixable);
+    /** A chat batch of the owner (made through group B), with one line that succeeds and one that fails. */
+    const makeBatch = async (lines: string[]): Promise<string> => {
+      const boundary = 'matrixb0undary';
+      const text = lines
+        .map((content, i) =>
+          JSON.stringify({
+            custom_id: `m${i}`,
+            method: 'POST',
+            url: '/v1/chat/completions',
+            body: { model: 'claude-haiku', messages: [{ role: 'user', content }], max_tokens: 10 },
+          }),
+        )
+        .join('\n');
+      const file = await h.app.inject({
+        method: 'POST',
+        url: '/v1/files',
+        headers: { authorization: `Bearer ${owner.key}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+        payload:
+          `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n` +
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="m.jsonl"\r\n\r\n${text}\r\n--${boundary}--\r\n`,
+      });
+      const made = await h.call('POST', '/v1/batches', {
+        key: owner.key,
+        body: {
+          input_file_id: file.json<{ id: string }>().id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        },
+      });
+      expect(made.statusCode, made.body).toBe(200);
+      return made.json<{ id: string }>().id;
+    };
+    const batch = await makeBatch(['sim:tokens=2', 'sim:fail']);
+    await eventually(async () =>
+      (await h.call('GET', `/api/v1/batches/${batch}`, { key: owner.key })).json<{ status: string }>().status ===
+      'completed'
+        ? true
+        : undefined,
+    );
 
     const results: string[] = [];
     for (const [route, row] of Object.entries(MATRIX)) {
@@ -429,6 +497,7 @@ describe('authorization matrix', () => {
           route.startsWith('PATCH') || route.startsWith('DELETE') || route.includes('rotate-secret')
             ? await createEndpoint()
             : endpoint;
+        const cancellableBatch = route.includes('batches/:id/cancel') ? await makeBatch(['sim:delay=60000']) : batch;
         const { method, url, body, headers } = row.request({
           generation,
           cancellable,
@@ -436,6 +505,8 @@ describe('authorization matrix', () => {
           endpoint,
           delivery,
           disposable,
+          batch,
+          cancellableBatch,
         });
         const credentials =
           who === 'session'
@@ -465,6 +536,8 @@ describe('authorization matrix', () => {
           });
         if (res.statusCode === 404) expect(res.json()).toMatchObject({ error: { type: 'not_found' } });
         await h.call('POST', `/api/v1/generations/${cancellable}/cancel`, { key: owner.key });
+        if (cancellableBatch !== batch)
+          await h.call('POST', `/api/v1/batches/${cancellableBatch}/cancel`, { key: owner.key });
       }
     }
     expect(results.filter((r) => !r.endsWith(' ok'))).toEqual([]);

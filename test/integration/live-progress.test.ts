@@ -1,9 +1,8 @@
-import { get } from 'node:http';
-import type { IncomingMessage } from 'node:http';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
+import { readEvents as readSse } from '../support/sse';
 
 /**
  * Long jobs people can watch: `progress`, `queuePosition`, `etaSeconds` and
@@ -37,43 +36,11 @@ const v1 = async (key: string, body: Record<string, unknown>) =>
 const v1Get = async (key: string, id: string) =>
   (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Live>();
 
-/** An SSE reader over node:http (as in live-events.test.ts): every event until the stream closes. */
+/** Every event of a stream until it closes (test/support/sse.ts). */
 async function readEvents(url: string, key: string, ms = 30_000): Promise<Received[]> {
-  const res = await new Promise<IncomingMessage>((resolve, reject) =>
-    get(url, { headers: { authorization: `Bearer ${key}` }, agent: false }, resolve).on('error', reject),
-  );
-  expect(res.statusCode).toBe(200);
-  const events: Received[] = [];
-  let text = '';
-  const timer = setTimeout(() => res.destroy(), ms);
-  try {
-    for await (const chunk of res) {
-      text += (chunk as Buffer).toString('utf8');
-      let cut;
-      while ((cut = text.indexOf('\n\n')) >= 0) {
-        const block = text.slice(0, cut);
-        text = text.slice(cut + 2);
-        const fields = Object.fromEntries(
-          block
-            .split('\n')
-            .filter((l) => !l.startsWith(':') && l.includes(': '))
-            .map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)]),
-        );
-        if (fields.event)
-          events.push({
-            ...(fields.id ? { id: fields.id } : {}),
-            event: fields.event,
-            data: JSON.parse(fields.data ?? 'null') as Live,
-          });
-      }
-    }
-  } catch {
-    // Destroyed by the timer.
-  } finally {
-    clearTimeout(timer);
-    res.destroy();
-  }
-  return events;
+  const stream = await readSse<Live>(url, key, { ms });
+  expect(stream.status).toBe(200);
+  return stream.events;
 }
 
 describe('progress', () => {

@@ -31,10 +31,13 @@ const MODERN = '2026-07-28';
 const TASKS = 'io.modelcontextprotocol/tasks';
 const MISSING_GENERATION = `gen_${'0'.repeat(26)}`;
 const TOOL_NAMES = [
+  'cancel_batch',
   'cancel_generation',
   'enhance_prompt',
+  'generate_batch',
   'generate_image',
   'generate_video',
+  'get_batch',
   'get_generation',
   'list_models',
 ];

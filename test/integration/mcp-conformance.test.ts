@@ -4,8 +4,7 @@
  * small proxy that adds the account's key, as an MCP host adds the configured header. Scenarios
  * that need the suite's own fixture server (its test_* tools, prompts, resources, sampling,
  * elicitation, logging) test capabilities this server does not declare and are not run; nor is
- * server-session-lifecycle, which the suite itself skips for a stateless server. Node 20 needs a
- * load hook for the CLI (test/support/conformance-node20.mjs).
+ * server-session-lifecycle, which the suite itself skips for a stateless server.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -83,8 +82,6 @@ interface Check {
 async function runScenario(scenario: string, specVersion: string): Promise<Check[]> {
   const dir = join(out, `${scenario}-${specVersion}`);
   const args = [
-    '--import',
-    new URL('../support/conformance-node20.mjs', import.meta.url).pathname,
     'node_modules/@modelcontextprotocol/conformance/dist/index.js',
     'server',
     '--url',

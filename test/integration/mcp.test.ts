@@ -54,10 +54,13 @@ afterAll(async () => {
 const MISSING_GENERATION = `gen_${'0'.repeat(26)}`;
 const MODEL_IMMEDIATE_RESPONSE = 'io.modelcontextprotocol/model-immediate-response';
 const TOOL_NAMES = [
+  'cancel_batch',
   'cancel_generation',
   'enhance_prompt',
+  'generate_batch',
   'generate_image',
   'generate_video',
+  'get_batch',
   'get_generation',
   'list_models',
 ];

@@ -2,7 +2,7 @@
  * The Open Responses compliance tests as packaged on PyPI (`llm-comply`, which carries the
  * openresponses.org suite's cases and its OpenAPI schema) run against our /v1 over real HTTP.
  * The tool is installed into a virtual environment in the gensvc cache on first use. Cases for
- * what the service does not serve (tools, images, reasoning, compaction) are expected to fail,
+ * what the service does not serve (images, reasoning, compaction) are expected to fail,
  * and the test says so: a change either way shows up here.
  */
 import { execFile } from 'node:child_process';
@@ -25,13 +25,14 @@ const SERVED = [
   'basic-response',
   'system-prompt',
   'multi-turn',
+  'tool-calling',
   'streaming-response',
   'streaming-usage',
   'assistant-phase',
   'response-output-phase-schema',
   'error-handling',
 ];
-const NOT_SERVED = ['tool-calling', 'image-input', 'reasoning-summary', 'compact-response', 'compact-missing-model'];
+const NOT_SERVED = ['image-input', 'reasoning-summary', 'compact-response', 'compact-missing-model'];
 
 interface CaseResult {
   id: string;
@@ -55,7 +56,7 @@ afterAll(async () => {
 });
 
 describe('Open Responses compliance (llm-comply)', () => {
-  it('every case for what the service serves passes; tools, images, reasoning and compaction are refused', async () => {
+  it('every case for what the service serves passes (function tools on the simulator too); images, reasoning and compaction are refused', async () => {
     const { key } = await h.account({ credits: 1000 });
     const out = await run(
       tool,

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { chargeForTokens } from '../../core/catalogue/pricing';
+import { GenerationStatus } from '../../core/search-attributes';
 import { freePort } from '../../runtime/process';
 import {
   ADMIN_TOKEN,
@@ -23,6 +24,7 @@ import {
 import type { Harness } from '../support/harness';
 import { download } from '../support/api';
 import sharp from 'sharp';
+import Ajv from 'ajv';
 import { createConformance, loadDocument } from '../support/openapi';
 import type { Method } from '../support/openapi';
 
@@ -34,7 +36,15 @@ beforeAll(async () => {
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   baseURL = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;
   c = createConformance(await loadDocument(h.app));
+  // An image of the service's own (its signed URL is read from the store): what the edits below edit.
+  const { key } = await h.account({ credits: 10 });
+  const made = await h.call('POST', '/v1/images/generations', {
+    key,
+    body: { model: 'flux', prompt: 'an image to edit', size: '1024x1024' },
+  });
+  editSource = made.json<{ data: { url: string; generation_id: string }[] }>().data[0]!;
 });
+let editSource: { url: string; generation_id: string };
 afterAll(async () => {
   await h?.close();
 });
@@ -89,6 +99,18 @@ describe('chat completions (per-token billing)', () => {
       creditsCharged: 0.005,
       params: { outputTokens: 7 },
     });
+    // Its workflow is started once the reply has ended, with the outcome and its final status, and
+    // records it in its first task: no timer, no signal, no activity, no search attribute to upsert.
+    const history = await eventually(async () => {
+      const d = await h.client.workflow
+        .getHandle(reply.id)
+        .describe()
+        .catch(() => undefined);
+      return d?.status.name === 'COMPLETED' ? h.client.workflow.getHandle(reply.id).fetchHistory() : undefined;
+    });
+    expect(history.events?.map((e) => e.eventType)).toHaveLength(5);
+    const described = await h.client.workflow.getHandle(reply.id).describe();
+    expect(described.typedSearchAttributes.get(GenerationStatus)).toBe('succeeded');
   });
 
   it('holds max_tokens (or the model’s cap) while the reply runs, then settles what was produced', async () => {
@@ -509,15 +531,6 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
     await refused(
       client.responses.create({
         model: 'claude-haiku',
-        input: 'hi',
-        tools: [{ type: 'function', name: 'f', parameters: {}, strict: true }],
-      }),
-      'tools',
-      /tools/,
-    );
-    await refused(
-      client.responses.create({
-        model: 'claude-haiku',
         input: [
           { role: 'user', content: [{ type: 'input_image', image_url: 'https://x.test/a.png', detail: 'auto' }] },
         ],
@@ -525,24 +538,10 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
       'input.0.content.0.type',
       /only text parts/,
     );
-    // Function items are understood, and refused by the model's provider (an upstream model takes them: function-tools.test.ts).
     await refused(
-      client.responses.create({
-        model: 'claude-haiku',
-        input: [{ type: 'function_call_output', call_id: 'c1', output: '42' }],
-      }),
-      'input',
-      /function calls and their outputs/,
-    );
-    await refused(
-      client.responses.create({ model: 'claude-haiku', input: [{ type: 'item_reference', id: 'msg_1' }] }),
-      'input.0.type',
-      /item references/,
-    );
-    await refused(
-      client.responses.create({ model: 'claude-haiku', input: 'hi', text: { format: { type: 'json_object' } } }),
+      client.responses.create({ model: 'claude-haiku', input: 'hi', text: { format: { type: 'yaml' } as never } }),
       'text.format.type',
-      /text\.format/,
+      /text\.format\.type must be text, json_object or json_schema/,
     );
     await refused(
       client.responses.create({ model: 'claude-haiku', input: 'hi', conversation: 'conv_1' }),
@@ -562,9 +561,176 @@ describe('responses (OpenAI’s Responses API, per-token billing)', () => {
     await refused(client.responses.create({ model: 'claude-haiku', input: 'hi', bogus: 1 } as never), 'bogus', /bogus/);
     const made = await client.responses.create({ model: 'claude-haiku', input: 'sim:tokens=1' });
     await refused(client.responses.cancel(made.id), 'id', /background/);
-    // A generation is the account's record: not deleted.
-    await expect(client.responses.delete(made.id)).rejects.toMatchObject({ status: 405 });
     expect(await balanceOf(key)).toMatchObject({ holdsActive: 0 });
+  });
+});
+
+describe('structured output and function tools on the simulator (the embedded default)', () => {
+  const recipe = {
+    type: 'object',
+    properties: {
+      title: { type: 'string' },
+      minutes: { type: 'integer', minimum: 1, maximum: 240 },
+      steps: { type: 'array', items: { type: 'string' }, minItems: 2 },
+      diet: { anyOf: [{ type: 'string', enum: ['vegan', 'any'] }, { type: 'null' }] },
+    },
+    required: ['title', 'minutes', 'steps', 'diet'],
+    additionalProperties: false,
+  };
+  const ajv = new Ajv({ strict: false });
+
+  it('chat completions: json_schema (strict) and json_object answer JSON, valid against the schema; charged the tokens in usage', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const client = sdk(key);
+    const reply = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages: [{ role: 'user', content: 'A soup recipe' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'recipe', schema: recipe, strict: true } },
+    });
+    const value: unknown = JSON.parse(reply.choices[0]!.message.content!);
+    expect(ajv.validate(recipe, value), ajv.errorsText()).toBe(true);
+    const again = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages: [{ role: 'user', content: 'A soup recipe' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'recipe', schema: recipe, strict: true } },
+    });
+    expect(again.choices[0]!.message.content).toBe(reply.choices[0]!.message.content);
+    const object = await client.chat.completions.create({
+      model: 'gpt-5.5',
+      messages: [{ role: 'user', content: 'Answer in JSON' }],
+      response_format: { type: 'json_object' },
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let chunks = 0;
+    let completionTokens = 0;
+    for await (const chunk of object) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.choices[0]?.delta?.content) chunks++;
+      completionTokens = chunk.usage?.completion_tokens ?? completionTokens;
+    }
+    expect(JSON.parse(text)).toMatchObject({ answer: expect.any(String) });
+    expect(completionTokens).toBe(chunks);
+    const charged = chargeForTokens(reply.usage!.completion_tokens, 700) * 2 + chargeForTokens(completionTokens, 1500);
+    expect((await settled(key)).balance).toBe(10 - credits(charged));
+  });
+
+  it('responses: text.format json_schema is answered as JSON and echoed back', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const response = await sdk(key).responses.create({
+      model: 'claude-sonnet',
+      input: 'A soup recipe',
+      text: { format: { type: 'json_schema', name: 'recipe', schema: recipe, strict: true } },
+    });
+    expect(ajv.validate(recipe, JSON.parse(response.output_text)), ajv.errorsText()).toBe(true);
+    expect(response.text?.format).toMatchObject({ type: 'json_schema', name: 'recipe', strict: true });
+    expect((await sdk(key).responses.retrieve(response.id)).text?.format).toMatchObject({ type: 'json_schema' });
+  });
+
+  it('tools: required calls one with arguments valid against its schema, streamed in pieces; its result is answered in words', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const client = sdk(key);
+    const weather = {
+      type: 'function' as const,
+      function: {
+        name: 'get_weather',
+        parameters: {
+          type: 'object',
+          properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
+          required: ['city', 'unit'],
+          additionalProperties: false,
+        },
+      },
+    };
+    const messages = [{ role: 'user' as const, content: 'What is the weather in Paris?' }];
+    const asked = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages,
+      tools: [weather],
+      tool_choice: 'required',
+    });
+    expect(asked.choices[0]!.finish_reason).toBe('tool_calls');
+    const call = asked.choices[0]!.message.tool_calls![0]!;
+    expect(call.type === 'function' && call.function.name).toBe('get_weather');
+    const args: unknown = JSON.parse(call.type === 'function' ? call.function.arguments : '');
+    expect(ajv.validate(weather.function.parameters, args), ajv.errorsText()).toBe(true);
+
+    const stream = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages: [{ role: 'user', content: 'weather please sim:tool=get_weather' }],
+      tools: [weather],
+      stream: true,
+    });
+    let pieces = 0;
+    for await (const chunk of stream) if (chunk.choices[0]?.delta?.tool_calls?.[0]?.function?.arguments) pieces++;
+    expect(pieces).toBeGreaterThan(2);
+
+    const answer = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages: [
+        ...messages,
+        asked.choices[0]!.message,
+        { role: 'tool', tool_call_id: call.id, content: '18 °C and sunny' },
+      ],
+      tools: [weather],
+    });
+    expect(answer.choices[0]!.finish_reason).toBe('stop');
+    expect(answer.choices[0]!.message.content).toBeTruthy();
+    // auto, and a prompt that names no tool: words, not a call.
+    const plain = await client.chat.completions.create({
+      model: 'claude-haiku',
+      messages: [{ role: 'user', content: 'hello' }],
+      tools: [weather],
+    });
+    expect(plain.choices[0]!.message.tool_calls).toBeUndefined();
+  });
+
+  it('responses: item_reference to the account’s stored items, input_items lists them, DELETE hides the response but keeps the record', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const other = await h.account({ credits: 10 });
+    const client = sdk(key, { maxRetries: 0 });
+    const first = await client.responses.create({ model: 'claude-haiku', input: 'Name a colour sim:tokens=3' });
+    const messageItem = first.output[0]!;
+    expect(messageItem.type).toBe('message');
+    // The AI SDK's default second turn: the previous reply as a reference, reasoning items handed back.
+    const second = await client.responses.create({
+      model: 'claude-haiku',
+      input: [
+        { role: 'user', content: 'Name a colour sim:tokens=3' },
+        { type: 'item_reference', id: messageItem.id! },
+        { type: 'reasoning', id: 'rs_1', summary: [] },
+        { role: 'user', content: 'And another sim:tokens=4' },
+      ],
+    });
+    expect(second.status).toBe('completed');
+    const items = [];
+    for await (const item of client.responses.inputItems.list(second.id, { order: 'asc', limit: 2 })) items.push(item);
+    expect(items.map((i) => i.type)).toEqual(['message', 'message', 'message']);
+    expect(items[1]).toMatchObject({ role: 'assistant', content: [{ type: 'output_text', text: first.output_text }] });
+    // An input item is referenced the same way.
+    const third = await client.responses.create({
+      model: 'claude-haiku',
+      input: [{ type: 'item_reference', id: items[2]!.id }],
+    });
+    expect(third.status).toBe('completed');
+
+    const foreign = (await sdk(other.key, { maxRetries: 0 })
+      .responses.create({ model: 'claude-haiku', input: [{ type: 'item_reference', id: messageItem.id! }] })
+      .catch((e: unknown) => e)) as APIError;
+    expect(foreign).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(foreign).toMatchObject({ param: 'input', message: expect.stringContaining(messageItem.id!) });
+
+    await client.responses.delete(first.id);
+    await expect(client.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(
+      client.responses.create({ model: 'claude-haiku', input: [{ type: 'item_reference', id: messageItem.id! }] }),
+    ).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(client.responses.delete(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await generationA(key, first.id)).toMatchObject({
+      status: 'succeeded',
+      creditsCharged: credits(chargeForTokens(3, 700)),
+    });
   });
 });
 
@@ -597,6 +763,104 @@ describe('images', () => {
     expect(await balanceOf(key)).toMatchObject({ balance: 100 - 2 * 17 });
     await client.images.generate({ model: 'image-nano-pro', prompt: 'a fox', quality: 'hd' });
     expect(await balanceOf(key)).toMatchObject({ balance: 100 - 2 * 17 - 2 * 17 });
+  });
+
+  it('gpt-image models answer base64 when no response_format is asked (others a URL); output_format re-encodes before the charge', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = sdk(key);
+    const gpt = await client.images.generate({ model: 'gpt-image-1', prompt: 'a fox' });
+    expect(gpt.data![0]!.url).toBeUndefined();
+    expect(Buffer.from(gpt.data![0]!.b64_json!, 'base64').subarray(1, 4).toString()).toBe('PNG');
+    const flux = await client.images.generate({ model: 'flux', prompt: 'a fox' });
+    expect(flux.data![0]!.url).toMatch(/^http/);
+    const jpeg = await client.images.generate({ model: 'gpt-image-1', prompt: 'a fox', output_format: 'jpeg' });
+    expect((await sharp(Buffer.from(jpeg.data![0]!.b64_json!, 'base64')).metadata()).format).toBe('jpeg');
+    const webp = await client.images.generate({
+      model: 'flux',
+      prompt: 'a fox',
+      output_format: 'webp',
+      response_format: 'url',
+    });
+    const file = await download(h, webp.data![0]!.url!);
+    expect(file.contentType).toBe('image/webp');
+    expect(await balanceOf(key)).toMatchObject({ balance: 100 - 6 - 3 - 6 - 3, holdsActive: 0 });
+  });
+
+  it('client.images.edit: a multipart image and mask, edited where the mask is transparent; base64 for gpt-image; JSON by file_id; priced per image', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = sdk(key);
+    const size = 64;
+    const image = await sharp({ create: { width: size, height: size, channels: 3, background: '#2040a0' } })
+      .png()
+      .toBuffer();
+    // Transparent (to edit) on the left half, opaque on the right.
+    const mask = await sharp({
+      create: { width: size, height: size, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } },
+    })
+      .composite([
+        {
+          input: await sharp({
+            create: { width: size / 2, height: size, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } },
+          })
+            .png()
+            .toBuffer(),
+          left: 0,
+          top: 0,
+          blend: 'dest-out',
+        },
+      ])
+      .png()
+      .toBuffer();
+    const edited = await client.images.edit({
+      model: 'gpt-image-1',
+      prompt: 'paint the left half',
+      image: await toFile(image, 'photo.png', { type: 'image/png' }),
+      mask: await toFile(mask, 'mask.png', { type: 'image/png' }),
+    });
+    const out = await sharp(Buffer.from(edited.data![0]!.b64_json!, 'base64'))
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    expect(out.info).toMatchObject({ width: size, height: size });
+    const pixel = (x: number, y: number) => [
+      ...out.data.subarray((y * size + x) * out.info.channels, (y * size + x) * out.info.channels + 3),
+    ];
+    expect(pixel(size - 4, 10)).toEqual([0x20, 0x40, 0xa0]);
+    expect(pixel(4, 10)).not.toEqual([0x20, 0x40, 0xa0]);
+
+    const two = await client.images.edit({
+      model: 'image-nano-banana',
+      prompt: 'combine them',
+      image: [await toFile(image, 'a.png', { type: 'image/png' }), await toFile(image, 'b.png', { type: 'image/png' })],
+      response_format: 'url',
+      n: 2,
+    });
+    expect(two.data).toHaveLength(2);
+    const byId = await client.post<{ data: { b64_json: string }[] }>('/images/edits', {
+      body: {
+        model: 'gpt-image-1',
+        prompt: 'again',
+        images: [{ file_id: (edited.data![0] as { generation_id?: string }).generation_id }],
+      },
+    });
+    expect(byId.data).toHaveLength(1);
+    // Another account's image is no file of this one.
+    await expect(
+      client.post('/images/edits', {
+        body: { model: 'gpt-image-1', prompt: 'x', images: [{ file_id: editSource.generation_id }] },
+      }),
+    ).rejects.toMatchObject({ status: 400, param: 'image' });
+    expect(await balanceOf(key)).toMatchObject({ balance: 100 - 6 - 2 * 8 - 6, holdsActive: 0 });
+
+    const refused = (await client.images
+      .edit({ model: 'flux', prompt: 'x', image: await toFile(image, 'a.png', { type: 'image/png' }) })
+      .catch((e: unknown) => e)) as APIError;
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({ param: 'model', message: expect.stringContaining('does not edit images') });
+    const notImage = (await client.images
+      .edit({ model: 'gpt-image-1', prompt: 'x', image: await toFile(Buffer.from('not an image'), 'a.png') })
+      .catch((e: unknown) => e)) as APIError;
+    expect(notImage).toMatchObject({ status: 400, param: 'image' });
+    expect(await balanceOf(key)).toMatchObject({ balance: 100 - 6 - 2 * 8 - 6 });
   });
 
   it('a repeat with the same Idempotency-Key answers the same images without a second hold', async () => {
@@ -926,12 +1190,12 @@ describe('errors as the SDK knows them', () => {
       client.chat.completions.create({
         model: 'claude-haiku',
         messages,
-        tools: [{ type: 'function', function: { name: 'f' } }],
+        response_format: { type: 'yaml' } as never,
       }),
       OpenAI.BadRequestError,
       400,
       'invalid_request_error',
-      'tools',
+      'response_format.type',
     );
     await expectError(
       client.chat.completions.create({ model: 'claude-haiku', messages, bogus: 1 } as never),
@@ -1031,7 +1295,15 @@ function everyRoute(): [Method, string, string, unknown][] {
     ['post', '/v1/responses', '/v1/responses', { model: 'auto', input: 'hi' }],
     ['get', '/v1/responses/{id}', `/v1/responses/${MISSING}`, undefined],
     ['post', '/v1/responses/{id}/cancel', `/v1/responses/${MISSING}/cancel`, undefined],
+    ['delete', '/v1/responses/{id}', `/v1/responses/${MISSING}`, undefined],
+    ['get', '/v1/responses/{id}/input_items', `/v1/responses/${MISSING}/input_items`, undefined],
     ['post', '/v1/images/generations', '/v1/images/generations', { model: 'flux', prompt: 'x' }],
+    [
+      'post',
+      '/v1/images/edits',
+      '/v1/images/edits',
+      { model: 'gpt-image-1', prompt: 'x', images: [{ image_url: editSource.url }] },
+    ],
     ['post', '/v1/video/generations', '/v1/video/generations', { model: 'wan-2.1', prompt: 'x' }],
     ['get', '/v1/video/generations/{id}', `/v1/video/generations/${MISSING}`, undefined],
     ['post', '/v1/videos', '/v1/videos', { model: 'wan-2.1', prompt: 'x' }],
@@ -1107,6 +1379,26 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
       'post',
       '/v1/images/generations',
       400,
+    );
+    const edit = { model: 'gpt-image-1', prompt: 'x', images: [{ image_url: editSource.url }] };
+    c.conforms(await inject(h.app, 'post', '/v1/images/edits', key, edit), 'post', '/v1/images/edits', 200);
+    c.conforms(
+      await inject(h.app, 'post', '/v1/images/edits', key, { ...edit, model: 'flux' }),
+      'post',
+      '/v1/images/edits',
+      400,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/images/edits', key, { ...edit, prompt: 'sim:fail' }),
+      'post',
+      '/v1/images/edits',
+      502,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/images/edits', key, { ...edit, prompt: 'x'.repeat(9 * 1024 * 1024) }),
+      'post',
+      '/v1/images/edits',
+      413,
     );
     c.conforms(
       await inject(h.app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'sim:fail' }),
@@ -1291,6 +1583,34 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
       400,
     );
     c.conforms(await inject(h.app, 'get', `/v1/responses/${MISSING}`, key), 'get', '/v1/responses/{id}', 404);
+    c.conforms(
+      await inject(h.app, 'get', `/v1/responses/${made.id}/input_items`, key),
+      'get',
+      '/v1/responses/{id}/input_items',
+      200,
+    );
+    c.conforms(
+      await inject(h.app, 'get', `/v1/responses/${made.id}/input_items?limit=0`, key),
+      'get',
+      '/v1/responses/{id}/input_items',
+      400,
+    );
+    c.conforms(
+      await inject(h.app, 'get', `/v1/responses/${MISSING}/input_items`, key),
+      'get',
+      '/v1/responses/{id}/input_items',
+      404,
+    );
+    const doomed = (await inject(h.app, 'post', '/v1/responses', key, resp)).json<{ id: string }>();
+    c.conforms(await inject(h.app, 'delete', `/v1/responses/${doomed.id}`, key), 'delete', '/v1/responses/{id}', 200);
+    c.conforms(await inject(h.app, 'delete', `/v1/responses/${doomed.id}`, key), 'delete', '/v1/responses/{id}', 404);
+    // No id is longer than 100 characters: the router refuses the path before the route runs.
+    c.conforms(
+      await inject(h.app, 'delete', `/v1/responses/resp_${'0'.repeat(101)}`, key),
+      'delete',
+      '/v1/responses/{id}',
+      400,
+    );
     const queued = c.conforms<{ id: string }>(
       await inject(h.app, 'post', '/v1/responses', key, { ...resp, input: 'sim:delay=5000', background: true }),
       'post',
@@ -1339,8 +1659,8 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
       everyRoute().filter(([m, path]) => m === 'post' && !path.endsWith('/cancel') && !path.endsWith('/remix'));
     for (const [method, path, url, body] of creates()) {
       const res = await inject(h.app, method, url, poor.key, body);
-      c.conforms(res, method, path, path === '/v1/images/generations' ? 402 : 403);
-      if (path === '/v1/images/generations')
+      c.conforms(res, method, path, path.startsWith('/v1/images/') ? 402 : 403);
+      if (path.startsWith('/v1/images/'))
         c.conforms(
           await inject(h.app, method, url, (await h.account({ credits: 0, scopes: ['video'] })).key, body),
           method,

@@ -4,6 +4,8 @@
  * documents is produced for real with a body that matches its schema.
  */
 import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
@@ -136,12 +138,15 @@ describe('the document', () => {
 });
 
 describe('routes', () => {
-  it('the app serves exactly the documented paths and methods (HTML pages, their assets and the dashboard’s event stream aside)', async () => {
+  it('the app serves exactly the documented paths and methods (HTML pages, their assets and the dashboard’s event streams aside)', async () => {
     await h.app.ready();
     // Hidden with `schema: { hide: true }`: the /docs page, the dashboard's pages and assets (HTML,
-    // scripts, styles) and its Server-Sent Events stream. Every JSON endpoint is documented.
+    // scripts, styles) and its Server-Sent Events streams. Every JSON endpoint is documented.
     const hidden = (r: string) =>
-      /^\w+ \/docs(\/|$)/.test(r) || /^get \/dashboard(\/(?!api\/)|$)/.test(r) || r === 'get /dashboard/api/events';
+      /^\w+ \/docs(\/|$)/.test(r) ||
+      /^get \/dashboard(\/(?!api\/)|$)/.test(r) ||
+      r === 'get /dashboard/api/events' ||
+      /^get \/dashboard\/api\/batches\/[^/]+\/events$/.test(r);
     const served = [...servedRoutes(h.app)]
       .filter((r) => !hidden(r))
       .map(normalisePath)
@@ -500,6 +505,16 @@ describe('group A responses conform to the document', () => {
     c.conforms(listed, 'get', '/api/v1/events', 200);
     expect(listed.body).toContain('event: done');
     c.conforms(await h.call('GET', `/api/v1/events?ids=${'x'.repeat(4_001)}`, { key }), 'get', '/api/v1/events', 400);
+    // A Last-Event-ID that is none of the stream's ids.
+    c.conforms(
+      await h.call('GET', `/api/v1/generations/${image.id}/events`, {
+        key,
+        headers: { 'last-event-id': '9'.repeat(41) },
+      }),
+      'get',
+      '/api/v1/generations/{id}/events',
+      400,
+    );
   });
 
   it('cancel: 200 for a running video (hold released), 409 for a finished one, 404 for another account', async () => {
@@ -1199,6 +1214,59 @@ describe('failures of the services behind the API', () => {
     );
   });
 });
+
+describe('before any route', () => {
+  it('every documented operation answers an oversized request line and headers with 431 in the error shape', async () => {
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = h.app.server.address() as AddressInfo;
+    for (const { path, method, op } of c.operations()) {
+      expect(op.responses['431'], `${method} ${path} documents 431`).toBeDefined();
+      const url = path.replace(/\{[^}]+\}/g, 'x').replace('*', 'x');
+      const raw = await rawRequest(
+        port,
+        `${method.toUpperCase()} ${url} HTTP/1.1\r\nx-padding: ${'p'.repeat(20_000)}\r\n\r\n`,
+      );
+      const [head, body] = raw.split('\r\n\r\n') as [string, string];
+      expect(head, `${method} ${path}`).toMatch(/^HTTP\/1\.1 431 /);
+      expect(head).toMatch(/content-type: application\/json/i);
+      c.assertValid(
+        `${pointerOf('paths', path, method, 'responses', '431')}/content/application~1json/schema`,
+        JSON.parse(body),
+        `${method} ${path} → 431`,
+      );
+    }
+  });
+});
+
+describe('before a route with path parameters', () => {
+  it('every such operation answers a path parameter over 100 characters with a documented 400', async () => {
+    const long = 'x'.repeat(101);
+    for (const { path, method, op } of c.operations()) {
+      // A wildcard (`{*}`) has no length limit: only named parameters meet the router's.
+      if (!/\{[^*}][^}]*\}/.test(path)) continue;
+      expect(op.responses['400'], `${method} ${path} documents 400`).toBeDefined();
+      const res = await h.app.inject({
+        method: method.toUpperCase() as 'GET',
+        url: path.replace(/\{[^*}][^}]*\}/g, long).replace('{*}', 'x'),
+      });
+      const body = c.conforms<{ error: { param?: string } }>(res, method, path, 400);
+      expect(body.error.param, `${method} ${path}`).toBe('path');
+    }
+  });
+});
+
+/** One request written on a socket of its own, as is, and everything the server answered until it closed. */
+function rawRequest(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.write(`${request.replace('\r\n', '\r\nhost: localhost\r\n')}`),
+    );
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString('utf8')));
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+  });
+}
 
 describe('coverage of the document', () => {
   it('every documented path has a test file that proves its answers', () => {

@@ -282,7 +282,7 @@ describe('internal parameters', () => {
     });
     expect(internals.get(upscale.id)).toMatchObject({ inputKey: expect.stringContaining('/input.') as string });
     expect(internals.get(streamedId)).toMatchObject({
-      apiRunDeadlineMs: expect.any(Number) as number,
+      recordedByApi: true,
       ratePer1kMc: expect.any(Number) as number,
       sampling: { temperature: 0.3 },
     });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReconcileReport } from '../../activities/generation/reconcile';
 import { admit } from '../../core/ledger';
+import type { NewGeneration } from '../../core/ledger';
 import { newId } from '../../core/ids';
 import { ensureReconcilerSchedule, reconcilerScheduleId } from '../../runtime/reconciler-schedule';
 import { eventually, startHarness } from '../support/harness';
@@ -26,24 +27,25 @@ const reconcile = (graceMs = 0) =>
 const statusOf = async (id: string) =>
   (await h.pool.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [id])).rows[0]?.status;
 
+/** Admits a generation of a fresh account the way the API does, and starts no workflow for it. */
+async function admitted(generation: Omit<NewGeneration, 'id' | 'accountId' | 'apiKeyId'>) {
+  const account = await h.account({ credits: 50 });
+  const id = newId('gen');
+  await admit(h.pool, [{ ...generation, id, accountId: account.accountId, apiKeyId: account.keyId }]);
+  return { ...account, id };
+}
+
 describe('the reconciler', () => {
   it('releases the hold of a generation whose workflow never started, once', async () => {
-    const { key, accountId, keyId } = await h.account({ credits: 50 });
-    const id = newId('gen');
     // As if the API died right after its hold transaction.
-    await admit(h.pool, [
-      {
-        id,
-        accountId,
-        apiKeyId: keyId,
-        kind: 'image',
-        model: 'image-flux',
-        params: {},
-        internal: {},
-        prompt: 'orphan',
-        quoteMc: 3_000,
-      },
-    ]);
+    const { key, id } = await admitted({
+      kind: 'image',
+      model: 'image-flux',
+      params: {},
+      internal: {},
+      prompt: 'orphan',
+      quoteMc: 3_000,
+    });
     expect(await credits(h, key)).toMatchObject({ balance: 47, holdsActive: 3 });
 
     // Too young for a pass with a grace period: it may be an admission still starting.
@@ -54,6 +56,34 @@ describe('the reconciler', () => {
     const g = (await h.call('GET', `/api/v1/generations/${id}`, { key })).json();
     expect(g).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'not_started', retryable: true } });
     expect((await reconcile()).released.map((r) => r.generationId)).not.toContain(id);
+  });
+
+  it('releases the hold of a chat the API runs once its deadline has passed with no outcome recorded (the API died mid-reply)', async () => {
+    // A chat the API runs starts its workflow only at its end: while the reply runs there is none,
+    // and the hold's own deadline says how long that may last.
+    const { key, id } = await admitted({
+      kind: 'chat',
+      model: 'claude-haiku',
+      params: { maxTokens: 100 },
+      internal: { ratePer1kMc: 700, recordedByApi: true },
+      prompt: 'a reply cut short',
+      quoteMc: 70,
+      startsRunning: true,
+      resolveWithinMs: 3_000,
+    });
+    expect(await credits(h, key)).toMatchObject({ holdsActive: 0.07 });
+    // Still within its deadline: a live reply, whatever the grace period.
+    expect((await reconcile()).released.map((r) => r.generationId)).not.toContain(id);
+    expect(await statusOf(id)).toBe('running');
+
+    const report = await eventually(async () => {
+      const r = await reconcile();
+      return r.released.some((x) => x.generationId === id) ? r : undefined;
+    }, 20_000);
+    expect(report.released).toContainEqual({ generationId: id, reason: 'timeout' });
+    expect(await credits(h, key)).toMatchObject({ balance: 50, holdsActive: 0 });
+    const g = (await h.call('GET', `/api/v1/generations/${id}`, { key })).json();
+    expect(g).toMatchObject({ status: 'failed', creditsCharged: 0, error: { code: 'timeout', retryable: true } });
   });
 
   it('releases the hold of a terminated workflow, which frees its video slot for the next in line', async () => {

@@ -1,12 +1,13 @@
 // The docker-compose topology run as plain processes: one API process, one workflow worker and two
 // provider workers (runtime/api-process.ts, runtime/worker-process.ts with WORKER_ROLE=workflows
-// and =provider, exactly what the containers run), sharing a fresh database, the run's Temporal
-// server, a task queue and an output folder. Everything a client does goes over real HTTP; provider
-// runs happen in the provider processes and workflow tasks in the workflow worker; the processes
-// must stop cleanly on SIGTERM.
+// and =provider), compiled by `npm run build` as the image runs them, sharing a fresh database, the
+// run's Temporal server, a task queue and an output folder. Everything a client does goes over real
+// HTTP; provider runs happen in the provider processes and workflow tasks in the workflow worker,
+// which starts from the prebuilt workflow bundle; the processes must stop cleanly on SIGTERM.
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -22,10 +23,16 @@ import {
 } from '../support/app-processes';
 import type { AppProcess } from '../support/app-processes';
 import { createDatabase, databaseUrlFor, dropDatabase, eventually } from '../support/harness';
+import { build } from '../../scripts/build';
+import type { BuildStamp } from '../../scripts/build';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 const ADMIN_TOKEN = 'topology-admin-token-0123456789';
 const URL_SIGNING_SECRET = 'topology-url-signing-secret-0123456789';
-const STARTUP_MS = 90_000; // the workflow worker bundles workflows/ with webpack as it starts
+const STARTUP_MS = 90_000;
+/** npm run build: esbuild, then the two workflow bundles (webpack) on a busy machine. */
+const BUILD_MS = 120_000;
 const EventType = proto.temporal.api.enums.v1.EventType;
 const STOP_MS = 15_000;
 
@@ -63,6 +70,9 @@ let workflowWorker: AppProcess;
 let providers: AppProcess[] = [];
 let connection: Connection | undefined;
 let databaseCreated = false;
+/** This file's own build (npm run build --out=…), which the processes run. */
+let dist: string;
+let stamp: BuildStamp;
 
 const http = <T>(method: 'GET' | 'POST', path: string, opts: { token?: string; body?: unknown } = {}) =>
   httpAt<T>(base, method, path, opts);
@@ -70,6 +80,8 @@ const http = <T>(method: 'GET' | 'POST', path: string, opts: { token?: string; b
 beforeAll(
   async () => {
     await explained(async () => {
+      dist = join(inject('testDataDir'), `dist-${name}`);
+      stamp = await build({ out: dist, log: () => undefined });
       await createDatabase(name);
       const databaseUrl = databaseUrlFor(name);
       databaseCreated = true;
@@ -91,12 +103,12 @@ beforeAll(
         DATA_DIR: join(inject('testDataDir'), name),
         LOG_LEVEL: 'warn',
       };
-      workflowWorker = group.start('worker', 'runtime/worker-process.ts', { ...env, WORKER_ROLE: 'workflows' });
+      workflowWorker = group.start('worker', 'runtime/worker-process.ts', { ...env, WORKER_ROLE: 'workflows' }, dist);
       providers = [1, 2].map((i) =>
-        group.start(`provider ${i}`, 'runtime/worker-process.ts', { ...env, WORKER_ROLE: 'provider' }),
+        group.start(`provider ${i}`, 'runtime/worker-process.ts', { ...env, WORKER_ROLE: 'provider' }, dist),
       );
       workers = [workflowWorker, ...providers];
-      api = group.start('api', 'runtime/api-process.ts', env);
+      api = group.start('api', 'runtime/api-process.ts', env, dist);
 
       await waitForHealth(group, base, STARTUP_MS);
       // /health speaks for the API; the workers are ready once each polls its task queue.
@@ -105,13 +117,14 @@ beforeAll(
       await waitForWorkers(group, connection, providerTaskQueueOf(taskQueue), providers, STARTUP_MS, true);
     });
   },
-  2 * STARTUP_MS + 30_000,
+  BUILD_MS + 2 * STARTUP_MS + 30_000,
 );
 
 afterAll(async () => {
   await group.killAll();
   await connection?.close();
   if (databaseCreated) await dropDatabase(name);
+  if (dist) await rm(dist, { recursive: true, force: true });
 });
 
 describe('the docker-compose topology as plain processes (one api, a workflow worker, two provider workers)', () => {
@@ -209,6 +222,24 @@ describe('the docker-compose topology as plain processes (one api, a workflow wo
           new Set([workflowWorker.pid]),
         );
       }
+    });
+  });
+
+  it('runs the compiled build: workflows from the prebuilt bundle, the dashboard and migrations from dist/, no dev dependency', async () => {
+    await explained(async () => {
+      expect(workflowWorker.output.toString()).toContain(`workflows from ${join(dist, 'workflow-bundle.js')}`);
+      // Migrations ran (the API applies dist/db/migrations/ at start: the accounts above exist), and
+      // the dashboard's files are served from dist/api/dashboard/public/.
+      const app = await fetch(`${base}/dashboard/assets/app.js`);
+      expect(app.status).toBe(200);
+      expect(await app.text()).toBe(await readFile(join(ROOT, 'api/dashboard/public/app.js'), 'utf8'));
+      // What the compiled files import is installed by npm ci --omit=dev, as in the image.
+      const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+        devDependencies: Record<string, string>;
+      };
+      expect(stamp.packages).toContain('fastify');
+      expect(stamp.packages.filter((p) => p in pkg.devDependencies)).toEqual([]);
+      for (const tool of ['typescript', 'tsx', 'esbuild', 'webpack']) expect(stamp.packages).not.toContain(tool);
     });
   });
 

@@ -13,7 +13,8 @@ import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { Worker } from '@temporalio/worker';
 import type { AddressInfo } from 'node:net';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
+import sharp from 'sharp';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { run as gensvc } from '../../cli/run';
 import { upstreamsSchema } from '../../core/config';
@@ -421,6 +422,54 @@ describe('Replicate’s predictions protocol', () => {
       creditsCharged: 0,
       error: { code: 'cancelled' },
     });
+  }, 60_000);
+});
+
+describe('image edits on upstreams', () => {
+  it('an OpenAI-compatible upstream gets multipart /images/edits with the image and mask; Replicate gets them as data URLs; each charged as an image', async () => {
+    const { key } = await h.account({ credits: 100, scopes: ['image'] });
+    const png = (colour: string) =>
+      sharp({ create: { width: 64, height: 64, channels: 4, background: colour } })
+        .png()
+        .toBuffer();
+    const [photo, mask] = await Promise.all([png('#36c'), png('#0000')]);
+    const edited = await client(key).images.edit({
+      model: 'gpt-image-1',
+      prompt: 'paint the sky red',
+      image: await toFile(photo, 'photo.png', { type: 'image/png' }),
+      mask: await toFile(mask, 'mask.png', { type: 'image/png' }),
+    });
+    expect(edited.data?.[0]?.b64_json).toEqual(expect.any(String));
+    const asked = [...oaA.received, ...oaB.received].filter((r) => r.path === '/v1/images/edits');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.body).toMatchObject({
+      model: expect.stringMatching(/^[ab]-image$/),
+      prompt: 'paint the sky red',
+      n: '1',
+      image: { type: 'image/png', size: expect.any(Number) },
+      mask: { type: 'image/png', size: expect.any(Number) },
+    });
+    // The upstream's own id is no gpt-image one, so base64 is asked for by name.
+    expect(asked[0]!.body).toMatchObject({ response_format: 'b64_json' });
+
+    const before = rep.received.length;
+    const viaReplicate = await client(key).images.edit({
+      model: 'image-qwen',
+      prompt: 'a hat on the fox',
+      image: [await toFile(photo, 'a.png', { type: 'image/png' }), await toFile(photo, 'b.png', { type: 'image/png' })],
+    });
+    expect(viaReplicate.data?.[0]?.url).toEqual(expect.any(String));
+    const input = rep.received.slice(before).find((r) => r.method === 'POST')!.body!.input as Record<string, unknown>;
+    expect(input).toMatchObject({
+      prompt: 'a hat on the fox',
+      image: expect.stringMatching(/^data:image\/png;base64,/),
+      image_input: [
+        expect.stringMatching(/^data:image\/png;base64,/),
+        expect.stringMatching(/^data:image\/png;base64,/),
+      ],
+    });
+    expect(input).not.toHaveProperty('mask');
+    expect(await credits(h, key)).toMatchObject({ balance: 100 - 6 - 5, holdsActive: 0 });
   }, 60_000);
 });
 

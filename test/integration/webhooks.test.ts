@@ -168,7 +168,7 @@ describe('registration', () => {
       [{ url: 'https://localhost/h', format: 'flat', events: ['generation.completed'] }, /not in the flat catalogue/],
       [{ url: 'http://example.com/h' }, /must be https/],
       [{ url: 'ftp://localhost/h' }, /scheme/],
-      [{ url: 'https://localhost/h', secret: 'mine' }, /Unrecognized key: "secret"/],
+      [{ url: 'https://localhost/h', secret: 'mine' }, /Unknown field 'secret'/],
     ];
     for (const [body, message] of bad) {
       const { error } = c.conforms<{ error: { message: string } }>(

@@ -100,7 +100,7 @@ export async function download(
   const res = await h.app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
   return {
     status: res.statusCode,
-    contentType: res.headers['content-type'] as string | undefined,
+    contentType: res.headers['content-type'],
     body: res.rawPayload,
   };
 }

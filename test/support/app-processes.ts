@@ -1,6 +1,6 @@
 // The docker-compose services run as plain processes (runtime/api-process.ts,
-// runtime/worker-process.ts, exactly what the containers run), with the environment a test gives
-// them and nothing else inherited, so only what the test sets configures them.
+// runtime/worker-process.ts, from the sources or compiled as the containers run them), with the
+// environment a test gives them and nothing else inherited, so only what the test sets configures them.
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -46,8 +46,13 @@ export function createProcessGroup() {
   return {
     children,
 
-    start(label: string, entry: string, env: Record<string, string>): AppProcess {
-      const proc = spawn(process.execPath, ['--import', 'tsx', entry], {
+    /**
+     * Starts an entry point (`runtime/api-process.ts`) from the TypeScript sources, or with
+     * `compiledIn` its compiled form from that `npm run build` output (`<dir>/runtime/api-process.js`).
+     */
+    start(label: string, entry: string, env: Record<string, string>, compiledIn?: string): AppProcess {
+      const args = compiledIn ? [join(compiledIn, entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', entry];
+      const proc = spawn(process.execPath, args, {
         cwd: ROOT,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],

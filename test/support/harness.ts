@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } fr
 import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../../api/app';
+import { createRateLimiter } from '../../api/shared/rate-limit';
 import type { AppDeps } from '../../api/app';
 import type { DashboardLimits } from '../../api/dashboard/api';
 import { freePort } from '../../runtime/process';
@@ -84,6 +85,12 @@ export interface HarnessOptions {
   providerConcurrency?: number;
   /** The workflow worker's activity slots (200 as in production when absent). */
   activitySlots?: number;
+  /** The rate limit's window (the real in-process limiter; 60 s as in production when absent). */
+  rateWindowMs?: number;
+  /** Batches: price per kind, file limits, a shorter completion window. */
+  batches?: AppDeps['batches'];
+  /** How many lines of a batch, and of an account's batches, run at once (the configuration's defaults when absent). */
+  batchLimits?: { perBatch: number; perAccount: number };
 }
 
 /** A fresh database (from the migrated template), its own task queue and worker, and the API on top. */
@@ -136,6 +143,7 @@ export async function startHarness(options: HarnessOptions = {}) {
         deadlines: deadlinesOf(loadConfig({})),
         ...(options.providerConcurrency === undefined ? {} : { providerConcurrency: options.providerConcurrency }),
         ...(options.activitySlots === undefined ? {} : { activitySlots: options.activitySlots }),
+        ...(options.batchLimits ? { batchLimits: options.batchLimits } : {}),
         ...(options.webhooks
           ? {
               webhooks: {
@@ -193,6 +201,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     syncWaitMs: options.syncWaitMs ?? 30_000,
     defaultChatCap: 5,
     deadlines: options.deadlines ?? deadlinesOf(loadConfig({})),
+    ...(options.rateWindowMs ? { limiter: createRateLimiter(Date.now, options.rateWindowMs) } : {}),
     // Tests serve inputs from loopback, as development mode allows; SSRF tests build their own.
     ...(provider ? { provider } : {}),
     prepareInput: createInputPreparer({
@@ -213,6 +222,8 @@ export async function startHarness(options: HarnessOptions = {}) {
     ...(options.billing ? { billing: options.billing } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.upstreamCallbacks ? { upstreamCallbacks: options.upstreamCallbacks } : {}),
+    ...(options.batches ? { batches: options.batches } : {}),
+    ...(options.batches ? { batches: options.batches } : {}),
   });
   if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });
 

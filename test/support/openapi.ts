@@ -2,6 +2,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import { PATH_PARAM_TOO_LONG } from '../../api/shared/schemas';
 
 /**
  * Holds real responses to the OpenAPI document the app generates from its route schemas
@@ -51,6 +52,11 @@ export const COVERAGE_OWNERS: readonly { prefix: string; file: string }[] = [
   { prefix: '/metrics', file: 'metrics.test.ts' },
   { prefix: '/api/v1/webhooks', file: 'webhooks.test.ts' },
   { prefix: '/v1/', file: 'openai-sdk.test.ts' },
+  { prefix: '/v1/messages', file: 'anthropic-sdk.test.ts' },
+  { prefix: '/v1/files', file: 'batches-sdk.test.ts' },
+  { prefix: '/v1/batches', file: 'batches-sdk.test.ts' },
+  { prefix: '/api/v1/batches', file: 'batches.test.ts' },
+  { prefix: '/dashboard/api/batches', file: 'batches.test.ts' },
   { prefix: '/dashboard/', file: 'dashboard-http.test.ts' },
   { prefix: '/admin/v1/users', file: 'dashboard-http.test.ts' },
 ];
@@ -107,6 +113,12 @@ export function createConformance(doc: OpenApiDoc) {
     operations().flatMap(({ path, method, op }) => Object.keys(op.responses).map((s) => `${method} ${path} ${s}`)),
   );
   const produced = new Set<string>();
+  /** 400s only the router answers (a path parameter over 100 characters): openapi.test.ts sends one to each. */
+  const byRouter = new Set(
+    operations()
+      .filter(({ op }) => op.responses['400']?.description === PATH_PARAM_TOO_LONG)
+      .map(({ path, method }) => `${method} ${path} 400`),
+  );
 
   /**
    * Asserts the status, then that the response is documented for the operation and matches it.
@@ -145,7 +157,11 @@ export function createConformance(doc: OpenApiDoc) {
 
   /** Asserts that every documented status of the paths `file` owns was produced in this run. */
   const expectCoverage = (file: string): void => {
-    const missing = [...documented].filter((d) => ownerOf(d.split(' ')[1]!) === file && !produced.has(d)).sort();
+    // 431, and a 400 for an over-long path parameter, are answered before any route, the same for
+    // all: openapi.test.ts sends them to every operation.
+    const missing = [...documented]
+      .filter((d) => ownerOf(d.split(' ')[1]!) === file && !produced.has(d) && !d.endsWith(' 431') && !byRouter.has(d))
+      .sort();
     expect(missing).toEqual([]);
   };
 

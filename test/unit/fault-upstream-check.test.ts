@@ -27,6 +27,7 @@ const image = (id: string, over: Partial<GenerationFact> = {}): GenerationFact =
   charges: 1,
   chargedSumMc: 3000,
   releases: 0,
+  batchId: null,
   ...over,
 });
 const failed = (id: string, code: string, over: Partial<GenerationFact> = {}): GenerationFact =>

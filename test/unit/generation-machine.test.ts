@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { initialTransition, transition } from 'xstate';
-import { effectsOf, generationMachine, statusOf } from '../../machines/generation';
+import { effectsOf, endOfRecorded, generationMachine, statusOf } from '../../machines/generation';
 import type { GenerationEvent, GenerationMachineInput } from '../../machines/generation';
 
 /** Feeds events through the pure transition function and records the status and the effects asked for. */
@@ -82,6 +82,32 @@ describe('generation machine', () => {
     ]);
     expect(steps.at(-1)).toEqual({ status: 'succeeded', effects: [] });
     expect(snapshot.status).toBe('done');
+  });
+
+  it('a run the ledger has recorded ends where the machine would take it, whichever way the hold moved', () => {
+    const released = { code: 'not_started', message: 'released before the settle', retryable: true };
+    for (const report of [{ ok: true, output } as const, { ok: false, error: failure } as const]) {
+      for (const recorded of ['settled', 'released'] as const) {
+        // What the workflow's effects answer for a recorded report (workflows/generation/workflow.ts).
+        const settled: GenerationEvent =
+          recorded === 'settled' ? { type: 'SETTLED' } : { type: 'SETTLE_FAILED', error: released };
+        const events: GenerationEvent[] = report.ok
+          ? [{ type: 'STARTED' }, { type: 'RUN_SUCCEEDED', output: report.output }, settled]
+          : [{ type: 'STARTED' }, { type: 'RUN_FAILED', error: report.error }];
+        let { snapshot } = run(false, events);
+        if (snapshot.status !== 'done')
+          snapshot = transition(
+            generationMachine,
+            snapshot,
+            recorded === 'settled' ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' },
+          )[0];
+        const status = statusOf(snapshot.value);
+        expect(endOfRecorded(report, recorded, released), `${String(report.ok)} ${recorded}`).toEqual({
+          status,
+          error: status === 'failed' ? snapshot.context.error : null,
+        });
+      }
+    }
   });
 
   it('a generation that ended before it could start fails without running', () => {

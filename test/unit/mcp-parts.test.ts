@@ -72,10 +72,13 @@ describe('tool definitions', () => {
   it('are valid JSON Schema 2020-12 objects with names MCP clients accept', () => {
     const ajv = new Ajv2020({ strict: false });
     expect([...TOOLS.keys()].sort()).toEqual([
+      'cancel_batch',
       'cancel_generation',
       'enhance_prompt',
+      'generate_batch',
       'generate_image',
       'generate_video',
+      'get_batch',
       'get_generation',
       'list_models',
     ]);

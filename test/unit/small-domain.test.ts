@@ -66,6 +66,12 @@ describe('simulator directives and safety guard', () => {
       fail: true,
       untilEpochMs: 1700000000000,
     });
+    // A conversation's newest turn wins.
+    expect(parseDirectives('hi sim:tokens=3 sim:tool=a\nagain sim:tokens=4 sim:tool=b')).toEqual({
+      fail: false,
+      tokens: 4,
+      tool: 'b',
+    });
   });
   it('refuses listed subjects as whole words only', () => {
     expect(isPromptRefused('graphic GORE in a car')).toBe(true);

@@ -185,6 +185,8 @@ describe('payloads', () => {
     queuePosition: null,
     measuredSeconds: null,
     provider: null,
+    batchId: null,
+    batchLine: null,
   };
   const at = new Date('2026-01-01T00:01:00Z');
   const source = (event: string, format: 'nested' | 'flat', generation: GenerationRow | undefined = base) => ({

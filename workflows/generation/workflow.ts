@@ -10,6 +10,7 @@ import {
   setCurrentDetails,
   setHandler,
   sleep,
+  TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -25,7 +26,7 @@ import type {
 } from '../../core/workflow-contract';
 import { failureMessage, SLOT_KINDS } from '../../core/vocabulary';
 import type { GenerationFailure, GenerationKind, GenerationStatus } from '../../core/vocabulary';
-import { effectsOf, generationMachine, statusOf } from '../../machines/generation';
+import { effectsOf, endOfRecorded, generationMachine, statusOf } from '../../machines/generation';
 import type { EffectName, EffectParams, GenerationEffect, GenerationEvent } from '../../machines/generation';
 import { runWithoutHoldingSlot } from './upstream-wait';
 
@@ -54,15 +55,23 @@ const slots = proxyActivities<GenerationActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 1, nonRetryableErrorTypes: ['LedgerPermanentError'] },
 });
 
-function providerActivities(kind: GenerationKind): GenerationActivities {
+/** `deadlineMs`: the run is the generation's deadline (nothing to wait for before it), so all its attempts end by then. */
+function providerActivities(kind: GenerationKind, deadlineMs?: number): GenerationActivities {
   return proxyActivities<GenerationActivities>({
     taskQueue: providerTaskQueueOf(workflowInfo().taskQueue),
     startToCloseTimeout: kind === 'video' || kind === 'upscale' ? '1 hour' : '10 minutes',
+    ...(deadlineMs === undefined ? {} : { scheduleToCloseTimeout: deadlineMs }),
     heartbeatTimeout: '10 seconds',
     // A worker restart mid-job costs an attempt too, so allow a few before giving up.
     retry: { initialInterval: '1 second', maximumAttempts: 5, nonRetryableErrorTypes: ['ProviderRejectedError'] },
   });
 }
+
+/** The provider's run ended because the generation's deadline passed (its schedule-to-close timeout). */
+const pastDeadline = (err: unknown): boolean => {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_CLOSE';
+};
 
 /**
  * Deprecated patches (Temporal's procedure for retiring replay code). Each id marked where newer
@@ -97,7 +106,11 @@ export const DEPRECATED_PATCHES = {
  * outcomes into the machine's events.
  */
 export const generation: GenerationWorkflow = async (input: GenerationWorkflowInput): Promise<GenerationResult> => {
-  const provider = providerActivities(input.kind);
+  const needsSlot = SLOT_KINDS.has(input.kind);
+  // Admitted running and needing no slot, a generation's run is all that is left of its deadline:
+  // the provider activity's schedule-to-close timeout keeps it, and no timer is started.
+  const deadlineOnRun = input.admittedRunning === true && !needsSlot ? input.deadlineMs : undefined;
+  const provider = providerActivities(input.kind, deadlineOnRun);
   const events: GenerationEvent[] = [];
   const background: CancellationScope[] = [];
   /** Clean-ups a stopped run left under way (an upstream job to cancel): the workflow ends after them. */
@@ -105,20 +118,31 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   let phase: GenerationStatus = 'queued';
 
   setHandler(phaseQuery, () => phase);
+  // A chat the API ran and the ledger recorded: the end is known, and recording it is all that is
+  // left (one task, the floor's shape). The machine's verdict for it, without running the machine.
+  const reported = input.reported;
+  if (reported?.recorded !== undefined) {
+    const end = endOfRecorded(reported, reported.recorded, RELEASED_BEFORE_SETTLE);
+    phase = end.status;
+    if (end.error) throw generationFailed(end.error);
+    return { generationId: input.generationId, phase };
+  }
+
   setHandler(cancelSignal, (reason) => void events.push({ type: 'CANCEL', reason }));
-  let apiRunResult: ApiRunResult | undefined;
+  // A chat the API ran itself comes with its report (`reported`): started once the reply has
+  // ended, it records the outcome in its first task. Chats of the earlier shape (`apiRun`) were
+  // started as the reply began and wait for the report as a signal, on one timer.
+  let apiRunResult: ApiRunResult | undefined = input.reported;
   setHandler(apiRunResultSignal, (result) => {
     apiRunResult ??= result;
   });
-
-  // A chat the API runs itself (it streams the reply and records the outcome in the ledger) costs
-  // the Temporal server as little as it can: one timer, no status upsert of its own, no activity.
   const apiRun = input.apiRun;
   if (apiRun !== undefined) deprecatePatch(DEPRECATED_PATCHES.leanChat);
+  const ranByApi = apiRun !== undefined || input.reported !== undefined;
 
   // Nothing stays in flight forever (DESIGN §5).
   const deadline = new CancellationScope();
-  const timeout = deadlineOf(input);
+  const timeout = deadlineOnRun === undefined ? deadlineOf(input) : undefined;
   if (timeout !== undefined) {
     deadline
       .run(() => sleep(timeout.ms))
@@ -128,10 +152,7 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
           if (timeout.reportWait) {
             if (apiRunResult === undefined) events.push(reportMissing(timeout.ms));
           } else {
-            events.push({
-              type: 'DEADLINE',
-              message: `the generation did not finish within its deadline of ${deadlineText(timeout.ms)}`,
-            });
+            events.push({ type: 'DEADLINE', message: deadlineMessage(timeout.ms) });
           }
         },
         () => undefined,
@@ -139,12 +160,11 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   }
 
   const model = input.admitted.model;
-  const needsSlot = SLOT_KINDS.has(input.kind);
   if (needsSlot) deprecatePatch(DEPRECATED_PATCHES.slotClaimStartsRunning);
   let [snapshot, pending] = initialTransition(generationMachine, { needsSlot });
-  // The start set the status: `queued`, or `running` for a chat admitted running (read back from
-  // the start event, so that it is not upserted a second time).
-  let published: GenerationStatus = apiRun ? startedStatus() : 'queued';
+  // The start set the status: `queued`, `running` for a generation admitted running, or the end a
+  // reported chat came to (read back from the start event, so that it is not upserted again).
+  let published: GenerationStatus = ranByApi || input.admittedRunning ? startedStatus() : 'queued';
 
   // The record gets a code and our message; the activity's own failure (the upstream's text) stays
   // in this workflow's history, for the operator, and in the worker's log.
@@ -184,7 +204,7 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
 
   const effects: { [K in EffectName]: (params: EffectParams[K]) => Promise<void> } = {
     async startRunning() {
-      if (apiRun?.admittedRunning) {
+      if (apiRun?.admittedRunning || input.reported !== undefined || input.admittedRunning) {
         events.push({ type: 'STARTED' });
         return;
       }
@@ -224,9 +244,9 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       });
     },
     async runProvider() {
-      if (apiRun) {
-        // The API runs this one (a streamed chat): wait for what it reports. The wait is bounded by
-        // the workflow's one timer, which releases the hold of an API that died mid-stream.
+      if (ranByApi) {
+        // The API ran this one (a streamed chat): what it reported, given at the start or (earlier
+        // shape) awaited as a signal, bounded by the workflow's one timer.
         inBackground(async () => {
           await condition(() => apiRunResult !== undefined);
           const result = apiRunResult!;
@@ -250,7 +270,12 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
           deprecatePatch(DEPRECATED_PATCHES.upstreamWait);
           output = await runWithoutHoldingSlot(provider, job, compensations);
         } else {
-          output = await provider.runProvider(job);
+          try {
+            output = await provider.runProvider(job);
+          } catch (err) {
+            if (deadlineOnRun === undefined || !pastDeadline(err)) throw err;
+            return { type: 'DEADLINE', message: deadlineMessage(deadlineOnRun) };
+          }
         }
         if (output.upstream !== undefined) {
           // The details are no command (the UI reads them by query); the attribute is one.
@@ -304,8 +329,9 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   const publishPhase = (): void => {
     const status = statusOf(snapshot.value);
     if (status === undefined) return;
-    // A chat admitted `running`: the machine's `queued` until STARTED is no news.
-    if (status === 'queued' && published === 'running') return;
+    // A status the start already passed (`queued` of a generation admitted running, `running` of a
+    // reported chat) is no news.
+    if (STATUS_ORDER[status] < STATUS_ORDER[published]) return;
     phase = status;
     if (phase === published) return;
     published = phase;
@@ -340,15 +366,18 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   // A failed generation ends as a failed workflow, so an operator tells failures from successes in
   // the Temporal UI list; its error code is the failure message.
   const failure = statusOf(snapshot.value) === 'failed' ? snapshot.context.error : null;
-  if (failure)
-    throw ApplicationFailure.create({
-      type: 'GenerationFailed',
-      message: failure.code,
-      nonRetryable: true,
-      details: [failure],
-    });
+  if (failure) throw generationFailed(failure);
   return { generationId: input.generationId, phase };
 };
+
+/** How a failed generation fails its workflow: its error code is the failure message the UI lists. */
+const generationFailed = (failure: GenerationFailure): ApplicationFailure =>
+  ApplicationFailure.create({
+    type: 'GenerationFailed',
+    message: failure.code,
+    nonRetryable: true,
+    details: [failure],
+  });
 
 /** A settle that found the hold released (the API's or the reconciler's doing): nothing was charged. */
 const RELEASED_BEFORE_SETTLE: GenerationFailure = {
@@ -362,6 +391,8 @@ const RELEASED_BEFORE_SETTLE: GenerationFailure = {
  * wait for the API's report (`reportWait` when the wait is what it times).
  */
 function deadlineOf(input: GenerationWorkflowInput): { ms: number; reportWait: boolean } | undefined {
+  // A reported chat has run already; should its ledger step be left to do, that step is bounded.
+  if (input.reported !== undefined) return undefined;
   const wait = input.apiRun?.deadlineMs;
   if (wait !== undefined && (input.deadlineMs === undefined || wait < input.deadlineMs))
     return { ms: wait, reportWait: true };
@@ -377,8 +408,14 @@ const reportMissing = (ms: number): GenerationEvent => ({
 /** The status this workflow's start set (its search attribute), as the start event recorded it. */
 function startedStatus(): GenerationStatus {
   const status = workflowInfo().typedSearchAttributes.get(StatusAttribute);
-  return status === 'running' ? 'running' : 'queued';
+  return status === 'running' || status === 'succeeded' || status === 'failed' ? status : 'queued';
 }
+
+/** Statuses in the order a generation passes them. */
+const STATUS_ORDER: Readonly<Record<GenerationStatus, number>> = { queued: 0, running: 1, succeeded: 2, failed: 2 };
+
+const deadlineMessage = (ms: number): string =>
+  `the generation did not finish within its deadline of ${deadlineText(ms)}`;
 
 /** A deadline as its error message says it: a client's short one (`Cancel-After: 2`) in seconds. */
 const deadlineText = (ms: number): string =>

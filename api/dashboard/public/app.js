@@ -9,6 +9,7 @@ import { PAGES } from './pages.js';
 const NAV = [
   { page: 'overview', href: '/dashboard', label: 'Overview' },
   { page: 'generations', href: '/dashboard/generations', label: 'Generations' },
+  { page: 'batches', href: '/dashboard/batches', label: 'Batches' },
   { page: 'keys', href: '/dashboard/keys', label: 'API keys' },
   { page: 'usage', href: '/dashboard/usage', label: 'Usage' },
   { page: 'customers', href: '/dashboard/customers', label: 'Customers' },

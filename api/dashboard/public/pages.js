@@ -2,6 +2,7 @@
 // data. Each reads and changes the account through /dashboard/api (the same services as the API's
 // doors) and follows it live where things move.
 import { Audit } from './pages/audit.js';
+import { Batches } from './pages/batches.js';
 import { Billing } from './pages/billing.js';
 import { Customers } from './pages/customers.js';
 import { Generations } from './pages/generations.js';
@@ -15,6 +16,7 @@ import { Webhooks } from './pages/webhooks.js';
 export const PAGES = {
   overview: Overview,
   generations: Generations,
+  batches: Batches,
   keys: Keys,
   usage: Usage,
   webhooks: Webhooks,

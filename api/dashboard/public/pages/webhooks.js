@@ -9,6 +9,7 @@ const CATALOGUES = {
 };
 // Opt-in in either format: sent only to an endpoint that ticks them.
 const ALERT_EVENTS = ['balance.low', 'key.budget_reached', 'customer.budget_reached'];
+const BATCH_EVENTS = ['batch.completed', 'batch.failed', 'batch.cancelled', 'batch.expired'];
 
 function EventChoices({ format, chosen }) {
   return html`<fieldset>
@@ -17,7 +18,7 @@ function EventChoices({ format, chosen }) {
       ${CATALOGUES[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}
     </div>
     <div class="checks">
-      ${ALERT_EVENTS.map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}
+      ${[...ALERT_EVENTS, ...BATCH_EVENTS].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}
     </div>
   </fieldset>`;
 }

@@ -1,10 +1,11 @@
-import { DomainError } from '../../core/errors';
-import { toolCallAssembler } from '../../core/providers/tool-calls';
-import type { ChatTools, ResponseRecord } from '../../core/generation/params';
-import type { ToolCall } from '../../core/vocabulary';
-import type { StoredResponse } from '../../service/chat/responses';
-import type { ChatRunEvent } from '../../service/chat/reply-stream';
-import { unixSeconds } from './common';
+import { DomainError } from '../../../core/errors';
+import { toolCallAssembler } from '../../../core/providers/tool-calls';
+import type { ChatTools, ResponseFormat, ResponseRecord } from '../../../core/generation/params';
+import type { ToolCall } from '../../../core/vocabulary';
+import { callItemId, messageItemId } from '../../../service/chat/responses';
+import type { StoredResponse } from '../../../service/chat/responses';
+import type { ChatRunEvent } from '../../../service/chat/reply-stream';
+import { unixSeconds } from './words';
 
 /**
  * OpenAI's Response object and its typed Server-Sent Events, as the official SDK's stream
@@ -31,13 +32,15 @@ export interface ResponseParts {
   toolCalls: ToolCall[];
   /** The functions the request offered, answered back. */
   tools: ChatTools | null;
+  /** Structured output asked for (`text.format`), answered back; null for plain text. */
+  format: ResponseFormat | null;
   usage: { promptTokens: number; completionTokens: number } | null;
   error: { code: string; message: string } | null;
   completedAt: Date | null;
 }
 
 /** The id of a response's message item: the generation's own, so the two are easy to tell apart and to match. */
-export const messageIdOf = (responseId: string): string => `msg_${responseId.replace(/^gen_/, '')}`;
+export const messageIdOf = messageItemId;
 
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 
@@ -54,7 +57,7 @@ function messageOf(p: ResponseParts, status: ItemStatus) {
 /** A function call item; its id is derived from the response's, its call_id is the model's. */
 function functionCallOf(responseId: string, index: number, call: ToolCall, status: ItemStatus) {
   return {
-    id: `fc_${responseId.replace(/^gen_/, '')}_${index}`,
+    id: callItemId(responseId, index),
     type: 'function_call' as const,
     status,
     call_id: call.id,
@@ -73,6 +76,19 @@ function outputOf(p: ResponseParts, status: ItemStatus) {
 function toolChoiceOf(tools: ChatTools | null) {
   const choice = tools?.choice ?? (tools ? 'auto' : 'none');
   return typeof choice === 'string' ? choice : { type: 'function' as const, name: choice.name };
+}
+
+/** `text.format` as the Responses API spells it. */
+export function formatOf(format: ResponseFormat | null) {
+  if (!format) return { type: 'text' as const };
+  if (format.type === 'json_object') return { type: 'json_object' as const };
+  return {
+    type: 'json_schema' as const,
+    name: format.name,
+    schema: format.schema,
+    ...(format.description === undefined ? {} : { description: format.description }),
+    strict: format.strict ?? null,
+  };
 }
 
 export function responseObject(p: ResponseParts) {
@@ -105,7 +121,7 @@ export function responseObject(p: ResponseParts) {
     service_tier: 'default' as const,
     safety_identifier: null,
     prompt_cache_key: null,
-    text: { format: { type: 'text' as const } },
+    text: { format: formatOf(p.format) },
     tool_choice: toolChoiceOf(p.tools),
     tools: (p.tools?.functions ?? []).map((f) => ({
       type: 'function' as const,
@@ -155,6 +171,7 @@ export function partsOfView(g: StoredResponse): ResponseParts {
     text: g.status === 'succeeded' ? (g.text ?? '') : null,
     toolCalls: g.status === 'succeeded' ? g.toolCalls : [],
     tools: g.tools ?? null,
+    format: g.responseFormat ?? null,
     usage: g.status === 'succeeded' ? { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens } : null,
     error:
       status === 'failed'

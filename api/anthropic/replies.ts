@@ -1,0 +1,141 @@
+import { toolCallAssembler } from '../../core/providers/tool-calls';
+import type { ToolCall } from '../../core/vocabulary';
+import type { ChatRunEvent } from '../../service/chat/reply-stream';
+import { anthropicErrorOf } from './errors';
+
+/**
+ * A chat run as Anthropic's Message object, or as its stream: `message_start` (with the input's
+ * usage), a content block per text or tool call (`content_block_start`, its deltas,
+ * `content_block_stop`), `message_delta` with the stop reason and the output tokens charged, then
+ * `message_stop`. A failure after the first token is an `error` event (nothing is charged).
+ */
+
+type End = Extract<ChatRunEvent, { type: 'end' }>;
+
+export const STOP_REASONS = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use' } as const;
+
+export interface MessageMeta {
+  id: string;
+  model: string;
+  /** The input's size as estimated before the run (the end's usage carries the provider's own count). */
+  promptTokens: number;
+}
+
+function usageOf(usage: { promptTokens: number; completionTokens: number }) {
+  return {
+    input_tokens: usage.promptTokens,
+    output_tokens: usage.completionTokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  };
+}
+
+function toolUseOf(call: ToolCall) {
+  let input: unknown = {};
+  try {
+    input = call.arguments === '' ? {} : JSON.parse(call.arguments);
+  } catch {
+    // A provider's call cut at max_tokens: its input is what could be read, none.
+  }
+  return { type: 'tool_use' as const, id: call.id, name: call.name, input };
+}
+
+/** The whole message: its text (if any), then its tool calls; an empty reply is one empty text block. */
+export function messageObject(
+  meta: MessageMeta,
+  reply: { text: string; toolCalls: ToolCall[]; finishReason: End['finishReason']; usage: End['usage'] },
+) {
+  const content = [
+    ...(reply.text === '' ? [] : [{ type: 'text' as const, text: reply.text }]),
+    ...reply.toolCalls.map(toolUseOf),
+  ];
+  return {
+    id: meta.id,
+    type: 'message' as const,
+    role: 'assistant' as const,
+    model: meta.model,
+    content: content.length > 0 ? content : [{ type: 'text' as const, text: '' }],
+    stop_reason: STOP_REASONS[reply.finishReason],
+    stop_sequence: null,
+    usage: usageOf(reply.usage),
+  };
+}
+
+export async function* messageEvents(
+  first: IteratorResult<ChatRunEvent>,
+  rest: AsyncIterator<ChatRunEvent>,
+  meta: MessageMeta,
+): AsyncGenerator<string> {
+  const event = (type: string, data: Record<string, unknown>) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+  /** The content blocks in the order they opened: the text, or a tool call by its index. */
+  let open: { kind: 'text' } | { kind: 'tool'; index: number } | undefined;
+  let blocks = 0;
+  const calls = toolCallAssembler();
+  function* close(): Generator<string> {
+    if (open) yield event('content_block_stop', { index: blocks - 1 });
+    open = undefined;
+  }
+  try {
+    yield event('message_start', {
+      message: {
+        id: meta.id,
+        type: 'message',
+        role: 'assistant',
+        model: meta.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: usageOf({ promptTokens: meta.promptTokens, completionTokens: 0 }),
+      },
+    });
+    yield event('ping', {});
+    let end: End | undefined;
+    for (let r = first; !r.done; r = await rest.next()) {
+      const e = r.value;
+      if (e.type === 'delta') {
+        if (open?.kind !== 'text') {
+          yield* close();
+          open = { kind: 'text' };
+          yield event('content_block_start', { index: blocks++, content_block: { type: 'text', text: '' } });
+        }
+        yield event('content_block_delta', { index: blocks - 1, delta: { type: 'text_delta', text: e.text } });
+      } else if (e.type === 'tool_call') {
+        calls.add(e);
+        if (open?.kind !== 'tool' || open.index !== e.index) {
+          yield* close();
+          open = { kind: 'tool', index: e.index };
+          const call = calls.at(e.index);
+          yield event('content_block_start', {
+            index: blocks++,
+            content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
+          });
+        }
+        if (e.arguments !== '')
+          yield event('content_block_delta', {
+            index: blocks - 1,
+            delta: { type: 'input_json_delta', partial_json: e.arguments },
+          });
+      } else {
+        end = e;
+      }
+    }
+    // A run only ends without its end event when the client went away: nobody is listening.
+    if (!end) return;
+    if (blocks === 0) {
+      open = { kind: 'text' };
+      yield event('content_block_start', { index: blocks++, content_block: { type: 'text', text: '' } });
+    }
+    yield* close();
+    yield event('message_delta', {
+      delta: { stop_reason: STOP_REASONS[end.finishReason], stop_sequence: null },
+      usage: usageOf(end.usage),
+    });
+    yield event('message_stop', {});
+  } catch (err) {
+    // Headers are gone: the failure travels as Anthropic's error event. Nothing was charged.
+    yield event('error', anthropicErrorOf(err));
+  } finally {
+    await rest.return?.();
+  }
+}

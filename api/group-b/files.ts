@@ -1,0 +1,219 @@
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { InvalidRequestError } from '../../core/errors';
+import { FILE_ID_PATTERN } from '../../core/ids';
+import { principalOf } from '../shared/auth';
+import { batchFileLines, fileObject, fileObjectOf } from '../shared/openai/batches';
+import { idParams } from '../shared/schemas';
+import { errorsB, security, tags } from './common';
+import { acceptForms } from './forms';
+import type { OpenAiDeps } from './common';
+
+/**
+ * Group B's files (`/v1/files`), as the official SDK's `client.files` calls them: JSONL uploaded
+ * for batches (`purpose: "batch"`), and the output and error files of finished batches, read from
+ * their lines' records each time (so their URLs are freshly signed).
+ */
+
+/** An uploaded file as the multipart parser hands it to the route. */
+interface Upload {
+  filename: string;
+  data: Buffer;
+}
+
+const uploadBody = z
+  .object({
+    file: z
+      .custom<Upload>((v) => typeof v === 'object' && v !== null && Buffer.isBuffer((v as Upload).data), {
+        error: 'file: the JSONL file, sent as multipart/form-data',
+      })
+      .describe('The JSONL file (multipart/form-data)'),
+    purpose: z.string().max(40).describe('Only "batch"'),
+    expires_after: z.unknown().optional().describe('Accepted and ignored'),
+  })
+  .meta({ id: 'FileUploadRequest' });
+
+const fileList = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(fileObject),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'FileList' });
+
+const listQuery = z.object({
+  after: z
+    .string()
+    .regex(FILE_ID_PATTERN, { error: 'after must be the id of a file of a previous page (its last_id)' })
+    .optional(),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1, { error: 'limit must be between 1 and 10000' })
+    .max(10_000, { error: 'limit must be between 1 and 10000' })
+    .default(10_000),
+  order: z.enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" }).default('desc'),
+  purpose: z.enum(['batch', 'batch_output'], { error: "purpose must be 'batch' or 'batch_output'" }).optional(),
+});
+
+export const openaiFileRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+  const files = deps.batches.files;
+  // The SDK uploads as multipart/form-data; the file is kept with its name.
+  await acceptForms(app, {
+    limits: { fileSize: files.limits.maxBytes, files: 1, fields: 5 },
+    fileValue: async (part): Promise<Upload> => ({ filename: part.filename, data: await part.toBuffer() }),
+  });
+  // A JSON body is not a file: say how to send one.
+  app.addHook('preValidation', async (request) => {
+    if (request.method === 'POST' && request.url === '/v1/files' && !request.isMultipart())
+      throw new InvalidRequestError('Send the file as multipart/form-data with fields file and purpose.', 'file');
+  });
+  const route = app.withTypeProvider<ZodTypeProvider>();
+
+  /** A file's size: an output file is measured once, the first time it is read. */
+  const bytesOf = async (principal: ReturnType<typeof principalOf>, id: string): Promise<number> => {
+    const content = await files.content(principal, id);
+    if ('data' in content) return content.data.length;
+    if (content.file.bytes !== null) return content.file.bytes;
+    let bytes = 0;
+    for await (const chunk of render(principal, content.batch, content.role)) bytes += Buffer.byteLength(chunk);
+    await files.recordBytes(content.file.id, bytes);
+    return bytes;
+  };
+
+  const render = (
+    principal: ReturnType<typeof principalOf>,
+    batch: Parameters<typeof batchFileLines>[1],
+    role: 'output' | 'errors',
+  ) =>
+    batchFileLines(deps.batches, batch, role, async (generationId) => {
+      const { file } = await deps.service.output(principal, generationId);
+      return file?.data;
+    });
+
+  route.post(
+    '/v1/files',
+    {
+      schema: {
+        operationId: 'openaiUploadFile',
+        tags,
+        security,
+        summary: 'Upload a JSONL file for a batch (client.files.create, purpose "batch")',
+        description:
+          `multipart/form-data with \`file\` and \`purpose: "batch"\`. At most ${files.limits.maxBytes} bytes and ` +
+          `${files.limits.maxLines} requests, each line at most ${files.limits.maxLineBytes} bytes; its lines are read when a batch is made from it.`,
+        consumes: ['multipart/form-data'],
+        body: uploadBody,
+        response: { 200: fileObject, ...errorsB(400, 401, 413, 429, 500, 503) },
+      },
+    },
+    async (request) => {
+      const { file, purpose } = request.body;
+      const row = await files.upload(principalOf(request), { filename: file.filename, purpose, data: file.data });
+      return fileObjectOf(row, row.bytes ?? file.data.length);
+    },
+  );
+
+  route.get(
+    '/v1/files',
+    {
+      schema: {
+        operationId: 'openaiListFiles',
+        tags,
+        security,
+        summary: 'The account’s files, newest first (client.files.list); pages follow `after`',
+        querystring: listQuery,
+        response: { 200: fileList, ...errorsB(400, 401, 429, 500, 503) },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const page = await files.list(principal, request.query);
+      const data = await Promise.all(
+        page.data.map(async (f) => fileObjectOf(f, f.bytes ?? (await bytesOf(principal, f.id)))),
+      );
+      return {
+        object: 'list' as const,
+        data,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+        has_more: page.hasMore,
+      };
+    },
+  );
+
+  route.get(
+    '/v1/files/:id',
+    {
+      schema: {
+        operationId: 'openaiRetrieveFile',
+        tags,
+        security,
+        summary: 'A file (client.files.retrieve)',
+        params: idParams,
+        response: { 200: fileObject, ...errorsB(401, 404, 429, 500, 503) },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const file = await files.get(principal, request.params.id);
+      return fileObjectOf(file, file.bytes ?? (await bytesOf(principal, file.id)));
+    },
+  );
+
+  route.get(
+    '/v1/files/:id/content',
+    {
+      schema: {
+        operationId: 'openaiFileContent',
+        tags,
+        security,
+        summary:
+          'A file’s content (client.files.content): an uploaded file as sent, a batch’s output or error file as JSONL',
+        description:
+          'A batch’s output file has one line per request that succeeded, its error file one per request that failed or never ran: ' +
+          '`{ id, custom_id, response: { status_code, request_id, body }, error }`, the body being what the request’s endpoint would have answered.',
+        params: idParams,
+        response: {
+          200: {
+            description: 'The file',
+            content: { 'application/jsonl': { schema: z.string().describe('JSONL') } },
+          },
+          ...errorsB(401, 404, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const content = await files.content(principal, request.params.id);
+      reply.header('content-type', 'application/jsonl');
+      reply.header('content-disposition', `attachment; filename="${content.file.filename.replace(/["\\]/g, '_')}"`);
+      if ('data' in content) return reply.send(content.data as unknown as string);
+      return reply.send(Readable.from(render(principal, content.batch, content.role)) as unknown as string);
+    },
+  );
+
+  route.delete(
+    '/v1/files/:id',
+    {
+      schema: {
+        operationId: 'openaiDeleteFile',
+        tags,
+        security,
+        summary: 'Deletes a file (client.files.delete); batches made from it keep their lines',
+        params: idParams,
+        response: {
+          200: z.object({ id: z.string(), object: z.literal('file'), deleted: z.literal(true) }),
+          ...errorsB(401, 404, 429, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      await files.remove(principalOf(request), request.params.id);
+      return { id: request.params.id, object: 'file' as const, deleted: true as const };
+    },
+  );
+};

@@ -1,0 +1,110 @@
+import { Readable } from 'node:stream';
+import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
+import { NotFoundError } from '../../core/errors';
+import { BATCH_ENDPOINTS, BATCH_STATUSES, GENERATION_KINDS } from '../../core/vocabulary';
+import type { BatchEndpoint } from '../../core/vocabulary';
+import type { Principal } from '../../core/accounts/principal';
+import type { BatchService, BatchView } from '../../service/batches/service';
+import type { GenerationService } from '../../service/generation/service';
+import { batchFileLines } from './openai/batches';
+
+/**
+ * A batch as group A, MCP and the dashboard show it (camelCase, ISO times), and its output and
+ * error files as those doors download them: the same JSONL group B's `/v1/files/{id}/content` serves.
+ */
+
+const iso = z.string().nullable().describe('ISO 8601 UTC');
+
+export const batch = z
+  .object({
+    id: z.string(),
+    endpoint: z.enum(Object.keys(BATCH_ENDPOINTS) as [BatchEndpoint, ...BatchEndpoint[]]),
+    kind: z.enum(GENERATION_KINDS),
+    status: z.enum(BATCH_STATUSES),
+    requestCounts: z.object({ total: z.number().int(), completed: z.number().int(), failed: z.number().int() }),
+    running: z.number().int().describe('Lines started and not ended'),
+    waiting: z.number().int().describe('Lines not started yet'),
+    creditsHeld: z.number().describe('Held when it was made: every line at the batch rate'),
+    creditsCharged: z.number().describe('Charged for its lines so far'),
+    inputFileId: z.string(),
+    outputFileId: z.string().nullable(),
+    errorFileId: z.string().nullable(),
+    errors: z
+      .array(
+        z.object({
+          code: z.string(),
+          message: z.string(),
+          param: z.string().nullable(),
+          line: z.number().int().nullable(),
+        }),
+      )
+      .nullable()
+      .describe('Why it failed validation (line numbers start at 1)'),
+    metadata: z.record(z.string(), z.string()).nullable(),
+    createdAt: z.string(),
+    expiresAt: iso,
+    finishedAt: iso.describe('When it completed, failed, expired or was cancelled'),
+  })
+  .meta({ id: 'GroupABatch' });
+
+export function batchOf(b: BatchView): z.infer<typeof batch> {
+  const finished = b.completedAt ?? b.failedAt ?? b.expiredAt ?? b.cancelledAt;
+  return {
+    id: b.id,
+    endpoint: b.endpoint,
+    kind: b.kind,
+    status: b.status,
+    requestCounts: b.requestCounts,
+    running: b.running,
+    waiting: b.waiting,
+    creditsHeld: b.creditsHeld,
+    creditsCharged: b.creditsCharged,
+    inputFileId: b.inputFileId,
+    outputFileId: b.outputFileId,
+    errorFileId: b.errorFileId,
+    errors: b.errors,
+    metadata: b.metadata,
+    createdAt: b.createdAt.toISOString(),
+    expiresAt: b.expiresAt?.toISOString() ?? null,
+    finishedAt: finished?.toISOString() ?? null,
+  };
+}
+
+export const batchList = z
+  .object({
+    data: z.array(batch),
+    next_cursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last page'),
+  })
+  .meta({ id: 'GroupABatchList' });
+
+/**
+ * Sends a batch's output file (`output`) or error file (`errors`) as JSONL; 404 until the batch has
+ * ended with such lines.
+ */
+export async function sendBatchFile(
+  reply: FastifyReply,
+  deps: { batches: BatchService; service: GenerationService },
+  principal: Principal,
+  id: string,
+  role: 'output' | 'errors',
+): Promise<FastifyReply> {
+  const row = await deps.batches.own(principal, id);
+  const fileId = role === 'output' ? row.outputFileId : row.errorFileId;
+  const content = fileId === null ? undefined : await deps.batches.files.content(principal, fileId);
+  if (!content || !('batch' in content)) {
+    const running = row.status === 'in_progress' || row.status === 'cancelling';
+    throw new NotFoundError(
+      `Batch '${row.id}' has no ${role === 'output' ? 'output' : 'error'} file${running ? ' yet' : ''}.`,
+      { param: 'id' },
+    );
+  }
+  const lines = batchFileLines(deps.batches, content.batch, role, async (generationId) => {
+    const { file } = await deps.service.output(principal, generationId);
+    return file?.data;
+  });
+  return reply
+    .header('content-type', 'application/jsonl')
+    .header('content-disposition', `attachment; filename="${content.file.filename}"`)
+    .send(Readable.from(lines));
+}

@@ -1,0 +1,116 @@
+import type { WorkflowStartOptions } from '@temporalio/client';
+import type { GenerationRow } from '../db/generations';
+import { mcToCredits } from '../money';
+import { AccountId, BatchId, GenerationKind, GenerationModel, GenerationStatus } from '../search-attributes';
+import { SLOT_KINDS } from '../vocabulary';
+import type { GenerationKind as Kind, GenerationStatus as Status } from '../vocabulary';
+import type { GenerationWorkflow, GenerationWorkflowInput } from '../workflow-contract';
+import type { InternalParams } from './params';
+
+/**
+ * How a generation's workflow is started, whoever starts it: the API after admitting a request
+ * (service/generation/temporal-gateway.ts) or a batch's workflow for each of its lines
+ * (activities/batches/lines.ts). One id, one run, the same search attributes and fairness key.
+ */
+
+/** Per kind, how long a generation may stay in flight before it fails with `timeout`. */
+export type Deadlines = Partial<Record<Kind, number>>;
+
+/** The workflow's deadline: the sooner of the kind's own and the one the client asked for, if any. */
+export function deadlineOf(kind: Kind, internal: InternalParams, deadlines: Deadlines | undefined): number | undefined {
+  const own = deadlines?.[kind];
+  const asked = internal.clientDeadlineMs;
+  if (asked === undefined) return own;
+  return own === undefined ? asked : Math.min(own, asked);
+}
+
+/** Everything a generation's workflow needs, rebuilt from its record (replays, cancels, a batch's lines). */
+export function inputOfRecord(g: GenerationRow, deadlines: Deadlines | undefined): GenerationWorkflowInput {
+  const deadlineMs = deadlineOf(g.kind, g.internal, deadlines);
+  // Running with no slot to hold: it was admitted so, and its workflow starts it no further.
+  const admittedRunning = g.status === 'running' && !SLOT_KINDS.has(g.kind);
+  return {
+    ...(admittedRunning ? { admittedRunning } : {}),
+    ...(deadlineMs === undefined ? {} : { deadlineMs }),
+    generationId: g.id,
+    accountId: g.accountId,
+    apiKeyId: g.apiKeyId,
+    kind: g.kind,
+    model: g.model,
+    prompt: g.prompt,
+    params: g.params,
+    internal: g.internal,
+    quoteMc: g.quoteMc,
+    admitted: { free: g.freeChat, model: g.model },
+    // A chat of the earlier shape stays one: its workflow waits for the API's report. Remove with
+    // `apiRunDeadlineMs` once no chat admitted before the deploy that records chats at their end
+    // can be in flight (its hold lasts at most the chat's deadline).
+    ...(g.internal.apiRunDeadlineMs === undefined ? {} : { apiRun: { deadlineMs: g.internal.apiRunDeadlineMs } }),
+  };
+}
+
+/**
+ * A batch's lines wait behind the account's own requests: within one account the task queues hand
+ * out priority 3 (the default, every request) before 4; across accounts the fairness key shares them.
+ */
+const BATCH_LINE_PRIORITY = 4;
+
+/** The start options of a generation's workflow; `batchId` for a batch's line. */
+export function generationStartOptions(
+  input: GenerationWorkflowInput,
+  taskQueue: string,
+  batchId?: string,
+): WorkflowStartOptions<GenerationWorkflow> {
+  return {
+    workflowId: input.generationId,
+    taskQueue,
+    args: [input],
+    // One generation id, one run, ever: a repeated start (an idempotent retry, a cancel racing the
+    // start) joins the running workflow or is refused for a closed one, never runs the job twice.
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    typedSearchAttributes: [
+      { key: AccountId, value: input.accountId },
+      { key: GenerationKind, value: input.kind },
+      { key: GenerationModel, value: input.model },
+      // Known at the start, the status is given with it: the workflow then writes none until its end
+      // (a reported chat: none at all).
+      { key: GenerationStatus, value: startStatusOf(input) },
+      ...(batchId === undefined ? [] : [{ key: BatchId, value: batchId }]),
+    ],
+    staticSummary: summarise(input),
+    // Where the server's fairness is on (matching.enableFairness), each account gets its share of
+    // the task queues, activities included: one account's flood cannot starve another's request.
+    priority: { fairnessKey: input.accountId, ...(batchId === undefined ? {} : { priorityKey: BATCH_LINE_PRIORITY }) },
+  };
+}
+
+/** The status a workflow starts with: what the ledger recorded for a reported chat, `running` when admitted so. */
+function startStatusOf(input: GenerationWorkflowInput): Status {
+  const reported = input.reported;
+  if (reported !== undefined)
+    return reported.recorded === 'settled' ? 'succeeded' : reported.recorded === 'released' ? 'failed' : 'running';
+  return input.apiRun?.admittedRunning || input.admittedRunning ? 'running' : 'queued';
+}
+
+/** The line an operator reads in the Temporal UI, e.g. "video · kling · 10 s 1080p · 130 credits". */
+export function summarise(input: GenerationWorkflowInput): string {
+  const p = input.params;
+  const detail =
+    input.kind === 'video'
+      ? `${String(p.seconds)} s ${String(p.resolution)}`
+      : input.kind === 'image'
+        ? `${String(p.width)}×${String(p.height)}`
+        : input.kind === 'upscale'
+          ? `${String(p.scale)}×`
+          : '';
+  const free = input.admitted?.free ?? false;
+  // Per-token chat holds its output cap; what it charges is known at the end.
+  const perToken = input.internal.ratePer1kMc !== undefined;
+  const price = free
+    ? 'free reply'
+    : perToken
+      ? `up to ${mcToCredits(input.quoteMc)} credits, per token`
+      : `${mcToCredits(input.quoteMc)} credits`;
+  return [input.kind, input.model, detail, price].filter((s) => s !== '').join(' · ');
+}

@@ -1,0 +1,519 @@
+import type pg from 'pg';
+import { BATCH_COLUMNS, countsOfBatch, getBatchById } from '../db/batches';
+import type { BatchCounts, BatchProblem, BatchRow, LineRequest } from '../db/batches';
+import { readKeyBudget } from '../db/budgets';
+import type { BudgetPeriod, KeyBudget } from '../db/budgets';
+import { fromRow, GENERATION_COLUMNS } from '../db/generations';
+import type { GenerationDbRow, GenerationRow } from '../db/generations';
+import { insertFile } from '../db/files';
+import { STATUS_CHANNEL } from '../db/notify';
+import { inTransaction } from '../db/pool';
+import type { Queryable } from '../db/pool';
+import { newId } from '../ids';
+import { metrics } from '../metrics';
+import { mcToCredits } from '../money';
+import type { Millicredits } from '../money';
+import type { BatchEndpoint, BatchStatus, GenerationKind } from '../vocabulary';
+import { recordBalanceLow, recordBudgetReached } from './alerts';
+import { appendEntry, moveAccount } from './entries';
+import type { AccountMoney } from './entries';
+import { classified } from './failures';
+import { recordBatchEvent } from './outbox';
+import { ledgerSpan } from './span';
+
+/**
+ * A batch's money and status (docs/decisions/0071-batch-money.md), each step one transaction:
+ *
+ *   holdBatch: the whole quote held in one movement (one `hold` entry naming the batch), its lines recorded
+ *   admitBatchLines: lines start; each takes its share of the batch's hold into holds of its generations
+ *     (no account movement), which then settle or release like any generation (core/ledger/resolve.ts)
+ *   stopBatch: a cancel or the end of the window; what no line took is released (one `release` entry)
+ *   finishBatch: every line ended: the batch's final status, its output and error files, its webhooks
+ *
+ * At every moment accounts.held_mc = Σ holds held + Σ batches.held_mc.
+ */
+
+/** A batch validated and priced, about to be held. */
+export interface NewBatch {
+  id: string;
+  accountId: string;
+  apiKeyId: string | null;
+  endpoint: BatchEndpoint;
+  kind: GenerationKind;
+  inputFileId: string;
+  metadata: Record<string, string> | null;
+  expiresAt: Date;
+  lines: { line: number; customId: string; request: LineRequest; quoteMc: Millicredits }[];
+  /** The key has a budget: the whole batch is checked against it, the key's budget row locked. */
+  budgeted: boolean;
+}
+
+export type BatchHold =
+  | { outcome: 'held'; batch: BatchRow }
+  /** Too little money for the whole batch: nothing was held or recorded. */
+  | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits }
+  /** The key's budget has too little left for the whole batch: nothing was held. */
+  | {
+      outcome: 'over_budget';
+      keyId: string;
+      requiredMc: Millicredits;
+      availableMc: Millicredits;
+      maxMc: Millicredits;
+      period: BudgetPeriod;
+    };
+
+/** Announces a batch's change on the ledger's channel (`<account>:<batch>:batch`) when the statement commits. */
+const notifyBatch = (accountExpr: string, batchExpr: string): string =>
+  `pg_notify('${STATUS_CHANNEL}', ${accountExpr} || ':' || ${batchExpr} || ':batch')`;
+
+class Refused extends Error {
+  constructor(
+    readonly refusal: Exclude<BatchHold, { outcome: 'held' }>,
+    readonly budgetReached?: KeyBudget,
+  ) {
+    super('refused');
+  }
+}
+
+/**
+ * Holds a batch's whole quote and records it `in_progress` with its lines, in one transaction: the
+ * account's conditional update (no overdraft), the batch and its lines, one `hold` entry. A refusal
+ * (money, the key's budget) rolls everything back: nothing held, nothing recorded.
+ */
+export function holdBatch(pool: pg.Pool, b: NewBatch): Promise<BatchHold> {
+  return ledgerSpan('hold batch', { 'gensvc.batch_id': b.id, 'gensvc.lines': b.lines.length }, async () => {
+    const quoteMc = b.lines.reduce((sum, l) => sum + l.quoteMc, 0);
+    try {
+      const held = await classified(() => inTransaction(pool, (tx) => holdIn(tx, b, quoteMc)));
+      metrics.creditsHeld.inc(mcToCredits(quoteMc));
+      return held;
+    } catch (err) {
+      if (!(err instanceof Refused)) throw err;
+      const reached = err.budgetReached;
+      if (reached && b.apiKeyId)
+        await inTransaction(pool, (tx) =>
+          recordBudgetReached(tx, b.accountId, b.apiKeyId!, reached, reached.spentMc),
+        ).catch(() => undefined);
+      return err.refusal;
+    }
+  });
+}
+
+async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promise<BatchHold> {
+  let budget: KeyBudget | undefined;
+  if (b.budgeted && b.apiKeyId && quoteMc > 0) {
+    budget = await readKeyBudget(tx, b.apiKeyId, { lock: true });
+    if (budget && budget.spentMc + quoteMc > budget.maxMc) {
+      throw new Refused(
+        {
+          outcome: 'over_budget',
+          keyId: b.apiKeyId,
+          requiredMc: quoteMc,
+          availableMc: Math.max(0, budget.maxMc - budget.spentMc),
+          maxMc: budget.maxMc,
+          period: budget.period,
+        },
+        budget,
+      );
+    }
+  }
+  const moved = await tx.query<AccountMoney>(
+    `UPDATE accounts SET held_mc = held_mc + $2::bigint WHERE id = $1 AND balance_mc - held_mc >= $2::bigint
+     RETURNING balance_mc, held_mc`,
+    [b.accountId, quoteMc],
+  );
+  const after = moved.rows[0];
+  if (!after) {
+    const r = await tx.query<{ available_mc: number }>(
+      'SELECT balance_mc - held_mc AS available_mc FROM accounts WHERE id = $1',
+      [b.accountId],
+    );
+    throw new Refused({ outcome: 'refused', requiredMc: quoteMc, availableMc: r.rows[0]?.available_mc ?? 0 });
+  }
+  const inserted = await tx.query<BatchRow>(
+    `INSERT INTO batches (id, account_id, api_key_id, endpoint, kind, input_file_id, completion_window, metadata, status,
+                          total, quote_mc, held_mc, in_progress_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, '24h', $7, 'in_progress', $8, $9::bigint, $9::bigint, now(), $10)
+     RETURNING ${BATCH_COLUMNS}, ${notifyBatch('account_id', 'id')}`,
+    [
+      b.id,
+      b.accountId,
+      b.apiKeyId,
+      b.endpoint,
+      b.kind,
+      b.inputFileId,
+      b.metadata,
+      b.lines.length,
+      quoteMc,
+      b.expiresAt,
+    ],
+  );
+  await tx.query(
+    `INSERT INTO batch_lines (batch_id, line, custom_id, request, quote_mc)
+     SELECT $1, x.line, x.custom_id, x.request, x.quote_mc
+       FROM jsonb_to_recordset($2::jsonb) AS x (line integer, custom_id text, request jsonb, quote_mc bigint)`,
+    [
+      b.id,
+      JSON.stringify(
+        b.lines.map((l) => ({ line: l.line, custom_id: l.customId, request: l.request, quote_mc: l.quoteMc })),
+      ),
+    ],
+  );
+  await appendEntry(tx, {
+    accountId: b.accountId,
+    generationId: null,
+    batchId: b.id,
+    entry: 'hold',
+    amountMc: quoteMc,
+    after,
+    note: `batch of ${b.lines.length} ${b.lines.length === 1 ? 'line' : 'lines'}`,
+  });
+  await recordBalanceLow(tx, b.accountId);
+  if (budget && b.apiKeyId && budget.spentMc + quoteMc >= budget.maxMc)
+    await recordBudgetReached(tx, b.accountId, b.apiKeyId, budget, budget.spentMc + quoteMc);
+  return { outcome: 'held', batch: inserted.rows[0]! };
+}
+
+/**
+ * A batch that failed validation: recorded `failed` with what was wrong, nothing held, and its
+ * `batch.failed` webhooks owed, in one transaction.
+ */
+export async function recordFailedBatch(
+  pool: pg.Pool,
+  b: Omit<NewBatch, 'lines' | 'budgeted' | 'expiresAt'> & { total: number; errors: BatchProblem[] },
+): Promise<BatchRow> {
+  return classified(() =>
+    inTransaction(pool, async (tx) => {
+      const r = await tx.query<BatchRow>(
+        `INSERT INTO batches (id, account_id, api_key_id, endpoint, kind, input_file_id, completion_window, metadata, status,
+                              errors, total, failed_at)
+         VALUES ($1, $2, $3, $4, $5, $6, '24h', $7, 'failed', $8, $9, now())
+         RETURNING ${BATCH_COLUMNS}, ${notifyBatch('account_id', 'id')}`,
+        [
+          b.id,
+          b.accountId,
+          b.apiKeyId,
+          b.endpoint,
+          b.kind,
+          b.inputFileId,
+          b.metadata,
+          JSON.stringify(b.errors),
+          b.total,
+        ],
+      );
+      const batch = r.rows[0]!;
+      await recordBatchEvent(tx, batch, 'batch.failed');
+      return batch;
+    }),
+  );
+}
+
+/** How many of a batch's lines may be in flight at once. */
+export interface LineLimits {
+  /** Generations of this batch queued or running. */
+  perBatch: number;
+  /** Generations of all the account's batches queued or running. */
+  perAccount: number;
+}
+
+export interface LinesAdmission {
+  /** `started`: this claim has generations (new, or the same ones again); `none`: nothing to start now. */
+  outcome: 'started' | 'none';
+  /** Where the batch stands: a batch no longer `in_progress` (or past its window) starts nothing. */
+  status: BatchStatus;
+  stopping: BatchRow['stopping'];
+  expired: boolean;
+  /** The generations this claim started (the same ones again for a repeated claim). */
+  generations: GenerationRow[];
+  /** Lines not started yet, after this claim. */
+  waiting: number;
+  /** Generations of the batch in flight, after this claim. */
+  inFlight: number;
+}
+
+/**
+ * Starts up to as many of a batch's waiting lines as its limits leave room for, in file order, in
+ * one transaction: each becomes its generations (queued, carrying the batch and line), each
+ * generation's hold taken out of the batch's (the account does not move: it held them already).
+ * `claim` names this step of the batch's workflow: a step retried after its transaction committed
+ * gets the same generations back and starts nothing more, so no line runs twice. Lines of one
+ * account's batches take turns on a lock of the account, so the account-wide limit holds.
+ */
+export function admitBatchLines(
+  pool: pg.Pool,
+  req: { batchId: string; claim: string; limits: LineLimits },
+): Promise<LinesAdmission> {
+  return ledgerSpan('admit batch lines', { 'gensvc.batch_id': req.batchId }, () =>
+    classified(() => inTransaction(pool, (tx) => admitLinesIn(tx, req))),
+  );
+}
+
+async function admitLinesIn(
+  tx: Queryable,
+  req: { batchId: string; claim: string; limits: LineLimits },
+): Promise<LinesAdmission> {
+  const b = await tx.query<BatchRow & { expired: boolean }>(
+    `SELECT ${BATCH_COLUMNS}, expires_at <= now() AS expired FROM batches WHERE id = $1 FOR UPDATE`,
+    [req.batchId],
+  );
+  const batch = b.rows[0];
+  if (!batch) throw new Error(`batch ${req.batchId} not found`);
+  const state = async (generations: GenerationRow[]): Promise<LinesAdmission> => {
+    const c = await tx.query<{ waiting: number; in_flight: number }>(
+      `SELECT (SELECT count(*) FROM batch_lines WHERE batch_id = $1 AND claim IS NULL AND outcome IS NULL)::int AS waiting,
+              (SELECT count(*) FROM generations WHERE batch_id = $1 AND status IN ('queued', 'running'))::int AS in_flight`,
+      [req.batchId],
+    );
+    return {
+      outcome: generations.length > 0 ? 'started' : 'none',
+      status: batch.status,
+      stopping: batch.stopping,
+      expired: batch.expired,
+      generations,
+      waiting: c.rows[0]!.waiting,
+      inFlight: c.rows[0]!.in_flight,
+    };
+  };
+
+  const again = await tx.query<GenerationDbRow>(
+    `SELECT ${GENERATION_COLUMNS} FROM generations
+      WHERE id = ANY (SELECT unnest(generation_ids) FROM batch_lines WHERE batch_id = $1 AND claim = $2) ORDER BY id`,
+    [req.batchId, req.claim],
+  );
+  if (again.rows.length > 0) return state(again.rows.map(fromRow));
+  if (batch.status !== 'in_progress' || batch.stopping !== null || batch.expired) return state([]);
+
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('gensvc-batch-lines:' || $1, 0))`, [batch.accountId]);
+  const live = await tx.query<{ batch: number; account: number }>(
+    `SELECT (SELECT count(*) FROM generations WHERE batch_id = $1 AND status IN ('queued', 'running'))::int AS batch,
+            (SELECT count(*) FROM generations WHERE account_id = $2 AND batch_id IS NOT NULL AND status IN ('queued', 'running'))::int AS account`,
+    [req.batchId, batch.accountId],
+  );
+  const room = Math.min(req.limits.perBatch - live.rows[0]!.batch, req.limits.perAccount - live.rows[0]!.account);
+  if (room <= 0) return state([]);
+
+  const waiting = await tx.query<{ line: number; request: LineRequest; quote_mc: number }>(
+    `SELECT line, request, quote_mc FROM batch_lines
+      WHERE batch_id = $1 AND claim IS NULL AND outcome IS NULL ORDER BY line LIMIT $2`,
+    [req.batchId, room],
+  );
+  if (waiting.rows.length === 0) return state([]);
+
+  const rows: {
+    id: string;
+    kind: GenerationKind;
+    model: string;
+    params: unknown;
+    internal: unknown;
+    prompt: string;
+    quote_mc: number;
+    batch_line: number;
+  }[] = [];
+  const lines: { line: number; ids: string[] }[] = [];
+  let takenMc = 0;
+  for (const l of waiting.rows) {
+    const ids = l.request.generations.map(() => newId('gen'));
+    const several = ids.length > 1;
+    l.request.generations.forEach((g, index) => {
+      rows.push({
+        id: ids[index]!,
+        kind: g.kind,
+        model: g.model,
+        params: g.params,
+        internal: several ? { ...g.internal, siblings: { firstId: ids[0]!, index } } : g.internal,
+        prompt: g.prompt,
+        quote_mc: g.quoteMc,
+        batch_line: l.line,
+      });
+      takenMc += g.quoteMc;
+    });
+    lines.push({ line: l.line, ids });
+  }
+  const taken = await tx.query(
+    `UPDATE batches SET held_mc = held_mc - $2::bigint, updated_at = now() WHERE id = $1 AND held_mc >= $2::bigint`,
+    [req.batchId, takenMc],
+  );
+  if ((taken.rowCount ?? 0) === 0) throw new Error(`batch ${req.batchId}: its lines want more than it holds`);
+  // The three inserts in one statement: the foreign keys between them hold at its end.
+  const inserted = await tx.query<GenerationDbRow>(
+    `WITH x AS (
+       SELECT r.*, row_number() OVER () AS ord FROM jsonb_to_recordset($1::jsonb)
+         AS r (id text, kind text, model text, params jsonb, internal jsonb, prompt text, quote_mc bigint, batch_line integer)
+     ), change AS (
+       -- One change number per line, taken together: the account's stream resumes exactly over them.
+       UPDATE accounts SET change_seq = change_seq + $5 WHERE id = $2 RETURNING change_seq - $5 AS base
+     ), g AS (
+       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, params, internal, prompt, quote_mc, free_chat,
+                                batch_id, batch_line, change_seq)
+       SELECT x.id, $2, $3, x.kind, x.model, 'queued', x.params, x.internal, x.prompt, x.quote_mc, false, $4, x.batch_line,
+              (SELECT base FROM change) + x.ord
+         FROM x
+       RETURNING id, account_id, api_key_id, customer_id, kind, model, status, params, internal, prompt, quote_mc, charged_mc,
+                 free_chat, output_key, output_text, error, created_at, started_at, finished_at, batch_id, batch_line
+     ), h AS (
+       INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT x.id, $2, x.quote_mc, false FROM x
+     )
+     SELECT g.*, pg_notify('${STATUS_CHANNEL}', g.account_id || ':' || g.id || ':queued') FROM g`,
+    [JSON.stringify(rows), batch.accountId, batch.apiKeyId, req.batchId, rows.length],
+  );
+  await tx.query(
+    `UPDATE batch_lines l SET claim = $2, generation_ids = x.ids
+       FROM jsonb_to_recordset($3::jsonb) AS x (line integer, ids text[])
+      WHERE l.batch_id = $1 AND l.line = x.line`,
+    [req.batchId, req.claim, JSON.stringify(lines)],
+  );
+  metrics.admissions.inc({ kind: batch.kind }, rows.length);
+  return state(inserted.rows.map((r) => fromRow({ ...r, preview_keys: null, provider: null })));
+}
+
+/** Asks a running batch to stop and end `cancelled`: it shows `cancelling` until its lines have stopped. */
+export async function requestBatchCancel(
+  pool: pg.Pool,
+  accountId: string,
+  batchId: string,
+): Promise<BatchRow | undefined> {
+  const r = await pool.query<BatchRow>(
+    `UPDATE batches SET status = 'cancelling', stopping = 'cancelled', cancelling_at = now(), updated_at = now()
+      WHERE id = $1 AND account_id = $2 AND status = 'in_progress'
+      RETURNING ${BATCH_COLUMNS}, ${notifyBatch('account_id', 'id')}`,
+    [batchId, accountId],
+  );
+  return r.rows[0];
+}
+
+export type BatchStop =
+  | { outcome: 'stopping'; stopping: 'cancelled' | 'expired'; live: string[]; releasedMc: Millicredits }
+  | { outcome: 'already'; status: BatchStatus };
+
+/**
+ * Stops a batch (a cancel, or the end of its completion window; a cancel asked first wins): the
+ * lines that never started are marked so, what the batch still held for them is released (one
+ * `release` entry naming the batch), and the generations still in flight are answered, for the
+ * workflow to cancel. Repeatable: a second call releases nothing more.
+ */
+export function stopBatch(
+  pool: pg.Pool,
+  req: { batchId: string; outcome: 'cancelled' | 'expired' },
+): Promise<BatchStop> {
+  return ledgerSpan('stop batch', { 'gensvc.batch_id': req.batchId }, () =>
+    classified(() =>
+      inTransaction(pool, async (tx): Promise<BatchStop> => {
+        const b = await tx.query<BatchRow>(`SELECT ${BATCH_COLUMNS} FROM batches WHERE id = $1 FOR UPDATE`, [
+          req.batchId,
+        ]);
+        const batch = b.rows[0];
+        if (!batch) throw new Error(`batch ${req.batchId} not found`);
+        if (batch.status !== 'in_progress' && batch.status !== 'cancelling')
+          return { outcome: 'already', status: batch.status };
+        const stopping = batch.stopping ?? req.outcome;
+        await tx.query(
+          `UPDATE batches SET stopping = $2, held_mc = 0, updated_at = now(),
+                  status = CASE WHEN $2 = 'cancelled' THEN 'cancelling' ELSE status END,
+                  cancelling_at = CASE WHEN $2 = 'cancelled' THEN COALESCE(cancelling_at, now()) ELSE cancelling_at END
+            WHERE id = $1 RETURNING ${notifyBatch('account_id', 'id')}`,
+          [req.batchId, stopping],
+        );
+        const releasedMc = await releaseRest(tx, batch, `batch ${stopping}`);
+        await tx.query(
+          `UPDATE batch_lines SET outcome = $2 WHERE batch_id = $1 AND claim IS NULL AND outcome IS NULL`,
+          [req.batchId, stopping],
+        );
+        const live = await tx.query<{ id: string }>(
+          `SELECT id FROM generations WHERE batch_id = $1 AND status IN ('queued', 'running') ORDER BY id`,
+          [req.batchId],
+        );
+        return { outcome: 'stopping', stopping, live: live.rows.map((x) => x.id), releasedMc };
+      }),
+    ),
+  );
+}
+
+/** Releases what a batch still holds for lines that will not run; 0 when nothing is left. */
+async function releaseRest(tx: Queryable, batch: BatchRow, note: string): Promise<Millicredits> {
+  if (batch.heldMc <= 0) return 0;
+  const after = await moveAccount(tx, batch.accountId, { heldDelta: -batch.heldMc, balanceDelta: 0 });
+  await tx.query('UPDATE batches SET held_mc = 0 WHERE id = $1', [batch.id]);
+  await appendEntry(tx, {
+    accountId: batch.accountId,
+    generationId: null,
+    batchId: batch.id,
+    entry: 'release',
+    amountMc: batch.heldMc,
+    after,
+    note,
+  });
+  metrics.creditsReleased.inc(mcToCredits(batch.heldMc));
+  return batch.heldMc;
+}
+
+export type BatchFinish =
+  | { outcome: 'finished'; batch: BatchRow; counts: BatchCounts }
+  /** Lines are still waiting or in flight: nothing changed. */
+  | { outcome: 'running'; waiting: number; inFlight: number }
+  /** Ended before (by this step, whose answer was lost and is asked again): its counts as they ended. */
+  | { outcome: 'already'; batch: BatchRow; counts: BatchCounts };
+
+const FINAL_EVENT = { completed: 'batch.completed', cancelled: 'batch.cancelled', expired: 'batch.expired' } as const;
+
+/**
+ * Ends a batch whose every line has ended, in one transaction: anything it still held is released,
+ * its output file (the lines that succeeded) and error file (the others) are recorded, its final
+ * status set (`completed`, or how it was stopped) and its webhooks owed. A batch with lines still
+ * waiting or in flight is left as it is.
+ */
+export function finishBatch(pool: pg.Pool, batchId: string): Promise<BatchFinish> {
+  return ledgerSpan('finish batch', { 'gensvc.batch_id': batchId }, () =>
+    classified(() =>
+      inTransaction(pool, async (tx): Promise<BatchFinish> => {
+        const b = await tx.query<BatchRow>(`SELECT ${BATCH_COLUMNS} FROM batches WHERE id = $1 FOR UPDATE`, [batchId]);
+        const batch = b.rows[0];
+        if (!batch) throw new Error(`batch ${batchId} not found`);
+        const counts = await countsOfBatch(tx, batchId);
+        if (batch.status !== 'in_progress' && batch.status !== 'cancelling')
+          return { outcome: 'already', batch, counts };
+        if (counts.waiting > 0 || counts.running > 0)
+          return { outcome: 'running', waiting: counts.waiting, inFlight: counts.running };
+        await releaseRest(tx, batch, 'batch finished');
+        const status = batch.stopping ?? 'completed';
+        const fileOf = async (role: 'output' | 'errors') =>
+          (
+            await insertFile(tx, {
+              id: newId('file'),
+              accountId: batch.accountId,
+              purpose: 'batch_output',
+              filename: `${batch.id}_${role === 'output' ? 'output' : 'error'}.jsonl`,
+              bytes: null,
+              storageKey: null,
+              lines: role === 'output' ? counts.completed : counts.failed,
+              role,
+              batchId: batch.id,
+            })
+          ).id;
+        const outputFileId = counts.completed > 0 ? await fileOf('output') : null;
+        const errorFileId = counts.failed > 0 ? await fileOf('errors') : null;
+        const done = await tx.query<BatchRow>(
+          `UPDATE batches SET status = $2, output_file_id = $3, error_file_id = $4, updated_at = now(),
+                  finalizing_at = CASE WHEN $2 = 'completed' THEN now() END,
+                  completed_at = CASE WHEN $2 = 'completed' THEN now() END,
+                  cancelled_at = CASE WHEN $2 = 'cancelled' THEN now() END,
+                  expired_at = CASE WHEN $2 = 'expired' THEN now() END
+            WHERE id = $1 RETURNING ${BATCH_COLUMNS}, ${notifyBatch('account_id', 'id')}`,
+          [batchId, status, outputFileId, errorFileId],
+        );
+        const finished = done.rows[0]!;
+        await recordBatchEvent(tx, finished, FINAL_EVENT[status]);
+        return { outcome: 'finished', batch: finished, counts };
+      }),
+    ),
+  );
+}
+
+/** A batch as it stands, with its counts (the batch's workflow reads it between steps). */
+export async function batchState(
+  pool: pg.Pool,
+  batchId: string,
+): Promise<{ batch: BatchRow; counts: BatchCounts } | undefined> {
+  const batch = await getBatchById(pool, batchId);
+  if (!batch) return undefined;
+  return { batch, counts: await countsOfBatch(pool, batchId) };
+}

@@ -1,0 +1,227 @@
+import { ProviderRejectedError } from '../errors';
+import type { ChatMessage, ChatTools, ResponseFormat } from '../generation/params';
+import { toolCallAssembler } from './tool-calls';
+import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import { callUpstream, sseData, UpstreamUnavailableError } from './upstream-http';
+import type { UpstreamEndpoint } from './upstream-http';
+
+/**
+ * Anthropic's Messages API as an upstream (`protocol: "anthropic"`; base URL as Anthropic's SDK
+ * takes it, `https://api.anthropic.com`): `POST {base}/v1/messages` with `x-api-key` and
+ * `anthropic-version: 2023-06-01`, always streamed, so that the API passes text on as it comes and
+ * a whole reply in a worker is the same stream gathered. The conversation, function tools and
+ * structured output (`output_config.format`) are translated from the service's chat; billing
+ * takes the output tokens of Anthropic's `message_delta` usage.
+ */
+
+const VERSION = '2023-06-01';
+
+export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string> }): Provider {
+  const versioned: UpstreamEndpoint = { ...endpoint, headers: { ...endpoint.headers, 'anthropic-version': VERSION } };
+  const upstreamModel = (job: ProviderJob): string => {
+    const name = endpoint.models[job.model];
+    if (!name)
+      throw new ProviderRejectedError(
+        `The upstream ${endpoint.name} is not configured for ${job.model}.`,
+        'provider_rejected',
+      );
+    return name;
+  };
+
+  async function* streamChat(job: ProviderJob, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
+    if (job.kind !== 'chat')
+      throw new ProviderRejectedError(
+        `The upstream ${endpoint.name} speaks Anthropic's API: chat only.`,
+        'provider_rejected',
+      );
+    const { system, messages } = anthropicMessages(job.internal.messages ?? [{ role: 'user', content: job.prompt }]);
+    const sampling = job.internal.sampling ?? {};
+    const res = await callUpstream(versioned, '/v1/messages', {
+      signal,
+      body: {
+        model: upstreamModel(job),
+        max_tokens: job.params.maxTokens ?? 4096,
+        ...(system ? { system } : {}),
+        messages,
+        ...(sampling.temperature === undefined ? {} : { temperature: Math.min(1, sampling.temperature) }),
+        ...(sampling.top_p === undefined ? {} : { top_p: sampling.top_p }),
+        ...(sampling.stop?.length ? { stop_sequences: sampling.stop } : {}),
+        ...(job.internal.tools ? anthropicTools(job.internal.tools) : {}),
+        ...(job.internal.responseFormat
+          ? { output_config: { format: anthropicFormat(job.internal.responseFormat) } }
+          : {}),
+        stream: true,
+      },
+    });
+    let promptTokens: number | undefined;
+    let outputTokens: number | undefined;
+    /** Content block index → the tool call's index among this reply's calls. */
+    const calls = new Map<number, number>();
+    for await (const data of sseData(endpoint, res, signal)) {
+      let event: AnthropicEvent;
+      try {
+        event = JSON.parse(data) as AnthropicEvent;
+      } catch {
+        throw new UpstreamUnavailableError(`The upstream ${endpoint.name} sent an event that is not JSON.`);
+      }
+      switch (event.type) {
+        case 'message_start':
+          promptTokens = event.message?.usage?.input_tokens;
+          break;
+        case 'content_block_start':
+          if (event.content_block?.type === 'tool_use') {
+            const index = calls.size;
+            calls.set(event.index ?? 0, index);
+            yield {
+              type: 'tool_call',
+              index,
+              id: event.content_block.id,
+              name: event.content_block.name,
+              arguments: '',
+            };
+          }
+          break;
+        case 'content_block_delta': {
+          const delta = event.delta;
+          if (delta?.type === 'text_delta' && delta.text) yield { type: 'delta', text: delta.text };
+          else if (delta?.type === 'input_json_delta' && delta.partial_json)
+            yield { type: 'tool_call', index: calls.get(event.index ?? 0) ?? 0, arguments: delta.partial_json };
+          break;
+        }
+        case 'message_delta':
+          if (typeof event.usage?.output_tokens === 'number') outputTokens = event.usage.output_tokens;
+          if (typeof event.usage?.input_tokens === 'number') promptTokens = event.usage.input_tokens;
+          break;
+        case 'error':
+          throw new UpstreamUnavailableError(
+            `The upstream ${endpoint.name} failed mid-stream: ${event.error?.type ?? 'error'}: ${event.error?.message ?? ''}`,
+          );
+        case 'message_stop':
+          if (outputTokens !== undefined)
+            yield { type: 'usage', outputTokens, ...(promptTokens === undefined ? {} : { promptTokens }) };
+          return;
+        default:
+          // ping, content_block_stop, and events of later versions: nothing to pass on.
+          break;
+      }
+    }
+    if (outputTokens !== undefined)
+      yield { type: 'usage', outputTokens, ...(promptTokens === undefined ? {} : { promptTokens }) };
+  }
+
+  return {
+    streamChat,
+    // Function tools and structured output are Anthropic's own features.
+    serves: () => true,
+    async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
+      let text = '';
+      let deltas = 0;
+      let usage: number | undefined;
+      const calls = toolCallAssembler();
+      for await (const event of streamChat(job, ctx.signal)) {
+        if (event.type === 'usage') {
+          usage = event.outputTokens;
+          continue;
+        }
+        if (event.type === 'delta') text += event.text;
+        else calls.add(event);
+        deltas++;
+        ctx.heartbeat();
+      }
+      const toolCalls = calls.calls();
+      return {
+        text,
+        outputTokens: usage ?? deltas,
+        ...(toolCalls.length ? { toolCalls } : {}),
+        file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
+      };
+    },
+  };
+}
+
+interface AnthropicEvent {
+  type: string;
+  index?: number;
+  message?: { usage?: { input_tokens?: number } };
+  content_block?: { type: string; id?: string; name?: string };
+  delta?: { type?: string; text?: string; partial_json?: string };
+  usage?: { output_tokens?: number; input_tokens?: number };
+  error?: { type?: string; message?: string };
+}
+
+type Block =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | { type: 'tool_result'; tool_use_id: string; content: string };
+
+/**
+ * The chat as Anthropic's turns: system messages become the system prompt; a tool turn is a
+ * user turn's tool_result block, an assistant's calls its tool_use blocks; turns of one role in a
+ * row are one turn, as Anthropic wants them alternating.
+ */
+export function anthropicMessages(chat: readonly ChatMessage[]): {
+  system: string;
+  messages: { role: 'user' | 'assistant'; content: Block[] }[];
+} {
+  const system: string[] = [];
+  const messages: { role: 'user' | 'assistant'; content: Block[] }[] = [];
+  const add = (role: 'user' | 'assistant', blocks: Block[]) => {
+    if (blocks.length === 0) return;
+    const last = messages.at(-1);
+    if (last?.role === role) last.content.push(...blocks);
+    else messages.push({ role, content: blocks });
+  };
+  for (const m of chat) {
+    if (m.role === 'system') system.push(m.content);
+    else if (m.role === 'tool')
+      add('user', [{ type: 'tool_result', tool_use_id: m.toolCallId ?? '', content: m.content }]);
+    else {
+      const text: Block[] = m.content === '' ? [] : [{ type: 'text', text: m.content }];
+      const uses: Block[] = (m.toolCalls ?? []).map((c) => ({
+        type: 'tool_use',
+        id: c.id,
+        name: c.name,
+        input: parsed(c.arguments),
+      }));
+      add(m.role, [...text, ...uses]);
+    }
+  }
+  return { system: system.join('\n\n'), messages };
+}
+
+function parsed(args: string): unknown {
+  try {
+    return args === '' ? {} : JSON.parse(args);
+  } catch {
+    return {};
+  }
+}
+
+function anthropicTools(tools: ChatTools): Record<string, unknown> {
+  const c = tools.choice;
+  const noParallel = tools.parallel === false ? { disable_parallel_tool_use: true } : {};
+  return {
+    tools: tools.functions.map((f) => ({
+      name: f.name,
+      ...(f.description ? { description: f.description } : {}),
+      input_schema: f.parameters ?? { type: 'object', properties: {} },
+    })),
+    ...(c === undefined
+      ? {}
+      : {
+          tool_choice:
+            c === 'none'
+              ? { type: 'none' }
+              : c === 'auto'
+                ? { type: 'auto', ...noParallel }
+                : c === 'required'
+                  ? { type: 'any', ...noParallel }
+                  : { type: 'tool', name: c.name, ...noParallel },
+        }),
+  };
+}
+
+/** Anthropic takes a JSON Schema; a bare JSON object is the schema of any object. */
+function anthropicFormat(format: ResponseFormat): Record<string, unknown> {
+  return { type: 'json_schema', schema: format.type === 'json_schema' ? format.schema : { type: 'object' } };
+}

@@ -1,0 +1,136 @@
+import type pg from 'pg';
+import { readInput } from '../../core/batches/input';
+import type { InputLimits } from '../../core/batches/input';
+import { atBatchRate, lineQuoteMc } from '../../core/batches/pricing';
+import type { BatchRates } from '../../core/batches/pricing';
+import type { BatchProblem, BatchRow, LineRequest } from '../../core/db/batches';
+import { BudgetExceededError, DomainError, InsufficientCreditsError, QuoteAboveSpendCapError } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { holdBatch, recordFailedBatch } from '../../core/ledger';
+import { creditsToMc, mcToCredits } from '../../core/money';
+import { assertScope } from '../../core/accounts/principal';
+import type { Principal } from '../../core/accounts/principal';
+import { BATCH_ENDPOINTS } from '../../core/vocabulary';
+import type { BatchEndpoint } from '../../core/vocabulary';
+import { priceRequest } from '../generation/requests';
+import type { Serves } from '../generation/requests';
+import type { FileService } from './files';
+import type { BatchGateway } from './temporal-gateway';
+import type { LineParser } from './types';
+
+export interface CreateDeps {
+  pool: pg.Pool;
+  files: FileService;
+  gateway: BatchGateway;
+  rates: BatchRates;
+  serves: Serves;
+  /** How long `completion_window: "24h"` lasts (24 h; shorter only in tests). */
+  completionWindowMs: number;
+  log: (message: string, err: unknown) => void;
+}
+
+export interface NewBatchRequest {
+  inputFileId: string;
+  endpoint: BatchEndpoint;
+  metadata: Record<string, string> | null;
+  /** The batch's own cap on its whole price (`max_credits`), as the door names it. */
+  spendCap?: { credits: number; param: string } | undefined;
+  /** Reads a line's body as the endpoint does (the door that speaks it). */
+  parse: LineParser;
+  /** Runs the pricing of a line so that its errors name parameters as the door does. */
+  inWords: <T>(work: () => Promise<T>) => Promise<T>;
+}
+
+/** A batch's `errors` lists at most this many problems, then says how many more there were. */
+const MAX_PROBLEMS = 100;
+
+/**
+ * Making a batch: the whole file is read and every line parsed and priced first (as its endpoint
+ * would, at the batch rate of its kind). A line that is wrong makes the batch `failed` with every
+ * problem by line number, and nothing is held. Otherwise the whole price is held in one ledger
+ * movement (402 when the account, or the key's budget, cannot cover it; then nothing is recorded)
+ * and the batch's workflow is started; should that start fail, the reconciler starts it shortly.
+ */
+export function createBatchCreation(deps: CreateDeps) {
+  return async function create(principal: Principal, req: NewBatchRequest): Promise<BatchRow> {
+    // A key that may not make what the endpoint makes is refused whole, before its file is read.
+    assertScope(principal, BATCH_ENDPOINTS[req.endpoint]);
+    const { file, data } = await deps.files.input(principal, req.inputFileId);
+    const limits: InputLimits = { maxLineBytes: deps.files.limits.maxLineBytes, maxLines: deps.files.limits.maxLines };
+    const input = readInput(data, req.endpoint, limits);
+    const problems: BatchProblem[] = [...input.problems];
+    const lines: { line: number; customId: string; request: LineRequest; quoteMc: number }[] = [];
+    for (const l of input.lines) {
+      try {
+        const parsed = await req.parse(l.body);
+        const request = await req.inWords(async () =>
+          Array.from({ length: parsed.count ?? 1 }, () => {
+            // A batch's chat lines are never free replies: they are billed per token, as group B's are.
+            const p = priceRequest(parsed.request, principal, 'B', deps.serves);
+            const g = { kind: p.kind, model: p.model, prompt: p.prompt, params: p.params, internal: p.internal };
+            return atBatchRate({ ...g, quoteMc: p.quoteMc }, deps.rates);
+          }),
+        );
+        const lineRequest: LineRequest = { generations: request, ...(parsed.answer ? { answer: parsed.answer } : {}) };
+        const quoteMc = lineQuoteMc(lineRequest);
+        if (parsed.spendCap !== undefined && quoteMc > creditsToMc(parsed.spendCap))
+          throw new QuoteAboveSpendCapError(mcToCredits(quoteMc), parsed.spendCap, 'max_credits');
+        lines.push({ line: l.line, customId: l.customId, request: lineRequest, quoteMc });
+      } catch (err) {
+        if (!(err instanceof DomainError)) throw err;
+        const param = typeof err.details.param === 'string' ? err.details.param : null;
+        problems.push({ code: err.type, message: `Line ${l.line}: ${err.message}`, param, line: l.line });
+      }
+    }
+    problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+
+    const base = {
+      id: newId('batch'),
+      accountId: principal.accountId,
+      apiKeyId: principal.apiKeyId,
+      endpoint: req.endpoint,
+      kind: BATCH_ENDPOINTS[req.endpoint],
+      inputFileId: file.id,
+      metadata: req.metadata,
+    };
+    if (problems.length > 0) {
+      const shown = problems.slice(0, MAX_PROBLEMS);
+      if (problems.length > MAX_PROBLEMS)
+        shown.push({
+          code: 'too_many_errors',
+          message: `${problems.length - MAX_PROBLEMS} more lines have problems; fix these and try again.`,
+          param: null,
+          line: null,
+        });
+      return recordFailedBatch(deps.pool, {
+        ...base,
+        total: input.lines.length + input.problems.length,
+        errors: shown,
+      });
+    }
+
+    const quoteMc = lines.reduce((sum, l) => sum + l.quoteMc, 0);
+    if (req.spendCap && quoteMc > creditsToMc(req.spendCap.credits))
+      throw new QuoteAboveSpendCapError(mcToCredits(quoteMc), req.spendCap.credits, req.spendCap.param);
+    const held = await holdBatch(deps.pool, {
+      ...base,
+      expiresAt: new Date(Date.now() + deps.completionWindowMs),
+      lines,
+      budgeted: principal.budgeted === true,
+    });
+    if (held.outcome === 'refused')
+      throw new InsufficientCreditsError(mcToCredits(held.requiredMc), mcToCredits(held.availableMc));
+    if (held.outcome === 'over_budget')
+      throw new BudgetExceededError({
+        keyId: held.keyId,
+        requiredCredits: mcToCredits(held.requiredMc),
+        availableCredits: mcToCredits(held.availableMc),
+        budgetCredits: mcToCredits(held.maxMc),
+        period: held.period,
+      });
+    await deps.gateway.start(held.batch).catch((err: unknown) => {
+      deps.log(`batch ${held.batch.id}: its workflow could not be started now; the reconciler will start it`, err);
+    });
+    return held.batch;
+  };
+}
