@@ -154,8 +154,8 @@ export const batch: BatchWorkflow = async (input: BatchWorkflowInput): Promise<B
     if (s.status === 'cancelling' || s.stopping === 'cancelled') return stop('cancelled');
     if (s.expired || s.stopping === 'expired') return stop('expired');
     if (s.status !== 'in_progress') {
-      // Ended by an earlier run: say so in the attributes, as that run did.
-      show(s.status);
+      // Ended by an earlier run: say so in the attributes, with the counts it ended with.
+      show(s.status, s.counts);
       return { batchId: input.batchId, status: s.status as BatchResult['status'] };
     }
     show('in_progress', s.counts);
