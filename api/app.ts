@@ -44,6 +44,9 @@ import type { BillingOptions } from '../service/billing/purchases';
 import { createSignupService } from '../service/accounts/signup';
 import type { SignupOptions } from '../service/accounts/signup';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks/routes';
+import { customerRoutes } from './customers/routes';
+import { auditRoutes } from './audit/routes';
+import { keyedManagementDoor } from './shared/door';
 import type { Provider } from '../core/providers/types';
 import { createUpstreamCallbackService } from '../service/upstream-callbacks/callbacks';
 import type { UpstreamCallbackDeps } from '../service/upstream-callbacks/callbacks';
@@ -165,6 +168,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     gateway: createGenerationGateway({ client: deps.client, taskQueue: deps.taskQueue }),
     store: deps.store,
     syncWaitMs: deps.syncWaitMs,
+    rateWindows: limiter,
     ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
     ...(deps.deadlines ? { deadlines: deps.deadlines } : {}),
     ...(deps.provider ? { provider: deps.provider } : {}),
@@ -248,6 +252,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(hooks?.clock ? { clock: hooks.clock } : {}),
   });
   await app.register(webhookRoutes, { door: keyedWebhookDoor({ pool: deps.pool, limiter }), webhooks });
+  const keyed = { pool: deps.pool, limiter };
+  await app.register(customerRoutes, {
+    pool: deps.pool,
+    door: keyedManagementDoor(keyed, 'customers', ['Customers']),
+  });
+  await app.register(auditRoutes, { pool: deps.pool, door: keyedManagementDoor(keyed, 'audit', ['Audit log']) });
   await app.register(dashboardPages, {
     sessions,
     signupOpen: deps.signup !== undefined,

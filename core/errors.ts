@@ -89,6 +89,32 @@ export class BudgetExceededError extends DomainError {
   }
 }
 
+/** The budget the account gives one of its customers (the platform's own end user) has too little left this period. */
+export class CustomerBudgetExceededError extends DomainError {
+  readonly status = 402;
+  readonly type = 'customer_budget_exceeded';
+  constructor(b: {
+    customer: string;
+    requiredCredits: number;
+    availableCredits: number;
+    budgetCredits: number;
+    period: string;
+  }) {
+    const per = b.period === 'none' ? 'in total' : `this ${b.period} (UTC)`;
+    super(
+      `Customer budget exceeded for '${b.customer}': ${b.requiredCredits} required, ${b.availableCredits} available of the customer's ${b.budgetCredits} credits ${per}; nothing was charged.`,
+      {
+        param: 'customer',
+        customer: b.customer,
+        required: b.requiredCredits,
+        available: b.availableCredits,
+        max_credits: b.budgetCredits,
+        period: b.period,
+      },
+    );
+  }
+}
+
 /** A request's own `max_credits` is below what it would cost: refused before anything is held. */
 export class QuoteAboveSpendCapError extends DomainError {
   readonly status = 402;
@@ -147,6 +173,24 @@ export class EmailTakenError extends DomainError {
   readonly type = 'email_taken';
   constructor() {
     super('This email already belongs to a user of another account.', { param: 'email' });
+  }
+}
+
+/** A change that would leave the account without an owner (removing or demoting the last one). */
+export class LastOwnerError extends DomainError {
+  readonly status = 409;
+  readonly type = 'last_owner';
+  constructor() {
+    super('The account must keep at least one owner: make another member an owner first.');
+  }
+}
+
+/** An invitation for someone who is already a member of this account. */
+export class MemberExistsError extends DomainError {
+  readonly status = 409;
+  readonly type = 'member_exists';
+  constructor(email: string) {
+    super(`${email} is already a member of this account; change their role instead.`, { param: 'email' });
   }
 }
 

@@ -6,7 +6,7 @@ const BASE32 = '0123456789abcdefghjkmnpqrstvwxyz';
  * Time-ordered ids (48-bit millisecond timestamp + 80 random bits, Crockford base32), so ids sort
  * by creation and make a natural cursor for listings. The prefix names the resource.
  */
-type IdPrefix = 'gen' | 'acct' | 'key' | 'wh' | 'whd' | 'task' | 'usr' | 'alrt' | 'batch' | 'file';
+type IdPrefix = 'gen' | 'acct' | 'key' | 'wh' | 'whd' | 'task' | 'usr' | 'alrt' | 'aud' | 'batch' | 'file';
 
 function timePart(now: number): string {
   let time = '';
@@ -37,6 +37,9 @@ export const WEBHOOK_ID_PATTERN = /^wh_[0-9a-z]{26}$/;
 /** One event for one endpoint: the X-Service-Delivery and webhook-id, the same on every retry. */
 export const DELIVERY_ID_PATTERN = /^whd_[0-9a-z]{26}$/;
 export const TASK_ID_PATTERN = /^task_[0-9a-z]{26}$/;
+/** An entry of an account's audit log. */
+export const AUDIT_ID_PATTERN = /^aud_[0-9a-z]{26}$/;
+export const USER_ID_PATTERN = /^usr_[0-9a-z]{26}$/;
 /** A batch (group B's Batch API, also shown by group A and the dashboard). */
 export const BATCH_ID_PATTERN = /^batch_[0-9a-z]{26}$/;
 /** A file uploaded for a batch, or a batch's output or error file. */

@@ -46,6 +46,28 @@ export async function openBudgetedKey(
   return key;
 }
 
+export const CUSTOMER_BUDGET_CREDITS = 80;
+
+/** Gives the account's customer `customer` a budget of CUSTOMER_BUDGET_CREDITS in total, through a key with the customers scope. */
+export async function capCustomer(http: Http, adminToken: string, accountId: string, customer: string): Promise<void> {
+  const key = await expectStatus<{ id: string; key: string }>(
+    http.request('POST', `/admin/v1/accounts/${accountId}/keys`, {
+      token: adminToken,
+      body: { scopes: ['customers'] },
+    }),
+    201,
+    'create the customers key',
+  );
+  await expectStatus(
+    http.request('PUT', `/api/v1/customers/${encodeURIComponent(customer)}/limits`, {
+      token: key.key,
+      body: { budget: { maxCredits: CUSTOMER_BUDGET_CREDITS, period: 'none' } },
+    }),
+    200,
+    'set the customer budget',
+  );
+}
+
 interface Delivery {
   session: string;
   event: string;
@@ -250,5 +272,28 @@ export async function budgetCheck(db: pg.Pool, keyId: string, outcomes: Outcome[
     name: 'a key budget is never overrun, and refuses past it',
     ok: spent <= BUDGET_CREDITS && refused > 0,
     detail: `${spent} of ${BUDGET_CREDITS} credits spent by ${r.rows[0]!.generations} generations; ${refused} of ${mine.length} requests refused budget_exceeded`,
+  };
+}
+
+/** What the capped customer's generations were charged and hold stays within its budget; it was overrun and refused. */
+export async function customerBudgetCheck(
+  db: pg.Pool,
+  accountId: string,
+  customer: string,
+  outcomes: Outcome[],
+): Promise<Check> {
+  const r = await db.query<{ spent_mc: string; generations: number }>(
+    `SELECT COALESCE(sum(CASE WHEN h.state = 'held' THEN h.amount_mc WHEN h.state = 'settled' THEN h.charged_mc ELSE 0 END), 0)::bigint AS spent_mc,
+            count(*)::int AS generations
+       FROM generations g JOIN holds h ON h.generation_id = g.id WHERE g.account_id = $1 AND g.customer_id = $2`,
+    [accountId, customer],
+  );
+  const spent = Number(r.rows[0]!.spent_mc) / 1000;
+  const mine = outcomes.filter((o) => o.request.customer === customer);
+  const refused = mine.filter((o) => o.final.status === 402 && o.final.detail === 'customer_budget_exceeded').length;
+  return {
+    name: 'a customer budget is never overrun, and refuses past it',
+    ok: spent <= CUSTOMER_BUDGET_CREDITS && refused > 0,
+    detail: `${spent} of ${CUSTOMER_BUDGET_CREDITS} credits spent by ${r.rows[0]!.generations} generations; ${refused} of ${mine.length} requests refused customer_budget_exceeded`,
   };
 }

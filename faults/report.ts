@@ -112,10 +112,17 @@ export function renderReport(r: RunFacts): string {
         ],
         ['dropped connections (POST)', statusCount((s) => s === 'dropped')],
         ['  of which answers lost on purpose', attempts.filter((a) => a.detail?.startsWith('answer lost')).length],
-        ['402 insufficient_credits', attempts.filter((a) => a.status === 402 && a.detail !== 'budget_exceeded').length],
+        [
+          '402 insufficient_credits',
+          attempts.filter((a) => a.status === 402 && a.detail === 'insufficient_credits').length,
+        ],
         [
           '402 budget_exceeded (the budgeted key)',
           attempts.filter((a) => a.status === 402 && a.detail === 'budget_exceeded').length,
+        ],
+        [
+          '402 customer_budget_exceeded (the capped customer)',
+          attempts.filter((a) => a.status === 402 && a.detail === 'customer_budget_exceeded').length,
         ],
         ['429 rate limited', statusCount((s) => s === 429)],
         [

@@ -13,7 +13,15 @@ import type pg from 'pg';
 import { createHttp, openAccount } from '../bench/http';
 import { createPool } from '../core/db/pool';
 import { createShutdown } from '../runtime/lifecycle';
-import { billingEnv, budgetCheck, openBudgetedKey, runTopUps, topUpChecks } from './accounts';
+import {
+  billingEnv,
+  budgetCheck,
+  capCustomer,
+  customerBudgetCheck,
+  openBudgetedKey,
+  runTopUps,
+  topUpChecks,
+} from './accounts';
 import { answerChecks } from './answer-checks';
 import { createTimeline, runFaults } from './chaos';
 import { createClient } from './client';
@@ -31,7 +39,7 @@ import { createFaultStack } from './stack';
 import type { ProcessStack } from '../deploy/processes/stack';
 import { startFaultUpstreams, upstreamCheck } from './upstreams';
 import { startWebhookReceiver, registerEndpoint, webhookCheck } from './webhooks';
-import { ACCOUNTS, BUDGETED, POOR, planRequests } from './workload';
+import { ACCOUNTS, BUDGETED, CAPPED_CUSTOMER, CUSTOMER_ACCOUNT, POOR, planRequests } from './workload';
 
 const USAGE = `usage: npm run faults [-- --count=1000] [-- --rate=3.3] [-- --topology=dev|cluster] [-- --keep]
   --count=N          generations to ask for (default 1000)
@@ -170,6 +178,7 @@ async function main(): Promise<number> {
   }
   // The first account's finished generations are also sent to a webhook receiver.
   const budgetedKey = await openBudgetedKey(admin, stack.adminToken, accounts[BUDGETED]!.id);
+  await capCustomer(admin, stack.adminToken, accounts[CUSTOMER_ACCOUNT]!.id, CAPPED_CUSTOMER);
   const receiver = (opened.receiver = await startWebhookReceiver());
   await registerEndpoint(stack.baseUrl, accounts[0]!.nextKey(), receiver.url);
   const plans = planRequests(args.count, inputs.images, randomBytes(4).toString('hex'));
@@ -285,6 +294,7 @@ async function main(): Promise<number> {
   checks.push(await upstreamCheck(db, facts, upstreams));
   checks.push(...(await topUpChecks(db, topUps)));
   checks.push(await budgetCheck(db, budgetedKey.id, outcomes));
+  checks.push(await customerBudgetCheck(db, accounts[CUSTOMER_ACCOUNT]!.id, CAPPED_CUSTOMER, outcomes));
   checks.push(await webhookCheck(db, accounts[0]!.id, facts, receiver.received, WEBHOOK_WAIT_MS));
   checks.push({
     name: 'no service process died on its own',

@@ -19,6 +19,8 @@ export interface PlannedRequest {
   kind: Kind;
   /** Sent with the account's budgeted key (account 1 only): refused with 402 budget_exceeded once it is spent. */
   budgeted: boolean;
+  /** Made for CAPPED_CUSTOMER (account CUSTOMER_ACCOUNT only): refused with 402 customer_budget_exceeded once its budget is spent. */
+  customer: string | undefined;
   /** An image of UPSTREAM_MODEL: served by the half-failing upstream or, when that fails, the steady one. */
   upstream: boolean;
   /** `sim:fail` in the prompt: the provider refuses the run, the hold must be released. */
@@ -50,6 +52,9 @@ export const ACCOUNTS = [
 export const POOR = ACCOUNTS.length - 1;
 /** The account with a second, budgeted key (faults/accounts.ts sets the budget). */
 export const BUDGETED = 1;
+/** The account one of whose customers (the platform's own end user) has a budget (faults/accounts.ts sets it). */
+export const CUSTOMER_ACCOUNT = 2;
+export const CAPPED_CUSTOMER = 'faults-capped-user';
 /** The group B chat model: billed per output token, run by the API itself. */
 export const GROUP_B_CHAT_MODEL = 'claude-haiku';
 /** The catalogue image model the run routes to two upstreams (faults/upstreams.ts). */
@@ -101,6 +106,7 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
     // Group B answers a provider's failure as an HTTP error before the first token: not asked for here.
     const simFail = !upstream && door !== 'B' && mix(index, 2) < 0.1;
     const budgeted = account === BUDGETED && mix(index, 10) < 0.15;
+    const customer = account === CUSTOMER_ACCOUNT && mix(index, 13) < 0.3 ? CAPPED_CUSTOMER : undefined;
     // Group B chats are sent once: a repeat of a reply still running would answer it as it stands.
     const keyed = door !== 'B' && mix(index, 3) < 0.5;
     // Some runs take seconds, so that kills and restarts find work in flight at every step.
@@ -120,6 +126,7 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
       door,
       kind,
       budgeted,
+      customer,
       upstream,
       simFail,
       idempotencyKey: keyed ? `faults-${runId}-${index}` : undefined,
@@ -164,6 +171,9 @@ export function planRequests(count: number, inputs: InputImage[], runId: string)
         break;
       }
     }
+    // Groups A and C take the customer as `customer`, group B as OpenAI's `user`.
+    if (customer !== undefined)
+      request.body = door === 'B' ? { ...request.body, user: customer } : { ...request.body, customer };
     return request;
   });
 }

@@ -26,6 +26,7 @@ import { MARGIN_GROUPS, marginReport } from '../../core/db/margins';
 import { generationRouting } from '../../core/db/upstreams';
 import { NotFoundError, UnauthorizedError } from '../../core/errors';
 import { bearerToken } from '../shared/auth';
+import { operator } from '../../service/accounts/audit';
 import { errorResponses } from '../shared/schemas';
 
 export interface AdminDeps {
@@ -126,7 +127,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
       },
     },
     async (request, reply) => {
-      const created = await createKey(deps.pool, request.params.id, request.body);
+      const created = await createKey(deps.pool, request.params.id, request.body, operator(request.ip));
       reply.code(201);
       return created;
     },
@@ -166,7 +167,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
         response: { 200: alertsView, ...errorResponses(400, 401, 404, 500, 503) },
       },
     },
-    async (request) => setLowBalance(deps.pool, request.params.id, request.body),
+    async (request) => setLowBalance(deps.pool, request.params.id, request.body, operator(request.ip)),
   );
 
   app.get(
@@ -203,7 +204,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
       },
     },
     async (request, reply) => {
-      const user = await createUser(deps.pool, request.body);
+      const user = await createUser(deps.pool, request.body, operator(request.ip));
       const base = deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
       reply.code(user.created ? 201 : 200);
       // The token travels in the fragment, which browsers never send to a server nor put in a Referer.
@@ -295,7 +296,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
         response: { 200: keyBudgetView, ...errorResponses(400, 401, 404, 500, 503) },
       },
     },
-    async (request) => setBudget(deps.pool, request.params.id, request.body),
+    async (request) => setBudget(deps.pool, request.params.id, request.body, operator(request.ip)),
   );
 
   app.delete(
@@ -313,7 +314,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
         },
       },
     },
-    async (request) => removeBudget(deps.pool, request.params.id),
+    async (request) => removeBudget(deps.pool, request.params.id, operator(request.ip)),
   );
 
   app.delete(
@@ -331,6 +332,6 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
         },
       },
     },
-    async (request) => revokeKey(deps.pool, request.params.id),
+    async (request) => revokeKey(deps.pool, request.params.id, operator(request.ip)),
   );
 };

@@ -21,6 +21,13 @@ import { SCOPES } from '../../core/accounts/api-keys';
 import { listApiKeys } from '../../core/db/accounts';
 import { readKeyBudget } from '../../core/db/budgets';
 import { UnauthorizedError } from '../../core/errors';
+import { PERMISSIONS, ROLE_PERMISSIONS, ROLES } from '../../core/roles';
+import { customerRoutes } from '../customers/routes';
+import { auditRoutes } from '../audit/routes';
+import { teamRoutes } from './team';
+import { assertRoleMay } from './permissions';
+import { ledgerAnswer, ledgerList, ledgerQuery } from '../shared/ledger';
+import { actorOf } from '../../core/accounts/principal';
 import { MAX_PASSWORD_LENGTH } from '../../core/accounts/passwords';
 import type { OutputStore } from '../../core/storage/output-store';
 import { GENERATION_KINDS, GENERATION_STATUSES, isFinal } from '../../core/vocabulary';
@@ -36,7 +43,8 @@ import type { SessionAuthDeps } from '../shared/auth';
 import type { StandingMonitor } from '../shared/standing';
 import { listQuery } from '../shared/fields';
 import { legacyGenerateBody, legacyRequestOf } from '../shared/generate-bodies';
-import { usageReport as reportUsage } from '../../service/usage/usage';
+import { usageCsv, usageReport as reportUsage } from '../../service/usage/usage';
+import { sendCsv, wantsCsv } from '../shared/csv';
 import {
   balance,
   errorResponses,
@@ -85,7 +93,11 @@ export interface DashboardApiDeps extends SessionAuthDeps {
 
 const tags = ['Dashboard'];
 const security = [{ session: [] }];
-/** What every session route can answer; its changes (POST, PATCH, DELETE) can also be refused by the CSRF check (403). */
+/**
+ * What every session route can answer. Changes (POST, PUT, PATCH, DELETE) can also answer 403: the
+ * CSRF check, or a role without the route's permission (permissions.ts); so can the reads that
+ * need more than `read` (the ledger, the audit log).
+ */
 const sessionErrors = [401, 429, 500, 503] as const;
 
 const loginBody = z
@@ -124,6 +136,10 @@ const sessionInfo = z
   .object({
     user: z.object({ id: z.string(), email: z.string() }),
     accountId: z.string(),
+    role: z.enum(ROLES).describe('The member’s role in the account'),
+    permissions: z
+      .array(z.enum(PERMISSIONS))
+      .describe('What the role may do (docs/api/dashboard.md maps them to routes)'),
     csrfToken: z.string().describe('Send it as X-CSRF-Token on every POST, PATCH and DELETE made with this session'),
     expiresAt: z.string(),
   })
@@ -184,6 +200,8 @@ function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean): s
 const sessionInfoOf = (s: Session, token: string): z.infer<typeof sessionInfo> => ({
   user: { id: s.userId, email: s.email },
   accountId: s.accountId,
+  role: s.role,
+  permissions: [...ROLE_PERMISSIONS[s.role]],
   csrfToken: csrfTokenOf(token),
   expiresAt: s.expiresAt.toISOString(),
 });
@@ -316,6 +334,8 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
       if (!(await admitSession(sessions, request)))
         throw new UnauthorizedError('Log in to the dashboard first (/dashboard/login).');
       await rateLimited(limiter, reply, `dashboard:${request.session!.userId}`, limits.requestsPerMinute);
+      // Every route needs its permission (permissions.ts); the member's role is read with the session.
+      assertRoleMay(request);
     });
     const route = authed.withTypeProvider<ZodTypeProvider>();
     const errors = <const S extends readonly ErrorStatus[]>(...own: S) => errorResponses(...own, ...sessionErrors);
@@ -408,7 +428,8 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           response: { 200: alertsView, ...changeErrors(400) },
         },
       },
-      async (request) => setLowBalance(deps.pool, principalOf(request).accountId, request.body),
+      async (request) =>
+        setLowBalance(deps.pool, principalOf(request).accountId, request.body, actorOf(principalOf(request))),
     );
 
     const { billing } = deps;
@@ -469,12 +490,21 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           operationId: 'dashboardUsage',
           tags,
           security,
-          summary: 'The account’s usage per day, model, key or kind (as GET /api/v1/usage)',
+          summary: 'The account’s usage per day, model, key, kind or customer (as GET /api/v1/usage), or as CSV',
           querystring: usageQuery,
-          response: { 200: usageReport, ...errors(400) },
+          response: {
+            200: {
+              description: 'The report (JSON), or its groups as CSV',
+              content: { 'application/json': { schema: usageReport }, 'text/csv': { schema: z.string() } },
+            },
+            ...errors(400),
+          },
         },
       },
-      async (request) => reportUsage(deps.pool, principalOf(request), request.query),
+      async (request, reply) => {
+        const report = await reportUsage(deps.pool, principalOf(request), request.query);
+        return wantsCsv(request) ? sendCsv(reply, 'usage.csv', usageCsv(report)) : report;
+      },
     );
 
     route.get(
@@ -562,7 +592,7 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
       },
       async (request, reply) => {
         const accountId = principalOf(request).accountId;
-        const { id, key } = await createKey(deps.pool, accountId, request.body);
+        const { id, key } = await createKey(deps.pool, accountId, request.body, actorOf(principalOf(request)));
         const created = (await listApiKeys(deps.pool, accountId)).find((k) => k.id === id)!;
         reply.code(201);
         return { ...(await keyOf(created)), key };
@@ -582,7 +612,14 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           response: { 200: keyBudgetView, ...changeErrors(400, 404) },
         },
       },
-      async (request) => setBudget(deps.pool, request.params.id, request.body, principalOf(request).accountId),
+      async (request) =>
+        setBudget(
+          deps.pool,
+          request.params.id,
+          request.body,
+          actorOf(principalOf(request)),
+          principalOf(request).accountId,
+        ),
     );
 
     route.delete(
@@ -597,7 +634,8 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           response: { 200: z.object({ keyId: z.string(), removed: z.literal(true) }), ...changeErrors(404) },
         },
       },
-      async (request) => removeBudget(deps.pool, request.params.id, principalOf(request).accountId),
+      async (request) =>
+        removeBudget(deps.pool, request.params.id, actorOf(principalOf(request)), principalOf(request).accountId),
     );
 
     route.delete(
@@ -612,7 +650,8 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...changeErrors(404) },
         },
       },
-      async (request) => revokeKey(deps.pool, request.params.id, principalOf(request).accountId),
+      async (request) =>
+        revokeKey(deps.pool, request.params.id, actorOf(principalOf(request)), principalOf(request).accountId),
     );
 
     // Live updates of the account's generations and balance (Server-Sent Events): not JSON, so not in the document.
@@ -621,6 +660,41 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     });
 
     await authed.register(dashboardBatchRoutes, { batches: deps.batches, service: deps.service });
+
+    const sessionDoor = {
+      base: '/dashboard/api',
+      authenticate: async () => undefined,
+      security,
+      tags,
+      operationPrefix: 'dashboard',
+      errors: sessionErrors,
+      changeErrors: [403] as const,
+    };
+    // Customers and the audit log as group A has them, with the session (and its role) instead of a key.
+    await authed.register(customerRoutes, { pool: deps.pool, door: sessionDoor });
+    await authed.register(auditRoutes, { pool: deps.pool, door: sessionDoor });
+    await authed.register(teamRoutes, { pool: deps.pool, publicBaseUrl: deps.publicBaseUrl, errors: sessionErrors });
+
+    route.get(
+      '/dashboard/api/ledger',
+      {
+        schema: {
+          operationId: 'dashboardLedger',
+          tags,
+          security,
+          summary: 'The account’s ledger, newest first (as GET /api/v1/ledger), or as CSV',
+          querystring: ledgerQuery,
+          response: {
+            200: {
+              description: 'A page of entries (JSON), or the same as CSV',
+              content: { 'application/json': { schema: ledgerList }, 'text/csv': { schema: z.string() } },
+            },
+            ...errors(400, 403),
+          },
+        },
+      },
+      async (request, reply) => ledgerAnswer(deps.pool, request, reply),
+    );
 
     // The webhook API of group A, at /dashboard/api/webhooks with the session instead of a key.
     await authed.register(webhookRoutes, {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { NotFoundError } from '../../core/errors';
 import { csrfTokenOf } from '../../service/accounts/sessions';
+import { ROLE_PERMISSIONS } from '../../core/roles';
 import { cookieOf, SESSION_COOKIE } from '../shared/auth';
 import type { SessionCookies } from '../shared/auth';
 
@@ -83,6 +84,9 @@ export const DASHBOARD_PAGES = [
   { path: '/usage', page: 'usage', title: 'Usage', authed: true },
   { path: '/webhooks', page: 'webhooks', title: 'Webhooks', authed: true },
   { path: '/playground', page: 'playground', title: 'Playground', authed: true },
+  { path: '/customers', page: 'customers', title: 'Customers', authed: true },
+  { path: '/team', page: 'team', title: 'Team', authed: true },
+  { path: '/audit', page: 'audit', title: 'Audit log', authed: true },
   { path: '/login', page: 'login', title: 'Log in', authed: false },
   { path: '/set-password', page: 'set-password', title: 'Set your password', authed: false },
 ] as const;
@@ -147,6 +151,9 @@ export const dashboardPages: FastifyPluginAsync<{
               csrfToken: csrfTokenOf(token),
               email: session.email,
               accountId: session.accountId,
+              // What the pages offer; the API decides again on every call (permissions.ts).
+              role: session.role,
+              permissions: ROLE_PERMISSIONS[session.role],
               billing: billingOpen,
             }
           : { page: p.page, signup: signupOpen };

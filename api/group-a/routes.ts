@@ -3,15 +3,15 @@ import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provid
 import { z } from 'zod';
 import type { BatchRates } from '../../core/batches/pricing';
 import type { GenerationService } from '../../service/generation/service';
-import { LEDGER_ENTRY_TYPES, ledgerCsv, ledgerPage } from '../../service/usage/ledger';
 import { modelListing } from '../../service/catalogue/model-list';
-import { usageReport as reportUsage } from '../../service/usage/usage';
+import { usageCsv, usageReport as reportUsage } from '../../service/usage/usage';
 import type { WatchEvent } from '../../service/generation/watch';
 import { parseAccountEventId, parseGenerationEventId } from '../../service/generation/event-ids';
 import { principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
-import { InvalidRequestError } from '../../core/errors';
 import { errorBody, inDoorWords } from '../shared/errors';
+import { sendCsv, wantsCsv } from '../shared/csv';
+import { ledgerAnswer, ledgerList, ledgerQuery } from '../shared/ledger';
 import { openEventStream } from '../shared/sse';
 import type { StandingMonitor } from '../shared/standing';
 import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, spendCapOption } from '../shared/fields';
@@ -89,7 +89,10 @@ export const v1Routes: FastifyPluginAsyncZod<
       },
       async (request, reply) => {
         const options = {
-          ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', request.body.deadline_seconds),
+          ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', {
+            deadlineSeconds: request.body.deadline_seconds,
+            customer: request.body.customer,
+          }),
           ...spendCapOption(request.body.max_credits, 'max_credits'),
         };
         const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
@@ -157,24 +160,7 @@ export const v1Routes: FastifyPluginAsyncZod<
           },
         },
       },
-      async (request, reply) => {
-        const csv =
-          request.query.format === 'csv' ||
-          (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
-        const limit = request.query.limit ?? (csv ? MAX_CSV_ROWS : 50);
-        if (!csv && limit > MAX_JSON_ROWS)
-          throw new InvalidRequestError(
-            `limit: at most ${MAX_JSON_ROWS} entries a page in JSON (${MAX_CSV_ROWS} in CSV)`,
-            'limit',
-          );
-        const page = await ledgerPage(deps.pool, principalOf(request), { limit, cursor: request.query.cursor });
-        if (!csv) return page;
-        if (page.next_cursor) reply.header('x-next-cursor', page.next_cursor);
-        return reply
-          .type('text/csv; charset=utf-8')
-          .header('content-disposition', 'attachment; filename="ledger.csv"')
-          .send(ledgerCsv(page.data));
-      },
+      async (request, reply) => ledgerAnswer(deps.pool, request, reply),
     );
 
     route.get(
@@ -183,15 +169,25 @@ export const v1Routes: FastifyPluginAsyncZod<
         schema: {
           operationId: 'getUsage',
           tags,
-          summary: 'Credits charged, generations, failures and tokens per day, model, key or kind',
+          summary: 'Credits charged, generations, failures and tokens per day, model, key, kind or customer',
           description:
-            'Generations created in [from, to), whichever door made them. Credits charged count settled generations; a failed one charges nothing.',
+            'Generations created in [from, to), whichever door made them (of one customer with `customer`). Credits charged count settled generations; a failed one charges nothing. ' +
+            '`group_by=customer` is what a platform invoices its own users from; CSV with `Accept: text/csv` or `format=csv`.',
           security,
           querystring: usageQuery,
-          response: { 200: usageReport, ...errorResponses(400, 401, 429, 500, 503) },
+          response: {
+            200: {
+              description: 'The report (JSON), or its groups as CSV',
+              content: { 'application/json': { schema: usageReport }, 'text/csv': { schema: z.string() } },
+            },
+            ...errorResponses(400, 401, 429, 500, 503),
+          },
         },
       },
-      async (request) => reportUsage(deps.pool, principalOf(request), request.query),
+      async (request, reply) => {
+        const report = await reportUsage(deps.pool, principalOf(request), request.query);
+        return wantsCsv(request) ? sendCsv(reply, 'usage.csv', usageCsv(report)) : report;
+      },
     );
 
     route.get(
@@ -250,7 +246,7 @@ export const v1Routes: FastifyPluginAsyncZod<
         const { id } = request.params;
         // The source is part of what the key stands for: the same key on another video is a conflict.
         const options = {
-          ...generateOptionsOf(request, 'A', route),
+          ...generateOptionsOf(request, 'A', route, { customer: request.body.customer }),
           idempotency: idempotencyOf(request, route, { id, ...request.body }),
           ...spendCapOption(request.body.max_credits, 'max_credits'),
         };
@@ -347,47 +343,6 @@ export const v1Routes: FastifyPluginAsyncZod<
     );
   });
 };
-
-const MAX_JSON_ROWS = 500;
-const MAX_CSV_ROWS = 10_000;
-const ledgerQuery = z.object({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_CSV_ROWS)
-    .optional()
-    .describe(`Page size: 1 to ${MAX_JSON_ROWS} (default 50) in JSON, up to ${MAX_CSV_ROWS} (default) in CSV`),
-  cursor: z.string().max(400).optional().describe('next_cursor of the previous page'),
-  format: z.enum(['json', 'csv']).optional().describe('csv: the same entries as CSV (or send Accept: text/csv)'),
-});
-const ledgerEntry = z
-  .object({
-    id: z.string(),
-    type: z.enum(LEDGER_ENTRY_TYPES),
-    amount: z
-      .number()
-      .describe(
-        'The change of the available balance: negative for a hold or refund, positive for a top-up, adjustment or release, 0 for a charge',
-      ),
-    credits: z.number().describe('The size of the movement: what was held, charged, released or added'),
-    balanceAfter: z.number().describe('The available balance after it'),
-    heldAfter: z.number().describe('What was held after it'),
-    generationId: z.string().nullable(),
-    batchId: z
-      .string()
-      .nullable()
-      .describe(
-        'The batch it belongs to: its one hold, the release of what its lines did not take, or a line’s charge',
-      ),
-    keyId: z.string().nullable().describe('The key whose generation (or batch) it was'),
-    note: z.string().nullable(),
-    createdAt: z.string(),
-  })
-  .meta({ id: 'LedgerEntry' });
-const ledgerList = z
-  .object({ data: z.array(ledgerEntry), next_cursor: z.string().nullable() })
-  .meta({ id: 'LedgerPage' });
 
 /** A `Last-Event-ID` of one of the stream's own ids (service/generation/event-ids.ts), or none; anything else is a 400. */
 const lastEventIdOf = (parse: (id: string) => unknown, shape: string) =>

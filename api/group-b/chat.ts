@@ -8,6 +8,7 @@ import { principalOf } from '../shared/auth';
 import { clientGone } from '../shared/sse';
 import { errorBody } from '../shared/errors';
 import { cancelAfterHeader, idempotencyKey } from '../shared/fields';
+import { customerHeaders } from '../shared/customers';
 import {
   CHAT_FIELDS,
   chatCompletion,
@@ -117,7 +118,11 @@ export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, d
           'With stream: true the reply is a stream of chat.completion.chunk events ending with `data: [DONE]` (and a usage chunk first when ' +
           'stream_options.include_usage is set); a client that disconnects is charged the tokens it was sent. An Idempotency-Key makes retries safe.',
         body: chatCompletionBody,
-        headers: z.looseObject({ 'idempotency-key': idempotencyKey, 'cancel-after': cancelAfterHeader }),
+        headers: z.looseObject({
+          'idempotency-key': idempotencyKey,
+          'cancel-after': cancelAfterHeader,
+          ...customerHeaders,
+        }),
         response: {
           200: {
             description: 'The reply; with stream: true, Server-Sent Events',

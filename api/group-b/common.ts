@@ -5,6 +5,7 @@ import type { GenerationService } from '../../service/generation/service';
 import type { AuthDeps } from '../shared/auth';
 import { assertKnownFields } from '../shared/openai/words';
 import { clientDeadlineMs, idempotencyOf, spendCapOption } from '../shared/fields';
+import { customerOption } from '../shared/customers';
 import { apiError } from '../shared/schemas';
 
 /** What every route of group B shares: its deps, its words for parameters and errors, its OpenAPI tags. */
@@ -22,7 +23,8 @@ export function refuseUnknownFields(allowed: readonly string[]) {
 
 /**
  * The service options of a group B POST: its door, the Idempotency-Key with what it stands for,
- * and the client's deadline (`Cancel-After`, or the body's `deadline_seconds`) where the route takes one.
+ * the client's deadline (`Cancel-After`, or the body's `deadline_seconds`) where the route takes
+ * one, and the customer: OpenAI's `safety_identifier` or `user`, a remix's `customer`, or `X-Customer-Id`.
  */
 export function submitOptionsOf(
   request: Parameters<typeof idempotencyOf>[0],
@@ -31,13 +33,23 @@ export function submitOptionsOf(
   bodyDeadlineSeconds?: number | null,
 ) {
   const deadlineMs = clientDeadlineMs(request.headers['cancel-after'], bodyDeadlineSeconds ?? undefined);
-  // Every group B body that submits takes `max_credits` (validated by its schema).
-  const cap = (body as { max_credits?: number | null }).max_credits;
+  // Every group B body that submits takes `max_credits` and names a customer its way (validated by its schema).
+  const fields = body as {
+    max_credits?: number | null;
+    safety_identifier?: string | null;
+    user?: string | null;
+    customer?: string;
+  };
   return {
     door: 'B' as const,
     idempotency: idempotencyOf(request, route, body),
     ...(deadlineMs === undefined ? {} : { deadlineMs }),
-    ...spendCapOption(cap, 'max_credits'),
+    ...spendCapOption(fields.max_credits, 'max_credits'),
+    ...customerOption(request.headers, {
+      safety_identifier: fields.safety_identifier,
+      user: fields.user,
+      customer: fields.customer,
+    }),
   };
 }
 

@@ -8,6 +8,7 @@ import type { GenerationRequest } from '../../service/generation/requests';
 import { VIDEO_PREVIEWS } from '../../core/vocabulary';
 import { principalOf } from '../shared/auth';
 import { cancelAfterHeader, idempotencyKey } from '../shared/fields';
+import { customerHeaders } from '../shared/customers';
 import { remixBody } from '../shared/generate-bodies';
 import {
   answerFormatOf,
@@ -66,6 +67,7 @@ const idempotencyHeaders = z.looseObject({
     'The same key and body within 24 h return the same generations, never a second hold',
   ),
   'cancel-after': cancelAfterHeader,
+  ...customerHeaders,
 });
 
 const videoListQuery = z.object({

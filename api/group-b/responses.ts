@@ -7,6 +7,7 @@ import type { StoredItem } from '../../service/chat/responses';
 import { principalOf } from '../shared/auth';
 import { clientGone } from '../shared/sse';
 import { cancelAfterHeader, idempotencyKey } from '../shared/fields';
+import { customerHeaders } from '../shared/customers';
 import { failedRunError } from '../shared/openai/failures';
 import { partsOfView, responseEvents, responseObject } from '../shared/openai/response-shape';
 import type { ResponseParts } from '../shared/openai/response-shape';
@@ -139,7 +140,11 @@ export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (ap
           '(a 400 naming the field where its provider cannot take them); images, files and built-in tools are refused (400 naming the field). ' +
           'An Idempotency-Key makes retries safe.',
         body: responseCreateBody,
-        headers: z.looseObject({ 'idempotency-key': idempotencyKey, 'cancel-after': cancelAfterHeader }),
+        headers: z.looseObject({
+          'idempotency-key': idempotencyKey,
+          'cancel-after': cancelAfterHeader,
+          ...customerHeaders,
+        }),
         response: {
           200: {
             description: 'The response; with stream: true, Server-Sent Events',

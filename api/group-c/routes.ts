@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { GenerationService } from '../../service/generation/service';
 import { recordOf } from '../../core/generation/view';
 import type { GenerationView } from '../../core/generation/view';
-import { principalOf, requireKeyOrSession } from '../shared/auth';
+import { assertSessionMay, principalOf, requireKeyOrSession } from '../shared/auth';
 import type { SessionAuthDeps } from '../shared/auth';
 import { generateHeaders, generateOptionsOf, spendCapOption } from '../shared/fields';
 import { legacyGenerateBody, legacyRequestOf } from '../shared/generate-bodies';
@@ -37,8 +37,13 @@ export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
       },
     },
     async (request, reply) => {
+      // With a session, generating is the playground's: a member whose role lacks it only reads.
+      assertSessionMay(request, 'playground');
       const options = {
-        ...generateOptionsOf(request, 'C', 'POST /api/generate', request.body.deadlineSeconds),
+        ...generateOptionsOf(request, 'C', 'POST /api/generate', {
+          deadlineSeconds: request.body.deadlineSeconds,
+          customer: request.body.customer,
+        }),
         ...spendCapOption(request.body.maxCredits, 'maxCredits'),
       };
       const { generation } = await deps.service.submit(legacyRequestOf(request.body), principalOf(request), options);

@@ -38,6 +38,8 @@ export interface McpServerDeps {
   syncWaitMs: number;
   /** The pollInterval tasks suggest (ms). */
   taskPollIntervalMs: number;
+  /** The request's X-Customer-Id: the customer its generate tools are for, unless a tool names its own. */
+  customer?: string | undefined;
 }
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -82,6 +84,7 @@ export function createMcpServer(deps: McpServerDeps, principal: Principal, log: 
     batches: deps.batches,
     principal,
     syncWaitMs: deps.syncWaitMs,
+    customer: deps.customer,
     onStatus: token === undefined ? undefined : (g) => sendProgress(extra, token, g, taskId),
     signal: extra.signal,
     log,

@@ -52,6 +52,7 @@ export function createModernMcpServer(deps: McpServerDeps, principal: Principal,
       batches: deps.batches,
       principal,
       syncWaitMs: deps.syncWaitMs,
+      customer: deps.customer,
       onStatus:
         token === undefined
           ? undefined

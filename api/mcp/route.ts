@@ -12,6 +12,7 @@ import type { AuthDeps } from '../shared/auth';
 import { errorBody } from '../shared/errors';
 import { apiError, errorResponses, serverSentEvent } from '../shared/schemas';
 import type { StandingMonitor } from '../shared/standing';
+import { CUSTOMER_HEADER, customerHeaders } from '../shared/customers';
 import { createModernMcpServer } from './revision-2026-07-28';
 import { whileStanding } from './standing';
 import { createMcpServer } from './revision-2025-11-25';
@@ -69,7 +70,8 @@ const description =
   'Refusals (e.g. insufficient_credits) are tool results with isError, not HTTP errors. Pages of other origins are refused (Origin).';
 
 /** What a page may send (its preflight asks) and read (beyond the CORS-safelisted headers). */
-const CORS_ALLOWED = 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID';
+const CORS_ALLOWED =
+  'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID, X-Customer-Id';
 const CORS_EXPOSED = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 
 const BATCH_MESSAGE =
@@ -144,6 +146,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
         description,
         security,
         body: jsonRpcMessage,
+        headers: z.looseObject(customerHeaders),
         response: {
           200: {
             description:
@@ -179,6 +182,8 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
     },
     async (request, reply) => {
       const principal = principalOf(request);
+      // X-Customer-Id names the customer every generate tool of this request is for (or a tool's own `customer`).
+      const perRequest = { ...serverDeps, customer: request.headers[CUSTOMER_HEADER] };
       const webRequest = webRequestOf(request);
       // A request that waits for its generation holds its key for a while: revoked meanwhile, it ends.
       const standing = deps.standing.watch(request);
@@ -188,7 +193,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
       // MCP-Protocol-Version header); anything else is 2025-era and keeps the SDK 1.x path it always had,
       // a message without a method included (the 1.x transport answers it as before).
       if (!hasMethod(request.body) || (await isLegacyRequest(webRequest, request.body))) {
-        const server = createMcpServer(serverDeps, principal, request.log);
+        const server = createMcpServer(perRequest, principal, request.log);
         const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
         await server.connect(transport);
         // One server and transport per request: when the answer is over or the caller has gone, so
@@ -204,7 +209,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
         // Fastify sends a web Response as it is (status, headers, streamed body); the typed reply knows only JSON bodies.
         return reply.send(response as never);
       }
-      const handler = createMcpHandler(() => createModernMcpServer(serverDeps, principal, request.log), {
+      const handler = createMcpHandler(() => createModernMcpServer(perRequest, principal, request.log), {
         legacy: 'reject',
         onerror: (err) => request.log.debug({ err }, 'mcp protocol error'),
       });

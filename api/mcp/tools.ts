@@ -9,6 +9,7 @@ import { modelListing } from '../../service/catalogue/model-list';
 import type { GenerationView } from '../../core/generation/view';
 import { fromZod } from '../shared/errors';
 import { clientDeadlineMs, spendCapField, spendCapOption, mediaPrompt, modelId } from '../shared/fields';
+import { customerId, customerOption } from '../shared/customers';
 import { v1GenerateBody, v1ImageBody, v1RequestOf, v1VideoBody } from '../shared/generate-bodies';
 import { batch, batchOf } from '../shared/batches';
 import { lineParserFor } from '../shared/openai/batch-lines';
@@ -23,6 +24,8 @@ export interface ToolContext {
   principal: Principal;
   /** How long a tool that waits for its generation (image, chat) waits, as REST does. */
   syncWaitMs: number;
+  /** The request's X-Customer-Id: the customer a generate tool is for, unless its own `customer` argument names one. */
+  customer?: string | undefined;
   /** Sends progress as the followed generation moves, when the caller sent a progressToken. */
   onStatus: ((g: GenerationView) => Promise<void>) | undefined;
   /** Aborted when the caller goes away. */
@@ -39,6 +42,10 @@ export interface McpTool {
   /** For a task-augmented call: submits the generation the task will follow, without waiting for it. */
   submit?: (args: unknown, ctx: ToolContext) => Promise<GenerationView>;
 }
+
+/** A tool call's customer: its own `customer` argument, or the request's X-Customer-Id (the two must agree). */
+const customerOf = (ctx: ToolContext, argument: string | undefined) =>
+  customerOption({ 'x-customer-id': ctx.customer }, { customer: argument });
 
 /** The longest a get_generation call may wait for its generation to finish. */
 export const MAX_WAIT_SECONDS = 60;
@@ -138,6 +145,7 @@ const generateImage = defineTool({
       log: ctx.log,
       deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds),
       ...spendCapOption(body.max_credits, 'max_credits'),
+      ...customerOf(ctx, body.customer),
     });
     const g = await ctx.service.follow(ctx.principal, submitted.id, {
       waitMs: ctx.syncWaitMs,
@@ -155,6 +163,7 @@ const submitVideo = async (body: z.output<typeof v1GenerateBody>, ctx: ToolConte
       log: ctx.log,
       deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds),
       ...spendCapOption(body.max_credits, 'max_credits'),
+      ...customerOf(ctx, body.customer),
     })
   ).generation;
 
@@ -185,6 +194,7 @@ const enhancePrompt = defineTool({
     target: z.enum(['image', 'video']).default('image').describe('What the prompt is for (default image)'),
     model: modelId.optional().describe('A chat model; omitted or auto: the service picks'),
     max_credits: spendCapField('max_credits'),
+    customer: customerId('customer').optional(),
   }),
   output: enhanceOutput,
   annotations: GENERATES,
@@ -203,6 +213,7 @@ const enhancePrompt = defineTool({
       respondAsync: true,
       log: ctx.log,
       ...spendCapOption(args.max_credits, 'max_credits'),
+      ...customerOf(ctx, args.customer),
     });
     const g = await ctx.service.follow(ctx.principal, submitted.id, {
       waitMs: ctx.syncWaitMs,

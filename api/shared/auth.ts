@@ -3,7 +3,9 @@ import type pg from 'pg';
 import { findApiKeyByHash, KEY_USE_RESOLUTION_MS, touchApiKey } from '../../core/db/accounts';
 import type { Plan } from '../../core/plans';
 import { SCOPES, hashApiKey, isWellFormedApiKey } from '../../core/accounts/api-keys';
-import { CsrfError, UnauthorizedError } from '../../core/errors';
+import { CsrfError, PermissionError, UnauthorizedError } from '../../core/errors';
+import { mayDo } from '../../core/roles';
+import type { Permission } from '../../core/roles';
 import type { Principal } from '../../core/accounts/principal';
 import { csrfTokenMatches } from '../../service/accounts/sessions';
 import type { Session, SessionService } from '../../service/accounts/sessions';
@@ -82,6 +84,7 @@ async function admitKey(
   request.principal = {
     accountId: key.accountId,
     apiKeyId: key.id,
+    actor: { type: 'key', id: key.id, ip: request.ip },
     scopes: key.scopes,
     models: key.models,
     plan: key.plan,
@@ -153,6 +156,7 @@ export async function admitSession(deps: SessionCookies, request: FastifyRequest
     scopes: [...SCOPES],
     models: null,
     plan: session.plan,
+    actor: { type: 'user', id: session.userId, email: session.email, ip: request.ip },
   };
   return true;
 }
@@ -172,6 +176,16 @@ export function requireKeyOrSession(deps: SessionAuthDeps) {
     const plan = request.principal!.plan;
     await rateLimited(deps.limiter, reply, `user:${request.session!.userId}`, PLAN_RATE_LIMITS[plan]);
   };
+}
+
+/**
+ * A dashboard session may do what its member's role allows (core/roles.ts): refused with 403
+ * permission_error otherwise. Nothing to check for an API key (its scopes decide).
+ */
+export function assertSessionMay(request: FastifyRequest, permission: Permission): void {
+  const session = request.session;
+  if (session && !mayDo(session.role, permission))
+    throw new PermissionError(`Your role (${session.role}) may not do this: it needs the '${permission}' permission.`);
 }
 
 export function principalOf(request: FastifyRequest): Principal & { plan: Plan } {

@@ -56,6 +56,16 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         { name: 'Group A', description: 'The unified API: one generate endpoint, models, balance, history' },
         { name: 'Group C', description: 'Per-kind generate endpoint and credits' },
         { name: 'Dashboard', description: 'The web dashboard’s own calls, made with a session cookie (/dashboard)' },
+        {
+          name: 'Customers',
+          description:
+            'Your own end users (customer, user, safety_identifier or X-Customer-Id on every generate door): their budgets and rate limits (a key with the customers scope)',
+        },
+        {
+          name: 'Audit log',
+          description:
+            'Every change of a member, role, key, budget, webhook endpoint, threshold or customer limit (a key with the audit scope)',
+        },
         { name: 'Files', description: 'Generated files, reached through signed URLs' },
         { name: 'Operator', description: 'Health and the admin API' },
         {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { safeText } from '../../core/text';
 import type { Door } from '../../core/vocabulary';
 import { generationKind, generationStatus } from './schemas';
+import { customerHeaders, customerId, customerOption, keyedBody } from './customers';
 
 /**
  * The request fields every door takes, each rule written once. Doors name some fields their own
@@ -127,6 +128,7 @@ export const generateHeaders = z.looseObject({
     .optional()
     .describe('respond-async: answer at once with the accepted state instead of waiting for an image or chat'),
   'cancel-after': cancelAfterHeader,
+  ...customerHeaders,
 });
 
 /** RFC 7240: `Prefer: respond-async` asks for the accepted state at once instead of the result. */
@@ -135,18 +137,23 @@ function prefersAsync(prefer: string | undefined): boolean {
 }
 
 interface KeyedRequest {
-  headers: { 'idempotency-key'?: string | undefined; 'cancel-after'?: string | undefined };
+  headers: {
+    'idempotency-key'?: string | undefined;
+    'cancel-after'?: string | undefined;
+    'x-customer-id'?: string | undefined;
+  };
 }
 
 /** The Idempotency-Key with the route and body it stands for, so that only a true repeat is answered again. */
 export function idempotencyOf(request: KeyedRequest, route: string, body: unknown) {
   const key = request.headers['idempotency-key'];
-  return key === undefined ? undefined : { key, route, body };
+  return key === undefined ? undefined : { key, route, body: keyedBody(request.headers, body) };
 }
 
 /**
  * The service options of a generate POST of group A or C: its door, `Prefer`, the request's
- * logger, the Idempotency-Key and the client's deadline (`Cancel-After`, or the body's field).
+ * logger, the Idempotency-Key, the client's deadline (`Cancel-After`, or the body's field) and the
+ * customer (`X-Customer-Id`, or the body's field).
  */
 export function generateOptionsOf(
   request: {
@@ -156,15 +163,16 @@ export function generateOptionsOf(
   },
   door: Door,
   route: string,
-  bodyDeadlineSeconds?: number,
+  fromBody: { deadlineSeconds?: number | undefined; customer?: string | undefined } = {},
 ) {
-  const deadlineMs = clientDeadlineMs(request.headers['cancel-after'], bodyDeadlineSeconds);
+  const deadlineMs = clientDeadlineMs(request.headers['cancel-after'], fromBody.deadlineSeconds);
   return {
     door,
     respondAsync: prefersAsync(request.headers.prefer),
     log: request.log,
     idempotency: idempotencyOf(request, route, request.body),
     ...(deadlineMs === undefined ? {} : { deadlineMs }),
+    ...customerOption(request.headers, { customer: fromBody.customer }),
   };
 }
 
@@ -174,4 +182,5 @@ export const listQuery = z.object({
   cursor: z.string().max(400).optional().describe('next_cursor of the previous page'),
   kind: generationKind.optional(),
   status: generationStatus.optional(),
+  customer: customerId('customer').optional().describe('Only the generations made for this customer of yours'),
 });

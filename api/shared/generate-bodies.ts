@@ -15,6 +15,7 @@ import {
   mediaPrompt,
   modelId,
 } from './fields';
+import { customerId } from './customers';
 
 /**
  * The two shapes of a generate request, each parsed into the service's one request type. Group A's
@@ -42,6 +43,7 @@ const quality = safeText({ max: 50 }).optional();
 const aspect = safeText({ max: 20 }).optional().describe('e.g. 16:9; snapped to what the model supports');
 const side = z.number().int().min(1).max(8192);
 const max_credits = spendCapField('max_credits');
+const customer = customerId('customer').optional();
 
 const chatMessage = z.strictObject({
   role: z.enum(['system', 'user', 'assistant']),
@@ -70,6 +72,7 @@ export const v1ImageBody = z.strictObject({
   mask_url: imageUrl('mask_url').optional().describe('An edit: where to edit, the transparent pixels of this image'),
   deadline_seconds: deadlineSeconds,
   max_credits,
+  customer,
 });
 export const v1VideoBody = z.strictObject({
   kind: z.literal('video'),
@@ -80,6 +83,7 @@ export const v1VideoBody = z.strictObject({
   seconds: z.number().finite().optional().describe('Clamped to the model range'),
   deadline_seconds: deadlineSeconds,
   max_credits,
+  customer,
 });
 
 export const v1GenerateBody = z
@@ -96,6 +100,7 @@ export const v1GenerateBody = z
         max_tokens: z.number().int().min(1).max(32_768).optional().describe('Longest reply, in tokens'),
         deadline_seconds: deadlineSeconds,
         max_credits,
+        customer,
       }),
       z.strictObject({
         kind: z.literal('upscale'),
@@ -105,6 +110,7 @@ export const v1GenerateBody = z
         prompt: guidance,
         deadline_seconds: deadlineSeconds,
         max_credits,
+        customer,
       }),
     ],
     unknownKind,
@@ -201,6 +207,7 @@ const common = {
   resolution: z.unknown().optional().describe('Accepted and ignored: the model default is used, with its price'),
   deadlineSeconds,
   maxCredits: spendCapField('maxCredits'),
+  customer,
 };
 const legacyPrompt = mediaPrompt.describe(
   `Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`,
@@ -232,6 +239,7 @@ export const legacyGenerateBody = z
         prompt: guidance,
         deadlineSeconds,
         maxCredits: common.maxCredits,
+        customer,
       }),
     ],
     unknownKind,
@@ -276,5 +284,6 @@ export const remixBody = z
   .strictObject({
     prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing'),
     max_credits,
+    customer,
   })
   .meta({ id: 'RemixRequest', examples: [{ prompt: 'the same waves at night' }] });

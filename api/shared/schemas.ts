@@ -6,6 +6,7 @@ import type { PublicParams } from '../../core/generation/params';
 import { GENERATION_KINDS, GENERATION_STATUSES } from '../../core/vocabulary';
 import { recordOf } from '../../core/generation/view';
 import type { GenerationView } from '../../core/generation/view';
+import { customerId } from './customers';
 
 /**
  * Schemas of what the API answers, shared by every door. Routes declare them, so the handlers are
@@ -92,6 +93,7 @@ export const generationRecord = z
     creditsCharged: z.number().describe('0 while in flight and for a free chat reply; the final charge after success'),
     error: generationError.nullable(),
     text: z.string().optional().describe('Chat only: the reply'),
+    customer: z.string().optional().describe('Only when one was named: your own id for the end user it was made for'),
   })
   .meta({ id: 'GenerationRecord' });
 
@@ -184,6 +186,12 @@ export const generation = z
     kind: generationKind,
     model: z.string(),
     status: generationStatus,
+    customer: z
+      .string()
+      .nullable()
+      .describe(
+        'Your own id for the end user it was made for (customer, user, safety_identifier or X-Customer-Id); null when none was named',
+      ),
     outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
     thumbnailUrl: z
       .string()
@@ -220,6 +228,7 @@ export const generation = z
 export function generationOf(g: GenerationView): z.infer<typeof generation> {
   return {
     ...recordOf(g),
+    customer: g.customer,
     thumbnailUrl: g.thumbnailUrl,
     spritesheetUrl: g.spritesheetUrl,
     creditsQuoted: g.creditsQuoted,
@@ -330,7 +339,11 @@ export const usageQuery = z.object({
   group_by: z
     .enum(USAGE_GROUPS)
     .default('day')
-    .describe('day (UTC, every day of the range), model, key (none: the dashboard’s own) or kind'),
+    .describe(
+      'day (UTC, every day of the range), model, key (none: the dashboard’s own), kind or customer (null: none named)',
+    ),
+  customer: customerId('customer').optional().describe('Only the generations made for this customer of yours'),
+  format: z.enum(['json', 'csv']).optional().describe('csv: the same groups as CSV (or send Accept: text/csv)'),
 });
 const usageFigures = {
   creditsCharged: z.number(),
@@ -345,7 +358,13 @@ export const usageReport = z
     to: z.string(),
     group_by: z.enum(USAGE_GROUPS),
     data: z.array(
-      z.object({ group: z.string().describe('The day (YYYY-MM-DD), model, key id or kind'), ...usageFigures }),
+      z.object({
+        group: z
+          .string()
+          .nullable()
+          .describe('The day (YYYY-MM-DD), model, key id, kind or customer; null: generations made for no customer'),
+        ...usageFigures,
+      }),
     ),
     total: z.object(usageFigures),
   })

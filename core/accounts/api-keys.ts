@@ -14,10 +14,13 @@ export const CAPABILITIES = ['image', 'video', 'chat', 'upscale'] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
 /**
- * What a key may hold: the generation capabilities, and `webhooks` (register and manage the
- * account's endpoints, which receive signed output URLs of every generation of the account).
+ * What a key may hold: the generation capabilities; `webhooks` (register and manage the account's
+ * endpoints, which receive signed output URLs of every generation of the account); `customers`
+ * (read the account's customers and set their budgets and rate limits); `audit` (read the
+ * account's audit log).
  */
-export const SCOPES = [...CAPABILITIES, 'webhooks'] as const;
+export const MANAGEMENT_SCOPES = ['webhooks', 'customers', 'audit'] as const;
+export const SCOPES = [...CAPABILITIES, ...MANAGEMENT_SCOPES] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export function generateApiKey(): string {
@@ -40,7 +43,7 @@ export function isWellFormedApiKey(key: string): boolean {
 
 /** Accepts both spellings of a capability (`image` and group A's `generate:image`) and `webhooks`. */
 export function normaliseScope(scope: string): Scope | undefined {
-  if (scope === 'webhooks') return scope;
+  if ((MANAGEMENT_SCOPES as readonly string[]).includes(scope)) return scope as Scope;
   const bare = scope.startsWith('generate:') ? scope.slice('generate:'.length) : scope;
   return (CAPABILITIES as readonly string[]).includes(bare) ? (bare as Capability) : undefined;
 }

@@ -9,6 +9,7 @@ import {
 import type { Plan } from '../plans';
 import { PermissionError } from '../errors';
 import type { GenerationKind } from '../vocabulary';
+import type { Actor } from '../db/audit';
 
 /** Who asks: the key's account and what the key may do. */
 export interface Principal {
@@ -26,7 +27,13 @@ export interface Principal {
   availableMc?: number;
   /** The key has a spending budget (core/db/budgets.ts), checked when its holds are placed. */
   budgeted?: boolean;
+  /** Who this is in the audit log: the key, or the dashboard user of a session, and the client's address. */
+  actor?: Actor;
 }
+
+/** The audit log's actor of a principal: as authentication set it, else its key. */
+export const actorOf = (principal: Principal): Actor =>
+  principal.actor ?? { type: principal.apiKeyId ? 'key' : 'operator', id: principal.apiKeyId, ip: null };
 
 export function assertScope(principal: Principal, kind: GenerationKind): void {
   if (!principal.scopes.includes(kind)) {
@@ -38,6 +45,14 @@ export function assertScope(principal: Principal, kind: GenerationKind): void {
 export function assertWebhooksScope(principal: Principal): void {
   if (!principal.scopes.includes('webhooks')) {
     throw new PermissionError("This API key lacks the 'webhooks' scope, which managing webhook endpoints needs.");
+  }
+}
+
+/** Managing customers' limits, or reading the audit log: a key needs the scope of that name (a session's role decides for it). */
+export function assertManagementScope(principal: Principal, scope: 'customers' | 'audit'): void {
+  if (!principal.scopes.includes(scope)) {
+    const what = scope === 'customers' ? 'reading and limiting the account’s customers' : 'reading the audit log';
+    throw new PermissionError(`This API key lacks the '${scope}' scope, which ${what} needs.`);
   }
 }
 

@@ -132,6 +132,15 @@ export async function revokeApiKey(q: Queryable, keyId: string, accountId?: stri
   return (exists.rowCount ?? 0) > 0;
 }
 
+/** The account a key belongs to (revoked or not), when it exists and (given an account) is that account's. */
+export async function keyAccountOf(q: Queryable, keyId: string, accountId?: string): Promise<string | undefined> {
+  const r = await q.query<{ account_id: string }>(
+    'SELECT account_id FROM api_keys WHERE id = $1 AND ($2::text IS NULL OR account_id = $2)',
+    [keyId, accountId ?? null],
+  );
+  return r.rows[0]?.account_id;
+}
+
 export interface ApiKeySummary {
   id: string;
   /** The key's first and last characters (gsk_AbCd…wxyz): enough to recognise it, useless to use it. */

@@ -42,7 +42,7 @@ export interface DueEmail {
 /** Locks up to `limit` emails due now (other relays skip them until this transaction ends), oldest first. */
 export async function claimDueEmails(tx: Queryable, limit: number): Promise<DueEmail[]> {
   const r = await tx.query<AlertRow & { recipient: string; attempts: number }>(
-    `SELECT m.recipient, m.attempts, a.id, a.account_id AS "accountId", a.event, a.key_id AS "keyId", a.amount_mc AS "amountMc",
+    `SELECT m.recipient, m.attempts, a.id, a.account_id AS "accountId", a.event, a.key_id AS "keyId", a.customer_id AS "customerId", a.amount_mc AS "amountMc",
             a.limit_mc AS "limitMc", a.period, a.period_start AS "periodStart", a.created_at AS "createdAt"
        FROM alert_emails m JOIN account_alerts a ON a.id = m.alert_id
       WHERE m.status = 'pending' AND m.next_attempt_at <= now()

@@ -14,6 +14,8 @@ export interface AlertRow {
   accountId: string;
   event: AlertEvent;
   keyId: string | null;
+  /** customer.budget_reached: the customer (the platform's own end user). */
+  customerId: string | null;
   /** balance.low: available credits after the crossing; key.budget_reached: what the key had spent. */
   amountMc: Millicredits;
   /** balance.low: the threshold; key.budget_reached: the key's budget. */
@@ -23,7 +25,7 @@ export interface AlertRow {
   createdAt: Date;
 }
 
-const ALERT_COLUMNS = `id, account_id AS "accountId", event, key_id AS "keyId", amount_mc AS "amountMc", limit_mc AS "limitMc",
+const ALERT_COLUMNS = `id, account_id AS "accountId", event, key_id AS "keyId", customer_id AS "customerId", amount_mc AS "amountMc", limit_mc AS "limitMc",
   period, period_start AS "periodStart", created_at AS "createdAt"`;
 
 export type NewAlert = Omit<AlertRow, 'id' | 'createdAt'>;
@@ -34,9 +36,9 @@ export type NewAlert = Omit<AlertRow, 'id' | 'createdAt'>;
  */
 export async function insertAlert(tx: Queryable, a: NewAlert): Promise<AlertRow | undefined> {
   const r = await tx.query<AlertRow>(
-    `INSERT INTO account_alerts (id, account_id, event, key_id, amount_mc, limit_mc, period, period_start)
-     VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8) ON CONFLICT DO NOTHING RETURNING ${ALERT_COLUMNS}`,
-    [newId('alrt'), a.accountId, a.event, a.keyId, a.amountMc, a.limitMc, a.period, a.periodStart],
+    `INSERT INTO account_alerts (id, account_id, event, key_id, customer_id, amount_mc, limit_mc, period, period_start)
+     VALUES ($1, $2, $3, $4, $5, $6::bigint, $7::bigint, $8, $9) ON CONFLICT DO NOTHING RETURNING ${ALERT_COLUMNS}`,
+    [newId('alrt'), a.accountId, a.event, a.keyId, a.customerId, a.amountMc, a.limitMc, a.period, a.periodStart],
   );
   return r.rows[0];
 }

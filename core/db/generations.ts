@@ -10,6 +10,8 @@ export interface GenerationRow {
   id: string;
   accountId: string;
   apiKeyId: string | null;
+  /** The platform's own end user it was made for (its id as the platform sent it); null when none was named. */
+  customerId: string | null;
   kind: GenerationKind;
   model: string;
   status: GenerationStatus;
@@ -45,13 +47,14 @@ export interface GenerationRow {
   batchLine: number | null;
 }
 
-export const GENERATION_COLUMNS = `id, account_id, api_key_id, kind, model, status, params, internal, prompt, quote_mc, charged_mc, free_chat,
+export const GENERATION_COLUMNS = `id, account_id, api_key_id, customer_id, kind, model, status, params, internal, prompt, quote_mc, charged_mc, free_chat,
   output_key, output_text, error, created_at, started_at, finished_at, batch_id, batch_line, ${PREVIEW_KEYS_COLUMN}, ${PROVIDER_COLUMN}`;
 
 export interface GenerationDbRow {
   id: string;
   account_id: string;
   api_key_id: string | null;
+  customer_id: string | null;
   kind: GenerationKind;
   model: string;
   status: GenerationStatus;
@@ -78,6 +81,7 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
     id: r.id,
     accountId: r.account_id,
     apiKeyId: r.api_key_id,
+    customerId: r.customer_id,
     kind: r.kind,
     model: r.model,
     status: r.status,
@@ -123,6 +127,8 @@ export interface ListFilter {
   before?: string | undefined;
   kind?: GenerationKind | undefined;
   status?: GenerationStatus | undefined;
+  /** Only the generations made for this customer of the account. */
+  customerId?: string | undefined;
   /** Newest first (`desc`, the default) or oldest first (`asc`); ids are time-ordered. */
   order?: 'asc' | 'desc' | undefined;
 }
@@ -141,9 +147,10 @@ export async function listGenerations(q: Queryable, accountId: string, f: ListFi
         AND ($2::text IS NULL OR id ${asc ? '>' : '<'} $2)
         AND ($3::text IS NULL OR kind = $3)
         AND ($4::text IS NULL OR status = $4)
+        AND ($6::text IS NULL OR customer_id = $6)
       ORDER BY id ${asc ? 'ASC' : 'DESC'}
       LIMIT $5`,
-    [accountId, f.before ?? null, f.kind ?? null, f.status ?? null, f.limit],
+    [accountId, f.before ?? null, f.kind ?? null, f.status ?? null, f.limit, f.customerId ?? null],
   );
   return withEstimates(q, r.rows.map(fromRow));
 }

@@ -1,5 +1,6 @@
 import type { Queryable } from './pool';
 import type { Plan } from '../plans';
+import type { Role } from '../roles';
 
 /** Dashboard users, their set-password links and their sessions (migration 007). */
 
@@ -8,23 +9,71 @@ export interface UserRow {
   accountId: string;
   email: string;
   passwordHash: string | null;
+  role: Role;
 }
 
-export async function insertUser(q: Queryable, u: { id: string; accountId: string; email: string }): Promise<boolean> {
+export async function insertUser(
+  q: Queryable,
+  u: { id: string; accountId: string; email: string; role: Role },
+): Promise<boolean> {
   const r = await q.query(
-    'INSERT INTO users (id, account_id, email) VALUES ($1, $2, $3) ON CONFLICT (email) DO NOTHING',
-    [u.id, u.accountId, u.email],
+    'INSERT INTO users (id, account_id, email, role) VALUES ($1, $2, $3, $4) ON CONFLICT (email) DO NOTHING',
+    [u.id, u.accountId, u.email, u.role],
   );
   return (r.rowCount ?? 0) > 0;
 }
 
 export async function findUserByEmail(q: Queryable, email: string): Promise<UserRow | undefined> {
-  const r = await q.query<{ id: string; account_id: string; email: string; password_hash: string | null }>(
-    'SELECT id, account_id, email, password_hash FROM users WHERE email = $1',
+  const r = await q.query<{ id: string; account_id: string; email: string; password_hash: string | null; role: Role }>(
+    'SELECT id, account_id, email, password_hash, role FROM users WHERE email = $1',
     [email],
   );
   const row = r.rows[0];
-  return row && { id: row.id, accountId: row.account_id, email: row.email, passwordHash: row.password_hash };
+  return (
+    row && { id: row.id, accountId: row.account_id, email: row.email, passwordHash: row.password_hash, role: row.role }
+  );
+}
+
+/** A member of an account's team, as the team page lists it. */
+export interface MemberRow {
+  id: string;
+  email: string;
+  role: Role;
+  /** False until the member has followed the invitation and set a password. */
+  active: boolean;
+  createdAt: Date;
+}
+
+const MEMBER_COLUMNS = 'id, email, role, password_hash IS NOT NULL AS active, created_at AS "createdAt"';
+
+export async function listMembers(q: Queryable, accountId: string): Promise<MemberRow[]> {
+  const r = await q.query<MemberRow>(
+    `SELECT ${MEMBER_COLUMNS} FROM users WHERE account_id = $1 ORDER BY created_at, id`,
+    [accountId],
+  );
+  return r.rows;
+}
+
+/**
+ * The account's members, locked until the transaction ends: a change of roles or members takes
+ * turns with every other, so that two owners demoting each other cannot leave the account without one.
+ */
+export async function lockMembers(tx: Queryable, accountId: string): Promise<MemberRow[]> {
+  const r = await tx.query<MemberRow>(
+    `SELECT ${MEMBER_COLUMNS} FROM users WHERE account_id = $1 ORDER BY id FOR UPDATE`,
+    [accountId],
+  );
+  return r.rows;
+}
+
+/** Sets a member's role; their sessions see it from their next request. */
+export async function setMemberRole(tx: Queryable, accountId: string, userId: string, role: Role): Promise<void> {
+  await tx.query('UPDATE users SET role = $3 WHERE id = $2 AND account_id = $1', [accountId, userId, role]);
+}
+
+/** Removes a member: their links and sessions go with them. */
+export async function deleteMember(tx: Queryable, accountId: string, userId: string): Promise<void> {
+  await tx.query('DELETE FROM users WHERE id = $2 AND account_id = $1', [accountId, userId]);
 }
 
 export async function insertPasswordLink(
@@ -85,6 +134,8 @@ export interface SessionRow {
   email: string;
   accountId: string;
   plan: Plan;
+  /** Read with the session on every request: a changed role counts from the member's next request. */
+  role: Role;
   expiresAt: Date;
 }
 
@@ -101,8 +152,15 @@ export async function liveSessions(q: Queryable, tokenHashes: readonly Buffer[])
 
 /** The live session with this token hash; an expired or ended one is not found. */
 export async function findSession(q: Queryable, tokenHash: Buffer): Promise<SessionRow | undefined> {
-  const r = await q.query<{ user_id: string; email: string; account_id: string; plan: Plan; expires_at: Date }>(
-    `SELECT s.user_id, u.email, u.account_id, a.plan, s.expires_at
+  const r = await q.query<{
+    user_id: string;
+    email: string;
+    account_id: string;
+    plan: Plan;
+    role: Role;
+    expires_at: Date;
+  }>(
+    `SELECT s.user_id, u.email, u.account_id, a.plan, u.role, s.expires_at
        FROM sessions s JOIN users u ON u.id = s.user_id JOIN accounts a ON a.id = u.account_id
       WHERE s.token_hash = $1 AND s.expires_at > now()`,
     [tokenHash],
@@ -114,6 +172,7 @@ export async function findSession(q: Queryable, tokenHash: Buffer): Promise<Sess
       email: row.email,
       accountId: row.account_id,
       plan: row.plan,
+      role: row.role,
       expiresAt: row.expires_at,
     }
   );

@@ -12,6 +12,8 @@ export interface GenerationView {
   kind: GenerationKind;
   model: string;
   status: GenerationStatus;
+  /** The platform's own end user it was made for, as the platform named it; null when none was. */
+  customer: string | null;
   /** The prompt as run (chat: the conversation as one text). */
   prompt: string;
   /** A fresh signed URL on every read; empty until the generation has succeeded. */
@@ -83,6 +85,7 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
     kind: g.kind,
     model: g.model,
     status: g.status,
+    customer: g.customerId,
     prompt: g.prompt,
     outputUrl: g.status === 'succeeded' && g.outputKey ? await store.signedUrl(g.outputKey) : '',
     thumbnailUrl: await previewUrl(g, 'thumbnail', store),
@@ -114,6 +117,8 @@ export type GenerationRecord = Pick<
 > & {
   /** Chat only: the reply. */
   text?: string;
+  /** Only when one was named: the platform's own end user it was made for. */
+  customer?: string;
 };
 
 export function recordOf(g: GenerationView): GenerationRecord {
@@ -126,5 +131,6 @@ export function recordOf(g: GenerationView): GenerationRecord {
     creditsCharged: g.creditsCharged,
     error: g.error,
     ...(g.kind === 'chat' && g.text !== null ? { text: g.text } : {}),
+    ...(g.customer !== null ? { customer: g.customer } : {}),
   };
 }

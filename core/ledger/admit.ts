@@ -17,6 +17,8 @@ import { classified } from './failures';
 import { notifyExpr } from '../db/notify';
 import { owesEvent, recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
+import { afterCustomerHold, checkCustomerBudget, customerBudgetRefused } from './customer-budgets';
+import type { CustomerBudget } from '../db/customers';
 
 /** A priced generation about to be admitted. */
 export interface NewGeneration {
@@ -38,6 +40,8 @@ export interface NewGeneration {
   startsRunning?: boolean | undefined;
   /** The key has a budget (as read with the key): its hold is then checked against it, key row locked. */
   budgeted?: boolean | undefined;
+  /** The platform's own end user it is for: stored with it, and its hold checked against the customer's budget. */
+  customerId?: string | undefined;
   /**
    * A hold its caller resolves itself, with no workflow until then (a chat the API runs): the
    * caller settles or releases it within this many ms, and past that the reconciler releases it.
@@ -75,6 +79,15 @@ export type Admission =
       availableMc: Millicredits;
       maxMc: Millicredits;
       period: BudgetPeriod;
+    }
+  /** The customer's budget for its period has too little left for the whole request: nothing was held. */
+  | {
+      outcome: 'over_customer_budget';
+      customerId: string;
+      requiredMc: Millicredits;
+      availableMc: Millicredits;
+      maxMc: Millicredits;
+      period: BudgetPeriod;
     };
 
 /**
@@ -99,12 +112,13 @@ async function admitRequest(
   if (!first) throw new Error('admit: nothing to admit');
   // One paid generation without a key and with no webhook owed is one statement, atomic by
   // itself: no BEGIN and COMMIT round trips around it. It is the hot path of a streamed chat.
-  // A budgeted key locks its budget row first, so it always takes the transaction.
+  // A budgeted key locks its budget row first, and a customer its own row, so they always take the transaction.
   const oneStatement =
     !keyed &&
     generations.length === 1 &&
     !first.freeChat &&
     !first.budgeted &&
+    !first.customerId &&
     statusesOf(first).every((s) => !owesEvent(first.kind, s));
   let admission: Admission;
   try {
@@ -119,13 +133,10 @@ async function admitRequest(
       admission = await classified(inOneTransaction);
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
+    // The refusal rolled everything back; that a budget is reached is recorded on its own (it moves
+    // no money). Failing to, the request is still refused as decided: the next refusal records it.
     const reached = err.budgetReached;
-    // The refusal rolled everything back; that the budget is reached is recorded on its own (it moves
-    // no money). Failing to, the request is still refused as decided: the key's next refusal records it.
-    if (reached)
-      await inTransaction(pool, (tx) =>
-        recordBudgetReached(tx, first.accountId, reached.keyId, reached.budget, reached.budget.spentMc),
-      ).catch(() => undefined);
+    if (reached) await inTransaction(pool, reached).catch(() => undefined);
     return err.refusal;
   }
   if (admission.outcome === 'admitted') {
@@ -149,8 +160,9 @@ async function recordAdmissionEvents(tx: Queryable, g: NewGeneration): Promise<v
 /** Thrown inside the transaction so that a refusal rolls back what was held before it. */
 class Refusal extends Error {
   constructor(
-    readonly refusal: Extract<Admission, { outcome: 'refused' | 'over_budget' }>,
-    readonly budgetReached?: { keyId: string; budget: KeyBudget },
+    readonly refusal: Extract<Admission, { outcome: 'refused' | 'over_budget' | 'over_customer_budget' }>,
+    /** Records the alert of the budget that refused, once the refusal has rolled back. */
+    readonly budgetReached?: (tx: Queryable) => Promise<void>,
   ) {
     super('refused');
   }
@@ -189,7 +201,23 @@ async function admitAll(
           maxMc,
           period,
         },
-        { keyId, budget: one.overBudget },
+        (tx) => recordBudgetReached(tx, g.accountId, keyId, one.overBudget, one.overBudget.spentMc),
+      );
+    }
+    if ('overCustomerBudget' in one) {
+      const requiredMc = generations.reduce((sum, q) => sum + q.quoteMc, 0);
+      const budget = one.overCustomerBudget;
+      const customerId = g.customerId!;
+      throw new Refusal(
+        {
+          outcome: 'over_customer_budget',
+          customerId,
+          requiredMc,
+          availableMc: Math.max(0, budget.maxMc - budget.spentMc + heldMc),
+          maxMc: budget.maxMc,
+          period: budget.period,
+        },
+        customerBudgetRefused(g.accountId, customerId, budget),
       );
     }
     if ('availableMc' in one) {
@@ -214,7 +242,10 @@ interface HeldMoney extends AccountMoney {
 }
 
 type OneAdmission =
-  (AdmittedGeneration & { createdAt: Date }) | { availableMc: Millicredits } | { overBudget: KeyBudget };
+  | (AdmittedGeneration & { createdAt: Date })
+  | { availableMc: Millicredits }
+  | { overBudget: KeyBudget }
+  | { overCustomerBudget: CustomerBudget };
 
 async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Promise<OneAdmission> {
   if (g.freeChat) {
@@ -243,6 +274,14 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
       if ((replayed.rowCount ?? 0) === 0) return { overBudget: budget };
     }
   }
+  // The customer's row is locked after the key's budget row, always in this order, so two
+  // admissions never wait on each other's locks.
+  let customerBudget: CustomerBudget | undefined;
+  if (g.customerId && g.quoteMc > 0) {
+    const checked = await checkCustomerBudget(tx, { ...g, customerId: g.customerId });
+    if (!checked.fits) return { overCustomerBudget: checked.budget };
+    customerBudget = checked.budget;
+  }
 
   // One statement: the conditional update and the three rows it entails. The foreign keys
   // between them are checked at the end of the statement, when all three exist.
@@ -254,8 +293,8 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
           AND ($10::boolean OR low_balance_mc IS NULL OR low_balance_alerted OR balance_mc - held_mc - $2::bigint >= low_balance_mc)
         RETURNING id, balance_mc, held_mc, change_seq
      ), g AS (
-       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, change_seq)
-       SELECT $3, id, $4, $5, $6, $9, CASE WHEN $9 = 'running' THEN now() END, $7, $11, $8, $2::bigint, false, change_seq FROM a
+       INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, change_seq, customer_id)
+       SELECT $3, id, $4, $5, $6, $9, CASE WHEN $9 = 'running' THEN now() END, $7, $11, $8, $2::bigint, false, change_seq, $13 FROM a
      ), h AS (
        INSERT INTO holds (generation_id, account_id, amount_mc, free_chat, deadline_at)
        SELECT $3, id, $2::bigint, false, now() + make_interval(secs => $12::double precision / 1000) FROM a
@@ -277,6 +316,7 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
       alerting,
       JSON.stringify(g.internal),
       g.resolveWithinMs ?? null,
+      g.customerId ?? null,
     ],
   );
   const done = held.rows[0];
@@ -285,6 +325,7 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
     if (alerting) await recordBalanceLow(tx, g.accountId);
     if (budget && g.apiKeyId && budget.spentMc + g.quoteMc >= budget.maxMc)
       await recordBudgetReached(tx, g.accountId, g.apiKeyId, budget, budget.spentMc + g.quoteMc);
+    if (customerBudget && g.customerId) await afterCustomerHold(tx, { ...g, customerId: g.customerId }, customerBudget);
     return { id: g.id, model: g.model, free: false, amountMc: g.quoteMc, createdAt: done.created_at };
   }
 
@@ -313,8 +354,8 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
 /** A free reply is a hold of nothing: its rows and entry exist so that it resolves like any other. */
 async function insertFreeReply(tx: Queryable, g: NewGeneration, after: HeldMoney): Promise<void> {
   await tx.query(
-    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, change_seq)
-     VALUES ($1, $2, $3, $4, $5, $8, CASE WHEN $8 = 'running' THEN now() END, $6, $9, $7, 0, true, $10)
+    `INSERT INTO generations (id, account_id, api_key_id, kind, model, status, started_at, params, internal, prompt, quote_mc, free_chat, change_seq, customer_id)
+     VALUES ($1, $2, $3, $4, $5, $8, CASE WHEN $8 = 'running' THEN now() END, $6, $9, $7, 0, true, $10, $11)
      RETURNING ${notifyExpr('account_id', 'id', admittedStatus(g))}`,
     [
       g.id,
@@ -327,6 +368,7 @@ async function insertFreeReply(tx: Queryable, g: NewGeneration, after: HeldMoney
       admittedStatus(g),
       JSON.stringify(g.internal),
       after.change_seq,
+      g.customerId ?? null,
     ],
   );
   await tx.query(

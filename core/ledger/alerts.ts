@@ -2,7 +2,8 @@ import { insertAlert } from '../db/alerts';
 import type { KeyBudget } from '../db/budgets';
 import type { Queryable } from '../db/pool';
 import type { Millicredits } from '../money';
-import { BALANCE_LOW_EVENT, BUDGET_REACHED_EVENT } from '../webhooks/events';
+import { BALANCE_LOW_EVENT, BUDGET_REACHED_EVENT, CUSTOMER_BUDGET_REACHED_EVENT } from '../webhooks/events';
+import type { CustomerBudget } from '../db/customers';
 import { recordAlertEvent } from './outbox';
 
 /**
@@ -29,6 +30,7 @@ export async function recordBalanceLow(tx: Queryable, accountId: string): Promis
     accountId,
     event: BALANCE_LOW_EVENT,
     keyId: null,
+    customerId: null,
     amountMc: crossed.available_mc,
     limitMc: crossed.low_balance_mc,
     period: null,
@@ -53,6 +55,31 @@ export async function recordBudgetReached(
     accountId,
     event: BUDGET_REACHED_EVENT,
     keyId,
+    customerId: null,
+    amountMc: spentMc,
+    limitMc: budget.maxMc,
+    period: budget.period,
+    periodStart: budget.periodStart,
+  });
+  if (alert) await recordAlertEvent(tx, alert);
+}
+
+/**
+ * A customer's budget is reached: a hold used it up or was refused by it. Recorded once per
+ * customer, period and budget (a unique index drops a repeat).
+ */
+export async function recordCustomerBudgetReached(
+  tx: Queryable,
+  accountId: string,
+  customerId: string,
+  budget: CustomerBudget,
+  spentMc: Millicredits,
+): Promise<void> {
+  const alert = await insertAlert(tx, {
+    accountId,
+    event: CUSTOMER_BUDGET_REACHED_EVENT,
+    keyId: null,
+    customerId,
     amountMc: spentMc,
     limitMc: budget.maxMc,
     period: budget.period,

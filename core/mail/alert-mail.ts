@@ -31,6 +31,16 @@ export function alertMail(a: AlertRow, recipient: string, dashboardUrl: string |
       messageId,
     };
   }
+  if (a.event === 'customer.budget_reached') {
+    return {
+      subject: `Customer budget reached: ${a.customerId ?? 'a customer'}`,
+      text:
+        `Your customer ${a.customerId ?? ''} (account ${a.accountId}) has spent ${credits(a.amountMc)} of its ${credits(a.limitMc)} budget ${PERIOD_WORDS[a.period ?? 'none'] ?? ''}.\n` +
+        `Its requests are refused with 402 customer_budget_exceeded until the period starts again or its budget is raised.${where}` +
+        `\nAlert ${a.id}, ${a.createdAt.toISOString()}\n`,
+      messageId,
+    };
+  }
   return {
     subject: `Key budget reached: ${a.keyId ?? 'a key'}`,
     text:

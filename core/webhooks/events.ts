@@ -31,7 +31,9 @@ export const PROGRESS_EVENT_STEP = 10;
  */
 export const BALANCE_LOW_EVENT = 'balance.low';
 export const BUDGET_REACHED_EVENT = 'key.budget_reached';
-export const ALERT_EVENTS = [BALANCE_LOW_EVENT, BUDGET_REACHED_EVENT] as const;
+/** A customer's budget (the platform's own end user's) for its period is used up or refused a hold. */
+export const CUSTOMER_BUDGET_REACHED_EVENT = 'customer.budget_reached';
+export const ALERT_EVENTS = [BALANCE_LOW_EVENT, BUDGET_REACHED_EVENT, CUSTOMER_BUDGET_REACHED_EVENT] as const;
 export type AlertEvent = (typeof ALERT_EVENTS)[number];
 /**
  * A batch ended (docs/decisions/0073-batch-events.md), opt-in in both catalogues like progress:

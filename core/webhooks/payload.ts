@@ -32,6 +32,8 @@ export interface PayloadSource {
  * - catalogue A (`nested`): `{ event, generation: <the group C record> }`
  * - catalogue B (`flat`): `{ event, generation_id, kind, output_url, credits_charged, created_at }`,
  *   `created_at` being the time of the state change.
+ * - a generation made for a customer of the platform carries its id in both: the record's
+ *   `customer`, the flat payload's `customer`.
  * - `generation.progress` (opt-in, either format): the format's shape as of a running generation,
  *   plus `progress`, the 10 % step it reached.
  * - `balance.low` and `key.budget_reached` (opt-in, either format): see alertPayload.
@@ -61,6 +63,7 @@ export async function deliveryPayload(s: PayloadSource, store: OutputStore): Pro
       output_url: '',
       credits_charged: 0,
       created_at: s.createdAt.toISOString(),
+      ...customerField(view.customer),
     };
   }
   if (s.format === 'nested') return { event: s.event, generation: recordOf(view) };
@@ -72,8 +75,12 @@ export async function deliveryPayload(s: PayloadSource, store: OutputStore): Pro
     output_url: s.event === 'generation.succeeded' ? view.outputUrl : '',
     credits_charged: terminal ? view.creditsCharged : 0,
     created_at: s.createdAt.toISOString(),
+    ...customerField(view.customer),
   };
 }
+
+/** The flat payload's `customer`, only for a generation made for one (the spec's fields stay as they are otherwise). */
+const customerField = (customer: string | null) => (customer === null ? {} : { customer });
 
 /**
  * An account alert as it was detected: nested `{ event, alert: { id, accountId, … } }` (camelCase,
@@ -88,7 +95,7 @@ export function alertPayload(a: AlertRow, format: WebhookFormat): Record<string,
           ['thresholdCredits', 'threshold_credits', mcToCredits(a.limitMc)],
         ]
       : [
-          ['keyId', 'key_id', a.keyId],
+          a.event === 'customer.budget_reached' ? ['customer', 'customer', a.customerId] : ['keyId', 'key_id', a.keyId],
           ['spentCredits', 'spent_credits', mcToCredits(a.amountMc)],
           ['maxCredits', 'max_credits', mcToCredits(a.limitMc)],
           ['period', 'period', a.period],

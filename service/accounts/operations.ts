@@ -1,6 +1,9 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { accountExists, insertApiKey, revokeApiKey } from '../../core/db/accounts';
+import { accountExists, insertApiKey, keyAccountOf, revokeApiKey } from '../../core/db/accounts';
+import { ROLES } from '../../core/roles';
+import { audited } from './audit';
+import type { Actor } from './audit';
 import { PLANS } from '../../core/plans';
 import { BUDGET_PERIODS, readKeyBudget, setKeyBudget } from '../../core/db/budgets';
 import type { BudgetPeriod, KeyBudget } from '../../core/db/budgets';
@@ -9,6 +12,7 @@ import { readLowBalance, recentAlerts } from '../../core/db/alerts';
 import { credit, openAccount, setLowBalanceThreshold } from '../../core/ledger';
 import { ALERT_EVENTS } from '../../core/webhooks/events';
 import { inTransaction } from '../../core/db/pool';
+import { insertAuditEvent } from '../../core/db/audit';
 import { generateApiKey, hashApiKey, normaliseScope } from '../../core/accounts/api-keys';
 import {
   findChatModel,
@@ -48,7 +52,7 @@ export const createKeyBody = z
       .array(z.string().max(40))
       .min(1, 'at least one scope is required')
       .describe(
-        'Capabilities: image, video, chat, upscale (or generate:image, generate:video, generate:chat, generate:upscale), and webhooks (manage the account’s webhook endpoints)',
+        'Capabilities: image, video, chat, upscale (or generate:image, generate:video, generate:chat, generate:upscale); webhooks (manage the account’s webhook endpoints); customers (read the account’s customers and set their limits); audit (read the audit log)',
       ),
     models: z
       .array(z.string().min(1).max(100))
@@ -102,9 +106,9 @@ function nextPeriod(period: BudgetPeriod, start: Date | null): Date | null {
   return next;
 }
 
-export function budgetViewOf(keyId: string, b: KeyBudget): z.infer<typeof keyBudgetView> {
+/** A budget's figures as the API shows them: in credits, with its period's start and end. */
+export function budgetFiguresOf(b: KeyBudget) {
   return {
-    keyId,
     maxCredits: mcToCredits(b.maxMc),
     period: b.period,
     spentCredits: mcToCredits(b.spentMc),
@@ -114,16 +118,36 @@ export function budgetViewOf(keyId: string, b: KeyBudget): z.infer<typeof keyBud
   };
 }
 
+export function budgetViewOf(keyId: string, b: KeyBudget): z.infer<typeof keyBudgetView> {
+  return { keyId, ...budgetFiguresOf(b) };
+}
+
 /** Sets a key's budget (it applies from the key's next request); given an account (the dashboard), only a key of that account. */
-export async function setBudget(pool: pg.Pool, keyId: string, body: z.infer<typeof keyBudgetBody>, accountId?: string) {
-  if (!(await setKeyBudget(pool, keyId, accountId, { maxMc: creditsToMc(body.maxCredits), period: body.period })))
-    throw new NotFoundError(`Key '${keyId}' not found.`);
+export async function setBudget(
+  pool: pg.Pool,
+  keyId: string,
+  body: z.infer<typeof keyBudgetBody>,
+  actor: Actor,
+  accountId?: string,
+) {
+  const budget = { maxMc: creditsToMc(body.maxCredits), period: body.period };
+  const owner = await audited(
+    pool,
+    async (tx) => ((await setKeyBudget(tx, keyId, accountId, budget)) ? keyAccountOf(tx, keyId) : undefined),
+    (account) => ({ accountId: account, actor, action: 'key.budget_set', target: keyId, details: { ...body } }),
+  );
+  if (!owner) throw new NotFoundError(`Key '${keyId}' not found.`);
   return budgetViewOf(keyId, (await readKeyBudget(pool, keyId, { lock: false }))!);
 }
 
 /** Removes a key's budget: the key is limited by the account's balance alone again. */
-export async function removeBudget(pool: pg.Pool, keyId: string, accountId?: string) {
-  if (!(await setKeyBudget(pool, keyId, accountId, null))) throw new NotFoundError(`Key '${keyId}' not found.`);
+export async function removeBudget(pool: pg.Pool, keyId: string, actor: Actor, accountId?: string) {
+  const owner = await audited(
+    pool,
+    async (tx) => ((await setKeyBudget(tx, keyId, accountId, null)) ? keyAccountOf(tx, keyId) : undefined),
+    (account) => ({ accountId: account, actor, action: 'key.budget_removed', target: keyId, details: {} }),
+  );
+  if (!owner) throw new NotFoundError(`Key '${keyId}' not found.`);
   return { keyId, removed: true as const };
 }
 
@@ -144,12 +168,12 @@ export async function createAccount(pool: pg.Pool, body: z.infer<typeof createAc
   return { id };
 }
 
-export async function createKey(pool: pg.Pool, accountId: string, body: z.infer<typeof createKeyBody>) {
+export async function createKey(pool: pg.Pool, accountId: string, body: z.infer<typeof createKeyBody>, actor: Actor) {
   const scopes = body.scopes.map((s) => {
     const scope = normaliseScope(s);
     if (!scope)
       throw new InvalidRequestError(
-        `unknown scope '${s}'; use image, video, chat, upscale (or generate:<kind>) or webhooks`,
+        `unknown scope '${s}'; use image, video, chat, upscale (or generate:<kind>), webhooks, customers or audit`,
         'scopes',
       );
     return scope;
@@ -170,14 +194,19 @@ export async function createKey(pool: pg.Pool, accountId: string, body: z.infer<
   if (!(await accountExists(pool, accountId))) throw new NotFoundError(`Account '${accountId}' not found.`);
   const key = generateApiKey();
   const id = newId('key');
-  await insertApiKey(pool, {
-    id,
-    accountId,
-    keyHash: hashApiKey(key),
-    keyHint: `${key.slice(0, 8)}…${key.slice(-4)}`,
-    scopes: [...new Set(scopes)],
-    models: body.models ?? null,
-  });
+  const granted = { scopes: [...new Set(scopes)], models: body.models ?? null };
+  await audited(
+    pool,
+    (tx) =>
+      insertApiKey(tx, {
+        id,
+        accountId,
+        keyHash: hashApiKey(key),
+        keyHint: `${key.slice(0, 8)}…${key.slice(-4)}`,
+        ...granted,
+      }).then(() => true),
+    () => ({ accountId, actor, action: 'key.created', target: id, details: granted }),
+  );
   return { id, key };
 }
 
@@ -188,8 +217,13 @@ export async function topUp(pool: pg.Pool, accountId: string, body: z.infer<type
 }
 
 /** Revokes a key at once; given an account (the dashboard), only a key of that account. */
-export async function revokeKey(pool: pg.Pool, keyId: string, accountId?: string) {
-  if (!(await revokeApiKey(pool, keyId, accountId))) throw new NotFoundError(`Key '${keyId}' not found.`);
+export async function revokeKey(pool: pg.Pool, keyId: string, actor: Actor, accountId?: string) {
+  const owner = await audited(
+    pool,
+    async (tx) => ((await revokeApiKey(tx, keyId, accountId)) ? keyAccountOf(tx, keyId) : undefined),
+    (account) => ({ accountId: account, actor, action: 'key.revoked', target: keyId, details: {} }),
+  );
+  if (!owner) throw new NotFoundError(`Key '${keyId}' not found.`);
   return { id: keyId, revoked: true as const };
 }
 
@@ -218,25 +252,44 @@ export const createUserBody = z
   .object({
     accountId: z.string().min(1).max(100).describe('The account the user works in (acct_…)'),
     email: emailAddress.transform((e) => e.toLowerCase()).describe('Their login; compared case-insensitively'),
+    role: z
+      .enum(ROLES)
+      .default('owner')
+      .describe(
+        'What they may do in the dashboard (default owner, for an account’s first user); a user already there keeps theirs',
+      ),
   })
-  .meta({ examples: [{ accountId: 'acct_01j0000000000000000000000', email: 'ada@example.com' }] });
+  .meta({ examples: [{ accountId: 'acct_01j0000000000000000000000', email: 'ada@example.com', role: 'developer' }] });
 
 /**
  * Creates a dashboard user of an account with a one-time link to set the password (valid
  * PASSWORD_LINK_TTL_MS, single use; only its SHA-256 is stored). Asking again for a user of the same
  * account issues a new link (an invitation resent, or a password reset); `created` says which.
  */
-export async function createUser(pool: pg.Pool, body: z.infer<typeof createUserBody>, now = Date.now()) {
+export async function createUser(pool: pg.Pool, body: z.infer<typeof createUserBody>, actor: Actor, now = Date.now()) {
   if (!(await accountExists(pool, body.accountId)))
     throw new NotFoundError(`Account '${body.accountId}' not found.`, { param: 'accountId' });
   const token = newToken();
   return inTransaction(pool, async (tx) => {
-    const created = await insertUser(tx, { id: newId('usr'), accountId: body.accountId, email: body.email });
+    const created = await insertUser(tx, {
+      id: newId('usr'),
+      accountId: body.accountId,
+      email: body.email,
+      role: body.role,
+    });
     const user = await findUserByEmail(tx, body.email);
     if (!user || user.accountId !== body.accountId) throw new EmailTakenError();
     const expiresAt = new Date(now + PASSWORD_LINK_TTL_MS);
     await insertPasswordLink(tx, { tokenHash: hashToken(token), userId: user.id, expiresAt });
-    return { id: user.id, token, expiresAt, created };
+    if (created)
+      await insertAuditEvent(tx, {
+        accountId: body.accountId,
+        actor,
+        action: 'member.invited',
+        target: user.id,
+        details: { email: user.email, role: user.role },
+      });
+    return { id: user.id, token, expiresAt, created, role: user.role };
   });
 }
 
@@ -252,10 +305,13 @@ const alertView = z.object({
   id: z.string().describe('alrt_…; the same id is in the webhook payload'),
   event: z.enum(ALERT_EVENTS),
   keyId: z.string().nullable().describe('key.budget_reached: the key'),
+  customer: z.string().nullable().describe('customer.budget_reached: the customer'),
   amountCredits: z
     .number()
-    .describe('balance.low: the available credits after the crossing; key.budget_reached: what the key had spent'),
-  limitCredits: z.number().describe('balance.low: the threshold; key.budget_reached: the key’s budget'),
+    .describe(
+      'balance.low: the available credits after the crossing; key.budget_reached, customer.budget_reached: what the key or customer had spent',
+    ),
+  limitCredits: z.number().describe('balance.low: the threshold; otherwise the key’s or customer’s budget'),
   period: z.enum(BUDGET_PERIODS).nullable(),
   periodStart: z.string().nullable(),
   createdAt: z.string(),
@@ -281,6 +337,7 @@ export async function accountAlerts(pool: pg.Pool, accountId: string): Promise<z
       id: a.id,
       event: a.event,
       keyId: a.keyId,
+      customer: a.customerId,
       amountCredits: mcToCredits(a.amountMc),
       limitCredits: mcToCredits(a.limitMc),
       period: a.period,
@@ -291,9 +348,18 @@ export async function accountAlerts(pool: pg.Pool, accountId: string): Promise<z
 }
 
 /** Sets (or removes) the account's low-balance threshold; answers it with the latest alerts. */
-export async function setLowBalance(pool: pg.Pool, accountId: string, body: z.infer<typeof lowBalanceBody>) {
+export async function setLowBalance(
+  pool: pg.Pool,
+  accountId: string,
+  body: z.infer<typeof lowBalanceBody>,
+  actor: Actor,
+) {
   const thresholdMc = body.thresholdCredits === null ? null : creditsToMc(body.thresholdCredits);
-  if (!(await setLowBalanceThreshold(pool, accountId, thresholdMc)))
-    throw new NotFoundError(`Account '${accountId}' not found.`);
+  const set = await audited(
+    pool,
+    (tx) => setLowBalanceThreshold(tx, accountId, thresholdMc),
+    () => ({ accountId, actor, action: 'low_balance.set', target: null, details: { ...body } }),
+  );
+  if (!set) throw new NotFoundError(`Account '${accountId}' not found.`);
   return accountAlerts(pool, accountId);
 }

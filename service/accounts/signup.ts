@@ -59,7 +59,7 @@ export function createSignupService(deps: { pool: pg.Pool; options: SignupOption
           chatCap: options.chatCap,
         });
         // Taken meanwhile (an operator's invitation, another link): nothing is created.
-        if (!(await insertUser(tx, { id: userId, accountId, email: spent.email }))) {
+        if (!(await insertUser(tx, { id: userId, accountId, email: spent.email, role: 'owner' }))) {
           throw new InvalidRequestError('This address already has an account; log in instead.', 'token');
         }
         await setUserPassword(tx, userId, spent.passwordHash);

@@ -107,6 +107,7 @@ export function createChatRuns(deps: ChatRunDeps) {
     opts: SubmitOptions & { signal: AbortSignal; streamed?: boolean },
   ): Promise<ChatRun> {
     const runStarted = Date.now();
+    await deps.admission.limitCustomer(principal, opts);
     const prior = await deps.admission.priorClaim(principal, opts);
     if (prior !== undefined) return replayed(await firstOf(deps.admission.replay(principal.accountId, prior, opts)));
     const priced = priceRequest(

@@ -1,7 +1,10 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import { customerRateLimit } from '../../core/db/customers';
 import { findIdempotencyClaim } from '../../core/db/idempotency';
 import {
   BudgetExceededError,
+  CustomerBudgetExceededError,
   IdempotencyConflictError,
   InsufficientCreditsError,
   QuoteAboveSpendCapError,
@@ -20,7 +23,7 @@ import type { GenerationKind } from '../../core/vocabulary';
 import { readRequest } from './lookup';
 import type { PricedGeneration } from './requests';
 import type { GenerationGateway } from './temporal-gateway';
-import type { SubmitOptions, SubmittedMany } from './types';
+import type { RateWindows, SubmitOptions, SubmittedMany } from './types';
 import { inputOfAdmitted, inputOfRecord, isRecordedByApi } from './workflow-inputs';
 import type { Deadlines } from './workflow-inputs';
 
@@ -31,6 +34,8 @@ export interface AdmissionDeps {
   /** How long a submit waits for an image or chat to finish before answering its current state. */
   syncWaitMs: number;
   deadlines?: Deadlines | undefined;
+  /** The shared rate windows (Redis when configured): a customer's requests per minute are counted in them. */
+  rateWindows?: RateWindows | undefined;
 }
 
 export type Admitted =
@@ -95,6 +100,20 @@ export function createAdmission(deps: AdmissionDeps) {
     waitIfSync,
     replay,
 
+    /**
+     * Counts a request for a customer in the customer's rate limit (the account's default or the
+     * customer's own, per minute, shared by every API instance), refusing it with 429 when full.
+     * Before anything is priced or held; nothing to do for a request without a customer.
+     */
+    async limitCustomer(principal: Principal, opts: SubmitOptions): Promise<void> {
+      if (opts.customer === undefined || !deps.rateWindows) return;
+      const limit = await customerRateLimit(pool, principal.accountId, opts.customer);
+      if (limit === null) return;
+      const bucket = `customer:${principal.accountId}:${createHash('sha256').update(opts.customer).digest('base64url')}`;
+      const decision = await deps.rateWindows.check(bucket, limit);
+      if (decision.refused) throw decision.refused;
+    },
+
     /** A live claim on the key: a true repeat is answered without pricing (or fetching) anything again. */
     async priorClaim(principal: Principal, opts: SubmitOptions): Promise<string | undefined> {
       const keyed = keyedOf(principal, opts);
@@ -114,6 +133,7 @@ export function createAdmission(deps: AdmissionDeps) {
           ...p,
           id: p.generationId,
           budgeted,
+          customerId: opts.customer,
           startsRunning: p.admittedRunning === true || p.apiRun?.admittedRunning === true,
         })),
         keyedOf(principal, opts),
@@ -124,6 +144,15 @@ export function createAdmission(deps: AdmissionDeps) {
       if (admission.outcome === 'over_budget') {
         throw new BudgetExceededError({
           keyId: admission.keyId,
+          requiredCredits: mcToCredits(admission.requiredMc),
+          availableCredits: mcToCredits(admission.availableMc),
+          budgetCredits: mcToCredits(admission.maxMc),
+          period: admission.period,
+        });
+      }
+      if (admission.outcome === 'over_customer_budget') {
+        throw new CustomerBudgetExceededError({
+          customer: admission.customerId,
           requiredCredits: mcToCredits(admission.requiredMc),
           availableCredits: mcToCredits(admission.availableMc),
           budgetCredits: mcToCredits(admission.maxMc),

@@ -120,6 +120,7 @@ export function createReads({
         before,
         kind: q.kind,
         status: q.status,
+        customerId: q.customer,
         order: q.order,
       });
       const page = rows.slice(0, q.limit);

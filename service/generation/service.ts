@@ -34,7 +34,14 @@ export type {
  */
 export function createGenerationService(deps: GenerationServiceDeps) {
   const { pool, gateway, store } = deps;
-  const admission = createAdmission({ pool, gateway, store, syncWaitMs: deps.syncWaitMs, deadlines: deps.deadlines });
+  const admission = createAdmission({
+    pool,
+    gateway,
+    store,
+    syncWaitMs: deps.syncWaitMs,
+    deadlines: deps.deadlines,
+    rateWindows: deps.rateWindows,
+  });
   const provider = deps.provider ?? createSimulator();
   const serves: Serves = (model, feature) => provider.serves?.(model, feature) ?? false;
   const submit = createSubmit({

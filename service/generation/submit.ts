@@ -146,12 +146,13 @@ export function createSubmit(deps: SubmitDeps) {
   };
 
   /** The generation as admission wrote it: queued (or running), nothing charged, no output yet. */
-  const queuedView = (input: GenerationWorkflowInput, createdAt: Date): Promise<GenerationView> =>
+  const queuedView = (input: GenerationWorkflowInput, createdAt: Date, opts: SubmitOptions): Promise<GenerationView> =>
     viewOf(
       {
         id: input.generationId,
         accountId: input.accountId,
         apiKeyId: input.apiKeyId,
+        customerId: opts.customer ?? null,
         kind: input.kind,
         model: input.model,
         status: input.admittedRunning ? 'running' : 'queued',
@@ -184,12 +185,16 @@ export function createSubmit(deps: SubmitDeps) {
    * saying nothing was charged, which a client without a key would answer by paying twice. It is
    * answered as admitted instead, queued, for the client to poll.
    */
-  const admittedView = async (input: GenerationWorkflowInput, createdAt: Date): Promise<GenerationView> => {
+  const admittedView = async (
+    input: GenerationWorkflowInput,
+    createdAt: Date,
+    opts: SubmitOptions,
+  ): Promise<GenerationView> => {
     try {
       return await viewOf(await readOwn(pool, input.accountId, input.generationId), store);
     } catch (err) {
       if (classifyDbError(err) !== 'transient') throw err;
-      return queuedView(input, createdAt);
+      return queuedView(input, createdAt, opts);
     }
   };
 
@@ -203,6 +208,7 @@ export function createSubmit(deps: SubmitDeps) {
     principal: Principal,
     opts: SubmitOptions & { count?: number },
   ): Promise<SubmittedMany> => {
+    await admission.limitCustomer(principal, opts);
     const prior = await admission.priorClaim(principal, opts);
     if (prior !== undefined) return admission.replay(principal.accountId, prior, opts);
 
@@ -230,7 +236,7 @@ export function createSubmit(deps: SubmitDeps) {
       // (docs/decisions/0011-workflow-start.md).
       admissionTimer();
       startInBackground(only, opts);
-      return { generations: [await queuedView(only, admitted.createdAt)], replayed: false };
+      return { generations: [await queuedView(only, admitted.createdAt, opts)], replayed: false };
     }
     try {
       // Each either starts or gives its hold back at once; none is left held without a workflow.
@@ -250,7 +256,7 @@ export function createSubmit(deps: SubmitDeps) {
       admissionTimer();
       await Promise.all(admitted.inputs.map((input) => admission.waitIfSync(input.generationId, input.kind, opts)));
       return {
-        generations: await Promise.all(admitted.inputs.map((input) => admittedView(input, admitted.createdAt))),
+        generations: await Promise.all(admitted.inputs.map((input) => admittedView(input, admitted.createdAt, opts))),
         replayed: false,
       };
     } catch (err) {

@@ -10,6 +10,11 @@ import type { PricedGeneration } from './requests';
 
 /** What the generation service takes and gives: shared by its parts and by the doors that call it. */
 
+/** Sliding 60 s windows by bucket, as the API's rate limiter keeps them (in process, or in Redis for every instance). */
+export interface RateWindows {
+  check(bucket: string, limit: number): Promise<{ refused?: Error | undefined }>;
+}
+
 export interface GenerationServiceDeps {
   pool: pg.Pool;
   gateway: GenerationGateway;
@@ -24,6 +29,8 @@ export interface GenerationServiceDeps {
   prepareInput?: (priced: PricedGeneration, uploaded?: Buffer, edit?: EditSources) => Promise<PreparedInput>;
   /** Runs the chats the API streams itself (group B); the simulator when not given. */
   provider?: Provider;
+  /** The API's rate windows: customers' rate limits are counted in them; without them none is enforced. */
+  rateWindows?: RateWindows;
   /** Where trouble that no client hears of is told (e.g. a report Temporal did not take). */
   log?: (message: string, err: unknown) => void;
 }
@@ -60,6 +67,12 @@ export interface SubmitOptions {
   deadlineMs?: number | undefined;
   /** The request's own spending cap (`max_credits`, as the door names it): a quote above it is refused before any hold. */
   spendCap?: { credits: number; param: string } | undefined;
+  /**
+   * The platform's own end user the request is for (`customer`, group B's `user` or
+   * `safety_identifier`, or `X-Customer-Id`): stored with the generation, held against the
+   * customer's budget and rate limit.
+   */
+  customer?: string | undefined;
   /** The request's logger: admission lines carry its request id next to the generation id. */
   log?: { info(obj: object, msg: string): void; warn?(obj: object, msg: string): void } | undefined;
 }
@@ -84,6 +97,8 @@ export interface ListQuery {
   after?: string | undefined;
   kind?: GenerationKind | undefined;
   status?: GenerationStatus | undefined;
+  /** Only the generations made for this customer of the account. */
+  customer?: string | undefined;
   order?: 'asc' | 'desc' | undefined;
 }
 

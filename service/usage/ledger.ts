@@ -4,6 +4,7 @@ import type { StoredLedgerEntry } from '../../core/db/ledger-entries';
 import { mcToCredits } from '../../core/money';
 import type { Principal } from '../../core/accounts/principal';
 import { decodeCursor, encodeCursor } from '../../core/cursor';
+import { csvOf } from './csv';
 
 /** What a movement was, as the account's ledger names it. */
 export const LEDGER_ENTRY_TYPES = ['topup', 'adjustment', 'hold', 'charge', 'release', 'refund'] as const;
@@ -25,6 +26,8 @@ export interface LedgerEntryView {
   /** The batch it belongs to (its hold, what it released, or a line's charge or release). */
   batchId: string | null;
   keyId: string | null;
+  /** The customer (the platform's own end user) whose generation it was; null for none, and for entries of no generation. */
+  customer: string | null;
   note: string | null;
   createdAt: string;
 }
@@ -54,6 +57,7 @@ function viewOf(e: StoredLedgerEntry): LedgerEntryView {
     generationId: e.generationId,
     batchId: e.batchId,
     keyId: e.keyId,
+    customer: e.customerId,
     note: e.note,
     createdAt: e.createdAt.toISOString(),
   };
@@ -61,14 +65,18 @@ function viewOf(e: StoredLedgerEntry): LedgerEntryView {
 
 const ENTRY_ID = /^\d{1,18}$/;
 
-/** An account's ledger, newest first, a page at a time (the cursor is opaque, like the generation list's). */
+/** An account's ledger, newest first, a page at a time (the cursor is opaque, like the generation list's); of one customer's generations when given. */
 export async function ledgerPage(
   pool: pg.Pool,
   principal: Principal,
-  q: { limit: number; cursor?: string | undefined },
+  q: { limit: number; cursor?: string | undefined; customer?: string | undefined },
 ) {
   const beforeId = q.cursor === undefined ? undefined : Number(decodeCursor(q.cursor, ENTRY_ID));
-  const rows = await listLedgerEntries(pool, principal.accountId, { limit: q.limit + 1, beforeId });
+  const rows = await listLedgerEntries(pool, principal.accountId, {
+    limit: q.limit + 1,
+    beforeId,
+    customerId: q.customer,
+  });
   const data = rows.slice(0, q.limit).map(viewOf);
   return { data, next_cursor: rows.length > q.limit ? encodeCursor(data.at(-1)!.id) : null };
 }
@@ -84,18 +92,10 @@ const CSV_COLUMNS = [
   'generationId',
   'batchId',
   'keyId',
+  'customer',
   'note',
 ] as const;
 
-/** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled; a leading = + - @ is defused for spreadsheets. */
-function csvField(value: string | number | null): string {
-  if (value === null) return '';
-  let text = String(value);
-  if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
 export function ledgerCsv(entries: readonly LedgerEntryView[]): string {
-  const lines = [CSV_COLUMNS.join(','), ...entries.map((e) => CSV_COLUMNS.map((c) => csvField(e[c])).join(','))];
-  return `${lines.join('\r\n')}\r\n`;
+  return csvOf(CSV_COLUMNS, entries);
 }

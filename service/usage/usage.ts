@@ -3,6 +3,7 @@ import { usageOf } from '../../core/db/usage';
 import type { UsageGroup } from '../../core/db/usage';
 import { InvalidRequestError } from '../../core/errors';
 import { mcToCredits } from '../../core/money';
+import { csvOf } from './csv';
 import type { Principal } from '../../core/accounts/principal';
 
 const DAY_MS = 86_400_000;
@@ -10,14 +11,14 @@ const DAY_MS = 86_400_000;
 export const MAX_USAGE_DAYS = 366;
 
 /**
- * An account's usage in [from, to) per day, model, key or kind: credits charged, generations,
+ * An account's usage in [from, to) per day, model, key, kind or customer (or of one customer): credits charged, generations,
  * how they ended, output tokens. Default range: the last 30 days up to now. A day-grouped answer
  * lists every day of the range, those without a generation as zeros, so a chart has no gaps.
  */
 export async function usageReport(
   pool: pg.Pool,
   principal: Principal,
-  q: { from?: string | undefined; to?: string | undefined; group_by: UsageGroup },
+  q: { from?: string | undefined; to?: string | undefined; group_by: UsageGroup; customer?: string | undefined },
 ) {
   const to = q.to ? new Date(q.to) : new Date();
   const from = q.from
@@ -26,7 +27,7 @@ export async function usageReport(
   if (!(from < to)) throw new InvalidRequestError('from must be before to', 'from');
   if (to.getTime() - from.getTime() > MAX_USAGE_DAYS * DAY_MS)
     throw new InvalidRequestError(`at most ${MAX_USAGE_DAYS} days at a time`, 'from');
-  const rows = await usageOf(pool, principal.accountId, { from, to }, q.group_by);
+  const rows = await usageOf(pool, principal.accountId, { from, to }, q.group_by, q.customer);
   let data = rows.map((r) => ({
     group: r.group,
     creditsCharged: mcToCredits(r.chargedMc),
@@ -64,4 +65,25 @@ export async function usageReport(
       outputTokens: sum('outputTokens'),
     },
   };
+}
+
+export type UsageReport = Awaited<ReturnType<typeof usageReport>>;
+
+const USAGE_CSV_COLUMNS = [
+  'from',
+  'to',
+  'group',
+  'creditsCharged',
+  'generations',
+  'succeeded',
+  'failed',
+  'outputTokens',
+] as const;
+
+/** A usage report as CSV, one line per group with the period on each (what a platform invoices its customers from). */
+export function usageCsv(report: UsageReport): string {
+  return csvOf(
+    USAGE_CSV_COLUMNS,
+    report.data.map((d) => ({ from: report.from, to: report.to, ...d })),
+  );
 }

@@ -18,7 +18,9 @@ import { activeTraceparent } from '../../core/tracing';
 import { inTransaction } from '../../core/db/pool';
 import { InvalidRequestError, NotFoundError, ServiceUnavailableError, WebhookDisabledError } from '../../core/errors';
 import { DELIVERY_ID_PATTERN, newId, WEBHOOK_ID_PATTERN } from '../../core/ids';
-import { assertWebhooksScope } from '../../core/accounts/principal';
+import { actorOf, assertWebhooksScope } from '../../core/accounts/principal';
+import { insertAuditEvent } from '../../core/db/audit';
+import { audited } from '../accounts/audit';
 import type { Principal } from '../../core/accounts/principal';
 import { CATALOGUES, subscribable, unknownEvents } from '../../core/webhooks/events';
 import type { WebhookFormat } from '../../core/webhooks/events';
@@ -148,7 +150,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
             `An account can register at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints; delete one (DELETE /api/v1/webhooks/{id}) before adding another.`,
           );
         }
-        return insertEndpoint(tx, {
+        const created = await insertEndpoint(tx, {
           id,
           accountId: principal.accountId,
           url,
@@ -157,6 +159,14 @@ export function createWebhookService(deps: WebhookServiceDeps) {
           description: req.description ?? null,
           secretSealed: secretBox.seal(secret, id),
         });
+        await insertAuditEvent(tx, {
+          accountId: principal.accountId,
+          actor: actorOf(principal),
+          action: 'webhook.created',
+          target: id,
+          details: { url, format, events, description: req.description ?? null },
+        });
+        return created;
       });
       return { endpoint: viewOf(endpoint), secret };
     },
@@ -180,14 +190,37 @@ export function createWebhookService(deps: WebhookServiceDeps) {
         description: req.description,
         enabled: req.enabled,
       };
-      const updated = await updateEndpoint(pool, principal.accountId, id, patch);
+      const updated = await audited(
+        pool,
+        (tx) => updateEndpoint(tx, principal.accountId, id, patch),
+        () => ({
+          accountId: principal.accountId,
+          actor: actorOf(principal),
+          action: 'webhook.updated',
+          target: id,
+          details: Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)),
+        }),
+      );
       if (!updated) throw new NotFoundError(`Webhook endpoint '${id}' not found.`, { param: 'id' });
       return viewOf(updated);
     },
 
     async remove(principal: Principal, id: string): Promise<void> {
       assertWebhooksScope(principal);
-      if (!WEBHOOK_ID_PATTERN.test(id) || !(await deleteEndpoint(pool, principal.accountId, id))) {
+      const deleted =
+        WEBHOOK_ID_PATTERN.test(id) &&
+        (await audited(
+          pool,
+          async (tx) => (await deleteEndpoint(tx, principal.accountId, id)) || undefined,
+          () => ({
+            accountId: principal.accountId,
+            actor: actorOf(principal),
+            action: 'webhook.deleted',
+            target: id,
+            details: {},
+          }),
+        ));
+      if (!deleted) {
         throw new NotFoundError(`Webhook endpoint '${id}' not found.`, { param: 'id' });
       }
     },
@@ -198,12 +231,23 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       const secretBox = box();
       await find(principal, id);
       const secret = generateSecret();
-      const rotated = await rotateEndpointSecret(
+      const rotated = await audited(
         pool,
-        principal.accountId,
-        id,
-        secretBox.seal(secret, id),
-        new Date(clock() + ROTATION_OVERLAP_MS),
+        (tx) =>
+          rotateEndpointSecret(
+            tx,
+            principal.accountId,
+            id,
+            secretBox.seal(secret, id),
+            new Date(clock() + ROTATION_OVERLAP_MS),
+          ),
+        () => ({
+          accountId: principal.accountId,
+          actor: actorOf(principal),
+          action: 'webhook.secret_rotated',
+          target: id,
+          details: {},
+        }),
       );
       if (!rotated) throw new NotFoundError(`Webhook endpoint '${id}' not found.`, { param: 'id' });
       return { endpoint: viewOf(rotated), secret };

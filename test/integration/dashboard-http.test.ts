@@ -12,11 +12,13 @@ import { hashToken } from '../../core/accounts/passwords';
 import { SCOPES } from '../../core/accounts/api-keys';
 import { GENERATION_KINDS, GENERATION_STATUSES } from '../../core/vocabulary';
 import { freePort } from '../../runtime/process';
-import { dashboardUser, linkToken, login } from '../support/dashboard';
+import { dashboardUser, linkToken, login, userOf } from '../support/dashboard';
+import { DASHBOARD_ROUTE_PERMISSIONS } from '../../api/dashboard/permissions';
+import { mayDo, ROLE_PERMISSIONS, ROLES } from '../../core/roles';
 import type { DashboardUser } from '../support/dashboard';
 import { ADMIN_TOKEN, startHarness, withScratchDatabase } from '../support/harness';
 import type { Harness } from '../support/harness';
-import { createConformance, loadDocument } from '../support/openapi';
+import { createConformance, loadDocument, servedRoutes } from '../support/openapi';
 import type { Method } from '../support/openapi';
 
 let h: Harness;
@@ -743,6 +745,28 @@ function everyDashboardRoute(): [Method, string, string, unknown][] {
     ['get', `${P}/{id}/deliveries`, `${P}/wh_nope/deliveries`, undefined],
     ['post', `${P}/{id}/deliveries/{deliveryId}/redeliver`, `${P}/wh_nope/deliveries/whd_nope/redeliver`, undefined],
     ['post', `${P}/{id}/test`, `${P}/wh_nope/test`, undefined],
+    ['get', '/dashboard/api/ledger', '/dashboard/api/ledger', undefined],
+    ['get', '/dashboard/api/customer-defaults', '/dashboard/api/customer-defaults', undefined],
+    [
+      'put',
+      '/dashboard/api/customer-defaults',
+      '/dashboard/api/customer-defaults',
+      { budget: null, rateLimitPerMinute: null },
+    ],
+    ['get', '/dashboard/api/customers', '/dashboard/api/customers', undefined],
+    ['get', '/dashboard/api/customers/{customer}', '/dashboard/api/customers/nobody', undefined],
+    [
+      'put',
+      '/dashboard/api/customers/{customer}/limits',
+      '/dashboard/api/customers/c1/limits',
+      { rateLimitPerMinute: 3 },
+    ],
+    ['delete', '/dashboard/api/customers/{customer}/limits', '/dashboard/api/customers/nobody/limits', undefined],
+    ['get', '/dashboard/api/team', '/dashboard/api/team', undefined],
+    ['post', '/dashboard/api/team', '/dashboard/api/team', { email: 'invitee@example.com', role: 'viewer' }],
+    ['patch', '/dashboard/api/team/{id}', '/dashboard/api/team/usr_nope', { role: 'viewer' }],
+    ['delete', '/dashboard/api/team/{id}', '/dashboard/api/team/usr_nope', undefined],
+    ['get', '/dashboard/api/audit-log', '/dashboard/api/audit-log', undefined],
   ];
 }
 const FAKE_SESSION: Session = { cookie: `gensvc_session=${'a'.repeat(43)}`, csrf: 'x' };
@@ -853,6 +877,216 @@ describe('every documented answer of the session routes', () => {
         await broken.close();
       }
     });
+  });
+
+  it('each role against each route: refused with 403 permission_error exactly where its permissions say', async () => {
+    const owner = await dashboardUser(h);
+    const table = Object.entries(DASHBOARD_ROUTE_PERMISSIONS);
+    // The table names every session route the app serves, and only those.
+    const served = [...servedRoutes(h.app)].filter((r) => r.includes(' /dashboard/api/'));
+    const open = [
+      'post /dashboard/api/login',
+      'post /dashboard/api/set-password',
+      'post /dashboard/api/signup',
+      'post /dashboard/api/signup/verify',
+    ];
+    const listed = table.map(([r]) => r.replace(/^[A-Z]+/, (m) => m.toLowerCase()));
+    expect(served.filter((r) => !open.includes(r) && !listed.includes(r))).toEqual([]);
+    // Billing's routes are served only when Stripe is configured (not here).
+    expect(listed.filter((r) => !served.includes(r))).toEqual([
+      'get /dashboard/api/billing',
+      'post /dashboard/api/billing/checkout',
+    ]);
+    for (const role of ROLES) {
+      const s = await login(h, await userOf(h, owner.accountId, role));
+      expect((await as(s, 'get', '/dashboard/api/session')).json()).toMatchObject({
+        role,
+        permissions: ROLE_PERMISSIONS[role],
+      });
+      for (const [method, path, url, body] of everyDashboardRoute()) {
+        if (method === 'post' && path === '/dashboard/api/logout') continue;
+        const needed = DASHBOARD_ROUTE_PERMISSIONS[`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`];
+        expect(needed, `${method} ${path} is in the table`).toBeDefined();
+        const res = await as(s, method, url, body);
+        if (mayDo(role, needed!)) expect(res.statusCode, `${role} ${method} ${path}: ${res.body}`).not.toBe(403);
+        else
+          expect(
+            c.conforms<{ error: { type: string } }>(res, method, path, 403).error.type,
+            `${role} ${method} ${path}`,
+          ).toBe('permission_error');
+      }
+      // Generating with the session (the playground, group C) is the developer's, the admin's and the owner's.
+      const gen = await as(s, 'post', '/api/generate', { kind: 'chat', prompt: 'hi' });
+      expect(gen.statusCode === 403, `${role} POST /api/generate`).toBe(!mayDo(role, 'playground'));
+    }
+  });
+
+  it('the team: invitations carry the role, only an owner touches an owner, the last owner stays, and every change is in the audit log', async () => {
+    const owner = await dashboardUser(h);
+    const s = await login(h, owner);
+    const invited = c.conforms<{ id: string; role: string; setPasswordUrl: string }>(
+      await as(s, 'post', '/dashboard/api/team', { email: `admin-${Date.now()}@example.com`, role: 'admin' }),
+      'post',
+      '/dashboard/api/team',
+      201,
+    );
+    expect(invited.role).toBe('admin');
+    c.conforms(
+      await as(s, 'post', '/dashboard/api/team', { email: 'not an address', role: 'admin' }),
+      'post',
+      '/dashboard/api/team',
+      400,
+    );
+    c.conforms(
+      await as(s, 'post', '/dashboard/api/team', { email: owner.email, role: 'viewer' }),
+      'post',
+      '/dashboard/api/team',
+      409,
+    );
+    const password = 'correct horse battery staple';
+    await as(undefined, 'post', '/dashboard/api/set-password', { token: linkToken(invited.setPasswordUrl), password });
+    const list = c.conforms<{ data: { id: string; email: string; role: string }[] }>(
+      await as(s, 'get', '/dashboard/api/team'),
+      'get',
+      '/dashboard/api/team',
+      200,
+    );
+    const admin = list.data.find((m) => m.id === invited.id)!;
+    const a = await login(h, { email: admin.email, password });
+    // An admin may not make an owner, nor change or remove one.
+    c.conforms(
+      await as(a, 'post', '/dashboard/api/team', { email: `o-${Date.now()}@example.com`, role: 'owner' }),
+      'post',
+      '/dashboard/api/team',
+      403,
+    );
+    c.conforms(
+      await as(a, 'patch', `/dashboard/api/team/${owner.userId}`, { role: 'viewer' }),
+      'patch',
+      '/dashboard/api/team/{id}',
+      403,
+    );
+    c.conforms(await as(a, 'delete', `/dashboard/api/team/${owner.userId}`), 'delete', '/dashboard/api/team/{id}', 403);
+    // The last owner can neither step down nor leave.
+    c.conforms(
+      await as(s, 'patch', `/dashboard/api/team/${owner.userId}`, { role: 'admin' }),
+      'patch',
+      '/dashboard/api/team/{id}',
+      409,
+    );
+    c.conforms(await as(s, 'delete', `/dashboard/api/team/${owner.userId}`), 'delete', '/dashboard/api/team/{id}', 409);
+    c.conforms(
+      await as(s, 'patch', `/dashboard/api/team/${invited.id}`, { role: 'boss' }),
+      'patch',
+      '/dashboard/api/team/{id}',
+      400,
+    );
+    c.conforms(
+      await as(s, 'patch', '/dashboard/api/team/usr_nope', { role: 'viewer' }),
+      'patch',
+      '/dashboard/api/team/{id}',
+      404,
+    );
+    c.conforms(await as(s, 'delete', '/dashboard/api/team/usr_nope'), 'delete', '/dashboard/api/team/{id}', 404);
+    c.conforms(
+      await as(s, 'patch', `/dashboard/api/team/${invited.id}`, { role: 'billing' }),
+      'patch',
+      '/dashboard/api/team/{id}',
+      200,
+    );
+    // The demoted member's next request has the new role: billing reads the ledger but may not see the audit log.
+    c.conforms(await as(a, 'get', '/dashboard/api/ledger'), 'get', '/dashboard/api/ledger', 200);
+    c.conforms(await as(a, 'get', '/dashboard/api/ledger?format=csv'), 'get', '/dashboard/api/ledger', 200);
+    c.conforms(await as(a, 'get', '/dashboard/api/ledger?cursor=nonsense'), 'get', '/dashboard/api/ledger', 400);
+    expect((await as(a, 'get', '/dashboard/api/audit-log')).statusCode).toBe(403);
+    // Customers' limits: billing's.
+    c.conforms(
+      await as(a, 'put', '/dashboard/api/customer-defaults', {
+        budget: { maxCredits: 10, period: 'week' },
+        rateLimitPerMinute: 60,
+      }),
+      'put',
+      '/dashboard/api/customer-defaults',
+      200,
+    );
+    c.conforms(
+      await as(a, 'put', '/dashboard/api/customer-defaults', {
+        budget: { maxCredits: 10, period: 'year' },
+        rateLimitPerMinute: null,
+      }),
+      'put',
+      '/dashboard/api/customer-defaults',
+      400,
+    );
+    c.conforms(await as(a, 'get', '/dashboard/api/customer-defaults'), 'get', '/dashboard/api/customer-defaults', 200);
+    c.conforms(
+      await as(a, 'put', '/dashboard/api/customers/alice/limits', { budget: { maxCredits: 5, period: 'day' } }),
+      'put',
+      '/dashboard/api/customers/{customer}/limits',
+      200,
+    );
+    c.conforms(
+      await as(a, 'put', '/dashboard/api/customers/alice/limits', { rateLimitPerMinute: -2 }),
+      'put',
+      '/dashboard/api/customers/{customer}/limits',
+      400,
+    );
+    c.conforms(await as(a, 'get', '/dashboard/api/customers/alice'), 'get', '/dashboard/api/customers/{customer}', 200);
+    c.conforms(await as(a, 'get', '/dashboard/api/customers'), 'get', '/dashboard/api/customers', 200);
+    c.conforms(await as(a, 'get', '/dashboard/api/customers?cursor=nonsense'), 'get', '/dashboard/api/customers', 400);
+    c.conforms(
+      await as(a, 'get', '/dashboard/api/customers/nobody'),
+      'get',
+      '/dashboard/api/customers/{customer}',
+      404,
+    );
+    const long = 'x'.repeat(300);
+    c.conforms(
+      await as(a, 'get', `/dashboard/api/customers/${long}`),
+      'get',
+      '/dashboard/api/customers/{customer}',
+      400,
+    );
+    c.conforms(
+      await as(a, 'delete', `/dashboard/api/customers/${long}/limits`),
+      'delete',
+      '/dashboard/api/customers/{customer}/limits',
+      400,
+    );
+    c.conforms(
+      await as(a, 'delete', '/dashboard/api/customers/nobody/limits'),
+      'delete',
+      '/dashboard/api/customers/{customer}/limits',
+      404,
+    );
+    c.conforms(
+      await as(a, 'delete', '/dashboard/api/customers/alice/limits'),
+      'delete',
+      '/dashboard/api/customers/{customer}/limits',
+      200,
+    );
+    c.conforms(await as(s, 'delete', `/dashboard/api/team/${invited.id}`), 'delete', '/dashboard/api/team/{id}', 200);
+    // Removed: the member's session ends at once.
+    expect((await as(a, 'get', '/dashboard/api/session')).statusCode).toBe(401);
+    c.conforms(await as(s, 'get', '/dashboard/api/audit-log?cursor=nonsense'), 'get', '/dashboard/api/audit-log', 400);
+    const log = c.conforms<{
+      data: {
+        action: string;
+        target: string | null;
+        actor: { type: string; email: string | null; ip: string | null };
+      }[];
+    }>(await as(s, 'get', '/dashboard/api/audit-log?limit=200'), 'get', '/dashboard/api/audit-log', 200);
+    expect(log.data.map((e) => [e.action, e.actor.email])).toEqual([
+      ['member.removed', owner.email],
+      ['customer.limits_removed', admin.email],
+      ['customer.limits_set', admin.email],
+      ['customer_defaults.set', admin.email],
+      ['member.role_changed', owner.email],
+      ['member.invited', owner.email],
+      ['member.invited', null],
+      ['key.created', null],
+    ]);
+    expect(log.data[0]!.actor.ip).toBeTruthy();
   });
 
   it('every documented status of the dashboard routes and of POST /admin/v1/users was produced', () => {

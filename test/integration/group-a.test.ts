@@ -199,7 +199,7 @@ describe('authorization matrix', () => {
   }
   interface Row {
     request: (ids: Ids) => {
-      method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+      method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
       url: string;
       body?: unknown;
       headers?: Record<string, string>;
@@ -313,6 +313,43 @@ describe('authorization matrix', () => {
       request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/test` }),
       expect: { noScope: 403, otherAccount: 404, right: 202 },
     },
+    // The account's customers and audit log: the customers and audit scopes; another account's customer is not found.
+    'GET /api/v1/customer-defaults': {
+      request: () => ({ method: 'GET', url: '/api/v1/customer-defaults' }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'PUT /api/v1/customer-defaults': {
+      request: () => ({
+        method: 'PUT',
+        url: '/api/v1/customer-defaults',
+        body: { budget: null, rateLimitPerMinute: null },
+      }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'GET /api/v1/customers': {
+      request: () => ({ method: 'GET', url: '/api/v1/customers' }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'GET /api/v1/customers/:customer': {
+      request: () => ({ method: 'GET', url: '/api/v1/customers/matrix-user' }),
+      expect: { noScope: 403, otherAccount: 404, right: 200 },
+    },
+    'DELETE /api/v1/customers/:customer/limits': {
+      request: () => ({ method: 'DELETE', url: '/api/v1/customers/matrix-user/limits' }),
+      expect: { noScope: 403, otherAccount: 404, right: 200 },
+    },
+    'PUT /api/v1/customers/:customer/limits': {
+      request: () => ({
+        method: 'PUT',
+        url: '/api/v1/customers/matrix-user/limits',
+        body: { rateLimitPerMinute: 100 },
+      }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'GET /api/v1/audit-log': {
+      request: () => ({ method: 'GET', url: '/api/v1/audit-log' }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
     // Batches (made through group B): any key of the account reads, follows and cancels them.
     'GET /api/v1/batches': {
       request: () => ({ method: 'GET', url: '/api/v1/batches' }),
@@ -368,8 +405,20 @@ describe('authorization matrix', () => {
   });
 
   it('answers each route with the documented status for each kind of caller', async () => {
-    const owner = await h.account({ credits: 1_000, scopes: ['image', 'video', 'chat', 'upscale', 'webhooks'] });
-    const stranger = await h.account({ credits: 1_000 });
+    const owner = await h.account({
+      credits: 1_000,
+      scopes: ['image', 'video', 'chat', 'upscale', 'webhooks', 'customers', 'audit'],
+    });
+    const stranger = await h.account({
+      credits: 1_000,
+      scopes: ['image', 'video', 'chat', 'webhooks', 'customers', 'audit'],
+    });
+    // A customer of the owner's, with limits of its own.
+    const capped = await h.call('PUT', '/api/v1/customers/matrix-user/limits', {
+      key: owner.key,
+      body: { rateLimitPerMinute: 100 },
+    });
+    expect(capped.statusCode, capped.body).toBe(200);
     const chatOnly = await h.admin('POST', `/admin/v1/accounts/${owner.accountId}/keys`, { scopes: ['chat'] });
     const revoked = await h.admin('POST', `/admin/v1/accounts/${owner.accountId}/keys`, {
       scopes: ['image', 'video', 'chat'],
@@ -440,10 +489,12 @@ describe('authorization matrix', () => {
     const results: string[] = [];
     for (const [route, row] of Object.entries(MATRIX)) {
       for (const who of WHO) {
-        // A fresh running video for every cancel, so each caller meets a cancellable generation.
-        const cancellable = (
-          await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'long sim:delay=60000' })
-        ).body.generation.id;
+        // A fresh running video for every cancel, so each caller meets a cancellable generation (only
+        // for that route: a video for every call would spend the key's rate limit).
+        const cancellable = route.includes('generations/:id/cancel')
+          ? (await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'long sim:delay=60000' }))
+              .body.generation.id
+          : generation;
         const disposable =
           route.startsWith('PATCH') || route.startsWith('DELETE') || route.includes('rotate-secret')
             ? await createEndpoint()
@@ -486,7 +537,8 @@ describe('authorization matrix', () => {
             error: { type: /\/api\/(v1\/|mcp)/.test(route) ? 'authentication_error' : 'unauthorized' },
           });
         if (res.statusCode === 404) expect(res.json()).toMatchObject({ error: { type: 'not_found' } });
-        await h.call('POST', `/api/v1/generations/${cancellable}/cancel`, { key: owner.key });
+        if (cancellable !== generation)
+          await h.call('POST', `/api/v1/generations/${cancellable}/cancel`, { key: owner.key });
         if (cancellableBatch !== batch)
           await h.call('POST', `/api/v1/batches/${cancellableBatch}/cancel`, { key: owner.key });
       }

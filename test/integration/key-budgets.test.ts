@@ -6,8 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { release, settle } from '../../core/ledger';
-import { freePort } from '../../runtime/process';
-import { createProcessGroup, http, minimalEnv, waitForHealth } from '../support/app-processes';
+import { createProcessGroup, http, twoApiProcesses } from '../support/app-processes';
 import { createDatabase, databaseUrlFor, dropDatabase } from '../support/harness';
 
 const ADMIN_TOKEN = 'key-budgets-admin-token-0123456789';
@@ -29,29 +28,14 @@ beforeAll(async () => {
     await createDatabase(name);
     databaseCreated = true;
     pool = new pg.Pool({ connectionString: databaseUrlFor(name), max: 4 });
-    const shared: Record<string, string> = {
-      ...minimalEnv(),
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrlFor(name),
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_TASK_QUEUE: `q-${name}`,
-      ADMIN_TOKEN,
-      URL_SIGNING_SECRET: 'key-budgets-signing-secret-0123456789',
-      WEBHOOK_SECRET_KEY: 'key-budgets-webhook-key-0123456789',
-      LOG_LEVEL: 'warn',
-    };
-    const ports = [await freePort(), await freePort()] as const;
-    bases = [`http://127.0.0.1:${ports[0]}`, `http://127.0.0.1:${ports[1]}`];
-    ports.forEach((port, i) => {
-      group.start(`api ${i + 1}`, 'runtime/api-process.ts', {
-        ...shared,
-        PORT: String(port),
-        PUBLIC_BASE_URL: bases[i]!,
-        DATA_DIR: join(dataRoot, `api-${i + 1}`),
-      });
+    bases = await twoApiProcesses(group, {
+      name,
+      databaseUrl: databaseUrlFor(name),
+      temporalAddress: inject('temporalAddress'),
+      adminToken: ADMIN_TOKEN,
+      dataRoot,
+      startupMs: STARTUP_MS,
     });
-    await Promise.all(bases.map((base) => waitForHealth(group, base, STARTUP_MS)));
   });
 }, STARTUP_MS + 30_000);
 

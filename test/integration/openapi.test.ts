@@ -787,6 +787,7 @@ describe('authentication and rate limits on every keyed route', () => {
     ['post', '/api/v1/generations/{id}/remix', `/api/v1/generations/${MISSING_GENERATION}/remix`, { prompt: 'x' }],
     ['get', '/api/v1/generations/{id}/events', `/api/v1/generations/${MISSING_GENERATION}/events`, undefined],
     ['get', '/api/v1/events', `/api/v1/events?ids=${MISSING_GENERATION}`, undefined],
+    ...customerRoutes().map(([m, p, u, b]): [Method, string, string, unknown] => [m, p, u, b]),
   ];
 
   it('401 without a key, with a malformed key and with a revoked key, typed per group', async () => {
@@ -817,6 +818,95 @@ describe('authentication and rate limits on every keyed route', () => {
       expect(c.conforms(res, method, path, 429)).toMatchObject({ error: { type: 'rate_limit_error', code: 429 } });
       expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     }
+  });
+});
+
+/** The account's customers and audit log under /api/v1 (a key with the customers and audit scopes). */
+function customerRoutes(): [Method, string, string, unknown][] {
+  return [
+    ['get', '/api/v1/customer-defaults', '/api/v1/customer-defaults', undefined],
+    ['put', '/api/v1/customer-defaults', '/api/v1/customer-defaults', { budget: null, rateLimitPerMinute: null }],
+    ['get', '/api/v1/customers', '/api/v1/customers', undefined],
+    ['get', '/api/v1/customers/{customer}', '/api/v1/customers/c1', undefined],
+    ['put', '/api/v1/customers/{customer}/limits', '/api/v1/customers/c1/limits', { rateLimitPerMinute: 5 }],
+    ['delete', '/api/v1/customers/{customer}/limits', '/api/v1/customers/c1/limits', undefined],
+    ['get', '/api/v1/audit-log', '/api/v1/audit-log', undefined],
+  ];
+}
+
+describe('customers and the audit log (group A) conform to the document', () => {
+  it('200, 400, 403 without the scope, 404 for a customer never named', async () => {
+    const { key } = await h.account({ credits: 10, scopes: ['image', 'customers', 'audit'] });
+    const { key: plain } = await h.account({ credits: 10, scopes: ['image'] });
+    for (const [method, path, url, body] of customerRoutes())
+      expect(
+        c.conforms<{ error: { type: string } }>(await call(h.app, method, url, plain, body), method, path, 403).error
+          .type,
+      ).toBe('permission_error');
+    c.conforms(await call(h.app, 'get', '/api/v1/customers/c1', key), 'get', '/api/v1/customers/{customer}', 404);
+    c.conforms(
+      await call(h.app, 'delete', '/api/v1/customers/c1/limits', key),
+      'delete',
+      '/api/v1/customers/{customer}/limits',
+      404,
+    );
+    const defaults = { budget: { maxCredits: 30, period: 'month' }, rateLimitPerMinute: 20 };
+    expect(
+      c.conforms(
+        await call(h.app, 'put', '/api/v1/customer-defaults', key, defaults),
+        'put',
+        '/api/v1/customer-defaults',
+        200,
+      ),
+    ).toEqual(defaults);
+    c.conforms(await call(h.app, 'get', '/api/v1/customer-defaults', key), 'get', '/api/v1/customer-defaults', 200);
+    const own = c.conforms<{ customer: string; budget: { source: string }; rateLimitPerMinute: number }>(
+      await call(h.app, 'put', '/api/v1/customers/a%20b%2Fc/limits', key, { rateLimitPerMinute: 5 }),
+      'put',
+      '/api/v1/customers/{customer}/limits',
+      200,
+    );
+    expect(own).toMatchObject({ customer: 'a b/c', budget: { source: 'default' }, rateLimitPerMinute: 5 });
+    c.conforms(
+      await call(h.app, 'get', '/api/v1/customers/a%20b%2Fc', key),
+      'get',
+      '/api/v1/customers/{customer}',
+      200,
+    );
+    const list = c.conforms<{ data: { customer: string }[] }>(
+      await call(h.app, 'get', '/api/v1/customers', key),
+      'get',
+      '/api/v1/customers',
+      200,
+    );
+    expect(list.data.map((x) => x.customer)).toEqual(['a b/c']);
+    c.conforms(
+      await call(h.app, 'delete', '/api/v1/customers/a%20b%2Fc/limits', key),
+      'delete',
+      '/api/v1/customers/{customer}/limits',
+      200,
+    );
+    for (const [method, path, url, body] of [
+      ['put', '/api/v1/customer-defaults', '/api/v1/customer-defaults', { budget: { maxCredits: -1, period: 'day' } }],
+      ['put', '/api/v1/customers/{customer}/limits', '/api/v1/customers/c1/limits', { rateLimitPerMinute: 0 }],
+      ['put', '/api/v1/customers/{customer}/limits', `/api/v1/customers/${'x'.repeat(300)}/limits`, {}],
+      ['get', '/api/v1/customers/{customer}', `/api/v1/customers/${'x'.repeat(300)}`, undefined],
+      ['delete', '/api/v1/customers/{customer}/limits', `/api/v1/customers/${'x'.repeat(300)}/limits`, undefined],
+      ['get', '/api/v1/customers', '/api/v1/customers?cursor=nonsense', undefined],
+      ['get', '/api/v1/audit-log', '/api/v1/audit-log?cursor=nonsense', undefined],
+    ] as [Method, string, string, unknown][])
+      c.conforms(await call(h.app, method, url, key, body), method, path, 400);
+    const audit = c.conforms<{ data: { action: string; target: string | null }[] }>(
+      await call(h.app, 'get', '/api/v1/audit-log', key),
+      'get',
+      '/api/v1/audit-log',
+      200,
+    );
+    expect(audit.data.slice(0, 3).map((e) => [e.action, e.target])).toEqual([
+      ['customer.limits_removed', 'a b/c'],
+      ['customer.limits_set', 'a b/c'],
+      ['customer_defaults.set', null],
+    ]);
   });
 });
 
@@ -988,6 +1078,7 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['post', '/api/v1/generations/{id}/remix', `/api/v1/generations/${MISSING_GENERATION}/remix`, key, { prompt: 'x' }],
     ['get', '/api/v1/generations/{id}/events', `/api/v1/generations/${MISSING_GENERATION}/events`, key, undefined],
     ['get', '/api/v1/events', `/api/v1/events?ids=${MISSING_GENERATION}`, key, undefined],
+    ...customerRoutes().map(([m, p, u, b]): [Method, string, string, string, unknown] => [m, p, u, key, b]),
     ['post', '/admin/v1/accounts', '/admin/v1/accounts', ADMIN_TOKEN, { plan: 'free', credits: 1 }],
     ['post', '/admin/v1/accounts/{id}/keys', '/admin/v1/accounts/acct_x/keys', ADMIN_TOKEN, { scopes: ['chat'] }],
     ['post', '/admin/v1/accounts/{id}/credits', '/admin/v1/accounts/acct_x/credits', ADMIN_TOKEN, { credits: 1 }],

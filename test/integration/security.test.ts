@@ -264,7 +264,15 @@ describe('webhook management needs the webhooks scope', () => {
     const s = await login(h, await userOf(h, accountId));
     const headers = { cookie: s.cookie, 'x-csrf-token': s.csrf };
     const words = await h.app.inject({ method: 'GET', url: '/dashboard/api/vocabulary', headers });
-    expect(words.json<{ scopes: string[] }>().scopes).toEqual(['image', 'video', 'chat', 'upscale', 'webhooks']);
+    expect(words.json<{ scopes: string[] }>().scopes).toEqual([
+      'image',
+      'video',
+      'chat',
+      'upscale',
+      'webhooks',
+      'customers',
+      'audit',
+    ]);
     const key = await h.app.inject({
       method: 'POST',
       url: '/dashboard/api/keys',

@@ -296,7 +296,7 @@ describe('deliveries', () => {
     const nested = await receiver();
     const { key } = await h.account({ credits: 200 });
     const flatEndpoint = await register(key, { url: flat.url, format: 'flat' });
-    await register(key, { url: nested.url, format: 'nested' });
+    const nestedEndpoint = await register(key, { url: nested.url, format: 'nested' });
     const ok = await h.call('POST', '/api/v1/generate', {
       key,
       body: { kind: 'video', model: 'seedance-lite', prompt: 'waves sim:delay=300', seconds: 3, quality: '480p' },
@@ -334,21 +334,32 @@ describe('deliveries', () => {
 
     // Images are not in catalogue B; a failed video is generation.failed in both.
     await h.call('POST', '/api/v1/generate', { key, body: { kind: 'image', model: 'flux', prompt: 'not for flat' } });
+    // Made for one of the platform's own users (X-Customer-Id): both formats name it, signed as the rest.
     const bad = await h.call('POST', '/api/v1/generate', {
       key,
       body: { kind: 'video', model: 'seedance-lite', prompt: 'broken sim:fail', seconds: 3, quality: '480p' },
+      headers: { 'x-customer-id': 'platform-user-7' },
     });
     const badId = bad.json<{ id: string }>().id;
     const [failed] = await flat.until(1, (r) => r.json.generation_id === badId && r.json.event === 'generation.failed');
-    expect(failed!.json).toMatchObject({ kind: 'video', output_url: '', credits_charged: 0 });
+    expect(failed!.json).toMatchObject({
+      kind: 'video',
+      output_url: '',
+      credits_charged: 0,
+      customer: 'platform-user-7',
+    });
+    expectSigned(failed!, flatEndpoint.secret);
+    // Without a customer the flat payload is the spec's shape exactly (no customer field).
+    expect(succeeded.json).not.toHaveProperty('customer');
     const [nestedFailed] = await nested.until(
       1,
       (r) => (r.json.generation as { id?: string } | undefined)?.id === badId,
     );
     expect(nestedFailed!.json).toMatchObject({
       event: 'generation.failed',
-      generation: { status: 'failed', error: { code: 'provider_failed' } },
+      generation: { status: 'failed', error: { code: 'provider_failed' }, customer: 'platform-user-7' },
     });
+    expectSigned(nestedFailed!, nestedEndpoint.secret);
     await nested.until(3, () => true);
     expect(flat.received.filter((r) => r.json.kind === 'image')).toEqual([]);
   });

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { isAlive, OutputTail } from '../../runtime/process';
+import { freePort, isAlive, OutputTail } from '../../runtime/process';
 import { eventually } from './harness';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -181,4 +181,47 @@ export async function http<T>(
     // not JSON: keep the text
   }
   return { status: res.status, headers: res.headers, body: body as T };
+}
+
+/**
+ * Two API processes (runtime/api-process.ts) on one database and task queue, no worker: what a
+ * test of limits shared across instances needs. `env` adds to (or overrides) their environment.
+ */
+export async function twoApiProcesses(
+  group: ProcessGroup,
+  o: {
+    name: string;
+    databaseUrl: string;
+    temporalAddress: string;
+    adminToken: string;
+    dataRoot: string;
+    startupMs: number;
+    env?: Record<string, string>;
+  },
+): Promise<[string, string]> {
+  const shared: Record<string, string> = {
+    ...minimalEnv(),
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    DATABASE_URL: o.databaseUrl,
+    TEMPORAL_ADDRESS: o.temporalAddress,
+    TEMPORAL_TASK_QUEUE: `q-${o.name}`,
+    ADMIN_TOKEN: o.adminToken,
+    URL_SIGNING_SECRET: `${o.name}-signing-secret-0123456789`,
+    WEBHOOK_SECRET_KEY: `${o.name}-webhook-key-0123456789`,
+    LOG_LEVEL: 'warn',
+    ...o.env,
+  };
+  const ports = [await freePort(), await freePort()] as const;
+  const bases: [string, string] = [`http://127.0.0.1:${ports[0]}`, `http://127.0.0.1:${ports[1]}`];
+  ports.forEach((port, i) => {
+    group.start(`api ${i + 1}`, 'runtime/api-process.ts', {
+      ...shared,
+      PORT: String(port),
+      PUBLIC_BASE_URL: bases[i]!,
+      DATA_DIR: join(o.dataRoot, `api-${i + 1}`),
+    });
+  });
+  await Promise.all(bases.map((base) => waitForHealth(group, base, o.startupMs)));
+  return bases;
 }

@@ -26,10 +26,10 @@ export async function dashboardUser(
   return { ...(await userOf(h, accountId)), key };
 }
 
-/** A user of an existing account, password set. */
-export async function userOf(h: Harness, accountId: string): Promise<DashboardUser> {
+/** A user of an existing account, password set; an owner unless another role is named. */
+export async function userOf(h: Harness, accountId: string, role = 'owner'): Promise<DashboardUser> {
   const email = `user${++seq}-${Date.now()}@example.com`;
-  const created = await h.admin('POST', '/admin/v1/users', { accountId, email });
+  const created = await h.admin('POST', '/admin/v1/users', { accountId, email, role });
   expect(created.statusCode, created.body).toBe(201);
   const { id, setPasswordUrl } = created.json<{ id: string; setPasswordUrl: string }>();
   const password = 'correct horse battery staple';

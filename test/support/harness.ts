@@ -228,7 +228,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });
 
   const call = async (
-    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     url: string,
     opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
   ): Promise<LightMyRequestResponse> =>

@@ -164,6 +164,7 @@ describe('payloads', () => {
     id: 'gen_1',
     accountId: 'acct_1',
     apiKeyId: null,
+    customerId: null,
     kind: 'video',
     model: 'kling',
     status: 'succeeded',
@@ -238,6 +239,24 @@ describe('payloads', () => {
       output_url: '',
       credits_charged: 0,
     });
+  });
+
+  it('a generation made for a customer of the platform names it in both formats, progress included', async () => {
+    const forCustomer = { ...base, customerId: 'user_42' };
+    expect(await deliveryPayload(source('generation.completed', 'nested', forCustomer), store)).toMatchObject({
+      generation: { id: 'gen_1', customer: 'user_42' },
+    });
+    expect(await deliveryPayload(source('generation.succeeded', 'flat', forCustomer), store)).toMatchObject({
+      generation_id: 'gen_1',
+      customer: 'user_42',
+    });
+    for (const format of ['nested', 'flat'] as const) {
+      const progress = await deliveryPayload(
+        { ...source('generation.progress', format, forCustomer), progress: 40 },
+        store,
+      );
+      expect(JSON.stringify(progress)).toContain('"customer":"user_42"');
+    }
   });
 
   it('ping', async () => {

@@ -2,19 +2,23 @@
 // server named in the boot data, or the login and set-password pages.
 import { html, render } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { Alert, api, boot, Loading, useLoad } from './lib.js';
+import { Alert, api, boot, Loading, may, useLoad } from './lib.js';
 import { PAGES } from './pages.js';
 
+// Each page shows to the roles whose permissions its main work needs (the API decides again on every call).
 const NAV = [
   { page: 'overview', href: '/dashboard', label: 'Overview' },
   { page: 'generations', href: '/dashboard/generations', label: 'Generations' },
   { page: 'batches', href: '/dashboard/batches', label: 'Batches' },
   { page: 'keys', href: '/dashboard/keys', label: 'API keys' },
   { page: 'usage', href: '/dashboard/usage', label: 'Usage' },
+  { page: 'customers', href: '/dashboard/customers', label: 'Customers' },
   { page: 'webhooks', href: '/dashboard/webhooks', label: 'Webhooks' },
-  { page: 'playground', href: '/dashboard/playground', label: 'Playground' },
+  ...(may('playground') ? [{ page: 'playground', href: '/dashboard/playground', label: 'Playground' }] : []),
   // Only when the service sells credits (Stripe configured).
-  ...(boot.billing ? [{ page: 'billing', href: '/dashboard/billing', label: 'Billing' }] : []),
+  ...(boot.billing && may('billing') ? [{ page: 'billing', href: '/dashboard/billing', label: 'Billing' }] : []),
+  { page: 'team', href: '/dashboard/team', label: 'Team' },
+  ...(may('audit') ? [{ page: 'audit', href: '/dashboard/audit', label: 'Audit log' }] : []),
 ];
 
 function Frame({ children }) {
@@ -37,6 +41,7 @@ function Frame({ children }) {
       </nav>
       <div class="who">
         <span class="muted" title="Logged in as">${boot.email}</span>
+        <span class="badge" data-testid="role" title="Your role">${boot.role}</span>
         <button type="button" class="secondary" onClick=${logout}>Log out</button>
       </div>
     </header>

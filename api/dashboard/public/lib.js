@@ -5,6 +5,9 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 
 export const boot = JSON.parse(document.getElementById('boot')?.textContent ?? '{}');
 
+/** What the member's role allows (the pages offer only that; the API decides again on every call). */
+export const may = (permission) => (boot.permissions ?? []).includes(permission);
+
 export class ApiError extends Error {
   constructor(status, type, message, extra = {}) {
     super(message);

@@ -5,6 +5,7 @@ import type { ToolCall } from '../../../core/vocabulary';
 import type { GenerationRequest } from '../../../service/generation/requests';
 import { functionName, jsonSchemaName, modelId, spendCapField } from '../fields';
 import { UNSUPPORTED } from './words';
+import { openAiEndUser } from '../customers';
 
 /**
  * OpenAI's chat completions: the request body as group B takes it, what it asks the service for,
@@ -96,6 +97,7 @@ export const CHAT_FIELDS = [
   'frequency_penalty',
   'seed',
   'user',
+  'safety_identifier',
   'response_format',
   'store',
   'metadata',
@@ -112,6 +114,8 @@ export const CHAT_FIELDS = [
   'reasoning_effort',
   'max_credits',
 ] as const;
+
+const endUser = openAiEndUser();
 
 export const chatCompletionBody = z
   .object({
@@ -137,7 +141,8 @@ export const chatCompletionBody = z
     frequency_penalty: z.number().min(-2).max(2).nullish(),
     seed: z.number().int().nullish(),
     max_credits: spendCapField('max_credits').nullable(),
-    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
+    user: endUser.optional(),
+    safety_identifier: endUser.nullish(),
     store: z.boolean().nullish().describe('Accepted and ignored'),
     metadata: z
       .record(safeText({ max: 64 }), safeText({ max: 512 }))

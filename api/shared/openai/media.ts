@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { safeText } from '../../../core/text';
 import { InvalidRequestError, ProviderFailedError } from '../../../core/errors';
 import type { GenerationView } from '../../../core/generation/view';
 import { IMAGE_OUTPUT_FORMATS } from '../../../core/media/output-format';
@@ -7,6 +6,7 @@ import type { EditInput, GenerationRequest } from '../../../service/generation/r
 import { failedRunError } from './failures';
 import { deadlineSeconds, imageUrl as httpImageUrl, mediaPrompt, modelId, spendCapField } from '../fields';
 import { GROUP_B_PARAMS, unixSeconds } from './words';
+import { openAiEndUser } from '../customers';
 
 /**
  * OpenAI's images and videos as group B takes and answers them: the request bodies (image
@@ -15,6 +15,7 @@ import { GROUP_B_PARAMS, unixSeconds } from './words';
  */
 
 const maxCredits = spendCapField('max_credits');
+const endUser = openAiEndUser();
 
 const prompt = mediaPrompt.describe('Checked by the safety guard before pricing');
 // ---------------------------------------------------------------------------------------------
@@ -66,7 +67,8 @@ export const imageGenerationBody = z
     background: z.enum(['transparent', 'opaque', 'auto']).nullish().describe('Accepted and ignored'),
     moderation: z.enum(['low', 'auto']).nullish().describe('Accepted and ignored'),
     style: z.enum(['vivid', 'natural']).nullish().describe('Accepted and ignored'),
-    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
+    user: endUser.optional(),
+    safety_identifier: endUser.nullish(),
     deadline_seconds: deadlineSeconds.nullable(),
     max_credits: maxCredits.nullable(),
   })
@@ -139,7 +141,8 @@ export const imageEditBody = z
     background: z.enum(['transparent', 'opaque', 'auto']).optional().describe('Accepted and ignored'),
     input_fidelity: z.enum(['high', 'low']).optional().describe('Accepted and ignored'),
     moderation: z.enum(['low', 'auto']).optional().describe('Accepted and ignored'),
-    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
+    user: endUser.optional(),
+    safety_identifier: endUser.nullish(),
     deadline_seconds: formNumber(deadlineSeconds),
     max_credits: formNumber(maxCredits),
   })
@@ -196,6 +199,8 @@ export const videoGenerationBody = z
     image_url: imageUrl.nullish().describe('A reference frame (image-to-video), fetched by the service'),
     deadline_seconds: deadlineSeconds.nullable(),
     max_credits: maxCredits.nullable(),
+    user: endUser.optional(),
+    safety_identifier: endUser.nullish(),
   })
   .meta({
     id: 'VideoGenerationRequest',
@@ -263,6 +268,8 @@ export const videosCreateBody = z
     // Multipart sends numbers as strings.
     deadline_seconds: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), deadlineSeconds),
     max_credits: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), maxCredits),
+    user: endUser.optional(),
+    safety_identifier: endUser.nullish(),
   })
   .meta({ id: 'VideoCreateRequest' });
 

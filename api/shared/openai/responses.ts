@@ -11,6 +11,7 @@ import type { ResponseItem } from '../../../service/chat/responses';
 import type { GenerationRequest } from '../../../service/generation/requests';
 import { functionName, jsonSchemaName, modelId, spendCapField } from '../fields';
 import { GROUP_B_PARAMS, UNSUPPORTED } from './words';
+import { openAiEndUser } from '../customers';
 
 /**
  * OpenAI's Responses API request and Response object as group B takes and answers them; group B's
@@ -173,8 +174,8 @@ export const responseCreateBody = z
       .nullish()
       .describe('Answer queued at once; poll GET /v1/responses/{id}, stop with POST /v1/responses/{id}/cancel'),
     previous_response_id: z.string().max(100).nullish().describe('Continue a stored response of the same account'),
-    user: safeText({ max: 256 }).optional().describe('Accepted and ignored'),
-    safety_identifier: safeText({ max: 256 }).nullish().describe('Accepted and ignored'),
+    user: openAiEndUser().optional(),
+    safety_identifier: openAiEndUser().nullish(),
     prompt_cache_key: safeText({ max: 256 }).nullish().describe('Accepted and ignored'),
     prompt_cache_retention: z.enum(['in_memory', '24h']).nullish().describe('Accepted and ignored'),
     service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).nullish().describe('Accepted and ignored'),

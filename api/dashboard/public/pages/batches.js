@@ -2,7 +2,7 @@
 // credits, followed live while they run; cancel; the output and error files to download.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { Alert, api, formatNumber, isoTitle, Loading, useLoad, when } from '../lib.js';
+import { Alert, api, formatNumber, isoTitle, Loading, may, useLoad, when } from '../lib.js';
 
 const RUNNING = ['in_progress', 'cancelling', 'validating', 'finalizing'];
 
@@ -106,7 +106,7 @@ export function Batches() {
                       </td>
                       <td>
                         ${
-                          b.status === 'in_progress'
+                          b.status === 'in_progress' && may('playground')
                             ? html`<button
                                 type="button"
                                 class="danger small"

@@ -1,7 +1,7 @@
 // API keys: create one (its secret shown once), revoke one, set a key's spending budget.
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
-import { Alert, api, credits, Loading, PERIODS, periodWords, Secret, useLoad, when } from '../lib.js';
+import { Alert, api, credits, Loading, may, PERIODS, periodWords, Secret, useLoad, when } from '../lib.js';
 
 // A key's spending budget: what it spent this period, and a small form to set or remove it.
 function KeyBudget({ k, onChange, onError }) {
@@ -107,27 +107,31 @@ export function Keys({ words }) {
     }
   };
   return html`<h1>API keys</h1>
-    <section aria-labelledby="new-key">
-      <h2 id="new-key">New key</h2>
-      ${created ? html`<${Secret} label="Your new API key" value=${created.key} onDone=${() => setCreated(undefined)} />` : null}
-      <${Alert} error=${error} />
-      <form class="stack" onSubmit=${create}>
-        <fieldset>
-          <legend>Scopes</legend>
-          <div class="checks">
-            ${words.scopes.map((k) => html`<label class="check"><input type="checkbox" name="scopes" value=${k} checked=${k !== 'upscale' && k !== 'webhooks'} /> ${k}</label>`)}
-          </div>
-        </fieldset>
-        <label
-          >Models <span class="muted small">(optional)</span>
-          <input name="models" placeholder="e.g. flux, kling" aria-describedby="models-hint"
-        /></label>
-        <p id="models-hint" class="muted small">
-          A comma-separated allow-list of model ids; empty lets the key use every model.
-        </p>
-        <button type="submit" disabled=${busy}>Create key</button>
-      </form>
-    </section>
+    ${
+      may('keys')
+        ? html`<section aria-labelledby="new-key">
+            <h2 id="new-key">New key</h2>
+            ${created ? html`<${Secret} label="Your new API key" value=${created.key} onDone=${() => setCreated(undefined)} />` : null}
+            <${Alert} error=${error} />
+            <form class="stack" onSubmit=${create}>
+              <fieldset>
+                <legend>Scopes</legend>
+                <div class="checks">
+                  ${words.scopes.map((k) => html`<label class="check"><input type="checkbox" name="scopes" value=${k} checked=${k !== 'upscale' && k !== 'webhooks'} /> ${k}</label>`)}
+                </div>
+              </fieldset>
+              <label
+                >Models <span class="muted small">(optional)</span>
+                <input name="models" placeholder="e.g. flux, kling" aria-describedby="models-hint"
+              /></label>
+              <p id="models-hint" class="muted small">
+                A comma-separated allow-list of model ids; empty lets the key use every model.
+              </p>
+              <button type="submit" disabled=${busy}>Create key</button>
+            </form>
+          </section>`
+        : null
+    }
     <section aria-labelledby="keys">
       <h2 id="keys">Keys</h2>
       <${Loading} state=${state}

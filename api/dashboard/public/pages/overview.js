@@ -52,7 +52,7 @@ export function Overview() {
     </ul>`;
 }
 
-// The low-balance threshold and the latest balance.low and key.budget_reached alerts.
+// The low-balance threshold and the latest alerts (balance.low, key.budget_reached, customer.budget_reached).
 function Alerts({ moves }) {
   const state = useLoad(() => api('GET', '/dashboard/api/alerts'), [moves]);
   const [error, setError] = useState();
@@ -71,7 +71,9 @@ function Alerts({ moves }) {
   const describe = (a) =>
     a.event === 'balance.low'
       ? `Available credits fell to ${credits(a.amountCredits)}, below ${credits(a.limitCredits)}`
-      : `Key ${a.keyId} spent ${credits(a.amountCredits)} of its ${credits(a.limitCredits)} budget ${periodWords(a.period)}`;
+      : a.event === 'customer.budget_reached'
+        ? `Customer ${a.customer} spent ${credits(a.amountCredits)} of its ${credits(a.limitCredits)} budget ${periodWords(a.period)}`
+        : `Key ${a.keyId} spent ${credits(a.amountCredits)} of its ${credits(a.limitCredits)} budget ${periodWords(a.period)}`;
   return html`<section aria-labelledby="alerts">
     <h2 id="alerts">Alerts</h2>
     <${Alert} error=${error} />

@@ -1,14 +1,14 @@
 // Webhook endpoints: add, edit, test, rotate the secret, delete; each one's delivery log.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { Alert, api, Loading, Secret, useLoad, when } from '../lib.js';
+import { Alert, api, Loading, may, Secret, useLoad, when } from '../lib.js';
 
 const CATALOGUES = {
   nested: ['generation.completed', 'generation.failed'],
   flat: ['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed'],
 };
 // Opt-in in either format: sent only to an endpoint that ticks them.
-const ALERT_EVENTS = ['balance.low', 'key.budget_reached'];
+const ALERT_EVENTS = ['balance.low', 'key.budget_reached', 'customer.budget_reached'];
 const BATCH_EVENTS = ['batch.completed', 'batch.failed', 'batch.cancelled', 'batch.expired'];
 
 function EventChoices({ format, chosen }) {
@@ -203,42 +203,46 @@ export function Webhooks() {
     </p>
     ${secret ? html`<${Secret} label=${secret.label} value=${secret.value} onDone=${() => setSecret(undefined)} />` : null}
     <${Alert} error=${error} />
-    <section aria-labelledby="new-endpoint">
-      <h2 id="new-endpoint">New endpoint</h2>
-      <form class="stack" onSubmit=${create}>
-        <label>URL<input name="url" type="url" required placeholder="https://example.com/hooks/gensvc" /></label>
-        <fieldset>
-          <legend>Format</legend>
-          <div class="checks">
-            <label class="check"
-              ><input
-                type="radio"
-                name="format"
-                value="nested"
-                checked=${format === 'nested'}
-                onChange=${() => setFormat('nested')}
-              />
-              nested: generation.completed and .failed, every kind</label
-            >
-            <label class="check"
-              ><input
-                type="radio"
-                name="format"
-                value="flat"
-                checked=${format === 'flat'}
-                onChange=${() => setFormat('flat')}
-              />
-              flat: every state change of videos and upscales</label
-            >
-          </div>
-        </fieldset>
-        <${EventChoices} format=${format} />
-        <label
-          >Description <span class="muted small">(optional)</span><input name="description" maxlength="500"
-        /></label>
-        <button type="submit">Add endpoint</button>
-      </form>
-    </section>
+    ${
+      may('webhooks')
+        ? html`<section aria-labelledby="new-endpoint">
+            <h2 id="new-endpoint">New endpoint</h2>
+            <form class="stack" onSubmit=${create}>
+              <label>URL<input name="url" type="url" required placeholder="https://example.com/hooks/gensvc" /></label>
+              <fieldset>
+                <legend>Format</legend>
+                <div class="checks">
+                  <label class="check"
+                    ><input
+                      type="radio"
+                      name="format"
+                      value="nested"
+                      checked=${format === 'nested'}
+                      onChange=${() => setFormat('nested')}
+                    />
+                    nested: generation.completed and .failed, every kind</label
+                  >
+                  <label class="check"
+                    ><input
+                      type="radio"
+                      name="format"
+                      value="flat"
+                      checked=${format === 'flat'}
+                      onChange=${() => setFormat('flat')}
+                    />
+                    flat: every state change of videos and upscales</label
+                  >
+                </div>
+              </fieldset>
+              <${EventChoices} format=${format} />
+              <label
+                >Description <span class="muted small">(optional)</span><input name="description" maxlength="500"
+              /></label>
+              <button type="submit">Add endpoint</button>
+            </form>
+          </section>`
+        : null
+    }
     <section aria-labelledby="endpoints">
       <h2 id="endpoints">Endpoints</h2>
       <${Loading} state=${state}
