@@ -30,9 +30,16 @@ afterAll(async () => {
   await h?.close();
 });
 
-const workflowStatus = async (id: string) => (await h.client.workflow.getHandle(id).describe()).status.name;
+const workflowStatus = async (id: string) => {
+  const handle = h.client.workflow.getHandle(id);
+  await handle.result().catch(() => undefined);
+  return (await handle.describe()).status.name;
+};
+/** The workflow's failure message, once it has closed (the record is final a step before the workflow is). */
 const workflowFailure = async (id: string) => {
-  const events = (await h.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+  const handle = h.client.workflow.getHandle(id);
+  await handle.result().catch(() => undefined);
+  const events = (await handle.fetchHistory()).events ?? [];
   return events.at(-1)?.workflowExecutionFailedEventAttributes?.failure?.message;
 };
 
