@@ -3,19 +3,12 @@ import { z } from 'zod';
 import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import { principalOf } from '../shared/auth';
-import { batch, batchList, batchOf, sendBatchFile } from '../shared/batches';
-import { openEventStream } from '../shared/sse';
+import { batch, batchFileResponse, batchList, batchOf, batchPage, followBatch, sendBatchFile } from '../shared/batches';
 import { errorResponses, idParams } from '../shared/schemas';
-import { BATCH_ID_PATTERN } from '../../core/ids';
-import { decodeCursor, encodeCursor } from '../../core/cursor';
 
 const tags = ['Dashboard'];
 const security = [{ session: [] }];
 const sessionErrors = [401, 429, 500, 503] as const;
-const jsonl = {
-  description: 'JSONL: one line per request, as group B’s output and error files',
-  content: { 'application/jsonl': { schema: z.string().describe('JSONL') } },
-};
 
 /**
  * The dashboard's batches (mounted inside its session scope): the list with progress and credits,
@@ -42,35 +35,11 @@ export const dashboardBatchRoutes: FastifyPluginAsyncZod<{
         response: { 200: batchList, ...errorResponses(400, ...sessionErrors) },
       },
     },
-    async (request) => {
-      const { limit, cursor } = request.query;
-      const page = await deps.batches.list(principalOf(request), {
-        limit,
-        after: cursor === undefined ? undefined : decodeCursor(cursor, BATCH_ID_PATTERN),
-      });
-      const last = page.data.at(-1);
-      return { data: page.data.map(batchOf), next_cursor: page.hasMore && last ? encodeCursor(last.id) : null };
-    },
+    async (request) => batchPage(deps.batches, principalOf(request), request.query),
   );
 
-  route.get(
-    '/dashboard/api/batches/:id/events',
-    { schema: { hide: true, params: idParams } },
-    async (request, reply) => {
-      const controller = new AbortController();
-      const events = await deps.batches.watch(principalOf(request), request.params.id, { signal: controller.signal });
-      const sse = openEventStream(request, reply);
-      sse.signal.addEventListener('abort', () => controller.abort(), { once: true });
-      void (async () => {
-        try {
-          for await (const e of events) sse.send(e.final ? 'done' : 'progress', batchOf(e.batch), e.id);
-        } catch (err) {
-          request.log.warn({ err }, 'batch events: the stream stopped');
-        } finally {
-          sse.end();
-        }
-      })();
-    },
+  route.get('/dashboard/api/batches/:id/events', { schema: { hide: true, params: idParams } }, async (request, reply) =>
+    followBatch(request, reply, deps.batches, request.params.id),
   );
 
   route.post(
@@ -98,7 +67,7 @@ export const dashboardBatchRoutes: FastifyPluginAsyncZod<{
           security,
           summary: role === 'output' ? 'Download the batch’s output file' : 'Download the batch’s error file',
           params: idParams,
-          response: { 200: jsonl, ...errorResponses(404, ...sessionErrors) },
+          response: { 200: batchFileResponse, ...errorResponses(404, ...sessionErrors) },
         },
       },
       async (request, reply) => sendBatchFile(reply, deps, principalOf(request), request.params.id, role),

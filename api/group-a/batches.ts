@@ -1,13 +1,10 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { BATCH_ID_PATTERN } from '../../core/ids';
-import { decodeCursor, encodeCursor } from '../../core/cursor';
 import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import { principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
-import { batch, batchList, batchOf, sendBatchFile } from '../shared/batches';
-import { openEventStream } from '../shared/sse';
+import { batch, batchFileResponse, batchList, batchOf, batchPage, followBatch, sendBatchFile } from '../shared/batches';
 import { errorResponses, idParams } from '../shared/schemas';
 
 const security = [{ apiKey: [] }];
@@ -29,10 +26,6 @@ const lastEventId = z.looseObject({
 const eventStream = {
   description: 'Server-Sent Events',
   content: { 'text/event-stream': { schema: z.string().describe('event: progress | done, data: the batch') } },
-};
-const jsonl = {
-  description: 'JSONL: one line per request, as group B’s output and error files',
-  content: { 'application/jsonl': { schema: z.string().describe('JSONL') } },
 };
 
 /**
@@ -60,15 +53,7 @@ export const v1BatchRoutes: FastifyPluginAsyncZod<
         response: { 200: batchList, ...errorResponses(400, 401, 429, 500, 503) },
       },
     },
-    async (request) => {
-      const { limit, cursor } = request.query;
-      const page = await deps.batches.list(principalOf(request), {
-        limit,
-        after: cursor === undefined ? undefined : decodeCursor(cursor, BATCH_ID_PATTERN),
-      });
-      const last = page.data.at(-1);
-      return { data: page.data.map(batchOf), next_cursor: page.hasMore && last ? encodeCursor(last.id) : null };
-    },
+    async (request) => batchPage(deps.batches, principalOf(request), request.query),
   );
 
   route.get(
@@ -119,24 +104,8 @@ export const v1BatchRoutes: FastifyPluginAsyncZod<
         response: { 200: eventStream, ...errorResponses(400, 401, 404, 429, 500, 503) },
       },
     },
-    async (request, reply) => {
-      const controller = new AbortController();
-      const events = await deps.batches.watch(principalOf(request), request.params.id, {
-        signal: controller.signal,
-        after: request.headers['last-event-id'],
-      });
-      const sse = openEventStream(request, reply);
-      sse.signal.addEventListener('abort', () => controller.abort(), { once: true });
-      void (async () => {
-        try {
-          for await (const e of events) sse.send(e.final ? 'done' : 'progress', batchOf(e.batch), e.id);
-        } catch (err) {
-          request.log.warn({ err }, 'batch events: the stream stopped');
-        } finally {
-          sse.end();
-        }
-      })();
-    },
+    async (request, reply) =>
+      followBatch(request, reply, deps.batches, request.params.id, request.headers['last-event-id']),
   );
 
   for (const role of ['output', 'errors'] as const) {
@@ -152,7 +121,7 @@ export const v1BatchRoutes: FastifyPluginAsyncZod<
               : 'The batch’s error file: a line per request that failed or never ran',
           security,
           params: idParams,
-          response: { 200: jsonl, ...errorResponses(401, 404, 429, 500, 503) },
+          response: { 200: batchFileResponse, ...errorResponses(401, 404, 429, 500, 503) },
         },
       },
       async (request, reply) => sendBatchFile(reply, deps, principalOf(request), request.params.id, role),

@@ -10,7 +10,7 @@ import { batchObject, batchObjectOf } from '../shared/openai/batches';
 import { GROUP_B_PARAMS, inGroupBWords } from '../shared/openai/words';
 import { RESPONSE_PARAMS } from '../shared/openai/responses';
 import { idParams } from '../shared/schemas';
-import { errorsB, refuseUnknownFields, security, tags } from './common';
+import { errorsB, openaiPage, refuseUnknownFields, security, tags } from './common';
 import type { OpenAiDeps } from './common';
 
 /**
@@ -44,15 +44,7 @@ export const batchCreateBody = z
     examples: [{ input_file_id: 'file_…', endpoint: '/v1/chat/completions', completion_window: '24h' }],
   });
 
-const batchList = z
-  .object({
-    object: z.literal('list'),
-    data: z.array(batchObject),
-    first_id: z.string().nullable(),
-    last_id: z.string().nullable(),
-    has_more: z.boolean(),
-  })
-  .meta({ id: 'BatchList' });
+const batchList = openaiPage(batchObject, 'BatchList');
 
 const listQuery = z.object({
   after: z

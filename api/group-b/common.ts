@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
@@ -60,4 +61,17 @@ export function errorsB<const S extends readonly number[]>(...statuses: S) {
   return Object.fromEntries(
     statuses.map((s) => [s, apiError.describe(`OpenAI error shape: type is the code name, code the status ${s}`)]),
   ) as { [K in S[number]]: typeof apiError };
+}
+
+/** OpenAI's cursor page of `item`s: the first and last ids, and whether more follow the last. */
+export function openaiPage<T extends z.ZodType>(item: T, id: string) {
+  return z
+    .object({
+      object: z.literal('list'),
+      data: z.array(item),
+      first_id: z.string().nullable(),
+      last_id: z.string().nullable(),
+      has_more: z.boolean(),
+    })
+    .meta({ id });
 }

@@ -6,7 +6,7 @@ import { FILE_ID_PATTERN } from '../../core/ids';
 import { principalOf } from '../shared/auth';
 import { batchFileLines, fileObject, fileObjectOf } from '../shared/openai/batches';
 import { idParams } from '../shared/schemas';
-import { errorsB, security, tags } from './common';
+import { errorsB, openaiPage, security, tags } from './common';
 import { acceptForms } from './forms';
 import type { OpenAiDeps } from './common';
 
@@ -34,15 +34,7 @@ const uploadBody = z
   })
   .meta({ id: 'FileUploadRequest' });
 
-const fileList = z
-  .object({
-    object: z.literal('list'),
-    data: z.array(fileObject),
-    first_id: z.string().nullable(),
-    last_id: z.string().nullable(),
-    has_more: z.boolean(),
-  })
-  .meta({ id: 'FileList' });
+const fileList = openaiPage(fileObject, 'FileList');
 
 const listQuery = z.object({
   after: z

@@ -31,7 +31,7 @@ import {
 } from '../shared/openai/media';
 import { inGroupBWords } from '../shared/openai/words';
 import { idParams } from '../shared/schemas';
-import { errorsB, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
+import { errorsB, openaiPage, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
 import type { OpenAiDeps } from './common';
 import { acceptForms } from './forms';
 
@@ -88,15 +88,7 @@ const videoListQuery = z.object({
     .describe('By creation time; desc (newest first) by default'),
 });
 
-const videoList = z
-  .object({
-    object: z.literal('list'),
-    data: z.array(video),
-    first_id: z.string().nullable(),
-    last_id: z.string().nullable(),
-    has_more: z.boolean(),
-  })
-  .meta({ id: 'VideoList' });
+const videoList = openaiPage(video, 'VideoList');
 
 export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();

@@ -20,7 +20,7 @@ import {
   responseSchema,
 } from '../shared/openai/responses';
 import { inGroupBWords, UNSUPPORTED } from '../shared/openai/words';
-import { errorsB, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
+import { errorsB, openaiPage, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
 import type { OpenAiDeps } from './common';
 
 /**
@@ -77,15 +77,7 @@ const listedItem = z.union([
     output: z.string(),
   }),
 ]);
-const inputItemList = z
-  .object({
-    object: z.literal('list'),
-    data: z.array(listedItem),
-    first_id: z.string().nullable(),
-    last_id: z.string().nullable(),
-    has_more: z.boolean(),
-  })
-  .meta({ id: 'ResponseInputItemList' });
+const inputItemList = openaiPage(listedItem, 'ResponseInputItemList');
 
 /** A stored item as the Responses API lists it. */
 function inputItemOf(item: StoredItem): z.infer<typeof listedItem> {

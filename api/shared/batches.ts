@@ -1,13 +1,17 @@
 import { Readable } from 'node:stream';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { NotFoundError } from '../../core/errors';
 import { BATCH_ENDPOINTS, BATCH_STATUSES, GENERATION_KINDS } from '../../core/vocabulary';
 import type { BatchEndpoint } from '../../core/vocabulary';
 import type { Principal } from '../../core/accounts/principal';
+import { principalOf } from './auth';
 import type { BatchService, BatchView } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
+import { BATCH_ID_PATTERN } from '../../core/ids';
+import { decodeCursor, encodeCursor } from '../../core/cursor';
 import { batchFileLines } from './openai/batches';
+import { openEventStream } from './sse';
 
 /**
  * A batch as group A, MCP and the dashboard show it (camelCase, ISO times), and its output and
@@ -77,6 +81,52 @@ export const batchList = z
     next_cursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last page'),
   })
   .meta({ id: 'GroupABatchList' });
+
+/** The answer of a batch's output or error file. */
+export const batchFileResponse = {
+  description: 'JSONL: one line per request, as group B’s output and error files',
+  content: { 'application/jsonl': { schema: z.string().describe('JSONL') } },
+};
+
+/** A page of the account's batches, newest first, after the batch a cursor names. */
+export async function batchPage(
+  batches: BatchService,
+  principal: Principal,
+  query: { limit: number; cursor?: string | undefined },
+): Promise<z.infer<typeof batchList>> {
+  const page = await batches.list(principal, {
+    limit: query.limit,
+    after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, BATCH_ID_PATTERN),
+  });
+  const last = page.data.at(-1);
+  return { data: page.data.map(batchOf), next_cursor: page.hasMore && last ? encodeCursor(last.id) : null };
+}
+
+/**
+ * Follows a batch as Server-Sent Events: `progress` with the batch at each change, `done` at its
+ * end, then the stream closes. `after` is the `Last-Event-ID` to resume after.
+ */
+export async function followBatch(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  batches: BatchService,
+  id: string,
+  after?: string,
+): Promise<void> {
+  const controller = new AbortController();
+  const events = await batches.watch(principalOf(request), id, { signal: controller.signal, after });
+  const sse = openEventStream(request, reply);
+  sse.signal.addEventListener('abort', () => controller.abort(), { once: true });
+  void (async () => {
+    try {
+      for await (const e of events) sse.send(e.final ? 'done' : 'progress', batchOf(e.batch), e.id);
+    } catch (err) {
+      request.log.warn({ err }, 'batch events: the stream stopped');
+    } finally {
+      sse.end();
+    }
+  })();
+}
 
 /**
  * Sends a batch's output file (`output`) or error file (`errors`) as JSONL; 404 until the batch has
