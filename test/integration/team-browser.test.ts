@@ -19,6 +19,7 @@ let page: Page;
 let pageErrors: string[];
 let base: string;
 let accountId: string;
+let key: string;
 
 beforeAll(async () => {
   h = await startHarness({ listen: true });
@@ -26,7 +27,7 @@ beforeAll(async () => {
   browser = await launchBrowser();
   ({ page, pageErrors } = browser);
   page.on('dialog', (dialog) => void dialog.accept());
-  ({ accountId } = await h.account({ credits: 500 }));
+  ({ accountId, key } = await h.account({ credits: 500 }));
 });
 afterAll(async () => {
   await browser?.close();
@@ -110,6 +111,29 @@ describe('roles in Chromium', () => {
       customer: 'alice',
       budget: { maxCredits: 6, period: 'month', source: 'customer' },
     });
+
+    // What alice spent, for the period the platform invoices: the last 30 days, then another.
+    const image = await h.call('POST', '/api/generate', {
+      key,
+      headers: { 'x-customer-id': 'alice' },
+      body: { kind: 'image', model: 'flux', prompt: 'a kite for alice' },
+    });
+    expect(image.statusCode, image.body).toBeLessThan(300);
+    await page.reload();
+    const spent = page.locator('tr[data-usage="alice"] td[data-label="Credits charged"]');
+    await expect.poll(() => spent.textContent()).toBe('3');
+    const csv = page.getByRole('link', { name: 'Download as CSV' });
+    const period = page.getByRole('form', { name: 'Spend period' });
+    await period.getByLabel('From').fill('2025-01-01');
+    await period.getByLabel('To (included)').fill('2025-01-31');
+    await period.getByRole('button', { name: 'Show' }).click();
+    await expect.poll(() => page.getByTestId('spend-period').textContent()).toBe('2025-01-01 to 2025-01-31 (UTC)');
+    await expect.poll(() => page.locator('tr[data-usage="alice"]').count()).toBe(0);
+    const href = (await csv.getAttribute('href'))!;
+    expect(href).toContain('from=2025-01-01T00:00:00Z&to=2025-02-01T00:00:00Z');
+    const report = await fetch(`${base}${href}`, { headers: { cookie } });
+    expect(report.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(await report.text()).not.toContain('alice');
     expect(pageErrors).toEqual([]);
   });
 

@@ -148,8 +148,8 @@ function CustomerTable({ rows, onReset }) {
   </table>`;
 }
 
-// Credits charged per customer over the last 30 days, one bar each.
-function CustomerChart({ rows }) {
+// Credits charged per customer over the chosen period, one bar each.
+function CustomerChart({ rows, period }) {
   const box = useRef(null);
   useEffect(() => {
     const el = box.current;
@@ -179,18 +179,45 @@ function CustomerChart({ rows }) {
     ref=${box}
     class="chart"
     role="img"
-    aria-label="Credits charged per customer, last 30 days"
+    aria-label=${`Credits charged per customer, ${period}`}
     data-testid="customer-chart"
   ></div>`;
 }
 
+const DAY_MS = 86_400_000;
+const isoDay = (ms) => new Date(ms).toISOString().slice(0, 10);
+
+/** A period of whole UTC days, `to` included, as the usage API takes it (`to` exclusive). */
+function usageRange({ from, to }) {
+  return `from=${from}T00:00:00Z&to=${isoDay(Date.parse(`${to}T00:00:00Z`) + DAY_MS)}T00:00:00Z`;
+}
+
+// The period a platform invoices its users for: the last 30 days until another is chosen.
+function PeriodForm({ period, onChange }) {
+  const submit = (event) => {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget);
+    onChange({ from: String(form.get('from')), to: String(form.get('to')) });
+  };
+  return html`<form class="threshold" aria-label="Spend period" onSubmit=${submit}>
+    <label>From <input type="date" name="from" required value=${period.from} max=${period.to} /></label>
+    <label>To (included) <input type="date" name="to" required value=${period.to} /></label>
+    <button type="submit">Show</button>
+  </form>`;
+}
+
 function Spend() {
-  const state = useLoad(() => api('GET', '/dashboard/api/usage?group_by=customer'));
+  const [period, setPeriod] = useState(() => ({ from: isoDay(Date.now() - 29 * DAY_MS), to: isoDay(Date.now()) }));
+  const range = usageRange(period);
+  const words = `${period.from} to ${period.to} (UTC)`;
+  const state = useLoad(() => api('GET', `/dashboard/api/usage?group_by=customer&${range}`), [range]);
   return html`<section aria-labelledby="spend">
-    <h2 id="spend">Spend per customer, last 30 days</h2>
+    <h2 id="spend">Spend per customer</h2>
+    <${PeriodForm} period=${period} onChange=${setPeriod} />
+    <p data-testid="spend-period">${words}</p>
     <${Loading} state=${state}
       >${(u) =>
-        html`<${CustomerChart} rows=${u.data} />
+        html`<${CustomerChart} rows=${u.data} period=${words} />
           <table class="table">
             <caption class="visually-hidden">
               Usage by customer
@@ -216,7 +243,9 @@ function Spend() {
             </tbody>
           </table>
           <p>
-            <a href="/dashboard/api/usage?group_by=customer&format=csv" download="usage-by-customer.csv"
+            <a
+              href=${`/dashboard/api/usage?group_by=customer&${range}&format=csv`}
+              download=${`usage-by-customer-${period.from}-${period.to}.csv`}
               >Download as CSV</a
             >
           </p>`}<//
