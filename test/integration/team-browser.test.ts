@@ -140,12 +140,19 @@ describe('roles in Chromium', () => {
   it('a viewer is offered no change, and the API refuses one anyway', async () => {
     await logIn(await member('viewer'));
     await expect.poll(() => page.getByTestId('role').first().textContent()).toBe('viewer');
+    // The overview says the low-balance alert without offering to change it.
+    await expect.poll(() => page.getByText('Low-balance alert: none').count()).toBe(1);
+    expect(await page.getByRole('form', { name: 'Low-balance alert' }).count()).toBe(0);
     expect(await nav().getByRole('link', { name: 'Playground' }).count()).toBe(0);
     expect(await nav().getByRole('link', { name: 'Audit log' }).count()).toBe(0);
     await nav().getByRole('link', { name: 'API keys' }).click();
     await page.waitForURL(`${base}/dashboard/keys`);
     await expect.poll(() => page.getByRole('heading', { name: 'Keys', exact: true }).count()).toBe(1);
     expect(await page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
+    // The account's key is listed, with nothing to change on it.
+    await expect.poll(() => page.locator('[data-key]').count()).toBe(1);
+    expect(await page.getByRole('button', { name: /^Revoke / }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^Set the budget of / }).count()).toBe(0);
     await nav().getByRole('link', { name: 'Team' }).click();
     await page.waitForURL(`${base}/dashboard/team`);
     await expect.poll(() => page.getByRole('heading', { name: 'Members' }).count()).toBe(1);

@@ -8,6 +8,7 @@ import {
   inFlight,
   isoTitle,
   Loading,
+  may,
   Preview,
   StatusBadge,
   useLive,
@@ -118,7 +119,7 @@ export function Generations({ words }) {
                           <time datetime=${isoTitle(g.finishedAt)}>${when(g.finishedAt)}</time>
                         </td>
                         <td>
-                          ${inFlight(words, g.status) ? html`<button type="button" class="danger small" onClick=${() => cancel(g)} aria-label=${`Cancel ${g.kind} ${g.id}`}>Cancel</button>` : null}
+                          ${inFlight(words, g.status) && may('playground') ? html`<button type="button" class="danger small" onClick=${() => cancel(g)} aria-label=${`Cancel ${g.kind} ${g.id}`}>Cancel</button>` : null}
                         </td>
                       </tr>`,
                   )}

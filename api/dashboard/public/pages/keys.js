@@ -40,32 +40,34 @@ function KeyBudget({ k, onChange, onError }) {
         : html`<span class="muted">no limit</span>`
     }
     ${
-      open
-        ? html`<form class="stack" onSubmit=${save} aria-label=${`Budget of ${k.hint}`}>
-            <label
-              >Max credits
-              <input name="maxCredits" type="number" min="0" step="any" required value=${b?.maxCredits ?? ''}
-            /></label>
-            <label
-              >Period
-              <select name="period">
-                ${PERIODS.map(([v, label]) => html`<option value=${v} selected=${(b?.period ?? 'month') === v}>${label}</option>`)}
-              </select></label
+      !may('keys')
+        ? null
+        : open
+          ? html`<form class="stack" onSubmit=${save} aria-label=${`Budget of ${k.hint}`}>
+              <label
+                >Max credits
+                <input name="maxCredits" type="number" min="0" step="any" required value=${b?.maxCredits ?? ''}
+              /></label>
+              <label
+                >Period
+                <select name="period">
+                  ${PERIODS.map(([v, label]) => html`<option value=${v} selected=${(b?.period ?? 'month') === v}>${label}</option>`)}
+                </select></label
+              >
+              <div class="actions">
+                <button type="submit" class="small">Save budget</button>
+                ${b ? html`<button type="button" class="secondary small" onClick=${remove}>Remove budget</button>` : null}
+                <button type="button" class="secondary small" onClick=${() => setOpen(false)}>Close</button>
+              </div>
+            </form>`
+          : html`<button
+              type="button"
+              class="secondary small"
+              onClick=${() => setOpen(true)}
+              aria-label=${`Set the budget of ${k.hint}`}
             >
-            <div class="actions">
-              <button type="submit" class="small">Save budget</button>
-              ${b ? html`<button type="button" class="secondary small" onClick=${remove}>Remove budget</button>` : null}
-              <button type="button" class="secondary small" onClick=${() => setOpen(false)}>Close</button>
-            </div>
-          </form>`
-        : html`<button
-            type="button"
-            class="secondary small"
-            onClick=${() => setOpen(true)}
-            aria-label=${`Set the budget of ${k.hint}`}
-          >
-            ${b ? 'Change' : 'Set budget'}
-          </button>`
+              ${b ? 'Change' : 'Set budget'}
+            </button>`
     }
   </div>`;
 }
@@ -174,14 +176,18 @@ export function Keys({ words }) {
                           />
                         </td>
                         <td>
-                          <button
-                            type="button"
-                            class="danger small"
-                            onClick=${() => revoke(k)}
-                            aria-label=${`Revoke ${k.hint}`}
-                          >
-                            Revoke
-                          </button>
+                          ${
+                            may('keys')
+                              ? html`<button
+                                  type="button"
+                                  class="danger small"
+                                  onClick=${() => revoke(k)}
+                                  aria-label=${`Revoke ${k.hint}`}
+                                >
+                                  Revoke
+                                </button>`
+                              : null
+                          }
                         </td>
                       </tr>`,
                   )}

@@ -2,7 +2,19 @@
 // the low-balance alert and the latest alerts; and the next steps.
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
-import { Alert, api, credits, formatNumber, isoTitle, Loading, periodWords, useLive, useLoad, when } from '../lib.js';
+import {
+  Alert,
+  api,
+  credits,
+  formatNumber,
+  isoTitle,
+  Loading,
+  may,
+  periodWords,
+  useLive,
+  useLoad,
+  when,
+} from '../lib.js';
 
 export function Overview() {
   const state = useLoad(() => api('GET', '/dashboard/api/overview'));
@@ -79,19 +91,25 @@ function Alerts({ moves }) {
     <${Alert} error=${error} />
     <${Loading} state=${state}
       >${(a) =>
-        html` <form class="threshold" onSubmit=${save} aria-label="Low-balance alert">
-            <label
-              >Alert me below (credits)
-              <input
-                name="threshold"
-                type="number"
-                min="0"
-                step="any"
-                placeholder="no alert"
-                value=${a.thresholdCredits ?? ''}
-            /></label>
-            <button type="submit" class="small">Save</button>
-          </form>
+        html` ${
+            may('billing')
+              ? html`<form class="threshold" onSubmit=${save} aria-label="Low-balance alert">
+                  <label
+                    >Alert me below (credits)
+                    <input
+                      name="threshold"
+                      type="number"
+                      min="0"
+                      step="any"
+                      placeholder="no alert"
+                      value=${a.thresholdCredits ?? ''}
+                  /></label>
+                  <button type="submit" class="small">Save</button>
+                </form>`
+              : html`<p>
+                  Low-balance alert: ${a.thresholdCredits === null ? 'none' : `below ${credits(a.thresholdCredits)}`}
+                </p>`
+          }
           <p class="muted small">
             Sent once each time the available credits fall below it, as <code>balance.low</code> to the webhooks that
             tick it; a key’s used-up budget is sent as <code>key.budget_reached</code>.

@@ -68,14 +68,18 @@ function Deliveries({ endpoint, onError }) {
                   <td data-label="Attempts">${d.attempts.length}</td>
                   <td data-label="Created">${when(d.createdAt)}</td>
                   <td>
-                    <button
-                      type="button"
-                      class="secondary small"
-                      onClick=${() => redeliver(d)}
-                      aria-label=${`Redeliver ${d.event} ${d.id}`}
-                    >
-                      Redeliver
-                    </button>
+                    ${
+                      may('webhooks')
+                        ? html`<button
+                            type="button"
+                            class="secondary small"
+                            onClick=${() => redeliver(d)}
+                            aria-label=${`Redeliver ${d.event} ${d.id}`}
+                          >
+                            Redeliver
+                          </button>`
+                        : null
+                    }
                   </td>
                 </tr>`;
               })}
@@ -125,32 +129,45 @@ function Endpoint({ e, onChange, onRemove, onSecret, onError }) {
       ${e.previousSecretExpiresAt ? html` <span class="muted small">previous secret valid until ${when(e.previousSecretExpiresAt)}</span>` : null}
     </p>
     <div class="actions">
-      <button type="button" class="secondary small" onClick=${() => setEditing(!editing)} aria-expanded=${editing}>
-        Edit
-      </button>
-      <button type="button" class="secondary small" onClick=${test}>Send test event</button>
-      <button
-        type="button"
-        class="secondary small"
-        onClick=${() => act(async () => onSecret(await api('POST', `/dashboard/api/webhooks/${e.id}/rotate-secret`)))}
-      >
-        Rotate secret
-      </button>
+      ${
+        may('webhooks')
+          ? html`<button
+                type="button"
+                class="secondary small"
+                onClick=${() => setEditing(!editing)}
+                aria-expanded=${editing}
+              >
+                Edit
+              </button>
+              <button type="button" class="secondary small" onClick=${test}>Send test event</button>
+              <button
+                type="button"
+                class="secondary small"
+                onClick=${() => act(async () => onSecret(await api('POST', `/dashboard/api/webhooks/${e.id}/rotate-secret`)))}
+              >
+                Rotate secret
+              </button>`
+          : null
+      }
       <button type="button" class="secondary small" onClick=${() => setLog(!log)} aria-expanded=${log}>
         Delivery log
       </button>
-      <button
-        type="button"
-        class="danger small"
-        onClick=${() =>
-          confirm(`Delete the endpoint ${e.url} and its delivery log?`) &&
-          act(async () => {
-            await api('DELETE', `/dashboard/api/webhooks/${e.id}`);
-            onRemove(e.id);
-          })}
-      >
-        Delete
-      </button>
+      ${
+        may('webhooks')
+          ? html`<button
+              type="button"
+              class="danger small"
+              onClick=${() =>
+                confirm(`Delete the endpoint ${e.url} and its delivery log?`) &&
+                act(async () => {
+                  await api('DELETE', `/dashboard/api/webhooks/${e.id}`);
+                  onRemove(e.id);
+                })}
+            >
+              Delete
+            </button>`
+          : null
+      }
     </div>
     ${
       editing
