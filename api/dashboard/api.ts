@@ -697,17 +697,6 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
     );
 
     // The webhook API of group A, at /dashboard/api/webhooks with the session instead of a key.
-    await authed.register(webhookRoutes, {
-      webhooks: deps.webhooks,
-      door: {
-        prefix: '/dashboard/api/webhooks',
-        authenticate: async () => undefined,
-        security,
-        tags,
-        operationPrefix: 'dashboard',
-        errors: sessionErrors,
-        changeErrors: [403],
-      },
-    });
+    await authed.register(webhookRoutes, { webhooks: deps.webhooks, door: sessionDoor });
   });
 };

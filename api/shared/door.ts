@@ -6,7 +6,7 @@ import { principalOf, requireApiKey } from './auth';
 import type { AuthDeps } from './auth';
 
 /**
- * Who calls a management API mounted by two doors (customers, the audit log) and how: group A with
+ * Who calls a management API mounted by two doors (webhooks, customers, the audit log) and how: group A with
  * an API key under /api/v1, or the dashboard with a session under /dashboard/api. The routes, their
  * service and their shapes are the same; the base path, the authentication and its failures differ.
  */

@@ -11,11 +11,10 @@ import {
 import { safeText } from '../../core/text';
 import type { DeliveryView, EndpointView, WebhookService } from '../../service/webhooks/endpoints';
 import { MAX_WEBHOOK_ENDPOINTS } from '../../service/webhooks/endpoints';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
-import { errorResponses } from '../shared/schemas';
-import type { ErrorStatus } from '../shared/schemas';
+import { doorWords } from '../shared/door';
+import type { ManagementDoor } from '../shared/door';
 
 /** Group A's webhook API (DESIGN §6 "Webhooks API"): a key of the account with the `webhooks` scope manages its endpoints. */
 
@@ -178,27 +177,10 @@ function deliveryOf(d: DeliveryView): z.infer<typeof delivery> {
   };
 }
 
-/**
- * Who calls the webhook routes and how: group A with an API key at /api/v1/webhooks, or the
- * dashboard with a session at /dashboard/api/webhooks. The routes, their service and their shapes
- * are the same; the prefix, the authentication and its failures differ.
- */
-export interface WebhookDoor {
-  prefix: string;
-  authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
-  security: Record<string, string[]>[];
-  tags: string[];
-  /** Prepended to every operationId (e.g. `dashboard` → dashboardCreateWebhook). */
-  operationPrefix?: string;
-  /** The failure statuses every route of this door can answer besides its own (401, 429, 500, 503…). */
-  errors: readonly ErrorStatus[];
-  /** And those only its POST, PATCH and DELETE can (a session's CSRF refusal). */
-  changeErrors?: readonly ErrorStatus[];
-}
-
-export function keyedWebhookDoor(deps: AuthDeps): WebhookDoor {
+/** Group A's side of the webhook API: an API key under /api/v1 (the service checks its `webhooks` scope). */
+export function keyedWebhookDoor(deps: AuthDeps): ManagementDoor {
   return {
-    prefix: '/api/v1/webhooks',
+    base: '/api/v1',
     authenticate: requireApiKey(deps, 'authentication_error'),
     security: [{ apiKey: [] }],
     tags: ['Webhooks'],
@@ -207,21 +189,16 @@ export function keyedWebhookDoor(deps: AuthDeps): WebhookDoor {
   };
 }
 
-export const webhookRoutes: FastifyPluginAsyncZod<{ door: WebhookDoor; webhooks: WebhookService }> = async (
+export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhooks: WebhookService }> = async (
   app,
   deps,
 ) => {
   const { door, webhooks } = deps;
   app.addHook('onRequest', door.authenticate);
   const route = app.withTypeProvider<ZodTypeProvider>();
-  const { security, tags, prefix } = door;
-  const operationId = (name: string) =>
-    door.operationPrefix ? `${door.operationPrefix}${name[0]!.toUpperCase()}${name.slice(1)}` : name;
-  const statuses = (own: ErrorStatus[], extra: readonly ErrorStatus[]) =>
-    errorResponses(...[...new Set([...own, ...door.errors, ...extra])].sort((a, b) => a - b));
-  /** The error answers of a GET, and of a change. */
-  const errors = (...own: ErrorStatus[]) => statuses(own, []);
-  const changeErrors = (...own: ErrorStatus[]) => statuses(own, door.changeErrors ?? []);
+  const { security, tags } = door;
+  const prefix = `${door.base}/webhooks`;
+  const { operationId, errors, changeErrors } = doorWords(door);
 
   route.post(
     prefix,
