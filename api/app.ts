@@ -39,7 +39,6 @@ import { anthropicRoutes } from './anthropic/routes';
 import { v1Routes } from './group-a/routes';
 import { v1BatchRoutes } from './group-a/batches';
 import { billingRoutes } from './group-a/billing';
-import { createBillingService } from '../service/billing/purchases';
 import type { BillingOptions } from '../service/billing/purchases';
 import { createSignupService } from '../service/accounts/signup';
 import type { SignupOptions } from '../service/accounts/signup';
@@ -202,7 +201,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const publicOrigin = deps.publicBaseUrl ? new URL(deps.publicBaseUrl).origin : undefined;
   // One service for both doors that buy credits: the API's route and the dashboard's Billing page.
-  const billing = deps.billing ? createBillingService({ pool: deps.pool, options: deps.billing }) : undefined;
+  // Stripe's client is loaded only when billing is configured.
+  const billing = deps.billing
+    ? (await import('../service/billing/purchases')).createBillingService({ pool: deps.pool, options: deps.billing })
+    : undefined;
   const sessions = {
     service: createSessionService({ pool: deps.pool }),
     secure: deps.secureCookies ?? true,

@@ -3,7 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { jsonLogger } from './json-logger';
 import type pg from 'pg';
-import { createRateLimiter, createRedisRateLimiter } from '../api/shared/rate-limit';
+import { createRateLimiter } from '../api/shared/rate-limit';
 import type { RateLimiter } from '../api/shared/rate-limit';
 import {
   allowsPrivateNetworks,
@@ -24,7 +24,6 @@ import { createSimulator } from '../core/providers/simulator';
 import type { Provider } from '../core/providers/types';
 import { createLocalStore } from '../core/storage/output-store';
 import type { OutputStore } from '../core/storage/output-store';
-import { createS3Store } from '../core/storage/s3';
 import { persistentSecret } from './secrets';
 import { ensureNamespace, registerSearchAttributes } from './temporal-setup';
 import type { Tracing } from './tracing';
@@ -96,7 +95,10 @@ export async function openServices(
   const publicBaseUrl =
     config.PUBLIC_BASE_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
   const { store, closeStore } = await openStore(config, dataDir, publicBaseUrl);
-  const limiter = config.REDIS_URL ? createRedisRateLimiter({ url: config.REDIS_URL }) : createRateLimiter();
+  // Redis's, S3's, Stripe's and SMTP's clients are loaded only by a process configured to use them.
+  const limiter = config.REDIS_URL
+    ? (await import('../api/shared/redis-rate-limit')).createRedisRateLimiter({ url: config.REDIS_URL })
+    : createRateLimiter();
   const adminToken = await persistentSecret(dataDir, 'admin-token', config.ADMIN_TOKEN);
   const webhookSecretKey = (await persistentSecret(dataDir, 'webhook-secret-key', config.WEBHOOK_SECRET_KEY)).value;
   const simulator = createSimulator(config.SIM_LATENCY_MS === undefined ? {} : { latencyMs: config.SIM_LATENCY_MS });
@@ -152,6 +154,7 @@ async function openStore(
 ): Promise<{ store: OutputStore; closeStore: () => void }> {
   const s3 = s3Settings(config);
   if (s3) {
+    const { createS3Store } = await import('../core/storage/s3');
     const store = createS3Store(s3);
     await store.ensureBucket();
     return { store, closeStore: () => store.close() };

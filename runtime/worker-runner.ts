@@ -4,7 +4,6 @@ import { allowsPrivateNetworks, batchLimitsOf, deadlinesOf, mailOptionsOf, webho
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createSecretBox } from '../core/webhooks/secret-box';
 import { createWebhookDispatcher } from '../service/webhooks/dispatch';
-import { startMailRelay } from './mail-relay';
 import { ensureReconcilerSchedule } from './reconciler-schedule';
 import type { Services } from './services';
 import { startWebhookRelay } from './webhook-relay';
@@ -94,7 +93,7 @@ export async function startWorker(
   const mail = mailOptionsOf(config);
   const mailRelay =
     serveWorkflows && mail
-      ? startMailRelay({
+      ? (await import('./mail-relay')).startMailRelay({
           pool: s.pool,
           smtpUrl: mail.smtpUrl,
           from: mail.from,

@@ -39,3 +39,12 @@ describe('tracing off', () => {
     expect(probe.tracerProvider).toBe('NoopTracerProvider');
   });
 });
+
+describe('a process configured without Redis, S3, Stripe or SMTP', () => {
+  it('loads none of their clients (each is 12–36 MB of RSS)', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', PROBE], {
+      env: { PATH: process.env.PATH ?? '' },
+    });
+    expect((JSON.parse(stdout) as { optional: string[] }).optional).toEqual([]);
+  });
+});
