@@ -75,6 +75,7 @@ export async function runPeers(args: {
   keep: boolean;
   temporalDb: 'file' | 'memory';
   topology: Topology;
+  historyShards?: number;
   profile: boolean;
 }): Promise<number> {
   const size = args.quick ? SIZES.quick : SIZES.full;
@@ -101,6 +102,7 @@ export async function runPeers(args: {
     workerMode: 'process',
     temporalDb: args.temporalDb,
     topology: args.topology,
+    ...(args.historyShards === undefined ? {} : { historyShards: args.historyShards }),
     keepData: args.keep,
     log,
     env: { UPSTREAMS_JSON: JSON.stringify(upstreams) },
@@ -137,7 +139,7 @@ export async function runPeers(args: {
   let stack: Stack | undefined;
   try {
     log(
-      `peers, ${mode} run, ${args.topology === 'cluster' ? 'Temporal server on PostgreSQL' : `Temporal dev server, persistence ${args.temporalDb}`}, data in ${dataDir}`,
+      `peers, ${mode} run, ${args.topology === 'cluster' ? `Temporal server on PostgreSQL, ${args.historyShards ?? 4} history shards` : `Temporal dev server, persistence ${args.temporalDb}`}, data in ${dataDir}`,
     );
     stack = await stackHandle.start();
     const s = stack;
@@ -283,6 +285,7 @@ export async function runPeers(args: {
         mode,
         only: 'peers',
         topology: args.topology,
+        historyShards: args.topology === 'cluster' ? (args.historyShards ?? 4) : 1,
         temporalDb: args.temporalDb,
         date: new Date().toISOString(),
         machine: {

@@ -61,7 +61,7 @@ import {
 import { startOpenAiUpstream } from '../test/support/upstream-servers';
 import type { Stack, Topology, WorkerMode } from './stack';
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|startup|upstream-videos|batches] [-- --topology=dev|cluster] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inflight|peers|idle|startup|upstream-videos|batches] [-- --topology=dev|cluster [-- --history-shards=N]] [-- --videos=N] [-- --per-account=N] [-- --profile] [-- --worker=process|in-process|child] [-- --temporal-db=file|memory] [-- --keep]
   --quick               smaller run to check that the bench works
   --only=core           only the paired image, video and 402 scenarios: the headline ratios without in-flight memory or streams (about five minutes)
   --only=live           only the ETA's error on the simulator and the cost of 1,000 open event streams (about two minutes)
@@ -79,6 +79,7 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only=core|live|stream|inf
   --topology=cluster    with --only=core or --only=peers: the Temporal server as npm run cluster runs it (PostgreSQL
                         persistence and SQL visibility), its databases on a PostgreSQL of their own; default dev: the
                         CLI's dev server with its SQLite file, as npm start runs it
+  --history-shards=N    with --topology=cluster: the Temporal server's history shards (default 4)
   --temporal-db=memory  Temporal dev server without its SQLite file (npm start uses a file)
   --keep                keep the bench's data folder (.test-data/bench-<pid>) for inspection`;
 
@@ -89,6 +90,8 @@ function parseArgs(argv: string[]): {
   workerMode: WorkerMode;
   temporalDb: 'file' | 'memory';
   topology: Topology;
+  /** The Temporal server's history shards (topology cluster; default 4). */
+  historyShards?: number;
   keep: boolean;
   profile: boolean;
   only?: Only;
@@ -103,6 +106,7 @@ function parseArgs(argv: string[]): {
   let workerMode: WorkerMode = 'process';
   let temporalDb: 'file' | 'memory' = 'file';
   let topology: Topology = 'dev';
+  let historyShards: number | undefined;
   let keep = false;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
@@ -128,6 +132,7 @@ function parseArgs(argv: string[]): {
       temporalDb = arg.slice('--temporal-db='.length) as 'file' | 'memory';
     else if (arg === '--topology=dev' || arg === '--topology=cluster')
       topology = arg.slice('--topology='.length) as Topology;
+    else if (/^--history-shards=[1-9]\d{0,4}$/.test(arg)) historyShards = Number(arg.slice('--history-shards='.length));
     else {
       console.error(arg === '--help' || arg === '-h' ? USAGE : `unknown argument ${arg}\n${USAGE}`);
       process.exit(arg === '--help' || arg === '-h' ? 0 : 2);
@@ -141,6 +146,10 @@ function parseArgs(argv: string[]): {
     console.error(`--topology=cluster goes with --only=core or --only=peers\n${USAGE}`);
     process.exit(2);
   }
+  if (historyShards !== undefined && topology !== 'cluster') {
+    console.error(`--history-shards goes with --topology=cluster (the dev server has one shard)\n${USAGE}`);
+    process.exit(2);
+  }
   if ((videos !== undefined || perAccount !== undefined) && only !== 'upstream-videos') {
     console.error(`--videos and --per-account go with --only=upstream-videos\n${USAGE}`);
     process.exit(2);
@@ -150,6 +159,7 @@ function parseArgs(argv: string[]): {
     workerMode,
     temporalDb,
     topology,
+    ...(historyShards === undefined ? {} : { historyShards }),
     keep,
     profile,
     ...(only ? { only } : {}),
@@ -205,6 +215,7 @@ async function main(): Promise<number> {
     workerMode: args.workerMode,
     temporalDb: args.temporalDb,
     topology: args.topology,
+    ...(args.historyShards === undefined ? {} : { historyShards: args.historyShards }),
     keepData: args.keep,
     log,
     env: { UPSTREAMS_JSON: JSON.stringify(upstreams) },
@@ -231,7 +242,7 @@ async function main(): Promise<number> {
   const startedAt = Date.now();
   try {
     log(
-      `${mode} run, worker ${args.workerMode}, ${args.topology === 'cluster' ? 'Temporal server on PostgreSQL' : `Temporal dev server, persistence ${args.temporalDb}`}, data in ${dataDir}`,
+      `${mode} run, worker ${args.workerMode}, ${args.topology === 'cluster' ? `Temporal server on PostgreSQL, ${args.historyShards ?? 4} history shards` : `Temporal dev server, persistence ${args.temporalDb}`}, data in ${dataDir}`,
     );
     stack = await stackHandle.start();
     log(`Temporal: the ${stack.temporal.kind} (${stack.temporalCli})`);
@@ -435,6 +446,7 @@ async function main(): Promise<number> {
         mode,
         workerMode: args.workerMode,
         topology: args.topology,
+        historyShards: args.topology === 'cluster' ? (args.historyShards ?? 4) : 1,
         temporal: stack.temporal.kind,
         temporalDb: args.temporalDb,
         date: new Date().toISOString(),

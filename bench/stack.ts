@@ -129,6 +129,8 @@ export function createStack(options: {
   temporalDb: 'file' | 'memory';
   /** The dev server (default) or the Temporal server on PostgreSQL. */
   topology?: Topology;
+  /** The Temporal server's history shards (topology cluster; default 4). */
+  historyShards?: number;
   keepData: boolean;
   log: (line: string) => void;
   /** More settings for the service (e.g. UPSTREAMS_JSON, or a PORT chosen beforehand), through the same config schema. */
@@ -198,7 +200,7 @@ export function createStack(options: {
     const topology = options.topology ?? 'dev';
     const started =
       topology === 'cluster'
-        ? await startTemporalServerStack({ dataDir, log, timed, reaper, steps })
+        ? await startTemporalServerStack({ dataDir, log, timed, reaper, steps }, options.historyShards)
         : await startDevServerStack({ dataDir, log, timed, reaper, steps, killOnExit, temporalDb: options.temporalDb });
     const { temporal, postgres, temporalDb } = started;
 
@@ -422,7 +424,7 @@ async function startDevServerStack(
  * The Temporal server as `npm run cluster` runs it (deploy/cluster/temporal-server.ts), on a
  * PostgreSQL of its own, and our embedded PostgreSQL beside it.
  */
-async function startTemporalServerStack(c: StartContext): Promise<Started> {
+async function startTemporalServerStack(c: StartContext, historyShards?: number): Promise<Started> {
   c.log('starting PostgreSQL (ours, and one for the Temporal server)…');
   const credentials = { user: 'postgres', password: 'postgres' };
   const [ours, theirs] = await Promise.allSettled([
@@ -452,6 +454,7 @@ async function startTemporalServerStack(c: StartContext): Promise<Started> {
       root: join(c.dataDir, 'temporal'),
       pg: { host: '127.0.0.1', port: db.port, ...credentials },
       log: c.log,
+      ...(historyShards === undefined ? {} : { historyShards }),
     }),
   );
   c.log('starting the Temporal server (PostgreSQL persistence and SQL visibility)…');

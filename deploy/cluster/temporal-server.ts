@@ -37,6 +37,8 @@ export async function setUpTemporalServer(o: {
   root: string;
   pg: PostgresTarget;
   log: (line: string) => void;
+  /** The server's history shards (default 4); fixed once its database has them. */
+  historyShards?: number;
 }): Promise<TemporalServerSetup> {
   const binaries = await ensureTemporalServer(process.env, (line) => o.log(`[temporal-server build] ${line}`));
   const low = () => freePortBelow(MEMBERSHIP_PORT_LIMIT);
@@ -66,7 +68,11 @@ export async function setUpTemporalServer(o: {
   await mkdir(join(o.root, 'config'), { recursive: true });
   await writeFile(
     join(o.root, 'config', 'cluster.yaml'),
-    JSON.stringify(temporalServerConfig(o.pg, ports, resolve(DYNAMIC_CONFIG_FILE)), null, 2),
+    JSON.stringify(
+      temporalServerConfig(o.pg, ports, resolve(DYNAMIC_CONFIG_FILE), undefined, o.historyShards),
+      null,
+      2,
+    ),
   );
   return {
     binaries,
