@@ -35,9 +35,9 @@ export function temporalServerConfig(
   /** Where the services listen, and the address they tell each other (a container's own IP when binding 0.0.0.0). */
   network: { bindOnIP: string; broadcastAddress: string } = { bindOnIP: '127.0.0.1', broadcastAddress: '127.0.0.1' },
   /**
-   * Fixed for the life of the database. 4 is what the server's own sample configs use; a cluster
-   * sized for 1,000 generations a second wants 512 or more (docs/capacity.md), which on two shared
-   * cores costs idle CPU and gains nothing (`npm run bench -- --history-shards=512`).
+   * Fixed for the life of the database. 4 is what the server's own sample configs use, right for
+   * one host; a cluster sized for 1,000 generations a second wants 512 or more over several hosts
+   * (docs/capacity.md), and on two shared cores 512 cost the floor's workflow 1.6× the server's CPU.
    */
   historyShards = 4,
 ): Record<string, unknown> {
