@@ -7,8 +7,7 @@
  * Replicate's predictions protocol: Prefer: wait, polling, versions, and cancel.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { Worker } from '@temporalio/worker';
@@ -29,7 +28,7 @@ import { GenerationProvider } from '../../core/search-attributes';
 import { credits, generateV1, routingOf, untilFinishedV1, untilStarted } from '../support/api';
 import type { GroupAGeneration } from '../support/api';
 import { ADMIN_TOKEN, eventually, startHarness } from '../support/harness';
-import { patchIdsOf } from '../support/histories';
+import { keepHistory, patchIdsOf } from '../support/histories';
 import type { Harness } from '../support/harness';
 import { startOpenAiUpstream, startQueueVideoUpstream, startReplicateUpstream } from '../support/upstream-servers';
 
@@ -206,26 +205,22 @@ describe('fallback to the next upstream', () => {
     });
     expect(attribute).toBe('fal-b');
 
-    // The attribute's upsert is a command behind the `provider-attribute` patch: its history
-    // replays on this code, and is kept (RECORD_HISTORIES=1) among the fixtures every later
-    // version must replay (test/unit/replay-fixtures.test.ts).
+    // The attribute's upsert is a plain command now that the patch that introduced it is retired
+    // (no marker): its history replays on this code.
     const { stdout } = await promisify(execFile)(
       inject('temporalCliPath'),
       ['workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', g.id, '--output', 'json'],
       { maxBuffer: 16 * 1024 * 1024 },
     );
-    expect(patchIdsOf(stdout)).toContain('provider-attribute');
+    expect(patchIdsOf(stdout)).toEqual([]);
     const history = await h.client.workflow.getHandle(g.id).fetchHistory();
     await Worker.runReplayHistory(
       { workflowBundle: { code: await readFile(inject('workflowBundlePath'), 'utf8') } },
       history,
       g.id,
     );
-    const fixture = new URL(
-      '../fixtures/histories/video-succeeded-api-admitted-slot-claim-starts-running-provider-attribute.json',
-      import.meta.url,
-    );
-    if (process.env.RECORD_HISTORIES === '1' && !existsSync(fixture)) await writeFile(fixture, stdout);
+    // RECORD_HISTORIES=1 adds this path to the fixtures test/unit/replay-fixtures.test.ts replays.
+    if (process.env.RECORD_HISTORIES === '1') await keepHistory(g.id, 'video-succeeded-served-by-fallback');
   }, 60_000);
 
   it('a content-policy refusal is final: no other upstream is asked, nothing charged', async () => {

@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metrics } from '../../core/metrics';
 import { newId } from '../../core/ids';
 import { admit } from '../../core/ledger';
-import { DEPRECATED_PATCHES } from '../../workflows/generation/workflow';
 import { createGenerationGateway } from '../../service/generation/temporal-gateway';
 import { allFinished, credits, generate, untilFinished, untilStarted } from '../support/api';
 import { eventually, startHarness } from '../support/harness';
@@ -175,14 +174,14 @@ describe('videos waiting for their account slots', () => {
     paths.set('video-succeeded-slot-park-stale-token', waiter);
   }, 120_000);
 
-  it('records the parked paths, each carrying the patch marker', async () => {
+  it('records the parked paths, with no replay-only patch marker left in them', async () => {
     expect([...paths.keys()]).toHaveLength(3);
     for (const id of paths.values()) {
       const history = await h.client.workflow.getHandle(id).fetchHistory();
       const markers = (history.events ?? [])
         .flatMap((e) => e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? [])
         .map((p) => JSON.parse(Buffer.from(p.data!).toString('utf8')) as { id: string });
-      expect(markers.map((m) => m.id)).toContain(DEPRECATED_PATCHES.videoSlotPark);
+      expect(markers.map((m) => m.id)).toEqual([]);
     }
     // RECORD_HISTORIES=1 adds these paths to the fixtures test/unit/replay-fixtures.test.ts replays.
     if (process.env.RECORD_HISTORIES === '1') for (const [name, id] of paths) await keepHistory(id, name);

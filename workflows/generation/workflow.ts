@@ -3,7 +3,6 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
-  deprecatePatch,
   isCancellation,
   proxyActivities,
   proxyLocalActivities,
@@ -74,33 +73,6 @@ const pastDeadline = (err: unknown): boolean => {
 };
 
 /**
- * Deprecated patches (Temporal's procedure for retiring replay code). Each id marked where newer
- * workflows differed from ones then in flight; every workflow without its marker has closed, so only
- * the newer branch is left, and `deprecatePatch(id)` keeps the workflows that ran `patched(id)` (and
- * recorded its marker) replaying while they finish. Remove these calls in the next deploy of workflow
- * code once no workflow started before this one is open: every kind has a deadline, so after the
- * longest deadline, confirmed by the visibility query in docs/operations.md ("Retiring replay-only code").
- */
-export const DEPRECATED_PATCHES = {
-  /** A video's slot claim records `running`. */
-  slotClaimStartsRunning: 'slot-claim-starts-running',
-  /** A settle that failed, or found the hold released, is an event the machine decides on. */
-  settleOutcomeInMachine: 'settle-outcome-in-machine',
-  /** A generation that cannot be marked running fails without asking the provider. */
-  startFailureSkipsRun: 'start-failure-skips-run',
-  /** A release that finds the hold charged (the API settled the reply it produced) ends succeeded. */
-  releaseFindsSettled: 'release-finds-settled',
-  /** The upstream that served a run is upserted as GenerationProvider. */
-  providerAttribute: 'provider-attribute',
-  /** A video's upstream job is waited for without a worker slot (webhook or slow poll), then collected. */
-  upstreamWait: 'upstream-wait',
-  /** A chat the API runs itself is recorded from the API's report on one timer, without ledger activities. */
-  leanChat: 'lean-chat',
-  /** A video waits for its account's slot with its task token parked in PostgreSQL (`claimVideoSlot`). */
-  videoSlotPark: 'video-slot-park',
-} as const;
-
-/**
  * One admitted generation, from its hold to its charge or release. The XState machine decides
  * every step; this workflow runs the effects it names, through the table below, and turns their
  * outcomes into the machine's events.
@@ -137,7 +109,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     apiRunResult ??= result;
   });
   const apiRun = input.apiRun;
-  if (apiRun !== undefined) deprecatePatch(DEPRECATED_PATCHES.leanChat);
   const ranByApi = apiRun !== undefined || input.reported !== undefined;
 
   // Nothing stays in flight forever (DESIGN §5).
@@ -160,7 +131,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   }
 
   const model = input.admitted.model;
-  if (needsSlot) deprecatePatch(DEPRECATED_PATCHES.slotClaimStartsRunning);
   let [snapshot, pending] = initialTransition(generationMachine, { needsSlot });
   // The start set the status: `queued`, `running` for a generation admitted running, or the end a
   // reported chat came to (read back from the start event, so that it is not upserted again).
@@ -195,7 +165,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
 
   /** A settle that did not charge: the machine decides what follows. */
   const settleFailed = (error: GenerationFailure): void => {
-    deprecatePatch(DEPRECATED_PATCHES.settleOutcomeInMachine);
     events.push({ type: 'SETTLE_FAILED', error });
   };
 
@@ -224,7 +193,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         );
       } catch (err) {
         if (isCancellation(err)) throw err;
-        deprecatePatch(DEPRECATED_PATCHES.startFailureSkipsRun);
         events.push({
           type: 'RUN_FAILED',
           error: { code: 'ledger_error', message: 'the generation could not be marked running', retryable: true },
@@ -233,7 +201,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     },
     async waitForSlot() {
       inBackground(async () => {
-        deprecatePatch(DEPRECATED_PATCHES.videoSlotPark);
         const claim = await slots.claimVideoSlot({ accountId: input.accountId, generationId: input.generationId });
         return claim === 'granted'
           ? { type: 'SLOT_GRANTED' }
@@ -267,7 +234,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         };
         let output;
         if (input.kind === 'video') {
-          deprecatePatch(DEPRECATED_PATCHES.upstreamWait);
           output = await runWithoutHoldingSlot(provider, job, compensations);
         } else {
           try {
@@ -280,7 +246,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         if (output.upstream !== undefined) {
           // The details are no command (the UI reads them by query); the attribute is one.
           setCurrentDetails(`served by upstream ${output.upstream}`);
-          deprecatePatch(DEPRECATED_PATCHES.providerAttribute);
           upsertSearchAttributes([{ key: GenerationProvider, value: output.upstream }]);
         }
         return { type: 'RUN_SUCCEEDED', output };
@@ -316,7 +281,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         return void events.push(recorded === 'settled' ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' });
       const released = await ledger.release({ generationId: input.generationId, error });
       if (released.outcome === 'already' && released.state === 'settled') {
-        deprecatePatch(DEPRECATED_PATCHES.releaseFindsSettled);
         events.push({ type: 'FOUND_SETTLED' });
       } else {
         events.push({ type: 'RELEASED' });
