@@ -15,6 +15,9 @@ import { startWorker } from '../runtime/worker-runner';
 import { startInProcessStack } from './in-process-stack';
 import { generationFacts, ledgerChecks } from './ledger-checks';
 
+/** gRPC's status code NOT_FOUND. */
+const GRPC_NOT_FOUND = 5;
+
 const NEXT_WORKFLOWS = fileURLToPath(new URL('../test/fixtures/workflows-next/index.ts', import.meta.url));
 const DEPLOYMENT = 'gensvc';
 const [N, NEXT] = ['build-n', 'build-n1'];
@@ -111,10 +114,21 @@ async function main(): Promise<void> {
     log(`waiting for the server to report ${N} drained…`);
     const drainedAt = Date.now();
     for (;;) {
-      const { workerDeploymentVersionInfo: info } = await client.workflowService.describeWorkerDeploymentVersion({
-        namespace: config.TEMPORAL_NAMESPACE,
-        deploymentVersion: { deploymentName: DEPLOYMENT, buildId: N },
-      });
+      // A version's record is a workflow of the server's own: while it continues as new, describing
+      // it can answer NOT_FOUND for a moment (a version that really went fails the 10-minute bound).
+      const info = await client.workflowService
+        .describeWorkerDeploymentVersion({
+          namespace: config.TEMPORAL_NAMESPACE,
+          deploymentVersion: { deploymentName: DEPLOYMENT, buildId: N },
+        })
+        .then(
+          (r) => r.workerDeploymentVersionInfo,
+          (err: unknown) => {
+            if ((err as { code?: number }).code !== GRPC_NOT_FOUND) throw err;
+            log(`${N} not found just now; asking again`);
+            return undefined;
+          },
+        );
       const status = info?.drainageInfo?.status;
       if (status === DrainageStatus.VERSION_DRAINAGE_STATUS_DRAINED) break;
       if (Date.now() - drainedAt > 10 * 60_000) throw new Error(`${N} not drained after 10 minutes (status ${status})`);
