@@ -34,6 +34,7 @@ const CORE_LEAVES = [
 /** Leaf modules a workflow may import at run time: pure, no I/O, safe in the workflow sandbox. */
 const WORKFLOW_LEAVES = [
   '^core/vocabulary\\.ts$',
+  '^core/money\\.ts$',
   '^core/search-attributes\\.ts$',
   '^core/workflow-contract\\.ts$',
   '^core/webhooks/schedule\\.ts$',

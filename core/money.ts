@@ -20,3 +20,9 @@ export const EUR_PER_MC = 0.01 / MC_PER_CREDIT;
 export function mcToCredits(mc: Millicredits): number {
   return mc / MC_PER_CREDIT;
 }
+
+/** An amount as people read it: "1 credit", "0.5 credits", "130 credits". */
+export function creditsText(mc: Millicredits): string {
+  const credits = mcToCredits(mc);
+  return `${credits} ${credits === 1 ? 'credit' : 'credits'}`;
+}

@@ -5,11 +5,12 @@ import type pg from 'pg';
 import { batchStartOptions } from '../../core/batches/workflow-start';
 import { findLiveBatches } from '../../core/db/batches';
 import { findLingeringHolds } from '../../core/db/reconcile';
-import { release } from '../../core/ledger';
+import { release, requestBatchCancel } from '../../core/ledger';
 import { BATCH_WORKFLOW_TYPE, cancelSignal } from '../../core/workflow-contract';
 import type { BatchWorkflow } from '../../core/workflow-contract';
 import type { BatchWaker } from '../batches/lines';
 import type { GenerationKind } from '../../core/vocabulary';
+import { closedWorkflowReason } from './closed-workflows';
 import type { VideoSlotWaker } from './slots';
 
 export interface ReconcileDeps {
@@ -41,15 +42,6 @@ export interface ReconcileReport {
   batchesResumed: string[];
 }
 
-/** What a closed workflow that left its hold held means, as the generation's error code. */
-const CLOSED_REASONS: Record<string, string> = {
-  TERMINATED: 'terminated',
-  TIMED_OUT: 'timed_out',
-  FAILED: 'workflow_failed',
-  CANCELLED: 'cancelled',
-  COMPLETED: 'workflow_completed',
-  CONTINUED_AS_NEW: 'workflow_completed',
-};
 /** Past its deadline by this much, a running generation's own timer has evidently not fired. */
 const OVERDUE_MARGIN_MS = 10 * 60_000;
 
@@ -72,6 +64,10 @@ export function createReconcileActivities({ pool, client, deadlines, wakeVideoWa
         if (!(err instanceof WorkflowNotFoundError)) continue;
       }
       if (status === 'RUNNING') continue;
+      // An operator cancelled it (a worker of the code before batches stopped themselves on a
+      // cancel): the batch is cancelled, and the new run stops its lines instead of resuming them.
+      // A terminated one carries on: terminating restarts a batch, cancelling stops it.
+      if (status === 'CANCELLED') await requestBatchCancel(pool, b.accountId, b.id);
       const input = {
         batchId: b.id,
         accountId: b.accountId,
@@ -117,11 +113,7 @@ export function createReconcileActivities({ pool, client, deadlines, wakeVideoWa
         // A chat the API runs starts its workflow at its end: none by the hold's deadline means the
         // API stopped mid-reply.
         const reason =
-          status === undefined
-            ? hold.pastDeadline
-              ? 'timeout'
-              : 'not_started'
-            : (CLOSED_REASONS[status] ?? 'workflow_closed');
+          status === undefined ? (hold.pastDeadline ? 'timeout' : 'not_started') : closedWorkflowReason(status);
         const message =
           status !== undefined
             ? `The workflow of this generation ended (${status.toLowerCase()}) without settling; the reconciler released the hold.`

@@ -1,10 +1,11 @@
 import { CompleteAsyncError, Context } from '@temporalio/activity';
-import { ActivityNotFoundError } from '@temporalio/client';
+import { ActivityNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { claimFreedVideoSlots, claimVideoSlotOrPark } from '../../core/ledger';
+import { claimFreedVideoSlots, claimVideoSlotOrPark, release } from '../../core/ledger';
 import type { ClaimedWaiter, Resolution } from '../../core/ledger';
 import { metrics } from '../../core/metrics';
+import { closedWorkflowReason } from './closed-workflows';
 
 export interface SlotDeps {
   pool: pg.Pool;
@@ -25,7 +26,8 @@ const WAKE_TIMEOUT_MS = 5_000;
  * claimed; a wake that is lost leaves the attempt to time out after the workflow's safety poll
  * period, and Temporal's retry is the next look. Nothing of a worker is held between two looks.
  */
-export function createSlotActivities({ pool, client, videoConcurrency }: SlotDeps) {
+export function createSlotActivities(deps: SlotDeps) {
+  const { pool, videoConcurrency } = deps;
   return {
     async claimVideoSlot(req: { accountId: string; generationId: string }): Promise<'granted' | 'finished'> {
       const ctx = Context.current();
@@ -34,7 +36,7 @@ export function createSlotActivities({ pool, client, videoConcurrency }: SlotDep
         { ...req, slotLimit: videoConcurrency },
         ctx.info.taskToken,
       );
-      await completeWaits(client, woken);
+      await handOn(deps, await completeWaits(deps, woken));
       if (outcome === 'running') return 'granted';
       if (outcome === 'finished') return 'finished';
       metrics.videoSlotParks.inc();
@@ -52,31 +54,51 @@ export type VideoSlotWaker = (generationId: string, resolution: Resolution) => P
  * It never fails its caller: the charge or release is already done, and a waiter this misses is
  * found by its own next look.
  */
-export function createVideoSlotWaker({ pool, client, videoConcurrency }: SlotDeps): VideoSlotWaker {
+export function createVideoSlotWaker(deps: SlotDeps): VideoSlotWaker {
   return async (generationId, resolution) => {
     // A repeat ('already') does not say its kind: the claim's own lookup does.
     if (resolution.outcome !== 'already' && resolution.kind !== 'video') return;
+    await handOn(deps, [generationId]);
+  };
+}
+
+/** A hand-on that finds waiter after waiter gone stops here; the reconciler releases the rest. */
+const MAX_HAND_ONS = 20;
+
+/**
+ * Gives the slots these finished videos freed to the account's oldest queued videos, and wakes
+ * them. A claimed video whose workflow has closed (terminated from the Temporal UI while queued)
+ * can never use its slot: its hold is released at once and the slot goes on to the next.
+ */
+async function handOn(deps: SlotDeps, freed: readonly string[]): Promise<void> {
+  const queue = [...freed];
+  for (let round = 0; round < MAX_HAND_ONS && queue.length > 0; round++) {
+    const generationId = queue.shift()!;
     let woken;
     try {
-      woken = await claimFreedVideoSlots(pool, generationId, videoConcurrency);
+      woken = await claimFreedVideoSlots(deps.pool, generationId, deps.videoConcurrency);
     } catch (err) {
       Context.current().log.warn('freed video slots could not be claimed; the waiters will look again', {
         generationId,
         error: (err as Error).message,
       });
-      return;
+      continue;
     }
-    await completeWaits(client, woken);
-  };
+    queue.push(...(await completeWaits(deps, woken)));
+  }
 }
 
 /**
  * Completes the parked waits of videos whose slots were claimed on their behalf. A token whose
- * attempt has timed out meanwhile answers ActivityNotFoundError: harmless, the claim stands and the
- * next attempt finds the video `running`. Any other failure is left to that next look too.
+ * attempt has timed out meanwhile answers ActivityNotFoundError: harmless while its workflow runs
+ * (the claim stands and the next attempt finds the video `running`); a workflow that has closed
+ * gets its hold released here. Any other failure is left to the next look. Resolves the videos
+ * released, whose slots are free again.
  */
-async function completeWaits(client: Client, woken: readonly ClaimedWaiter[]): Promise<void> {
+async function completeWaits(deps: SlotDeps, woken: readonly ClaimedWaiter[]): Promise<string[]> {
+  const { client } = deps;
   const deadline = Date.now() + WAKE_TIMEOUT_MS;
+  const released: string[] = [];
   for (const { generationId, taskToken } of woken) {
     if (taskToken === undefined) continue;
     try {
@@ -85,11 +107,32 @@ async function completeWaits(client: Client, woken: readonly ClaimedWaiter[]): P
     } catch (err) {
       const stale = err instanceof ActivityNotFoundError;
       metrics.videoSlotWakes.inc({ outcome: stale ? 'stale' : 'failed' });
-      if (!stale)
+      if (stale && (await releaseIfClosed(deps, generationId))) released.push(generationId);
+      else if (!stale)
         Context.current().log.warn('a claimed video could not be woken; its next look finds it running', {
           generationId,
           error: (err as Error).message,
         });
     }
   }
+  return released;
+}
+
+/** Releases the hold of a video whose workflow has closed; true when this released it. */
+async function releaseIfClosed({ pool, client }: SlotDeps, generationId: string): Promise<boolean> {
+  let status: string;
+  try {
+    status = (await client.workflow.getHandle(generationId).describe()).status.name;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) return false;
+    status = 'NOT_FOUND';
+  }
+  if (status === 'RUNNING') return false;
+  const closed = closedWorkflowReason(status);
+  const outcome = await release(pool, generationId, {
+    code: closed,
+    message: `The workflow of this generation ended (${status.toLowerCase()}) while it waited for a video slot; its hold was released.`,
+    retryable: true,
+  });
+  return outcome.outcome === 'released';
 }

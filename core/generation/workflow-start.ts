@@ -1,6 +1,6 @@
 import type { WorkflowStartOptions } from '@temporalio/client';
 import type { GenerationRow } from '../db/generations';
-import { mcToCredits } from '../money';
+import { creditsText } from '../money';
 import { AccountId, BatchId, GenerationKind, GenerationModel, GenerationStatus } from '../search-attributes';
 import { SLOT_KINDS } from '../vocabulary';
 import type { GenerationKind as Kind, GenerationStatus as Status } from '../vocabulary';
@@ -79,6 +79,7 @@ export function generationStartOptions(
       ...(batchId === undefined ? [] : [{ key: BatchId, value: batchId }]),
     ],
     staticSummary: summarise(input),
+    staticDetails: detailsOf(input, batchId),
     // Where the server's fairness is on (matching.enableFairness), each account gets its share of
     // the task queues, activities included: one account's flood cannot starve another's request.
     priority: { fairnessKey: input.accountId, ...(batchId === undefined ? {} : { priorityKey: BATCH_LINE_PRIORITY }) },
@@ -91,6 +92,22 @@ function startStatusOf(input: GenerationWorkflowInput): Status {
   if (reported !== undefined)
     return reported.recorded === 'settled' ? 'succeeded' : reported.recorded === 'released' ? 'failed' : 'running';
   return input.apiRun?.admittedRunning || input.admittedRunning ? 'running' : 'queued';
+}
+
+/**
+ * What a newcomer to the Temporal UI needs beside the summary (markdown): whose generation it is,
+ * what its hold is, where its record is, and what an operator's action does to the money.
+ */
+export function detailsOf(input: GenerationWorkflowInput, batchId?: string): string {
+  const price = input.admitted?.free
+    ? 'a free reply: nothing is held or charged'
+    : `${creditsText(input.quoteMc)} held at submit: charged when it succeeds (a per-token chat: what it produced), released when it fails`;
+  return [
+    `**Account** \`${input.accountId}\`${input.apiKeyId ? ` · key \`${input.apiKeyId}\`` : ''}${batchId ? ` · batch \`${batchId}\`` : ''}`,
+    `**Money** ${price}.`,
+    `**Record** \`GET /api/v1/generations/${input.generationId}\` · \`GET /admin/v1/generations/${input.generationId}/upstreams\` · PostgreSQL \`generations\`, \`holds\`, \`ledger_entries\` by this id.`,
+    '**Operator actions** cancel releases the hold; terminate leaves it to the reconciler (released within minutes); reset never charges twice: docs/operator-actions.md.',
+  ].join('\n\n');
 }
 
 /** The line an operator reads in the Temporal UI, e.g. "video · kling · 10 s 1080p · 130 credits". */
@@ -110,7 +127,7 @@ export function summarise(input: GenerationWorkflowInput): string {
   const price = free
     ? 'free reply'
     : perToken
-      ? `up to ${mcToCredits(input.quoteMc)} credits, per token`
-      : `${mcToCredits(input.quoteMc)} credits`;
+      ? `up to ${creditsText(input.quoteMc)}, per token`
+      : creditsText(input.quoteMc);
   return [input.kind, input.model, detail, price].filter((s) => s !== '').join(' · ');
 }

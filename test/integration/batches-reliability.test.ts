@@ -181,6 +181,35 @@ describe('a batch in Temporal', () => {
     const held = await h.pool.query<{ held_mc: number }>('SELECT held_mc FROM accounts WHERE id = $1', [accountId]);
     expect(held.rows[0]!.held_mc).toBe(0);
   }, 120_000);
+
+  it('cancelled from the UI, it is cancelled: lines not started never run and are released, and no restart resumes it', async () => {
+    const { key, accountId } = await h.account({ credits: 100 });
+    const id = await makeBatch(
+      h,
+      key,
+      [1, 2, 3, 4, 5, 6].map((i) => chatLine(i, 'sim:delay=1500 sim:tokens=2')),
+    );
+    const handle = h.client.workflow.getHandle(id);
+    await eventually(async () => ((await batchOf(h, key, id)).status === 'in_progress' ? true : undefined));
+    await handle.cancel();
+    const done = await untilStatus(h, key, id, 'cancelled', 60_000);
+    expect(done.request_counts.total).toBe(6);
+    expect(done.request_counts.completed).toBeLessThan(6);
+    const report = (await h.client.workflow.execute('reconcile', {
+      taskQueue: h.taskQueue,
+      workflowId: `reconcile-${newId('gen')}`,
+      args: [{ graceMs: 0 }],
+    })) as ReconcileReport;
+    expect(report.batchesResumed).not.toContain(id);
+    const charged = await h.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ledger_entries e JOIN generations g ON g.id = e.generation_id
+        WHERE g.batch_id = $1 AND e.entry = 'charge'`,
+      [id],
+    );
+    expect(charged.rows[0]!.n).toBe(done.request_counts.completed);
+    const held = await h.pool.query<{ held_mc: number }>('SELECT held_mc FROM accounts WHERE id = $1', [accountId]);
+    expect(held.rows[0]!.held_mc).toBe(0);
+  }, 120_000);
 });
 
 describe('the completion window', () => {

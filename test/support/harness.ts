@@ -26,8 +26,9 @@ import { createSecretBox } from '../../core/webhooks/secret-box';
 import { startWebhookRelay } from '../../runtime/webhook-relay';
 import { createWebhookDispatcher } from '../../service/webhooks/dispatch';
 
-// Worker chatter (state changes, expected activity failures) would bury the test report.
-Runtime.install({ logger: new DefaultLogger('ERROR') });
+// Worker chatter (state changes, expected activity failures) would bury the test report. Worker
+// heartbeats every 5 s (the SDK's default is 60 s), so that a test sees its workers listed soon.
+Runtime.install({ logger: new DefaultLogger('ERROR'), workerHeartbeatInterval: '5s' });
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 /** Where the harness says its files are served (the app is called with inject, so nothing listens there). */

@@ -4,6 +4,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
@@ -135,41 +136,53 @@ export const batch: BatchWorkflow = async (input: BatchWorkflowInput): Promise<B
     }
   };
 
-  for (;;) {
-    woken = false;
-    if (cancelled) return stop('cancelled');
-    if (expired) return stop('expired');
-    const withCounts = counter % COUNTS_EVERY === 0;
-    const s: BatchStep = await step(() =>
-      steps.advanceBatch({
-        batchId: input.batchId,
-        claim: `${info.runId}:${counter}`,
-        taskQueue: info.taskQueue,
-        kind: input.kind,
-        withCounts,
-      }),
-    );
-    counter++;
-    started += s.started;
-    if (s.status === 'cancelling' || s.stopping === 'cancelled') return stop('cancelled');
-    if (s.expired || s.stopping === 'expired') return stop('expired');
-    if (s.status !== 'in_progress') {
-      // Ended by an earlier run: say so in the attributes, with the counts it ended with.
-      show(s.status, s.counts);
-      return { batchId: input.batchId, status: s.status as BatchResult['status'] };
+  const run = async (): Promise<BatchResult> => {
+    for (;;) {
+      woken = false;
+      if (cancelled) return stop('cancelled');
+      if (expired) return stop('expired');
+      const withCounts = counter % COUNTS_EVERY === 0;
+      const s: BatchStep = await step(() =>
+        steps.advanceBatch({
+          batchId: input.batchId,
+          claim: `${info.runId}:${counter}`,
+          taskQueue: info.taskQueue,
+          kind: input.kind,
+          withCounts,
+        }),
+      );
+      counter++;
+      started += s.started;
+      if (s.status === 'cancelling' || s.stopping === 'cancelled') return stop('cancelled');
+      if (s.expired || s.stopping === 'expired') return stop('expired');
+      if (s.status !== 'in_progress') {
+        // Ended by an earlier run: say so in the attributes, with the counts it ended with.
+        show(s.status, s.counts);
+        return { batchId: input.batchId, status: s.status as BatchResult['status'] };
+      }
+      show('in_progress', s.counts);
+      setCurrentDetails(`${started} lines started, ${s.inFlight} in flight, ${s.waiting} waiting`);
+      if (s.waiting === 0 && s.inFlight === 0) {
+        const done = await finish();
+        if (done) return done;
+      }
+      if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
+        window.cancel();
+        return continueAsNew<BatchWorkflow>({ ...input, startedBefore: started });
+      }
+      // Lines just started fill the room; the next ones start when one ends (a wake) or at the next look.
+      if (!woken) await nap(POLL_MS);
     }
-    show('in_progress', s.counts);
-    setCurrentDetails(`${started} lines started, ${s.inFlight} in flight, ${s.waiting} waiting`);
-    if (s.waiting === 0 && s.inFlight === 0) {
-      const done = await finish();
-      if (done) return done;
-    }
-    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
-      window.cancel();
-      return continueAsNew<BatchWorkflow>({ ...input, startedBefore: started });
-    }
-    // Lines just started fill the room; the next ones start when one ends (a wake) or at the next look.
-    if (!woken) await nap(POLL_MS);
+  };
+
+  try {
+    return await run();
+  } catch (err) {
+    // Cancelled from the Temporal UI or CLI: the batch is cancelled as its API's cancel would
+    // (lines not started released, lines in flight cancelled), not left for a restart to resume.
+    if (!isCancellation(err) || !patched('operator-cancel-stops-batch')) throw err;
+    cancelled = true;
+    return await CancellationScope.nonCancellable(() => stop('cancelled'));
   }
 };
 

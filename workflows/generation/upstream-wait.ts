@@ -25,11 +25,13 @@ export async function runWithoutHoldingSlot(
   // asynchronously; its start-to-close timeout is the poll period, and the retry the next look.
   // The generation's own deadline bounds the whole wait.
   const waiter = proxyActivities<GenerationActivities>({
+    summary: "wait for the upstream's job, holding no worker slot (the hold stays held)",
     taskQueue,
     startToCloseTimeout: waiting.pollMs,
     retry: { initialInterval: '1 second', backoffCoefficient: 1 },
   });
   const stopper = proxyActivities<GenerationActivities>({
+    summary: "stop the upstream's job (the generation failed or was cancelled)",
     taskQueue,
     startToCloseTimeout: '30 seconds',
     retry: { maximumAttempts: 3 },

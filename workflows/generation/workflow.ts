@@ -13,6 +13,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { LocalActivityOptions } from '@temporalio/workflow';
 import { initialTransition, transition } from 'xstate';
 import type { GenerationActivities } from '../../activities';
 import { GenerationProvider, GenerationStatus as StatusAttribute } from '../../core/search-attributes';
@@ -23,6 +24,7 @@ import type {
   GenerationWorkflow,
   GenerationWorkflowInput,
 } from '../../core/workflow-contract';
+import { creditsText } from '../../core/money';
 import { failureMessage, SLOT_KINDS } from '../../core/vocabulary';
 import type { GenerationFailure, GenerationKind, GenerationStatus } from '../../core/vocabulary';
 import { effectsOf, endOfRecorded, generationMachine, statusOf } from '../../machines/generation';
@@ -34,7 +36,7 @@ import { runWithoutHoldingSlot } from './upstream-wait';
 // crash is safe. A permanent database error (invalid input, a constraint) is not retried; a
 // transient one (connection, serialization, deadlock) is, for a bounded time, after which the
 // generation fails cleanly and the reconciler finishes what is left (docs/decisions/0012-retries.md).
-const ledger = proxyLocalActivities<GenerationActivities>({
+const LEDGER_OPTIONS: LocalActivityOptions = {
   startToCloseTimeout: '30 seconds',
   scheduleToCloseTimeout: '10 minutes',
   retry: {
@@ -43,20 +45,24 @@ const ledger = proxyLocalActivities<GenerationActivities>({
     maximumInterval: '30 seconds',
     nonRetryableErrorTypes: ['LedgerPermanentError'],
   },
-});
+};
+/** A ledger step, with the line the Temporal UI shows for it (what it does to the money). */
+const ledgerStep = (summary: string) => proxyLocalActivities<GenerationActivities>({ ...LEDGER_OPTIONS, summary });
 
 // A video's slot wait holds no worker slot (activities/generation/slots.ts): each attempt claims or parks its
 // task token and completes asynchronously, and whoever frees a slot of the account completes it.
 // The attempt's timeout is only the safety poll, for a wake that was lost; the retry is the next
 // look, and the generation's deadline bounds the whole wait.
 const slots = proxyActivities<GenerationActivities>({
+  summary: "wait for one of the account's video slots (the hold stays held)",
   startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 1, nonRetryableErrorTypes: ['LedgerPermanentError'] },
 });
 
 /** `deadlineMs`: the run is the generation's deadline (nothing to wait for before it), so all its attempts end by then. */
-function providerActivities(kind: GenerationKind, deadlineMs?: number): GenerationActivities {
+function providerActivities(kind: GenerationKind, summary: string, deadlineMs?: number): GenerationActivities {
   return proxyActivities<GenerationActivities>({
+    summary,
     taskQueue: providerTaskQueueOf(workflowInfo().taskQueue),
     startToCloseTimeout: kind === 'video' || kind === 'upscale' ? '1 hour' : '10 minutes',
     ...(deadlineMs === undefined ? {} : { scheduleToCloseTimeout: deadlineMs }),
@@ -82,7 +88,9 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   // Admitted running and needing no slot, a generation's run is all that is left of its deadline:
   // the provider activity's schedule-to-close timeout keeps it, and no timer is started.
   const deadlineOnRun = input.admittedRunning === true && !needsSlot ? input.deadlineMs : undefined;
-  const provider = providerActivities(input.kind, deadlineOnRun);
+  const model = input.admitted.model;
+  const quote = input.admitted.free ? 'a free reply' : `${creditsText(input.quoteMc)} held`;
+  const provider = providerActivities(input.kind, `run ${input.kind} on ${model} (${quote})`, deadlineOnRun);
   const events: GenerationEvent[] = [];
   const background: CancellationScope[] = [];
   /** Clean-ups a stopped run left under way (an upstream job to cancel): the workflow ends after them. */
@@ -130,7 +138,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       );
   }
 
-  const model = input.admitted.model;
   let [snapshot, pending] = initialTransition(generationMachine, { needsSlot });
   // The start set the status: `queued`, `running` for a generation admitted running, or the end a
   // reported chat came to (read back from the start event, so that it is not upserted again).
@@ -178,7 +185,7 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
         return;
       }
       try {
-        const outcome = await ledger.markRunning({
+        const outcome = await ledgerStep('mark running (the hold stays held)').markRunning({
           generationId: input.generationId,
           accountId: input.accountId,
           kind: input.kind,
@@ -261,7 +268,9 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       let settled;
       try {
         const { upstream: _served, ...charge } = output;
-        settled = await ledger.settle({ generationId: input.generationId, ...charge });
+        const charged = charge.chargeMc ?? input.quoteMc;
+        const summary = `settle: charge ${creditsText(charged)} of the ${creditsText(input.quoteMc)} held, release the rest`;
+        settled = await ledgerStep(summary).settle({ generationId: input.generationId, ...charge });
       } catch (err) {
         if (isCancellation(err)) throw err;
         // A charge that cannot be recorded is not charged: the machine gives the hold back.
@@ -279,7 +288,8 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
       const recorded = recordedByApi();
       if (recorded !== undefined)
         return void events.push(recorded === 'settled' ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' });
-      const released = await ledger.release({ generationId: input.generationId, error });
+      const summary = `release: give back the ${creditsText(input.quoteMc)} held (${error.code}), charge nothing`;
+      const released = await ledgerStep(summary).release({ generationId: input.generationId, error });
       if (released.outcome === 'already' && released.state === 'settled') {
         events.push({ type: 'FOUND_SETTLED' });
       } else {
