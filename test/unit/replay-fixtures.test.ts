@@ -12,7 +12,7 @@ const FIXTURES = new URL('../fixtures/histories/', import.meta.url);
  * stand for workflows still open when this code is deployed. A change that would break them fails
  * here, not in production. Record the current code's paths with `RECORD_HISTORIES=1 npx vitest run
  * test/integration/cancel-and-replay.test.ts test/integration/video-slots.test.ts test/integration/upstream-callbacks.test.ts
- * test/integration/batches-sdk.test.ts`;
+ * test/integration/batches-sdk.test.ts test/integration/upstream-fallback.test.ts`;
  * docs/operations.md ("Retiring replay-only code") says when a folder is retired.
  */
 describe('recorded workflow histories', () => {
