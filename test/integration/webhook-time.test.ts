@@ -174,8 +174,9 @@ describe('the production retry schedule', () => {
       },
     });
     const deliveryId = `whd_${'1'.repeat(26)}`;
-    const result = await worker
-      .runUntil(async () => {
+    let result: unknown;
+    try {
+      result = await worker.runUntil(async () => {
         await createWebhookDispatcher({ client: h.client, taskQueue }).dispatch(deliveryId);
         const handle = h.client.workflow.getHandle(deliveryId);
         const timers: number[] = [];
@@ -196,8 +197,10 @@ describe('the production retry schedule', () => {
           5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000,
         ]);
         return handle.result() as Promise<unknown>;
-      })
-      .finally(() => connection.close());
+      });
+    } finally {
+      await connection.close();
+    }
     expect(result).toEqual({ deliveryId, outcome: 'failed' });
     expect(asked).toEqual([...RETRY_SCHEDULE_MS, null]);
   });

