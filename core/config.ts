@@ -54,7 +54,6 @@ const upstreamModelSchema = z.union([
     costEur: z.number().min(0).max(1_000).optional(),
   }),
 ]);
-export type UpstreamModelConfig = z.infer<typeof upstreamModelSchema>;
 const upstreamSchema = z.object({
   name: z.string().min(1).max(50),
   protocol: z.enum(['openai', 'anthropic', 'queue-video', 'replicate']),

@@ -114,17 +114,3 @@ export const metrics = {
     registers: [registry],
   }),
 };
-
-/** Times `work` into `histogram` (with `labels`) whether it succeeds or fails. */
-export async function timed<T>(
-  histogram: Histogram<string>,
-  labels: Record<string, string>,
-  work: () => Promise<T>,
-): Promise<T> {
-  const end = histogram.startTimer(labels);
-  try {
-    return await work();
-  } finally {
-    end();
-  }
-}

@@ -23,18 +23,6 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
   viewer: ['read'],
 };
 
-/** What each permission allows, for the pages and the docs. */
-export const PERMISSION_MEANINGS: Readonly<Record<Permission, string>> = {
-  read: 'read the account: balance, generations, usage, alerts, keys, webhooks, customers, the team',
-  keys: 'create and revoke API keys, set and remove their budgets',
-  webhooks: 'register, change, delete, test and redeliver webhook endpoints, rotate their secrets',
-  playground: 'generate, quote and cancel with the session (the playground, group C)',
-  billing: 'buy credits, set the low-balance alert',
-  customers: 'set customers’ default and own budgets and rate limits',
-  team: 'invite members, change their roles, remove them',
-  audit: 'read the audit log',
-};
-
 export const mayDo = (role: Role, permission: Permission): boolean => ROLE_PERMISSIONS[role].includes(permission);
 
 /** Only an owner makes an owner, or changes or removes one. */

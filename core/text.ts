@@ -37,13 +37,3 @@ export function safeText(opts: { min?: number; max?: number; trim?: boolean; lab
     if (reason) ctx.addIssue({ code: 'custom', message: reason });
   });
 }
-
-/** An identifier-like token (model ids, qualities, aspects): short, printable ASCII. */
-export function token(max: number) {
-  return z
-    .string()
-    .trim()
-    .min(1)
-    .max(max)
-    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
-}

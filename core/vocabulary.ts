@@ -115,7 +115,6 @@ export const BATCH_ENDPOINTS = {
   '/v1/video/generations': 'video',
 } as const satisfies Record<string, GenerationKind>;
 export type BatchEndpoint = keyof typeof BATCH_ENDPOINTS;
-export const isBatchEndpoint = (s: string): s is BatchEndpoint => Object.hasOwn(BATCH_ENDPOINTS, s);
 
 /** The only completion window there is (OpenAI's): a batch not done within it expires. */
 export const BATCH_COMPLETION_WINDOW = '24h';

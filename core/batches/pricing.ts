@@ -3,7 +3,7 @@ import type { LineGeneration, LineRequest } from '../db/batches';
 import type { Millicredits } from '../money';
 import type { GenerationKind } from '../vocabulary';
 
-export type { LineAnswerHints, LineGeneration, LineRequest } from '../db/batches';
+export type { LineGeneration, LineRequest } from '../db/batches';
 
 /**
  * A batch's price: each line at the batch rate of its kind, a percentage of what the same request
@@ -14,8 +14,6 @@ export type { LineAnswerHints, LineGeneration, LineRequest } from '../db/batches
 
 /** Percent of the synchronous price, per kind a batch may run. */
 export type BatchRates = Readonly<Record<GenerationKind, number>>;
-
-export const DEFAULT_BATCH_PERCENT = 50;
 
 /** A price at `percent` of itself, rounded to the nearest whole millicredit. */
 export const atPercent = (mc: Millicredits, percent: number): Millicredits => Math.round((mc * percent) / 100);

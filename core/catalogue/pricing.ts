@@ -65,8 +65,6 @@ export interface UpscaleQuote {
   readonly params: { readonly scale: UpscaleScale };
 }
 
-export type Quote = ImageQuote | VideoQuote | ChatQuote | UpscaleQuote;
-
 const IMAGE_LONG_SIDE = 1024;
 const VIDEO_PREVIEW_LONG_SIDE = 320;
 

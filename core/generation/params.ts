@@ -75,7 +75,6 @@ export interface ChatMessage {
   /** A tool turn: the call it answers. */
   toolCallId?: string | undefined;
 }
-export type ChatRole = ChatMessage['role'];
 
 /** A function the client offers a chat model (OpenAI's function tool). */
 export interface FunctionTool {

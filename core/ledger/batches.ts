@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { BATCH_COLUMNS, countsOfBatch, getBatchById } from '../db/batches';
+import { BATCH_COLUMNS, countsOfBatch } from '../db/batches';
 import type { BatchCounts, BatchProblem, BatchRow, LineRequest } from '../db/batches';
 import { readKeyBudget } from '../db/budgets';
 import type { BudgetPeriod, KeyBudget } from '../db/budgets';
@@ -506,14 +506,4 @@ export function finishBatch(pool: pg.Pool, batchId: string): Promise<BatchFinish
       }),
     ),
   );
-}
-
-/** A batch as it stands, with its counts (the batch's workflow reads it between steps). */
-export async function batchState(
-  pool: pg.Pool,
-  batchId: string,
-): Promise<{ batch: BatchRow; counts: BatchCounts } | undefined> {
-  const batch = await getBatchById(pool, batchId);
-  if (!batch) return undefined;
-  return { batch, counts: await countsOfBatch(pool, batchId) };
 }

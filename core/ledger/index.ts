@@ -11,21 +11,11 @@
  * into holds of its own generations (admitBatchLines), which then move as above (core/ledger/batches.ts).
  */
 export { admit } from './admit';
-export {
-  admitBatchLines,
-  batchState,
-  finishBatch,
-  holdBatch,
-  recordFailedBatch,
-  requestBatchCancel,
-  stopBatch,
-} from './batches';
-export type { BatchFinish, BatchHold, BatchStop, LineLimits, LinesAdmission, NewBatch } from './batches';
-export type { Admission, AdmittedGeneration, KeyedRequest, NewGeneration } from './admit';
+export { admitBatchLines, finishBatch, holdBatch, recordFailedBatch, requestBatchCancel, stopBatch } from './batches';
+export type { LineLimits } from './batches';
+export type { AdmittedGeneration, KeyedRequest, NewGeneration } from './admit';
 export { setLowBalanceThreshold } from './alerts';
 export { credit, openAccount } from './credit';
-export type { AccountMoney } from './entries';
-export { LedgerPermanentError } from './failures';
 export { parseNotice, STATUS_CHANNEL } from '../db/notify';
 export type { StatusNotice } from '../db/notify';
 export { release, settle } from './resolve';
@@ -33,6 +23,5 @@ export type { Resolution, SettleRequest } from './resolve';
 export { startRunning } from './running';
 export type { StartOutcome, StartRequest } from './running';
 export { claimFreedVideoSlots, claimVideoSlotOrPark } from './video-slots';
-export type { ClaimedWaiter, VideoSlotLook, VideoSlotRequest } from './video-slots';
+export type { ClaimedWaiter } from './video-slots';
 export { creditPurchase, debitRefund } from './purchases';
-export type { PaidCheckout, PurchaseOutcome, RefundOutcome } from './purchases';

@@ -3,7 +3,6 @@ import type { Scene } from './paint.mjs';
 
 // The painter itself is plain JavaScript, so that render threads load it without a TypeScript
 // loader (core/media/paint-pool.ts).
-export { paintScene } from './paint.mjs';
 export type { Scene } from './paint.mjs';
 
 type Rgb = readonly [number, number, number];

@@ -117,5 +117,3 @@ export function createBatchReads({ pool, store }: { pool: pg.Pool; store: Output
     },
   };
 }
-
-export type BatchReads = ReturnType<typeof createBatchReads>;

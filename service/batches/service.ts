@@ -12,8 +12,8 @@ import { createBatchReads } from './read';
 import { createBatchGateway } from './temporal-gateway';
 import { createBatchWatch } from './watch';
 
-export type { BatchView, LineParser, LineResult, LineGenerationView, ParsedLine } from './types';
-export type { FileContent, FileLimits } from './files';
+export type { BatchView, LineParser, LineResult, LineGenerationView } from './types';
+export type { FileLimits } from './files';
 
 export interface BatchServiceDeps {
   pool: pg.Pool;

@@ -85,8 +85,6 @@ export function createOutcomeRecorder(deps: OutcomeDeps) {
   };
 }
 
-export type OutcomeRecorder = ReturnType<typeof createOutcomeRecorder>;
-
 /**
  * The workflow input that records a chat: the admitted input with the outcome. What the ledger
  * already keeps (the reply's text, the conversation, the functions) stays out of the history

@@ -153,8 +153,6 @@ export function createResponses(deps: ResponsesDeps) {
   };
 }
 
-export type Responses = ReturnType<typeof createResponses>;
-
 function notFound(id: string, param: string, what = 'Response'): NotFoundError {
   return new NotFoundError(`${what} '${id}' not found.`, { param });
 }

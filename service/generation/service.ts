@@ -16,14 +16,10 @@ export type {
   Balance,
   EditSource,
   EditSources,
-  FollowOptions,
   GenerationServiceDeps,
-  ListQuery,
   PreparedInput,
-  Quote,
   SubmitOptions,
   Submitted,
-  SubmittedMany,
 } from './types';
 
 /**

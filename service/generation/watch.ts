@@ -266,5 +266,3 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
     },
   };
 }
-
-export type Watch = ReturnType<typeof createWatch>;
