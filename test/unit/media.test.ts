@@ -28,12 +28,10 @@ describe('renderImagePng', () => {
     expect(differing / pixelsA.length).toBeGreaterThan(0.3);
   });
 
-  it('renders 1024x1024 quickly', async () => {
-    await renderImagePng({ width: 64, height: 64, seed: 'warm-up' });
-    const start = performance.now();
-    await renderImagePng({ width: 1024, height: 1024, seed: 'timing' });
-    // Measured around 40 ms; the bound only catches an accidental order-of-magnitude regression.
-    expect(performance.now() - start).toBeLessThan(1000);
+  // How long it takes is the bench's to say (bench/simulator-cost.ts renders the same 1024² PNG).
+  it('renders 1024x1024', async () => {
+    const png = await renderImagePng({ width: 1024, height: 1024, seed: 'largest' });
+    expect(await sharp(png).metadata()).toMatchObject({ format: 'png', width: 1024, height: 1024 });
   });
 
   it('refuses sizes it cannot produce', async () => {

@@ -286,12 +286,12 @@ describe('checks happen at connect time', () => {
     expect(internal.requests).toHaveLength(0);
   });
 
+  // A lookup that never answers would otherwise hang the request for good (the test's timeout
+  // then fails it).
   it('counts DNS in the timeout', async () => {
-    const started = Date.now();
-    await expect(production.request('http://never-answers.test/', { timeoutMs: 300 })).rejects.toBeInstanceOf(
-      FetchTimeoutError,
-    );
-    expect(Date.now() - started).toBeLessThan(2000);
+    const error = await production.request('http://never-answers.test/', { timeoutMs: 300 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FetchTimeoutError);
+    expect(error).toMatchObject({ timeoutMs: 300 });
   });
 });
 
@@ -436,23 +436,21 @@ describe('limits', () => {
   });
 
   it('refuses on the announced Content-Length before any body arrives', async () => {
-    const started = Date.now();
+    // The server sends nothing after the header: waiting for the body would end in a FetchTimeoutError.
     await expect(
       production.request(`http://origin.test:${port}/announces-huge`, {
         timeoutMs: 5000,
         maxResponseBytes: 1024 * 1024,
       }),
     ).rejects.toBeInstanceOf(ResponseTooLargeError);
-    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it('times out on a server that never answers', async () => {
-    const started = Date.now();
     const error = await production
       .request(`http://origin.test:${port}/hang`, { timeoutMs: 300 })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FetchTimeoutError);
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(error).toMatchObject({ timeoutMs: 300 });
   });
 
   it('stops when the caller cancels', async () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parseNotice } from '../../core/ledger';
 import { createSimulator } from '../../core/providers/simulator';
 import type { ProviderJob } from '../../core/providers/types';
@@ -29,21 +29,33 @@ describe('the simulator', () => {
     expect(seen.every((p) => p % 5 === 0)).toBe(true);
   });
 
-  it('paces a streamed chat by default (about 20 ms a token); sim:pace=0 is one burst', async () => {
+  it('paces a streamed chat by default (a 20 ms wait between tokens); sim:pace=0 is one burst', async () => {
     const sim = createSimulator({ latencyMs: 0 });
-    const gaps = async (prompt: string) => {
+    // The waits the stream asks for, as they are asked: what a busy machine cannot change.
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    const stream = async (prompt: string) => {
+      timers.mockClear();
       const at: number[] = [];
       for await (const e of sim.streamChat(job('chat', prompt), new AbortController().signal))
         if (e.type === 'delta') at.push(performance.now());
-      return { count: at.length, total: at.at(-1)! - at[0]! };
+      const waits = timers.mock.calls.map(([, ms]) => ms).filter((ms) => typeof ms === 'number' && ms > 0);
+      return { count: at.length, total: at.at(-1)! - at[0]!, waits };
     };
-    const paced = await gaps('hello sim:tokens=11');
-    expect(paced.count).toBe(11);
-    expect(paced.total).toBeGreaterThanOrEqual(10 * 18);
-    const burst = await gaps('hello sim:tokens=11 sim:pace=0');
-    expect(burst.total).toBeLessThan(50);
-    const slow = await gaps('hello sim:tokens=3 sim:pace=100');
-    expect(slow.total).toBeGreaterThanOrEqual(2 * 95);
+    try {
+      const paced = await stream('hello sim:tokens=11');
+      expect(paced.count).toBe(11);
+      expect(paced.waits).toEqual(Array.from({ length: 10 }, () => 20));
+      // A timer never fires early, so this bound holds on any machine.
+      expect(paced.total).toBeGreaterThanOrEqual(10 * 18);
+      const burst = await stream('hello sim:tokens=11 sim:pace=0');
+      expect(burst.count).toBe(11);
+      expect(burst.waits).toEqual([]);
+      const slow = await stream('hello sim:tokens=3 sim:pace=100');
+      expect(slow.waits).toEqual([100, 100]);
+      expect(slow.total).toBeGreaterThanOrEqual(2 * 95);
+    } finally {
+      timers.mockRestore();
+    }
   });
 });
 

@@ -84,23 +84,18 @@ describe('upscale', () => {
 
   it('keeps the event loop turning while it works', async () => {
     const input = await noise(512, 512).jpeg().toBuffer();
-    let longestGap = 0;
-    let last = performance.now();
+    // Timer callbacks (the event loop turning) that found the upscale at work in libuv's pool.
+    let ticksWhileWorking = 0;
     const ticker = setInterval(() => {
-      const now = performance.now();
-      longestGap = Math.max(longestGap, now - last);
-      last = now;
+      if (sharp.counters().process > 0) ticksWhileWorking++;
     }, 5);
-    const started = performance.now();
     try {
       await upscale(input, 4);
     } finally {
       clearInterval(ticker);
     }
-    const took = performance.now() - started;
-    // Run on the event loop, the longest gap would be the whole job; in the pool it is a tick.
-    expect(took).toBeGreaterThan(100);
-    expect(longestGap).toBeLessThan(took / 2);
+    // Run on the event loop, no timer could fire while it worked, however fast or slow the machine.
+    expect(ticksWhileWorking).toBeGreaterThan(0);
   });
 
   it('holds at most two thread-pool threads however many upscales are asked for', async () => {
