@@ -96,9 +96,9 @@ describe('rate limits in Redis', () => {
     expect(await l.decide(key, 'free')).toMatchObject({ remaining: 19 });
 
     await redis.stop();
-    const started = Date.now();
+    // Decided while Redis is still down: a limiter that waited for it would wait until the restart
+    // below, which never comes (the test's timeout fails it).
     const during = await Promise.all(Array.from({ length: 5 }, () => l.decide(key, 'free')));
-    expect(Date.now() - started).toBeLessThan(2_000);
     // The local window knows nothing of the request counted in Redis: it starts afresh.
     expect(during.map((d) => d.remaining).sort((x, y) => y - x)).toEqual([19, 18, 17, 16, 15]);
     expect(messages.filter((m) => m.startsWith('warn:'))).toHaveLength(1);
@@ -126,9 +126,8 @@ describe('rate limits in Redis', () => {
     const port = await freePort();
     const l = limiter({ url: `redis://127.0.0.1:${port}`, messages });
     const key = keyId();
-    const started = Date.now();
+    // Decided before any Redis listens on the port (it starts below): nothing waited for one.
     expect(await l.decide(key, 'ronin')).toMatchObject({ limit: 60, remaining: 59 });
-    expect(Date.now() - started).toBeLessThan(2_000);
     expect(messages).toEqual([expect.stringMatching(/^warn: rate limit: Redis is unavailable/)]);
 
     const late = await startRedis(join(inject('testDataDir'), `redis-${randomUUID()}`), port);
