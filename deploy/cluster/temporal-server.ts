@@ -1,4 +1,4 @@
-// The Temporal server as the production topology runs it (v1.29.1 on PostgreSQL persistence and
+// The Temporal server as the production topology runs it (v1.32.2 on PostgreSQL persistence and
 // SQL visibility, the service's dynamic config), set up in a folder: the schema tool's steps, the
 // configuration file, the command that runs it, and the readiness checks. `npm run cluster`
 // (deploy/cluster/stack.ts) supervises it; `npm run bench -- --topology=cluster` runs it the same way.
