@@ -31,7 +31,8 @@ export interface TemporalServerBinaries {
 /** `${GENSVC_CACHE_DIR ?? (XDG_CACHE_HOME ?? ~/.cache)/gensvc}`, the folder every built tool lives in. */
 const cacheRoot = (env: NodeJS.ProcessEnv) =>
   env.GENSVC_CACHE_DIR ?? join(env.XDG_CACHE_HOME ?? join(env.HOME ?? homedir(), '.cache'), 'gensvc');
-const serverDir = (env: NodeJS.ProcessEnv) => join(cacheRoot(env), `temporal-server-${TEMPORAL_SERVER_VERSION}`);
+const serverDir = (env: NodeJS.ProcessEnv, version = TEMPORAL_SERVER_VERSION) =>
+  join(cacheRoot(env), `temporal-server-${version}`);
 const uiDir = (env: NodeJS.ProcessEnv) => join(cacheRoot(env), `temporal-ui-server-${TEMPORAL_UI_VERSION}`);
 const INSTEAD = 'TEMPORAL_SERVER_BINARY, TEMPORAL_SQL_TOOL and TEMPORAL_UI_SERVER to existing binaries';
 
@@ -89,19 +90,7 @@ export async function ensureTemporalServer(
     await explicit(env, 'TEMPORAL_UI_SERVER'),
   ];
   const built =
-    server && sqlTool
-      ? [server, sqlTool]
-      : await goInstallIntoCache({
-          what: `the Temporal server ${TEMPORAL_SERVER_VERSION}`,
-          packages: [
-            { pkg: `go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`, binary: 'temporal-server' },
-            { pkg: `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`, binary: 'temporal-sql-tool' },
-          ],
-          dir: serverDir(env),
-          env: { ...env, GOTOOLCHAIN: TEMPORAL_SERVER_GO_TOOLCHAIN },
-          progress,
-          instead: INSTEAD,
-        });
+    server && sqlTool ? { server, sqlTool } : await buildTemporalServer(TEMPORAL_SERVER_VERSION, env, progress);
   const [uiBuilt] = ui
     ? [ui]
     : await goInstallIntoCache({
@@ -114,5 +103,29 @@ export async function ensureTemporalServer(
         progress,
         instead: INSTEAD,
       });
-  return { server: server ?? built[0]!, sqlTool: sqlTool ?? built[1]!, ui: uiBuilt! };
+  return { server: server ?? built.server, sqlTool: sqlTool ?? built.sqlTool, ui: uiBuilt! };
+}
+
+/**
+ * The server and its schema tool at `version` (`v1.29.1`), built into the cache folder once with
+ * the pinned toolchain (which builds every line from v1.29 on). The upgrade rehearsal builds the
+ * versions it steps through with it.
+ */
+export async function buildTemporalServer(
+  version: string,
+  env: NodeJS.ProcessEnv = process.env,
+  progress: (line: string) => void = () => undefined,
+): Promise<{ server: string; sqlTool: string }> {
+  const [server, sqlTool] = await goInstallIntoCache({
+    what: `the Temporal server ${version}`,
+    packages: [
+      { pkg: `go.temporal.io/server/cmd/server@${version}`, binary: 'temporal-server' },
+      { pkg: `go.temporal.io/server/cmd/tools/sql@${version}`, binary: 'temporal-sql-tool' },
+    ],
+    dir: serverDir(env, version),
+    env: { ...env, GOTOOLCHAIN: TEMPORAL_SERVER_GO_TOOLCHAIN },
+    progress,
+    instead: INSTEAD,
+  });
+  return { server: server!, sqlTool: sqlTool! };
 }
