@@ -20,13 +20,14 @@ import { generationFacts, ledgerChecks } from './ledger-checks';
 
 /**
  * From the version the cluster ran before to the current one, through the newest patch of each
- * minor in between (v1.30.0 is retracted), with the schema versions each one's tool brings
- * (schema/postgresql/v12 of that version: temporal, visibility).
+ * minor in between that the module proxy can build (v1.30.0 is retracted; v1.31.3 to v1.31.5
+ * require go.temporal.io/auto-scaled-workers versions whose source the proxy refuses, 403), with
+ * the schema versions each one's tool brings (schema/postgresql/v12 of it: temporal, visibility).
  */
 const STEPS = [
   { version: 'v1.29.1', schemas: ['1.18', '1.9'] },
   { version: 'v1.30.9', schemas: ['1.18', '1.13'] },
-  { version: 'v1.31.5', schemas: ['1.19', '1.14'] },
+  { version: 'v1.31.2', schemas: ['1.19', '1.14'] },
   { version: TEMPORAL_SERVER_VERSION, schemas: ['1.19', '1.14'] },
 ] as const;
 const VIDEO = { kind: 'video', model: 'kling', seconds: 10, quality: '1080p' } as const;
