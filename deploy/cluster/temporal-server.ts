@@ -102,7 +102,12 @@ export async function waitForFrontend(address: string, timeoutMs = 120_000): Pro
     try {
       const connection = await Connection.connect({ address, connectTimeout: 2_000 });
       try {
+        // GetSystemInfo answers before the frontend serves the rest ("Frontend is not healthy
+        // yet"), so a workflow started at that moment failed: wait for a namespace call too.
         await connection.withDeadline(Date.now() + 5_000, () => connection.workflowService.getSystemInfo({}));
+        await connection.withDeadline(Date.now() + 5_000, () =>
+          connection.workflowService.listNamespaces({ pageSize: 1 }),
+        );
         return;
       } finally {
         await connection.close();
