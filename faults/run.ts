@@ -33,6 +33,7 @@ import type { Check } from './ledger-checks';
 import { leftoverProcesses } from './leftovers';
 import { outputChecks } from './output-checks';
 import { duration, renderReport } from './report';
+import { missingForCluster } from '../deploy/cluster/prerequisites';
 import { createClusterStack } from '../deploy/cluster/stack';
 import type { ClusterStack } from '../deploy/cluster/stack';
 import { createFaultStack } from './stack';
@@ -114,6 +115,12 @@ async function settle(db: pg.Pool, limitMs: number): Promise<boolean> {
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.topology === 'cluster') {
+    // Before anything starts or builds: what the cluster needs from this machine.
+    const missing = await missingForCluster();
+    for (const line of missing) log(line);
+    if (missing.length > 0) return 1;
+  }
   const began = Date.now();
   const loadBefore = load();
   const dataDir = join(process.cwd(), '.test-data', `faults-${process.pid}`);

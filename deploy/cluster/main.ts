@@ -5,6 +5,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createShutdown } from '../../runtime/lifecycle';
+import { missingForCluster } from './prerequisites';
 import { createClusterStack, CLUSTER_TOPOLOGY } from './stack';
 
 const USAGE = `usage: npm run cluster [-- --port=3000] [-- --ui-port=8233] [-- --keep]
@@ -29,6 +30,10 @@ function parseArgs(argv: string[]): { port: number; uiPort: number; keep: boolea
 
 const log = (line: string) => console.error(`[cluster] ${line}`);
 const args = parseArgs(process.argv.slice(2));
+// Before anything starts or builds: what the cluster needs from this machine, one line each.
+const missing = await missingForCluster();
+for (const line of missing) log(line);
+if (missing.length > 0) process.exit(1);
 const dataDir = join(process.cwd(), '.test-data', `cluster-${process.pid}`);
 const shutdown = createShutdown(log);
 const handle = createClusterStack({

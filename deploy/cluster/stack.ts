@@ -16,7 +16,14 @@ import { freePort } from '../../runtime/process';
 import { TEMPORAL_DATABASES, temporalUiConfig } from '../temporal/server-config';
 import type { PostgresTarget } from '../temporal/server-config';
 import { haproxyConfig } from './haproxy';
-import { registerNamespace, setUpTemporalServer, waitForFrontend } from './temporal-server';
+import {
+  applySchemas,
+  registerNamespace,
+  serverCommand,
+  setUpTemporalServer,
+  waitForFrontend,
+} from './temporal-server';
+import type { TemporalServerBinaries } from '../../scripts/temporal-server';
 import type { HaproxySettings } from './haproxy';
 import type { ProcessStack, StackSettings } from '../processes/stack';
 import { boundedStop, createSupervisor } from '../processes/supervisor';
@@ -45,12 +52,19 @@ export interface ClusterStack extends ProcessStack {
   startProvider(): Promise<number>;
   /** The processes the topology runs now, by name. */
   processes(): Record<string, number>;
+  /**
+   * An in-place upgrade of the Temporal server: stops it, brings both schemas forward with the new
+   * version's schema tool, and starts the new binary on the same configuration and databases.
+   */
+  upgradeTemporal(to: { server: string; sqlTool: string }): Promise<void>;
 }
 
 export interface ClusterSettings extends StackSettings {
   /** Host port of the balancer (the one URL clients use); a free one when omitted. */
   port?: number;
   uiPort?: number;
+  /** The Temporal server's binaries when not the version scripts/temporal-server.ts builds. */
+  temporalBinaries?: TemporalServerBinaries;
 }
 
 export function createClusterStack(settings: ClusterSettings): {
@@ -122,9 +136,15 @@ export function createClusterStack(settings: ClusterSettings): {
     for (const db of ['gensvc', TEMPORAL_DATABASES.default, TEMPORAL_DATABASES.visibility])
       await postgres.ensureDatabase(db);
 
-    const temporal = await setUpTemporalServer({ root: join(dataDir, 'temporal'), pg, log });
+    const temporalRoot = join(dataDir, 'temporal');
+    const temporal = await setUpTemporalServer({
+      root: temporalRoot,
+      pg,
+      log,
+      ...(settings.temporalBinaries ? { binaries: settings.temporalBinaries } : {}),
+    });
     const temporalAddress = temporal.address;
-    const temporalSpec: ServiceSpec = {
+    let temporalSpec: ServiceSpec = {
       name: 'temporal',
       entry: 'temporal-server',
       command: temporal.command,
@@ -275,6 +295,12 @@ export function createClusterStack(settings: ClusterSettings): {
       },
       stopTemporal: () => sv.stop('temporal', 15_000),
       startTemporal,
+      async upgradeTemporal(to) {
+        await sv.stop('temporal', 15_000);
+        await applySchemas(to.sqlTool, pg);
+        temporalSpec = { ...temporalSpec, command: serverCommand(to.server, temporalRoot) };
+        await startTemporal();
+      },
       stop,
     };
   };

@@ -1,4 +1,4 @@
-// The Temporal server as the production topology runs it (v1.29.1 on PostgreSQL persistence and
+// The Temporal server as the production topology runs it (v1.32.2 on PostgreSQL persistence and
 // SQL visibility, the service's dynamic config), set up in a folder: the schema tool's steps, the
 // configuration file, the command that runs it, and the readiness checks. `npm run cluster`
 // (deploy/cluster/stack.ts) supervises it; `npm run bench -- --topology=cluster` runs it the same way.
@@ -39,8 +39,11 @@ export async function setUpTemporalServer(o: {
   log: (line: string) => void;
   /** The server's history shards (default 4); fixed once its database has them. */
   historyShards?: number;
+  /** Binaries of another version than the one the script builds (the upgrade rehearsal's first). */
+  binaries?: TemporalServerBinaries;
 }): Promise<TemporalServerSetup> {
-  const binaries = await ensureTemporalServer(process.env, (line) => o.log(`[temporal-server build] ${line}`));
+  const binaries =
+    o.binaries ?? (await ensureTemporalServer(process.env, (line) => o.log(`[temporal-server build] ${line}`)));
   const low = () => freePortBelow(MEMBERSHIP_PORT_LIMIT);
   const ports = {
     frontend: await freePort(),
@@ -51,20 +54,7 @@ export async function setUpTemporalServer(o: {
     membership: [await low(), await low(), await low(), await low()] as [number, number, number, number],
   };
   o.log('setting up the Temporal schemas with temporal-sql-tool…');
-  const steps = [
-    ...schemaSteps(o.pg, TEMPORAL_DATABASES.default, 'temporal'),
-    ...schemaSteps(o.pg, TEMPORAL_DATABASES.visibility, 'visibility'),
-  ];
-  for (const args of steps) {
-    const { code, output } = await runCommand(
-      binaries.sqlTool,
-      args,
-      { PATH: process.env.PATH ?? '' },
-      () => undefined,
-    );
-    if (code !== 0)
-      throw new Error(`temporal-sql-tool ${args.slice(10).join(' ')} failed (exit code ${code}):\n${output}`);
-  }
+  await applySchemas(binaries.sqlTool, o.pg);
   await mkdir(join(o.root, 'config'), { recursive: true });
   await writeFile(
     join(o.root, 'config', 'cluster.yaml'),
@@ -77,10 +67,32 @@ export async function setUpTemporalServer(o: {
   return {
     binaries,
     address: `127.0.0.1:${ports.frontend}`,
-    command: [binaries.server, '--root', o.root, '--config', 'config', '--env', 'cluster', '--allow-no-auth', 'start'],
+    command: serverCommand(binaries.server, o.root),
     env: { PATH: process.env.PATH ?? '' },
     readyText: 'Loading config files',
   };
+}
+
+/** What runs `server` on the configuration `setUpTemporalServer` wrote under `root`. */
+export const serverCommand = (server: string, root: string): [string, ...string[]] => [
+  server,
+  ...['--root', root, '--config', 'config', '--env', 'cluster', '--allow-no-auth', 'start'],
+];
+
+/**
+ * Both databases' schemas brought to the newest version `sqlTool` embeds (an upgrade's schema step
+ * too: run with the new version's tool while no server of the old one runs).
+ */
+export async function applySchemas(sqlTool: string, pg: PostgresTarget): Promise<void> {
+  const steps = [
+    ...schemaSteps(pg, TEMPORAL_DATABASES.default, 'temporal'),
+    ...schemaSteps(pg, TEMPORAL_DATABASES.visibility, 'visibility'),
+  ];
+  for (const args of steps) {
+    const { code, output } = await runCommand(sqlTool, args, { PATH: process.env.PATH ?? '' }, () => undefined);
+    if (code !== 0)
+      throw new Error(`temporal-sql-tool ${args.slice(10).join(' ')} failed (exit code ${code}):\n${output}`);
+  }
 }
 
 /** Waits until the frontend at `address` answers. */
@@ -90,7 +102,12 @@ export async function waitForFrontend(address: string, timeoutMs = 120_000): Pro
     try {
       const connection = await Connection.connect({ address, connectTimeout: 2_000 });
       try {
+        // GetSystemInfo answers before the frontend serves the rest ("Frontend is not healthy
+        // yet"), so a workflow started at that moment failed: wait for a namespace call too.
         await connection.withDeadline(Date.now() + 5_000, () => connection.workflowService.getSystemInfo({}));
+        await connection.withDeadline(Date.now() + 5_000, () =>
+          connection.workflowService.listNamespaces({ pageSize: 1 }),
+        );
         return;
       } finally {
         await connection.close();

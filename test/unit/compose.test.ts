@@ -12,7 +12,11 @@ import { TEMPORAL_DYNAMIC_CONFIG } from '../../runtime/temporal-server-config';
 import { CLUSTER_TOPOLOGY } from '../../deploy/cluster/stack';
 import { composeConfigFiles } from '../../deploy/compose-configs';
 import { JAEGER_DEFAULT_PORTS, JAEGER_RELEASE } from '../../scripts/jaeger';
-import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../../scripts/temporal-server';
+import {
+  TEMPORAL_SERVER_GO_TOOLCHAIN,
+  TEMPORAL_SERVER_VERSION,
+  TEMPORAL_UI_VERSION,
+} from '../../scripts/temporal-server';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -389,12 +393,15 @@ describe('docker-compose.yml', () => {
       expect(read(path), `${path}: run npx tsx deploy/compose-configs.ts`).toBe(text);
     // Temporal and its UI: the server, schema tool and UI server the cluster script builds, at its versions.
     const dockerfile = read('deploy/temporal/Dockerfile');
-    expect(dockerfile).toContain(`go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`);
-    expect(dockerfile).toContain(`go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`);
+    // The server with the toolchain its go.mod asks for, as the script builds it.
+    const withToolchain = `GOTOOLCHAIN=${TEMPORAL_SERVER_GO_TOOLCHAIN} go install`;
+    expect(dockerfile).toContain(`${withToolchain} go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`);
+    expect(dockerfile).toContain(`${withToolchain} go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`);
     expect(dockerfile).toContain(`github.com/temporalio/ui-server/v2/cmd/server@${TEMPORAL_UI_VERSION}`);
     for (const name of ['temporal', 'temporal-ui']) {
       const s = service(name);
       expect(typeof s.build === 'string' ? s.build : s.build?.context, name).toBe('./deploy/temporal');
+      expect(imageTag(s.image!), name).toBe(TEMPORAL_SERVER_VERSION.slice(1));
     }
     expect(commandOf(service('temporal-ui'))[0]).toBe('temporal-ui-server');
     // Persistence and visibility both on PostgreSQL: the databases the postgres service makes.
