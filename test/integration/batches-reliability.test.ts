@@ -47,6 +47,14 @@ async function makeBatch(h: Harness, key: string, lines: unknown[], endpoint = '
   return made.json<{ id: string }>().id;
 }
 
+/** One pass of the reconciler, as its schedule runs it, looking at every hold and batch however young. */
+const reconcileNow = async (h: Harness) =>
+  (await h.client.workflow.execute('reconcile', {
+    taskQueue: h.taskQueue,
+    workflowId: `reconcile-${newId('gen')}`,
+    args: [{ graceMs: 0 }],
+  })) as ReconcileReport;
+
 interface Batch {
   status: string;
   request_counts: { total: number; completed: number; failed: number };
@@ -163,11 +171,7 @@ describe('a batch in Temporal', () => {
     await handle.terminate('as an operator would, from the UI');
     // The lines already started finish on their own; the batch waits for its workflow.
     await new Promise((r) => setTimeout(r, 2_000));
-    const report = (await h.client.workflow.execute('reconcile', {
-      taskQueue: h.taskQueue,
-      workflowId: `reconcile-${newId('gen')}`,
-      args: [{ graceMs: 0 }],
-    })) as ReconcileReport;
+    const report = await reconcileNow(h);
     expect(report.batchesResumed).toEqual([id]);
     const done = await untilStatus(h, key, id, 'completed', 60_000);
     expect(done.request_counts).toEqual({ total: 6, completed: 6, failed: 0 });
@@ -195,11 +199,7 @@ describe('a batch in Temporal', () => {
     const done = await untilStatus(h, key, id, 'cancelled', 60_000);
     expect(done.request_counts.total).toBe(6);
     expect(done.request_counts.completed).toBeLessThan(6);
-    const report = (await h.client.workflow.execute('reconcile', {
-      taskQueue: h.taskQueue,
-      workflowId: `reconcile-${newId('gen')}`,
-      args: [{ graceMs: 0 }],
-    })) as ReconcileReport;
+    const report = await reconcileNow(h);
     expect(report.batchesResumed).not.toContain(id);
     const charged = await h.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM ledger_entries e JOIN generations g ON g.id = e.generation_id

@@ -45,6 +45,15 @@ const closed = (id: string) =>
     const d = await h.client.workflow.getHandle(id).describe();
     return d.status.name === 'RUNNING' ? undefined : d;
   }, 60_000);
+/** Resets a closed generation's workflow as an operator would, and waits for the new run to close. */
+const resetAndRun = async (id: string, type: 'FirstWorkflowTask' | 'LastWorkflowTask') => {
+  const first = await closed(id);
+  await temporal('workflow', 'reset', '--workflow-id', id, '--type', type, '--reason', 'test');
+  await eventually(async () => {
+    const d = await h.client.workflow.getHandle(id).describe();
+    return d.runId !== first.runId && d.status.name !== 'RUNNING' ? d : undefined;
+  }, 60_000);
+};
 /** The provider run of a generation, once it is under way (and paused, when asked): its activity id. */
 const providerRun = async (id: string, paused = false) => {
   await untilStarted(h, id);
@@ -115,12 +124,7 @@ describe('operator actions and money', () => {
     const { key } = await h.account({ credits: 100, scopes: ['image'] });
     const id = (await generate(h, key, { kind: 'image', model: 'flux', prompt: 'reset me' })).body.generation.id;
     expect(await untilFinished(h, key, id)).toMatchObject({ status: 'succeeded', creditsCharged: 3 });
-    const first = await closed(id);
-    await temporal('workflow', 'reset', '--workflow-id', id, '--type', 'FirstWorkflowTask', '--reason', 'test');
-    await eventually(async () => {
-      const d = await h.client.workflow.getHandle(id).describe();
-      return d.runId !== first.runId && d.status.name !== 'RUNNING' ? d : undefined;
-    }, 60_000);
+    await resetAndRun(id, 'FirstWorkflowTask');
     expect(await ledgerOf(id)).toEqual([
       { entry: 'charge', n: 1 },
       { entry: 'hold', n: 1 },
@@ -132,12 +136,7 @@ describe('operator actions and money', () => {
     const { key } = await h.account({ credits: 100, scopes: ['image'] });
     const id = (await generate(h, key, { kind: 'image', model: 'flux', prompt: 'fails sim:fail' })).body.generation.id;
     expect(await untilFinished(h, key, id)).toMatchObject({ status: 'failed', creditsCharged: 0 });
-    const first = await closed(id);
-    await temporal('workflow', 'reset', '--workflow-id', id, '--type', 'LastWorkflowTask', '--reason', 'test');
-    await eventually(async () => {
-      const d = await h.client.workflow.getHandle(id).describe();
-      return d.runId !== first.runId && d.status.name !== 'RUNNING' ? d : undefined;
-    }, 60_000);
+    await resetAndRun(id, 'LastWorkflowTask');
     expect((await ledgerOf(id)).find((e) => e.entry === 'charge')).toBeUndefined();
     expect(await credits(h, key)).toMatchObject({ balance: 100, holdsActive: 0 });
   });
