@@ -43,13 +43,11 @@ beforeAll(async () => {
   // Searchable by everyone: as root, PostgreSQL runs as user postgres and must reach its folder.
   dataDir = await mkdtemp(join(tmpdir(), 'gensvc-stops-'));
   await chmod(dataDir, 0o755);
-  const [port, pgPort, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [port, pgPort] = [await freePort(), await freePort()];
   env = {
     DATA_DIR: dataDir,
     PORT: String(port),
     EMBEDDED_PG_PORT: String(pgPort),
-    TEMPORAL_PORT: String(temporalPort),
-    TEMPORAL_UI_PORT: String(uiPort),
     ADMIN_TOKEN,
     LOG_LEVEL: 'warn',
   };
@@ -139,7 +137,11 @@ async function start(extra: Record<string, string> = {}): Promise<Service> {
       () => 'nothing listens',
     ),
   ).toBe('nothing listens');
-  const npm = npmStart(ROOT, { ...env, ...extra });
+  // Temporal's ports are taken afresh for each start: a port picked once and held unbound for
+  // minutes can meanwhile be taken by another test's server (the dev server binds random ports of
+  // its own for its HTTP API and metrics). The API's and PostgreSQL's stay, the tests read them.
+  const temporalPorts = { TEMPORAL_PORT: String(await freePort()), TEMPORAL_UI_PORT: String(await freePort()) };
+  const npm = npmStart(ROOT, { ...env, ...temporalPorts, ...extra });
   await eventually(
     async () => {
       if (npm.hasExited()) throw new Error(`npm start exited during start-up:\n${npm.output()}`);
