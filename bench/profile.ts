@@ -30,7 +30,7 @@ interface Step {
   runMs: number;
 }
 
-interface WorkflowProfile {
+export interface WorkflowProfile {
   events: number;
   workflowTasks: Step[];
   activities: (Step & { name: string })[];
@@ -45,7 +45,7 @@ interface WorkflowProfile {
   closedAt: number;
 }
 
-function profileHistory(events: HistoryEvent[]): WorkflowProfile {
+export function profileHistory(events: HistoryEvent[]): WorkflowProfile {
   let started = Number.NaN;
   let closed = Number.NaN;
   let admission = Number.NaN;

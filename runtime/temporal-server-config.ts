@@ -31,6 +31,15 @@ export const TEMPORAL_DYNAMIC_CONFIG = {
   // flood of 300 images kept another account's lone image waiting 53.9 s (median), 1.8 s with
   // this on, 0.4 s alone (`npm run fairness`, docs/benchmark.md).
   'matching.enableFairness': true,
+
+  // Fairness and priority hold within one partition of a task queue, not across its partitions: with
+  // the default four, a lone account's task sat in one of them while a freed slot polled another
+  // (three times in four), and waited for the flood's tasks there. One partition matches thousands
+  // of tasks a second, far above what one deployment of the service dispatches. Lowering it on a
+  // running server strands the tasks already written to the other partitions: docs/operations.md
+  // has the two-step change (writes first, reads once those are drained).
+  'matching.numTaskqueueReadPartitions': 1,
+  'matching.numTaskqueueWritePartitions': 1,
 } as const satisfies Record<string, boolean | number | string>;
 
 export type TemporalDynamicConfig = Record<string, boolean | number | string>;
