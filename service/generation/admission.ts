@@ -20,12 +20,11 @@ import type { OutputStore } from '../../core/storage/output-store';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
 import { isFinal } from '../../core/vocabulary';
 import type { GenerationKind } from '../../core/vocabulary';
-import { readRequest } from './lookup';
-import type { PricedGeneration } from './requests';
+import { readRequest } from '../../core/generation/lookup';
 import type { GenerationGateway } from './temporal-gateway';
 import type { RateWindows, SubmitOptions, SubmittedMany } from './types';
-import { inputOfAdmitted, inputOfRecord, isRecordedByApi } from './workflow-inputs';
-import type { Deadlines } from './workflow-inputs';
+import { inputOfAdmitted, inputOfRecord, isRecordedByApi } from '../../core/generation/workflow-input';
+import type { Deadlines, PricedGeneration } from '../../core/generation/workflow-input';
 
 export interface AdmissionDeps {
   pool: pg.Pool;
