@@ -30,7 +30,8 @@ export interface SubmitKind<Options extends SubmitOptions, Ready, Answer> {
 }
 
 export interface PipelineDeps {
-  admission: Admission;
+  /** The gate and the hold (admission.ts). */
+  admission: Pick<Admission, 'limitCustomer' | 'priorClaim' | 'admit' | 'replay'>;
   /** What the models' providers can do beyond the basics (function tools), as pricing asks. */
   serves: Serves;
 }
