@@ -55,6 +55,28 @@ const DOORS = [
   { name: 'anthropic', path: '^api/anthropic/' },
 ];
 
+/**
+ * The service's features (folders of service/), lowest first. A feature imports only features
+ * listed before it, so two features never import each other, nor through a third. generation/
+ * holds the one submit pipeline every kind goes through; chat/ stands below it (the reply as a
+ * provider streams it, the whole reply, stored responses), because the pipeline runs a streamed
+ * chat as one of its kinds: generation → chat is the one direction, chat → generation is refused.
+ * batches/ submit lines priced by generation/'s pipeline; customers/ and webhooks/ write the
+ * audit log of accounts/.
+ */
+const SERVICE_FEATURES = [
+  'accounts',
+  'catalogue',
+  'chat',
+  'generation',
+  'batches',
+  'billing',
+  'customers',
+  'upstream-callbacks',
+  'usage',
+  'webhooks',
+];
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -74,6 +96,25 @@ module.exports = {
         'service/ stands on core/ only: it may import service/ and core/, never a door, an activity, a workflow or the runtime.',
       from: { path: '^service/' },
       to: oursExcept('^(service|core)/'),
+    },
+    ...SERVICE_FEATURES.map((feature, i) => ({
+      name: `service-${feature}-imports-a-later-feature`,
+      severity: /** @type {const} */ ('error'),
+      comment:
+        `service/${feature}/ may import only the service features listed before it in SERVICE_FEATURES ` +
+        `(${SERVICE_FEATURES.slice(0, i).join(', ') || 'none'}): features import each other in one direction. ` +
+        'What a lower feature needs from a higher one is passed in, or moves down.',
+      from: { path: `^service/${feature}/` },
+      to: { path: '^service/', pathNot: SERVICE_FEATURES.slice(0, i + 1).map((f) => `^service/${f}/`) },
+    })),
+    {
+      name: 'service-feature-unlisted',
+      severity: 'error',
+      comment:
+        'Every folder of service/ is a feature listed in SERVICE_FEATURES, which orders them; an unlisted one ' +
+        '(or a file loose in service/) imports no other feature until it is given its place.',
+      from: { path: '^service/(?:([^/]+)/|[^/]+$)', pathNot: SERVICE_FEATURES.map((f) => `^service/${f}/`) },
+      to: { path: '^service/', pathNot: '^service/$1/' },
     },
     {
       name: 'core-floor',

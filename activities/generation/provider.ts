@@ -16,7 +16,7 @@ import type { RouteEntry, RunOutput } from '../../core/vocabulary';
 import { ProviderRejectedError } from '../../core/errors';
 import { imageInFormat } from '../../core/media/output-format';
 import { metrics } from '../../core/metrics';
-import { chargeForTokens } from '../../core/catalogue/pricing';
+import { tokenCharge } from '../../core/catalogue/pricing';
 import { INTERNAL_PARAM_KEYS, publicParamsOf } from '../../core/generation/params';
 import type { InternalParams } from '../../core/generation/params';
 
@@ -251,11 +251,9 @@ export function createProviderActivities({
       }
       // A per-token model (group B chat run through group A) is charged what it produced.
       const rate = job.internal.ratePer1kMc;
-      const tokens =
-        result.outputTokens === undefined ? undefined : Math.min(result.outputTokens, job.params.maxTokens ?? Infinity);
       const charge =
-        rate !== undefined && tokens !== undefined
-          ? { chargeMc: chargeForTokens(tokens, rate), outputTokens: tokens }
+        rate !== undefined && result.outputTokens !== undefined
+          ? tokenCharge(result.outputTokens, job.params.maxTokens, rate)
           : {};
       outcome = 'succeeded';
       await progress.stop();

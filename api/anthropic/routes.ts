@@ -28,7 +28,7 @@ import { messageEvents, messageObject } from './replies';
 /**
  * Anthropic's Messages API (`POST /v1/messages`, `POST /v1/messages/count_tokens`): the door
  * Claude Code, the Anthropic SDKs and the AI SDK's Anthropic provider speak. A message is a chat
- * the API runs itself (service/chat/runs.ts), on the same per-token billing, ledger, limits and
+ * the API runs itself (service/generation/kinds/streamed-chat.ts), on the same per-token billing, ledger, limits and
  * budgets as group B; this door only parses Anthropic's request, writes Anthropic's reply and
  * answers errors in Anthropic's shape.
  */

@@ -24,7 +24,7 @@ import type { OpenAiDeps } from './common';
 
 /**
  * Group B's chat completions. Chat runs in this process and streams as the provider sends
- * (service/chat/runs.ts): deltas go out as OpenAI's chunks, and a client that disconnects is
+ * (service/generation/kinds/streamed-chat.ts): deltas go out as OpenAI's chunks, and a client that disconnects is
  * charged the tokens it was sent.
  */
 

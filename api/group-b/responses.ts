@@ -26,7 +26,7 @@ import type { OpenAiDeps } from './common';
 /**
  * Group B's Responses API (`POST /v1/responses`, `GET /v1/responses/{id}`, `POST
  * /v1/responses/{id}/cancel`), on the chat's per-token billing. A foreground response is a chat
- * the API runs itself (service/chat/runs.ts), streamed as OpenAI's typed events; a background one
+ * the API runs itself (service/generation/kinds/streamed-chat.ts), streamed as OpenAI's typed events; a background one
  * is an ordinary chat generation run by its workflow's provider activity, polled and cancelled.
  * Function tools and structured output go to the model (a 400 naming them where its provider cannot
  * take them); images, files and built-in tools are a 400 naming the field. Items of stored responses

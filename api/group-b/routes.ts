@@ -12,7 +12,7 @@ import type { OpenAiDeps } from './common';
  * Group B: the OpenAI-compatible API under /v1 (DESIGN §6). The official `openai` SDK works with
  * its base URL and key changed: request and response shapes, Server-Sent Events, error bodies
  * (`type` the code name, `code` the HTTP status), `x-request-id`, `retry-after-ms` and
- * `x-should-retry`. Chat and the Responses API run in this process and streams as the provider sends (service/chat/runs.ts);
+ * `x-should-retry`. Chat and the Responses API run in this process and streams as the provider sends (service/generation/kinds/streamed-chat.ts);
  * images and videos are ordinary generations, listed by groups A and C too; batches (files and
  * batches) run many of them as one job.
  */

@@ -175,6 +175,25 @@ export function chargeForTokens(tokens: number, ratePer1kMc: Millicredits): Mill
   return Math.ceil((tokens * ratePer1kMc) / 1000);
 }
 
+/**
+ * The output tokens a per-token reply is charged for: what it produced, never past the `maxTokens`
+ * its hold covers (an upstream may ignore the cap). The streamed chat and the provider activity
+ * both charge through here, so a reply costs the same whichever ran it.
+ */
+export function chargedTokens(produced: number, maxTokens: number | undefined): number {
+  return Math.min(produced, maxTokens ?? Infinity);
+}
+
+/** A per-token reply's charge for `produced` output tokens at its rate, within its hold. */
+export function tokenCharge(
+  produced: number,
+  maxTokens: number | undefined,
+  ratePer1kMc: Millicredits,
+): { chargeMc: Millicredits; outputTokens: number } {
+  const outputTokens = chargedTokens(produced, maxTokens);
+  return { chargeMc: chargeForTokens(outputTokens, ratePer1kMc), outputTokens };
+}
+
 export function quoteUpscale(req: { model?: string | undefined; scale: UpscaleScale }): UpscaleQuote {
   const model = findUpscaleModel(req.model);
   if (!model) throw new UnknownCostError('upscale', req.model ?? '');

@@ -1,53 +1,14 @@
 import type { WorkflowStartOptions } from '@temporalio/client';
-import type { GenerationRow } from '../db/generations';
 import { creditsText } from '../money';
 import { AccountId, BatchId, GenerationKind, GenerationModel, GenerationStatus } from '../search-attributes';
-import { SLOT_KINDS } from '../vocabulary';
-import type { GenerationKind as Kind, GenerationStatus as Status } from '../vocabulary';
+import type { GenerationStatus as Status } from '../vocabulary';
 import type { GenerationWorkflow, GenerationWorkflowInput } from '../workflow-contract';
-import type { InternalParams } from './params';
 
 /**
  * How a generation's workflow is started, whoever starts it: the API after admitting a request
  * (service/generation/temporal-gateway.ts) or a batch's workflow for each of its lines
  * (activities/batches/lines.ts). One id, one run, the same search attributes and fairness key.
  */
-
-/** Per kind, how long a generation may stay in flight before it fails with `timeout`. */
-export type Deadlines = Partial<Record<Kind, number>>;
-
-/** The workflow's deadline: the sooner of the kind's own and the one the client asked for, if any. */
-export function deadlineOf(kind: Kind, internal: InternalParams, deadlines: Deadlines | undefined): number | undefined {
-  const own = deadlines?.[kind];
-  const asked = internal.clientDeadlineMs;
-  if (asked === undefined) return own;
-  return own === undefined ? asked : Math.min(own, asked);
-}
-
-/** Everything a generation's workflow needs, rebuilt from its record (replays, cancels, a batch's lines). */
-export function inputOfRecord(g: GenerationRow, deadlines: Deadlines | undefined): GenerationWorkflowInput {
-  const deadlineMs = deadlineOf(g.kind, g.internal, deadlines);
-  // Running with no slot to hold: it was admitted so, and its workflow starts it no further.
-  const admittedRunning = g.status === 'running' && !SLOT_KINDS.has(g.kind);
-  return {
-    ...(admittedRunning ? { admittedRunning } : {}),
-    ...(deadlineMs === undefined ? {} : { deadlineMs }),
-    generationId: g.id,
-    accountId: g.accountId,
-    apiKeyId: g.apiKeyId,
-    kind: g.kind,
-    model: g.model,
-    prompt: g.prompt,
-    params: g.params,
-    internal: g.internal,
-    quoteMc: g.quoteMc,
-    admitted: { free: g.freeChat, model: g.model },
-    // A chat of the earlier shape stays one: its workflow waits for the API's report. Remove with
-    // `apiRunDeadlineMs` once no chat admitted before the deploy that records chats at their end
-    // can be in flight (its hold lasts at most the chat's deadline).
-    ...(g.internal.apiRunDeadlineMs === undefined ? {} : { apiRun: { deadlineMs: g.internal.apiRunDeadlineMs } }),
-  };
-}
 
 /**
  * A batch's lines wait behind the account's own requests: within one account the task queues hand

@@ -5,7 +5,7 @@ import type { OutputStore } from '../../core/storage/output-store';
 import { failureMessage } from '../../core/vocabulary';
 import type { GenerationFailure, RouteEntry } from '../../core/vocabulary';
 
-/** The provider side of a chat the API streams itself (service/chat/runs.ts). */
+/** The provider side of a chat the API streams itself (service/generation/kinds/streamed-chat.ts). */
 
 /** The reply as a file beside the other outputs; a store failure loses the file, not the charge. */
 export async function storeText(store: OutputStore, generationId: string, text: string): Promise<string | null> {

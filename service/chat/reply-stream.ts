@@ -1,4 +1,4 @@
-import { chargeForTokens } from '../../core/catalogue/pricing';
+import { chargedTokens, tokenCharge } from '../../core/catalogue/pricing';
 import { DeadlineExceededError, markAfterAdmission, ProviderRejectedError } from '../../core/errors';
 import { toolCallAssembler } from '../../core/providers/tool-calls';
 import type { ChatStreamEvent, Provider, ProviderJob } from '../../core/providers/types';
@@ -120,7 +120,7 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
       }
     }
     if (deadlinePassed) throw new Error('the client’s deadline passed');
-    const tokens = Math.min(providerTokens ?? delivered, maxTokens);
+    const tokens = chargedTokens(providerTokens ?? delivered, maxTokens);
     outcome = delivered >= maxTokens || tokens >= maxTokens ? 'length' : 'complete';
     const finishReason = outcome === 'length' ? 'length' : calls.calls().length > 0 ? 'tool_calls' : 'stop';
     yield { type: 'end', finishReason, usage: { promptTokens, completionTokens: tokens } };
@@ -167,7 +167,7 @@ function finishRun(
 ): void {
   const cut = outcome === 'client_gone' || outcome === 'deadline';
   const sent = outcome === 'deadline' && !r.streamed ? 0 : got.delivered;
-  const tokens = Math.min(cut ? sent : (got.providerTokens ?? got.delivered), r.maxTokens);
+  const tokens = chargedTokens(cut ? sent : (got.providerTokens ?? got.delivered), r.maxTokens);
   const failed = typeof outcome === 'object' ? outcome.failed : undefined;
   if (outcome === 'deadline' && tokens === 0) {
     r.finish({
@@ -193,8 +193,7 @@ function finishRun(
         output: {
           outputKey,
           outputText: got.text,
-          chargeMc: chargeForTokens(tokens, r.ratePer1kMc),
-          outputTokens: tokens,
+          ...tokenCharge(tokens, r.maxTokens, r.ratePer1kMc),
           ...(got.toolCalls.length > 0 ? { toolCalls: got.toolCalls } : {}),
           ...(r.routes.length > 0 ? { routes: r.routes } : {}),
         },

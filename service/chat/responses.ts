@@ -7,7 +7,7 @@ import type { GenerationView } from '../../core/generation/view';
 import type { Principal } from '../../core/accounts/principal';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { ToolCall } from '../../core/vocabulary';
-import { readOwn } from '../generation/lookup';
+import { readOwn } from '../../core/generation/lookup';
 import type {
   ChatMessage,
   ChatSampling,

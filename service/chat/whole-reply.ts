@@ -1,6 +1,5 @@
 import { toolCallAssembler } from '../../core/providers/tool-calls';
 import type { ToolCall } from '../../core/vocabulary';
-import type { ChatRun } from './runs';
 import type { ChatRunEvent } from './reply-stream';
 
 /** A chat run's reply gathered whole: its text, the functions it called, and how it ended. */
@@ -18,7 +17,7 @@ export interface WholeReply {
  * their end (the client went away): nobody is waiting for the answer, nor for the settle.
  */
 export async function wholeReply(
-  run: Pick<ChatRun, 'settled'>,
+  run: { settled(): Promise<void> },
   first: IteratorResult<ChatRunEvent>,
   rest: AsyncIterator<ChatRunEvent>,
 ): Promise<WholeReply | undefined> {

@@ -10,6 +10,7 @@ import {
   QuoteAboveSpendCapError,
   ServiceUnavailableError,
 } from '../../core/errors';
+import type { DomainError } from '../../core/errors';
 import { viewOf } from '../../core/generation/view';
 import { requestHash } from '../../core/generation/idempotency';
 import { admit } from '../../core/ledger';
@@ -20,12 +21,11 @@ import type { OutputStore } from '../../core/storage/output-store';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
 import { isFinal } from '../../core/vocabulary';
 import type { GenerationKind } from '../../core/vocabulary';
-import { readRequest } from './lookup';
-import type { PricedGeneration } from './requests';
+import { readRequest } from '../../core/generation/lookup';
 import type { GenerationGateway } from './temporal-gateway';
 import type { RateWindows, SubmitOptions, SubmittedMany } from './types';
-import { inputOfAdmitted, inputOfRecord, isRecordedByApi } from './workflow-inputs';
-import type { Deadlines } from './workflow-inputs';
+import { inputOfAdmitted, inputOfRecord, isRecordedByApi } from '../../core/generation/workflow-input';
+import type { Deadlines, PricedGeneration } from '../../core/generation/workflow-input';
 
 export interface AdmissionDeps {
   pool: pg.Pool;
@@ -47,14 +47,14 @@ export type Admitted =
 /** Kinds that finish within the call: the client waits for their result (DESIGN §5). */
 export const WAITED_KINDS: ReadonlySet<GenerationKind> = new Set(['image', 'chat']);
 
+/** How often a repeat looks for the record of a reply the API is still recording. */
+const RECORD_POLL_MS = 50;
+
 /**
  * Admission as every submit does it (the streamed chat too): the Idempotency-Key first, then the
  * ledger's admission (hold, generation, outbox in one transaction). A 402 costs one round trip to
  * the database and never a workflow.
  */
-/** How often a repeat looks for the record of a reply the API is still recording. */
-const RECORD_POLL_MS = 50;
-
 export function createAdmission(deps: AdmissionDeps) {
   const { pool, gateway, store } = deps;
 
@@ -139,26 +139,7 @@ export function createAdmission(deps: AdmissionDeps) {
         keyedOf(principal, opts),
       );
       if (admission.outcome === 'replay') return { replayOf: admission.firstId };
-      if (admission.outcome === 'refused')
-        throw new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
-      if (admission.outcome === 'over_budget') {
-        throw new BudgetExceededError({
-          keyId: admission.keyId,
-          requiredCredits: mcToCredits(admission.requiredMc),
-          availableCredits: mcToCredits(admission.availableMc),
-          budgetCredits: mcToCredits(admission.maxMc),
-          period: admission.period,
-        });
-      }
-      if (admission.outcome === 'over_customer_budget') {
-        throw new CustomerBudgetExceededError({
-          customer: admission.customerId,
-          requiredCredits: mcToCredits(admission.requiredMc),
-          availableCredits: mcToCredits(admission.availableMc),
-          budgetCredits: mcToCredits(admission.maxMc),
-          period: admission.period,
-        });
-      }
+      if (admission.outcome !== 'admitted') throw refusalOf(admission);
       const inputs = admission.generations.map((a, i) => inputOfAdmitted(priced[i]!, a, deps.deadlines));
       for (const input of inputs) {
         opts.log?.info(
@@ -186,3 +167,28 @@ function assertWithinSpendCap(priced: readonly PricedGeneration[], opts: SubmitO
 }
 
 export type Admission = ReturnType<typeof createAdmission>;
+
+/** What the ledger answers an admission. */
+type LedgerAdmission = Awaited<ReturnType<typeof admit>>;
+
+/** The error a refused admission answers: 402 for the whole request, naming what fell short. */
+function refusalOf(admission: Exclude<LedgerAdmission, { outcome: 'admitted' | 'replay' }>): DomainError {
+  if (admission.outcome === 'refused')
+    return new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
+  if (admission.outcome === 'over_budget') {
+    return new BudgetExceededError({
+      keyId: admission.keyId,
+      requiredCredits: mcToCredits(admission.requiredMc),
+      availableCredits: mcToCredits(admission.availableMc),
+      budgetCredits: mcToCredits(admission.maxMc),
+      period: admission.period,
+    });
+  }
+  return new CustomerBudgetExceededError({
+    customer: admission.customerId,
+    requiredCredits: mcToCredits(admission.requiredMc),
+    availableCredits: mcToCredits(admission.availableMc),
+    budgetCredits: mcToCredits(admission.maxMc),
+    period: admission.period,
+  });
+}

@@ -5,10 +5,10 @@ import type { GenerationView } from '../../core/generation/view';
 import type { Principal } from '../../core/accounts/principal';
 import type { OutputStore } from '../../core/storage/output-store';
 import { isFinal } from '../../core/vocabulary';
-import { readOwn } from './lookup';
+import { readOwn } from '../../core/generation/lookup';
 import type { GenerationGateway } from './temporal-gateway';
-import { inputOfRecord, isApiRun } from './workflow-inputs';
-import type { Deadlines } from './workflow-inputs';
+import { inputOfRecord, isApiRun } from '../../core/generation/workflow-input';
+import type { Deadlines } from '../../core/generation/workflow-input';
 
 export interface CancelDeps {
   pool: pg.Pool;

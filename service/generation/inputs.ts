@@ -17,7 +17,7 @@ import { MAX_UPSCALED_SIDE } from '../../core/media/upscale';
 import type { PublicParams } from '../../core/generation/params';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { EditSource, EditSources, PreparedInput } from './service';
-import type { PricedGeneration } from './requests';
+import type { PricedGeneration } from '../../core/generation/workflow-input';
 
 const CONTENT_TYPES: Record<ImageInfo['format'], string> = {
   png: 'image/png',

@@ -11,7 +11,7 @@ import type { OutputStore } from '../../core/storage/output-store';
 import { isFinal } from '../../core/vocabulary';
 import type { Door, VideoPreviewName } from '../../core/vocabulary';
 import { decodeCursor, encodeCursor } from '../../core/cursor';
-import { readOwn } from './lookup';
+import { readOwn } from '../../core/generation/lookup';
 import { priceRequest } from './requests';
 import type { Serves } from './requests';
 import type { GenerationRequest } from './requests';

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { GenerationRow } from '../../core/db/generations';
 import { GenerationNotSucceededError, NotFoundError } from '../../core/errors';
 import type { Principal } from '../../core/accounts/principal';
-import { readOwn } from './lookup';
+import { readOwn } from '../../core/generation/lookup';
 import type { GenerationRequest } from './requests';
 import type { SubmitOptions, Submitted } from './types';
 

@@ -15,7 +15,7 @@ import type {
   ResponseFormat,
   ResponseRecord,
 } from '../../core/generation/params';
-import type { GenerationWorkflowInput } from '../../core/workflow-contract';
+import type { PricedGeneration } from '../../core/generation/workflow-input';
 import type { Door } from '../../core/vocabulary';
 
 /**
@@ -67,14 +67,6 @@ export type GenerationRequest =
 
 /** An edit's input: a URL, bytes the request carried, or the output of one of the account's image generations. */
 export type EditInput = { url: string } | { file: Buffer } | { generation: string };
-
-/** A priced request: everything a generation workflow needs, before its hold is placed. */
-export interface PricedGeneration extends Omit<GenerationWorkflowInput, 'admitted'> {
-  /** A free chat reply may be claimed instead of a hold while the account has some; names the model that serves it. */
-  freeChat?: { model: string };
-  /** A hold its caller resolves itself within this many ms, with no workflow until then (core/ledger/admit.ts). */
-  resolveWithinMs?: number;
-}
 
 /**
  * Turns a valid request into the priced input of a generation, refusing it as the spec orders:

@@ -1,16 +1,18 @@
 import type { Principal } from '../../core/accounts/principal';
 import { createSimulator } from '../../core/providers/simulator';
+import { createResponses } from '../chat/responses';
 import { createAdmission } from './admission';
 import { createCancel } from './cancel';
-import { createChatRuns } from '../chat/runs';
+import { createByWorkflow } from './kinds/by-workflow';
+import type { ByWorkflowOptions } from './kinds/by-workflow';
+import { createStreamedChat } from './kinds/streamed-chat';
 import { createLiveEvents } from './live-events';
+import { createPipeline } from './pipeline';
 import { createReads } from './read';
-import { createResponses } from '../chat/responses';
 import { createRemix } from './remix';
 import type { GenerationRequest, Serves } from './requests';
-import { createSubmit } from './submit';
 import { createWatch } from './watch';
-import type { GenerationServiceDeps, SubmitOptions, Submitted } from './types';
+import type { GenerationServiceDeps, SubmitOptions, Submitted, SubmittedMany } from './types';
 
 export type {
   Balance,
@@ -25,8 +27,9 @@ export type {
 /**
  * The one generation service behind every door (groups A, B, C, MCP and the dashboard): each
  * door translates its own shapes to and from these calls. Its parts have one job each —
- * admission.ts (Idempotency-Key and the ledger's hold), submit.ts, remix.ts, chat-runs.ts (the
- * streamed chat), read.ts (read and follow), cancel.ts — and money moves only through core/ledger.
+ * pipeline.ts (every submit: rate limit and Idempotency-Key, price, hold, start) with a step object
+ * per kind in kinds/ (run by a workflow, or the chat the API streams itself), remix.ts, read.ts
+ * (read and follow), cancel.ts — and money moves only through core/ledger.
  */
 export function createGenerationService(deps: GenerationServiceDeps) {
   const { pool, gateway, store } = deps;
@@ -40,19 +43,19 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   });
   const provider = deps.provider ?? createSimulator();
   const serves: Serves = (model, feature) => provider.serves?.(model, feature) ?? false;
-  const submit = createSubmit({
+  const pipeline = createPipeline({ admission, serves });
+  const byWorkflow = createByWorkflow({
     pool,
     gateway,
     store,
     admission,
-    serves,
     ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
   });
-  const chat = createChatRuns({
+  const chat = createStreamedChat({
     pool,
     gateway,
     store,
-    admission,
+    submit: pipeline,
     provider,
     deadlineMs: deps.deadlines?.chat,
     ...(deps.log ? { log: deps.log } : {}),
@@ -61,12 +64,22 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
   const cancel = createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines });
 
+  /**
+   * Prices, admits and starts `count` generations of one request (group B's `n` images; 1
+   * elsewhere), all held in one transaction or none. Each is a generation of its own, listed by
+   * every door; an Idempotency-Key stands for the whole batch.
+   */
+  const submitMany = (
+    request: GenerationRequest,
+    principal: Principal,
+    opts: ByWorkflowOptions,
+  ): Promise<SubmittedMany> => pipeline(byWorkflow.kind, request, principal, opts);
   const submitOne = async (
     request: GenerationRequest,
     principal: Principal,
     opts: SubmitOptions,
   ): Promise<Submitted> => {
-    const { generations, replayed } = await submit.submitMany(request, principal, opts);
+    const { generations, replayed } = await submitMany(request, principal, opts);
     return { generation: generations[0]!, replayed };
   };
 
@@ -74,12 +87,12 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     submit: submitOne,
     /** A new video from a succeeded one with a new prompt (service/generation/remix.ts), submitted like any video. */
     remix: createRemix({ pool, submit: submitOne }),
-    submitMany: submit.submitMany,
+    submitMany,
     /** Resolves once every workflow start still under way has been made (or failed and released): call before closing. */
     drain: async (): Promise<void> => {
-      await Promise.all([submit.drain(), chat.drain()]);
+      await Promise.all([byWorkflow.drain(), chat.drain()]);
     },
-    /** A chat the API runs itself, its reply streamed as it comes (group B); see service/chat/runs.ts. */
+    /** A chat the API runs itself, its reply streamed as it comes (group B); see service/generation/kinds/streamed-chat.ts. */
     runChat: chat.run,
     /** Live streams of one generation's or the account's changes (service/generation/watch.ts). */
     watch: createWatch({ pool, store, live }),

@@ -6,7 +6,7 @@ import type { Provider } from '../../core/providers/types';
 import type { Door, GenerationKind, GenerationStatus } from '../../core/vocabulary';
 import type { GenerationView } from '../../core/generation/view';
 import type { GenerationGateway } from './temporal-gateway';
-import type { PricedGeneration } from './requests';
+import type { PricedGeneration } from '../../core/generation/workflow-input';
 
 /** What the generation service takes and gives: shared by its parts and by the doors that call it. */
 

@@ -12,7 +12,7 @@ import { NotFoundError } from '../../core/errors';
 import { accountEventId, generationEventId } from './event-ids';
 import type { AccountMark, GenerationMark } from './event-ids';
 import type { LiveEvents, LiveNotice } from './live-events';
-import { readOwn } from './lookup';
+import { readOwn } from '../../core/generation/lookup';
 
 /** One change seen by a live stream. `id` resumes the stream after it (SSE `Last-Event-ID`, service/generation/event-ids.ts). */
 export type WatchEvent =

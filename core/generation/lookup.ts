@@ -1,8 +1,8 @@
-import type { Queryable } from '../../core/db/pool';
-import { getGeneration, listSiblings } from '../../core/db/generations';
-import type { GenerationRow } from '../../core/db/generations';
-import { NotFoundError } from '../../core/errors';
-import { GENERATION_ID_PATTERN } from '../../core/ids';
+import type { Queryable } from '../db/pool';
+import { getGeneration, listSiblings } from '../db/generations';
+import type { GenerationRow } from '../db/generations';
+import { NotFoundError } from '../errors';
+import { GENERATION_ID_PATTERN } from '../ids';
 
 /** One of the account's generations; anything else (another account's, a malformed id) is not found. */
 export async function readOwn(q: Queryable, accountId: string, id: string): Promise<GenerationRow> {

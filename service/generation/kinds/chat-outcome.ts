@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import { release, settle } from '../../core/ledger';
-import type { ApiRunResult, GenerationWorkflowInput } from '../../core/workflow-contract';
-import type { GenerationGateway } from '../generation/temporal-gateway';
+import { release, settle } from '../../../core/ledger';
+import type { ApiRunResult, GenerationWorkflowInput } from '../../../core/workflow-contract';
+import type { GenerationGateway } from '../temporal-gateway';
 
 export interface OutcomeDeps {
   pool: pg.Pool;
