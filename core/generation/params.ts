@@ -162,6 +162,8 @@ export interface InternalParams {
   maskKey?: string;
   /** One of several generations admitted by one request (group B's `n` images): the first one's id and this one's place. */
   siblings?: { firstId: string; index: number };
+  /** The account's share of the task queues, from its plan at admission (core/plans.ts); weight 1 when absent. */
+  fairnessWeight?: number;
 }
 
 /** Every key of each type, so that a test can check them (a key missing here does not compile). */
@@ -202,6 +204,7 @@ export const INTERNAL_PARAM_KEYS = Object.keys({
   inputKeys: true,
   maskKey: true,
   siblings: true,
+  fairnessWeight: true,
 } satisfies Record<keyof InternalParams, true>) as (keyof InternalParams)[];
 
 /**

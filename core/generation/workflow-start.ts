@@ -43,7 +43,12 @@ export function generationStartOptions(
     staticDetails: detailsOf(input, batchId),
     // Where the server's fairness is on (matching.enableFairness), each account gets its share of
     // the task queues, activities included: one account's flood cannot starve another's request.
-    priority: { fairnessKey: input.accountId, ...(batchId === undefined ? {} : { priorityKey: BATCH_LINE_PRIORITY }) },
+    // The weight is the account's plan's share (core/plans.ts), recorded at admission.
+    priority: {
+      fairnessKey: input.accountId,
+      ...(input.internal.fairnessWeight === undefined ? {} : { fairnessWeight: input.internal.fairnessWeight }),
+      ...(batchId === undefined ? {} : { priorityKey: BATCH_LINE_PRIORITY }),
+    },
   };
 }
 

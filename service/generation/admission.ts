@@ -11,6 +11,7 @@ import {
   ServiceUnavailableError,
 } from '../../core/errors';
 import type { DomainError } from '../../core/errors';
+import { createAccountLanes } from '../../core/generation/account-lanes';
 import { viewOf } from '../../core/generation/view';
 import { requestHash } from '../../core/generation/idempotency';
 import { admit } from '../../core/ledger';
@@ -57,6 +58,9 @@ const RECORD_POLL_MS = 50;
  */
 export function createAdmission(deps: AdmissionDeps) {
   const { pool, gateway, store } = deps;
+  // An account's holds all lock its own row: a burst of them would otherwise wait on that lock
+  // holding every connection of the pool, with other accounts' holds queued behind.
+  const lanes = createAccountLanes();
 
   /** The claim on an Idempotency-Key, or undefined without one. */
   const keyedOf = (principal: Principal, opts: SubmitOptions): KeyedRequest | undefined =>
@@ -127,16 +131,18 @@ export function createAdmission(deps: AdmissionDeps) {
     async admit(priced: readonly PricedGeneration[], principal: Principal, opts: SubmitOptions): Promise<Admitted> {
       assertWithinSpendCap(priced, opts);
       const budgeted = principal.budgeted === true;
-      const admission = await admit(
-        pool,
-        priced.map((p) => ({
-          ...p,
-          id: p.generationId,
-          budgeted,
-          customerId: opts.customer,
-          startsRunning: p.admittedRunning === true || p.apiRun?.admittedRunning === true,
-        })),
-        keyedOf(principal, opts),
+      const admission = await lanes.through(principal.accountId, () =>
+        admit(
+          pool,
+          priced.map((p) => ({
+            ...p,
+            id: p.generationId,
+            budgeted,
+            customerId: opts.customer,
+            startsRunning: p.admittedRunning === true || p.apiRun?.admittedRunning === true,
+          })),
+          keyedOf(principal, opts),
+        ),
       );
       if (admission.outcome === 'replay') return { replayOf: admission.firstId };
       if (admission.outcome !== 'admitted') throw refusalOf(admission);

@@ -2,6 +2,7 @@ import { AUTO_CHAT_MODEL_ID, findImageModel, IMAGE_MODELS } from '../../core/cat
 import type { UpscaleScale } from '../../core/generation/params';
 import { InvalidRequestError } from '../../core/errors';
 import { newId } from '../../core/ids';
+import { PLAN_FAIRNESS_WEIGHTS } from '../../core/plans';
 import { assertModelAllowed, assertScope } from '../../core/accounts/principal';
 import type { Principal } from '../../core/accounts/principal';
 import { capChatMessages, quoteChat, quoteImage, quoteUpscale, quoteVideo } from '../../core/catalogue/pricing';
@@ -79,6 +80,14 @@ export function priceRequest(
   door: Door,
   serves: Serves = servesNothing,
 ): PricedGeneration {
+  const priced = priceByKind(request, principal, door, serves);
+  if (principal.plan === undefined) return priced;
+  // The account's share of the task queues while it runs, recorded with it so that every start
+  // (the API's, a batch line's, the reconciler's) gives the same.
+  return { ...priced, internal: { ...priced.internal, fairnessWeight: PLAN_FAIRNESS_WEIGHTS[principal.plan] } };
+}
+
+function priceByKind(request: GenerationRequest, principal: Principal, door: Door, serves: Serves): PricedGeneration {
   assertScope(principal, request.kind);
   const base = {
     generationId: newId('gen'),

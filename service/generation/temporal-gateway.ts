@@ -1,6 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import { ServiceUnavailableError } from '../../core/errors';
+import { createAccountLanes } from '../../core/generation/account-lanes';
 import { generationStartOptions } from '../../core/generation/workflow-start';
 import { apiRunResultSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../../core/workflow-contract';
 import type { ApiRunResult, GenerationWorkflow, GenerationWorkflowInput } from '../../core/workflow-contract';
@@ -23,6 +24,9 @@ const START_DEADLINE_MS = 5_000;
 
 export function createGenerationGateway({ client, taskQueue }: { client: Client; taskQueue: string }) {
   const startOptions = (input: GenerationWorkflowInput) => generationStartOptions(input, taskQueue);
+  // The server takes starts one at a time per history shard: one account's burst of starts waits
+  // in its own lane rather than in front of every other account's.
+  const lanes = createAccountLanes();
 
   /** Signals the generation's workflow, starting it first if it never started; false when it has closed. */
   const signalWithStart = async (input: GenerationWorkflowInput, signal: GenerationSignal): Promise<boolean> => {
@@ -47,8 +51,10 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
      */
     async start(input: GenerationWorkflowInput): Promise<void> {
       try {
-        await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-          client.workflow.start<GenerationWorkflow>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
+        await lanes.through(input.accountId, () =>
+          client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+            client.workflow.start<GenerationWorkflow>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
+          ),
         );
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return;
@@ -91,8 +97,10 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
      */
     async record(input: GenerationWorkflowInput & { reported: ApiRunResult }): Promise<void> {
       try {
-        await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-          client.workflow.start<GenerationWorkflow>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
+        await lanes.through(input.accountId, () =>
+          client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+            client.workflow.start<GenerationWorkflow>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
+          ),
         );
       } catch (err) {
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
