@@ -97,7 +97,7 @@ export async function openServices(
   const { store, closeStore } = await openStore(config, dataDir, publicBaseUrl);
   // Redis's, S3's, Stripe's and SMTP's clients are loaded only by a process configured to use them.
   const limiter = config.REDIS_URL
-    ? (await import('../api/shared/redis-rate-limit')).createRedisRateLimiter({ url: config.REDIS_URL })
+    ? (await import('./redis-rate-limit')).createRedisRateLimiter({ url: config.REDIS_URL })
     : createRateLimiter();
   const adminToken = await persistentSecret(dataDir, 'admin-token', config.ADMIN_TOKEN);
   const webhookSecretKey = (await persistentSecret(dataDir, 'webhook-secret-key', config.WEBHOOK_SECRET_KEY)).value;

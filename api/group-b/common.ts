@@ -5,8 +5,8 @@ import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import type { AuthDeps } from '../shared/auth';
 import { assertKnownFields } from '../shared/openai/words';
-import { clientDeadlineMs, idempotencyOf, spendCapOption } from '../shared/fields';
-import { customerOption } from '../shared/customers';
+import { cancelAfterHeader, clientDeadlineMs, idempotencyKey, idempotencyOf, spendCapOption } from '../shared/fields';
+import { customerHeaders, customerOption } from '../shared/customers';
 import { apiError } from '../shared/schemas';
 
 /** What every route of group B shares: its deps, its words for parameters and errors, its OpenAPI tags. */
@@ -53,6 +53,15 @@ export function submitOptionsOf(
     }),
   };
 }
+
+/** The headers of a group B POST that submits: its Idempotency-Key, its deadline, its customer. */
+export const idempotencyHeaders = z.looseObject({
+  'idempotency-key': idempotencyKey.describe(
+    'The same key and body within 24 h return the same generations, never a second hold',
+  ),
+  'cancel-after': cancelAfterHeader,
+  ...customerHeaders,
+});
 
 export const security = [{ apiKey: [] }];
 export const tags = ['Group B (OpenAI-compatible)'];

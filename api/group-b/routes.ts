@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { requireApiKey } from '../shared/auth';
 import { openaiBatchRoutes } from './batches';
 import { openaiFileRoutes } from './files';
-import { openaiMediaRoutes } from './media';
+import { openaiImageRoutes } from './images';
+import { openaiVideoRoutes } from './videos';
 import { openaiChatRoutes } from './chat';
 import { openaiModelRoutes } from './models';
 import { openaiResponseRoutes } from './responses';
@@ -22,7 +23,8 @@ export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps)
   await app.register(openaiModelRoutes, deps);
   await app.register(openaiChatRoutes, deps);
   await app.register(openaiResponseRoutes, deps);
-  await app.register(openaiMediaRoutes, deps);
+  await app.register(openaiImageRoutes, deps);
+  await app.register(openaiVideoRoutes, deps);
   // Files for batches take their own multipart limits (api/group-b/files.ts).
   await app.register(openaiFileRoutes, deps);
   await app.register(openaiBatchRoutes, deps);
