@@ -7,7 +7,34 @@ import { assertSessionMay, principalOf, requireKeyOrSession } from '../shared/au
 import type { SessionAuthDeps } from '../shared/auth';
 import { generateHeaders, generateOptionsOf, spendCapOption } from '../shared/fields';
 import { legacyGenerateBody, legacyRequestOf } from '../shared/generate-bodies';
-import { credits, errorResponses, idParams, liveFieldsOf, liveGenerationRecord } from '../shared/schemas';
+import {
+  credits,
+  errorResponses,
+  generationError,
+  generationKind,
+  generationStatus,
+  idParams,
+  liveFields,
+  liveFieldsOf,
+} from '../shared/schemas';
+
+/** The spec's generation record (group C, webhook payloads); chat replies also carry their text. */
+const generationRecord = z
+  .object({
+    id: z.string().describe('gen_ followed by 26 characters; ids sort by creation'),
+    kind: generationKind,
+    model: z.string().describe('The model that ran (canonical id)'),
+    status: generationStatus,
+    outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
+    creditsCharged: z.number().describe('0 while in flight and for a free chat reply; the final charge after success'),
+    error: generationError.nullable(),
+    text: z.string().optional().describe('Chat only: the reply'),
+    customer: z.string().optional().describe('Only when one was named: your own id for the end user it was made for'),
+  })
+  .meta({ id: 'GenerationRecord' });
+
+/** Group C's record: the spec's fields (as `generationRecord`) and the live ones after them. */
+const liveGenerationRecord = generationRecord.extend(liveFields).meta({ id: 'LiveGenerationRecord' });
 
 const generationResponse = z.object({ generation: liveGenerationRecord });
 const recordWithLiveFields = (g: GenerationView) => ({ ...recordOf(g), ...liveFieldsOf(g) });
