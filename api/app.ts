@@ -23,16 +23,16 @@ import type { SessionCookies } from './shared/auth';
 import { answerClientError, answerFrameworkError, installErrorHandler } from './shared/errors';
 import { fileRoutes } from './files';
 import { healthRoutes } from './health';
-import { legacyRoutes } from './group-c/routes';
+import { groupCRoutes } from './group-c/routes';
 import { mcpRoutes } from './mcp/route';
 import { loggerOptions } from './logging';
 import { instrumentRequests, metricsRoutes } from './admin/metrics';
 import { trackRouteMethods } from './methods';
 import type { RateLimiter } from './shared/rate-limit';
-import { openaiRoutes } from './group-b/routes';
+import { groupBRoutes } from './group-b/routes';
 import { anthropicRoutes } from './anthropic/routes';
-import { v1Routes } from './group-a/routes';
-import { v1BatchRoutes } from './group-a/batches';
+import { groupARoutes } from './group-a/routes';
+import { groupABatchRoutes } from './group-a/batches';
 import { billingRoutes } from './group-a/billing';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks/routes';
 import { customerRoutes } from './customers/routes';
@@ -151,11 +151,11 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     publicBaseUrl,
   });
   await app.register(metricsRoutes, { pool, adminToken: parts.adminToken });
-  await app.register(legacyRoutes, { pool, limiter, service, sessions });
-  await app.register(v1Routes, { pool, limiter, service, standing, batchRates: batches.rates });
-  await app.register(v1BatchRoutes, { pool, limiter, service, batches });
+  await app.register(groupCRoutes, { pool, limiter, service, sessions });
+  await app.register(groupARoutes, { pool, limiter, service, standing, batchRates: batches.rates });
+  await app.register(groupABatchRoutes, { pool, limiter, service, batches });
   if (billing) await app.register(billingRoutes, { pool, limiter, billing, publicBaseUrl });
-  if (parts.upstreamCallbacks) await app.register(upstreamCallbackRoutes, { webhooks: parts.upstreamCallbacks });
+  if (parts.upstreamCallbacks) await app.register(upstreamCallbackRoutes, { callbacks: parts.upstreamCallbacks });
 
   await app.register(webhookRoutes, { door: keyedWebhookDoor({ pool, limiter }), webhooks: parts.webhooks });
   const keyed = { pool, limiter };
@@ -190,7 +190,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     allowedOrigins: parts.mcp.allowedOrigins,
     taskPollIntervalMs: parts.mcp.taskPollIntervalMs,
   });
-  await app.register(openaiRoutes, { pool, limiter, service, batches, store: parts.store });
+  await app.register(groupBRoutes, { pool, limiter, service, batches, store: parts.store });
   await app.register(anthropicRoutes, { pool, limiter, service });
   return app;
 }

@@ -121,7 +121,7 @@ export async function openServices(
   const provider = createProviderRouter(upstreams, simulator, outputs, {
     health: createPgUpstreamHealth(pool, breakerSettings(config)),
     log: createPgRouteLog(pool),
-    webhookBaseUrl: callbackBaseUrl(config),
+    callbackBaseUrl: callbackBaseUrl(config),
     warn: (message, err) => {
       log.warn(message, { error: (err as Error).message });
     },

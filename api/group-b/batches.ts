@@ -11,7 +11,7 @@ import { GROUP_B_PARAMS, inGroupBWords } from '../shared/openai/words';
 import { RESPONSE_PARAMS } from '../shared/openai/responses';
 import { idParams } from '../shared/schemas';
 import { errorsB, openaiPage, refuseUnknownFields, security, tags } from './common';
-import type { OpenAiDeps } from './common';
+import type { GroupBDeps } from './common';
 
 /**
  * Group B's Batch API (`/v1/batches`), as the official SDK's `client.batches` calls it: a JSONL
@@ -59,7 +59,7 @@ const listQuery = z.object({
     .default(20),
 });
 
-export const openaiBatchRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+export const groupBBatchRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
   route.post(

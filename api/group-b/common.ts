@@ -11,7 +11,7 @@ import { apiError } from '../shared/schemas';
 
 /** What every route of group B shares: its deps, its words for parameters and errors, its OpenAPI tags. */
 
-export interface OpenAiDeps extends AuthDeps {
+export interface GroupBDeps extends AuthDeps {
   service: GenerationService;
   batches: BatchService;
   store: OutputStore;
@@ -42,7 +42,7 @@ export function submitOptionsOf(
     customer?: string;
   };
   return {
-    door: 'B' as const,
+    door: 'group-b' as const,
     idempotency: idempotencyOf(request, route, body),
     ...(deadlineMs === undefined ? {} : { deadlineMs }),
     ...spendCapOption(fields.max_credits, 'max_credits'),

@@ -8,7 +8,7 @@ import { batchFileLines, fileObject, fileObjectOf } from '../shared/openai/batch
 import { idParams } from '../shared/schemas';
 import { errorsB, openaiPage, security, tags } from './common';
 import { acceptForms } from './forms';
-import type { OpenAiDeps } from './common';
+import type { GroupBDeps } from './common';
 
 /**
  * Group B's files (`/v1/files`), as the official SDK's `client.files` calls them: JSONL uploaded
@@ -51,7 +51,7 @@ const listQuery = z.object({
   purpose: z.enum(['batch', 'batch_output'], { error: "purpose must be 'batch' or 'batch_output'" }).optional(),
 });
 
-export const openaiFileRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+export const groupBFileRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   const files = deps.batches.files;
   // The SDK uploads as multipart/form-data; the file is kept with its name.
   await acceptForms(app, {

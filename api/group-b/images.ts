@@ -12,12 +12,12 @@ import {
 } from '../shared/openai/media';
 import { inGroupBWords } from '../shared/openai/words';
 import { errorsB, idempotencyHeaders, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
-import type { OpenAiDeps } from './common';
+import type { GroupBDeps } from './common';
 import { acceptForms } from './forms';
 import { EDIT_PARAMS, editOf, imageEditBody } from './image-edits';
 
 /** Group B's images, generated and edited: each image is a generation like any other door's, answered once done. */
-export const openaiImageRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+export const groupBImageRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
   /**

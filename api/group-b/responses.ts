@@ -21,7 +21,7 @@ import {
 } from '../shared/openai/responses';
 import { inGroupBWords, UNSUPPORTED } from '../shared/openai/words';
 import { errorsB, openaiPage, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
-import type { OpenAiDeps } from './common';
+import type { GroupBDeps } from './common';
 
 /**
  * Group B's Responses API (`POST /v1/responses`, `GET /v1/responses/{id}`, `POST
@@ -109,7 +109,7 @@ function inputItemOf(item: StoredItem): z.infer<typeof listedItem> {
   }
 }
 
-export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
   const ROUTE = 'POST /v1/responses';
 

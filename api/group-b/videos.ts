@@ -30,7 +30,7 @@ import {
   submitOptionsOf,
   tags,
 } from './common';
-import type { OpenAiDeps } from './common';
+import type { GroupBDeps } from './common';
 import { acceptForms } from './forms';
 
 const VARIANTS = ['video', ...VIDEO_PREVIEWS] as const;
@@ -116,7 +116,7 @@ const OPENAI_VIDEOS: VideoApi<typeof video> = {
 };
 
 /** Group B's videos in both spellings, the spec's and OpenAI's: each video is a generation like any other door's. */
-export const openaiVideoRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
   /** A video generation of the key's account; another kind (or account) is not found here. */
