@@ -72,6 +72,18 @@ export function errorsB<const S extends readonly number[]>(...statuses: S) {
   ) as { [K in S[number]]: typeof apiError };
 }
 
+/** An OpenAI list's `limit`: 1 to `max`, `byDefault` when absent. */
+export const pageLimit = (max: number, byDefault: number) =>
+  z.coerce
+    .number()
+    .int()
+    .min(1, { error: `limit must be between 1 and ${max}` })
+    .max(max, { error: `limit must be between 1 and ${max}` })
+    .default(byDefault);
+
+/** An OpenAI list's `order` by creation time, newest first by default. */
+export const pageOrder = z.enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" }).default('desc');
+
 /** OpenAI's cursor page of `item`s: the first and last ids, and whether more follow the last. */
 export function openaiPage<T extends z.ZodType>(item: T, id: string) {
   return z

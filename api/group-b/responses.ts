@@ -20,7 +20,16 @@ import {
   responseSchema,
 } from '../shared/openai/responses';
 import { inGroupBWords, UNSUPPORTED } from '../shared/openai/words';
-import { errorsB, openaiPage, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
+import {
+  errorsB,
+  openaiPage,
+  pageLimit,
+  pageOrder,
+  refuseUnknownFields,
+  security,
+  submitOptionsOf,
+  tags,
+} from './common';
 import type { GroupBDeps } from './common';
 
 /**
@@ -37,13 +46,8 @@ const idParams = z.object({ id: z.string().max(100) });
 
 const inputItemsQuery = z.object({
   after: z.string().max(200).optional().describe('The last_id of the previous page'),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1, { error: 'limit must be between 1 and 100' })
-    .max(100, { error: 'limit must be between 1 and 100' })
-    .default(20),
-  order: z.enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" }).default('desc'),
+  limit: pageLimit(100, 20),
+  order: pageOrder,
   include: z.never({ error: `include ${UNSUPPORTED}` }).optional(),
 });
 

@@ -25,6 +25,8 @@ import {
   errorsB,
   idempotencyHeaders,
   openaiPage,
+  pageLimit,
+  pageOrder,
   refuseUnknownFields,
   security,
   submitOptionsOf,
@@ -64,16 +66,8 @@ const videoListQuery = z.object({
     .regex(GENERATION_ID_PATTERN, { error: 'after must be the id of a video of a previous page (its last_id)' })
     .optional()
     .describe('The last_id of the previous page'),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1, { error: 'limit must be between 1 and 100' })
-    .max(100, { error: 'limit must be between 1 and 100' })
-    .default(20),
-  order: z
-    .enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" })
-    .default('desc')
-    .describe('By creation time; desc (newest first) by default'),
+  limit: pageLimit(100, 20),
+  order: pageOrder.describe('By creation time; desc (newest first) by default'),
 });
 
 const videoList = openaiPage(video, 'VideoList');
