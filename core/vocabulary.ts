@@ -42,9 +42,9 @@ export function failureMessage(code: string): string {
 }
 
 /**
- * The doors that submit generations, each named as its folder under api/: the spec's groups A
- * (`/api/v1`), B (OpenAI-compatible `/v1`) and C (`/api/generate`), Anthropic's Messages API, the
- * MCP server and the dashboard's playground.
+ * The doors that take generation requests (to price or to run them), each named as its folder
+ * under api/: the spec's groups A (`/api/v1`), B (OpenAI-compatible `/v1`) and C
+ * (`/api/generate`), Anthropic's Messages API, the MCP server and the dashboard's playground.
  */
 export const DOORS = ['group-a', 'group-b', 'group-c', 'anthropic', 'mcp', 'dashboard'] as const;
 export type Door = (typeof DOORS)[number];
