@@ -5,88 +5,79 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOption
 import type pg from 'pg';
 import secureJson from 'secure-json-parse';
 import { validatorCompiler } from 'fastify-type-provider-zod';
-import type { NetworkPolicy } from '../core/net/address-policy';
 import type { OutputStore } from '../core/storage/output-store';
-import { createSecretBox } from '../core/webhooks/secret-box';
-import { batchFileLimitsOf, batchRatesOf, loadConfig } from '../core/config';
-import { createBatchService } from '../service/batches/service';
-import type { BatchServiceDeps } from '../service/batches/service';
-import { createGenerationService } from '../service/generation/service';
-import type { GenerationServiceDeps } from '../service/generation/service';
-import { createGenerationGateway } from '../service/generation/temporal-gateway';
-import { createWebhookDispatcher } from '../service/webhooks/dispatch';
-import { createSessionService } from '../service/accounts/sessions';
-import { createWebhookService } from '../service/webhooks/endpoints';
+import type { BatchService } from '../service/batches/service';
+import type { GenerationService } from '../service/generation/service';
+import type { WebhookService } from '../service/webhooks/endpoints';
+import type { BillingService } from '../service/billing/purchases';
+import type { SignupService } from '../service/accounts/signup';
+import type { UpstreamCallbackService } from '../service/upstream-callbacks/callbacks';
 import { adminRoutes } from './admin/routes';
-import { dashboardApiRoutes, DEFAULT_DASHBOARD_LIMITS } from './dashboard/api';
+import { dashboardApiRoutes } from './dashboard/api';
 import type { DashboardLimits } from './dashboard/api';
 import { dashboardPages } from './dashboard/pages';
 import { registerDocs } from './shared/docs';
 import { endEventStreams } from './shared/sse';
-import { createStandingMonitor } from './shared/standing';
+import type { StandingMonitor } from './shared/standing';
+import type { SessionCookies } from './shared/auth';
 import { answerClientError, answerFrameworkError, installErrorHandler } from './shared/errors';
 import { fileRoutes } from './files';
 import { healthRoutes } from './health';
-import { legacyRoutes } from './group-c/routes';
+import { groupCRoutes } from './group-c/routes';
 import { mcpRoutes } from './mcp/route';
-import { loggerOptions } from './shared/logging';
+import { loggerOptions } from './logging';
 import { instrumentRequests, metricsRoutes } from './admin/metrics';
-import { trackRouteMethods } from './shared/methods';
-import { createRateLimiter } from './shared/rate-limit';
+import { trackRouteMethods } from './methods';
 import type { RateLimiter } from './shared/rate-limit';
-import { openaiRoutes } from './group-b/routes';
+import { groupBRoutes } from './group-b/routes';
 import { anthropicRoutes } from './anthropic/routes';
-import { v1Routes } from './group-a/routes';
-import { v1BatchRoutes } from './group-a/batches';
+import { groupARoutes } from './group-a/routes';
+import { groupABatchRoutes } from './group-a/batches';
 import { billingRoutes } from './group-a/billing';
-import type { BillingOptions } from '../service/billing/purchases';
-import { createSignupService } from '../service/accounts/signup';
-import type { SignupOptions } from '../service/accounts/signup';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks/routes';
 import { customerRoutes } from './customers/routes';
 import { auditRoutes } from './audit/routes';
 import { keyedManagementDoor } from './shared/door';
-import type { Provider } from '../core/providers/types';
-import { createUpstreamCallbackService } from '../service/upstream-callbacks/callbacks';
-import type { UpstreamCallbackDeps } from '../service/upstream-callbacks/callbacks';
 import { upstreamCallbackRoutes } from './upstream-callbacks/routes';
 
-export interface AppDeps {
+/**
+ * What the doors are given: the services the composition root (runtime/api-app.ts) built, and the
+ * app's own settings. The app builds no service; each door takes the ones it needs.
+ */
+export interface AppParts {
   pool: pg.Pool;
+  /** Only for the health check: every workflow is started through the services. */
   client: Client;
-  taskQueue: string;
   store: OutputStore;
+  limiter: RateLimiter;
+  generations: GenerationService;
+  batches: BatchService;
+  /** Outgoing webhooks: endpoints, deliveries and replays. */
+  webhooks: WebhookService;
+  /** Long-lived answers (event streams, MCP requests that wait) check their key or session while open. */
+  standing: StandingMonitor;
+  sessions: SessionCookies;
+  /** Buying credits with Stripe; the billing routes exist only with it. */
+  billing?: BillingService | undefined;
+  /** Self-service sign-up; its routes and pages exist only with it. */
+  signup?: SignupService | undefined;
+  /** Upstreams finishing waiting video jobs (POST /providers/{fal,replicate}/webhook); mounted only with it. */
+  upstreamCallbacks?: UpstreamCallbackService | undefined;
   adminToken: string;
   syncWaitMs: number;
   defaultChatCap: number;
-  limiter?: RateLimiter;
-  /** Origins whose browser pages may call /api/mcp (requests without an Origin header always may). */
-  mcpAllowedOrigins?: readonly string[];
-  /** The pollInterval MCP tasks suggest, in ms (default 1000). */
-  mcpTaskPollIntervalMs?: number;
-  /** Fetches and checks input images (SSRF-safe); without it upscale and image-to-video are refused. */
-  prepareInput?: GenerationServiceDeps['prepareInput'];
-  /** Runs the chats the API streams itself (group B): the configured upstreams, or the simulator. */
-  provider?: Provider;
-  deadlines?: GenerationServiceDeps['deadlines'];
+  /** The origin of set-password links and of the dashboard; the request's own when absent. */
+  publicOrigin?: string | undefined;
+  dashboardLimits: DashboardLimits;
+  mcp: {
+    /** Origins whose browser pages may call /api/mcp (requests without an Origin header always may). */
+    allowedOrigins: readonly string[];
+    /** The pollInterval MCP tasks suggest, in ms (default 1000). */
+    taskPollIntervalMs?: number | undefined;
+  };
   logger?: FastifyServerOptions['logger'];
-  /** Webhook registration and replays; without it creating or rotating an endpoint answers 503. */
-  webhooks?: AppWebhookOptions;
-  /** PUBLIC_BASE_URL: the origin of set-password links and of the dashboard; the request's own when absent. */
-  publicBaseUrl?: string;
-  /** Session cookies are `Secure` unless this is false (development mode over plain http). */
-  secureCookies?: boolean;
-  dashboardLimits?: Partial<DashboardLimits>;
-  /** Buying credits with Stripe; the billing routes exist only with it. */
-  billing?: BillingOptions | undefined;
-  /** Self-service sign-up (SIGNUP=open); its routes and pages exist only with it. */
-  signup?: SignupOptions | undefined;
-  /** Webhooks from upstreams that finish waiting video jobs (POST /providers/{fal,replicate}/webhook). */
-  upstreamCallbacks?: Omit<UpstreamCallbackDeps, 'pool' | 'client'> | undefined;
   /** A span per request when tracing is on (runtime/tracing.ts); absent, nothing of it runs. */
-  tracing?: RequestTracing;
-  /** Batches: their price per kind, what an input file may be, and (tests) how long the completion window lasts. */
-  batches?: Partial<Pick<BatchServiceDeps, 'rates' | 'fileLimits' | 'completionWindowMs'>>;
+  tracing?: RequestTracing | undefined;
 }
 
 /** Server spans, made by the runtime: api/ knows no tracer. */
@@ -97,26 +88,11 @@ export interface RequestTracing {
   onRequest: (request: FastifyRequest, reply: FastifyReply, done: () => void) => void;
 }
 
-export interface AppWebhookOptions {
-  /** WEBHOOK_SECRET_KEY: seals endpoint secrets (the workers open them with the same key). */
-  secretKey: string;
-  /** Default `<taskQueue>-webhooks`. */
-  taskQueue?: string;
-  /** Development mode: plain http to loopback, and private networks, may be registered. */
-  developmentMode: boolean;
-  /** Which addresses a URL may name or resolve to; the mode's policy when absent. */
-  policy?: NetworkPolicy;
-  resolve?: (hostname: string) => Promise<string[]>;
-  /** A compressed retry schedule for redeliveries (tests). */
-  retryScheduleMs?: readonly number[];
-  clock?: () => number;
-}
-
-/** Builds the HTTP API without listening: `server.ts` listens, tests call `app.inject()`. */
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+/** Builds the HTTP API without listening: runtime/api-server.ts listens, tests call `app.inject()`. */
+export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   // Chat input of any length is capped, not refused, so the body limit is generous.
   const app = Fastify({
-    logger: loggerOptions(deps.logger ?? false),
+    logger: loggerOptions(parts.logger ?? false),
     bodyLimit: 8 * 1024 * 1024,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
@@ -129,9 +105,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         ? given
         : `req_${randomBytes(12).toString('hex')}`;
     },
-    ...(deps.tracing ? { childLoggerFactory: deps.tracing.childLoggerFactory } : {}),
+    ...(parts.tracing ? { childLoggerFactory: parts.tracing.childLoggerFactory } : {}),
   });
-  if (deps.tracing) app.addHook('onRequest', deps.tracing.onRequest);
+  if (parts.tracing) app.addHook('onRequest', parts.tracing.onRequest);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -161,137 +137,60 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installErrorHandler(app, methods);
   await registerDocs(app);
 
-  const limiter = deps.limiter ?? createRateLimiter();
-  const service = createGenerationService({
-    pool: deps.pool,
-    gateway: createGenerationGateway({ client: deps.client, taskQueue: deps.taskQueue }),
-    store: deps.store,
-    syncWaitMs: deps.syncWaitMs,
-    rateWindows: limiter,
-    ...(deps.prepareInput ? { prepareInput: deps.prepareInput } : {}),
-    ...(deps.deadlines ? { deadlines: deps.deadlines } : {}),
-    ...(deps.provider ? { provider: deps.provider } : {}),
-    log: (message, err) => app.log.warn({ err }, message),
-  });
-  const defaults = loadConfig({});
-  const batches = createBatchService({
-    pool: deps.pool,
-    client: deps.client,
-    taskQueue: deps.taskQueue,
-    store: deps.store,
-    rates: deps.batches?.rates ?? batchRatesOf(defaults),
-    fileLimits: deps.batches?.fileLimits ?? batchFileLimitsOf(defaults),
-    ...(deps.batches?.completionWindowMs === undefined ? {} : { completionWindowMs: deps.batches.completionWindowMs }),
-    serves: service.serves,
-    live: service.live,
-    log: (message, err) => app.log.warn({ err }, message),
-  });
-  // Workflow starts made after a `queued` answer finish before the app closes.
-  app.addHook('onClose', async () => {
-    await service.drain();
-    await service.close();
-  });
+  // Open live views would hold the server's close until the browsers leave.
+  app.addHook('preClose', async () => endEventStreams());
 
-  // Long-lived answers (event streams, MCP requests that wait) check their key or session while open.
-  const standing = createStandingMonitor({
-    pool: deps.pool,
-    log: (message, err) => app.log.warn({ err }, message),
-  });
-  app.addHook('onClose', async () => standing.close());
-
-  const publicOrigin = deps.publicBaseUrl ? new URL(deps.publicBaseUrl).origin : undefined;
-  // One service for both doors that buy credits: the API's route and the dashboard's Billing page.
-  // Stripe's client is loaded only when billing is configured.
-  const billing = deps.billing
-    ? (await import('../service/billing/purchases')).createBillingService({ pool: deps.pool, options: deps.billing })
-    : undefined;
-  const sessions = {
-    service: createSessionService({ pool: deps.pool }),
-    secure: deps.secureCookies ?? true,
-    origins: publicOrigin ? [publicOrigin] : [],
-  };
-
-  await app.register(healthRoutes, { pool: deps.pool, client: deps.client });
-  await app.register(fileRoutes, { store: deps.store });
+  const { pool, limiter, generations: service, batches, standing, sessions, billing } = parts;
+  const publicBaseUrl = parts.publicOrigin;
+  await app.register(healthRoutes, { pool, client: parts.client });
+  await app.register(fileRoutes, { store: parts.store });
   await app.register(adminRoutes, {
-    pool: deps.pool,
-    adminToken: deps.adminToken,
-    defaultChatCap: deps.defaultChatCap,
-    publicBaseUrl: publicOrigin,
+    pool,
+    adminToken: parts.adminToken,
+    defaultChatCap: parts.defaultChatCap,
+    publicBaseUrl,
   });
-  await app.register(metricsRoutes, { pool: deps.pool, adminToken: deps.adminToken });
-  await app.register(legacyRoutes, { pool: deps.pool, limiter, service, sessions });
-  await app.register(v1Routes, { pool: deps.pool, limiter, service, standing, batchRates: batches.rates });
-  await app.register(v1BatchRoutes, { pool: deps.pool, limiter, service, batches });
-  if (billing) {
-    await app.register(billingRoutes, { pool: deps.pool, limiter, billing, publicBaseUrl: publicOrigin });
-  }
+  await app.register(metricsRoutes, { pool, adminToken: parts.adminToken });
+  await app.register(groupCRoutes, { pool, limiter, service, sessions });
+  await app.register(groupARoutes, { pool, limiter, service, standing, batchRates: batches.rates });
+  await app.register(groupABatchRoutes, { pool, limiter, service, batches });
+  if (billing) await app.register(billingRoutes, { pool, limiter, billing, publicBaseUrl });
+  if (parts.upstreamCallbacks) await app.register(upstreamCallbackRoutes, { callbacks: parts.upstreamCallbacks });
 
-  if (deps.upstreamCallbacks) {
-    const webhooks = createUpstreamCallbackService({
-      pool: deps.pool,
-      client: deps.client,
-      log: (message, err) => app.log.warn({ err }, message),
-      ...deps.upstreamCallbacks,
-    });
-    await app.register(upstreamCallbackRoutes, { webhooks });
-  }
-
-  const hooks = deps.webhooks;
-  const webhooks = createWebhookService({
-    pool: deps.pool,
-    secretBox: hooks && createSecretBox(hooks.secretKey),
-    dispatcher: createWebhookDispatcher({
-      client: deps.client,
-      taskQueue: hooks?.taskQueue ?? `${deps.taskQueue}-webhooks`,
-      retryScheduleMs: hooks?.retryScheduleMs,
-    }),
-    urlRules: {
-      developmentMode: hooks?.developmentMode ?? false,
-      policy: hooks?.policy ?? { allowPrivateNetworks: hooks?.developmentMode ?? false },
-      ...(hooks?.resolve ? { resolve: hooks.resolve } : {}),
-    },
-    ...(hooks?.clock ? { clock: hooks.clock } : {}),
-  });
-  await app.register(webhookRoutes, { door: keyedWebhookDoor({ pool: deps.pool, limiter }), webhooks });
-  const keyed = { pool: deps.pool, limiter };
-  await app.register(customerRoutes, {
-    pool: deps.pool,
-    door: keyedManagementDoor(keyed, 'customers', ['Customers']),
-  });
-  await app.register(auditRoutes, { pool: deps.pool, door: keyedManagementDoor(keyed, 'audit', ['Audit log']) });
+  await app.register(webhookRoutes, { door: keyedWebhookDoor({ pool, limiter }), webhooks: parts.webhooks });
+  const keyed = { pool, limiter };
+  await app.register(customerRoutes, { pool, door: keyedManagementDoor(keyed, 'customers', ['Customers']) });
+  await app.register(auditRoutes, { pool, door: keyedManagementDoor(keyed, 'audit', ['Audit log']) });
   await app.register(dashboardPages, {
     sessions,
-    signupOpen: deps.signup !== undefined,
+    signupOpen: parts.signup !== undefined,
     billingOpen: billing !== undefined,
   });
   await app.register(dashboardApiRoutes, {
-    pool: deps.pool,
+    pool,
     limiter,
     sessions,
     service,
     standing,
     batches,
-    webhooks,
-    store: deps.store,
-    limits: { ...DEFAULT_DASHBOARD_LIMITS, ...deps.dashboardLimits },
-    signup: deps.signup ? createSignupService({ pool: deps.pool, options: deps.signup }) : undefined,
+    webhooks: parts.webhooks,
+    store: parts.store,
+    limits: parts.dashboardLimits,
+    signup: parts.signup,
     billing,
-    publicBaseUrl: publicOrigin,
+    publicBaseUrl,
   });
-  // Open live views would hold the server's close until the browsers leave.
-  app.addHook('preClose', async () => endEventStreams());
   await app.register(mcpRoutes, {
-    pool: deps.pool,
+    pool,
     limiter,
     service,
     standing,
     batches,
-    syncWaitMs: deps.syncWaitMs,
-    allowedOrigins: deps.mcpAllowedOrigins ?? [],
-    taskPollIntervalMs: deps.mcpTaskPollIntervalMs,
+    syncWaitMs: parts.syncWaitMs,
+    allowedOrigins: parts.mcp.allowedOrigins,
+    taskPollIntervalMs: parts.mcp.taskPollIntervalMs,
   });
-  await app.register(openaiRoutes, { pool: deps.pool, limiter, service, batches, store: deps.store });
-  await app.register(anthropicRoutes, { pool: deps.pool, limiter, service });
+  await app.register(groupBRoutes, { pool, limiter, service, batches, store: parts.store });
+  await app.register(anthropicRoutes, { pool, limiter, service });
   return app;
 }

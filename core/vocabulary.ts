@@ -41,8 +41,12 @@ export function failureMessage(code: string): string {
   return FAILURE_MESSAGES[code] ?? 'The generation failed; nothing was charged.';
 }
 
-/** The API groups of the spec: A (`/api/v1`), B (OpenAI-compatible `/v1`), C (`/api/generate`). */
-export const DOORS = ['A', 'B', 'C'] as const;
+/**
+ * The doors that take generation requests (to price or to run them), each named as its folder
+ * under api/: the spec's groups A (`/api/v1`), B (OpenAI-compatible `/v1`) and C
+ * (`/api/generate`), Anthropic's Messages API, the MCP server and the dashboard's playground.
+ */
+export const DOORS = ['group-a', 'group-b', 'group-c', 'anthropic', 'mcp', 'dashboard'] as const;
 export type Door = (typeof DOORS)[number];
 
 /** Kinds whose generations wait for one of the account's slots before they run. */

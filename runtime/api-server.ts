@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../api/app';
 import { batchFileLimitsOf, batchRatesOf, deadlinesOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createInputPreparer } from '../service/generation/inputs';
@@ -10,16 +9,16 @@ import {
   signupOptionsOf,
   isDevelopment,
   upstreamSettings,
-  webhookTaskQueueOf,
 } from '../core/config';
 import type { Services } from './services';
+import { composeApi } from './api-app';
 
 /** How long requests in flight get to finish when the API stops. */
 export const API_DRAIN_MS = 2_000;
 
 /** Builds the API on the given services and listens on the configured port. */
 export async function startApiServer(s: Services): Promise<FastifyInstance> {
-  const app = await buildApp({
+  const app = await composeApi({
     pool: s.pool,
     client: s.client,
     taskQueue: s.config.TEMPORAL_TASK_QUEUE,
@@ -38,11 +37,8 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
       store: s.store,
       publicBaseUrl: s.publicBaseUrl,
     }),
-    webhooks: {
-      secretKey: s.webhookSecretKey,
-      taskQueue: webhookTaskQueueOf(s.config),
-      developmentMode: allowsPrivateNetworks(s.config),
-    },
+    webhooks: { secretKey: s.webhookSecretKey, developmentMode: allowsPrivateNetworks(s.config) },
+    dispatcher: s.dispatcher,
     provider: s.provider,
     publicBaseUrl: s.publicBaseUrl,
     // Browsers keep Secure cookies only over https (and on localhost): plain http is for development.

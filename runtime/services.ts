@@ -12,6 +12,7 @@ import {
   s3Settings,
   tracingOf,
   upstreamSettings,
+  webhookTaskQueueOf,
 } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createProviderRouter } from '../core/providers/router';
@@ -24,6 +25,8 @@ import { createSimulator } from '../core/providers/simulator';
 import type { Provider } from '../core/providers/types';
 import { createLocalStore } from '../core/storage/output-store';
 import type { OutputStore } from '../core/storage/output-store';
+import { createWebhookDispatcher } from '../service/webhooks/dispatch';
+import type { WebhookDispatcher } from '../service/webhooks/dispatch';
 import { persistentSecret } from './secrets';
 import { ensureNamespace, registerSearchAttributes } from './temporal-setup';
 import type { Tracing } from './tracing';
@@ -38,6 +41,8 @@ export interface Services {
   /** Shared through Redis when REDIS_URL is set; only the API uses it (it connects on first use). */
   limiter: RateLimiter;
   provider: Provider;
+  /** Hands outgoing webhook deliveries to Temporal: the relay's and the API's one dispatcher. */
+  dispatcher: WebhookDispatcher;
   adminToken: { value: string; generated: boolean };
   /** Seals webhook secrets (WEBHOOK_SECRET_KEY, or generated once into DATA_DIR). */
   webhookSecretKey: string;
@@ -60,8 +65,9 @@ const TEMPORAL_LOG_LEVELS = {
 } as const;
 
 /**
- * Connects to PostgreSQL and Temporal (wherever they run), brings the schema and the search
- * attributes up to date, and builds what both the API and the worker need.
+ * The composition root's first half: connects to PostgreSQL and Temporal (wherever they run),
+ * brings the schema and the search attributes up to date, and builds once what both the API
+ * (runtime/api-app.ts) and the worker (runtime/worker-runner.ts) need.
  */
 export async function openServices(
   config: Config,
@@ -97,7 +103,7 @@ export async function openServices(
   const { store, closeStore } = await openStore(config, dataDir, publicBaseUrl);
   // Redis's, S3's, Stripe's and SMTP's clients are loaded only by a process configured to use them.
   const limiter = config.REDIS_URL
-    ? (await import('../api/shared/redis-rate-limit')).createRedisRateLimiter({ url: config.REDIS_URL })
+    ? (await import('./redis-rate-limit')).createRedisRateLimiter({ url: config.REDIS_URL })
     : createRateLimiter();
   const adminToken = await persistentSecret(dataDir, 'admin-token', config.ADMIN_TOKEN);
   const webhookSecretKey = (await persistentSecret(dataDir, 'webhook-secret-key', config.WEBHOOK_SECRET_KEY)).value;
@@ -115,7 +121,7 @@ export async function openServices(
   const provider = createProviderRouter(upstreams, simulator, outputs, {
     health: createPgUpstreamHealth(pool, breakerSettings(config)),
     log: createPgRouteLog(pool),
-    webhookBaseUrl: callbackBaseUrl(config),
+    callbackBaseUrl: callbackBaseUrl(config),
     warn: (message, err) => {
       log.warn(message, { error: (err as Error).message });
     },
@@ -130,6 +136,7 @@ export async function openServices(
     store,
     limiter,
     provider,
+    dispatcher: createWebhookDispatcher({ client, taskQueue: webhookTaskQueueOf(config) }),
     adminToken,
     webhookSecretKey,
     publicBaseUrl,

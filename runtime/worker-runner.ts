@@ -3,7 +3,6 @@ import type { Worker } from '@temporalio/worker';
 import { allowsPrivateNetworks, batchLimitsOf, deadlinesOf, mailOptionsOf, webhookTaskQueueOf } from '../core/config';
 import { createSafeHttpClient } from '../core/net/safe-http';
 import { createSecretBox } from '../core/webhooks/secret-box';
-import { createWebhookDispatcher } from '../service/webhooks/dispatch';
 import { ensureReconcilerSchedule } from './reconciler-schedule';
 import type { Services } from './services';
 import { startWebhookRelay } from './webhook-relay';
@@ -85,7 +84,7 @@ export async function startWorker(
   const relay = serveWorkflows
     ? startWebhookRelay({
         pool: s.pool,
-        dispatcher: createWebhookDispatcher({ client: s.client, taskQueue: webhookTaskQueue }),
+        dispatcher: s.dispatcher,
         retentionMs: config.WEBHOOK_LOG_RETENTION_DAYS * 86_400_000,
         onError: (err) => console.warn('webhook relay:', err instanceof Error ? err.message : err),
       })

@@ -170,7 +170,7 @@ export const anthropicRoutes: FastifyPluginAsyncZod<AnthropicDeps> = async (app,
           },
           principal,
           {
-            door: 'B',
+            door: 'anthropic',
             idempotency: idempotencyOf(request, ROUTE, body),
             ...(deadlineMs === undefined ? {} : { deadlineMs }),
             ...spendCapOption(body.max_credits, 'max_credits'),

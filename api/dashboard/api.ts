@@ -42,7 +42,7 @@ import { admitSession, assertSameOrigin, principalOf, rateLimited, SESSION_COOKI
 import type { SessionAuthDeps } from '../shared/auth';
 import type { StandingMonitor } from '../shared/standing';
 import { listQuery } from '../shared/fields';
-import { legacyGenerateBody, legacyRequestOf } from '../shared/generate-bodies';
+import { groupCGenerateBody, groupCRequestOf } from '../shared/generate-bodies';
 import { usageCsv, usageReport as reportUsage } from '../../service/usage/usage';
 import { sendCsv, wantsCsv } from '../shared/csv';
 import {
@@ -545,11 +545,11 @@ export const dashboardApiRoutes: FastifyPluginAsyncZod<DashboardApiDeps> = async
           tags,
           security,
           summary: 'The price of a group C request (POST /api/generate’s body), with nothing held',
-          body: legacyGenerateBody,
+          body: groupCGenerateBody,
           response: { 200: quote, ...changeErrors(400) },
         },
       },
-      async (request) => deps.service.quote(legacyRequestOf(request.body), principalOf(request), 'C'),
+      async (request) => deps.service.quote(groupCRequestOf(request.body), principalOf(request), 'dashboard'),
     );
 
     const keyOf = async (k: Awaited<ReturnType<typeof listApiKeys>>[number]) => {

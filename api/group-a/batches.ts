@@ -32,7 +32,7 @@ const eventStream = {
  * Group A's view of batches (made through group B's `POST /v1/batches` or MCP's generate_batch):
  * list, read, follow live, cancel, and download the output and error files.
  */
-export const v1BatchRoutes: FastifyPluginAsyncZod<
+export const groupABatchRoutes: FastifyPluginAsyncZod<
   AuthDeps & { service: GenerationService; batches: BatchService }
 > = async (app, deps) => {
   app.addHook('onRequest', requireApiKey(deps, 'authentication_error'));

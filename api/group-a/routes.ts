@@ -15,7 +15,7 @@ import { ledgerAnswer, ledgerList, ledgerQuery } from '../shared/ledger';
 import { openEventStream } from '../shared/sse';
 import type { StandingMonitor } from '../shared/standing';
 import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, spendCapOption } from '../shared/fields';
-import { remixBody, v1GenerateBody, v1RequestOf } from '../shared/generate-bodies';
+import { remixBody, groupAGenerateBody, groupARequestOf } from '../shared/generate-bodies';
 import {
   balance,
   errorResponses,
@@ -44,7 +44,7 @@ const security = [{ apiKey: [] }];
 const tags = ['Group A'];
 
 /** Group A: the unified API under /api/v1. */
-export const v1Routes: FastifyPluginAsyncZod<
+export const groupARoutes: FastifyPluginAsyncZod<
   AuthDeps & { service: GenerationService; standing: StandingMonitor; batchRates: BatchRates }
 > = async (app, deps) => {
   // Public: no key, no rate limit (it reads nothing of an account).
@@ -78,7 +78,7 @@ export const v1Routes: FastifyPluginAsyncZod<
             'Needs the scope generate:<kind>. Images and chat replies finish within the call and answer 200 (unless `Prefer: respond-async`); ' +
             'videos and upscales answer 202 with `queued` or `running` and a Location to poll.',
           security,
-          body: v1GenerateBody,
+          body: groupAGenerateBody,
           headers: generateHeaders,
           response: {
             200: generation.describe('Finished (succeeded or failed) within the call'),
@@ -89,14 +89,14 @@ export const v1Routes: FastifyPluginAsyncZod<
       },
       async (request, reply) => {
         const options = {
-          ...generateOptionsOf(request, 'A', 'POST /api/v1/generate', {
+          ...generateOptionsOf(request, 'group-a', 'POST /api/v1/generate', {
             deadlineSeconds: request.body.deadline_seconds,
             customer: request.body.customer,
           }),
           ...spendCapOption(request.body.max_credits, 'max_credits'),
         };
         const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
-          deps.service.submit(v1RequestOf(request.body), principalOf(request), options),
+          deps.service.submit(groupARequestOf(request.body), principalOf(request), options),
         );
         if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
         if (g.status === 'queued' || g.status === 'running') {
@@ -116,12 +116,14 @@ export const v1Routes: FastifyPluginAsyncZod<
           description:
             'The body of POST /api/v1/generate, priced by the same rules (scope, safety guard, model, clamping) without admitting it: nothing is held, run or recorded. An upscale’s image is not fetched.',
           security,
-          body: v1GenerateBody,
+          body: groupAGenerateBody,
           response: { 200: quote, ...errorResponses(400, 401, 403, 429, 500, 503) },
         },
       },
       async (request) =>
-        inDoorWords(GROUP_A_PARAMS, () => deps.service.quote(v1RequestOf(request.body), principalOf(request), 'A')),
+        inDoorWords(GROUP_A_PARAMS, () =>
+          deps.service.quote(groupARequestOf(request.body), principalOf(request), 'group-a'),
+        ),
     );
 
     route.get(
@@ -246,7 +248,7 @@ export const v1Routes: FastifyPluginAsyncZod<
         const { id } = request.params;
         // The source is part of what the key stands for: the same key on another video is a conflict.
         const options = {
-          ...generateOptionsOf(request, 'A', route, { customer: request.body.customer }),
+          ...generateOptionsOf(request, 'group-a', route, { customer: request.body.customer }),
           idempotency: idempotencyOf(request, route, { id, ...request.body }),
           ...spendCapOption(request.body.max_credits, 'max_credits'),
         };

@@ -10,8 +10,8 @@ import { batchObject, batchObjectOf } from '../shared/openai/batches';
 import { GROUP_B_PARAMS, inGroupBWords } from '../shared/openai/words';
 import { RESPONSE_PARAMS } from '../shared/openai/responses';
 import { idParams } from '../shared/schemas';
-import { errorsB, openaiPage, refuseUnknownFields, security, tags } from './common';
-import type { OpenAiDeps } from './common';
+import { errorsB, openaiPage, pageLimit, refuseUnknownFields, security, tags } from './common';
+import type { GroupBDeps } from './common';
 
 /**
  * Group B's Batch API (`/v1/batches`), as the official SDK's `client.batches` calls it: a JSONL
@@ -51,15 +51,10 @@ const listQuery = z.object({
     .string()
     .regex(BATCH_ID_PATTERN, { error: 'after must be the id of a batch of a previous page (its last_id)' })
     .optional(),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1, { error: 'limit must be between 1 and 100' })
-    .max(100, { error: 'limit must be between 1 and 100' })
-    .default(20),
+  limit: pageLimit(100, 20),
 });
 
-export const openaiBatchRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+export const groupBBatchRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
   route.post(

@@ -20,7 +20,7 @@ import {
 import { failedRunError } from '../shared/openai/failures';
 import { inGroupBWords, unixSeconds } from '../shared/openai/words';
 import { errorsB, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
-import type { OpenAiDeps } from './common';
+import type { GroupBDeps } from './common';
 
 /**
  * Group B's chat completions. Chat runs in this process and streams as the provider sends
@@ -101,7 +101,7 @@ async function* chatChunks(
   }
 }
 
-export const openaiChatRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+export const groupBChatRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
   route.post(

@@ -5,13 +5,13 @@ import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import type { AuthDeps } from '../shared/auth';
 import { assertKnownFields } from '../shared/openai/words';
-import { clientDeadlineMs, idempotencyOf, spendCapOption } from '../shared/fields';
-import { customerOption } from '../shared/customers';
+import { cancelAfterHeader, clientDeadlineMs, idempotencyKey, idempotencyOf, spendCapOption } from '../shared/fields';
+import { customerHeaders, customerOption } from '../shared/customers';
 import { apiError } from '../shared/schemas';
 
 /** What every route of group B shares: its deps, its words for parameters and errors, its OpenAPI tags. */
 
-export interface OpenAiDeps extends AuthDeps {
+export interface GroupBDeps extends AuthDeps {
   service: GenerationService;
   batches: BatchService;
   store: OutputStore;
@@ -42,7 +42,7 @@ export function submitOptionsOf(
     customer?: string;
   };
   return {
-    door: 'B' as const,
+    door: 'group-b' as const,
     idempotency: idempotencyOf(request, route, body),
     ...(deadlineMs === undefined ? {} : { deadlineMs }),
     ...spendCapOption(fields.max_credits, 'max_credits'),
@@ -54,6 +54,15 @@ export function submitOptionsOf(
   };
 }
 
+/** The headers of a group B POST that submits: its Idempotency-Key, its deadline, its customer. */
+export const idempotencyHeaders = z.looseObject({
+  'idempotency-key': idempotencyKey.describe(
+    'The same key and body within 24 h return the same generations, never a second hold',
+  ),
+  'cancel-after': cancelAfterHeader,
+  ...customerHeaders,
+});
+
 export const security = [{ apiKey: [] }];
 export const tags = ['Group B (OpenAI-compatible)'];
 
@@ -62,6 +71,18 @@ export function errorsB<const S extends readonly number[]>(...statuses: S) {
     statuses.map((s) => [s, apiError.describe(`OpenAI error shape: type is the code name, code the status ${s}`)]),
   ) as { [K in S[number]]: typeof apiError };
 }
+
+/** An OpenAI list's `limit`: 1 to `max`, `byDefault` when absent. */
+export const pageLimit = (max: number, byDefault: number) =>
+  z.coerce
+    .number()
+    .int()
+    .min(1, { error: `limit must be between 1 and ${max}` })
+    .max(max, { error: `limit must be between 1 and ${max}` })
+    .default(byDefault);
+
+/** An OpenAI list's `order` by creation time, newest first by default. */
+export const pageOrder = z.enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" }).default('desc');
 
 /** OpenAI's cursor page of `item`s: the first and last ids, and whether more follow the last. */
 export function openaiPage<T extends z.ZodType>(item: T, id: string) {

@@ -6,9 +6,9 @@ import { FILE_ID_PATTERN } from '../../core/ids';
 import { principalOf } from '../shared/auth';
 import { batchFileLines, fileObject, fileObjectOf } from '../shared/openai/batches';
 import { idParams } from '../shared/schemas';
-import { errorsB, openaiPage, security, tags } from './common';
+import { errorsB, openaiPage, pageLimit, pageOrder, security, tags } from './common';
 import { acceptForms } from './forms';
-import type { OpenAiDeps } from './common';
+import type { GroupBDeps } from './common';
 
 /**
  * Group B's files (`/v1/files`), as the official SDK's `client.files` calls them: JSONL uploaded
@@ -41,17 +41,12 @@ const listQuery = z.object({
     .string()
     .regex(FILE_ID_PATTERN, { error: 'after must be the id of a file of a previous page (its last_id)' })
     .optional(),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1, { error: 'limit must be between 1 and 10000' })
-    .max(10_000, { error: 'limit must be between 1 and 10000' })
-    .default(10_000),
-  order: z.enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" }).default('desc'),
+  limit: pageLimit(10_000, 10_000),
+  order: pageOrder,
   purpose: z.enum(['batch', 'batch_output'], { error: "purpose must be 'batch' or 'batch_output'" }).optional(),
 });
 
-export const openaiFileRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+export const groupBFileRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   const files = deps.batches.files;
   // The SDK uploads as multipart/form-data; the file is kept with its name.
   await acceptForms(app, {

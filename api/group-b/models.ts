@@ -5,7 +5,7 @@ import type { Model } from '../../core/catalogue/models';
 import { DomainError } from '../../core/errors';
 import { modelListing } from '../../service/catalogue/model-list';
 import { errorsB, security, tags } from './common';
-import type { OpenAiDeps } from './common';
+import type { GroupBDeps } from './common';
 
 /** Group B's model list: every id it accepts, with the price of the catalogue model it runs as. */
 
@@ -56,7 +56,7 @@ function groupBModels(): z.infer<typeof openaiModel>[] {
   return out;
 }
 
-export const openaiModelRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app) => {
+export const groupBModelRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
   route.get(

@@ -20,8 +20,17 @@ import {
   responseSchema,
 } from '../shared/openai/responses';
 import { inGroupBWords, UNSUPPORTED } from '../shared/openai/words';
-import { errorsB, openaiPage, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
-import type { OpenAiDeps } from './common';
+import {
+  errorsB,
+  openaiPage,
+  pageLimit,
+  pageOrder,
+  refuseUnknownFields,
+  security,
+  submitOptionsOf,
+  tags,
+} from './common';
+import type { GroupBDeps } from './common';
 
 /**
  * Group B's Responses API (`POST /v1/responses`, `GET /v1/responses/{id}`, `POST
@@ -37,13 +46,8 @@ const idParams = z.object({ id: z.string().max(100) });
 
 const inputItemsQuery = z.object({
   after: z.string().max(200).optional().describe('The last_id of the previous page'),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1, { error: 'limit must be between 1 and 100' })
-    .max(100, { error: 'limit must be between 1 and 100' })
-    .default(20),
-  order: z.enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" }).default('desc'),
+  limit: pageLimit(100, 20),
+  order: pageOrder,
   include: z.never({ error: `include ${UNSUPPORTED}` }).optional(),
 });
 
@@ -109,7 +113,7 @@ function inputItemOf(item: StoredItem): z.infer<typeof listedItem> {
   }
 }
 
-export const openaiResponseRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
   const ROUTE = 'POST /v1/responses';
 

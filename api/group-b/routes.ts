@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { requireApiKey } from '../shared/auth';
-import { openaiBatchRoutes } from './batches';
-import { openaiFileRoutes } from './files';
-import { openaiMediaRoutes } from './media';
-import { openaiChatRoutes } from './chat';
-import { openaiModelRoutes } from './models';
-import { openaiResponseRoutes } from './responses';
-import type { OpenAiDeps } from './common';
+import { groupBBatchRoutes } from './batches';
+import { groupBFileRoutes } from './files';
+import { groupBImageRoutes } from './images';
+import { groupBVideoRoutes } from './videos';
+import { groupBChatRoutes } from './chat';
+import { groupBModelRoutes } from './models';
+import { groupBResponseRoutes } from './responses';
+import type { GroupBDeps } from './common';
 
 /**
  * Group B: the OpenAI-compatible API under /v1 (DESIGN §6). The official `openai` SDK works with
@@ -17,13 +18,14 @@ import type { OpenAiDeps } from './common';
  * batches) run many of them as one job.
  */
 
-export const openaiRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+export const groupBRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   app.addHook('onRequest', requireApiKey(deps, 'authentication_error'));
-  await app.register(openaiModelRoutes, deps);
-  await app.register(openaiChatRoutes, deps);
-  await app.register(openaiResponseRoutes, deps);
-  await app.register(openaiMediaRoutes, deps);
+  await app.register(groupBModelRoutes, deps);
+  await app.register(groupBChatRoutes, deps);
+  await app.register(groupBResponseRoutes, deps);
+  await app.register(groupBImageRoutes, deps);
+  await app.register(groupBVideoRoutes, deps);
   // Files for batches take their own multipart limits (api/group-b/files.ts).
-  await app.register(openaiFileRoutes, deps);
-  await app.register(openaiBatchRoutes, deps);
+  await app.register(groupBFileRoutes, deps);
+  await app.register(groupBBatchRoutes, deps);
 };

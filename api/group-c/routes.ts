@@ -6,8 +6,35 @@ import type { GenerationView } from '../../core/generation/view';
 import { assertSessionMay, principalOf, requireKeyOrSession } from '../shared/auth';
 import type { SessionAuthDeps } from '../shared/auth';
 import { generateHeaders, generateOptionsOf, spendCapOption } from '../shared/fields';
-import { legacyGenerateBody, legacyRequestOf } from '../shared/generate-bodies';
-import { credits, errorResponses, idParams, liveFieldsOf, liveGenerationRecord } from '../shared/schemas';
+import { groupCGenerateBody, groupCRequestOf } from '../shared/generate-bodies';
+import {
+  credits,
+  errorResponses,
+  generationError,
+  generationKind,
+  generationStatus,
+  idParams,
+  liveFields,
+  liveFieldsOf,
+} from '../shared/schemas';
+
+/** The spec's generation record (group C, webhook payloads); chat replies also carry their text. */
+const generationRecord = z
+  .object({
+    id: z.string().describe('gen_ followed by 26 characters; ids sort by creation'),
+    kind: generationKind,
+    model: z.string().describe('The model that ran (canonical id)'),
+    status: generationStatus,
+    outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
+    creditsCharged: z.number().describe('0 while in flight and for a free chat reply; the final charge after success'),
+    error: generationError.nullable(),
+    text: z.string().optional().describe('Chat only: the reply'),
+    customer: z.string().optional().describe('Only when one was named: your own id for the end user it was made for'),
+  })
+  .meta({ id: 'GenerationRecord' });
+
+/** Group C's record: the spec's fields (as `generationRecord`) and the live ones after them. */
+const liveGenerationRecord = generationRecord.extend(liveFields).meta({ id: 'LiveGenerationRecord' });
 
 const generationResponse = z.object({ generation: liveGenerationRecord });
 const recordWithLiveFields = (g: GenerationView) => ({ ...recordOf(g), ...liveFieldsOf(g) });
@@ -15,7 +42,7 @@ const recordWithLiveFields = (g: GenerationView) => ({ ...recordOf(g), ...liveFi
 const security: Record<string, string[]>[] = [{ apiKey: [] }, { session: [] }];
 
 /** Group C: per-kind generate, polling and credits, without a version prefix. */
-export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: GenerationService }> = async (
+export const groupCRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: GenerationService }> = async (
   app,
   deps,
 ) => {
@@ -31,7 +58,7 @@ export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
         description:
           'Images and chat replies finish within the call (unless `Prefer: respond-async`); videos and upscales answer `queued` or `running` at once and are polled with GET /api/generate/{id}. Every run is priced before it starts and the quote is the charge.',
         security,
-        body: legacyGenerateBody,
+        body: groupCGenerateBody,
         headers: generateHeaders,
         response: { 200: generationResponse, ...errorResponses(400, 401, 402, 403, 409, 413, 429, 500, 503) },
       },
@@ -40,13 +67,13 @@ export const legacyRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
       // With a session, generating is the playground's: a member whose role lacks it only reads.
       assertSessionMay(request, 'playground');
       const options = {
-        ...generateOptionsOf(request, 'C', 'POST /api/generate', {
+        ...generateOptionsOf(request, 'group-c', 'POST /api/generate', {
           deadlineSeconds: request.body.deadlineSeconds,
           customer: request.body.customer,
         }),
         ...spendCapOption(request.body.maxCredits, 'maxCredits'),
       };
-      const { generation } = await deps.service.submit(legacyRequestOf(request.body), principalOf(request), options);
+      const { generation } = await deps.service.submit(groupCRequestOf(request.body), principalOf(request), options);
       if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');
       return { generation: recordWithLiveFields(generation) };
     },

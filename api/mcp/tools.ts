@@ -10,7 +10,7 @@ import type { GenerationView } from '../../core/generation/view';
 import { fromZod } from '../shared/errors';
 import { clientDeadlineMs, spendCapField, spendCapOption, mediaPrompt, modelId } from '../shared/fields';
 import { customerId, customerOption } from '../shared/customers';
-import { v1GenerateBody, v1ImageBody, v1RequestOf, v1VideoBody } from '../shared/generate-bodies';
+import { groupAGenerateBody, groupAImageBody, groupARequestOf, groupAVideoBody } from '../shared/generate-bodies';
 import { batch, batchOf } from '../shared/batches';
 import { lineParserFor } from '../shared/openai/batch-lines';
 import { inGroupBWords } from '../shared/openai/words';
@@ -123,7 +123,8 @@ const enhanceOutput = z.object({
 });
 
 /** A media tool's arguments are group A's body of that kind: parsed by the same schema, refinements included. */
-const asGroupA = (kind: 'image' | 'video') => (args: unknown) => v1GenerateBody.parse({ ...(args as object), kind });
+const asGroupA = (kind: 'image' | 'video') => (args: unknown) =>
+  groupAGenerateBody.parse({ ...(args as object), kind });
 const listedModel = (kind: 'image' | 'video', example: string) =>
   modelId.describe(`A ${kind} model id or alias from list_models, e.g. ${example}`);
 
@@ -134,13 +135,13 @@ const generateImage = defineTool({
     'Generates one image and waits for it (usually seconds). Answers the generation: its id, status, the credits charged and ' +
     'a signed URL of the image (valid 24 h), also given as a resource_link. The price is held when the call is accepted and ' +
     'charged only if the image is made. Needs the image scope. Models and prices: list_models {"kind":"image"}.',
-  input: v1ImageBody.omit({ kind: true }).extend({ model: listedModel('image', 'flux') }),
+  input: groupAImageBody.omit({ kind: true }).extend({ model: listedModel('image', 'flux') }),
   output: generationOutput,
   annotations: GENERATES,
   parse: asGroupA('image'),
   run: async (body, ctx) => {
-    const { generation: submitted } = await ctx.service.submit(v1RequestOf(body), ctx.principal, {
-      door: 'A',
+    const { generation: submitted } = await ctx.service.submit(groupARequestOf(body), ctx.principal, {
+      door: 'mcp',
       respondAsync: true,
       log: ctx.log,
       deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds),
@@ -156,10 +157,10 @@ const generateImage = defineTool({
   },
 });
 
-const submitVideo = async (body: z.output<typeof v1GenerateBody>, ctx: ToolContext): Promise<GenerationView> =>
+const submitVideo = async (body: z.output<typeof groupAGenerateBody>, ctx: ToolContext): Promise<GenerationView> =>
   (
-    await ctx.service.submit(v1RequestOf(body), ctx.principal, {
-      door: 'A',
+    await ctx.service.submit(groupARequestOf(body), ctx.principal, {
+      door: 'mcp',
       log: ctx.log,
       deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds),
       ...spendCapOption(body.max_credits, 'max_credits'),
@@ -175,7 +176,7 @@ const generateVideo = defineTool({
     'Call it as an MCP task to follow it with tasks/get and tasks/result, or follow the id with get_generation. ' +
     'Its price (seconds × the per-second rate of the resolution) is held meanwhile and charged only if the video is made. ' +
     'Needs the video scope. Models, rates and seconds ranges: list_models {"kind":"video"}.',
-  input: v1VideoBody.omit({ kind: true }).extend({ model: listedModel('video', 'kling') }),
+  input: groupAVideoBody.omit({ kind: true }).extend({ model: listedModel('video', 'kling') }),
   output: generationOutput,
   annotations: GENERATES,
   parse: asGroupA('video'),
@@ -209,7 +210,7 @@ const enhancePrompt = defineTool({
       ],
     };
     const { generation: submitted } = await ctx.service.submit(request, ctx.principal, {
-      door: 'A',
+      door: 'mcp',
       respondAsync: true,
       log: ctx.log,
       ...spendCapOption(args.max_credits, 'max_credits'),

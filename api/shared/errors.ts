@@ -14,7 +14,7 @@ import {
   RateLimitError,
   ServiceUnavailableError,
 } from '../../core/errors';
-import type { MethodIndex } from './methods';
+import type { MethodIndex } from '../methods';
 
 /** The one error body of every group (DESIGN §6): `{ error: { message, type, code, ...details } }`. */
 export function errorBody(type: string, status: number, message: string, details: Record<string, unknown> = {}) {

@@ -51,7 +51,7 @@ const chatMessage = z.strictObject({
 });
 
 /** The image and video branches of the body; the MCP tools take the same fields. */
-export const v1ImageBody = z.strictObject({
+export const groupAImageBody = z.strictObject({
   kind: z.literal('image'),
   model,
   prompt,
@@ -74,7 +74,7 @@ export const v1ImageBody = z.strictObject({
   max_credits,
   customer,
 });
-export const v1VideoBody = z.strictObject({
+export const groupAVideoBody = z.strictObject({
   kind: z.literal('video'),
   model,
   prompt,
@@ -86,12 +86,12 @@ export const v1VideoBody = z.strictObject({
   customer,
 });
 
-export const v1GenerateBody = z
+export const groupAGenerateBody = z
   .discriminatedUnion(
     'kind',
     [
-      v1ImageBody,
-      v1VideoBody,
+      groupAImageBody,
+      groupAVideoBody,
       z.strictObject({
         kind: z.literal('chat'),
         model: model.optional().describe('Omitted or auto: the service picks the model'),
@@ -154,9 +154,9 @@ export const v1GenerateBody = z
     ],
   });
 
-export type V1GenerateBody = z.infer<typeof v1GenerateBody>;
+export type GroupAGenerateBody = z.infer<typeof groupAGenerateBody>;
 
-export function v1RequestOf(body: V1GenerateBody): GenerationRequest {
+export function groupARequestOf(body: GroupAGenerateBody): GenerationRequest {
   switch (body.kind) {
     case 'image':
       return {
@@ -209,19 +209,19 @@ const common = {
   maxCredits: spendCapField('maxCredits'),
   customer,
 };
-const legacyPrompt = mediaPrompt.describe(
+const groupCPrompt = mediaPrompt.describe(
   `Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`,
 );
 
-export const legacyGenerateBody = z
+export const groupCGenerateBody = z
   .discriminatedUnion(
     'kind',
     [
-      z.strictObject({ ...common, kind: z.literal('image'), prompt: legacyPrompt }),
+      z.strictObject({ ...common, kind: z.literal('image'), prompt: groupCPrompt }),
       z.strictObject({
         ...common,
         kind: z.literal('video'),
-        prompt: legacyPrompt,
+        prompt: groupCPrompt,
         seconds: z.number().finite().optional().describe('Clamped to the model range'),
       }),
       // Chat prompts of any length are accepted and capped server-side to what the model takes.
@@ -253,9 +253,9 @@ export const legacyGenerateBody = z
     ],
   });
 
-type LegacyGenerateBody = z.infer<typeof legacyGenerateBody>;
+type GroupCGenerateBody = z.infer<typeof groupCGenerateBody>;
 
-export function legacyRequestOf(body: LegacyGenerateBody): GenerationRequest {
+export function groupCRequestOf(body: GroupCGenerateBody): GenerationRequest {
   switch (body.kind) {
     case 'image':
       return { kind: 'image', model: body.model, prompt: body.prompt, quality: body.quality, aspect: body.aspect };

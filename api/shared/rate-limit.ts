@@ -30,7 +30,7 @@ export function decision(limit: number, allowed: boolean, count: number, resetMs
 /**
  * An in-process sliding-window log: exact, and small because a key keeps at most `limit`
  * timestamps. It speaks for one API instance only; `createRedisRateLimiter`
- * (api/shared/redis-rate-limit.ts, loaded only when REDIS_URL is set) is the shared one.
+ * (runtime/redis-rate-limit.ts, loaded only when REDIS_URL is set) is the shared one.
  */
 export function createRateLimiter(now: () => number = Date.now, windowMs = WINDOW_MS): RateLimiter {
   const windows = new Map<string, number[]>();

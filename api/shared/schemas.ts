@@ -82,21 +82,6 @@ export const generationError = z
 export const generationKind = z.enum(GENERATION_KINDS as ['image', 'video', 'chat', 'upscale']);
 export const generationStatus = z.enum(GENERATION_STATUSES as ['queued', 'running', 'succeeded', 'failed']);
 
-/** The spec's generation record (group C, webhook payloads); chat replies also carry their text. */
-export const generationRecord = z
-  .object({
-    id: z.string().describe('gen_ followed by 26 characters; ids sort by creation'),
-    kind: generationKind,
-    model: z.string().describe('The model that ran (canonical id)'),
-    status: generationStatus,
-    outputUrl: z.string().describe('Signed URL valid 24 h, made fresh on every read; empty until succeeded'),
-    creditsCharged: z.number().describe('0 while in flight and for a free chat reply; the final charge after success'),
-    error: generationError.nullable(),
-    text: z.string().optional().describe('Chat only: the reply'),
-    customer: z.string().optional().describe('Only when one was named: your own id for the end user it was made for'),
-  })
-  .meta({ id: 'GenerationRecord' });
-
 /** How far a generation is and when it should be done: on every door's record that may carry extra fields. */
 export const liveFields = {
   progress: z
@@ -133,9 +118,6 @@ export const liveFieldsOf = (g: GenerationView) => ({
   etaSeconds: g.etaSeconds,
   expectedAt: g.expectedAt?.toISOString() ?? null,
 });
-
-/** Group C's record: the spec's fields (as `generationRecord`) and the live ones after them. */
-export const liveGenerationRecord = generationRecord.extend(liveFields).meta({ id: 'LiveGenerationRecord' });
 
 /**
  * What a generation was asked for, as priced and run (core/generation/params.ts, PublicParams):

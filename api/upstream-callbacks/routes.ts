@@ -23,7 +23,7 @@ const DESCRIPTIONS: Record<CallbackProtocol, { summary: string; description: str
  * signature is the authentication, so the body is kept unparsed for it. `?upstream=` names the
  * configured upstream whose keys must verify it (the URL we gave it when submitting).
  */
-export const upstreamCallbackRoutes: FastifyPluginAsyncZod<{ webhooks: UpstreamCallbackService }> = async (
+export const upstreamCallbackRoutes: FastifyPluginAsyncZod<{ callbacks: UpstreamCallbackService }> = async (
   app,
   deps,
 ) => {
@@ -62,7 +62,7 @@ export const upstreamCallbackRoutes: FastifyPluginAsyncZod<{ webhooks: UpstreamC
         const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         return {
           received: true as const,
-          outcome: await deps.webhooks.receive(protocol, request.query.upstream, request.headers, raw),
+          outcome: await deps.callbacks.receive(protocol, request.query.upstream, request.headers, raw),
         };
       },
     );

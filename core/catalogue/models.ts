@@ -350,23 +350,35 @@ export function listModels(): readonly Model[] {
 }
 
 /**
- * The doors into the one service (DESIGN §6). Each accepts the ids its part of the spec lists:
- * group C only the ids of its price tables; group A (and MCP, which is part of group A) every id
- * of the catalogue, group B spellings included, since its model list shows them all.
+ * Which ids each door accepts (DESIGN §6): `spec`, only the ids of the spec's price tables;
+ * `every`, every id of the catalogue, OpenAI's spellings included, since group A's model list
+ * shows them all; `openai`, OpenAI's spellings, chat billed per token. MCP takes group A's body,
+ * the dashboard's playground prices group C's, and Anthropic's Messages API bills per token as group B does.
  */
+const MODEL_IDS: Record<Door, 'spec' | 'every' | 'openai'> = {
+  'group-a': 'every',
+  mcp: 'every',
+  'group-b': 'openai',
+  anthropic: 'openai',
+  'group-c': 'spec',
+  dashboard: 'spec',
+};
 
 /** The model a door accepts under `id` for `kind`, or undefined (an unknown cost). */
 export function resolveModel(kind: GenerationKind, id: string | undefined, door: Door): Model | undefined {
+  const ids = MODEL_IDS[door];
   switch (kind) {
     case 'image':
       return id === undefined ? undefined : findImageModel(id);
     case 'video':
       if (id === undefined) return undefined;
-      return findVideoModel(id) ?? (door === 'C' ? undefined : findOpenAiVideoModel(id));
+      return findVideoModel(id) ?? (ids === 'spec' ? undefined : findOpenAiVideoModel(id));
     case 'chat':
-      // Group B bills per token and its `auto` picks a per-token model; group C per reply.
-      if (door === 'B') return findOpenAiChatModel(id ?? AUTO_CHAT_ID);
-      return findChatModel(id ?? AUTO_CHAT_ID) ?? (door === 'A' ? findOpenAiChatModel(id ?? AUTO_CHAT_ID) : undefined);
+      // Per token, `auto` picks a per-token model; the spec's chat is priced per reply.
+      if (ids === 'openai') return findOpenAiChatModel(id ?? AUTO_CHAT_ID);
+      return (
+        findChatModel(id ?? AUTO_CHAT_ID) ?? (ids === 'every' ? findOpenAiChatModel(id ?? AUTO_CHAT_ID) : undefined)
+      );
     case 'upscale':
       return findUpscaleModel(id);
   }

@@ -115,7 +115,7 @@ export function quoteVideo(
     aspect?: string | undefined;
     seconds?: number | undefined;
   },
-  door: Door = 'C',
+  door: Door = 'group-c',
 ): VideoQuote {
   if (!req.model) throw new InvalidRequestError('model is required for video', 'model');
   const model = resolveModel('video', req.model, door) as VideoModel | undefined;
@@ -142,7 +142,7 @@ export function quoteVideo(
 
 export function quoteChat(
   req: { model?: string | undefined; maxTokens?: number | undefined },
-  door: Door = 'C',
+  door: Door = 'group-c',
 ): ChatQuote {
   const requestedModel = req.model || AUTO_CHAT_ID;
   const model = resolveModel('chat', requestedModel, door) as ChatModel | undefined;

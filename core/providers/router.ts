@@ -39,14 +39,14 @@ export interface RouterOptions {
   random?: () => number;
   /** The router's own trouble (the breaker's or the record's store failing): the run goes on. */
   warn?: (message: string, err: unknown) => void;
-  /** The public origin upstreams send their webhooks to (none: they are not asked to). */
-  webhookBaseUrl?: string | undefined;
+  /** The public origin upstreams send their callbacks to (none: they are not asked to). */
+  callbackBaseUrl?: string | undefined;
 }
 
 /** Where an upstream calls back (api/upstream-callbacks/routes.ts); the query says whose keys verify it. */
 export function callbackUrl(baseUrl: string, protocol: 'queue-video' | 'replicate', upstream: string): string {
-  const door = protocol === 'queue-video' ? 'fal' : 'replicate';
-  return `${baseUrl.replace(/\/+$/, '')}/providers/${door}/webhook?upstream=${encodeURIComponent(upstream)}`;
+  const sender = protocol === 'queue-video' ? 'fal' : 'replicate';
+  return `${baseUrl.replace(/\/+$/, '')}/providers/${sender}/webhook?upstream=${encodeURIComponent(upstream)}`;
 }
 
 /** What the router reports with a heartbeat, so that a retried attempt resumes the same upstream's job. */
@@ -78,7 +78,7 @@ export function createProviderRouter(
 ): Provider {
   const byModel = new Map<string, Route[]>();
   const byName = new Map<string, Provider>();
-  const hooks = options.webhookBaseUrl;
+  const callbacks = options.callbackBaseUrl;
   upstreams.forEach((u, index) => {
     const entries = Object.entries(u.models).map(
       ([model, e]) => [model, typeof e === 'string' ? { model: e, weight: 1 } : e] as const,
@@ -95,8 +95,8 @@ export function createProviderRouter(
     };
     // Replicate's webhooks are asked for only when their secret is known: unverifiable ones are useless.
     const webhookUrl =
-      hooks && (u.protocol === 'queue-video' || (u.protocol === 'replicate' && u.webhookSecret))
-        ? callbackUrl(hooks, u.protocol, u.name)
+      callbacks && (u.protocol === 'queue-video' || (u.protocol === 'replicate' && u.webhookSecret))
+        ? callbackUrl(callbacks, u.protocol, u.name)
         : undefined;
     const waits = { pollMs: u.pollMs, slowPollMs: u.slowPollMs, webhookUrl };
     const provider =

@@ -66,7 +66,7 @@ export function createBatchCreation(deps: CreateDeps) {
         const request = await req.inWords(async () =>
           Array.from({ length: parsed.count ?? 1 }, () => {
             // A batch's chat lines are never free replies: they are billed per token, as group B's are.
-            const p = priceRequest(parsed.request, principal, 'B', deps.serves);
+            const p = priceRequest(parsed.request, principal, 'group-b', deps.serves);
             const g = { kind: p.kind, model: p.model, prompt: p.prompt, params: p.params, internal: p.internal };
             return atBatchRate({ ...g, quoteMc: p.quoteMc }, deps.rates);
           }),

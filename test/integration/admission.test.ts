@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { admit } from '../../core/ledger';
 import { newId } from '../../core/ids';
 import { freePort } from '../../runtime/process';
@@ -50,7 +50,7 @@ describe('admission by the API', () => {
     const { key, accountId } = await h.account({ credits: 20 });
     // The same app on a Temporal address where nothing listens.
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await buildApp({
+    const app = await composeApi({
       pool: h.pool,
       client: new Client({ connection }),
       taskQueue: h.taskQueue,

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeForTokens } from '../../core/catalogue/pricing';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import pg from 'pg';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { freePort } from '../../runtime/process';
 import {
   ADMIN_TOKEN,
@@ -399,7 +399,7 @@ describe('the /v1/messages routes conform to the OpenAPI document', () => {
         [unreachable, 503, 'overloaded_error'],
         [broken, 500, 'api_error'],
       ] as const) {
-        const app = await buildApp({
+        const app = await composeApi({
           pool,
           client: h.client,
           taskQueue: h.taskQueue,

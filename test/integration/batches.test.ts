@@ -453,8 +453,8 @@ describe('every documented answer', () => {
     for (const [method, path, url] of dashboardRoutes(MISSING)) {
       c.conforms(await h.app.inject({ method: method.toUpperCase() as 'GET', url }), method, path, 401);
     }
-    const { buildApp } = await import('../../api/app');
-    const strict = await buildApp({
+    const { composeApi } = await import('../../runtime/api-app');
+    const strict = await composeApi({
       pool: h.pool,
       client: h.client,
       taskQueue: h.taskQueue,

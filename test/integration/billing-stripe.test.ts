@@ -5,7 +5,7 @@
 import Stripe from 'stripe';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { ADMIN_TOKEN, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { startStripeMock } from '../support/stripe-mock-server';
@@ -19,7 +19,7 @@ let app: FastifyInstance;
 
 beforeAll(async () => {
   [h, mock] = await Promise.all([startHarness({ syncWaitMs: 20_000 }), startStripeMock()]);
-  app = await buildApp({
+  app = await composeApi({
     pool: h.pool,
     client: h.client,
     taskQueue: h.taskQueue,

@@ -6,7 +6,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { hashToken } from '../../core/accounts/passwords';
 import { SCOPES } from '../../core/accounts/api-keys';
@@ -803,7 +803,7 @@ describe('every documented answer of the session routes', () => {
       connectionTimeoutMillis: 2_000,
       max: 1,
     });
-    const down = await buildApp({
+    const down = await composeApi({
       pool: unreachable,
       client: h.client,
       taskQueue: h.taskQueue,
@@ -843,7 +843,7 @@ describe('every documented answer of the session routes', () => {
       await pool.query(
         'DROP TABLE sessions, password_links, users, ledger_entries, holds, idempotency_keys, generations, api_keys, accounts CASCADE',
       );
-      const broken = await buildApp({
+      const broken = await composeApi({
         pool,
         client: h.client,
         taskQueue: h.taskQueue,

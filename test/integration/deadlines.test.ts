@@ -16,7 +16,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-interface V1Generation {
+interface GroupAGeneration {
   id: string;
   status: string;
   creditsCharged: number;
@@ -27,15 +27,15 @@ const v1 = async (key: string, body: Record<string, unknown>, headers: Record<st
   const res = await h.call('POST', '/api/v1/generate', { key, body, headers });
   return {
     status: res.statusCode,
-    body: res.json<V1Generation & { error: { type: string; code: number; message: string } }>(),
+    body: res.json<GroupAGeneration & { error: { type: string; code: number; message: string } }>(),
   };
 };
-const v1Get = async (key: string, id: string) =>
-  (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<V1Generation>();
+const groupAGet = async (key: string, id: string) =>
+  (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<GroupAGeneration>();
 const finished = (key: string, id: string) =>
   eventually(
     async () => {
-      const g = await v1Get(key, id);
+      const g = await groupAGet(key, id);
       return g.status === 'succeeded' || g.status === 'failed' ? g : undefined;
     },
     30_000,

@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { createPool } from '../../core/db/pool';
 import { freePort } from '../../runtime/process';
 import { ADMIN_TOKEN, startHarness } from '../support/harness';
@@ -31,7 +31,7 @@ describe('a Temporal server that cannot be reached', () => {
     expect(first.status).toBe(200);
     const id = first.body.generation.id;
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await buildApp({
+    const app = await composeApi({
       pool: h.pool,
       client: new Client({ connection }),
       taskQueue: h.taskQueue,
@@ -88,7 +88,7 @@ describe('PostgreSQL going away in the middle of a request', () => {
         ],
       },
     });
-    const app = await buildApp({
+    const app = await composeApi({
       pool,
       client,
       taskQueue: h.taskQueue,

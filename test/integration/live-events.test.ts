@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventSource } from 'eventsource';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { generate } from '../support/api';
 import { ADMIN_TOKEN, eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
@@ -115,7 +115,7 @@ describe('the account, live', () => {
   let second: FastifyInstance;
   let secondUrl: string;
   beforeAll(async () => {
-    second = await buildApp({
+    second = await composeApi({
       pool: h.pool,
       client: h.client,
       taskQueue: h.taskQueue,

@@ -33,7 +33,7 @@ interface Received {
 
 const v1 = async (key: string, body: Record<string, unknown>) =>
   (await h.call('POST', '/api/v1/generate', { key, body })).json<Live>();
-const v1Get = async (key: string, id: string) =>
+const groupAGet = async (key: string, id: string) =>
   (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Live>();
 
 /** Every event of a stream until it closes (test/support/sse.ts). */
@@ -95,7 +95,7 @@ describe('progress', () => {
   it('the progress a run recorded is its own table’s, and a succeeded run adds its duration to the model and size’s samples', async () => {
     const { key } = await h.account({ credits: 200 });
     const g = await v1(key, { kind: 'video', model: 'wan', prompt: 'a kite sim:delay=1500', seconds: 5 });
-    await eventually(async () => ((await v1Get(key, g.id)).status === 'succeeded' ? true : undefined));
+    await eventually(async () => ((await groupAGet(key, g.id)).status === 'succeeded' ? true : undefined));
     const rows = await h.pool.query<{ percent: number; source: string }>(
       `SELECT percent, source FROM generation_progress WHERE generation_id = $1`,
       [g.id],
@@ -114,7 +114,7 @@ describe('queue position and ETA', () => {
     // Three measured runs of this model and size: the median is the expected duration from now on.
     for (let i = 0; i < 3; i++) {
       const w = await v1(key, { kind: 'video', model: 'hailuo', prompt: `warm-up ${i} sim:delay=1000`, seconds: 6 });
-      await eventually(async () => ((await v1Get(key, w.id)).status === 'succeeded' ? true : undefined));
+      await eventually(async () => ((await groupAGet(key, w.id)).status === 'succeeded' ? true : undefined));
     }
     const blockers: Live[] = [];
     for (let i = 0; i < 5; i++)
@@ -133,7 +133,7 @@ describe('queue position and ETA', () => {
       waiting.push(
         await v1(key, { kind: 'video', model: 'hailuo', prompt: `waiting ${i} sim:delay=1000`, seconds: 6 }),
       );
-    const positions = await Promise.all(waiting.map((w) => v1Get(key, w.id)));
+    const positions = await Promise.all(waiting.map((w) => groupAGet(key, w.id)));
     expect(positions.map((p) => p.queuePosition)).toEqual([1, 2, 3]);
     expect(positions.map((p) => p.status)).toEqual(['queued', 'queued', 'queued']);
     expect(positions.every((p) => p.progress === 0)).toBe(true);
@@ -153,11 +153,11 @@ describe('queue position and ETA', () => {
 
     // A slot frees: the next one runs, the others move up.
     await h.call('POST', `/api/v1/generations/${blockers[0]!.id}/cancel`, { key });
-    await eventually(async () => ((await v1Get(key, waiting[2]!.id)).queuePosition === 2 ? true : undefined));
-    expect((await v1Get(key, waiting[1]!.id)).queuePosition).toBe(1);
+    await eventually(async () => ((await groupAGet(key, waiting[2]!.id)).queuePosition === 2 ? true : undefined));
+    expect((await groupAGet(key, waiting[1]!.id)).queuePosition).toBe(1);
     for (const b of blockers.slice(1)) await h.call('POST', `/api/v1/generations/${b.id}/cancel`, { key });
     for (const w of waiting)
-      await eventually(async () => ((await v1Get(key, w.id)).status === 'succeeded' ? true : undefined));
+      await eventually(async () => ((await groupAGet(key, w.id)).status === 'succeeded' ? true : undefined));
   });
 });
 

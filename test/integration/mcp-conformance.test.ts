@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { ADMIN_TOKEN, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 
@@ -22,7 +22,7 @@ let proxy: http.Server;
 let target: URL;
 let out: string;
 
-let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+let app: Awaited<ReturnType<typeof composeApi>> | undefined;
 
 beforeAll(async () => {
   h = await startHarness({ syncWaitMs: 20_000 });
@@ -50,7 +50,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   target = new URL(`http://localhost:${(proxy.address() as AddressInfo).port}/api/mcp`);
   // The endpoint as deployed at that address: its own origin is the one browsers' pages may use (DNS-rebinding check).
-  app = await buildApp({
+  app = await composeApi({
     pool: h.pool,
     client: h.client,
     taskQueue: h.taskQueue,

@@ -19,7 +19,7 @@ import type { CallToolResult, Progress, ResourceLink, Task } from '@modelcontext
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { failureMessage } from '../../core/vocabulary';
 import { freePort } from '../../runtime/process';
@@ -177,7 +177,7 @@ const eventsOf = (res: LightMyRequestResponse) =>
 async function secondInstance(
   opts: { mcpAllowedOrigins?: string[] } = {},
 ): Promise<{ app: FastifyInstance; url: URL }> {
-  const app = await buildApp({
+  const app = await composeApi({
     pool: h.pool,
     client: h.client,
     taskQueue: h.taskQueue,
@@ -903,7 +903,7 @@ describe('HTTP answers conform to the OpenAPI document', () => {
     await broken.query('DROP TABLE api_keys CASCADE');
     const apps = await Promise.all(
       [unreachable, broken].map((pool) =>
-        buildApp({
+        composeApi({
           pool,
           client: h.client,
           taskQueue: h.taskQueue,

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { freePort } from '../../runtime/process';
 import { jsonLogger } from '../../runtime/json-logger';
 import { startMetricsServer } from '../../runtime/metrics-server';
@@ -124,7 +124,7 @@ describe('JSON logs', () => {
         done();
       },
     });
-    const app = await buildApp({
+    const app = await composeApi({
       pool: h.pool,
       client: h.client,
       taskQueue: h.taskQueue,

@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import OpenAI, { APIError, toFile } from 'openai';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { chargeForTokens } from '../../core/catalogue/pricing';
 import { GenerationStatus } from '../../core/search-attributes';
@@ -1727,7 +1727,7 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
         [unreachable, 503],
         [brokenPool, 500],
       ] as const) {
-        const app = await buildApp({
+        const app = await composeApi({
           pool,
           client: new Client({ connection }),
           taskQueue: h.taskQueue,
@@ -1761,7 +1761,7 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
   it('Temporal unreachable: images are refused with 503, nothing held; a streamed chat still runs and is settled by the API itself', async () => {
     const { key, accountId } = await h.account({ credits: 10 });
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await buildApp({
+    const app = await composeApi({
       pool: h.pool,
       client: new Client({ connection }),
       taskQueue: h.taskQueue,

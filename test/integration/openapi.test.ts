@@ -11,7 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { PLANS } from '../../core/plans';
 import { freePort } from '../../runtime/process';
@@ -1112,7 +1112,7 @@ describe('failures of the services behind the API', () => {
       connectionTimeoutMillis: 2_000,
       max: 1,
     });
-    const broken = await buildApp({
+    const broken = await composeApi({
       pool: unreachable,
       client: h.client,
       taskQueue: h.taskQueue,
@@ -1143,7 +1143,7 @@ describe('failures of the services behind the API', () => {
     const { key } = await h.account({ credits: 10 });
     await withScratchDatabase(async (pool) => {
       await pool.query('DROP TABLE ledger_entries, holds, idempotency_keys, generations, api_keys, accounts CASCADE');
-      const broken = await buildApp({
+      const broken = await composeApi({
         pool,
         client: h.client,
         taskQueue: h.taskQueue,
@@ -1180,7 +1180,7 @@ describe('failures of the services behind the API', () => {
       202,
     );
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await buildApp({
+    const app = await composeApi({
       pool: h.pool,
       client: new Client({ connection }),
       taskQueue: h.taskQueue,

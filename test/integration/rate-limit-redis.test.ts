@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createRedisRateLimiter } from '../../api/shared/redis-rate-limit';
+import { createRedisRateLimiter } from '../../runtime/redis-rate-limit';
 import type { RateLimiter } from '../../api/shared/rate-limit';
 import { freePort } from '../../runtime/process';
 import { eventually } from '../support/harness';

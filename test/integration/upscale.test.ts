@@ -4,7 +4,7 @@ import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { createSafeHttpClient } from '../../core/net/safe-http';
 import { createInputPreparer } from '../../service/generation/inputs';
 import { ADMIN_TOKEN, FILES_BASE_URL, startHarness } from '../support/harness';
@@ -157,7 +157,7 @@ describe('upscale inputs outside development mode (SSRF)', () => {
     // 127.0.0.2 stands for a public origin: trusted by the policy, so only the redirect is refused.
     const origin = await startImageServer('127.0.0.2');
     const http = createSafeHttpClient({ policy: { allowPrivateNetworks: false, trustedAddresses: ['127.0.0.2'] } });
-    const app = await buildApp({
+    const app = await composeApi({
       pool: h.pool,
       client: h.client,
       taskQueue: h.taskQueue,

@@ -84,7 +84,7 @@ beforeAll(async () => {
       createProviderRouter(config.upstreams, createSimulator(), http, {
         health: createPgUpstreamHealth(pool, config.breaker),
         log: createPgRouteLog(pool),
-        webhookBaseUrl: api,
+        callbackBaseUrl: api,
       }),
     upstreamCallbacks: { upstreams: config.upstreams },
     videoConcurrency: 100,

@@ -9,7 +9,7 @@ import * as dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { createSafeHttpClient } from '../../core/net/safe-http';
 import type { SafeHttpClient } from '../../core/net/safe-http';
 import { ADMIN_TOKEN, eventually, startHarness, WEBHOOK_SECRET_KEY } from '../support/harness';
@@ -53,7 +53,7 @@ beforeAll(async () => {
     lookup: deliveryLookup,
   });
   h = await startHarness({ webhooks: { http, retryScheduleMs: [60_000] } });
-  production = await buildApp({
+  production = await composeApi({
     pool: h.pool,
     client: h.client,
     taskQueue: h.taskQueue,

@@ -8,7 +8,7 @@ import { createHmac } from 'node:crypto';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { PLAN_RATE_LIMITS } from '../../core/plans';
 import { freePort } from '../../runtime/process';
 import { ADMIN_TOKEN, eventually, startHarness, WEBHOOK_SECRET_KEY, withScratchDatabase } from '../support/harness';
@@ -681,7 +681,7 @@ describe('the webhook routes conform to the document', () => {
       connectionTimeoutMillis: 2_000,
       max: 1,
     });
-    const broken = await buildApp({
+    const broken = await composeApi({
       pool: unreachable,
       client: h.client,
       taskQueue: h.taskQueue,
@@ -697,7 +697,7 @@ describe('the webhook routes conform to the document', () => {
       await broken.close();
       await unreachable.end();
     }
-    const unconfigured = await buildApp({
+    const unconfigured = await composeApi({
       pool: h.pool,
       client: h.client,
       taskQueue: h.taskQueue,
@@ -721,7 +721,7 @@ describe('the webhook routes conform to the document', () => {
 
   it('500 without internals when the database answers but is broken', async () => {
     await withScratchDatabase(async (pool) => {
-      const broken = await buildApp({
+      const broken = await composeApi({
         pool,
         client: h.client,
         taskQueue: h.taskQueue,

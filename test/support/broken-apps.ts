@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { freePort } from '../../runtime/process';
 import { ADMIN_TOKEN, withScratchDatabase } from './harness';
 import type { Harness } from './harness';
@@ -14,7 +14,7 @@ export async function withBrokenDatabases(
   each: (app: FastifyInstance, status: 503 | 500) => Promise<void>,
 ): Promise<void> {
   const build = (pool: pg.Pool) =>
-    buildApp({
+    composeApi({
       pool,
       client: h.client,
       taskQueue: h.taskQueue,

@@ -6,9 +6,9 @@ import type { Worker } from '@temporalio/worker';
 import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { buildApp } from '../../api/app';
+import { composeApi } from '../../runtime/api-app';
 import { createRateLimiter } from '../../api/shared/rate-limit';
-import type { AppDeps } from '../../api/app';
+import type { ApiInputs } from '../../runtime/api-app';
 import type { DashboardLimits } from '../../api/dashboard/api';
 import { freePort } from '../../runtime/process';
 import { createPool } from '../../core/db/pool';
@@ -80,7 +80,7 @@ export interface HarnessOptions {
   /** The API's logger settings (e.g. a stream that captures the lines); silent when absent. */
   logger?: FastifyServerOptions['logger'];
   /** The upstreams whose webhooks the API takes (POST /providers/…/webhook); none when absent. */
-  upstreamCallbacks?: AppDeps['upstreamCallbacks'];
+  upstreamCallbacks?: ApiInputs['upstreamCallbacks'];
   /** Which in-process workers run: `workflows` leaves provider runs to a worker process the test starts. */
   workerRole?: WorkerRole;
   providerConcurrency?: number;
@@ -89,7 +89,7 @@ export interface HarnessOptions {
   /** The rate limit's window (the real in-process limiter; 60 s as in production when absent). */
   rateWindowMs?: number;
   /** Batches: price per kind, file limits, a shorter completion window. */
-  batches?: AppDeps['batches'];
+  batches?: ApiInputs['batches'];
   /** How many lines of a batch, and of an account's batches, run at once (the configuration's defaults when absent). */
   batchLimits?: { perBatch: number; perAccount: number };
 }
@@ -113,6 +113,13 @@ export async function startHarness(options: HarnessOptions = {}) {
     rootDir: join(dataDir, 'outputs'),
     publicBaseUrl: baseUrl ?? FILES_BASE_URL,
     signingSecret: 'test-signing-secret-0123456789',
+  });
+
+  // One dispatcher hands deliveries to Temporal for the relay and the API alike, as in runtime/services.ts.
+  const dispatcher = createWebhookDispatcher({
+    client,
+    taskQueue: webhookTaskQueue,
+    retryScheduleMs: options.webhooks?.retryScheduleMs,
   });
 
   let nativeConnection: NativeConnection | undefined;
@@ -173,11 +180,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     if (hooks) {
       const relay = startWebhookRelay({
         pool,
-        dispatcher: createWebhookDispatcher({
-          client,
-          taskQueue: webhookTaskQueue,
-          retryScheduleMs: hooks.retryScheduleMs,
-        }),
+        dispatcher,
         pollMs: hooks.relayPollMs ?? 1_000,
         onError: (err) => console.warn('webhook relay:', err),
       });
@@ -193,7 +196,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   };
   if (options.worker !== false) await startWorker();
 
-  const app: FastifyInstance = await buildApp({
+  const app: FastifyInstance = await composeApi({
     pool,
     client,
     taskQueue,
@@ -212,18 +215,16 @@ export async function startHarness(options: HarnessOptions = {}) {
     }),
     webhooks: {
       secretKey: WEBHOOK_SECRET_KEY,
-      taskQueue: webhookTaskQueue,
       developmentMode: true,
-      ...(options.webhooks?.retryScheduleMs ? { retryScheduleMs: options.webhooks.retryScheduleMs } : {}),
       ...(options.webhooks?.clock ? { clock: options.webhooks.clock } : {}),
     },
+    dispatcher,
     ...(baseUrl ? { publicBaseUrl: baseUrl, secureCookies: false } : {}),
     ...(options.dashboardLimits ? { dashboardLimits: options.dashboardLimits } : {}),
     ...(options.signup ? { signup: options.signup } : {}),
     ...(options.billing ? { billing: options.billing } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.upstreamCallbacks ? { upstreamCallbacks: options.upstreamCallbacks } : {}),
-    ...(options.batches ? { batches: options.batches } : {}),
     ...(options.batches ? { batches: options.batches } : {}),
   });
   if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });

@@ -151,11 +151,11 @@ describe('group B chat (per output token)', () => {
   });
 
   it('keeps each group’s chat ids to itself; group A accepts both', () => {
-    expect(resolveModel('chat', 'gpt-5.5', 'C')).toBeUndefined();
-    expect(resolveModel('chat', 'chat-haiku', 'B')).toBeUndefined();
-    expect(resolveModel('chat', undefined, 'B')?.id).toBe('claude-haiku');
-    expect(resolveModel('chat', 'gpt-5.5', 'A')?.id).toBe('gpt-5.5');
-    expect(resolveModel('chat', undefined, 'A')?.id).toBe('chat-haiku');
+    expect(resolveModel('chat', 'gpt-5.5', 'group-c')).toBeUndefined();
+    expect(resolveModel('chat', 'chat-haiku', 'group-b')).toBeUndefined();
+    expect(resolveModel('chat', undefined, 'group-b')?.id).toBe('claude-haiku');
+    expect(resolveModel('chat', 'gpt-5.5', 'group-a')?.id).toBe('gpt-5.5');
+    expect(resolveModel('chat', undefined, 'group-a')?.id).toBe('chat-haiku');
   });
 
   it.each([

@@ -298,12 +298,12 @@ describe('capChatPrompt', () => {
 
 describe('per-token chat (group B)', () => {
   it('holds max_tokens, or the model’s default cap, at the model’s rate', () => {
-    expect(quoteChat({ model: 'claude-sonnet', maxTokens: 1000 }, 'B')).toMatchObject({
+    expect(quoteChat({ model: 'claude-sonnet', maxTokens: 1000 }, 'group-b')).toMatchObject({
       model: 'claude-sonnet',
       priceMc: 2000,
       params: { maxTokens: 1000, ratePer1kMc: 2000 },
     });
-    expect(quoteChat({ model: 'auto' }, 'B')).toMatchObject({
+    expect(quoteChat({ model: 'auto' }, 'group-b')).toMatchObject({
       model: 'claude-haiku',
       priceMc: chargeForTokens(4096, 700),
       params: { maxTokens: 4096 },
@@ -311,7 +311,7 @@ describe('per-token chat (group B)', () => {
   });
 
   it('refuses max_tokens above the model’s largest output', () => {
-    expect(() => quoteChat({ model: 'llama-3.3', maxTokens: 9000 }, 'B')).toThrow(/at most 8192/);
+    expect(() => quoteChat({ model: 'llama-3.3', maxTokens: 9000 }, 'group-b')).toThrow(/at most 8192/);
   });
 
   it('charges whole millicredits rounded up: never zero for a token, never more for fewer tokens', () => {

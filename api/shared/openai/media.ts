@@ -1,36 +1,37 @@
 import { z } from 'zod';
-import { InvalidRequestError, ProviderFailedError } from '../../../core/errors';
+import { ProviderFailedError } from '../../../core/errors';
 import type { GenerationView } from '../../../core/generation/view';
 import { IMAGE_OUTPUT_FORMATS } from '../../../core/media/output-format';
-import type { EditInput, GenerationRequest } from '../../../service/generation/requests';
+import type { GenerationRequest } from '../../../service/generation/requests';
 import { failedRunError } from './failures';
 import { deadlineSeconds, imageUrl as httpImageUrl, mediaPrompt, modelId, spendCapField } from '../fields';
-import { GROUP_B_PARAMS, unixSeconds } from './words';
+import { unixSeconds } from './words';
 import { openAiEndUser } from '../customers';
 
 /**
- * OpenAI's images and videos as group B takes and answers them: the request bodies (image
- * generations and edits), the images response, the two spellings of a video. Group B's routes and
- * a batch's image and video lines share them, so a line's result is what the route would have answered.
+ * OpenAI's images and videos as group B takes and answers them: the image generation body, the
+ * images response, the two spellings of a video. Group B's routes and a batch's image and video
+ * lines share them, so a line's result is what the route would have answered. Image edits, which
+ * a batch line cannot ask for, are group B's alone (api/group-b/image-edits.ts).
  */
 
-const maxCredits = spendCapField('max_credits');
-const endUser = openAiEndUser();
+export const maxCredits = spendCapField('max_credits');
+export const endUser = openAiEndUser();
 
-const prompt = mediaPrompt.describe('Checked by the safety guard before pricing');
+export const prompt = mediaPrompt.describe('Checked by the safety guard before pricing');
 // ---------------------------------------------------------------------------------------------
 // Images
 // ---------------------------------------------------------------------------------------------
 
 export const IMAGE_SIZES = { '1024x1024': [1024, 1024], '1792x1024': [1792, 1024], '1024x1792': [1024, 1792] } as const;
 
-const responseFormat = z
+export const responseFormat = z
   .enum(['url', 'b64_json'], { error: "response_format must be 'url' or 'b64_json'" })
   .nullish()
   .describe(
     'b64_json (the default for gpt-image-* models, as OpenAI answers them), or url (signed, valid 24 h; the default for others)',
   );
-const outputFormat = z
+export const outputFormat = z
   .enum(IMAGE_OUTPUT_FORMATS, { error: "output_format must be 'png', 'jpeg' or 'webp'" })
   .nullish()
   .describe('The image’s encoding (png by default); an image that cannot be given in it is not charged');
@@ -102,86 +103,8 @@ export const imagesResponse = z
   .meta({ id: 'ImagesResponse' });
 
 /** Multipart sends numbers as strings. */
-const formNumber = <T extends z.ZodType>(schema: T) =>
+export const formNumber = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), schema);
-
-const editReference = z.union(
-  [
-    z.object({ image_url: httpImageUrl('image_url') }),
-    z.object({ file_id: z.string().max(100).describe('The id of one of the account’s succeeded image generations') }),
-  ],
-  { error: 'an image is { "image_url": "https://…" } or { "file_id": "gen_…" }' },
-);
-
-/** POST /v1/images/edits as the SDKs send it: multipart (`image` or `image[]` files, `mask`), or JSON (`images`, `mask` by URL or id). */
-export const imageEditBody = z
-  .object({
-    model: modelId.describe('An image id of GET /v1/models whose options list features: ["edit"]'),
-    prompt,
-    image: z.unknown().optional().describe('Multipart: the image to edit (PNG, JPEG or WebP); several as image[]'),
-    'image[]': z.unknown().optional().describe('Multipart: several images, the first edited, the others guiding it'),
-    images: z.array(editReference).min(1).max(16).optional().describe('JSON: the images, by URL or file id'),
-    mask: z
-      .unknown()
-      .optional()
-      .describe('Where to edit: its transparent pixels. A file (multipart), or { image_url } / { file_id } (JSON)'),
-    n: formNumber(
-      z.number().int().min(1, { error: 'n must be 1 to 4' }).max(4, { error: 'n must be 1 to 4' }),
-    ).optional(),
-    size: z
-      .enum(['auto', '256x256', '512x512', '1024x1024', '1536x1024', '1024x1536'], {
-        error: 'size is not one OpenAI offers',
-      })
-      .optional()
-      .describe('Accepted; the edit keeps the size of the image edited'),
-    quality: z.enum(['auto', 'low', 'medium', 'high', 'standard']).optional().describe('Accepted and ignored'),
-    response_format: responseFormat,
-    output_format: outputFormat,
-    output_compression: formNumber(z.number().int().min(0).max(100)).optional().describe('Accepted and ignored'),
-    background: z.enum(['transparent', 'opaque', 'auto']).optional().describe('Accepted and ignored'),
-    input_fidelity: z.enum(['high', 'low']).optional().describe('Accepted and ignored'),
-    moderation: z.enum(['low', 'auto']).optional().describe('Accepted and ignored'),
-    user: endUser.optional(),
-    safety_identifier: endUser.nullish(),
-    deadline_seconds: formNumber(deadlineSeconds),
-    max_credits: formNumber(maxCredits),
-  })
-  .meta({ id: 'ImageEditRequest' });
-
-type ImageEditBody = z.infer<typeof imageEditBody>;
-
-/** An edit's inputs as the edits route names them. */
-export const EDIT_PARAMS = { ...GROUP_B_PARAMS, editImages: 'image', editMask: 'mask' };
-
-/** The edit's inputs in the service's terms: uploads as bytes, URLs, and file ids as the generations they name. */
-export function editOf(body: ImageEditBody): { images: EditInput[]; mask?: EditInput } {
-  const filesOf = (v: unknown): unknown[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
-  const given = [...filesOf(body.image), ...filesOf(body['image[]'])];
-  if (given.some((v) => !Buffer.isBuffer(v)))
-    throw new InvalidRequestError(
-      'image must be uploaded image files (multipart); send URLs as images in JSON.',
-      'image',
-    );
-  const reference = (r: z.infer<typeof editReference>): EditInput =>
-    'image_url' in r ? { url: r.image_url } : { generation: r.file_id };
-  const images: EditInput[] = body.images ? body.images.map(reference) : (given as Buffer[]).map((file) => ({ file }));
-  if (images.length === 0)
-    throw new InvalidRequestError(
-      'image: an image to edit is required: a file (multipart image or image[]), or images by URL or file id (JSON).',
-      'image',
-    );
-  if (images.length > 16) throw new InvalidRequestError('image: at most 16 images.', 'image');
-  if (body.mask === undefined) return { images };
-  if (Buffer.isBuffer(body.mask)) return { images, mask: { file: body.mask } };
-  const mask = editReference.safeParse(body.mask);
-  if (!mask.success)
-    throw new InvalidRequestError(
-      'mask must be an uploaded image file, or { "image_url": … } or { "file_id": … }.',
-      'mask',
-    );
-  return { images, mask: reference(mask.data) };
-}
-
 // ---------------------------------------------------------------------------------------------
 // Video: the spec's /v1/video/generations and OpenAI's /v1/videos, one generation either way
 // ---------------------------------------------------------------------------------------------
@@ -265,9 +188,8 @@ export const videosCreateBody = z
       .unknown()
       .optional()
       .describe('A reference frame: an uploaded image file (multipart), or { image_url }'),
-    // Multipart sends numbers as strings.
-    deadline_seconds: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), deadlineSeconds),
-    max_credits: z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), maxCredits),
+    deadline_seconds: formNumber(deadlineSeconds),
+    max_credits: formNumber(maxCredits),
     user: endUser.optional(),
     safety_identifier: endUser.nullish(),
   })

@@ -1,25 +1,15 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { createHash } from 'node:crypto';
-import { InvalidRequestError, markAfterAdmission, NotFoundError, ProviderFailedError } from '../../core/errors';
+import { InvalidRequestError, NotFoundError } from '../../core/errors';
 import { GENERATION_ID_PATTERN } from '../../core/ids';
 import type { GenerationView } from '../../core/generation/view';
 import type { GenerationRequest } from '../../service/generation/requests';
 import { VIDEO_PREVIEWS } from '../../core/vocabulary';
 import { principalOf } from '../shared/auth';
-import { cancelAfterHeader, idempotencyKey } from '../shared/fields';
-import { customerHeaders } from '../shared/customers';
 import { remixBody } from '../shared/generate-bodies';
 import {
-  answerFormatOf,
-  EDIT_PARAMS,
-  editOf,
-  imageEditBody,
-  imageGenerationBody,
-  imageRequestOf,
-  imagesResponseOf,
   imageUrl,
-  imagesResponse,
   video,
   videoGeneration,
   videoGenerationBody,
@@ -31,8 +21,18 @@ import {
 } from '../shared/openai/media';
 import { inGroupBWords } from '../shared/openai/words';
 import { idParams } from '../shared/schemas';
-import { errorsB, openaiPage, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
-import type { OpenAiDeps } from './common';
+import {
+  errorsB,
+  idempotencyHeaders,
+  openaiPage,
+  pageLimit,
+  pageOrder,
+  refuseUnknownFields,
+  security,
+  submitOptionsOf,
+  tags,
+} from './common';
+import type { GroupBDeps } from './common';
 import { acceptForms } from './forms';
 
 const VARIANTS = ['video', ...VIDEO_PREVIEWS] as const;
@@ -60,37 +60,57 @@ function referenceOf(formField: string | undefined, value: unknown): { url?: str
   return { url: parsed.data };
 }
 
-/** Group B images and videos: each image and each video is a generation like any other door's. */
-
-const idempotencyHeaders = z.looseObject({
-  'idempotency-key': idempotencyKey.describe(
-    'The same key and body within 24 h return the same generations, never a second hold',
-  ),
-  'cancel-after': cancelAfterHeader,
-  ...customerHeaders,
-});
-
 const videoListQuery = z.object({
   after: z
     .string()
     .regex(GENERATION_ID_PATTERN, { error: 'after must be the id of a video of a previous page (its last_id)' })
     .optional()
     .describe('The last_id of the previous page'),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1, { error: 'limit must be between 1 and 100' })
-    .max(100, { error: 'limit must be between 1 and 100' })
-    .default(20),
-  order: z
-    .enum(['asc', 'desc'], { error: "order must be 'asc' or 'desc'" })
-    .default('desc')
-    .describe('By creation time; desc (newest first) by default'),
+  limit: pageLimit(100, 20),
+  order: pageOrder.describe('By creation time; desc (newest first) by default'),
 });
 
 const videoList = openaiPage(video, 'VideoList');
 
-export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, deps) => {
+/** A spelling of the video API: where its videos are, how it shows one, and its words for reading and remixing. */
+interface VideoApi<S extends typeof video | typeof videoGeneration> {
+  path: '/v1/video/generations' | '/v1/videos';
+  /** The OpenAPI operations' noun: openaiGet<noun>, openaiRemix<noun>. */
+  noun: string;
+  schema: S;
+  view: (g: GenerationView) => z.infer<S>;
+  readSummary: string;
+  remixSummary: string;
+  remixDescription: string;
+}
+
+/** The spec's video API. */
+const VIDEO_GENERATIONS: VideoApi<typeof videoGeneration> = {
+  path: '/v1/video/generations',
+  noun: 'VideoGeneration',
+  schema: videoGeneration,
+  view: videoGenerationOf,
+  readSummary: 'A video’s status, and its output URL once it has succeeded',
+  remixSummary: 'A new video from a succeeded one with a new prompt; model, duration and size as the source ran',
+  remixDescription:
+    'Priced, held and charged like any video. 404: not a video of this account; 409: the video has not succeeded.',
+};
+
+/** OpenAI's video API, as its SDK's client.videos calls it. */
+const OPENAI_VIDEOS: VideoApi<typeof video> = {
+  path: '/v1/videos',
+  noun: 'Video',
+  schema: video,
+  view: videoOf,
+  readSummary: 'A video as OpenAI’s video API shows it (client.videos.retrieve)',
+  remixSummary:
+    'A new video from a completed one with a new prompt (client.videos.remix); model, seconds and size as the source ran',
+  remixDescription:
+    'Priced, held and charged like any video; remixed_from_video_id names the source. 404: not a video of this account; 409: the video has not completed.',
+};
+
+/** Group B's videos in both spellings, the spec's and OpenAI's: each video is a generation like any other door's. */
+export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
   /** A video generation of the key's account; another kind (or account) is not found here. */
@@ -121,121 +141,43 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
       return (await deps.service.remix(principal, id, request.body.prompt, options)).generation;
     });
 
-  /** An image's file, for a b64_json answer. */
-  const readFile = (principal: ReturnType<typeof principalOf>) => async (id: string) => {
-    const { file } = await deps.service.output(principal, id);
-    return file?.data;
-  };
-
-  route.post(
-    '/v1/images/generations',
-    {
-      preValidation: refuseUnknownFields(Object.keys(imageGenerationBody.shape)),
-      schema: {
-        operationId: 'openaiGenerateImages',
-        tags,
-        security,
-        summary: 'n images (1 to 4), each a generation of its own; answered when they are done',
-        body: imageGenerationBody,
-        headers: idempotencyHeaders,
-        response: { 200: imagesResponse, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 502, 503) },
-      },
-    },
-    async (request) => {
-      const body = request.body;
-      const principal = principalOf(request);
-      const { request: images, count } = imageRequestOf(body);
-      const { generations } = await inGroupBWords(() =>
-        deps.service.submitMany(images, principal, {
-          ...submitOptionsOf(request, 'POST /v1/images/generations', body, body.deadline_seconds),
-          count,
-        }),
-      );
-      try {
-        if (!generations.some((g) => g.status === 'succeeded' || g.error))
-          throw new ProviderFailedError(
-            'The images are still being generated; they will be listed at GET /api/v1/generations.',
-          );
-        return await imagesResponseOf(
-          generations,
-          answerFormatOf(body.model, body.response_format),
-          readFile(principal),
-        );
-      } catch (err) {
-        throw markAfterAdmission(err);
-      }
-    },
-  );
-
-  // OpenAI's SDK sends image edits as multipart/form-data: up to 16 images (image, image[]) and a mask.
-  await app.register(async (forms) => {
-    await acceptForms(forms, { limits: { fileSize: 25 * 1024 * 1024, files: 17, fields: 20 } });
-    forms.withTypeProvider<ZodTypeProvider>().post(
-      '/v1/images/edits',
+  /** Both spellings read a video and remix it alike; each shows the video its own way. */
+  const readAndRemix = (api: VideoApi<typeof video> | VideoApi<typeof videoGeneration>): void => {
+    route.get(
+      `${api.path}/:id`,
       {
         schema: {
-          operationId: 'openaiEditImages',
+          operationId: `openaiGet${api.noun}`,
           tags,
           security,
-          summary:
-            'n edits (1 to 4) of an image (client.images.edit), each a generation of its own, priced as the model’s image',
-          description:
-            'Multipart (image or image[] files, mask) as the SDKs send it, or JSON with images and mask by image_url or file_id (the id of one of the account’s ' +
-            'succeeded image generations). The inputs are fetched and checked before anything is held; a bad one is a 400 naming it. Models that edit list ' +
-            'features: ["edit"] in GET /api/v1/models; others are a 400 naming model.',
-          body: imageEditBody,
-          headers: idempotencyHeaders,
-          response: { 200: imagesResponse, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 502, 503) },
+          summary: api.readSummary,
+          params: idParams,
+          response: { 200: api.schema, ...errorsB(401, 404, 429, 500, 503) },
         },
       },
-      async (request) => {
-        const body = request.body;
-        const principal = principalOf(request);
-        const edit = editOf(body);
-        // Uploads are in the request: their hashes stand for them under an Idempotency-Key.
-        const hash = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-        const keyed = {
-          ...body,
-          image: undefined,
-          'image[]': undefined,
-          mask: Buffer.isBuffer(body.mask) ? hash(body.mask) : body.mask,
-          inputs: edit.images.map((i) => ('file' in i ? hash(i.file) : i)),
-        };
-        const { generations } = await inGroupBWords(
-          () =>
-            deps.service.submitMany(
-              {
-                kind: 'image',
-                model: body.model,
-                prompt: body.prompt,
-                outputFormat: body.output_format ?? undefined,
-                edit,
-              },
-              principal,
-              {
-                ...submitOptionsOf(request, 'POST /v1/images/edits', keyed, body.deadline_seconds),
-                count: body.n ?? 1,
-              },
-            ),
-          EDIT_PARAMS,
-        );
-        try {
-          if (!generations.some((g) => g.status === 'succeeded' || g.error))
-            throw new ProviderFailedError(
-              'The edits are still being made; they will be listed at GET /api/v1/generations.',
-            );
-          return await imagesResponseOf(
-            generations,
-            answerFormatOf(body.model, body.response_format),
-            readFile(principal),
-          );
-        } catch (err) {
-          throw markAfterAdmission(err);
-        }
-      },
+      async (request) => api.view(await readVideo(principalOf(request), request.params.id)),
     );
-  });
+    route.post(
+      `${api.path}/:id/remix`,
+      {
+        preValidation: refuseUnknownFields(Object.keys(remixBody.shape)),
+        schema: {
+          operationId: `openaiRemix${api.noun}`,
+          tags,
+          security,
+          summary: api.remixSummary,
+          description: api.remixDescription,
+          params: idParams,
+          body: remixBody,
+          headers: idempotencyHeaders,
+          response: { 200: api.schema, ...errorsB(400, 401, 402, 403, 404, 409, 413, 429, 500, 503) },
+        },
+      },
+      async (request) => api.view(await remixVideo(principalOf(request), request, `POST ${api.path}/{id}/remix`)),
+    );
+  };
 
+  /** An image's file, for a b64_json answer. */
   route.post(
     '/v1/video/generations',
     {
@@ -255,42 +197,6 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
       const options = submitOptionsOf(request, 'POST /v1/video/generations', body, body.deadline_seconds);
       return videoGenerationOf(await submitVideo(principalOf(request), options, videoGenerationRequestOf(body)));
     },
-  );
-
-  route.get(
-    '/v1/video/generations/:id',
-    {
-      schema: {
-        operationId: 'openaiGetVideoGeneration',
-        tags,
-        security,
-        summary: 'A video’s status, and its output URL once it has succeeded',
-        params: idParams,
-        response: { 200: videoGeneration, ...errorsB(401, 404, 429, 500, 503) },
-      },
-    },
-    async (request) => videoGenerationOf(await readVideo(principalOf(request), request.params.id)),
-  );
-
-  route.post(
-    '/v1/video/generations/:id/remix',
-    {
-      preValidation: refuseUnknownFields(Object.keys(remixBody.shape)),
-      schema: {
-        operationId: 'openaiRemixVideoGeneration',
-        tags,
-        security,
-        summary: 'A new video from a succeeded one with a new prompt; model, duration and size as the source ran',
-        description:
-          'Priced, held and charged like any video. 404: not a video of this account; 409: the video has not succeeded.',
-        params: idParams,
-        body: remixBody,
-        headers: idempotencyHeaders,
-        response: { 200: videoGeneration, ...errorsB(400, 401, 402, 403, 404, 409, 413, 429, 500, 503) },
-      },
-    },
-    async (request) =>
-      videoGenerationOf(await remixVideo(principalOf(request), request, 'POST /v1/video/generations/{id}/remix')),
   );
 
   // OpenAI's SDK sends video creation as multipart/form-data: the one route that reads forms.
@@ -358,41 +264,8 @@ export const openaiMediaRoutes: FastifyPluginAsyncZod<OpenAiDeps> = async (app, 
     },
   );
 
-  route.get(
-    '/v1/videos/:id',
-    {
-      schema: {
-        operationId: 'openaiGetVideo',
-        tags,
-        security,
-        summary: 'A video as OpenAI’s video API shows it (client.videos.retrieve)',
-        params: idParams,
-        response: { 200: video, ...errorsB(401, 404, 429, 500, 503) },
-      },
-    },
-    async (request) => videoOf(await readVideo(principalOf(request), request.params.id)),
-  );
-
-  route.post(
-    '/v1/videos/:id/remix',
-    {
-      preValidation: refuseUnknownFields(Object.keys(remixBody.shape)),
-      schema: {
-        operationId: 'openaiRemixVideo',
-        tags,
-        security,
-        summary:
-          'A new video from a completed one with a new prompt (client.videos.remix); model, seconds and size as the source ran',
-        description:
-          'Priced, held and charged like any video; remixed_from_video_id names the source. 404: not a video of this account; 409: the video has not completed.',
-        params: idParams,
-        body: remixBody,
-        headers: idempotencyHeaders,
-        response: { 200: video, ...errorsB(400, 401, 402, 403, 404, 409, 413, 429, 500, 503) },
-      },
-    },
-    async (request) => videoOf(await remixVideo(principalOf(request), request, 'POST /v1/videos/{id}/remix')),
-  );
+  readAndRemix(VIDEO_GENERATIONS);
+  readAndRemix(OPENAI_VIDEOS);
 
   route.get(
     '/v1/videos/:id/content',

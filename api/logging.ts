@@ -1,5 +1,5 @@
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
-import { redactFields, redactHeaders, redactSecrets, serializeError } from '../../core/log-redaction';
+import { redactFields, redactHeaders, redactSecrets, serializeError } from '../core/log-redaction';
 
 /**
  * The API's logger settings, whatever the caller asked for, with its secrets kept out: a request's

@@ -2,9 +2,9 @@
 // only by a process configured with REDIS_URL.
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { PLAN_RATE_LIMITS } from '../../core/plans';
-import { createRateLimiter, decision, WINDOW_MS } from './rate-limit';
-import type { RateDecision, RateLimiter } from './rate-limit';
+import { PLAN_RATE_LIMITS } from '../core/plans';
+import { createRateLimiter, decision, WINDOW_MS } from '../api/shared/rate-limit';
+import type { RateDecision, RateLimiter } from '../api/shared/rate-limit';
 
 /**
  * The same sliding-window log as a sorted set per key, checked and extended in one script so
