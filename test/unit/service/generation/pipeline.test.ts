@@ -10,7 +10,7 @@ import type { SubmitOptions, SubmittedMany } from '../../../../service/generatio
 
 const principal: Principal = { accountId: 'acc_1', apiKeyId: 'key_1', scopes: ['image'], models: null };
 const request = { kind: 'image' as const, model: 'flux', prompt: 'a lighthouse at dusk' };
-const opts: SubmitOptions = { door: 'A' };
+const opts: SubmitOptions = { door: 'group-a' };
 const earlier: SubmittedMany = { generations: [{ id: 'gen_earlier' } as GenerationView], replayed: true };
 
 /** The steps each stage was asked to take, in order. */
