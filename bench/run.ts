@@ -2,6 +2,7 @@
 // the whole service on free ports in a private folder, measures it over real HTTP, prints a table
 // and writes JSON under .test-data/bench-results/, and stops everything it started (also on error,
 // Ctrl-C and SIGKILL, see deploy/processes/reaper.mjs). docs/benchmark.md explains the scenarios and numbers.
+import { temporalServerMissing } from '../scripts/temporal-server';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createShutdown } from '../runtime/lifecycle';
@@ -174,6 +175,14 @@ const DRAIN_LIMIT_MS = 60_000;
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.topology === 'cluster') {
+    // Before anything starts: the server the cluster topology runs, built or buildable.
+    const missing = await temporalServerMissing();
+    if (missing) {
+      console.error(`[bench] ${missing}`);
+      return 1;
+    }
+  }
   if (args.only === 'upstream-videos') return runUpstreamVideos(args);
   if (args.only === 'batches') return runBatches(args);
   if (args.only === 'peers') {
