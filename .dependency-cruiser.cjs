@@ -42,7 +42,7 @@ const WORKFLOW_LEAVES = [
 
 /**
  * The doors into the service, one folder each. Those that take generation requests are named as
- * `DOORS` in core/vocabulary.ts names them (test/unit/doors.test.ts holds the two lists alike);
+ * `DOORS` in core/vocabulary.ts names them (test/unit/api/doors.test.ts holds the two lists alike);
  * the operator's admin API and the upstreams' callbacks are doors that take none. api/shared/ and
  * the management APIs mounted by two doors (api/webhooks/, api/customers/, api/audit/) are shared
  * by doors, never doors.

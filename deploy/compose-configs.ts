@@ -1,6 +1,6 @@
 // The compose stack's configuration files for the Temporal server, its UI, the balancer and Jaeger,
 // generated from what `npm run cluster` and the trace test run (deploy/temporal/server-config.ts,
-// deploy/cluster/haproxy.ts, scripts/jaeger.ts), so that they cannot drift: test/unit/compose.test.ts
+// deploy/cluster/haproxy.ts, scripts/jaeger.ts), so that they cannot drift: test/unit/deploy/compose.test.ts
 // compares the files with this. `npx tsx deploy/compose-configs.ts` writes them again after a change.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -203,7 +203,7 @@ export function effectsOf(actions: readonly { type: string; params?: unknown }[]
  * recorded before starting its workflow): whatever the run reported, a settled hold ends
  * `succeeded` (a release finds it charged) and a released one `failed` (a settle finds it
  * released), with the run's own failure, or for a success found released `releasedError`. The
- * verdict of running the machine through it (test/unit/generation-machine.test.ts holds the two
+ * verdict of running the machine through it (test/unit/machines/generation-machine.test.ts holds the two
  * together), without its cost: a workflow that only records it then completes in its first task.
  */
 export function endOfRecorded(

@@ -1,7 +1,7 @@
 // Dynamic config the service needs from every Temporal server it runs on, in one place. The dev
 // server (npm start, tests, bench) gets it as --dynamic-config-value flags
 // (runtime/temporal-dev-server.ts); the docker-compose server reads the same keys from
-// deploy/temporal/dynamicconfig/gensvc.yaml, which test/unit/compose.test.ts keeps identical.
+// deploy/temporal/dynamicconfig/gensvc.yaml, which test/unit/deploy/compose.test.ts keeps identical.
 // docs/decisions/ ("Temporal dispatch latency") has the measurements.
 export const TEMPORAL_DYNAMIC_CONFIG = {
   // The api and worker register the search attributes at start-up (runtime/temporal-setup.ts)

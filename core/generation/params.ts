@@ -8,7 +8,7 @@ import type { ToolCall } from '../vocabulary';
  * - `InternalParams`: what the service keeps for itself to run, bill and continue the generation
  *   (deadlines, rates, conversations, tools, response state, stored input keys). No view reads it.
  *
- * test/integration/params-privacy.test.ts walks every view a customer gets and fails on any
+ * test/integration/service/generation/params-privacy.test.ts walks every view a customer gets and fails on any
  * internal key, so a key added to `InternalParams` must stay out of them. This file is one of core/'s
  * leaves (it imports only the vocabulary): the row SQL types its columns with it.
  */

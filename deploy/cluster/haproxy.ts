@@ -1,7 +1,7 @@
 // The balancer in front of the API processes: HAProxy, health-checking each on /health (which is
 // 503 while PostgreSQL or Temporal cannot be reached). deploy/haproxy/haproxy.cfg, the compose
 // balancer's configuration, is this with the compose service's own servers
-// (test/unit/compose.test.ts keeps the two the same).
+// (test/unit/deploy/compose.test.ts keeps the two the same).
 
 export interface HaproxySettings {
   /** `address:port` clients connect to. */

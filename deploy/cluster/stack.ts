@@ -2,7 +2,7 @@
 // `npm run faults -- --topology=cluster`): PostgreSQL, the Temporal server on PostgreSQL
 // persistence and SQL visibility (not the dev server), the Temporal UI server pointed at it,
 // Redis, API processes behind HAProxy, workflow workers (each also runs the webhook relay) and
-// provider workers. docker-compose.yml describes the same topology (test/unit/compose.test.ts).
+// provider workers. docker-compose.yml describes the same topology (test/unit/deploy/compose.test.ts).
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';

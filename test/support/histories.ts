@@ -24,7 +24,7 @@ export function patchIdsOf(historyJson: string): string[] {
 
 /**
  * Keeps a closed workflow's history as a fixture `name` of the current workflow code
- * (test/fixtures/histories/current/; test/unit/replay-fixtures.test.ts replays them all), in the
+ * (test/fixtures/histories/current/; test/unit/workflows/replay-fixtures.test.ts replays them all), in the
  * Temporal CLI's JSON format; never over one already kept, since a committed fixture stands for
  * workflows that may still be running.
  */

@@ -1,6 +1,6 @@
 """A batch through the official openai Python package, as its users write it: upload a JSONL file,
 create the batch, poll it to an end, download the output and error files. Prints what it saw as
-JSON for the test (test/integration/batches-python.test.ts) to check.
+JSON for the test (test/integration/api/group-b/batches-python.test.ts) to check.
 
 usage: python openai-batch.py BASE_URL API_KEY
 """
