@@ -88,8 +88,6 @@ export const fileObject = z
     filename: z.string(),
     purpose: z.enum(['batch', 'batch_output']),
     status: z.literal('processed'),
-    expires_at: z.number().int().nullable(),
-    status_details: z.null(),
   })
   .meta({ id: 'FileObject' });
 
@@ -102,8 +100,6 @@ export function fileObjectOf(f: FileRow, bytes: number): z.infer<typeof fileObje
     filename: f.filename,
     purpose: f.purpose,
     status: 'processed',
-    expires_at: null,
-    status_details: null,
   };
 }
 
