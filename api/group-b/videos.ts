@@ -205,6 +205,8 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
     forms.withTypeProvider<ZodTypeProvider>().post(
       '/v1/videos',
       {
+        // A form is as strict as JSON: a field the video does not take is a 400 naming it.
+        preValidation: refuseUnknownFields(Object.keys(videosCreateBody.shape)),
         schema: {
           operationId: 'openaiCreateVideo',
           tags,
