@@ -243,6 +243,18 @@ export class GenerationStreamingError extends DomainError {
   }
 }
 
+/** A generation still queued or running cannot be deleted: it has files and a charge still to come. */
+export class GenerationUnfinishedError extends DomainError {
+  readonly status = 409;
+  readonly type = 'generation_unfinished';
+  constructor(id: string, state: string) {
+    super(
+      `Generation '${id}' is ${state}; it can be deleted once it has completed or failed (cancel it first to stop it).`,
+      { status: state },
+    );
+  }
+}
+
 /** A webhook endpoint that is disabled cannot be sent to until it is enabled again. */
 export class WebhookDisabledError extends DomainError {
   readonly status = 409;

@@ -42,7 +42,6 @@ async function* chatChunks(
       object: 'chat.completion.chunk',
       created: meta.created,
       model: meta.model,
-      system_fingerprint: null,
       choices,
       ...(meta.includeUsage ? { usage: null } : {}),
       ...extra,

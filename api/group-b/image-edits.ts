@@ -34,7 +34,7 @@ export const imageEditBody = z
         error: 'size is not one OpenAI offers',
       })
       .optional()
-      .describe('Accepted; the edit keeps the size of the image edited'),
+      .describe('The size of the edited images; auto (or none) keeps the size of the image edited'),
     quality: z.enum(['auto', 'low', 'medium', 'high', 'standard']).optional().describe('Accepted and ignored'),
     response_format: responseFormat,
     output_format: outputFormat,
@@ -50,6 +50,13 @@ export const imageEditBody = z
   .meta({ id: 'ImageEditRequest' });
 
 type ImageEditBody = z.infer<typeof imageEditBody>;
+
+/** The size an edit asks for, as the service's width and height; none for `auto`, which keeps the input's. */
+export function editSizeOf(size: ImageEditBody['size']): { width?: number; height?: number } {
+  if (size === undefined || size === 'auto') return {};
+  const [width, height] = size.split('x').map(Number) as [number, number];
+  return { width, height };
+}
 
 /** An edit's inputs as the edits route names them. */
 export const EDIT_PARAMS = { ...GROUP_B_PARAMS, editImages: 'image', editMask: 'mask' };

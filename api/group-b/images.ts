@@ -14,7 +14,7 @@ import { inGroupBWords } from '../shared/openai/words';
 import { errorsB, idempotencyHeaders, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
 import type { GroupBDeps } from './common';
 import { acceptForms } from './forms';
-import { EDIT_PARAMS, editOf, imageEditBody } from './image-edits';
+import { EDIT_PARAMS, editOf, editSizeOf, imageEditBody } from './image-edits';
 
 /** Group B's images, generated and edited: each image is a generation like any other door's, answered once done. */
 export const groupBImageRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
@@ -79,6 +79,8 @@ export const groupBImageRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
     forms.withTypeProvider<ZodTypeProvider>().post(
       '/v1/images/edits',
       {
+        // A form is as strict as JSON: a field the edit does not take is a 400 naming it.
+        preValidation: refuseUnknownFields(Object.keys(imageEditBody.shape)),
         schema: {
           operationId: 'openaiEditImages',
           tags,
@@ -115,6 +117,7 @@ export const groupBImageRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
                 model: body.model,
                 prompt: body.prompt,
                 outputFormat: body.output_format ?? undefined,
+                ...editSizeOf(body.size),
                 edit,
               },
               principal,

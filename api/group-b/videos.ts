@@ -72,6 +72,10 @@ const videoListQuery = z.object({
 
 const videoList = openaiPage(video, 'VideoList');
 
+const deletedVideo = z
+  .object({ id: z.string(), object: z.literal('video.deleted'), deleted: z.literal(true) })
+  .meta({ id: 'DeletedVideo' });
+
 /** A spelling of the video API: where its videos are, how it shows one, and its words for reading and remixing. */
 interface VideoApi<S extends typeof video | typeof videoGeneration> {
   path: '/v1/video/generations' | '/v1/videos';
@@ -205,6 +209,8 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
     forms.withTypeProvider<ZodTypeProvider>().post(
       '/v1/videos',
       {
+        // A form is as strict as JSON: a field the video does not take is a 400 naming it.
+        preValidation: refuseUnknownFields(Object.keys(videosCreateBody.shape)),
         schema: {
           operationId: 'openaiCreateVideo',
           tags,
@@ -266,6 +272,29 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
 
   readAndRemix(VIDEO_GENERATIONS);
   readAndRemix(OPENAI_VIDEOS);
+
+  route.delete(
+    '/v1/videos/:id',
+    {
+      schema: {
+        operationId: 'openaiDeleteVideo',
+        tags,
+        security,
+        summary: 'Deletes a completed or failed video and its files (client.videos.delete); its charge stays',
+        description:
+          'The video, its previews and its reference frame are deleted and it is not found again, in any door. Nothing is refunded: it was charged when it completed. 409: the video is still queued or in progress (cancel it first).',
+        params: idParams,
+        response: { 200: deletedVideo, ...errorsB(401, 404, 409, 429, 500, 503) },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const { id } = request.params;
+      await readVideo(principal, id);
+      await inGroupBWords(() => deps.service.delete(principal, id));
+      return { id, object: 'video.deleted' as const, deleted: true as const };
+    },
+  );
 
   route.get(
     '/v1/videos/:id/content',

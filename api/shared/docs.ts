@@ -37,7 +37,7 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
           'A credit-metered API for image, video, chat and upscale generation. 1 credit = 0.01 EUR. ' +
           'Credits are held when a generation is submitted, charged when it succeeds and released when it fails. ' +
           'Group A lives under /api/v1, group C under /api (no version prefix). ' +
-          'Errors always have the body `{ error: { message, type, code } }` with the HTTP status in `code`.',
+          'Errors always have the body `{ error: { message, type, code, param } }` with the HTTP status in `code` and the parameter at fault (or null) in `param`.',
       },
       components: {
         securitySchemes: {

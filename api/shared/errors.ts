@@ -16,9 +16,13 @@ import {
 } from '../../core/errors';
 import type { MethodIndex } from '../methods';
 
-/** The one error body of every group (DESIGN §6): `{ error: { message, type, code, ...details } }`. */
+/**
+ * The one error body of every group (DESIGN §6): `{ error: { message, type, code, param, ...details } }`.
+ * `param` is always there, null when no parameter is at fault: OpenAI's clients require the key.
+ */
 export function errorBody(type: string, status: number, message: string, details: Record<string, unknown> = {}) {
-  return { error: { message, type, code: status, ...details } };
+  const param = typeof details.param === 'string' ? details.param : null;
+  return { error: { message, type, code: status, ...details, param } };
 }
 
 export function sendError(reply: FastifyReply, err: DomainError): FastifyReply {

@@ -15,14 +15,14 @@ import { customerId } from './customers';
  * or with the one door that reads it.
  */
 
-/** The one error body of every group (DESIGN §6); extra fields such as `param` may follow. */
+/** The one error body of every group (DESIGN §6); extra fields such as `required` may follow. */
 export const apiError = z
   .object({
     error: z.looseObject({
       message: z.string().describe('What went wrong, for people'),
       type: z.string().describe('The code name, e.g. invalid_request_error, unknown_cost, insufficient_credits'),
       code: z.number().int().describe('The HTTP status'),
-      param: z.string().optional().describe('The parameter at fault, where one is'),
+      param: z.string().nullable().describe('The parameter at fault; null when none is'),
       required: z.number().optional().describe('402: credits the request needs'),
       available: z.number().optional().describe('402: credits available now'),
       status: z.string().optional().describe('409: the state of the generation'),

@@ -112,7 +112,7 @@ export async function getGeneration(q: Queryable, accountId: string, id: string)
   // Named: prepared once per connection, as the most frequent read (every answer ends with it).
   const r = await q.query<GenerationDbRow>({
     name: 'get-generation',
-    text: `SELECT ${GENERATION_COLUMNS} FROM generations WHERE id = $1 AND account_id = $2`,
+    text: `SELECT ${GENERATION_COLUMNS} FROM generations WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`,
     values: [id, accountId],
   });
   return r.rows[0] && (await withEstimates(q, [fromRow(r.rows[0])]))[0];
@@ -143,7 +143,7 @@ export async function listGenerations(q: Queryable, accountId: string, f: ListFi
   const asc = f.order === 'asc';
   const r = await q.query<GenerationDbRow>(
     `SELECT ${GENERATION_COLUMNS} FROM generations
-      WHERE account_id = $1
+      WHERE account_id = $1 AND deleted_at IS NULL
         AND ($2::text IS NULL OR id ${asc ? '>' : '<'} $2)
         AND ($3::text IS NULL OR kind = $3)
         AND ($4::text IS NULL OR status = $4)
@@ -153,6 +153,20 @@ export async function listGenerations(q: Queryable, accountId: string, f: ListFi
     [accountId, f.before ?? null, f.kind ?? null, f.status ?? null, f.limit, f.customerId ?? null],
   );
   return withEstimates(q, r.rows.map(fromRow));
+}
+
+/**
+ * Marks a finished generation of the account deleted, so that no read shows it again; the row
+ * stays for the ledger entries that name it. False when there is no such generation to delete
+ * (not the account's, already deleted, or not finished).
+ */
+export async function markDeleted(q: Queryable, accountId: string, id: string): Promise<boolean> {
+  const r = await q.query(
+    `UPDATE generations SET deleted_at = now(), output_key = NULL
+      WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL AND status IN ('succeeded', 'failed')`,
+    [id, accountId],
+  );
+  return r.rowCount === 1;
 }
 
 /** A generation with the number of its latest status change (0 for one not changed since numbers came). */

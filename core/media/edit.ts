@@ -4,12 +4,19 @@ import { renderImagePng } from './png';
 /**
  * The simulator's image edit: the first input image, with the area to edit painted over by a
  * pattern drawn from the prompt — where the mask is transparent (OpenAI's convention), or, with
- * no mask, the whole image half-covered. Real pixels in, a visibly edited PNG out, the input's size.
+ * no mask, the whole image half-covered. Real pixels in, a visibly edited PNG out, of the size
+ * asked (the input scaled to cover it, centred), or the input's size when none was asked.
  */
-export async function editImage(input: { image: Buffer; mask?: Buffer | undefined; seed: string }): Promise<Buffer> {
-  const base = sharp(input.image).ensureAlpha();
+export async function editImage(input: {
+  image: Buffer;
+  mask?: Buffer | undefined;
+  seed: string;
+  size?: { width: number; height: number } | undefined;
+}): Promise<Buffer> {
+  const source = sharp(input.image);
+  const base = input.size ? sharp(await source.resize({ ...input.size, fit: 'cover' }).toBuffer()) : source;
   const { width = 1, height = 1 } = await base.metadata();
-  const pixels = await base.raw().toBuffer();
+  const pixels = await base.ensureAlpha().raw().toBuffer();
   const pattern = await sharp(await renderImagePng({ width, height, seed: input.seed }))
     .ensureAlpha()
     .raw()

@@ -129,6 +129,10 @@ export function createOpenAiUpstream(
         for (const [i, image] of job.inputs.entries())
           form.append(job.inputs.length === 1 ? 'image' : 'image[]', blob(image), `image-${i}.png`);
         if (job.mask) form.append('mask', blob(job.mask), 'mask.png');
+        // The size asked, where it is not the input's own (which an edit keeps by default).
+        const { width, height, inputWidth, inputHeight } = job.params;
+        if (width !== undefined && height !== undefined && (width !== inputWidth || height !== inputHeight))
+          form.append('size', `${width}x${height}`);
         if (!/(^|\/)gpt-image/.test(model)) form.append('response_format', 'b64_json');
         if (job.params.outputFormat) form.append('output_format', job.params.outputFormat);
         const res = await callUpstream(endpoint, '/images/edits', { signal: ctx.signal, form });

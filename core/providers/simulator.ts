@@ -59,7 +59,9 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
       switch (job.kind) {
         case 'image': {
           if (job.inputs?.[0]) {
-            const data = await editImage({ image: job.inputs[0], mask: job.mask, seed });
+            const { width, height } = job.params;
+            const size = width !== undefined && height !== undefined ? { width, height } : undefined;
+            const data = await editImage({ image: job.inputs[0], mask: job.mask, seed, size });
             return { file: { data, contentType: 'image/png', extension: 'png' } };
           }
           const { width, height } = dimensions(job.params, 1024, 1024);

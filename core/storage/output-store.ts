@@ -17,6 +17,8 @@ export interface OutputStore {
   put(key: string, data: Buffer, contentType: string): Promise<void>;
   /** The bytes stored under `key`, for the service's own use (e.g. an upscale input); undefined when absent. */
   get(key: string): Promise<Buffer | undefined>;
+  /** Deletes what is stored under `key`; a key with nothing stored under it is no error. */
+  remove(key: string): Promise<void>;
   /** A fresh URL for `key`, valid `ttlSeconds` after `now` (async: a remote store presigns). */
   signedUrl(key: string, now?: Date): Promise<string>;
   /**
@@ -86,6 +88,12 @@ export function createLocalStore(opts: LocalStoreOptions): OutputStore {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
         throw err;
       }
+    },
+
+    async remove(key) {
+      // The file first: a sidecar without its file is never read, a file without its sidecar would be.
+      await rm(pathOf(key), { force: true });
+      await rm(metaPathOf(key), { force: true });
     },
 
     async signedUrl(key, now = new Date()) {

@@ -1,5 +1,6 @@
 import {
   CreateBucketCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
   PutObjectCommand,
@@ -81,6 +82,15 @@ export function createS3Store(opts: S3StoreOptions): S3Store {
         if (err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.$metadata.httpStatusCode === 404))
           return undefined;
         throw describe(err, `cannot read '${key}'`);
+      }
+    },
+
+    async remove(key) {
+      // S3 answers a delete of a missing key as a success.
+      try {
+        await client.send(new DeleteObjectCommand({ Bucket: opts.bucket, Key: checked(key) }));
+      } catch (err) {
+        throw describe(err, `cannot delete '${key}'`);
       }
     },
 

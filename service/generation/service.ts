@@ -3,6 +3,7 @@ import { createSimulator } from '../../core/providers/simulator';
 import { createResponses } from '../chat/responses';
 import { createAdmission } from './admission';
 import { createCancel } from './cancel';
+import { createDelete } from './delete';
 import { createByWorkflow } from './kinds/by-workflow';
 import type { ByWorkflowOptions } from './kinds/by-workflow';
 import { createStreamedChat } from './kinds/streamed-chat';
@@ -29,7 +30,7 @@ export type {
  * door translates its own shapes to and from these calls. Its parts have one job each —
  * pipeline.ts (every submit: rate limit and Idempotency-Key, price, hold, start) with a step object
  * per kind in kinds/ (run by a workflow, or the chat the API streams itself), remix.ts, read.ts
- * (read and follow), cancel.ts — and money moves only through core/ledger.
+ * (read and follow), cancel.ts, delete.ts — and money moves only through core/ledger.
  */
 export function createGenerationService(deps: GenerationServiceDeps) {
   const { pool, gateway, store } = deps;
@@ -103,6 +104,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     /** What the models' providers can do beyond the basics (function tools), as pricing asks. */
     serves,
     cancel,
+    /** Deletes a finished generation's files and hides it from every read; its charge stays (service/generation/delete.ts). */
+    delete: createDelete({ pool, store }),
     /** Stored responses of group B's Responses API: read, continue, cancel (service/chat/responses.ts). */
     responses: createResponses({ pool, store, cancel }),
     ...reads,

@@ -8,7 +8,8 @@ import { unixSeconds } from './words';
 
 /** OpenAI's Batch and File objects, and a batch's output and error files, for every door that shows them. */
 
-const unix = z.number().int().nullable();
+// A time or file the batch does not have yet is absent, as in OpenAI's Batch (never null).
+const unix = z.number().int().optional();
 
 export const batchObject = z
   .object({
@@ -27,13 +28,13 @@ export const batchObject = z
           }),
         ),
       })
-      .nullable()
-      .describe('Why the batch failed validation; nothing was held'),
+      .optional()
+      .describe('Why the batch failed validation (nothing was held); absent otherwise'),
     input_file_id: z.string(),
     completion_window: z.string(),
     status: z.enum(BATCH_STATUSES),
-    output_file_id: z.string().nullable().describe('The lines that succeeded, once the batch has ended'),
-    error_file_id: z.string().nullable().describe('The lines that failed or never ran, once the batch has ended'),
+    output_file_id: z.string().optional().describe('The lines that succeeded, once the batch has ended'),
+    error_file_id: z.string().optional().describe('The lines that failed or never ran, once the batch has ended'),
     created_at: z.number().int(),
     in_progress_at: unix,
     expires_at: unix,
@@ -50,28 +51,35 @@ export const batchObject = z
   })
   .meta({ id: 'Batch' });
 
-const unixOrNull = (d: Date | null): number | null => (d === null ? null : unixSeconds(d));
+/** The fields that have a value; the others are left out. */
+function given<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?: Exclude<T[K], null> } {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== null)) as {
+    [K in keyof T]?: Exclude<T[K], null>;
+  };
+}
+const seconds = (d: Date | null): number | null => (d === null ? null : unixSeconds(d));
 
 export function batchObjectOf(b: BatchView): z.infer<typeof batchObject> {
   return {
     id: b.id,
     object: 'batch',
     endpoint: b.endpoint,
-    errors: b.errors === null ? null : { object: 'list', data: b.errors },
+    ...(b.errors === null ? {} : { errors: { object: 'list' as const, data: b.errors } }),
     input_file_id: b.inputFileId,
     completion_window: b.completionWindow,
     status: b.status,
-    output_file_id: b.outputFileId,
-    error_file_id: b.errorFileId,
+    ...given({ output_file_id: b.outputFileId, error_file_id: b.errorFileId }),
     created_at: unixSeconds(b.createdAt),
-    in_progress_at: unixOrNull(b.inProgressAt),
-    expires_at: unixOrNull(b.expiresAt),
-    finalizing_at: unixOrNull(b.finalizingAt),
-    completed_at: unixOrNull(b.completedAt),
-    failed_at: unixOrNull(b.failedAt),
-    expired_at: unixOrNull(b.expiredAt),
-    cancelling_at: unixOrNull(b.cancellingAt),
-    cancelled_at: unixOrNull(b.cancelledAt),
+    ...given({
+      in_progress_at: seconds(b.inProgressAt),
+      expires_at: seconds(b.expiresAt),
+      finalizing_at: seconds(b.finalizingAt),
+      completed_at: seconds(b.completedAt),
+      failed_at: seconds(b.failedAt),
+      expired_at: seconds(b.expiredAt),
+      cancelling_at: seconds(b.cancellingAt),
+      cancelled_at: seconds(b.cancelledAt),
+    }),
     request_counts: b.requestCounts,
     metadata: b.metadata,
     credits_held: b.creditsHeld,
@@ -88,8 +96,6 @@ export const fileObject = z
     filename: z.string(),
     purpose: z.enum(['batch', 'batch_output']),
     status: z.literal('processed'),
-    expires_at: z.number().int().nullable(),
-    status_details: z.null(),
   })
   .meta({ id: 'FileObject' });
 
@@ -102,8 +108,6 @@ export function fileObjectOf(f: FileRow, bytes: number): z.infer<typeof fileObje
     filename: f.filename,
     purpose: f.purpose,
     status: 'processed',
-    expires_at: null,
-    status_details: null,
   };
 }
 

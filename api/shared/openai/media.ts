@@ -94,7 +94,6 @@ export const imagesResponse = z
       z.object({
         url: z.string().optional().describe('Signed, valid 24 h'),
         b64_json: z.string().optional(),
-        revised_prompt: z.null(),
         generation_id: z.string().describe('The image’s generation (groups A and C show it too)'),
       }),
     ),
@@ -302,10 +301,10 @@ export async function imagesResponseOf(
   if (done.length === 0) throw failedRunError('image', generations.find((g) => g.error)?.error);
   const data = await Promise.all(
     done.map(async (g) => {
-      if (format !== 'b64_json') return { url: g.outputUrl, revised_prompt: null, generation_id: g.id };
+      if (format !== 'b64_json') return { url: g.outputUrl, generation_id: g.id };
       for (let attempt = 1; ; attempt++) {
         const file = await readFile(g.id);
-        if (file) return { b64_json: file.toString('base64'), revised_prompt: null, generation_id: g.id };
+        if (file) return { b64_json: file.toString('base64'), generation_id: g.id };
         if (attempt === 3)
           throw new ProviderFailedError(
             `The image file of ${g.id} could not be read now; it is at GET /api/v1/generations/${g.id}.`,

@@ -131,13 +131,16 @@ export function responseObject(p: ResponseParts) {
       strict: f.strict ?? null,
     })),
     truncation: 'disabled' as const,
-    usage: p.usage && {
-      input_tokens: p.usage.promptTokens,
-      input_tokens_details: { cached_tokens: 0 },
-      output_tokens: p.usage.completionTokens,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: p.usage.promptTokens + p.usage.completionTokens,
-    },
+    // Absent until the response has ended: OpenAI's usage is an object or nothing, never null.
+    ...(p.usage && {
+      usage: {
+        input_tokens: p.usage.promptTokens,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: p.usage.completionTokens,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: p.usage.promptTokens + p.usage.completionTokens,
+      },
+    }),
   };
 }
 

@@ -309,7 +309,8 @@ export const responseSchema = z
         output_tokens_details: z.object({ reasoning_tokens: z.number().int() }),
         total_tokens: z.number().int(),
       })
-      .nullable(),
+      .optional()
+      .describe('Once the response has ended'),
   })
   .meta({ id: 'Response' });
 

@@ -62,7 +62,7 @@ export function createInputFiles(deps: InputFilesDeps) {
       if (!deps.prepareInput)
         throw new ServiceUnavailableError('Fetching input images is not available on this instance.');
       const prepared = await deps.prepareInput(priced, uploaded, edit);
-      priced.params = { ...priced.params, ...prepared.params };
+      priced.params = { ...priced.params, ...prepared.params, ...keptSize(request, prepared.params) };
       return prepared;
     },
 
@@ -87,4 +87,14 @@ export function createInputFiles(deps: InputFilesDeps) {
       }
     },
   };
+}
+
+/**
+ * An edit that asks no size keeps its input's, and its record says so: the priced parameters
+ * otherwise carry the model's default size, which the edit does not make.
+ */
+function keptSize(request: GenerationRequest, found: PreparedInput['params']): { width?: number; height?: number } {
+  if (request.kind !== 'image' || !request.edit || request.width !== undefined) return {};
+  const { inputWidth, inputHeight } = found;
+  return inputWidth === undefined || inputHeight === undefined ? {} : { width: inputWidth, height: inputHeight };
 }

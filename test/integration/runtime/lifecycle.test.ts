@@ -266,7 +266,9 @@ describe('refusals charge nothing and run nothing', () => {
   it('401 unauthorized without a valid key, including a revoked one', async () => {
     const none = await h.call('GET', '/api/credits');
     expect(none.statusCode).toBe(401);
-    expect(none.json()).toEqual({ error: { type: 'unauthorized', code: 401, message: expect.any(String) } });
+    expect(none.json()).toEqual({
+      error: { type: 'unauthorized', code: 401, message: expect.any(String), param: null },
+    });
     const bogus = await h.call('POST', '/api/generate', {
       key: 'gsk_not-a-real-key',
       body: { kind: 'chat', prompt: 'x' },

@@ -920,7 +920,7 @@ describe('HTTP answers conform to the OpenAPI document', () => {
       expect(down.headers['retry-after']).toBe('1');
       const failed = await post(apps[1]!, INITIALIZE, auth);
       expect(c.conforms(failed, 'post', '/api/mcp', 500)).toEqual({
-        error: { type: 'server_error', code: 500, message: 'Internal error; retry shortly.' },
+        error: { type: 'server_error', code: 500, message: 'Internal error; retry shortly.', param: null },
       });
     } finally {
       await Promise.all(apps.map((app) => app.close()));

@@ -67,6 +67,16 @@ describe('S3 output store', () => {
     expect(file.bytes.toString()).toBe('hello from worker 1');
   });
 
+  it('removes a file, so that neither the store nor its URL serves it; a missing key is no error', async () => {
+    const s = store();
+    await s.put('gen_s3removed/output.webm', Buffer.from('video'), 'video/webm');
+    const url = await s.signedUrl('gen_s3removed/output.webm');
+    await s.remove('gen_s3removed/output.webm');
+    expect(await s.get('gen_s3removed/output.webm')).toBeUndefined();
+    expect((await get(url)).status).toBe(404);
+    await expect(s.remove('gen_s3removed/output.webm')).resolves.toBeUndefined();
+  });
+
   it('gives a fresh URL at each read', async () => {
     const s = store();
     const now = Date.now();

@@ -112,3 +112,15 @@ describe('local output store', () => {
     expect(await readdir(join(root, 'gen_replace'))).toEqual(['output.mp4']);
   });
 });
+
+describe('remove', () => {
+  it('deletes a file and its content type, so that neither get nor a signed URL finds it; a missing key is no error', async () => {
+    await store.put('gen_removed/output.webm', Buffer.from('video'), 'video/webm');
+    const { key, expires, signature } = parseSigned(await store.signedUrl('gen_removed/output.webm', T0));
+    await store.remove('gen_removed/output.webm');
+    expect(await store.get('gen_removed/output.webm')).toBeUndefined();
+    expect(await store.open(key, expires, signature, T0)).toBeUndefined();
+    await expect(store.remove('gen_removed/output.webm')).resolves.toBeUndefined();
+    await expect(store.remove('../secret.txt')).rejects.toBeInstanceOf(InvalidStorageKeyError);
+  });
+});

@@ -162,6 +162,7 @@ describe('payloads', () => {
   const store: OutputStore = {
     put: async () => undefined,
     get: async () => undefined,
+    remove: async () => undefined,
     signedUrl: async (key) => `https://files.test/${key}?signature=fresh`,
     open: async () => undefined,
   };
