@@ -10,10 +10,10 @@ import type { AddressInfo } from 'node:net';
 import OpenAI, { toFile } from 'openai';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startHarness } from '../support/harness';
-import type { Harness } from '../support/harness';
-import { loadOpenAiContract, recordingFetch } from '../support/openai-contract';
-import type { Divergence, Exchange, Violation } from '../support/openai-contract';
+import { eventually, startHarness } from '../../../support/harness';
+import type { Harness } from '../../../support/harness';
+import { loadOpenAiContract, recordingFetch } from '../../../support/openai-contract';
+import type { Divergence, Exchange, Violation } from '../../../support/openai-contract';
 
 /** Where we answer otherwise than OpenAI's document, on purpose. Nothing else is excused. */
 const DIVERGENCES: readonly Divergence[] = [
