@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { UpstreamConfig } from '../config';
+import type { UpstreamConfig } from '../config/upstreams';
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
 import { createAnthropicUpstream } from './anthropic-upstream';
