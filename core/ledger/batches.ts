@@ -1,8 +1,6 @@
 import type pg from 'pg';
 import { BATCH_COLUMNS, countsOfBatch } from '../db/batches';
 import type { BatchCounts, BatchProblem, BatchRow, LineRequest } from '../db/batches';
-import { readKeyBudget } from '../db/budgets';
-import type { BudgetPeriod, KeyBudget } from '../db/budgets';
 import { fromRow, GENERATION_COLUMNS } from '../db/generations';
 import type { GenerationDbRow, GenerationRow } from '../db/generations';
 import { insertFile } from '../db/files';
@@ -14,7 +12,9 @@ import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
 import type { BatchEndpoint, BatchStatus, GenerationKind } from '../vocabulary';
-import { recordBalanceLow, recordBudgetReached } from './alerts';
+import { recordBalanceLow } from './alerts';
+import { afterKeyHold, checkKeyBudget, keyBudgetRefusal, keyBudgetRefused } from './key-budgets';
+import type { KeyBudgetRefusal } from './key-budgets';
 import { appendEntry, moveAccount } from './entries';
 import type { AccountMoney } from './entries';
 import { classified } from './failures';
@@ -53,14 +53,7 @@ export type BatchHold =
   /** Too little money for the whole batch: nothing was held or recorded. */
   | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits }
   /** The key's budget has too little left for the whole batch: nothing was held. */
-  | {
-      outcome: 'over_budget';
-      keyId: string;
-      requiredMc: Millicredits;
-      availableMc: Millicredits;
-      maxMc: Millicredits;
-      period: BudgetPeriod;
-    };
+  | KeyBudgetRefusal;
 
 /** Announces a batch's change on the ledger's channel (`<account>:<batch>:batch`) when the statement commits. */
 const notifyBatch = (accountExpr: string, batchExpr: string): string =>
@@ -69,7 +62,8 @@ const notifyBatch = (accountExpr: string, batchExpr: string): string =>
 class Refused extends Error {
   constructor(
     readonly refusal: Exclude<BatchHold, { outcome: 'held' }>,
-    readonly budgetReached?: KeyBudget,
+    /** Records the alert of the budget that refused, once the refusal has rolled back. */
+    readonly budgetReached?: (tx: Queryable) => Promise<void>,
   ) {
     super('refused');
   }
@@ -90,33 +84,20 @@ export function holdBatch(pool: pg.Pool, b: NewBatch): Promise<BatchHold> {
     } catch (err) {
       if (!(err instanceof Refused)) throw err;
       const reached = err.budgetReached;
-      if (reached && b.apiKeyId)
-        await inTransaction(pool, (tx) =>
-          recordBudgetReached(tx, b.accountId, b.apiKeyId!, reached, reached.spentMc),
-        ).catch(() => undefined);
+      if (reached) await inTransaction(pool, reached).catch(() => undefined);
       return err.refusal;
     }
   });
 }
 
 async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promise<BatchHold> {
-  let budget: KeyBudget | undefined;
-  if (b.budgeted && b.apiKeyId && quoteMc > 0) {
-    budget = await readKeyBudget(tx, b.apiKeyId, { lock: true });
-    if (budget && budget.spentMc + quoteMc > budget.maxMc) {
-      throw new Refused(
-        {
-          outcome: 'over_budget',
-          keyId: b.apiKeyId,
-          requiredMc: quoteMc,
-          availableMc: Math.max(0, budget.maxMc - budget.spentMc),
-          maxMc: budget.maxMc,
-          period: budget.period,
-        },
-        budget,
-      );
-    }
-  }
+  const hold = { ...b, quoteMc };
+  const keyBudget = await checkKeyBudget(tx, hold);
+  if (!keyBudget.fits)
+    throw new Refused(
+      keyBudgetRefusal(keyBudget.keyId, keyBudget.budget, quoteMc, 0),
+      keyBudgetRefused(b.accountId, keyBudget.keyId, keyBudget.budget),
+    );
   const moved = await tx.query<AccountMoney>(
     `UPDATE accounts SET held_mc = held_mc + $2::bigint WHERE id = $1 AND balance_mc - held_mc >= $2::bigint
      RETURNING balance_mc, held_mc`,
@@ -169,8 +150,7 @@ async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promis
     note: `batch of ${b.lines.length} ${b.lines.length === 1 ? 'line' : 'lines'}`,
   });
   await recordBalanceLow(tx, b.accountId);
-  if (budget && b.apiKeyId && budget.spentMc + quoteMc >= budget.maxMc)
-    await recordBudgetReached(tx, b.accountId, b.apiKeyId, budget, budget.spentMc + quoteMc);
+  await afterKeyHold(tx, hold, keyBudget.budget);
   return { outcome: 'held', batch: inserted.rows[0]! };
 }
 
