@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { defaultExpectedSeconds } from '../../core/catalogue/models';
+import { defaultExpectedSeconds } from '../../core/catalogue/expected-durations';
 import { measuredSeconds } from '../../core/db/durations';
 import { recordProgress } from '../../core/ledger/progress';
 import type { ProgressSource } from '../../core/ledger/progress';
