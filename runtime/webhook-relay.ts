@@ -1,6 +1,11 @@
 import type pg from 'pg';
 import { inTransaction } from '../core/db/pool';
-import { claimUndispatched, markDispatched, OUTBOX_CHANNEL, pruneFinishedDeliveries } from '../core/db/webhooks';
+import {
+  claimUndispatched,
+  markDispatched,
+  OUTBOX_CHANNEL,
+  pruneFinishedDeliveries,
+} from '../core/db/webhook-deliveries';
 import type { WebhookDispatcher } from '../service/webhooks/dispatch';
 
 export interface WebhookRelayOptions {

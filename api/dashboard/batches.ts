@@ -4,11 +4,8 @@ import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import { principalOf } from '../shared/auth';
 import { batch, batchFileResponse, batchList, batchOf, batchPage, followBatch, sendBatchFile } from '../shared/batches';
-import { errorResponses, idParams } from '../shared/schemas';
-
-const tags = ['Dashboard'];
-const security = [{ session: [] }];
-const sessionErrors = [401, 429, 500, 503] as const;
+import { idParams } from '../shared/schemas';
+import { changeErrors, errors, security, tags } from './route-docs';
 
 /**
  * The dashboard's batches (mounted inside its session scope): the list with progress and credits,
@@ -32,7 +29,7 @@ export const dashboardBatchRoutes: FastifyPluginAsyncZod<{
           limit: z.coerce.number().int().min(1).max(100).default(20),
           cursor: z.string().max(400).optional(),
         }),
-        response: { 200: batchList, ...errorResponses(400, ...sessionErrors) },
+        response: { 200: batchList, ...errors(400) },
       },
     },
     async (request) => batchPage(deps.batches, principalOf(request), request.query),
@@ -51,7 +48,7 @@ export const dashboardBatchRoutes: FastifyPluginAsyncZod<{
         security,
         summary: 'Cancel a batch: what its lines have not used is released',
         params: idParams,
-        response: { 200: batch, ...errorResponses(404, 409, 403, ...sessionErrors) },
+        response: { 200: batch, ...changeErrors(404, 409) },
       },
     },
     async (request) => batchOf(await deps.batches.cancel(principalOf(request), request.params.id)),
@@ -67,7 +64,7 @@ export const dashboardBatchRoutes: FastifyPluginAsyncZod<{
           security,
           summary: role === 'output' ? 'Download the batch’s output file' : 'Download the batch’s error file',
           params: idParams,
-          response: { 200: batchFileResponse, ...errorResponses(404, ...sessionErrors) },
+          response: { 200: batchFileResponse, ...errors(404) },
         },
       },
       async (request, reply) => sendBatchFile(reply, deps, principalOf(request), request.params.id, role),

@@ -8,11 +8,10 @@ import { principalOf } from '../shared/auth';
 import type { FastifyRequest } from 'fastify';
 import { errorResponses } from '../shared/schemas';
 import type { ErrorStatus } from '../shared/schemas';
+import { security, tags } from './route-docs';
 
 /** The team page's calls: the account's members and their roles; inviting, changing and removing them. */
 
-const tags = ['Dashboard'];
-const security = [{ session: [] }];
 const teamList = z.object({ data: z.array(memberView) }).meta({ id: 'Team' });
 const invited = z
   .object({

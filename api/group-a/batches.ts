@@ -6,9 +6,7 @@ import { principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
 import { batch, batchFileResponse, batchList, batchOf, batchPage, followBatch, sendBatchFile } from '../shared/batches';
 import { errorResponses, idParams } from '../shared/schemas';
-
-const security = [{ apiKey: [] }];
-const tags = ['Group A'];
+import { security, tags } from './route-docs';
 
 const lastEventId = z.looseObject({
   'last-event-id': z

@@ -28,7 +28,7 @@ import { generationResult, guardedBy, refusalOf } from './results';
 import { McpTaskStore, taskNotFound, taskOf } from './task-store';
 import type { TaskContext } from './task-store';
 import { TOOLS } from './tools';
-import type { McpTool, ToolContext } from './tools';
+import type { McpTool, ToolContext } from './define-tool';
 import type { GenerationStatus } from '../../core/vocabulary';
 
 export interface McpServerDeps {

@@ -16,7 +16,7 @@ import {
 } from './tasks-extension';
 import type { DetailedTask } from './tasks-extension';
 import { TOOLS } from './tools';
-import type { McpTool, ToolContext } from './tools';
+import type { McpTool, ToolContext } from './define-tool';
 
 const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 const taskIdParams = z.looseObject({ taskId: z.string() });

@@ -1,115 +1,18 @@
-import type { CallToolResult, Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { Principal } from '../../core/accounts/principal';
-import { BATCH_ENDPOINTS, isFinalBatch } from '../../core/vocabulary';
-import type { BatchEndpoint } from '../../core/vocabulary';
-import type { BatchService } from '../../service/batches/service';
-import type { GenerationService, SubmitOptions } from '../../service/generation/service';
-import { modelListing } from '../../service/catalogue/model-list';
 import type { GenerationView } from '../../core/generation/view';
-import { fromZod } from '../shared/errors';
+import { modelListing } from '../../service/catalogue/model-list';
 import { clientDeadlineMs, spendCapField, spendCapOption, mediaPrompt, modelId } from '../shared/fields';
 import { customerId, customerOption } from '../shared/customers';
 import { groupAGenerateBody, groupAImageBody, groupARequestOf, groupAVideoBody } from '../shared/generate-bodies';
-import { batch, batchOf } from '../shared/batches';
-import { lineParserFor } from '../shared/openai/batch-lines';
-import { inGroupBWords } from '../shared/openai/words';
-import { generation, generationOf, modelEntry } from '../shared/schemas';
+import { generationOf, modelEntry } from '../shared/schemas';
+import { BATCH_TOOLS } from './batch-tools';
+import { CANCELS, defineTool, GENERATES, generationOutput, MAX_WAIT_SECONDS, READS, waitSeconds } from './define-tool';
+import type { McpTool, ToolContext } from './define-tool';
 import { generationResult, structured } from './results';
-
-/** What a tool call runs with: the one service, the caller, and how to tell the caller how it goes. */
-export interface ToolContext {
-  service: GenerationService;
-  batches: BatchService;
-  principal: Principal;
-  /** How long a tool that waits for its generation (image, chat) waits, as REST does. */
-  syncWaitMs: number;
-  /** The request's X-Customer-Id: the customer a generate tool is for, unless its own `customer` argument names one. */
-  customer?: string | undefined;
-  /** Sends progress as the followed generation moves, when the caller sent a progressToken. */
-  onStatus: ((g: GenerationView) => Promise<void>) | undefined;
-  /** Aborted when the caller goes away. */
-  signal: AbortSignal;
-  /** The HTTP request's logger: admission lines carry its request id. */
-  log: SubmitOptions['log'];
-}
-
-export interface McpTool {
-  /** The definition tools/list shows: name, schemas (JSON Schema 2020-12), annotations, task support. */
-  definition: Tool;
-  /** Runs a call; invalid arguments and refusals throw (InvalidRequestError and the other domain errors). */
-  call: (args: unknown, ctx: ToolContext) => Promise<CallToolResult>;
-  /** For a task-augmented call: submits the generation the task will follow, without waiting for it. */
-  submit?: (args: unknown, ctx: ToolContext) => Promise<GenerationView>;
-}
 
 /** A tool call's customer: its own `customer` argument, or the request's X-Customer-Id (the two must agree). */
 const customerOf = (ctx: ToolContext, argument: string | undefined) =>
   customerOption({ 'x-customer-id': ctx.customer }, { customer: argument });
-
-/** The longest a get_generation call may wait for its generation to finish. */
-export const MAX_WAIT_SECONDS = 60;
-
-/** Every tool's arguments are a strict object: an argument the tool does not know is refused, naming it. */
-function defineTool<I extends z.ZodObject, P = z.output<I>>(t: {
-  name: string;
-  title: string;
-  description: string;
-  input: I;
-  output: z.ZodObject;
-  annotations: ToolAnnotations;
-  /** Validates the arguments (by default with the input schema); a ZodError becomes invalid_request_error. */
-  parse?: (args: unknown) => P;
-  run: (args: P, ctx: ToolContext) => Promise<CallToolResult>;
-  submit?: (args: P, ctx: ToolContext) => Promise<GenerationView>;
-}): McpTool {
-  const validate = t.parse ?? ((args: unknown) => t.input.parse(args) as P);
-  const parse = (args: unknown): P => {
-    try {
-      return validate(args ?? {});
-    } catch (err) {
-      throw err instanceof z.ZodError ? fromZod(err) : err;
-    }
-  };
-  const submit = t.submit;
-  return {
-    definition: {
-      name: t.name,
-      title: t.title,
-      description: t.description,
-      inputSchema: jsonSchemaOf(t.input, 'input'),
-      outputSchema: jsonSchemaOf(t.output, 'output'),
-      annotations: { title: t.title, ...t.annotations },
-      ...(submit ? { execution: { taskSupport: 'optional' as const } } : {}),
-    },
-    call: (args, ctx) => t.run(parse(args), ctx),
-    ...(submit ? { submit: (args: unknown, ctx: ToolContext) => submit(parse(args), ctx) } : {}),
-  };
-}
-
-/** Tool schemas are objects at the top (MCP requires `type: "object"`); shared parts go to `$defs`. */
-function jsonSchemaOf(schema: z.ZodObject, io: 'input' | 'output'): Tool['inputSchema'] {
-  return z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Tool['inputSchema'];
-}
-
-/** A generation as group A answers it, as a plain object schema (the named one is a `$ref`). */
-const generationOutput = z.object(generation.shape);
-
-/** Media tools spend credits and reach model providers: never destructive, never idempotent. */
-const GENERATES: ToolAnnotations = {
-  readOnlyHint: false,
-  destructiveHint: false,
-  idempotentHint: false,
-  openWorldHint: true,
-};
-const READS: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
-/** Cancelling stops work and releases its hold: destructive to that work, the same answer when repeated. */
-const CANCELS: ToolAnnotations = {
-  readOnlyHint: false,
-  destructiveHint: true,
-  idempotentHint: true,
-  openWorldHint: false,
-};
 
 const ENHANCE_MAX_TOKENS = 300;
 const enhanceInstructions = (target: 'image' | 'video') =>
@@ -249,13 +152,7 @@ const getGeneration = defineTool({
     `waits up to that long (at most ${MAX_WAIT_SECONDS}) for the generation to finish, so a video can be followed without polling hard.`,
   input: z.strictObject({
     id: z.string().min(1).max(64).describe('A generation id (gen_…), as a generate tool or the REST API answered it'),
-    wait_seconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(MAX_WAIT_SECONDS)
-      .default(0)
-      .describe('Wait up to this many seconds for the generation to finish'),
+    wait_seconds: waitSeconds('Wait up to this many seconds for the generation to finish'),
   }),
   output: generationOutput,
   annotations: READS,
@@ -288,119 +185,9 @@ const cancelGeneration = defineTool({
     generationResult(await ctx.service.cancel(ctx.principal, args.id), { failedIsError: false }),
 });
 
-const BATCH_ENDPOINT_IDS = Object.keys(BATCH_ENDPOINTS) as [BatchEndpoint, ...BatchEndpoint[]];
-/** A batch made through MCP names its requests in the call; larger ones go through POST /v1/files. */
-const MAX_MCP_BATCH = 1_000;
-const batchOutput = z.object(batch.shape);
-const batchId = z
-  .string()
-  .min(1)
-  .max(64)
-  .describe('A batch id (batch_…), as generate_batch or POST /v1/batches answered it');
-
-const generateBatch = defineTool({
-  name: 'generate_batch',
-  title: 'Run many requests as one batch',
-  description:
-    'Runs up to 1,000 requests to one OpenAI-compatible endpoint (/v1/chat/completions, /v1/responses, /v1/images/generations, ' +
-    '/v1/videos, /v1/video/generations) as one batch, at the batch price (list_models, `batch`). Every request is checked and priced ' +
-    'first: one that is wrong makes the batch failed with its line number (the first request is line 1) and nothing is held. ' +
-    'Otherwise the whole price is held at once and each request is charged what it costs when it succeeds, released when it fails. ' +
-    'Answers the batch at once; follow it with get_batch, stop it with cancel_batch; its results are group A’s ' +
-    '/api/v1/batches/{id}/output and /errors (or GET /v1/files/{output_file_id}/content).',
-  input: z.object({
-    endpoint: z.enum(BATCH_ENDPOINT_IDS).describe('Every request calls it'),
-    requests: z
-      .array(
-        z.object({
-          custom_id: z.string().min(1).max(512).describe('Your id for the request; its result carries it'),
-          body: z.record(z.string(), z.unknown()).describe('The request body, as the endpoint takes it'),
-        }),
-      )
-      .min(1)
-      .max(MAX_MCP_BATCH),
-    metadata: z.record(z.string().max(64), z.string().max(512)).optional(),
-    max_credits: spendCapField('max_credits').describe('The most the whole batch may cost; above it nothing is held'),
-  }),
-  output: batchOutput,
-  annotations: GENERATES,
-  run: async (args, ctx) => {
-    const text = args.requests
-      .map((r) => JSON.stringify({ custom_id: r.custom_id, method: 'POST', url: args.endpoint, body: r.body }))
-      .join('\n');
-    const file = await ctx.batches.files.upload(ctx.principal, {
-      filename: 'mcp-batch.jsonl',
-      purpose: 'batch',
-      data: Buffer.from(text),
-    });
-    const made = await inGroupBWords(() =>
-      ctx.batches.create(ctx.principal, {
-        inputFileId: file.id,
-        endpoint: args.endpoint,
-        metadata: args.metadata ?? null,
-        spendCap: args.max_credits === undefined ? undefined : { credits: args.max_credits, param: 'max_credits' },
-        parse: lineParserFor(args.endpoint, (input) => ctx.service.responses.conversation(ctx.principal, input)),
-        inWords: (work) => inGroupBWords(work),
-      }),
-    );
-    const view = await ctx.batches.get(ctx.principal, made.id);
-    return structured(batchOf(view), { isError: view.status === 'failed' });
-  },
-});
-
-const getBatch = defineTool({
-  name: 'get_batch',
-  title: 'Read a batch',
-  description:
-    'One batch of this account: its status (in_progress, cancelling, completed, failed, cancelled, expired), request counts and ' +
-    `credits, and its output and error file ids once it has ended. With wait_seconds (at most ${MAX_WAIT_SECONDS}) the call waits ` +
-    'that long for it to end.',
-  input: z.object({
-    id: batchId,
-    wait_seconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(MAX_WAIT_SECONDS)
-      .default(0)
-      .describe('Wait up to this long for it to end'),
-  }),
-  output: batchOutput,
-  annotations: READS,
-  run: async (args, ctx) => {
-    const until = Date.now() + args.wait_seconds * 1000;
-    let b = await ctx.batches.get(ctx.principal, args.id);
-    while (!isFinalBatch(b.status) && Date.now() < until && !ctx.signal.aborted) {
-      await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, until - Date.now())));
-      b = await ctx.batches.get(ctx.principal, args.id);
-    }
-    return structured(batchOf(b));
-  },
-});
-
-const cancelBatch = defineTool({
-  name: 'cancel_batch',
-  title: 'Cancel a batch',
-  description:
-    'Cancels a batch of this account: requests not finished are stopped and their held credits released; those finished stay ' +
-    'charged. It is cancelling, then cancelled within seconds. One that has already ended otherwise is a batch_finished error.',
-  input: z.object({ id: batchId }),
-  output: batchOutput,
-  annotations: CANCELS,
-  run: async (args, ctx) => structured(batchOf(await ctx.batches.cancel(ctx.principal, args.id))),
-});
-
 /** The tools of the MCP endpoint, by name (on both protocol revisions). */
 export const TOOLS: ReadonlyMap<string, McpTool> = new Map(
-  [
-    generateImage,
-    generateVideo,
-    enhancePrompt,
-    listModels,
-    getGeneration,
-    cancelGeneration,
-    generateBatch,
-    getBatch,
-    cancelBatch,
-  ].map((t) => [t.definition.name, t]),
+  [generateImage, generateVideo, enhancePrompt, listModels, getGeneration, cancelGeneration, ...BATCH_TOOLS].map(
+    (t) => [t.definition.name, t],
+  ),
 );

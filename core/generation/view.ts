@@ -1,4 +1,4 @@
-import { defaultExpectedSeconds } from '../catalogue/models';
+import { defaultExpectedSeconds } from '../catalogue/expected-durations';
 import type { GenerationRow } from '../db/generations';
 import { publicParamsOf } from './params';
 import type { PublicParams } from './params';

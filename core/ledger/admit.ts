@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { readKeyBudget } from '../db/budgets';
 import type { BudgetPeriod, KeyBudget } from '../db/budgets';
 import { claimIdempotencyKey } from '../db/idempotency';
 import { inTransaction } from '../db/pool';
@@ -10,7 +9,7 @@ import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
 import type { InternalParams, PublicParams } from '../generation/params';
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
-import { recordBalanceLow, recordBudgetReached } from './alerts';
+import { recordBalanceLow } from './alerts';
 import { appendEntry } from './entries';
 import type { AccountMoney } from './entries';
 import { classified } from './failures';
@@ -18,6 +17,8 @@ import { notifyExpr } from '../db/notify';
 import { owesEvent, recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
 import { afterCustomerHold, checkCustomerBudget, customerBudgetRefused } from './customer-budgets';
+import { afterKeyHold, checkKeyBudget, keyBudgetRefusal, keyBudgetRefused } from './key-budgets';
+import type { KeyBudgetRefusal } from './key-budgets';
 import type { CustomerBudget } from '../db/customers';
 
 /** A priced generation about to be admitted. */
@@ -72,14 +73,7 @@ export type Admission =
   /** Too little money for the whole request: nothing was held, claimed or recorded. */
   | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits }
   /** The key's budget for its period has too little left for the whole request: nothing was held. */
-  | {
-      outcome: 'over_budget';
-      keyId: string;
-      requiredMc: Millicredits;
-      availableMc: Millicredits;
-      maxMc: Millicredits;
-      period: BudgetPeriod;
-    }
+  | KeyBudgetRefusal
   /** The customer's budget for its period has too little left for the whole request: nothing was held. */
   | {
       outcome: 'over_customer_budget';
@@ -190,18 +184,10 @@ async function admitAll(
     const one = await admitOne(tx, g, alerting);
     if ('overBudget' in one) {
       const requiredMc = generations.reduce((sum, q) => sum + q.quoteMc, 0);
-      const { maxMc, spentMc, period } = one.overBudget;
       const keyId = g.apiKeyId!;
       throw new Refusal(
-        {
-          outcome: 'over_budget',
-          keyId,
-          requiredMc,
-          availableMc: Math.max(0, maxMc - spentMc + heldMc),
-          maxMc,
-          period,
-        },
-        (tx) => recordBudgetReached(tx, g.accountId, keyId, one.overBudget, one.overBudget.spentMc),
+        keyBudgetRefusal(keyId, one.overBudget, requiredMc, heldMc),
+        keyBudgetRefused(g.accountId, keyId, one.overBudget),
       );
     }
     if ('overCustomerBudget' in one) {
@@ -264,16 +250,12 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
     }
   }
 
-  let budget: KeyBudget | undefined;
-  if (g.budgeted && g.apiKeyId && g.quoteMc > 0) {
-    // Counted before the account's money: the budget row's lock is held until this transaction
-    // ends, so the next admission of the key sees this hold in its sum and no two overshoot.
-    budget = await readKeyBudget(tx, g.apiKeyId, { lock: true });
-    if (budget && budget.spentMc + g.quoteMc > budget.maxMc) {
-      const replayed = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
-      if ((replayed.rowCount ?? 0) === 0) return { overBudget: budget };
-    }
-  }
+  // Counted before the account's money (key-budgets.ts); a retried step whose hold exists fits.
+  const keyBudget = await checkKeyBudget(tx, g, async () => {
+    const replayed = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
+    return (replayed.rowCount ?? 0) > 0;
+  });
+  if (!keyBudget.fits) return { overBudget: keyBudget.budget };
   // The customer's row is locked after the key's budget row, always in this order, so two
   // admissions never wait on each other's locks.
   let customerBudget: CustomerBudget | undefined;
@@ -323,8 +305,7 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
   if (done) {
     await recordAdmissionEvents(tx, g);
     if (alerting) await recordBalanceLow(tx, g.accountId);
-    if (budget && g.apiKeyId && budget.spentMc + g.quoteMc >= budget.maxMc)
-      await recordBudgetReached(tx, g.accountId, g.apiKeyId, budget, budget.spentMc + g.quoteMc);
+    await afterKeyHold(tx, g, keyBudget.budget);
     if (customerBudget && g.customerId) await afterCustomerHold(tx, { ...g, customerId: g.customerId }, customerBudget);
     return { id: g.id, model: g.model, free: false, amountMc: g.quoteMc, createdAt: done.created_at };
   }

@@ -8,11 +8,12 @@
  *                 └──────────────────────┴─────release──► failed (nothing charged)
  *
  * A batch holds its whole quote once (holdBatch); each of its lines that starts takes its share
- * into holds of its own generations (admitBatchLines), which then move as above (core/ledger/batches.ts).
+ * into holds of its own generations (admitBatchLines), which then move as above (core/ledger/batches.ts, batch-lines.ts).
  */
 export { admit } from './admit';
-export { admitBatchLines, finishBatch, holdBatch, recordFailedBatch, requestBatchCancel, stopBatch } from './batches';
-export type { LineLimits } from './batches';
+export { finishBatch, holdBatch, recordFailedBatch, requestBatchCancel, stopBatch } from './batches';
+export { admitBatchLines } from './batch-lines';
+export type { LineLimits } from './batch-lines';
 export type { AdmittedGeneration, KeyedRequest, NewGeneration } from './admit';
 export { setLowBalanceThreshold } from './alerts';
 export { credit, openAccount } from './credit';

@@ -1,4 +1,4 @@
-import { enqueueDeliveries } from '../db/webhooks';
+import { enqueueDeliveries } from '../db/webhook-deliveries';
 import { activeTraceparent } from '../tracing';
 import type { AlertRow } from '../db/alerts';
 import type { BatchRow } from '../db/batches';

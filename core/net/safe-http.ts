@@ -113,7 +113,7 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
     const signal = options.signal ? AbortSignal.any([deadline.signal, options.signal]) : deadline.signal;
     try {
       for (let redirects = 0; ; redirects++) {
-        const result = await exchange(url, hop, {
+        const result = await exchange(agents, url, hop, {
           signal,
           maxBytes,
           truncate: options.overflow === 'truncate',
@@ -140,102 +140,6 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
     }
   }
 
-  function exchange(
-    url: URL,
-    hop: Hop,
-    limits: { signal: AbortSignal; maxBytes: number; truncate: boolean; followRedirects: boolean },
-  ): Promise<Exchange> {
-    const { signal, maxBytes, truncate, followRedirects } = limits;
-    return new Promise<Exchange>((resolve, reject) => {
-      if (signal.aborted) {
-        reject(asError(signal.reason));
-        return;
-      }
-      const secure = url.protocol === 'https:';
-      const req = (secure ? https : http).request(url, {
-        method: hop.method,
-        headers: hop.headers,
-        agent: secure ? agents.https : agents.http,
-      });
-      let response: IncomingMessage | undefined;
-      let settled = false;
-      const settle = (outcome: () => void) => {
-        if (settled) return;
-        settled = true;
-        signal.removeEventListener('abort', onAbort);
-        outcome();
-      };
-      const fail = (error: Error) =>
-        settle(() => {
-          req.destroy();
-          response?.destroy();
-          reject(error);
-        });
-      const onAbort = () => fail(asError(signal.reason));
-      signal.addEventListener('abort', onAbort, { once: true });
-
-      req.on('error', (error) => fail(signal.aborted ? asError(signal.reason) : toOutboundError(error, url)));
-      req.on('response', (res) => {
-        response = res;
-        const remote = res.socket?.remoteAddress;
-        const from = remote ? { remoteAddress: remote } : {};
-        res.on('error', (error) => fail(toOutboundError(error, url)));
-        const status = res.statusCode ?? 0;
-        const location = res.headers.location;
-        if (followRedirects && REDIRECT_STATUSES.has(status) && location !== undefined) {
-          // The body of a redirect is never read: the connection closes with it.
-          settle(() => {
-            res.destroy();
-            resolve({ kind: 'redirect', status, location });
-          });
-          return;
-        }
-        const announced = Number(res.headers['content-length']);
-        if (!truncate && Number.isFinite(announced) && announced > maxBytes) {
-          fail(new ResponseTooLargeError(maxBytes));
-          return;
-        }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          if (size + chunk.length <= maxBytes) {
-            size += chunk.length;
-            chunks.push(chunk);
-            return;
-          }
-          if (!truncate) {
-            fail(new ResponseTooLargeError(maxBytes));
-            return;
-          }
-          // Enough read: keep the prefix and close the connection instead of reading the rest.
-          chunks.push(chunk.subarray(0, maxBytes - size));
-          size = maxBytes;
-          settle(() => {
-            res.destroy();
-            req.destroy();
-            resolve({
-              kind: 'response',
-              status,
-              headers: res.headers,
-              body: Buffer.concat(chunks, size),
-              truncated: true,
-              ...from,
-            });
-          });
-        });
-        res.on('end', () =>
-          settle(() =>
-            resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size), ...from }),
-          ),
-        );
-        res.on('close', () => {
-          if (!res.complete) fail(new OutboundNetworkError(`The response from ${url.host} was cut short.`));
-        });
-      });
-      req.end(hop.body);
-    });
-  }
-
   return {
     request,
     close() {
@@ -243,6 +147,104 @@ export function createSafeHttpClient(guard: ConnectionGuard): SafeHttpClient {
       agents.https.destroy();
     },
   };
+}
+
+/** One request and its answer on the guarded agents: the response read within its limits, or the redirect it asks for. */
+function exchange(
+  agents: ReturnType<typeof createGuardedAgents>,
+  url: URL,
+  hop: Hop,
+  limits: { signal: AbortSignal; maxBytes: number; truncate: boolean; followRedirects: boolean },
+): Promise<Exchange> {
+  const { signal, maxBytes, truncate, followRedirects } = limits;
+  return new Promise<Exchange>((resolve, reject) => {
+    if (signal.aborted) {
+      reject(asError(signal.reason));
+      return;
+    }
+    const secure = url.protocol === 'https:';
+    const req = (secure ? https : http).request(url, {
+      method: hop.method,
+      headers: hop.headers,
+      agent: secure ? agents.https : agents.http,
+    });
+    let response: IncomingMessage | undefined;
+    let settled = false;
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      outcome();
+    };
+    const fail = (error: Error) =>
+      settle(() => {
+        req.destroy();
+        response?.destroy();
+        reject(error);
+      });
+    const onAbort = () => fail(asError(signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    req.on('error', (error) => fail(signal.aborted ? asError(signal.reason) : toOutboundError(error, url)));
+    req.on('response', (res) => {
+      response = res;
+      const remote = res.socket?.remoteAddress;
+      const from = remote ? { remoteAddress: remote } : {};
+      res.on('error', (error) => fail(toOutboundError(error, url)));
+      const status = res.statusCode ?? 0;
+      const location = res.headers.location;
+      if (followRedirects && REDIRECT_STATUSES.has(status) && location !== undefined) {
+        // The body of a redirect is never read: the connection closes with it.
+        settle(() => {
+          res.destroy();
+          resolve({ kind: 'redirect', status, location });
+        });
+        return;
+      }
+      const announced = Number(res.headers['content-length']);
+      if (!truncate && Number.isFinite(announced) && announced > maxBytes) {
+        fail(new ResponseTooLargeError(maxBytes));
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        if (size + chunk.length <= maxBytes) {
+          size += chunk.length;
+          chunks.push(chunk);
+          return;
+        }
+        if (!truncate) {
+          fail(new ResponseTooLargeError(maxBytes));
+          return;
+        }
+        // Enough read: keep the prefix and close the connection instead of reading the rest.
+        chunks.push(chunk.subarray(0, maxBytes - size));
+        size = maxBytes;
+        settle(() => {
+          res.destroy();
+          req.destroy();
+          resolve({
+            kind: 'response',
+            status,
+            headers: res.headers,
+            body: Buffer.concat(chunks, size),
+            truncated: true,
+            ...from,
+          });
+        });
+      });
+      res.on('end', () =>
+        settle(() =>
+          resolve({ kind: 'response', status, headers: res.headers, body: Buffer.concat(chunks, size), ...from }),
+        ),
+      );
+      res.on('close', () => {
+        if (!res.complete) fail(new OutboundNetworkError(`The response from ${url.host} was cut short.`));
+      });
+    });
+    req.end(hop.body);
+  });
 }
 
 function firstHop(options: SafeRequestOptions): Hop {

@@ -1,9 +1,9 @@
 import { ProviderRejectedError } from '../errors';
 import type { ChatMessage, ChatTools, ResponseFormat } from '../generation/params';
-import { toolCallAssembler } from './tool-calls';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 import { callUpstream, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
+import { collectChat } from './whole-chat';
 
 /**
  * Anthropic's Messages API as an upstream (`protocol: "anthropic"`; base URL as Anthropic's SDK
@@ -114,27 +114,7 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
     // Function tools and structured output are Anthropic's own features.
     serves: () => true,
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
-      let text = '';
-      let deltas = 0;
-      let usage: number | undefined;
-      const calls = toolCallAssembler();
-      for await (const event of streamChat(job, ctx.signal)) {
-        if (event.type === 'usage') {
-          usage = event.outputTokens;
-          continue;
-        }
-        if (event.type === 'delta') text += event.text;
-        else calls.add(event);
-        deltas++;
-        ctx.heartbeat();
-      }
-      const toolCalls = calls.calls();
-      return {
-        text,
-        outputTokens: usage ?? deltas,
-        ...(toolCalls.length ? { toolCalls } : {}),
-        file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
-      };
+      return collectChat(streamChat(job, ctx.signal), ctx);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { listModels } from '../catalogue/models';
 import type { Model } from '../catalogue/models';
-import type { UpstreamConfig } from '../config';
+import type { UpstreamConfig } from '../config/upstreams';
 import { EUR_PER_MC } from '../money';
 
 export interface LossRoute {

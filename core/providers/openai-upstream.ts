@@ -1,10 +1,11 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
-import { openAiChatMessages, openAiResponseFormat, openAiTools, toolCallAssembler } from './tool-calls';
+import { openAiChatMessages, openAiResponseFormat, openAiTools } from './tool-calls';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 import type { ChatMessage } from '../generation/params';
 import { callUpstream, downloadOutput, extensionOf, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
+import { collectChat } from './whole-chat';
 
 /**
  * An OpenAI-compatible upstream (OpenAI itself, OpenRouter, vLLM, LiteLLM…) for chat and images.
@@ -95,29 +96,7 @@ export function createOpenAiUpstream(
     // Function tools and structured output are passed on as OpenAI's chat completions take them.
     serves: () => true,
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
-      if (job.kind === 'chat') {
-        let text = '';
-        let deltas = 0;
-        let usage: number | undefined;
-        const calls = toolCallAssembler();
-        for await (const event of streamChat(job, ctx.signal)) {
-          if (event.type === 'usage') {
-            usage = event.outputTokens;
-            continue;
-          }
-          if (event.type === 'delta') text += event.text;
-          else calls.add(event);
-          deltas++;
-          ctx.heartbeat();
-        }
-        const toolCalls = calls.calls();
-        return {
-          text,
-          outputTokens: usage ?? deltas,
-          ...(toolCalls.length ? { toolCalls } : {}),
-          file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
-        };
-      }
+      if (job.kind === 'chat') return collectChat(streamChat(job, ctx.signal), ctx);
       if (job.kind === 'image' && job.inputs?.length) {
         // An edit: OpenAI's multipart /images/edits, one image as `image`, several as `image[]`.
         const form = new FormData();

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { UpstreamConfig } from '../config';
+import type { UpstreamConfig } from '../config/upstreams';
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
-import { createAnthropicUpstream } from './anthropic-upstream';
-import { createOpenAiUpstream } from './openai-upstream';
-import { createQueueVideoUpstream } from './queue-video-upstream';
-import { createReplicateUpstream } from './replicate-upstream';
 import type { RouteEntry } from '../vocabulary';
 import type { RouteLog, UpstreamHealth } from '../db/upstreams';
+import { costOf, orderRoutes, routeTable } from './route-table';
+import type { Route } from './route-table';
 import type {
   ChatStreamEvent,
   Provider,
@@ -20,16 +18,6 @@ import type {
 import { UpstreamUnavailableError } from './upstream-http';
 import { inSpan, streamInSpan } from '../tracing';
 
-/** One upstream able to run a catalogue model. */
-interface Route {
-  upstream: string;
-  provider: Provider;
-  /** Lower first. */
-  priority: number;
-  weight: number;
-  costEur: number | undefined;
-}
-
 export interface RouterOptions {
   /** The circuit breaker; it only decides between alternatives (a model with one upstream always asks it). */
   health?: UpstreamHealth;
@@ -41,12 +29,6 @@ export interface RouterOptions {
   warn?: (message: string, err: unknown) => void;
   /** The public origin upstreams send their callbacks to (none: they are not asked to). */
   callbackBaseUrl?: string | undefined;
-}
-
-/** Where an upstream calls back (api/upstream-callbacks/routes.ts); the query says whose keys verify it. */
-export function callbackUrl(baseUrl: string, protocol: 'queue-video' | 'replicate', upstream: string): string {
-  const sender = protocol === 'queue-video' ? 'fal' : 'replicate';
-  return `${baseUrl.replace(/\/+$/, '')}/providers/${sender}/webhook?upstream=${encodeURIComponent(upstream)}`;
 }
 
 /** What the router reports with a heartbeat, so that a retried attempt resumes the same upstream's job. */
@@ -76,73 +58,58 @@ export function createProviderRouter(
   http: SafeHttpClient,
   options: RouterOptions = {},
 ): Provider {
-  const byModel = new Map<string, Route[]>();
-  const byName = new Map<string, Provider>();
-  const callbacks = options.callbackBaseUrl;
-  upstreams.forEach((u, index) => {
-    const entries = Object.entries(u.models).map(
-      ([model, e]) => [model, typeof e === 'string' ? { model: e, weight: 1 } : e] as const,
-    );
-    const auth = u.auth ?? (u.protocol === 'queue-video' ? 'key' : u.protocol === 'anthropic' ? 'x-api-key' : 'bearer');
-    const scheme = auth === 'key' ? 'Key' : 'Bearer';
-    const endpoint = {
-      name: u.name,
-      baseUrl: u.baseUrl,
-      authorization: u.apiKey && auth !== 'x-api-key' ? `${scheme} ${u.apiKey}` : undefined,
-      headers: u.apiKey && auth === 'x-api-key' ? { 'x-api-key': u.apiKey } : undefined,
-      timeoutMs: u.timeoutMs,
-      models: Object.fromEntries(entries.map(([model, e]) => [model, e.model])),
-    };
-    // Replicate's webhooks are asked for only when their secret is known: unverifiable ones are useless.
-    const webhookUrl =
-      callbacks && (u.protocol === 'queue-video' || (u.protocol === 'replicate' && u.webhookSecret))
-        ? callbackUrl(callbacks, u.protocol, u.name)
-        : undefined;
-    const waits = { pollMs: u.pollMs, slowPollMs: u.slowPollMs, webhookUrl };
-    const provider =
-      u.protocol === 'openai'
-        ? createOpenAiUpstream(endpoint, http)
-        : u.protocol === 'anthropic'
-          ? createAnthropicUpstream(endpoint)
-          : u.protocol === 'replicate'
-            ? createReplicateUpstream({ ...endpoint, ...waits }, http)
-            : createQueueVideoUpstream({ ...endpoint, ...waits }, http);
-    byName.set(u.name, provider);
-    for (const [model, e] of entries) {
-      const routes = byModel.get(model) ?? [];
-      routes.push({
-        upstream: u.name,
-        provider,
-        priority: e.priority ?? index,
-        weight: e.weight,
-        costEur: 'costEur' in e ? e.costEur : undefined,
-      });
-      byModel.set(model, routes);
-    }
-  });
+  const { byModel, byName } = routeTable(upstreams, http, options.callbackBaseUrl);
   const random = options.random ?? Math.random;
-  const warn = options.warn ?? (() => undefined);
-
-  /** Priority order; among equal priorities a draw weighted by `weight`, so load is shared. */
-  const ordered = (routes: readonly Route[], pinned?: string): Route[] => {
-    const byPriority = new Map<number, Route[]>();
-    for (const r of routes) byPriority.set(r.priority, [...(byPriority.get(r.priority) ?? []), r]);
-    const out: Route[] = [];
-    for (const priority of [...byPriority.keys()].sort((a, b) => a - b)) {
-      const pool = [...byPriority.get(priority)!];
-      while (pool.length > 0) {
-        let x = random() * pool.reduce((sum, r) => sum + r.weight, 0);
-        const i = Math.max(
-          0,
-          pool.findIndex((r) => (x -= r.weight) < 0),
-        );
-        out.push(...pool.splice(i, 1));
-      }
-    }
-    const first = out.findIndex((r) => r.upstream === pinned);
-    if (first > 0) out.unshift(...out.splice(first, 1));
-    return out;
+  const routing: Routing = {
+    byModel,
+    fallback,
+    ordered: (routes, pinned) => orderRoutes(routes, random, pinned),
+    ...routingHooks(options),
   };
+
+  /** Every upstream a model may fall back to must take the feature, or a fallback would drop it. */
+  const serves = (model: string, feature: ProviderFeature): boolean => {
+    const routes = byModel.get(model);
+    return routes
+      ? routes.every((r) => r.provider.serves?.(model, feature) ?? false)
+      : (fallback.serves?.(model, feature) ?? false);
+  };
+
+  /** The waiting job's own upstream, with the details it reported (unwrapped from the pin). */
+  const waitingAt = (wait: UpstreamWait): [Provider, UpstreamWait] | undefined => {
+    const pinned = pinnedOf(wait.resume);
+    const provider = pinned && byName.get(pinned.upstream);
+    return provider && pinned ? [provider, { ...wait, resume: pinned.details }] : undefined;
+  };
+  const checkJob = async (wait: UpstreamWait, signal: AbortSignal): Promise<boolean> => {
+    const at = waitingAt(wait);
+    // An upstream no longer configured cannot be asked: the run that collects it says what is wrong.
+    return at?.[0].checkJob ? at[0].checkJob(at[1], signal) : true;
+  };
+  const cancelJob = async (wait: UpstreamWait): Promise<void> => {
+    const at = waitingAt(wait);
+    await at?.[0].cancelJob?.(at[1]);
+  };
+
+  return {
+    run: (job, ctx) => runRouted(routing, job, ctx),
+    streamChat: (job, signal, routed) => streamRouted(routing, job, signal, routed),
+    serves,
+    checkJob,
+    cancelJob,
+  };
+}
+
+/** What a routed call needs: the routes of each model, the simulator for the others, and the hooks around each upstream asked. */
+interface Routing extends ReturnType<typeof routingHooks> {
+  byModel: ReadonlyMap<string, Route[]>;
+  fallback: Provider;
+  ordered: (routes: readonly Route[], pinned?: string) => Route[];
+}
+
+/** The breaker's and the record's hooks around each upstream asked. */
+function routingHooks(options: RouterOptions) {
+  const warn = options.warn ?? (() => undefined);
 
   // The breaker's store failing must not fail a run: it is then as if every upstream were healthy.
   const guarded = async <T>(what: string, work: () => Promise<T>, otherwise: T): Promise<T> => {
@@ -169,155 +136,137 @@ export function createProviderRouter(
     options.log
       ? guarded('recording the upstreams', () => options.log!.record(job.generationId, entry), undefined)
       : Promise.resolve();
-  const exhausted = (job: ProviderJob, tried: readonly string[], last: unknown): unknown =>
-    last ??
-    new UpstreamUnavailableError(
-      tried.length === 0 ? `Every upstream of ${job.model} is cooling down.` : `No upstream of ${job.model} answered.`,
-    );
+  return { admit, judge, record };
+}
 
-  async function run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
-    const routes = byModel.get(job.model);
-    if (!routes) return inSpan(...providerSpan(job, 'simulator'), () => fallback.run(job, ctx));
-    const pinned = pinnedOf(ctx.resume);
-    // Details an attempt reported before routes were named (one upstream per model): that upstream's job.
-    let unnamed = pinned === undefined ? ctx.resume : undefined;
-    const call = randomUUID();
-    const tried: string[] = [];
-    let last: unknown;
-    for (const route of ordered(routes, pinned?.upstream)) {
-      const resume = pinned?.upstream === route.upstream ? pinned.details : unnamed;
-      unnamed = undefined;
-      // A job already under way there is resumed whatever the breaker says: it is paid for.
-      if (resume === undefined && !(await admit(routes, route))) continue;
-      // Collecting a job left waiting asks no upstream anew: the submit already counted it.
-      if (!(pinned?.waited && pinned.upstream === route.upstream)) tried.push(route.upstream);
-      let reported = false;
-      const here: ProviderContext = {
-        ...ctx,
-        heartbeat: (details?: unknown) => {
-          reported = true;
-          ctx.heartbeat(details === undefined ? undefined : ({ upstream: route.upstream, details } satisfies Pinned));
-        },
-        ...(resume === undefined ? { resume: undefined } : { resume }),
-      };
-      try {
-        const result = await inSpan(...providerSpan(job, route.upstream), () => route.provider.run(job, here));
-        await judge(routes, route, undefined);
-        if (result.waiting) {
-          // Served once it is collected: a run resuming this job (pinned here) records that.
-          const entry = { call, tried };
-          await record(job, entry);
-          return {
-            waiting: {
-              ...result.waiting,
-              upstream: route.upstream,
-              resume: { upstream: route.upstream, details: result.waiting.resume, waited: true } satisfies Pinned,
-            },
-            route: entry,
-          };
-        }
-        // The record written here may be lost to a database outage: the entry goes with the
-        // result too, and the settle writes it again with the charge.
-        const entry = { call, tried, servedBy: route.upstream, costEur: costOf(route, job, result.outputTokens) };
-        await record(job, entry);
-        return { ...result, upstream: route.upstream, route: entry };
-      } catch (err) {
-        await judge(routes, route, err);
-        if (reported || ctx.signal.aborted || !(err instanceof UpstreamUnavailableError)) {
-          await record(job, { call, tried });
-          throw err;
-        }
-        last = err;
-      }
-    }
-    await record(job, { call, tried });
-    throw exhausted(job, tried, last);
-  }
+/** What a call that found no upstream to answer throws: the last upstream's failure, or why none was asked. */
+const exhausted = (job: ProviderJob, tried: readonly string[], last: unknown): unknown =>
+  last ??
+  new UpstreamUnavailableError(
+    tried.length === 0 ? `Every upstream of ${job.model} is cooling down.` : `No upstream of ${job.model} answered.`,
+  );
 
-  async function* streamChat(
-    job: ProviderJob,
-    signal: AbortSignal,
-    routed?: (entry: RouteEntry) => void,
-  ): AsyncGenerator<ChatStreamEvent> {
-    const routes = byModel.get(job.model);
-    if (!routes) {
-      yield* streamInSpan(...providerSpan(job, 'simulator'), () => fallback.streamChat(job, signal));
-      return;
-    }
-    const call = randomUUID();
-    const tried: string[] = [];
-    let last: unknown;
-    // The caller gets the entry before the best-effort write, to settle it durably with the charge.
-    const recordRoute = (entry: RouteEntry): Promise<void> => {
-      routed?.(entry);
-      return record(job, entry);
+/** One run, asked of the model's upstreams in turn until one takes it (see createProviderRouter). */
+async function runRouted(routing: Routing, job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
+  const { byModel, fallback, ordered, admit, judge, record } = routing;
+  const routes = byModel.get(job.model);
+  if (!routes) return inSpan(...providerSpan(job, 'simulator'), () => fallback.run(job, ctx));
+  const pinned = pinnedOf(ctx.resume);
+  // Details an attempt reported before routes were named (one upstream per model): that upstream's job.
+  let unnamed = pinned === undefined ? ctx.resume : undefined;
+  const call = randomUUID();
+  const tried: string[] = [];
+  let last: unknown;
+  for (const route of ordered(routes, pinned?.upstream)) {
+    const resume = pinned?.upstream === route.upstream ? pinned.details : unnamed;
+    unnamed = undefined;
+    // A job already under way there is resumed whatever the breaker says: it is paid for.
+    if (resume === undefined && !(await admit(routes, route))) continue;
+    // Collecting a job left waiting asks no upstream anew: the submit already counted it.
+    if (!(pinned?.waited && pinned.upstream === route.upstream)) tried.push(route.upstream);
+    let reported = false;
+    const here: ProviderContext = {
+      ...ctx,
+      heartbeat: (details?: unknown) => {
+        reported = true;
+        ctx.heartbeat(details === undefined ? undefined : ({ upstream: route.upstream, details } satisfies Pinned));
+      },
+      ...(resume === undefined ? { resume: undefined } : { resume }),
     };
-    for (const route of ordered(routes)) {
-      if (!(await admit(routes, route))) continue;
-      tried.push(route.upstream);
-      let deltas = 0;
-      let usage: number | undefined;
-      let produced = false;
-      let failed: unknown;
-      try {
-        for await (const event of streamInSpan(...providerSpan(job, route.upstream), () =>
-          route.provider.streamChat(job, signal),
-        )) {
-          if (!produced) {
-            produced = true;
-            await judge(routes, route, undefined);
-          }
-          if (event.type === 'usage') usage = event.outputTokens;
-          else deltas++;
-          yield event;
+    try {
+      const result = await inSpan(...providerSpan(job, route.upstream), () => route.provider.run(job, here));
+      await judge(routes, route, undefined);
+      if (result.waiting) {
+        // Served once it is collected: a run resuming this job (pinned here) records that.
+        const entry = { call, tried };
+        await record(job, entry);
+        return {
+          waiting: {
+            ...result.waiting,
+            upstream: route.upstream,
+            resume: { upstream: route.upstream, details: result.waiting.resume, waited: true } satisfies Pinned,
+          },
+          route: entry,
+        };
+      }
+      // The record written here may be lost to a database outage: the entry goes with the
+      // result too, and the settle writes it again with the charge.
+      const entry = { call, tried, servedBy: route.upstream, costEur: costOf(route, job, result.outputTokens) };
+      await record(job, entry);
+      return { ...result, upstream: route.upstream, route: entry };
+    } catch (err) {
+      await judge(routes, route, err);
+      if (reported || ctx.signal.aborted || !(err instanceof UpstreamUnavailableError)) {
+        await record(job, { call, tried });
+        throw err;
+      }
+      last = err;
+    }
+  }
+  await record(job, { call, tried });
+  throw exhausted(job, tried, last);
+}
+
+/** One streamed chat, asked of the model's upstreams in turn until one produces a token. */
+async function* streamRouted(
+  routing: Routing,
+  job: ProviderJob,
+  signal: AbortSignal,
+  routed?: (entry: RouteEntry) => void,
+): AsyncGenerator<ChatStreamEvent> {
+  const { byModel, fallback, ordered, admit, judge, record } = routing;
+  const routes = byModel.get(job.model);
+  if (!routes) {
+    yield* streamInSpan(...providerSpan(job, 'simulator'), () => fallback.streamChat(job, signal));
+    return;
+  }
+  const call = randomUUID();
+  const tried: string[] = [];
+  let last: unknown;
+  // The caller gets the entry before the best-effort write, to settle it durably with the charge.
+  const recordRoute = (entry: RouteEntry): Promise<void> => {
+    routed?.(entry);
+    return record(job, entry);
+  };
+  for (const route of ordered(routes)) {
+    if (!(await admit(routes, route))) continue;
+    tried.push(route.upstream);
+    let deltas = 0;
+    let usage: number | undefined;
+    let produced = false;
+    let failed: unknown;
+    try {
+      for await (const event of streamInSpan(...providerSpan(job, route.upstream), () =>
+        route.provider.streamChat(job, signal),
+      )) {
+        if (!produced) {
+          produced = true;
+          await judge(routes, route, undefined);
         }
-        return;
-      } catch (err) {
-        failed = err;
-        if (!produced) await judge(routes, route, err);
-        // After its first token a reply stays with its upstream: the client has part of it.
-        if (produced || signal.aborted || !(err instanceof UpstreamUnavailableError)) throw err;
-        last = err;
-      } finally {
-        // Complete, cut short by the consumer, or failed after its first token: this one served it.
-        if (produced || failed === undefined || !(failed instanceof UpstreamUnavailableError) || signal.aborted) {
-          await recordRoute(
-            produced
-              ? { call, tried, servedBy: route.upstream, costEur: costOf(route, job, usage ?? deltas) }
-              : { call, tried },
-          );
-        }
+        if (event.type === 'usage') usage = event.outputTokens;
+        else deltas++;
+        yield event;
+      }
+      return;
+    } catch (err) {
+      failed = err;
+      if (!produced) await judge(routes, route, err);
+      // After its first token a reply stays with its upstream: the client has part of it.
+      if (produced || signal.aborted || !(err instanceof UpstreamUnavailableError)) throw err;
+      last = err;
+    } finally {
+      // Complete, cut short by the consumer, or failed after its first token: this one served it.
+      if (produced || failed === undefined || !(failed instanceof UpstreamUnavailableError) || signal.aborted) {
+        await recordRoute(
+          produced
+            ? { call, tried, servedBy: route.upstream, costEur: costOf(route, job, usage ?? deltas) }
+            : { call, tried },
+        );
       }
     }
-    await recordRoute({ call, tried });
-    throw exhausted(job, tried, last);
   }
-
-  /** Every upstream a model may fall back to must take the feature, or a fallback would drop it. */
-  const serves = (model: string, feature: ProviderFeature): boolean => {
-    const routes = byModel.get(model);
-    return routes
-      ? routes.every((r) => r.provider.serves?.(model, feature) ?? false)
-      : (fallback.serves?.(model, feature) ?? false);
-  };
-
-  /** The waiting job's own upstream, with the details it reported (unwrapped from the pin). */
-  const waitingAt = (wait: UpstreamWait): [Provider, UpstreamWait] | undefined => {
-    const pinned = pinnedOf(wait.resume);
-    const provider = pinned && byName.get(pinned.upstream);
-    return provider && pinned ? [provider, { ...wait, resume: pinned.details }] : undefined;
-  };
-  const checkJob = async (wait: UpstreamWait, signal: AbortSignal): Promise<boolean> => {
-    const at = waitingAt(wait);
-    // An upstream no longer configured cannot be asked: the run that collects it says what is wrong.
-    return at?.[0].checkJob ? at[0].checkJob(at[1], signal) : true;
-  };
-  const cancelJob = async (wait: UpstreamWait): Promise<void> => {
-    const at = waitingAt(wait);
-    await at?.[0].cancelJob?.(at[1]);
-  };
-
-  return { run, streamChat, serves, checkJob, cancelJob };
+  await recordRoute({ call, tried });
+  throw exhausted(job, tried, last);
 }
 
 /** A span per call of an upstream (each one a fallback asks, too) or of the simulator. */
@@ -336,12 +285,4 @@ function providerSpan(job: ProviderJob, upstream: string): [string, Record<strin
 function pinnedOf(resume: unknown): Pinned | undefined {
   const r = resume as Partial<Pinned> | undefined;
   return typeof r?.upstream === 'string' && r.details !== undefined ? (r as Pinned) : undefined;
-}
-
-/** What a run costs us at an upstream: per image, per second of video, per 1,000 output tokens. */
-function costOf(route: Route, job: ProviderJob, outputTokens: number | undefined): number | undefined {
-  if (route.costEur === undefined) return undefined;
-  if (job.kind === 'video') return route.costEur * (job.params.seconds ?? 0);
-  if (job.kind === 'chat') return (route.costEur * (outputTokens ?? 0)) / 1000;
-  return route.costEur;
 }

@@ -1,7 +1,7 @@
 import { ActivityNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import type { UpstreamConfig } from '../../core/config';
+import type { UpstreamConfig } from '../../core/config/upstreams';
 import { inTransaction } from '../../core/db/pool';
 import { receiveUpstreamWebhook } from '../../core/db/upstream-jobs';
 import { InvalidRequestError, ServiceUnavailableError } from '../../core/errors';

@@ -1,19 +1,16 @@
 import type pg from 'pg';
+import { attemptsOf, enqueuePing, getDelivery, listDeliveries, reopenDelivery } from '../../core/db/webhook-deliveries';
+import type { AttemptRow, DeliveryRow, DeliveryStatus } from '../../core/db/webhook-deliveries';
 import {
-  attemptsOf,
   deleteEndpoint,
-  enqueuePing,
-  getDelivery,
   getEndpoint,
   insertEndpoint,
-  listDeliveries,
   listEndpoints,
   lockAndCountEndpoints,
-  reopenDelivery,
   rotateEndpointSecret,
   updateEndpoint,
-} from '../../core/db/webhooks';
-import type { AttemptRow, DeliveryRow, DeliveryStatus, EndpointPatch, EndpointRow } from '../../core/db/webhooks';
+} from '../../core/db/webhook-endpoints';
+import type { EndpointPatch, EndpointRow } from '../../core/db/webhook-endpoints';
 import { activeTraceparent } from '../../core/tracing';
 import { inTransaction } from '../../core/db/pool';
 import { InvalidRequestError, NotFoundError, ServiceUnavailableError, WebhookDisabledError } from '../../core/errors';

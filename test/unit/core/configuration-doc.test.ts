@@ -1,4 +1,4 @@
-// docs/configuration.md is the reference of every environment variable core/config.ts parses.
+// docs/configuration.md is the reference of every environment variable core/config/env.ts parses.
 // Each variable is one table row whose first cell is its name in backticks; this test keeps the
 // rows and the schema's keys the same set, and checks that every other variable-like name the
 // page mentions (`SOME_NAME`, `SOME_NAME=value`) is one the schema has.
@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { configSchema } from '../../../core/config';
+import { configSchema } from '../../../core/config/env';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const doc = readFileSync(join(ROOT, 'docs/configuration.md'), 'utf8');

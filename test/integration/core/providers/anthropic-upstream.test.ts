@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upstreamsSchema } from '../../../../core/config';
+import { upstreamsSchema } from '../../../../core/config/upstreams';
 import { createPgRouteLog, createPgUpstreamHealth } from '../../../../core/db/upstreams';
 import { chargeForTokens } from '../../../../core/catalogue/pricing';
 import { createSafeHttpClient } from '../../../../core/net/safe-http';

@@ -16,7 +16,7 @@ import OpenAI, { toFile } from 'openai';
 import sharp from 'sharp';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { run as gensvc } from '../../../../cli/run';
-import { upstreamsSchema } from '../../../../core/config';
+import { upstreamsSchema } from '../../../../core/config/upstreams';
 import { createPgRouteLog, createPgUpstreamHealth } from '../../../../core/db/upstreams';
 import { EUR_PER_MC } from '../../../../core/money';
 import { chargeForTokens } from '../../../../core/catalogue/pricing';

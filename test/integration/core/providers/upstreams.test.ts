@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import type { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upstreamsSchema } from '../../../../core/config';
+import { upstreamsSchema } from '../../../../core/config/upstreams';
 import { createSafeHttpClient } from '../../../../core/net/safe-http';
 import { chargeForTokens } from '../../../../core/catalogue/pricing';
 import { createProviderRouter } from '../../../../core/providers/router';

@@ -12,7 +12,7 @@ import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upstreamsSchema } from '../../../../core/config';
+import { upstreamsSchema } from '../../../../core/config/upstreams';
 import { INTERNAL_PARAM_KEYS, PUBLIC_PARAM_KEYS } from '../../../../core/generation/params';
 import type { InternalParams } from '../../../../core/generation/params';
 import { createSafeHttpClient } from '../../../../core/net/safe-http';

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { upstreamsSchema } from '../../../../core/config';
+import { upstreamsSchema } from '../../../../core/config/upstreams';
 import { createPool } from '../../../../core/db/pool';
 import { createPgRouteLog, createPgUpstreamHealth } from '../../../../core/db/upstreams';
 import { settle } from '../../../../core/ledger';

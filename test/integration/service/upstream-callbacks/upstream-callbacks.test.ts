@@ -9,7 +9,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { upstreamsSchema } from '../../../../core/config';
+import { upstreamsSchema } from '../../../../core/config/upstreams';
 import { createPgRouteLog, createPgUpstreamHealth } from '../../../../core/db/upstreams';
 import { createProviderRouter } from '../../../../core/providers/router';
 import { createSimulator } from '../../../../core/providers/simulator';

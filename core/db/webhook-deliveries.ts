@@ -1,145 +1,17 @@
 import { idFloorAt, newId } from '../ids';
 import { PING_EVENT } from '../webhooks/events';
-import type { WebhookFormat } from '../webhooks/events';
 import type { Queryable } from './pool';
+import { endpointColumns } from './webhook-endpoints';
+import type { EndpointRow } from './webhook-endpoints';
 
 /**
- * Webhook endpoints, deliveries and attempts. A delivery row is also the outbox entry: it is
+ * Webhook deliveries and their attempts (the endpoints are webhook-endpoints.ts). A delivery row is also the outbox entry: it is
  * written by the transaction that records the generation's state, and the relay starts its
  * workflow (`dispatched_at`) afterwards, so a crash in between loses nothing.
  */
 
 /** Woken by every commit that adds deliveries; the relay listens (and also polls). */
 export const OUTBOX_CHANNEL = 'gensvc_webhook_outbox';
-
-export interface EndpointRow {
-  id: string;
-  accountId: string;
-  url: string;
-  format: WebhookFormat;
-  events: string[] | null;
-  description: string | null;
-  enabled: boolean;
-  disabledReason: string | null;
-  disabledAt: Date | null;
-  secretSealed: string;
-  previousSecretSealed: string | null;
-  previousSecretExpiresAt: Date | null;
-  failingSince: Date | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-/** The endpoint's columns, named as EndpointRow names them; `e` qualifies them in a join. */
-const endpointColumns = (e = '') =>
-  `${e}id, ${e}account_id AS "accountId", ${e}url, ${e}format, ${e}events, ${e}description, ${e}enabled,
-   ${e}disabled_reason AS "disabledReason", ${e}disabled_at AS "disabledAt", ${e}secret_sealed AS "secretSealed",
-   ${e}previous_secret_sealed AS "previousSecretSealed", ${e}previous_secret_expires_at AS "previousSecretExpiresAt",
-   ${e}failing_since AS "failingSince", ${e}created_at AS "createdAt", ${e}updated_at AS "updatedAt"`;
-const ENDPOINT_COLUMNS = endpointColumns();
-
-/** Locks the account (so two registrations cannot both take the last place) and counts its endpoints. */
-export async function lockAndCountEndpoints(tx: Queryable, accountId: string): Promise<number> {
-  await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
-  const r = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1', [
-    accountId,
-  ]);
-  return r.rows[0]?.n ?? 0;
-}
-
-export type NewEndpoint = Pick<
-  EndpointRow,
-  'id' | 'accountId' | 'url' | 'format' | 'events' | 'description' | 'secretSealed'
->;
-
-export async function insertEndpoint(tx: Queryable, e: NewEndpoint): Promise<EndpointRow> {
-  const r = await tx.query<EndpointRow>(
-    `INSERT INTO webhook_endpoints (id, account_id, url, format, events, description, secret_sealed)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${ENDPOINT_COLUMNS}`,
-    [e.id, e.accountId, e.url, e.format, e.events, e.description, e.secretSealed],
-  );
-  return r.rows[0]!;
-}
-
-export async function listEndpoints(q: Queryable, accountId: string): Promise<EndpointRow[]> {
-  const r = await q.query<EndpointRow>(
-    `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = $1 ORDER BY id`,
-    [accountId],
-  );
-  return r.rows;
-}
-
-/** Another account's endpoint reads as not found. */
-export async function getEndpoint(q: Queryable, accountId: string, id: string): Promise<EndpointRow | undefined> {
-  const r = await q.query<EndpointRow>(
-    `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`,
-    [id, accountId],
-  );
-  return r.rows[0];
-}
-
-export interface EndpointPatch {
-  url?: string | undefined;
-  /** null: back to every event of the catalogue. */
-  events?: string[] | null | undefined;
-  description?: string | null | undefined;
-  enabled?: boolean | undefined;
-}
-
-/** Applies the fields given; enabling clears the reason it was disabled and its run of failures. */
-export async function updateEndpoint(
-  q: Queryable,
-  accountId: string,
-  id: string,
-  p: EndpointPatch,
-): Promise<EndpointRow | undefined> {
-  const r = await q.query<EndpointRow>(
-    `UPDATE webhook_endpoints SET
-        url = COALESCE($3, url),
-        events = CASE WHEN $4::boolean THEN $5::text[] ELSE events END,
-        description = CASE WHEN $6::boolean THEN $7 ELSE description END,
-        enabled = COALESCE($8, enabled),
-        disabled_reason = CASE WHEN $8 IS TRUE THEN NULL WHEN $8 IS FALSE AND enabled THEN 'Disabled through the API.' ELSE disabled_reason END,
-        disabled_at = CASE WHEN $8 IS TRUE THEN NULL WHEN $8 IS FALSE AND enabled THEN now() ELSE disabled_at END,
-        failing_since = CASE WHEN $8 IS TRUE THEN NULL ELSE failing_since END,
-        updated_at = now()
-      WHERE id = $1 AND account_id = $2
-      RETURNING ${ENDPOINT_COLUMNS}`,
-    [
-      id,
-      accountId,
-      p.url ?? null,
-      p.events !== undefined,
-      p.events ?? null,
-      p.description !== undefined,
-      p.description ?? null,
-      p.enabled ?? null,
-    ],
-  );
-  return r.rows[0];
-}
-
-export async function deleteEndpoint(q: Queryable, accountId: string, id: string): Promise<boolean> {
-  const r = await q.query('DELETE FROM webhook_endpoints WHERE id = $1 AND account_id = $2', [id, accountId]);
-  return (r.rowCount ?? 0) > 0;
-}
-
-/** The current secret becomes the previous one, valid until `previousExpiresAt`; an older one is dropped. */
-export async function rotateEndpointSecret(
-  q: Queryable,
-  accountId: string,
-  id: string,
-  secretSealed: string,
-  previousExpiresAt: Date,
-): Promise<EndpointRow | undefined> {
-  const r = await q.query<EndpointRow>(
-    `UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, previous_secret_expires_at = $4,
-            secret_sealed = $3, updated_at = now()
-      WHERE id = $1 AND account_id = $2 RETURNING ${ENDPOINT_COLUMNS}`,
-    [id, accountId, secretSealed, previousExpiresAt],
-  );
-  return r.rows[0];
-}
 
 /** What a delivery is about besides its endpoint and event. */
 export interface DeliveryCause {

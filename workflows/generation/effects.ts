@@ -1,0 +1,194 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  setCurrentDetails,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import { GenerationProvider } from '../../core/search-attributes';
+import type { ApiRunResult } from '../../core/workflow-contract';
+import { creditsText } from '../../core/money';
+import { failureMessage } from '../../core/vocabulary';
+import type { GenerationFailure, RunOutput } from '../../core/vocabulary';
+import type { EffectName, EffectParams, GenerationEvent } from '../../machines/generation';
+import { ledgerStep, pastDeadline, slots } from './activity-options';
+import { deadlineMessage } from './deadline';
+import { RELEASED_BEFORE_SETTLE } from './run';
+import type { GenerationRun } from './run';
+import { runWithoutHoldingSlot } from './upstream-wait';
+
+/** The effects the machine names, each run as an activity; their outcomes come back as events. */
+export type EffectTable = { [K in EffectName]: (params: EffectParams[K]) => Promise<void> };
+
+export function effectTable(run: GenerationRun): EffectTable {
+  return {
+    startRunning: () => startRunning(run),
+    waitForSlot: () => waitForSlot(run),
+    runProvider: () => runProvider(run),
+    stopWork: () => stopWork(run),
+    settle: (params) => settle(run, params),
+    release: (params) => release(run, params),
+  };
+}
+
+async function startRunning({ input, events }: GenerationRun): Promise<void> {
+  if (input.apiRun?.admittedRunning || input.reported !== undefined || input.admittedRunning) {
+    events.push({ type: 'STARTED' });
+    return;
+  }
+  try {
+    const outcome = await ledgerStep('mark running (the hold stays held)').markRunning({
+      generationId: input.generationId,
+      accountId: input.accountId,
+      kind: input.kind,
+    });
+    events.push(
+      outcome === 'finished'
+        ? {
+            type: 'START_REFUSED',
+            error: { code: 'not_started', message: 'the generation ended before it could run', retryable: true },
+          }
+        : { type: 'STARTED' },
+    );
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    events.push({
+      type: 'RUN_FAILED',
+      error: { code: 'ledger_error', message: 'the generation could not be marked running', retryable: true },
+    });
+  }
+}
+
+async function waitForSlot(run: GenerationRun): Promise<void> {
+  const { input } = run;
+  inBackground(run, async () => {
+    const claim = await slots.claimVideoSlot({ accountId: input.accountId, generationId: input.generationId });
+    return claim === 'granted'
+      ? { type: 'SLOT_GRANTED' }
+      : {
+          type: 'START_REFUSED',
+          error: { code: 'slot_lost', message: 'the generation ended while queued', retryable: true },
+        };
+  });
+}
+
+async function runProvider(run: GenerationRun): Promise<void> {
+  const { input } = run;
+  if (input.apiRun !== undefined || input.reported !== undefined) {
+    // The API ran this one (a streamed chat): what it reported, given at the start or (earlier
+    // shape) awaited as a signal, bounded by the workflow's one timer.
+    inBackground(run, async () => {
+      await condition(() => run.apiRunResult !== undefined);
+      const result = run.apiRunResult!;
+      return result.ok ? { type: 'RUN_SUCCEEDED', output: result.output } : { type: 'RUN_FAILED', error: result.error };
+    });
+    return;
+  }
+  inBackground(run, async () => {
+    const job = {
+      generationId: input.generationId,
+      kind: input.kind,
+      model: input.admitted.model,
+      prompt: input.prompt,
+      params: input.params,
+      internal: input.internal,
+    };
+    let output: RunOutput;
+    if (input.kind === 'video') {
+      output = await runWithoutHoldingSlot(run.provider, job, run.compensations);
+    } else {
+      try {
+        output = await run.provider.runProvider(job);
+      } catch (err) {
+        if (run.deadlineOnRun === undefined || !pastDeadline(err)) throw err;
+        return { type: 'DEADLINE', message: deadlineMessage(run.deadlineOnRun) };
+      }
+    }
+    if (output.upstream !== undefined) {
+      // The details are no command (the UI reads them by query); the attribute is one.
+      setCurrentDetails(`served by upstream ${output.upstream}`);
+      upsertSearchAttributes([{ key: GenerationProvider, value: output.upstream }]);
+    }
+    return { type: 'RUN_SUCCEEDED', output };
+  });
+}
+
+async function stopWork({ background }: GenerationRun): Promise<void> {
+  for (const scope of background.splice(0)) scope.cancel();
+}
+
+async function settle(run: GenerationRun, { output }: EffectParams['settle']): Promise<void> {
+  const { input, events } = run;
+  const recorded = recordedByApi(run);
+  if (recorded === 'settled') return void events.push({ type: 'SETTLED' });
+  if (recorded === 'released') return settleFailed(run, RELEASED_BEFORE_SETTLE);
+  let settled;
+  try {
+    const { upstream: _served, ...charge } = output;
+    const charged = charge.chargeMc ?? input.quoteMc;
+    const summary = `settle: charge ${creditsText(charged)} of the ${creditsText(input.quoteMc)} held, release the rest`;
+    settled = await ledgerStep(summary).settle({ generationId: input.generationId, ...charge });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    // A charge that cannot be recorded is not charged: the machine gives the hold back.
+    return settleFailed(run, {
+      code: 'settle_failed',
+      message: 'the charge could not be recorded; nothing was charged',
+      retryable: true,
+    });
+  }
+  // The API released the hold (its start of this workflow looked failed): nothing was charged.
+  if (settled.outcome === 'already' && settled.state === 'released') return settleFailed(run, RELEASED_BEFORE_SETTLE);
+  events.push({ type: 'SETTLED' });
+}
+
+async function release(run: GenerationRun, { error }: EffectParams['release']): Promise<void> {
+  const { input, events } = run;
+  const recorded = recordedByApi(run);
+  if (recorded !== undefined)
+    return void events.push(recorded === 'settled' ? { type: 'FOUND_SETTLED' } : { type: 'RELEASED' });
+  const summary = `release: give back the ${creditsText(input.quoteMc)} held (${error.code}), charge nothing`;
+  const released = await ledgerStep(summary).release({ generationId: input.generationId, error });
+  if (released.outcome === 'already' && released.state === 'settled') {
+    events.push({ type: 'FOUND_SETTLED' });
+  } else {
+    events.push({ type: 'RELEASED' });
+  }
+}
+
+/** Long work runs beside the event loop so that a cancel can interrupt it. */
+function inBackground({ background, events }: GenerationRun, work: () => Promise<GenerationEvent>): void {
+  const scope = new CancellationScope();
+  background.push(scope);
+  scope.run(work).then(
+    (event) => void events.push(event),
+    (err: unknown) => {
+      if (!isCancellation(err)) events.push({ type: 'RUN_FAILED', error: failureOf(err) });
+    },
+  );
+}
+
+/** A settle that did not charge: the machine decides what follows. */
+function settleFailed({ events }: GenerationRun, error: GenerationFailure): void {
+  events.push({ type: 'SETTLE_FAILED', error });
+}
+
+/** Where the API's own ledger call left a run it reported, when it reached the ledger. */
+const recordedByApi = (run: GenerationRun): ApiRunResult['recorded'] => run.apiRunResult?.recorded;
+
+// The record gets a code and our message; the activity's own failure (the upstream's text) stays
+// in this workflow's history, for the operator, and in the worker's log.
+function failureOf(err: unknown): GenerationFailure {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure) {
+    const code = (cause.details?.[0] as { code?: string } | undefined)?.code ?? 'provider_error';
+    return {
+      code,
+      message: failureMessage(code),
+      retryable: !cause.nonRetryable && cause.type !== 'ProviderRejectedError',
+    };
+  }
+  return { code: 'provider_error', message: failureMessage('provider_error'), retryable: true };
+}
