@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvalidRequestError, markAfterAdmission, ProviderFailedError, UnknownCostError } from '../../core/errors';
+import type { AnthropicHeaders } from '../../core/generation/params';
 import type { GenerationService } from '../../service/generation/service';
 import { wholeReply } from '../../service/chat/whole-reply';
 import { bearerToken, principalOf, requireApiKey } from '../shared/auth';
@@ -66,6 +67,16 @@ function checkVersion(request: FastifyRequest): void {
     );
 }
 
+/** The client's protocol headers as sent (checkVersion has already judged the version). */
+function anthropicHeadersOf(request: FastifyRequest): AnthropicHeaders {
+  const header = (name: string): string | undefined => {
+    const value = request.headers[name];
+    return Array.isArray(value) ? value.join(',') : value;
+  };
+  const beta = header('anthropic-beta');
+  return { version: header('anthropic-version'), ...(beta === undefined ? {} : { beta }) };
+}
+
 /** Anthropic's names for the service's errors: an unknown model is a bad `model`, as Anthropic says it. */
 const inAnthropicWords = <T>(work: () => Promise<T>): Promise<T> =>
   inDoorWords(PARAMS, work, (err) =>
@@ -75,8 +86,14 @@ const inAnthropicWords = <T>(work: () => Promise<T>): Promise<T> =>
   );
 
 const headers = z.looseObject({
-  'anthropic-version': z.string().optional().describe(`Required: ${VERSIONS.first} to ${VERSIONS.last}`),
-  'anthropic-beta': z.string().optional().describe('Accepted and ignored'),
+  'anthropic-version': z
+    .string()
+    .optional()
+    .describe(`Required: ${VERSIONS.first} to ${VERSIONS.last}; passed unchanged to an Anthropic upstream`),
+  'anthropic-beta': z
+    .string()
+    .optional()
+    .describe('Passed unchanged to an Anthropic upstream; other upstreams ignore it'),
   'idempotency-key': idempotencyKey,
   'cancel-after': cancelAfterHeader,
 });
@@ -167,6 +184,7 @@ export const anthropicRoutes: FastifyPluginAsyncZod<AnthropicDeps> = async (app,
             sampling: samplingOf(body),
             tools: toolsOf(body),
             responseFormat: responseFormatOf(body),
+            anthropicHeaders: anthropicHeadersOf(request),
           },
           principal,
           {

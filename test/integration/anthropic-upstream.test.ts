@@ -118,6 +118,42 @@ describe('Claude ids served by Anthropic’s Messages API', () => {
     for (const { id } of routes.rows) expect(await routingOf(h, id)).toMatchObject({ upstream: 'anthropic' });
   });
 
+  it('passes the client’s anthropic-version and anthropic-beta to Anthropic unchanged; another door’s chat goes as 2023-06-01 without betas', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const betas = ['interleaved-thinking-2025-05-14', 'fine-grained-tool-streaming-2025-05-14'];
+    const anthropic = new Anthropic({
+      apiKey: key,
+      baseURL,
+      maxRetries: 0,
+      defaultHeaders: { 'anthropic-version': '2025-10-01' },
+    });
+    const message = await anthropic.beta.messages.create({
+      model: 'claude-sonnet',
+      max_tokens: 50,
+      betas,
+      messages: [{ role: 'user', content: 'hello up:tokens=2' }],
+    });
+    expect(message.usage.output_tokens).toBe(2);
+    expect(lastMessages().headers).toMatchObject({
+      'anthropic-version': '2025-10-01',
+      'anthropic-beta': betas.join(','),
+    });
+
+    const streamed = await new Anthropic({ apiKey: key, baseURL, maxRetries: 0 }).messages
+      .stream({ model: 'claude-sonnet', max_tokens: 50, messages: [{ role: 'user', content: 'hi up:tokens=2' }] })
+      .finalMessage();
+    expect(streamed.usage.output_tokens).toBe(2);
+    expect(lastMessages().headers['anthropic-beta']).toBeUndefined();
+
+    const openai = new OpenAI({ apiKey: key, baseURL: `${baseURL}/v1`, maxRetries: 0 });
+    await openai.chat.completions.create({
+      model: 'claude-sonnet',
+      messages: [{ role: 'user', content: 'hey up:tokens=1' }],
+    });
+    expect(lastMessages().headers['anthropic-version']).toBe('2023-06-01');
+    expect(lastMessages().headers['anthropic-beta']).toBeUndefined();
+  });
+
   it('passes tools and structured output on, and a tool call’s result back as a tool_result', async () => {
     const { key } = await h.account({ credits: 10 });
     const anthropic = new Anthropic({ apiKey: key, baseURL, maxRetries: 0 });

@@ -16,7 +16,7 @@ import type { KeyObject } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { signFalWebhook, signStandardWebhook } from '../../core/providers/callback-signatures';
@@ -25,6 +25,8 @@ export interface Received {
   method: string;
   path: string;
   authorization: string | undefined;
+  /** Every header as the request carried it (lower-case names). */
+  headers: IncomingHttpHeaders;
   body: Record<string, unknown> | undefined;
   /** Streams only: how many deltas were written before the client went away (undefined: it did not). */
   cutAfter?: number;
@@ -92,7 +94,13 @@ function jsonServer(received: Received[], handle: (r: JsonRequest) => Promise<un
     void (async () => {
       const body = await readJson(req);
       const path = req.url ?? '';
-      received.push({ method: req.method ?? '', path, authorization: req.headers.authorization, body });
+      received.push({
+        method: req.method ?? '',
+        path,
+        authorization: req.headers.authorization,
+        headers: req.headers,
+        body,
+      });
       const json = (status: number, data: unknown) =>
         void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(data));
       await handle({ req, res, body, path, json });
@@ -137,6 +145,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
         method: req.method ?? '',
         path: req.url ?? '',
         authorization: req.headers.authorization,
+        headers: req.headers,
         body,
       };
       received.push(record);
@@ -570,7 +579,7 @@ export async function startReplicateUpstream(): Promise<
 
 /**
  * Anthropic's Messages API on loopback, written from Anthropic's public API reference:
- * `POST /v1/messages` needs `x-api-key` and `anthropic-version` (401 and 400 otherwise), a model,
+ * `POST /v1/messages` needs `x-api-key` and an `anthropic-version` date (401 and 400 otherwise), a model,
  * `max_tokens` and messages that start with a user turn and alternate; every error is Anthropic's
  * `{ type: "error", error: { type, message } }` (overloaded is 529). A streamed reply is its event
  * sequence: message_start with the input usage, ping, a content block per text or tool_use
@@ -590,7 +599,7 @@ export async function startAnthropicUpstream(): Promise<UpstreamServer> {
     if (path !== '/v1/messages' || req.method !== 'POST') return error(res, 404, 'not_found_error', 'Not found');
     if (typeof req.headers['x-api-key'] !== 'string')
       return error(res, 401, 'authentication_error', 'x-api-key header is required');
-    if (req.headers['anthropic-version'] !== '2023-06-01')
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(String(req.headers['anthropic-version'])))
       return error(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
     type Block = { type: string; text?: string; name?: string; content?: unknown };
     const messages = (Array.isArray(body?.messages) ? body.messages : []) as {
