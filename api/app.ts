@@ -37,7 +37,7 @@ import { billingRoutes } from './group-a/billing';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks/routes';
 import { customerRoutes } from './customers/routes';
 import { auditRoutes } from './audit/routes';
-import { clientProtocolStrategy } from './shared/client-protocol';
+import { clientProtocolStrategy } from './anthropic/client-protocol';
 import { keyedManagementDoor } from './shared/door';
 import { upstreamCallbackRoutes } from './upstream-callbacks/routes';
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { CATALOGUE_CREATED, findOpenAiChatModel, OPENAI_CHAT_MODELS } from '../../core/catalogue/models';
 import type { ChatModel } from '../../core/catalogue/models';
 import { NotFoundError } from '../../core/errors';
-import { ANTHROPIC_CLIENTS } from '../shared/client-protocol';
+import { ANTHROPIC_CLIENTS } from './client-protocol';
 import { catalogueModelOf } from './body';
 import { errorsAnthropic } from './errors';
 
@@ -11,7 +11,7 @@ import { errorsAnthropic } from './errors';
  * Anthropic's Models API (`GET /v1/models`, `GET /v1/models/{model_id}`) for Anthropic's clients:
  * Claude Code discovers the models it may pick with `GET /v1/models?limit=1000`. The path is group
  * B's too; a request with `anthropic-version` or `x-api-key` is answered here in Anthropic's shape,
- * any other by group B in OpenAI's (api/shared/client-protocol.ts). The models are the ids this door
+ * any other by group B in OpenAI's (client-protocol.ts). The models are the ids this door
  * takes in `model`: every chat model billed per output token.
  */
 

@@ -16,6 +16,7 @@ import { createSafeHttpClient } from '../../core/net/safe-http';
 import { createProviderRouter } from '../../core/providers/router';
 import { createSimulator } from '../../core/providers/simulator';
 import { routingOf } from '../support/api';
+import { parseMessageStream } from '../support/anthropic-shapes';
 import { eventually, startHarness } from '../support/harness';
 import type { Harness } from '../support/harness';
 import { startAnthropicUpstream, startOpenAiUpstream } from '../support/upstream-servers';
@@ -152,6 +153,34 @@ describe('Claude ids served by Anthropic’s Messages API', () => {
     });
     expect(lastMessages().headers['anthropic-version']).toBe('2023-06-01');
     expect(lastMessages().headers['anthropic-beta']).toBeUndefined();
+  });
+
+  it('a failure after the first token reaches the client as Anthropic’s error event, and costs nothing', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const res = await fetch(`${baseURL}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({
+        model: 'claude-sonnet',
+        max_tokens: 50,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi up:tokens=5 up:overload_after=2' }],
+      }),
+    });
+    const events = parseMessageStream(await res.text());
+    expect(events.map((e) => e.event)).toEqual([
+      'message_start',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'error',
+    ]);
+    expect(events.at(-1)!.data).toMatchObject({
+      error: { type: 'api_error' },
+      request_id: res.headers.get('request-id'),
+    });
+    expect(await settledBalance(key)).toBe(10);
   });
 
   it('passes tools and structured output on, and a tool call’s result back as a tool_result', async () => {

@@ -586,7 +586,8 @@ export async function startReplicateUpstream(): Promise<
  * (input_json_delta pieces), message_delta with the stop reason and output usage, message_stop.
  * With tools it calls one when tool_choice is any or names it, or the last user turn names it;
  * after a tool_result it answers in words. Directives as the OpenAI server's: `up:status=<code>`,
- * `up:tokens=<n>`, `up:hang`; `always` applies to every request.
+ * `up:tokens=<n>`, `up:hang`; and `up:overload_after=<n>`, a stream's `error` event (overloaded)
+ * after n text deltas; `always` applies to every request.
  */
 export async function startAnthropicUpstream(): Promise<UpstreamServer> {
   const received: Received[] = [];
@@ -692,7 +693,14 @@ export async function startAnthropicUpstream(): Promise<UpstreamServer> {
         send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: piece } });
     } else {
       send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-      for (const piece of pieces) send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } });
+      const overloadAfter = Number(directive(text, 'overload_after') ?? Infinity);
+      for (const [i, piece] of pieces.entries()) {
+        if (i === overloadAfter) {
+          send('error', { error: { type: 'overloaded_error', message: 'Overloaded' } });
+          return void res.end();
+        }
+        send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } });
+      }
     }
     send('content_block_stop', { index: 0 });
     send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: output } });

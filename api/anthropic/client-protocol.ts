@@ -1,7 +1,8 @@
 import type { ConstraintStrategy, HTTPVersion } from 'find-my-way';
 
 /**
- * Which vendor's protocol a request speaks, for the paths two doors serve alike (`GET /v1/models`):
+ * Which vendor's protocol a request speaks, for the paths this door shares with group B
+ * (`GET /v1/models`); the app installs it as a router constraint (api/app.ts):
  * Anthropic's clients send `anthropic-version` on every call and their key as `x-api-key`, OpenAI's
  * neither. A route registered with `constraints: { clientProtocol: 'anthropic' }` answers the
  * first kind; the route without the constraint answers every other request, so OpenAI's clients
