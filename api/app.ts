@@ -37,6 +37,7 @@ import { billingRoutes } from './group-a/billing';
 import { keyedWebhookDoor, webhookRoutes } from './webhooks/routes';
 import { customerRoutes } from './customers/routes';
 import { auditRoutes } from './audit/routes';
+import { clientProtocolStrategy } from './anthropic/client-protocol';
 import { keyedManagementDoor } from './shared/door';
 import { upstreamCallbackRoutes } from './upstream-callbacks/routes';
 
@@ -107,6 +108,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     },
     ...(parts.tracing ? { childLoggerFactory: parts.tracing.childLoggerFactory } : {}),
   });
+  app.addConstraintStrategy(clientProtocolStrategy);
   if (parts.tracing) app.addHook('onRequest', parts.tracing.onRequest);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -93,6 +93,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     const body = JSON.stringify(
       await deliveryPayload(
         {
+          deliveryId: target.id,
           event: target.event,
           format: endpoint.format,
           endpointId: endpoint.id,

@@ -5,8 +5,9 @@ import { domainErrorOf, errorHeaders } from '../shared/errors';
 
 /**
  * The Anthropic door's one error mapper: every failure in Anthropic's shape,
- * `{ type: "error", error: { type, message } }`, with Anthropic's error types for our statuses
- * (too little money is its 402 `billing_error`). Headers are every door's: `retry-after`,
+ * `{ type: "error", error: { type, message }, request_id }`, with the error types of Anthropic's
+ * SDK for our statuses (too little money is its 402 `billing_error`; a body too large, which the
+ * SDK's types give no type of its own, an `invalid_request_error`). Headers are every door's: `retry-after`,
  * `retry-after-ms`, `x-should-retry: false` after admission. A 5xx never shows its internal message.
  */
 
@@ -18,7 +19,7 @@ const TYPES: Record<number, string> = {
   403: 'permission_error',
   404: 'not_found_error',
   409: 'invalid_request_error',
-  413: 'request_too_large',
+  413: 'invalid_request_error',
   429: 'rate_limit_error',
   503: 'overloaded_error',
   504: 'timeout_error',
@@ -27,14 +28,14 @@ const TYPES: Record<number, string> = {
 export const anthropicTypeOf = (status: number): string =>
   TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
 
-export function anthropicError(status: number, message: string) {
-  return { type: 'error' as const, error: { type: anthropicTypeOf(status), message } };
+export function anthropicError(status: number, message: string, requestId: string) {
+  return { type: 'error' as const, error: { type: anthropicTypeOf(status), message }, request_id: requestId };
 }
 
 /** A failure as the body Anthropic's clients read (in a stream too, as the `error` event's data). */
-export function anthropicErrorOf(err: unknown) {
-  if (err instanceof DomainError) return anthropicError(err.status, err.message);
-  return anthropicError(500, 'Internal error; retry shortly.');
+export function anthropicErrorOf(err: unknown, requestId: string) {
+  if (err instanceof DomainError) return anthropicError(err.status, err.message, requestId);
+  return anthropicError(500, 'Internal error; retry shortly.', requestId);
 }
 
 export function installAnthropicErrors(app: FastifyInstance): void {
@@ -42,10 +43,10 @@ export function installAnthropicErrors(app: FastifyInstance): void {
     const known = domainErrorOf(err, request);
     if (!known) {
       if (isAfterAdmission(err)) reply.header('x-should-retry', 'false');
-      return reply.code(500).send(anthropicError(500, 'Internal error; retry shortly.'));
+      return reply.code(500).send(anthropicError(500, 'Internal error; retry shortly.', request.id));
     }
     errorHeaders(reply, known);
-    return reply.code(known.status).send(anthropicError(known.status, known.message));
+    return reply.code(known.status).send(anthropicError(known.status, known.message, request.id));
   });
 }
 
@@ -56,10 +57,11 @@ export const anthropicErrorSchema = z
       type: z
         .string()
         .describe(
-          'invalid_request_error, authentication_error, billing_error, permission_error, not_found_error, request_too_large, rate_limit_error, api_error, overloaded_error, timeout_error',
+          'invalid_request_error, authentication_error, billing_error, permission_error, not_found_error, rate_limit_error, api_error, overloaded_error, timeout_error',
         ),
       message: z.string(),
     }),
+    request_id: z.string().describe('The request-id header of the answer'),
   })
   .meta({ id: 'AnthropicError' });
 

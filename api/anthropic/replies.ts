@@ -12,6 +12,9 @@ import { anthropicErrorOf } from './errors';
 
 type End = Extract<ChatRunEvent, { type: 'end' }>;
 
+/** Every call is the model's own, not a server tool's. */
+const DIRECT = { type: 'direct' as const };
+
 export const STOP_REASONS = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use' } as const;
 
 export interface MessageMeta {
@@ -19,6 +22,8 @@ export interface MessageMeta {
   model: string;
   /** The input's size as estimated before the run (the end's usage carries the provider's own count). */
   promptTokens: number;
+  /** The request's id, which an error event names as Anthropic's do. */
+  requestId: string;
 }
 
 function usageOf(usage: { promptTokens: number; completionTokens: number }) {
@@ -30,6 +35,30 @@ function usageOf(usage: { promptTokens: number; completionTokens: number }) {
   };
 }
 
+/**
+ * What Anthropic's Usage declares beside the token counts: nothing of it is measured here, so each
+ * is null (the standard tier is the only one served). The counts, spread after, win on any name.
+ */
+const UNMEASURED_USAGE = {
+  cache_creation: null,
+  inference_geo: null,
+  output_tokens_details: null,
+  server_tool_use: null,
+  service_tier: 'standard' as const,
+  speed: null,
+};
+const messageUsageOf = (u: Parameters<typeof usageOf>[0]) => ({ ...UNMEASURED_USAGE, ...usageOf(u) });
+/** A message_delta's usage: Anthropic's MessageDeltaUsage, the counts and two of the same nulls. */
+const deltaUsageOf = (u: Parameters<typeof usageOf>[0]) => ({
+  output_tokens_details: null,
+  server_tool_use: null,
+  ...usageOf(u),
+});
+
+/** The fields of Anthropic's Message about features this service does not run (containers, cache diagnostics, refusals). */
+const NO_CONTAINER = { container: null, stop_details: null } as const;
+const textBlockOf = (text: string) => ({ type: 'text' as const, text, citations: null });
+
 function toolUseOf(call: ToolCall) {
   let input: unknown = {};
   try {
@@ -37,7 +66,7 @@ function toolUseOf(call: ToolCall) {
   } catch {
     // A provider's call cut at max_tokens: its input is what could be read, none.
   }
-  return { type: 'tool_use' as const, id: call.id, name: call.name, input };
+  return { type: 'tool_use' as const, id: call.id, name: call.name, input, caller: DIRECT };
 }
 
 /** The whole message: its text (if any), then its tool calls; an empty reply is one empty text block. */
@@ -45,19 +74,18 @@ export function messageObject(
   meta: MessageMeta,
   reply: { text: string; toolCalls: ToolCall[]; finishReason: End['finishReason']; usage: End['usage'] },
 ) {
-  const content = [
-    ...(reply.text === '' ? [] : [{ type: 'text' as const, text: reply.text }]),
-    ...reply.toolCalls.map(toolUseOf),
-  ];
+  const content = [...(reply.text === '' ? [] : [textBlockOf(reply.text)]), ...reply.toolCalls.map(toolUseOf)];
   return {
     id: meta.id,
     type: 'message' as const,
     role: 'assistant' as const,
     model: meta.model,
-    content: content.length > 0 ? content : [{ type: 'text' as const, text: '' }],
+    content: content.length > 0 ? content : [textBlockOf('')],
+    ...NO_CONTAINER,
+    diagnostics: null,
     stop_reason: STOP_REASONS[reply.finishReason],
     stop_sequence: null,
-    usage: usageOf(reply.usage),
+    usage: messageUsageOf(reply.usage),
   };
 }
 
@@ -84,9 +112,11 @@ export async function* messageEvents(
         role: 'assistant',
         model: meta.model,
         content: [],
+        ...NO_CONTAINER,
+        diagnostics: null,
         stop_reason: null,
         stop_sequence: null,
-        usage: usageOf({ promptTokens: meta.promptTokens, completionTokens: 0 }),
+        usage: messageUsageOf({ promptTokens: meta.promptTokens, completionTokens: 0 }),
       },
     });
     yield event('ping', {});
@@ -97,7 +127,7 @@ export async function* messageEvents(
         if (open?.kind !== 'text') {
           yield* close();
           open = { kind: 'text' };
-          yield event('content_block_start', { index: blocks++, content_block: { type: 'text', text: '' } });
+          yield event('content_block_start', { index: blocks++, content_block: textBlockOf('') });
         }
         yield event('content_block_delta', { index: blocks - 1, delta: { type: 'text_delta', text: e.text } });
       } else if (e.type === 'tool_call') {
@@ -108,7 +138,7 @@ export async function* messageEvents(
           const call = calls.at(e.index);
           yield event('content_block_start', {
             index: blocks++,
-            content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
+            content_block: { type: 'tool_use', id: call.id, name: call.name, input: {}, caller: DIRECT },
           });
         }
         if (e.arguments !== '')
@@ -124,17 +154,17 @@ export async function* messageEvents(
     if (!end) return;
     if (blocks === 0) {
       open = { kind: 'text' };
-      yield event('content_block_start', { index: blocks++, content_block: { type: 'text', text: '' } });
+      yield event('content_block_start', { index: blocks++, content_block: textBlockOf('') });
     }
     yield* close();
     yield event('message_delta', {
-      delta: { stop_reason: STOP_REASONS[end.finishReason], stop_sequence: null },
-      usage: usageOf(end.usage),
+      delta: { ...NO_CONTAINER, stop_reason: STOP_REASONS[end.finishReason], stop_sequence: null },
+      usage: deltaUsageOf(end.usage),
     });
     yield event('message_stop', {});
   } catch (err) {
     // Headers are gone: the failure travels as Anthropic's error event. Nothing was charged.
-    yield event('error', anthropicErrorOf(err));
+    yield event('error', anthropicErrorOf(err, meta.requestId));
   } finally {
     await rest.return?.();
   }

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvalidRequestError, markAfterAdmission, ProviderFailedError, UnknownCostError } from '../../core/errors';
+import type { AnthropicHeaders } from '../../core/generation/params';
 import type { GenerationService } from '../../service/generation/service';
 import { wholeReply } from '../../service/chat/whole-reply';
 import { bearerToken, principalOf, requireApiKey } from '../shared/auth';
@@ -23,10 +24,12 @@ import {
   toolsOf,
 } from './body';
 import { errorsAnthropic, installAnthropicErrors } from './errors';
+import { anthropicModelRoutes } from './models';
 import { messageEvents, messageObject } from './replies';
 
 /**
- * Anthropic's Messages API (`POST /v1/messages`, `POST /v1/messages/count_tokens`): the door
+ * Anthropic's Messages API (`POST /v1/messages`, `POST /v1/messages/count_tokens`) and its model
+ * list for Anthropic's clients (models.ts): the door
  * Claude Code, the Anthropic SDKs and the AI SDK's Anthropic provider speak. A message is a chat
  * the API runs itself (service/generation/kinds/streamed-chat.ts), on the same per-token billing, ledger, limits and
  * budgets as group B; this door only parses Anthropic's request, writes Anthropic's reply and
@@ -66,6 +69,16 @@ function checkVersion(request: FastifyRequest): void {
     );
 }
 
+/** The client's protocol headers as sent (checkVersion has already judged the version). */
+function anthropicHeadersOf(request: FastifyRequest): AnthropicHeaders {
+  const header = (name: string): string | undefined => {
+    const value = request.headers[name];
+    return Array.isArray(value) ? value.join(',') : value;
+  };
+  const beta = header('anthropic-beta');
+  return { version: header('anthropic-version'), ...(beta === undefined ? {} : { beta }) };
+}
+
 /** Anthropic's names for the service's errors: an unknown model is a bad `model`, as Anthropic says it. */
 const inAnthropicWords = <T>(work: () => Promise<T>): Promise<T> =>
   inDoorWords(PARAMS, work, (err) =>
@@ -75,8 +88,14 @@ const inAnthropicWords = <T>(work: () => Promise<T>): Promise<T> =>
   );
 
 const headers = z.looseObject({
-  'anthropic-version': z.string().optional().describe(`Required: ${VERSIONS.first} to ${VERSIONS.last}`),
-  'anthropic-beta': z.string().optional().describe('Accepted and ignored'),
+  'anthropic-version': z
+    .string()
+    .optional()
+    .describe(`Required: ${VERSIONS.first} to ${VERSIONS.last}; passed unchanged to an Anthropic upstream`),
+  'anthropic-beta': z
+    .string()
+    .optional()
+    .describe('Passed unchanged to an Anthropic upstream; other upstreams ignore it'),
   'idempotency-key': idempotencyKey,
   'cancel-after': cancelAfterHeader,
 });
@@ -86,6 +105,12 @@ const usage = z.object({
   output_tokens: z.number().int().describe('What was charged for, at the model’s rate per 1,000'),
   cache_creation_input_tokens: z.number().int(),
   cache_read_input_tokens: z.number().int(),
+  cache_creation: z.null(),
+  inference_geo: z.null(),
+  output_tokens_details: z.null(),
+  server_tool_use: z.null(),
+  service_tier: z.literal('standard'),
+  speed: z.null(),
 });
 const message = z
   .object({
@@ -95,10 +120,19 @@ const message = z
     model: z.string().describe('The catalogue model that answered'),
     content: z.array(
       z.union([
-        z.object({ type: z.literal('text'), text: z.string() }),
-        z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() }),
+        z.object({ type: z.literal('text'), text: z.string(), citations: z.null() }),
+        z.object({
+          type: z.literal('tool_use'),
+          id: z.string(),
+          name: z.string(),
+          input: z.unknown(),
+          caller: z.object({ type: z.literal('direct') }),
+        }),
       ]),
     ),
+    container: z.null(),
+    diagnostics: z.null(),
+    stop_details: z.null(),
     stop_reason: z.enum(['end_turn', 'max_tokens', 'tool_use']),
     stop_sequence: z.null(),
     usage,
@@ -120,6 +154,7 @@ export const anthropicRoutes: FastifyPluginAsyncZod<AnthropicDeps> = async (app,
       if (unknown !== undefined) throw new InvalidRequestError(`${unknown}: Extra inputs are not permitted`, unknown);
     }
   });
+  await app.register(anthropicModelRoutes);
   const route = app.withTypeProvider<ZodTypeProvider>();
 
   route.post(
@@ -167,6 +202,7 @@ export const anthropicRoutes: FastifyPluginAsyncZod<AnthropicDeps> = async (app,
             sampling: samplingOf(body),
             tools: toolsOf(body),
             responseFormat: responseFormatOf(body),
+            anthropicHeaders: anthropicHeadersOf(request),
           },
           principal,
           {
@@ -188,7 +224,7 @@ export const anthropicRoutes: FastifyPluginAsyncZod<AnthropicDeps> = async (app,
           ),
         );
       }
-      const meta = { id: run.id, model: run.model, promptTokens: run.promptTokens };
+      const meta = { id: run.id, model: run.model, promptTokens: run.promptTokens, requestId: request.id };
       const events = run.events[Symbol.asyncIterator]();
       // A failure before the first event is an ordinary error answer; after it, an event of the stream.
       const first = await inAnthropicWords(() => events.next()).catch(async (err: unknown) => {

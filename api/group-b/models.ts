@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { findOpenAiChatModel, listModels } from '../../core/catalogue/models';
+import { CATALOGUE_CREATED, findOpenAiChatModel, listModels } from '../../core/catalogue/models';
 import type { Model } from '../../core/catalogue/models';
 import { DomainError } from '../../core/errors';
 import { modelListing } from '../../service/catalogue/model-list';
@@ -22,9 +22,6 @@ const openaiModel = z
     priced_as: z.string().describe('The catalogue model whose price applies (GET /api/v1/models)'),
   })
   .meta({ id: 'OpenAiModel' });
-
-/** When the catalogue took its current shape; OpenAI's `created` has no better meaning here. */
-const CATALOGUE_CREATED = 1_767_225_600;
 
 /** Group B's model list shows prices alone: the rates do not change them. */
 const DEFAULT_RATES = { image: 100, video: 100, chat: 100, upscale: 100 };

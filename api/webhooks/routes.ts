@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   ALERT_EVENTS,
   BATCH_EVENTS,
+  CATALOGUES,
   FLAT_EVENTS,
   NESTED_EVENTS,
   PROGRESS_EVENT,
@@ -22,14 +23,14 @@ const url = z
   .string()
   .max(2048)
   .describe('https URL that receives the POSTs (plain http only to loopback in development mode)');
-const format = z.enum(WEBHOOK_FORMATS as ['nested', 'flat']);
+const format = z.enum(WEBHOOK_FORMATS);
 const eventName = z.string().max(100);
 const events = z
   .array(eventName)
   .min(1)
   .max(16)
   .describe(
-    `Events to receive, within the format's catalogue: nested ${NESTED_EVENTS.join(', ')}; flat ${FLAT_EVENTS.join(', ')}. Default: all of them. ` +
+    `Events to receive, within the format's catalogue: nested ${NESTED_EVENTS.join(', ')}; flat ${FLAT_EVENTS.join(', ')}; openai ${CATALOGUES.openai.join(', ')}. Default: all of them. ` +
       `Either format may also list ${PROGRESS_EVENT} (never sent without being listed): one delivery per 10 % step of a video or upscale run; ` +
       `the account alerts ${ALERT_EVENTS.join(', ')}; and the batch events ${BATCH_EVENTS.join(', ')} (a batch ended; its lines send no generation events). ` +
       'Those are never sent without being listed',
@@ -42,7 +43,8 @@ const createBody = z
     format: format
       .optional()
       .describe(
-        'nested (default): catalogue A, the generation record nested; flat: catalogue B, video and upscale state changes',
+        'nested (default): catalogue A, the generation record nested; flat: catalogue B, video and upscale state changes; ' +
+          'openai: OpenAI’s events and shape ({id, object: "event", type, created_at, data: {id}}), which the openai SDKs’ webhooks.unwrap() verify and parse',
       ),
     events: events.optional(),
     description: description.optional(),

@@ -254,6 +254,9 @@ export const OPENAI_CHAT_MODELS: readonly ChatModel[] = [
   tokenChat('minimax', 0.2, 400_000, 4_096, 32_768),
   tokenChat('grok-4.3', 2, 400_000, 4_096, 32_768),
 ];
+/** When the catalogue took its current shape (unix seconds): the creation date the doors' model lists give every model. */
+export const CATALOGUE_CREATED = 1_767_225_600;
+
 /** The model group B's `auto` (or no model) runs: the Claude tier group C's `auto` also picks. */
 export const AUTO_OPENAI_CHAT_MODEL_ID = 'claude-haiku';
 

@@ -102,6 +102,16 @@ export type ResponseFormat =
       strict?: boolean | undefined;
     };
 
+/**
+ * What an Anthropic client says about the protocol it speaks: `anthropic-version` and
+ * `anthropic-beta` as sent (the beta list comma-separated). An Anthropic upstream receives them
+ * as they came, so that a client's beta features reach Anthropic; other upstreams ignore them.
+ */
+export interface AnthropicHeaders {
+  version?: string | undefined;
+  beta?: string | undefined;
+}
+
 /** The functions of a chat. */
 export interface ChatTools {
   functions: FunctionTool[];
@@ -164,6 +174,8 @@ export interface InternalParams {
   siblings?: { firstId: string; index: number };
   /** The account's share of the task queues, from its plan at admission (core/plans.ts); weight 1 when absent. */
   fairnessWeight?: number;
+  /** Chat through the Anthropic door: the client's protocol headers, passed unchanged to an Anthropic upstream. */
+  anthropicHeaders?: AnthropicHeaders;
 }
 
 /** Every key of each type, so that a test can check them (a key missing here does not compile). */
@@ -205,6 +217,7 @@ export const INTERNAL_PARAM_KEYS = Object.keys({
   maskKey: true,
   siblings: true,
   fairnessWeight: true,
+  anthropicHeaders: true,
 } satisfies Record<keyof InternalParams, true>) as (keyof InternalParams)[];
 
 /**

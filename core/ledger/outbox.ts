@@ -3,7 +3,7 @@ import { activeTraceparent } from '../tracing';
 import type { AlertRow } from '../db/alerts';
 import type { BatchRow } from '../db/batches';
 import type { Queryable } from '../db/pool';
-import { anyEventFor, eventFor, FLAT_KINDS, PROGRESS_EVENT } from '../webhooks/events';
+import { anyEventFor, eventFor, FLAT_KINDS, formatsCataloguing, PROGRESS_EVENT } from '../webhooks/events';
 import type { BatchEvent } from '../webhooks/events';
 import type { WebhookFormat } from '../webhooks/events';
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
@@ -14,7 +14,7 @@ import type { GenerationKind, GenerationStatus } from '../vocabulary';
  * deliveries after the commit, so a crash in between loses nothing).
  */
 
-/** Whether any endpoint, of either format, can be owed an event: the one place that decides it. */
+/** Whether any endpoint, of any format, can be owed an event: the one place that decides it. */
 export const owesEvent = (kind: GenerationKind, status: GenerationStatus): boolean => anyEventFor(kind, status);
 
 /**
@@ -28,14 +28,27 @@ export async function recordStatusEvent(
   status: GenerationStatus,
 ): Promise<void> {
   if (!owesEvent(kind, status)) return;
-  const r = await tx.query<{ id: string; account_id: string; format: WebhookFormat; events: string[] | null }>(
-    `SELECT e.id, e.account_id, e.format, e.events
+  // OpenAI's event names tell a response from another generation, a cancel from a failure, and a
+  // reply cut at its cap (`incomplete`): read from the row as this transaction has just written it.
+  const r = await tx.query<{
+    id: string;
+    account_id: string;
+    format: WebhookFormat;
+    events: string[] | null;
+    response: boolean;
+    cancelled: boolean;
+    incomplete: boolean;
+  }>(
+    `SELECT e.id, e.account_id, e.format, e.events,
+            g.internal ? 'response' AS response,
+            COALESCE(g.error->>'code' = 'cancelled', false) AS cancelled,
+            COALESCE((g.params->>'outputTokens')::int >= (g.params->>'maxTokens')::int, false) AS incomplete
        FROM generations g JOIN webhook_endpoints e ON e.account_id = g.account_id AND e.enabled
       WHERE g.id = $1 AND g.batch_id IS NULL`,
     [generationId],
   );
   const rows = r.rows.flatMap((e) => {
-    const event = eventFor(e.format, kind, status);
+    const event = eventFor(e.format, kind, status, e);
     return event && (e.events === null || e.events.includes(event))
       ? [{ endpointId: e.id, accountId: e.account_id, event }]
       : [];
@@ -75,15 +88,19 @@ export async function recordAlertEvent(tx: Queryable, alert: AlertRow): Promise<
   );
 }
 
-/** One delivery of a batch's event per enabled endpoint of its account that lists it (batch events are opt-in). */
+/**
+ * One delivery of a batch's event per enabled endpoint of its account that lists it, or that has no
+ * list and a format whose catalogue holds it (OpenAI's); to the others batch events are opt-in.
+ */
 export async function recordBatchEvent(
   tx: Queryable,
   batch: Pick<BatchRow, 'id' | 'accountId'>,
   event: BatchEvent,
 ): Promise<void> {
   const r = await tx.query<{ id: string; account_id: string }>(
-    'SELECT id, account_id FROM webhook_endpoints WHERE account_id = $1 AND enabled AND $2 = ANY (events)',
-    [batch.accountId, event],
+    `SELECT id, account_id FROM webhook_endpoints
+      WHERE account_id = $1 AND enabled AND ($2 = ANY (events) OR (events IS NULL AND format = ANY ($3::text[])))`,
+    [batch.accountId, event, formatsCataloguing(event)],
   );
   await enqueueDeliveries(
     tx,

@@ -1,5 +1,6 @@
 import { ProviderRejectedError } from '../errors';
-import type { ChatMessage, ChatTools, ResponseFormat } from '../generation/params';
+import type { AnthropicHeaders, ChatMessage, ChatTools, ResponseFormat } from '../generation/params';
+import { toolCallAssembler } from './tool-calls';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 import { callUpstream, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
@@ -7,17 +8,30 @@ import { collectChat } from './whole-chat';
 
 /**
  * Anthropic's Messages API as an upstream (`protocol: "anthropic"`; base URL as Anthropic's SDK
- * takes it, `https://api.anthropic.com`): `POST {base}/v1/messages` with `x-api-key` and
- * `anthropic-version: 2023-06-01`, always streamed, so that the API passes text on as it comes and
- * a whole reply in a worker is the same stream gathered. The conversation, function tools and
+ * takes it, `https://api.anthropic.com`): `POST {base}/v1/messages` with `x-api-key`, always
+ * streamed, so that the API passes text on as it comes and a whole reply in a worker is the same
+ * stream gathered. The conversation, function tools and
  * structured output (`output_config.format`) are translated from the service's chat; billing
  * takes the output tokens of Anthropic's `message_delta` usage.
+ *
+ * A client of the Anthropic door names its `anthropic-version` and `anthropic-beta`; they go to
+ * Anthropic unchanged, so that its beta features (Claude Code's among them) reach the model. A
+ * request that names none (another door's, or a client without them) is sent as 2023-06-01, whose
+ * request shape is the one built here and which every later version still takes.
  */
 
-const VERSION = '2023-06-01';
+const DEFAULT_VERSION = '2023-06-01';
+
+/** The protocol headers of one call: the client's own, else the default version alone. */
+function anthropicProtocolHeaders(client: AnthropicHeaders | undefined): Record<string, string> {
+  const beta = client?.beta;
+  return {
+    'anthropic-version': client?.version ?? DEFAULT_VERSION,
+    ...(beta === undefined ? {} : { 'anthropic-beta': beta }),
+  };
+}
 
 export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string> }): Provider {
-  const versioned: UpstreamEndpoint = { ...endpoint, headers: { ...endpoint.headers, 'anthropic-version': VERSION } };
   const upstreamModel = (job: ProviderJob): string => {
     const name = endpoint.models[job.model];
     if (!name)
@@ -36,8 +50,9 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
       );
     const { system, messages } = anthropicMessages(job.internal.messages ?? [{ role: 'user', content: job.prompt }]);
     const sampling = job.internal.sampling ?? {};
-    const res = await callUpstream(versioned, '/v1/messages', {
+    const res = await callUpstream(endpoint, '/v1/messages', {
       signal,
+      headers: anthropicProtocolHeaders(job.internal.anthropicHeaders),
       body: {
         model: upstreamModel(job),
         max_tokens: job.params.maxTokens ?? 4096,

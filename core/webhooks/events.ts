@@ -1,12 +1,14 @@
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
 
 /**
- * The two event catalogues of the spec. An endpoint's `format` picks one: `nested` endpoints get
- * catalogue A (a generation finished, every kind, the group C record nested in the payload);
- * `flat` endpoints get catalogue B (every state change of long-running jobs, flat payload).
+ * The event catalogues. An endpoint's `format` picks one: `nested` endpoints get catalogue A (a
+ * generation finished, every kind, the group C record nested in the payload); `flat` endpoints get
+ * catalogue B (every state change of long-running jobs, flat payload); `openai` endpoints get
+ * OpenAI's events (a batch, a response or a generation ended) in OpenAI's shape, which the official
+ * SDKs' `webhooks.unwrap()` verify and parse.
  */
-export type WebhookFormat = 'nested' | 'flat';
-export const WEBHOOK_FORMATS: readonly WebhookFormat[] = ['nested', 'flat'];
+export type WebhookFormat = 'nested' | 'flat' | 'openai';
+export const WEBHOOK_FORMATS = ['nested', 'flat', 'openai'] as const satisfies readonly WebhookFormat[];
 
 export const NESTED_EVENTS = ['generation.completed', 'generation.failed'] as const;
 export const FLAT_EVENTS = [
@@ -15,7 +17,21 @@ export const FLAT_EVENTS = [
   'generation.succeeded',
   'generation.failed',
 ] as const;
-export type WebhookEvent = (typeof NESTED_EVENTS)[number] | (typeof FLAT_EVENTS)[number];
+/** A Responses API request ended, as OpenAI names it (`incomplete`: cut at max_output_tokens). */
+export const RESPONSE_EVENTS = [
+  'response.completed',
+  'response.failed',
+  'response.cancelled',
+  'response.incomplete',
+] as const;
+/** Any other generation ended, named in OpenAI's style. */
+export const OPENAI_GENERATION_EVENTS = ['generation.completed', 'generation.failed', 'generation.cancelled'] as const;
+export type WebhookEvent =
+  | (typeof NESTED_EVENTS)[number]
+  | (typeof FLAT_EVENTS)[number]
+  | (typeof RESPONSE_EVENTS)[number]
+  | (typeof OPENAI_GENERATION_EVENTS)[number]
+  | BatchEvent;
 /**
  * Opt-in in both catalogues: sent only to an endpoint whose `events` list names it (never to one
  * without a list, which gets its catalogue's state changes), once per 10 % step a video or upscale
@@ -44,7 +60,27 @@ export type BatchEvent = (typeof BATCH_EVENTS)[number];
 /** Sent by POST /api/v1/webhooks/:id/test whatever the endpoint's filter. */
 export const PING_EVENT = 'ping';
 
-export const CATALOGUES: Record<WebhookFormat, readonly WebhookEvent[]> = { nested: NESTED_EVENTS, flat: FLAT_EVENTS };
+export const CATALOGUES: Record<WebhookFormat, readonly WebhookEvent[]> = {
+  nested: NESTED_EVENTS,
+  flat: FLAT_EVENTS,
+  // OpenAI's endpoints are sent batch events without listing them, as OpenAI sends them.
+  openai: [...BATCH_EVENTS, ...RESPONSE_EVENTS, ...OPENAI_GENERATION_EVENTS],
+};
+
+/** The formats whose endpoints get `event` without listing it. */
+export const formatsCataloguing = (event: string): WebhookFormat[] =>
+  WEBHOOK_FORMATS.filter((format) => (CATALOGUES[format] as readonly string[]).includes(event));
+
+/** What an ended generation was, beyond its status: what OpenAI's event names tell apart. */
+export interface GenerationOutcome {
+  /** Made through the Responses API. */
+  response: boolean;
+  /** Failed because it was cancelled. */
+  cancelled: boolean;
+  /** Succeeded, cut at its output cap. */
+  incomplete: boolean;
+}
+const ORDINARY: GenerationOutcome = { response: false, cancelled: false, incomplete: false };
 
 /** Catalogue B is about jobs that take a while (spec: "such as video and upscale"). */
 export const FLAT_KINDS: readonly GenerationKind[] = ['video', 'upscale'];
@@ -54,7 +90,9 @@ export function eventFor(
   format: WebhookFormat,
   kind: GenerationKind,
   status: GenerationStatus,
+  outcome: GenerationOutcome = ORDINARY,
 ): WebhookEvent | undefined {
+  if (format === 'openai') return openAiEventFor(status, outcome);
   if (format === 'nested') {
     if (status === 'succeeded') return 'generation.completed';
     if (status === 'failed') return 'generation.failed';
@@ -63,17 +101,24 @@ export function eventFor(
   return FLAT_KINDS.includes(kind) ? `generation.${status}` : undefined;
 }
 
-/** Whether any endpoint, of either format, can want an event when a generation of `kind` reaches `status`. */
+function openAiEventFor(status: GenerationStatus, o: GenerationOutcome): WebhookEvent | undefined {
+  if (status === 'succeeded')
+    return o.response ? (o.incomplete ? 'response.incomplete' : 'response.completed') : 'generation.completed';
+  if (status === 'failed') {
+    if (o.response) return o.cancelled ? 'response.cancelled' : 'response.failed';
+    return o.cancelled ? 'generation.cancelled' : 'generation.failed';
+  }
+  return undefined;
+}
+
+/** Whether any endpoint, of any format, can want an event when a generation of `kind` reaches `status`. */
 export function anyEventFor(kind: GenerationKind, status: GenerationStatus): boolean {
-  return (['nested', 'flat'] as const).some((format) => eventFor(format, kind, status) !== undefined);
+  return WEBHOOK_FORMATS.some((format) => eventFor(format, kind, status) !== undefined);
 }
 
 /** What an endpoint of `format` may list: its catalogue (what it gets without a list), the opt-in progress, alerts and batch events. */
 export const subscribable = (format: WebhookFormat): readonly string[] => [
-  ...CATALOGUES[format],
-  PROGRESS_EVENT,
-  ...ALERT_EVENTS,
-  ...BATCH_EVENTS,
+  ...new Set([...CATALOGUES[format], PROGRESS_EVENT, ...ALERT_EVENTS, ...BATCH_EVENTS]),
 ];
 
 /** Events outside what the format's endpoints may list, for a 400 that names them. */

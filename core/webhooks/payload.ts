@@ -8,6 +8,8 @@ import { PING_EVENT, PROGRESS_EVENT } from './events';
 import type { WebhookFormat } from './events';
 
 export interface PayloadSource {
+  /** The delivery's id: an OpenAI-format event's own id, as its `webhook-id` header is. */
+  deliveryId: string;
   event: string;
   format: WebhookFormat;
   endpointId: string;
@@ -37,8 +39,10 @@ export interface PayloadSource {
  * - `generation.progress` (opt-in, either format): the format's shape as of a running generation,
  *   plus `progress`, the 10 % step it reached.
  * - `balance.low` and `key.budget_reached` (opt-in, either format): see alertPayload.
+ * - every event to an `openai` endpoint: see openAiEvent.
  */
 export async function deliveryPayload(s: PayloadSource, store: OutputStore): Promise<Record<string, unknown>> {
+  if (s.format === 'openai') return openAiEvent(s);
   if (s.alert) return alertPayload(s.alert, s.format);
   if (s.batch) return batchPayload(s.event, s.batch.row, s.batch.counts, s.format);
   if (s.event === PING_EVENT || !s.generation) {
@@ -76,6 +80,23 @@ export async function deliveryPayload(s: PayloadSource, store: OutputStore): Pro
     credits_charged: terminal ? view.creditsCharged : 0,
     created_at: s.createdAt.toISOString(),
     ...customerField(view.customer),
+  };
+}
+
+/**
+ * OpenAI's event object, `{ id, object: "event", type, created_at, data: { id } }`: the thing that
+ * happened is named, never shown (the receiver reads it back, as OpenAI's receivers do with
+ * `batches.retrieve` or `responses.retrieve`). `data.id` is the batch's, the response's (a
+ * generation's) or the alert's id; a ping names its endpoint. `created_at` is unix seconds.
+ */
+function openAiEvent(s: PayloadSource): Record<string, unknown> {
+  const subject = s.batch?.row.id ?? s.alert?.id ?? s.generation?.id ?? s.endpointId;
+  return {
+    id: s.deliveryId,
+    object: 'event',
+    type: s.event,
+    created_at: Math.floor(s.createdAt.getTime() / 1000),
+    data: { id: subject },
   };
 }
 

@@ -9,6 +9,7 @@ import { capChatMessages, quoteChat, quoteImage, quoteUpscale, quoteVideo } from
 import { assertPromptAllowed } from '../../core/generation/safety';
 import type { ProviderFeature } from '../../core/providers/types';
 import type {
+  AnthropicHeaders,
   ChatMessage,
   ChatSampling,
   ChatTools,
@@ -63,6 +64,8 @@ export type GenerationRequest =
       tools?: ChatTools | undefined;
       /** Structured output: served only where the model's provider takes it. */
       responseFormat?: ResponseFormat | undefined;
+      /** The Anthropic door's protocol headers, for an Anthropic upstream. */
+      anthropicHeaders?: AnthropicHeaders | undefined;
     }
   | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
 
@@ -151,6 +154,7 @@ function priceByKind(request: GenerationRequest, principal: Principal, door: Doo
         ...(request.response ? { response: request.response } : {}),
         ...(request.tools ? { tools: request.tools } : {}),
         ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
+        ...(request.anthropicHeaders ? { anthropicHeaders: request.anthropicHeaders } : {}),
         // A conversation is kept whole for providers that take one; a lone prompt needs no copy.
         ...(capped.messages.length > 1 || capped.messages[0]?.role !== 'user' ? { messages: capped.messages } : {}),
       };

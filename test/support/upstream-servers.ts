@@ -16,7 +16,7 @@ import type { KeyObject } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { signFalWebhook, signStandardWebhook } from '../../core/providers/callback-signatures';
@@ -25,6 +25,8 @@ export interface Received {
   method: string;
   path: string;
   authorization: string | undefined;
+  /** Every header as the request carried it (lower-case names). */
+  headers: IncomingHttpHeaders;
   body: Record<string, unknown> | undefined;
   /** Streams only: how many deltas were written before the client went away (undefined: it did not). */
   cutAfter?: number;
@@ -92,7 +94,13 @@ function jsonServer(received: Received[], handle: (r: JsonRequest) => Promise<un
     void (async () => {
       const body = await readJson(req);
       const path = req.url ?? '';
-      received.push({ method: req.method ?? '', path, authorization: req.headers.authorization, body });
+      received.push({
+        method: req.method ?? '',
+        path,
+        authorization: req.headers.authorization,
+        headers: req.headers,
+        body,
+      });
       const json = (status: number, data: unknown) =>
         void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(data));
       await handle({ req, res, body, path, json });
@@ -137,6 +145,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
         method: req.method ?? '',
         path: req.url ?? '',
         authorization: req.headers.authorization,
+        headers: req.headers,
         body,
       };
       received.push(record);
@@ -570,14 +579,15 @@ export async function startReplicateUpstream(): Promise<
 
 /**
  * Anthropic's Messages API on loopback, written from Anthropic's public API reference:
- * `POST /v1/messages` needs `x-api-key` and `anthropic-version` (401 and 400 otherwise), a model,
+ * `POST /v1/messages` needs `x-api-key` and an `anthropic-version` date (401 and 400 otherwise), a model,
  * `max_tokens` and messages that start with a user turn and alternate; every error is Anthropic's
  * `{ type: "error", error: { type, message } }` (overloaded is 529). A streamed reply is its event
  * sequence: message_start with the input usage, ping, a content block per text or tool_use
  * (input_json_delta pieces), message_delta with the stop reason and output usage, message_stop.
  * With tools it calls one when tool_choice is any or names it, or the last user turn names it;
  * after a tool_result it answers in words. Directives as the OpenAI server's: `up:status=<code>`,
- * `up:tokens=<n>`, `up:hang`; `always` applies to every request.
+ * `up:tokens=<n>`, `up:hang`; and `up:overload_after=<n>`, a stream's `error` event (overloaded)
+ * after n text deltas; `always` applies to every request.
  */
 export async function startAnthropicUpstream(): Promise<UpstreamServer> {
   const received: Received[] = [];
@@ -590,7 +600,7 @@ export async function startAnthropicUpstream(): Promise<UpstreamServer> {
     if (path !== '/v1/messages' || req.method !== 'POST') return error(res, 404, 'not_found_error', 'Not found');
     if (typeof req.headers['x-api-key'] !== 'string')
       return error(res, 401, 'authentication_error', 'x-api-key header is required');
-    if (req.headers['anthropic-version'] !== '2023-06-01')
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(String(req.headers['anthropic-version'])))
       return error(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
     type Block = { type: string; text?: string; name?: string; content?: unknown };
     const messages = (Array.isArray(body?.messages) ? body.messages : []) as {
@@ -683,7 +693,14 @@ export async function startAnthropicUpstream(): Promise<UpstreamServer> {
         send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: piece } });
     } else {
       send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-      for (const piece of pieces) send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } });
+      const overloadAfter = Number(directive(text, 'overload_after') ?? Infinity);
+      for (const [i, piece] of pieces.entries()) {
+        if (i === overloadAfter) {
+          send('error', { error: { type: 'overloaded_error', message: 'Overloaded' } });
+          return void res.end();
+        }
+        send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } });
+      }
     }
     send('content_block_stop', { index: 0 });
     send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: output } });

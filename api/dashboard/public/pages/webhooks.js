@@ -3,13 +3,29 @@ import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { Alert, api, Loading, may, Secret, useLoad, when } from '../lib.js';
 
+const ALERT_EVENTS = ['balance.low', 'key.budget_reached', 'customer.budget_reached'];
+const BATCH_EVENTS = ['batch.completed', 'batch.failed', 'batch.cancelled', 'batch.expired'];
 const CATALOGUES = {
   nested: ['generation.completed', 'generation.failed'],
   flat: ['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed'],
+  openai: [
+    ...BATCH_EVENTS,
+    'response.completed',
+    'response.failed',
+    'response.cancelled',
+    'response.incomplete',
+    'generation.completed',
+    'generation.failed',
+    'generation.cancelled',
+  ],
 };
-// Opt-in in either format: sent only to an endpoint that ticks them.
-const ALERT_EVENTS = ['balance.low', 'key.budget_reached', 'customer.budget_reached'];
-const BATCH_EVENTS = ['batch.completed', 'batch.failed', 'batch.cancelled', 'batch.expired'];
+const FORMATS = [
+  ['nested', 'generation.completed and .failed, every kind'],
+  ['flat', 'every state change of videos and upscales'],
+  ['openai', 'OpenAI’s events and shape, for the openai SDKs’ webhooks.unwrap()'],
+];
+// Opt-in in any format that does not send them anyway: sent only to an endpoint that ticks them.
+const optIn = (format) => [...ALERT_EVENTS, ...BATCH_EVENTS].filter((ev) => !CATALOGUES[format].includes(ev));
 
 function EventChoices({ format, chosen }) {
   return html`<fieldset>
@@ -18,7 +34,7 @@ function EventChoices({ format, chosen }) {
       ${CATALOGUES[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}
     </div>
     <div class="checks">
-      ${[...ALERT_EVENTS, ...BATCH_EVENTS].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}
+      ${optIn(format).map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}
     </div>
   </fieldset>`;
 }
@@ -229,26 +245,19 @@ export function Webhooks() {
               <fieldset>
                 <legend>Format</legend>
                 <div class="checks">
-                  <label class="check"
-                    ><input
-                      type="radio"
-                      name="format"
-                      value="nested"
-                      checked=${format === 'nested'}
-                      onChange=${() => setFormat('nested')}
-                    />
-                    nested: generation.completed and .failed, every kind</label
-                  >
-                  <label class="check"
-                    ><input
-                      type="radio"
-                      name="format"
-                      value="flat"
-                      checked=${format === 'flat'}
-                      onChange=${() => setFormat('flat')}
-                    />
-                    flat: every state change of videos and upscales</label
-                  >
+                  ${FORMATS.map(
+                    ([value, label]) =>
+                      html`<label class="check"
+                        ><input
+                          type="radio"
+                          name="format"
+                          value=${value}
+                          checked=${format === value}
+                          onChange=${() => setFormat(value)}
+                        />
+                        ${value}: ${label}</label
+                      >`,
+                  )}
                 </div>
               </fieldset>
               <${EventChoices} format=${format} />

@@ -4,28 +4,23 @@
  * virtual environment in the gensvc cache on first use, as the Open Responses compliance test does.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { pythonWith } from '../../../support/python-venv';
 
 const run = promisify(execFile);
 const VERSION = '3.57.0';
-const venv = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'gensvc', `openai-py-${VERSION}`);
-const python = join(venv, 'bin', 'python');
-const script = join(import.meta.dirname, '..', '..', '..', 'support', 'openai-batch.py');
+const script = join(import.meta.dirname, '..', '..', '..',  'support', 'openai-batch.py');
 
 let h: Harness;
 let baseURL: string;
+let python: string;
 beforeAll(async () => {
-  if (!existsSync(python)) {
-    await run('python3', ['-m', 'venv', venv]);
-    await run(join(venv, 'bin', 'pip'), ['install', '--quiet', `openai==${VERSION}`]);
-  }
+  python = await pythonWith(`openai-py-${VERSION}`, [`openai==${VERSION}`]);
   h = await startHarness({ syncWaitMs: 20_000, batchLimits: { perBatch: 3, perAccount: 6 } });
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   baseURL = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;

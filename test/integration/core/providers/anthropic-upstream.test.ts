@@ -16,6 +16,7 @@ import { createSafeHttpClient } from '../../../../core/net/safe-http';
 import { createProviderRouter } from '../../../../core/providers/router';
 import { createSimulator } from '../../../../core/providers/simulator';
 import { routingOf } from '../../../support/api';
+import { parseMessageStream } from '../../../support/anthropic-shapes';
 import { eventually, startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
 import { startAnthropicUpstream, startOpenAiUpstream } from '../../../support/upstream-servers';
@@ -116,6 +117,70 @@ describe('Claude ids served by Anthropic’s Messages API', () => {
     expect(await settledBalance(key)).toBe(10 - (chargeForTokens(4, RATE) + chargeForTokens(3, RATE)) / 1000);
     const routes = await h.pool.query<{ id: string }>('SELECT id FROM generations WHERE account_id = $1', [accountId]);
     for (const { id } of routes.rows) expect(await routingOf(h, id)).toMatchObject({ upstream: 'anthropic' });
+  });
+
+  it('passes the client’s anthropic-version and anthropic-beta to Anthropic unchanged; another door’s chat goes as 2023-06-01 without betas', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const betas = ['interleaved-thinking-2025-05-14', 'fine-grained-tool-streaming-2025-05-14'];
+    const anthropic = new Anthropic({
+      apiKey: key,
+      baseURL,
+      maxRetries: 0,
+      defaultHeaders: { 'anthropic-version': '2025-10-01' },
+    });
+    const message = await anthropic.beta.messages.create({
+      model: 'claude-sonnet',
+      max_tokens: 50,
+      betas,
+      messages: [{ role: 'user', content: 'hello up:tokens=2' }],
+    });
+    expect(message.usage.output_tokens).toBe(2);
+    expect(lastMessages().headers).toMatchObject({
+      'anthropic-version': '2025-10-01',
+      'anthropic-beta': betas.join(','),
+    });
+
+    const streamed = await new Anthropic({ apiKey: key, baseURL, maxRetries: 0 }).messages
+      .stream({ model: 'claude-sonnet', max_tokens: 50, messages: [{ role: 'user', content: 'hi up:tokens=2' }] })
+      .finalMessage();
+    expect(streamed.usage.output_tokens).toBe(2);
+    expect(lastMessages().headers['anthropic-beta']).toBeUndefined();
+
+    const openai = new OpenAI({ apiKey: key, baseURL: `${baseURL}/v1`, maxRetries: 0 });
+    await openai.chat.completions.create({
+      model: 'claude-sonnet',
+      messages: [{ role: 'user', content: 'hey up:tokens=1' }],
+    });
+    expect(lastMessages().headers['anthropic-version']).toBe('2023-06-01');
+    expect(lastMessages().headers['anthropic-beta']).toBeUndefined();
+  });
+
+  it('a failure after the first token reaches the client as Anthropic’s error event, and costs nothing', async () => {
+    const { key } = await h.account({ credits: 10 });
+    const res = await fetch(`${baseURL}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({
+        model: 'claude-sonnet',
+        max_tokens: 50,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi up:tokens=5 up:overload_after=2' }],
+      }),
+    });
+    const events = parseMessageStream(await res.text());
+    expect(events.map((e) => e.event)).toEqual([
+      'message_start',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'error',
+    ]);
+    expect(events.at(-1)!.data).toMatchObject({
+      error: { type: 'api_error' },
+      request_id: res.headers.get('request-id'),
+    });
+    expect(await settledBalance(key)).toBe(10);
   });
 
   it('passes tools and structured output on, and a tool call’s result back as a tool_result', async () => {

@@ -3,15 +3,17 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import type { GenerationRow } from '../../../../core/db/generations';
 import type { OutputStore } from '../../../../core/storage/output-store';
-import { CATALOGUES, eventFor, progressStepCrossed, unknownEvents } from '../../../../core/webhooks/events';
+import {
+  CATALOGUES,
+  eventFor,
+  formatsCataloguing,
+  progressStepCrossed,
+  unknownEvents,
+} from '../../../../core/webhooks/events';
+import type { GenerationOutcome, WebhookFormat } from '../../../../core/webhooks/events';
 import { DISABLE_AFTER_FAILING_MS, RETRY_SCHEDULE_MS, ROTATION_OVERLAP_MS } from '../../../../core/webhooks/schedule';
 import { createSecretBox } from '../../../../core/webhooks/secret-box';
-import {
-  deliveryHeaders,
-  generateSecret,
-  SECRET_PATTERN,
-  verifyServiceSignature,
-} from '../../../../core/webhooks/signing';
+import { deliveryHeaders, generateSecret, SECRET_PATTERN, verifyServiceSignature } from '../../../../core/webhooks/signing';
 import { checkWebhookUrl } from '../../../../core/webhooks/url-check';
 import { deliveryPayload } from '../../../../core/webhooks/payload';
 
@@ -116,7 +118,25 @@ describe('secrets at rest', () => {
   });
 });
 
-describe('the two catalogues', () => {
+describe('the catalogues', () => {
+  it('openai: a response or another generation ended, named as OpenAI names them; batch events without listing them', () => {
+    const outcome = (o: Partial<GenerationOutcome>) => ({ response: false, cancelled: false, incomplete: false, ...o });
+    expect(eventFor('openai', 'chat', 'succeeded', outcome({ response: true }))).toBe('response.completed');
+    expect(eventFor('openai', 'chat', 'succeeded', outcome({ response: true, incomplete: true }))).toBe(
+      'response.incomplete',
+    );
+    expect(eventFor('openai', 'chat', 'failed', outcome({ response: true }))).toBe('response.failed');
+    expect(eventFor('openai', 'chat', 'failed', outcome({ response: true, cancelled: true }))).toBe(
+      'response.cancelled',
+    );
+    expect(eventFor('openai', 'video', 'succeeded')).toBe('generation.completed');
+    expect(eventFor('openai', 'image', 'failed', outcome({ cancelled: true }))).toBe('generation.cancelled');
+    expect(eventFor('openai', 'video', 'running')).toBeUndefined();
+    expect(CATALOGUES.openai).toEqual(expect.arrayContaining(['batch.completed', 'batch.expired']));
+    expect(formatsCataloguing('batch.failed')).toEqual(['openai']);
+    expect(unknownEvents('openai', ['response.completed', 'generation.succeeded'])).toEqual(['generation.succeeded']);
+  });
+
   it('catalogue A (nested): completed and failed, every kind; catalogue B (flat): every state of video and upscale', () => {
     for (const kind of ['image', 'video', 'chat', 'upscale'] as const) {
       expect([eventFor('nested', kind, 'queued'), eventFor('nested', kind, 'running')]).toEqual([undefined, undefined]);
@@ -195,7 +215,8 @@ describe('payloads', () => {
     batchLine: null,
   };
   const at = new Date('2026-01-01T00:01:00Z');
-  const source = (event: string, format: 'nested' | 'flat', generation: GenerationRow | undefined = base) => ({
+  const source = (event: string, format: WebhookFormat, generation: GenerationRow | undefined = base) => ({
+    deliveryId: 'whd_1',
     event,
     format,
     endpointId: 'wh_1',
@@ -271,6 +292,18 @@ describe('payloads', () => {
       endpoint_id: 'wh_1',
       created_at: '2026-01-01T00:01:00.000Z',
     });
+  });
+
+  it('openai: OpenAI’s event object, naming what happened by its id, with the delivery’s id as its own', async () => {
+    expect(await deliveryPayload(source('response.completed', 'openai'), store)).toEqual({
+      id: 'whd_1',
+      object: 'event',
+      type: 'response.completed',
+      created_at: 1_767_225_660,
+      data: { id: 'gen_1' },
+    });
+    const ping = { ...source('ping', 'openai'), generation: undefined };
+    expect(await deliveryPayload(ping, store)).toMatchObject({ type: 'ping', data: { id: 'wh_1' } });
   });
 });
 
