@@ -1,6 +1,5 @@
 import { ProviderRejectedError } from '../errors';
 import type { AnthropicHeaders, ChatMessage, ChatTools, ResponseFormat } from '../generation/params';
-import { toolCallAssembler } from './tool-calls';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
 import { callUpstream, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';

@@ -1,7 +1,7 @@
 """Webhook deliveries through the official openai Python package, as its users receive them:
 client.webhooks.unwrap(body, headers, secret=...) verifies the Standard Webhooks signature and
 parses OpenAI's event object. Prints, for each delivery, what the package made of it (and whether a
-tampered copy was refused) as JSON for the test (test/integration/webhooks-openai.test.ts).
+tampered copy was refused) as JSON for the test (test/integration/service/webhooks/webhooks-openai.test.ts).
 
 usage: python openai-webhooks.py DELIVERIES_JSON_FILE
   the file: {"secret": "whsec_...", "deliveries": [{"body": "...", "headers": {...}}, ...]}

@@ -14,7 +14,7 @@ import { pythonWith } from '../../../support/python-venv';
 
 const run = promisify(execFile);
 const VERSION = '3.57.0';
-const script = join(import.meta.dirname, '..', '..', '..',  'support', 'openai-batch.py');
+const script = join(import.meta.dirname, '..', '..', '..', 'support', 'openai-batch.py');
 
 let h: Harness;
 let baseURL: string;

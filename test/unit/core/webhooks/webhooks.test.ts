@@ -13,7 +13,12 @@ import {
 import type { GenerationOutcome, WebhookFormat } from '../../../../core/webhooks/events';
 import { DISABLE_AFTER_FAILING_MS, RETRY_SCHEDULE_MS, ROTATION_OVERLAP_MS } from '../../../../core/webhooks/schedule';
 import { createSecretBox } from '../../../../core/webhooks/secret-box';
-import { deliveryHeaders, generateSecret, SECRET_PATTERN, verifyServiceSignature } from '../../../../core/webhooks/signing';
+import {
+  deliveryHeaders,
+  generateSecret,
+  SECRET_PATTERN,
+  verifyServiceSignature,
+} from '../../../../core/webhooks/signing';
 import { checkWebhookUrl } from '../../../../core/webhooks/url-check';
 import { deliveryPayload } from '../../../../core/webhooks/payload';
 

@@ -14,15 +14,15 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import OpenAI, { InvalidWebhookSignatureError, toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startHarness } from '../support/harness';
-import type { Harness } from '../support/harness';
-import { pythonWith } from '../support/python-venv';
-import { startReceiver } from '../support/webhook-receiver';
-import type { Received, TestReceiver } from '../support/webhook-receiver';
+import { eventually, startHarness } from '../../../support/harness';
+import type { Harness } from '../../../support/harness';
+import { pythonWith } from '../../../support/python-venv';
+import { startReceiver } from '../../../support/webhook-receiver';
+import type { Received, TestReceiver } from '../../../support/webhook-receiver';
 
 const run = promisify(execFile);
 const VERSION = '3.57.0';
-const script = join(import.meta.dirname, '..', 'support', 'openai-webhooks.py');
+const script = join(import.meta.dirname, '..', '..', '..', 'support', 'openai-webhooks.py');
 
 let h: Harness;
 let receiver: TestReceiver;

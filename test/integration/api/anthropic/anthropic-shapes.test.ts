@@ -8,10 +8,10 @@
 import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OPENAI_CHAT_MODELS } from '../../core/catalogue/models';
-import { startHarness } from '../support/harness';
-import type { Harness } from '../support/harness';
-import { errorResponse, message, modelInfo, modelPage, parseMessageStream } from '../support/anthropic-shapes';
+import { OPENAI_CHAT_MODELS } from '../../../../core/catalogue/models';
+import { startHarness } from '../../../support/harness';
+import type { Harness } from '../../../support/harness';
+import { errorResponse, message, modelInfo, modelPage, parseMessageStream } from '../../../support/anthropic-shapes';
 
 let h: Harness;
 let baseURL: string;
