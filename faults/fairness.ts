@@ -133,7 +133,7 @@ try {
   const flooder = await openAccount(http, stack.adminToken, {
     credits: size * 30,
     requests: flood * 8,
-    scopes: batchLines === undefined ? ['image'] : ['image', 'batch', 'files'],
+    scopes: ['image'],
   });
   const lone = await openAccount(http, stack.adminToken, { credits: 500, requests: 40, scopes: ['image'] });
   const runFlood = (tag: string) =>
