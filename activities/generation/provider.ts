@@ -16,7 +16,8 @@ import type { RouteEntry, RunOutput } from '../../core/vocabulary';
 import { ProviderRejectedError } from '../../core/errors';
 import { imageInFormat } from '../../core/media/output-format';
 import { metrics } from '../../core/metrics';
-import { tokenCharge } from '../../core/catalogue/pricing';
+import { chargedTokens, tokenCharge } from '../../core/catalogue/pricing';
+import { tokenUsageOf } from '../../core/providers/token-usage';
 import { INTERNAL_PARAM_KEYS, publicParamsOf } from '../../core/generation/params';
 import type { InternalParams } from '../../core/generation/params';
 
@@ -251,10 +252,18 @@ export function createProviderActivities({
       }
       // A per-token model (group B chat run through group A) is charged what it produced.
       const rate = job.internal.ratePer1kMc;
-      const charge =
+      const charge: Partial<ReturnType<typeof tokenCharge>> =
         rate !== undefined && result.outputTokens !== undefined
           ? tokenCharge(result.outputTokens, job.params.maxTokens, rate)
           : {};
+      // A chat's tokens in detail, kept beside what it was charged for (the output within its hold).
+      const usage =
+        job.kind === 'chat' && result.outputTokens !== undefined
+          ? tokenUsageOf(result.usage, {
+              prompt: job.prompt,
+              charged: charge.outputTokens ?? chargedTokens(result.outputTokens, job.params.maxTokens),
+            })
+          : undefined;
       outcome = 'succeeded';
       await progress.stop();
       // What this run took, for the next estimates of its model and size; an estimate is not worth failing a run for.
@@ -270,6 +279,7 @@ export function createProviderActivities({
           outputKey,
           outputText: result.text ?? null,
           ...charge,
+          ...(usage ? { usage } : {}),
           ...(result.toolCalls?.length ? { toolCalls: result.toolCalls } : {}),
           ...(result.upstream ? { upstream: result.upstream } : {}),
           ...(result.route ? { routes: [result.route] } : {}),

@@ -1,7 +1,7 @@
 import { ProviderRejectedError } from '../errors';
 import type { ChatMessage, ChatTools, ResponseFormat } from '../generation/params';
-import { toolCallAssembler } from './tool-calls';
-import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import { gatheredChat } from './gathered-chat';
+import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult, ProviderUsage } from './types';
 import { callUpstream, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
 
@@ -53,8 +53,8 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
         stream: true,
       },
     });
-    let promptTokens: number | undefined;
-    let outputTokens: number | undefined;
+    /** Anthropic's figures so far: `message_start` has the input's, `message_delta` the output's (and may restate the input's). */
+    let counted: AnthropicUsage = {};
     /** Content block index → the tool call's index among this reply's calls. */
     const calls = new Map<number, number>();
     for await (const data of sseData(endpoint, res, signal)) {
@@ -66,7 +66,7 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
       }
       switch (event.type) {
         case 'message_start':
-          promptTokens = event.message?.usage?.input_tokens;
+          counted = { ...counted, ...event.message?.usage };
           break;
         case 'content_block_start':
           if (event.content_block?.type === 'tool_use') {
@@ -89,64 +89,68 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
           break;
         }
         case 'message_delta':
-          if (typeof event.usage?.output_tokens === 'number') outputTokens = event.usage.output_tokens;
-          if (typeof event.usage?.input_tokens === 'number') promptTokens = event.usage.input_tokens;
+          counted = { ...counted, ...withoutNulls(event.usage) };
           break;
         case 'error':
           throw new UpstreamUnavailableError(
             `The upstream ${endpoint.name} failed mid-stream: ${event.error?.type ?? 'error'}: ${event.error?.message ?? ''}`,
           );
-        case 'message_stop':
-          if (outputTokens !== undefined)
-            yield { type: 'usage', outputTokens, ...(promptTokens === undefined ? {} : { promptTokens }) };
+        case 'message_stop': {
+          const usage = anthropicUsageOf(counted);
+          if (usage) yield { type: 'usage', ...usage };
           return;
+        }
         default:
           // ping, content_block_stop, and events of later versions: nothing to pass on.
           break;
       }
     }
-    if (outputTokens !== undefined)
-      yield { type: 'usage', outputTokens, ...(promptTokens === undefined ? {} : { promptTokens }) };
+    const usage = anthropicUsageOf(counted);
+    if (usage) yield { type: 'usage', ...usage };
   }
 
   return {
     streamChat,
     // Function tools and structured output are Anthropic's own features.
     serves: () => true,
-    async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
-      let text = '';
-      let deltas = 0;
-      let usage: number | undefined;
-      const calls = toolCallAssembler();
-      for await (const event of streamChat(job, ctx.signal)) {
-        if (event.type === 'usage') {
-          usage = event.outputTokens;
-          continue;
-        }
-        if (event.type === 'delta') text += event.text;
-        else calls.add(event);
-        deltas++;
-        ctx.heartbeat();
-      }
-      const toolCalls = calls.calls();
-      return {
-        text,
-        outputTokens: usage ?? deltas,
-        ...(toolCalls.length ? { toolCalls } : {}),
-        file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
-      };
-    },
+    run: (job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> =>
+      gatheredChat(streamChat(job, ctx.signal), ctx),
   };
 }
 
 interface AnthropicEvent {
   type: string;
   index?: number;
-  message?: { usage?: { input_tokens?: number } };
+  message?: { usage?: AnthropicUsage };
   content_block?: { type: string; id?: string; name?: string };
   delta?: { type?: string; text?: string; partial_json?: string };
-  usage?: { output_tokens?: number; input_tokens?: number };
+  usage?: { [K in keyof AnthropicUsage]: AnthropicUsage[K] | null };
   error?: { type?: string; message?: string };
+}
+
+/** Anthropic's usage: its `input_tokens` leaves out what was read from or written to the cache. */
+interface AnthropicUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_read_input_tokens?: number;
+  cache_creation_input_tokens?: number;
+}
+
+function withoutNulls(u: AnthropicEvent['usage']): AnthropicUsage {
+  return Object.fromEntries(Object.entries(u ?? {}).filter(([, v]) => typeof v === 'number'));
+}
+
+/** Anthropic's figures by OpenAI's rules of inclusion: the input counts the cache's reads and writes. */
+export function anthropicUsageOf(u: AnthropicUsage): ProviderUsage | undefined {
+  if (typeof u.output_tokens !== 'number') return undefined;
+  const cachedInputTokens = u.cache_read_input_tokens ?? 0;
+  const cacheWriteTokens = u.cache_creation_input_tokens ?? 0;
+  return {
+    outputTokens: u.output_tokens,
+    ...(u.input_tokens === undefined
+      ? {}
+      : { inputTokens: u.input_tokens + cachedInputTokens + cacheWriteTokens, cachedInputTokens, cacheWriteTokens }),
+  };
 }
 
 type Block =

@@ -1,7 +1,8 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
-import { openAiChatMessages, openAiResponseFormat, openAiTools, toolCallAssembler } from './tool-calls';
-import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import { gatheredChat } from './gathered-chat';
+import { openAiChatMessages, openAiResponseFormat, openAiTools } from './tool-calls';
+import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult, ProviderUsage } from './types';
 import type { ChatMessage } from '../generation/params';
 import { callUpstream, downloadOutput, extensionOf, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
@@ -67,13 +68,8 @@ export function createOpenAiUpstream(
           arguments: call.function?.arguments ?? '',
         };
       }
-      if (chunk.usage && typeof chunk.usage.completion_tokens === 'number') {
-        yield {
-          type: 'usage',
-          outputTokens: chunk.usage.completion_tokens,
-          ...(typeof chunk.usage.prompt_tokens === 'number' ? { promptTokens: chunk.usage.prompt_tokens } : {}),
-        };
-      }
+      const usage = chunk.usage ? openAiUsageOf(chunk.usage) : undefined;
+      if (usage) yield { type: 'usage', ...usage };
     }
   }
 
@@ -95,29 +91,7 @@ export function createOpenAiUpstream(
     // Function tools and structured output are passed on as OpenAI's chat completions take them.
     serves: () => true,
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
-      if (job.kind === 'chat') {
-        let text = '';
-        let deltas = 0;
-        let usage: number | undefined;
-        const calls = toolCallAssembler();
-        for await (const event of streamChat(job, ctx.signal)) {
-          if (event.type === 'usage') {
-            usage = event.outputTokens;
-            continue;
-          }
-          if (event.type === 'delta') text += event.text;
-          else calls.add(event);
-          deltas++;
-          ctx.heartbeat();
-        }
-        const toolCalls = calls.calls();
-        return {
-          text,
-          outputTokens: usage ?? deltas,
-          ...(toolCalls.length ? { toolCalls } : {}),
-          file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
-        };
-      }
+      if (job.kind === 'chat') return gatheredChat(streamChat(job, ctx.signal), ctx);
       if (job.kind === 'image' && job.inputs?.length) {
         // An edit: OpenAI's multipart /images/edits, one image as `image`, several as `image[]`.
         const form = new FormData();
@@ -164,6 +138,46 @@ interface UpstreamChunk {
       tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
     };
   }[];
-  usage?: { completion_tokens?: number; prompt_tokens?: number } | null;
+  usage?: OpenAiUsage | null;
   error?: { message?: string };
 }
+
+/**
+ * OpenAI's usage, named as chat completions name it or as the Responses API does. Its input counts
+ * the cached part and its output the reasoning, as ours do. OpenAI reports no cache writes; servers
+ * in front of other models (OpenRouter, LiteLLM) name them `cache_write_tokens` or
+ * `cache_creation_input_tokens`.
+ */
+interface OpenAiUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  input_tokens?: number;
+  output_tokens?: number;
+  prompt_tokens_details?: CacheDetails | null;
+  input_tokens_details?: CacheDetails | null;
+  completion_tokens_details?: { reasoning_tokens?: number } | null;
+  output_tokens_details?: { reasoning_tokens?: number } | null;
+}
+interface CacheDetails {
+  cached_tokens?: number;
+  cache_write_tokens?: number;
+  cache_creation_input_tokens?: number;
+}
+
+export function openAiUsageOf(u: OpenAiUsage): ProviderUsage | undefined {
+  const outputTokens = count(u.completion_tokens ?? u.output_tokens);
+  if (outputTokens === undefined) return undefined;
+  const input = u.prompt_tokens_details ?? u.input_tokens_details;
+  const reasoning = u.completion_tokens_details ?? u.output_tokens_details;
+  return {
+    outputTokens,
+    inputTokens: count(u.prompt_tokens ?? u.input_tokens),
+    cachedInputTokens: count(input?.cached_tokens),
+    cacheWriteTokens: count(input?.cache_write_tokens ?? input?.cache_creation_input_tokens),
+    reasoningTokens: count(reasoning?.reasoning_tokens),
+  };
+}
+
+/** A count as an upstream sent it: a whole number of tokens, or nothing. */
+const count = (n: unknown): number | undefined =>
+  Number.isSafeInteger(n) && (n as number) >= 0 ? (n as number) : undefined;

@@ -1,5 +1,5 @@
 import type { InternalParams, PublicParams } from '../generation/params';
-import type { GenerationKind, RouteEntry, ToolCall } from '../vocabulary';
+import type { GenerationKind, RouteEntry, TokenUsage, ToolCall } from '../vocabulary';
 
 /** One job handed to a provider: the model and the parameters the quote was made with. */
 export interface ProviderJob {
@@ -28,6 +28,8 @@ export interface ProviderResult {
   text?: string;
   /** For use-billed runs (per output token). */
   outputTokens?: number;
+  /** A chat's token counts as the provider gave them (cache and reasoning included). */
+  usage?: ProviderUsage;
   /** The configured upstream that produced it (none: the simulator). */
   upstream?: string;
   /**
@@ -70,8 +72,14 @@ export type ChatStreamEvent =
   | { type: 'delta'; text: string }
   /** A piece of the `index`th function call: its id and name come first, its arguments in pieces. */
   | { type: 'tool_call'; index: number; id?: string | undefined; name?: string | undefined; arguments: string }
-  /** The provider's own count of the output tokens, when it gives one (at the end). */
-  | { type: 'usage'; outputTokens: number; promptTokens?: number };
+  /** The provider's own count of the tokens, when it gives one (at the end). */
+  | ({ type: 'usage' } & ProviderUsage);
+
+/**
+ * A provider's count of a chat's tokens, by OpenAI's rules of inclusion (TokenUsage): the output
+ * always, the rest when the provider says.
+ */
+export type ProviderUsage = Pick<TokenUsage, 'outputTokens'> & Partial<Omit<TokenUsage, 'outputTokens'>>;
 
 /** An upstream job a run left waiting: where it is, and how to take it up again. */
 export interface UpstreamWait {

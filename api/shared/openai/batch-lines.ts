@@ -5,6 +5,7 @@ import type { BatchEndpoint } from '../../../core/vocabulary';
 import type { LineGenerationView, LineParser, LineResult } from '../../../service/batches/service';
 import { errorBody, fromZod } from '../errors';
 import { CHAT_FIELDS, chatCompletionBody, chatCompletionOf, chatRequestOf } from './chat';
+import { tokenUsageOf } from '../../../core/providers/token-usage';
 import { failedRunError } from './failures';
 import {
   answerFormatOf,
@@ -109,8 +110,7 @@ async function answerOf(
         toolCalls: g.toolCalls,
         finishReason:
           g.toolCalls.length > 0 ? 'tool_calls' : tokens >= (g.params.maxTokens ?? Infinity) ? 'length' : 'stop',
-        // As an Idempotency-Key repeat answers a reply: the prompt's tokens about four characters each.
-        usage: { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens },
+        usage: g.usage ?? tokenUsageOf(undefined, { prompt: g.prompt, charged: tokens }),
       });
     }
     case '/v1/responses':

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { safeText } from '../../../core/text';
 import type { ChatMessage, ChatSampling, ChatTools, ResponseFormat } from '../../../core/generation/params';
-import type { ToolCall } from '../../../core/vocabulary';
+import type { TokenUsage, ToolCall } from '../../../core/vocabulary';
 import type { GenerationRequest } from '../../../service/generation/requests';
 import { functionName, jsonSchemaName, modelId, spendCapField } from '../fields';
 import { UNSUPPORTED } from './words';
@@ -193,9 +193,13 @@ export const chatCompletionBody = z
 export type ChatBody = z.infer<typeof chatCompletionBody>;
 
 const usage = z.object({
-  prompt_tokens: z.number().int(),
+  prompt_tokens: z.number().int().describe('All input tokens, those read from the prompt cache included'),
   completion_tokens: z.number().int(),
   total_tokens: z.number().int(),
+  prompt_tokens_details: z.object({ cached_tokens: z.number().int().describe('Input read from the prompt cache') }),
+  completion_tokens_details: z.object({
+    reasoning_tokens: z.number().int().describe('Output tokens the model reasoned with: part of completion_tokens'),
+  }),
 });
 export const chatCompletion = z
   .object({
@@ -278,11 +282,14 @@ export function messageOf(text: string, calls: ToolCall[]) {
   };
 }
 
-export function usageOf(u: { promptTokens: number; completionTokens: number }) {
+/** OpenAI's counts include the cached input in the input and the reasoning in the output, as ours do. */
+export function usageOf(u: TokenUsage): z.infer<typeof usage> {
   return {
-    prompt_tokens: u.promptTokens,
-    completion_tokens: u.completionTokens,
-    total_tokens: u.promptTokens + u.completionTokens,
+    prompt_tokens: u.inputTokens,
+    completion_tokens: u.outputTokens,
+    total_tokens: u.inputTokens + u.outputTokens,
+    prompt_tokens_details: { cached_tokens: u.cachedInputTokens },
+    completion_tokens_details: { reasoning_tokens: u.reasoningTokens },
   };
 }
 
@@ -307,7 +314,7 @@ export function chatCompletionOf(r: {
   text: string;
   toolCalls: ToolCall[];
   finishReason: 'stop' | 'length' | 'tool_calls';
-  usage: { promptTokens: number; completionTokens: number };
+  usage: TokenUsage;
 }): z.infer<typeof chatCompletion> {
   return {
     id: r.id,

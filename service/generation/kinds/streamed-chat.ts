@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { creditsToMc } from '../../../core/money';
 import type { Principal } from '../../../core/accounts/principal';
+import { estimatedInputTokens, tokenUsageOf } from '../../../core/providers/token-usage';
 import type { Provider, ProviderJob } from '../../../core/providers/types';
 import type { OutputStore } from '../../../core/storage/output-store';
 import type { ApiRunResult, GenerationWorkflowInput } from '../../../core/workflow-contract';
@@ -139,7 +140,7 @@ export function createStreamedChat(deps: ChatRunDeps) {
         model: input.model,
         createdAt: new Date(),
         maxTokens: ready.maxTokens,
-        promptTokens: Math.ceil(ready.job.prompt.length / 4),
+        promptTokens: estimatedInputTokens(ready.job.prompt),
         events: replyEvents({
           job: ready.job,
           provider: deps.provider,
@@ -188,7 +189,7 @@ function replayedRun(g: GenerationView): ChatRun {
     model: g.model,
     createdAt: g.createdAt,
     maxTokens,
-    promptTokens: Math.ceil(g.prompt.length / 4),
+    promptTokens: estimatedInputTokens(g.prompt),
     replay: g,
     events: (async function* (): AsyncGenerator<ChatRunEvent> {
       if (text) yield { type: 'delta', text };
@@ -196,7 +197,7 @@ function replayedRun(g: GenerationView): ChatRun {
         yield {
           type: 'end',
           finishReason: tokens >= maxTokens ? 'length' : 'stop',
-          usage: { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens },
+          usage: g.usage ?? tokenUsageOf(undefined, { prompt: g.prompt, charged: tokens }),
         };
     })(),
     settled: () => Promise.resolve(),
