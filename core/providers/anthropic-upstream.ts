@@ -111,8 +111,8 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
 
   return {
     streamChat,
-    // Function tools and structured output are Anthropic's own features.
-    serves: () => true,
+    // Function tools and structured output are Anthropic's own features; log probabilities it does not give.
+    serves: (_model, feature) => feature !== 'logprobs',
     run: (job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> =>
       gatheredChat(streamChat(job, ctx.signal), ctx),
   };

@@ -2,7 +2,15 @@ import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
 import { gatheredChat } from './gathered-chat';
 import { openAiChatMessages, openAiResponseFormat, openAiTools } from './tool-calls';
-import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult, ProviderUsage } from './types';
+import type {
+  ChatStreamEvent,
+  Provider,
+  ProviderContext,
+  ProviderJob,
+  ProviderResult,
+  ProviderUsage,
+  TokenLogprob,
+} from './types';
 import type { ChatMessage } from '../generation/params';
 import { callUpstream, downloadOutput, extensionOf, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
@@ -58,7 +66,9 @@ export function createOpenAiUpstream(
         );
       const delta = chunk.choices?.[0]?.delta;
       const content = delta?.content;
-      if (typeof content === 'string' && content !== '') yield { type: 'delta', text: content };
+      const logprobs = chunk.choices?.[0]?.logprobs?.content;
+      if (typeof content === 'string' && content !== '')
+        yield { type: 'delta', text: content, ...(logprobs ? { logprobs: logprobs.map(tokenLogprobOf) } : {}) };
       for (const call of delta?.tool_calls ?? []) {
         yield {
           type: 'tool_call',
@@ -88,7 +98,7 @@ export function createOpenAiUpstream(
 
   return {
     streamChat,
-    // Function tools and structured output are passed on as OpenAI's chat completions take them.
+    // Function tools, structured output and log probabilities are passed on as OpenAI's chat completions take them.
     serves: () => true,
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       if (job.kind === 'chat') return gatheredChat(streamChat(job, ctx.signal), ctx);
@@ -133,6 +143,7 @@ export function createOpenAiUpstream(
 
 interface UpstreamChunk {
   choices?: {
+    logprobs?: { content?: UpstreamLogprob[] | null } | null;
     delta?: {
       content?: string | null;
       tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
@@ -177,6 +188,20 @@ export function openAiUsageOf(u: OpenAiUsage): ProviderUsage | undefined {
     reasoningTokens: count(reasoning?.reasoning_tokens),
   };
 }
+
+interface UpstreamLogprob {
+  token: string;
+  logprob: number;
+  bytes?: number[] | null;
+  top_logprobs?: { token: string; logprob: number; bytes?: number[] | null }[];
+}
+
+const tokenLogprobOf = (l: UpstreamLogprob): TokenLogprob => ({
+  token: l.token,
+  logprob: l.logprob,
+  bytes: l.bytes ?? null,
+  top: (l.top_logprobs ?? []).map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes ?? null })),
+});
 
 /** A count as an upstream sent it: a whole number of tokens, or nothing. */
 const count = (n: unknown): number | undefined =>

@@ -9,6 +9,7 @@ import { parseDirectives } from './directives';
 import type { SimDirectives } from './directives';
 import type { PublicParams } from '../generation/params';
 import { simulatedReply } from './simulated-chat';
+import { simulatedLogprob } from './simulated-logprobs';
 import { toolCallAssembler } from './tool-calls';
 import { estimatedInputTokens } from './token-usage';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult, ProviderUsage } from './types';
@@ -158,11 +159,15 @@ function simulatedUsage(job: ProviderJob, directives: SimDirectives, pieces: num
   };
 }
 
-/** The reply's pieces, one token each: words, JSON, or a function call (simulated-chat.ts); reasoning takes its share of the cap first. */
+/**
+ * The reply's pieces, one token each: words, JSON, or a function call (simulated-chat.ts);
+ * reasoning takes its share of the cap first. Asked for, each text piece has its log probability.
+ */
 function chatReply(job: ProviderJob, directives: SimDirectives) {
   const cap = (job.params.maxTokens ?? Infinity) - reasoningOf(job, directives);
   const tools = job.internal.tools;
-  return simulatedReply({
+  const sampling = job.internal.sampling;
+  const events = simulatedReply({
     model: job.model,
     prompt: job.prompt,
     messages: job.internal.messages ?? [{ role: 'user', content: job.prompt }],
@@ -172,6 +177,12 @@ function chatReply(job: ProviderJob, directives: SimDirectives) {
     maxTokens: cap,
     text: chatWords(job.prompt, Math.min(directives.tokens ?? DEFAULT_CHAT_TOKENS, cap)),
   });
+  if (!sampling?.logprobs) return events;
+  return events.map((e, i) =>
+    e.type === 'delta'
+      ? { ...e, logprobs: [simulatedLogprob(e.text, `${job.prompt}|${i}`, sampling.top_logprobs ?? 0)] }
+      : e,
+  );
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

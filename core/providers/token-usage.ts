@@ -34,3 +34,15 @@ export function estimatedInputTokens(prompt: string): number {
 export function uncachedInputTokens(u: TokenUsage): number {
   return Math.max(0, u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens);
 }
+
+/** The usage of several replies of one request (OpenAI's `n` choices), each count summed. */
+export function summedTokenUsage(usages: readonly TokenUsage[]): TokenUsage {
+  const sum = (k: keyof TokenUsage) => usages.reduce((total, u) => total + u[k], 0);
+  return {
+    inputTokens: sum('inputTokens'),
+    cachedInputTokens: sum('cachedInputTokens'),
+    cacheWriteTokens: sum('cacheWriteTokens'),
+    outputTokens: sum('outputTokens'),
+    reasoningTokens: sum('reasoningTokens'),
+  };
+}

@@ -15,7 +15,7 @@ const STREAM_ATTEMPTS = 3;
 const RETRY_PAUSE_MS = 250;
 
 export type ChatRunEvent =
-  | { type: 'delta'; text: string }
+  | Extract<ChatStreamEvent, { type: 'delta' }>
   /** A piece of a function call (only when the request offered functions and its provider serves them). */
   | Extract<ChatStreamEvent, { type: 'tool_call' }>
   /** The reply is complete: `length` when it stopped at max_tokens, `tool_calls` when it called functions. */
@@ -108,7 +108,7 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
           // One delta is one token unless the provider counts otherwise (it says so at the end).
           delivered++;
           text += event.text;
-          yield { type: 'delta', text: event.text };
+          yield { type: 'delta', text: event.text, ...(event.logprobs ? { logprobs: event.logprobs } : {}) };
           if (delivered >= maxTokens) break;
         }
         break;

@@ -227,6 +227,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
             {
               index: 0,
               delta: i === 0 ? { role: 'assistant', content: piece } : { content: piece },
+              logprobs: body.logprobs === true ? { content: [logprobOf(piece, Number(body.top_logprobs ?? 0))] } : null,
               finish_reason: null,
             },
           ],
@@ -254,6 +255,15 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
   });
   const listening = await listen(server, '/v1');
   return { ...listening, received, always };
+}
+
+/** OpenAI's log probability of a streamed piece, with `top` likeliest tokens (the piece first). */
+function logprobOf(piece: string, top: number) {
+  const entry = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)] });
+  return {
+    ...entry(piece, -0.25),
+    top_logprobs: Array.from({ length: top }, (_, i) => (i === 0 ? entry(piece, -0.25) : entry(` alt${i}`, -2 - i))),
+  };
 }
 
 /**
