@@ -65,9 +65,12 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
         throw new UpstreamUnavailableError(`The upstream ${endpoint.name} sent an event that is not JSON.`);
       }
       switch (event.type) {
-        case 'message_start':
-          counted = { ...counted, ...event.message?.usage };
+        case 'message_start': {
+          // Its output count is a placeholder: the output billed is message_delta's.
+          const { output_tokens: _placeholder, ...input } = withoutNulls(event.message?.usage);
+          counted = { ...counted, ...input };
           break;
+        }
         case 'content_block_start':
           if (event.content_block?.type === 'tool_use') {
             const index = calls.size;
@@ -121,10 +124,10 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
 interface AnthropicEvent {
   type: string;
   index?: number;
-  message?: { usage?: AnthropicUsage };
+  message?: { usage?: NullableUsage };
   content_block?: { type: string; id?: string; name?: string };
   delta?: { type?: string; text?: string; partial_json?: string };
-  usage?: { [K in keyof AnthropicUsage]: AnthropicUsage[K] | null };
+  usage?: NullableUsage;
   error?: { type?: string; message?: string };
 }
 
@@ -136,7 +139,10 @@ interface AnthropicUsage {
   cache_creation_input_tokens?: number;
 }
 
-function withoutNulls(u: AnthropicEvent['usage']): AnthropicUsage {
+/** As Anthropic sends it: a count not known yet may be null. */
+type NullableUsage = { [K in keyof AnthropicUsage]: AnthropicUsage[K] | null };
+
+function withoutNulls(u: NullableUsage | undefined): AnthropicUsage {
   return Object.fromEntries(Object.entries(u ?? {}).filter(([, v]) => typeof v === 'number'));
 }
 
