@@ -52,6 +52,22 @@ export type Door = (typeof DOORS)[number];
 /** Kinds whose generations wait for one of the account's slots before they run. */
 export const SLOT_KINDS: ReadonlySet<GenerationKind> = new Set(['video']);
 
+/**
+ * A chat's tokens as its provider counted them, by OpenAI's rules of inclusion: the input counts
+ * its cache reads and cache writes, the output its reasoning (reasoning tokens are output tokens,
+ * charged as such). Each door shows them in its own shape; Anthropic's input excludes the cache.
+ */
+export interface TokenUsage {
+  inputTokens: number;
+  /** Input read from the provider's prompt cache. */
+  cachedInputTokens: number;
+  /** Input written to the provider's prompt cache. */
+  cacheWriteTokens: number;
+  /** What a per-token reply is charged for. */
+  outputTokens: number;
+  reasoningTokens: number;
+}
+
 /** What a finished run produced, as the ledger settles it. */
 export interface RunOutput {
   outputKey: string | null;
@@ -60,6 +76,8 @@ export interface RunOutput {
   chargeMc?: number | undefined;
   /** Per-token runs: the output tokens `chargeMc` pays for. */
   outputTokens?: number | undefined;
+  /** A chat's tokens in detail (cache, reasoning), as its provider counted them. */
+  usage?: TokenUsage | undefined;
   /** The configured upstream that produced it (none: the simulator); the workflow shows it as GenerationProvider. */
   upstream?: string | undefined;
   /** A chat that answered by calling the client's functions (an upstream that serves tools). */

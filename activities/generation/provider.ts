@@ -9,7 +9,8 @@ import type { RouteEntry, RunOutput } from '../../core/vocabulary';
 import { ProviderRejectedError } from '../../core/errors';
 import { imageInFormat } from '../../core/media/output-format';
 import { metrics } from '../../core/metrics';
-import { tokenCharge } from '../../core/catalogue/pricing';
+import { chargedTokens, tokenCharge } from '../../core/catalogue/pricing';
+import { tokenUsageOf } from '../../core/providers/token-usage';
 import { INTERNAL_PARAM_KEYS, publicParamsOf } from '../../core/generation/params';
 import type { InternalParams } from '../../core/generation/params';
 import { progressRecorder } from './progress-recorder';
@@ -74,10 +75,18 @@ async function perform(deps: ProviderDeps, run: ProviderRun, detach: boolean): P
     const outputKey = result.file ? await storeOutput(deps, job, result.file, thumbnail.made) : null;
     // A per-token model (group B chat run through group A) is charged what it produced.
     const rate = job.internal.ratePer1kMc;
-    const charge =
+    const charge: Partial<ReturnType<typeof tokenCharge>> =
       rate !== undefined && result.outputTokens !== undefined
         ? tokenCharge(result.outputTokens, job.params.maxTokens, rate)
         : {};
+    // A chat's tokens in detail, kept beside what it was charged for (the output within its hold).
+    const usage =
+      job.kind === 'chat' && result.outputTokens !== undefined
+        ? tokenUsageOf(result.usage, {
+            prompt: job.prompt,
+            charged: charge.outputTokens ?? chargedTokens(result.outputTokens, job.params.maxTokens),
+          })
+        : undefined;
     outcome = 'succeeded';
     await progress.stop();
     // What this run took, for the next estimates of its model and size; an estimate is not worth failing a run for.
@@ -93,6 +102,7 @@ async function perform(deps: ProviderDeps, run: ProviderRun, detach: boolean): P
         outputKey,
         outputText: result.text ?? null,
         ...charge,
+        ...(usage ? { usage } : {}),
         ...(result.toolCalls?.length ? { toolCalls: result.toolCalls } : {}),
         ...(result.upstream ? { upstream: result.upstream } : {}),
         ...(result.route ? { routes: [result.route] } : {}),

@@ -1,5 +1,6 @@
 import { toolCallAssembler } from '../../core/providers/tool-calls';
-import type { ToolCall } from '../../core/vocabulary';
+import { uncachedInputTokens } from '../../core/providers/token-usage';
+import type { TokenUsage, ToolCall } from '../../core/vocabulary';
 import type { ChatRunEvent } from '../../service/chat/reply-stream';
 import { anthropicErrorOf } from './errors';
 
@@ -26,12 +27,13 @@ export interface MessageMeta {
   requestId: string;
 }
 
-function usageOf(usage: { promptTokens: number; completionTokens: number }) {
+/** Anthropic's counts: its input_tokens leaves out the input read from or written to the cache, ours counts it. */
+function usageOf(usage: TokenUsage) {
   return {
-    input_tokens: usage.promptTokens,
-    output_tokens: usage.completionTokens,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
+    input_tokens: uncachedInputTokens(usage),
+    output_tokens: usage.outputTokens,
+    cache_creation_input_tokens: usage.cacheWriteTokens,
+    cache_read_input_tokens: usage.cachedInputTokens,
   };
 }
 
@@ -116,7 +118,13 @@ export async function* messageEvents(
         diagnostics: null,
         stop_reason: null,
         stop_sequence: null,
-        usage: messageUsageOf({ promptTokens: meta.promptTokens, completionTokens: 0 }),
+        usage: messageUsageOf({
+          inputTokens: meta.promptTokens,
+          cachedInputTokens: 0,
+          cacheWriteTokens: 0,
+          outputTokens: 0,
+          reasoningTokens: 0,
+        }),
       },
     });
     yield event('ping', {});

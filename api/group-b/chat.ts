@@ -2,8 +2,13 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { DomainError, InvalidRequestError, markAfterAdmission } from '../../core/errors';
-import type { ChatRunEvent } from '../../service/chat/reply-stream';
+import { summedTokenUsage } from '../../core/providers/token-usage';
+import type { TokenUsage } from '../../core/vocabulary';
+import { firstsOf, interleaved } from '../../service/chat/choices';
+import type { ChoiceEvent } from '../../service/chat/choices';
+import type { ChatRun } from '../../service/generation/kinds/streamed-chat';
 import { wholeReply } from '../../service/chat/whole-reply';
+import type { WholeReply } from '../../service/chat/whole-reply';
 import { principalOf } from '../shared/auth';
 import { clientGone } from '../shared/sse';
 import { errorBody } from '../shared/errors';
@@ -15,6 +20,7 @@ import {
   chatCompletionBody,
   chatCompletionOf,
   chatRequestOf,
+  logprobsOf,
   usageOf,
 } from '../shared/openai/chat';
 import { failedRunError } from '../shared/openai/failures';
@@ -30,11 +36,14 @@ import type { GroupBDeps } from './common';
 
 const sse = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`;
 
-/** Writes a run as OpenAI's stream: role and deltas, the finish, the usage if asked, [DONE]. */
+/**
+ * Writes the runs of a request's choices as OpenAI's stream: each choice's role and deltas (with
+ * their log probabilities when asked) and its finish as they come, then the usage of them all if
+ * asked, then [DONE].
+ */
 async function* chatChunks(
-  first: IteratorResult<ChatRunEvent>,
-  rest: AsyncIterator<ChatRunEvent>,
-  meta: { id: string; created: number; model: string; includeUsage: boolean },
+  choices: AsyncGenerator<ChoiceEvent>,
+  meta: { id: string; created: number; model: string; includeUsage: boolean; logprobs: boolean; count: number },
 ): AsyncGenerator<string> {
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
     sse({
@@ -46,22 +55,22 @@ async function* chatChunks(
       ...(meta.includeUsage ? { usage: null } : {}),
       ...extra,
     });
-  let role = true;
-  let result = first;
+  /** The choices whose role has not gone out yet. */
+  const roleless = new Set(Array.from({ length: meta.count }, (_, i) => i));
+  const usages: TokenUsage[] = [];
+  const noLogprobs = meta.logprobs ? { content: [], refusal: null } : null;
   try {
-    for (;;) {
-      if (result.done) break;
-      const event = result.value;
+    for await (const { index, event } of choices) {
+      const role = roleless.delete(index);
       if (event.type === 'delta') {
         yield chunk([
           {
-            index: 0,
+            index,
             delta: role ? { role: 'assistant', content: event.text } : { content: event.text },
-            logprobs: null,
+            logprobs: meta.logprobs ? logprobsOf(event.logprobs ?? []) : null,
             finish_reason: null,
           },
         ]);
-        role = false;
       } else if (event.type === 'tool_call') {
         // The first piece of a call names it; the rest carry its arguments.
         const call =
@@ -75,28 +84,30 @@ async function* chatChunks(
             : { index: event.index, function: { arguments: event.arguments } };
         yield chunk([
           {
-            index: 0,
+            index,
             delta: { ...(role ? { role: 'assistant', content: null } : {}), tool_calls: [call] },
-            logprobs: null,
+            logprobs: noLogprobs,
             finish_reason: null,
           },
         ]);
-        role = false;
       } else {
         if (role)
-          yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
-        yield chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: event.finishReason }]);
-        if (meta.includeUsage) yield chunk([], { usage: usageOf(event.usage) });
+          yield chunk([
+            { index, delta: { role: 'assistant', content: '' }, logprobs: noLogprobs, finish_reason: null },
+          ]);
+        yield chunk([{ index, delta: {}, logprobs: noLogprobs, finish_reason: event.finishReason }]);
+        usages.push(event.usage);
       }
-      result = await rest.next();
     }
+    if (meta.includeUsage && usages.length === meta.count)
+      yield chunk([], { usage: usageOf(summedTokenUsage(usages)) });
     yield 'data: [DONE]\n\n';
   } catch (err) {
     // Headers are gone: the error travels as an event, which the SDK raises as an APIError.
     const e = err instanceof DomainError ? err : undefined;
     yield sse(errorBody(e?.type ?? 'server_error', e?.status ?? 500, e?.message ?? 'Internal error.'));
   } finally {
-    await rest.return?.();
+    await choices.return(undefined);
   }
 }
 
@@ -139,43 +150,53 @@ export const groupBChatRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
     async (request, reply) => {
       const body = request.body;
       const signal = clientGone(request, reply);
-      const run = await inGroupBWords(() =>
-        deps.service.runChat(chatRequestOf(body), principalOf(request), {
+      const count = body.n ?? 1;
+      const runs = await inGroupBWords(() =>
+        deps.service.runChatChoices(chatRequestOf(body), principalOf(request), {
           ...submitOptionsOf(request, 'POST /v1/chat/completions', body),
           signal,
           streamed: body.stream === true,
+          count,
         }),
       );
+      const [run] = runs as [ChatRun, ...ChatRun[]];
       const created = unixSeconds(run.createdAt);
-      if (run.replay?.status === 'failed') {
-        // A repeat of a request that failed answers the same failure (nothing was charged either time).
-        throw markAfterAdmission(failedRunError('reply', run.replay.error));
-      }
-      const events = run.events[Symbol.asyncIterator]();
-      // The first event (or a failure before it) decides the status: errors before any token are
+      const failed = runs.find((r) => r.replay?.status === 'failed');
+      // A repeat of a request that failed answers the same failure (nothing was charged either time).
+      if (failed) throw markAfterAdmission(failedRunError('reply', failed.replay!.error));
+      const events = runs.map((r) => r.events[Symbol.asyncIterator]());
+      // The first events (or a failure before them) decide the status: errors before any token are
       // ordinary error answers; after it they travel inside the stream.
-      const first = await inGroupBWords(() => events.next()).catch(async (err: unknown) => {
-        // Answered once the hold is back, so that the balance read next shows nothing taken.
-        await run.settled();
-        throw err;
-      });
+      const firsts = await firstsOf(runs, events, inGroupBWords);
 
       if (body.stream) {
-        const includeUsage = body.stream_options?.include_usage === true;
+        const meta = {
+          id: run.id,
+          created,
+          model: run.model,
+          includeUsage: body.stream_options?.include_usage === true,
+          logprobs: body.logprobs === true,
+          count,
+        };
         reply
           .header('content-type', 'text/event-stream; charset=utf-8')
           .header('cache-control', 'no-cache')
           .header('x-accel-buffering', 'no');
         return reply.send(
-          Readable.from(chatChunks(first, events, { id: run.id, created, model: run.model, includeUsage }), {
-            objectMode: false,
-          }) as unknown as string,
+          Readable.from(chatChunks(interleaved(firsts, events), meta), { objectMode: false }) as unknown as string,
         );
       }
 
-      const whole = await inGroupBWords(() => wholeReply(run, first, events));
-      if (!whole) throw new InvalidRequestError('The reply ended early.');
-      return chatCompletionOf({ id: run.id, created, model: run.model, ...whole });
+      const wholes = await inGroupBWords(() => Promise.all(runs.map((r, i) => wholeReply(r, firsts[i]!, events[i]!))));
+      if (wholes.some((w) => w === undefined)) throw new InvalidRequestError('The reply ended early.');
+      const choices = wholes as WholeReply[];
+      return chatCompletionOf({
+        id: run.id,
+        created,
+        model: run.model,
+        choices: choices.map((w) => ({ ...w, logprobs: body.logprobs === true ? w.logprobs : null })),
+        usage: summedTokenUsage(choices.map((w) => w.usage)),
+      });
     },
   );
 };

@@ -16,6 +16,7 @@ import {
   idParams,
   liveFields,
   liveFieldsOf,
+  tokenUsage,
 } from '../shared/schemas';
 
 /** The spec's generation record (group C, webhook payloads); chat replies also carry their text. */
@@ -30,6 +31,7 @@ const generationRecord = z
     error: generationError.nullable(),
     text: z.string().optional().describe('Chat only: the reply'),
     customer: z.string().optional().describe('Only when one was named: your own id for the end user it was made for'),
+    usage: tokenUsage.optional().describe('A succeeded chat only: its tokens as the model’s provider counted them'),
   })
   .meta({ id: 'GenerationRecord' });
 

@@ -161,6 +161,17 @@ export const publicParams = z
   } satisfies Record<keyof PublicParams, z.ZodType>)
   .meta({ id: 'GenerationParams' });
 
+/** A chat's tokens in detail, by OpenAI's rules: the input counts the cache, the output the reasoning. */
+export const tokenUsage = z
+  .object({
+    inputTokens: z.int().describe('All input tokens, those read from or written to the prompt cache included'),
+    cachedInputTokens: z.int().describe('Input read from the prompt cache'),
+    cacheWriteTokens: z.int().describe('Input written to the prompt cache'),
+    outputTokens: z.int().describe('All output tokens, reasoning included: what a per-token model charges for'),
+    reasoningTokens: z.int().describe('Output tokens the model reasoned with'),
+  })
+  .meta({ id: 'TokenUsage' });
+
 /** Group A's generation: the record plus what a history needs (quote, parameters, times). */
 export const generation = z
   .object({
@@ -203,6 +214,9 @@ export const generation = z
         'The upstream that served it, as the operator names it (UPSTREAMS_JSON); null when the built-in simulator did, or until it succeeded',
       ),
     batchId: z.string().nullable().describe('The batch whose line it ran (POST /v1/batches); null otherwise'),
+    usage: tokenUsage
+      .nullable()
+      .describe('A succeeded chat: its tokens as the model’s provider counted them; null otherwise'),
   })
   .meta({ id: 'Generation' });
 
@@ -222,6 +236,7 @@ export function generationOf(g: GenerationView): z.infer<typeof generation> {
     ...liveFieldsOf(g),
     provider: g.provider,
     batchId: g.batchId,
+    usage: g.usage,
   };
 }
 
@@ -332,7 +347,11 @@ const usageFigures = {
   generations: z.int(),
   succeeded: z.int(),
   failed: z.int(),
-  outputTokens: z.int().describe('Chat output tokens charged for'),
+  outputTokens: z.int().describe('Chat output tokens charged for (reasoning included)'),
+  inputTokens: z.int().describe('Chat input tokens, those read from or written to the prompt cache included'),
+  cachedInputTokens: z.int().describe('Chat input read from the prompt cache'),
+  cacheWriteTokens: z.int().describe('Chat input written to the prompt cache'),
+  reasoningTokens: z.int().describe('Chat output tokens the model reasoned with'),
 };
 export const usageReport = z
   .object({

@@ -1,7 +1,8 @@
 import type { InternalParams, PublicParams } from '../generation/params';
 import type { Queryable } from './pool';
 import type { Millicredits } from '../money';
-import type { GenerationFailure, GenerationKind, GenerationStatus, VideoPreviewName } from '../vocabulary';
+import type { GenerationFailure, GenerationKind, GenerationStatus, TokenUsage, VideoPreviewName } from '../vocabulary';
+import { tokenUsageOfColumn } from './token-usage';
 import { withEstimates } from './estimates';
 import { PREVIEW_KEYS_COLUMN } from './previews';
 import { PROVIDER_COLUMN } from './upstreams';
@@ -45,10 +46,12 @@ export interface GenerationRow {
   /** The batch whose line it runs (and the line), or null. */
   batchId: string | null;
   batchLine: number | null;
+  /** A settled chat's tokens in detail (core/db/token-usage.ts); null otherwise. */
+  tokenUsage: TokenUsage | null;
 }
 
 export const GENERATION_COLUMNS = `id, account_id, api_key_id, customer_id, kind, model, status, params, internal, prompt, quote_mc, charged_mc, free_chat,
-  output_key, output_text, error, created_at, started_at, finished_at, batch_id, batch_line, ${PREVIEW_KEYS_COLUMN}, ${PROVIDER_COLUMN}`;
+  output_key, output_text, error, created_at, started_at, finished_at, batch_id, batch_line, token_usage, ${PREVIEW_KEYS_COLUMN}, ${PROVIDER_COLUMN}`;
 
 export interface GenerationDbRow {
   id: string;
@@ -73,6 +76,7 @@ export interface GenerationDbRow {
   finished_at: Date | null;
   batch_id: string | null;
   batch_line: number | null;
+  token_usage: unknown;
   provider: string | null;
 }
 
@@ -104,6 +108,7 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
     provider: r.provider,
     batchId: r.batch_id,
     batchLine: r.batch_line,
+    tokenUsage: tokenUsageOfColumn(r.token_usage),
   };
 }
 

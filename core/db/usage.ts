@@ -1,4 +1,5 @@
 import type { Queryable } from './pool';
+import { tokenUsageSum } from './token-usage';
 
 export const USAGE_GROUPS = ['day', 'model', 'key', 'kind', 'customer'] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
@@ -11,6 +12,11 @@ export interface UsageRow {
   succeeded: number;
   failed: number;
   outputTokens: number;
+  /** Chats' input, with its cache reads and writes, and the reasoning within their output (core/db/token-usage.ts). */
+  inputTokens: number;
+  cachedInputTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
 }
 
 // Whitelisted SQL per grouping: never a string from the request.
@@ -37,10 +43,16 @@ export async function usageOf(
     succeeded: number;
     failed: number;
     output_tokens: number;
+    input_tokens: number;
+    cached_input_tokens: number;
+    cache_write_tokens: number;
+    reasoning_tokens: number;
   }>(
     `SELECT ${GROUP_SQL[groupBy]} AS grp, COALESCE(SUM(charged_mc), 0)::bigint AS charged_mc, count(*)::int AS generations,
             count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded, count(*) FILTER (WHERE status = 'failed')::int AS failed,
-            COALESCE(SUM((params->>'outputTokens')::bigint), 0)::bigint AS output_tokens
+            COALESCE(SUM((params->>'outputTokens')::bigint), 0)::bigint AS output_tokens,
+            ${tokenUsageSum('inputTokens')} AS input_tokens, ${tokenUsageSum('cachedInputTokens')} AS cached_input_tokens,
+            ${tokenUsageSum('cacheWriteTokens')} AS cache_write_tokens, ${tokenUsageSum('reasoningTokens')} AS reasoning_tokens
        FROM generations WHERE account_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text IS NULL OR customer_id = $4)
       GROUP BY 1 ORDER BY ${groupBy === 'day' ? '1' : '2 DESC, 1 NULLS LAST'}`,
     [accountId, range.from, range.to, customerId ?? null],
@@ -52,5 +64,9 @@ export async function usageOf(
     succeeded: row.succeeded,
     failed: row.failed,
     outputTokens: row.output_tokens,
+    inputTokens: row.input_tokens,
+    cachedInputTokens: row.cached_input_tokens,
+    cacheWriteTokens: row.cache_write_tokens,
+    reasoningTokens: row.reasoning_tokens,
   }));
 }

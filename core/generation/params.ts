@@ -65,6 +65,9 @@ export interface ChatSampling {
   seed?: number;
   presence_penalty?: number;
   frequency_penalty?: number;
+  /** Each output token's log probability, with the `top_logprobs` likeliest tokens at its place. */
+  logprobs?: boolean;
+  top_logprobs?: number;
 }
 
 /** A turn of a conversation: text, an assistant turn that called functions, or a function's result (`tool`). */

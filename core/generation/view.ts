@@ -4,7 +4,8 @@ import { publicParamsOf } from './params';
 import type { PublicParams } from './params';
 import { mcToCredits } from '../money';
 import type { OutputStore } from '../storage/output-store';
-import type { GenerationFailure, GenerationKind, GenerationStatus, VideoPreviewName } from '../vocabulary';
+import { tokenUsageOf } from '../providers/token-usage';
+import type { GenerationFailure, GenerationKind, GenerationStatus, TokenUsage, VideoPreviewName } from '../vocabulary';
 
 /** A generation as every door may show it; each door picks and names the fields of its shape. */
 export interface GenerationView {
@@ -51,6 +52,11 @@ export interface GenerationView {
   provider: string | null;
   /** The batch whose line it ran (group B's Batch API), or null. */
   batchId: string | null;
+  /**
+   * A succeeded chat's tokens in detail: as its provider counted them, or, for one settled without
+   * them, the output charged for and the input estimated. Null for other kinds and until succeeded.
+   */
+  usage: TokenUsage | null;
 }
 
 /** Video slots per account (VIDEO_CONCURRENCY's default): a queued video waits about expected × position / slots. */
@@ -101,7 +107,13 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
     ...estimateOf(g, Date.now()),
     provider: g.status === 'succeeded' ? g.provider : null,
     batchId: g.batchId,
+    usage: chatUsageOf(g),
   };
+}
+
+function chatUsageOf(g: GenerationRow): TokenUsage | null {
+  if (g.kind !== 'chat' || g.status !== 'succeeded') return null;
+  return g.tokenUsage ?? tokenUsageOf(undefined, { prompt: g.prompt, charged: g.params.outputTokens ?? 0 });
 }
 
 async function previewUrl(g: GenerationRow, name: VideoPreviewName, store: OutputStore): Promise<string | null> {
@@ -119,6 +131,8 @@ export type GenerationRecord = Pick<
   text?: string;
   /** Only when one was named: the platform's own end user it was made for. */
   customer?: string;
+  /** A succeeded chat only: its tokens in detail. */
+  usage?: TokenUsage;
 };
 
 export function recordOf(g: GenerationView): GenerationRecord {
@@ -132,5 +146,6 @@ export function recordOf(g: GenerationView): GenerationRecord {
     error: g.error,
     ...(g.kind === 'chat' && g.text !== null ? { text: g.text } : {}),
     ...(g.customer !== null ? { customer: g.customer } : {}),
+    ...(g.usage !== null ? { usage: g.usage } : {}),
   };
 }

@@ -125,7 +125,7 @@ async function admitLinesIn(
               (SELECT base FROM change) + x.ord
          FROM x
        RETURNING id, account_id, api_key_id, customer_id, kind, model, status, params, internal, prompt, quote_mc, charged_mc,
-                 free_chat, output_key, output_text, error, created_at, started_at, finished_at, batch_id, batch_line
+                 free_chat, output_key, output_text, error, created_at, started_at, finished_at, batch_id, batch_line, token_usage
      ), h AS (
        INSERT INTO holds (generation_id, account_id, amount_mc, free_chat) SELECT x.id, $2, x.quote_mc, false FROM x
      )

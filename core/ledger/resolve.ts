@@ -5,7 +5,8 @@ import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
 import { recordRoute } from '../db/upstreams';
-import type { GenerationFailure, GenerationKind, RouteEntry, ToolCall } from '../vocabulary';
+import { tokenUsageColumn } from '../db/token-usage';
+import type { GenerationFailure, GenerationKind, RouteEntry, TokenUsage, ToolCall } from '../vocabulary';
 import { appendEntry, moveAccount } from './entries';
 import { classified } from './failures';
 import { notifyExpr, STATUS_CHANNEL, takeChange } from '../db/notify';
@@ -20,6 +21,8 @@ export interface SettleRequest {
   outputText: string | null;
   /** Per-token runs: the output tokens charged for, kept with the generation's (public) parameters. */
   outputTokens?: number | undefined;
+  /** A chat's tokens in detail (cache, reasoning), kept beside the output tokens. */
+  usage?: TokenUsage | undefined;
   /** A chat's function calls, kept with its internal parameters (a response continued later reads them). */
   toolCalls?: ToolCall[] | undefined;
   /** The router's entries of the run: which upstreams it asked, which one served at what cost. */
@@ -80,6 +83,7 @@ async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
      UPDATE generations SET status = 'succeeded', charged_mc = $2::bigint, output_key = $3, output_text = $4,
             params = CASE WHEN $5::integer IS NULL THEN params ELSE params || jsonb_build_object('outputTokens', $5::integer) END,
             internal = CASE WHEN $6::jsonb IS NULL THEN internal ELSE internal || jsonb_build_object('outputToolCalls', $6::jsonb) END,
+            token_usage = COALESCE($8::jsonb, token_usage),
             started_at = COALESCE(started_at, now()), finished_at = now(), updated_at = now(),
             change_seq = (SELECT n FROM change)
       WHERE id = $1 RETURNING kind, batch_id, ${notifyExpr('account_id', 'id', 'succeeded')}, ${BATCH_NOTICE}`,
@@ -91,6 +95,7 @@ async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
       req.outputTokens ?? null,
       req.toolCalls?.length ? JSON.stringify(req.toolCalls) : null,
       hold.account_id,
+      req.usage ? JSON.stringify(tokenUsageColumn(req.usage)) : null,
     ],
   );
   const kind = kindOf(g.rows[0], req.generationId);

@@ -1,9 +1,9 @@
 import { ProviderRejectedError } from '../errors';
 import type { AnthropicHeaders, ChatMessage, ChatTools, ResponseFormat } from '../generation/params';
-import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import { gatheredChat } from './gathered-chat';
+import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult, ProviderUsage } from './types';
 import { callUpstream, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
-import { collectChat } from './whole-chat';
 
 /**
  * Anthropic's Messages API as an upstream (`protocol: "anthropic"`; base URL as Anthropic's SDK
@@ -67,8 +67,8 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
         stream: true,
       },
     });
-    let promptTokens: number | undefined;
-    let outputTokens: number | undefined;
+    /** Anthropic's figures so far: `message_start` has the input's, `message_delta` the output's (and may restate the input's). */
+    let counted: AnthropicUsage = {};
     /** Content block index → the tool call's index among this reply's calls. */
     const calls = new Map<number, number>();
     for await (const data of sseData(endpoint, res, signal)) {
@@ -79,9 +79,12 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
         throw new UpstreamUnavailableError(`The upstream ${endpoint.name} sent an event that is not JSON.`);
       }
       switch (event.type) {
-        case 'message_start':
-          promptTokens = event.message?.usage?.input_tokens;
+        case 'message_start': {
+          // Its output count is a placeholder: the output billed is message_delta's.
+          const { output_tokens: _placeholder, ...input } = withoutNulls(event.message?.usage);
+          counted = { ...counted, ...input };
           break;
+        }
         case 'content_block_start':
           if (event.content_block?.type === 'tool_use') {
             const index = calls.size;
@@ -103,44 +106,71 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
           break;
         }
         case 'message_delta':
-          if (typeof event.usage?.output_tokens === 'number') outputTokens = event.usage.output_tokens;
-          if (typeof event.usage?.input_tokens === 'number') promptTokens = event.usage.input_tokens;
+          counted = { ...counted, ...withoutNulls(event.usage) };
           break;
         case 'error':
           throw new UpstreamUnavailableError(
             `The upstream ${endpoint.name} failed mid-stream: ${event.error?.type ?? 'error'}: ${event.error?.message ?? ''}`,
           );
-        case 'message_stop':
-          if (outputTokens !== undefined)
-            yield { type: 'usage', outputTokens, ...(promptTokens === undefined ? {} : { promptTokens }) };
+        case 'message_stop': {
+          const usage = anthropicUsageOf(counted);
+          if (usage) yield { type: 'usage', ...usage };
           return;
+        }
         default:
           // ping, content_block_stop, and events of later versions: nothing to pass on.
           break;
       }
     }
-    if (outputTokens !== undefined)
-      yield { type: 'usage', outputTokens, ...(promptTokens === undefined ? {} : { promptTokens }) };
+    const usage = anthropicUsageOf(counted);
+    if (usage) yield { type: 'usage', ...usage };
   }
 
   return {
     streamChat,
-    // Function tools and structured output are Anthropic's own features.
-    serves: () => true,
-    async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
-      return collectChat(streamChat(job, ctx.signal), ctx);
-    },
+    // Function tools and structured output are Anthropic's own features; log probabilities it does not give.
+    serves: (_model, feature) => feature !== 'logprobs',
+    run: (job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> =>
+      gatheredChat(streamChat(job, ctx.signal), ctx),
   };
 }
 
 interface AnthropicEvent {
   type: string;
   index?: number;
-  message?: { usage?: { input_tokens?: number } };
+  message?: { usage?: NullableUsage };
   content_block?: { type: string; id?: string; name?: string };
   delta?: { type?: string; text?: string; partial_json?: string };
-  usage?: { output_tokens?: number; input_tokens?: number };
+  usage?: NullableUsage;
   error?: { type?: string; message?: string };
+}
+
+/** Anthropic's usage: its `input_tokens` leaves out what was read from or written to the cache. */
+interface AnthropicUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_read_input_tokens?: number;
+  cache_creation_input_tokens?: number;
+}
+
+/** As Anthropic sends it: a count not known yet may be null. */
+type NullableUsage = { [K in keyof AnthropicUsage]: AnthropicUsage[K] | null };
+
+function withoutNulls(u: NullableUsage | undefined): AnthropicUsage {
+  return Object.fromEntries(Object.entries(u ?? {}).filter(([, v]) => typeof v === 'number'));
+}
+
+/** Anthropic's figures by OpenAI's rules of inclusion: the input counts the cache's reads and writes. */
+export function anthropicUsageOf(u: AnthropicUsage): ProviderUsage | undefined {
+  if (typeof u.output_tokens !== 'number') return undefined;
+  const cachedInputTokens = u.cache_read_input_tokens ?? 0;
+  const cacheWriteTokens = u.cache_creation_input_tokens ?? 0;
+  return {
+    outputTokens: u.output_tokens,
+    ...(u.input_tokens === undefined
+      ? {}
+      : { inputTokens: u.input_tokens + cachedInputTokens + cacheWriteTokens, cachedInputTokens, cacheWriteTokens }),
+  };
 }
 
 type Block =

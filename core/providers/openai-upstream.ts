@@ -1,11 +1,19 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
+import { gatheredChat } from './gathered-chat';
 import { openAiChatMessages, openAiResponseFormat, openAiTools } from './tool-calls';
-import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import type {
+  ChatStreamEvent,
+  Provider,
+  ProviderContext,
+  ProviderJob,
+  ProviderResult,
+  ProviderUsage,
+  TokenLogprob,
+} from './types';
 import type { ChatMessage } from '../generation/params';
 import { callUpstream, downloadOutput, extensionOf, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
-import { collectChat } from './whole-chat';
 
 /**
  * An OpenAI-compatible upstream (OpenAI itself, OpenRouter, vLLM, LiteLLM…) for chat and images.
@@ -58,7 +66,9 @@ export function createOpenAiUpstream(
         );
       const delta = chunk.choices?.[0]?.delta;
       const content = delta?.content;
-      if (typeof content === 'string' && content !== '') yield { type: 'delta', text: content };
+      const logprobs = chunk.choices?.[0]?.logprobs?.content;
+      if (typeof content === 'string' && content !== '')
+        yield { type: 'delta', text: content, ...(logprobs ? { logprobs: logprobs.map(tokenLogprobOf) } : {}) };
       for (const call of delta?.tool_calls ?? []) {
         yield {
           type: 'tool_call',
@@ -68,13 +78,8 @@ export function createOpenAiUpstream(
           arguments: call.function?.arguments ?? '',
         };
       }
-      if (chunk.usage && typeof chunk.usage.completion_tokens === 'number') {
-        yield {
-          type: 'usage',
-          outputTokens: chunk.usage.completion_tokens,
-          ...(typeof chunk.usage.prompt_tokens === 'number' ? { promptTokens: chunk.usage.prompt_tokens } : {}),
-        };
-      }
+      const usage = chunk.usage ? openAiUsageOf(chunk.usage) : undefined;
+      if (usage) yield { type: 'usage', ...usage };
     }
   }
 
@@ -93,10 +98,10 @@ export function createOpenAiUpstream(
 
   return {
     streamChat,
-    // Function tools and structured output are passed on as OpenAI's chat completions take them.
+    // Function tools, structured output and log probabilities are passed on as OpenAI's chat completions take them.
     serves: () => true,
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
-      if (job.kind === 'chat') return collectChat(streamChat(job, ctx.signal), ctx);
+      if (job.kind === 'chat') return gatheredChat(streamChat(job, ctx.signal), ctx);
       if (job.kind === 'image' && job.inputs?.length) {
         // An edit: OpenAI's multipart /images/edits, one image as `image`, several as `image[]`.
         const form = new FormData();
@@ -142,11 +147,66 @@ export function createOpenAiUpstream(
 
 interface UpstreamChunk {
   choices?: {
+    logprobs?: { content?: UpstreamLogprob[] | null } | null;
     delta?: {
       content?: string | null;
       tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
     };
   }[];
-  usage?: { completion_tokens?: number; prompt_tokens?: number } | null;
+  usage?: OpenAiUsage | null;
   error?: { message?: string };
 }
+
+/**
+ * OpenAI's usage, named as chat completions name it or as the Responses API does. Its input counts
+ * the cached part and its output the reasoning, as ours do. OpenAI reports no cache writes; servers
+ * in front of other models (OpenRouter, LiteLLM) name them `cache_write_tokens` or
+ * `cache_creation_input_tokens`.
+ */
+interface OpenAiUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  input_tokens?: number;
+  output_tokens?: number;
+  prompt_tokens_details?: CacheDetails | null;
+  input_tokens_details?: CacheDetails | null;
+  completion_tokens_details?: { reasoning_tokens?: number } | null;
+  output_tokens_details?: { reasoning_tokens?: number } | null;
+}
+interface CacheDetails {
+  cached_tokens?: number;
+  cache_write_tokens?: number;
+  cache_creation_input_tokens?: number;
+}
+
+export function openAiUsageOf(u: OpenAiUsage): ProviderUsage | undefined {
+  const outputTokens = count(u.completion_tokens ?? u.output_tokens);
+  if (outputTokens === undefined) return undefined;
+  const input = u.prompt_tokens_details ?? u.input_tokens_details;
+  const reasoning = u.completion_tokens_details ?? u.output_tokens_details;
+  return {
+    outputTokens,
+    inputTokens: count(u.prompt_tokens ?? u.input_tokens),
+    cachedInputTokens: count(input?.cached_tokens),
+    cacheWriteTokens: count(input?.cache_write_tokens ?? input?.cache_creation_input_tokens),
+    reasoningTokens: count(reasoning?.reasoning_tokens),
+  };
+}
+
+interface UpstreamLogprob {
+  token: string;
+  logprob: number;
+  bytes?: number[] | null;
+  top_logprobs?: { token: string; logprob: number; bytes?: number[] | null }[];
+}
+
+const tokenLogprobOf = (l: UpstreamLogprob): TokenLogprob => ({
+  token: l.token,
+  logprob: l.logprob,
+  bytes: l.bytes ?? null,
+  top: (l.top_logprobs ?? []).map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes ?? null })),
+});
+
+/** A count as an upstream sent it: a whole number of tokens, or nothing. */
+const count = (n: unknown): number | undefined =>
+  Number.isSafeInteger(n) && (n as number) >= 0 ? (n as number) : undefined;

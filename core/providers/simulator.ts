@@ -9,8 +9,10 @@ import { parseDirectives } from './directives';
 import type { SimDirectives } from './directives';
 import type { PublicParams } from '../generation/params';
 import { simulatedReply } from './simulated-chat';
+import { simulatedLogprob } from './simulated-logprobs';
 import { toolCallAssembler } from './tool-calls';
-import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
+import { estimatedInputTokens } from './token-usage';
+import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult, ProviderUsage } from './types';
 
 export interface SimulatorOptions {
   /** Overrides the per-kind default latency when a prompt gives no `sim:delay`. */
@@ -88,9 +90,11 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
             else calls.add(e);
           }
           const toolCalls = calls.calls();
+          const usage = simulatedUsage(job, directives, events.length);
           return {
             text,
-            outputTokens: events.length,
+            outputTokens: usage.outputTokens,
+            usage,
             ...(toolCalls.length > 0 ? { toolCalls } : {}),
             file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
           };
@@ -133,14 +137,39 @@ async function* streamChat(
     signal.throwIfAborted();
     yield event;
   }
-  yield { type: 'usage', outputTokens: events.length };
+  yield { type: 'usage', ...simulatedUsage(job, directives, events.length) };
 }
 
-/** The reply's pieces, one token each: words, JSON, or a function call (simulated-chat.ts). */
+/** The reasoning a reply reports (`sim:reasoning`): output tokens too, so within the reply's cap. */
+const reasoningOf = (job: ProviderJob, directives: SimDirectives): number =>
+  Math.min(directives.reasoningTokens ?? 0, job.params.maxTokens ?? Infinity);
+
+/**
+ * The usage a hosted model would report for the reply's `pieces`: its output counts the
+ * reasoning, its input the prompt (about four characters a token) and the cache read and written.
+ */
+function simulatedUsage(job: ProviderJob, directives: SimDirectives, pieces: number): ProviderUsage {
+  const reasoningTokens = reasoningOf(job, directives);
+  const cachedInputTokens = directives.cachedTokens ?? 0;
+  const cacheWriteTokens = directives.cacheWriteTokens ?? 0;
+  return {
+    outputTokens: pieces + reasoningTokens,
+    inputTokens: estimatedInputTokens(job.prompt) + cachedInputTokens + cacheWriteTokens,
+    cachedInputTokens,
+    cacheWriteTokens,
+    reasoningTokens,
+  };
+}
+
+/**
+ * The reply's pieces, one token each: words, JSON, or a function call (simulated-chat.ts);
+ * reasoning takes its share of the cap first. Asked for, each text piece has its log probability.
+ */
 function chatReply(job: ProviderJob, directives: SimDirectives) {
-  const cap = job.params.maxTokens ?? Infinity;
+  const cap = (job.params.maxTokens ?? Infinity) - reasoningOf(job, directives);
   const tools = job.internal.tools;
-  return simulatedReply({
+  const sampling = job.internal.sampling;
+  const events = simulatedReply({
     model: job.model,
     prompt: job.prompt,
     messages: job.internal.messages ?? [{ role: 'user', content: job.prompt }],
@@ -150,6 +179,12 @@ function chatReply(job: ProviderJob, directives: SimDirectives) {
     maxTokens: cap,
     text: chatWords(job.prompt, Math.min(directives.tokens ?? DEFAULT_CHAT_TOKENS, cap)),
   });
+  if (!sampling?.logprobs) return events;
+  return events.map((e, i) =>
+    e.type === 'delta'
+      ? { ...e, logprobs: [simulatedLogprob(e.text, `${job.prompt}|${i}`, sampling.top_logprobs ?? 0)] }
+      : e,
+  );
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

@@ -1,5 +1,5 @@
 import type { InternalParams, PublicParams } from '../generation/params';
-import type { GenerationKind, RouteEntry, ToolCall } from '../vocabulary';
+import type { GenerationKind, RouteEntry, TokenUsage, ToolCall } from '../vocabulary';
 
 /** One job handed to a provider: the model and the parameters the quote was made with. */
 export interface ProviderJob {
@@ -28,6 +28,8 @@ export interface ProviderResult {
   text?: string;
   /** For use-billed runs (per output token). */
   outputTokens?: number;
+  /** A chat's token counts as the provider gave them (cache and reasoning included). */
+  usage?: ProviderUsage;
   /** The configured upstream that produced it (none: the simulator). */
   upstream?: string;
   /**
@@ -67,11 +69,18 @@ export interface ProviderContext {
 
 /** One piece of a streamed chat reply, as the provider sends it. */
 export type ChatStreamEvent =
-  | { type: 'delta'; text: string }
+  /** Text; with `logprobs` (when the request asked for them) the tokens it is made of. */
+  | { type: 'delta'; text: string; logprobs?: TokenLogprob[] | undefined }
   /** A piece of the `index`th function call: its id and name come first, its arguments in pieces. */
   | { type: 'tool_call'; index: number; id?: string | undefined; name?: string | undefined; arguments: string }
-  /** The provider's own count of the output tokens, when it gives one (at the end). */
-  | { type: 'usage'; outputTokens: number; promptTokens?: number };
+  /** The provider's own count of the tokens, when it gives one (at the end). */
+  | ({ type: 'usage' } & ProviderUsage);
+
+/**
+ * A provider's count of a chat's tokens, by OpenAI's rules of inclusion (TokenUsage): the output
+ * always, the rest when the provider says.
+ */
+export type ProviderUsage = Pick<TokenUsage, 'outputTokens'> & Partial<Omit<TokenUsage, 'outputTokens'>>;
 
 /** An upstream job a run left waiting: where it is, and how to take it up again. */
 export interface UpstreamWait {
@@ -85,8 +94,20 @@ export interface UpstreamWait {
   pollMs: number;
 }
 
-/** What only some providers can do with a model: call the client's functions, answer structured output. */
-export type ProviderFeature = 'tools' | 'json';
+/** What only some providers can do with a model: call the client's functions, answer structured output, give log probabilities. */
+export type ProviderFeature = 'tools' | 'json' | 'logprobs';
+
+/** The most likeliest tokens a place may list, as OpenAI's API allows. */
+export const MAX_TOP_LOGPROBS = 20;
+
+/** An output token's log probability, and the likeliest tokens at its place (as many as asked). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  /** The token's UTF-8 bytes (null where the provider gives none). */
+  bytes: number[] | null;
+  top: { token: string; logprob: number; bytes: number[] | null }[];
+}
 
 export interface Provider {
   run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult>;

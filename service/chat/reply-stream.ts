@@ -1,9 +1,10 @@
 import { chargedTokens, tokenCharge } from '../../core/catalogue/pricing';
 import { DeadlineExceededError, markAfterAdmission, ProviderRejectedError } from '../../core/errors';
 import { toolCallAssembler } from '../../core/providers/tool-calls';
-import type { ChatStreamEvent, Provider, ProviderJob } from '../../core/providers/types';
+import { tokenUsageOf } from '../../core/providers/token-usage';
+import type { ChatStreamEvent, Provider, ProviderJob, ProviderUsage } from '../../core/providers/types';
 import type { OutputStore } from '../../core/storage/output-store';
-import type { RouteEntry, ToolCall } from '../../core/vocabulary';
+import type { RouteEntry, TokenUsage, ToolCall } from '../../core/vocabulary';
 import type { ApiRunResult } from '../../core/workflow-contract';
 import { clientErrorOf, failureOf, openStream, storeText } from './provider-stream';
 
@@ -14,14 +15,14 @@ const STREAM_ATTEMPTS = 3;
 const RETRY_PAUSE_MS = 250;
 
 export type ChatRunEvent =
-  | { type: 'delta'; text: string }
+  | Extract<ChatStreamEvent, { type: 'delta' }>
   /** A piece of a function call (only when the request offered functions and its provider serves them). */
   | Extract<ChatStreamEvent, { type: 'tool_call' }>
   /** The reply is complete: `length` when it stopped at max_tokens, `tool_calls` when it called functions. */
   | {
       type: 'end';
       finishReason: 'stop' | 'length' | 'tool_calls';
-      usage: { promptTokens: number; completionTokens: number };
+      usage: TokenUsage;
     };
 
 /** One admitted chat's reply, as the provider gives it. */
@@ -82,9 +83,8 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
   let delivered = 0;
   let text = '';
   const calls = toolCallAssembler();
-  let providerTokens: number | undefined;
-  // The provider's count when it gives one; else about four characters a token.
-  let promptTokens = Math.ceil(job.prompt.length / 4);
+  /** The provider's count when it gives one (at the end); else each delta is a token and the input is estimated. */
+  let reported: ProviderUsage | undefined;
   let outcome: Outcome = 'client_gone';
   try {
     for (let attempt = 1; ; attempt++) {
@@ -92,8 +92,8 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
         const stream = attempt === 1 && r.early ? r.early : openStream(r.provider, job, stop.signal, routed);
         for await (const event of stream) {
           if (event.type === 'usage') {
-            providerTokens = event.outputTokens;
-            promptTokens = event.promptTokens ?? promptTokens;
+            const { type: _type, ...counted } = event;
+            reported = counted;
             continue;
           }
           if (event.type === 'tool_call') {
@@ -108,7 +108,7 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
           // One delta is one token unless the provider counts otherwise (it says so at the end).
           delivered++;
           text += event.text;
-          yield { type: 'delta', text: event.text };
+          yield { type: 'delta', text: event.text, ...(event.logprobs ? { logprobs: event.logprobs } : {}) };
           if (delivered >= maxTokens) break;
         }
         break;
@@ -120,10 +120,10 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
       }
     }
     if (deadlinePassed) throw new Error('the client’s deadline passed');
-    const tokens = chargedTokens(providerTokens ?? delivered, maxTokens);
+    const tokens = chargedTokens(reported?.outputTokens ?? delivered, maxTokens);
     outcome = delivered >= maxTokens || tokens >= maxTokens ? 'length' : 'complete';
     const finishReason = outcome === 'length' ? 'length' : calls.calls().length > 0 ? 'tool_calls' : 'stop';
-    yield { type: 'end', finishReason, usage: { promptTokens, completionTokens: tokens } };
+    yield { type: 'end', finishReason, usage: tokenUsageOf(reported, { prompt: job.prompt, charged: tokens }) };
   } catch (err) {
     if (r.signal.aborted) {
       outcome = 'client_gone';
@@ -150,7 +150,7 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
     clearTimeout(deadline);
     r.signal.removeEventListener('abort', onClientGone);
     stop.abort(new Error('the run ended'));
-    finishRun(r, outcome, { delivered, providerTokens, text, toolCalls: calls.calls() });
+    finishRun(r, outcome, { delivered, reported, text, toolCalls: calls.calls() });
   }
 }
 
@@ -163,11 +163,11 @@ export async function* replyEvents(r: ReplyRun): AsyncGenerator<ChatRunEvent> {
 function finishRun(
   r: ReplyRun,
   outcome: Outcome,
-  got: { delivered: number; providerTokens: number | undefined; text: string; toolCalls: ToolCall[] },
+  got: { delivered: number; reported: ProviderUsage | undefined; text: string; toolCalls: ToolCall[] },
 ): void {
   const cut = outcome === 'client_gone' || outcome === 'deadline';
   const sent = outcome === 'deadline' && !r.streamed ? 0 : got.delivered;
-  const tokens = chargedTokens(cut ? sent : (got.providerTokens ?? got.delivered), r.maxTokens);
+  const tokens = chargedTokens(cut ? sent : (got.reported?.outputTokens ?? got.delivered), r.maxTokens);
   const failed = typeof outcome === 'object' ? outcome.failed : undefined;
   if (outcome === 'deadline' && tokens === 0) {
     r.finish({
@@ -194,6 +194,7 @@ function finishRun(
           outputKey,
           outputText: got.text,
           ...tokenCharge(tokens, r.maxTokens, r.ratePer1kMc),
+          usage: tokenUsageOf(got.reported, { prompt: r.job.prompt, charged: tokens }),
           ...(got.toolCalls.length > 0 ? { toolCalls: got.toolCalls } : {}),
           ...(r.routes.length > 0 ? { routes: r.routes } : {}),
         },

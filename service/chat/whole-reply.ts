@@ -1,10 +1,13 @@
 import { toolCallAssembler } from '../../core/providers/tool-calls';
+import type { TokenLogprob } from '../../core/providers/types';
 import type { ToolCall } from '../../core/vocabulary';
 import type { ChatRunEvent } from './reply-stream';
 
 /** A chat run's reply gathered whole: its text, the functions it called, and how it ended. */
 export interface WholeReply {
   text: string;
+  /** The text's tokens with their log probabilities, when the request asked for them. */
+  logprobs: TokenLogprob[];
   toolCalls: ToolCall[];
   finishReason: Extract<ChatRunEvent, { type: 'end' }>['finishReason'];
   usage: Extract<ChatRunEvent, { type: 'end' }>['usage'];
@@ -22,12 +25,15 @@ export async function wholeReply(
   rest: AsyncIterator<ChatRunEvent>,
 ): Promise<WholeReply | undefined> {
   let text = '';
+  const logprobs: TokenLogprob[] = [];
   const calls = toolCallAssembler();
   let end: Extract<ChatRunEvent, { type: 'end' }> | undefined;
   try {
     for (let r = first; !r.done; r = await rest.next()) {
-      if (r.value.type === 'delta') text += r.value.text;
-      else if (r.value.type === 'tool_call') calls.add(r.value);
+      if (r.value.type === 'delta') {
+        text += r.value.text;
+        logprobs.push(...(r.value.logprobs ?? []));
+      } else if (r.value.type === 'tool_call') calls.add(r.value);
       else end = r.value;
     }
   } catch (err) {
@@ -36,5 +42,5 @@ export async function wholeReply(
   }
   if (!end) return undefined;
   await run.settled();
-  return { text, toolCalls: calls.calls(), finishReason: end.finishReason, usage: end.usage };
+  return { text, logprobs, toolCalls: calls.calls(), finishReason: end.finishReason, usage: end.usage };
 }

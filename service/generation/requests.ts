@@ -211,6 +211,8 @@ function assertFeaturesServed(
     `${what} ${what.endsWith('s') ? 'are' : 'is'} not supported by the provider of ${model}.`;
   if (request.responseFormat && !serves(model, 'json'))
     throw new InvalidRequestError(`responseFormat: ${unserved('structured output')}`, 'responseFormat');
+  if (request.sampling?.logprobs && !serves(model, 'logprobs'))
+    throw new InvalidRequestError(`logprobs: ${unserved('log probabilities')}`, 'logprobs');
   if (serves(model, 'tools')) return;
   if (request.tools?.functions.length) throw new InvalidRequestError(`tools: ${unserved('function tools')}`, 'tools');
   if (request.messages.some((m) => m.role === 'tool' || m.toolCalls?.length))

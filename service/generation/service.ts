@@ -95,6 +95,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     },
     /** A chat the API runs itself, its reply streamed as it comes (group B); see service/generation/kinds/streamed-chat.ts. */
     runChat: chat.run,
+    runChatChoices: chat.runChoices,
     /** Live streams of one generation's or the account's changes (service/generation/watch.ts). */
     watch: createWatch({ pool, store, live }),
     /** Stops listening for changes: call when closing, after `drain`. */

@@ -1,12 +1,25 @@
 import type pg from 'pg';
 import { usageOf } from '../../core/db/usage';
-import type { UsageGroup } from '../../core/db/usage';
+import type { UsageGroup, UsageRow } from '../../core/db/usage';
 import { InvalidRequestError } from '../../core/errors';
 import { mcToCredits } from '../../core/money';
 import { csvOf } from './csv';
 import type { Principal } from '../../core/accounts/principal';
 
 const DAY_MS = 86_400_000;
+
+/** The token counts a report sums: the output charged for, and chats' input and reasoning in detail. */
+const TOKEN_FIGURES = [
+  'outputTokens',
+  'inputTokens',
+  'cachedInputTokens',
+  'cacheWriteTokens',
+  'reasoningTokens',
+] as const;
+type TokenFigure = (typeof TOKEN_FIGURES)[number];
+
+const tokenFiguresOf = (r: Pick<UsageRow, TokenFigure> | undefined): Record<TokenFigure, number> =>
+  Object.fromEntries(TOKEN_FIGURES.map((k) => [k, r?.[k] ?? 0])) as Record<TokenFigure, number>;
 /** The longest range one call reads. */
 export const MAX_USAGE_DAYS = 366;
 
@@ -34,7 +47,7 @@ export async function usageReport(
     generations: r.generations,
     succeeded: r.succeeded,
     failed: r.failed,
-    outputTokens: r.outputTokens,
+    ...tokenFiguresOf(r),
   }));
   if (q.group_by === 'day') {
     const byDay = new Map(data.map((d) => [d.group, d]));
@@ -46,11 +59,18 @@ export async function usageReport(
     ) {
       const day = new Date(t).toISOString().slice(0, 10);
       data.push(
-        byDay.get(day) ?? { group: day, creditsCharged: 0, generations: 0, succeeded: 0, failed: 0, outputTokens: 0 },
+        byDay.get(day) ?? {
+          group: day,
+          creditsCharged: 0,
+          generations: 0,
+          succeeded: 0,
+          failed: 0,
+          ...tokenFiguresOf(undefined),
+        },
       );
     }
   }
-  const sum = (k: 'generations' | 'succeeded' | 'failed' | 'outputTokens') => data.reduce((s, d) => s + d[k], 0);
+  const sum = (k: 'generations' | 'succeeded' | 'failed' | TokenFigure) => data.reduce((s, d) => s + d[k], 0);
   const chargedMc = rows.reduce((s, r) => s + r.chargedMc, 0);
   return {
     from: from.toISOString(),
@@ -62,7 +82,7 @@ export async function usageReport(
       generations: sum('generations'),
       succeeded: sum('succeeded'),
       failed: sum('failed'),
-      outputTokens: sum('outputTokens'),
+      ...(Object.fromEntries(TOKEN_FIGURES.map((k) => [k, sum(k)])) as Record<TokenFigure, number>),
     },
   };
 }
@@ -77,7 +97,7 @@ const USAGE_CSV_COLUMNS = [
   'generations',
   'succeeded',
   'failed',
-  'outputTokens',
+  ...TOKEN_FIGURES,
 ] as const;
 
 /** A usage report as CSV, one line per group with the period on each (what a platform invoices its customers from). */

@@ -7,7 +7,9 @@
 // `up:nousage`, `up:polls=<n>`, `up:pollfail=<n>` (that many status polls answer 503 first),
 // `up:fail` (the video job or prediction fails), `up:leak=<marker>` (an error status's body names an internal
 // path and the marker), `up:cut=<n>` (a stream breaks off after n deltas), `up:ms=<n>` (a video job or
-// prediction ends n ms after it was submitted, whoever reads it), `up:nohook` (its webhook is never sent).
+// prediction ends n ms after it was submitted, whoever reads it), `up:nohook` (its webhook is never sent),
+// `up:cached=<n>`, `up:cache_write=<n>` and `up:reasoning=<n>` (the cache and reasoning figures its usage
+// reports, in the upstream's own rules of inclusion).
 // The fal and Replicate servers call back as their providers do when asked to (fal_webhook;
 // webhook + webhook_events_filter), signed as each documents (ed25519 with keys served as a JWKS;
 // Standard Webhooks with a whsec_ secret).
@@ -170,6 +172,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
       const pace = Number(directive(text, 'pace') ?? 0);
       const first = Number(directive(text, 'first') ?? 0);
       const usage = directive(text, 'nousage') !== undefined ? undefined : Number(directive(text, 'usage') ?? count);
+      const openAiUsage = (completion: number) => openAiUsageFigures(text, completion);
       const pieces = Array.from({ length: count }, (_, i) => `${i === 0 ? '' : ' '}${WORDS[i % WORDS.length]!}`);
       const model = String(body?.model);
       if (body?.stream !== true) {
@@ -183,9 +186,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
             created: 1,
             model,
             choices: [{ index: 0, message: { role: 'assistant', content: pieces.join('') }, finish_reason: 'stop' }],
-            ...(usage === undefined
-              ? {}
-              : { usage: { prompt_tokens: 3, completion_tokens: usage, total_tokens: usage + 3 } }),
+            ...(usage === undefined ? {} : { usage: openAiUsage(usage) }),
           }),
         );
       }
@@ -206,7 +207,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
           send({ tool_calls: [{ index: 0, function: { arguments: piece } }] });
         send({}, 'tool_calls');
         res.write(
-          `data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [], usage: { prompt_tokens: 3, completion_tokens: 7, total_tokens: 10 } })}\n\n`,
+          `data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model, choices: [], usage: openAiUsage(7) })}\n\n`,
         );
         return res.end('data: [DONE]\n\n');
       }
@@ -235,6 +236,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
             {
               index: 0,
               delta: i === 0 ? { role: 'assistant', content: piece } : { content: piece },
+              logprobs: body.logprobs === true ? { content: [logprobOf(piece, Number(body.top_logprobs ?? 0))] } : null,
               finish_reason: null,
             },
           ],
@@ -255,13 +257,41 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
           created: 1,
           model,
           choices: [],
-          usage: { prompt_tokens: 3, completion_tokens: usage, total_tokens: usage + 3 },
+          usage: openAiUsage(usage),
         });
       res.end('data: [DONE]\n\n');
     })();
   });
   const listening = await listen(server, '/v1');
   return { ...listening, received, always };
+}
+
+/** OpenAI's log probability of a streamed piece, with `top` likeliest tokens (the piece first). */
+function logprobOf(piece: string, top: number) {
+  const entry = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)] });
+  return {
+    ...entry(piece, -0.25),
+    top_logprobs: Array.from({ length: top }, (_, i) => (i === 0 ? entry(piece, -0.25) : entry(` alt${i}`, -2 - i))),
+  };
+}
+
+/**
+ * OpenAI's usage for a reply of `completion` visible tokens: a prompt of 3 tokens besides the
+ * cache read and written (`up:cached`, `up:cache_write`), counted in prompt_tokens, and reasoning
+ * (`up:reasoning`) counted in completion_tokens, as OpenAI counts them.
+ */
+function openAiUsageFigures(text: string, completion: number) {
+  const cached = Number(directive(text, 'cached') ?? 0);
+  const written = Number(directive(text, 'cache_write') ?? 0);
+  const reasoning = Number(directive(text, 'reasoning') ?? 0);
+  const prompt = 3 + cached + written;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion + reasoning,
+    total_tokens: prompt + completion + reasoning,
+    prompt_tokens_details: { cached_tokens: cached, ...(written ? { cache_write_tokens: written } : {}) },
+    completion_tokens_details: { reasoning_tokens: reasoning },
+  };
 }
 
 /**
@@ -648,7 +678,13 @@ export async function startAnthropicUpstream(): Promise<UpstreamServer> {
     const format = (body.output_config as { format?: unknown } | undefined)?.format;
     const pieces = format ? ['{"answer":', '"alpha"}'] : words;
     const input = Math.ceil(JSON.stringify(messages).length / 4);
-    const output = tool ? 6 : pieces.length;
+    // Anthropic's input_tokens leaves out the cache read and written; its output counts the thinking.
+    const cache = {
+      cache_read_input_tokens: Number(directive(text, 'cached') ?? 0),
+      cache_creation_input_tokens: Number(directive(text, 'cache_write') ?? 0),
+    };
+    const thinking = Number(directive(text, 'reasoning') ?? 0);
+    const output = (tool ? 6 : pieces.length) + thinking;
     const stop = tool ? 'tool_use' : count >= body.max_tokens ? 'max_tokens' : 'end_turn';
     const id = 'msg_up1';
     if (body.stream !== true) {
@@ -664,7 +700,7 @@ export async function startAnthropicUpstream(): Promise<UpstreamServer> {
           content,
           stop_reason: stop,
           stop_sequence: null,
-          usage: { input_tokens: input, output_tokens: output },
+          usage: { input_tokens: input, output_tokens: output, ...cache },
         }),
       );
     }
@@ -680,29 +716,37 @@ export async function startAnthropicUpstream(): Promise<UpstreamServer> {
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: { input_tokens: input, output_tokens: 1 },
+        usage: { input_tokens: input, output_tokens: 1, ...cache },
       },
     });
     send('ping', {});
+    // Extended thinking comes first, in a block of its own that the client sees as thinking.
+    const at = thinking ? 1 : 0;
+    if (thinking) {
+      send('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } });
+      send('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'Considering it.' } });
+      send('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 'c2lnbmF0dXJl' } });
+      send('content_block_stop', { index: 0 });
+    }
     if (tool) {
       send('content_block_start', {
-        index: 0,
+        index: at,
         content_block: { type: 'tool_use', id: 'toolu_up1', name: tool, input: {} },
       });
       for (const piece of ['{"city":', ' "Paris"}'])
-        send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: piece } });
+        send('content_block_delta', { index: at, delta: { type: 'input_json_delta', partial_json: piece } });
     } else {
-      send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+      send('content_block_start', { index: at, content_block: { type: 'text', text: '' } });
       const overloadAfter = Number(directive(text, 'overload_after') ?? Infinity);
       for (const [i, piece] of pieces.entries()) {
         if (i === overloadAfter) {
           send('error', { error: { type: 'overloaded_error', message: 'Overloaded' } });
           return void res.end();
         }
-        send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } });
+        send('content_block_delta', { index: at, delta: { type: 'text_delta', text: piece } });
       }
     }
-    send('content_block_stop', { index: 0 });
+    send('content_block_stop', { index: at });
     send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: output } });
     send('message_stop', {});
     res.end();

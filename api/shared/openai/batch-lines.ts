@@ -5,6 +5,7 @@ import type { BatchEndpoint } from '../../../core/vocabulary';
 import type { LineGenerationView, LineParser, LineResult } from '../../../service/batches/service';
 import { errorBody, fromZod } from '../errors';
 import { CHAT_FIELDS, chatCompletionBody, chatCompletionOf, chatRequestOf } from './chat';
+import { summedTokenUsage, tokenUsageOf } from '../../../core/providers/token-usage';
 import { failedRunError } from './failures';
 import {
   answerFormatOf,
@@ -53,7 +54,9 @@ export function lineParserFor(endpoint: BatchEndpoint, conversation: Conversatio
       return async (raw) => {
         const body = parsed(chatCompletionBody, CHAT_FIELDS, raw);
         if (body.stream) throw notInBatch('stream', 'streaming');
-        return { request: chatRequestOf(body), spendCap: body.max_credits ?? undefined };
+        // A line's reply is run whole by a worker, which keeps no log probabilities to answer.
+        if (body.logprobs) throw notInBatch('logprobs', 'log probabilities');
+        return { request: chatRequestOf(body), count: body.n ?? 1, spendCap: body.max_credits ?? undefined };
       };
     case '/v1/responses':
       return async (raw) => {
@@ -99,18 +102,27 @@ async function answerOf(
   if (!g) throw failedRunError(endpoint === '/v1/images/generations' ? 'image' : 'reply', null);
   switch (endpoint) {
     case '/v1/chat/completions': {
-      if (g.status !== 'succeeded') throw failedRunError('reply', g.error);
-      const tokens = g.params.outputTokens ?? 0;
+      // Each choice (`n`) is a generation of the line; it answers once all have succeeded.
+      const failed = l.generations.find((c) => c.status !== 'succeeded');
+      if (failed) throw failedRunError('reply', failed.error);
+      const usageOfChoice = (c: LineGenerationView) =>
+        c.usage ?? tokenUsageOf(undefined, { prompt: c.prompt, charged: c.params.outputTokens ?? 0 });
       return chatCompletionOf({
         id: g.id,
         created: unixSeconds(g.createdAt),
         model: g.model,
-        text: g.text ?? '',
-        toolCalls: g.toolCalls,
-        finishReason:
-          g.toolCalls.length > 0 ? 'tool_calls' : tokens >= (g.params.maxTokens ?? Infinity) ? 'length' : 'stop',
-        // As an Idempotency-Key repeat answers a reply: the prompt's tokens about four characters each.
-        usage: { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens },
+        choices: l.generations.map((c) => ({
+          text: c.text ?? '',
+          toolCalls: c.toolCalls,
+          finishReason:
+            c.toolCalls.length > 0
+              ? 'tool_calls'
+              : (c.params.outputTokens ?? 0) >= (c.params.maxTokens ?? Infinity)
+                ? 'length'
+                : 'stop',
+          logprobs: null,
+        })),
+        usage: summedTokenUsage(l.generations.map(usageOfChoice)),
       });
     }
     case '/v1/responses':

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { safeText } from '../../../core/text';
 import type { ChatMessage, ChatSampling, ChatTools, ResponseFormat } from '../../../core/generation/params';
-import type { ToolCall } from '../../../core/vocabulary';
+import type { TokenUsage, ToolCall } from '../../../core/vocabulary';
+import { MAX_TOP_LOGPROBS } from '../../../core/providers/types';
+import type { TokenLogprob } from '../../../core/providers/types';
 import type { GenerationRequest } from '../../../service/generation/requests';
 import { functionName, jsonSchemaName, modelId, spendCapField } from '../fields';
 import { UNSUPPORTED } from './words';
@@ -117,6 +119,9 @@ export const CHAT_FIELDS = [
 
 const endUser = openAiEndUser();
 
+/** The most choices (`n`) one request may ask for: each is a generation of its own. */
+export const MAX_CHOICES = 8;
+
 export const chatCompletionBody = z
   .object({
     model: modelId.describe('A group B chat id (GET /v1/models); auto lets the service choose'),
@@ -135,7 +140,15 @@ export const chatCompletionBody = z
     max_completion_tokens: z.number().int().min(1).nullish().describe('Same as max_tokens (preferred by newer SDKs)'),
     temperature: z.number().min(0).max(2).nullish().describe('0 to 2, default 1'),
     top_p: z.number().min(0).max(1).nullish(),
-    n: z.literal(1, { error: 'n: only one choice per request (n = 1) is supported' }).nullish(),
+    n: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_CHOICES)
+      .nullish()
+      .describe(
+        `Choices, 1 to ${MAX_CHOICES}: each its own generation, held together (all or none) and charged the tokens it produced`,
+      ),
     stop: z.union([safeText({ max: 200 }), z.array(safeText({ max: 200 })).max(4)]).nullish(),
     presence_penalty: z.number().min(-2).max(2).nullish(),
     frequency_penalty: z.number().min(-2).max(2).nullish(),
@@ -170,12 +183,27 @@ export const chatCompletionBody = z
     // Refused clearly rather than ignored: the client would rely on them.
     functions: z.never({ error: `functions ${UNSUPPORTED}` }).optional(),
     function_call: z.never({ error: `function_call ${UNSUPPORTED}` }).optional(),
-    logprobs: z.literal(false, { error: `logprobs ${UNSUPPORTED}` }).nullish(),
-    top_logprobs: z.never({ error: `top_logprobs ${UNSUPPORTED}` }).optional(),
+    logprobs: z
+      .boolean()
+      .nullish()
+      .describe(
+        'Each output token’s log probability, from the model’s provider (a 400 naming logprobs where it gives none)',
+      ),
+    top_logprobs: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_TOP_LOGPROBS)
+      .nullish()
+      .describe('With logprobs: the likeliest tokens at each place, 0 to 20'),
     logit_bias: z.never({ error: `logit_bias ${UNSUPPORTED}` }).optional(),
     modalities: z.array(z.literal('text', { error: `modalities: only text ${UNSUPPORTED}` })).nullish(),
     audio: z.never({ error: `audio ${UNSUPPORTED}` }).optional(),
     reasoning_effort: safeText({ max: 20 }).nullish().describe('Accepted and ignored'),
+  })
+  .superRefine((body, ctx) => {
+    if (body.top_logprobs != null && body.logprobs !== true)
+      ctx.addIssue({ code: 'custom', message: 'top_logprobs: needs logprobs: true', path: ['top_logprobs'] });
   })
   .meta({
     id: 'ChatCompletionRequest',
@@ -193,10 +221,23 @@ export const chatCompletionBody = z
 export type ChatBody = z.infer<typeof chatCompletionBody>;
 
 const usage = z.object({
-  prompt_tokens: z.number().int(),
+  prompt_tokens: z.number().int().describe('All input tokens, those read from the prompt cache included'),
   completion_tokens: z.number().int(),
   total_tokens: z.number().int(),
+  prompt_tokens_details: z.object({ cached_tokens: z.number().int().describe('Input read from the prompt cache') }),
+  completion_tokens_details: z.object({
+    reasoning_tokens: z.number().int().describe('Output tokens the model reasoned with: part of completion_tokens'),
+  }),
 });
+const topLogprob = z.object({ token: z.string(), logprob: z.number(), bytes: z.array(z.int()).nullable() });
+const choiceLogprobs = z
+  .object({
+    content: z.array(topLogprob.extend({ top_logprobs: z.array(topLogprob) })).nullable(),
+    refusal: z.null(),
+  })
+  .nullable()
+  .describe('With logprobs: true, the reply’s tokens and their log probabilities; else null');
+
 export const chatCompletion = z
   .object({
     id: z.string().describe('The generation id (also readable at /api/v1/generations/{id})'),
@@ -213,7 +254,7 @@ export const chatCompletion = z
           tool_calls: z.array(toolCall).optional(),
         }),
         finish_reason: z.enum(['stop', 'length', 'tool_calls']),
-        logprobs: z.null(),
+        logprobs: choiceLogprobs,
       }),
     ),
     usage: usage.describe('completion_tokens is what was charged for, at the model’s rate per 1,000'),
@@ -262,6 +303,10 @@ function samplingOf(body: ChatBody): ChatSampling {
   if (body.seed != null) s.seed = body.seed;
   if (body.presence_penalty != null) s.presence_penalty = body.presence_penalty;
   if (body.frequency_penalty != null) s.frequency_penalty = body.frequency_penalty;
+  if (body.logprobs === true) {
+    s.logprobs = true;
+    s.top_logprobs = body.top_logprobs ?? 0;
+  }
   return s;
 }
 
@@ -278,11 +323,14 @@ export function messageOf(text: string, calls: ToolCall[]) {
   };
 }
 
-export function usageOf(u: { promptTokens: number; completionTokens: number }) {
+/** OpenAI's counts include the cached input in the input and the reasoning in the output, as ours do. */
+export function usageOf(u: TokenUsage): z.infer<typeof usage> {
   return {
-    prompt_tokens: u.promptTokens,
-    completion_tokens: u.completionTokens,
-    total_tokens: u.promptTokens + u.completionTokens,
+    prompt_tokens: u.inputTokens,
+    completion_tokens: u.outputTokens,
+    total_tokens: u.inputTokens + u.outputTokens,
+    prompt_tokens_details: { cached_tokens: u.cachedInputTokens },
+    completion_tokens_details: { reasoning_tokens: u.reasoningTokens },
   };
 }
 
@@ -299,29 +347,44 @@ export function chatRequestOf(body: ChatBody): Extract<GenerationRequest, { kind
   };
 }
 
-/** A whole reply as the chat.completion object. */
+/** One choice of a whole reply; `logprobs` only when the request asked for them. */
+export interface WholeChoice {
+  text: string;
+  toolCalls: ToolCall[];
+  finishReason: 'stop' | 'length' | 'tool_calls';
+  logprobs: TokenLogprob[] | null;
+}
+
+/** A reply's tokens with their log probabilities, as OpenAI shapes them (a choice's, or a chunk's). */
+export function logprobsOf(logprobs: readonly TokenLogprob[] | null | undefined): z.infer<typeof choiceLogprobs> {
+  if (!logprobs) return null;
+  const entry = (l: { token: string; logprob: number; bytes: number[] | null }) => ({
+    token: l.token,
+    logprob: l.logprob,
+    bytes: l.bytes,
+  });
+  return { content: logprobs.map((l) => ({ ...entry(l), top_logprobs: l.top.map(entry) })), refusal: null };
+}
+
+/** A whole reply as the chat.completion object: its choices in order, the usage of them all. */
 export function chatCompletionOf(r: {
   id: string;
   created: number;
   model: string;
-  text: string;
-  toolCalls: ToolCall[];
-  finishReason: 'stop' | 'length' | 'tool_calls';
-  usage: { promptTokens: number; completionTokens: number };
+  choices: readonly WholeChoice[];
+  usage: TokenUsage;
 }): z.infer<typeof chatCompletion> {
   return {
     id: r.id,
     object: 'chat.completion',
     created: r.created,
     model: r.model,
-    choices: [
-      {
-        index: 0,
-        message: { role: 'assistant', ...messageOf(r.text, r.toolCalls), refusal: null },
-        finish_reason: r.finishReason,
-        logprobs: null,
-      },
-    ],
+    choices: r.choices.map((c, index) => ({
+      index,
+      message: { role: 'assistant', ...messageOf(c.text, c.toolCalls), refusal: null },
+      finish_reason: c.finishReason,
+      logprobs: logprobsOf(c.logprobs),
+    })),
     usage: usageOf(r.usage),
   };
 }

@@ -1,7 +1,7 @@
 import { DomainError } from '../../../core/errors';
 import { toolCallAssembler } from '../../../core/providers/tool-calls';
 import type { ChatTools, ResponseFormat, ResponseRecord } from '../../../core/generation/params';
-import type { ToolCall } from '../../../core/vocabulary';
+import type { TokenUsage, ToolCall } from '../../../core/vocabulary';
 import { callItemId, messageItemId } from '../../../service/chat/responses';
 import type { StoredResponse } from '../../../service/chat/responses';
 import type { ChatRunEvent } from '../../../service/chat/reply-stream';
@@ -34,7 +34,7 @@ export interface ResponseParts {
   tools: ChatTools | null;
   /** Structured output asked for (`text.format`), answered back; null for plain text. */
   format: ResponseFormat | null;
-  usage: { promptTokens: number; completionTokens: number } | null;
+  usage: TokenUsage | null;
   error: { code: string; message: string } | null;
   completedAt: Date | null;
 }
@@ -132,15 +132,7 @@ export function responseObject(p: ResponseParts) {
     })),
     truncation: 'disabled' as const,
     // Absent until the response has ended: OpenAI's usage is an object or nothing, never null.
-    ...(p.usage && {
-      usage: {
-        input_tokens: p.usage.promptTokens,
-        input_tokens_details: { cached_tokens: 0 },
-        output_tokens: p.usage.completionTokens,
-        output_tokens_details: { reasoning_tokens: 0 },
-        total_tokens: p.usage.promptTokens + p.usage.completionTokens,
-      },
-    }),
+    ...(p.usage && { usage: responseUsageOf(p.usage) }),
   };
 }
 
@@ -175,7 +167,7 @@ export function partsOfView(g: StoredResponse): ResponseParts {
     toolCalls: g.status === 'succeeded' ? g.toolCalls : [],
     tools: g.tools ?? null,
     format: g.responseFormat ?? null,
-    usage: g.status === 'succeeded' ? { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens } : null,
+    usage: g.usage,
     error:
       status === 'failed'
         ? { code: 'server_error', message: g.error?.message ?? 'The response failed; nothing was charged.' }
@@ -287,4 +279,15 @@ export async function* responseEvents(
   } finally {
     await rest.return?.();
   }
+}
+
+/** The Responses API's usage: the input counts the cached part, the output the reasoning, as ours do. */
+export function responseUsageOf(u: TokenUsage) {
+  return {
+    input_tokens: u.inputTokens,
+    input_tokens_details: { cached_tokens: u.cachedInputTokens, cache_write_tokens: u.cacheWriteTokens },
+    output_tokens: u.outputTokens,
+    output_tokens_details: { reasoning_tokens: u.reasoningTokens },
+    total_tokens: u.inputTokens + u.outputTokens,
+  };
 }

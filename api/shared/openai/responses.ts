@@ -303,10 +303,18 @@ export const responseSchema = z
     truncation: z.literal('disabled'),
     usage: z
       .object({
-        input_tokens: z.number().int(),
-        input_tokens_details: z.object({ cached_tokens: z.number().int() }),
+        input_tokens: z
+          .number()
+          .int()
+          .describe('All input tokens, those read from or written to the prompt cache included'),
+        input_tokens_details: z.object({
+          cached_tokens: z.number().int().describe('Input read from the prompt cache'),
+          cache_write_tokens: z.number().int().describe('Input written to the prompt cache'),
+        }),
         output_tokens: z.number().int().describe('What was charged for, at the model’s rate per 1,000'),
-        output_tokens_details: z.object({ reasoning_tokens: z.number().int() }),
+        output_tokens_details: z.object({
+          reasoning_tokens: z.number().int().describe('Output tokens the model reasoned with: part of output_tokens'),
+        }),
         total_tokens: z.number().int(),
       })
       .optional()

@@ -39,6 +39,7 @@ export function createAdmittedViews({ pool, store }: { pool: pg.Pool; store: Out
         provider: null,
         batchId: null,
         batchLine: null,
+        tokenUsage: null,
       },
       store,
     );

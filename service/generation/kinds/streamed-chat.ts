@@ -1,10 +1,12 @@
 import type pg from 'pg';
 import { creditsToMc } from '../../../core/money';
 import type { Principal } from '../../../core/accounts/principal';
+import { estimatedInputTokens, tokenUsageOf } from '../../../core/providers/token-usage';
 import type { Provider, ProviderJob } from '../../../core/providers/types';
 import type { OutputStore } from '../../../core/storage/output-store';
 import type { ApiRunResult, GenerationWorkflowInput } from '../../../core/workflow-contract';
 import type { GenerationView } from '../../../core/generation/view';
+import type { PricedGeneration } from '../../../core/generation/workflow-input';
 import type { RouteEntry } from '../../../core/vocabulary';
 import { openStream } from '../../chat/provider-stream';
 import { CHAT_STREAM_LIMIT_MS, replyEvents } from '../../chat/reply-stream';
@@ -55,6 +57,9 @@ type ChatRequest = Extract<GenerationRequest, { kind: 'chat' }>;
 /** A streamed chat's options: `signal` is the client going away. */
 export type ChatRunOptions = SubmitOptions & { signal: AbortSignal; streamed?: boolean };
 
+/** Several choices of one request (OpenAI's `n`): one generation each, held together, all or none. */
+export type ChatChoicesOptions = ChatRunOptions & { count: number };
+
 /** What the work before the hold hands to the run. */
 interface Ready {
   job: ProviderJob;
@@ -92,87 +97,104 @@ export function createStreamedChat(deps: ChatRunDeps) {
    * deadline that passes midway is charged for the tokens sent, as a disconnect is; a whole reply
    * sends nothing before its end, so its deadline charges nothing.
    */
-  const kindOf = (startedAt: number): SubmitKind<ChatRunOptions, Ready, ChatRun> => ({
+  const kindOf = (startedAt: number): SubmitKind<ChatChoicesOptions, Ready[], ChatRun[]> => ({
     beforeHold(all, _request, principal, opts) {
-      const priced = all[0]!;
-      const { ratePer1kMc } = priced.internal;
-      if (ratePer1kMc === undefined || priced.params.maxTokens === undefined)
-        throw new Error(`chat ${priced.model} is not billed per token`);
-      priced.internal = { ...priced.internal, recordedByApi: true };
-      priced.admittedRunning = true;
-      priced.resolveWithinMs = limitMs + HOLD_MARGIN_MS;
-      const job: ProviderJob = {
-        generationId: priced.generationId,
-        kind: 'chat',
-        model: priced.model,
-        prompt: priced.prompt,
-        params: priced.params,
-        internal: priced.internal,
-      };
       // The provider is asked while the hold is being placed when the balance read with the key
       // says the hold will be granted: its time to first token then hides the transaction. A
       // refusal after all (a concurrent spend) stops the upstream call before anything is sent.
-      const stop = new AbortController();
       // Not for a key with a budget, nor past the request's own cap: the hold is then likelier refused.
+      const quoteMc = all.reduce((sum, priced) => sum + priced.quoteMc, 0);
       const likely =
-        (principal.availableMc ?? 0) >= priced.quoteMc &&
+        (principal.availableMc ?? 0) >= quoteMc &&
         !principal.budgeted &&
-        (opts.spendCap === undefined || creditsToMc(opts.spendCap.credits) >= priced.quoteMc);
-      // The router's entries of every attempt, settled with the charge (its own write of them is best effort).
-      const routes: RouteEntry[] = [];
-      const routed = (entry: RouteEntry): void => void routes.push(entry);
-      const early = likely ? openStream(deps.provider, job, stop.signal, routed) : undefined;
-      return { job, stop, routes, early, rate: ratePer1kMc, maxTokens: priced.params.maxTokens };
+        (opts.spendCap === undefined || creditsToMc(opts.spendCap.credits) >= quoteMc);
+      return all.map((priced) => readyOf(priced, likely));
     },
 
-    notHeld: (ready, why) => ready.stop.abort(new Error(why)),
-
-    start(held, ready, opts) {
-      const input: GenerationWorkflowInput = held.inputs[0]!;
-      let finished!: (durable: boolean) => void;
-      const outcome = new Promise<boolean>((done) => (finished = done));
-      const finish = (result: ApiRunResult): void => {
-        void outcomes.record(input, result).then(finished);
-      };
-      return {
-        id: input.generationId,
-        model: input.model,
-        createdAt: new Date(),
-        maxTokens: ready.maxTokens,
-        promptTokens: Math.ceil(ready.job.prompt.length / 4),
-        events: replyEvents({
-          job: ready.job,
-          provider: deps.provider,
-          store: deps.store,
-          early: ready.early,
-          stop: ready.stop,
-          routes: ready.routes,
-          maxTokens: ready.maxTokens,
-          ratePer1kMc: ready.rate,
-          limitMs,
-          signal: opts.signal,
-          deadlineMs: opts.deadlineMs,
-          startedAt,
-          streamed: opts.streamed === true,
-          finish,
-          log,
-        }),
-        async settled() {
-          // Normally the ledger has it already; else the workflow is settling it from the report.
-          if (!(await outcome)) await deps.gateway.awaitFinish(input.generationId, 10_000);
-        },
-      };
+    notHeld: (readies, why) => {
+      for (const ready of readies) ready.stop.abort(new Error(why));
     },
 
-    replayed: (first) => replayedRun(first.generations[0]!),
+    start: (held, readies, opts) => readies.map((ready, i) => startRun(held.inputs[i]!, ready, opts, startedAt)),
+
+    replayed: (first) => first.generations.map(replayedRun),
   });
 
+  /** One choice's work before the hold: its provider job, and its stream opened early when the hold is likely. */
+  function readyOf(priced: PricedGeneration, likely: boolean): Ready {
+    const { ratePer1kMc } = priced.internal;
+    if (ratePer1kMc === undefined || priced.params.maxTokens === undefined)
+      throw new Error(`chat ${priced.model} is not billed per token`);
+    priced.internal = { ...priced.internal, recordedByApi: true };
+    priced.admittedRunning = true;
+    priced.resolveWithinMs = limitMs + HOLD_MARGIN_MS;
+    const job: ProviderJob = {
+      generationId: priced.generationId,
+      kind: 'chat',
+      model: priced.model,
+      prompt: priced.prompt,
+      params: priced.params,
+      internal: priced.internal,
+    };
+    const stop = new AbortController();
+    // The router's entries of every attempt, settled with the charge (its own write of them is best effort).
+    const routes: RouteEntry[] = [];
+    const routed = (entry: RouteEntry): void => void routes.push(entry);
+    const early = likely ? openStream(deps.provider, job, stop.signal, routed) : undefined;
+    return { job, stop, routes, early, rate: ratePer1kMc, maxTokens: priced.params.maxTokens };
+  }
+
+  /** One held choice's run: its reply as the provider gives it, settled or released on its own. */
+  function startRun(input: GenerationWorkflowInput, ready: Ready, opts: ChatRunOptions, startedAt: number): ChatRun {
+    let finished!: (durable: boolean) => void;
+    const outcome = new Promise<boolean>((done) => (finished = done));
+    const finish = (result: ApiRunResult): void => {
+      void outcomes.record(input, result).then(finished);
+    };
+    return {
+      id: input.generationId,
+      model: input.model,
+      createdAt: new Date(),
+      maxTokens: ready.maxTokens,
+      promptTokens: estimatedInputTokens(ready.job.prompt),
+      events: replyEvents({
+        job: ready.job,
+        provider: deps.provider,
+        store: deps.store,
+        early: ready.early,
+        stop: ready.stop,
+        routes: ready.routes,
+        maxTokens: ready.maxTokens,
+        ratePer1kMc: ready.rate,
+        limitMs,
+        signal: opts.signal,
+        deadlineMs: opts.deadlineMs,
+        startedAt,
+        streamed: opts.streamed === true,
+        finish,
+        log,
+      }),
+      async settled() {
+        // Normally the ledger has it already; else the workflow is settling it from the report.
+        if (!(await outcome)) await deps.gateway.awaitFinish(input.generationId, 10_000);
+      },
+    };
+  }
+
   /** Runs a chat through the submit pipeline, its reply streamed as the provider gives it. */
-  const run = (request: ChatRequest, principal: Principal, opts: ChatRunOptions): Promise<ChatRun> =>
+  const run = async (request: ChatRequest, principal: Principal, opts: ChatRunOptions): Promise<ChatRun> =>
+    (await deps.submit(kindOf(Date.now()), request, principal, { ...opts, count: 1 }))[0]!;
+
+  /**
+   * Several choices of one chat, each its own generation and reply: held together (all or none),
+   * each charged the tokens it produced, settled or released on its own.
+   */
+  const runChoices = (request: ChatRequest, principal: Principal, opts: ChatChoicesOptions): Promise<ChatRun[]> =>
     deps.submit(kindOf(Date.now()), request, principal, opts);
 
   return {
     run,
+    runChoices,
     /** Resolves once every outcome still on its way to a workflow has been handed over: call before closing. */
     drain: outcomes.drain,
   };
@@ -188,7 +210,7 @@ function replayedRun(g: GenerationView): ChatRun {
     model: g.model,
     createdAt: g.createdAt,
     maxTokens,
-    promptTokens: Math.ceil(g.prompt.length / 4),
+    promptTokens: estimatedInputTokens(g.prompt),
     replay: g,
     events: (async function* (): AsyncGenerator<ChatRunEvent> {
       if (text) yield { type: 'delta', text };
@@ -196,7 +218,7 @@ function replayedRun(g: GenerationView): ChatRun {
         yield {
           type: 'end',
           finishReason: tokens >= maxTokens ? 'length' : 'stop',
-          usage: { promptTokens: Math.ceil(g.prompt.length / 4), completionTokens: tokens },
+          usage: g.usage ?? tokenUsageOf(undefined, { prompt: g.prompt, charged: tokens }),
         };
     })(),
     settled: () => Promise.resolve(),

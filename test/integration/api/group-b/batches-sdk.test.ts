@@ -203,6 +203,46 @@ describe('a chat batch through the openai SDK', () => {
   }, 90_000);
 });
 
+describe('chat lines with several choices and usage details', () => {
+  it('answers a line of n choices, each a generation charged its own tokens; details as the endpoint gives them', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = sdk(key);
+    const file = await upload(client, [
+      chatLine(1, 'two takes sim:tokens=3 sim:cached=20 sim:reasoning=2', { n: 2 }),
+      chatLine(2, 'with logprobs', { logprobs: true }),
+    ]);
+    const failed = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    // A line runs whole in a worker, which keeps no log probabilities: the batch is refused by that line.
+    expect((await until(client, failed.id, ['failed'])).errors?.data?.[0]).toMatchObject({
+      line: 2,
+      param: 'logprobs',
+    });
+
+    const ok = await upload(client, [chatLine(1, 'two takes sim:tokens=3 sim:cached=20 sim:reasoning=2', { n: 2 })]);
+    const batch = await client.batches.create({
+      input_file_id: ok.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    const done = await until(client, batch.id, ['completed']);
+    const [line] = linesOf(await (await client.files.content(done.output_file_id!)).text());
+    expect(line!.response!.body).toMatchObject({
+      choices: [{ index: 0 }, { index: 1 }],
+      usage: {
+        completion_tokens: 2 * 5,
+        prompt_tokens_details: { cached_tokens: 2 * 20 },
+        completion_tokens_details: { reasoning_tokens: 2 * 2 },
+      },
+    });
+    const charged = 2 * chargeForTokens(5, HAIKU_RATE_MC / 2);
+    expect(await balanceOf(key)).toMatchObject({ balance: (100_000 - charged) / 1000, holdsActive: 0 });
+  });
+});
+
 describe('validated before anything is held', () => {
   it('a malformed line, an unknown model, a duplicate custom_id, a line too long and another endpoint make the batch failed with their line numbers', async () => {
     const { key, accountId } = await h.account({ credits: 100 });

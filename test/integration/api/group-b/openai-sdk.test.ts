@@ -1167,7 +1167,7 @@ describe('errors as the SDK knows them', () => {
       'temperature',
     );
     await expectError(
-      client.chat.completions.create({ model: 'claude-haiku', messages, n: 2 }),
+      client.chat.completions.create({ model: 'claude-haiku', messages, n: 9 }),
       OpenAI.BadRequestError,
       400,
       'invalid_request_error',

@@ -53,7 +53,16 @@ describe('usage', () => {
     };
     const byModel = await usage('group_by=model');
     const chat = byModel.data.find((d) => d.group !== 'image-flux')!;
-    expect(chat).toMatchObject({ generations: 1, succeeded: 1, failed: 0, outputTokens: 7 });
+    // The simulator's input: the prompt at about four characters a token, nothing cached.
+    const details = { cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+    expect(chat).toMatchObject({
+      generations: 1,
+      succeeded: 1,
+      failed: 0,
+      outputTokens: 7,
+      inputTokens: 4,
+      ...details,
+    });
     expect(byModel.data.find((d) => d.group === 'image-flux')).toEqual({
       group: 'image-flux',
       creditsCharged: 6,
@@ -61,6 +70,8 @@ describe('usage', () => {
       succeeded: 2,
       failed: 1,
       outputTokens: 0,
+      inputTokens: 0,
+      ...details,
     });
     expect(byModel.total).toEqual({
       creditsCharged: 6 + chat.creditsCharged,
@@ -68,6 +79,8 @@ describe('usage', () => {
       succeeded: 3,
       failed: 1,
       outputTokens: 7,
+      inputTokens: 4,
+      ...details,
     });
 
     const byKey = await usage('group_by=key');

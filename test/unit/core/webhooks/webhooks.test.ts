@@ -218,6 +218,7 @@ describe('payloads', () => {
     provider: null,
     batchId: null,
     batchLine: null,
+    tokenUsage: null,
   };
   const at = new Date('2026-01-01T00:01:00Z');
   const source = (event: string, format: WebhookFormat, generation: GenerationRow | undefined = base) => ({

@@ -1,33 +1,34 @@
 import { toolCallAssembler } from './tool-calls';
-import type { ChatStreamEvent, ProviderContext, ProviderResult } from './types';
+import type { ChatStreamEvent, ProviderContext, ProviderResult, ProviderUsage } from './types';
 
 /**
- * An upstream's streamed chat reply collected whole, for a run that answers at its end: its text,
- * its function calls, and the tokens it produced (the upstream's count, else one per piece). Each
- * piece that arrives is a sign of life.
+ * A streamed chat read whole, as a worker runs it: its text, its function calls, and the
+ * provider's usage (each piece one output token when it gives none).
  */
-export async function collectChat(
+export async function gatheredChat(
   stream: AsyncIterable<ChatStreamEvent>,
   ctx: Pick<ProviderContext, 'heartbeat'>,
 ): Promise<ProviderResult> {
   let text = '';
-  let deltas = 0;
-  let usage: number | undefined;
+  let pieces = 0;
+  let usage: ProviderUsage | undefined;
   const calls = toolCallAssembler();
   for await (const event of stream) {
     if (event.type === 'usage') {
-      usage = event.outputTokens;
+      const { type: _type, ...counted } = event;
+      usage = counted;
       continue;
     }
     if (event.type === 'delta') text += event.text;
     else calls.add(event);
-    deltas++;
+    pieces++;
     ctx.heartbeat();
   }
   const toolCalls = calls.calls();
   return {
     text,
-    outputTokens: usage ?? deltas,
+    outputTokens: usage?.outputTokens ?? pieces,
+    ...(usage ? { usage } : {}),
     ...(toolCalls.length ? { toolCalls } : {}),
     file: { data: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8', extension: 'txt' },
   };

@@ -1,0 +1,48 @@
+import type { TokenUsage } from '../vocabulary';
+import type { ProviderUsage } from './types';
+
+/**
+ * A chat's usage as recorded and answered: the provider's figures where it gave them, else what
+ * the service counted. `charged` is the output the reply is charged for (core/catalogue/pricing.ts
+ * `tokenCharge`), which the record's output is, whatever the provider claimed past the hold.
+ */
+export function tokenUsageOf(
+  reported: Omit<ProviderUsage, 'outputTokens'> | undefined,
+  counted: { prompt: string; charged: number },
+): TokenUsage {
+  const cachedInputTokens = reported?.cachedInputTokens ?? 0;
+  const cacheWriteTokens = reported?.cacheWriteTokens ?? 0;
+  const inputTokens = Math.max(
+    reported?.inputTokens ?? estimatedInputTokens(counted.prompt),
+    cachedInputTokens + cacheWriteTokens,
+  );
+  return {
+    inputTokens,
+    cachedInputTokens,
+    cacheWriteTokens,
+    outputTokens: counted.charged,
+    reasoningTokens: Math.min(reported?.reasoningTokens ?? 0, counted.charged),
+  };
+}
+
+/** The input's size when no provider counted it: about four characters a token. */
+export function estimatedInputTokens(prompt: string): number {
+  return Math.ceil(prompt.length / 4);
+}
+
+/** Anthropic's input figure: the input read from or written to the cache is counted apart. */
+export function uncachedInputTokens(u: TokenUsage): number {
+  return Math.max(0, u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens);
+}
+
+/** The usage of several replies of one request (OpenAI's `n` choices), each count summed. */
+export function summedTokenUsage(usages: readonly TokenUsage[]): TokenUsage {
+  const sum = (k: keyof TokenUsage) => usages.reduce((total, u) => total + u[k], 0);
+  return {
+    inputTokens: sum('inputTokens'),
+    cachedInputTokens: sum('cachedInputTokens'),
+    cacheWriteTokens: sum('cacheWriteTokens'),
+    outputTokens: sum('outputTokens'),
+    reasoningTokens: sum('reasoningTokens'),
+  };
+}

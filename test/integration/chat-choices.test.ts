@@ -1,0 +1,220 @@
+/**
+ * `n` and `logprobs` on chat completions, with the official `openai` SDK: several choices are one
+ * generation each, held together (all or none) and each charged the tokens it produced; log
+ * probabilities come from the simulator (well formed, deterministic) and from an OpenAI-compatible
+ * upstream, and are refused by name where the model's provider gives none (Anthropic's API).
+ */
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { upstreamsSchema } from '../../core/config';
+import { chargeForTokens } from '../../core/catalogue/pricing';
+import { findOpenAiChatModel } from '../../core/catalogue/models';
+import { mcToCredits } from '../../core/money';
+import { createSafeHttpClient } from '../../core/net/safe-http';
+import { createProviderRouter } from '../../core/providers/router';
+import { createSimulator } from '../../core/providers/simulator';
+import { eventually, startHarness } from '../support/harness';
+import type { Harness } from '../support/harness';
+import { startAnthropicUpstream, startOpenAiUpstream } from '../support/upstream-servers';
+
+let h: Harness;
+let anthropicUp: Awaited<ReturnType<typeof startAnthropicUpstream>>;
+let openaiUp: Awaited<ReturnType<typeof startOpenAiUpstream>>;
+let baseURL: string;
+const http = createSafeHttpClient({ policy: { allowPrivateNetworks: true } });
+
+beforeAll(async () => {
+  anthropicUp = await startAnthropicUpstream();
+  openaiUp = await startOpenAiUpstream();
+  const { upstreams } = upstreamsSchema.parse({
+    upstreams: [
+      {
+        name: 'anthropic',
+        protocol: 'anthropic',
+        baseUrl: anthropicUp.baseUrl,
+        apiKey: 'sk-ant-test',
+        models: { 'claude-sonnet': { model: 'claude-sonnet-4-5', priority: 0 } },
+      },
+      {
+        name: 'openai',
+        protocol: 'openai',
+        baseUrl: openaiUp.baseUrl,
+        models: { 'gpt-5.5': { model: 'gpt-5.5-upstream', priority: 0 } },
+      },
+    ],
+  });
+  h = await startHarness({ provider: () => createProviderRouter(upstreams, createSimulator(), http) });
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  baseURL = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+}, 120_000);
+afterAll(async () => {
+  await h?.close();
+  await anthropicUp?.close();
+  await openaiUp?.close();
+  http.close();
+});
+
+const clientFor = (key: string) => new OpenAI({ apiKey: key, baseURL: `${baseURL}/v1`, maxRetries: 0 });
+const settledBalance = (key: string) =>
+  eventually(async () => {
+    const b = (await h.call('GET', '/api/v1/balance', { key })).json<{ balance: number; holdsActive: number }>();
+    return b.holdsActive === 0 ? b.balance : undefined;
+  });
+/** claude-haiku's rate per 1,000 output tokens, in millicredits. */
+const HAIKU = findOpenAiChatModel('claude-haiku')!.priceMc;
+const user = (content: string) => [{ role: 'user' as const, content }];
+
+describe('n choices', () => {
+  it('answers n choices whole, each a generation charged its own tokens, the usage of them all', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const reply = await clientFor(key).chat.completions.create({
+      model: 'claude-haiku',
+      messages: user('Three takes sim:delay=0 sim:pace=0 sim:tokens=6 sim:reasoning=2'),
+      max_tokens: 40,
+      n: 3,
+    });
+    expect(reply.choices.map((c) => c.index)).toEqual([0, 1, 2]);
+    for (const c of reply.choices) {
+      expect(c).toMatchObject({ finish_reason: 'stop', logprobs: null, message: { role: 'assistant' } });
+      expect(c.message.content?.split(' ')).toHaveLength(6);
+    }
+    expect(reply.usage).toMatchObject({
+      completion_tokens: 3 * 8,
+      completion_tokens_details: { reasoning_tokens: 3 * 2 },
+    });
+    // Each choice is charged its 8 tokens on its own: three charges, each rounded once.
+    expect(await settledBalance(key)).toBeCloseTo(100 - mcToCredits(3 * chargeForTokens(8, HAIKU)), 6);
+    const list = (await h.call('GET', '/api/v1/generations?kind=chat', { key })).json<{
+      data: { id: string; creditsCharged: number; usage: { outputTokens: number } }[];
+    }>();
+    expect(list.data).toHaveLength(3);
+    expect(list.data.map((g) => g.usage.outputTokens)).toEqual([8, 8, 8]);
+    expect(list.data.map((g) => g.id)).toContain(reply.id);
+  });
+
+  it('streams n choices interleaved, each with its role, deltas and finish, then the summed usage', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const stream = await clientFor(key).chat.completions.create({
+      model: 'gpt-5.5',
+      messages: user('Two takes up:tokens=4 up:cached=10'),
+      max_tokens: 40,
+      n: 2,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const text = ['', ''];
+    const finishes: (string | null)[] = [null, null];
+    const roles = [0, 0];
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        text[c.index] += c.delta.content ?? '';
+        if (c.delta.role) roles[c.index]! += 1;
+        if (c.finish_reason) finishes[c.index] = c.finish_reason;
+      }
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(roles).toEqual([1, 1]);
+    expect(finishes).toEqual(['stop', 'stop']);
+    expect(text[0]!.split(' ')).toHaveLength(4);
+    expect(text[1]).toBe(text[0]);
+    expect(usage).toMatchObject({
+      prompt_tokens: 2 * 13,
+      completion_tokens: 2 * 4,
+      prompt_tokens_details: { cached_tokens: 2 * 10 },
+    });
+    expect(await settledBalance(key)).toBeCloseTo(
+      100 - mcToCredits(2 * chargeForTokens(4, findOpenAiChatModel('gpt-5.5')!.priceMc)),
+      6,
+    );
+  });
+
+  it('holds all the choices or none: n whose holds the balance cannot cover is a 402, nothing held', async () => {
+    // claude-haiku holds its 4,096-token cap per choice: about 2.9 credits each.
+    const { key } = await h.account({ credits: 5 });
+    const client = clientFor(key);
+    await expect(
+      client.chat.completions.create({ model: 'claude-haiku', messages: user('sim:delay=0 hi'), n: 2 }),
+    ).rejects.toMatchObject({ status: 402 });
+    expect(await settledBalance(key)).toBe(5);
+    const one = await client.chat.completions.create({ model: 'claude-haiku', messages: user('sim:delay=0 hi'), n: 1 });
+    expect(one.choices).toHaveLength(1);
+  });
+
+  it('refuses n outside 1 to 8 by name', async () => {
+    const { key } = await h.account({ credits: 100 });
+    await expect(
+      clientFor(key).chat.completions.create({ model: 'claude-haiku', messages: user('hi'), n: 9 }),
+    ).rejects.toMatchObject({ status: 400, param: 'n' });
+  });
+});
+
+describe('logprobs', () => {
+  const wellFormed = (content: OpenAI.ChatCompletionTokenLogprob[], top: number, text: string) => {
+    expect(content.map((t) => t.token).join('')).toBe(text);
+    for (const t of content) {
+      expect(t.logprob).toBeLessThanOrEqual(0);
+      expect(t.bytes).toEqual([...Buffer.from(t.token)]);
+      expect(t.top_logprobs).toHaveLength(top);
+      if (top > 0) expect(t.top_logprobs[0]).toMatchObject({ token: t.token, logprob: t.logprob });
+      const probabilities = t.top_logprobs.map((x) => Math.exp(x.logprob));
+      expect(probabilities.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(1);
+      expect([...probabilities].sort((a, b) => b - a)).toEqual(probabilities);
+    }
+  };
+
+  it('the simulator gives well-formed, deterministic log probabilities, whole and streamed', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = clientFor(key);
+    const ask = {
+      model: 'claude-haiku',
+      messages: user('Logprobs sim:delay=0 sim:pace=0 sim:tokens=5'),
+      max_tokens: 20,
+    };
+    const whole = await client.chat.completions.create({ ...ask, logprobs: true, top_logprobs: 3 });
+    const content = whole.choices[0]!.logprobs!.content!;
+    expect(content).toHaveLength(5);
+    wellFormed(content, 3, whole.choices[0]!.message.content!);
+    expect(whole.choices[0]!.logprobs!.refusal).toBeNull();
+
+    const stream = await client.chat.completions.create({ ...ask, logprobs: true, top_logprobs: 3, stream: true });
+    const streamed: OpenAI.ChatCompletionTokenLogprob[] = [];
+    for await (const chunk of stream) streamed.push(...(chunk.choices[0]?.logprobs?.content ?? []));
+    expect(streamed).toEqual(content);
+
+    const without = await client.chat.completions.create(ask);
+    expect(without.choices[0]!.logprobs).toBeNull();
+  });
+
+  it('passes an OpenAI-compatible upstream’s log probabilities on', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const stream = await clientFor(key).chat.completions.create({
+      model: 'gpt-5.5',
+      messages: user('up:tokens=3'),
+      logprobs: true,
+      top_logprobs: 2,
+      stream: true,
+    });
+    const content: OpenAI.ChatCompletionTokenLogprob[] = [];
+    let text = '';
+    for await (const chunk of stream) {
+      content.push(...(chunk.choices[0]?.logprobs?.content ?? []));
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    wellFormed(content, 2, text);
+    expect(openaiUp.received.at(-1)!.body).toMatchObject({ logprobs: true, top_logprobs: 2 });
+  });
+
+  it('refuses logprobs where the model’s provider gives none, and top_logprobs without logprobs', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = clientFor(key);
+    await expect(
+      client.chat.completions.create({ model: 'claude-sonnet', messages: user('hi'), logprobs: true }),
+    ).rejects.toMatchObject({ status: 400, param: 'logprobs' });
+    await expect(
+      client.chat.completions.create({ model: 'claude-haiku', messages: user('hi'), top_logprobs: 2 }),
+    ).rejects.toMatchObject({ status: 400, param: 'top_logprobs' });
+    expect(await settledBalance(key)).toBe(100);
+  });
+});
