@@ -38,30 +38,6 @@ const DIVERGENCES: readonly Divergence[] = [
   },
 ];
 
-/**
- * Temporary: OpenAI's Responses usage requires `input_tokens_details.cache_write_tokens`, which
- * our answers gain with the cache and reasoning figures carried through every door. Until then a
- * missing one is filled with 0 here; remove this list once they carry it.
- */
-const AWAITING_USAGE_DETAILS: readonly Divergence[] = [
-  {
-    what: 'Responses usage without input_tokens_details.cache_write_tokens',
-    why: 'The usage details are carried through every door separately; the field comes with them.',
-    normalise: (body) => withCacheWriteTokens(body),
-  },
-];
-
-function withCacheWriteTokens(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withCacheWriteTokens);
-  if (typeof value !== 'object' || value === null) return value;
-  const entries = Object.entries(value).map(([k, v]: [string, unknown]): [string, unknown] => {
-    if (k === 'input_tokens_details' && typeof v === 'object' && v !== null && !('cache_write_tokens' in v))
-      return [k, { ...v, cache_write_tokens: 0 }];
-    return [k, withCacheWriteTokens(v)];
-  });
-  return Object.fromEntries(entries);
-}
-
 let h: Harness;
 let base: string;
 let recorder: ReturnType<typeof recordingFetch>;
@@ -73,7 +49,7 @@ beforeAll(async () => {
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;
   recorder = recordingFetch(base);
-  contract = await loadOpenAiContract([...DIVERGENCES, ...AWAITING_USAGE_DETAILS]);
+  contract = await loadOpenAiContract(DIVERGENCES);
 });
 afterAll(async () => {
   await h?.close();

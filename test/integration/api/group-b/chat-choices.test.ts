@@ -7,16 +7,16 @@
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upstreamsSchema } from '../../core/config';
-import { chargeForTokens } from '../../core/catalogue/pricing';
-import { findOpenAiChatModel } from '../../core/catalogue/models';
-import { mcToCredits } from '../../core/money';
-import { createSafeHttpClient } from '../../core/net/safe-http';
-import { createProviderRouter } from '../../core/providers/router';
-import { createSimulator } from '../../core/providers/simulator';
-import { eventually, startHarness } from '../support/harness';
-import type { Harness } from '../support/harness';
-import { startAnthropicUpstream, startOpenAiUpstream } from '../support/upstream-servers';
+import { upstreamsSchema } from '../../../../core/config/upstreams';
+import { chargeForTokens } from '../../../../core/catalogue/pricing';
+import { findOpenAiChatModel } from '../../../../core/catalogue/models';
+import { mcToCredits } from '../../../../core/money';
+import { createSafeHttpClient } from '../../../../core/net/safe-http';
+import { createProviderRouter } from '../../../../core/providers/router';
+import { createSimulator } from '../../../../core/providers/simulator';
+import { eventually, startHarness } from '../../../support/harness';
+import type { Harness } from '../../../support/harness';
+import { startAnthropicUpstream, startOpenAiUpstream } from '../../../support/upstream-servers';
 
 let h: Harness;
 let anthropicUp: Awaited<ReturnType<typeof startAnthropicUpstream>>;

@@ -3,10 +3,10 @@
  * reasoning in the output), whichever protocol counted it; and the simulator's log probabilities.
  */
 import { describe, expect, it } from 'vitest';
-import { anthropicUsageOf } from '../../core/providers/anthropic-upstream';
-import { openAiUsageOf } from '../../core/providers/openai-upstream';
-import { simulatedLogprob } from '../../core/providers/simulated-logprobs';
-import { summedTokenUsage, tokenUsageOf, uncachedInputTokens } from '../../core/providers/token-usage';
+import { anthropicUsageOf } from '../../../../core/providers/anthropic-upstream';
+import { openAiUsageOf } from '../../../../core/providers/openai-upstream';
+import { simulatedLogprob } from '../../../../core/providers/simulated-logprobs';
+import { summedTokenUsage, tokenUsageOf, uncachedInputTokens } from '../../../../core/providers/token-usage';
 
 describe('usage details', () => {
   it('reads OpenAI’s chat completions and Responses names alike', () => {
