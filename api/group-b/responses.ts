@@ -17,8 +17,8 @@ import {
   RESPONSE_PARAMS,
   responseCreateBody,
   responseRequestOf,
-  responseSchema,
 } from '../shared/openai/responses';
+import { responseSchema } from '../shared/openai/response-schema';
 import { inGroupBWords, UNSUPPORTED } from '../shared/openai/words';
 import {
   errorsB,
