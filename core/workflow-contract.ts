@@ -34,14 +34,6 @@ export interface GenerationWorkflowInput {
   /** After this long the generation fails with `timeout` and its hold is released (per kind, configured). */
   deadlineMs?: number;
   /**
-   * Set when the API runs the provider itself and streams the reply to the client (group B chat):
-   * the workflow does not run the provider activity but waits, up to `deadlineMs` after it starts
-   * running, for the `apiRunResult` signal, then settles what it reports or releases. No signal by
-   * the deadline (the API died mid-stream) releases the hold. Absent for every other generation.
-   * `admittedRunning`: the API admitted it `running` (core/ledger/admit.ts), so the workflow does not.
-   */
-  apiRun?: { deadlineMs: number; admittedRunning?: boolean };
-  /**
    * A chat the API ran itself (group B), started once its reply has ended: what it came to, and
    * where the API's own ledger call left the hold. The workflow records it in its first task, with
    * no timer and no activity, unless the API could not reach the ledger: then it settles or releases
@@ -58,7 +50,7 @@ export interface GenerationWorkflowInput {
   admittedRunning?: boolean;
 }
 
-/** What the API reports about a generation it ran itself (see `apiRun`). */
+/** What the API reports about a chat it ran itself (see `reported`). */
 export type ApiRunResult = (
   { ok: true; output: RunOutput & { chargeMc: number; outputTokens: number } } | { ok: false; error: GenerationFailure }
 ) & {
@@ -100,8 +92,6 @@ export type WebhookDeliveryWorkflow = (input: WebhookDeliveryInput) => Promise<W
 
 /** Send now: cuts a retry wait short, or (with signal-with-start) sends a finished delivery again. */
 export const redeliverSignal = defineSignal('redeliver');
-/** The outcome of a run the API did itself (`apiRun`); the first one counts. */
-export const apiRunResultSignal = defineSignal<[ApiRunResult]>('apiRunResult');
 
 export const BATCH_WORKFLOW_TYPE = 'batch';
 

@@ -152,7 +152,7 @@ export const generationMachine = setup({
       },
     },
     // The hold is going back. The ledger may find it charged already (the API settled a reply it
-    // produced, and its report came late): then the generation succeeded after all.
+    // produced): then the generation succeeded after all.
     releasing: {
       entry: {
         type: 'release',

@@ -11,8 +11,6 @@ import { imageInFormat } from '../../core/media/output-format';
 import { metrics } from '../../core/metrics';
 import { chargedTokens, tokenCharge } from '../../core/catalogue/pricing';
 import { tokenUsageOf } from '../../core/providers/token-usage';
-import { INTERNAL_PARAM_KEYS, publicParamsOf } from '../../core/generation/params';
-import type { InternalParams } from '../../core/generation/params';
 import { progressRecorder } from './progress-recorder';
 import { earlyThumbnail, storePreviews } from './previews';
 
@@ -49,7 +47,7 @@ export function createProviderActivities(deps: ProviderDeps) {
  */
 async function perform(deps: ProviderDeps, run: ProviderRun, detach: boolean): Promise<ProviderStart> {
   const { pool, store } = deps;
-  const job = jobOf(run);
+  const { resume: _resume, ...job } = run;
   const ctx = Context.current();
   const timer = metrics.providerDuration.startTimer({ kind: job.kind });
   metrics.providerActivitiesRunning.inc();
@@ -204,26 +202,8 @@ async function storeOutput(
   return outputKey;
 }
 
-/**
- * A provider run as the workflow asks for it: the job, and the upstream job it takes up, if any.
- * `internal` is absent only in runs of workflows started before the parameters were split (jobOf).
- */
-export type ProviderRun = Omit<ProviderJob, 'internal'> & { internal?: InternalParams; resume?: unknown };
-
-/**
- * The job of a run. Replay path: a workflow started before a generation's parameters were split in
- * two (db/migrations/024_internal_params.sql) carries one bag as `params`, its internal keys
- * included, and no `internal`; they are taken apart here. Delete this once no workflow started
- * before that deploy is open (the longest deadline after it; docs/operations.md says how to check).
- */
-function jobOf({ resume: _resume, ...run }: ProviderRun): ProviderJob {
-  if (run.internal !== undefined) return { ...run, internal: run.internal };
-  const bag: Record<string, unknown> = { ...run.params };
-  const internal = Object.fromEntries(
-    INTERNAL_PARAM_KEYS.filter((key) => bag[key] !== undefined).map((key) => [key, bag[key]]),
-  );
-  return { ...run, params: publicParamsOf(run.params), internal };
-}
+/** A provider run as the workflow asks for it: the job, and the upstream job it takes up, if any. */
+export type ProviderRun = ProviderJob & { resume?: unknown };
 
 /**
  * What a run that may detach answers: its output, or the upstream job it left waiting (with the

@@ -145,11 +145,6 @@ export interface InternalParams {
   /** The client's own deadline in ms (`Cancel-After`, `deadline_seconds`): the workflow's is the sooner of it and the kind's. */
   clientDeadlineMs?: number;
   /**
-   * A chat the API runs itself (group B), of the earlier shape: how long its workflow waits for the
-   * API's report. Remove once no such chat can be in flight (its hold lasts at most the chat's deadline).
-   */
-  apiRunDeadlineMs?: number;
-  /**
    * A chat the API runs and records itself (group B): its hold carries a deadline, and its workflow
    * starts once the reply has ended, with the outcome.
    */
@@ -206,7 +201,6 @@ export const PUBLIC_PARAM_KEYS = Object.keys({
 
 export const INTERNAL_PARAM_KEYS = Object.keys({
   clientDeadlineMs: true,
-  apiRunDeadlineMs: true,
   recordedByApi: true,
   ratePer1kMc: true,
   sampling: true,

@@ -69,16 +69,11 @@ export function inputOfRecord(g: GenerationRow, deadlines: Deadlines | undefined
     internal: g.internal,
     quoteMc: g.quoteMc,
     admitted: { free: g.freeChat, model: g.model },
-    // A chat of the earlier shape stays one: its workflow waits for the API's report. Remove with
-    // `apiRunDeadlineMs` once no chat admitted before the deploy that records chats at their end
-    // can be in flight (its hold lasts at most the chat's deadline).
-    ...(g.internal.apiRunDeadlineMs === undefined ? {} : { apiRun: { deadlineMs: g.internal.apiRunDeadlineMs } }),
   };
 }
 
-/** A chat the API runs itself (a group B reply): the API resolves its hold and starts its workflow at its end. */
-export const isApiRun = (g: GenerationRow): boolean =>
-  g.internal.recordedByApi === true || g.internal.apiRunDeadlineMs !== undefined;
-
-/** A chat the API records at its end: no workflow until then, and none to start for it from its record. */
+/**
+ * A chat the API runs and records itself (a group B reply): the API resolves its hold and starts its
+ * workflow at its end, so none is started for it from its record.
+ */
 export const isRecordedByApi = (g: GenerationRow): boolean => g.internal.recordedByApi === true;

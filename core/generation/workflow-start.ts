@@ -57,7 +57,7 @@ function startStatusOf(input: GenerationWorkflowInput): Status {
   const reported = input.reported;
   if (reported !== undefined)
     return reported.recorded === 'settled' ? 'succeeded' : reported.recorded === 'released' ? 'failed' : 'running';
-  return input.apiRun?.admittedRunning || input.admittedRunning ? 'running' : 'queued';
+  return input.admittedRunning ? 'running' : 'queued';
 }
 
 /**

@@ -139,7 +139,7 @@ export function createAdmission(deps: AdmissionDeps) {
             id: p.generationId,
             budgeted,
             customerId: opts.customer,
-            startsRunning: p.admittedRunning === true || p.apiRun?.admittedRunning === true,
+            startsRunning: p.admittedRunning === true,
           })),
           keyedOf(principal, opts),
         ),

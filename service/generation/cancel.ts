@@ -7,7 +7,7 @@ import type { OutputStore } from '../../core/storage/output-store';
 import { isFinal } from '../../core/vocabulary';
 import { readOwn } from '../../core/generation/lookup';
 import type { GenerationGateway } from './temporal-gateway';
-import { inputOfRecord, isApiRun } from '../../core/generation/workflow-input';
+import { inputOfRecord, isRecordedByApi } from '../../core/generation/workflow-input';
 import type { Deadlines } from '../../core/generation/workflow-input';
 
 export interface CancelDeps {
@@ -29,7 +29,7 @@ export function createCancel(deps: CancelDeps) {
   const { pool, gateway, store } = deps;
   return async (principal: Principal, id: string): Promise<GenerationView> => {
     const g = await readOwn(pool, principal.accountId, id);
-    if (!isFinal(g.status) && isApiRun(g)) throw new GenerationStreamingError(g.id);
+    if (!isFinal(g.status) && isRecordedByApi(g)) throw new GenerationStreamingError(g.id);
     if (!isFinal(g.status)) {
       await gateway.cancel(inputOfRecord(g, deps.deadlines), 'cancelled by the client');
       await gateway.awaitFinish(id, deps.cancelWaitMs ?? 10_000);

@@ -3,13 +3,11 @@ import type { Client } from '@temporalio/client';
 import { ServiceUnavailableError } from '../../core/errors';
 import { createAccountLanes } from '../../core/generation/account-lanes';
 import { generationStartOptions } from '../../core/generation/workflow-start';
-import { apiRunResultSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../../core/workflow-contract';
+import { cancelSignal, GENERATION_WORKFLOW_TYPE } from '../../core/workflow-contract';
 import type { ApiRunResult, GenerationWorkflow, GenerationWorkflowInput } from '../../core/workflow-contract';
 
 /** The signals the API sends a generation's workflow. */
-type GenerationSignal =
-  | { signal: typeof cancelSignal; signalArgs: [reason: string] }
-  | { signal: typeof apiRunResultSignal; signalArgs: [result: ApiRunResult] };
+type GenerationSignal = { signal: typeof cancelSignal; signalArgs: [reason: string] };
 
 /**
  * How the service talks to Temporal about generations. The hold is already placed (by the
@@ -80,20 +78,9 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
     },
 
     /**
-     * Hands the outcome of a run the API did itself (a streamed chat) to its workflow, which then
-     * settles or releases. Signal-with-start, so that a workflow whose first start failed is
-     * started now. Throws when the server cannot be reached: the caller then resolves the hold.
-     */
-    async reportApiRun(input: GenerationWorkflowInput, result: ApiRunResult): Promise<void> {
-      // False when already closed (e.g. cancelled meanwhile): it settled or released without this report.
-      await signalWithStart(input, { signal: apiRunResultSignal, signalArgs: [result] });
-    },
-
-    /**
      * Starts the workflow of a chat the API ran, carrying what it came to (`input.reported`): it
-     * records that in its first task. A workflow of the earlier shape already waiting for this
-     * chat's report (started by an older API process) is sent the report instead. Throws when the
-     * server cannot be reached.
+     * records that in its first task. One that already has its workflow (an earlier attempt's start
+     * reached the server) is left as it is. Throws when the server cannot be reached.
      */
     async record(input: GenerationWorkflowInput & { reported: ApiRunResult }): Promise<void> {
       try {
@@ -104,14 +91,6 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
         );
       } catch (err) {
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        try {
-          await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-            client.workflow.getHandle(input.generationId).signal(apiRunResultSignal, input.reported),
-          );
-        } catch (signalErr) {
-          // Closed already (released at its own deadline): the ledger has the outcome either way.
-          if (!(signalErr instanceof WorkflowNotFoundError)) throw signalErr;
-        }
       }
     },
 

@@ -1,6 +1,5 @@
 import { CancellationScope, sleep } from '@temporalio/workflow';
 import type { GenerationWorkflowInput } from '../../core/workflow-contract';
-import type { GenerationEvent } from '../../machines/generation';
 import type { GenerationRun } from './run';
 
 /**
@@ -9,43 +8,23 @@ import type { GenerationRun } from './run';
  */
 export function startDeadline(run: GenerationRun): CancellationScope {
   const deadline = new CancellationScope();
-  const timeout = run.deadlineOnRun === undefined ? deadlineOf(run.input) : undefined;
-  if (timeout !== undefined) {
+  const ms = run.deadlineOnRun === undefined ? deadlineOf(run.input) : undefined;
+  if (ms !== undefined) {
     deadline
-      .run(() => sleep(timeout.ms))
+      .run(() => sleep(ms))
       .then(
-        () => {
-          // The report's wait ran out first: the API died mid-stream, the hold goes back.
-          if (timeout.reportWait) {
-            if (run.apiRunResult === undefined) run.events.push(reportMissing(timeout.ms));
-          } else {
-            run.events.push({ type: 'DEADLINE', message: deadlineMessage(timeout.ms) });
-          }
-        },
+        () => void run.events.push({ type: 'DEADLINE', message: deadlineMessage(ms) }),
         () => undefined,
       );
   }
   return deadline;
 }
 
-/**
- * The workflow's one timer: its deadline, or for a chat the API runs the sooner of that and the
- * wait for the API's report (`reportWait` when the wait is what it times).
- */
-function deadlineOf(input: GenerationWorkflowInput): { ms: number; reportWait: boolean } | undefined {
+/** The workflow's one timer: its deadline. */
+function deadlineOf(input: GenerationWorkflowInput): number | undefined {
   // A reported chat has run already; should its ledger step be left to do, that step is bounded.
-  if (input.reported !== undefined) return undefined;
-  const wait = input.apiRun?.deadlineMs;
-  if (wait !== undefined && (input.deadlineMs === undefined || wait < input.deadlineMs))
-    return { ms: wait, reportWait: true };
-  return input.deadlineMs === undefined ? undefined : { ms: input.deadlineMs, reportWait: false };
+  return input.reported === undefined ? input.deadlineMs : undefined;
 }
-
-/** What the API said about a chat it ran, never reported in time: it died mid-stream, the hold goes back. */
-const reportMissing = (ms: number): GenerationEvent => ({
-  type: 'RUN_FAILED',
-  error: { code: 'timeout', message: `the API did not report the run within ${ms} ms`, retryable: true },
-});
 
 export const deadlineMessage = (ms: number): string =>
   `the generation did not finish within its deadline of ${deadlineText(ms)}`;

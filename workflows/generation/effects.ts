@@ -2,7 +2,6 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
-  condition,
   isCancellation,
   setCurrentDetails,
   upsertSearchAttributes,
@@ -34,7 +33,7 @@ export function effectTable(run: GenerationRun): EffectTable {
 }
 
 async function startRunning({ input, events }: GenerationRun): Promise<void> {
-  if (input.apiRun?.admittedRunning || input.reported !== undefined || input.admittedRunning) {
+  if (input.reported !== undefined || input.admittedRunning) {
     events.push({ type: 'STARTED' });
     return;
   }
@@ -75,15 +74,13 @@ async function waitForSlot(run: GenerationRun): Promise<void> {
 }
 
 async function runProvider(run: GenerationRun): Promise<void> {
-  const { input } = run;
-  if (input.apiRun !== undefined || input.reported !== undefined) {
-    // The API ran this one (a streamed chat): what it reported, given at the start or (earlier
-    // shape) awaited as a signal, bounded by the workflow's one timer.
-    inBackground(run, async () => {
-      await condition(() => run.apiRunResult !== undefined);
-      const result = run.apiRunResult!;
-      return result.ok ? { type: 'RUN_SUCCEEDED', output: result.output } : { type: 'RUN_FAILED', error: result.error };
-    });
+  const { input, events } = run;
+  const reported = input.reported;
+  if (reported !== undefined) {
+    // The API ran this one (a streamed chat): its outcome came with the start.
+    events.push(
+      reported.ok ? { type: 'RUN_SUCCEEDED', output: reported.output } : { type: 'RUN_FAILED', error: reported.error },
+    );
     return;
   }
   inBackground(run, async () => {
@@ -176,7 +173,7 @@ function settleFailed({ events }: GenerationRun, error: GenerationFailure): void
 }
 
 /** Where the API's own ledger call left a run it reported, when it reached the ledger. */
-const recordedByApi = (run: GenerationRun): ApiRunResult['recorded'] => run.apiRunResult?.recorded;
+const recordedByApi = (run: GenerationRun): ApiRunResult['recorded'] => run.input.reported?.recorded;
 
 // The record gets a code and our message; the activity's own failure (the upstream's text) stays
 // in this workflow's history, for the operator, and in the worker's log.

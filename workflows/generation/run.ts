@@ -1,6 +1,6 @@
 import type { CancellationScope } from '@temporalio/workflow';
 import type { GenerationActivities } from '../../activities';
-import type { ApiRunResult, GenerationWorkflowInput } from '../../core/workflow-contract';
+import type { GenerationWorkflowInput } from '../../core/workflow-contract';
 import type { GenerationFailure } from '../../core/vocabulary';
 import type { GenerationEvent } from '../../machines/generation';
 
@@ -20,11 +20,6 @@ export interface GenerationRun {
   readonly background: CancellationScope[];
   /** Clean-ups a stopped run left under way (an upstream job to cancel): the workflow ends after them. */
   readonly compensations: Promise<unknown>[];
-  /**
-   * What the API reported of a chat it ran: given at the start (`reported`), or for chats of the
-   * earlier shape (`apiRun`) by signal.
-   */
-  apiRunResult: ApiRunResult | undefined;
 }
 
 /** A settle that found the hold released (the API's or the reconciler's doing): nothing was charged. */

@@ -9,7 +9,7 @@ import {
 } from '@temporalio/workflow';
 import { initialTransition, transition } from 'xstate';
 import { GenerationStatus as StatusAttribute } from '../../core/search-attributes';
-import { apiRunResultSignal, cancelSignal, phaseQuery } from '../../core/workflow-contract';
+import { cancelSignal, phaseQuery } from '../../core/workflow-contract';
 import type {
   ApiRunResult,
   GenerationResult,
@@ -53,7 +53,6 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     events: [],
     background: [],
     compensations: [],
-    apiRunResult: undefined,
   };
   const phase: Phase = { current: 'queued', published: 'queued' };
 
@@ -98,16 +97,9 @@ function endRecorded(
   return { generationId: input.generationId, phase: phase.current };
 }
 
-/** The signals a running generation takes: a cancel, and (chats of the earlier shape) the API's report. */
+/** The signal a running generation takes: a cancel. */
 function listen(run: GenerationRun): void {
   setHandler(cancelSignal, (reason) => void run.events.push({ type: 'CANCEL', reason }));
-  // A chat the API ran itself comes with its report (`reported`): started once the reply has
-  // ended, it records the outcome in its first task. Chats of the earlier shape (`apiRun`) were
-  // started as the reply began and wait for the report as a signal, on one timer.
-  run.apiRunResult = run.input.reported;
-  setHandler(apiRunResultSignal, (result) => {
-    run.apiRunResult ??= result;
-  });
 }
 
 /**
@@ -120,8 +112,7 @@ function machineDriver(run: GenerationRun, needsSlot: boolean, phase: Phase) {
   let [snapshot, pending] = initialTransition(generationMachine, { needsSlot });
   // The start set the status: `queued`, `running` for a generation admitted running, or the end a
   // reported chat came to (read back from the start event, so that it is not upserted again).
-  const ranByApi = input.apiRun !== undefined || input.reported !== undefined;
-  phase.published = ranByApi || input.admittedRunning ? startedStatus() : 'queued';
+  phase.published = input.reported !== undefined || input.admittedRunning ? startedStatus() : 'queued';
   const effects: EffectTable = effectTable(run);
   const perform = <K extends EffectName>(effect: GenerationEffect<K>): Promise<void> =>
     effects[effect.type](effect.params);

@@ -10,72 +10,8 @@ import { CURRENT_HISTORIES, patchIdsOf } from '../../../support/histories';
 import { credits, generate, untilFinished, untilStarted } from '../../../support/api';
 import { phaseQuery } from '../../../../core/workflow-contract';
 import { newId } from '../../../../core/ids';
-import type { InternalParams } from '../../../../core/generation/params';
-import { admit, settle } from '../../../../core/ledger';
+import { admit } from '../../../../core/ledger';
 import { createGenerationGateway } from '../../../../service/generation/temporal-gateway';
-
-/** A per-token chat of the account as the API admits it; `internal` says which shape it runs in. */
-const perTokenChat = (accountId: string, internal: InternalParams) => ({
-  accountId,
-  apiKeyId: null,
-  kind: 'chat' as const,
-  model: 'claude-haiku',
-  prompt: 'hello',
-  params: { maxTokens: 100 },
-  internal: { ratePer1kMc: 700, ...internal },
-  quoteMc: 70,
-});
-
-/**
- * A chat admitted for the API to run (apiRun) whose report never comes, as when the API process
- * dies mid-stream: the workflow must release the hold at its deadline — unless the API had settled
- * the reply in the ledger before dying, when the release finds the charge and the generation
- * stays succeeded. Returns its id once its workflow has closed.
- */
-async function apiRunNeverReported(accountId: string, opts: { settledByApi?: boolean } = {}): Promise<string> {
-  const generationId = newId('gen');
-  const generation = perTokenChat(accountId, { apiRunDeadlineMs: 300 });
-  const admitted = await admit(h.pool, [{ ...generation, id: generationId }]);
-  if (admitted.outcome !== 'admitted') throw new Error('not admitted');
-  if (opts.settledByApi)
-    await settle(h.pool, { generationId, outputKey: null, outputText: 'hi', chargeMc: 7, outputTokens: 10 });
-  const handle = h.client.workflow.getHandle(generationId);
-  await createGenerationGateway({ client: h.client, taskQueue: h.taskQueue }).start({
-    ...generation,
-    generationId,
-    admitted: { free: false, model: generation.model },
-    apiRun: { deadlineMs: 300 },
-  });
-  const closed = await handle.result().then(
-    () => 'completed',
-    () => 'failed',
-  );
-  const hold = await h.pool.query<{ state: string }>('SELECT state FROM holds WHERE generation_id = $1', [
-    generationId,
-  ]);
-  const row = await h.pool.query<{ status: string; charged_mc: number; error: { code: string } | null }>(
-    'SELECT status, charged_mc, error FROM generations WHERE id = $1',
-    [generationId],
-  );
-  if (opts.settledByApi) {
-    expect({ closed, hold: hold.rows[0]?.state, ...row.rows[0] }).toEqual({
-      closed: 'completed',
-      hold: 'settled',
-      status: 'succeeded',
-      charged_mc: 7,
-      error: null,
-    });
-    expect(await handle.query(phaseQuery)).toBe('succeeded');
-  } else {
-    expect({ closed, hold: hold.rows[0]?.state, status: row.rows[0]?.status, code: row.rows[0]?.error?.code }).toEqual({
-      closed: 'failed',
-      hold: 'released',
-      status: 'failed',
-      code: 'timeout',
-    });
-  }
-  return generationId;
-}
 
 /**
  * A chat the API ran whose ledger call failed (PostgreSQL out of reach at that moment): its
@@ -83,7 +19,16 @@ async function apiRunNeverReported(accountId: string, opts: { settledByApi?: boo
  */
 async function reportedUnrecorded(accountId: string): Promise<string> {
   const generationId = newId('gen');
-  const generation = perTokenChat(accountId, { recordedByApi: true });
+  const generation = {
+    accountId,
+    apiKeyId: null,
+    kind: 'chat' as const,
+    model: 'claude-haiku',
+    prompt: 'hello',
+    params: { maxTokens: 100 },
+    internal: { ratePer1kMc: 700, recordedByApi: true },
+    quoteMc: 70,
+  };
   const admitted = await admit(h.pool, [
     { ...generation, id: generationId, startsRunning: true, resolveWithinMs: 60_000 },
   ]);
@@ -215,11 +160,6 @@ describe('determinism', () => {
     });
     expect(late.json()).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
     ids.push(late.json<{ id: string }>().id);
-    // An API that died mid-stream never reports: the workflow releases the hold at its deadline.
-    ids.push(await apiRunNeverReported(accountId));
-    // An API that settled the reply it produced and died before reporting: the workflow's release
-    // at its deadline finds the charge, and the generation stays succeeded, charged once.
-    ids.push(await apiRunNeverReported(accountId, { settledByApi: true }));
     const video = await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'sim:delay=200 dunes' });
     ids.push(video.body.generation.id);
     await untilFinished(h, key, video.body.generation.id);
@@ -279,20 +219,18 @@ async function recordFixtures(histories: { workflowId: string }[]) {
         ?.kind ?? 'none';
     const cancelled =
       stdout.includes('EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED') || stdout.includes('"signalName": "cancel"');
-    // Chats the API ran itself wait for its report (apiRun) or come with it (reported); other
-    // generations may be admitted running. Each shape is a path of its own.
+    // Chats the API ran itself come with its report (reported); other generations may be admitted
+    // running. Each shape is a path of its own.
     const input = startInputOf(stdout);
     const shape =
-      input?.apiRun !== undefined
-        ? '-api-run'
-        : input?.reported !== undefined
-          ? `-reported${input.reported.recorded === undefined ? '-unrecorded' : ''}`
-          : input?.admittedRunning
-            ? '-admitted-running'
-            : '';
+      input?.reported !== undefined
+        ? `-reported${input.reported.recorded === undefined ? '-unrecorded' : ''}`
+        : input?.admittedRunning
+          ? '-admitted-running'
+          : '';
     // Those shapes' failures are told apart by their code.
     const code =
-      shape !== '' && shape !== '-api-run' && phase === 'failed'
+      shape !== '' && phase === 'failed'
         ? `-${(await h.pool.query<{ code: string }>("SELECT error->>'code' AS code FROM generations WHERE id = $1", [workflowId])).rows[0]?.code ?? 'failed'}`
         : '';
     // Named after the patch markers the path records too (workflows/generation/workflow.ts), which tell its branches apart.
@@ -310,7 +248,6 @@ async function recordFixtures(histories: { workflowId: string }[]) {
 }
 
 interface StartInput {
-  apiRun?: unknown;
   reported?: { recorded?: string };
   admittedRunning?: boolean;
 }

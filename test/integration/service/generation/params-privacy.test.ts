@@ -374,7 +374,7 @@ describe('internal parameters', () => {
     expect(leaksOf({ name: 's', text: 'event: done\ndata: {"id":"gen_1","messages":[]}\n\n' })).toEqual([
       's.messages: internal key messages',
     ]);
-    expect(leaksOf({ name: 'c', text: 'id,note\n1,apiRunDeadlineMs\n' })).toEqual(['c: mentions apiRunDeadlineMs']);
+    expect(leaksOf({ name: 'c', text: 'id,note\n1,clientDeadlineMs\n' })).toEqual(['c: mentions clientDeadlineMs']);
     expect(leaksOf({ name: 'u', json: { outputUrl: 'http://x/files/gen_1/input.png?sig' } })).toEqual([
       'u: names a stored input',
     ]);
