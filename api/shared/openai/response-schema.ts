@@ -85,7 +85,7 @@ export const responseSchema = z
         }),
         total_tokens: z.number().int(),
       })
-      .optional()
-      .describe('Once the response has ended'),
+      .nullable()
+      .describe('Once the response has ended; null before'),
   })
   .meta({ id: 'Response' });

@@ -131,8 +131,8 @@ export function responseObject(p: ResponseParts) {
       strict: f.strict ?? null,
     })),
     truncation: 'disabled' as const,
-    // Absent until the response has ended: OpenAI's usage is an object or nothing, never null.
-    ...(p.usage && { usage: responseUsageOf(p.usage) }),
+    // Null until the response has ended, as OpenAI's API sends it and Open Responses requires.
+    usage: p.usage ? responseUsageOf(p.usage) : null,
   };
 }
 
