@@ -153,7 +153,12 @@ async function runOnProvider(
     attempt: ctx.info.attempt,
   });
   return provider.run(
-    { ...job, ...(input === undefined ? {} : { input }), ...(sourceVideo === undefined ? {} : { sourceVideo }), ...edit },
+    {
+      ...job,
+      ...(input === undefined ? {} : { input }),
+      ...(sourceVideo === undefined ? {} : { sourceVideo }),
+      ...edit,
+    },
     {
       heartbeat: (details?: unknown) => ctx.heartbeat(details),
       signal: ctx.cancellationSignal,

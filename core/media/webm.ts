@@ -71,7 +71,7 @@ export async function muxVp8Frames(
     const indices = Array.from({ length: Math.min(ENCODE_BATCH, frameCount - first) }, (_, k) => first + k);
     const made = await frames(indices);
     const encoded = await Promise.all(
-      made.map((f) => (f instanceof EncodedFrame ? f.vp8 : encodeVp8Frame(f, width, height))),
+      made.map(async (f) => (f instanceof EncodedFrame ? f.vp8 : encodeVp8Frame(f, width, height))),
     );
     // Muxed in order once the batch is done: the muxer wants timestamps that only increase.
     encoded.forEach((frame, k) => {

@@ -149,7 +149,12 @@ function priceByKind(request: GenerationRequest, principal: Principal, door: Doo
         ...base,
         model: quote.model,
         prompt: request.prompt,
-        params: { ...quote.params, ...reference, ...remix, ...(source ? derivedParams(source, quote.params.seconds) : {}) },
+        params: {
+          ...quote.params,
+          ...reference,
+          ...remix,
+          ...(source ? derivedParams(source, quote.params.seconds) : {}),
+        },
         internal: source ? { sourceVideoKey: source.outputKey } : {},
         quoteMc: quote.priceMc,
       };
