@@ -855,7 +855,7 @@ describe('video extensions and edits (group A)', () => {
     );
     expect(edit).toMatchObject({ creditsQuoted: 27, params: { seconds: 9, editedFrom: extension.id } });
     expect(await until(key, edit.id, 'succeeded')).toMatchObject({ creditsCharged: 27 });
-    const file = await download(h, (await until(key, edit.id, 'succeeded')).outputUrl!);
+    const file = await download(h, (await until(key, edit.id, 'succeeded')).outputUrl);
     expect(vp8Keyframes(file.body)).toHaveLength(54);
     expect(await balance(key)).toMatchObject({ balance: 46, holdsActive: 0 });
 
