@@ -3,6 +3,8 @@ import type { GenerationRow } from '../../core/db/generations';
 import { InvalidRequestError, NotFoundError } from '../../core/errors';
 import type { Principal } from '../../core/accounts/principal';
 import { readOwn } from '../../core/generation/lookup';
+import { resolveModel } from '../../core/catalogue/models';
+import type { Door } from '../../core/vocabulary';
 import { assertSucceededVideo, asTheSourceRan } from './remix';
 import type { GenerationRequest, VideoSource } from './requests';
 import type { SubmitOptions, Submitted } from './types';
@@ -25,12 +27,13 @@ export function createVideoDerivations({ pool, submit }: { pool: pg.Pool; submit
     async extend(
       principal: Principal,
       id: string,
-      change: { prompt: string; seconds: number },
+      change: { prompt: string; seconds: number; model?: string | undefined },
       opts: SubmitOptions,
     ): Promise<Submitted> {
       assertExtensionSeconds(change.seconds);
       const source = await readOwn(pool, principal.accountId, id);
       assertSucceededVideo(source, 'extended');
+      if (change.model !== undefined) assertSameModel(source, change.model, opts.door);
       const request = {
         ...asTheSourceRan(source, change.prompt),
         seconds: change.seconds,
@@ -52,6 +55,15 @@ export function createVideoDerivations({ pool, submit }: { pool: pg.Pool; submit
 function assertExtensionSeconds(seconds: number): void {
   if (!Number.isSafeInteger(seconds) || seconds < 1)
     throw new InvalidRequestError(`seconds must be a whole number of seconds above 0, got ${seconds}.`, 'seconds');
+}
+
+/** A request that names a model (one that creates videos, used to extend) must name the source's, by any of its ids. */
+function assertSameModel(source: GenerationRow, model: string, door: Door): void {
+  if (resolveModel('video', model, door)?.id === source.model) return;
+  throw new InvalidRequestError(
+    `model: the video '${source.id}' ran ${source.model}, and an extension keeps its model; name it or leave model out.`,
+    'model',
+  );
 }
 
 /** A succeeded video as the source of another: its length (the whole file, an extended one's stitched) and its file. */

@@ -119,6 +119,12 @@ export const videoGenerationBody = z
       .nullish()
       .describe('Seconds: 5 or 10 (default 5), clamped to the model’s range'),
     image_url: imageUrl.nullish().describe('A reference frame (image-to-video), fetched by the service'),
+    previous_job_id: z
+      .string()
+      .nullish()
+      .describe(
+        'Extends that succeeded video of the account by `duration` seconds (its model, resolution and aspect kept) instead of starting a new one, as OpenRouter takes it',
+      ),
     deadline_seconds: deadlineSeconds.nullable(),
     max_credits: maxCredits.nullable(),
     user: endUser.optional(),

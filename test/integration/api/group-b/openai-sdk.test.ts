@@ -1206,6 +1206,52 @@ describe('video extensions and edits (client.videos.extend, client.videos.edit)'
     expect(await balanceOf(key)).toMatchObject({ balance: 88, holdsActive: 0 });
   });
 
+  it('the spec’s spelling extends by previous_job_id, as OpenRouter takes it: `duration` more seconds of the same model', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const client = sdk(key);
+    type VideoGeneration = {
+      id: string;
+      model: string;
+      duration: number;
+      credits_quoted: number;
+      remixed_from: string;
+    };
+    // minimax-video-01 is hailuo: 6 to 10 s at 5 credits a second in 720p.
+    const source = await client.post<VideoGeneration>('/video/generations', {
+      body: { model: 'minimax-video-01', prompt: 'a paper boat sim:delay=100', duration: 5 },
+    });
+    await completed(client, source.id);
+    const extension = await client.post<VideoGeneration>('/video/generations', {
+      body: {
+        model: 'minimax-video-01',
+        prompt: 'it sails on sim:delay=100',
+        duration: 10,
+        previous_job_id: source.id,
+      },
+    });
+    expect(extension).toMatchObject({ model: 'hailuo', duration: 16, credits_quoted: 50, remixed_from: source.id });
+    expect(await generationA(key, extension.id)).toMatchObject({ params: { seconds: 10, extendedFrom: source.id } });
+    expect(await settled(key)).toMatchObject({ balance: 120 });
+
+    const refusal = async (body: object) =>
+      (await client.post('/video/generations', { body }).catch((e: unknown) => e)) as APIError;
+    const base = { model: 'minimax-video-01', prompt: 'x', previous_job_id: source.id };
+    expect((await refusal({ ...base, model: 'kling-2.1-pro' })).error).toMatchObject({ param: 'model' });
+    expect((await refusal({ ...base, image_url: 'https://example.com/a.png' })).error).toMatchObject({
+      param: 'image_url',
+    });
+    const missing = await refusal({ ...base, previous_job_id: MISSING });
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(missing.error).toMatchObject({ param: 'previous_job_id' });
+    c.conforms(
+      await inject(h.app, 'post', '/v1/video/generations', key, { ...base, previous_job_id: MISSING }),
+      'post',
+      '/v1/video/generations',
+      404,
+    );
+    expect(await balanceOf(key)).toMatchObject({ balance: 120, holdsActive: 0 });
+  });
+
   it('conform to the document: 200, 400, 402, 403, 404, 409, 413', async () => {
     const { key, accountId } = await h.account({ credits: 40, scopes: ['video'] });
     const v = (
