@@ -80,12 +80,13 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
         },
       },
       async (request, reply) => {
-        const route = `POST ${path}`;
+        const operation = `POST ${path}`;
         const { id } = request.params;
+        // Validated by `docs.body`; the type provider cannot see through the generic schema.
         const body = request.body as z.infer<B>;
         const options = {
-          ...generateOptionsOf(request, 'group-a', route, { customer: body.customer }),
-          idempotency: idempotencyOf(request, route, { id, ...body }),
+          ...generateOptionsOf(request, 'group-a', operation, { customer: body.customer }),
+          idempotency: idempotencyOf(request, operation, { id, ...body }),
           ...spendCapOption(body.max_credits, 'max_credits'),
         };
         const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
