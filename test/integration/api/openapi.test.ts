@@ -858,6 +858,19 @@ describe('video extensions and edits (group A)', () => {
     const file = await download(h, (await until(key, edit.id, 'succeeded')).outputUrl);
     expect(vp8Keyframes(file.body)).toHaveLength(54);
     expect(await balance(key)).toMatchObject({ balance: 46, holdsActive: 0 });
+    // An edit that fails: held at the source's length (15 credits), then released.
+    const failedEdit = c.conforms<Generation>(
+      await h.call('POST', `/api/v1/generations/${source.id}/edit`, {
+        key,
+        body: { prompt: 'sim:fail sim:delay=500' },
+      }),
+      'post',
+      editPath,
+      202,
+    );
+    expect(await balance(key)).toMatchObject({ balance: 31, holdsActive: 15 });
+    expect(await until(key, failedEdit.id, 'failed')).toMatchObject({ creditsQuoted: 15, creditsCharged: 0 });
+    expect(await balance(key)).toMatchObject({ balance: 46, holdsActive: 0 });
 
     const imageKey = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{
       key: string;
