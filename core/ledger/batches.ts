@@ -9,6 +9,7 @@ import { newId } from '../ids';
 import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
+import { batchFormatOf } from '../vocabulary';
 import type { BatchEndpoint, BatchStatus, GenerationKind } from '../vocabulary';
 import { recordBalanceLow } from './alerts';
 import { afterKeyHold, checkKeyBudget, keyBudgetRefusal, keyBudgetRefused } from './key-budgets';
@@ -38,7 +39,8 @@ export interface NewBatch {
   apiKeyId: string | null;
   endpoint: BatchEndpoint;
   kind: GenerationKind;
-  inputFileId: string;
+  /** The uploaded file its lines came from; null when they came inline (Anthropic's Message Batches). */
+  inputFileId: string | null;
   metadata: Record<string, string> | null;
   expiresAt: Date;
   lines: { line: number; customId: string; request: LineRequest; quoteMc: Millicredits }[];
@@ -277,7 +279,7 @@ const FINAL_EVENT = { completed: 'batch.completed', cancelled: 'batch.cancelled'
 
 /**
  * Ends a batch whose every line has ended, in one transaction: anything it still held is released,
- * its output file (the lines that succeeded) and error file (the others) are recorded, its final
+ * (OpenAI's format) its output file (the lines that succeeded) and error file (the others) are recorded, its final
  * status set (`completed`, or how it was stopped) and its webhooks owed. A batch with lines still
  * waiting or in flight is left as it is.
  */
@@ -309,8 +311,10 @@ export function finishBatch(pool: pg.Pool, batchId: string): Promise<BatchFinish
               batchId: batch.id,
             })
           ).id;
-        const outputFileId = counts.completed > 0 ? await fileOf('output') : null;
-        const errorFileId = counts.failed > 0 ? await fileOf('errors') : null;
+        // OpenAI's format answers with files of the Files API; Anthropic's with one results file of its own.
+        const files = batchFormatOf(batch.endpoint) === 'openai';
+        const outputFileId = files && counts.completed > 0 ? await fileOf('output') : null;
+        const errorFileId = files && counts.failed > 0 ? await fileOf('errors') : null;
         const done = await tx.query<BatchRow>(
           `UPDATE batches SET status = $2, output_file_id = $3, error_file_id = $4, updated_at = now(),
                   finalizing_at = CASE WHEN $2 = 'completed' THEN now() END,
