@@ -83,6 +83,9 @@ async function ledgerOf(accountId: string) {
   return r.rows;
 }
 
+const sumOf = (ledger: { entry: string; amount_mc: number }[], entry: string) =>
+  ledger.filter((e) => e.entry === entry).reduce((sum, e) => sum + e.amount_mc, 0);
+
 describe('a Message Batch of 1,000 requests through the Anthropic SDK', () => {
   it('is held once, settles line by line, and answers every request as /v1/messages would', async () => {
     const { key, accountId } = await h.account({ credits: 100 });
@@ -152,6 +155,8 @@ describe('a Message Batch of 1,000 requests through the Anthropic SDK', () => {
         { entry: 'release', amount_mc: QUOTE, generation_id: id, batch_id: created.id },
       ]);
     expect(ledger.every((e) => e.batch_id === created.id)).toBe(true);
+    // What was held is, to the millicredit, what was charged and what went back.
+    expect(sumOf(ledger, 'charge') + sumOf(ledger, 'release')).toBe(1_000 * QUOTE);
     const charged = charges.reduce((a, b) => a + b, 0);
     expect(await balanceOf(key)).toEqual(
       expect.objectContaining({ balance: (100_000 - charged) / 1000, holdsActive: 0 }),
@@ -252,6 +257,7 @@ describe('listing, cancelling and deleting', () => {
     ]);
     const stoppedInFlight = releases.filter((e) => e.generation_id !== null && e.amount_mc === QUOTE);
     expect(stoppedInFlight).toHaveLength(20);
+    expect(sumOf(ledger, 'charge') + sumOf(ledger, 'release')).toBe(30 * QUOTE);
     expect(await balanceOf(key)).toMatchObject({
       balance: 100 - (3 * chargeForTokens(4, RATE)) / 1000,
       holdsActive: 0,
