@@ -66,7 +66,7 @@ interface ReadInput {
   inputFileId: string | null;
   lines: InputLine[];
   problems: LineProblem[];
-  /** Names a line in a problem: its line in the file, or its place in `requests`. */
+  /** Names a line's body in a problem: its line in the file, or its params' place in `requests`. */
   at: (line: number) => string;
   /** A problem of a line's body: the parameter as this format names it. */
   paramAt: (line: number, param: string | null) => string | null;
@@ -86,9 +86,10 @@ function refusal(problems: LineProblem[]): InvalidRequestError {
 }
 
 /**
- * Making a batch: the whole file is read and every line parsed and priced first (as its endpoint
- * would, at the batch rate of its kind). A line that is wrong makes the batch `failed` with every
- * problem by line number, and nothing is held. Otherwise the whole price is held in one ledger
+ * Making a batch: the whole file (or the inline requests) is read and every line parsed and priced
+ * first (as its endpoint would, at the batch rate of its kind). A line that is wrong makes the batch
+ * `failed` with every problem by line number (inline requests: the call is refused with them), and
+ * nothing is held. Otherwise the whole price is held in one ledger
  * movement (402 when the account, or the key's budget, cannot cover it; then nothing is recorded)
  * and the batch's workflow is started; should that start fail, the reconciler starts it shortly.
  */
@@ -100,7 +101,7 @@ export function createBatchCreation(deps: CreateDeps) {
       return {
         inputFileId: null,
         ...readMessageRequests(req.input.requests, limits),
-        at: requestAt,
+        at: (line) => `${requestAt(line)}.params`,
         paramAt: (line, param) => `${requestAt(line)}.params${param === null ? '' : `.${param}`}`,
       };
     const { file, data } = await deps.files.input(principal, req.input.inputFileId);

@@ -295,19 +295,19 @@ describe('bad input is a 400 in Anthropic’s shape, and nothing is held', () =>
       /^requests\[2\]\.custom_id: "a" is already used by requests\[0\]/,
     );
     expect(await refused(client, [ok, { custom_id: 'b', params: { ...ok.params, temperature: 3 } }])).toMatch(
-      /^requests\[1\]: temperature/,
+      /^requests\[1\]\.params: temperature/,
     );
     expect(await refused(client, [{ custom_id: 'b', params: { ...ok.params, max_tokens: undefined } }])).toMatch(
-      /^requests\[0\]: max_tokens/,
+      /^requests\[0\]\.params: max_tokens/,
     );
     expect(await refused(client, [{ custom_id: 'b', params: { ...ok.params, model: 'no-such-model' } }])).toMatch(
-      /^requests\[0\]: There is no chat model 'no-such-model'|^requests\[0\]: .*no-such-model/,
+      /^requests\[0\]\.params: .*no-such-model/,
     );
     expect(await refused(client, [{ custom_id: 'b', params: { ...ok.params, stream: true } }])).toMatch(
-      /^requests\[0\]: stream: /,
+      /^requests\[0\]\.params: stream: /,
     );
     expect(await refused(client, [{ custom_id: 'b', params: { ...ok.params, surprise: 1 } }])).toMatch(
-      /^requests\[0\]: surprise: Extra inputs are not permitted/,
+      /^requests\[0\]\.params: surprise: Extra inputs are not permitted/,
     );
     expect(
       await refused(
@@ -316,6 +316,9 @@ describe('bad input is a 400 in Anthropic’s shape, and nothing is held', () =>
       ),
     ).toMatch(/^requests: 1001 requests is more than a batch may have \(1000\)/);
     expect(await refused(client, [])).toMatch(/^requests: /);
+    // Every problem is named (the first few), not only the first.
+    const both = [{ params: ok.params }, { custom_id: 'c', params: { ...ok.params, temperature: 3 } }];
+    expect(await refused(client, both)).toMatch(/^requests\[0\]\.custom_id: .* requests\[1\]\.params: temperature/);
     expect(await balanceOf(key)).toMatchObject({ balance: 100, holdsActive: 0 });
     expect(await ledgerOf(accountId)).toEqual([]);
     expect((await client.messages.batches.list()).data).toEqual([]);
