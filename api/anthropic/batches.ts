@@ -10,8 +10,8 @@ import { messageBatchResults } from '../shared/anthropic/batch-results';
 import { principalOf } from '../shared/auth';
 import { idParams } from '../shared/schemas';
 import { messageLineParser } from './batch-lines';
-import { errorsAnthropic } from './errors';
-import { anthropicHeadersOf, inAnthropicWords } from './protocol';
+import { anthropicOrRouter400, errorsAnthropic } from './errors';
+import { anthropicHeadersOf, inAnthropicWords, VERSIONS } from './protocol';
 
 /**
  * Anthropic's Message Batches (`/v1/messages/batches`), as `client.messages.batches` of the official
@@ -26,6 +26,18 @@ export const BATCH_CREATE_FIELDS = ['requests'] as const;
 const tags = ['Anthropic Message Batches'];
 const security = [{ apiKey: [] }];
 const rfc3339 = z.string().describe('RFC 3339');
+const headers = z.looseObject({
+  'anthropic-version': z
+    .string()
+    .optional()
+    .describe(`Required: ${VERSIONS.first} to ${VERSIONS.last}; sent on with each request to an Anthropic upstream`),
+  'anthropic-beta': z.string().optional().describe('Sent on with each request to an Anthropic upstream'),
+});
+/** The answers of a route on one batch (its id in the path). */
+const onOneBatch = <const S extends readonly number[]>(...statuses: S) => ({
+  400: anthropicOrRouter400,
+  ...errorsAnthropic(...statuses),
+});
 
 const createBody = z
   .object({
@@ -145,6 +157,7 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
           'and nothing is held. Otherwise the whole price is held at once (402 when the account or the key’s budget cannot cover it) and the batch ' +
           'is in_progress; each request is charged what it produced when it succeeds and released when it fails or is canceled.',
         body: createBody,
+        headers,
         response: { 200: messageBatch, ...errorsAnthropic(400, 401, 402, 403, 413, 429, 500, 503) },
       },
     },
@@ -173,7 +186,8 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
         security,
         summary: 'A Message Batch: its processing status, counts, and results_url once it has ended',
         params: idParams,
-        response: { 200: messageBatch, ...errorsAnthropic(401, 404, 429, 500, 503) },
+        headers,
+        response: { 200: messageBatch, ...onOneBatch(401, 404, 429, 500, 503) },
       },
     },
     async (request) => shown(request, await batches.get(principalOf(request), request.params.id, 'anthropic')),
@@ -189,6 +203,7 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
         summary:
           'The account’s Message Batches, newest first (client.messages.batches.list): pages follow after_id or before_id',
         querystring: listQuery,
+        headers,
         response: { 200: batchPage, ...errorsAnthropic(400, 401, 429, 500, 503) },
       },
     },
@@ -214,7 +229,8 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
           'Requests not started never run and what they held is released; requests running are stopped and released; both end `canceled`. Those ' +
           'that finished stay charged. Cancelling a canceling or canceled batch answers it again; one that ended otherwise is a 409.',
         params: idParams,
-        response: { 200: messageBatch, ...errorsAnthropic(401, 404, 409, 429, 500, 503) },
+        headers,
+        response: { 200: messageBatch, ...onOneBatch(401, 404, 409, 429, 500, 503) },
       },
     },
     async (request) => shown(request, await batches.cancel(principalOf(request), request.params.id, 'anthropic')),
@@ -232,11 +248,12 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
         description:
           'The batch is gone for every door; its requests’ generations and the ledger’s entries stay in the account’s history.',
         params: idParams,
+        headers,
         response: {
           200: z
             .object({ id: z.string(), type: z.literal('message_batch_deleted') })
             .meta({ id: 'AnthropicDeletedMessageBatch' }),
-          ...errorsAnthropic(401, 404, 409, 429, 500, 503),
+          ...onOneBatch(401, 404, 409, 429, 500, 503),
         },
       },
     },
@@ -264,7 +281,7 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
             description: 'JSONL: a line { custom_id, result } per request',
             content: { 'application/jsonl': { schema: z.string().describe('JSONL') } },
           },
-          ...errorsAnthropic(401, 404, 429, 500, 503),
+          ...onOneBatch(401, 404, 429, 500, 503),
         },
       },
     },

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { isAfterAdmission } from '../../core/errors';
 import { anthropicError, anthropicTypeOf } from '../shared/anthropic/errors';
 import { domainErrorOf, errorHeaders } from '../shared/errors';
+import { apiError, PATH_PARAM_TOO_LONG } from '../shared/schemas';
 
 /**
  * The Anthropic door's one error mapper: every failure in Anthropic's shape (api/shared/anthropic/errors.ts).
@@ -42,3 +43,12 @@ export function errorsAnthropic<const S extends readonly number[]>(...statuses: 
     statuses.map((s) => [s, anthropicErrorSchema.describe(`Anthropic's error shape: ${anthropicTypeOf(s)}`)]),
   ) as { [K in S[number]]: typeof anthropicErrorSchema };
 }
+
+/**
+ * The 400 of a route with a path parameter: Anthropic's shape for what the door refuses (a missing
+ * or unknown `anthropic-version`), the service's for a parameter the router refuses before any
+ * route runs.
+ */
+export const anthropicOrRouter400 = z
+  .union([anthropicErrorSchema, apiError])
+  .describe(`Anthropic's error shape: invalid_request_error; or ${PATH_PARAM_TOO_LONG}, in the service's shape`);

@@ -415,7 +415,16 @@ describe('the /v1/messages/batches routes conform to the OpenAPI document', () =
       '/v1/messages/batches',
       403,
     );
-    for (const [method, path, url] of everyRoute().slice(2)) c.conforms(await call(method, url), method, path, 404);
+    for (const [method, path, url] of everyRoute().slice(2)) {
+      c.conforms(await call(method, url), method, path, 404);
+      // Without anthropic-version, as Anthropic requires it.
+      const unversioned = await h.app.inject({
+        method: method.toUpperCase() as 'GET',
+        url,
+        headers: { 'x-api-key': key },
+      });
+      expect(c.conforms(unversioned, method, path, 400)).toMatchObject({ error: { type: 'invalid_request_error' } });
+    }
   }, 60_000);
 
   it('401 and 429 on every route', async () => {
