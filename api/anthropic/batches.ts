@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { InvalidRequestError, NotFoundError } from '../../core/errors';
+import { InvalidRequestError, markAfterAdmission, NotFoundError } from '../../core/errors';
 import { BATCH_ID_PATTERN } from '../../core/ids';
 import { ANTHROPIC_BATCH_ENDPOINT, isFinalBatch } from '../../core/vocabulary';
 import type { BatchService, BatchView } from '../../service/batches/service';
@@ -173,7 +173,11 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
           inWords: inAnthropicWords,
         }),
       );
-      return shown(request, await batches.get(principal, made.id, 'anthropic'));
+      // The batch is held: a failure from here on must not make the SDK send it again.
+      const view = await batches.get(principal, made.id, 'anthropic').catch((err: unknown) => {
+        throw markAfterAdmission(err);
+      });
+      return shown(request, view);
     },
   );
 
