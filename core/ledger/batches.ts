@@ -42,7 +42,8 @@ export interface NewBatch {
   /** The uploaded file its lines came from; null when they came inline (Anthropic's Message Batches). */
   inputFileId: string | null;
   metadata: Record<string, string> | null;
-  expiresAt: Date;
+  /** How long after its creation it expires (its `expires_at` is its `created_at` plus this, exactly). */
+  completionWindowMs: number;
   lines: { line: number; customId: string; request: LineRequest; quoteMc: Millicredits }[];
   /** The key has a budget: the whole batch is checked against it, the key's budget row locked. */
   budgeted: boolean;
@@ -114,7 +115,8 @@ async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promis
   const inserted = await tx.query<BatchRow>(
     `INSERT INTO batches (id, account_id, api_key_id, endpoint, kind, input_file_id, completion_window, metadata, status,
                           total, quote_mc, held_mc, in_progress_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, '24h', $7, 'in_progress', $8, $9::bigint, $9::bigint, now(), $10)
+     VALUES ($1, $2, $3, $4, $5, $6, '24h', $7, 'in_progress', $8, $9::bigint, $9::bigint, now(),
+             now() + make_interval(secs => $10::double precision / 1000))
      RETURNING ${BATCH_COLUMNS}, ${notifyBatch('account_id', 'id')}`,
     [
       b.id,
@@ -126,7 +128,7 @@ async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promis
       b.metadata,
       b.lines.length,
       quoteMc,
-      b.expiresAt,
+      b.completionWindowMs,
     ],
   );
   await tx.query(
@@ -160,7 +162,7 @@ async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promis
  */
 export async function recordFailedBatch(
   pool: pg.Pool,
-  b: Omit<NewBatch, 'lines' | 'budgeted' | 'expiresAt'> & { total: number; errors: BatchProblem[] },
+  b: Omit<NewBatch, 'lines' | 'budgeted' | 'completionWindowMs'> & { total: number; errors: BatchProblem[] },
 ): Promise<BatchRow> {
   return classified(() =>
     inTransaction(pool, async (tx) => {

@@ -174,7 +174,7 @@ export function createBatchCreation(deps: CreateDeps) {
       throw new QuoteAboveSpendCapError(mcToCredits(quoteMc), req.spendCap.credits, req.spendCap.param);
     const held = await holdBatch(deps.pool, {
       ...base,
-      expiresAt: new Date(Date.now() + deps.completionWindowMs),
+      completionWindowMs: deps.completionWindowMs,
       lines,
       budgeted: principal.budgeted === true,
     });
