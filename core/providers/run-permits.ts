@@ -31,7 +31,9 @@ export class ProviderRunPermits {
       const aborted = () => {
         const at = this.#waiting.indexOf(granted);
         if (at !== -1) this.#waiting.splice(at, 1);
-        reject(signal.reason);
+        // The SDK takes an AbortError as a reservation it no longer needs.
+        const reason: unknown = signal.reason;
+        reject(reason instanceof Error ? reason : new DOMException('The reservation was aborted.', 'AbortError'));
       };
       signal.addEventListener('abort', aborted, { once: true });
       this.#waiting.push(granted);
