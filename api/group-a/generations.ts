@@ -3,7 +3,7 @@ import type { GenerationService } from '../../service/generation/service';
 import { principalOf } from '../shared/auth';
 import { inDoorWords } from '../shared/errors';
 import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, spendCapOption } from '../shared/fields';
-import { remixBody } from '../shared/generate-bodies';
+import { groupACallbackOption, remixBody } from '../shared/generate-bodies';
 import {
   errorResponses,
   generation,
@@ -77,6 +77,7 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
         ...generateOptionsOf(request, 'group-a', route, { customer: request.body.customer }),
         idempotency: idempotencyOf(request, route, { id, ...request.body }),
         ...spendCapOption(request.body.max_credits, 'max_credits'),
+        ...groupACallbackOption(request.body),
       };
       const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
         deps.service.remix(principalOf(request), id, request.body.prompt, options),

@@ -14,6 +14,9 @@ import { BATCH_ENDPOINTS } from '../../core/vocabulary';
 import type { BatchEndpoint } from '../../core/vocabulary';
 import { priceRequest } from '../generation/requests';
 import type { Serves } from '../generation/requests';
+import { refuseCallbacks } from '../generation/pipeline';
+import type { PrepareCallback } from '../generation/types';
+import type { RequestedCallback } from '../../core/webhooks/job-callbacks';
 import type { FileService } from './files';
 import type { BatchGateway } from './temporal-gateway';
 import type { LineParser } from './types';
@@ -27,6 +30,8 @@ export interface CreateDeps {
   /** How long `completion_window: "24h"` lasts (24 h; shorter only in tests). */
   completionWindowMs: number;
   log: (message: string, err: unknown) => void;
+  /** Checks a callback URL named on the batch; without it such a batch is refused. */
+  prepareCallback?: PrepareCallback | undefined;
 }
 
 export interface NewBatchRequest {
@@ -39,6 +44,8 @@ export interface NewBatchRequest {
   parse: LineParser;
   /** Runs the pricing of a line so that its errors name parameters as the door does. */
   inWords: <T>(work: () => Promise<T>) => Promise<T>;
+  /** A callback URL named on the batch: its batch events go there too (checked before the file is read). */
+  callback?: RequestedCallback | undefined;
 }
 
 /** A batch's `errors` lists at most this many problems, then says how many more there were. */
@@ -55,6 +62,8 @@ export function createBatchCreation(deps: CreateDeps) {
   return async function create(principal: Principal, req: NewBatchRequest): Promise<BatchRow> {
     // A key that may not make what the endpoint makes is refused whole, before its file is read.
     assertScope(principal, BATCH_ENDPOINTS[req.endpoint]);
+    const callback =
+      req.callback && (await (deps.prepareCallback ?? refuseCallbacks)(principal, req.callback, 'batch'));
     const { file, data } = await deps.files.input(principal, req.inputFileId);
     const limits: InputLimits = { maxLineBytes: deps.files.limits.maxLineBytes, maxLines: deps.files.limits.maxLines };
     const input = readInput(data, req.endpoint, limits);
@@ -92,6 +101,7 @@ export function createBatchCreation(deps: CreateDeps) {
       kind: BATCH_ENDPOINTS[req.endpoint],
       inputFileId: file.id,
       metadata: req.metadata,
+      callback,
     };
     if (problems.length > 0) {
       const shown = problems.slice(0, MAX_PROBLEMS);
