@@ -83,13 +83,13 @@ export function createJobCallbacks(deps: JobCallbackDeps) {
     prepare: async (principal: Principal, requested: RequestedCallback, job: CallbackJob): Promise<JobCallback> => {
       box();
       const events = callbackEventFilter(requested.events, job, requested.eventsParam);
-      const url = await checkWebhookUrl(requested.url, urlRules, requested.param);
       if (!(await getCallbackSecret(pool, principal.accountId))) {
         throw new InvalidRequestError(
           `${requested.param}: the account has no callback secret to sign with yet; create it once with POST /api/v1/webhooks/callback-secret/rotate.`,
           requested.param,
         );
       }
+      const url = await checkWebhookUrl(requested.url, urlRules, requested.param);
       return { url, events };
     },
 
