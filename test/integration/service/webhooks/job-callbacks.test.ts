@@ -165,6 +165,29 @@ describe('a video with a callback on each door', () => {
   });
 });
 
+describe('jobs that end within the call', () => {
+  it('a group B image and a background response send their end to the callback', async () => {
+    const { key, secret } = await accountWithSecret();
+    const receiver = await receivers.start();
+    const image = await h.call('POST', '/v1/images/generations', {
+      key,
+      body: { model: 'flux', prompt: 'a fox', response_format: 'url', callback_url: receiver.url },
+    });
+    expect(image.statusCode, image.body).toBe(200);
+    const imageId = image.json<{ data: { generation_id: string }[] }>().data[0]!.generation_id;
+    const response = await h.call('POST', '/v1/responses', {
+      key,
+      body: { model: 'claude-haiku', input: 'hi sim:tokens=3', background: true, callback_url: receiver.url },
+    });
+    expect(response.statusCode, response.body).toBe(200);
+    const got = await receiver.until(2);
+    expect(got.map((r) => r.json.event)).toEqual(['generation.succeeded', 'generation.succeeded']);
+    expect(got.map((r) => r.json.kind).sort()).toEqual(['chat', 'image']);
+    expect(got.map((r) => r.json.generation_id)).toContain(imageId);
+    for (const r of got) expectSignedBothWays(r, secret);
+  });
+});
+
 describe('batches with a callback', () => {
   it('group B (openai SDK) and MCP tell the batch’s end to its callback', async () => {
     const { key, secret } = await accountWithSecret();
