@@ -72,7 +72,7 @@ async function expectLifecycle(receiver: TestReceiver, id: string, secret: strin
   return got;
 }
 
-async function mcpTool(key: string, args: Record<string, unknown>, name = 'generate_video'): Promise<CallToolResult> {
+async function mcpClient(key: string): Promise<Client> {
   const client = new Client({ name: 'callback-test', version: '1.0.0' });
   await client.connect(
     new StreamableHTTPClientTransport(new URL('/api/mcp', base), {
@@ -80,7 +80,27 @@ async function mcpTool(key: string, args: Record<string, unknown>, name = 'gener
     }),
   );
   mcpClients.push(client);
+  return client;
+}
+
+async function mcpTool(key: string, args: Record<string, unknown>, name = 'generate_video'): Promise<CallToolResult> {
+  const client = await mcpClient(key);
   return (await client.callTool({ name, arguments: args }, CallToolResultSchema)) as CallToolResult;
+}
+
+/** generate_video called as an MCP task: the generation its result names. */
+async function mcpTask(key: string, args: Record<string, unknown>): Promise<string> {
+  const client = await mcpClient(key);
+  let id: string | undefined;
+  for await (const m of client.experimental.tasks.callToolStream(
+    { name: 'generate_video', arguments: args },
+    CallToolResultSchema,
+    { task: { ttl: 600_000 } },
+  )) {
+    if (m.type === 'result') id = (m.result.structuredContent as { id: string }).id;
+  }
+  if (!id) throw new Error('the task ended without a result');
+  return id;
 }
 
 interface CallbackDelivery {
@@ -132,7 +152,8 @@ describe('a video with a callback on each door', () => {
 
     const tool = await mcpTool(key, { ...VIDEO, webhook: receiver.url });
     expect(tool.isError, JSON.stringify(tool.content)).toBeFalsy();
-    submitted.MCP = (tool.structuredContent as { id: string }).id;
+    submitted['MCP tool'] = (tool.structuredContent as { id: string }).id;
+    submitted['MCP task'] = await mcpTask(key, { ...VIDEO, webhook: receiver.url });
 
     for (const [door, id] of Object.entries(submitted)) {
       const got = await expectLifecycle(receiver, id, secret);
@@ -166,7 +187,7 @@ describe('a video with a callback on each door', () => {
 });
 
 describe('jobs that end within the call', () => {
-  it('a group B image and a background response send their end to the callback', async () => {
+  it('a group B image, an image edit and a background response send their end to the callback', async () => {
     const { key, secret } = await accountWithSecret();
     const receiver = await receivers.start();
     const image = await h.call('POST', '/v1/images/generations', {
@@ -180,10 +201,16 @@ describe('jobs that end within the call', () => {
       body: { model: 'claude-haiku', input: 'hi sim:tokens=3', background: true, callback_url: receiver.url },
     });
     expect(response.statusCode, response.body).toBe(200);
-    const got = await receiver.until(2);
-    expect(got.map((r) => r.json.event)).toEqual(['generation.succeeded', 'generation.succeeded']);
-    expect(got.map((r) => r.json.kind).sort()).toEqual(['chat', 'image']);
-    expect(got.map((r) => r.json.generation_id)).toContain(imageId);
+    const edit = await h.call('POST', '/v1/images/edits', {
+      key,
+      body: { model: 'gpt-image-1', prompt: 'at night', images: [{ file_id: imageId }], callback_url: receiver.url },
+    });
+    expect(edit.statusCode, edit.body).toBe(200);
+    const editId = edit.json<{ data: { generation_id: string }[] }>().data[0]!.generation_id;
+    const got = await receiver.until(3);
+    expect(got.map((r) => r.json.event)).toEqual(Array(3).fill('generation.succeeded'));
+    expect(got.map((r) => r.json.kind).sort()).toEqual(['chat', 'image', 'image']);
+    expect(got.map((r) => r.json.generation_id)).toEqual(expect.arrayContaining([imageId, editId]));
     for (const r of got) expectSignedBothWays(r, secret);
   });
 });
