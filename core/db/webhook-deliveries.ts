@@ -2,7 +2,7 @@ import { idFloorAt, newId } from '../ids';
 import { PING_EVENT } from '../webhooks/events';
 import type { Queryable } from './pool';
 import { callbackSecretOwner, getCallbackSecret } from './callback-secrets';
-import { endpointColumns } from './webhook-endpoints';
+import { accountWide, endpointColumns } from './webhook-endpoints';
 import type { EndpointRow } from './webhook-endpoints';
 
 /**
@@ -346,8 +346,7 @@ export interface CallbackDeliveryRow extends DeliveryRow {
 }
 
 const CALLBACK_COLUMNS = `${deliveryColumns('d.')}, d.batch_id AS "batchId", e.url, e.enabled AS "endpointEnabled", e.disabled_reason AS "endpointDisabledReason"`;
-const CALLBACK_JOIN = `webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-  AND (e.job_generation_id IS NOT NULL OR e.job_batch_id IS NOT NULL)`;
+const CALLBACK_JOIN = `webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND NOT (${accountWide('e.')})`;
 
 /** The account's callback deliveries, newest first, keyset-paged by id; one job's when `job` names it. */
 export async function listCallbackDeliveries(

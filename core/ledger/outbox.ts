@@ -1,4 +1,5 @@
 import { enqueueDeliveries } from '../db/webhook-deliveries';
+import { accountWide } from '../db/webhook-endpoints';
 import { activeTraceparent } from '../tracing';
 import type { AlertRow } from '../db/alerts';
 import type { BatchRow } from '../db/batches';
@@ -32,7 +33,7 @@ export const owesEvent = (kind: GenerationKind, status: GenerationStatus): boole
  */
 const ENDPOINTS_OF_GENERATION = `LATERAL (
     SELECT id, account_id, format, events, false AS callback FROM webhook_endpoints
-     WHERE account_id = g.account_id AND enabled AND job_generation_id IS NULL AND job_batch_id IS NULL
+     WHERE account_id = g.account_id AND enabled AND ${accountWide()}
     UNION ALL
     SELECT id, account_id, format, events, true AS callback FROM webhook_endpoints
      WHERE job_generation_id = g.id AND enabled
@@ -102,7 +103,7 @@ export async function recordProgressEvent(tx: Queryable, generationId: string, s
 export async function recordAlertEvent(tx: Queryable, alert: AlertRow): Promise<void> {
   const r = await tx.query<{ id: string; account_id: string }>(
     `SELECT id, account_id FROM webhook_endpoints
-      WHERE account_id = $1 AND enabled AND $2 = ANY (events) AND job_generation_id IS NULL AND job_batch_id IS NULL`,
+      WHERE account_id = $1 AND enabled AND $2 = ANY (events) AND ${accountWide()}`,
     [alert.accountId, alert.event],
   );
   await enqueueDeliveries(
@@ -124,7 +125,7 @@ export async function recordBatchEvent(
 ): Promise<void> {
   const r = await tx.query<{ id: string; account_id: string }>(
     `SELECT id, account_id FROM webhook_endpoints
-      WHERE account_id = $1 AND enabled AND job_generation_id IS NULL AND job_batch_id IS NULL
+      WHERE account_id = $1 AND enabled AND ${accountWide()}
         AND ($2 = ANY (events) OR (events IS NULL AND format = ANY ($3::text[])))
      UNION ALL
      SELECT id, account_id FROM webhook_endpoints

@@ -49,12 +49,14 @@ const BATCH_ALIASES: Record<string, readonly string[]> = Object.fromEntries(
   BATCH_EVENTS.map((e) => [e.slice('batch.'.length), [e]]),
 );
 
+/** The event names a filter of `job`'s callback may use: its catalogue, and for a generation the opt-in progress. */
+const eventsOf = (job: CallbackJob): readonly string[] =>
+  job === 'generation' ? [...CALLBACK_CATALOGUES.generation, PROGRESS_EVENT] : CALLBACK_CATALOGUES.batch;
+const aliasesOf = (job: CallbackJob): Record<string, readonly string[]> =>
+  job === 'generation' ? GENERATION_ALIASES : BATCH_ALIASES;
+
 /** Everything a filter of `job`'s callback may name. */
-export function callbackFilterWords(job: CallbackJob): string[] {
-  const aliases = job === 'generation' ? GENERATION_ALIASES : BATCH_ALIASES;
-  const opt = job === 'generation' ? [PROGRESS_EVENT] : [];
-  return [...CALLBACK_CATALOGUES[job], ...opt, ...Object.keys(aliases)];
-}
+export const callbackFilterWords = (job: CallbackJob): string[] => [...eventsOf(job), ...Object.keys(aliasesOf(job))];
 
 /**
  * The stored filter of a callback: null without one (every event of its catalogue), else the
@@ -66,14 +68,16 @@ export function callbackEventFilter(
   param: string,
 ): string[] | null {
   if (words === undefined) return null;
-  const aliases = job === 'generation' ? GENERATION_ALIASES : BATCH_ALIASES;
-  const known = new Set([...CALLBACK_CATALOGUES[job], ...(job === 'generation' ? [PROGRESS_EVENT] : [])]);
-  const unknown = words.filter((w) => !known.has(w) && !(w in aliases));
+  const known = eventsOf(job);
+  const aliases = aliasesOf(job);
+  const meaning = (w: string): readonly string[] | undefined =>
+    known.includes(w) ? [w] : Object.hasOwn(aliases, w) ? aliases[w] : undefined;
+  const unknown = words.filter((w) => meaning(w) === undefined);
   if (unknown.length > 0) {
     throw new InvalidRequestError(
       `${param}: ${unknown.map((w) => `'${w}'`).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not an event of this job; use ${callbackFilterWords(job).join(', ')}.`,
       param,
     );
   }
-  return [...new Set(words.flatMap((w) => (known.has(w) ? [w] : (aliases[w] ?? []))))];
+  return [...new Set(words.flatMap((w) => meaning(w) ?? []))];
 }

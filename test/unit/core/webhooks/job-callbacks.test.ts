@@ -58,6 +58,8 @@ describe('a callback’s event filter', () => {
       details: { param: 'callback_events' },
       message: expect.stringMatching(/^callback_events: 'finished' is not an event of this job; use .*start/),
     });
+    // Words of the language, not of the filter, are unknown too.
+    expect(() => callbackEventFilter(['constructor'], 'generation', 'f')).toThrow(/'constructor'/);
     // A batch's callback hears of its end only.
     expect(() => callbackEventFilter(['running'], 'batch', 'callback_events')).toThrow(/'running'/);
   });
