@@ -1,3 +1,4 @@
+import { idFloorAt } from '../ids';
 import type { WebhookFormat } from '../webhooks/events';
 import type { Queryable } from './pool';
 
@@ -169,4 +170,21 @@ export async function insertJobCallback(tx: Queryable, c: NewJobCallback): Promi
       'batchId' in c.job ? c.job.batchId : null,
     ],
   );
+}
+
+/**
+ * Deletes up to `limit` jobs' callbacks made before `before` whose deliveries are all gone (the
+ * log keeps finished ones for its retention), oldest first: their jobs ended long ago. Walks the
+ * time-ordered primary key.
+ */
+export async function pruneSpentCallbacks(q: Queryable, before: Date, limit: number): Promise<number> {
+  const r = await q.query(
+    `DELETE FROM webhook_endpoints WHERE id IN (
+       SELECT e.id FROM webhook_endpoints e
+        WHERE e.id < $1 AND NOT (${accountWide('e.')})
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = e.id)
+        ORDER BY e.id LIMIT $2)`,
+    [idFloorAt('wh', before.getTime()), limit],
+  );
+  return r.rowCount ?? 0;
 }

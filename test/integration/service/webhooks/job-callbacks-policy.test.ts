@@ -12,6 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { composeApi } from '../../../../runtime/api-app';
 import { createSafeHttpClient } from '../../../../core/net/safe-http';
 import type { SafeHttpClient } from '../../../../core/net/safe-http';
+import { newId } from '../../../../core/ids';
+import { startWebhookRelay } from '../../../../runtime/webhook-relay';
+import { createWebhookDispatcher } from '../../../../service/webhooks/dispatch';
 import { ADMIN_TOKEN, eventually, startHarness, WEBHOOK_SECRET_KEY } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
 import { startReceiver } from '../../../support/webhook-receiver';
@@ -188,6 +191,47 @@ describe('callbacks and the account’s endpoints', () => {
       expect(parts.filter((p) => p.startsWith('v1='))).toEqual([`v1=${v1(next.secret)}`, `v1=${v1(secret)}`]);
     } finally {
       await receiver.close();
+    }
+  });
+});
+
+describe('callbacks past the log’s retention', () => {
+  it('go once their deliveries have gone; a callback with a delivery still kept stays', async () => {
+    const DAY_MS = 86_400_000;
+    const { key, accountId } = await accountWithSecret();
+    /** A callback made 40 days ago (ids carry their creation time) with one finished delivery made `daysAgo`. */
+    const oldCallback = async (daysAgo: number): Promise<string> => {
+      const made = await call(h.app, key, 'POST', '/api/v1/generate', { kind: 'image', model: 'flux', prompt: 'old' });
+      const generation = made.json<{ id: string }>().id;
+      const id = newId('wh', Date.now() - 40 * DAY_MS);
+      await h.pool.query(
+        `INSERT INTO webhook_endpoints (id, account_id, url, format, job_generation_id)
+         VALUES ($1, $2, 'https://example.com/h', 'flat', $3)`,
+        [id, accountId, generation],
+      );
+      await h.pool.query(
+        `INSERT INTO webhook_deliveries (id, endpoint_id, account_id, generation_id, event, status, attempts, dispatched_at)
+         VALUES ($1, $2, $3, $4, 'generation.succeeded', 'succeeded', 1, now())`,
+        [newId('whd', Date.now() - daysAgo * DAY_MS), id, accountId, generation],
+      );
+      return id;
+    };
+    const spent = await oldCallback(35);
+    const kept = await oldCallback(1);
+    const exists = async (id: string) =>
+      ((await h.pool.query('SELECT 1 FROM webhook_endpoints WHERE id = $1', [id])).rowCount ?? 0) > 0;
+
+    const relay = startWebhookRelay({
+      pool: h.pool,
+      dispatcher: createWebhookDispatcher({ client: h.client, taskQueue: h.webhookTaskQueue }),
+      pollMs: 100,
+      retentionMs: 30 * DAY_MS,
+    });
+    try {
+      await eventually(async () => ((await exists(spent)) ? undefined : true), 10_000);
+      expect(await exists(kept)).toBe(true);
+    } finally {
+      await relay.stop();
     }
   });
 });
