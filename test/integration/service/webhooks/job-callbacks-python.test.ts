@@ -49,7 +49,12 @@ describe('a callback through the openai Python package', () => {
       file,
       JSON.stringify({ secret, deliveries: got.map((r) => ({ body: r.body, headers: r.headers })) }),
     );
-    const verified = await run(python, [script, 'verify', file]).finally(() => rm(file, { force: true }));
+    let verified: { stdout: string };
+    try {
+      verified = await run(python, [script, 'verify', file]);
+    } finally {
+      await rm(file, { force: true });
+    }
     const seen = JSON.parse(verified.stdout) as { event: string; tampered_refused: boolean }[];
     expect(seen.map((s) => s.event).sort()).toEqual([
       'generation.queued',
