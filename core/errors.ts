@@ -219,12 +219,12 @@ export class BatchFinishedError extends DomainError {
   }
 }
 
-/** A request that needs a succeeded generation (a remix of a video) met one that has not succeeded. */
+/** A request that needs a succeeded generation (a remix, extension or edit of a video) met one that has not succeeded. */
 export class GenerationNotSucceededError extends DomainError {
   readonly status = 409;
   readonly type = 'generation_not_succeeded';
-  constructor(id: string, state: string) {
-    super(`Generation '${id}' is ${state}; only a succeeded video can be remixed.`, { status: state });
+  constructor(id: string, state: string, action: 'remixed' | 'extended' | 'edited' = 'remixed') {
+    super(`Generation '${id}' is ${state}; only a succeeded video can be ${action}.`, { status: state });
   }
 }
 

@@ -143,7 +143,8 @@ async function runOnProvider(
   { progress, preview, resume, detach }: RunHooks,
 ): Promise<ProviderResult> {
   const ctx = Context.current();
-  const input = await inputOf(job, store);
+  const input = await storedInput(store, job.internal.inputKey);
+  const sourceVideo = await storedInput(store, job.internal.sourceVideoKey);
   const edit = await editInputsOf(job, store);
   ctx.log.info('provider run started', {
     generationId: job.generationId,
@@ -152,7 +153,12 @@ async function runOnProvider(
     attempt: ctx.info.attempt,
   });
   return provider.run(
-    { ...job, ...(input === undefined ? {} : { input }), ...edit },
+    {
+      ...job,
+      ...(input === undefined ? {} : { input }),
+      ...(sourceVideo === undefined ? {} : { sourceVideo }),
+      ...edit,
+    },
     {
       heartbeat: (details?: unknown) => ctx.heartbeat(details),
       signal: ctx.cancellationSignal,
@@ -211,7 +217,6 @@ export type ProviderRun = ProviderJob & { resume?: unknown };
  */
 export type ProviderStart = { output: RunOutput } | { waiting: UpstreamWait; route?: RouteEntry };
 
-/** The stored input of a job that transforms one; a missing input fails the job for good. */
 /** An edit's stored input images and mask, read for the run. */
 async function editInputsOf(job: ProviderJob, store: OutputStore): Promise<{ inputs?: Buffer[]; mask?: Buffer }> {
   const keys = job.internal.inputKeys;
@@ -225,8 +230,11 @@ async function editInputsOf(job: ProviderJob, store: OutputStore): Promise<{ inp
   return { inputs, ...(job.internal.maskKey ? { mask: await read(job.internal.maskKey) } : {}) };
 }
 
-async function inputOf(job: ProviderJob, store: OutputStore): Promise<Buffer | undefined> {
-  const key = job.internal.inputKey;
+/**
+ * The stored input of a job that transforms one (an upscale's image, a video's reference frame, the
+ * video an extension or edit starts from); a missing input (a source deleted since) fails the job for good.
+ */
+async function storedInput(store: OutputStore, key: string | undefined): Promise<Buffer | undefined> {
   if (key === undefined) return undefined;
   const data = await store.get(key);
   if (!data) throw new ProviderRejectedError(`The input ${key} is missing from the store.`, 'input_missing');

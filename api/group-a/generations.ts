@@ -3,7 +3,10 @@ import type { GenerationService } from '../../service/generation/service';
 import { principalOf } from '../shared/auth';
 import { inDoorWords } from '../shared/errors';
 import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, spendCapOption } from '../shared/fields';
-import { groupACallbackOption, remixBody } from '../shared/generate-bodies';
+import type { z } from 'zod';
+import type { Principal } from '../../core/accounts/principal';
+import type { SubmitOptions, Submitted } from '../../service/generation/service';
+import { editBody, extendBody, groupACallbackOption, remixBody } from '../shared/generate-bodies';
 import {
   errorResponses,
   generation,
@@ -14,7 +17,7 @@ import {
 } from '../shared/schemas';
 import { GROUP_A_PARAMS, security, tags } from './route-docs';
 
-/** The account's generations (mounted inside the key's scope): the list, one, a remix of a video, and cancel. */
+/** The account's generations (mounted inside the key's scope): the list, one, a remix, extension or edit of a video, and cancel. */
 export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationService }> = async (app, deps) => {
   const route = app.withTypeProvider<ZodTypeProvider>();
 
@@ -48,44 +51,102 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
     async (request) => generationOf(await deps.service.get(principalOf(request), request.params.id)),
   );
 
-  route.post(
-    '/api/v1/generations/:id/remix',
-    {
-      schema: {
-        operationId: 'remixGeneration',
-        tags,
-        summary:
-          'A new video from a succeeded one with a new prompt; model, seconds, resolution and aspect as the source ran',
-        description:
-          'Needs the scope generate:video. Priced, held and charged like any video; answers 202 with the new generation (params.remixedFrom names the source) and a Location to poll. ' +
-          '404: not a video of this account; 409 generation_not_succeeded: the video has not succeeded.',
-        security,
-        params: idParams,
-        body: remixBody,
-        headers: generateHeaders,
-        response: {
-          202: generation.describe('Accepted and in flight: poll the Location'),
-          ...errorResponses(400, 401, 402, 403, 404, 409, 413, 429, 500, 503),
+  /**
+   * A new video from a succeeded one of the account (a remix, an extension, an edit): 202 with the
+   * new generation and a Location to poll. The source is part of what an Idempotency-Key stands
+   * for: the same key on another video is a conflict.
+   */
+  const fromVideo = <
+    B extends z.ZodType<{
+      prompt: string;
+      max_credits?: number | null | undefined;
+      customer?: string | undefined;
+      webhook?: string | undefined;
+      webhook_events_filter?: string[] | undefined;
+    }>,
+  >(
+    action: 'remix' | 'extend' | 'edit',
+    docs: { operationId: string; summary: string; description: string; body: B },
+    submit: (principal: Principal, id: string, body: z.infer<B>, options: SubmitOptions) => Promise<Submitted>,
+  ): void => {
+    const path = `/api/v1/generations/{id}/${action}`;
+    route.post(
+      `/api/v1/generations/:id/${action}`,
+      {
+        schema: {
+          ...docs,
+          tags,
+          security,
+          params: idParams,
+          headers: generateHeaders,
+          response: {
+            202: generation.describe('Accepted and in flight: poll the Location'),
+            ...errorResponses(400, 401, 402, 403, 404, 409, 413, 429, 500, 503),
+          },
         },
       },
+      async (request, reply) => {
+        const operation = `POST ${path}`;
+        const { id } = request.params;
+        // Validated by `docs.body`; the type provider cannot see through the generic schema.
+        const body = request.body as z.infer<B>;
+        const options = {
+          ...generateOptionsOf(request, 'group-a', operation, { customer: body.customer }),
+          idempotency: idempotencyOf(request, operation, { id, ...body }),
+          ...spendCapOption(body.max_credits, 'max_credits'),
+          ...groupACallbackOption(body),
+        };
+        const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
+          submit(principalOf(request), id, body, options),
+        );
+        if (g.status === 'queued' || g.status === 'running')
+          reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
+        return generationOf(g);
+      },
+    );
+  };
+
+  const notSucceeded = '404: not a video of this account; 409 generation_not_succeeded: the video has not succeeded.';
+  fromVideo(
+    'remix',
+    {
+      operationId: 'remixGeneration',
+      summary:
+        'A new video from a succeeded one with a new prompt; model, seconds, resolution and aspect as the source ran',
+      description:
+        'Needs the scope generate:video. Priced, held and charged like any video; answers 202 with the new generation (params.remixedFrom names the source) and a Location to poll. ' +
+        notSucceeded,
+      body: remixBody,
     },
-    async (request, reply) => {
-      const route = 'POST /api/v1/generations/{id}/remix';
-      const { id } = request.params;
-      // The source is part of what the key stands for: the same key on another video is a conflict.
-      const options = {
-        ...generateOptionsOf(request, 'group-a', route, { customer: request.body.customer }),
-        idempotency: idempotencyOf(request, route, { id, ...request.body }),
-        ...spendCapOption(request.body.max_credits, 'max_credits'),
-        ...groupACallbackOption(request.body),
-      };
-      const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
-        deps.service.remix(principalOf(request), id, request.body.prompt, options),
-      );
-      if (g.status === 'queued' || g.status === 'running')
-        reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
-      return generationOf(g);
+    (principal, id, body, options) => deps.service.remix(principal, id, body.prompt, options),
+  );
+  fromVideo(
+    'extend',
+    {
+      operationId: 'extendGeneration',
+      summary:
+        'A succeeded video continued by `seconds` more from its last frame; model, resolution and aspect as it ran',
+      description:
+        'Needs the scope generate:video. Priced as `seconds` (clamped to the model’s range) of the source’s model at its resolution, held before it runs, charged when it succeeds and released if it fails. ' +
+        'The new generation’s file is the source followed by the added seconds: params.extendedFrom names the source, params.seconds the seconds added, params.stitchedSeconds the whole length. ' +
+        `400: seconds not a whole number above 0, or a model whose provider cannot extend videos (nothing held). ${notSucceeded}`,
+      body: extendBody,
     },
+    (principal, id, body, options) =>
+      deps.service.extend(principal, id, { prompt: body.prompt, seconds: body.seconds }, options),
+  );
+  fromVideo(
+    'edit',
+    {
+      operationId: 'editGeneration',
+      summary:
+        'An edited copy of a succeeded video, changed by a prompt; its length, model, resolution and aspect kept',
+      description:
+        'Needs the scope generate:video. Priced as a run of the source’s length, held before it runs, charged when it succeeds and released if it fails; params.editedFrom names the source. ' +
+        `400: a model whose provider cannot edit videos (nothing held). ${notSucceeded}`,
+      body: editBody,
+    },
+    (principal, id, body, options) => deps.service.edit(principal, id, body.prompt, options),
   );
 
   route.post(

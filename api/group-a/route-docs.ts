@@ -8,4 +8,5 @@ export const GROUP_A_PARAMS: Record<string, string> = {
   maxTokens: 'max_tokens',
   editImages: 'input_images',
   editMask: 'mask_url',
+  video: 'id',
 };

@@ -4,6 +4,7 @@ import { groupBBatchRoutes } from './batches';
 import { groupBFileRoutes } from './files';
 import { groupBImageRoutes } from './images';
 import { groupBVideoRoutes } from './videos';
+import { groupBVideoDerivationRoutes } from './video-derivations';
 import { groupBChatRoutes } from './chat';
 import { groupBModelRoutes } from './models';
 import { groupBResponseRoutes } from './responses';
@@ -25,6 +26,7 @@ export const groupBRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps)
   await app.register(groupBResponseRoutes, deps);
   await app.register(groupBImageRoutes, deps);
   await app.register(groupBVideoRoutes, deps);
+  await app.register(groupBVideoDerivationRoutes, deps);
   // Files for batches take their own multipart limits (api/group-b/files.ts).
   await app.register(groupBFileRoutes, deps);
   await app.register(groupBBatchRoutes, deps);

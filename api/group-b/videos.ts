@@ -19,7 +19,7 @@ import {
   videosCreateBody,
   videosRequestOf,
 } from '../shared/openai/media';
-import { inGroupBWords } from '../shared/openai/words';
+import { GROUP_B_PARAMS, inGroupBWords } from '../shared/openai/words';
 import { idParams } from '../shared/schemas';
 import {
   errorsB,
@@ -36,6 +36,8 @@ import type { GroupBDeps } from './common';
 import { acceptForms } from './forms';
 
 const VARIANTS = ['video', ...VIDEO_PREVIEWS] as const;
+/** An extension by `previous_job_id` names its source so, and its added seconds `duration`. */
+const EXTENSION_WORDS = { ...GROUP_B_PARAMS, id: 'previous_job_id' };
 const contentQuery = z.object({
   variant: z
     .enum(VARIANTS, { error: `variant must be one of ${VARIANTS.join(', ')}` })
@@ -190,16 +192,31 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
         operationId: 'openaiCreateVideoGeneration',
         tags,
         security,
-        summary: 'Start a video; poll GET /v1/video/generations/{id}',
+        summary: 'Start a video, or extend a previous one (previous_job_id); poll GET /v1/video/generations/{id}',
+        description:
+          'With previous_job_id: that succeeded video of the account continued by `duration` seconds, priced as those seconds of its model at its resolution; remixed_from names it. 404: not a video of this account; 409 generation_not_succeeded: it has not succeeded; 400: image_url, another model, or an upstream that cannot extend.',
         body: videoGenerationBody,
         headers: idempotencyHeaders,
-        response: { 200: videoGeneration, ...errorsB(400, 401, 402, 403, 409, 413, 429, 500, 503) },
+        response: { 200: videoGeneration, ...errorsB(400, 401, 402, 403, 404, 409, 413, 429, 500, 503) },
       },
     },
     async (request) => {
       const body = request.body;
       const options = submitOptionsOf(request, 'POST /v1/video/generations', body, body.deadline_seconds);
-      return videoGenerationOf(await submitVideo(principalOf(request), options, videoGenerationRequestOf(body)));
+      const principal = principalOf(request);
+      if (!body.previous_job_id)
+        return videoGenerationOf(await submitVideo(principal, options, videoGenerationRequestOf(body)));
+      // OpenRouter's spelling of an extension: the previous job continued by `duration` seconds.
+      if (body.image_url)
+        throw new InvalidRequestError(
+          'image_url: an extension starts from its previous job’s last frame.',
+          'image_url',
+        );
+      const { previous_job_id: id, prompt, model, duration } = body;
+      const change = { prompt, model, seconds: duration ?? 5 };
+      return videoGenerationOf(
+        (await inGroupBWords(() => deps.service.extend(principal, id, change, options), EXTENSION_WORDS)).generation,
+      );
     },
   );
 

@@ -320,3 +320,39 @@ export const remixBody = z
     webhook_events_filter,
   })
   .meta({ id: 'RemixRequest', examples: [{ prompt: 'the same waves at night' }] });
+
+// ---------------------------------------------------------------------------------------------
+// An extension or edit of a video (group A's POST /api/v1/generations/{id}/extend and …/edit)
+// ---------------------------------------------------------------------------------------------
+
+/** Seconds to add to a video: a whole number above zero, clamped to the model's range when priced. */
+export const extensionSeconds = z
+  .number({ error: 'seconds must be a whole number of seconds above 0' })
+  .int({ error: 'seconds must be a whole number of seconds above 0' })
+  .min(1, { error: 'seconds must be a whole number of seconds above 0' })
+  .max(3600, { error: 'seconds must be at most 3600 (and is clamped to the model’s range)' });
+
+/** Group A's extension: the prompt of what comes next, and how many seconds of it. */
+export const extendBody = z
+  .strictObject({
+    prompt: mediaPrompt.describe('What happens next; checked by the safety guard before pricing'),
+    seconds: extensionSeconds.describe(
+      'Seconds to add, clamped to the model’s range; priced as that many seconds of the source’s model at its resolution',
+    ),
+    max_credits,
+    customer,
+    webhook,
+    webhook_events_filter,
+  })
+  .meta({ id: 'ExtendRequest', examples: [{ prompt: 'the waves calm down at dusk', seconds: 5 }] });
+
+/** Group A's edit: only the prompt; the source's length, model, resolution and aspect are kept. */
+export const editBody = z
+  .strictObject({
+    prompt: mediaPrompt.describe('How to change the video; checked by the safety guard before pricing'),
+    max_credits,
+    customer,
+    webhook,
+    webhook_events_filter,
+  })
+  .meta({ id: 'VideoEditRequest', examples: [{ prompt: 'the same waves under snow' }] });

@@ -52,7 +52,7 @@ const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   403: 'permission_error: the key lacks the scope or the model; csrf_error: a session’s call without its X-CSRF-Token, or from a page of another origin',
   404: 'not_found',
   405: 'The path exists but not with this method; see the Allow header',
-  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), a remix of a video that has not succeeded (generation_not_succeeded) or a reply that is being streamed to its client (generation_streaming), a disabled webhook endpoint (endpoint_disabled), or a batch that has ended (batch_finished)',
+  409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), a remix, extension or edit of a video that has not succeeded (generation_not_succeeded) or a reply that is being streamed to its client (generation_streaming), a disabled webhook endpoint (endpoint_disabled), or a batch that has ended (batch_finished)',
   413: 'The request body is too large',
   429: 'rate_limit_error: the key has used its plan’s requests of the last 60 s; see Retry-After',
   431: 'invalid_request_error: the request line and headers exceed 16 KiB; answered before any route, for every route',
@@ -138,9 +138,18 @@ export const publicParams = z
       .number()
       .int()
       .optional()
-      .describe('Video: seconds after clamping to the model range (what is priced and run)'),
+      .describe(
+        'Video: seconds after clamping to the model range (what is priced and run; an extension: the seconds it added)',
+      ),
     resolution: z.enum(RESOLUTIONS).optional().describe('Video'),
     remixedFrom: z.string().optional().describe('Video: the generation it remixes'),
+    extendedFrom: z.string().optional().describe('Video: the generation it continues (an extension)'),
+    stitchedSeconds: z
+      .number()
+      .int()
+      .optional()
+      .describe('Video extension: the length of its file, the source’s seconds and the added ones'),
+    editedFrom: z.string().optional().describe('Video: the generation it is an edited copy of'),
     outputFormat: z
       .enum(['png', 'jpeg', 'webp'])
       .optional()

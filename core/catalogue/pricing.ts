@@ -108,6 +108,11 @@ export function quoteImage(req: {
   };
 }
 
+/**
+ * A video's price: its seconds at its model's rate for its resolution. `seconds` are clamped to the
+ * model's range (what a new run or an extension asks), or taken whole (`as-given`: an edit of a
+ * source, which is its length however it came to be, an extended one included).
+ */
 export function quoteVideo(
   req: {
     model?: string | undefined;
@@ -116,6 +121,7 @@ export function quoteVideo(
     seconds?: number | undefined;
   },
   door: Door = 'group-c',
+  seconds: 'clamped' | 'as-given' = 'clamped',
 ): VideoQuote {
   if (!req.model) throw new InvalidRequestError('model is required for video', 'model');
   const model = resolveModel('video', req.model, door) as VideoModel | undefined;
@@ -130,13 +136,17 @@ export function quoteVideo(
   // Unreachable: the catalogue refuses, at load, a default resolution without a rate.
   if (rateMc === undefined) throw new Error(`catalogue: ${model.id} has no rate for its default ${resolution}`);
 
-  const seconds = clampSeconds(req.seconds, model.defaultSeconds, model.secondsRange);
+  const run = clampSeconds(
+    req.seconds,
+    model.defaultSeconds,
+    seconds === 'clamped' ? model.secondsRange : [1, Number.MAX_SAFE_INTEGER],
+  );
   const aspect = snapAspect(req.aspect, model.aspects, model.defaultAspect);
   return {
     kind: 'video',
     model: model.id,
-    priceMc: seconds * rateMc,
-    params: { seconds, resolution, aspect, ...sizeForAspect(aspect, VIDEO_PREVIEW_LONG_SIDE) },
+    priceMc: run * rateMc,
+    params: { seconds: run, resolution, aspect, ...sizeForAspect(aspect, VIDEO_PREVIEW_LONG_SIDE) },
   };
 }
 

@@ -21,6 +21,13 @@ const upstreamModelSchema = z.union([
     weight: z.number().positive().max(1_000).default(1),
     /** What one unit costs us at this upstream, in EUR: an image, a second of video, 1,000 output tokens. */
     costEur: z.number().min(0).max(1_000).optional(),
+    /**
+     * queue-video: the upstream's names (paths) for continuing and for editing a video of this
+     * model, where it has them (fal: `…/extend-video`, `…/video-to-video`); without one, an
+     * extension or edit of the model is refused before anything is held.
+     */
+    extend: z.string().min(1).optional(),
+    edit: z.string().min(1).optional(),
   }),
 ]);
 const upstreamSchema = z.object({
@@ -79,10 +86,13 @@ export const upstreamsSchema = z
           message: `${u.name} is the name of an earlier upstream`,
         });
       names.add(u.name);
-      for (const model of Object.keys(u.models)) {
+      for (const [model, entry] of Object.entries(u.models)) {
         const kind = kinds.get(model);
         const path = ['upstreams', i, 'models', model];
         const allowed = PROTOCOL_KINDS[u.protocol];
+        // Only a video queue extends or edits videos; elsewhere the paths would be silently unused.
+        if (typeof entry === 'object' && (entry.extend || entry.edit) && u.protocol !== 'queue-video')
+          ctx.addIssue({ code: 'custom', path, message: `extend and edit are paths of a queue-video upstream` });
         if (kind === undefined)
           ctx.addIssue({ code: 'custom', path, message: `is not a catalogue model id (see GET /api/v1/models)` });
         else if (!allowed.includes(kind))

@@ -41,6 +41,11 @@ export interface PublicParams {
   resolution?: Resolution;
   /** Video: the succeeded video this one remixes. */
   remixedFrom?: string;
+  /** Video: the succeeded video this one continues; `seconds` is what was added (priced), `stitchedSeconds` the whole file's length. */
+  extendedFrom?: string;
+  stitchedSeconds?: number;
+  /** Video: the succeeded video this one is an edited copy of, at its length. */
+  editedFrom?: string;
   /** Video (reference frame), upscale: the client's input image, and its size as fetched. */
   imageUrl?: string;
   inputWidth?: number;
@@ -165,6 +170,8 @@ export interface InternalParams {
   outputToolCalls?: ToolCall[];
   /** Video (reference frame), upscale: where the checked input image is stored. */
   inputKey?: string;
+  /** Video extension or edit: where the source video's file is stored (read when the run starts). */
+  sourceVideoKey?: string;
   /** Image edit: where its checked input images are stored, in order, and its mask. */
   inputKeys?: string[];
   maskKey?: string;
@@ -189,6 +196,9 @@ export const PUBLIC_PARAM_KEYS = Object.keys({
   seconds: true,
   resolution: true,
   remixedFrom: true,
+  extendedFrom: true,
+  stitchedSeconds: true,
+  editedFrom: true,
   imageUrl: true,
   inputWidth: true,
   inputHeight: true,
@@ -210,6 +220,7 @@ export const INTERNAL_PARAM_KEYS = Object.keys({
   response: true,
   outputToolCalls: true,
   inputKey: true,
+  sourceVideoKey: true,
   inputKeys: true,
   maskKey: true,
   siblings: true,

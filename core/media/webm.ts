@@ -32,31 +32,61 @@ export async function renderVideoWebm(request: VideoRequest): Promise<Buffer> {
 
   const scene = sceneFromSeed(seed);
   const frameCount = Math.max(1, Math.round(seconds * fps));
+  return muxVp8Frames({ width, height, fps, seconds, frameCount }, async (indices) =>
+    paintFrames(
+      scene,
+      width,
+      height,
+      indices.map((i) => i / frameCount),
+    ),
+  );
+}
+
+/** The shape of a clip to mux: its size, rate, length and number of frames. */
+export interface ClipShape {
+  width: number;
+  height: number;
+  fps: number;
+  seconds: number;
+  frameCount: number;
+}
+
+/**
+ * A WebM of `frameCount` frames, made a batch at a time by `frames`: each frame is raw RGB (encoded
+ * here) or a VP8 keyframe already encoded (muxed as it is, so a frame taken from another file of
+ * ours comes out byte for byte).
+ */
+export async function muxVp8Frames(
+  clip: ClipShape,
+  frames: (indices: number[]) => Promise<(Buffer | EncodedFrame)[]>,
+): Promise<Buffer> {
+  const { width, height, fps, seconds, frameCount } = clip;
+  assertVideoShape(width, height, seconds, fps);
   const muxer = new Muxer({
     target: new ArrayBufferTarget(),
     video: { codec: 'V_VP8', width, height, frameRate: fps },
     firstTimestampBehavior: 'offset',
   });
-
   for (let first = 0; first < frameCount; first += ENCODE_BATCH) {
     const indices = Array.from({ length: Math.min(ENCODE_BATCH, frameCount - first) }, (_, k) => first + k);
-    const raws = await paintFrames(
-      scene,
-      width,
-      height,
-      indices.map((i) => i / frameCount),
+    const made = await frames(indices);
+    const encoded = await Promise.all(
+      made.map(async (f) => (f instanceof EncodedFrame ? f.vp8 : encodeVp8Frame(f, width, height))),
     );
-    const frames = await Promise.all(raws.map((raw) => encodeVp8Frame(raw, width, height)));
     // Muxed in order once the batch is done: the muxer wants timestamps that only increase.
-    frames.forEach((frame, k) => {
+    encoded.forEach((frame, k) => {
       muxer.addVideoChunkRaw(frame, 'key', Math.round(((first + k) * 1_000_000) / fps));
     });
   }
-
   muxer.finalize();
   const file = new Uint8Array(muxer.target.buffer);
   setSegmentDuration(file, seconds * 1000);
   return Buffer.from(file.buffer, file.byteOffset, file.byteLength);
+}
+
+/** A VP8 keyframe that is already encoded. */
+export class EncodedFrame {
+  constructor(readonly vp8: Uint8Array) {}
 }
 
 /**

@@ -1,6 +1,7 @@
 import { ProviderRejectedError } from '../errors';
 import type { AnthropicHeaders, ChatMessage, ChatTools, ResponseFormat } from '../generation/params';
 import { gatheredChat } from './gathered-chat';
+import { VIDEO_FEATURES } from './types';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult, ProviderUsage } from './types';
 import { callUpstream, sseData, UpstreamUnavailableError } from './upstream-http';
 import type { UpstreamEndpoint } from './upstream-http';
@@ -129,7 +130,7 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
   return {
     streamChat,
     // Function tools and structured output are Anthropic's own features; log probabilities it does not give.
-    serves: (_model, feature) => feature !== 'logprobs',
+    serves: (_model, feature) => feature !== 'logprobs' && !VIDEO_FEATURES.includes(feature),
     run: (job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> =>
       gatheredChat(streamChat(job, ctx.signal), ctx),
   };

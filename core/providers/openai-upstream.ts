@@ -2,6 +2,7 @@ import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
 import { gatheredChat } from './gathered-chat';
 import { openAiChatMessages, openAiResponseFormat, openAiTools } from './tool-calls';
+import { VIDEO_FEATURES } from './types';
 import type {
   ChatStreamEvent,
   Provider,
@@ -98,8 +99,9 @@ export function createOpenAiUpstream(
 
   return {
     streamChat,
-    // Function tools, structured output and log probabilities are passed on as OpenAI's chat completions take them.
-    serves: () => true,
+    // Function tools, structured output and log probabilities are passed on as OpenAI's chat
+    // completions take them; videos it does not run, so none is extended or edited here.
+    serves: (_model, feature) => !VIDEO_FEATURES.includes(feature),
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       if (job.kind === 'chat') return gatheredChat(streamChat(job, ctx.signal), ctx);
       if (job.kind === 'image' && job.inputs?.length) {

@@ -8,11 +8,13 @@ import type { UpstreamEndpoint } from './upstream-http';
  * A queue-style video upstream, as fal.ai's queue speaks it: submit the job, poll its status until
  * it is done, fetch the result, download the file it names.
  *
- *   POST {base}/{model}                       { prompt, duration, aspect_ratio, resolution, image_url? } → { request_id, status_url?, response_url? }
+ *   POST {base}/{model}                       { prompt, duration, aspect_ratio, resolution, image_url?, video_url? } → { request_id, status_url?, response_url? }
  *   GET  status_url | {base}/{model}/requests/{id}/status   → { status: IN_QUEUE | IN_PROGRESS | COMPLETED | FAILED, progress?, error? }
  *   GET  response_url | {base}/{model}/requests/{id}        → { video: { url } }
  *   PUT  {base}/{model}/requests/{id}/cancel                 (when the generation is cancelled)
  *
+ * A video extension or edit goes to the model's own path for it (`extend`, `edit` in the
+ * configuration) with the source as `video_url` (a data URL); a model without one is not offered them.
  * The status's `progress` (0–100), where the upstream gives one, is reported as the run's own
  * progress, and COMPLETED as 100; without it the provider step estimates from elapsed time.
  * The upstream's request id is reported with every heartbeat, so a retried attempt (a worker
@@ -29,9 +31,11 @@ export function createQueueVideoUpstream(
     pollMs: number;
     slowPollMs: number;
     webhookUrl?: string | undefined;
+    derivations?: VideoDerivationPaths;
   },
   http: SafeHttpClient,
 ): Provider {
+  const derivations = endpoint.derivations ?? { extend: {}, edit: {} };
   const base = endpoint.baseUrl.replace(/\/+$/, '');
   const statusUrl = (q: QueuedJob) => q.statusUrl ?? `${base}${q.jobPath}/requests/${q.requestId}/status`;
   const cancel = (q: QueuedJob) =>
@@ -40,6 +44,10 @@ export function createQueueVideoUpstream(
       signal: AbortSignal.timeout(5_000),
     });
   return {
+    // An extension or edit only where the model has the upstream's path for it.
+    serves: (model, feature) =>
+      (feature === 'video-extension' && model in derivations.extend) ||
+      (feature === 'video-edit' && model in derivations.edit),
     async checkJob(wait, signal) {
       const queued = resumeOf(wait.resume);
       if (!queued) return true;
@@ -58,10 +66,10 @@ export function createQueueVideoUpstream(
       );
     },
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
-      const model = endpoint.models[job.model];
+      const model = modelPathOf(job);
       if (job.kind !== 'video' || !model)
         throw new ProviderRejectedError(
-          `The upstream ${endpoint.name} is not configured for ${job.kind} ${job.model}.`,
+          `The upstream ${endpoint.name} is not configured for ${job.kind} ${job.model}${job.sourceVideo ? ' from another video' : ''}.`,
           'provider_rejected',
         );
       const jobPath = `/${model.replace(/^\/+/, '')}`;
@@ -124,8 +132,18 @@ export function createQueueVideoUpstream(
     },
   };
 
+  /** The upstream's path for the job: the model's own, or its path for extending or editing a video. */
+  function modelPathOf(job: ProviderJob): string | undefined {
+    if (!job.sourceVideo) return endpoint.models[job.model];
+    return (job.params.extendedFrom !== undefined ? derivations.extend : derivations.edit)[job.model];
+  }
+
   async function submit(job: ProviderJob, jobPath: string, ctx: ProviderContext): Promise<QueuedJob> {
     const imageUrl = job.input ? `data:image/png;base64,${job.input.toString('base64')}` : undefined;
+    // The source of an extension or edit travels with the job, as fal takes a file it cannot fetch.
+    const videoUrl = job.sourceVideo
+      ? `data:${videoTypeOf(job.sourceVideo)};base64,${job.sourceVideo.toString('base64')}`
+      : undefined;
     // fal calls this URL back when the job ends; the query names the upstream whose keys verify it.
     const hook = ctx.detach && endpoint.webhookUrl ? `?fal_webhook=${encodeURIComponent(endpoint.webhookUrl)}` : '';
     const res = await callUpstream(endpoint, `${jobPath}${hook}`, {
@@ -136,6 +154,7 @@ export function createQueueVideoUpstream(
         aspect_ratio: job.params.aspect,
         resolution: job.params.resolution,
         ...(imageUrl ? { image_url: imageUrl } : {}),
+        ...(videoUrl ? { video_url: videoUrl } : {}),
       },
     });
     const body = (await res.json()) as { request_id?: string; status_url?: string; response_url?: string };
@@ -152,6 +171,16 @@ export function createQueueVideoUpstream(
     };
   }
 }
+
+/** Per catalogue model, the upstream's path for extending (`extend`) and for editing (`edit`) its videos. */
+export interface VideoDerivationPaths {
+  extend: Record<string, string>;
+  edit: Record<string, string>;
+}
+
+/** A video file's type from its first bytes: WebM (EBML) or else MP4, what upstreams hand back. */
+const videoTypeOf = (file: Buffer): string =>
+  file.length >= 4 && file.readUInt32BE(0) === 0x1a45dfa3 ? 'video/webm' : 'video/mp4';
 
 /** A status that will not change any more. */
 const ENDED: ReadonlySet<string> = new Set(['COMPLETED', 'FAILED', 'ERROR', 'CANCELLED']);

@@ -3,6 +3,7 @@ import type { SafeHttpClient } from '../net/safe-http';
 import { createAnthropicUpstream } from './anthropic-upstream';
 import { createOpenAiUpstream } from './openai-upstream';
 import { createQueueVideoUpstream } from './queue-video-upstream';
+import type { VideoDerivationPaths } from './queue-video-upstream';
 import { createReplicateUpstream } from './replicate-upstream';
 import type { Provider, ProviderJob } from './types';
 
@@ -20,6 +21,15 @@ export interface Route {
 export interface RouteTable {
   byModel: Map<string, Route[]>;
   byName: Map<string, Provider>;
+}
+
+/** A queue-video upstream's paths for extending and editing each model's videos, where configured. */
+function derivationsOf(
+  entries: readonly (readonly [string, { extend?: string; edit?: string }])[],
+): VideoDerivationPaths {
+  const paths = (how: 'extend' | 'edit') =>
+    Object.fromEntries(entries.flatMap(([model, e]) => (e[how] ? [[model, e[how]] as const] : [])));
+  return { extend: paths('extend'), edit: paths('edit') };
 }
 
 /** Where an upstream calls back (api/upstream-callbacks/routes.ts); the query says whose keys verify it. */
@@ -63,7 +73,7 @@ export function routeTable(
           ? createAnthropicUpstream(endpoint)
           : u.protocol === 'replicate'
             ? createReplicateUpstream({ ...endpoint, ...waits }, http)
-            : createQueueVideoUpstream({ ...endpoint, ...waits }, http);
+            : createQueueVideoUpstream({ ...endpoint, ...waits, derivations: derivationsOf(entries) }, http);
     byName.set(u.name, provider);
     for (const [model, e] of entries) {
       const routes = byModel.get(model) ?? [];

@@ -4,6 +4,8 @@ import { editImage } from '../media/edit';
 import { renderImagePng } from '../media/png';
 import { renderFirstFrameWebp, renderVideoWebm } from '../media/webm';
 import { ImageInputError } from '../media/image-errors';
+import { MediaRequestError } from '../media/png';
+import { editVideoWebm, extendVideoWebm } from '../media/video-derivations';
 import { upscale } from '../media/upscale';
 import { parseDirectives } from './directives';
 import type { SimDirectives } from './directives';
@@ -12,7 +14,15 @@ import { simulatedReply } from './simulated-chat';
 import { simulatedLogprob } from './simulated-logprobs';
 import { toolCallAssembler } from './tool-calls';
 import { estimatedInputTokens } from './token-usage';
-import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult, ProviderUsage } from './types';
+import type {
+  ChatStreamEvent,
+  Provider,
+  ProviderContext,
+  ProviderFile,
+  ProviderJob,
+  ProviderResult,
+  ProviderUsage,
+} from './types';
 
 export interface SimulatorOptions {
   /** Overrides the per-kind default latency when a prompt gives no `sim:delay`. */
@@ -47,7 +57,7 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
           : Math.min(Math.max(0, directives.untilEpochMs - Date.now()), MAX_UNTIL_MS);
       const seed = `${job.model}|${job.prompt}|${job.generationId}`;
       // A video's first frame is there before the rest, as a hosted model shows its first frame early.
-      if (job.kind === 'video' && ctx.preview) {
+      if (job.kind === 'video' && ctx.preview && !job.sourceVideo) {
         const { width, height } = dimensions(job.params, 320, 180);
         ctx.preview({
           data: await renderFirstFrameWebp({ width, height, seconds: videoSeconds(job.params), seed }),
@@ -72,6 +82,7 @@ export function createSimulator(options: SimulatorOptions = {}): Provider {
           };
         }
         case 'video': {
+          if (job.sourceVideo) return { file: await derivedVideo(job, job.sourceVideo, seed) };
           const { width, height } = dimensions(job.params, 320, 180);
           return {
             file: {
@@ -204,6 +215,21 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 const videoSeconds = (params: PublicParams): number => params.seconds ?? 5;
+
+/** A video made from a source (core/media/video-derivations.ts): its continuation by `seconds`, or its edited copy. */
+async function derivedVideo(job: ProviderJob, source: Buffer, seed: string): Promise<ProviderFile> {
+  try {
+    const data =
+      job.params.extendedFrom !== undefined
+        ? await extendVideoWebm({ source, seconds: videoSeconds(job.params), seed })
+        : await editVideoWebm({ source, seed });
+    return { data, contentType: 'video/webm', extension: 'webm' };
+  } catch (err) {
+    // A source that gives no frames gives none on any attempt.
+    if (err instanceof MediaRequestError) throw new ProviderRejectedError(err.message, 'invalid_input');
+    throw err;
+  }
+}
 
 function dimensions(params: PublicParams, width: number, height: number): { width: number; height: number } {
   return { width: params.width ?? width, height: params.height ?? height };

@@ -15,6 +15,8 @@ export interface ProviderJob {
   /** An image edit's input images (the first is edited) and its mask (transparent where to edit). */
   inputs?: Buffer[];
   mask?: Buffer;
+  /** A video extension's or edit's source video (the file of a succeeded video), read from the store by the activity. */
+  sourceVideo?: Buffer;
 }
 
 export interface ProviderFile {
@@ -94,8 +96,14 @@ export interface UpstreamWait {
   pollMs: number;
 }
 
-/** What only some providers can do with a model: call the client's functions, answer structured output, give log probabilities. */
-export type ProviderFeature = 'tools' | 'json' | 'logprobs';
+/**
+ * What only some providers can do with a model: call the client's functions, answer structured
+ * output, give log probabilities, continue a finished video, edit one.
+ */
+export type ProviderFeature = 'tools' | 'json' | 'logprobs' | 'video-extension' | 'video-edit';
+
+/** The features of a video made from another, which a chat upstream never has. */
+export const VIDEO_FEATURES: readonly ProviderFeature[] = ['video-extension', 'video-edit'];
 
 /** The most likeliest tokens a place may list, as OpenAI's API allows. */
 export const MAX_TOP_LOGPROBS = 20;

@@ -27,9 +27,21 @@ export function createRemix({
 
 /** The request of a remix of `source`: a video of the account's that has succeeded. */
 export function remixRequestOf(source: GenerationRow, prompt: string): Extract<GenerationRequest, { kind: 'video' }> {
-  // Only a video can be remixed: any other generation is not a video the caller could name.
+  assertSucceededVideo(source, 'remixed');
+  return { ...asTheSourceRan(source, prompt), remixedFrom: source.id };
+}
+
+/**
+ * Only a succeeded video is remixed, extended or edited: any other generation is not a video the
+ * caller could name (404), one still running or failed is a 409 naming its state.
+ */
+export function assertSucceededVideo(source: GenerationRow, action: 'remixed' | 'extended' | 'edited'): void {
   if (source.kind !== 'video') throw new NotFoundError(`Video '${source.id}' not found.`, { param: 'id' });
-  if (source.status !== 'succeeded') throw new GenerationNotSucceededError(source.id, source.status);
+  if (source.status !== 'succeeded') throw new GenerationNotSucceededError(source.id, source.status, action);
+}
+
+/** A video request with `prompt` and everything else as `source` ran: model, seconds, resolution and aspect. */
+export function asTheSourceRan(source: GenerationRow, prompt: string): Extract<GenerationRequest, { kind: 'video' }> {
   const p = source.params;
   return {
     kind: 'video',
@@ -38,6 +50,5 @@ export function remixRequestOf(source: GenerationRow, prompt: string): Extract<G
     seconds: typeof p.seconds === 'number' ? p.seconds : undefined,
     quality: typeof p.resolution === 'string' ? p.resolution : undefined,
     aspect: typeof p.aspect === 'string' ? p.aspect : undefined,
-    remixedFrom: source.id,
   };
 }

@@ -51,6 +51,8 @@ export type GenerationRequest =
       imageUrl?: string | undefined;
       /** The succeeded video this one remixes (service/generation/remix.ts), kept in its parameters. */
       remixedFrom?: string | undefined;
+      /** The succeeded video this one continues or edits (service/generation/video-derivations.ts). */
+      derivedFrom?: VideoSource | undefined;
     }
   | {
       kind: 'chat';
@@ -68,6 +70,17 @@ export type GenerationRequest =
       anthropicHeaders?: AnthropicHeaders | undefined;
     }
   | { kind: 'upscale'; model?: string | undefined; imageUrl: string; scale: UpscaleScale; prompt?: string | undefined };
+
+/**
+ * A succeeded video another is made from: continued by the request's `seconds` (an extension), or
+ * edited at its length. `seconds` and `outputKey` are the source's own: its length and its file.
+ */
+export interface VideoSource {
+  how: 'extension' | 'edit';
+  id: string;
+  seconds: number;
+  outputKey: string;
+}
 
 /** An edit's input: a URL, bytes the request carried, or the output of one of the account's image generations. */
 export type EditInput = { url: string } | { file: Buffer } | { generation: string };
@@ -126,16 +139,23 @@ function priceByKind(request: GenerationRequest, principal: Principal, door: Doo
     }
     case 'video': {
       assertPromptAllowed(request.prompt);
-      const quote = quoteVideo(request, door);
+      const source = request.derivedFrom;
+      const quote = quoteVideo(request, door, source?.how === 'edit' ? 'as-given' : 'clamped');
       assertModelAllowed(principal, 'video', quote.model);
+      if (source) assertDerivationServed(source, quote.model, serves);
       const reference = request.imageUrl === undefined ? {} : { imageUrl: request.imageUrl };
       const remix = request.remixedFrom === undefined ? {} : { remixedFrom: request.remixedFrom };
       return {
         ...base,
         model: quote.model,
         prompt: request.prompt,
-        params: { ...quote.params, ...reference, ...remix },
-        internal: {},
+        params: {
+          ...quote.params,
+          ...reference,
+          ...remix,
+          ...(source ? derivedParams(source, quote.params.seconds) : {}),
+        },
+        internal: source ? { sourceVideoKey: source.outputKey } : {},
         quoteMc: quote.priceMc,
       };
     }
@@ -191,6 +211,23 @@ function priceByKind(request: GenerationRequest, principal: Principal, door: Doo
       };
     }
   }
+}
+
+/** What a video made from another shows of its source: which one, and (an extension) the whole file's length. */
+function derivedParams(source: VideoSource, seconds: number) {
+  return source.how === 'extension'
+    ? { extendedFrom: source.id, stitchedSeconds: source.seconds + seconds }
+    : { editedFrom: source.id };
+}
+
+/** An extension or edit is refused before anything is held where the model's provider cannot make it. */
+function assertDerivationServed(source: VideoSource, model: string, serves: Serves): void {
+  const feature = source.how === 'extension' ? 'video-extension' : 'video-edit';
+  if (serves(model, feature)) return;
+  throw new InvalidRequestError(
+    `video: the provider of ${model} cannot ${source.how === 'extension' ? 'extend' : 'edit'} videos.`,
+    'video',
+  );
 }
 
 /** Whether the provider of a model can do something only some providers can (core/providers/types.ts). */

@@ -11,6 +11,7 @@ import { createLiveEvents } from './live-events';
 import { createPipeline } from './pipeline';
 import { createReads } from './read';
 import { createRemix } from './remix';
+import { createVideoDerivations } from './video-derivations';
 import type { GenerationRequest, Serves } from './requests';
 import { createWatch } from './watch';
 import type { GenerationServiceDeps, SubmitOptions, Submitted, SubmittedMany } from './types';
@@ -29,7 +30,8 @@ export type {
  * The one generation service behind every door (groups A, B, C, MCP and the dashboard): each
  * door translates its own shapes to and from these calls. Its parts have one job each —
  * pipeline.ts (every submit: rate limit and Idempotency-Key, price, hold, start) with a step object
- * per kind in kinds/ (run by a workflow, or the chat the API streams itself), remix.ts, read.ts
+ * per kind in kinds/ (run by a workflow, or the chat the API streams itself), remix.ts,
+ * video-derivations.ts (extensions and edits), read.ts
  * (read and follow), cancel.ts, delete.ts — and money moves only through core/ledger.
  */
 export function createGenerationService(deps: GenerationServiceDeps) {
@@ -88,6 +90,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     submit: submitOne,
     /** A new video from a succeeded one with a new prompt (service/generation/remix.ts), submitted like any video. */
     remix: createRemix({ pool, submit: submitOne }),
+    /** A succeeded video continued by N seconds, or edited at its length (service/generation/video-derivations.ts). */
+    ...createVideoDerivations({ pool, submit: submitOne }),
     submitMany,
     /** Resolves once every workflow start still under way has been made (or failed and released): call before closing. */
     drain: async (): Promise<void> => {

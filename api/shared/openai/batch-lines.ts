@@ -89,6 +89,7 @@ export function lineParserFor(endpoint: BatchEndpoint, conversation: Conversatio
       return async (raw) => {
         const body = parsed(videoGenerationBody, Object.keys(videoGenerationBody.shape), raw);
         if (body.image_url) throw notInBatch('image_url', 'a reference frame');
+        if (body.previous_job_id) throw notInBatch('previous_job_id', 'an extension of a previous video');
         return { request: videoGenerationRequestOf(body), spendCap: body.max_credits ?? undefined };
       };
   }

@@ -133,6 +133,12 @@ export const videoGenerationBody = z
       .nullish()
       .describe('Seconds: 5 or 10 (default 5), clamped to the model’s range'),
     image_url: imageUrl.nullish().describe('A reference frame (image-to-video), fetched by the service'),
+    previous_job_id: z
+      .string()
+      .nullish()
+      .describe(
+        'Extends that succeeded video of the account by `duration` seconds (its model, resolution and aspect kept) instead of starting a new one, as OpenRouter takes it',
+      ),
     deadline_seconds: deadlineSeconds.nullable(),
     max_credits: maxCredits.nullable(),
     user: endUser.optional(),
@@ -169,7 +175,9 @@ export const videoGeneration = z
     remixed_from: z
       .string()
       .nullable()
-      .describe('The video this one remixes (POST /v1/video/generations/{id}/remix); null otherwise'),
+      .describe(
+        'The video this one is made from: remixed (POST /v1/video/generations/{id}/remix), extended or edited (POST /v1/videos/extensions, /v1/videos/edits); null otherwise',
+      ),
     credits_quoted: z.number(),
     credits_charged: z.number(),
     error: z.object({ code: z.string(), message: z.string(), retryable: z.boolean() }).nullable(),
@@ -226,7 +234,9 @@ export const video = z
     remixed_from_video_id: z
       .string()
       .nullable()
-      .describe('The video this one remixes (POST /v1/videos/{id}/remix); null otherwise'),
+      .describe(
+        'The video this one is made from: remixed (POST /v1/videos/{id}/remix), extended (POST /v1/videos/extensions) or edited (POST /v1/videos/edits); null otherwise',
+      ),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
   })
   .meta({ id: 'Video' });
@@ -249,7 +259,8 @@ export function videoOf(g: GenerationView): z.infer<typeof video> {
     status: OPENAI_STATUS[g.status],
     // The provider's own progress, or the provider step's estimate (core/generation/view.ts); 100 once completed.
     progress: g.progress,
-    seconds: typeof p.seconds === 'number' ? String(p.seconds) : '',
+    // An extension's is its whole length, as OpenAI gave it: the source's seconds and the added ones.
+    seconds: typeof lengthOf(g) === 'number' ? String(lengthOf(g)) : '',
     size,
     prompt: g.prompt,
     created_at: unixSeconds(g.createdAt),
@@ -266,7 +277,7 @@ export function videoGenerationOf(g: GenerationView): z.infer<typeof videoGenera
     object: 'video.generation',
     model: g.model,
     status: g.status,
-    duration: Number(g.params.seconds ?? 0),
+    duration: lengthOf(g) ?? 0,
     created_at: unixSeconds(g.createdAt),
     completed_at: g.finishedAt === null ? null : unixSeconds(g.finishedAt),
     output_url: g.outputUrl === '' ? null : g.outputUrl,
@@ -279,8 +290,12 @@ export function videoGenerationOf(g: GenerationView): z.infer<typeof videoGenera
   };
 }
 
+/** The video this one is made from (remixed, extended or edited): OpenAI's shapes have one field for it. */
 const remixedFrom = (g: GenerationView): string | null =>
-  typeof g.params.remixedFrom === 'string' ? g.params.remixedFrom : null;
+  g.params.remixedFrom ?? g.params.extendedFrom ?? g.params.editedFrom ?? null;
+
+/** A video's length: an extension's whole file, else the seconds it ran. */
+const lengthOf = (g: GenerationView): number | undefined => g.params.stitchedSeconds ?? g.params.seconds;
 
 /** The service's request for an images body, and how many images (each a generation of its own). */
 export function imageRequestOf(body: z.infer<typeof imageGenerationBody>): {

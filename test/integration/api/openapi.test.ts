@@ -18,6 +18,7 @@ import { freePort } from '../../../runtime/process';
 import { ADMIN_TOKEN, eventually, startHarness, withScratchDatabase } from '../../support/harness';
 import type { Harness } from '../../support/harness';
 import { download } from '../../support/api';
+import { vp8Keyframes } from '../../../core/media/webm-frames';
 import type { GenerationRecord } from '../../support/api';
 import {
   createConformance,
@@ -771,6 +772,145 @@ describe('video previews and remix (group A)', () => {
   });
 });
 
+describe('video extensions and edits (group A)', () => {
+  const until = (key: string, id: string, status: string) =>
+    eventually(async () => {
+      const g = (await h.call('GET', `/api/v1/generations/${id}`, { key })).json<Generation>();
+      return g.status === status ? g : undefined;
+    });
+  const balance = async (key: string) =>
+    c.conforms(await h.call('GET', '/api/v1/balance', { key }), 'get', '/api/v1/balance', 200);
+
+  it('extend and edit: 202 held before running, charged on success, released on failure; the source linked; 400, 402, 403, 404, 409, 413', async () => {
+    const { key, accountId } = await h.account({ credits: 100, scopes: ['video'] });
+    const other = await h.account({ credits: 100, scopes: ['video'] });
+    // seedance-lite: 3 to 12 s at 3 credits a second in 720p; 5 s by default (15 credits).
+    const source = c.conforms<Generation>(
+      await h.call('POST', '/api/v1/generate', {
+        key,
+        body: { kind: 'video', model: 'seedance-lite', prompt: 'waves sim:delay=100' },
+      }),
+      'post',
+      '/api/v1/generate',
+      202,
+    );
+    const failed = (
+      await h.call('POST', '/api/v1/generate', {
+        key,
+        body: { kind: 'video', model: 'seedance-lite', prompt: 'sim:fail' },
+      })
+    ).json<Generation>();
+    await until(key, source.id, 'succeeded');
+    await until(key, failed.id, 'failed');
+    expect(await balance(key)).toMatchObject({ balance: 85, holdsActive: 0 });
+
+    const extendPath = '/api/v1/generations/{id}/extend';
+    const extendUrl = `/api/v1/generations/${source.id}/extend`;
+    const headers = { 'idempotency-key': 'extend-a' };
+    const body = { prompt: 'the waves calm down sim:delay=100', seconds: 4 };
+    const res = await h.call('POST', extendUrl, { key, headers, body });
+    const extension = c.conforms<Generation>(res, 'post', extendPath, 202);
+    expect(res.headers.location).toBe(`/api/v1/generations/${extension.id}`);
+    expect(extension).toMatchObject({
+      kind: 'video',
+      model: 'seedance-lite',
+      status: 'queued',
+      creditsQuoted: 12,
+      params: { seconds: 4, stitchedSeconds: 9, resolution: '720p', extendedFrom: source.id },
+    });
+    expect(await balance(key)).toMatchObject({ balance: 73, holdsActive: 12 });
+    expect(
+      c.conforms<Generation>(await h.call('POST', extendUrl, { key, headers, body }), 'post', extendPath, 202).id,
+    ).toBe(extension.id);
+    expect(
+      c.conforms(
+        await h.call('POST', extendUrl, { key, headers, body: { ...body, seconds: 5 } }),
+        'post',
+        extendPath,
+        409,
+      ),
+    ).toMatchObject({ error: { type: 'idempotency_conflict' } });
+    // 40 s is clamped to the model's 12 (36 credits); the run fails and the hold goes back.
+    const clamped = c.conforms<Generation>(
+      await h.call('POST', extendUrl, { key, body: { prompt: 'sim:fail', seconds: 40 } }),
+      'post',
+      extendPath,
+      202,
+    );
+    expect(clamped).toMatchObject({ creditsQuoted: 36, params: { seconds: 12, stitchedSeconds: 17 } });
+    expect(await until(key, clamped.id, 'failed')).toMatchObject({ creditsCharged: 0 });
+    expect(await until(key, extension.id, 'succeeded')).toMatchObject({ creditsCharged: 12 });
+    expect(await balance(key)).toMatchObject({ balance: 73, holdsActive: 0 });
+
+    // An edit of the extension: priced as a run of its whole 9 s (27 credits).
+    const editPath = '/api/v1/generations/{id}/edit';
+    const edit = c.conforms<Generation>(
+      await h.call('POST', `/api/v1/generations/${extension.id}/edit`, {
+        key,
+        body: { prompt: 'under snow sim:delay=100' },
+      }),
+      'post',
+      editPath,
+      202,
+    );
+    expect(edit).toMatchObject({ creditsQuoted: 27, params: { seconds: 9, editedFrom: extension.id } });
+    expect(await until(key, edit.id, 'succeeded')).toMatchObject({ creditsCharged: 27 });
+    const file = await download(h, (await until(key, edit.id, 'succeeded')).outputUrl);
+    expect(vp8Keyframes(file.body)).toHaveLength(54);
+    expect(await balance(key)).toMatchObject({ balance: 46, holdsActive: 0 });
+    // An edit that fails: held at the source's length (15 credits), then released.
+    const failedEdit = c.conforms<Generation>(
+      await h.call('POST', `/api/v1/generations/${source.id}/edit`, {
+        key,
+        body: { prompt: 'sim:fail sim:delay=500' },
+      }),
+      'post',
+      editPath,
+      202,
+    );
+    expect(await balance(key)).toMatchObject({ balance: 31, holdsActive: 15 });
+    expect(await until(key, failedEdit.id, 'failed')).toMatchObject({ creditsQuoted: 15, creditsCharged: 0 });
+    expect(await balance(key)).toMatchObject({ balance: 46, holdsActive: 0 });
+
+    const imageKey = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{
+      key: string;
+    }>().key;
+    for (const [path, url, ok] of [
+      [extendPath, extendUrl, { prompt: 'x', seconds: 4 }],
+      [editPath, `/api/v1/generations/${source.id}/edit`, { prompt: 'x' }],
+    ] as const) {
+      expect(
+        c.conforms(await h.call('POST', url.replace(source.id, failed.id), { key, body: ok }), 'post', path, 409),
+      ).toMatchObject({ error: { type: 'generation_not_succeeded', status: 'failed' } });
+      c.conforms(await h.call('POST', url, { key: other.key, body: ok }), 'post', path, 404);
+      c.conforms(
+        await h.call('POST', url.replace(source.id, MISSING_GENERATION), { key, body: ok }),
+        'post',
+        path,
+        404,
+      );
+      expect(c.conforms(await h.call('POST', url, { key: imageKey, body: ok }), 'post', path, 403)).toMatchObject({
+        error: { type: 'permission_error' },
+      });
+      for (const bad of [{}, { ...ok, prompt: '' }, { ...ok, prompt: 'a beheading' }, { ...ok, size: 'big' }])
+        c.conforms(await h.call('POST', url, { key, body: bad }), 'post', path, 400);
+      c.conforms(
+        await h.call('POST', url, { key, body: { ...ok, prompt: 'x'.repeat(9 * 1024 * 1024) } }),
+        'post',
+        path,
+        413,
+      );
+      c.conforms(await h.call('POST', url, { key, body: { ...ok, max_credits: 1 } }), 'post', path, 402);
+    }
+    for (const seconds of [0, -3, 2.5, '4', null])
+      expect(
+        c.conforms(await h.call('POST', extendUrl, { key, body: { prompt: 'x', seconds } }), 'post', extendPath, 400),
+      ).toMatchObject({ error: { param: 'seconds' } });
+    expect(await balance(key)).toMatchObject({ balance: 46, holdsActive: 0 });
+    expect(await balance(other.key)).toMatchObject({ balance: 100, holdsActive: 0 });
+  });
+});
+
 describe('authentication and rate limits on every keyed route', () => {
   const keyed = (): [Method, string, string, unknown][] => [
     ['post', '/api/generate', '/api/generate', { kind: 'chat', prompt: 'hi' }],
@@ -785,6 +925,13 @@ describe('authentication and rate limits on every keyed route', () => {
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, undefined],
     ['post', '/api/v1/generations/{id}/cancel', `/api/v1/generations/${MISSING_GENERATION}/cancel`, undefined],
     ['post', '/api/v1/generations/{id}/remix', `/api/v1/generations/${MISSING_GENERATION}/remix`, { prompt: 'x' }],
+    [
+      'post',
+      '/api/v1/generations/{id}/extend',
+      `/api/v1/generations/${MISSING_GENERATION}/extend`,
+      { prompt: 'x', seconds: 4 },
+    ],
+    ['post', '/api/v1/generations/{id}/edit', `/api/v1/generations/${MISSING_GENERATION}/edit`, { prompt: 'x' }],
     ['get', '/api/v1/generations/{id}/events', `/api/v1/generations/${MISSING_GENERATION}/events`, undefined],
     ['get', '/api/v1/events', `/api/v1/events?ids=${MISSING_GENERATION}`, undefined],
     ...customerRoutes().map(([m, p, u, b]): [Method, string, string, unknown] => [m, p, u, b]),
@@ -1076,6 +1223,14 @@ function everyDatabaseRoute(key: string): [Method, string, string, string, unkno
     ['get', '/api/v1/generations/{id}', `/api/v1/generations/${MISSING_GENERATION}`, key, undefined],
     ['post', '/api/v1/generations/{id}/cancel', `/api/v1/generations/${MISSING_GENERATION}/cancel`, key, undefined],
     ['post', '/api/v1/generations/{id}/remix', `/api/v1/generations/${MISSING_GENERATION}/remix`, key, { prompt: 'x' }],
+    [
+      'post',
+      '/api/v1/generations/{id}/extend',
+      `/api/v1/generations/${MISSING_GENERATION}/extend`,
+      key,
+      { prompt: 'x', seconds: 4 },
+    ],
+    ['post', '/api/v1/generations/{id}/edit', `/api/v1/generations/${MISSING_GENERATION}/edit`, key, { prompt: 'x' }],
     ['get', '/api/v1/generations/{id}/events', `/api/v1/generations/${MISSING_GENERATION}/events`, key, undefined],
     ['get', '/api/v1/events', `/api/v1/events?ids=${MISSING_GENERATION}`, key, undefined],
     ...customerRoutes().map(([m, p, u, b]): [Method, string, string, string, unknown] => [m, p, u, key, b]),

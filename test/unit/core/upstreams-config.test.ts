@@ -43,6 +43,21 @@ describe('UPSTREAMS_JSON and UPSTREAMS_FILE', () => {
       { UPSTREAMS_JSON: upstreams({ 'gpt-5.5': 'x' }, 'queue-video') },
       /is a chat model; a queue-video upstream serves video/,
     ],
+    [
+      {
+        UPSTREAMS_JSON: JSON.stringify({
+          upstreams: [
+            {
+              name: 'rep',
+              protocol: 'replicate',
+              baseUrl: 'https://api.replicate.com/v1',
+              models: { kling: { model: 'kwaivgi/kling', extend: 'kwaivgi/kling-extend' } },
+            },
+          ],
+        }),
+      },
+      /models\.kling: extend and edit are paths of a queue-video upstream/,
+    ],
     [{ UPSTREAMS_FILE: '/nonexistent/upstreams.json' }, /UPSTREAMS_FILE: is not readable JSON: ENOENT/],
     [{ UPSTREAMS_JSON: upstreams({ flux: 'x' }), UPSTREAMS_FILE: '/x' }, /UPSTREAMS_FILE/],
   ])('refuse a wrong configuration at start-up, naming the variable: %j', (env, message) => {

@@ -169,6 +169,17 @@ describe('images and videos', () => {
     expect(deleted).toMatchObject({ id: created.id, object: 'video.deleted', deleted: true });
     await expect(client.videos.retrieve(created.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
+
+  it('extends and edits a completed video', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const client = sdk(key);
+    const source = await client.videos.create({ model: 'sora-2', prompt: 'waves sim:delay=100', seconds: '4' });
+    await eventually(async () => ((await client.videos.retrieve(source.id)).status === 'completed' ? true : undefined));
+    const extended = await client.videos.extend({ video: { id: source.id }, prompt: 'more waves', seconds: '4' });
+    expect(extended).toMatchObject({ seconds: '8', remixed_from_video_id: source.id });
+    const edited = await client.videos.edit({ video: { id: source.id }, prompt: 'waves in snow' });
+    expect(edited).toMatchObject({ seconds: '4', remixed_from_video_id: source.id });
+  });
 });
 
 describe('files and batches', () => {
@@ -319,6 +330,8 @@ describe(`every answer above, against OpenAI's OpenAPI document`, () => {
         'get /videos/{video_id} 404 application/json',
         'get /videos/{video_id}/content 200 video/webm',
         'delete /videos/{video_id} 200 application/json',
+        'post /videos/extensions 200 application/json',
+        'post /videos/edits 200 application/json',
         'post /files 200 application/json',
         'get /files 200 application/json',
         'get /files/{file_id} 200 application/json',

@@ -6,6 +6,7 @@
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import OpenAI, { APIError, toFile } from 'openai';
+import type { VideoSeconds } from 'openai/resources/videos';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { composeApi } from '../../../../runtime/api-app';
@@ -24,6 +25,7 @@ import {
 import type { Harness } from '../../../support/harness';
 import { download } from '../../../support/api';
 import sharp from 'sharp';
+import { vp8Keyframes, webpOfVp8Keyframe } from '../../../../core/media/webm-frames';
 import Ajv from 'ajv';
 import { createConformance, loadDocument } from '../../../support/openapi';
 import type { Method } from '../../../support/openapi';
@@ -1075,6 +1077,230 @@ describe('video variants and remix', () => {
   });
 });
 
+describe('video extensions and edits (client.videos.extend, client.videos.edit)', () => {
+  const completed = (client: OpenAI, id: string) =>
+    eventually(async () => {
+      const v = await client.videos.retrieve(id);
+      return v.status === 'completed' ? v : undefined;
+    });
+  const fileOf = async (client: OpenAI, id: string) =>
+    Buffer.from(await (await client.videos.downloadContent(id)).arrayBuffer());
+  const decoded = (frame: Uint8Array) => sharp(webpOfVp8Keyframe(frame)).removeAlpha().raw().toBuffer();
+  const distance = (a: Buffer, b: Buffer) => a.reduce((sum, v, i) => sum + Math.abs(v - b[i]!), 0) / a.length;
+
+  it('extend: one new video priced as the seconds added (clamped), held before it runs, charged on success, released on failure; its file continues the source from its last frame', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const client = sdk(key);
+    // seedance-lite: 3 to 12 s at 3 credits a second in 720p; the source is 4 s (12 credits).
+    const source = await client.videos.create({ model: 'seedance-lite', prompt: 'waves sim:delay=100', seconds: '4' });
+    await completed(client, source.id);
+    expect(await balanceOf(key)).toMatchObject({ balance: 188, holdsActive: 0 });
+
+    const ask = { video: { id: source.id }, prompt: 'the waves calm down sim:delay=3000', seconds: '8' as const };
+    const headers = { headers: { 'Idempotency-Key': 'extend-b' } };
+    const extension = await client.videos.extend(ask, headers);
+    // Its seconds are the whole length, as OpenAI gave an extension's; its source is named.
+    expect(extension).toMatchObject({
+      object: 'video',
+      model: 'seedance-lite',
+      seconds: '12',
+      remixed_from_video_id: source.id,
+    });
+    expect(['queued', 'in_progress']).toContain(extension.status);
+    expect(await balanceOf(key)).toMatchObject({ balance: 164, holdsActive: 24 });
+    expect((await client.videos.extend(ask, headers)).id).toBe(extension.id);
+    expect(await balanceOf(key)).toMatchObject({ balance: 164, holdsActive: 24 });
+    const early = (await client.videos
+      .extend({ ...ask, video: { id: extension.id } })
+      .catch((e: unknown) => e)) as APIError;
+    expect(early).toBeInstanceOf(OpenAI.ConflictError);
+    expect(early.error).toMatchObject({ type: 'generation_not_succeeded' });
+
+    // 20 s (OpenAI's extensions took up to 20; the SDK's type lists fewer) is clamped to the
+    // model's 12: 36 held, then released when the run fails.
+    const failing = await client.videos.extend({
+      video: { id: source.id },
+      prompt: 'sim:fail',
+      seconds: '20' as VideoSeconds,
+    });
+    expect(await generationA(key, failing.id)).toMatchObject({
+      creditsQuoted: 36,
+      params: { seconds: 12, stitchedSeconds: 16 },
+    });
+    await eventually(async () => ((await client.videos.retrieve(failing.id)).status === 'failed' ? true : undefined));
+
+    expect(await completed(client, extension.id)).toMatchObject({ seconds: '12', remixed_from_video_id: source.id });
+    expect(await settled(key)).toMatchObject({ balance: 164, holdsActive: 0 });
+    expect(await generationA(key, extension.id)).toMatchObject({
+      status: 'succeeded',
+      creditsQuoted: 24,
+      creditsCharged: 24,
+      params: { seconds: 8, stitchedSeconds: 12, extendedFrom: source.id, resolution: '720p' },
+    });
+    expect(await generationA(key, failing.id)).toMatchObject({ status: 'failed', creditsCharged: 0 });
+
+    // The file: the source's 24 frames as they were, then 48 more that start from its last one.
+    const before = vp8Keyframes(await fileOf(client, source.id));
+    const after = vp8Keyframes(await fileOf(client, extension.id));
+    expect([before.length, after.length]).toEqual([24, 72]);
+    before.forEach((f, i) => expect(Buffer.from(after[i]!).equals(Buffer.from(f))).toBe(true));
+    const [last, next, end] = await Promise.all([before[23]!, after[24]!, after[71]!].map(decoded));
+    expect(distance(next!, last!)).toBeLessThan(3);
+    expect(distance(end!, last!)).toBeGreaterThan(15);
+    expect((await client.videos.list()).data.map((v) => v.id)).toEqual([failing.id, extension.id, source.id]);
+  });
+
+  it('edit: an edited copy at the source’s length, priced as a run of it; every frame changed', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = sdk(key);
+    const source = await client.videos.create({ model: 'seedance-lite', prompt: 'a kite sim:delay=100', seconds: '4' });
+    await completed(client, source.id);
+    const edit = await client.videos.edit({ video: { id: source.id }, prompt: 'a kite in snow sim:delay=100' });
+    expect(edit).toMatchObject({ seconds: '4', remixed_from_video_id: source.id, model: 'seedance-lite' });
+    expect(await balanceOf(key)).toMatchObject({ balance: 76, holdsActive: 12 });
+    await completed(client, edit.id);
+    expect(await settled(key)).toMatchObject({ balance: 76 });
+    expect(await generationA(key, edit.id)).toMatchObject({
+      creditsCharged: 12,
+      params: { seconds: 4, editedFrom: source.id },
+    });
+
+    const before = vp8Keyframes(await fileOf(client, source.id));
+    const after = vp8Keyframes(await fileOf(client, edit.id));
+    expect(after).toHaveLength(before.length);
+    for (let i = 0; i < before.length; i++)
+      expect(
+        distance(...((await Promise.all([decoded(before[i]!), decoded(after[i]!)])) as [Buffer, Buffer])),
+      ).toBeGreaterThan(5);
+  });
+
+  it('refusals hold nothing: 404 for another account’s video, 400 for bad seconds or no video, an uploaded file refused', async () => {
+    const { key } = await h.account({ credits: 100 });
+    const client = sdk(key);
+    const source = await client.videos.create({ model: 'seedance-lite', prompt: 'x sim:delay=100', seconds: '4' });
+    await completed(client, source.id);
+    const stranger = await h.account({ credits: 100 });
+    const notFound = (await sdk(stranger.key)
+      .videos.extend({ video: { id: source.id }, prompt: 'mine now', seconds: '4' })
+      .catch((e: unknown) => e)) as APIError;
+    expect(notFound).toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(sdk(stranger.key).videos.edit({ video: { id: source.id }, prompt: 'x' })).rejects.toBeInstanceOf(
+      OpenAI.NotFoundError,
+    );
+    expect(await balanceOf(stranger.key)).toMatchObject({ balance: 100, holdsActive: 0 });
+
+    for (const seconds of ['0', '-4', '2.5', 'soon']) {
+      const bad = (await client.videos
+        .extend({ video: { id: source.id }, prompt: 'x', seconds: seconds as '4' })
+        .catch((e: unknown) => e)) as APIError;
+      expect(bad, seconds).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(bad.error).toMatchObject({ param: 'seconds' });
+    }
+    const upload = (await client.videos
+      .edit({ video: await toFile(Buffer.from('a video'), 'clip.mp4', { type: 'video/mp4' }), prompt: 'x' })
+      .catch((e: unknown) => e)) as APIError;
+    expect(upload).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(upload.error).toMatchObject({ param: 'video' });
+    const none = (await client.post('/videos/edits', { body: { prompt: 'x' } }).catch((e: unknown) => e)) as APIError;
+    expect(none.error).toMatchObject({ param: 'video' });
+    expect(await balanceOf(key)).toMatchObject({ balance: 88, holdsActive: 0 });
+  });
+
+  it('the spec’s spelling extends by previous_job_id, as OpenRouter takes it: `duration` more seconds of the same model', async () => {
+    const { key } = await h.account({ credits: 200 });
+    const client = sdk(key);
+    type VideoGeneration = {
+      id: string;
+      model: string;
+      duration: number;
+      credits_quoted: number;
+      remixed_from: string;
+    };
+    // minimax-video-01 is hailuo: 6 to 10 s at 5 credits a second in 720p.
+    const source = await client.post<VideoGeneration>('/video/generations', {
+      body: { model: 'minimax-video-01', prompt: 'a paper boat sim:delay=100', duration: 5 },
+    });
+    await completed(client, source.id);
+    const extension = await client.post<VideoGeneration>('/video/generations', {
+      body: {
+        model: 'minimax-video-01',
+        prompt: 'it sails on sim:delay=100',
+        duration: 10,
+        previous_job_id: source.id,
+      },
+    });
+    expect(extension).toMatchObject({ model: 'hailuo', duration: 16, credits_quoted: 50, remixed_from: source.id });
+    expect(await generationA(key, extension.id)).toMatchObject({ params: { seconds: 10, extendedFrom: source.id } });
+    expect(await settled(key)).toMatchObject({ balance: 120 });
+
+    const refusal = async (body: object) =>
+      (await client.post('/video/generations', { body }).catch((e: unknown) => e)) as APIError;
+    const base = { model: 'minimax-video-01', prompt: 'x', previous_job_id: source.id };
+    expect((await refusal({ ...base, model: 'kling-2.1-pro' })).error).toMatchObject({ param: 'model' });
+    expect((await refusal({ ...base, image_url: 'https://example.com/a.png' })).error).toMatchObject({
+      param: 'image_url',
+    });
+    const missing = await refusal({ ...base, previous_job_id: MISSING });
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(missing.error).toMatchObject({ param: 'previous_job_id' });
+    c.conforms(
+      await inject(h.app, 'post', '/v1/video/generations', key, { ...base, previous_job_id: MISSING }),
+      'post',
+      '/v1/video/generations',
+      404,
+    );
+    expect(await balanceOf(key)).toMatchObject({ balance: 120, holdsActive: 0 });
+  });
+
+  it('conform to the document: 200, 400, 402, 403, 404, 409, 413', async () => {
+    const { key, accountId } = await h.account({ credits: 40, scopes: ['video'] });
+    const v = (
+      await inject(h.app, 'post', '/v1/videos', key, { model: 'seedance-lite', prompt: 'x sim:delay=100', seconds: 3 })
+    ).json<{ id: string }>();
+    await eventually(async () =>
+      (await inject(h.app, 'get', `/v1/videos/${v.id}`, key)).json<{ status: string }>().status === 'completed'
+        ? true
+        : undefined,
+    );
+    const imageKey = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] })).json<{
+      key: string;
+    }>().key;
+    const running = (
+      await inject(h.app, 'post', '/v1/videos', key, { model: 'seedance-lite', prompt: 'x sim:delay=5000', seconds: 3 })
+    ).json<{ id: string }>();
+    for (const [path, extra] of [
+      ['/v1/videos/extensions', { seconds: 4 }],
+      ['/v1/videos/edits', {}],
+    ] as const) {
+      const body = (id: string, more: object = {}) => ({ video: { id }, prompt: 'x sim:delay=100', ...extra, ...more });
+      c.conforms(await inject(h.app, 'post', path, key, body(v.id)), 'post', path, 200);
+      c.conforms(await inject(h.app, 'post', path, key, body(v.id, { size: '1280x720' })), 'post', path, 400);
+      c.conforms(
+        await inject(h.app, 'post', path, key, body(v.id, { prompt: 'x'.repeat(9 * 1024 * 1024) })),
+        'post',
+        path,
+        413,
+      );
+      c.conforms(await inject(h.app, 'post', path, key, body(MISSING)), 'post', path, 404);
+      c.conforms(await inject(h.app, 'post', path, key, body(running.id)), 'post', path, 409);
+      c.conforms(await inject(h.app, 'post', path, imageKey, body(v.id)), 'post', path, 403);
+    }
+    // 9 + 12 + 9 spent of 40: another 12 s is more than is left.
+    c.conforms(
+      await inject(h.app, 'post', '/v1/videos/extensions', key, { video: { id: v.id }, prompt: 'x', seconds: 12 }),
+      'post',
+      '/v1/videos/extensions',
+      402,
+    );
+    c.conforms(
+      await inject(h.app, 'post', '/v1/videos/edits', key, { video: { id: v.id }, prompt: 'x', max_credits: 1 }),
+      'post',
+      '/v1/videos/edits',
+      402,
+    );
+  });
+});
+
 describe('listing videos (client.videos.list)', () => {
   it('pages through every video of the account, whichever door made it, newest first or oldest first; nothing else', async () => {
     const { key } = await h.account({ credits: 500, scopes: ['video', 'image'] });
@@ -1313,6 +1539,8 @@ function everyRoute(): [Method, string, string, unknown][] {
     ['delete', '/v1/videos/{id}', `/v1/videos/${MISSING}`, undefined],
     ['post', '/v1/videos/{id}/remix', `/v1/videos/${MISSING}/remix`, { prompt: 'x' }],
     ['post', '/v1/video/generations/{id}/remix', `/v1/video/generations/${MISSING}/remix`, { prompt: 'x' }],
+    ['post', '/v1/videos/extensions', '/v1/videos/extensions', { video: { id: MISSING }, prompt: 'x', seconds: 4 }],
+    ['post', '/v1/videos/edits', '/v1/videos/edits', { video: { id: MISSING }, prompt: 'x' }],
   ];
 }
 
@@ -1674,8 +1902,11 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
     );
 
     const poor = await h.account({ credits: 0, scopes: ['image'] });
+    // Made from another video (remix, extension, edit): their refusals need a source, proved above.
+    const fromAVideo = (path: string) =>
+      path.endsWith('/remix') || path === '/v1/videos/extensions' || path === '/v1/videos/edits';
     const creates = () =>
-      everyRoute().filter(([m, path]) => m === 'post' && !path.endsWith('/cancel') && !path.endsWith('/remix'));
+      everyRoute().filter(([m, path]) => m === 'post' && !path.endsWith('/cancel') && !fromAVideo(path));
     for (const [method, path, url, body] of creates()) {
       const res = await inject(h.app, method, url, poor.key, body);
       c.conforms(res, method, path, path.startsWith('/v1/images/') ? 402 : 403);

@@ -147,7 +147,7 @@ describe('internal parameters', () => {
     expect(INTERNAL_PARAM_KEYS.length).toBeGreaterThan(5);
   });
 
-  it('reach no view a customer gets, after a chat, a streamed chat, a response with tools, a video, an upscale, a remix and n images', async () => {
+  it('reach no view a customer gets, after a chat, a streamed chat, a response with tools, a video, an upscale, a remix, an edit, an extension and n images', async () => {
     const { key, accountId } = await h.account({
       credits: 2_000,
       chatCap: 1,
@@ -208,6 +208,15 @@ describe('internal parameters', () => {
       }),
       202,
     )) as { id: string };
+    // An edit of the video (group A) and an extension of it (group B): their source file is kept internally.
+    const edit = (await json(
+      'A edit',
+      await h.call('POST', `/api/v1/generations/${video.id}/edit`, {
+        key,
+        body: { prompt: 'snowy waves sim:delay=200' },
+      }),
+      202,
+    )) as { id: string };
 
     // A chat in the workflow (group C, the free reply), a streamed one the API runs (group B), and
     // a response with tools on an upstream that serves them.
@@ -259,12 +268,24 @@ describe('internal parameters', () => {
     const images = await openai.images.generate({ model: 'flux', prompt: 'two boats', n: 2 });
     views.push({ name: 'B images', json: images });
     views.push({ name: 'B video', json: await openai.videos.retrieve(video.id) });
+    const extension = await openai.videos.extend({ video: { id: video.id }, prompt: 'more waves', seconds: '4' });
+    views.push({ name: 'B extension', json: extension });
     views.push({
       name: 'B video generation',
       json: await json('B video generation', await h.call('GET', `/v1/video/generations/${video.id}`, { key })),
     });
 
-    const ids = [image.id, video.id, upscale.id, remix.id, chat.generation.id, streamedId, response.id];
+    const ids = [
+      image.id,
+      video.id,
+      upscale.id,
+      remix.id,
+      edit.id,
+      extension.id,
+      chat.generation.id,
+      streamedId,
+      response.id,
+    ];
     for (const id of ids) await done(id);
 
     // What the service kept for itself, so that the walk below has something to miss.
@@ -281,6 +302,8 @@ describe('internal parameters', () => {
       clientDeadlineMs: 600_000,
     });
     expect(internals.get(upscale.id)).toMatchObject({ inputKey: expect.stringContaining('/input.') as string });
+    for (const derived of [edit.id, extension.id])
+      expect(internals.get(derived)).toMatchObject({ sourceVideoKey: `${video.id}/output.webm` });
     expect(internals.get(streamedId)).toMatchObject({
       recordedByApi: true,
       ratePer1kMc: expect.any(Number) as number,

@@ -206,6 +206,14 @@ describe('video pricing (spec: Video pricing)', () => {
     expect(mcToCredits(quoteVideo({ model: 'kling-3-pro', seconds: 10, quality: '1080p' }).priceMc)).toBe(561);
   });
 
+  it('takes seconds as given when asked (an edit of a source at its whole length), at the model’s rate', () => {
+    // kling runs 5 to 10 s at 8.5 credits a second in 720p: an extended source of 20 s is edited whole.
+    const whole = quoteVideo({ model: 'kling', seconds: 20, quality: '720p' }, 'group-a', 'as-given');
+    expect(whole.params.seconds).toBe(20);
+    expect(mcToCredits(whole.priceMc)).toBe(170);
+    expect(quoteVideo({ model: 'kling', seconds: 20 }).params.seconds).toBe(10);
+  });
+
   it('rounds seconds to the nearest whole second before clamping', () => {
     expect(quoteVideo({ model: 'kling', seconds: 5.4 }).params.seconds).toBe(5);
     expect(quoteVideo({ model: 'kling', seconds: 5.5 }).params.seconds).toBe(6);
