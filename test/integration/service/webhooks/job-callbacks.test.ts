@@ -159,6 +159,35 @@ describe('a video with a callback on each door', () => {
       const got = await expectLifecycle(receiver, id, secret);
       expect(new Set(got.map((r) => r.headers['x-service-delivery'])).size, door).toBe(3);
     }
+
+    // A succeeded video extended, edited and remixed: new jobs, each with its own callback.
+    const source = submitted['group A']!;
+    const derived: Record<string, string> = {};
+    const extend = await h.call('POST', `/api/v1/generations/${source}/extend`, {
+      key,
+      body: { prompt: 'the tide turns sim:delay=300', seconds: 3, webhook: receiver.url },
+    });
+    expect(extend.statusCode, extend.body).toBe(202);
+    derived['group A extend'] = extend.json<{ id: string }>().id;
+    const remix = await h.call('POST', `/api/v1/generations/${source}/remix`, {
+      key,
+      body: { prompt: 'at night sim:delay=300', webhook: receiver.url },
+    });
+    expect(remix.statusCode, remix.body).toBe(202);
+    derived['group A remix'] = remix.json<{ id: string }>().id;
+    const edit = await h.call('POST', '/v1/videos/edits', {
+      key,
+      body: { video: { id: source }, prompt: 'under snow sim:delay=300', callback_url: receiver.url },
+    });
+    expect(edit.statusCode, edit.body).toBe(200);
+    derived['group B edit'] = edit.json<{ id: string }>().id;
+    const extension = await h.call('POST', '/v1/videos/extensions', {
+      key,
+      body: { video: { id: source }, prompt: 'and on sim:delay=300', seconds: 4, callback_url: receiver.url },
+    });
+    expect(extension.statusCode, extension.body).toBe(200);
+    derived['group B extension'] = extension.json<{ id: string }>().id;
+    for (const id of Object.values(derived)) await expectLifecycle(receiver, id, secret);
   });
 
   it('delivers failed for a video that fails, and only the events its filter names', async () => {
