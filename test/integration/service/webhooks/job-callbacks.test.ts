@@ -161,7 +161,7 @@ describe('a video with a callback on each door', () => {
     }
 
     // A succeeded video extended, edited and remixed: new jobs, each with its own callback.
-    const source = submitted['group A']!;
+    const source = submitted['group A'];
     const derived: Record<string, string> = {};
     const extend = await h.call('POST', `/api/v1/generations/${source}/extend`, {
       key,
