@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { BATCH_ENDPOINTS, isFinalBatch } from '../../core/vocabulary';
-import type { BatchEndpoint } from '../../core/vocabulary';
+import { isFinalBatch, OPENAI_BATCH_ENDPOINTS } from '../../core/vocabulary';
 import { callbackEventsField, callbackOption, callbackUrlField, spendCapField } from '../shared/fields';
 import { batch, batchOf } from '../shared/batches';
 import { lineParserFor } from '../shared/openai/batch-lines';
@@ -9,7 +8,7 @@ import { CANCELS, defineTool, GENERATES, MAX_WAIT_SECONDS, READS, waitSeconds } 
 import type { McpTool } from './define-tool';
 import { structured } from './results';
 
-const BATCH_ENDPOINT_IDS = Object.keys(BATCH_ENDPOINTS) as [BatchEndpoint, ...BatchEndpoint[]];
+const BATCH_ENDPOINT_IDS = OPENAI_BATCH_ENDPOINTS;
 /** A batch made through MCP names its requests in the call; larger ones go through POST /v1/files. */
 const MAX_MCP_BATCH = 1_000;
 const batchOutput = z.object(batch.shape);
@@ -58,8 +57,10 @@ const generateBatch = defineTool({
     });
     const made = await inGroupBWords(() =>
       ctx.batches.create(ctx.principal, {
-        inputFileId: file.id,
+        input: { format: 'openai', inputFileId: file.id },
         endpoint: args.endpoint,
+        // Its lines are group B requests, priced as group B prices them.
+        door: 'group-b',
         metadata: args.metadata ?? null,
         spendCap: args.max_credits === undefined ? undefined : { credits: args.max_credits, param: 'max_credits' },
         parse: lineParserFor(args.endpoint, (input) => ctx.service.responses.conversation(ctx.principal, input)),

@@ -11,6 +11,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -245,7 +246,7 @@ describe('jobs that end within the call', () => {
 });
 
 describe('batches with a callback', () => {
-  it('group B (openai SDK) and MCP tell the batch’s end to its callback', async () => {
+  it('group B (openai SDK), MCP and Anthropic’s Message Batches (its SDK) tell the batch’s end to its callback', async () => {
     const { key, secret } = await accountWithSecret();
     const receiver = await receivers.start();
     const client = new OpenAI({ apiKey: key, baseURL: new URL('/v1', base).href, maxRetries: 0 });
@@ -270,7 +271,14 @@ describe('batches with a callback', () => {
     );
     const mcpBatch = (tool.structuredContent as { id: string }).id;
 
-    for (const id of [batch.id, mcpBatch]) {
+    // Anthropic's SDK has no callback field: it goes beside the typed ones, as an extra body field does.
+    const anthropic = new Anthropic({ apiKey: key, baseURL: base, maxRetries: 0 });
+    const messageBatch = await anthropic.messages.batches.create({
+      requests: [{ custom_id: 'c', params: { ...body, messages: [{ role: 'user', content: 'hi sim:tokens=3' }] } }],
+      callback_url: receiver.url,
+    } as Anthropic.Messages.Batches.BatchCreateParams);
+
+    for (const id of [batch.id, mcpBatch, messageBatch.id]) {
       const [end] = await receiver.until(1, (r) => JSON.stringify(r.json).includes(id), 60_000);
       expect(end!.json.event).toBe('batch.completed');
       expectSignedBothWays(end!, secret);
