@@ -8,6 +8,7 @@ import { ANTHROPIC_BATCH_ENDPOINT, isFinalBatch } from '../../core/vocabulary';
 import type { BatchService, BatchView } from '../../service/batches/service';
 import { messageBatchResults } from '../shared/anthropic/batch-results';
 import { principalOf } from '../shared/auth';
+import { callbackEventsField, callbackOption, callbackUrlField } from '../shared/fields';
 import { idParams } from '../shared/schemas';
 import { messageLineParser } from './batch-lines';
 import { anthropicOrRouter400, errorsAnthropic } from './errors';
@@ -22,7 +23,7 @@ import { anthropicHeadersOf, inAnthropicWords, VERSIONS } from './protocol';
  * batch is group A's and the dashboard's too.
  */
 
-export const BATCH_CREATE_FIELDS = ['requests'] as const;
+export const BATCH_CREATE_FIELDS = ['requests', 'callback_url', 'callback_events'] as const;
 const tags = ['Anthropic Message Batches'];
 const security = [{ apiKey: [] }];
 const rfc3339 = z.string().describe('RFC 3339');
@@ -46,6 +47,9 @@ const createBody = z
       .describe(
         'Each { custom_id, params }: custom_id 1 to 64 letters, digits, hyphens or underscores, unique in the batch; params a Messages API body (not streamed)',
       ),
+    // Not Anthropic's: a callback URL on the batch, as OpenRouter names one (the SDKs send it as an extra body field).
+    callback_url: callbackUrlField('callback_url'),
+    callback_events: callbackEventsField('callback_events'),
   })
   .meta({
     id: 'AnthropicMessageBatchCreateRequest',
@@ -171,6 +175,10 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
           metadata: null,
           parse: messageLineParser(anthropicHeadersOf(request)),
           inWords: inAnthropicWords,
+          ...callbackOption(request.body.callback_url, request.body.callback_events, {
+            param: 'callback_url',
+            eventsParam: 'callback_events',
+          }),
         }),
       );
       // The batch is held: a failure from here on must not make the SDK send it again.

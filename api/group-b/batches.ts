@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { BATCH_ID_PATTERN } from '../../core/ids';
 import { BATCH_COMPLETION_WINDOW, OPENAI_BATCH_ENDPOINTS } from '../../core/vocabulary';
 import { principalOf } from '../shared/auth';
-import { spendCapField } from '../shared/fields';
+import { callbackOption, spendCapField } from '../shared/fields';
+import { callbackFields } from '../shared/openai/media';
 import { lineParserFor } from '../shared/openai/batch-lines';
 import { batchObject, batchObjectOf } from '../shared/openai/batches';
 import { GROUP_B_PARAMS, inGroupBWords } from '../shared/openai/words';
@@ -37,6 +38,7 @@ export const batchCreateBody = z
     max_credits: spendCapField('max_credits')
       .nullable()
       .describe('The most the whole batch may cost (at the batch rate); above it nothing is held (402)'),
+    ...callbackFields,
   })
   .meta({
     id: 'BatchCreateRequest',
@@ -88,6 +90,10 @@ export const groupBBatchRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
           spendCap: body.max_credits == null ? undefined : { credits: body.max_credits, param: 'max_credits' },
           parse: lineParserFor(body.endpoint, (input) => deps.service.responses.conversation(principal, input)),
           inWords: (work) => inGroupBWords(work, renames),
+          ...callbackOption(body.callback_url, body.callback_events, {
+            param: 'callback_url',
+            eventsParam: 'callback_events',
+          }),
         }),
       );
       return batchObjectOf(await deps.batches.get(principal, batch.id, 'openai'));

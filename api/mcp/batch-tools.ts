@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isFinalBatch, OPENAI_BATCH_ENDPOINTS } from '../../core/vocabulary';
-import { spendCapField } from '../shared/fields';
+import { callbackEventsField, callbackOption, callbackUrlField, spendCapField } from '../shared/fields';
 import { batch, batchOf } from '../shared/batches';
 import { lineParserFor } from '../shared/openai/batch-lines';
 import { inGroupBWords } from '../shared/openai/words';
@@ -41,6 +41,8 @@ const generateBatch = defineTool({
       .max(MAX_MCP_BATCH),
     metadata: z.record(z.string().max(64), z.string().max(512)).optional(),
     max_credits: spendCapField('max_credits').describe('The most the whole batch may cost; above it nothing is held'),
+    webhook: callbackUrlField('webhook'),
+    webhook_events_filter: callbackEventsField('webhook_events_filter'),
   }),
   output: batchOutput,
   annotations: GENERATES,
@@ -63,6 +65,10 @@ const generateBatch = defineTool({
         spendCap: args.max_credits === undefined ? undefined : { credits: args.max_credits, param: 'max_credits' },
         parse: lineParserFor(args.endpoint, (input) => ctx.service.responses.conversation(ctx.principal, input)),
         inWords: (work) => inGroupBWords(work),
+        ...callbackOption(args.webhook, args.webhook_events_filter, {
+          param: 'webhook',
+          eventsParam: 'webhook_events_filter',
+        }),
       }),
     );
     const view = await ctx.batches.get(ctx.principal, made.id);

@@ -5,12 +5,14 @@ import { insertFile } from '../db/files';
 import { STATUS_CHANNEL } from '../db/notify';
 import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
+import { insertJobCallback } from '../db/webhook-endpoints';
 import { newId } from '../ids';
 import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
 import { batchFormatOf } from '../vocabulary';
 import type { BatchEndpoint, BatchStatus, GenerationKind } from '../vocabulary';
+import type { JobCallback } from '../webhooks/job-callbacks';
 import { recordBalanceLow } from './alerts';
 import { afterKeyHold, checkKeyBudget, keyBudgetRefusal, keyBudgetRefused } from './key-budgets';
 import type { KeyBudgetRefusal } from './key-budgets';
@@ -47,6 +49,14 @@ export interface NewBatch {
   lines: { line: number; customId: string; request: LineRequest; quoteMc: Millicredits }[];
   /** The key has a budget: the whole batch is checked against it, the key's budget row locked. */
   budgeted: boolean;
+  /** The batch's own callback URL (checked before): recorded with it, so its events reach it. */
+  callback?: JobCallback | undefined;
+}
+
+/** Records a batch's callback in the transaction that records the batch, before any of its events. */
+async function recordCallback(tx: Queryable, b: Pick<NewBatch, 'id' | 'accountId' | 'callback'>): Promise<void> {
+  if (b.callback)
+    await insertJobCallback(tx, { id: newId('wh'), accountId: b.accountId, ...b.callback, job: { batchId: b.id } });
 }
 
 export type BatchHold =
@@ -151,6 +161,7 @@ async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promis
     after,
     note: `batch of ${b.lines.length} ${b.lines.length === 1 ? 'line' : 'lines'}`,
   });
+  await recordCallback(tx, b);
   await recordBalanceLow(tx, b.accountId);
   await afterKeyHold(tx, hold, keyBudget.budget);
   return { outcome: 'held', batch: inserted.rows[0]! };
@@ -184,6 +195,7 @@ export async function recordFailedBatch(
         ],
       );
       const batch = r.rows[0]!;
+      await recordCallback(tx, b);
       await recordBatchEvent(tx, batch, 'batch.failed');
       return batch;
     }),

@@ -21,6 +21,9 @@ import { BATCH_ENDPOINTS } from '../../core/vocabulary';
 import type { BatchEndpoint, Door } from '../../core/vocabulary';
 import { priceRequest } from '../generation/requests';
 import type { Serves } from '../generation/requests';
+import { refuseCallbacks } from '../generation/pipeline';
+import type { PrepareCallback } from '../generation/types';
+import type { RequestedCallback } from '../../core/webhooks/job-callbacks';
 import type { FileService } from './files';
 import type { BatchGateway } from './temporal-gateway';
 import type { LineParser } from './types';
@@ -34,6 +37,8 @@ export interface CreateDeps {
   /** How long `completion_window: "24h"` lasts (24 h; shorter only in tests). */
   completionWindowMs: number;
   log: (message: string, err: unknown) => void;
+  /** Checks a callback URL named on the batch; without it such a batch is refused. */
+  prepareCallback?: PrepareCallback | undefined;
 }
 
 /**
@@ -55,6 +60,8 @@ export interface NewBatchRequest {
   parse: LineParser;
   /** Runs the pricing of a line so that its errors name parameters as the door does. */
   inWords: <T>(work: () => Promise<T>) => Promise<T>;
+  /** A callback URL named on the batch: its batch events go there too (checked before the file is read). */
+  callback?: RequestedCallback | undefined;
 }
 
 /** A batch's `errors` lists at most this many problems, then says how many more there were. */
@@ -116,6 +123,8 @@ export function createBatchCreation(deps: CreateDeps) {
   return async function create(principal: Principal, req: NewBatchRequest): Promise<BatchRow> {
     // A key that may not make what the endpoint makes is refused whole, before its requests are read.
     assertScope(principal, BATCH_ENDPOINTS[req.endpoint]);
+    const callback =
+      req.callback && (await (deps.prepareCallback ?? refuseCallbacks)(principal, req.callback, 'batch'));
     const input = await read(principal, req);
     const problems: BatchProblem[] = [...input.problems];
     const lines: { line: number; customId: string; request: LineRequest; quoteMc: number }[] = [];
@@ -151,6 +160,7 @@ export function createBatchCreation(deps: CreateDeps) {
       kind: BATCH_ENDPOINTS[req.endpoint],
       inputFileId: input.inputFileId,
       metadata: req.metadata,
+      callback,
     };
     if (problems.length > 0 && req.input.format === 'anthropic') throw refusal(problems);
     if (problems.length > 0) {

@@ -1,3 +1,4 @@
+import type { PrepareCallback } from '../generation/types';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { BatchRates } from '../../core/batches/pricing';
@@ -29,6 +30,8 @@ export interface BatchServiceDeps {
   serves: Serves;
   live: Pick<LiveEvents, 'subscribe'>;
   log: (message: string, err: unknown) => void;
+  /** Checks a callback URL named on a batch (service/webhooks/job-callbacks.ts); without it such a batch is refused. */
+  prepareCallback?: PrepareCallback | undefined;
 }
 
 export const COMPLETION_WINDOW_MS = 24 * 3_600_000;
@@ -54,6 +57,7 @@ export function createBatchService(deps: BatchServiceDeps) {
       gateway,
       rates: deps.rates,
       serves: deps.serves,
+      prepareCallback: deps.prepareCallback,
       completionWindowMs: deps.completionWindowMs ?? COMPLETION_WINDOW_MS,
       log: deps.log,
     }),

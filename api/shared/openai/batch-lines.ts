@@ -33,6 +33,8 @@ import { assertKnownFields, UNSUPPORTED, unixSeconds } from './words';
 /** Parses a body with `schema` as the route would, its unknown fields refused by name first. */
 function parsed<S extends z.ZodType>(schema: S, fields: readonly string[], body: Record<string, unknown>): z.output<S> {
   assertKnownFields(body, fields);
+  // A batch tells its end to its own callback; its lines send no events of their own.
+  if (body.callback_url != null) throw notInBatch('callback_url', 'a callback URL (name it on the batch)');
   try {
     return schema.parse(body);
   } catch (err) {

@@ -358,6 +358,32 @@ describe('the dashboard in Chromium', () => {
     await shot('batches');
   });
 
+  it('makes the callback secret (shown once) and sees a job’s callback delivery in the callback log, redelivered', async () => {
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.waitForURL(/\/dashboard\/webhooks$/);
+    await page.getByRole('button', { name: 'Make callback secret' }).click();
+    const secret = await page.locator('input[data-secret]').inputValue();
+    expect(secret).toMatch(/^whsec_/);
+    await page.getByRole('button', { name: 'I have saved it' }).click();
+    await page.getByRole('button', { name: 'Rotate callback secret' }).waitFor();
+
+    const made = await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] });
+    const key = made.json<{ key: string }>().key;
+    const image = await h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'image', model: 'flux', prompt: 'a fox for the callback', webhook: receiver.url },
+    });
+    const id = image.json<{ id: string }>().id;
+    const [first] = await receiver.until(1, (r) => r.json.generation_id === id);
+    const row = page.locator(
+      `[data-delivery="${String(first!.headers['x-service-delivery'])}"][data-status="succeeded"]`,
+    );
+    await row.waitFor({ timeout: 20_000 });
+    expect(await row.locator('td[data-label="Job and URL"]').textContent()).toContain(id);
+    await row.getByRole('button', { name: /^Redeliver / }).click();
+    await receiver.until(2, (r) => r.json.generation_id === id);
+  });
+
   it('logs out: the old cookie no longer opens /api/credits', async () => {
     const cookie = (await context.cookies(base)).find((c) => c.name === 'gensvc_session')!;
     const withCookie = { cookie: `gensvc_session=${cookie.value}` };
