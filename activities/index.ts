@@ -42,7 +42,11 @@ export function createWorkflowQueueActivities(deps: ActivityDeps) {
     ...createSlotActivities(deps),
     ...createReconcileActivities({ ...deps, wakeVideoWaiters, wakeBatch }),
     ...createBatchActivities({ ...deps, limits: deps.batchLimits }),
-    ...createInPlaceProviderActivities({ ...deps, permits: deps.providerPermits, inPlaceLimit: deps.providerInPlaceLimit }),
+    ...createInPlaceProviderActivities({
+      ...deps,
+      permits: deps.providerPermits,
+      inPlaceLimit: deps.providerInPlaceLimit,
+    }),
   };
 }
 
