@@ -11,7 +11,7 @@ import { GenerationProvider } from '../../core/search-attributes';
 import type { ApiRunResult } from '../../core/workflow-contract';
 import { creditsText } from '../../core/money';
 import { failureMessage } from '../../core/vocabulary';
-import type { GenerationFailure, RunOutput } from '../../core/vocabulary';
+import type { GenerationFailure, GenerationKind, RunOutput } from '../../core/vocabulary';
 import type { EffectName, EffectParams, GenerationEvent } from '../../machines/generation';
 import { ledgerStep, pastDeadline, slots } from './activity-options';
 import { deadlineMessage } from './deadline';
@@ -115,11 +115,14 @@ async function runProvider(run: GenerationRun): Promise<void> {
 }
 
 /**
- * A run that never detaches: in place when the worker has a provider permit free (no dispatch
- * through the provider queue), else, or after a transient failure in place, from the queue.
+ * A run that never detaches: an image's or an upscale's in place when the worker has a provider
+ * permit free (no dispatch through the provider queue), else, or after a transient failure in
+ * place, from the queue. A run in place keeps its workflow task open, so a cancel reaches it only
+ * at that task's heartbeat (about 8 s) or its end: fine for a render of seconds, not for a chat
+ * that may think for minutes, which stays on the queue.
  */
 async function runToEnd(run: GenerationRun, job: ProviderRun): Promise<RunOutput> {
-  if (patched(IN_PLACE_PATCH)) {
+  if (IN_PLACE_KINDS.has(run.input.kind) && patched(IN_PLACE_PATCH)) {
     try {
       const here = await run.inPlace.runProviderInPlace(job);
       if ('output' in here) return here.output;
@@ -130,8 +133,9 @@ async function runToEnd(run: GenerationRun, job: ProviderRun): Promise<RunOutput
   return run.provider.runProvider(job);
 }
 
-/** Since this, a run that never detaches is first tried in place. */
+/** Since this, an image's or an upscale's run is first tried in place. */
 const IN_PLACE_PATCH = 'provider-runs-in-place';
+const IN_PLACE_KINDS: ReadonlySet<GenerationKind> = new Set(['image', 'upscale']);
 
 async function stopWork({ background }: GenerationRun): Promise<void> {
   for (const scope of background.splice(0)) scope.cancel();
