@@ -261,6 +261,22 @@ describe('authorization matrix', () => {
       }),
       expect: { noScope: 403, otherAccount: 404, right: 202 },
     },
+    'POST /api/v1/generations/:id/extend': {
+      request: (i) => ({
+        method: 'POST',
+        url: `/api/v1/generations/${i.remixable}/extend`,
+        body: { seconds: 2, prompt: 'on sim:delay=60000' },
+      }),
+      expect: { noScope: 403, otherAccount: 404, right: 202 },
+    },
+    'POST /api/v1/generations/:id/edit': {
+      request: (i) => ({
+        method: 'POST',
+        url: `/api/v1/generations/${i.remixable}/edit`,
+        body: { prompt: 'in blue sim:delay=60000' },
+      }),
+      expect: { noScope: 403, otherAccount: 404, right: 202 },
+    },
     // Live streams: a finished generation's stream, resumed after its end, closes at once.
     'GET /api/v1/generations/:id/events': {
       request: (i) => ({
