@@ -69,7 +69,10 @@ interface VideoQueue {
   derivations: VideoDerivationPaths;
 }
 
-/** Submits the job (or takes up the one a previous attempt submitted), then waits for its video. */
+/**
+ * Submits the job (or takes up the one a previous attempt submitted); leaves it waiting when asked
+ * to detach, else follows it to its video.
+ */
 async function runVideo(queue: VideoQueue, job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
   const jobPath = jobPathOf(queue, job);
   const resumed = resumeOf(ctx.resume, jobPath);

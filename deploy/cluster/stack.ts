@@ -94,8 +94,9 @@ const STOP_LAYERS: readonly ((name: string) => boolean)[] = [
 
 async function stopCluster(state: ClusterState, log: (line: string) => void): Promise<void> {
   const bounded = boundedStop(log);
-  const { supervisor } = state;
   for (const layer of STOP_LAYERS) {
+    // Read anew for each layer: a stop that comes early in the start may see the supervisor appear.
+    const { supervisor } = state;
     const names = (supervisor?.names() ?? []).filter(layer);
     await Promise.all(names.map((name) => bounded(name, supervisor!.current(name)?.stop(20_000), 25_000)));
   }
