@@ -16,6 +16,7 @@ import { startTemporalDevServer } from '../runtime/temporal-dev-server';
 import type { TemporalDevServer } from '../runtime/temporal-dev-server';
 import { boundedStop, createSupervisor } from '../deploy/processes/supervisor';
 import type { ServiceSpec, Supervisor } from '../deploy/processes/supervisor';
+import { serviceEnvironment } from '../deploy/processes/stack';
 import type { ProcessStack, Service, StackSettings } from '../deploy/processes/stack';
 
 const TASK_QUEUE = 'faults';
@@ -86,26 +87,10 @@ export function createFaultStack(settings: StackSettings): { start(): Promise<Pr
     const baseUrl = `http://127.0.0.1:${apiPort}`;
     const adminToken = randomBytes(24).toString('base64url');
     const databaseUrl = postgres!.urlFor('gensvc');
-    // What docker-compose gives the api and worker services, with this run's values; nothing else
-    // is inherited, so a DATABASE_URL or S3_BUCKET of the caller's shell cannot leak in.
-    const env: NodeJS.ProcessEnv = {
-      ...(process.env.PATH ? { PATH: process.env.PATH } : {}),
-      ...(process.env.HOME ? { HOME: process.env.HOME } : {}),
-      // Development mode lets the API fetch upscale inputs from the harness's loopback server.
-      NODE_ENV: 'development',
-      HOST: '127.0.0.1',
-      PORT: String(apiPort),
-      PUBLIC_BASE_URL: baseUrl,
-      DATA_DIR: dataDir,
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: temporal!.address,
-      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-      ADMIN_TOKEN: adminToken,
-      URL_SIGNING_SECRET: randomBytes(24).toString('base64url'),
-      WEBHOOK_SECRET_KEY: randomBytes(24).toString('base64url'),
-      LOG_LEVEL: 'warn',
-      ...settings.serviceEnv,
-    };
+    const env = serviceEnvironment(
+      { baseUrl, dataDir, databaseUrl, temporalAddress: temporal!.address, taskQueue: TASK_QUEUE, adminToken },
+      { PORT: String(apiPort), ...settings.serviceEnv },
+    );
 
     supervisor = createSupervisor({
       dataDir,

@@ -43,131 +43,182 @@ export const STOP_DEADLINE_MS = 13_000;
 export function createShutdown(optionsOrLog: ShutdownOptions | ((line: string) => void) = {}) {
   const options = typeof optionsOrLog === 'function' ? { log: optionsOrLog } : optionsOrLog;
   const log = options.log ?? ((line: string) => console.error(line));
-  const deadlineMs = options.deadlineMs;
-  const repeatWindowMs = options.repeatWindowMs ?? 2_000;
-  const steps: {
-    name: string;
-    stop: () => Promise<unknown>;
-    timeoutMs: number | undefined;
-    kill: (() => Promise<unknown>) | undefined;
-  }[] = [];
+  const steps = createStopSteps(log);
+  const stopper: Stopper = {
+    steps,
+    log,
+    deadlineMs: options.deadlineMs,
+    repeatWindowMs: options.repeatWindowMs ?? 2_000,
+  };
+  return {
+    /** True once a stop has begun; what is still starting may then fail, as expected. */
+    get stopping(): boolean {
+      return steps.stopping;
+    },
+    add: steps.add,
+    /** Runs the steps; resolves false if one of them failed. */
+    stop: steps.stop,
+    /** Kills what is left (see StepOptions.kill); for a stop that must not wait. */
+    halt: steps.halt,
+    /**
+     * Stops on SIGINT, SIGTERM and SIGHUP, then calls `exit` (0 unless a step failed). A signal
+     * that comes again after `repeatWindowMs`, or a stop that outlasts `deadlineMs`, halts.
+     */
+    onSignals: (exit: (code: number) => void): void => stopOnSignals(stopper, exit),
+    /** Starts the stop (once) with the deadline armed, then calls `exit`. */
+    begin: (exit: (code: number) => void): void => beginStop(stopper, exit),
+    /**
+     * Stops when the parent process goes away: a SIGKILL of `npm start`, or a SIGHUP, which npm
+     * does not handle and dies of at once, leaves this process on its own.
+     */
+    followParent: (exit: (code: number) => void, everyMs = 500): void => stopWithParent(stopper, exit, everyMs),
+  };
+}
+
+interface Step {
+  name: string;
+  stop: () => Promise<unknown>;
+  timeoutMs: number | undefined;
+  kill: (() => Promise<unknown>) | undefined;
+}
+
+type StopSteps = ReturnType<typeof createStopSteps>;
+
+/** What starts a stop needs: the steps, where to say what happens, and its time limits. */
+interface Stopper {
+  steps: StopSteps;
+  log: (line: string) => void;
+  deadlineMs: number | undefined;
+  repeatWindowMs: number;
+}
+
+/**
+ * The steps of a stop, run last first and once, and the halt that kills what is left. When to
+ * stop (a signal, the parent gone) and how the process ends are the shutdown's to decide.
+ */
+function createStopSteps(log: (line: string) => void) {
+  const steps: Step[] = [];
   let stopping: Promise<boolean> | undefined;
   let halting: Promise<void> | undefined;
   let startedAt = 0;
-
-  /** False if the step failed; one that runs out of time is reported and left behind. */
-  const runStep = async (step: (typeof steps)[number]): Promise<boolean> => {
-    try {
-      const stopped = step.stop();
-      // A step left behind may still fail later; that is no news any more.
-      stopped.catch(() => undefined);
-      if (step.timeoutMs === undefined || (await settlesWithin(stopped, step.timeoutMs))) await stopped;
-      else log(`${step.name} did not stop within ${(step.timeoutMs ?? 0) / 1000} s; going on without it`);
-      return true;
-    } catch (err) {
-      log(`stopping ${step.name} failed: ${(err as Error).message}`);
-      return false;
-    }
-  };
 
   const run = async (): Promise<boolean> => {
     startedAt = Date.now();
     let clean = true;
     for (const step of [...steps].reverse()) {
       if (halting) break;
-      clean = (await runStep(step)) && clean;
+      clean = (await runStep(step, log)) && clean;
     }
     return clean;
   };
 
-  /** Kills every child process at once (those that were not stopped already) and gives up on the rest. */
-  const halt = (): Promise<void> =>
-    (halting ??= (async () => {
-      const kills = [...steps]
-        .reverse()
-        .flatMap((step) =>
-          step.kill
-            ? [step.kill().catch((err: unknown) => log(`killing ${step.name} failed: ${(err as Error).message}`))]
-            : [],
-        );
-      await settlesWithin(Promise.all(kills), 4_000);
-    })());
-
-  const shutdown = {
-    /** True once a stop has begun; what is still starting may then fail, as expected. */
+  return {
     get stopping(): boolean {
       return stopping !== undefined;
     },
-    add(name: string, stop: () => Promise<unknown>, stepOptions: StepOptions = {}): void {
-      steps.push({ name, stop, timeoutMs: stepOptions.timeoutMs, kill: stepOptions.kill });
+    get halting(): boolean {
+      return halting !== undefined;
     },
-    /** Runs the steps; resolves false if one of them failed. */
-    stop(): Promise<boolean> {
-      stopping ??= run();
-      return stopping;
+    /** When the steps began to run (0 before). */
+    get startedAt(): number {
+      return startedAt;
     },
-    /** Kills what is left (see StepOptions.kill); for a stop that must not wait. */
-    halt,
-    /**
-     * Stops on SIGINT, SIGTERM and SIGHUP, then calls `exit` (0 unless a step failed). A signal
-     * that comes again after `repeatWindowMs`, or a stop that outlasts `deadlineMs`, halts.
-     */
-    onSignals(exit: (code: number) => void): void {
-      // After a terminal hangup, writing to it fails (EIO); an unhandled stream error would end
-      // the process in the middle of the stop and leave PostgreSQL and Temporal running.
-      for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
-      const handler = (signal: NodeJS.Signals) => {
-        if (!stopping) {
-          log(`${signal}: stopping (press Ctrl-C again to stop at once)…`);
-          shutdown.begin(exit);
-          return;
-        }
-        if (halting || Date.now() - startedAt < repeatWindowMs) return;
-        log(`${signal} again: stopping at once`);
-        void halt().then(() => exit(1));
-      };
-      process.on('SIGINT', handler);
-      process.on('SIGTERM', handler);
-      process.on('SIGHUP', handler);
-    },
-    /** Starts the stop (once) with the deadline armed, then calls `exit`. */
-    begin(exit: (code: number) => void): void {
-      if (stopping) return;
-      const started = Date.now();
-      // What is being torn down may still throw: the SDK's worker, forced to give up on a workflow
-      // task, fails to dispose of its workflow contexts and leaves a rejection nobody handles.
-      // Ending the process on it would skip stopping PostgreSQL and Temporal.
-      const report = (err: unknown) =>
-        log(`while stopping: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
-      process.on('uncaughtException', report);
-      process.on('unhandledRejection', report);
-      const watchdog =
-        deadlineMs === undefined
-          ? undefined
-          : setTimeout(() => {
-              log(`still stopping after ${deadlineMs / 1000} s: stopping at once`);
-              void halt().then(() => exit(1));
-            }, deadlineMs);
-      void shutdown.stop().then((clean) => {
-        clearTimeout(watchdog);
-        if (halting) return;
-        log(`stopped in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-        exit(clean ? 0 : 1);
-      });
-    },
-    /**
-     * Stops when the parent process goes away: a SIGKILL of `npm start`, or a SIGHUP, which npm
-     * does not handle and dies of at once, leaves this process on its own.
-     */
-    followParent(exit: (code: number) => void, everyMs = 500): void {
-      const parent = process.ppid;
-      const timer = setInterval(() => {
-        if (process.ppid === parent || stopping) return;
-        log('parent process exited: stopping…');
-        shutdown.begin(exit);
-      }, everyMs);
-      timer.unref();
-    },
+    add: (name: string, stop: () => Promise<unknown>, stepOptions: StepOptions = {}): void =>
+      void steps.push({ name, stop, timeoutMs: stepOptions.timeoutMs, kill: stepOptions.kill }),
+    stop: (): Promise<boolean> => (stopping ??= run()),
+    halt: (): Promise<void> => (halting ??= killAll(steps, log)),
   };
-  return shutdown;
+}
+
+/** False if the step failed; one that runs out of time is reported and left behind. */
+async function runStep(step: Step, log: (line: string) => void): Promise<boolean> {
+  try {
+    const stopped = step.stop();
+    // A step left behind may still fail later; that is no news any more.
+    stopped.catch(() => undefined);
+    if (step.timeoutMs === undefined || (await settlesWithin(stopped, step.timeoutMs))) await stopped;
+    else log(`${step.name} did not stop within ${(step.timeoutMs ?? 0) / 1000} s; going on without it`);
+    return true;
+  } catch (err) {
+    log(`stopping ${step.name} failed: ${(err as Error).message}`);
+    return false;
+  }
+}
+
+/** Kills every child process at once (those that were not stopped already) and gives up on the rest. */
+async function killAll(steps: readonly Step[], log: (line: string) => void): Promise<void> {
+  const kills = [...steps]
+    .reverse()
+    .flatMap((step) =>
+      step.kill
+        ? [step.kill().catch((err: unknown) => log(`killing ${step.name} failed: ${(err as Error).message}`))]
+        : [],
+    );
+  await settlesWithin(Promise.all(kills), 4_000);
+}
+
+function haltAndExit(stopper: Stopper, exit: (code: number) => void): void {
+  void stopper.steps.halt().then(() => exit(1));
+}
+
+function beginStop(stopper: Stopper, exit: (code: number) => void): void {
+  const { steps, log, deadlineMs } = stopper;
+  if (steps.stopping) return;
+  const started = Date.now();
+  reportErrorsWhileStopping(log);
+  const watchdog =
+    deadlineMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          log(`still stopping after ${deadlineMs / 1000} s: stopping at once`);
+          haltAndExit(stopper, exit);
+        }, deadlineMs);
+  void steps.stop().then((clean) => {
+    clearTimeout(watchdog);
+    if (steps.halting) return;
+    log(`stopped in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    exit(clean ? 0 : 1);
+  });
+}
+
+/**
+ * What is being torn down may still throw: the SDK's worker, forced to give up on a workflow task,
+ * fails to dispose of its workflow contexts and leaves a rejection nobody handles. Ending the
+ * process on it would skip stopping PostgreSQL and Temporal.
+ */
+function reportErrorsWhileStopping(log: (line: string) => void): void {
+  const report = (err: unknown) =>
+    log(`while stopping: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
+  process.on('uncaughtException', report);
+  process.on('unhandledRejection', report);
+}
+
+function stopOnSignals(stopper: Stopper, exit: (code: number) => void): void {
+  const { steps, log, repeatWindowMs } = stopper;
+  // After a terminal hangup, writing to it fails (EIO); an unhandled stream error would end
+  // the process in the middle of the stop and leave PostgreSQL and Temporal running.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+  const handler = (signal: NodeJS.Signals) => {
+    if (!steps.stopping) {
+      log(`${signal}: stopping (press Ctrl-C again to stop at once)…`);
+      beginStop(stopper, exit);
+      return;
+    }
+    if (steps.halting || Date.now() - steps.startedAt < repeatWindowMs) return;
+    log(`${signal} again: stopping at once`);
+    haltAndExit(stopper, exit);
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+  process.on('SIGHUP', handler);
+}
+
+function stopWithParent(stopper: Stopper, exit: (code: number) => void, everyMs: number): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent || stopper.steps.stopping) return;
+    stopper.log('parent process exited: stopping…');
+    beginStop(stopper, exit);
+  }, everyMs);
+  timer.unref();
 }

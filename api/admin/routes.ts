@@ -73,6 +73,20 @@ const usageReportSchema = z
     total: z.object(usageTotals),
   })
   .meta({ id: 'MarginReport' });
+const usageQuery = z.object({
+  group_by: z.enum(MARGIN_GROUPS).default('model'),
+  from: z.iso
+    .datetime({ offset: true })
+    .or(z.iso.date())
+    .optional()
+    .describe('ISO 8601 date or time; default 30 days before `to`'),
+  to: z.iso
+    .datetime({ offset: true })
+    .or(z.iso.date())
+    .optional()
+    .describe('ISO 8601 date or time (exclusive); default now'),
+});
+const keyParams = z.object({ id: z.string().describe('A key id (key_…)') });
 const DAY_MS = 86_400_000;
 
 /** An onRequest hook admitting only the operator's token (compared in constant time). */
@@ -88,18 +102,28 @@ export function requireAdminToken(adminToken: string) {
   };
 }
 
-/** The operator API (DESIGN §8), guarded by ADMIN_TOKEN. */
+type AdminApp = Parameters<FastifyPluginAsyncZod<AdminDeps>>[0];
+
+/** What every operator route's documentation says alike: its id, its group and its guard. */
+const operatorDoc = (operationId: string, summary: string) => ({ operationId, tags, security, summary });
+
+/** The operator API (DESIGN §8), guarded by ADMIN_TOKEN; the groups register in the document's order. */
 export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) => {
   app.addHook('onRequest', requireAdminToken(deps.adminToken));
+  accountRoutes(app, deps);
+  alertRoutes(app, deps);
+  userRoutes(app, deps);
+  reportRoutes(app, deps);
+  keyRoutes(app, deps);
+};
 
+/** Opening an account, issuing its keys and adding credits. */
+function accountRoutes(app: AdminApp, deps: AdminDeps): void {
   app.post(
     '/admin/v1/accounts',
     {
       schema: {
-        operationId: 'adminCreateAccount',
-        tags,
-        security,
-        summary: 'Open an account with a plan and opening credits',
+        ...operatorDoc('adminCreateAccount', 'Open an account with a plan and opening credits'),
         body: createAccountBody,
         response: { 201: z.object({ id: z.string() }), ...errorResponses(400, 401, 500, 503) },
       },
@@ -114,10 +138,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     '/admin/v1/accounts/:id/keys',
     {
       schema: {
-        operationId: 'adminCreateKey',
-        tags,
-        security,
-        summary: 'Issue an API key; the key is shown only in this answer',
+        ...operatorDoc('adminCreateKey', 'Issue an API key; the key is shown only in this answer'),
         params: accountParams,
         body: createKeyBody,
         response: {
@@ -137,10 +158,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     '/admin/v1/accounts/:id/credits',
     {
       schema: {
-        operationId: 'adminTopUp',
-        tags,
-        security,
-        summary: 'Add credits to an account',
+        ...operatorDoc('adminTopUp', 'Add credits to an account'),
         params: accountParams,
         body: topUpBody,
         response: {
@@ -151,15 +169,15 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     },
     async (request) => topUp(deps.pool, request.params.id, request.body),
   );
+}
 
+/** An account's low-balance threshold and the alerts it has sent. */
+function alertRoutes(app: AdminApp, deps: AdminDeps): void {
   app.put(
     '/admin/v1/accounts/:id/low-balance',
     {
       schema: {
-        operationId: 'adminSetLowBalance',
-        tags,
-        security,
-        summary: 'Set the credits below which the account is sent balance.low',
+        ...operatorDoc('adminSetLowBalance', 'Set the credits below which the account is sent balance.low'),
         description:
           'Once per crossing from at or above the threshold to below it; money coming in that lifts the available credits back to it re-arms the alert.',
         params: accountParams,
@@ -174,25 +192,25 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     '/admin/v1/accounts/:id/alerts',
     {
       schema: {
-        operationId: 'adminAccountAlerts',
-        tags,
-        security,
-        summary: 'The account’s low-balance threshold and latest alerts',
+        ...operatorDoc('adminAccountAlerts', 'The account’s low-balance threshold and latest alerts'),
         params: accountParams,
         response: { 200: alertsView, ...errorResponses(401, 404, 500, 503) },
       },
     },
     async (request) => accountAlerts(deps.pool, request.params.id),
   );
+}
 
+/** Dashboard users: created, or sent a new link, with a one-time link to set the password. */
+function userRoutes(app: AdminApp, deps: AdminDeps): void {
   app.post(
     '/admin/v1/users',
     {
       schema: {
-        operationId: 'adminCreateUser',
-        tags,
-        security,
-        summary: 'Create a dashboard user of an account; answers a one-time link to set the password',
+        ...operatorDoc(
+          'adminCreateUser',
+          'Create a dashboard user of an account; answers a one-time link to set the password',
+        ),
         description:
           'The link works once and expires after 24 hours. Asking again for a user of the same account answers 200 with a new link (an invitation resent, or a password reset).',
         body: createUserBody,
@@ -215,30 +233,18 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
       };
     },
   );
+}
 
+/** What the business earned and what its upstreams cost: overall, and for one generation. */
+function reportRoutes(app: AdminApp, deps: AdminDeps): void {
   app.get(
     '/admin/v1/usage',
     {
       schema: {
-        operationId: 'adminUsage',
-        tags,
-        security,
-        summary: 'Revenue, upstream cost and margin by model, upstream or day',
+        ...operatorDoc('adminUsage', 'Revenue, upstream cost and margin by model, upstream or day'),
         description:
           'Generations created in [from, to) (default: the last 30 days) that were charged or cost something upstream. Revenue is the ledger’s charges.',
-        querystring: z.object({
-          group_by: z.enum(MARGIN_GROUPS).default('model'),
-          from: z.iso
-            .datetime({ offset: true })
-            .or(z.iso.date())
-            .optional()
-            .describe('ISO 8601 date or time; default 30 days before `to`'),
-          to: z.iso
-            .datetime({ offset: true })
-            .or(z.iso.date())
-            .optional()
-            .describe('ISO 8601 date or time (exclusive); default now'),
-        }),
+        querystring: usageQuery,
         response: { 200: usageReportSchema, ...errorResponses(400, 401, 500, 503) },
       },
     },
@@ -254,14 +260,15 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     '/admin/v1/generations/:id/upstreams',
     {
       schema: {
-        operationId: 'adminGenerationUpstreams',
-        tags,
-        security,
-        summary: 'Which upstreams a generation’s run asked, which served it, and its cost',
+        ...operatorDoc(
+          'adminGenerationUpstreams',
+          'Which upstreams a generation’s run asked, which served it, and its cost',
+        ),
         description:
           'A generation the simulator ran (or that has not run yet) answers `upstream: null` and no upstream tried.',
         params: z.object({ id: z.string().describe('A generation id (gen_…)') }),
         response: {
+          // Built here, not at load: the document lists named schemas in the order they are made.
           200: z
             .object({
               upstream: z.string().nullable(),
@@ -279,16 +286,18 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
       return routing;
     },
   );
+}
 
-  const keyParams = z.object({ id: z.string().describe('A key id (key_…)') });
+/** A key's spending budget, and revoking the key. */
+function keyRoutes(app: AdminApp, deps: AdminDeps): void {
   app.put(
     '/admin/v1/keys/:id/budget',
     {
       schema: {
-        operationId: 'adminSetKeyBudget',
-        tags,
-        security,
-        summary: 'Set a key’s spending budget per day, week, month or in total (UTC periods)',
+        ...operatorDoc(
+          'adminSetKeyBudget',
+          'Set a key’s spending budget per day, week, month or in total (UTC periods)',
+        ),
         description:
           'Holds are counted against it when they are placed, atomically: a request past it is refused with 402 budget_exceeded. Released holds give budget back; charges count.',
         params: keyParams,
@@ -303,10 +312,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     '/admin/v1/keys/:id/budget',
     {
       schema: {
-        operationId: 'adminRemoveKeyBudget',
-        tags,
-        security,
-        summary: 'Remove a key’s budget',
+        ...operatorDoc('adminRemoveKeyBudget', 'Remove a key’s budget'),
         params: keyParams,
         response: {
           200: z.object({ keyId: z.string(), removed: z.literal(true) }),
@@ -321,11 +327,8 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     '/admin/v1/keys/:id',
     {
       schema: {
-        operationId: 'adminRevokeKey',
-        tags,
-        security,
-        summary: 'Revoke an API key; it is refused from its next request',
-        params: z.object({ id: z.string().describe('A key id (key_…)') }),
+        ...operatorDoc('adminRevokeKey', 'Revoke an API key; it is refused from its next request'),
+        params: keyParams,
         response: {
           200: z.object({ id: z.string(), revoked: z.literal(true) }),
           ...errorResponses(401, 404, 500, 503),
@@ -334,4 +337,4 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminDeps> = async (app, deps) =
     },
     async (request) => revokeKey(deps.pool, request.params.id, operator(request.ip)),
   );
-};
+}

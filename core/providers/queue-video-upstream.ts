@@ -1,8 +1,8 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
 import type { Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
-import { callUpstream, downloadOutput, extensionOf, pause } from './upstream-http';
-import type { UpstreamEndpoint } from './upstream-http';
+import { callUpstream, cancellingOnAbort, downloadOutput, extensionOf, pause, waitingOn } from './upstream-http';
+import type { QueuedJobEndpoint } from './upstream-http';
 
 /**
  * A queue-style video upstream, as fal.ai's queue speaks it: submit the job, poll its status until
@@ -26,38 +26,29 @@ import type { UpstreamEndpoint } from './upstream-http';
  * slow poll in case it never does.
  */
 export function createQueueVideoUpstream(
-  endpoint: UpstreamEndpoint & {
-    models: Record<string, string>;
-    pollMs: number;
-    slowPollMs: number;
-    webhookUrl?: string | undefined;
-    derivations?: VideoDerivationPaths;
-  },
+  endpoint: QueuedJobEndpoint & { models: Record<string, string>; derivations?: VideoDerivationPaths },
   http: SafeHttpClient,
 ): Provider {
-  const derivations = endpoint.derivations ?? { extend: {}, edit: {} };
-  const base = endpoint.baseUrl.replace(/\/+$/, '');
-  const statusUrl = (q: QueuedJob) => q.statusUrl ?? `${base}${q.jobPath}/requests/${q.requestId}/status`;
-  const cancel = (q: QueuedJob) =>
-    callUpstream(endpoint, `${q.jobPath}/requests/${q.requestId}/cancel`, {
-      method: 'PUT',
-      signal: AbortSignal.timeout(5_000),
-    });
+  const queue: VideoQueue = {
+    endpoint,
+    http,
+    base: endpoint.baseUrl.replace(/\/+$/, ''),
+    derivations: endpoint.derivations ?? { extend: {}, edit: {} },
+  };
   return {
     // An extension or edit only where the model has the upstream's path for it.
     serves: (model, feature) =>
-      (feature === 'video-extension' && model in derivations.extend) ||
-      (feature === 'video-edit' && model in derivations.edit),
+      (feature === 'video-extension' && model in queue.derivations.extend) ||
+      (feature === 'video-edit' && model in queue.derivations.edit),
     async checkJob(wait, signal) {
       const queued = resumeOf(wait.resume);
       if (!queued) return true;
-      const res = await callUpstream(endpoint, '', { url: statusUrl(queued), signal });
-      const status = (await res.json()) as { status?: string };
+      const status = await statusOf(queue, queued, signal);
       return status.status !== undefined && ENDED.has(status.status);
     },
     async cancelJob(wait) {
       const queued = resumeOf(wait.resume);
-      if (queued) await cancel(queued);
+      if (queued) await cancel(queue, queued);
     },
     streamChat() {
       throw new ProviderRejectedError(
@@ -65,111 +56,146 @@ export function createQueueVideoUpstream(
         'provider_rejected',
       );
     },
-    async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
-      const model = modelPathOf(job);
-      if (job.kind !== 'video' || !model)
-        throw new ProviderRejectedError(
-          `The upstream ${endpoint.name} is not configured for ${job.kind} ${job.model}${job.sourceVideo ? ' from another video' : ''}.`,
-          'provider_rejected',
-        );
-      const jobPath = `/${model.replace(/^\/+/, '')}`;
-
-      const resumed = resumeOf(ctx.resume, jobPath);
-      const queued = resumed ?? (await submit(job, jobPath, ctx));
-      ctx.heartbeat(queued);
-      if (!resumed && ctx.detach) {
-        return {
-          waiting: {
-            upstream: endpoint.name,
-            jobId: queued.requestId,
-            resume: queued,
-            pollMs: endpoint.webhookUrl ? endpoint.slowPollMs : endpoint.pollMs,
-          },
-        };
-      }
-      const onCancel = () => {
-        // Best effort: the generation is already failing; the upstream should stop working on it.
-        void cancel(queued).catch(() => undefined);
-      };
-      ctx.signal.addEventListener('abort', onCancel, { once: true });
-      try {
-        for (;;) {
-          const res = await callUpstream(endpoint, '', { url: statusUrl(queued), signal: ctx.signal });
-          const status = (await res.json()) as { status?: string; progress?: unknown; error?: unknown };
-          if (status.status === 'COMPLETED') {
-            ctx.progress?.(100);
-            break;
-          }
-          if (typeof status.progress === 'number' && status.progress >= 0 && status.progress <= 100)
-            ctx.progress?.(status.progress);
-          if (status.status === 'FAILED' || status.status === 'ERROR' || status.status === 'CANCELLED') {
-            const reason =
-              typeof status.error === 'string' ? status.error : JSON.stringify(status.error ?? 'no reason given');
-            throw new ProviderRejectedError(
-              `The upstream ${endpoint.name} failed the video: ${reason}`,
-              /content|policy|safety/i.test(reason) ? 'content_policy' : 'provider_failed',
-            );
-          }
-          ctx.heartbeat(queued);
-          await pause(endpoint.pollMs, ctx.signal);
-        }
-        const res = await callUpstream(endpoint, '', {
-          url: queued.responseUrl ?? `${base}${queued.jobPath}/requests/${queued.requestId}`,
-          signal: ctx.signal,
-        });
-        const result = (await res.json()) as { video?: { url?: string } };
-        const url = result.video?.url;
-        if (!url)
-          throw new ProviderRejectedError(
-            `The upstream ${endpoint.name} completed the video without a file.`,
-            'provider_failed',
-          );
-        const file = await downloadOutput(endpoint, url, http, ctx.signal);
-        return { file: { ...file, extension: extensionOf(file.contentType, 'mp4') } };
-      } finally {
-        ctx.signal.removeEventListener('abort', onCancel);
-      }
-    },
+    run: (job, ctx) => runVideo(queue, job, ctx),
   };
+}
 
-  /** The upstream's path for the job: the model's own, or its path for extending or editing a video. */
-  function modelPathOf(job: ProviderJob): string | undefined {
-    if (!job.sourceVideo) return endpoint.models[job.model];
-    return (job.params.extendedFrom !== undefined ? derivations.extend : derivations.edit)[job.model];
-  }
+/** One configured queue upstream and what its calls need. */
+interface VideoQueue {
+  endpoint: QueuedJobEndpoint & { models: Record<string, string> };
+  http: SafeHttpClient;
+  /** The base URL without its trailing slashes. */
+  base: string;
+  derivations: VideoDerivationPaths;
+}
 
-  async function submit(job: ProviderJob, jobPath: string, ctx: ProviderContext): Promise<QueuedJob> {
-    const imageUrl = job.input ? `data:image/png;base64,${job.input.toString('base64')}` : undefined;
-    // The source of an extension or edit travels with the job, as fal takes a file it cannot fetch.
-    const videoUrl = job.sourceVideo
-      ? `data:${videoTypeOf(job.sourceVideo)};base64,${job.sourceVideo.toString('base64')}`
-      : undefined;
-    // fal calls this URL back when the job ends; the query names the upstream whose keys verify it.
-    const hook = ctx.detach && endpoint.webhookUrl ? `?fal_webhook=${encodeURIComponent(endpoint.webhookUrl)}` : '';
-    const res = await callUpstream(endpoint, `${jobPath}${hook}`, {
-      signal: ctx.signal,
-      body: {
-        prompt: job.prompt,
-        duration: job.params.seconds,
-        aspect_ratio: job.params.aspect,
-        resolution: job.params.resolution,
-        ...(imageUrl ? { image_url: imageUrl } : {}),
-        ...(videoUrl ? { video_url: videoUrl } : {}),
-      },
-    });
-    const body = (await res.json()) as { request_id?: string; status_url?: string; response_url?: string };
-    if (!body.request_id)
-      throw new ProviderRejectedError(
-        `The upstream ${endpoint.name} accepted the video without a request id.`,
-        'provider_failed',
-      );
-    return {
-      requestId: body.request_id,
-      jobPath,
-      ...(body.status_url ? { statusUrl: body.status_url } : {}),
-      ...(body.response_url ? { responseUrl: body.response_url } : {}),
-    };
+/**
+ * Submits the job (or takes up the one a previous attempt submitted); leaves it waiting when asked
+ * to detach, else follows it to its video.
+ */
+async function runVideo(queue: VideoQueue, job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
+  const jobPath = jobPathOf(queue, job);
+  const resumed = resumeOf(ctx.resume, jobPath);
+  const queued = resumed ?? (await submit(queue, job, jobPath, ctx));
+  ctx.heartbeat(queued);
+  if (!resumed && ctx.detach) return waitingOn(queue.endpoint, queued.requestId, queued);
+  return cancellingOnAbort(
+    ctx.signal,
+    () => cancel(queue, queued),
+    async () => {
+      await untilCompleted(queue, queued, ctx);
+      return { file: await completedVideo(queue, queued, ctx.signal) };
+    },
+  );
+}
+
+/** The upstream's path for the job: the model's own, or its path for extending or editing a video. */
+function jobPathOf(queue: VideoQueue, job: ProviderJob): string {
+  const model = !job.sourceVideo
+    ? queue.endpoint.models[job.model]
+    : (job.params.extendedFrom !== undefined ? queue.derivations.extend : queue.derivations.edit)[job.model];
+  if (job.kind !== 'video' || !model)
+    throw new ProviderRejectedError(
+      `The upstream ${queue.endpoint.name} is not configured for ${job.kind} ${job.model}${job.sourceVideo ? ' from another video' : ''}.`,
+      'provider_rejected',
+    );
+  return `/${model.replace(/^\/+/, '')}`;
+}
+
+async function submit(queue: VideoQueue, job: ProviderJob, jobPath: string, ctx: ProviderContext): Promise<QueuedJob> {
+  const { endpoint } = queue;
+  const imageUrl = job.input ? `data:image/png;base64,${job.input.toString('base64')}` : undefined;
+  // The source of an extension or edit travels with the job, as fal takes a file it cannot fetch.
+  const videoUrl = job.sourceVideo
+    ? `data:${videoTypeOf(job.sourceVideo)};base64,${job.sourceVideo.toString('base64')}`
+    : undefined;
+  // fal calls this URL back when the job ends; the query names the upstream whose keys verify it.
+  const hook = ctx.detach && endpoint.webhookUrl ? `?fal_webhook=${encodeURIComponent(endpoint.webhookUrl)}` : '';
+  const res = await callUpstream(endpoint, `${jobPath}${hook}`, {
+    signal: ctx.signal,
+    body: {
+      prompt: job.prompt,
+      duration: job.params.seconds,
+      aspect_ratio: job.params.aspect,
+      resolution: job.params.resolution,
+      ...(imageUrl ? { image_url: imageUrl } : {}),
+      ...(videoUrl ? { video_url: videoUrl } : {}),
+    },
+  });
+  const body = (await res.json()) as { request_id?: string; status_url?: string; response_url?: string };
+  if (!body.request_id)
+    throw new ProviderRejectedError(
+      `The upstream ${endpoint.name} accepted the video without a request id.`,
+      'provider_failed',
+    );
+  return {
+    requestId: body.request_id,
+    jobPath,
+    ...(body.status_url ? { statusUrl: body.status_url } : {}),
+    ...(body.response_url ? { responseUrl: body.response_url } : {}),
+  };
+}
+
+/** Polls the job's status, reporting its progress, until it is COMPLETED; a failed job is a final failure. */
+async function untilCompleted(queue: VideoQueue, queued: QueuedJob, ctx: ProviderContext): Promise<void> {
+  for (;;) {
+    const status = await statusOf(queue, queued, ctx.signal);
+    if (status.status === 'COMPLETED') {
+      ctx.progress?.(100);
+      return;
+    }
+    if (typeof status.progress === 'number' && status.progress >= 0 && status.progress <= 100)
+      ctx.progress?.(status.progress);
+    if (status.status !== undefined && FAILED.has(status.status)) throw jobFailure(queue, status.error);
+    ctx.heartbeat(queued);
+    await pause(queue.endpoint.pollMs, ctx.signal);
   }
+}
+
+/** A failed job's reason as a final failure: a refusal of the content, or the upstream's own failure. */
+function jobFailure(queue: VideoQueue, error: unknown): ProviderRejectedError {
+  const reason = typeof error === 'string' ? error : JSON.stringify(error ?? 'no reason given');
+  return new ProviderRejectedError(
+    `The upstream ${queue.endpoint.name} failed the video: ${reason}`,
+    /content|policy|safety/i.test(reason) ? 'content_policy' : 'provider_failed',
+  );
+}
+
+/** The completed job's result, and the video file it names. */
+async function completedVideo(queue: VideoQueue, queued: QueuedJob, signal: AbortSignal) {
+  const { endpoint } = queue;
+  const res = await callUpstream(endpoint, '', {
+    url: queued.responseUrl ?? `${queue.base}${queued.jobPath}/requests/${queued.requestId}`,
+    signal,
+  });
+  const result = (await res.json()) as { video?: { url?: string } };
+  const url = result.video?.url;
+  if (!url)
+    throw new ProviderRejectedError(
+      `The upstream ${endpoint.name} completed the video without a file.`,
+      'provider_failed',
+    );
+  const file = await downloadOutput(endpoint, url, queue.http, signal);
+  return { ...file, extension: extensionOf(file.contentType, 'mp4') };
+}
+
+async function statusOf(queue: VideoQueue, queued: QueuedJob, signal: AbortSignal): Promise<QueueStatus> {
+  const url = queued.statusUrl ?? `${queue.base}${queued.jobPath}/requests/${queued.requestId}/status`;
+  const res = await callUpstream(queue.endpoint, '', { url, signal });
+  return (await res.json()) as QueueStatus;
+}
+
+function cancel(queue: VideoQueue, queued: QueuedJob): Promise<Response> {
+  return callUpstream(queue.endpoint, `${queued.jobPath}/requests/${queued.requestId}/cancel`, {
+    method: 'PUT',
+    signal: AbortSignal.timeout(5_000),
+  });
+}
+
+interface QueueStatus {
+  status?: string;
+  progress?: unknown;
+  error?: unknown;
 }
 
 /** Per catalogue model, the upstream's path for extending (`extend`) and for editing (`edit`) its videos. */
@@ -182,8 +208,10 @@ export interface VideoDerivationPaths {
 const videoTypeOf = (file: Buffer): string =>
   file.length >= 4 && file.readUInt32BE(0) === 0x1a45dfa3 ? 'video/webm' : 'video/mp4';
 
+/** A status of a job that ended without a video. */
+const FAILED: ReadonlySet<string> = new Set(['FAILED', 'ERROR', 'CANCELLED']);
 /** A status that will not change any more. */
-const ENDED: ReadonlySet<string> = new Set(['COMPLETED', 'FAILED', 'ERROR', 'CANCELLED']);
+const ENDED: ReadonlySet<string> = new Set(['COMPLETED', ...FAILED]);
 
 interface QueuedJob {
   requestId: string;

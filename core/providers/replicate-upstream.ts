@@ -1,8 +1,8 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
 import type { Provider, ProviderContext, ProviderJob, ProviderResult } from './types';
-import { callUpstream, downloadOutput, extensionOf, pause } from './upstream-http';
-import type { UpstreamEndpoint } from './upstream-http';
+import { callUpstream, cancellingOnAbort, downloadOutput, extensionOf, pause, waitingOn } from './upstream-http';
+import type { QueuedJobEndpoint } from './upstream-http';
 
 /**
  * Replicate's predictions API (base URL `https://api.replicate.com/v1`) for images, videos and
@@ -25,12 +25,7 @@ import type { UpstreamEndpoint } from './upstream-http';
  * then POSTs the prediction, signed the Standard Webhooks way, and `checkJob` is the slow poll.
  */
 export function createReplicateUpstream(
-  endpoint: UpstreamEndpoint & {
-    models: Record<string, string>;
-    pollMs: number;
-    slowPollMs: number;
-    webhookUrl?: string | undefined;
-  },
+  endpoint: QueuedJobEndpoint & { models: Record<string, string> },
   http: SafeHttpClient,
 ): Provider {
   const base = endpoint.baseUrl.replace(/\/+$/, '');
@@ -66,26 +61,16 @@ export function createReplicateUpstream(
       let prediction = resumed ?? (await create(job, model, ctx));
       const id = prediction.id;
       ctx.heartbeat({ id });
-      if (!resumed && ctx.detach && !PREDICTION_ENDED.has(prediction.status ?? '')) {
-        return {
-          waiting: {
-            upstream: endpoint.name,
-            jobId: id,
-            resume: { id },
-            pollMs: endpoint.webhookUrl ? endpoint.slowPollMs : endpoint.pollMs,
-          },
-        };
-      }
-      const onCancel = () => {
-        // Best effort: the generation is already failing; the upstream should stop working on it.
-        void callUpstream(endpoint, '', {
+      if (!resumed && ctx.detach && !PREDICTION_ENDED.has(prediction.status ?? ''))
+        return waitingOn(endpoint, id, { id });
+      // The cancel URL is the latest the prediction named when the run is cancelled.
+      const cancelPrediction = () =>
+        callUpstream(endpoint, '', {
           method: 'POST',
           url: prediction.urls?.cancel ?? `${base}/predictions/${id}/cancel`,
           signal: AbortSignal.timeout(5_000),
-        }).catch(() => undefined);
-      };
-      ctx.signal.addEventListener('abort', onCancel, { once: true });
-      try {
+        });
+      return cancellingOnAbort(ctx.signal, cancelPrediction, async () => {
         while (!PREDICTION_ENDED.has(prediction.status ?? '')) {
           await pause(endpoint.pollMs, ctx.signal);
           const res = await callUpstream(endpoint, '', {
@@ -114,9 +99,7 @@ export function createReplicateUpstream(
           );
         const file = await downloadOutput(endpoint, url, http, ctx.signal);
         return { file: { ...file, extension: extensionOf(file.contentType, job.kind === 'video' ? 'mp4' : 'png') } };
-      } finally {
-        ctx.signal.removeEventListener('abort', onCancel);
-      }
+      });
     },
   };
 

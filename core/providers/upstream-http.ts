@@ -1,5 +1,6 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
+import type { ProviderResult } from './types';
 
 /**
  * What the real adapters share: calls to an operator-configured upstream, and how its answers
@@ -220,4 +221,36 @@ export function pause(ms: number, signal: AbortSignal): Promise<void> {
       { once: true },
     );
   });
+}
+
+/** An upstream that runs a job in its own queue, polled, or calling back when one is configured. */
+export interface QueuedJobEndpoint extends UpstreamEndpoint {
+  pollMs: number;
+  slowPollMs: number;
+  webhookUrl?: string | undefined;
+}
+
+/** A run's answer that leaves the upstream's job running, to be taken up again (as `resume`) when it ends. */
+export function waitingOn(endpoint: QueuedJobEndpoint, jobId: string, resume: unknown): ProviderResult {
+  // With a webhook the upstream tells when the job ends; the slow poll is for a call that never comes.
+  const pollMs = endpoint.webhookUrl ? endpoint.slowPollMs : endpoint.pollMs;
+  return { waiting: { upstream: endpoint.name, jobId, resume, pollMs } };
+}
+
+/** Runs `work`; a run cancelled meanwhile asks the upstream to stop its job too. */
+export async function cancellingOnAbort<T>(
+  signal: AbortSignal,
+  cancelJob: () => Promise<unknown>,
+  work: () => Promise<T>,
+): Promise<T> {
+  const onAbort = () => {
+    // Best effort: the generation is already failing; the upstream should stop working on it.
+    void cancelJob().catch(() => undefined);
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await work();
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
