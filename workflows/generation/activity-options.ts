@@ -44,15 +44,29 @@ const runTimeouts = (kind: GenerationKind, deadlineMs: number | undefined) => ({
   ...(deadlineMs === undefined ? {} : { scheduleToCloseTimeout: deadlineMs }),
 });
 
-/** `deadlineMs`: the run is the generation's deadline (nothing to wait for before it), so all its attempts end by then. */
-export function providerActivities(kind: GenerationKind, summary: string, deadlineMs?: number): GenerationActivities {
+/** A worker restart mid-job costs an attempt too, so a run gets a few in all, in place or from the queue. */
+export const RUN_ATTEMPTS = 5;
+
+/**
+ * `deadlineMs`: the run is the generation's deadline (nothing to wait for before it), so all its
+ * attempts end by then. `attempts`: fewer than RUN_ATTEMPTS when one was spent in place.
+ */
+export function providerActivities(
+  kind: GenerationKind,
+  summary: string,
+  deadlineMs?: number,
+  attempts = RUN_ATTEMPTS,
+): GenerationActivities {
   return proxyActivities<GenerationActivities>({
     summary,
     taskQueue: providerTaskQueueOf(workflowInfo().taskQueue),
     ...runTimeouts(kind, deadlineMs),
     heartbeatTimeout: '10 seconds',
-    // A worker restart mid-job costs an attempt too, so allow a few before giving up.
-    retry: { initialInterval: '1 second', maximumAttempts: 5, nonRetryableErrorTypes: ['ProviderRejectedError'] },
+    retry: {
+      initialInterval: '1 second',
+      maximumAttempts: attempts,
+      nonRetryableErrorTypes: ['ProviderRejectedError'],
+    },
   });
 }
 

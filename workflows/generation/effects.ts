@@ -128,6 +128,7 @@ async function runToEnd(run: GenerationRun, job: ProviderRun): Promise<RunOutput
       if ('output' in here) return here.output;
     } catch (err) {
       if (isCancellation(err) || pastDeadline(err) || !failureOf(err).retryable) throw err;
+      return run.afterInPlace.runProvider(job);
     }
   }
   return run.provider.runProvider(job);

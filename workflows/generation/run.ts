@@ -11,6 +11,8 @@ export interface GenerationRun {
   readonly provider: GenerationActivities;
   /** The same, run in place (a local activity) when the worker has a provider permit free. */
   readonly inPlace: GenerationActivities;
+  /** The queue's run after an attempt in place failed: the attempts left. */
+  readonly afterInPlace: GenerationActivities;
   /**
    * Admitted running and needing no slot, a generation's run is all that is left of its deadline:
    * the provider activity's schedule-to-close timeout keeps it, and no timer is started.

@@ -21,7 +21,7 @@ import { SLOT_KINDS } from '../../core/vocabulary';
 import type { GenerationFailure, GenerationStatus } from '../../core/vocabulary';
 import { effectsOf, endOfRecorded, generationMachine, statusOf } from '../../machines/generation';
 import type { EffectName, GenerationEffect } from '../../machines/generation';
-import { providerActivities, providerInPlace } from './activity-options';
+import { providerActivities, providerInPlace, RUN_ATTEMPTS } from './activity-options';
 import { startDeadline } from './deadline';
 import { effectTable } from './effects';
 import type { EffectTable } from './effects';
@@ -51,6 +51,7 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
     input,
     provider: providerActivities(input.kind, runSummary, deadlineOnRun),
     inPlace: providerInPlace(input.kind, runSummary, deadlineOnRun),
+    afterInPlace: providerActivities(input.kind, runSummary, deadlineOnRun, RUN_ATTEMPTS - 1),
     deadlineOnRun,
     events: [],
     background: [],
