@@ -193,6 +193,6 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     taskPollIntervalMs: parts.mcp.taskPollIntervalMs,
   });
   await app.register(groupBRoutes, { pool, limiter, service, batches, store: parts.store });
-  await app.register(anthropicRoutes, { pool, limiter, service });
+  await app.register(anthropicRoutes, { pool, limiter, service, batches, publicBaseUrl });
   return app;
 }

@@ -102,6 +102,8 @@ async function main(): Promise<void> {
       markRunning: async () => 'running' as const,
       settle: async () => ({ outcome: 'settled', kind: 'image', chargedMc: 0, releasedMc: 0 }) as const,
       release: async () => ({ outcome: 'released', kind: 'image', releasedMc: 0, code: 'failed' }) as const,
+      // The run in place, as the service's worker has it when a provider permit is free (decision 0143).
+      runProviderInPlace: async () => ({ output: { outputKey: 'none', outputText: null } }),
     },
     maxConcurrentActivityTaskExecutions: 200,
     maxCachedWorkflows: WORKFLOW_CACHE,

@@ -205,6 +205,20 @@ export class GenerationFinishedError extends DomainError {
   }
 }
 
+/** A batch still running cannot be deleted: it is cancelled first. */
+export class BatchNotEndedError extends DomainError {
+  readonly status = 409;
+  readonly type = 'batch_not_ended';
+  constructor(id: string, state: string) {
+    super(
+      `Batch '${id}' is ${state.replace('_', ' ')}; only a batch that has ended can be deleted (cancel it first).`,
+      {
+        status: state,
+      },
+    );
+  }
+}
+
 /** A batch that has already ended (completed, failed or expired) cannot be cancelled. */
 export class BatchFinishedError extends DomainError {
   readonly status = 409;

@@ -136,8 +136,24 @@ export const BATCH_ENDPOINTS = {
   '/v1/images/generations': 'image',
   '/v1/videos': 'video',
   '/v1/video/generations': 'video',
+  '/v1/messages': 'chat',
 } as const satisfies Record<string, GenerationKind>;
 export type BatchEndpoint = keyof typeof BATCH_ENDPOINTS;
+
+/**
+ * The two formats a batch is made and read in: OpenAI's Batch API (a JSONL file of requests to one
+ * of its endpoints, output and error files) and Anthropic's Message Batches (inline requests to
+ * `/v1/messages`, one results file). The endpoint names the format; the engine is the same.
+ */
+export const BATCH_FORMATS = ['openai', 'anthropic'] as const;
+export type BatchFormat = (typeof BATCH_FORMATS)[number];
+export const ANTHROPIC_BATCH_ENDPOINT = '/v1/messages' satisfies BatchEndpoint;
+export type OpenAiBatchEndpoint = Exclude<BatchEndpoint, typeof ANTHROPIC_BATCH_ENDPOINT>;
+export const OPENAI_BATCH_ENDPOINTS = (Object.keys(BATCH_ENDPOINTS) as BatchEndpoint[]).filter(
+  (e): e is OpenAiBatchEndpoint => e !== ANTHROPIC_BATCH_ENDPOINT,
+) as [OpenAiBatchEndpoint, ...OpenAiBatchEndpoint[]];
+export const batchFormatOf = (endpoint: BatchEndpoint): BatchFormat =>
+  endpoint === ANTHROPIC_BATCH_ENDPOINT ? 'anthropic' : 'openai';
 
 /** The only completion window there is (OpenAI's): a batch not done within it expires. */
 export const BATCH_COMPLETION_WINDOW = '24h';

@@ -98,31 +98,6 @@ export async function composeApi(inputs: ApiInputs): Promise<FastifyInstance> {
   const log = (message: string, err: unknown): void => built.app?.log.warn({ err }, message);
   const { pool, client, taskQueue, store } = inputs;
   const limiter = inputs.limiter ?? createRateLimiter();
-  const generations = createGenerationService({
-    pool,
-    gateway: createGenerationGateway({ client, taskQueue }),
-    store,
-    syncWaitMs: inputs.syncWaitMs,
-    rateWindows: limiter,
-    ...(inputs.prepareInput ? { prepareInput: inputs.prepareInput } : {}),
-    ...(inputs.deadlines ? { deadlines: inputs.deadlines } : {}),
-    ...(inputs.provider ? { provider: inputs.provider } : {}),
-    log,
-  });
-  const batches = createBatchService({
-    pool,
-    client,
-    taskQueue,
-    store,
-    rates: inputs.batches?.rates ?? batchRatesOf(DEFAULTS),
-    fileLimits: inputs.batches?.fileLimits ?? batchFileLimitsOf(DEFAULTS),
-    ...(inputs.batches?.completionWindowMs === undefined
-      ? {}
-      : { completionWindowMs: inputs.batches.completionWindowMs }),
-    serves: generations.serves,
-    live: generations.live,
-    log,
-  });
   const hooks = inputs.webhooks;
   const webhooks = createWebhookService({
     pool,
@@ -140,6 +115,33 @@ export async function composeApi(inputs: ApiInputs): Promise<FastifyInstance> {
       ...(hooks?.resolve ? { resolve: hooks.resolve } : {}),
     },
     ...(hooks?.clock ? { clock: hooks.clock } : {}),
+  });
+  const generations = createGenerationService({
+    pool,
+    gateway: createGenerationGateway({ client, taskQueue }),
+    store,
+    syncWaitMs: inputs.syncWaitMs,
+    rateWindows: limiter,
+    ...(inputs.prepareInput ? { prepareInput: inputs.prepareInput } : {}),
+    ...(inputs.deadlines ? { deadlines: inputs.deadlines } : {}),
+    ...(inputs.provider ? { provider: inputs.provider } : {}),
+    prepareCallback: webhooks.callbacks.prepare,
+    log,
+  });
+  const batches = createBatchService({
+    pool,
+    client,
+    taskQueue,
+    store,
+    rates: inputs.batches?.rates ?? batchRatesOf(DEFAULTS),
+    fileLimits: inputs.batches?.fileLimits ?? batchFileLimitsOf(DEFAULTS),
+    ...(inputs.batches?.completionWindowMs === undefined
+      ? {}
+      : { completionWindowMs: inputs.batches.completionWindowMs }),
+    serves: generations.serves,
+    live: generations.live,
+    prepareCallback: webhooks.callbacks.prepare,
+    log,
   });
   const standing = createStandingMonitor({ pool, log });
   const publicOrigin = inputs.publicBaseUrl ? new URL(inputs.publicBaseUrl).origin : undefined;

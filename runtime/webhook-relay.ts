@@ -6,6 +6,7 @@ import {
   OUTBOX_CHANNEL,
   pruneFinishedDeliveries,
 } from '../core/db/webhook-deliveries';
+import { pruneSpentCallbacks } from '../core/db/webhook-endpoints';
 import type { WebhookDispatcher } from '../service/webhooks/dispatch';
 
 export interface WebhookRelayOptions {
@@ -35,7 +36,8 @@ export interface WebhookRelay {
  * notification lost while it was down costs a few seconds, not the delivery. Several relays (one
  * per worker) share the work with `FOR UPDATE SKIP LOCKED`; starting a workflow is idempotent by
  * its id, so a relay that dies between the start and the mark only makes the next one find it.
- * It also keeps the delivery log to its retention, in small batches so as not to hold locks long.
+ * It also keeps the delivery log to its retention, in small batches so as not to hold locks long,
+ * and then drops the callbacks of jobs whose deliveries have all gone.
  */
 export function startWebhookRelay(opts: WebhookRelayOptions): WebhookRelay {
   const { pool, dispatcher } = opts;
@@ -89,11 +91,15 @@ export function startWebhookRelay(opts: WebhookRelayOptions): WebhookRelay {
       // A few batches a turn, so that a long backlog never keeps new deliveries waiting; what is
       // left is taken on the next turns.
       const before = new Date(Date.now() - retentionMs);
-      for (let batch = 0; batch < PRUNE_BATCHES_PER_TURN; batch++) {
-        if (stopped) return;
-        if ((await pruneFinishedDeliveries(pool, before, PRUNE_BATCH)) < PRUNE_BATCH) return;
+      for (const pruneSome of [pruneFinishedDeliveries, pruneSpentCallbacks]) {
+        let batch = 0;
+        while (!stopped && (await pruneSome(pool, before, PRUNE_BATCH)) === PRUNE_BATCH) {
+          if (++batch === PRUNE_BATCHES_PER_TURN) {
+            nextPruneAt = 0;
+            return;
+          }
+        }
       }
-      nextPruneAt = 0;
     } catch (err) {
       onError(err);
     }

@@ -7,13 +7,20 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import type { Logger } from '@temporalio/common';
 import { bundleWorkflowCode, Runtime, Worker } from '@temporalio/worker';
-import type { NativeConnection, WorkerDeploymentOptions, WorkerOptions } from '@temporalio/worker';
+import type {
+  ActivitySlotInfo,
+  CustomSlotSupplier,
+  NativeConnection,
+  WorkerDeploymentOptions,
+  WorkerOptions,
+} from '@temporalio/worker';
 import type pg from 'pg';
 import { createWorkflowQueueActivities } from '../activities';
 import { createWebhookActivities } from '../activities/webhooks/delivery';
 import type { WebhookActivityDeps } from '../activities/webhooks/delivery';
 import { createProviderActivities } from '../activities/generation/provider';
 import type { Provider } from '../core/providers/types';
+import { ProviderRunPermits } from '../core/providers/run-permits';
 import { batchLimitsOf, loadConfig } from '../core/config';
 import type { OutputStore } from '../core/storage/output-store';
 import { providerTaskQueueOf } from '../core/workflow-contract';
@@ -73,6 +80,13 @@ export interface WorkerDeps {
   batchLimits?: { perBatch: number; perAccount: number };
   /** Provider runs one worker process takes at once (they wait on upstreams, or on the render pool). */
   providerConcurrency?: number;
+  /** Those permits, shared by the provider worker and runs in place; made from providerConcurrency when absent. */
+  providerPermits?: ProviderRunPermits;
+  /**
+   * Whether the workflow worker runs short provider runs in place (true unless false): only where one
+   * process serves both roles. A deployment that gives provider runs workers of their own keeps them there.
+   */
+  runsInPlace?: boolean;
   /** Activities the workflow worker runs at once (200 unless a test wants them scarce). */
   activitySlots?: number;
   /** Workflows kept in memory between tasks (WORKFLOW_CACHE_SIZE); the SDK's default sizes it from the heap. */
@@ -114,6 +128,10 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     ...versioned(deps.deployment),
     ...traced(deps.tracing, 'workflows'),
     activities: createWorkflowQueueActivities({
+      provider: deps.provider,
+      store: deps.store,
+      providerPermits: deps.providerPermits ?? permitsOf(deps),
+      providerInPlaceLimit: deps.runsInPlace === false ? 0 : inPlaceLimitOf(deps.workflowCacheSize),
       pool: deps.pool,
       videoConcurrency: deps.videoConcurrency,
       client: deps.client,
@@ -198,6 +216,7 @@ export async function createProviderWorker(
     | 'store'
     | 'pool'
     | 'providerConcurrency'
+    | 'providerPermits'
     | 'deployment'
     | 'tracing'
   >,
@@ -209,7 +228,13 @@ export async function createProviderWorker(
     ...versioned(deps.deployment),
     ...traced(deps.tracing, 'activities'),
     activities: createProviderActivities({ provider: deps.provider, store: deps.store, pool: deps.pool }),
-    maxConcurrentActivityTaskExecutions: deps.providerConcurrency ?? 200,
+    // The worker polls for a run only when the process has a permit for it (runs in place take them too).
+    tuner: {
+      activityTaskSlotSupplier: slotsOf(deps.providerPermits ?? permitsOf(deps)),
+      workflowTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+    },
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
     shutdownForceTime: SHUTDOWN_FORCE_MS,
   });
@@ -221,19 +246,21 @@ export async function createProviderWorker(
  * and `all`, the provider worker.
  */
 export async function createWorkers(
-  deps: WorkerDeps & {
+  given: WorkerDeps & {
     webhooks?: Omit<WebhookWorkerDeps, 'connection' | 'namespace' | 'workflowBundle' | 'deployment' | 'tracing'>;
     workflowsPath?: string;
   },
   role: WorkerRole,
 ): Promise<Worker[]> {
   const workers: Worker[] = [];
+  // One set of provider permits per process: the provider worker's slots and the runs in place share them.
+  const deps = { ...given, providerPermits: given.providerPermits ?? permitsOf(given) };
   if (role !== 'provider') {
     const prebuilt = deps.workflowBundle ?? prebuiltFor(deps);
     const bundle = prebuilt ? undefined : await bundleInChildProcess(deps.workflowsPath, deps.tracing?.workflowModules);
     const workflowBundle = bundle ? { codePath: bundle.codePath } : prebuilt;
     try {
-      workers.push(await createWorker({ ...deps, workflowBundle }));
+      workers.push(await createWorker({ ...deps, workflowBundle, runsInPlace: role === 'all' }));
       if (deps.webhooks) {
         workers.push(
           await createWebhookWorker({
@@ -252,6 +279,30 @@ export async function createWorkers(
   }
   if (role !== 'workflows') workers.push(await createProviderWorker(deps));
   return workers;
+}
+
+/**
+ * A run in place keeps its workflow task open, and the SDK's slot for it, until it ends, and its
+ * workflow in the cache: runs in place take at most half of the worker's workflow task slots (the
+ * SDK's 40, never more than the cache holds), so that other workflows always have the rest.
+ */
+const inPlaceLimitOf = (cacheSize: number | undefined): number => Math.floor(Math.min(40, cacheSize ?? 40) / 2);
+
+const permitsOf = (deps: { providerConcurrency?: number | undefined }) =>
+  new ProviderRunPermits(deps.providerConcurrency ?? 200);
+
+/** The provider worker's activity slots are the process's provider permits. */
+function slotsOf(permits: ProviderRunPermits): CustomSlotSupplier<ActivitySlotInfo> {
+  return {
+    type: 'custom',
+    reserveSlot: async (_ctx, signal) => {
+      await permits.take(signal);
+      return {};
+    },
+    tryReserveSlot: () => (permits.tryTake() ? {} : null),
+    markSlotUsed: () => undefined,
+    releaseSlot: () => permits.give(),
+  };
 }
 
 /** The compiled build's bundle for these workers, unless they run another workflows entry (the roll-out proof's next version). */

@@ -13,6 +13,7 @@ import { chargedTokens, tokenCharge } from '../../core/catalogue/pricing';
 import { tokenUsageOf } from '../../core/providers/token-usage';
 import { progressRecorder } from './progress-recorder';
 import { earlyThumbnail, storePreviews } from './previews';
+import type { ProviderRunPermits } from '../../core/providers/run-permits';
 
 /** The shortest period between two looks at a waiting upstream job (activities/generation/upstream-wait.ts). */
 const MIN_WAIT_POLL_MS = 1_000;
@@ -39,6 +40,35 @@ export function createProviderActivities(deps: ProviderDeps) {
     ...createUpstreamWaitActivities(deps),
   };
 }
+
+/**
+ * A provider run in place: a local activity of the workflow's own worker, so that a short run costs
+ * no dispatch through the provider task queue (docs/decisions/0143-provider-runs-in-place.md). It
+ * runs only if one of the process's provider permits is free at once; `busy` sends the workflow to
+ * the queue, where the run waits its turn fairly. Only runs that never detach come here.
+ */
+export function createInPlaceProviderActivities(
+  deps: ProviderDeps & { permits: ProviderRunPermits; inPlaceLimit: number },
+) {
+  let inPlace = 0;
+  return {
+    async runProviderInPlace(job: ProviderRun): Promise<InPlaceRun> {
+      if (inPlace >= deps.inPlaceLimit || !deps.permits.tryTake()) return { busy: true };
+      inPlace += 1;
+      try {
+        const started = await perform(deps, job, false);
+        if (!('output' in started)) throw new Error('a provider run asked not to detach left its job waiting');
+        return { output: started.output };
+      } finally {
+        inPlace -= 1;
+        deps.permits.give();
+      }
+    },
+  };
+}
+
+/** What a run in place answers: its output, or that no permit was free. */
+export type InPlaceRun = { output: RunOutput } | { busy: true };
 
 /**
  * One provider run. `detach`: a long upstream job (a queued video) may be left waiting at its
@@ -160,7 +190,8 @@ async function runOnProvider(
       ...edit,
     },
     {
-      heartbeat: (details?: unknown) => ctx.heartbeat(details),
+      // A local activity has no heartbeat: its workflow task is what stays open while it runs.
+      heartbeat: ctx.info.isLocal ? () => undefined : (details?: unknown) => ctx.heartbeat(details),
       signal: ctx.cancellationSignal,
       progress,
       ...(preview ? { preview } : {}),

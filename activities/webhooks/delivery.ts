@@ -73,16 +73,16 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
   const perEndpoint = deps.perEndpointConcurrency ?? 4;
   const inFlight = new Map<string, number>();
 
-  const send = async (target: DeliveryTarget, req: AttemptRequest): Promise<AttemptOutcome> => {
-    const { endpoint } = target;
+  const send = async (target: DeliveryTarget, secretSealed: string, req: AttemptRequest): Promise<AttemptOutcome> => {
+    const { endpoint, secretOwner } = target;
     const now = clock();
-    const secrets = [secretBox.open(endpoint.secretSealed, endpoint.id)];
+    const secrets = [secretBox.open(secretSealed, secretOwner)];
     if (
       endpoint.previousSecretSealed &&
       endpoint.previousSecretExpiresAt &&
       endpoint.previousSecretExpiresAt.getTime() > now
     ) {
-      secrets.push(secretBox.open(endpoint.previousSecretSealed, endpoint.id));
+      secrets.push(secretBox.open(endpoint.previousSecretSealed, secretOwner));
     }
     const generation = target.generationId
       ? await getGeneration(pool, endpoint.accountId, target.generationId)
@@ -177,12 +177,18 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         await stopDelivery(pool, target.id, reason);
         return { outcome: 'stopped', reason };
       }
+      const { secretSealed } = target.endpoint;
+      if (secretSealed === null) {
+        const reason = 'Not sent: the account has no callback secret.';
+        await stopDelivery(pool, target.id, reason);
+        return { outcome: 'stopped', reason };
+      }
       // A slow receiver may hold a few of this worker's slots, never all of them.
       const busy = inFlight.get(target.endpoint.id) ?? 0;
       if (busy >= perEndpoint) return { outcome: 'deferred' };
       inFlight.set(target.endpoint.id, busy + 1);
       try {
-        return await send(target, req);
+        return await send(target, secretSealed, req);
       } finally {
         const left = (inFlight.get(target.endpoint.id) ?? 1) - 1;
         if (left > 0) inFlight.set(target.endpoint.id, left);

@@ -1,14 +1,13 @@
 import { Readable } from 'node:stream';
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { InvalidRequestError, markAfterAdmission, ProviderFailedError, UnknownCostError } from '../../core/errors';
-import type { AnthropicHeaders } from '../../core/generation/params';
+import { InvalidRequestError, markAfterAdmission, ProviderFailedError } from '../../core/errors';
+import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import { wholeReply } from '../../service/chat/whole-reply';
-import { bearerToken, principalOf, requireApiKey } from '../shared/auth';
+import { principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
-import { inDoorWords } from '../shared/errors';
+import { messageObject } from '../shared/anthropic/message';
 import { cancelAfterHeader, clientDeadlineMs, idempotencyKey, idempotencyOf, spendCapOption } from '../shared/fields';
 import { clientGone } from '../shared/sse';
 import {
@@ -23,9 +22,12 @@ import {
   samplingOf,
   toolsOf,
 } from './body';
+import { anthropicBatchRoutes, BATCH_CREATE_FIELDS } from './batches';
 import { errorsAnthropic, installAnthropicErrors } from './errors';
+import { message } from './message-schema';
 import { anthropicModelRoutes } from './models';
-import { messageEvents, messageObject } from './replies';
+import { anthropicHeadersOf, checkVersion, inAnthropicWords, keyOf, VERSIONS } from './protocol';
+import { messageEvents } from './replies';
 
 /**
  * Anthropic's Messages API (`POST /v1/messages`, `POST /v1/messages/count_tokens`) and its model
@@ -38,54 +40,20 @@ import { messageEvents, messageObject } from './replies';
 
 export interface AnthropicDeps extends AuthDeps {
   service: GenerationService;
+  batches: BatchService;
+  publicBaseUrl?: string | undefined;
 }
 
-/** The versions of Anthropic's API whose request and reply shapes this door speaks. */
-const VERSIONS = { first: '2023-06-01', last: '2026-10-21' };
-const ROUTE = 'POST /v1/messages';
-const PARAMS: Record<string, string> = {
-  maxTokens: 'max_tokens',
-  responseFormat: 'output_config.format',
-  kind: 'model',
+/** The fields each body of this door may have: another is refused by name, as Anthropic refuses it. */
+const FIELDS: Record<string, readonly string[]> = {
+  '/v1/messages': MESSAGE_FIELDS,
+  '/v1/messages/count_tokens': MESSAGE_FIELDS,
+  '/v1/messages/batches': BATCH_CREATE_FIELDS,
 };
+
+const ROUTE = 'POST /v1/messages';
 const tags = ['Anthropic Messages API'];
 const security = [{ apiKey: [] }];
-
-/** The key as Anthropic's clients send it: `x-api-key`, or `Authorization: Bearer` (the current SDK's). */
-const keyOf = (request: FastifyRequest): string | undefined => {
-  const given = request.headers['x-api-key'];
-  return typeof given === 'string' && given !== '' ? given : bearerToken(request);
-};
-
-/** `anthropic-version` is required, as Anthropic requires it, and must be one this door speaks. */
-function checkVersion(request: FastifyRequest): void {
-  const version = request.headers['anthropic-version'];
-  if (typeof version !== 'string' || version === '')
-    throw new InvalidRequestError('anthropic-version: header is required', 'anthropic-version');
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(version) || version < VERSIONS.first || version > VERSIONS.last)
-    throw new InvalidRequestError(
-      `anthropic-version: ${version} is not a version this service speaks (${VERSIONS.first} to ${VERSIONS.last}).`,
-      'anthropic-version',
-    );
-}
-
-/** The client's protocol headers as sent (checkVersion has already judged the version). */
-function anthropicHeadersOf(request: FastifyRequest): AnthropicHeaders {
-  const header = (name: string): string | undefined => {
-    const value = request.headers[name];
-    return Array.isArray(value) ? value.join(',') : value;
-  };
-  const beta = header('anthropic-beta');
-  return { version: header('anthropic-version'), ...(beta === undefined ? {} : { beta }) };
-}
-
-/** Anthropic's names for the service's errors: an unknown model is a bad `model`, as Anthropic says it. */
-const inAnthropicWords = <T>(work: () => Promise<T>): Promise<T> =>
-  inDoorWords(PARAMS, work, (err) =>
-    err instanceof UnknownCostError
-      ? new InvalidRequestError(err.message.replace('No price is defined for', 'There is no'), 'model')
-      : undefined,
-  );
 
 const headers = z.looseObject({
   'anthropic-version': z
@@ -100,45 +68,6 @@ const headers = z.looseObject({
   'cancel-after': cancelAfterHeader,
 });
 
-const usage = z.object({
-  input_tokens: z.number().int(),
-  output_tokens: z.number().int().describe('What was charged for, at the model’s rate per 1,000'),
-  cache_creation_input_tokens: z.number().int(),
-  cache_read_input_tokens: z.number().int(),
-  cache_creation: z.null(),
-  inference_geo: z.null(),
-  output_tokens_details: z.null(),
-  server_tool_use: z.null(),
-  service_tier: z.literal('standard'),
-  speed: z.null(),
-});
-const message = z
-  .object({
-    id: z.string().describe('The generation id (also readable at /api/v1/generations/{id})'),
-    type: z.literal('message'),
-    role: z.literal('assistant'),
-    model: z.string().describe('The catalogue model that answered'),
-    content: z.array(
-      z.union([
-        z.object({ type: z.literal('text'), text: z.string(), citations: z.null() }),
-        z.object({
-          type: z.literal('tool_use'),
-          id: z.string(),
-          name: z.string(),
-          input: z.unknown(),
-          caller: z.object({ type: z.literal('direct') }),
-        }),
-      ]),
-    ),
-    container: z.null(),
-    diagnostics: z.null(),
-    stop_details: z.null(),
-    stop_reason: z.enum(['end_turn', 'max_tokens', 'tool_use']),
-    stop_sequence: z.null(),
-    usage,
-  })
-  .meta({ id: 'AnthropicMessage' });
-
 export const anthropicRoutes: FastifyPluginAsyncZod<AnthropicDeps> = async (app, deps) => {
   installAnthropicErrors(app);
   app.addHook('onRequest', async (request, reply) => {
@@ -149,12 +78,14 @@ export const anthropicRoutes: FastifyPluginAsyncZod<AnthropicDeps> = async (app,
   app.addHook('preValidation', async (request) => {
     checkVersion(request);
     const body = request.body;
-    if (request.url.startsWith('/v1/messages') && typeof body === 'object' && body !== null && !Array.isArray(body)) {
-      const unknown = Object.keys(body).find((k) => !(MESSAGE_FIELDS as readonly string[]).includes(k));
+    const fields = request.method === 'POST' ? FIELDS[request.routeOptions.url ?? ''] : undefined;
+    if (fields && typeof body === 'object' && body !== null && !Array.isArray(body)) {
+      const unknown = Object.keys(body).find((k) => !fields.includes(k));
       if (unknown !== undefined) throw new InvalidRequestError(`${unknown}: Extra inputs are not permitted`, unknown);
     }
   });
   await app.register(anthropicModelRoutes);
+  await app.register(anthropicBatchRoutes, { batches: deps.batches, publicBaseUrl: deps.publicBaseUrl });
   const route = app.withTypeProvider<ZodTypeProvider>();
 
   route.post(

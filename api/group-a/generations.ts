@@ -6,7 +6,7 @@ import { generateHeaders, generateOptionsOf, idempotencyOf, listQuery, spendCapO
 import type { z } from 'zod';
 import type { Principal } from '../../core/accounts/principal';
 import type { SubmitOptions, Submitted } from '../../service/generation/service';
-import { editBody, extendBody, remixBody } from '../shared/generate-bodies';
+import { editBody, extendBody, groupACallbackOption, remixBody } from '../shared/generate-bodies';
 import {
   errorResponses,
   generation,
@@ -57,7 +57,13 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
    * for: the same key on another video is a conflict.
    */
   const fromVideo = <
-    B extends z.ZodType<{ prompt: string; max_credits?: number | null | undefined; customer?: string | undefined }>,
+    B extends z.ZodType<{
+      prompt: string;
+      max_credits?: number | null | undefined;
+      customer?: string | undefined;
+      webhook?: string | undefined;
+      webhook_events_filter?: string[] | undefined;
+    }>,
   >(
     action: 'remix' | 'extend' | 'edit',
     docs: { operationId: string; summary: string; description: string; body: B },
@@ -88,6 +94,7 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
           ...generateOptionsOf(request, 'group-a', operation, { customer: body.customer }),
           idempotency: idempotencyOf(request, operation, { id, ...body }),
           ...spendCapOption(body.max_credits, 'max_credits'),
+          ...groupACallbackOption(body),
         };
         const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
           submit(principalOf(request), id, body, options),

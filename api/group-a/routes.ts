@@ -8,7 +8,7 @@ import type { AuthDeps } from '../shared/auth';
 import { inDoorWords } from '../shared/errors';
 import type { StandingMonitor } from '../shared/standing';
 import { generateHeaders, generateOptionsOf, spendCapOption } from '../shared/fields';
-import { groupAGenerateBody, groupARequestOf } from '../shared/generate-bodies';
+import { groupACallbackOption, groupAGenerateBody, groupARequestOf } from '../shared/generate-bodies';
 import { errorResponses, generation, generationKind, generationOf, modelEntry, quote } from '../shared/schemas';
 import { accountRoutes } from './account';
 import { generationRoutes } from './generations';
@@ -66,6 +66,7 @@ export const groupARoutes: FastifyPluginAsyncZod<
             customer: request.body.customer,
           }),
           ...spendCapOption(request.body.max_credits, 'max_credits'),
+          ...groupACallbackOption(request.body),
         };
         const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
           deps.service.submit(groupARequestOf(request.body), principalOf(request), options),

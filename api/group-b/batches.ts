@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { BATCH_ID_PATTERN } from '../../core/ids';
-import { BATCH_COMPLETION_WINDOW, BATCH_ENDPOINTS } from '../../core/vocabulary';
-import type { BatchEndpoint } from '../../core/vocabulary';
+import { BATCH_COMPLETION_WINDOW, OPENAI_BATCH_ENDPOINTS } from '../../core/vocabulary';
 import { principalOf } from '../shared/auth';
-import { spendCapField } from '../shared/fields';
+import { callbackOption, spendCapField } from '../shared/fields';
+import { callbackFields } from '../shared/openai/media';
 import { lineParserFor } from '../shared/openai/batch-lines';
 import { batchObject, batchObjectOf } from '../shared/openai/batches';
 import { GROUP_B_PARAMS, inGroupBWords } from '../shared/openai/words';
@@ -19,7 +19,7 @@ import type { GroupBDeps } from './common';
  * batch rate, run line by line and settled line by line (service/batches/).
  */
 
-const ENDPOINTS = Object.keys(BATCH_ENDPOINTS) as [BatchEndpoint, ...BatchEndpoint[]];
+const ENDPOINTS = OPENAI_BATCH_ENDPOINTS;
 
 export const batchCreateBody = z
   .object({
@@ -38,6 +38,7 @@ export const batchCreateBody = z
     max_credits: spendCapField('max_credits')
       .nullable()
       .describe('The most the whole batch may cost (at the batch rate); above it nothing is held (402)'),
+    ...callbackFields,
   })
   .meta({
     id: 'BatchCreateRequest',
@@ -82,15 +83,20 @@ export const groupBBatchRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
       const renames = body.endpoint === '/v1/responses' ? RESPONSE_PARAMS : GROUP_B_PARAMS;
       const batch = await inGroupBWords(() =>
         deps.batches.create(principal, {
-          inputFileId: body.input_file_id,
+          input: { format: 'openai', inputFileId: body.input_file_id },
           endpoint: body.endpoint,
+          door: 'group-b',
           metadata: body.metadata ?? null,
           spendCap: body.max_credits == null ? undefined : { credits: body.max_credits, param: 'max_credits' },
           parse: lineParserFor(body.endpoint, (input) => deps.service.responses.conversation(principal, input)),
           inWords: (work) => inGroupBWords(work, renames),
+          ...callbackOption(body.callback_url, body.callback_events, {
+            param: 'callback_url',
+            eventsParam: 'callback_events',
+          }),
         }),
       );
-      return batchObjectOf(await deps.batches.get(principal, batch.id));
+      return batchObjectOf(await deps.batches.get(principal, batch.id, 'openai'));
     },
   );
 
@@ -106,7 +112,7 @@ export const groupBBatchRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
         response: { 200: batchObject, ...errorsB(401, 404, 429, 500, 503) },
       },
     },
-    async (request) => batchObjectOf(await deps.batches.get(principalOf(request), request.params.id)),
+    async (request) => batchObjectOf(await deps.batches.get(principalOf(request), request.params.id, 'openai')),
   );
 
   route.get(
@@ -122,7 +128,7 @@ export const groupBBatchRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
       },
     },
     async (request) => {
-      const page = await deps.batches.list(principalOf(request), request.query);
+      const page = await deps.batches.list(principalOf(request), { ...request.query, format: 'openai' });
       const data = page.data.map(batchObjectOf);
       return {
         object: 'list' as const,
@@ -149,6 +155,6 @@ export const groupBBatchRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
         response: { 200: batchObject, ...errorsB(401, 404, 409, 429, 500, 503) },
       },
     },
-    async (request) => batchObjectOf(await deps.batches.cancel(principalOf(request), request.params.id)),
+    async (request) => batchObjectOf(await deps.batches.cancel(principalOf(request), request.params.id, 'openai')),
   );
 };

@@ -5,7 +5,14 @@ import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import type { AuthDeps } from '../shared/auth';
 import { assertKnownFields } from '../shared/openai/words';
-import { cancelAfterHeader, clientDeadlineMs, idempotencyKey, idempotencyOf, spendCapOption } from '../shared/fields';
+import {
+  callbackOption,
+  cancelAfterHeader,
+  clientDeadlineMs,
+  idempotencyKey,
+  idempotencyOf,
+  spendCapOption,
+} from '../shared/fields';
 import { customerHeaders, customerOption } from '../shared/customers';
 import { apiError } from '../shared/schemas';
 
@@ -40,18 +47,41 @@ export function submitOptionsOf(
     safety_identifier?: string | null;
     user?: string | null;
     customer?: string;
+    callback_url?: string | null;
+    callback_events?: string[] | null;
+    webhook?: string;
+    webhook_events_filter?: string[];
   };
   return {
     door: 'group-b' as const,
     idempotency: idempotencyOf(request, route, body),
     ...(deadlineMs === undefined ? {} : { deadlineMs }),
     ...spendCapOption(fields.max_credits, 'max_credits'),
+    ...callbackOf(fields),
     ...customerOption(request.headers, {
       safety_identifier: fields.safety_identifier,
       user: fields.user,
       customer: fields.customer,
     }),
   };
+}
+
+/** A submit's callback: OpenRouter's `callback_url` on OpenAI's shapes, the remix body's `webhook` (shared with group A). */
+function callbackOf(fields: {
+  callback_url?: string | null;
+  callback_events?: string[] | null;
+  webhook?: string;
+  webhook_events_filter?: string[];
+}) {
+  if (fields.webhook !== undefined)
+    return callbackOption(fields.webhook, fields.webhook_events_filter, {
+      param: 'webhook',
+      eventsParam: 'webhook_events_filter',
+    });
+  return callbackOption(fields.callback_url, fields.callback_events, {
+    param: 'callback_url',
+    eventsParam: 'callback_events',
+  });
 }
 
 /** The headers of a group B POST that submits: its Idempotency-Key, its deadline, its customer. */

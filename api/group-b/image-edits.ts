@@ -2,7 +2,15 @@ import { z } from 'zod';
 import { InvalidRequestError } from '../../core/errors';
 import type { EditInput } from '../../service/generation/requests';
 import { deadlineSeconds, imageUrl as httpImageUrl, modelId } from '../shared/fields';
-import { endUser, formNumber, maxCredits, outputFormat, prompt, responseFormat } from '../shared/openai/media';
+import {
+  callbackFields,
+  endUser,
+  formNumber,
+  maxCredits,
+  outputFormat,
+  prompt,
+  responseFormat,
+} from '../shared/openai/media';
 import { GROUP_B_PARAMS } from '../shared/openai/words';
 
 /** OpenAI's image edits (POST /v1/images/edits): the body as the SDKs send it, and its inputs in the service's terms. */
@@ -46,6 +54,7 @@ export const imageEditBody = z
     safety_identifier: endUser.nullish(),
     deadline_seconds: formNumber(deadlineSeconds),
     max_credits: formNumber(maxCredits),
+    ...callbackFields,
   })
   .meta({ id: 'ImageEditRequest' });
 

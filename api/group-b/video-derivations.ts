@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { InvalidRequestError } from '../../core/errors';
 import { principalOf } from '../shared/auth';
 import { extensionSeconds } from '../shared/generate-bodies';
-import { endUser, formNumber, maxCredits, prompt, video, videoOf } from '../shared/openai/media';
+import { callbackFields, endUser, formNumber, maxCredits, prompt, video, videoOf } from '../shared/openai/media';
 import { GROUP_B_PARAMS, inGroupBWords } from '../shared/openai/words';
 import { errorsB, idempotencyHeaders, refuseUnknownFields, security, submitOptionsOf, tags } from './common';
 import type { GroupBDeps } from './common';
@@ -36,6 +36,7 @@ const extensionBody = z
     ...videoReference,
     max_credits: formNumber(maxCredits),
     ...customer,
+    ...callbackFields,
   })
   .meta({
     id: 'VideoExtensionRequest',
@@ -48,6 +49,7 @@ const editBody = z
     ...videoReference,
     max_credits: formNumber(maxCredits),
     ...customer,
+    ...callbackFields,
   })
   .meta({ id: 'VideoEditRequest', examples: [{ prompt: 'the same waves under snow', video: { id: 'gen_…' } }] });
 

@@ -6,7 +6,7 @@ import type { GenerationView } from '../../core/generation/view';
 import { assertSessionMay, principalOf, requireKeyOrSession } from '../shared/auth';
 import type { SessionAuthDeps } from '../shared/auth';
 import { generateHeaders, generateOptionsOf, spendCapOption } from '../shared/fields';
-import { groupCGenerateBody, groupCRequestOf } from '../shared/generate-bodies';
+import { groupCCallbackOption, groupCGenerateBody, groupCRequestOf } from '../shared/generate-bodies';
 import {
   credits,
   errorResponses,
@@ -74,6 +74,7 @@ export const groupCRoutes: FastifyPluginAsyncZod<SessionAuthDeps & { service: Ge
           customer: request.body.customer,
         }),
         ...spendCapOption(request.body.maxCredits, 'maxCredits'),
+        ...groupCCallbackOption(request.body),
       };
       const { generation } = await deps.service.submit(groupCRequestOf(request.body), principalOf(request), options);
       if (options.respondAsync) reply.header('Preference-Applied', 'respond-async');

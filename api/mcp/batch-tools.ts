@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { BATCH_ENDPOINTS, isFinalBatch } from '../../core/vocabulary';
-import type { BatchEndpoint } from '../../core/vocabulary';
-import { spendCapField } from '../shared/fields';
+import { isFinalBatch, OPENAI_BATCH_ENDPOINTS } from '../../core/vocabulary';
+import { callbackEventsField, callbackOption, callbackUrlField, spendCapField } from '../shared/fields';
 import { batch, batchOf } from '../shared/batches';
 import { lineParserFor } from '../shared/openai/batch-lines';
 import { inGroupBWords } from '../shared/openai/words';
@@ -9,7 +8,7 @@ import { CANCELS, defineTool, GENERATES, MAX_WAIT_SECONDS, READS, waitSeconds } 
 import type { McpTool } from './define-tool';
 import { structured } from './results';
 
-const BATCH_ENDPOINT_IDS = Object.keys(BATCH_ENDPOINTS) as [BatchEndpoint, ...BatchEndpoint[]];
+const BATCH_ENDPOINT_IDS = OPENAI_BATCH_ENDPOINTS;
 /** A batch made through MCP names its requests in the call; larger ones go through POST /v1/files. */
 const MAX_MCP_BATCH = 1_000;
 const batchOutput = z.object(batch.shape);
@@ -42,6 +41,8 @@ const generateBatch = defineTool({
       .max(MAX_MCP_BATCH),
     metadata: z.record(z.string().max(64), z.string().max(512)).optional(),
     max_credits: spendCapField('max_credits').describe('The most the whole batch may cost; above it nothing is held'),
+    webhook: callbackUrlField('webhook'),
+    webhook_events_filter: callbackEventsField('webhook_events_filter'),
   }),
   output: batchOutput,
   annotations: GENERATES,
@@ -56,12 +57,18 @@ const generateBatch = defineTool({
     });
     const made = await inGroupBWords(() =>
       ctx.batches.create(ctx.principal, {
-        inputFileId: file.id,
+        input: { format: 'openai', inputFileId: file.id },
         endpoint: args.endpoint,
+        // Its lines are group B requests, priced as group B prices them.
+        door: 'group-b',
         metadata: args.metadata ?? null,
         spendCap: args.max_credits === undefined ? undefined : { credits: args.max_credits, param: 'max_credits' },
         parse: lineParserFor(args.endpoint, (input) => ctx.service.responses.conversation(ctx.principal, input)),
         inWords: (work) => inGroupBWords(work),
+        ...callbackOption(args.webhook, args.webhook_events_filter, {
+          param: 'webhook',
+          eventsParam: 'webhook_events_filter',
+        }),
       }),
     );
     const view = await ctx.batches.get(ctx.principal, made.id);

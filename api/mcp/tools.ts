@@ -3,7 +3,13 @@ import type { GenerationView } from '../../core/generation/view';
 import { modelListing } from '../../service/catalogue/model-list';
 import { clientDeadlineMs, spendCapField, spendCapOption, mediaPrompt, modelId } from '../shared/fields';
 import { customerId, customerOption } from '../shared/customers';
-import { groupAGenerateBody, groupAImageBody, groupARequestOf, groupAVideoBody } from '../shared/generate-bodies';
+import {
+  groupACallbackOption,
+  groupAGenerateBody,
+  groupAImageBody,
+  groupARequestOf,
+  groupAVideoBody,
+} from '../shared/generate-bodies';
 import { generationOf, modelEntry } from '../shared/schemas';
 import { BATCH_TOOLS } from './batch-tools';
 import { CANCELS, defineTool, GENERATES, generationOutput, MAX_WAIT_SECONDS, READS, waitSeconds } from './define-tool';
@@ -50,6 +56,7 @@ const generateImage = defineTool({
       deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds),
       ...spendCapOption(body.max_credits, 'max_credits'),
       ...customerOf(ctx, body.customer),
+      ...groupACallbackOption(body),
     });
     const g = await ctx.service.follow(ctx.principal, submitted.id, {
       waitMs: ctx.syncWaitMs,
@@ -68,6 +75,7 @@ const submitVideo = async (body: z.output<typeof groupAGenerateBody>, ctx: ToolC
       deadlineMs: clientDeadlineMs(undefined, body.deadline_seconds),
       ...spendCapOption(body.max_credits, 'max_credits'),
       ...customerOf(ctx, body.customer),
+      ...groupACallbackOption(body),
     })
   ).generation;
 

@@ -2,7 +2,14 @@ import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { NotFoundError } from '../../core/errors';
-import { BATCH_ENDPOINTS, BATCH_STATUSES, GENERATION_KINDS } from '../../core/vocabulary';
+import {
+  BATCH_ENDPOINTS,
+  BATCH_FORMATS,
+  BATCH_STATUSES,
+  batchFormatOf,
+  GENERATION_KINDS,
+  isFinalBatch,
+} from '../../core/vocabulary';
 import type { BatchEndpoint } from '../../core/vocabulary';
 import type { Principal } from '../../core/accounts/principal';
 import { principalOf } from './auth';
@@ -10,12 +17,15 @@ import type { BatchService, BatchView } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import { BATCH_ID_PATTERN } from '../../core/ids';
 import { decodeCursor, encodeCursor } from '../../core/cursor';
+import { messageBatchResults } from './anthropic/batch-results';
 import { batchFileLines } from './openai/batches';
 import { openEventStream } from './sse';
 
 /**
- * A batch as group A, MCP and the dashboard show it (camelCase, ISO times), and its output and
- * error files as those doors download them: the same JSONL group B's `/v1/files/{id}/content` serves.
+ * A batch as group A, MCP and the dashboard show it (camelCase, ISO times), of either format, and
+ * its output and error files as those doors download them: for OpenAI's format the same JSONL
+ * group B's `/v1/files/{id}/content` serves; for Anthropic's, its results (as
+ * `/v1/messages/batches/{id}/results` has them) that succeeded, and those that did not.
  */
 
 const iso = z.string().nullable().describe('ISO 8601 UTC');
@@ -23,6 +33,9 @@ const iso = z.string().nullable().describe('ISO 8601 UTC');
 export const batch = z
   .object({
     id: z.string(),
+    format: z
+      .enum(BATCH_FORMATS)
+      .describe('openai: made with POST /v1/batches or MCP; anthropic: a Message Batch (POST /v1/messages/batches)'),
     endpoint: z.enum(Object.keys(BATCH_ENDPOINTS) as [BatchEndpoint, ...BatchEndpoint[]]),
     kind: z.enum(GENERATION_KINDS),
     status: z.enum(BATCH_STATUSES),
@@ -31,9 +44,9 @@ export const batch = z
     waiting: z.number().int().describe('Lines not started yet'),
     creditsHeld: z.number().describe('Held when it was made: every line at the batch rate'),
     creditsCharged: z.number().describe('Charged for its lines so far'),
-    inputFileId: z.string(),
-    outputFileId: z.string().nullable(),
-    errorFileId: z.string().nullable(),
+    inputFileId: z.string().nullable().describe('Null for a Message Batch (its requests came inline)'),
+    outputFileId: z.string().nullable().describe('OpenAI’s format: its output file once it has ended'),
+    errorFileId: z.string().nullable().describe('OpenAI’s format: its error file once it has ended'),
     errors: z
       .array(
         z.object({
@@ -56,6 +69,7 @@ export function batchOf(b: BatchView): z.infer<typeof batch> {
   const finished = b.completedAt ?? b.failedAt ?? b.expiredAt ?? b.cancelledAt;
   return {
     id: b.id,
+    format: b.format,
     endpoint: b.endpoint,
     kind: b.kind,
     status: b.status,
@@ -84,7 +98,8 @@ export const batchList = z
 
 /** The answer of a batch's output or error file. */
 export const batchFileResponse = {
-  description: 'JSONL: one line per request, as group B’s output and error files',
+  description:
+    'JSONL: one line per request, as group B’s output and error files (OpenAI’s format) or as a Message Batch’s results (Anthropic’s)',
   content: { 'application/jsonl': { schema: z.string().describe('JSONL') } },
 };
 
@@ -140,6 +155,8 @@ export async function sendBatchFile(
   role: 'output' | 'errors',
 ): Promise<FastifyReply> {
   const row = await deps.batches.own(principal, id);
+  if (batchFormatOf(row.endpoint) === 'anthropic')
+    return sendMessageBatchFile(reply, deps.batches, principal, row, role);
   const fileId = role === 'output' ? row.outputFileId : row.errorFileId;
   const content = fileId === null ? undefined : await deps.batches.files.content(principal, fileId);
   if (!content || !('batch' in content)) {
@@ -157,4 +174,25 @@ export async function sendBatchFile(
     .header('content-type', 'application/jsonl')
     .header('content-disposition', `attachment; filename="${content.file.filename}"`)
     .send(Readable.from(lines));
+}
+
+/** A Message Batch's results that succeeded (`output`) or did not (`errors`); 404 until it has ended with such lines. */
+async function sendMessageBatchFile(
+  reply: FastifyReply,
+  batches: BatchService,
+  principal: Principal,
+  row: Awaited<ReturnType<BatchService['own']>>,
+  role: 'output' | 'errors',
+): Promise<FastifyReply> {
+  const { requestCounts } = await batches.get(principal, row.id);
+  const lines = role === 'output' ? requestCounts.completed : requestCounts.failed;
+  if (!isFinalBatch(row.status) || lines === 0)
+    throw new NotFoundError(
+      `Batch '${row.id}' has no ${role === 'output' ? 'output' : 'error'} file${isFinalBatch(row.status) ? '' : ' yet'}.`,
+      { param: 'id' },
+    );
+  return reply
+    .header('content-type', 'application/jsonl')
+    .header('content-disposition', `attachment; filename="${row.id}_${role === 'output' ? 'output' : 'error'}.jsonl"`)
+    .send(Readable.from(messageBatchResults(batches, row, role === 'output' ? 'completed' : 'failed')));
 }

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
+import { InvalidRequestError } from '../../core/errors';
 import { safeText } from '../../core/text';
 import type { Door } from '../../core/vocabulary';
 import { generationKind, generationStatus } from './schemas';
@@ -58,6 +59,47 @@ export const spendCapField = (name: string) =>
 /** The service option of a body's cap; `param` is the field as the door spells it. */
 export function spendCapOption(credits: number | null | undefined, param: string) {
   return credits === undefined || credits === null ? {} : { spendCap: { credits, param } };
+}
+
+/**
+ * A callback URL on the job itself (`webhook` in group A, `callback_url` in group B, `callbackUrl`
+ * in group C): the job's events are POSTed there too, signed with the account's callback secret.
+ * Checked like an endpoint's URL before anything is held.
+ */
+export const callbackUrlField = (name: string) =>
+  z
+    .string({ error: `${name} must be a URL` })
+    .max(2048, `${name} must be at most 2048 characters`)
+    .optional()
+    .describe(
+      'https URL that receives this job’s events as signed POSTs (the account’s callback secret; see /api/v1/webhooks/callback-secret). ' +
+        'Must not be, or resolve to, a private, loopback or metadata address',
+    );
+
+/** Which of the job's events its callback gets (`webhook_events_filter`, `callback_events`, `callbackEvents`). */
+export const callbackEventsField = (name: string) =>
+  z
+    .array(z.string().max(100), { error: `${name} must be a list of event names` })
+    .min(1, `${name} must name at least one event`)
+    .max(16)
+    .optional()
+    .describe(
+      'The events the callback gets (default: all of them): queued, running (or start), succeeded, failed, completed (both ends), progress (or output); ' +
+        'the generation.* names too. A batch’s: completed, failed, cancelled, expired',
+    );
+
+/** The service option of a body's callback; the names are its fields as the door spells them. */
+export function callbackOption(
+  url: string | null | undefined,
+  events: readonly string[] | null | undefined,
+  names: { param: string; eventsParam: string },
+) {
+  if (url === undefined || url === null) {
+    if (events !== undefined && events !== null)
+      throw new InvalidRequestError(`${names.eventsParam} goes with ${names.param}.`, names.eventsParam);
+    return {};
+  }
+  return { callback: { url, events: events ?? undefined, ...names } };
 }
 
 /** The Idempotency-Key header (DESIGN §5): the same key and body within 24 h answer the first request again. */

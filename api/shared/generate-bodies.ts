@@ -14,6 +14,9 @@ import {
   spendCapField,
   mediaPrompt,
   modelId,
+  callbackEventsField,
+  callbackOption,
+  callbackUrlField,
 } from './fields';
 import { customerId } from './customers';
 
@@ -44,6 +47,9 @@ const aspect = safeText({ max: 20 }).optional().describe('e.g. 16:9; snapped to 
 const side = z.number().int().min(1).max(8192);
 const max_credits = spendCapField('max_credits');
 const customer = customerId('customer').optional();
+/** A callback on the job, as Replicate names it (group A is Replicate-like: Prefer, Cancel-After). */
+const webhook = callbackUrlField('webhook');
+const webhook_events_filter = callbackEventsField('webhook_events_filter');
 
 const chatMessage = z.strictObject({
   role: z.enum(['system', 'user', 'assistant']),
@@ -73,6 +79,8 @@ export const groupAImageBody = z.strictObject({
   deadline_seconds: deadlineSeconds,
   max_credits,
   customer,
+  webhook,
+  webhook_events_filter,
 });
 export const groupAVideoBody = z.strictObject({
   kind: z.literal('video'),
@@ -84,6 +92,8 @@ export const groupAVideoBody = z.strictObject({
   deadline_seconds: deadlineSeconds,
   max_credits,
   customer,
+  webhook,
+  webhook_events_filter,
 });
 
 export const groupAGenerateBody = z
@@ -101,6 +111,8 @@ export const groupAGenerateBody = z
         deadline_seconds: deadlineSeconds,
         max_credits,
         customer,
+        webhook,
+        webhook_events_filter,
       }),
       z.strictObject({
         kind: z.literal('upscale'),
@@ -111,6 +123,8 @@ export const groupAGenerateBody = z
         deadline_seconds: deadlineSeconds,
         max_credits,
         customer,
+        webhook,
+        webhook_events_filter,
       }),
     ],
     unknownKind,
@@ -155,6 +169,19 @@ export const groupAGenerateBody = z
   });
 
 export type GroupAGenerateBody = z.infer<typeof groupAGenerateBody>;
+
+/** The callback option of a snake_case body (group A, its remix, the MCP tools): Replicate's `webhook` and filter. */
+export const groupACallbackOption = (body: {
+  webhook?: string | undefined;
+  webhook_events_filter?: string[] | undefined;
+}) =>
+  callbackOption(body.webhook, body.webhook_events_filter, { param: 'webhook', eventsParam: 'webhook_events_filter' });
+
+/** The callback option of group C's camelCase body. */
+export const groupCCallbackOption = (body: {
+  callbackUrl?: string | undefined;
+  callbackEvents?: string[] | undefined;
+}) => callbackOption(body.callbackUrl, body.callbackEvents, { param: 'callbackUrl', eventsParam: 'callbackEvents' });
 
 export function groupARequestOf(body: GroupAGenerateBody): GenerationRequest {
   switch (body.kind) {
@@ -208,6 +235,8 @@ const common = {
   deadlineSeconds,
   maxCredits: spendCapField('maxCredits'),
   customer,
+  callbackUrl: callbackUrlField('callbackUrl'),
+  callbackEvents: callbackEventsField('callbackEvents'),
 };
 const groupCPrompt = mediaPrompt.describe(
   `Checked by the safety guard before pricing; at most ${MAX_MEDIA_PROMPT_CHARS} characters`,
@@ -240,6 +269,8 @@ export const groupCGenerateBody = z
         deadlineSeconds,
         maxCredits: common.maxCredits,
         customer,
+        callbackUrl: common.callbackUrl,
+        callbackEvents: common.callbackEvents,
       }),
     ],
     unknownKind,
@@ -285,6 +316,8 @@ export const remixBody = z
     prompt: mediaPrompt.describe('The new prompt; checked by the safety guard before pricing'),
     max_credits,
     customer,
+    webhook,
+    webhook_events_filter,
   })
   .meta({ id: 'RemixRequest', examples: [{ prompt: 'the same waves at night' }] });
 
@@ -308,6 +341,8 @@ export const extendBody = z
     ),
     max_credits,
     customer,
+    webhook,
+    webhook_events_filter,
   })
   .meta({ id: 'ExtendRequest', examples: [{ prompt: 'the waves calm down at dusk', seconds: 5 }] });
 
@@ -317,5 +352,7 @@ export const editBody = z
     prompt: mediaPrompt.describe('How to change the video; checked by the safety guard before pricing'),
     max_credits,
     customer,
+    webhook,
+    webhook_events_filter,
   })
   .meta({ id: 'VideoEditRequest', examples: [{ prompt: 'the same waves under snow' }] });

@@ -10,11 +10,13 @@ import {
   WEBHOOK_FORMATS,
 } from '../../core/webhooks/events';
 import { safeText } from '../../core/text';
-import type { DeliveryView, EndpointView, WebhookService } from '../../service/webhooks/endpoints';
+import type { EndpointView, WebhookService } from '../../service/webhooks/endpoints';
 import { MAX_WEBHOOK_ENDPOINTS } from '../../service/webhooks/endpoints';
 import { principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
 import { doorWords } from '../shared/door';
+import { callbackRoutes } from './callback-routes';
+import { deliveriesQuery, delivery, deliveryOf, iso } from './delivery-schemas';
 import type { ManagementDoor } from '../shared/door';
 
 /** Group A's webhook API (DESIGN §6 "Webhooks API"): a key of the account with the `webhooks` scope manages its endpoints. */
@@ -97,40 +99,6 @@ const endpointWithSecret = z
   })
   .meta({ id: 'WebhookEndpointWithSecret' });
 
-const attempt = z
-  .object({
-    attempt: z.number().int(),
-    startedAt: z.string(),
-    durationMs: z.number().int(),
-    statusCode: z
-      .number()
-      .int()
-      .nullable()
-      .describe('The receiver’s HTTP status; null when none came (timeout, refused, network)'),
-    error: z.string().nullable(),
-    response: z
-      .string()
-      .nullable()
-      .describe(
-        'The first 1 KiB of the receiver’s answer; null when none came, or when it came from a loopback or private address (development mode), whose answers are never kept',
-      ),
-    nextRetryAt: z.string().nullable().describe('When the next attempt is due; null if none will follow'),
-  })
-  .meta({ id: 'WebhookAttempt' });
-
-const delivery = z
-  .object({
-    id: z.string().describe('whd_…: X-Service-Delivery and webhook-id, the same on every attempt'),
-    event: z.string(),
-    generationId: z.string().nullable().describe('null for a ping'),
-    status: z.enum(['pending', 'succeeded', 'failed']),
-    attempts: z.array(attempt),
-    nextRetryAt: z.string().nullable(),
-    deliveredAt: z.string().nullable(),
-    createdAt: z.string(),
-  })
-  .meta({ id: 'WebhookDelivery' });
-
 // Named schemas are made once: the routes are registered for two doors.
 const endpointList = z.object({ data: z.array(endpoint) }).meta({ id: 'WebhookEndpointList' });
 const deleted = z.object({ id: z.string(), deleted: z.literal(true) }).meta({ id: 'WebhookDeleted' });
@@ -140,13 +108,6 @@ const deliveryList = z
 
 const idParams = z.object({ id: z.string().describe('A webhook endpoint id (wh_…)') });
 const deliveryParams = idParams.extend({ deliveryId: z.string().describe('A delivery id (whd_…)') });
-const deliveriesQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size, 1 to 100 (default 20)'),
-  cursor: z.string().max(400).optional().describe('next_cursor of the previous page'),
-  status: z.enum(['pending', 'succeeded', 'failed']).optional(),
-});
-
-const iso = (d: Date | null): string | null => d?.toISOString() ?? null;
 
 function endpointOf(e: EndpointView): z.infer<typeof endpoint> {
   return {
@@ -155,27 +116,6 @@ function endpointOf(e: EndpointView): z.infer<typeof endpoint> {
     previousSecretExpiresAt: iso(e.previousSecretExpiresAt),
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),
-  };
-}
-
-function deliveryOf(d: DeliveryView): z.infer<typeof delivery> {
-  return {
-    id: d.id,
-    event: d.event,
-    generationId: d.generationId,
-    status: d.status,
-    attempts: d.attemptLog.map((a) => ({
-      attempt: a.attempt,
-      startedAt: a.startedAt.toISOString(),
-      durationMs: a.durationMs,
-      statusCode: a.statusCode,
-      error: a.error,
-      response: a.responseExcerpt,
-      nextRetryAt: iso(a.nextRetryAt),
-    })),
-    nextRetryAt: iso(d.nextAttemptAt),
-    deliveredAt: iso(d.deliveredAt),
-    createdAt: d.createdAt.toISOString(),
   };
 }
 
@@ -201,6 +141,8 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhoo
   const { security, tags } = door;
   const prefix = `${door.base}/webhooks`;
   const { operationId, errors, changeErrors } = doorWords(door);
+  // The account's callback secret and the log of its jobs' callbacks, before `/:id` reads them as an endpoint id.
+  await app.register(callbackRoutes, { door, callbacks: webhooks.callbacks });
 
   route.post(
     prefix,

@@ -103,7 +103,7 @@ export const configSchema = z.object({
    * thousand in flight should not mean a thousand in memory (docs/decisions/0018-worker-resources.md).
    */
   WORKFLOW_CACHE_SIZE: z.coerce.number().int().min(2).max(100_000).default(100),
-  /** Provider runs one worker process takes at once. */
+  /** Provider runs one worker process has under way at once, from the provider queue or in place. */
   PROVIDER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
   /** Per kind: past this a generation fails with `timeout` and its hold is released (DESIGN §5). */
   DEADLINE_IMAGE_MS: deadlineMs(10 * 60_000),

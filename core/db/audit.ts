@@ -30,6 +30,7 @@ export const AUDIT_ACTIONS = [
   'webhook.updated',
   'webhook.deleted',
   'webhook.secret_rotated',
+  'webhook.callback_secret_rotated',
   'low_balance.set',
   'customer.limits_set',
   'customer.limits_removed',

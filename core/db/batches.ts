@@ -3,11 +3,13 @@ import type { GenerationDbRow, GenerationRow } from './generations';
 import type { Queryable } from './pool';
 import type { InternalParams, PublicParams } from '../generation/params';
 import type { Millicredits } from '../money';
-import type { BatchEndpoint, BatchStatus, GenerationKind } from '../vocabulary';
+import { ANTHROPIC_BATCH_ENDPOINT, FINAL_BATCH_STATUSES } from '../vocabulary';
+import type { BatchEndpoint, BatchFormat, BatchStatus, GenerationKind } from '../vocabulary';
 
 /**
  * Batches and their lines, as rows. Money and status move in core/ledger/batches.ts; this file
- * only reads (and the ledger writes through the statements it owns there).
+ * reads (and the ledger writes through the statements it owns there), and deletes an ended batch
+ * for its owner: gone for every door, its lines' generations and ledger entries kept.
  */
 
 /** One generation a line runs, priced at the batch rate: what its hold will be and what runs. */
@@ -46,7 +48,8 @@ export interface BatchRow {
   apiKeyId: string | null;
   endpoint: BatchEndpoint;
   kind: GenerationKind;
-  inputFileId: string;
+  /** The uploaded file its lines came from; null for a batch whose requests came inline (Anthropic's). */
+  inputFileId: string | null;
   completionWindow: string;
   metadata: Record<string, string> | null;
   status: BatchStatus;
@@ -84,16 +87,32 @@ export interface BatchCounts {
   running: number;
   /** Not started yet. */
   waiting: number;
+  /** Of the failed: those its stop (a cancel, or the end of its window) kept from running or cut short. */
+  cancelled: number;
+  expired: number;
   /** What its finished lines were charged. */
   chargedMc: Millicredits;
 }
 
-/** One of the account's batches; another account's reads as not found. */
+export const NO_BATCH_COUNTS: BatchCounts = {
+  completed: 0,
+  failed: 0,
+  running: 0,
+  waiting: 0,
+  cancelled: 0,
+  expired: 0,
+  chargedMc: 0,
+};
+
+/** Which batches a door shows: every one (group A, the dashboard), or those of its own format. */
+const FORMAT_FILTER = `($2::text IS NULL OR (endpoint = '${ANTHROPIC_BATCH_ENDPOINT}') = ($2::text = 'anthropic'))`;
+
+/** One of the account's batches; another account's, or one deleted, reads as not found. */
 export async function getBatch(q: Queryable, accountId: string, id: string): Promise<BatchRow | undefined> {
-  const r = await q.query<BatchRow>(`SELECT ${BATCH_COLUMNS} FROM batches WHERE id = $1 AND account_id = $2`, [
-    id,
-    accountId,
-  ]);
+  const r = await q.query<BatchRow>(
+    `SELECT ${BATCH_COLUMNS} FROM batches WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`,
+    [id, accountId],
+  );
   return r.rows[0];
 }
 
@@ -103,18 +122,34 @@ export async function getBatchById(q: Queryable, id: string): Promise<BatchRow |
   return r.rows[0];
 }
 
-/** An account's batches, newest first, keyset-paged by id (ids are time-ordered). */
+/**
+ * An account's batches, newest first, keyset-paged by id (ids are time-ordered): those older than
+ * `after`, or (`before`) the newer ones just above `before`. `format` keeps one format's.
+ */
 export async function listBatches(
   q: Queryable,
   accountId: string,
-  f: { limit: number; after?: string | undefined },
+  f: { limit: number; after?: string | undefined; before?: string | undefined; format?: BatchFormat | undefined },
 ): Promise<BatchRow[]> {
+  const newer = f.before !== undefined;
   const r = await q.query<BatchRow>(
-    `SELECT ${BATCH_COLUMNS} FROM batches WHERE account_id = $1 AND ($2::text IS NULL OR id < $2)
-      ORDER BY id DESC LIMIT $3`,
-    [accountId, f.after ?? null, f.limit],
+    `SELECT ${BATCH_COLUMNS} FROM batches
+      WHERE account_id = $1 AND deleted_at IS NULL AND ${FORMAT_FILTER}
+        AND ($3::text IS NULL OR id < $3) AND ($4::text IS NULL OR id > $4)
+      ORDER BY id ${newer ? 'ASC' : 'DESC'} LIMIT $5`,
+    [accountId, f.format ?? null, f.after ?? null, f.before ?? null, f.limit],
   );
-  return r.rows;
+  return newer ? r.rows.reverse() : r.rows;
+}
+
+/** Deletes an ended batch of the account: true when it did; a running one is left as it is. */
+export async function deleteEndedBatch(q: Queryable, accountId: string, id: string): Promise<boolean> {
+  const r = await q.query(
+    `UPDATE batches SET deleted_at = now(), updated_at = now()
+      WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL AND status = ANY($3::text[])`,
+    [id, accountId, [...FINAL_BATCH_STATUSES]],
+  );
+  return (r.rowCount ?? 0) > 0;
 }
 
 /**
@@ -126,20 +161,27 @@ export async function batchCounts(q: Queryable, batchIds: readonly string[]): Pr
   if (batchIds.length === 0) return new Map();
   const r = await q.query<BatchCounts & { batch_id: string }>(
     `WITH lines AS (
-       SELECT l.batch_id, l.line, l.outcome, l.claim,
+       SELECT l.batch_id, l.line, l.outcome, l.claim, b.stopping,
               bool_or(g.status IN ('queued', 'running')) AS live,
               bool_or(g.status = 'succeeded') AS ok,
+              COALESCE(bool_and(g.status = 'failed' AND g.error->>'code' = 'cancelled'), false) AS stopped,
               COALESCE(sum(g.charged_mc), 0) AS charged
-         FROM batch_lines l LEFT JOIN generations g ON g.batch_id = l.batch_id AND g.batch_line = l.line
+         FROM batch_lines l JOIN batches b ON b.id = l.batch_id
+              LEFT JOIN generations g ON g.batch_id = l.batch_id AND g.batch_line = l.line
         WHERE l.batch_id = ANY($1::text[])
-        GROUP BY l.batch_id, l.line, l.outcome, l.claim)
+        GROUP BY l.batch_id, l.line, l.outcome, l.claim, b.stopping),
+     ended AS (
+       SELECT *, COALESCE(outcome, CASE WHEN claim IS NOT NULL AND NOT live AND NOT ok AND stopped THEN stopping END) AS stopped_as
+         FROM lines)
      SELECT batch_id,
             count(*) FILTER (WHERE claim IS NOT NULL AND NOT live AND ok)::int AS completed,
             count(*) FILTER (WHERE outcome IS NOT NULL OR (claim IS NOT NULL AND NOT live AND NOT ok))::int AS failed,
             count(*) FILTER (WHERE claim IS NOT NULL AND live)::int AS running,
             count(*) FILTER (WHERE claim IS NULL AND outcome IS NULL)::int AS waiting,
+            count(*) FILTER (WHERE stopped_as = 'cancelled')::int AS cancelled,
+            count(*) FILTER (WHERE stopped_as = 'expired')::int AS expired,
             COALESCE(sum(charged), 0)::bigint AS "chargedMc"
-       FROM lines GROUP BY batch_id`,
+       FROM ended GROUP BY batch_id`,
     [batchIds],
   );
   return new Map(r.rows.map(({ batch_id, ...c }) => [batch_id, c]));
@@ -147,9 +189,7 @@ export async function batchCounts(q: Queryable, batchIds: readonly string[]): Pr
 
 /** One batch's counts (all zero for a batch without lines). */
 export async function countsOfBatch(q: Queryable, batchId: string): Promise<BatchCounts> {
-  return (
-    (await batchCounts(q, [batchId])).get(batchId) ?? { completed: 0, failed: 0, running: 0, waiting: 0, chargedMc: 0 }
-  );
+  return (await batchCounts(q, [batchId])).get(batchId) ?? NO_BATCH_COUNTS;
 }
 
 /** A line of a batch with the generations it became (none yet, or it never ran). */

@@ -1,7 +1,8 @@
 import { idFloorAt, newId } from '../ids';
 import { PING_EVENT } from '../webhooks/events';
 import type { Queryable } from './pool';
-import { endpointColumns } from './webhook-endpoints';
+import { callbackSecretOwner, getCallbackSecret } from './callback-secrets';
+import { accountWide, endpointColumns } from './webhook-endpoints';
 import type { EndpointRow } from './webhook-endpoints';
 
 /**
@@ -121,7 +122,10 @@ export interface DeliveryTarget {
   /** The W3C traceparent of the span that wrote the delivery; null when tracing was off. */
   traceParent: string | null;
   createdAt: Date;
+  /** The endpoint, its secrets those that sign for it: a job's callback carries the account's callback secret. */
   endpoint: EndpointRow;
+  /** The associated data its secrets were sealed with (core/webhooks/secret-box.ts). */
+  secretOwner: string;
 }
 
 export async function loadDeliveryTarget(q: Queryable, deliveryId: string): Promise<DeliveryTarget | undefined> {
@@ -156,7 +160,20 @@ export async function loadDeliveryTarget(q: Queryable, deliveryId: string): Prom
     d_created_at: createdAt,
     ...endpoint
   } = row;
-  return { id, event, generationId, progress, alertId, batchId, traceParent, createdAt, endpoint };
+  const target = { id, event, generationId, progress, alertId, batchId, traceParent, createdAt };
+  if (endpoint.secretSealed !== null) return { ...target, endpoint, secretOwner: endpoint.id };
+  // A job's callback signs with the account's callback secret, as it is at this attempt.
+  const secret = await getCallbackSecret(q, endpoint.accountId);
+  return {
+    ...target,
+    endpoint: {
+      ...endpoint,
+      secretSealed: secret?.secretSealed ?? null,
+      previousSecretSealed: secret?.previousSecretSealed ?? null,
+      previousSecretExpiresAt: secret?.previousSecretExpiresAt ?? null,
+    },
+    secretOwner: callbackSecretOwner(endpoint.accountId),
+  };
 }
 
 export interface AttemptResult {
@@ -264,9 +281,13 @@ export interface AttemptRow {
   nextRetryAt: Date | null;
 }
 
-const DELIVERY_COLUMNS = `id, endpoint_id AS "endpointId", event, generation_id AS "generationId", status, attempts,
-  last_status_code AS "lastStatusCode", last_error AS "lastError", next_attempt_at AS "nextAttemptAt",
-  delivered_at AS "deliveredAt", created_at AS "createdAt"`;
+/** The delivery's columns, named as DeliveryRow names them; `d` qualifies them in a join. */
+const deliveryColumns = (
+  d = '',
+) => `${d}id, ${d}endpoint_id AS "endpointId", ${d}event, ${d}generation_id AS "generationId",
+  ${d}status, ${d}attempts, ${d}last_status_code AS "lastStatusCode", ${d}last_error AS "lastError",
+  ${d}next_attempt_at AS "nextAttemptAt", ${d}delivered_at AS "deliveredAt", ${d}created_at AS "createdAt"`;
+const DELIVERY_COLUMNS = deliveryColumns();
 
 /** An endpoint's deliveries, newest first, keyset-paged by id (ids are time-ordered). */
 export async function listDeliveries(
@@ -312,4 +333,46 @@ export async function reopenDelivery(q: Queryable, deliveryId: string, now: Date
     deliveryId,
     now,
   ]);
+}
+
+// ---- The callback log: deliveries to the callback URLs named on the account's jobs ----
+
+export interface CallbackDeliveryRow extends DeliveryRow {
+  /** The callback URL, as the job named it. */
+  url: string;
+  batchId: string | null;
+  endpointEnabled: boolean;
+  endpointDisabledReason: string | null;
+}
+
+const CALLBACK_COLUMNS = `${deliveryColumns('d.')}, d.batch_id AS "batchId", e.url, e.enabled AS "endpointEnabled", e.disabled_reason AS "endpointDisabledReason"`;
+const CALLBACK_JOIN = `webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND NOT (${accountWide('e.')})`;
+
+/** The account's callback deliveries, newest first, keyset-paged by id; one job's when `job` names it. */
+export async function listCallbackDeliveries(
+  q: Queryable,
+  accountId: string,
+  f: { limit: number; before?: string | undefined; status?: DeliveryStatus | undefined; job?: string | undefined },
+): Promise<CallbackDeliveryRow[]> {
+  const r = await q.query<CallbackDeliveryRow>(
+    `SELECT ${CALLBACK_COLUMNS} FROM ${CALLBACK_JOIN}
+      WHERE d.account_id = $1 AND ($2::text IS NULL OR d.id < $2) AND ($3::text IS NULL OR d.status = $3)
+        AND ($4::text IS NULL OR e.job_generation_id = $4 OR e.job_batch_id = $4)
+      ORDER BY d.id DESC LIMIT $5`,
+    [accountId, f.before ?? null, f.status ?? null, f.job ?? null, f.limit],
+  );
+  return r.rows;
+}
+
+/** One callback delivery of the account; another account's reads as not found. */
+export async function getCallbackDelivery(
+  q: Queryable,
+  accountId: string,
+  deliveryId: string,
+): Promise<CallbackDeliveryRow | undefined> {
+  const r = await q.query<CallbackDeliveryRow>(
+    `SELECT ${CALLBACK_COLUMNS} FROM ${CALLBACK_JOIN} WHERE d.id = $1 AND d.account_id = $2`,
+    [deliveryId, accountId],
+  );
+  return r.rows[0];
 }

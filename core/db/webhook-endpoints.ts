@@ -1,3 +1,4 @@
+import { idFloorAt } from '../ids';
 import type { WebhookFormat } from '../webhooks/events';
 import type { Queryable } from './pool';
 
@@ -13,35 +14,42 @@ export interface EndpointRow {
   enabled: boolean;
   disabledReason: string | null;
   disabledAt: Date | null;
-  secretSealed: string;
+  /** Null for a job's callback: it is signed with the account's callback secret (core/db/callback-secrets.ts). */
+  secretSealed: string | null;
   previousSecretSealed: string | null;
   previousSecretExpiresAt: Date | null;
   failingSince: Date | null;
+  /** A job's callback: the one generation, or the one batch, whose events it receives; null for the account's own endpoints. */
+  jobGenerationId: string | null;
+  jobBatchId: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
+
+/** The account's own endpoints (those it registered, at most five), as opposed to its jobs' callbacks; `e` qualifies the columns. */
+export const accountWide = (e = '') => `${e}job_generation_id IS NULL AND ${e}job_batch_id IS NULL`;
 
 /** The endpoint's columns, named as EndpointRow names them; `e` qualifies them in a join. */
 export const endpointColumns = (e = '') =>
   `${e}id, ${e}account_id AS "accountId", ${e}url, ${e}format, ${e}events, ${e}description, ${e}enabled,
    ${e}disabled_reason AS "disabledReason", ${e}disabled_at AS "disabledAt", ${e}secret_sealed AS "secretSealed",
    ${e}previous_secret_sealed AS "previousSecretSealed", ${e}previous_secret_expires_at AS "previousSecretExpiresAt",
-   ${e}failing_since AS "failingSince", ${e}created_at AS "createdAt", ${e}updated_at AS "updatedAt"`;
+   ${e}failing_since AS "failingSince", ${e}job_generation_id AS "jobGenerationId", ${e}job_batch_id AS "jobBatchId", ${e}created_at AS "createdAt", ${e}updated_at AS "updatedAt"`;
 const ENDPOINT_COLUMNS = endpointColumns();
 
 /** Locks the account (so two registrations cannot both take the last place) and counts its endpoints. */
 export async function lockAndCountEndpoints(tx: Queryable, accountId: string): Promise<number> {
   await tx.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
-  const r = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1', [
-    accountId,
-  ]);
+  const r = await tx.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1 AND ${accountWide()}`,
+    [accountId],
+  );
   return r.rows[0]?.n ?? 0;
 }
 
-export type NewEndpoint = Pick<
-  EndpointRow,
-  'id' | 'accountId' | 'url' | 'format' | 'events' | 'description' | 'secretSealed'
->;
+export type NewEndpoint = Pick<EndpointRow, 'id' | 'accountId' | 'url' | 'format' | 'events' | 'description'> & {
+  secretSealed: string;
+};
 
 export async function insertEndpoint(tx: Queryable, e: NewEndpoint): Promise<EndpointRow> {
   const r = await tx.query<EndpointRow>(
@@ -54,7 +62,7 @@ export async function insertEndpoint(tx: Queryable, e: NewEndpoint): Promise<End
 
 export async function listEndpoints(q: Queryable, accountId: string): Promise<EndpointRow[]> {
   const r = await q.query<EndpointRow>(
-    `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = $1 ORDER BY id`,
+    `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = $1 AND ${accountWide()} ORDER BY id`,
     [accountId],
   );
   return r.rows;
@@ -63,7 +71,7 @@ export async function listEndpoints(q: Queryable, accountId: string): Promise<En
 /** Another account's endpoint reads as not found. */
 export async function getEndpoint(q: Queryable, accountId: string, id: string): Promise<EndpointRow | undefined> {
   const r = await q.query<EndpointRow>(
-    `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`,
+    `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2 AND ${accountWide()}`,
     [id, accountId],
   );
   return r.rows[0];
@@ -94,7 +102,7 @@ export async function updateEndpoint(
         disabled_at = CASE WHEN $8 IS TRUE THEN NULL WHEN $8 IS FALSE AND enabled THEN now() ELSE disabled_at END,
         failing_since = CASE WHEN $8 IS TRUE THEN NULL ELSE failing_since END,
         updated_at = now()
-      WHERE id = $1 AND account_id = $2
+      WHERE id = $1 AND account_id = $2 AND ${accountWide()}
       RETURNING ${ENDPOINT_COLUMNS}`,
     [
       id,
@@ -111,7 +119,10 @@ export async function updateEndpoint(
 }
 
 export async function deleteEndpoint(q: Queryable, accountId: string, id: string): Promise<boolean> {
-  const r = await q.query('DELETE FROM webhook_endpoints WHERE id = $1 AND account_id = $2', [id, accountId]);
+  const r = await q.query(`DELETE FROM webhook_endpoints WHERE id = $1 AND account_id = $2 AND ${accountWide()}`, [
+    id,
+    accountId,
+  ]);
   return (r.rowCount ?? 0) > 0;
 }
 
@@ -126,8 +137,54 @@ export async function rotateEndpointSecret(
   const r = await q.query<EndpointRow>(
     `UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, previous_secret_expires_at = $4,
             secret_sealed = $3, updated_at = now()
-      WHERE id = $1 AND account_id = $2 RETURNING ${ENDPOINT_COLUMNS}`,
+      WHERE id = $1 AND account_id = $2 AND ${accountWide()} RETURNING ${ENDPOINT_COLUMNS}`,
     [id, accountId, secretSealed, previousExpiresAt],
   );
   return r.rows[0];
+}
+
+/** A job's callback as its submit names it: where, and which of its events (null: every one of the callback catalogue). */
+export interface NewJobCallback {
+  id: string;
+  accountId: string;
+  url: string;
+  events: string[] | null;
+  job: { generationId: string } | { batchId: string };
+}
+
+/**
+ * Records a job's callback in the transaction that records the job, before its first event: the
+ * job's events then reach it through the outbox like any endpoint's. A second recording for the
+ * same job does nothing (one callback per job).
+ */
+export async function insertJobCallback(tx: Queryable, c: NewJobCallback): Promise<void> {
+  await tx.query(
+    `INSERT INTO webhook_endpoints (id, account_id, url, format, events, job_generation_id, job_batch_id)
+     VALUES ($1, $2, $3, 'flat', $4, $5, $6) ON CONFLICT DO NOTHING`,
+    [
+      c.id,
+      c.accountId,
+      c.url,
+      c.events,
+      'generationId' in c.job ? c.job.generationId : null,
+      'batchId' in c.job ? c.job.batchId : null,
+    ],
+  );
+}
+
+/**
+ * Deletes up to `limit` jobs' callbacks made before `before` whose deliveries are all gone (the
+ * log keeps finished ones for its retention), oldest first: their jobs ended long ago. Walks the
+ * time-ordered primary key.
+ */
+export async function pruneSpentCallbacks(q: Queryable, before: Date, limit: number): Promise<number> {
+  const r = await q.query(
+    `DELETE FROM webhook_endpoints WHERE id IN (
+       SELECT e.id FROM webhook_endpoints e
+        WHERE e.id < $1 AND NOT (${accountWide('e.')})
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = e.id)
+        ORDER BY e.id LIMIT $2)`,
+    [idFloorAt('wh', before.getTime()), limit],
+  );
+  return r.rowCount ?? 0;
 }

@@ -14,6 +14,9 @@ import { appendEntry } from './entries';
 import type { AccountMoney } from './entries';
 import { classified } from './failures';
 import { notifyExpr } from '../db/notify';
+import { insertJobCallback } from '../db/webhook-endpoints';
+import { newId } from '../ids';
+import type { JobCallback } from '../webhooks/job-callbacks';
 import { owesEvent, recordStatusEvent } from './outbox';
 import { ledgerSpan } from './span';
 import { afterCustomerHold, checkCustomerBudget, customerBudgetRefused } from './customer-budgets';
@@ -48,6 +51,8 @@ export interface NewGeneration {
    * caller settles or releases it within this many ms, and past that the reconciler releases it.
    */
   resolveWithinMs?: number | undefined;
+  /** The job's own callback URL (checked before admission): recorded with it, before its first event. */
+  callback?: JobCallback | undefined;
 }
 
 /** An Idempotency-Key with the hash of the request it came with. */
@@ -113,6 +118,7 @@ async function admitRequest(
     !first.freeChat &&
     !first.budgeted &&
     !first.customerId &&
+    !first.callback &&
     statusesOf(first).every((s) => !owesEvent(first.kind, s));
   let admission: Admission;
   try {
@@ -146,8 +152,16 @@ async function admitRequest(
 const statusesOf = (g: NewGeneration): GenerationStatus[] => (g.startsRunning ? ['queued', 'running'] : ['queued']);
 const admittedStatus = (g: NewGeneration): GenerationStatus => (g.startsRunning ? 'running' : 'queued');
 
-/** Every webhook delivery admission owes: one per status entered. */
+/** Every webhook delivery admission owes: one per status entered, its own callback's included. */
 async function recordAdmissionEvents(tx: Queryable, g: NewGeneration): Promise<void> {
+  if (g.callback) {
+    await insertJobCallback(tx, {
+      id: newId('wh'),
+      accountId: g.accountId,
+      ...g.callback,
+      job: { generationId: g.id },
+    });
+  }
   for (const status of statusesOf(g)) await recordStatusEvent(tx, g.id, g.kind, status);
 }
 

@@ -5,11 +5,14 @@ import { insertFile } from '../db/files';
 import { STATUS_CHANNEL } from '../db/notify';
 import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
+import { insertJobCallback } from '../db/webhook-endpoints';
 import { newId } from '../ids';
 import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
 import type { Millicredits } from '../money';
+import { batchFormatOf } from '../vocabulary';
 import type { BatchEndpoint, BatchStatus, GenerationKind } from '../vocabulary';
+import type { JobCallback } from '../webhooks/job-callbacks';
 import { recordBalanceLow } from './alerts';
 import { afterKeyHold, checkKeyBudget, keyBudgetRefusal, keyBudgetRefused } from './key-budgets';
 import type { KeyBudgetRefusal } from './key-budgets';
@@ -38,12 +41,22 @@ export interface NewBatch {
   apiKeyId: string | null;
   endpoint: BatchEndpoint;
   kind: GenerationKind;
-  inputFileId: string;
+  /** The uploaded file its lines came from; null when they came inline (Anthropic's Message Batches). */
+  inputFileId: string | null;
   metadata: Record<string, string> | null;
-  expiresAt: Date;
+  /** How long after its creation it expires (its `expires_at` is its `created_at` plus this, exactly). */
+  completionWindowMs: number;
   lines: { line: number; customId: string; request: LineRequest; quoteMc: Millicredits }[];
   /** The key has a budget: the whole batch is checked against it, the key's budget row locked. */
   budgeted: boolean;
+  /** The batch's own callback URL (checked before): recorded with it, so its events reach it. */
+  callback?: JobCallback | undefined;
+}
+
+/** Records a batch's callback in the transaction that records the batch, before any of its events. */
+async function recordCallback(tx: Queryable, b: Pick<NewBatch, 'id' | 'accountId' | 'callback'>): Promise<void> {
+  if (b.callback)
+    await insertJobCallback(tx, { id: newId('wh'), accountId: b.accountId, ...b.callback, job: { batchId: b.id } });
 }
 
 export type BatchHold =
@@ -112,7 +125,8 @@ async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promis
   const inserted = await tx.query<BatchRow>(
     `INSERT INTO batches (id, account_id, api_key_id, endpoint, kind, input_file_id, completion_window, metadata, status,
                           total, quote_mc, held_mc, in_progress_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, '24h', $7, 'in_progress', $8, $9::bigint, $9::bigint, now(), $10)
+     VALUES ($1, $2, $3, $4, $5, $6, '24h', $7, 'in_progress', $8, $9::bigint, $9::bigint, now(),
+             now() + make_interval(secs => $10::double precision / 1000))
      RETURNING ${BATCH_COLUMNS}, ${notifyBatch('account_id', 'id')}`,
     [
       b.id,
@@ -124,7 +138,7 @@ async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promis
       b.metadata,
       b.lines.length,
       quoteMc,
-      b.expiresAt,
+      b.completionWindowMs,
     ],
   );
   await tx.query(
@@ -147,6 +161,7 @@ async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promis
     after,
     note: `batch of ${b.lines.length} ${b.lines.length === 1 ? 'line' : 'lines'}`,
   });
+  await recordCallback(tx, b);
   await recordBalanceLow(tx, b.accountId);
   await afterKeyHold(tx, hold, keyBudget.budget);
   return { outcome: 'held', batch: inserted.rows[0]! };
@@ -158,7 +173,7 @@ async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promis
  */
 export async function recordFailedBatch(
   pool: pg.Pool,
-  b: Omit<NewBatch, 'lines' | 'budgeted' | 'expiresAt'> & { total: number; errors: BatchProblem[] },
+  b: Omit<NewBatch, 'lines' | 'budgeted' | 'completionWindowMs'> & { total: number; errors: BatchProblem[] },
 ): Promise<BatchRow> {
   return classified(() =>
     inTransaction(pool, async (tx) => {
@@ -180,6 +195,7 @@ export async function recordFailedBatch(
         ],
       );
       const batch = r.rows[0]!;
+      await recordCallback(tx, b);
       await recordBatchEvent(tx, batch, 'batch.failed');
       return batch;
     }),
@@ -277,7 +293,7 @@ const FINAL_EVENT = { completed: 'batch.completed', cancelled: 'batch.cancelled'
 
 /**
  * Ends a batch whose every line has ended, in one transaction: anything it still held is released,
- * its output file (the lines that succeeded) and error file (the others) are recorded, its final
+ * (OpenAI's format) its output file (the lines that succeeded) and error file (the others) are recorded, its final
  * status set (`completed`, or how it was stopped) and its webhooks owed. A batch with lines still
  * waiting or in flight is left as it is.
  */
@@ -309,8 +325,10 @@ export function finishBatch(pool: pg.Pool, batchId: string): Promise<BatchFinish
               batchId: batch.id,
             })
           ).id;
-        const outputFileId = counts.completed > 0 ? await fileOf('output') : null;
-        const errorFileId = counts.failed > 0 ? await fileOf('errors') : null;
+        // OpenAI's format answers with files of the Files API; Anthropic's with one results file of its own.
+        const files = batchFormatOf(batch.endpoint) === 'openai';
+        const outputFileId = files && counts.completed > 0 ? await fileOf('output') : null;
+        const errorFileId = files && counts.failed > 0 ? await fileOf('errors') : null;
         const done = await tx.query<BatchRow>(
           `UPDATE batches SET status = $2, output_file_id = $3, error_file_id = $4, updated_at = now(),
                   finalizing_at = CASE WHEN $2 = 'completed' THEN now() END,

@@ -1,9 +1,18 @@
 import { enqueueDeliveries } from '../db/webhook-deliveries';
+import { accountWide } from '../db/webhook-endpoints';
 import { activeTraceparent } from '../tracing';
 import type { AlertRow } from '../db/alerts';
 import type { BatchRow } from '../db/batches';
 import type { Queryable } from '../db/pool';
-import { anyEventFor, eventFor, FLAT_KINDS, formatsCataloguing, PROGRESS_EVENT } from '../webhooks/events';
+import {
+  anyEventFor,
+  BATCH_EVENTS,
+  callbackEventFor,
+  eventFor,
+  FLAT_KINDS,
+  formatsCataloguing,
+  PROGRESS_EVENT,
+} from '../webhooks/events';
 import type { BatchEvent } from '../webhooks/events';
 import type { WebhookFormat } from '../webhooks/events';
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
@@ -15,11 +24,25 @@ import type { GenerationKind, GenerationStatus } from '../vocabulary';
  */
 
 /** Whether any endpoint, of any format, can be owed an event: the one place that decides it. */
-export const owesEvent = (kind: GenerationKind, status: GenerationStatus): boolean => anyEventFor(kind, status);
+export const owesEvent = (kind: GenerationKind, status: GenerationStatus): boolean =>
+  anyEventFor(kind, status) || callbackEventFor(kind, status) !== undefined;
 
 /**
- * One delivery per enabled endpoint of the generation's account that wants what `status` means. A
- * batch's line owes none: its batch's own events tell how it ended (recordBatchEvent).
+ * The endpoints of generation `g` that may be owed its events: the account's own (enabled, each
+ * found by the account's index) and the generation's own callback, if it named one.
+ */
+const ENDPOINTS_OF_GENERATION = `LATERAL (
+    SELECT id, account_id, format, events, false AS callback FROM webhook_endpoints
+     WHERE account_id = g.account_id AND enabled AND ${accountWide()}
+    UNION ALL
+    SELECT id, account_id, format, events, true AS callback FROM webhook_endpoints
+     WHERE job_generation_id = g.id AND enabled
+  ) e`;
+
+/**
+ * One delivery per enabled endpoint of the generation's account that wants what `status` means,
+ * and one to the generation's own callback. A batch's line owes none: its batch's own events tell
+ * how it ended (recordBatchEvent).
  */
 export async function recordStatusEvent(
   tx: Queryable,
@@ -35,20 +58,21 @@ export async function recordStatusEvent(
     account_id: string;
     format: WebhookFormat;
     events: string[] | null;
+    callback: boolean;
     response: boolean;
     cancelled: boolean;
     incomplete: boolean;
   }>(
-    `SELECT e.id, e.account_id, e.format, e.events,
+    `SELECT e.id, e.account_id, e.format, e.events, e.callback,
             g.internal ? 'response' AS response,
             COALESCE(g.error->>'code' = 'cancelled', false) AS cancelled,
             COALESCE((g.params->>'outputTokens')::int >= (g.params->>'maxTokens')::int, false) AS incomplete
-       FROM generations g JOIN webhook_endpoints e ON e.account_id = g.account_id AND e.enabled
+       FROM generations g CROSS JOIN ${ENDPOINTS_OF_GENERATION}
       WHERE g.id = $1 AND g.batch_id IS NULL`,
     [generationId],
   );
   const rows = r.rows.flatMap((e) => {
-    const event = eventFor(e.format, kind, status, e);
+    const event = e.callback ? callbackEventFor(kind, status) : eventFor(e.format, kind, status, e);
     return event && (e.events === null || e.events.includes(event))
       ? [{ endpointId: e.id, accountId: e.account_id, event }]
       : [];
@@ -64,8 +88,8 @@ export async function recordStatusEvent(
 export async function recordProgressEvent(tx: Queryable, generationId: string, step: number): Promise<void> {
   const r = await tx.query<{ id: string; account_id: string }>(
     `SELECT e.id, e.account_id
-       FROM generations g JOIN webhook_endpoints e ON e.account_id = g.account_id AND e.enabled AND $2 = ANY (e.events)
-      WHERE g.id = $1 AND g.status = 'running' AND g.kind = ANY ($3::text[])`,
+       FROM generations g CROSS JOIN ${ENDPOINTS_OF_GENERATION}
+      WHERE g.id = $1 AND g.status = 'running' AND g.kind = ANY ($3::text[]) AND $2 = ANY (e.events)`,
     [generationId, PROGRESS_EVENT, FLAT_KINDS],
   );
   await enqueueDeliveries(
@@ -78,7 +102,8 @@ export async function recordProgressEvent(tx: Queryable, generationId: string, s
 /** One delivery of an account alert per enabled endpoint of the account that lists its event (alerts are opt-in). */
 export async function recordAlertEvent(tx: Queryable, alert: AlertRow): Promise<void> {
   const r = await tx.query<{ id: string; account_id: string }>(
-    'SELECT id, account_id FROM webhook_endpoints WHERE account_id = $1 AND enabled AND $2 = ANY (events)',
+    `SELECT id, account_id FROM webhook_endpoints
+      WHERE account_id = $1 AND enabled AND $2 = ANY (events) AND ${accountWide()}`,
     [alert.accountId, alert.event],
   );
   await enqueueDeliveries(
@@ -90,7 +115,8 @@ export async function recordAlertEvent(tx: Queryable, alert: AlertRow): Promise<
 
 /**
  * One delivery of a batch's event per enabled endpoint of its account that lists it, or that has no
- * list and a format whose catalogue holds it (OpenAI's); to the others batch events are opt-in.
+ * list and a format whose catalogue holds it (OpenAI's); to the others batch events are opt-in. The
+ * batch's own callback gets every batch event, or those its filter lists.
  */
 export async function recordBatchEvent(
   tx: Queryable,
@@ -99,8 +125,12 @@ export async function recordBatchEvent(
 ): Promise<void> {
   const r = await tx.query<{ id: string; account_id: string }>(
     `SELECT id, account_id FROM webhook_endpoints
-      WHERE account_id = $1 AND enabled AND ($2 = ANY (events) OR (events IS NULL AND format = ANY ($3::text[])))`,
-    [batch.accountId, event, formatsCataloguing(event)],
+      WHERE account_id = $1 AND enabled AND ${accountWide()}
+        AND ($2 = ANY (events) OR (events IS NULL AND format = ANY ($3::text[])))
+     UNION ALL
+     SELECT id, account_id FROM webhook_endpoints
+      WHERE job_batch_id = $4 AND enabled AND (events IS NULL OR $2 = ANY (events)) AND $2 = ANY ($5::text[])`,
+    [batch.accountId, event, formatsCataloguing(event), batch.id, BATCH_EVENTS],
   );
   await enqueueDeliveries(
     tx,

@@ -111,6 +111,16 @@ function openAiEventFor(status: GenerationStatus, o: GenerationOutcome): Webhook
   return undefined;
 }
 
+/**
+ * The event a generation entering `status` means to its own callback (a URL named on the job):
+ * catalogue B's, for every kind; a kind that finishes within the call (image, chat) sends only its
+ * end, which every catalogue already owes, so a callback adds no lookup to their admission.
+ */
+export function callbackEventFor(kind: GenerationKind, status: GenerationStatus): WebhookEvent | undefined {
+  if (FLAT_KINDS.includes(kind) || status === 'succeeded' || status === 'failed') return `generation.${status}`;
+  return undefined;
+}
+
 /** Whether any endpoint, of any format, can want an event when a generation of `kind` reaches `status`. */
 export function anyEventFor(kind: GenerationKind, status: GenerationStatus): boolean {
   return WEBHOOK_FORMATS.some((format) => eventFor(format, kind, status) !== undefined);

@@ -20,14 +20,18 @@ const defaultResolve = async (hostname: string): Promise<string[]> =>
 /**
  * Checks a webhook URL at registration (DESIGN §6): https only (plain http to loopback in
  * development mode), and a host that is not, and does not resolve to, an address deliveries would
- * refuse. Deliveries check again at connect time, since DNS can change after registration.
+ * refuse. Deliveries check again at connect time, since DNS can change after registration. `field`
+ * is the request field that named it (a job's callback is named by each door its own way).
  */
-export async function checkWebhookUrl(input: string, rules: WebhookUrlRules): Promise<string> {
+export async function checkWebhookUrl(input: string, rules: WebhookUrlRules, field = 'url'): Promise<string> {
   let url: URL;
   try {
     url = parseSafeUrl(input);
   } catch (err) {
-    throw new InvalidRequestError(`url: ${err instanceof UnsafeUrlError ? err.message : 'not a valid URL'}`, 'url');
+    throw new InvalidRequestError(
+      `${field}: ${err instanceof UnsafeUrlError ? err.message : 'not a valid URL'}`,
+      field,
+    );
   }
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const literal = isIP(host) !== 0;
@@ -36,13 +40,13 @@ export async function checkWebhookUrl(input: string, rules: WebhookUrlRules): Pr
     if (!(rules.developmentMode && loopback)) {
       throw new InvalidRequestError(
         rules.developmentMode
-          ? 'url: must be https (plain http is allowed only to loopback in development mode).'
-          : 'url: must be https.',
-        'url',
+          ? `${field}: must be https (plain http is allowed only to loopback in development mode).`
+          : `${field}: must be https.`,
+        field,
       );
     }
   }
-  if (url.hash !== '') throw new InvalidRequestError('url: must not have a #fragment.', 'url');
+  if (url.hash !== '') throw new InvalidRequestError(`${field}: must not have a #fragment.`, field);
 
   let addresses: string[];
   if (literal) addresses = [host];
@@ -50,7 +54,7 @@ export async function checkWebhookUrl(input: string, rules: WebhookUrlRules): Pr
     try {
       addresses = await (rules.resolve ?? defaultResolve)(host);
     } catch {
-      throw new InvalidRequestError(`url: the host '${host}' could not be resolved.`, 'url');
+      throw new InvalidRequestError(`${field}: the host '${host}' could not be resolved.`, field);
     }
   }
   for (const address of addresses) {
@@ -59,9 +63,9 @@ export async function checkWebhookUrl(input: string, rules: WebhookUrlRules): Pr
       const what = describeAddressClass(refused);
       throw new InvalidRequestError(
         literal
-          ? `url: deliveries are refused to ${what}.`
-          : `url: the host resolves to ${what}; deliveries to it are refused.`,
-        'url',
+          ? `${field}: deliveries are refused to ${what}.`
+          : `${field}: the host resolves to ${what}; deliveries to it are refused.`,
+        field,
       );
     }
   }

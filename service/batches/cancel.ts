@@ -4,6 +4,7 @@ import type { BatchRow } from '../../core/db/batches';
 import { BatchFinishedError } from '../../core/errors';
 import { requestBatchCancel } from '../../core/ledger';
 import type { Principal } from '../../core/accounts/principal';
+import type { BatchFormat } from '../../core/vocabulary';
 import type { BatchGateway } from './temporal-gateway';
 import { batchViewOf } from './read';
 import type { BatchView } from './types';
@@ -18,11 +19,11 @@ import type { BatchView } from './types';
 export function createBatchCancel(deps: {
   pool: pg.Pool;
   gateway: BatchGateway;
-  own: (principal: Principal, id: string) => Promise<BatchRow>;
+  own: (principal: Principal, id: string, format?: BatchFormat) => Promise<BatchRow>;
   log: (message: string, err: unknown) => void;
 }) {
-  return async function cancel(principal: Principal, id: string): Promise<BatchView> {
-    const before = await deps.own(principal, id);
+  return async function cancel(principal: Principal, id: string, format?: BatchFormat): Promise<BatchView> {
+    const before = await deps.own(principal, id, format);
     const asked = await requestBatchCancel(deps.pool, principal.accountId, before.id);
     const b = asked ?? (await deps.own(principal, id));
     if (!asked && b.status !== 'cancelling' && b.status !== 'cancelled') throw new BatchFinishedError(b.id, b.status);

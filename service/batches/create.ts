@@ -1,19 +1,29 @@
 import type pg from 'pg';
 import { readInput } from '../../core/batches/input';
-import type { InputLimits } from '../../core/batches/input';
+import type { InputLimits, InputLine, LineProblem } from '../../core/batches/input';
+import { readMessageRequests, requestAt } from '../../core/batches/message-requests';
 import { atBatchRate, lineQuoteMc } from '../../core/batches/pricing';
 import type { BatchRates } from '../../core/batches/pricing';
 import type { BatchProblem, BatchRow, LineRequest } from '../../core/db/batches';
-import { BudgetExceededError, DomainError, InsufficientCreditsError, QuoteAboveSpendCapError } from '../../core/errors';
+import {
+  BudgetExceededError,
+  DomainError,
+  InsufficientCreditsError,
+  InvalidRequestError,
+  QuoteAboveSpendCapError,
+} from '../../core/errors';
 import { newId } from '../../core/ids';
 import { holdBatch, recordFailedBatch } from '../../core/ledger';
 import { creditsToMc, mcToCredits } from '../../core/money';
 import { assertScope } from '../../core/accounts/principal';
 import type { Principal } from '../../core/accounts/principal';
 import { BATCH_ENDPOINTS } from '../../core/vocabulary';
-import type { BatchEndpoint } from '../../core/vocabulary';
+import type { BatchEndpoint, Door } from '../../core/vocabulary';
 import { priceRequest } from '../generation/requests';
 import type { Serves } from '../generation/requests';
+import { refuseCallbacks } from '../generation/pipeline';
+import type { PrepareCallback } from '../generation/types';
+import type { RequestedCallback } from '../../core/webhooks/job-callbacks';
 import type { FileService } from './files';
 import type { BatchGateway } from './temporal-gateway';
 import type { LineParser } from './types';
@@ -27,11 +37,22 @@ export interface CreateDeps {
   /** How long `completion_window: "24h"` lasts (24 h; shorter only in tests). */
   completionWindowMs: number;
   log: (message: string, err: unknown) => void;
+  /** Checks a callback URL named on the batch; without it such a batch is refused. */
+  prepareCallback?: PrepareCallback | undefined;
 }
 
+/**
+ * Where a batch's requests come from: an uploaded JSONL file (OpenAI's Batch API; problems make the
+ * batch `failed`) or the call itself (Anthropic's Message Batches; problems are the call's 400).
+ */
+export type BatchInput =
+  { format: 'openai'; inputFileId: string } | { format: 'anthropic'; requests: readonly unknown[] };
+
 export interface NewBatchRequest {
-  inputFileId: string;
+  input: BatchInput;
   endpoint: BatchEndpoint;
+  /** The door that speaks the batch's endpoint: its lines are priced as that door prices them. */
+  door: Door;
   metadata: Record<string, string> | null;
   /** The batch's own cap on its whole price (`max_credits`), as the door names it. */
   spendCap?: { credits: number; param: string } | undefined;
@@ -39,25 +60,72 @@ export interface NewBatchRequest {
   parse: LineParser;
   /** Runs the pricing of a line so that its errors name parameters as the door does. */
   inWords: <T>(work: () => Promise<T>) => Promise<T>;
+  /** A callback URL named on the batch: its batch events go there too (checked before the file is read). */
+  callback?: RequestedCallback | undefined;
 }
 
 /** A batch's `errors` lists at most this many problems, then says how many more there were. */
 const MAX_PROBLEMS = 100;
+/** A refused batch's answer names at most this many. */
+const MAX_REFUSED = 5;
+
+interface ReadInput {
+  inputFileId: string | null;
+  lines: InputLine[];
+  problems: LineProblem[];
+  /** Names a line's body in a problem: its line in the file, or its params' place in `requests`. */
+  at: (line: number) => string;
+  /** A problem of a line's body: the parameter as this format names it. */
+  paramAt: (line: number, param: string | null) => string | null;
+}
 
 /**
- * Making a batch: the whole file is read and every line parsed and priced first (as its endpoint
- * would, at the batch rate of its kind). A line that is wrong makes the batch `failed` with every
- * problem by line number, and nothing is held. Otherwise the whole price is held in one ledger
+ * Refuses a batch of inline requests with its problems (the first few), as a 400 naming the first
+ * one's parameter: nothing is recorded or held.
+ */
+function refusal(problems: LineProblem[]): InvalidRequestError {
+  const shown = problems.slice(0, MAX_REFUSED).map((p) => p.message);
+  const more = problems.length - shown.length;
+  return new InvalidRequestError(
+    `${shown.join(' ')}${more > 0 ? ` (and ${more} more ${more === 1 ? 'problem' : 'problems'})` : ''}`,
+    problems[0]?.param ?? undefined,
+  );
+}
+
+/**
+ * Making a batch: the whole file (or the inline requests) is read and every line parsed and priced
+ * first (as its endpoint would, at the batch rate of its kind). A line that is wrong makes the batch
+ * `failed` with every problem by line number (inline requests: the call is refused with them), and
+ * nothing is held. Otherwise the whole price is held in one ledger
  * movement (402 when the account, or the key's budget, cannot cover it; then nothing is recorded)
  * and the batch's workflow is started; should that start fail, the reconciler starts it shortly.
  */
 export function createBatchCreation(deps: CreateDeps) {
+  const limits: InputLimits = { maxLineBytes: deps.files.limits.maxLineBytes, maxLines: deps.files.limits.maxLines };
+
+  async function read(principal: Principal, req: NewBatchRequest): Promise<ReadInput> {
+    if (req.input.format === 'anthropic')
+      return {
+        inputFileId: null,
+        ...readMessageRequests(req.input.requests, limits),
+        at: (line) => `${requestAt(line)}.params`,
+        paramAt: (line, param) => `${requestAt(line)}.params${param === null ? '' : `.${param}`}`,
+      };
+    const { file, data } = await deps.files.input(principal, req.input.inputFileId);
+    return {
+      inputFileId: file.id,
+      ...readInput(data, req.endpoint, limits),
+      at: (line) => `Line ${line}`,
+      paramAt: (_line, param) => param,
+    };
+  }
+
   return async function create(principal: Principal, req: NewBatchRequest): Promise<BatchRow> {
-    // A key that may not make what the endpoint makes is refused whole, before its file is read.
+    // A key that may not make what the endpoint makes is refused whole, before its requests are read.
     assertScope(principal, BATCH_ENDPOINTS[req.endpoint]);
-    const { file, data } = await deps.files.input(principal, req.inputFileId);
-    const limits: InputLimits = { maxLineBytes: deps.files.limits.maxLineBytes, maxLines: deps.files.limits.maxLines };
-    const input = readInput(data, req.endpoint, limits);
+    const callback =
+      req.callback && (await (deps.prepareCallback ?? refuseCallbacks)(principal, req.callback, 'batch'));
+    const input = await read(principal, req);
     const problems: BatchProblem[] = [...input.problems];
     const lines: { line: number; customId: string; request: LineRequest; quoteMc: number }[] = [];
     for (const l of input.lines) {
@@ -66,7 +134,7 @@ export function createBatchCreation(deps: CreateDeps) {
         const request = await req.inWords(async () =>
           Array.from({ length: parsed.count ?? 1 }, () => {
             // A batch's chat lines are never free replies: they are billed per token, as group B's are.
-            const p = priceRequest(parsed.request, principal, 'group-b', deps.serves);
+            const p = priceRequest(parsed.request, principal, req.door, deps.serves);
             const g = { kind: p.kind, model: p.model, prompt: p.prompt, params: p.params, internal: p.internal };
             return atBatchRate({ ...g, quoteMc: p.quoteMc }, deps.rates);
           }),
@@ -78,8 +146,8 @@ export function createBatchCreation(deps: CreateDeps) {
         lines.push({ line: l.line, customId: l.customId, request: lineRequest, quoteMc });
       } catch (err) {
         if (!(err instanceof DomainError)) throw err;
-        const param = typeof err.details.param === 'string' ? err.details.param : null;
-        problems.push({ code: err.type, message: `Line ${l.line}: ${err.message}`, param, line: l.line });
+        const param = input.paramAt(l.line, typeof err.details.param === 'string' ? err.details.param : null);
+        problems.push({ code: err.type, message: `${input.at(l.line)}: ${err.message}`, param, line: l.line });
       }
     }
     problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
@@ -90,9 +158,11 @@ export function createBatchCreation(deps: CreateDeps) {
       apiKeyId: principal.apiKeyId,
       endpoint: req.endpoint,
       kind: BATCH_ENDPOINTS[req.endpoint],
-      inputFileId: file.id,
+      inputFileId: input.inputFileId,
       metadata: req.metadata,
+      callback,
     };
+    if (problems.length > 0 && req.input.format === 'anthropic') throw refusal(problems);
     if (problems.length > 0) {
       const shown = problems.slice(0, MAX_PROBLEMS);
       if (problems.length > MAX_PROBLEMS)
@@ -114,7 +184,7 @@ export function createBatchCreation(deps: CreateDeps) {
       throw new QuoteAboveSpendCapError(mcToCredits(quoteMc), req.spendCap.credits, req.spendCap.param);
     const held = await holdBatch(deps.pool, {
       ...base,
-      expiresAt: new Date(Date.now() + deps.completionWindowMs),
+      completionWindowMs: deps.completionWindowMs,
       lines,
       budgeted: principal.budgeted === true,
     });

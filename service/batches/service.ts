@@ -1,3 +1,4 @@
+import type { PrepareCallback } from '../generation/types';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { BatchRates } from '../../core/batches/pricing';
@@ -6,6 +7,7 @@ import type { LiveEvents } from '../generation/live-events';
 import type { Serves } from '../generation/requests';
 import { createBatchCancel } from './cancel';
 import { createBatchCreation } from './create';
+import { createBatchDelete } from './delete';
 import { createFileService } from './files';
 import type { FileLimits } from './files';
 import { createBatchReads } from './read';
@@ -28,6 +30,8 @@ export interface BatchServiceDeps {
   serves: Serves;
   live: Pick<LiveEvents, 'subscribe'>;
   log: (message: string, err: unknown) => void;
+  /** Checks a callback URL named on a batch (service/webhooks/job-callbacks.ts); without it such a batch is refused. */
+  prepareCallback?: PrepareCallback | undefined;
 }
 
 export const COMPLETION_WINDOW_MS = 24 * 3_600_000;
@@ -35,7 +39,8 @@ export const COMPLETION_WINDOW_MS = 24 * 3_600_000;
 /**
  * The batch service behind every door that shows batches (group B's Batch API, group A, MCP and
  * the dashboard): files for batches (files.ts), making one (create.ts: read, price, hold, start),
- * reading and following them (read.ts, watch.ts) and cancelling (cancel.ts). A line's body is read,
+ * reading and following them (read.ts, watch.ts), cancelling (cancel.ts) and deleting an ended one
+ * (delete.ts). Two formats, one engine: OpenAI's (a file) and Anthropic's (inline). A line's body is read,
  * and its result answered, by the door that speaks its endpoint; money moves only through core/ledger.
  */
 export function createBatchService(deps: BatchServiceDeps) {
@@ -52,6 +57,7 @@ export function createBatchService(deps: BatchServiceDeps) {
       gateway,
       rates: deps.rates,
       serves: deps.serves,
+      prepareCallback: deps.prepareCallback,
       completionWindowMs: deps.completionWindowMs ?? COMPLETION_WINDOW_MS,
       log: deps.log,
     }),
@@ -62,6 +68,7 @@ export function createBatchService(deps: BatchServiceDeps) {
     /** A finished batch's lines for its output or error file, page by page. */
     lines: reads.lines,
     cancel: createBatchCancel({ pool, gateway, own: reads.own, log: deps.log }),
+    remove: createBatchDelete({ pool, own: reads.own }),
     watch: createBatchWatch({ live: deps.live, get: reads.get }),
   };
 }

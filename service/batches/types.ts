@@ -1,7 +1,7 @@
 import type { BatchProblem } from '../../core/db/batches';
 import type { ChatSampling, ChatTools, ResponseFormat, ResponseRecord } from '../../core/generation/params';
 import type { GenerationView } from '../../core/generation/view';
-import type { BatchEndpoint, BatchStatus, GenerationKind, ToolCall } from '../../core/vocabulary';
+import type { BatchEndpoint, BatchFormat, BatchStatus, GenerationKind, ToolCall } from '../../core/vocabulary';
 import type { GenerationRequest } from '../generation/requests';
 
 /** What the batch service takes and gives: shared by its parts and by the doors that call it. */
@@ -9,9 +9,12 @@ import type { GenerationRequest } from '../generation/requests';
 /** A batch as every door may show it; each door names the fields its way. */
 export interface BatchView {
   id: string;
+  /** OpenAI's Batch API or Anthropic's Message Batches: how it was made, and how its results read. */
+  format: BatchFormat;
   endpoint: BatchEndpoint;
   kind: GenerationKind;
-  inputFileId: string;
+  /** Null for a batch whose requests came inline (Anthropic's). */
+  inputFileId: string | null;
   completionWindow: string;
   status: BatchStatus;
   /** Why it failed at validation (line numbers start at 1); null otherwise. */
@@ -20,6 +23,8 @@ export interface BatchView {
   errorFileId: string | null;
   metadata: Record<string, string> | null;
   requestCounts: { total: number; completed: number; failed: number };
+  /** Of the failed: those its stop (a cancel, or the end of its window) kept from running or cut short. */
+  stopped: { cancelled: number; expired: number };
   /** Lines started and not ended, and lines not started yet. */
   running: number;
   waiting: number;

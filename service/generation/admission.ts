@@ -16,6 +16,7 @@ import { viewOf } from '../../core/generation/view';
 import { requestHash } from '../../core/generation/idempotency';
 import { admit } from '../../core/ledger';
 import type { KeyedRequest } from '../../core/ledger';
+import type { JobCallback } from '../../core/webhooks/job-callbacks';
 import { creditsToMc, mcToCredits } from '../../core/money';
 import type { Principal } from '../../core/accounts/principal';
 import type { OutputStore } from '../../core/storage/output-store';
@@ -128,7 +129,12 @@ export function createAdmission(deps: AdmissionDeps) {
     },
 
     /** Admits a request's priced generations, all or none; a refusal is a 402 for the whole request. */
-    async admit(priced: readonly PricedGeneration[], principal: Principal, opts: SubmitOptions): Promise<Admitted> {
+    async admit(
+      priced: readonly PricedGeneration[],
+      principal: Principal,
+      opts: SubmitOptions,
+      callback?: JobCallback,
+    ): Promise<Admitted> {
       assertWithinSpendCap(priced, opts);
       const budgeted = principal.budgeted === true;
       const admission = await lanes.through(principal.accountId, () =>
@@ -140,6 +146,7 @@ export function createAdmission(deps: AdmissionDeps) {
             budgeted,
             customerId: opts.customer,
             startsRunning: p.admittedRunning === true,
+            callback,
           })),
           keyedOf(principal, opts),
         ),

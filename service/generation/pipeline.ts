@@ -3,7 +3,8 @@ import type { PricedGeneration } from '../../core/generation/workflow-input';
 import type { Admission, Admitted } from './admission';
 import { priceRequest } from './requests';
 import type { GenerationRequest, Serves } from './requests';
-import type { SubmitOptions, SubmittedMany } from './types';
+import type { PrepareCallback, SubmitOptions, SubmittedMany } from './types';
+import { ServiceUnavailableError } from '../../core/errors';
 
 /** Every generation of a request held and recorded, each with its workflow input. */
 export type Held = Exclude<Admitted, { replayOf: string }>;
@@ -30,6 +31,8 @@ export interface SubmitKind<Options extends SubmitOptions, Ready, Answer> {
 }
 
 export interface PipelineDeps {
+  /** Checks a callback URL named on the request; without it such a request is refused. */
+  prepareCallback?: PrepareCallback | undefined;
   /** The gate and the hold (admission.ts). */
   admission: Pick<Admission, 'limitCustomer' | 'priorClaim' | 'admit' | 'replay'>;
   /** What the models' providers can do beyond the basics (function tools), as pricing asks. */
@@ -42,7 +45,7 @@ export interface PipelineDeps {
  * then the start. Each kind adds only its own steps; a refusal anywhere before the hold costs
  * nothing, and from the hold on the kind's start owns settle-or-release.
  */
-export function createPipeline({ admission, serves }: PipelineDeps) {
+export function createPipeline({ admission, serves, prepareCallback }: PipelineDeps) {
   return async function submit<Options extends SubmitOptions & { count?: number }, Ready, Answer>(
     kind: SubmitKind<Options, Ready, Answer>,
     request: GenerationRequest,
@@ -54,12 +57,15 @@ export function createPipeline({ admission, serves }: PipelineDeps) {
     const prior = await admission.priorClaim(principal, opts);
     if (prior !== undefined) return kind.replayed(await admission.replay(principal.accountId, prior, opts));
 
+    // A bad callback URL is refused before anything is priced, fetched or held.
+    const callback =
+      opts.callback && (await (prepareCallback ?? refuseCallbacks)(principal, opts.callback, 'generation'));
     const priced = Array.from({ length: opts.count ?? 1 }, () => priceRequest(request, principal, opts.door, serves));
     const ready = await kind.beforeHold(priced, request, principal, opts);
 
     let admitted: Admitted;
     try {
-      admitted = await admission.admit(priced, principal, opts);
+      admitted = await admission.admit(priced, principal, opts, callback);
     } catch (err) {
       kind.notHeld?.(ready, 'not admitted');
       throw err;
@@ -73,3 +79,7 @@ export function createPipeline({ admission, serves }: PipelineDeps) {
 }
 
 export type SubmitPipeline = ReturnType<typeof createPipeline>;
+
+/** Where no callback check was configured (an instance without webhooks), a callback is refused. */
+export const refuseCallbacks: PrepareCallback = () =>
+  Promise.reject(new ServiceUnavailableError('Callback URLs are not configured on this instance.'));

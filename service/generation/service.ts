@@ -46,7 +46,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   });
   const provider = deps.provider ?? createSimulator();
   const serves: Serves = (model, feature) => provider.serves?.(model, feature) ?? false;
-  const pipeline = createPipeline({ admission, serves });
+  const pipeline = createPipeline({ admission, serves, prepareCallback: deps.prepareCallback });
   const byWorkflow = createByWorkflow({
     pool,
     gateway,

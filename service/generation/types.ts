@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { Principal } from '../../core/accounts/principal';
 import type { InternalParams, PublicParams } from '../../core/generation/params';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { Plan } from '../../core/plans';
@@ -7,6 +8,7 @@ import type { Door, GenerationKind, GenerationStatus } from '../../core/vocabula
 import type { GenerationView } from '../../core/generation/view';
 import type { GenerationGateway } from './temporal-gateway';
 import type { PricedGeneration } from '../../core/generation/workflow-input';
+import type { CallbackJob, JobCallback, RequestedCallback } from '../../core/webhooks/job-callbacks';
 
 /** What the generation service takes and gives: shared by its parts and by the doors that call it. */
 
@@ -33,7 +35,16 @@ export interface GenerationServiceDeps {
   rateWindows?: RateWindows;
   /** Where trouble that no client hears of is told (e.g. a report Temporal did not take). */
   log?: (message: string, err: unknown) => void;
+  /** Checks a callback URL named on a submit (service/webhooks/job-callbacks.ts); without it such a submit is refused. */
+  prepareCallback?: PrepareCallback;
 }
+
+/** Checks a requested callback before anything is held: address policy, event filter, the account's callback secret. */
+export type PrepareCallback = (
+  principal: Principal,
+  requested: RequestedCallback,
+  job: CallbackJob,
+) => Promise<JobCallback>;
 
 /** One input image of an edit: a URL to fetch, or bytes the request carried (an upload, an earlier output). */
 export type EditSource = { url: string } | { file: Buffer };
@@ -73,6 +84,8 @@ export interface SubmitOptions {
    * customer's budget and rate limit.
    */
   customer?: string | undefined;
+  /** A callback URL named on the job: its events go there too (checked before anything is held, recorded with it). */
+  callback?: RequestedCallback | undefined;
   /** The request's logger: admission lines carry its request id next to the generation id. */
   log?: { info(obj: object, msg: string): void; warn?(obj: object, msg: string): void } | undefined;
 }

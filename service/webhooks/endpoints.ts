@@ -28,6 +28,7 @@ import { checkWebhookUrl } from '../../core/webhooks/url-check';
 import type { WebhookUrlRules } from '../../core/webhooks/url-check';
 import { decodeCursor, encodeCursor } from '../../core/cursor';
 import type { WebhookDispatcher } from './dispatch';
+import { createJobCallbacks } from './job-callbacks';
 
 /** The spec's limit (Limits: "Webhook endpoints, 5 per account"). */
 export const MAX_WEBHOOK_ENDPOINTS = 5;
@@ -74,7 +75,7 @@ export interface EndpointUpdate {
   enabled?: boolean | undefined;
 }
 
-/** Registration, secrets, the delivery log and replays of an account's webhook endpoints. */
+/** Registration, secrets, the delivery log and replays of an account's webhook endpoints, and of its jobs' callbacks. */
 export function createWebhookService(deps: WebhookServiceDeps) {
   const { pool, dispatcher, urlRules } = deps;
   const clock = deps.clock ?? Date.now;
@@ -133,6 +134,9 @@ export function createWebhookService(deps: WebhookServiceDeps) {
   };
 
   return {
+    /** Callback URLs named on jobs: the check each submit makes, the account's callback secret, their log (job-callbacks.ts). */
+    callbacks: createJobCallbacks(deps),
+
     async create(principal: Principal, req: NewEndpointRequest): Promise<{ endpoint: EndpointView; secret: string }> {
       assertWebhooksScope(principal);
       const secretBox = box();

@@ -4,7 +4,7 @@ import { z } from 'zod';
 /**
  * Anthropic's answers as strict zod schemas, written from the published types of
  * `@anthropic-ai/sdk` (resources/messages/messages.d.ts, resources/shared.d.ts,
- * resources/models.d.ts, core/pagination.d.ts), not from the door's code: every field the SDK
+ * resources/models.d.ts, resources/messages/batches.d.ts, core/pagination.d.ts), not from the door's code: every field the SDK
  * declares required is required here, and no other field is allowed. Where the SDK's union is
  * wider than anything this service can produce (content blocks of server tools, citations,
  * containers), the schema names only the members the service may send, so a member it starts
@@ -194,12 +194,51 @@ export const modelPage = z
   })
   .strict();
 
+const rfc3339 = z.string().datetime({ offset: true });
+
+export const messageBatch = z
+  .object({
+    id: z.string(),
+    archived_at: rfc3339.nullable(),
+    cancel_initiated_at: rfc3339.nullable(),
+    created_at: rfc3339,
+    ended_at: rfc3339.nullable(),
+    expires_at: rfc3339,
+    processing_status: z.enum(['in_progress', 'canceling', 'ended']),
+    request_counts: z
+      .object({
+        canceled: z.number().int(),
+        errored: z.number().int(),
+        expired: z.number().int(),
+        processing: z.number().int(),
+        succeeded: z.number().int(),
+      })
+      .strict(),
+    results_url: z.string().url().nullable(),
+    type: z.literal('message_batch'),
+  })
+  .strict();
+
+export const messageBatchResult = z
+  .object({
+    custom_id: z.string(),
+    result: z.discriminatedUnion('type', [
+      z.object({ message, type: z.literal('succeeded') }).strict(),
+      z.object({ error: errorResponse, type: z.literal('errored') }).strict(),
+      z.object({ type: z.literal('canceled') }).strict(),
+      z.object({ type: z.literal('expired') }).strict(),
+    ]),
+  })
+  .strict();
+
 /** Compile-time: each schema's output is a value of the SDK's own type. */
 export type SchemasMatchTheSdk = [
   z.infer<typeof message> extends Anthropic.Message ? true : never,
   z.infer<typeof streamEvent> extends Anthropic.RawMessageStreamEvent ? true : never,
   z.infer<typeof errorResponse> extends Anthropic.ErrorResponse ? true : never,
   z.infer<typeof modelInfo> extends Anthropic.ModelInfo ? true : never,
+  z.infer<typeof messageBatch> extends Anthropic.Messages.MessageBatch ? true : never,
+  z.infer<typeof messageBatchResult> extends Anthropic.Messages.MessageBatchIndividualResponse ? true : never,
   z.infer<typeof modelPage> extends {
     data: Anthropic.ModelInfo[];
     has_more: boolean;
@@ -209,7 +248,7 @@ export type SchemasMatchTheSdk = [
     ? true
     : never,
 ];
-export const SCHEMAS_MATCH_THE_SDK: SchemasMatchTheSdk = [true, true, true, true, true];
+export const SCHEMAS_MATCH_THE_SDK: SchemasMatchTheSdk = [true, true, true, true, true, true, true];
 
 /**
  * The events of a streamed answer, each parsed by the schema: Anthropic's `ping` (the SDK's stream

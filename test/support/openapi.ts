@@ -53,6 +53,7 @@ export const COVERAGE_OWNERS: readonly { prefix: string; file: string }[] = [
   { prefix: '/api/v1/webhooks', file: 'webhooks.test.ts' },
   { prefix: '/v1/', file: 'openai-sdk.test.ts' },
   { prefix: '/v1/messages', file: 'anthropic-sdk.test.ts' },
+  { prefix: '/v1/messages/batches', file: 'anthropic-batches-routes.test.ts' },
   { prefix: '/v1/files', file: 'batches-sdk.test.ts' },
   { prefix: '/v1/batches', file: 'batches-sdk.test.ts' },
   { prefix: '/api/v1/batches', file: 'batches.test.ts' },

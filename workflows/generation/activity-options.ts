@@ -39,16 +39,33 @@ export const slots = proxyActivities<GenerationActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 1, nonRetryableErrorTypes: ['LedgerPermanentError'] },
 });
 
+const runTimeouts = (kind: GenerationKind, deadlineMs: number | undefined) => ({
+  startToCloseTimeout: kind === 'video' || kind === 'upscale' ? '1 hour' : '10 minutes',
+  ...(deadlineMs === undefined ? {} : { scheduleToCloseTimeout: deadlineMs }),
+});
+
 /** `deadlineMs`: the run is the generation's deadline (nothing to wait for before it), so all its attempts end by then. */
 export function providerActivities(kind: GenerationKind, summary: string, deadlineMs?: number): GenerationActivities {
   return proxyActivities<GenerationActivities>({
     summary,
     taskQueue: providerTaskQueueOf(workflowInfo().taskQueue),
-    startToCloseTimeout: kind === 'video' || kind === 'upscale' ? '1 hour' : '10 minutes',
-    ...(deadlineMs === undefined ? {} : { scheduleToCloseTimeout: deadlineMs }),
+    ...runTimeouts(kind, deadlineMs),
     heartbeatTimeout: '10 seconds',
     // A worker restart mid-job costs an attempt too, so allow a few before giving up.
     retry: { initialInterval: '1 second', maximumAttempts: 5, nonRetryableErrorTypes: ['ProviderRejectedError'] },
+  });
+}
+
+/**
+ * The provider run in place: a local activity of this workflow's worker, when one of its provider
+ * permits is free (activities/generation/provider.ts). One attempt: a transient failure goes on as
+ * the queue's run, which has the retries (docs/decisions/0143-provider-runs-in-place.md).
+ */
+export function providerInPlace(kind: GenerationKind, summary: string, deadlineMs?: number): GenerationActivities {
+  return proxyLocalActivities<GenerationActivities>({
+    summary: `${summary}, in place`,
+    ...runTimeouts(kind, deadlineMs),
+    retry: { maximumAttempts: 1 },
   });
 }
 

@@ -3,6 +3,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
+  patched,
   setCurrentDetails,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
@@ -10,12 +11,13 @@ import { GenerationProvider } from '../../core/search-attributes';
 import type { ApiRunResult } from '../../core/workflow-contract';
 import { creditsText } from '../../core/money';
 import { failureMessage } from '../../core/vocabulary';
-import type { GenerationFailure, RunOutput } from '../../core/vocabulary';
+import type { GenerationFailure, GenerationKind, RunOutput } from '../../core/vocabulary';
 import type { EffectName, EffectParams, GenerationEvent } from '../../machines/generation';
 import { ledgerStep, pastDeadline, slots } from './activity-options';
 import { deadlineMessage } from './deadline';
 import { RELEASED_BEFORE_SETTLE } from './run';
 import type { GenerationRun } from './run';
+import type { ProviderRun } from '../../activities/generation/provider';
 import { runWithoutHoldingSlot } from './upstream-wait';
 
 /** The effects the machine names, each run as an activity; their outcomes come back as events. */
@@ -97,7 +99,7 @@ async function runProvider(run: GenerationRun): Promise<void> {
       output = await runWithoutHoldingSlot(run.provider, job, run.compensations);
     } else {
       try {
-        output = await run.provider.runProvider(job);
+        output = await runToEnd(run, job);
       } catch (err) {
         if (run.deadlineOnRun === undefined || !pastDeadline(err)) throw err;
         return { type: 'DEADLINE', message: deadlineMessage(run.deadlineOnRun) };
@@ -111,6 +113,29 @@ async function runProvider(run: GenerationRun): Promise<void> {
     return { type: 'RUN_SUCCEEDED', output };
   });
 }
+
+/**
+ * A run that never detaches: an image's or an upscale's in place when the worker has a provider
+ * permit free (no dispatch through the provider queue), else, or after a transient failure in
+ * place, from the queue. A run in place keeps its workflow task open, so a cancel reaches it only
+ * at that task's heartbeat (about 8 s) or its end: fine for a render of seconds, not for a chat
+ * that may think for minutes, which stays on the queue.
+ */
+async function runToEnd(run: GenerationRun, job: ProviderRun): Promise<RunOutput> {
+  if (IN_PLACE_KINDS.has(run.input.kind) && patched(IN_PLACE_PATCH)) {
+    try {
+      const here = await run.inPlace.runProviderInPlace(job);
+      if ('output' in here) return here.output;
+    } catch (err) {
+      if (isCancellation(err) || pastDeadline(err) || !failureOf(err).retryable) throw err;
+    }
+  }
+  return run.provider.runProvider(job);
+}
+
+/** Since this, an image's or an upscale's run is first tried in place. */
+const IN_PLACE_PATCH = 'provider-runs-in-place';
+const IN_PLACE_KINDS: ReadonlySet<GenerationKind> = new Set(['image', 'upscale']);
 
 async function stopWork({ background }: GenerationRun): Promise<void> {
   for (const scope of background.splice(0)) scope.cancel();

@@ -9,6 +9,8 @@ export interface GenerationRun {
   readonly input: GenerationWorkflowInput;
   /** The provider's activities, bounded by `deadlineOnRun` when it is set. */
   readonly provider: GenerationActivities;
+  /** The same, run in place (a local activity) when the worker has a provider permit free. */
+  readonly inPlace: GenerationActivities;
   /**
    * Admitted running and needing no slot, a generation's run is all that is left of its deadline:
    * the provider activity's schedule-to-close timeout keeps it, and no timer is started.

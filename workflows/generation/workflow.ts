@@ -21,7 +21,7 @@ import { SLOT_KINDS } from '../../core/vocabulary';
 import type { GenerationFailure, GenerationStatus } from '../../core/vocabulary';
 import { effectsOf, endOfRecorded, generationMachine, statusOf } from '../../machines/generation';
 import type { EffectName, GenerationEffect } from '../../machines/generation';
-import { providerActivities } from './activity-options';
+import { providerActivities, providerInPlace } from './activity-options';
 import { startDeadline } from './deadline';
 import { effectTable } from './effects';
 import type { EffectTable } from './effects';
@@ -46,9 +46,11 @@ export const generation: GenerationWorkflow = async (input: GenerationWorkflowIn
   const deadlineOnRun = input.admittedRunning === true && !needsSlot ? input.deadlineMs : undefined;
   const model = input.admitted.model;
   const quote = input.admitted.free ? 'a free reply' : `${creditsText(input.quoteMc)} held`;
+  const runSummary = `run ${input.kind} on ${model} (${quote})`;
   const run: GenerationRun = {
     input,
-    provider: providerActivities(input.kind, `run ${input.kind} on ${model} (${quote})`, deadlineOnRun),
+    provider: providerActivities(input.kind, runSummary, deadlineOnRun),
+    inPlace: providerInPlace(input.kind, runSummary, deadlineOnRun),
     deadlineOnRun,
     events: [],
     background: [],

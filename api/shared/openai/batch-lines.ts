@@ -1,7 +1,7 @@
 import { ZodError } from 'zod';
 import type { z } from 'zod';
 import { DomainError, InvalidRequestError } from '../../../core/errors';
-import type { BatchEndpoint } from '../../../core/vocabulary';
+import type { OpenAiBatchEndpoint } from '../../../core/vocabulary';
 import type { LineGenerationView, LineParser, LineResult } from '../../../service/batches/service';
 import { errorBody, fromZod } from '../errors';
 import { CHAT_FIELDS, chatCompletionBody, chatCompletionOf, chatRequestOf } from './chat';
@@ -33,6 +33,8 @@ import { assertKnownFields, UNSUPPORTED, unixSeconds } from './words';
 /** Parses a body with `schema` as the route would, its unknown fields refused by name first. */
 function parsed<S extends z.ZodType>(schema: S, fields: readonly string[], body: Record<string, unknown>): z.output<S> {
   assertKnownFields(body, fields);
+  // A batch tells its end to its own callback; its lines send no events of their own.
+  if (body.callback_url != null) throw notInBatch('callback_url', 'a callback URL (name it on the batch)');
   try {
     return schema.parse(body);
   } catch (err) {
@@ -48,7 +50,7 @@ const notInBatch = (param: string, what: string) =>
  * naming what a batch line cannot do: stream, run in the background, fetch a reference frame).
  * `conversation` builds a Responses line's conversation (its previous response's turns).
  */
-export function lineParserFor(endpoint: BatchEndpoint, conversation: ConversationOf): LineParser {
+export function lineParserFor(endpoint: OpenAiBatchEndpoint, conversation: ConversationOf): LineParser {
   switch (endpoint) {
     case '/v1/chat/completions':
       return async (raw) => {
@@ -95,7 +97,7 @@ export function lineParserFor(endpoint: BatchEndpoint, conversation: Conversatio
 
 /** The body a line's endpoint would have answered; a failed run throws the error it would have answered. */
 async function answerOf(
-  endpoint: BatchEndpoint,
+  endpoint: OpenAiBatchEndpoint,
   l: LineResult,
   readFile: (generationId: string) => Promise<Buffer | undefined>,
 ): Promise<unknown> {
@@ -162,7 +164,7 @@ const STOPPED = {
  * batch stopped before it ran or while it ran, `response: null` and the batch's reason.
  */
 export async function outputLineOf(
-  endpoint: BatchEndpoint,
+  endpoint: OpenAiBatchEndpoint,
   batchId: string,
   l: LineResult,
   readFile: (generationId: string) => Promise<Buffer | undefined>,

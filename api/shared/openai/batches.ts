@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { FileRow } from '../../../core/db/files';
-import { BATCH_ENDPOINTS, BATCH_STATUSES } from '../../../core/vocabulary';
-import type { BatchEndpoint } from '../../../core/vocabulary';
+import { ANTHROPIC_BATCH_ENDPOINT, BATCH_STATUSES, OPENAI_BATCH_ENDPOINTS } from '../../../core/vocabulary';
 import type { BatchService, BatchView } from '../../../service/batches/service';
 import { outputLineOf } from './batch-lines';
 import { unixSeconds } from './words';
@@ -15,7 +14,7 @@ export const batchObject = z
   .object({
     id: z.string(),
     object: z.literal('batch'),
-    endpoint: z.enum(Object.keys(BATCH_ENDPOINTS) as [BatchEndpoint, ...BatchEndpoint[]]),
+    endpoint: z.enum(OPENAI_BATCH_ENDPOINTS),
     errors: z
       .object({
         object: z.literal('list'),
@@ -59,7 +58,10 @@ function given<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?:
 }
 const seconds = (d: Date | null): number | null => (d === null ? null : unixSeconds(d));
 
+/** A batch of OpenAI's format (group B shows no other) as OpenAI's Batch object. */
 export function batchObjectOf(b: BatchView): z.infer<typeof batchObject> {
+  if (b.endpoint === ANTHROPIC_BATCH_ENDPOINT || b.inputFileId === null)
+    throw new Error(`batch ${b.id} is a Message Batch, not an OpenAI batch`);
   return {
     id: b.id,
     object: 'batch',
@@ -122,8 +124,11 @@ export async function* batchFileLines(
   role: 'output' | 'errors',
   readFile: (generationId: string) => Promise<Buffer | undefined>,
 ): AsyncGenerator<string> {
+  const endpoint = batch.endpoint;
+  if (endpoint === ANTHROPIC_BATCH_ENDPOINT)
+    throw new Error(`batch ${batch.id} is a Message Batch, not an OpenAI batch`);
   for await (const page of batches.lines(batch, role === 'output' ? 'completed' : 'failed')) {
-    const lines = await Promise.all(page.map((l) => outputLineOf(batch.endpoint, batch.id, l, readFile)));
+    const lines = await Promise.all(page.map((l) => outputLineOf(endpoint, batch.id, l, readFile)));
     yield lines.map((l) => `${JSON.stringify(l)}\n`).join('');
   }
 }

@@ -4,7 +4,15 @@ import type { GenerationView } from '../../../core/generation/view';
 import { IMAGE_OUTPUT_FORMATS } from '../../../core/media/output-format';
 import type { GenerationRequest } from '../../../service/generation/requests';
 import { failedRunError } from './failures';
-import { deadlineSeconds, imageUrl as httpImageUrl, mediaPrompt, modelId, spendCapField } from '../fields';
+import {
+  callbackEventsField,
+  callbackUrlField,
+  deadlineSeconds,
+  imageUrl as httpImageUrl,
+  mediaPrompt,
+  modelId,
+  spendCapField,
+} from '../fields';
 import { unixSeconds } from './words';
 import { openAiEndUser } from '../customers';
 
@@ -16,6 +24,11 @@ import { openAiEndUser } from '../customers';
  */
 
 export const maxCredits = spendCapField('max_credits');
+/** A callback URL on the job, as OpenRouter's video API names it; group B's submits all take it. */
+export const callbackFields = {
+  callback_url: callbackUrlField('callback_url').nullable(),
+  callback_events: callbackEventsField('callback_events').nullable(),
+};
 export const endUser = openAiEndUser();
 
 export const prompt = mediaPrompt.describe('Checked by the safety guard before pricing');
@@ -72,6 +85,7 @@ export const imageGenerationBody = z
     safety_identifier: endUser.nullish(),
     deadline_seconds: deadlineSeconds.nullable(),
     max_credits: maxCredits.nullable(),
+    ...callbackFields,
   })
   .meta({
     id: 'ImageGenerationRequest',
@@ -129,6 +143,7 @@ export const videoGenerationBody = z
     max_credits: maxCredits.nullable(),
     user: endUser.optional(),
     safety_identifier: endUser.nullish(),
+    ...callbackFields,
   })
   .meta({
     id: 'VideoGenerationRequest',
@@ -199,6 +214,7 @@ export const videosCreateBody = z
     max_credits: formNumber(maxCredits),
     user: endUser.optional(),
     safety_identifier: endUser.nullish(),
+    ...callbackFields,
   })
   .meta({ id: 'VideoCreateRequest' });
 

@@ -11,6 +11,7 @@ import type { ResponseItem } from '../../../service/chat/responses';
 import type { GenerationRequest } from '../../../service/generation/requests';
 import { functionName, jsonSchemaName, modelId, spendCapField } from '../fields';
 import { GROUP_B_PARAMS, UNSUPPORTED } from './words';
+import { callbackFields } from './media';
 import { openAiEndUser } from '../customers';
 
 /**
@@ -134,6 +135,8 @@ export const RESPONSE_FIELDS = [
   'access_programs',
   'prompt_cache_options',
   'max_credits',
+  'callback_url',
+  'callback_events',
 ] as const;
 const refused = (field: string, what = `${field} ${UNSUPPORTED}`) => z.never({ error: what }).optional();
 
@@ -165,6 +168,7 @@ export const responseCreateBody = z
       .describe('Default true: readable with GET /v1/responses/{id} and continuable with previous_response_id'),
     stream: z.boolean().nullish().describe('Server-Sent Events: response.created … response.completed'),
     max_credits: spendCapField('max_credits').nullable(),
+    ...callbackFields,
     stream_options: z
       .object({ include_obfuscation: z.boolean().optional() })
       .nullish()

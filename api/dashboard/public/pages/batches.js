@@ -1,10 +1,21 @@
-// The account's batches (made through POST /v1/batches or MCP), newest first: progress, counts and
-// credits, followed live while they run; cancel; the output and error files to download.
+// The account's batches (OpenAI's, made through POST /v1/batches or MCP, and Anthropic's Message
+// Batches, made through POST /v1/messages/batches), newest first, each with its format: progress,
+// counts and credits, followed live while they run; cancel; the output and error files to download.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { Alert, api, formatNumber, isoTitle, Loading, may, useLoad, when } from '../lib.js';
 
 const RUNNING = ['in_progress', 'cancelling', 'validating', 'finalizing'];
+const FORMATS = { openai: 'OpenAI', anthropic: 'Anthropic' };
+
+/**
+ * Whether a batch has an output (`output`) or error (`errors`) file to download: OpenAI's batches
+ * name theirs; a Message Batch has its results once it has ended, split the same way.
+ */
+function hasFile(b, role) {
+  if (b.format !== 'anthropic') return Boolean(role === 'output' ? b.outputFileId : b.errorFileId);
+  return b.finishedAt !== null && (role === 'output' ? b.requestCounts.completed : b.requestCounts.failed) > 0;
+}
 
 /** Follows the batches still running, one stream each, until they end. */
 function useBatchStreams(ids, onBatch) {
@@ -46,9 +57,10 @@ export function Batches() {
   };
   return html`<h1>Batches</h1>
     <p class="muted">
-      Made with <span class="mono">POST /v1/batches</span> (the OpenAI SDK’s <span class="mono">client.batches</span>)
-      or the MCP tool <span class="mono">generate_batch</span>. The whole price is held when a batch starts; each
-      request is charged when it succeeds and released when it fails.
+      Made with <span class="mono">POST /v1/batches</span> (the OpenAI SDK’s <span class="mono">client.batches</span>),
+      the MCP tool <span class="mono">generate_batch</span>, or <span class="mono">POST /v1/messages/batches</span> (the
+      Anthropic SDK’s <span class="mono">client.messages.batches</span>). The whole price is held when a batch starts;
+      each request is charged when it succeeds and released when it fails.
     </p>
     <${Alert} error=${error} />
     <${Loading} state=${state}
@@ -62,6 +74,7 @@ export function Batches() {
               <thead>
                 <tr>
                   <th scope="col">Batch</th>
+                  <th scope="col">Format</th>
                   <th scope="col">Endpoint</th>
                   <th scope="col">Status</th>
                   <th scope="col">Progress</th>
@@ -76,6 +89,7 @@ export function Batches() {
                   (b) =>
                     html`<tr key=${b.id} data-batch=${b.id} data-status=${b.status}>
                       <td data-label="Batch" class="mono break">${b.id}</td>
+                      <td data-label="Format" data-format=${b.format}>${FORMATS[b.format] ?? b.format}</td>
                       <td data-label="Endpoint" class="mono">${b.endpoint}</td>
                       <td data-label="Status"><span class=${`badge badge-${b.status}`}>${b.status}</span></td>
                       <td data-label="Progress">
@@ -95,11 +109,11 @@ export function Batches() {
                       <td data-label="Created"><time datetime=${isoTitle(b.createdAt)}>${when(b.createdAt)}</time></td>
                       <td data-label="Files">
                         ${
-                          b.outputFileId
+                          hasFile(b, 'output')
                             ? html`<a href=${`/dashboard/api/batches/${b.id}/output`} download>Output</a> `
                             : null
                         }${
-                          b.errorFileId
+                          hasFile(b, 'errors')
                             ? html`<a href=${`/dashboard/api/batches/${b.id}/errors`} download>Errors</a>`
                             : null
                         }

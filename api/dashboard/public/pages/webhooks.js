@@ -1,4 +1,5 @@
-// Webhook endpoints: add, edit, test, rotate the secret, delete; each one's delivery log.
+// Webhook endpoints: add, edit, test, rotate the secret, delete; each one's delivery log. Callbacks named on
+// jobs: the account's callback secret and their delivery log.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { Alert, api, Loading, may, Secret, useLoad, when } from '../lib.js';
@@ -39,8 +40,9 @@ function EventChoices({ format, chosen }) {
   </fieldset>`;
 }
 
-function Deliveries({ endpoint, onError }) {
-  const state = useLoad(() => api('GET', `/dashboard/api/webhooks/${endpoint.id}/deliveries?limit=20`));
+/** A delivery log, newest first: an endpoint's (`path` its deliveries) or the callbacks' (each row names its URL). */
+function Deliveries({ path, caption, callbacks = false, onError }) {
+  const state = useLoad(() => api('GET', `${path}?limit=20`));
   useEffect(() => {
     // Deliveries happen in the background: look again a few times while the log is open.
     const timer = setInterval(() => state.reload(), 3000);
@@ -48,7 +50,7 @@ function Deliveries({ endpoint, onError }) {
   }, []);
   const redeliver = async (d) => {
     try {
-      await api('POST', `/dashboard/api/webhooks/${endpoint.id}/deliveries/${d.id}/redeliver`);
+      await api('POST', `${path}/${d.id}/redeliver`);
       state.reload();
     } catch (err) {
       onError(err);
@@ -60,11 +62,12 @@ function Deliveries({ endpoint, onError }) {
         ? html`<p class="muted">No deliveries yet.</p>`
         : html`<table class="table deliveries">
             <caption class="visually-hidden">
-              Deliveries to ${endpoint.url}, newest first
+              ${caption}
             </caption>
             <thead>
               <tr>
                 <th scope="col">Event</th>
+                ${callbacks ? html`<th scope="col">Job and URL</th>` : null}
                 <th scope="col">Status</th>
                 <th scope="col">Last answer</th>
                 <th scope="col">Attempts</th>
@@ -77,6 +80,7 @@ function Deliveries({ endpoint, onError }) {
                 const last = d.attempts[d.attempts.length - 1];
                 return html`<tr key=${d.id} data-delivery=${d.id} data-status=${d.status}>
                   <td data-label="Event">${d.event}</td>
+                  ${callbacks ? html`<td data-label="Job and URL" class="mono break">${d.generationId ?? d.batchId} → ${d.url}</td>` : null}
                   <td data-label="Status"><span class=${`badge badge-${d.status}`}>${d.status}</span></td>
                   <td data-label="Last answer" data-testid="status-code">
                     ${last ? (last.statusCode ?? last.error ?? '—') : '—'}
@@ -199,8 +203,60 @@ function Endpoint({ e, onChange, onRemove, onSecret, onError }) {
           </form>`
         : null
     }
-    ${log ? html`<${Deliveries} key=${logKey} endpoint=${e} onError=${onError} />` : null}
+    ${
+      log
+        ? html`<${Deliveries}
+            key=${logKey}
+            path=${`/dashboard/api/webhooks/${e.id}/deliveries`}
+            caption=${`Deliveries to ${e.url}, newest first`}
+            onError=${onError}
+          />`
+        : null
+    }
   </article>`;
+}
+
+/** Callback URLs that jobs name themselves: signed with the account's callback secret, logged here. */
+function Callbacks({ onSecret, onError }) {
+  const state = useLoad(() =>
+    api('GET', '/dashboard/api/webhooks/callback-secret').catch((err) =>
+      err.status === 404 ? null : Promise.reject(err),
+    ),
+  );
+  const rotate = async () => {
+    try {
+      const made = await api('POST', '/dashboard/api/webhooks/callback-secret/rotate');
+      onSecret(made.secret);
+      state.reload();
+    } catch (err) {
+      onError(err);
+    }
+  };
+  return html`<section aria-labelledby="callbacks">
+    <h2 id="callbacks">Callbacks named on jobs</h2>
+    <p class="muted">
+      A job may name its own callback URL (<code>webhook</code>, <code>callback_url</code> or <code>callbackUrl</code>);
+      its events are signed with the account’s callback secret and retried like an endpoint’s.
+    </p>
+    <${Loading} state=${state}
+      >${(s) =>
+        html`<p>
+          ${
+            s
+              ? html`Callback secret made
+                ${when(s.createdAt)}${s.previousSecretExpiresAt ? html` <span class="muted small">(previous one valid until ${when(s.previousSecretExpiresAt)})</span>` : null}`
+              : 'No callback secret yet: jobs cannot name a callback until there is one.'
+          }
+          ${may('webhooks') ? html` <button type="button" class="secondary small" onClick=${rotate}>${s ? 'Rotate callback secret' : 'Make callback secret'}</button>` : null}
+        </p>`}<//
+    >
+    <${Deliveries}
+      path="/dashboard/api/webhooks/callbacks/deliveries"
+      caption="Deliveries to callbacks named on jobs, newest first"
+      callbacks=${true}
+      onError=${onError}
+    />
+  </section>`;
 }
 
 export function Webhooks() {
@@ -269,6 +325,7 @@ export function Webhooks() {
           </section>`
         : null
     }
+    <${Callbacks} onSecret=${(value) => setSecret({ label: 'Callback secret', value })} onError=${setError} />
     <section aria-labelledby="endpoints">
       <h2 id="endpoints">Endpoints</h2>
       <${Loading} state=${state}

@@ -231,8 +231,9 @@ describe('messages with the official Anthropic SDK', () => {
     );
     expect(auth).toBeInstanceOf(Anthropic.AuthenticationError);
     expect(auth.error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
-    const batches = await errorOf(client.messages.batches.list());
-    expect(batches).toBeInstanceOf(Anthropic.NotFoundError);
+    const missing = await errorOf(client.messages.batches.retrieve(`batch_${'0'.repeat(26)}`));
+    expect(missing).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(missing.error).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
     expect(await balanceOf(key)).toMatchObject({ balance: 0.01, holdsActive: 0 });
   });
 

@@ -1,6 +1,7 @@
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core): an operator's
- * invitation, setting the password, logging in, keys, webhooks, the playground and logging out,
+ * invitation, setting the password, logging in, keys, webhooks, the playground, batches of both
+ * formats and logging out,
  * each checked against the API with plain HTTP as a client would. Screenshots of every page
  * (desktop, and a phone for some) go to docs/screenshots/ with UPDATE_SCREENSHOTS=1:
  *   UPDATE_SCREENSHOTS=1 npx vitest run test/integration/api/dashboard/dashboard-browser.test.ts
@@ -304,6 +305,83 @@ describe('the dashboard in Chromium', () => {
     expect(await alert.textContent()).toContain(`below ${threshold} credits`);
     expect(await page.locator('[data-alert]').count()).toBe(2);
     await shot('overview-alerts');
+  });
+
+  it('lists OpenAI batches and Anthropic Message Batches side by side, each named by its format, with its downloads', async () => {
+    const key = (await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['chat'] })).json<{
+      key: string;
+    }>().key;
+    const params = { model: 'claude-haiku', max_tokens: 20, messages: [{ role: 'user', content: 'hi sim:tokens=2' }] };
+    const messageBatch = await http('/v1/messages/batches', {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ requests: [{ custom_id: 'one', params }] }),
+    });
+    expect(messageBatch.status).toBe(200);
+    const anthropicId = ((await messageBatch.json()) as { id: string }).id;
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    const line = { custom_id: 'one', method: 'POST', url: '/v1/chat/completions', body: params };
+    form.append('file', new Blob([`${JSON.stringify(line)}\n`]), 'in.jsonl');
+    const auth = { authorization: `Bearer ${key}` };
+    const file = (await (await http('/v1/files', { method: 'POST', headers: auth, body: form })).json()) as {
+      id: string;
+    };
+    const openai = await http('/v1/batches', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' }),
+    });
+    expect(openai.status).toBe(200);
+    const openaiId = ((await openai.json()) as { id: string }).id;
+
+    await page.getByRole('link', { name: 'Batches' }).click();
+    await page.waitForURL(/\/dashboard\/batches$/);
+    for (const [id, format] of [
+      [anthropicId, 'Anthropic'],
+      [openaiId, 'OpenAI'],
+    ] as const) {
+      const row = page.locator(`[data-batch="${id}"][data-status="completed"]`);
+      await row.waitFor({ timeout: 20_000 });
+      expect(await row.locator('[data-format]').textContent()).toBe(format);
+      const href = await row.getByRole('link', { name: 'Output' }).getAttribute('href');
+      const first = await page.evaluate(async (url) => (await (await fetch(url!)).text()).split('\n')[0]!, href);
+      const parsed = JSON.parse(first) as {
+        custom_id: string;
+        result?: { type: string };
+        response?: { status_code: number };
+      };
+      expect(parsed.custom_id).toBe('one');
+      if (format === 'Anthropic') expect(parsed.result?.type).toBe('succeeded');
+      else expect(parsed.response?.status_code).toBe(200);
+    }
+    await shot('batches');
+  });
+
+  it('makes the callback secret (shown once) and sees a job’s callback delivery in the callback log, redelivered', async () => {
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.waitForURL(/\/dashboard\/webhooks$/);
+    await page.getByRole('button', { name: 'Make callback secret' }).click();
+    const secret = await page.locator('input[data-secret]').inputValue();
+    expect(secret).toMatch(/^whsec_/);
+    await page.getByRole('button', { name: 'I have saved it' }).click();
+    await page.getByRole('button', { name: 'Rotate callback secret' }).waitFor();
+
+    const made = await h.admin('POST', `/admin/v1/accounts/${accountId}/keys`, { scopes: ['image'] });
+    const key = made.json<{ key: string }>().key;
+    const image = await h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'image', model: 'flux', prompt: 'a fox for the callback', webhook: receiver.url },
+    });
+    const id = image.json<{ id: string }>().id;
+    const [first] = await receiver.until(1, (r) => r.json.generation_id === id);
+    const row = page.locator(
+      `[data-delivery="${String(first!.headers['x-service-delivery'])}"][data-status="succeeded"]`,
+    );
+    await row.waitFor({ timeout: 20_000 });
+    expect(await row.locator('td[data-label="Job and URL"]').textContent()).toContain(id);
+    await row.getByRole('button', { name: /^Redeliver / }).click();
+    await receiver.until(2, (r) => r.json.generation_id === id);
   });
 
   it('logs out: the old cookie no longer opens /api/credits', async () => {

@@ -663,6 +663,48 @@ describe('the dashboard API', () => {
   });
 });
 
+describe('callbacks through the session', () => {
+  it('the callback secret, the log of callbacks named on jobs (a playground video’s too) and redelivery', async () => {
+    const s = await login(h, await dashboardUser(h));
+    const P = '/dashboard/api/webhooks';
+    c.conforms(await as(s, 'get', `${P}/callback-secret`), 'get', `${P}/callback-secret`, 404);
+    const made = c.conforms<{ secret: string }>(
+      await as(s, 'post', `${P}/callback-secret/rotate`),
+      'post',
+      `${P}/callback-secret/rotate`,
+      200,
+    );
+    expect(made.secret).toMatch(/^whsec_/);
+    c.conforms(await as(s, 'get', `${P}/callback-secret`), 'get', `${P}/callback-secret`, 200);
+
+    const { generation } = (
+      await as(s, 'post', '/api/generate', {
+        kind: 'image',
+        model: 'flux',
+        prompt: 'a fox',
+        callbackUrl: 'http://127.0.0.1:9/hook',
+      })
+    ).json<{ generation: { id: string } }>();
+    const LOG = `${P}/callbacks/deliveries`;
+    const [delivery] = c.conforms<{ data: { id: string; event: string; url: string }[] }>(
+      await as(s, 'get', `${LOG}?job=${generation.id}`),
+      'get',
+      LOG,
+      200,
+    ).data;
+    expect(delivery).toMatchObject({ event: 'generation.succeeded', url: 'http://127.0.0.1:9/hook' });
+    c.conforms(await as(s, 'get', `${LOG}?limit=0`), 'get', LOG, 400);
+    const REDELIVER = `${LOG}/{deliveryId}/redeliver`;
+    c.conforms(await as(s, 'post', `${LOG}/${delivery!.id}/redeliver`), 'post', REDELIVER, 202);
+    c.conforms(await as(s, 'post', `${LOG}/whd_nope/redeliver`), 'post', REDELIVER, 404);
+    await h.pool.query(
+      `UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'gone' WHERE job_generation_id = $1`,
+      [generation.id],
+    );
+    c.conforms(await as(s, 'post', `${LOG}/${delivery!.id}/redeliver`), 'post', REDELIVER, 409);
+  });
+});
+
 describe('pages and assets', () => {
   it('redirects to the login page without a session, serves the shell with a strict CSP with one', async () => {
     const s = await login(h, await dashboardUser(h));
@@ -748,6 +790,15 @@ function everyDashboardRoute(): [Method, string, string, unknown][] {
     ['get', `${P}/{id}/deliveries`, `${P}/wh_nope/deliveries`, undefined],
     ['post', `${P}/{id}/deliveries/{deliveryId}/redeliver`, `${P}/wh_nope/deliveries/whd_nope/redeliver`, undefined],
     ['post', `${P}/{id}/test`, `${P}/wh_nope/test`, undefined],
+    ['get', `${P}/callback-secret`, `${P}/callback-secret`, undefined],
+    ['post', `${P}/callback-secret/rotate`, `${P}/callback-secret/rotate`, undefined],
+    ['get', `${P}/callbacks/deliveries`, `${P}/callbacks/deliveries`, undefined],
+    [
+      'post',
+      `${P}/callbacks/deliveries/{deliveryId}/redeliver`,
+      `${P}/callbacks/deliveries/whd_nope/redeliver`,
+      undefined,
+    ],
     ['get', '/dashboard/api/ledger', '/dashboard/api/ledger', undefined],
     ['get', '/dashboard/api/customer-defaults', '/dashboard/api/customer-defaults', undefined],
     [

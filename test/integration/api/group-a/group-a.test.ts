@@ -190,6 +190,8 @@ describe('authorization matrix', () => {
     endpoint: string;
     /** A delivery of that endpoint (its ping). */
     delivery: string;
+    /** A delivery to a callback URL an image of the owner named. */
+    callbackDelivery: string;
     /** A webhook endpoint fresh for each call, for the calls that change or delete it. */
     disposable: string;
     /** A finished batch of the owner. */
@@ -259,6 +261,22 @@ describe('authorization matrix', () => {
       }),
       expect: { noScope: 403, otherAccount: 404, right: 202 },
     },
+    'POST /api/v1/generations/:id/extend': {
+      request: (i) => ({
+        method: 'POST',
+        url: `/api/v1/generations/${i.remixable}/extend`,
+        body: { seconds: 2, prompt: 'on sim:delay=60000' },
+      }),
+      expect: { noScope: 403, otherAccount: 404, right: 202 },
+    },
+    'POST /api/v1/generations/:id/edit': {
+      request: (i) => ({
+        method: 'POST',
+        url: `/api/v1/generations/${i.remixable}/edit`,
+        body: { prompt: 'in blue sim:delay=60000' },
+      }),
+      expect: { noScope: 403, otherAccount: 404, right: 202 },
+    },
     // Live streams: a finished generation's stream, resumed after its end, closes at once.
     'GET /api/v1/generations/:id/events': {
       request: (i) => ({
@@ -311,6 +329,26 @@ describe('authorization matrix', () => {
     },
     'POST /api/v1/webhooks/:id/test': {
       request: (i) => ({ method: 'POST', url: `/api/v1/webhooks/${i.endpoint}/test` }),
+      expect: { noScope: 403, otherAccount: 404, right: 202 },
+    },
+    // Callbacks named on jobs: the account's callback secret (each key reads its own) and their log.
+    'GET /api/v1/webhooks/callback-secret': {
+      request: () => ({ method: 'GET', url: '/api/v1/webhooks/callback-secret' }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'POST /api/v1/webhooks/callback-secret/rotate': {
+      request: () => ({ method: 'POST', url: '/api/v1/webhooks/callback-secret/rotate' }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'GET /api/v1/webhooks/callbacks/deliveries': {
+      request: () => ({ method: 'GET', url: '/api/v1/webhooks/callbacks/deliveries' }),
+      expect: { noScope: 403, otherAccount: 200, right: 200 },
+    },
+    'POST /api/v1/webhooks/callbacks/deliveries/:deliveryId/redeliver': {
+      request: (i) => ({
+        method: 'POST',
+        url: `/api/v1/webhooks/callbacks/deliveries/${i.callbackDelivery}/redeliver`,
+      }),
       expect: { noScope: 403, otherAccount: 404, right: 202 },
     },
     // The account's customers and audit log: the customers and audit scopes; another account's customer is not found.
@@ -442,6 +480,17 @@ describe('authorization matrix', () => {
     const endpoint = await createEndpoint();
     const ping = await h.call('POST', `/api/v1/webhooks/${endpoint}/test`, { key: owner.key });
     const delivery = ping.json<{ id: string }>().id;
+    for (const k of [owner.key, stranger.key])
+      await h.call('POST', '/api/v1/webhooks/callback-secret/rotate', { key: k });
+    const withCallback = await h.call('POST', '/api/v1/generate', {
+      key: owner.key,
+      body: { kind: 'image', model: 'flux', prompt: 'called back', webhook: HOOK_URL },
+    });
+    const callbackDelivery = (
+      await h.call('GET', `/api/v1/webhooks/callbacks/deliveries?job=${withCallback.json<{ id: string }>().id}`, {
+        key: owner.key,
+      })
+    ).json<{ data: { id: string }[] }>().data[0]!.id;
     const remixable = (
       await generate(h, owner.key, { kind: 'video', model: 'seedance-lite', prompt: 'short sim:delay=50' })
     ).body.generation.id;
@@ -506,6 +555,7 @@ describe('authorization matrix', () => {
           remixable,
           endpoint,
           delivery,
+          callbackDelivery,
           disposable,
           batch,
           cancellableBatch,

@@ -627,6 +627,65 @@ describe('deliveries', () => {
   });
 });
 
+const CALLBACK_LOG = `${WH}/callbacks/deliveries`;
+
+describe('callback URLs named on jobs, through the webhook API', () => {
+  it('the callback secret is made once and read without it; the log pages; a 410 disables that job’s callback alone', async () => {
+    const r = await receiver();
+    r.behave(() => 410);
+    const { key } = await h.account({ credits: 50 });
+    const SECRET = `${WH}/callback-secret`;
+    c.conforms(await h.call('GET', SECRET, { key }), 'get', SECRET, 404);
+    const made = c.conforms<{ secret: string }>(
+      await h.call('POST', `${SECRET}/rotate`, { key }),
+      'post',
+      `${SECRET}/rotate`,
+      200,
+    );
+    expect(made.secret).toMatch(/^whsec_/);
+    const read = c.conforms<object>(await h.call('GET', SECRET, { key }), 'get', SECRET, 200);
+    expect(read).toMatchObject({ previousSecretExpiresAt: null });
+    expect(JSON.stringify(read)).not.toContain(made.secret);
+
+    const gone = await h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'image', model: 'flux', prompt: 'a gone receiver', webhook: r.url },
+    });
+    const id = gone.json<{ id: string }>().id;
+    const [failed] = await eventually(async () => {
+      const log = c.conforms<{ data: { id: string; status: string; url: string }[] }>(
+        await h.call('GET', `${CALLBACK_LOG}?job=${id}&limit=1`, { key }),
+        'get',
+        CALLBACK_LOG,
+        200,
+      ).data;
+      return log[0]?.status === 'failed' ? log : undefined;
+    });
+    expect(failed!.url).toBe(r.url);
+    c.conforms(await h.call('GET', `${CALLBACK_LOG}?limit=0`, { key }), 'get', CALLBACK_LOG, 400);
+    const REDELIVER = `${CALLBACK_LOG}/{deliveryId}/redeliver`;
+    c.conforms(await h.call('POST', `${CALLBACK_LOG}/${failed!.id}/redeliver`, { key }), 'post', REDELIVER, 409);
+    c.conforms(await h.call('POST', `${CALLBACK_LOG}/whd_nope/redeliver`, { key }), 'post', REDELIVER, 404);
+
+    // Another job's callback to the same URL is a callback of its own, still on.
+    r.behave(() => 200);
+    const next = await h.call('POST', '/api/v1/generate', {
+      key,
+      body: { kind: 'image', model: 'flux', prompt: 'back again', webhook: r.url },
+    });
+    const nextId = next.json<{ id: string }>().id;
+    await r.until(1, (x) => x.json.generation_id === nextId);
+    const [sent] = c.conforms<{ data: { id: string }[] }>(
+      await h.call('GET', `${CALLBACK_LOG}?job=${nextId}`, { key }),
+      'get',
+      CALLBACK_LOG,
+      200,
+    ).data;
+    c.conforms(await h.call('POST', `${CALLBACK_LOG}/${sent!.id}/redeliver`, { key }), 'post', REDELIVER, 202);
+    await r.until(2, (x) => x.json.generation_id === nextId);
+  });
+});
+
 describe('the webhook routes conform to the document', () => {
   const everyRoute = (id: string, deliveryId: string): [Method, string, string, unknown][] => [
     ['post', WH, WH, { url: 'https://localhost/x' }],
@@ -643,6 +702,10 @@ describe('the webhook routes conform to the document', () => {
       undefined,
     ],
     ['post', `${WH}/{id}/test`, `${WH}/${id}/test`, undefined],
+    ['get', `${WH}/callback-secret`, `${WH}/callback-secret`, undefined],
+    ['post', `${WH}/callback-secret/rotate`, `${WH}/callback-secret/rotate`, undefined],
+    ['get', CALLBACK_LOG, CALLBACK_LOG, undefined],
+    ['post', `${CALLBACK_LOG}/{deliveryId}/redeliver`, `${CALLBACK_LOG}/${deliveryId}/redeliver`, undefined],
   ];
   const inject = (app: Harness['app'], method: Method, url: string, key: string | undefined, body: unknown) =>
     app.inject({
@@ -753,7 +816,9 @@ describe('the webhook routes conform to the document', () => {
             payload: { scopes: ['image', 'webhooks'] },
           })
         ).json<{ key: string }>().key;
-        await pool.query('DROP TABLE webhook_attempts, webhook_deliveries, webhook_endpoints CASCADE');
+        await pool.query(
+          'DROP TABLE webhook_attempts, webhook_deliveries, webhook_endpoints, callback_secrets CASCADE',
+        );
         for (const [method, path, url, body] of everyRoute(ID, DELIVERY)) {
           const { error } = c.conforms<{ error: { message: string } }>(
             await inject(broken, method, url, k, body),
