@@ -35,6 +35,7 @@ const FAILURE_MESSAGES: Readonly<Record<string, string>> = {
   input_missing: 'The input of this generation is no longer stored; nothing was charged.',
   invalid_input: 'The input image could not be used; nothing was charged.',
   output_format: 'The image could not be given in the format asked for; nothing was charged.',
+  choice_failed: 'Another choice of the same reply failed, so none was answered; nothing was charged.',
 };
 
 export function failureMessage(code: string): string {

@@ -38,9 +38,15 @@ export const anthropicErrorSchema = z
   })
   .meta({ id: 'AnthropicError' });
 
+/** As Anthropic's API does, a body over the limit is refused by its size, before anything in it is judged. */
+const TOO_LARGE = '; the body is over 8 MB, refused by its size before it is read, whatever it holds';
+
 export function errorsAnthropic<const S extends readonly number[]>(...statuses: S) {
   return Object.fromEntries(
-    statuses.map((s) => [s, anthropicErrorSchema.describe(`Anthropic's error shape: ${anthropicTypeOf(s)}`)]),
+    statuses.map((s) => [
+      s,
+      anthropicErrorSchema.describe(`Anthropic's error shape: ${anthropicTypeOf(s)}${s === 413 ? TOO_LARGE : ''}`),
+    ]),
   ) as { [K in S[number]]: typeof anthropicErrorSchema };
 }
 

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { DomainError, InvalidRequestError, markAfterAdmission } from '../../core/errors';
-import { summedTokenUsage } from '../../core/providers/token-usage';
+import { choicesTokenUsage } from '../../core/providers/token-usage';
 import type { TokenUsage } from '../../core/vocabulary';
 import { firstsOf, interleaved } from '../../service/chat/choices';
 import type { ChoiceEvent } from '../../service/chat/choices';
@@ -100,7 +100,7 @@ async function* chatChunks(
       }
     }
     if (meta.includeUsage && usages.length === meta.count)
-      yield chunk([], { usage: usageOf(summedTokenUsage(usages)) });
+      yield chunk([], { usage: usageOf(choicesTokenUsage(usages)) });
     yield 'data: [DONE]\n\n';
   } catch (err) {
     // Headers are gone: the error travels as an event, which the SDK raises as an APIError.
@@ -170,6 +170,7 @@ export const groupBChatRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
       const firsts = await firstsOf(runs, events, inGroupBWords);
 
       if (body.stream) {
+        for (const r of runs) r.answered();
         const meta = {
           id: run.id,
           created,
@@ -195,7 +196,7 @@ export const groupBChatRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
         created,
         model: run.model,
         choices: choices.map((w) => ({ ...w, logprobs: body.logprobs === true ? w.logprobs : null })),
-        usage: summedTokenUsage(choices.map((w) => w.usage)),
+        usage: choicesTokenUsage(choices.map((w) => w.usage)),
       });
     },
   );

@@ -9,7 +9,6 @@ import type { BatchService } from '../../service/batches/service';
 import type { GenerationService } from '../../service/generation/service';
 import { bearerToken, principalOf, requireApiKey } from '../shared/auth';
 import type { AuthDeps } from '../shared/auth';
-import { errorBody } from '../shared/errors';
 import { apiError, errorResponses, serverSentEvent } from '../shared/schemas';
 import type { StandingMonitor } from '../shared/standing';
 import { CUSTOMER_HEADER, customerHeaders } from '../shared/customers';
@@ -61,6 +60,7 @@ const description =
   'The Model Context Protocol over Streamable HTTP, revisions 2025-11-25 (initialize handshake) and 2026-07-28 (no handshake: ' +
   "server/discover, the protocol version and capabilities in each request's _meta, the tasks extension io.modelcontextprotocol/tasks), " +
   'stateless: every POST carries one JSON-RPC message ' +
+  '(there is no server-to-client stream to GET and no session to DELETE: both are 405 with `Allow: POST, OPTIONS`) ' +
   'and is answered on its own, so any API instance answers any request; a JSON array (a JSON-RPC batch, removed from MCP in ' +
   '2025-06-18) is refused with a JSON-RPC error and nothing runs. Send `Accept: application/json, text/event-stream` ' +
   'and the API key as `Authorization: Bearer <API_KEY>`, with the same scopes, rate limit and balance as REST. A request is answered ' +
@@ -76,9 +76,6 @@ const CORS_EXPOSED = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-
 
 const BATCH_MESSAGE =
   'JSON-RPC batches are not accepted (MCP 2025-06-18 removed them): send each message in its own POST. Nothing in this batch was run.';
-
-const STATELESS_MESSAGE =
-  'This MCP endpoint is stateless: it offers no server-to-client stream (GET) and no session to end (DELETE); POST each message.';
 
 /** MCP at /api/mcp (DESIGN §6): the same key, scopes, rate limit and ledger as the REST doors. */
 export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) => {
@@ -221,23 +218,6 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
     },
   );
 
-  const stateless = {
-    tags,
-    description: STATELESS_MESSAGE,
-    security: [],
-    response: { 405: apiError.describe('Always: see Allow') },
-  };
-  const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) =>
-    reply
-      .code(405)
-      .header('Allow', 'POST')
-      .send(errorBody('invalid_request_error', 405, STATELESS_MESSAGE));
-  app.get(
-    MCP_PATH,
-    { schema: { ...stateless, operationId: 'mcpStream', summary: 'No server-to-client stream: 405' } },
-    notAllowed,
-  );
-
   // The CORS preflight of a page of an allowed origin (its POST carries Authorization and JSON).
   app.options(
     MCP_PATH,
@@ -264,11 +244,6 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
         .header('Access-Control-Allow-Headers', CORS_ALLOWED)
         .header('Access-Control-Max-Age', '600')
         .send(null),
-  );
-  app.delete(
-    MCP_PATH,
-    { schema: { ...stateless, operationId: 'mcpEndSession', summary: 'No session to end: 405' } },
-    notAllowed,
   );
 };
 

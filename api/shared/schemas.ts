@@ -53,7 +53,7 @@ const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   404: 'not_found',
   405: 'The path exists but not with this method; see the Allow header',
   409: 'A conflict: an Idempotency-Key reused for another request (idempotency_conflict), a generation that has already finished (generation_finished), a remix, extension or edit of a video that has not succeeded (generation_not_succeeded) or a reply that is being streamed to its client (generation_streaming), a disabled webhook endpoint (endpoint_disabled), or a batch that has ended (batch_finished)',
-  413: 'The request body is too large',
+  413: 'The request body is over the route’s size limit: refused by its size before it is read, whatever it holds',
   429: 'rate_limit_error: the key has used its plan’s requests of the last 60 s; see Retry-After',
   431: 'invalid_request_error: the request line and headers exceed 16 KiB; answered before any route, for every route',
   500: 'server_error: internal error; retry shortly',

@@ -35,13 +35,19 @@ export function uncachedInputTokens(u: TokenUsage): number {
   return Math.max(0, u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens);
 }
 
-/** The usage of several replies of one request (OpenAI's `n` choices), each count summed. */
-export function summedTokenUsage(usages: readonly TokenUsage[]): TokenUsage {
-  const sum = (k: keyof TokenUsage) => usages.reduce((total, u) => total + u[k], 0);
+/**
+ * The usage of the replies of one request (OpenAI's `n` choices) as OpenAI counts it: the prompt
+ * once, the output of them all. Every choice read the same prompt, so the input figures are the
+ * first choice's (another may have found more of it in the provider's cache: that is the cache's
+ * doing, not more input). Billing is per output token, so the charge is the sum either way.
+ */
+export function choicesTokenUsage(usages: readonly TokenUsage[]): TokenUsage {
+  const sum = (k: 'outputTokens' | 'reasoningTokens') => usages.reduce((total, u) => total + u[k], 0);
+  const first = usages[0];
   return {
-    inputTokens: sum('inputTokens'),
-    cachedInputTokens: sum('cachedInputTokens'),
-    cacheWriteTokens: sum('cacheWriteTokens'),
+    inputTokens: first?.inputTokens ?? 0,
+    cachedInputTokens: first?.cachedInputTokens ?? 0,
+    cacheWriteTokens: first?.cacheWriteTokens ?? 0,
     outputTokens: sum('outputTokens'),
     reasoningTokens: sum('reasoningTokens'),
   };

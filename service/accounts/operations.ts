@@ -231,22 +231,19 @@ export async function revokeKey(pool: pg.Pool, keyId: string, actor: Actor, acco
 export const PASSWORD_LINK_TTL_MS = 24 * 3_600_000;
 
 /**
- * An address mail can reach (RFC 5321 4.5.3.1): at most 254 characters, a name part of at most 64
- * and domain labels of at most 63, which zod's own check lets through.
+ * An address mail can reach (RFC 5321 4.5.3.1): a name part of 1 to 64 characters, domain labels
+ * of 1 to 63 that neither start nor end with a hyphen, 254 characters in all. One pattern, which
+ * the OpenAPI document shows as it is, so that the route and the document refuse the same
+ * addresses (a `format: email` is each validator's own idea of an address). No lookaround, so
+ * that property-based tools can draw addresses from it.
  */
+const EMAIL_PATTERN =
+  /^(?:[A-Za-z0-9_'+-][A-Za-z0-9_'+.-]{0,62})?[A-Za-z0-9_+-]@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;
+
 export const emailAddress = z
-  .email({ error: 'email must be an email address' })
+  .string()
   .max(254, { error: 'email: at most 254 characters', abort: true })
-  .refine((e) => {
-    const at = e.lastIndexOf('@');
-    return (
-      at <= 64 &&
-      e
-        .slice(at + 1)
-        .split('.')
-        .every((label) => label.length <= 63)
-    );
-  }, 'email: the part before @ may have at most 64 characters and each dot-separated part of the domain at most 63');
+  .regex(EMAIL_PATTERN, { error: 'email must be an email address' });
 
 export const createUserBody = z
   .object({

@@ -19,7 +19,7 @@ import { hashToken, newToken } from '../../core/accounts/passwords';
 import { mayManage, ROLES } from '../../core/roles';
 import type { Role } from '../../core/roles';
 import type { Actor } from './audit';
-import { PASSWORD_LINK_TTL_MS } from './operations';
+import { emailAddress, PASSWORD_LINK_TTL_MS } from './operations';
 
 /**
  * An account's team: its dashboard users and their roles (core/roles.ts). Every change locks the
@@ -45,10 +45,7 @@ export const memberView = z
 
 export const inviteBody = z
   .strictObject({
-    email: z
-      .email({ error: 'email must be an email address' })
-      .max(254)
-      .transform((e) => e.trim().toLowerCase()),
+    email: emailAddress.transform((e) => e.toLowerCase()),
     role: z.enum(ROLES).describe('What they may do; only an owner invites an owner'),
   })
   .meta({ id: 'TeamInvite', examples: [{ email: 'ada@example.com', role: 'developer' }] });

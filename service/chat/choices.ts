@@ -1,3 +1,5 @@
+import { failureMessage } from '../../core/vocabulary';
+import type { ApiRunResult } from '../../core/workflow-contract';
 import type { ChatRunEvent } from './reply-stream';
 
 /** One event of one of several choices (OpenAI's `n`), with that choice's index. */
@@ -60,4 +62,57 @@ export async function firstsOf(
 /** Ends every run (a run already ended is left as it is). */
 async function stopAll(rests: readonly AsyncIterator<ChatRunEvent>[]): Promise<void> {
   await Promise.allSettled(rests.map((rest) => Promise.resolve(rest.return?.())));
+}
+
+/** How the choices of one reply end, decided once all have ended. */
+export interface ChoiceGroup {
+  /** Aborted by the first choice that fails: the others stop as if their client had gone. */
+  signal: AbortSignal;
+  /** Choice `index`'s finish, held back until every choice has reported. */
+  finishOf(index: number, finish: (result: ApiRunResult) => void): (result: ApiRunResult) => void;
+  /** The client has begun to receive the choices (a stream): from here each is charged what reached it. */
+  answered(): void;
+}
+
+/**
+ * The choices of one reply (OpenAI's `n`) are one answer: the client gets all of them or an
+ * error. So no choice is settled before every one has ended; should any fail before the answer
+ * has begun to reach the client (a whole reply, or a stream before its first chunk), the first
+ * failure stands and every other choice is released with `choice_failed`, whatever it produced:
+ * nothing is charged for an answer the client never receives. Once a stream has begun, each
+ * choice keeps its own outcome (the others stop with a failure, charged what reached the client).
+ */
+export function choiceGroup(count: number): ChoiceGroup {
+  const stop = new AbortController();
+  const results: ApiRunResult[] = [];
+  const finishes: ((result: ApiRunResult) => void)[] = [];
+  let firstFailure: Extract<ApiRunResult, { ok: false }> | undefined;
+  let answered = false;
+  let reported = 0;
+  const outcomeOf = (r: ApiRunResult): ApiRunResult =>
+    firstFailure && !answered && r !== firstFailure ? releasedBy(firstFailure) : r;
+  return {
+    signal: stop.signal,
+    finishOf: (index, finish) => {
+      finishes[index] = finish;
+      return (result) => {
+        results[index] = result;
+        if (!result.ok && !firstFailure) {
+          firstFailure = result;
+          stop.abort(new Error('another choice of the reply failed'));
+        }
+        if (++reported === count) results.forEach((r, i) => finishes[i]!(outcomeOf(r)));
+      };
+    },
+    answered: () => {
+      if (!firstFailure) answered = true;
+    },
+  };
+}
+
+function releasedBy(failure: Extract<ApiRunResult, { ok: false }>): ApiRunResult {
+  return {
+    ok: false,
+    error: { code: 'choice_failed', message: failureMessage('choice_failed'), retryable: failure.error.retryable },
+  };
 }

@@ -9,7 +9,8 @@
 // path and the marker), `up:cut=<n>` (a stream breaks off after n deltas), `up:ms=<n>` (a video job or
 // prediction ends n ms after it was submitted, whoever reads it), `up:nohook` (its webhook is never sent),
 // `up:cached=<n>`, `up:cache_write=<n>` and `up:reasoning=<n>` (the cache and reasoning figures its usage
-// reports, in the upstream's own rules of inclusion).
+// reports, in the upstream's own rules of inclusion), and on the OpenAI-compatible server `up:nth=<k>`
+// (`up:status` and `up:cut` hit only the k-th request with the same prompt: one of n choices fails).
 // The fal and Replicate servers call back as their providers do when asked to (fal_webhook;
 // webhook + webhook_events_filter), signed as each documents (ed25519 with keys served as a JWKS;
 // Standard Webhooks with a whsec_ secret).
@@ -136,6 +137,8 @@ const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'the
 export async function startOpenAiUpstream(): Promise<UpstreamServer> {
   const received: Received[] = [];
   const always = { directives: '' };
+  /** How many requests each prompt has come with (`up:nth`). */
+  const asked = new Map<string, number>();
   const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#3a6' } })
     .png()
     .toBuffer();
@@ -157,7 +160,10 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
       const messages = Array.isArray(body?.messages) ? (body.messages as { content?: unknown }[]) : [];
       const text = `${messages.length > 0 ? messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join(' ') : promptOf(body)} ${always.directives}`;
       if (directive(text, 'hang') !== undefined) return; // never answers
-      const status = Number(directive(text, 'status') ?? 0);
+      asked.set(text, (asked.get(text) ?? 0) + 1);
+      const nth = directive(text, 'nth');
+      const failing = nth === undefined || Number(nth) === asked.get(text);
+      const status = failing ? Number(directive(text, 'status') ?? 0) : 0;
       if (status) return refuse(res, status, directive(text, 'policy') !== undefined, directive(text, 'leak'));
 
       if (req.url === '/v1/images/generations' || req.url === '/v1/images/edits') {
@@ -216,7 +222,7 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
         await sleep(first);
       }
       const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
-      const cut = directive(text, 'cut');
+      const cut = failing ? directive(text, 'cut') : undefined;
       for (const [i, piece] of pieces.entries()) {
         if (i > 0 && pace) await sleep(pace);
         if (cut !== undefined && i === Number(cut)) {

@@ -5,7 +5,7 @@ import type { OpenAiBatchEndpoint } from '../../../core/vocabulary';
 import type { LineGenerationView, LineParser, LineResult } from '../../../service/batches/service';
 import { errorBody, fromZod } from '../errors';
 import { CHAT_FIELDS, chatCompletionBody, chatCompletionOf, chatRequestOf } from './chat';
-import { summedTokenUsage, tokenUsageOf } from '../../../core/providers/token-usage';
+import { choicesTokenUsage, tokenUsageOf } from '../../../core/providers/token-usage';
 import { failedRunError } from './failures';
 import {
   answerFormatOf,
@@ -125,7 +125,7 @@ async function answerOf(
                 : 'stop',
           logprobs: null,
         })),
-        usage: summedTokenUsage(l.generations.map(usageOfChoice)),
+        usage: choicesTokenUsage(l.generations.map(usageOfChoice)),
       });
     }
     case '/v1/responses':

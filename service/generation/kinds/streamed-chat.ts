@@ -9,6 +9,8 @@ import type { GenerationView } from '../../../core/generation/view';
 import type { PricedGeneration } from '../../../core/generation/workflow-input';
 import type { RouteEntry } from '../../../core/vocabulary';
 import { openStream } from '../../chat/provider-stream';
+import { choiceGroup } from '../../chat/choices';
+import type { ChoiceGroup } from '../../chat/choices';
 import { CHAT_STREAM_LIMIT_MS, replyEvents } from '../../chat/reply-stream';
 import type { ChatRunEvent } from '../../chat/reply-stream';
 import type { SubmitKind, SubmitPipeline } from '../pipeline';
@@ -50,6 +52,8 @@ export interface ChatRun {
   events: AsyncIterable<ChatRunEvent>;
   /** Resolves once the generation has settled or been released in the ledger (bounded wait). */
   settled(): Promise<void>;
+  /** The reply has begun to reach the client (a stream's first chunk): from here it is charged what reached it. */
+  answered(): void;
 }
 
 type ChatRequest = Extract<GenerationRequest, { kind: 'chat' }>;
@@ -115,7 +119,11 @@ export function createStreamedChat(deps: ChatRunDeps) {
       for (const ready of readies) ready.stop.abort(new Error(why));
     },
 
-    start: (held, readies, opts) => readies.map((ready, i) => startRun(held.inputs[i]!, ready, opts, startedAt)),
+    start: (held, readies, opts) => {
+      // A reply's choices are answered all or none, and so charged (service/chat/choices.ts).
+      const group = readies.length > 1 ? choiceGroup(readies.length) : undefined;
+      return readies.map((ready, i) => startRun(held.inputs[i]!, ready, opts, startedAt, group && { group, index: i }));
+    },
 
     replayed: (first) => first.generations.map(replayedRun),
   });
@@ -145,12 +153,19 @@ export function createStreamedChat(deps: ChatRunDeps) {
   }
 
   /** One held choice's run: its reply as the provider gives it, settled or released on its own. */
-  function startRun(input: GenerationWorkflowInput, ready: Ready, opts: ChatRunOptions, startedAt: number): ChatRun {
+  function startRun(
+    input: GenerationWorkflowInput,
+    ready: Ready,
+    opts: ChatRunOptions,
+    startedAt: number,
+    choice?: { group: ChoiceGroup; index: number },
+  ): ChatRun {
     let finished!: (durable: boolean) => void;
     const outcome = new Promise<boolean>((done) => (finished = done));
-    const finish = (result: ApiRunResult): void => {
+    const record = (result: ApiRunResult): void => {
       void outcomes.record(input, result).then(finished);
     };
+    const finish = choice ? choice.group.finishOf(choice.index, record) : record;
     return {
       id: input.generationId,
       model: input.model,
@@ -167,13 +182,14 @@ export function createStreamedChat(deps: ChatRunDeps) {
         maxTokens: ready.maxTokens,
         ratePer1kMc: ready.rate,
         limitMs,
-        signal: opts.signal,
+        signal: choice ? AbortSignal.any([opts.signal, choice.group.signal]) : opts.signal,
         deadlineMs: opts.deadlineMs,
         startedAt,
         streamed: opts.streamed === true,
         finish,
         log,
       }),
+      answered: () => choice?.group.answered(),
       async settled() {
         // Normally the ledger has it already; else the workflow is settling it from the report.
         if (!(await outcome)) await deps.gateway.awaitFinish(input.generationId, 10_000);
@@ -187,7 +203,8 @@ export function createStreamedChat(deps: ChatRunDeps) {
 
   /**
    * Several choices of one chat, each its own generation and reply: held together (all or none),
-   * each charged the tokens it produced, settled or released on its own.
+   * each charged the tokens it produced, and answered and charged all or none until the answer
+   * has begun to reach the client.
    */
   const runChoices = (request: ChatRequest, principal: Principal, opts: ChatChoicesOptions): Promise<ChatRun[]> =>
     deps.submit(kindOf(Date.now()), request, principal, opts);
@@ -222,5 +239,6 @@ function replayedRun(g: GenerationView): ChatRun {
         };
     })(),
     settled: () => Promise.resolve(),
+    answered: () => undefined,
   };
 }

@@ -1,4 +1,4 @@
-// Usage over the last 30 days: spend per day (a chart), by model and by key.
+// Usage over the last 30 days: spend per day (a chart), by model and by key, with chats' tokens in detail.
 import { html } from 'htm/preact';
 import uPlot from 'uplot';
 import { useEffect, useRef } from 'preact/hooks';
@@ -48,8 +48,18 @@ function SpendChart({ days }) {
   ></div>`;
 }
 
+// A chat's tokens in detail, as its provider counted them: shown where some generation has any.
+const TOKEN_DETAILS = [
+  ['reasoningTokens', 'Reasoning tokens'],
+  ['inputTokens', 'Input tokens'],
+  ['cachedInputTokens', 'Cached input'],
+  ['cacheWriteTokens', 'Cache writes'],
+];
+const hasTokens = (r) => r.outputTokens + r.inputTokens > 0;
+
 function UsageTable({ caption, label, rows }) {
   if (rows.length === 0) return html`<p class="muted">Nothing in this period.</p>`;
+  const details = rows.some(hasTokens) ? TOKEN_DETAILS : [];
   return html`<table class="table">
     <caption class="visually-hidden">
       ${caption}
@@ -61,6 +71,7 @@ function UsageTable({ caption, label, rows }) {
         <th scope="col">Generations</th>
         <th scope="col">Failed</th>
         <th scope="col">Output tokens</th>
+        ${details.map(([field, name]) => html`<th key=${field} scope="col">${name}</th>`)}
       </tr>
     </thead>
     <tbody>
@@ -72,10 +83,24 @@ function UsageTable({ caption, label, rows }) {
             <td data-label="Generations">${formatNumber(r.generations)}</td>
             <td data-label="Failed">${formatNumber(r.failed)}</td>
             <td data-label="Output tokens">${formatNumber(r.outputTokens)}</td>
+            ${details.map(
+              ([field, name]) =>
+                html`<td key=${field} data-label=${name}>${hasTokens(r) ? formatNumber(r[field]) : '—'}</td>`,
+            )}
           </tr>`,
       )}
     </tbody>
   </table>`;
+}
+
+// The period's chat tokens in one sentence, as OpenAI counts them: the cache within the input, the reasoning within the output.
+function TokenSummary({ total }) {
+  if (!hasTokens(total)) return null;
+  return html`<p class="muted" data-testid="token-summary">
+    Chats read ${formatNumber(total.inputTokens)} input tokens (${formatNumber(total.cachedInputTokens)} from the prompt
+    cache, ${formatNumber(total.cacheWriteTokens)} written to it) and wrote ${formatNumber(total.outputTokens)} output
+    tokens (${formatNumber(total.reasoningTokens)} of them reasoning), charged per output token.
+  </p>`;
 }
 
 export function Usage() {
@@ -92,6 +117,7 @@ export function Usage() {
             The last 30 days (UTC): ${credits(u.day.total.creditsCharged)} charged for
             ${formatNumber(u.day.total.generations)} generations, ${formatNumber(u.day.total.failed)} failed (free).
           </p>
+          <${TokenSummary} total=${u.day.total} />
           <section aria-labelledby="per-day">
             <h2 id="per-day">Spend per day</h2>
             <${SpendChart} days=${u.day.data} />

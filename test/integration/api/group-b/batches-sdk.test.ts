@@ -234,7 +234,7 @@ describe('chat lines with several choices and usage details', () => {
       choices: [{ index: 0 }, { index: 1 }],
       usage: {
         completion_tokens: 2 * 5,
-        prompt_tokens_details: { cached_tokens: 2 * 20 },
+        prompt_tokens_details: { cached_tokens: 20 },
         completion_tokens_details: { reasoning_tokens: 2 * 2 },
       },
     });

@@ -120,9 +120,10 @@ describe('n choices', () => {
     expect(text[0]!.split(' ')).toHaveLength(4);
     expect(text[1]).toBe(text[0]);
     expect(usage).toMatchObject({
-      prompt_tokens: 2 * 13,
+      // The prompt once, as OpenAI counts it for n choices; the output of both.
+      prompt_tokens: 13,
       completion_tokens: 2 * 4,
-      prompt_tokens_details: { cached_tokens: 2 * 10 },
+      prompt_tokens_details: { cached_tokens: 10 },
     });
     expect(await settledBalance(key)).toBeCloseTo(
       100 - mcToCredits(2 * chargeForTokens(4, findOpenAiChatModel('gpt-5.5')!.priceMc)),
@@ -140,6 +141,47 @@ describe('n choices', () => {
     expect(await settledBalance(key)).toBe(5);
     const one = await client.chat.completions.create({ model: 'claude-haiku', messages: user('sim:delay=0 hi'), n: 1 });
     expect(one.choices).toHaveLength(1);
+  });
+
+  type ChoiceRecord = { id: string; status: string; creditsCharged: number; error: { code: string } | null };
+  const chatRecords = async (key: string) =>
+    (await h.call('GET', '/api/v1/generations?kind=chat', { key })).json<{ data: ChoiceRecord[] }>().data;
+
+  it('charges nothing for a whole reply one of whose choices fails: the others are released, not charged', async () => {
+    const { key } = await h.account({ credits: 100 });
+    // The second request with this prompt breaks off after 3 of its 6 tokens; the others complete.
+    const ask = clientFor(key).chat.completions.create({
+      model: 'gpt-5.5',
+      messages: user('Three takes up:tokens=6 up:pace=20 up:cut=3 up:nth=2'),
+      max_tokens: 40,
+      n: 3,
+    });
+    await expect(ask).rejects.toMatchObject({ status: 502 });
+    await expect(ask).rejects.toThrow(/provider failed; nothing was charged/);
+    expect(await settledBalance(key)).toBe(100);
+    const records = await chatRecords(key);
+    expect(records).toHaveLength(3);
+    for (const r of records) expect(r).toMatchObject({ status: 'failed', creditsCharged: 0 });
+    expect(records.map((r) => r.error?.code).sort()).toEqual(['choice_failed', 'choice_failed', 'provider_error']);
+  });
+
+  it('charges nothing for a stream one of whose choices fails before the first chunk', async () => {
+    const { key } = await h.account({ credits: 100 });
+    // The upstream refuses the second request with this prompt; the first has begun to answer.
+    const ask = clientFor(key).chat.completions.create({
+      model: 'gpt-5.5',
+      messages: user('Two takes up:tokens=6 up:status=400 up:nth=2'),
+      max_tokens: 40,
+      n: 2,
+      stream: true,
+    });
+    await expect(ask).rejects.toMatchObject({ status: 400 });
+    expect(await settledBalance(key)).toBe(100);
+    const records = await chatRecords(key);
+    expect(records.map((r) => [r.status, r.creditsCharged])).toEqual([
+      ['failed', 0],
+      ['failed', 0],
+    ]);
   });
 
   it('refuses n outside 1 to 8 by name', async () => {

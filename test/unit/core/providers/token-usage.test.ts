@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { anthropicUsageOf } from '../../../../core/providers/anthropic-upstream';
 import { openAiUsageOf } from '../../../../core/providers/openai-upstream';
 import { simulatedLogprob } from '../../../../core/providers/simulated-logprobs';
-import { summedTokenUsage, tokenUsageOf, uncachedInputTokens } from '../../../../core/providers/token-usage';
+import { choicesTokenUsage, tokenUsageOf, uncachedInputTokens } from '../../../../core/providers/token-usage';
 
 describe('usage details', () => {
   it('reads OpenAI’s chat completions and Responses names alike', () => {
@@ -55,7 +55,20 @@ describe('usage details', () => {
       reasoningTokens: 16,
     });
     const one = tokenUsageOf(undefined, { prompt: 'abcd', charged: 2 });
-    expect(summedTokenUsage([one, one])).toEqual({ ...one, inputTokens: 2, outputTokens: 4 });
+    expect(choicesTokenUsage([one, one])).toEqual({ ...one, outputTokens: 4 });
+  });
+
+  it('counts the prompt of n choices once, as OpenAI does, and the output of them all', () => {
+    const first = { inputTokens: 40, cachedInputTokens: 0, cacheWriteTokens: 30, outputTokens: 9, reasoningTokens: 2 };
+    const second = { inputTokens: 40, cachedInputTokens: 30, cacheWriteTokens: 0, outputTokens: 5, reasoningTokens: 1 };
+    expect(choicesTokenUsage([first, second])).toEqual({ ...first, outputTokens: 14, reasoningTokens: 3 });
+    expect(choicesTokenUsage([])).toEqual({
+      inputTokens: 0,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      outputTokens: 0,
+      reasoningTokens: 0,
+    });
   });
 
   it('makes well-formed, deterministic log probabilities', () => {

@@ -1,0 +1,144 @@
+/**
+ * The document and the routes agree where property-based testing (Schemathesis) found them apart:
+ * the methods a path serves and the Allow header that names them; a request body the document
+ * calls invalid is refused, and one it calls valid is accepted; a body over the size limit is the
+ * documented 413 whatever it holds.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { login, userOf } from '../../support/dashboard';
+import { startHarness } from '../../support/harness';
+import type { Harness } from '../../support/harness';
+import { createConformance, loadDocument, pointerOf } from '../../support/openapi';
+import type { Method, OpenApiDoc } from '../../support/openapi';
+
+let h: Harness;
+let doc: OpenApiDoc;
+let c: ReturnType<typeof createConformance>;
+beforeAll(async () => {
+  h = await startHarness({});
+  doc = await loadDocument(h.app);
+  c = createConformance(doc);
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+/** A concrete path for a documented one: any value routes a path parameter. */
+const concrete = (path: string) => path.replace(/\{[^}]+\}/g, 'x');
+
+describe('methods', () => {
+  it('a method a path does not document is a 405 whose Allow names exactly the documented ones', async () => {
+    const checked: string[] = [];
+    const methodsOf = (path: string) =>
+      HTTP_METHODS.filter((m) => doc.paths[path]![m.toLowerCase() as Method] !== undefined);
+    /** Another documented path that routes this one too (/v1/videos/{id} routes /v1/videos/extensions). */
+    const alsoRouting = (path: string) =>
+      Object.keys(doc.paths).filter(
+        (p) => p !== path && new RegExp(`^${p.replace(/\{\*\}/g, '.*').replace(/\{[^}]+\}/g, '[^/]+')}$`).test(path),
+      );
+    for (const path of Object.keys(doc.paths)) {
+      const documented = methodsOf(path);
+      const elsewhere = new Set(alsoRouting(path).flatMap(methodsOf));
+      const other = HTTP_METHODS.find((m) => !documented.includes(m) && !elsewhere.has(m));
+      if (!other) continue;
+      const res = await h.app.inject({ method: other, url: concrete(path) });
+      expect(res.statusCode, `${other} ${path}`).toBe(405);
+      const allowed = res.headers.allow?.toString().split(', ') ?? [];
+      // HEAD is served wherever GET is, and is not an operation of its own; a path another one also
+      // routes answers that one's methods too.
+      const expected = [...new Set([...documented, ...elsewhere])].sort();
+      expect(allowed.filter((m) => m !== 'HEAD').sort(), `${other} ${path}`).toEqual(expected);
+      checked.push(path);
+    }
+    expect(checked).toContain('/api/mcp');
+  });
+
+  it('MCP’s preflight names in Allow exactly the methods the document lists for /api/mcp', async () => {
+    const res = await h.app.inject({ method: 'OPTIONS', url: '/api/mcp' });
+    c.conforms(res, 'options', '/api/mcp', 204);
+    const documented = Object.keys(doc.paths['/api/mcp']!).map((m) => m.toUpperCase());
+    expect(String(res.headers.allow).split(', ').sort()).toEqual(documented.sort());
+  });
+});
+
+describe('the dashboard’s invitation', () => {
+  it('refuses every address the document refuses and invites every one it accepts', async () => {
+    const validInvite = c.validatorAt(pointerOf('components', 'schemas', 'TeamInviteInput'));
+    const { accountId } = await h.account({ credits: 1 });
+    const session = await login(h, await userOf(h, accountId));
+    const headers = { cookie: session.cookie, 'x-csrf-token': session.csrf };
+    const addresses = [
+      'ada@example.com',
+      'a.b+c@mail.example.org',
+      '0@0.com',
+      "o'neil@example.com",
+      'x@a--b.cc',
+      `${'a'.repeat(64)}@example.com`,
+      `x@${'a'.repeat(63)}.cc`,
+      // Refused by both: a label ending in a hyphen, or over 63; a name part over 64; a leading dot.
+      'x@a-.cc',
+      `x@${'a'.repeat(64)}.cc`,
+      `${'a'.repeat(65)}@example.com`,
+      '.ada@example.com',
+      'ada@example',
+      'ada example@example.com',
+      ' ada@example.com',
+    ];
+    for (const email of addresses) {
+      const body = { email, role: 'developer' };
+      const expected = validInvite(body) ? 201 : 400;
+      const res = await h.app.inject({ method: 'POST', url: '/dashboard/api/team', headers, payload: body });
+      c.conforms(res, 'post', '/dashboard/api/team', expected);
+    }
+    expect(validInvite({ email: 'x@a-.cc', role: 'developer' })).toBe(false);
+    expect(validInvite({ email: 'ada@example.com', role: 'developer' })).toBe(true);
+  });
+
+  it('without the session cookie an invitation is a 401, even with an API key', async () => {
+    const { key } = await h.account({ credits: 1 });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/team',
+      headers: { authorization: `Bearer ${key}` },
+      payload: { email: 'grace@example.com', role: 'admin' },
+    });
+    c.conforms(res, 'post', '/dashboard/api/team', 401);
+  });
+});
+
+describe('Anthropic’s Messages', () => {
+  const headers = (key: string) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+  const tooMany = (content: string) => ({
+    model: 'claude-haiku',
+    max_tokens: 10,
+    messages: Array.from({ length: 10_001 }, () => ({ role: 'user', content })),
+  });
+
+  it('a body the document calls invalid is a 400 while it is within the size limit', async () => {
+    const { key } = await h.account({ credits: 1 });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/v1/messages',
+      headers: headers(key),
+      payload: tooMany('hi'),
+    });
+    expect(c.conforms(res, 'post', '/v1/messages', 400)).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringMatching(/messages/) },
+    });
+  });
+
+  it('a body over the limit is the documented 413 whatever it holds, as Anthropic answers it', async () => {
+    const { key } = await h.account({ credits: 1 });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/v1/messages',
+      headers: headers(key),
+      payload: tooMany('x'.repeat(900)),
+    });
+    expect(c.conforms(res, 'post', '/v1/messages', 413)).toMatchObject({ error: { type: 'invalid_request_error' } });
+    expect(doc.paths['/v1/messages']!.post!.responses['413']!.description).toMatch(/before it is read/);
+    expect((await h.call('GET', '/api/v1/balance', { key })).json()).toMatchObject({ balance: 1, holdsActive: 0 });
+  });
+});
