@@ -221,6 +221,7 @@ export async function createProviderWorker(
     | 'tracing'
   >,
 ): Promise<Worker> {
+  const permits = deps.providerPermits ?? permitsOf(deps);
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
@@ -228,12 +229,18 @@ export async function createProviderWorker(
     ...versioned(deps.deployment),
     ...traced(deps.tracing, 'activities'),
     activities: createProviderActivities({ provider: deps.provider, store: deps.store, pool: deps.pool }),
-    // The worker polls for a run only when the process has a permit for it (runs in place take them too).
+    // The worker polls for a run only when the process has a permit for it (runs in place take them
+    // too), and each waiting poll holds one: a quarter of them at most, so that runs in place find
+    // permits free while the queue is idle (the SDK's 10 polls would hold all of a small set).
     tuner: {
-      activityTaskSlotSupplier: slotsOf(deps.providerPermits ?? permitsOf(deps)),
+      activityTaskSlotSupplier: slotsOf(permits),
       workflowTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
       localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
       nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+    },
+    activityTaskPollerBehavior: {
+      type: 'simple-maximum',
+      maximum: Math.max(1, Math.min(10, Math.floor(permits.size / 4))),
     },
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
     shutdownForceTime: SHUTDOWN_FORCE_MS,

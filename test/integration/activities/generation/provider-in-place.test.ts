@@ -37,7 +37,8 @@ function recordingProvider(inner: Provider): Provider {
 }
 
 beforeAll(async () => {
-  h = await startHarness({ provider: recordingProvider(createSimulator()) });
+  // Few permits, as `npm run fairness` has them: the provider worker's idle polls must leave some free.
+  h = await startHarness({ provider: recordingProvider(createSimulator()), providerConcurrency: 10 });
 });
 afterAll(async () => {
   await h?.close();
