@@ -228,7 +228,7 @@ export async function createProviderWorker(
     taskQueue: providerTaskQueueOf(deps.taskQueue),
     ...versioned(deps.deployment),
     ...traced(deps.tracing, 'activities'),
-    activities: createProviderActivities({ provider: deps.provider, store: deps.store, pool: deps.pool }),
+    activities: createProviderActivities({ provider: deps.provider, store: deps.store, pool: deps.pool, permits }),
     // The worker polls for a run only when the process has a permit for it (runs in place take them
     // too), and each waiting poll holds one: a quarter of them at most, so that runs in place find
     // permits free while the queue is idle (the SDK's 10 polls would hold all of a small set).

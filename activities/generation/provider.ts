@@ -25,17 +25,28 @@ interface ProviderDeps {
   pool: pg.Pool;
 }
 
-/** Runs the provider, stores what it made, and reports where it is: the only step that talks to a model. */
-export function createProviderActivities(deps: ProviderDeps) {
+/**
+ * Runs the provider, stores what it made, and reports where it is: the only step that talks to a
+ * model. `permits`: the process's, told whose runs are under way (for the ones kept back, run-permits.ts).
+ */
+export function createProviderActivities(deps: ProviderDeps & { permits?: ProviderRunPermits }) {
+  const counted = async <T>(job: ProviderRun, run: () => Promise<T>): Promise<T> => {
+    const done = job.accountId === undefined ? undefined : deps.permits?.running(job.accountId);
+    try {
+      return await run();
+    } finally {
+      done?.();
+    }
+  };
   return {
     async runProvider(job: ProviderRun): Promise<RunOutput> {
-      const started = await perform(deps, job, false);
+      const started = await counted(job, () => perform(deps, job, false));
       if (!('output' in started)) throw new Error('a provider run asked not to detach left its job waiting');
       return started.output;
     },
     /** A run that may leave a long upstream job waiting, for the workflow to wait on without a worker (upstream-wait.ts). */
     async startProviderRun(job: ProviderRun): Promise<ProviderStart> {
-      return perform(deps, job, true);
+      return counted(job, () => perform(deps, job, true));
     },
     ...createUpstreamWaitActivities(deps),
   };
@@ -52,8 +63,8 @@ export function createInPlaceProviderActivities(
 ) {
   let inPlace = 0;
   return {
-    async runProviderInPlace(job: ProviderRun): Promise<InPlaceRun> {
-      if (inPlace >= deps.inPlaceLimit || !deps.permits.tryTake()) return { busy: true };
+    async runProviderInPlace(job: ProviderRun, accountId: string): Promise<InPlaceRun> {
+      if (inPlace >= deps.inPlaceLimit || !deps.permits.tryTakeInPlace(accountId)) return { busy: true };
       inPlace += 1;
       try {
         const started = await perform(deps, job, false);
@@ -61,7 +72,7 @@ export function createInPlaceProviderActivities(
         return { output: started.output };
       } finally {
         inPlace -= 1;
-        deps.permits.give();
+        deps.permits.giveInPlace(accountId);
       }
     },
   };
@@ -77,7 +88,7 @@ export type InPlaceRun = { output: RunOutput } | { busy: true };
  */
 async function perform(deps: ProviderDeps, run: ProviderRun, detach: boolean): Promise<ProviderStart> {
   const { pool, store } = deps;
-  const { resume: _resume, ...job } = run;
+  const { resume: _resume, accountId: _account, ...job } = run;
   const ctx = Context.current();
   const timer = metrics.providerDuration.startTimer({ kind: job.kind });
   metrics.providerActivitiesRunning.inc();
@@ -239,8 +250,8 @@ async function storeOutput(
   return outputKey;
 }
 
-/** A provider run as the workflow asks for it: the job, and the upstream job it takes up, if any. */
-export type ProviderRun = ProviderJob & { resume?: unknown };
+/** A provider run as the workflow asks for it: the job, the upstream job it takes up, if any, and whose it is. */
+export type ProviderRun = ProviderJob & { resume?: unknown; accountId?: string };
 
 /**
  * What a run that may detach answers: its output, or the upstream job it left waiting (with the

@@ -93,6 +93,7 @@ async function runProvider(run: GenerationRun): Promise<void> {
       prompt: input.prompt,
       params: input.params,
       internal: input.internal,
+      accountId: input.accountId,
     };
     let output: RunOutput;
     if (input.kind === 'video') {
@@ -124,7 +125,7 @@ async function runProvider(run: GenerationRun): Promise<void> {
 async function runToEnd(run: GenerationRun, job: ProviderRun): Promise<RunOutput> {
   if (IN_PLACE_KINDS.has(run.input.kind) && patched(IN_PLACE_PATCH)) {
     try {
-      const here = await run.inPlace.runProviderInPlace(job);
+      const here = await run.inPlace.runProviderInPlace(job, run.input.accountId);
       if ('output' in here) return here.output;
     } catch (err) {
       if (isCancellation(err) || pastDeadline(err) || !failureOf(err).retryable) throw err;
