@@ -3,16 +3,7 @@ import { InvalidRequestError } from '../../core/errors';
 import type { AnthropicHeaders } from '../../core/generation/params';
 import type { LineParser } from '../../service/batches/service';
 import { fromZod } from '../shared/errors';
-import {
-  catalogueModelOf,
-  MESSAGE_FIELDS,
-  maxTokensFor,
-  messagesBody,
-  messagesOf,
-  responseFormatOf,
-  samplingOf,
-  toolsOf,
-} from './body';
+import { chatRequestOf, MESSAGE_FIELDS, messagesBody } from './body';
 
 /**
  * A Message Batch's request is a Messages API request: its `params` are read by the same schema
@@ -32,19 +23,6 @@ export function messageLineParser(headers: AnthropicHeaders): LineParser {
     }
     if (body.stream)
       throw new InvalidRequestError('stream: a request of a batch is answered whole; it cannot stream.', 'stream');
-    const model = catalogueModelOf(body.model);
-    return {
-      request: {
-        kind: 'chat',
-        model,
-        messages: messagesOf(body),
-        maxTokens: maxTokensFor(model, body.max_tokens),
-        sampling: samplingOf(body),
-        tools: toolsOf(body),
-        responseFormat: responseFormatOf(body),
-        anthropicHeaders: headers,
-      },
-      spendCap: body.max_credits ?? undefined,
-    };
+    return { request: chatRequestOf(body, headers), spendCap: body.max_credits ?? undefined };
   };
 }

@@ -1,7 +1,14 @@
 import { z } from 'zod';
 import { findOpenAiChatModel } from '../../core/catalogue/models';
 import { InvalidRequestError } from '../../core/errors';
-import type { ChatMessage, ChatSampling, ChatTools, ResponseFormat } from '../../core/generation/params';
+import type {
+  AnthropicHeaders,
+  ChatMessage,
+  ChatSampling,
+  ChatTools,
+  ResponseFormat,
+} from '../../core/generation/params';
+import type { GenerationRequest } from '../../service/generation/requests';
 import { safeText } from '../../core/text';
 import { functionName, modelId, spendCapField } from '../shared/fields';
 
@@ -241,4 +248,22 @@ export function countTokens(body: Pick<MessagesBody, 'system' | 'messages' | 'to
   const text = messagesOf(body).map((m) => `${m.role}: ${m.content}${m.toolCalls ? JSON.stringify(m.toolCalls) : ''}`);
   const tools = body.tools ? JSON.stringify(body.tools) : '';
   return Math.ceil((text.join('\n').length + tools.length) / 4);
+}
+
+/** The chat a Messages body asks for, whether it came alone or as one request of a Message Batch. */
+export function chatRequestOf(
+  body: MessagesBody,
+  anthropicHeaders: AnthropicHeaders,
+): Extract<GenerationRequest, { kind: 'chat' }> {
+  const model = catalogueModelOf(body.model);
+  return {
+    kind: 'chat',
+    model,
+    messages: messagesOf(body),
+    maxTokens: maxTokensFor(model, body.max_tokens),
+    sampling: samplingOf(body),
+    tools: toolsOf(body),
+    responseFormat: responseFormatOf(body),
+    anthropicHeaders,
+  };
 }

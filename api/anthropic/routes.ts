@@ -10,18 +10,7 @@ import type { AuthDeps } from '../shared/auth';
 import { messageObject } from '../shared/anthropic/message';
 import { cancelAfterHeader, clientDeadlineMs, idempotencyKey, idempotencyOf, spendCapOption } from '../shared/fields';
 import { clientGone } from '../shared/sse';
-import {
-  catalogueModelOf,
-  countTokens,
-  countTokensBody,
-  MESSAGE_FIELDS,
-  maxTokensFor,
-  messagesBody,
-  messagesOf,
-  responseFormatOf,
-  samplingOf,
-  toolsOf,
-} from './body';
+import { chatRequestOf, countTokens, countTokensBody, MESSAGE_FIELDS, messagesBody } from './body';
 import { anthropicBatchRoutes, BATCH_CREATE_FIELDS } from './batches';
 import { errorsAnthropic, installAnthropicErrors } from './errors';
 import { message } from './message-schema';
@@ -120,32 +109,18 @@ export const anthropicRoutes: FastifyPluginAsyncZod<AnthropicDeps> = async (app,
     async (request, reply) => {
       const body = request.body;
       const principal = principalOf(request);
-      const model = catalogueModelOf(body.model);
       const deadlineMs = clientDeadlineMs(request.headers['cancel-after'], undefined);
       const signal = clientGone(request, reply);
       const run = await inAnthropicWords(() =>
-        deps.service.runChat(
-          {
-            kind: 'chat',
-            model,
-            messages: messagesOf(body),
-            maxTokens: maxTokensFor(model, body.max_tokens),
-            sampling: samplingOf(body),
-            tools: toolsOf(body),
-            responseFormat: responseFormatOf(body),
-            anthropicHeaders: anthropicHeadersOf(request),
-          },
-          principal,
-          {
-            door: 'anthropic',
-            idempotency: idempotencyOf(request, ROUTE, body),
-            ...(deadlineMs === undefined ? {} : { deadlineMs }),
-            ...spendCapOption(body.max_credits, 'max_credits'),
-            log: request.log,
-            signal,
-            streamed: body.stream === true,
-          },
-        ),
+        deps.service.runChat(chatRequestOf(body, anthropicHeadersOf(request)), principal, {
+          door: 'anthropic',
+          idempotency: idempotencyOf(request, ROUTE, body),
+          ...(deadlineMs === undefined ? {} : { deadlineMs }),
+          ...spendCapOption(body.max_credits, 'max_credits'),
+          log: request.log,
+          signal,
+          streamed: body.stream === true,
+        }),
       );
       if (run.replay?.status === 'failed') {
         const e = run.replay.error;
