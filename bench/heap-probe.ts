@@ -56,12 +56,34 @@ async function connect(pid: number) {
     const id = next++;
     const msg = JSON.stringify({ id, method, params });
     const done = new Promise<Reply>((resolve) => waiting.set(id, resolve));
-    ws.send(session ? JSON.stringify({ id: next++, method: 'NodeWorker.sendMessageToWorker', params: { sessionId: session, message: msg } }) : msg);
+    ws.send(
+      session
+        ? JSON.stringify({
+            id: next++,
+            method: 'NodeWorker.sendMessageToWorker',
+            params: { sessionId: session, message: msg },
+          })
+        : msg,
+    );
     return done;
   };
+  const seen = await send('Runtime.evaluate', { expression: 'process.pid', returnByValue: true });
+  const answered = (seen.result as { result: { value: number } }).result.value;
+  if (answered !== pid) {
+    ws.close();
+    throw new Error(`${INSPECTOR} is process ${answered}'s inspector, not ${pid}'s: another probe left it open`);
+  }
   await send('NodeWorker.enable', { waitForDebuggerOnStart: false });
   await new Promise((r) => setTimeout(r, 300));
-  return { send, workers, listeners, close: () => ws.close() };
+  /** Closes the inspector the probe opened, so that the next probe can open another process's on the same port. */
+  const close = async () => {
+    await Promise.race([
+      send('Runtime.evaluate', { expression: "process.getBuiltinModule('inspector').close()" }),
+      new Promise((r) => setTimeout(r, 1000)),
+    ]);
+    ws.close();
+  };
+  return { send, workers, listeners, close };
 }
 
 const READ = `JSON.stringify((() => {
@@ -97,9 +119,16 @@ async function pssByMapping(pid: number): Promise<Record<string, number>> {
     const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (head) {
       const path = head[1] ?? '';
-      kind = path.includes('temporal') && path.endsWith('.node') ? 'temporal core library'
-        : path === '' || path === '[heap]' || path.startsWith('[anon') ? 'anonymous'
-        : path.startsWith('[') ? 'other' : path.endsWith('/node') ? 'node binary' : 'other files';
+      kind =
+        path.includes('temporal') && path.endsWith('.node')
+          ? 'temporal core library'
+          : path === '' || path === '[heap]' || path.startsWith('[anon')
+            ? 'anonymous'
+            : path.startsWith('[')
+              ? 'other'
+              : path.endsWith('/node')
+                ? 'node binary'
+                : 'other files';
       continue;
     }
     const pss = /^Pss:\s+(\d+) kB/.exec(line);
@@ -110,7 +139,11 @@ async function pssByMapping(pid: number): Promise<Record<string, number>> {
 
 /** Self size by constructor in a heap snapshot, largest first. */
 function summarise(snapshot: string, top = 15): string[] {
-  const s = JSON.parse(snapshot) as { snapshot: { meta: { node_fields: string[]; node_types: [string[]] } }; nodes: number[]; strings: string[] };
+  const s = JSON.parse(snapshot) as {
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+    nodes: number[];
+    strings: string[];
+  };
   const f = s.snapshot.meta.node_fields;
   const [iType, iName, iSize] = ['type', 'name', 'self_size'].map((n) => f.indexOf(n));
   const types = s.snapshot.meta.node_types[0];
@@ -123,7 +156,10 @@ function summarise(snapshot: string, top = 15): string[] {
     e.count++;
     by.set(key, e);
   }
-  return [...by].sort((a, b) => b[1].size - a[1].size).slice(0, top).map(([k, v]) => `${mb(v.size).toFixed(1).padStart(7)} MB ${String(v.count).padStart(8)}  ${k}`);
+  return [...by]
+    .sort((a, b) => b[1].size - a[1].size)
+    .slice(0, top)
+    .map(([k, v]) => `${mb(v.size).toFixed(1).padStart(7)} MB ${String(v.count).padStart(8)}  ${k}`);
 }
 
 async function snapshot(c: Awaited<ReturnType<typeof connect>>, session: string | undefined, file: string) {
@@ -186,7 +222,7 @@ async function main() {
       }
     }
   } finally {
-    c.close();
+    await c.close();
   }
 }
 
