@@ -4,7 +4,7 @@
 
 /**
  * Each V8 isolate (the main thread and every workflow thread) lets its young generation grow with
- * the allocation rate, up to 64 MB semi-spaces on a machine with ≥ 16 GB: under 100 clients that
+ * the allocation rate, up to 64 MB semi-spaces on a 24 GB machine: under 100 clients that
  * was 128 MB of new space per isolate, two thirds of the service's PSS growth under load, for
  * objects that live less than a request. 8 MB semi-spaces keep it at 16 MB each.
  */
