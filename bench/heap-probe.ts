@@ -162,7 +162,7 @@ function summarise(snapshot: string, top = 15): string[] {
     .map(([k, v]) => `${mb(v.size).toFixed(1).padStart(7)} MB ${String(v.count).padStart(8)}  ${k}`);
 }
 
-async function snapshot(c: Awaited<ReturnType<typeof connect>>, session: string | undefined, file: string) {
+async function snapshot(c: Probe, session: string | undefined, file: string) {
   const chunks: string[] = [];
   const listen = (m: Reply) => {
     if (m.method === 'HeapProfiler.addHeapSnapshotChunk') chunks.push((m.params as { chunk: string }).chunk);
@@ -175,6 +175,50 @@ async function snapshot(c: Awaited<ReturnType<typeof connect>>, session: string 
   return summarise(text);
 }
 
+type Probe = Awaited<ReturnType<typeof connect>>;
+
+/** One sample: the process's PSS by mapping beside every isolate's heap spaces. */
+async function sample(c: Probe, pid: number) {
+  const isolates = [await readIsolate(c.send)];
+  for (const w of c.workers) isolates.push(await readIsolate(c.send, w));
+  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const pss = Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1]) * 1024;
+  const byMap = await pssByMapping(pid);
+  const heaps = isolates.reduce((a, i) => a + i.committed, 0);
+  const main = isolates[0]!.mem;
+  return {
+    at: new Date().toISOString().slice(11, 19),
+    pssMb: mb(pss),
+    rssMb: mb(main.rss),
+    v8HeapsCommittedMb: mb(heaps),
+    // Committed but untouched V8 pages count in `heaps`, not in PSS: this can go below zero.
+    anonymousLessV8Mb: mb((byMap.anonymous ?? 0) - heaps),
+    externalMb: mb(main.external),
+    arrayBuffersMb: mb(main.arrayBuffers),
+    byMappingMb: Object.fromEntries(Object.entries(byMap).map(([k, v]) => [k, mb(v)])),
+    isolates: isolates.map((i) => ({
+      thread: i.main ? 'main' : `worker ${i.name}`,
+      usedMb: mb(i.mem.heapUsed),
+      committedMb: mb(i.committed),
+      newSpaceMb: mb(i.spaces.new_space ?? 0),
+      oldSpaceMb: mb(i.spaces.old_space ?? 0),
+      codeMb: mb(i.spaces.code_space ?? 0),
+      largeMb: mb(i.spaces.large_object_space ?? 0),
+      contexts: i.contexts,
+    })),
+  };
+}
+
+/** A heap snapshot of every isolate into `dir`, each followed by its largest constructors. */
+async function snapshotAll(c: Probe, pid: number, dir: string) {
+  await mkdir(dir, { recursive: true });
+  const sessions: (string | undefined)[] = [undefined, ...c.workers];
+  for (const [i, s] of sessions.entries()) {
+    const file = join(dir, `${pid}-${i === 0 ? 'main' : `worker-${i}`}.heapsnapshot`);
+    console.log(`\n${file}:\n${(await snapshot(c, s, file)).join('\n')}`);
+  }
+}
+
 async function main() {
   const pid = Number(process.argv[2]);
   const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
@@ -183,44 +227,11 @@ async function main() {
   const c = await connect(pid);
   try {
     do {
-      const isolates = [await readIsolate(c.send)];
-      for (const w of c.workers) isolates.push(await readIsolate(c.send, w));
-      const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
-      const pss = Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1]) * 1024;
-      const byMap = await pssByMapping(pid);
-      const heaps = isolates.reduce((a, i) => a + i.committed, 0);
-      const line = {
-        at: new Date().toISOString().slice(11, 19),
-        pssMb: mb(pss),
-        rssMb: mb(isolates[0]!.mem.rss),
-        v8HeapsCommittedMb: mb(heaps),
-        anonymousLessV8Mb: mb((byMap.anonymous ?? 0) - heaps),
-        externalMb: mb(isolates[0]!.mem.external),
-        arrayBuffersMb: mb(isolates[0]!.mem.arrayBuffers),
-        byMappingMb: Object.fromEntries(Object.entries(byMap).map(([k, v]) => [k, mb(v)])),
-        isolates: isolates.map((i) => ({
-          thread: i.main ? 'main' : `worker ${i.name}`,
-          usedMb: mb(i.mem.heapUsed),
-          committedMb: mb(i.committed),
-          newSpaceMb: mb(i.spaces.new_space ?? 0),
-          oldSpaceMb: mb(i.spaces.old_space ?? 0),
-          codeMb: mb(i.spaces.code_space ?? 0),
-          largeMb: mb(i.spaces.large_object_space ?? 0),
-          contexts: i.contexts,
-        })),
-      };
-      console.log(JSON.stringify(line));
+      console.log(JSON.stringify(await sample(c, pid)));
       if (Date.now() < until) await new Promise((r) => setTimeout(r, every));
     } while (Date.now() < until);
     const dir = arg('snapshot');
-    if (dir) {
-      await mkdir(dir, { recursive: true });
-      const sessions: (string | undefined)[] = [undefined, ...c.workers];
-      for (const [i, s] of sessions.entries()) {
-        const file = join(dir, `${pid}-${i === 0 ? 'main' : `worker-${i}`}.heapsnapshot`);
-        console.log(`\n${file}:\n${(await snapshot(c, s, file)).join('\n')}`);
-      }
-    }
+    if (dir) await snapshotAll(c, pid, dir);
   } finally {
     await c.close();
   }
