@@ -40,6 +40,9 @@ ENV DATA_DIR=/data HOST=0.0.0.0 PORT=3000
 # glibc gives every thread that allocates its own arena; sharp/libvips, the Temporal core and the
 # render threads then hold far more memory than they use (docs/decisions/0018-worker-resources.md: -30 to -65 MB RSS).
 ENV MALLOC_ARENA_MAX=2
+# V8 lets each isolate's young generation grow to 128 MB under load, garbage that lives less than a
+# request (docs/decisions/0145-young-generation.md); runtime/node-flags.ts holds the same flags.
+ENV NODE_OPTIONS="--max-semi-space-size=8"
 USER node
 EXPOSE 3000
 

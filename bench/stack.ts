@@ -17,6 +17,7 @@ import type { TemporalDevServer } from '../runtime/temporal-dev-server';
 import { startWorker } from '../runtime/worker-runner';
 import { startEntryProcess, startReaper } from '../deploy/processes/children';
 import { compiledCommand, ensureBuilt } from '../deploy/processes/compiled';
+import { SERVICE_NODE_FLAGS } from '../runtime/node-flags';
 import type { ReaperTarget } from '../deploy/processes/children';
 import { registerNamespace, setUpTemporalServer, waitForFrontend } from '../deploy/cluster/temporal-server';
 import { TEMPORAL_DATABASES } from '../deploy/temporal/server-config';
@@ -46,7 +47,7 @@ export function serviceCommand(
 ): [string, ...string[]] {
   return form === 'compiled'
     ? compiledCommand(entry, nodeArgs)
-    : [process.execPath, ...nodeArgs, '--import', 'tsx', entry];
+    : [process.execPath, ...SERVICE_NODE_FLAGS, ...nodeArgs, '--import', 'tsx', entry];
 }
 
 /**

@@ -2,12 +2,16 @@
 // (docs/decisions/0101-compiled-build.md). `npm run cluster`, the fault run and the bench start
 // these, building first whenever the sources changed since the last build.
 import { join } from 'node:path';
+import { SERVICE_NODE_FLAGS } from '../../runtime/node-flags';
 import { runCommand } from '../../runtime/process';
 import { DEFAULT_OUT, readStamp, ROOT, sourcesHash } from '../../scripts/build';
 
-/** `node dist/runtime/api-process.js`: an entry point (`runtime/api-process.ts`) in its compiled form. */
+/**
+ * `node --max-semi-space-size=8 dist/runtime/api-process.js`: an entry point (`runtime/api-process.ts`)
+ * in its compiled form, with the service's V8 flags; `nodeArgs` come after them and so win.
+ */
 export function compiledCommand(entry: string, nodeArgs: readonly string[] = []): [string, ...string[]] {
-  return [process.execPath, ...nodeArgs, join(ROOT, DEFAULT_OUT, entry.replace(/\.ts$/, '.js'))];
+  return [process.execPath, ...SERVICE_NODE_FLAGS, ...nodeArgs, join(ROOT, DEFAULT_OUT, entry.replace(/\.ts$/, '.js'))];
 }
 
 /**
