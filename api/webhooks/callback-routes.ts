@@ -35,7 +35,11 @@ const callbackDeliveryList = z
   .object({ data: z.array(callbackDelivery), next_cursor: z.string().nullable() })
   .meta({ id: 'CallbackDeliveryList' });
 const callbackQuery = deliveriesQuery.extend({
-  job: z.string().max(64).optional().describe('Only the callback of this generation (gen_…) or batch (batch_…)'),
+  job: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,64}$/, 'job is a generation id (gen_…) or a batch id (batch_…).')
+    .optional()
+    .describe('Only the callback of this generation (gen_…) or batch (batch_…)'),
 });
 const redeliverParams = z.object({ deliveryId: z.string().describe('A callback delivery id (whd_…)') });
 

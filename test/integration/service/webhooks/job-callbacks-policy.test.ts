@@ -125,6 +125,12 @@ describe('a callback checked again when it is delivered', () => {
     expect(attempt).toMatchObject({ statusCode: null, error: expect.stringMatching(/loopback/) });
     expect(internal.received).toHaveLength(0);
   });
+
+  it('answers a log asked for a job id no id can be (a NUL byte) with 400, not a database error', async () => {
+    const { key } = await accountWithSecret();
+    const res = await call(h.app, key, 'GET', '/api/v1/webhooks/callbacks/deliveries?job=%C2%85%00u');
+    expect(res.statusCode, res.body).toBe(400);
+  });
 });
 
 describe('refusals before anything is held', () => {
