@@ -187,7 +187,7 @@ async function main(): Promise<number> {
   const budgetedKey = await openBudgetedKey(admin, stack.adminToken, accounts[BUDGETED]!.id);
   await capCustomer(admin, stack.adminToken, accounts[CUSTOMER_ACCOUNT]!.id, CAPPED_CUSTOMER);
   const receiver = (opened.receiver = await startWebhookReceiver());
-  await registerEndpoint(stack.baseUrl, accounts[0]!.nextKey(), receiver.url);
+  const webhookSecret = await registerEndpoint(stack.baseUrl, accounts[0]!.nextKey(), receiver.url);
   const plans = planRequests(args.count, inputs.images, randomBytes(4).toString('hex'));
   const spanMs = (args.count / args.rate) * 1000;
   const origin = Date.now();
@@ -302,7 +302,7 @@ async function main(): Promise<number> {
   checks.push(...(await topUpChecks(db, topUps)));
   checks.push(await budgetCheck(db, budgetedKey.id, outcomes));
   checks.push(await customerBudgetCheck(db, accounts[CUSTOMER_ACCOUNT]!.id, CAPPED_CUSTOMER, outcomes));
-  checks.push(await webhookCheck(db, accounts[0]!.id, facts, receiver.received, WEBHOOK_WAIT_MS));
+  checks.push(await webhookCheck(db, accounts[0]!.id, facts, receiver.received, WEBHOOK_WAIT_MS, webhookSecret));
   checks.push({
     name: 'no service process died on its own',
     ok: processProblems.length === 0,

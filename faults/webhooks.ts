@@ -1,17 +1,30 @@
 // Webhooks under the faults: one account has an endpoint on a loopback receiver, so the outbox,
 // the relay and the delivery workflows live through the same kills and restarts as generations.
 // Delivery is at least once: what must hold is that every finished generation's event arrives,
-// and that repeats carry the same delivery id (receivers drop duplicates by it).
+// signed with the endpoint's secret, and that repeats carry the same delivery id (receivers drop
+// duplicates by it).
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
+import { verifyServiceSignature } from '../core/webhooks/signing';
 import type { Check, GenerationFact } from './ledger-checks';
 
 interface Delivery {
   deliveryId: string;
   event: string;
-  generationId: string;
+  /** The generation's id, or the batch's for a batch event. */
+  subject: string;
+  /** Kept as it arrived, with its X-Service-Signature and the second it came, to verify once the secret is known. */
+  body: string;
+  signature: string;
+  receivedAt: number;
+}
+
+/** A batch the endpoint was subscribed to, and the status it ended in (its event is `batch.<status>`). */
+export interface WatchedBatch {
+  id: string;
+  status: string;
 }
 
 export async function startWebhookReceiver(): Promise<{ url: string; received: Delivery[]; close(): Promise<void> }> {
@@ -21,14 +34,15 @@ export async function startWebhookReceiver(): Promise<{ url: string; received: D
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-          event?: string;
-          generation?: { id?: string };
-        };
+        const raw = Buffer.concat(chunks).toString('utf8');
+        const body = JSON.parse(raw) as { event?: string; generation?: { id?: string }; batch?: { id?: string } };
         received.push({
           deliveryId: String(req.headers['webhook-id'] ?? ''),
           event: body.event ?? '',
-          generationId: body.generation?.id ?? '',
+          subject: body.generation?.id ?? body.batch?.id ?? '',
+          body: raw,
+          signature: String(req.headers['x-service-signature'] ?? ''),
+          receivedAt: Math.floor(Date.now() / 1000),
         });
       } catch {
         // Not JSON: counted as nothing; the check finds the event missing.
@@ -48,23 +62,38 @@ export async function startWebhookReceiver(): Promise<{ url: string; received: D
   };
 }
 
-/** Registers the receiver for the account of `token` (development mode allows plain http to loopback). */
-export async function registerEndpoint(baseUrl: string, token: string, url: string): Promise<void> {
+/**
+ * Registers the receiver for the account of `token` (development mode allows plain http to
+ * loopback), for the finished generations and any `extraEvents` (the batch events are opt-in).
+ * Resolves with the endpoint's secret, shown this once.
+ */
+export async function registerEndpoint(
+  baseUrl: string,
+  token: string,
+  url: string,
+  extraEvents: readonly string[] = [],
+): Promise<string> {
   const res = await fetch(`${baseUrl}/api/v1/webhooks`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ url, format: 'nested', events: ['generation.completed', 'generation.failed'] }),
+    body: JSON.stringify({
+      url,
+      format: 'nested',
+      events: ['generation.completed', 'generation.failed', ...extraEvents],
+    }),
   });
   if (res.status !== 201 && res.status !== 200)
     throw new Error(`registering the webhook endpoint answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { secret: string }).secret;
 }
 
 const EVENT_OF: Record<string, string> = { succeeded: 'generation.completed', failed: 'generation.failed' };
 
 /**
- * Waits (up to `waitMs`) until every finished generation of the account has had its event
- * delivered, then says what arrived. A delivery whose attempt failed waits for its next one
- * (5 s, then 5 min): the wait ends early only when nothing is missing.
+ * Waits (up to `waitMs`) until every finished generation of the account (and each of `batches`)
+ * has had its event delivered, then says what arrived and whether each delivery's signature
+ * verifies with `secret` (with the default tolerance, at the second it arrived). A delivery whose
+ * attempt failed waits for its next one (5 s, then 5 min): the wait ends early only when nothing is missing.
  */
 export async function webhookCheck(
   db: pg.Pool,
@@ -72,30 +101,40 @@ export async function webhookCheck(
   facts: GenerationFact[],
   received: Delivery[],
   waitMs: number,
+  secret: string,
+  batches: readonly WatchedBatch[] = [],
 ): Promise<Check> {
-  const expected = facts.filter((g) => g.accountId === accountId && EVENT_OF[g.status]);
+  const expected = [
+    ...facts.filter((g) => g.accountId === accountId && EVENT_OF[g.status]).map((g) => `${g.id} ${EVENT_OF[g.status]}`),
+    ...batches.map((b) => `${b.id} batch.${b.status}`),
+  ];
   const missing = () => {
-    const got = new Set(received.map((d) => `${d.generationId} ${d.event}`));
-    return expected.filter((g) => !got.has(`${g.id} ${EVENT_OF[g.status]}`));
+    const got = new Set(received.map((d) => `${d.subject} ${d.event}`));
+    return expected.filter((e) => !got.has(e));
   };
   const deadline = Date.now() + waitMs;
   while (missing().length > 0 && Date.now() < deadline) await sleep(1_000);
   const left = missing();
   const ids = received.map((d) => d.deliveryId);
   const repeats = ids.length - new Set(ids).size;
+  const unsigned = received.filter(
+    (d) => !verifyServiceSignature(d.signature, d.body, secret, { nowSeconds: d.receivedAt }),
+  );
   const states = await db.query<{ status: string; n: number }>(
     `SELECT d.status, count(*)::int AS n FROM webhook_deliveries d WHERE d.account_id = $1 GROUP BY d.status ORDER BY d.status`,
     [accountId],
   );
   const rows = states.rows.map((r) => `${r.n} ${r.status}`).join(', ');
   return {
-    name: 'every finished generation of the webhook account had its event delivered',
-    ok: left.length === 0,
+    name: 'every finished generation of the webhook account had its event delivered, validly signed',
+    ok: left.length === 0 && unsigned.length === 0,
     detail: `${expected.length} expected, ${received.length} received (${repeats} repeats of a delivery id, dropped by it); deliveries ${rows || 'none'}${
-      left.length
-        ? `; MISSING ${left.length}: ${left
+      left.length ? `; MISSING ${left.length}: ${left.slice(0, 5).join(', ')}` : ''
+    }${
+      unsigned.length
+        ? `; BAD SIGNATURE on ${unsigned.length}: ${unsigned
             .slice(0, 5)
-            .map((g) => g.id)
+            .map((d) => `${d.deliveryId} ${d.event}`)
             .join(', ')}`
         : ''
     }`,
