@@ -78,7 +78,7 @@ async function carefully<T>(
 }
 
 /** Uploads `lines` and makes a batch of them, tagged so that a lost answer is found again. */
-async function makeBatch(
+export async function makeBatch(
   baseUrl: string,
   key: string,
   endpoint: string,

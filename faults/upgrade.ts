@@ -1,9 +1,11 @@
 // `npm run upgrade`: rehearses the in-place upgrade of the cluster's Temporal server that
-// docs/operations.md describes, one minor at a time with each minor's schema step, while
-// generations are in flight: the cluster starts on the old server, long videos start, and each
-// step stops the server, runs the next version's schema tool, and starts the next binary on the
-// same databases. Every video, those started before and those started between the steps, must
-// finish, charged once; the server must report each version and the schemas each step's version.
+// docs/operations.md describes, one minor at a time with each minor's schema step, while work is
+// in flight: the cluster starts on the old server, a webhook endpoint is registered, long videos
+// and an image batch of long lines start, and each step stops the server, runs the next version's
+// schema tool, and starts the next binary on the same databases. Every video, those started before
+// and those started between the steps, must finish, charged once; the batch must complete with its
+// counts, files and money right; every finished generation and the batch's end must reach the
+// endpoint, signed; the server must report each version and the schemas each step's version.
 // Exit code 0 when all of that holds.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,9 +16,13 @@ import { createHttp, openAccount } from '../bench/http';
 import { createPool } from '../core/db/pool';
 import { missingForCluster } from '../deploy/cluster/prerequisites';
 import { createClusterStack } from '../deploy/cluster/stack';
+import { BATCH_EVENTS } from '../core/webhooks/events';
 import { createShutdown } from '../runtime/lifecycle';
 import { buildTemporalServer, ensureTemporalServer, TEMPORAL_SERVER_VERSION } from '../scripts/temporal-server';
-import { generationFacts, ledgerChecks } from './ledger-checks';
+import { batchAnswerCheck, makeBatch } from './batches';
+import type { FaultBatch } from './batches';
+import { batchLedgerChecks, generationFacts, ledgerChecks } from './ledger-checks';
+import { registerEndpoint, startWebhookReceiver, webhookCheck } from './webhooks';
 
 /**
  * From the version the cluster ran before to the current one, through the newest patch of each
@@ -34,6 +40,17 @@ const VIDEO = { kind: 'video', model: 'kling', seconds: 10, quality: '1080p' } a
 /** Long enough to be in flight across every step (each takes some 20 s here). */
 const LONG_DELAY_MS = 150_000;
 const LONG_VIDEOS = 3;
+/**
+ * The batch's image lines: one ends every 12 s or so from 20 s on, the last ones long after the
+ * last step, so that lines start, end and run across each step; one fails, one asks for two images.
+ */
+const BATCH_LINES = Array.from({ length: 12 }, (_, i) => ({
+  model: 'flux',
+  prompt: `[upgrade batch] image ${i + 1}${i === 3 ? ' sim:fail' : ''} sim:delay=${20_000 + i * 12_000}`,
+  ...(i === 5 ? { n: 2 } : {}),
+}));
+/** How long the last webhook events get to arrive once everything ended (as the fault run gives them). */
+const WEBHOOK_WAIT_MS = 120_000;
 
 const log = (line: string) => console.error(`[upgrade] ${new Date().toISOString().slice(11, 19)} ${line}`);
 const problems: string[] = [];
@@ -100,8 +117,18 @@ async function main(): Promise<void> {
   const stack = await handle.start();
   log(`cluster up on ${STEPS[0].version}; data in ${dataDir}`);
 
-  const http = createHttp(stack.baseUrl, new AbortController().signal);
-  const account = await openAccount(http, stack.adminToken, { credits: 5_000, requests: 50, scopes: ['video'] });
+  const interrupt = new AbortController();
+  shutdown.add('requests in flight', async () => interrupt.abort());
+  const http = createHttp(stack.baseUrl, interrupt.signal);
+  const account = await openAccount(http, stack.adminToken, {
+    credits: 5_000,
+    requests: 100,
+    scopes: ['video', 'image', 'webhooks'],
+  });
+  // The outbox, the relay and the delivery workflows live through the steps too; the batch events are opt-in.
+  const receiver = await startWebhookReceiver();
+  shutdown.add('webhook receiver', () => receiver.close());
+  const webhookSecret = await registerEndpoint(stack.baseUrl, account.nextKey(), receiver.url, BATCH_EVENTS);
   const submit = async (prompt: string) => {
     for (let attempt = 0; ; attempt++) {
       const res = await http.request<{ id: string; creditsQuoted: number }>('POST', '/api/v1/generate', {
@@ -123,15 +150,39 @@ async function main(): Promise<void> {
       ...(await submit(`sim:delay=${LONG_DELAY_MS} a long video ${i} started on ${STEPS[0].version}`)),
       startedOn: STEPS[0].version,
     });
+  const batch: FaultBatch = {
+    id: await makeBatch(stack.baseUrl, account.nextKey(), '/v1/images/generations', BATCH_LINES, interrupt.signal),
+    key: account.nextKey(),
+    endpoint: '/v1/images/generations',
+    lines: BATCH_LINES.length,
+    cancelled: false,
+  };
+  const batchNow = async () => {
+    const res = await http.request<{ status?: string; request_counts?: { completed: number; failed: number } }>(
+      'GET',
+      `/v1/batches/${batch.id}`,
+      { token: account.nextKey() },
+    );
+    const counts = res.body.request_counts;
+    return {
+      status: res.body.status ?? 'unanswered',
+      said: `batch ${res.body.status ?? res.status}, ${counts ? counts.completed + counts.failed : '?'} of ${batch.lines} lines ended`,
+    };
+  };
   for (const v of videos) while ((await statusOf(v.id)) !== 'running') await sleep(500);
-  log(`${LONG_VIDEOS} long videos running: ${videos.map((v) => v.id).join(', ')}`);
+  while ((await batchNow()).status !== 'in_progress') await sleep(500);
+  log(`${LONG_VIDEOS} long videos running: ${videos.map((v) => v.id).join(', ')}; batch ${batch.id} in progress`);
 
   for (const [i, step] of STEPS.entries()) {
     if (i > 0) {
+      if (i === STEPS.length - 1) {
+        const { status, said } = await batchNow();
+        check(status === 'in_progress', `the batch still runs as the last step begins (${said})`);
+      }
       const began = Date.now();
       log(`upgrading to ${step.version}: stop the server, its schema tool, start it`);
       await stack.upgradeTemporal(builds[i]!);
-      log(`on ${step.version} after ${((Date.now() - began) / 1000).toFixed(1)} s`);
+      log(`on ${step.version} after ${((Date.now() - began) / 1000).toFixed(1)} s; ${(await batchNow()).said}`);
       videos.push({
         ...(await submit(`sim:delay=20000 a video started on ${step.version}`)),
         startedOn: step.version,
@@ -154,10 +205,31 @@ async function main(): Promise<void> {
     const status = await statusOf(v.id);
     check(status === 'succeeded', `${v.id} (started on ${v.startedOn}) ${status}`);
   }
+  let ended = await batchNow();
+  while (!['completed', 'failed', 'expired', 'cancelled'].includes(ended.status) && Date.now() < deadline) {
+    await sleep(2_000);
+    ended = await batchNow();
+  }
+  check(ended.status === 'completed', `${batch.id} (started on ${STEPS[0].version}): ${ended.said}`);
   const db = createPool(stack.databaseUrl, 2);
   try {
     const facts = await generationFacts(db);
-    for (const c of await ledgerChecks(db, facts)) check(c.ok, `${c.name}: ${c.detail}`);
+    for (const c of [
+      ...(await ledgerChecks(db, facts)),
+      ...(await batchLedgerChecks(db)),
+      await batchAnswerCheck(db, stack.baseUrl, [batch]),
+      // A batch's lines send no generation events: its end is one event of its own.
+      await webhookCheck(
+        db,
+        account.id,
+        facts.filter((g) => g.batchId === null),
+        receiver.received,
+        WEBHOOK_WAIT_MS,
+        webhookSecret,
+        [{ id: batch.id, status: ended.status }],
+      ),
+    ])
+      check(c.ok, `${c.name}: ${c.detail}`);
     for (const v of videos) {
       const g = facts.find((f) => f.id === v.id);
       check(
