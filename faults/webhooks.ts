@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { verifyServiceSignature } from '../core/webhooks/signing';
 import type { Check, GenerationFact } from './ledger-checks';
 
-interface Delivery {
+export interface Delivery {
   deliveryId: string;
   event: string;
   /** The generation's id, or the batch's for a batch event. */
@@ -90,10 +90,31 @@ export async function registerEndpoint(
 const EVENT_OF: Record<string, string> = { succeeded: 'generation.completed', failed: 'generation.failed' };
 
 /**
+ * What the receiver's deliveries lack against `expected` (`<generation or batch id> <event>`
+ * each), how many repeat a delivery id, and which do not verify with `secret` (with the default
+ * tolerance, at the second each arrived).
+ */
+export function judgeDeliveries(
+  expected: readonly string[],
+  received: readonly Delivery[],
+  secret: string,
+): { missing: string[]; repeats: number; unsigned: Delivery[] } {
+  const got = new Set(received.map((d) => `${d.subject} ${d.event}`));
+  const ids = received.map((d) => d.deliveryId);
+  return {
+    missing: expected.filter((e) => !got.has(e)),
+    repeats: ids.length - new Set(ids).size,
+    unsigned: received.filter(
+      (d) => !verifyServiceSignature(d.signature, d.body, secret, { nowSeconds: d.receivedAt }),
+    ),
+  };
+}
+
+/**
  * Waits (up to `waitMs`) until every finished generation of the account (and each of `batches`)
- * has had its event delivered, then says what arrived and whether each delivery's signature
- * verifies with `secret` (with the default tolerance, at the second it arrived). A delivery whose
- * attempt failed waits for its next one (5 s, then 5 min): the wait ends early only when nothing is missing.
+ * has had its event delivered, then says what arrived and whether each delivery is signed with
+ * `secret` (judgeDeliveries). A delivery whose attempt failed waits for its next one (5 s, then
+ * 5 min): the wait ends early only when nothing is missing.
  */
 export async function webhookCheck(
   db: pg.Pool,
@@ -108,18 +129,9 @@ export async function webhookCheck(
     ...facts.filter((g) => g.accountId === accountId && EVENT_OF[g.status]).map((g) => `${g.id} ${EVENT_OF[g.status]}`),
     ...batches.map((b) => `${b.id} batch.${b.status}`),
   ];
-  const missing = () => {
-    const got = new Set(received.map((d) => `${d.subject} ${d.event}`));
-    return expected.filter((e) => !got.has(e));
-  };
   const deadline = Date.now() + waitMs;
-  while (missing().length > 0 && Date.now() < deadline) await sleep(1_000);
-  const left = missing();
-  const ids = received.map((d) => d.deliveryId);
-  const repeats = ids.length - new Set(ids).size;
-  const unsigned = received.filter(
-    (d) => !verifyServiceSignature(d.signature, d.body, secret, { nowSeconds: d.receivedAt }),
-  );
+  while (judgeDeliveries(expected, received, secret).missing.length > 0 && Date.now() < deadline) await sleep(1_000);
+  const { missing: left, repeats, unsigned } = judgeDeliveries(expected, received, secret);
   const states = await db.query<{ status: string; n: number }>(
     `SELECT d.status, count(*)::int AS n FROM webhook_deliveries d WHERE d.account_id = $1 GROUP BY d.status ORDER BY d.status`,
     [accountId],
