@@ -170,8 +170,14 @@ async function main(): Promise<void> {
     };
   };
   for (const v of videos) while ((await statusOf(v.id)) !== 'running') await sleep(500);
-  while ((await batchNow()).status !== 'in_progress') await sleep(500);
-  log(`${LONG_VIDEOS} long videos running: ${videos.map((v) => v.id).join(', ')}; batch ${batch.id} in progress`);
+  // `validating` while its file is read, a moment; anything else but `in_progress` is a failure to report.
+  let started = await batchNow();
+  for (const until = Date.now() + 60_000; started.status === 'validating' && Date.now() < until;) {
+    await sleep(500);
+    started = await batchNow();
+  }
+  check(started.status === 'in_progress', `${batch.id} started on ${STEPS[0].version}: ${started.said}`);
+  log(`${LONG_VIDEOS} long videos running: ${videos.map((v) => v.id).join(', ')}`);
 
   for (const [i, step] of STEPS.entries()) {
     if (i > 0) {
