@@ -28,10 +28,10 @@ const tags = ['Anthropic Message Batches'];
 const security = [{ apiKey: [] }];
 const rfc3339 = z.string().describe('RFC 3339');
 const headers = z.looseObject({
+  // Required, as on every route of this door (checkVersion answers its absence first).
   'anthropic-version': z
     .string()
-    .optional()
-    .describe(`Required: ${VERSIONS.first} to ${VERSIONS.last}; sent on with each request to an Anthropic upstream`),
+    .describe(`${VERSIONS.first} to ${VERSIONS.last}; sent on with each request to an Anthropic upstream`),
   'anthropic-beta': z.string().optional().describe('Sent on with each request to an Anthropic upstream'),
 });
 /** The answers of a route on one batch (its id in the path). */
@@ -288,6 +288,7 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
           'Each line { custom_id, result }, in request order: succeeded (with the message), errored (with the error its request would have ' +
           'answered; nothing charged), canceled or expired (never run, or stopped while running; nothing charged).',
         params: idParams,
+        headers,
         response: {
           200: {
             description: 'JSONL: a line { custom_id, result } per request',

@@ -2,7 +2,7 @@
  * The document and the routes agree where property-based testing (Schemathesis) found them apart:
  * the methods a path serves and the Allow header that names them; a request body the document
  * calls invalid is refused, and one it calls valid is accepted; a body over the size limit is the
- * documented 413 whatever it holds.
+ * documented 413 whatever it holds; a header a door requires is documented required.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { login, userOf } from '../../support/dashboard';
@@ -127,6 +127,31 @@ describe('Anthropic’s Messages', () => {
       type: 'error',
       error: { type: 'invalid_request_error', message: expect.stringMatching(/messages/) },
     });
+  });
+
+  it('every operation of the door documents anthropic-version required; without it the answer is Anthropic’s 400 naming it', async () => {
+    const operations = Object.entries(doc.paths)
+      .filter(([path]) => path.startsWith('/v1/messages'))
+      .flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method: method as Method, op })));
+    expect(operations.length).toBeGreaterThanOrEqual(8);
+    for (const { path, method, op } of operations) {
+      const version = op.parameters?.find((p) => p.in === 'header' && p.name === 'anthropic-version');
+      expect(version, `${method} ${path}`).toMatchObject({ required: true });
+    }
+    const { key } = await h.account({ credits: 1 });
+    for (const { path, method } of operations) {
+      const res = await h.app.inject({
+        method: method.toUpperCase() as 'GET',
+        url: path.replace(/\{[^}]+\}/g, 'msgbatch_x'),
+        headers: { 'x-api-key': key },
+        ...(method === 'post' ? { payload: {} } : {}),
+      });
+      expect(c.conforms(res, method, path, 400), `${method} ${path}`).toEqual({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'anthropic-version: header is required' },
+        request_id: expect.any(String),
+      });
+    }
   });
 
   it('a body over the limit is the documented 413 whatever it holds, as Anthropic answers it', async () => {
