@@ -62,6 +62,35 @@ describe('methods', () => {
   });
 });
 
+describe('MCP’s Accept', () => {
+  it('is documented required on POST /api/mcp; without it, or listing too little, the answer is the documented 406', async () => {
+    const accept = doc.paths['/api/mcp']!.post!.parameters?.find((p) => p.in === 'header' && p.name === 'accept');
+    expect(accept).toMatchObject({ required: true });
+    const { key } = await h.account({ credits: 1 });
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    };
+    const post = (headers: Record<string, string>) =>
+      h.app.inject({
+        method: 'POST',
+        url: '/api/mcp',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+        payload: initialize,
+      });
+    const refusals = [await post({}), await post({ accept: 'application/json' })];
+    for (const res of refusals)
+      expect(c.conforms(res, 'post', '/api/mcp', 406)).toMatchObject({
+        jsonrpc: '2.0',
+        error: { message: expect.stringMatching(/application\/json and text\/event-stream/) },
+      });
+    expect(refusals[0]!.json()).toEqual(refusals[1]!.json());
+    expect((await post({ accept: 'application/json, text/event-stream' })).statusCode).toBe(200);
+  });
+});
+
 describe('the dashboard’s invitation', () => {
   it('refuses every address the document refuses and invites every one it accepts', async () => {
     const validInvite = c.validatorAt(pointerOf('components', 'schemas', 'TeamInviteInput'));
