@@ -4,6 +4,8 @@
  * calls invalid is refused, and one it calls valid is accepted; a body over the size limit is the
  * documented 413 whatever it holds; a header a door requires is documented required.
  */
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { login, userOf } from '../../support/dashboard';
 import { startHarness } from '../../support/harness';
@@ -52,6 +54,56 @@ describe('methods', () => {
       checked.push(path);
     }
     expect(checked).toContain('/api/mcp');
+  });
+
+  it('a method no route has at all is a 405 with Allow where the path has routes, a 404 where it has none, in the door’s shape', async () => {
+    const groupB = { error: { type: 'invalid_request_error', code: 405, param: null, message: expect.any(String) } };
+    const anthropic = {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.any(String) },
+      request_id: expect.any(String),
+    };
+    const cases = [
+      // QUERY has a body to Fastify: without a Content-Type it was refused as a malformed request.
+      { method: 'QUERY', url: '/v1/models', status: 405, allow: 'GET, HEAD', body: groupB },
+      { method: 'QUERY', url: '/v1/messages', status: 405, allow: 'POST', body: anthropic },
+      { method: 'PROPFIND', url: '/v1/chat/completions', payload: '<x/>', status: 405, allow: 'POST', body: groupB },
+      { method: 'GET', url: '/v1/messages/count_tokens', status: 405, allow: 'POST', body: anthropic },
+      { method: 'QUERY', url: '/v1/nowhere', status: 404, body: { error: { type: 'not_found', code: 404 } } },
+    ] as const;
+    for (const t of cases) {
+      const res = await h.app.inject({
+        method: t.method,
+        url: t.url,
+        ...('payload' in t ? { payload: t.payload, headers: { 'content-type': 'text/xml' } } : {}),
+      });
+      expect(res.statusCode, `${t.method} ${t.url}`).toBe(t.status);
+      expect(res.headers.allow, `${t.method} ${t.url}`).toBe('allow' in t ? t.allow : undefined);
+      expect(res.json(), `${t.method} ${t.url}`).toMatchObject(t.body);
+    }
+
+    // A method HTTP's parser does not know never reaches a route: answered from the same index.
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = h.app.server.address() as AddressInfo;
+    const raw = (requestLine: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.end(`${requestLine}\r\nhost: x\r\n\r\n`));
+        let answer = '';
+        socket.on('data', (d: Buffer) => (answer += d.toString()));
+        socket.on('close', () => resolve(answer));
+        socket.on('error', reject);
+      });
+    const onModels = await raw('FOO /v1/models?limit=1 HTTP/1.1');
+    expect(onModels).toMatch(/^HTTP\/1\.1 405 /);
+    expect(onModels).toMatch(/\r\nallow: GET, HEAD\r\n/);
+    expect(JSON.parse(onModels.split('\r\n\r\n')[1]!)).toMatchObject({
+      error: {
+        type: 'invalid_request_error',
+        code: 405,
+        message: 'FOO is not allowed on /v1/models; use GET or HEAD.',
+      },
+    });
+    expect(await raw('FOO /v1/nowhere HTTP/1.1')).toMatch(/^HTTP\/1\.1 404 /);
   });
 
   it('MCP’s preflight names in Allow exactly the methods the document lists for /api/mcp', async () => {
