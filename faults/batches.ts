@@ -206,8 +206,9 @@ export async function batchAnswerCheck(db: pg.Pool, baseUrl: string, batches: Fa
     const batch = got.body as {
       status: string;
       request_counts: { total: number; completed: number; failed: number };
-      output_file_id: string | null;
-      error_file_id: string | null;
+      // Absent until there is one, as OpenAI's document has them (never null).
+      output_file_id?: string;
+      error_file_id?: string;
     };
     const want = b.cancelled ? ['cancelled', 'completed'] : ['completed'];
     if (got.status !== 200 || !want.includes(batch.status)) {
@@ -223,7 +224,7 @@ export async function batchAnswerCheck(db: pg.Pool, baseUrl: string, batches: Fa
       [batch.error_file_id, rc.failed],
     ] as const) {
       if (n === 0) {
-        if (file !== null) problems.push(`${b.id}: a file for no lines`);
+        if (file !== undefined) problems.push(`${b.id}: a file for no lines`);
         continue;
       }
       const content = file
