@@ -3,7 +3,7 @@ import type { Queryable } from './pool';
 /** What a key stands for: the first generation of a request, or the batch a create made. */
 export type KeyedJob = { generationId: string } | { batchId: string };
 
-export type IdempotencyClaim = { outcome: 'new' | 'replay'; id: string } | { outcome: 'conflict' };
+export type IdempotencyClaim = { outcome: 'new' | 'repeat'; id: string } | { outcome: 'conflict' };
 
 interface KeyedClaim {
   accountId: string;
@@ -22,7 +22,7 @@ function claimOf(
   column: 'generation_id' | 'batch_id',
 ): IdempotencyClaim {
   const id = row[column];
-  return id !== null && row.request_hash.equals(c.requestHash) ? { outcome: 'replay', id } : { outcome: 'conflict' };
+  return id !== null && row.request_hash.equals(c.requestHash) ? { outcome: 'repeat', id } : { outcome: 'conflict' };
 }
 
 /**

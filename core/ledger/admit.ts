@@ -189,7 +189,7 @@ async function admitAll(
   if (keyed) {
     const claim = await claimIdempotencyKey(tx, { ...keyed, job: { generationId: generations[0]!.id } });
     if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
-    if (claim.outcome === 'replay') return { outcome: 'replay', firstId: claim.id };
+    if (claim.outcome === 'repeat') return { outcome: 'replay', firstId: claim.id };
   }
   const admitted: AdmittedGeneration[] = [];
   let heldMc = 0;

@@ -67,7 +67,7 @@ async function recordCallback(tx: Queryable, b: Pick<NewBatch, 'id' | 'accountId
 export type BatchHold =
   | { outcome: 'held'; batch: BatchRow }
   /** An Idempotency-Key repeat: the batch its first request made; nothing held now. */
-  | { outcome: 'replay'; batchId: string }
+  | { outcome: 'repeat'; batchId: string }
   /** Too little money for the whole batch: nothing was held or recorded. */
   | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits }
   /** The key's budget has too little left for the whole batch: nothing was held. */
@@ -112,7 +112,7 @@ async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promis
   if (b.keyed) {
     const claim = await claimIdempotencyKey(tx, { ...b.keyed, job: { batchId: b.id } });
     if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
-    if (claim.outcome === 'replay') return { outcome: 'replay', batchId: claim.id };
+    if (claim.outcome === 'repeat') return { outcome: 'repeat', batchId: claim.id };
   }
   const hold = { ...b, quoteMc };
   const keyBudget = await checkKeyBudget(tx, hold);

@@ -212,7 +212,7 @@ export function createBatchCreation(deps: CreateDeps) {
       keyed,
     });
     // The same request made the batch meanwhile (two repeats at once): answer that one.
-    if (held.outcome === 'replay') {
+    if (held.outcome === 'repeat') {
       const made = await getBatch(deps.pool, principal.accountId, held.batchId);
       if (made) return made;
       throw new IdempotencyConflictError();

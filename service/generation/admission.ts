@@ -125,7 +125,7 @@ export function createAdmission(deps: AdmissionDeps) {
       if (!keyed) return undefined;
       const prior = await findIdempotencyClaim(pool, keyed, 'generation');
       if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
-      return prior?.outcome === 'replay' ? prior.id : undefined;
+      return prior?.outcome === 'repeat' ? prior.id : undefined;
     },
 
     /** Admits a request's priced generations, all or none; a refusal is a 402 for the whole request. */
