@@ -96,6 +96,7 @@ export async function settleChoice(
 /**
  * A choice that failed: released with its own failure when it is the line's first (else
  * `choice_failed`), and every choice of the line that has reported released with `choice_failed`.
+ * The first failure names the choices still running, for the caller to stop (a reply's are too).
  */
 export async function releaseChoice(
   tx: Queryable,
@@ -112,5 +113,6 @@ export async function releaseChoice(
   if (released.ok) return own;
   for (const s of siblings.filter((x) => x.state === 'held' && x.report !== null))
     moves.others.push(await moves.release(tx, s.id, released.error));
-  return own;
+  const running = siblings.filter((x) => x.state === 'held' && x.report === null).map((x) => x.id);
+  return first === undefined && running.length > 0 ? { ...own, stopChoices: running } : own;
 }

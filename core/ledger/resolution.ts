@@ -21,7 +21,15 @@ export interface SettleRequest {
 
 export type Resolution =
   | { outcome: 'settled'; kind: GenerationKind; chargedMc: Millicredits; releasedMc: Millicredits; batchId?: string }
-  | { outcome: 'released'; kind: GenerationKind; releasedMc: Millicredits; code: string; batchId?: string }
+  | {
+      outcome: 'released';
+      kind: GenerationKind;
+      releasedMc: Millicredits;
+      code: string;
+      batchId?: string;
+      /** The other choices of its batch line still running, for the caller to stop: the line is charged nothing. */
+      stopChoices?: string[];
+    }
   /** A chat choice of a batch line that succeeded before the others of its line: its hold stays held (core/ledger/line-choices.ts). */
   | { outcome: 'waiting'; kind: GenerationKind }
   /** The hold had moved before: nothing changed now (`code`: the failure it was released with). */

@@ -280,10 +280,10 @@ describe('n choices in a batch line', () => {
     const { key, accountId } = await h.account({ credits: 100 });
     const client = clientFor(key);
     // The upstream refuses the second request of a failing line's prompt: at once (its two other
-    // choices end after it), or after 3 s (they have ended and wait for it).
+    // choices would take 19 s; they are stopped), or after 3 s (they have ended and wait for it).
     const lines = [
       line('good-6', 'Batch takes one up:tokens=6'),
-      line('fails-first', 'Batch takes two up:tokens=6 up:pace=200 up:status=400 up:nth=2'),
+      line('fails-first', 'Batch takes two up:tokens=20 up:pace=1000 up:status=400 up:nth=2'),
       line('fails-last', 'Batch takes three up:tokens=4 up:status=400 up:nth=2 up:late=3000'),
       line('good-4', 'Batch takes four up:tokens=4'),
     ];
@@ -360,6 +360,17 @@ describe('n choices in a batch line', () => {
     expect(moved).toBe(0);
     const balance = (await h.call('GET', '/api/v1/balance', { key })).json<{ balance: number; holdsActive: number }>();
     expect(balance).toEqual(expect.objectContaining({ balance: mcToCredits(100_000 - charged), holdsActive: 0 }));
+
+    // The choices still running when their line failed were stopped, as a reply's are: their
+    // upstream calls were cut off rather than run to their end.
+    // (The workflow ends at once; its activity hears of the cancel with its next heartbeat.)
+    const failingFirst = openaiUp.received.filter((r) => JSON.stringify(r.body).includes('Batch takes two'));
+    expect(failingFirst).toHaveLength(3);
+    const cut = await eventually(async () => {
+      const closed = failingFirst.filter((r) => r.closedAfterMs !== undefined);
+      return closed.length === 2 ? closed : undefined;
+    }, 20_000);
+    for (const r of cut) expect(r.closedAfterMs).toBeLessThan(15_000);
 
     const records = await chatRecords(key);
     expect(records).toHaveLength(12);
