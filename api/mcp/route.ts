@@ -76,6 +76,13 @@ const CORS_EXPOSED = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-
 
 const BATCH_MESSAGE =
   'JSON-RPC batches are not accepted (MCP 2025-06-18 removed them): send each message in its own POST. Nothing in this batch was run.';
+/** What MCP's transports answer (406, JSON-RPC error -32000) to an Accept that lists too little. */
+const NOT_ACCEPTABLE = 'Not Acceptable: Client must accept both application/json and text/event-stream';
+
+/** MCP's Streamable HTTP requires both media types in `Accept`; the document says so, and 406 otherwise. */
+const acceptHeader = z
+  .string()
+  .describe('Must list both application/json and text/event-stream, as MCP’s Streamable HTTP requires; otherwise 406');
 
 /** MCP at /api/mcp (DESIGN §6): the same key, scopes, rate limit and ledger as the REST doors. */
 export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) => {
@@ -122,6 +129,13 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
     }
   };
 
+  // No Accept at all is refused as the transports refuse one that lists too little, not left for
+  // the header schema (which requires it, for the document) to call a 400.
+  const refuseWithoutAccept = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (request.headers.accept !== undefined) return;
+    await reply.code(406).send({ jsonrpc: '2.0', id: null, error: { code: -32000, message: NOT_ACCEPTABLE } });
+  };
+
   // The rate limit counts HTTP requests, one message each. A batch would carry up to 100 tool calls
   // for one count; protocol 2025-11-25 has no batches, so one is refused whole, before anything runs.
   const refuseBatch = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
@@ -135,7 +149,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
     MCP_PATH,
     {
       onRequest: [checkOrigin, authenticateWithChallenge],
-      preValidation: refuseBatch,
+      preValidation: [refuseWithoutAccept, refuseBatch],
       schema: {
         operationId: 'mcp',
         tags,
@@ -143,7 +157,7 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
         description,
         security,
         body: jsonRpcMessage,
-        headers: z.looseObject(customerHeaders),
+        headers: z.looseObject({ accept: acceptHeader, ...customerHeaders }),
         response: {
           200: {
             description:
