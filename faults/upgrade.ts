@@ -41,8 +41,8 @@ const VIDEO = { kind: 'video', model: 'kling', seconds: 10, quality: '1080p' } a
 const LONG_DELAY_MS = 150_000;
 const LONG_VIDEOS = 3;
 /**
- * The batch's image lines: one ends every 12 s or so from 20 s on, the last ones long after the
- * last step, so that lines start, end and run across each step; one fails, one asks for two images.
+ * The batch's image lines, 20 s to 152 s long, 12 s apart: every line runs across every step
+ * (each takes a few seconds here) and they end one by one after it; one fails, one asks for two images.
  */
 const BATCH_LINES = Array.from({ length: 12 }, (_, i) => ({
   model: 'flux',
@@ -164,9 +164,12 @@ async function main(): Promise<void> {
       { token: account.nextKey() },
     );
     const counts = res.body.request_counts;
+    // A 503 while the server restarts: /health asks Temporal too, so the balancer takes every API out meanwhile.
     return {
       status: res.body.status ?? 'unanswered',
-      said: `batch ${res.body.status ?? res.status}, ${counts ? counts.completed + counts.failed : '?'} of ${batch.lines} lines ended`,
+      said: counts
+        ? `batch ${res.body.status}, ${counts.completed + counts.failed} of ${batch.lines} lines ended`
+        : `batch unread (${res.status})`,
     };
   };
   for (const v of videos) while ((await statusOf(v.id)) !== 'running') await sleep(500);
@@ -189,10 +192,12 @@ async function main(): Promise<void> {
       log(`upgrading to ${step.version}: stop the server, its schema tool, start it`);
       await stack.upgradeTemporal(builds[i]!);
       log(`on ${step.version} after ${((Date.now() - began) / 1000).toFixed(1)} s; ${(await batchNow()).said}`);
-      videos.push({
-        ...(await submit(`sim:delay=20000 a video started on ${step.version}`)),
-        startedOn: step.version,
-      });
+      // Running before the next step stops the server: a video whose workflow start that stop cuts
+      // off is released as `not_started` (the runbook's step 2), and was never in flight on this version.
+      const video = await submit(`sim:delay=20000 a video started on ${step.version}`);
+      for (const until = Date.now() + 60_000; Date.now() < until && (await statusOf(video.id)) === 'queued';)
+        await sleep(500);
+      videos.push({ ...video, startedOn: step.version });
     }
     const reported = await serverVersion(stack.temporalAddress);
     check(`v${reported}` === step.version, `the server reports ${reported} (expected ${step.version})`);
