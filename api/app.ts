@@ -53,7 +53,7 @@ export interface AppParts {
   limiter: RateLimiter;
   generations: GenerationService;
   batches: BatchService;
-  /** Outgoing webhooks: endpoints, deliveries and replays. */
+  /** Outgoing webhooks: endpoints, deliveries and redeliveries. */
   webhooks: WebhookService;
   /** Long-lived answers (event streams, MCP requests that wait) check their key or session while open. */
   standing: StandingMonitor;

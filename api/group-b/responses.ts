@@ -189,9 +189,9 @@ export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (ap
         () => deps.service.runChat(chat, principal, { ...options, signal, streamed: body.stream === true }),
         RESPONSE_PARAMS,
       );
-      if (run.replay?.status === 'failed') {
+      if (run.repeatOf?.status === 'failed') {
         // A repeat of a request that failed answers the same failure (nothing was charged either time).
-        throw markAfterAdmission(failedRunError('response', run.replay.error));
+        throw markAfterAdmission(failedRunError('response', run.repeatOf.error));
       }
       const start: ResponseParts = {
         id: run.id,

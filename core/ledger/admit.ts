@@ -266,8 +266,8 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
 
   // Counted before the account's money (key-budgets.ts); a retried step whose hold exists fits.
   const keyBudget = await checkKeyBudget(tx, g, async () => {
-    const replayed = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
-    return (replayed.rowCount ?? 0) > 0;
+    const held = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
+    return (held.rowCount ?? 0) > 0;
   });
   if (!keyBudget.fits) return { overBudget: keyBudget.budget };
   // The customer's row is locked after the key's budget row, always in this order, so two

@@ -114,7 +114,7 @@ export function createBillingService(deps: { pool: pg.Pool; options: BillingOpti
 
     /**
      * A webhook event, verified with the SDK against the endpoint's signing secret (which also
-     * refuses a timestamp older than five minutes: a replayed capture). A paid checkout credits once;
+     * refuses a timestamp older than five minutes: a captured event sent again later). A paid checkout credits once;
      * a refund or a lost dispute debits what was refunded; anything else is acknowledged and ignored.
      */
     async handleEvent(rawBody: Buffer, signature: string | undefined): Promise<BillingEventOutcome> {

@@ -130,7 +130,7 @@ export function createWatch({ pool, store, live }: { pool: pg.Pool; store: Outpu
      * generations whose status changed since, each as it is now. Listed ids are first sent as they
      * are now (unless sent before), and their stream ends once each has ended. `since` (without
      * `after`) starts with what changed after that time. Progress and previews of running ones are
-     * sent as they are heard, with ids after the last change; they are not replayed on resume.
+     * sent as they are heard, with ids after the last change; a resumed stream does not send them again.
      */
     async account(
       principal: Principal,

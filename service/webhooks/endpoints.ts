@@ -75,7 +75,7 @@ export interface EndpointUpdate {
   enabled?: boolean | undefined;
 }
 
-/** Registration, secrets, the delivery log and replays of an account's webhook endpoints, and of its jobs' callbacks. */
+/** Registration, secrets, the delivery log and redeliveries of an account's webhook endpoints, and of its jobs' callbacks. */
 export function createWebhookService(deps: WebhookServiceDeps) {
   const { pool, dispatcher, urlRules } = deps;
   const clock = deps.clock ?? Date.now;

@@ -47,7 +47,7 @@ export interface ChatRun {
   /** The input's size in tokens as estimated before the run (about four characters a token); the provider's own count comes with the end. */
   promptTokens: number;
   /** An Idempotency-Key repeat: the earlier generation (as far as it got), nothing new admitted. */
-  replay?: GenerationView;
+  repeatOf?: GenerationView;
   /** The reply as the provider sends it (reply-stream.ts): iterate once. */
   events: AsyncIterable<ChatRunEvent>;
   /** Resolves once the generation has settled or been released in the ledger (bounded wait). */
@@ -125,7 +125,7 @@ export function createStreamedChat(deps: ChatRunDeps) {
       return readies.map((ready, i) => startRun(held.inputs[i]!, ready, opts, startedAt, group && { group, index: i }));
     },
 
-    replayed: (first) => first.generations.map(replayedRun),
+    answerRepeat: (first) => first.generations.map(repeatedRun),
   });
 
   /** One choice's work before the hold: its provider job, and its stream opened early when the hold is likely. */
@@ -218,7 +218,7 @@ export function createStreamedChat(deps: ChatRunDeps) {
 }
 
 /** An Idempotency-Key repeat: the earlier reply, answered again from its record (as one delta, then its end). */
-function replayedRun(g: GenerationView): ChatRun {
+function repeatedRun(g: GenerationView): ChatRun {
   const text = g.text ?? '';
   const tokens = g.params.outputTokens ?? 0;
   const maxTokens = g.params.maxTokens ?? tokens;
@@ -228,7 +228,7 @@ function replayedRun(g: GenerationView): ChatRun {
     createdAt: g.createdAt,
     maxTokens,
     promptTokens: estimatedInputTokens(g.prompt),
-    replay: g,
+    repeatOf: g,
     events: (async function* (): AsyncGenerator<ChatRunEvent> {
       if (text) yield { type: 'delta', text };
       if (g.status !== 'failed')

@@ -261,7 +261,7 @@ describe('chat completions (per-token billing)', () => {
     }
     expect(await generationCount(failing.accountId)).toBe(2);
 
-    // The answer is lost on the way back (the connection drops): the SDK resends, the key replays.
+    // The answer is lost on the way back (the connection drops): the SDK resends, the key answers the repeat.
     const lost = await h.account({ credits: 10 });
     let attempts = 0;
     const dropFirstAnswer: typeof fetch = async (input, init) => {
