@@ -215,7 +215,7 @@ describe('payloads', () => {
     progressPercent: null,
     queuePosition: null,
     measuredSeconds: null,
-    provider: null,
+    servedBy: null,
     batchId: null,
     batchLine: null,
     tokenUsage: null,
