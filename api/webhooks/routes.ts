@@ -3,8 +3,8 @@ import { z } from 'zod';
 import {
   ALERT_EVENTS,
   BATCH_EVENTS,
-  CATALOGUES,
   FLAT_EVENTS,
+  FORMAT_EVENTS,
   NESTED_EVENTS,
   PROGRESS_EVENT,
   WEBHOOK_FORMATS,
@@ -32,7 +32,7 @@ const events = z
   .min(1)
   .max(16)
   .describe(
-    `Events to receive, within the format's catalogue: nested ${NESTED_EVENTS.join(', ')}; flat ${FLAT_EVENTS.join(', ')}; openai ${CATALOGUES.openai.join(', ')}. Default: all of them. ` +
+    `Events to receive, within the format's catalogue: nested ${NESTED_EVENTS.join(', ')}; flat ${FLAT_EVENTS.join(', ')}; openai ${FORMAT_EVENTS.openai.join(', ')}. Default: all of them. ` +
       `Either format may also list ${PROGRESS_EVENT} (never sent without being listed): one delivery per 10 % step of a video or upscale run; ` +
       `the account alerts ${ALERT_EVENTS.join(', ')}; and the batch events ${BATCH_EVENTS.join(', ')} (a batch ended; its lines send no generation events). ` +
       'Those are never sent without being listed',

@@ -122,7 +122,7 @@ async function previewUrl(g: GenerationRow, name: VideoPreviewName, store: Outpu
   return shown && key ? store.signedUrl(key) : null;
 }
 
-/** The spec's generation record: group C's answer and the `generation` of catalogue-A webhooks. */
+/** The spec's generation record: group C's answer and the `generation` of `nested` webhooks. */
 export type GenerationRecord = Pick<
   GenerationView,
   'id' | 'kind' | 'model' | 'status' | 'outputUrl' | 'creditsCharged' | 'error'

@@ -19,7 +19,7 @@ import { actorOf, assertWebhooksScope } from '../../core/accounts/principal';
 import { insertAuditEvent } from '../../core/db/audit';
 import { audited } from '../accounts/audit';
 import type { Principal } from '../../core/accounts/principal';
-import { CATALOGUES, subscribable, unknownEvents } from '../../core/webhooks/events';
+import { FORMAT_EVENTS, subscribable, unknownEvents } from '../../core/webhooks/events';
 import type { WebhookFormat } from '../../core/webhooks/events';
 import { ROTATION_OVERLAP_MS } from '../../core/webhooks/schedule';
 import type { SecretBox } from '../../core/webhooks/secret-box';
@@ -89,7 +89,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     id: e.id,
     url: e.url,
     format: e.format,
-    events: e.events ?? [...CATALOGUES[e.format]],
+    events: e.events ?? [...FORMAT_EVENTS[e.format]],
     description: e.description,
     enabled: e.enabled,
     disabledReason: e.disabledReason,
@@ -106,7 +106,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     return e;
   };
 
-  /** The filter as stored: null for exactly the catalogue (the opt-in progress is never in it). Unknown names are a 400 that lists the valid ones. */
+  /** The filter as stored: null for exactly the format's events (the opt-in progress is never in it). Unknown names are a 400 that lists the valid ones. */
   const eventFilter = (format: WebhookFormat, events: string[] | undefined): string[] | null => {
     if (events === undefined) return null;
     const unknown = unknownEvents(format, events);
@@ -117,7 +117,8 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       );
     }
     const unique = [...new Set(events)];
-    const all = unique.length === CATALOGUES[format].length && CATALOGUES[format].every((e) => unique.includes(e));
+    const all =
+      unique.length === FORMAT_EVENTS[format].length && FORMAT_EVENTS[format].every((e) => unique.includes(e));
     return all ? null : unique;
   };
 
