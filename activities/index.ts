@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { createBatchActivities, createBatchWaker } from './batches/lines';
+import { createBatchActivities, createBatchWaker, createChoiceStopper } from './batches/lines';
 import type { BatchLineLimits } from './batches/lines';
 import { createLedgerActivities } from './generation/ledger';
 import { createInPlaceProviderActivities } from './generation/provider';
@@ -37,10 +37,11 @@ export interface ActivityDeps {
 export function createWorkflowQueueActivities(deps: ActivityDeps) {
   const wakeVideoWaiters = createVideoSlotWaker(deps);
   const wakeBatch = createBatchWaker(deps.client);
+  const stopChoices = createChoiceStopper(deps.client);
   return {
-    ...createLedgerActivities({ ...deps, wakeVideoWaiters, wakeBatch }),
+    ...createLedgerActivities({ ...deps, wakeVideoWaiters, wakeBatch, stopChoices }),
     ...createSlotActivities(deps),
-    ...createReconcileActivities({ ...deps, wakeVideoWaiters, wakeBatch }),
+    ...createReconcileActivities({ ...deps, wakeVideoWaiters, wakeBatch, stopChoices }),
     ...createBatchActivities({ ...deps, limits: deps.batchLimits }),
     ...createInPlaceProviderActivities({
       ...deps,

@@ -28,6 +28,7 @@ import { mcpRoutes } from './mcp/route';
 import { loggerOptions } from './logging';
 import { instrumentRequests, metricsRoutes } from './admin/metrics';
 import { trackRouteMethods } from './methods';
+import type { MethodIndex } from './methods';
 import type { RateLimiter } from './shared/rate-limit';
 import { groupBRoutes } from './group-b/routes';
 import { anthropicRoutes } from './anthropic/routes';
@@ -129,12 +130,14 @@ function parseJsonBodies(app: FastifyInstance): void {
 
 /** Builds the HTTP API without listening: runtime/api-server.ts listens, tests call `app.inject()`. */
 export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
+  /** The route index, built once the app exists: the parser's refusals of a method are answered from it. */
+  const routes: { methods?: MethodIndex } = {};
   // Chat input of any length is capped, not refused, so the body limit is generous.
   const app = Fastify({
     logger: loggerOptions(parts.logger ?? false),
     bodyLimit: 8 * 1024 * 1024,
     frameworkErrors: answerFrameworkError,
-    clientErrorHandler: answerClientError,
+    clientErrorHandler: (err, socket) => answerClientError(err, socket, routes.methods),
     // Every log line about a request carries its id; a caller's own x-request-id is kept when sane.
     requestIdHeader: false,
     genReqId: (req) => {
@@ -153,6 +156,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   parseJsonBodies(app);
 
   const methods = trackRouteMethods(app);
+  routes.methods = methods;
   installErrorHandler(app, methods);
   await registerDocs(app);
 

@@ -147,6 +147,19 @@ export class NotFoundError extends DomainError {
   readonly type = 'not_found';
 }
 
+/** A path that exists, asked with a method none of its routes takes (RFC 9110): `allowed` is its `Allow`. */
+export class MethodNotAllowedError extends DomainError {
+  readonly status = 405;
+  readonly type = 'invalid_request_error';
+  constructor(
+    method: string,
+    path: string,
+    readonly allowed: readonly string[],
+  ) {
+    super(`${method} is not allowed on ${path}; use ${allowed.join(' or ')}.`);
+  }
+}
+
 export class IdempotencyConflictError extends DomainError {
   readonly status = 409;
   readonly type = 'idempotency_conflict';

@@ -207,15 +207,17 @@ export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promis
     }),
   );
 
-  const keys = await db.query<{ key: string; generation_id: string; found: boolean }>(
-    `SELECT k.key, k.generation_id, EXISTS (SELECT 1 FROM generations g WHERE g.id = k.generation_id AND g.account_id = k.account_id) AS found
+  const keys = await db.query<{ key: string; job: string; found: boolean }>(
+    `SELECT k.key, COALESCE(k.generation_id, k.batch_id) AS job,
+            EXISTS (SELECT 1 FROM generations g WHERE g.id = k.generation_id AND g.account_id = k.account_id)
+            OR EXISTS (SELECT 1 FROM batches b WHERE b.id = k.batch_id AND b.account_id = k.account_id) AS found
        FROM idempotency_keys k`,
   );
   checks.push(
     everyRow(
-      'every Idempotency-Key claim names one generation of its account',
+      'every Idempotency-Key claim names one generation or batch of its account',
       keys.rows,
-      (k) => (k.found ? undefined : `${k.key} → ${k.generation_id} (missing)`),
+      (k) => (k.found ? undefined : `${k.key} → ${k.job} (missing)`),
       `${keys.rowCount} keys`,
     ),
   );
@@ -223,7 +225,9 @@ export async function ledgerChecks(db: pg.Pool, facts: GenerationFact[]): Promis
 }
 
 export async function idempotencyClaims(db: pg.Pool): Promise<Map<string, string>> {
-  const r = await db.query<{ key: string; generation_id: string }>('SELECT key, generation_id FROM idempotency_keys');
+  const r = await db.query<{ key: string; generation_id: string }>(
+    'SELECT key, generation_id FROM idempotency_keys WHERE generation_id IS NOT NULL',
+  );
   return new Map(r.rows.map((k) => [k.key, k.generation_id]));
 }
 

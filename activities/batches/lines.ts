@@ -8,7 +8,7 @@ import { inputOfRecord } from '../../core/generation/workflow-input';
 import type { Deadlines } from '../../core/generation/workflow-input';
 import { generationStartOptions } from '../../core/generation/workflow-start';
 import { admitBatchLines, finishBatch, stopBatch } from '../../core/ledger';
-import type { LineLimits } from '../../core/ledger';
+import type { LineLimits, Resolution } from '../../core/ledger';
 import type { BatchStatus } from '../../core/vocabulary';
 import { batchWakeSignal, cancelSignal, GENERATION_WORKFLOW_TYPE } from '../../core/workflow-contract';
 import type { GenerationWorkflow } from '../../core/workflow-contract';
@@ -158,3 +158,24 @@ export function createBatchWaker(client: Client) {
   };
 }
 export type BatchWaker = ReturnType<typeof createBatchWaker>;
+
+/**
+ * Stops the choices of a batch line still running once one of them has failed (called after the
+ * ledger's commit): the line is charged nothing, so their upstream calls stop as a reply's do, and
+ * each is released when its workflow ends. Best effort: a choice this misses runs to its end and is
+ * released then.
+ */
+export function createChoiceStopper(client: Client) {
+  return async (resolution: Resolution): Promise<void> => {
+    if (resolution.outcome !== 'released' || !resolution.stopChoices) return;
+    await Promise.all(
+      resolution.stopChoices.map((id) =>
+        client.workflow
+          .getHandle(id)
+          .signal(cancelSignal, 'another choice of its batch line failed')
+          .catch(() => undefined),
+      ),
+    );
+  };
+}
+export type ChoiceStopper = ReturnType<typeof createChoiceStopper>;

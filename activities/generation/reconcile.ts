@@ -8,7 +8,7 @@ import { findLingeringHolds } from '../../core/db/reconcile';
 import { release, requestBatchCancel } from '../../core/ledger';
 import { BATCH_WORKFLOW_TYPE, cancelSignal } from '../../core/workflow-contract';
 import type { BatchWorkflow } from '../../core/workflow-contract';
-import type { BatchWaker } from '../batches/lines';
+import type { BatchWaker, ChoiceStopper } from '../batches/lines';
 import type { GenerationKind } from '../../core/vocabulary';
 import { closedWorkflowReason } from './closed-workflows';
 import type { VideoSlotWaker } from './slots';
@@ -22,6 +22,8 @@ export interface ReconcileDeps {
   wakeVideoWaiters: VideoSlotWaker;
   /** A released line of a batch wakes its batch's workflow. */
   wakeBatch: BatchWaker;
+  /** A released choice of a batch line stops the others still running. */
+  stopChoices: ChoiceStopper;
 }
 
 export interface ReconcileRequest {
@@ -52,7 +54,14 @@ const OVERDUE_MARGIN_MS = 10 * 60_000;
  * transaction the workflow would have used; a hold only moves from `held` once, so a workflow
  * that does finish later finds it released and charges nothing.
  */
-export function createReconcileActivities({ pool, client, deadlines, wakeVideoWaiters, wakeBatch }: ReconcileDeps) {
+export function createReconcileActivities({
+  pool,
+  client,
+  deadlines,
+  wakeVideoWaiters,
+  wakeBatch,
+  stopChoices,
+}: ReconcileDeps) {
   /** A batch in progress whose workflow is not running: its workflow starts again. */
   const resumeBatches = async (graceMs: number, report: ReconcileReport): Promise<void> => {
     const taskQueue = Context.current().info.taskQueue;
@@ -122,6 +131,7 @@ export function createReconcileActivities({ pool, client, deadlines, wakeVideoWa
               : 'The workflow of this generation never started; the reconciler released the hold.';
         const outcome = await release(pool, id, { code: reason, message, retryable: true });
         await wakeVideoWaiters(id, outcome);
+        await stopChoices(outcome);
         await wakeBatch(outcome);
         if (outcome.outcome === 'released') report.released.push({ generationId: id, reason });
       }

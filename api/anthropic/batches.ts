@@ -8,7 +8,7 @@ import { ANTHROPIC_BATCH_ENDPOINT, isFinalBatch } from '../../core/vocabulary';
 import type { BatchService, BatchView } from '../../service/batches/service';
 import { messageBatchResults } from '../shared/anthropic/batch-results';
 import { principalOf } from '../shared/auth';
-import { callbackEventsField, callbackOption, callbackUrlField } from '../shared/fields';
+import { callbackEventsField, callbackOption, callbackUrlField, idempotencyKey, idempotencyOf } from '../shared/fields';
 import { idParams } from '../shared/schemas';
 import { messageLineParser } from './batch-lines';
 import { anthropicOrRouter400, errorsAnthropic } from './errors';
@@ -28,11 +28,16 @@ const tags = ['Anthropic Message Batches'];
 const security = [{ apiKey: [] }];
 const rfc3339 = z.string().describe('RFC 3339');
 const headers = z.looseObject({
+  // Required, as on every route of this door (checkVersion answers its absence first).
   'anthropic-version': z
     .string()
-    .optional()
-    .describe(`Required: ${VERSIONS.first} to ${VERSIONS.last}; sent on with each request to an Anthropic upstream`),
+    .describe(`${VERSIONS.first} to ${VERSIONS.last}; sent on with each request to an Anthropic upstream`),
   'anthropic-beta': z.string().optional().describe('Sent on with each request to an Anthropic upstream'),
+});
+const createHeaders = headers.extend({
+  'idempotency-key': idempotencyKey.describe(
+    'A repeat with the same key and body within 24 h answers the batch made first, holding nothing again; with another body, 409',
+  ),
 });
 /** The answers of a route on one batch (its id in the path). */
 const onOneBatch = <const S extends readonly number[]>(...statuses: S) => ({
@@ -159,10 +164,11 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
           'Every request is read and priced now, as POST /v1/messages would, at the batch rate (GET /api/v1/models, `batch`). A request that is wrong ' +
           '(a missing, malformed or repeated custom_id, params its endpoint would refuse, more requests than a batch may have) is a 400 naming it, ' +
           'and nothing is held. Otherwise the whole price is held at once (402 when the account or the key’s budget cannot cover it) and the batch ' +
-          'is in_progress; each request is charged what it produced when it succeeds and released when it fails or is canceled.',
+          'is in_progress; each request is charged what it produced when it succeeds and released when it fails or is canceled. ' +
+          'An Idempotency-Key makes retries safe.',
         body: createBody,
-        headers,
-        response: { 200: messageBatch, ...errorsAnthropic(400, 401, 402, 403, 413, 429, 500, 503) },
+        headers: createHeaders,
+        response: { 200: messageBatch, ...errorsAnthropic(400, 401, 402, 403, 409, 413, 429, 500, 503) },
       },
     },
     async (request) => {
@@ -179,6 +185,7 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
             param: 'callback_url',
             eventsParam: 'callback_events',
           }),
+          idempotency: idempotencyOf(request, 'POST /v1/messages/batches', request.body),
         }),
       );
       // The batch is held: a failure from here on must not make the SDK send it again.
@@ -288,6 +295,7 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
           'Each line { custom_id, result }, in request order: succeeded (with the message), errored (with the error its request would have ' +
           'answered; nothing charged), canceled or expired (never run, or stopped while running; nothing charged).',
         params: idParams,
+        headers,
         response: {
           200: {
             description: 'JSONL: a line { custom_id, result } per request',

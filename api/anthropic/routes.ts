@@ -45,10 +45,11 @@ const tags = ['Anthropic Messages API'];
 const security = [{ apiKey: [] }];
 
 const headers = z.looseObject({
+  // Required, as Anthropic requires it: checkVersion answers its absence in Anthropic's error shape
+  // before the schema is run, so the schema says so for the document.
   'anthropic-version': z
     .string()
-    .optional()
-    .describe(`Required: ${VERSIONS.first} to ${VERSIONS.last}; passed unchanged to an Anthropic upstream`),
+    .describe(`${VERSIONS.first} to ${VERSIONS.last}; passed unchanged to an Anthropic upstream`),
   'anthropic-beta': z
     .string()
     .optional()

@@ -77,6 +77,13 @@ const CORS_EXPOSED = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-
 
 const BATCH_MESSAGE =
   'JSON-RPC batches are not accepted (MCP 2025-06-18 removed them): send each message in its own POST. Nothing in this batch was run.';
+/** What MCP's transports answer (406, JSON-RPC error -32000) to an Accept that lists too little. */
+const NOT_ACCEPTABLE = 'Not Acceptable: Client must accept both application/json and text/event-stream';
+
+/** MCP's Streamable HTTP requires both media types in `Accept`; the document says so, and 406 otherwise. */
+const acceptHeader = z
+  .string()
+  .describe('Must list both application/json and text/event-stream, as MCP’s Streamable HTTP requires; otherwise 406');
 
 /** MCP at /api/mcp (DESIGN §6): the same key, scopes, rate limit and ledger as the REST doors. */
 export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) => {
@@ -90,7 +97,11 @@ export const mcpRoutes: FastifyPluginAsyncZod<McpRouteDeps> = async (app, deps) 
   };
   app.post(
     MCP_PATH,
-    { onRequest: [checkOrigin, authenticateWithChallenge(deps)], preValidation: refuseBatch, schema: postSchema() },
+    {
+      onRequest: [checkOrigin, authenticateWithChallenge(deps)],
+      preValidation: [refuseWithoutAccept, refuseBatch],
+      schema: postSchema(),
+    },
     // X-Customer-Id names the customer every generate tool of this request is for (or a tool's own `customer`).
     async (request, reply) =>
       answer(request, reply, { ...serverDeps, customer: request.headers[CUSTOMER_HEADER] }, deps.standing),
@@ -115,7 +126,7 @@ const postSchema = () => ({
   description,
   security,
   body: jsonRpcMessage,
-  headers: z.looseObject(customerHeaders),
+  headers: z.looseObject({ accept: acceptHeader, ...customerHeaders }),
   response: {
     200: {
       description:
@@ -205,6 +216,15 @@ function authenticateWithChallenge(deps: AuthDeps) {
       throw err;
     }
   };
+}
+
+/**
+ * No Accept at all is refused as the transports refuse one that lists too little, not left for the
+ * header schema (which requires it, for the document) to call a 400.
+ */
+async function refuseWithoutAccept(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (request.headers.accept !== undefined) return;
+  await reply.code(406).send({ jsonrpc: '2.0', id: null, error: { code: -32000, message: NOT_ACCEPTABLE } });
 }
 
 /**

@@ -11,6 +11,8 @@ import {
   InvalidRequestError,
   isAfterAdmission,
   markAfterAdmission,
+  MethodNotAllowedError,
+  NotFoundError,
   RateLimitError,
   ServiceUnavailableError,
 } from '../../core/errors';
@@ -39,6 +41,7 @@ export function errorHeaders(reply: FastifyReply, err: DomainError): void {
   }
   // Sending it again cannot help: the same key conflicts again, an admitted request would be held twice.
   if (err instanceof IdempotencyConflictError || isAfterAdmission(err)) reply.header('x-should-retry', 'false');
+  if (err instanceof MethodNotAllowedError) reply.header('Allow', err.allowed.join(', '));
 }
 
 /** A failure that is not a domain error of ours but has an answer of its own (Fastify's 413, a malformed body). */
@@ -225,15 +228,26 @@ const CLIENT_ERRORS: Record<string, { status: number; message: string }> = {
 
 /**
  * Answers what the HTTP parser refuses before any route runs (Fastify's `clientErrorHandler`): an
- * oversized request line or headers (431), a request that took too long (408), anything else that
- * is not HTTP (400), each in the one error body with an `x-request-id`, then closes the connection.
+ * oversized request line or headers (431), a request that took too long (408), a method the parser
+ * does not know (405 with `Allow` on a path that has routes, else 404, as Fastify would have
+ * answered a method it knows), anything else that is not HTTP (400), each in the one error body
+ * with an `x-request-id`, then closes the connection. `methods` is the app's route index, once built.
  */
-export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+export function answerClientError(
+  err: NodeJS.ErrnoException & { rawPacket?: unknown },
+  socket: Socket,
+  methods?: MethodIndex,
+): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const unrouted = err.code === 'HPE_INVALID_METHOD' && methods ? noRouteError(err.rawPacket, methods) : undefined;
   const known = CLIENT_ERRORS[err.code ?? ''];
-  const status = known?.status ?? 400;
+  const status = unrouted?.status ?? known?.status ?? 400;
   const body = JSON.stringify(
-    errorBody('invalid_request_error', status, known?.message ?? 'The request is not valid HTTP.'),
+    errorBody(
+      unrouted?.type ?? 'invalid_request_error',
+      status,
+      unrouted?.message ?? known?.message ?? 'The request is not valid HTTP.',
+    ),
   );
   if (socket.writable) {
     socket.write(
@@ -241,6 +255,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
         'content-type: application/json; charset=utf-8\r\n' +
         `content-length: ${Buffer.byteLength(body)}\r\n` +
         `x-request-id: req_${randomBytes(12).toString('hex')}\r\n` +
+        (unrouted instanceof MethodNotAllowedError ? `allow: ${unrouted.allowed.join(', ')}\r\n` : '') +
         'connection: close\r\n\r\n' +
         body,
     );
@@ -248,29 +263,48 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
   socket.destroy();
 }
 
+/** A request line whose method the parser does not know (so no route has it): its 405, or its 404. */
+function noRouteError(raw: unknown, methods: MethodIndex): DomainError | undefined {
+  const line = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}) (\S{1,8192}) HTTP\/1\.[01]\r?\n/.exec(
+    Buffer.isBuffer(raw) ? raw.toString('latin1') : '',
+  );
+  if (!line) return undefined;
+  const [, method, target] = line as unknown as [string, string, string];
+  // The origin form (`/path?query`) or the absolute form (`http://host/path?query`).
+  const path = (/^https?:\/\/[^/]*(\/[^?]*)/i.exec(target)?.[1] ?? target).split('?')[0]!;
+  if (!path.startsWith('/')) return undefined;
+  const { allowed } = methods.lookup(path);
+  return allowed.length > 0
+    ? new MethodNotAllowedError(method, path, allowed)
+    : new NotFoundError(`No route for ${method} ${path}.`);
+}
+
 /** Maps every failure to the documented body; a 5xx never shows its internal message. */
 export function installErrorHandler(app: FastifyInstance, methods: MethodIndex): void {
-  app.setErrorHandler((err: FastifyError | Error, request, reply) => {
+  const mapError = (err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
     const known = domainErrorOf(err, request);
     if (known) return sendError(reply, known);
     if (isAfterAdmission(err)) reply.header('x-should-retry', 'false');
     return reply.code(500).send(errorBody('server_error', 500, 'Internal error; retry shortly.'));
-  });
-  app.setNotFoundHandler((request, reply) => {
+  };
+  /**
+   * A request no route takes: 405 with `Allow` when its path has routes for other methods, else
+   * 404, each answered by the error mapper of the door whose routes the path is nearest.
+   */
+  const answerNoRoute = (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = methods.allowed(path);
-    if (allowed.length > 0) {
-      return reply
-        .code(405)
-        .header('Allow', allowed.join(', '))
-        .send(
-          errorBody(
-            'invalid_request_error',
-            405,
-            `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}.`,
-          ),
-        );
-    }
-    return reply.code(404).send(errorBody('not_found', 404, `No route for ${request.method} ${path}.`));
-  });
+    const { allowed, mapper } = methods.lookup(path);
+    const err =
+      allowed.length > 0
+        ? new MethodNotAllowedError(request.method, path, allowed)
+        : new NotFoundError(`No route for ${request.method} ${path}.`);
+    return (mapper ?? mapError)(err, request, reply);
+  };
+  // A request no route takes may fail before the not-found handler (a body Fastify cannot parse for
+  // a method such as QUERY): it is still answered as a request no route takes. (The 405 or 404
+  // itself, a domain error, may come back here when this is its door's mapper.)
+  app.setErrorHandler((err: FastifyError | Error, request, reply) =>
+    request.is404 && !(err instanceof DomainError) ? answerNoRoute(request, reply) : mapError(err, request, reply),
+  );
+  app.setNotFoundHandler(answerNoRoute);
 }

@@ -164,7 +164,9 @@ export async function batchCounts(q: Queryable, batchIds: readonly string[]): Pr
        SELECT l.batch_id, l.line, l.outcome, l.claim, b.stopping,
               bool_or(g.status IN ('queued', 'running')) AS live,
               bool_or(g.status = 'succeeded') AS ok,
-              COALESCE(bool_and(g.status = 'failed' AND g.error->>'code' = 'cancelled'), false) AS stopped,
+              -- Stopped in flight: every generation cancelled, or released because another choice of its line was.
+              COALESCE(bool_and(g.status = 'failed' AND g.error->>'code' IN ('cancelled', 'choice_failed'))
+                       AND bool_or(g.error->>'code' = 'cancelled'), false) AS stopped,
               COALESCE(sum(g.charged_mc), 0) AS charged
          FROM batch_lines l JOIN batches b ON b.id = l.batch_id
               LEFT JOIN generations g ON g.batch_id = l.batch_id AND g.batch_line = l.line

@@ -14,6 +14,11 @@ export function createPool(connectionString: string, max = 10): pg.Pool {
   const pool = new pg.Pool({ connectionString, max });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
+  // Nor may one that is checked out: between the pool's listener and its holder's there are moments
+  // with none (a PostgreSQL restart's "terminating connection" arriving then killed a worker), and an
+  // 'error' event nobody listens to throws. What held the client learns of the loss from its next
+  // query, which fails, and the pool drops a client that is no longer queryable when it comes back.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 

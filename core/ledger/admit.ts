@@ -187,9 +187,9 @@ async function admitAll(
   alerting: boolean,
 ): Promise<Admission> {
   if (keyed) {
-    const claim = await claimIdempotencyKey(tx, { ...keyed, generationId: generations[0]!.id });
+    const claim = await claimIdempotencyKey(tx, { ...keyed, job: { generationId: generations[0]!.id } });
     if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
-    if (claim.outcome === 'replay') return { outcome: 'replay', firstId: claim.generationId };
+    if (claim.outcome === 'repeat') return { outcome: 'replay', firstId: claim.id };
   }
   const admitted: AdmittedGeneration[] = [];
   let heldMc = 0;

@@ -2,10 +2,12 @@ import type pg from 'pg';
 import { BATCH_COLUMNS, countsOfBatch } from '../db/batches';
 import type { BatchCounts, BatchProblem, BatchRow, LineRequest } from '../db/batches';
 import { insertFile } from '../db/files';
+import { claimIdempotencyKey } from '../db/idempotency';
 import { STATUS_CHANNEL } from '../db/notify';
 import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
 import { insertJobCallback } from '../db/webhook-endpoints';
+import { IdempotencyConflictError } from '../errors';
 import { newId } from '../ids';
 import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
@@ -16,6 +18,7 @@ import type { JobCallback } from '../webhooks/job-callbacks';
 import { recordBalanceLow } from './alerts';
 import { afterKeyHold, checkKeyBudget, keyBudgetRefusal, keyBudgetRefused } from './key-budgets';
 import type { KeyBudgetRefusal } from './key-budgets';
+import type { KeyedRequest } from './admit';
 import { appendEntry, moveAccount } from './entries';
 import type { AccountMoney } from './entries';
 import { classified } from './failures';
@@ -51,6 +54,8 @@ export interface NewBatch {
   budgeted: boolean;
   /** The batch's own callback URL (checked before): recorded with it, so its events reach it. */
   callback?: JobCallback | undefined;
+  /** Its Idempotency-Key: claimed with the hold, so that a repeat finds this batch and holds nothing. */
+  keyed?: KeyedRequest | undefined;
 }
 
 /** Records a batch's callback in the transaction that records the batch, before any of its events. */
@@ -61,6 +66,8 @@ async function recordCallback(tx: Queryable, b: Pick<NewBatch, 'id' | 'accountId
 
 export type BatchHold =
   | { outcome: 'held'; batch: BatchRow }
+  /** An Idempotency-Key repeat: the batch its first request made; nothing held now. */
+  | { outcome: 'repeat'; batchId: string }
   /** Too little money for the whole batch: nothing was held or recorded. */
   | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits }
   /** The key's budget has too little left for the whole batch: nothing was held. */
@@ -90,7 +97,7 @@ export function holdBatch(pool: pg.Pool, b: NewBatch): Promise<BatchHold> {
     const quoteMc = b.lines.reduce((sum, l) => sum + l.quoteMc, 0);
     try {
       const held = await classified(() => inTransaction(pool, (tx) => holdIn(tx, b, quoteMc)));
-      metrics.creditsHeld.inc(mcToCredits(quoteMc));
+      if (held.outcome === 'held') metrics.creditsHeld.inc(mcToCredits(quoteMc));
       return held;
     } catch (err) {
       if (!(err instanceof Refused)) throw err;
@@ -102,6 +109,11 @@ export function holdBatch(pool: pg.Pool, b: NewBatch): Promise<BatchHold> {
 }
 
 async function holdIn(tx: Queryable, b: NewBatch, quoteMc: Millicredits): Promise<BatchHold> {
+  if (b.keyed) {
+    const claim = await claimIdempotencyKey(tx, { ...b.keyed, job: { batchId: b.id } });
+    if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
+    if (claim.outcome === 'repeat') return { outcome: 'repeat', batchId: claim.id };
+  }
   const hold = { ...b, quoteMc };
   const keyBudget = await checkKeyBudget(tx, hold);
   if (!keyBudget.fits)

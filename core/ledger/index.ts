@@ -20,7 +20,7 @@ export { credit, openAccount } from './credit';
 export { parseNotice, STATUS_CHANNEL } from '../db/notify';
 export type { StatusNotice } from '../db/notify';
 export { release, settle } from './resolve';
-export type { Resolution, SettleRequest } from './resolve';
+export type { Resolution, SettleRequest } from './resolution';
 export { startRunning } from './running';
 export type { StartOutcome, StartRequest } from './running';
 export { claimFreedVideoSlots, claimVideoSlotOrPark } from './video-slots';

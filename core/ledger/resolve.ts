@@ -3,58 +3,58 @@ import { inTransaction } from '../db/pool';
 import type { Queryable } from '../db/pool';
 import { metrics } from '../metrics';
 import { mcToCredits } from '../money';
-import type { Millicredits } from '../money';
 import { recordRoute } from '../db/upstreams';
 import { tokenUsageColumn } from '../db/token-usage';
-import type { GenerationFailure, GenerationKind, RouteEntry, TokenUsage, ToolCall } from '../vocabulary';
+import type { GenerationFailure, GenerationKind } from '../vocabulary';
 import { appendEntry, moveAccount } from './entries';
 import { classified } from './failures';
 import { notifyExpr, STATUS_CHANNEL, takeChange } from '../db/notify';
+import { lineChoiceOf, releaseChoice, settleChoice } from './line-choices';
+import type { ChoiceMoves } from './line-choices';
 import { recordStatusEvent } from './outbox';
+import type { Resolution, SettleRequest } from './resolution';
 import { ledgerSpan } from './span';
-
-export interface SettleRequest {
-  generationId: string;
-  /** What the run actually cost; omitted means the quote. Never more than the hold. */
-  chargeMc?: Millicredits | undefined;
-  outputKey: string | null;
-  outputText: string | null;
-  /** Per-token runs: the output tokens charged for, kept with the generation's (public) parameters. */
-  outputTokens?: number | undefined;
-  /** A chat's tokens in detail (cache, reasoning), kept beside the output tokens. */
-  usage?: TokenUsage | undefined;
-  /** A chat's function calls, kept with its internal parameters (a response continued later reads them). */
-  toolCalls?: ToolCall[] | undefined;
-  /** The router's entries of the run: which upstreams it asked, which one served at what cost. */
-  routes?: RouteEntry[] | undefined;
-}
-
-export type Resolution =
-  | { outcome: 'settled'; kind: GenerationKind; chargedMc: Millicredits; releasedMc: Millicredits; batchId?: string }
-  | { outcome: 'released'; kind: GenerationKind; releasedMc: Millicredits; code: string; batchId?: string }
-  /** The hold had moved before: nothing changed now. */
-  | { outcome: 'already'; state: 'settled' | 'released' };
 
 /**
  * The hold becomes the charge (the unused part goes back), the generation `succeeded` with its
  * output, and its webhook deliveries are written: one transaction, once. A repeat finds the hold
- * moved and changes nothing.
+ * moved and changes nothing. A chat choice of a batch line is charged with its line's others, all
+ * or none (`waiting` until they have ended).
  */
 export function settle(pool: pg.Pool, req: SettleRequest): Promise<Resolution> {
-  return ledgerSpan('settle', { 'gensvc.generation_id': req.generationId }, async () =>
-    counted(await classified(() => inTransaction(pool, (tx) => settleIn(tx, req)))),
-  );
+  return ledgerSpan('settle', { 'gensvc.generation_id': req.generationId }, async () => {
+    const moves = choiceMoves();
+    const resolution = await classified(() => inTransaction(pool, (tx) => settleIn(tx, req, moves)));
+    moves.others.forEach(counted);
+    return counted(resolution);
+  });
 }
 
-/** The hold goes back (a free reply's allowance too), the generation `failed` with `failure`: one transaction, once. */
+/**
+ * The hold goes back (a free reply's allowance too), the generation `failed` with `failure`: one
+ * transaction, once. A chat choice of a batch line takes the choices of its line that wait with it.
+ */
 export function release(pool: pg.Pool, generationId: string, failure: GenerationFailure): Promise<Resolution> {
-  return ledgerSpan('release', { 'gensvc.generation_id': generationId, 'gensvc.failure': failure.code }, async () =>
-    counted(await classified(() => inTransaction(pool, (tx) => releaseIn(tx, generationId, failure)))),
-  );
+  return ledgerSpan('release', { 'gensvc.generation_id': generationId, 'gensvc.failure': failure.code }, async () => {
+    const moves = choiceMoves();
+    const resolution = await classified(() =>
+      inTransaction(pool, async (tx) => {
+        moves.others.length = 0;
+        const choice = await lineChoiceOf(tx, generationId);
+        return choice ? releaseChoice(tx, choice, generationId, failure, moves) : releaseIn(tx, generationId, failure);
+      }),
+    );
+    moves.others.forEach(counted);
+    return counted(resolution);
+  });
 }
 
-async function settleIn(tx: Queryable, req: SettleRequest): Promise<Resolution> {
-  const resolution = await chargeIn(tx, req);
+const choiceMoves = (): ChoiceMoves => ({ charge: chargeIn, release: releaseIn, others: [] });
+
+async function settleIn(tx: Queryable, req: SettleRequest, moves: ChoiceMoves): Promise<Resolution> {
+  moves.others.length = 0;
+  const choice = await lineChoiceOf(tx, req.generationId);
+  const resolution = choice ? await settleChoice(tx, choice, req, moves) : await chargeIn(tx, req);
   // The router's own write of it is best effort and may have met the database down; this one is
   // retried with the charge. Each entry merges once (by its call), so a repeat adds nothing; it is
   // written even when the hold had moved: the upstream cost us the run either way.
@@ -152,12 +152,15 @@ function kindOf(row: { kind: GenerationKind } | undefined, generationId: string)
 }
 
 async function alreadyResolved(tx: Queryable, generationId: string): Promise<Resolution> {
-  const r = await tx.query<{ state: 'held' | 'settled' | 'released' }>(
-    'SELECT state FROM holds WHERE generation_id = $1',
+  const r = await tx.query<{ state: 'held' | 'settled' | 'released'; code: string | null }>(
+    `SELECT h.state, g.error->>'code' AS code FROM holds h LEFT JOIN generations g ON g.id = h.generation_id
+      WHERE h.generation_id = $1`,
     [generationId],
   );
   const state = r.rows[0]?.state;
-  if (state === 'settled' || state === 'released') return { outcome: 'already', state };
+  const code = r.rows[0]?.code;
+  if (state === 'settled') return { outcome: 'already', state };
+  if (state === 'released') return { outcome: 'already', state, ...(code ? { code } : {}) };
   throw new Error(`no hold for generation ${generationId}`);
 }
 

@@ -4,16 +4,21 @@ import type { InputLimits, InputLine, LineProblem } from '../../core/batches/inp
 import { readMessageRequests, requestAt } from '../../core/batches/message-requests';
 import { atBatchRate, lineQuoteMc } from '../../core/batches/pricing';
 import type { BatchRates } from '../../core/batches/pricing';
+import { getBatch } from '../../core/db/batches';
 import type { BatchProblem, BatchRow, LineRequest } from '../../core/db/batches';
+import { findIdempotencyClaim } from '../../core/db/idempotency';
+import { requestHash } from '../../core/generation/idempotency';
 import {
   BudgetExceededError,
   DomainError,
+  IdempotencyConflictError,
   InsufficientCreditsError,
   InvalidRequestError,
   QuoteAboveSpendCapError,
 } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { holdBatch, recordFailedBatch } from '../../core/ledger';
+import type { KeyedRequest } from '../../core/ledger';
 import { creditsToMc, mcToCredits } from '../../core/money';
 import { assertScope } from '../../core/accounts/principal';
 import type { Principal } from '../../core/accounts/principal';
@@ -62,6 +67,8 @@ export interface NewBatchRequest {
   inWords: <T>(work: () => Promise<T>) => Promise<T>;
   /** A callback URL named on the batch: its batch events go there too (checked before the file is read). */
   callback?: RequestedCallback | undefined;
+  /** Its Idempotency-Key with what it stands for: a repeat within 24 h answers the batch made first. */
+  idempotency?: { key: string; route: string; body: unknown } | undefined;
 }
 
 /** A batch's `errors` lists at most this many problems, then says how many more there were. */
@@ -120,9 +127,24 @@ export function createBatchCreation(deps: CreateDeps) {
     };
   }
 
+  /** The batch an Idempotency-Key repeat stands for (the first request's; nothing is read, priced or held again). */
+  async function repeated(principal: Principal, keyed: KeyedRequest | undefined): Promise<BatchRow | undefined> {
+    if (!keyed) return undefined;
+    const prior = await findIdempotencyClaim(deps.pool, keyed, 'batch');
+    if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
+    return prior && (await getBatch(deps.pool, principal.accountId, prior.id));
+  }
+
   return async function create(principal: Principal, req: NewBatchRequest): Promise<BatchRow> {
     // A key that may not make what the endpoint makes is refused whole, before its requests are read.
     assertScope(principal, BATCH_ENDPOINTS[req.endpoint]);
+    const keyed = req.idempotency && {
+      accountId: principal.accountId,
+      key: req.idempotency.key,
+      requestHash: requestHash(req.idempotency.route, req.idempotency.body),
+    };
+    const first = await repeated(principal, keyed);
+    if (first) return first;
     const callback =
       req.callback && (await (deps.prepareCallback ?? refuseCallbacks)(principal, req.callback, 'batch'));
     const input = await read(principal, req);
@@ -187,7 +209,14 @@ export function createBatchCreation(deps: CreateDeps) {
       completionWindowMs: deps.completionWindowMs,
       lines,
       budgeted: principal.budgeted === true,
+      keyed,
     });
+    // The same request made the batch meanwhile (two repeats at once): answer that one.
+    if (held.outcome === 'repeat') {
+      const made = await getBatch(deps.pool, principal.accountId, held.batchId);
+      if (made) return made;
+      throw new IdempotencyConflictError();
+    }
     if (held.outcome === 'refused')
       throw new InsufficientCreditsError(mcToCredits(held.requiredMc), mcToCredits(held.availableMc));
     if (held.outcome === 'over_budget')

@@ -118,9 +118,13 @@ export function createBatchReads({ pool, store }: { pool: pg.Pool; store: Output
             l.outcome !== null ||
             (l.generations.length > 0 && l.generations.every((g) => g.status === 'succeeded' || g.status === 'failed'));
           if (!ended || (which !== 'all' && state !== which)) continue;
+          // Every generation cancelled, or released because another choice of its line was.
           const stoppedInFlight =
             batch.stopping !== null &&
-            l.generations.every((g) => g.status === 'failed' && g.error?.code === 'cancelled');
+            l.generations.every(
+              (g) => g.status === 'failed' && (g.error?.code === 'cancelled' || g.error?.code === 'choice_failed'),
+            ) &&
+            l.generations.some((g) => g.error?.code === 'cancelled');
           results.push({
             line: l.line,
             customId: l.customId,

@@ -1,4 +1,4 @@
-import { failureMessage } from '../../core/vocabulary';
+import { choiceOutcome } from '../../core/generation/choices';
 import type { ApiRunResult } from '../../core/workflow-contract';
 import type { ChatRunEvent } from './reply-stream';
 
@@ -90,7 +90,7 @@ export function choiceGroup(count: number): ChoiceGroup {
   let answered = false;
   let reported = 0;
   const outcomeOf = (r: ApiRunResult): ApiRunResult =>
-    firstFailure && !answered && r !== firstFailure ? releasedBy(firstFailure) : r;
+    choiceOutcome(r, firstFailure && !answered && r !== firstFailure ? firstFailure.error : undefined);
   return {
     signal: stop.signal,
     finishOf: (index, finish) => {
@@ -107,12 +107,5 @@ export function choiceGroup(count: number): ChoiceGroup {
     answered: () => {
       if (!firstFailure) answered = true;
     },
-  };
-}
-
-function releasedBy(failure: Extract<ApiRunResult, { ok: false }>): ApiRunResult {
-  return {
-    ok: false,
-    error: { code: 'choice_failed', message: failureMessage('choice_failed'), retryable: failure.error.retryable },
   };
 }

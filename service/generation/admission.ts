@@ -123,9 +123,9 @@ export function createAdmission(deps: AdmissionDeps) {
     async priorClaim(principal: Principal, opts: SubmitOptions): Promise<string | undefined> {
       const keyed = keyedOf(principal, opts);
       if (!keyed) return undefined;
-      const prior = await findIdempotencyClaim(pool, keyed);
+      const prior = await findIdempotencyClaim(pool, keyed, 'generation');
       if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
-      return prior?.outcome === 'replay' ? prior.generationId : undefined;
+      return prior?.outcome === 'repeat' ? prior.id : undefined;
     },
 
     /** Admits a request's priced generations, all or none; a refusal is a 402 for the whole request. */

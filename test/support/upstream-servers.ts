@@ -10,7 +10,8 @@
 // prediction ends n ms after it was submitted, whoever reads it), `up:nohook` (its webhook is never sent),
 // `up:cached=<n>`, `up:cache_write=<n>` and `up:reasoning=<n>` (the cache and reasoning figures its usage
 // reports, in the upstream's own rules of inclusion), and on the OpenAI-compatible server `up:nth=<k>`
-// (`up:status` and `up:cut` hit only the k-th request with the same prompt: one of n choices fails).
+// (`up:status` and `up:cut` hit only the k-th request with the same prompt: one of n choices fails;
+// `up:late=<ms>` makes that refusal wait as long, so that the other choices end first).
 // The fal and Replicate servers call back as their providers do when asked to (fal_webhook;
 // webhook + webhook_events_filter), signed as each documents (ed25519 with keys served as a JWKS;
 // Standard Webhooks with a whsec_ secret).
@@ -164,7 +165,11 @@ export async function startOpenAiUpstream(): Promise<UpstreamServer> {
       const nth = directive(text, 'nth');
       const failing = nth === undefined || Number(nth) === asked.get(text);
       const status = failing ? Number(directive(text, 'status') ?? 0) : 0;
-      if (status) return refuse(res, status, directive(text, 'policy') !== undefined, directive(text, 'leak'));
+      if (status) {
+        const late = Number(directive(text, 'late') ?? 0);
+        if (late) await sleep(late);
+        return refuse(res, status, directive(text, 'policy') !== undefined, directive(text, 'leak'));
+      }
 
       if (req.url === '/v1/images/generations' || req.url === '/v1/images/edits') {
         return res

@@ -5,6 +5,7 @@ import {
   isCancellation,
   patched,
   setCurrentDetails,
+  sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { GenerationProvider } from '../../core/search-attributes';
@@ -19,6 +20,10 @@ import { RELEASED_BEFORE_SETTLE } from './run';
 import type { GenerationRun } from './run';
 import type { ProviderRun } from '../../activities/generation/provider';
 import { runWithoutHoldingSlot } from './upstream-wait';
+
+/** A chat choice of a batch line waiting for the others of its line looks again after this, doubling up to the max. */
+const CHOICE_LOOK_MS = 1_000;
+const CHOICE_LOOK_MAX_MS = 15_000;
 
 /** The effects the machine names, each run as an activity; their outcomes come back as events. */
 export type EffectTable = { [K in EffectName]: (params: EffectParams[K]) => Promise<void> };
@@ -154,6 +159,16 @@ async function settle(run: GenerationRun, { output }: EffectParams['settle']): P
     const charged = charge.chargeMc ?? input.quoteMc;
     const summary = `settle: charge ${creditsText(charged)} of the ${creditsText(input.quoteMc)} held, release the rest`;
     settled = await ledgerStep(summary).settle({ generationId: input.generationId, ...charge });
+    // A chat choice of a batch line is charged with its line's others, all or none: the ledger
+    // keeps its report and the last to succeed charges them all; until then it asks again.
+    for (let pause = CHOICE_LOOK_MS; settled.outcome === 'waiting'; pause = Math.min(pause * 2, CHOICE_LOOK_MAX_MS)) {
+      setCurrentDetails('succeeded; charged once every choice of its batch line has (all or none)');
+      await sleep(pause);
+      settled = await ledgerStep(`${summary}, once every choice of its line has succeeded`).settle({
+        generationId: input.generationId,
+        ...charge,
+      });
+    }
   } catch (err) {
     if (isCancellation(err)) throw err;
     // A charge that cannot be recorded is not charged: the machine gives the hold back.
@@ -163,6 +178,9 @@ async function settle(run: GenerationRun, { output }: EffectParams['settle']): P
       retryable: true,
     });
   }
+  // Another choice of its batch line failed: released with `choice_failed`, nothing was charged.
+  if (settled.outcome === 'released' || (settled.outcome === 'already' && settled.code === 'choice_failed'))
+    return settleFailed(run, { code: 'choice_failed', message: failureMessage('choice_failed'), retryable: true });
   // The API released the hold (its start of this workflow looked failed): nothing was charged.
   if (settled.outcome === 'already' && settled.state === 'released') return settleFailed(run, RELEASED_BEFORE_SETTLE);
   events.push({ type: 'SETTLED' });

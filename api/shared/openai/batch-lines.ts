@@ -105,8 +105,10 @@ async function answerOf(
   if (!g) throw failedRunError(endpoint === '/v1/images/generations' ? 'image' : 'reply', null);
   switch (endpoint) {
     case '/v1/chat/completions': {
-      // Each choice (`n`) is a generation of the line; it answers once all have succeeded.
-      const failed = l.generations.find((c) => c.status !== 'succeeded');
+      // Each choice (`n`) is a generation of the line; it answers once all have succeeded. A line
+      // one of whose choices failed answers that failure, not the others' `choice_failed`.
+      const failures = l.generations.filter((c) => c.status !== 'succeeded');
+      const failed = failures.find((c) => c.error?.code !== 'choice_failed') ?? failures[0];
       if (failed) throw failedRunError('reply', failed.error);
       const usageOfChoice = (c: LineGenerationView) =>
         c.usage ?? tokenUsageOf(undefined, { prompt: c.prompt, charged: c.params.outputTokens ?? 0 });

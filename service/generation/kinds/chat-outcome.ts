@@ -51,7 +51,9 @@ export function createOutcomeRecorder(deps: OutcomeDeps) {
         const resolution = await (result.ok
           ? settle(deps.pool, { generationId: input.generationId, ...result.output })
           : release(deps.pool, input.generationId, result.error));
-        recorded = resolution.outcome === 'already' ? resolution.state : resolution.outcome;
+        // A reply the API runs is no batch line's: its choices never wait in the ledger.
+        if (resolution.outcome !== 'waiting')
+          recorded = resolution.outcome === 'already' ? resolution.state : resolution.outcome;
       } catch (err) {
         deps.log(
           `generation ${input.generationId}: the ledger could not record the outcome here; the workflow will`,

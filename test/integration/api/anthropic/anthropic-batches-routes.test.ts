@@ -2,7 +2,7 @@
  * Every documented answer of Anthropic's Message Batch routes, produced for real and held to the
  * OpenAPI document (this file owns /v1/messages/batches in test/support/openapi.ts) and, for the
  * results, to the SDK's types: 200s, the 400s of the door and of the router, 401, 402, 403, 404,
- * 409, 413, 429, and 500 and 503 when PostgreSQL is broken or gone.
+ * 409, 413, 429, and 500 and 503 when PostgreSQL is broken or gone; a create's Idempotency-Key.
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -116,6 +116,52 @@ describe('the /v1/messages/batches routes conform to the OpenAPI document', () =
       expect(c.conforms(unversioned, method, path, 400)).toMatchObject({ error: { type: 'invalid_request_error' } });
     }
   }, 60_000);
+
+  it('a create repeated with its Idempotency-Key answers the same batch, held once; another body under the key is a 409', async () => {
+    const { key, accountId } = await h.account({ credits: 100 });
+    const post = (body: unknown, idempotencyKey: string) =>
+      h.app.inject({
+        method: 'POST',
+        url: '/v1/messages/batches',
+        headers: { 'anthropic-version': '2023-06-01', 'x-api-key': key, 'idempotency-key': idempotencyKey },
+        payload: body as object,
+      });
+    const body = { requests: [request('a', 'sim:tokens=2'), request('b', 'sim:tokens=3')] };
+    const made = (res: Awaited<ReturnType<typeof post>>) =>
+      c.conforms<{ id: string }>(res, 'post', '/v1/messages/batches', 200).id;
+    const first = made(await post(body, 'nightly-1'));
+    // The same request again, its fields in another order: the same batch, nothing held again.
+    expect(
+      made(
+        await post({ requests: body.requests.map((r) => ({ params: r.params, custom_id: r.custom_id })) }, 'nightly-1'),
+      ),
+    ).toBe(first);
+    const conflict = await post({ requests: [request('c', 'sim:tokens=1')] }, 'nightly-1');
+    expect(c.conforms(conflict, 'post', '/v1/messages/batches', 409)).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error' },
+    });
+    const other = made(await post(body, 'nightly-2'));
+    expect(other).not.toBe(first);
+
+    const holds = await h.pool.query<{ batch_id: string }>(
+      "SELECT batch_id FROM ledger_entries WHERE account_id = $1 AND entry = 'hold' ORDER BY id",
+      [accountId],
+    );
+    expect(holds.rows.map((r) => r.batch_id)).toEqual([first, other]);
+    const batches = await h.pool.query('SELECT id FROM batches WHERE account_id = $1', [accountId]);
+    expect(batches.rowCount).toBe(2);
+    // Both end with every request charged once, nothing left held.
+    const balance = await eventually(async () => {
+      const b = (await h.call('GET', '/api/v1/balance', { key })).json<{ balance: number; holdsActive: number }>();
+      return b.holdsActive === 0 ? b : undefined;
+    });
+    const charges = await h.pool.query("SELECT 1 FROM ledger_entries WHERE account_id = $1 AND entry = 'charge'", [
+      accountId,
+    ]);
+    expect(charges.rowCount).toBe(4);
+    expect(balance.balance).toBeLessThan(100);
+  });
 
   it('401 and 429 on every route', async () => {
     const { key } = await h.account({ credits: 10, plan: 'free' });

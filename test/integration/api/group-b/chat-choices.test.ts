@@ -1,13 +1,15 @@
 /**
  * `n` and `logprobs` on chat completions, with the official `openai` SDK: several choices are one
- * generation each, held together (all or none) and each charged the tokens it produced; log
+ * generation each, held together (all or none) and each charged the tokens it produced, in a reply
+ * and in a batch line alike; log
  * probabilities come from the simulator (well formed, deterministic) and from an OpenAI-compatible
  * upstream, and are refused by name where the model's provider gives none (Anthropic's API).
  */
 import type { AddressInfo } from 'node:net';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upstreamsSchema } from '../../../../core/config/upstreams';
+import { atPercent } from '../../../../core/batches/pricing';
 import { chargeForTokens } from '../../../../core/catalogue/pricing';
 import { findOpenAiChatModel } from '../../../../core/catalogue/models';
 import { mcToCredits } from '../../../../core/money';
@@ -64,6 +66,9 @@ const settledBalance = (key: string) =>
 /** claude-haiku's rate per 1,000 output tokens, in millicredits. */
 const HAIKU = findOpenAiChatModel('claude-haiku')!.priceMc;
 const user = (content: string) => [{ role: 'user' as const, content }];
+type ChoiceRecord = { id: string; status: string; creditsCharged: number; error: { code: string } | null };
+const chatRecords = async (key: string) =>
+  (await h.call('GET', '/api/v1/generations?kind=chat', { key })).json<{ data: ChoiceRecord[] }>().data;
 
 describe('n choices', () => {
   it('answers n choices whole, each a generation charged its own tokens, the usage of them all', async () => {
@@ -142,10 +147,6 @@ describe('n choices', () => {
     const one = await client.chat.completions.create({ model: 'claude-haiku', messages: user('sim:delay=0 hi'), n: 1 });
     expect(one.choices).toHaveLength(1);
   });
-
-  type ChoiceRecord = { id: string; status: string; creditsCharged: number; error: { code: string } | null };
-  const chatRecords = async (key: string) =>
-    (await h.call('GET', '/api/v1/generations?kind=chat', { key })).json<{ data: ChoiceRecord[] }>().data;
 
   it('charges nothing for a whole reply one of whose choices fails: the others are released, not charged', async () => {
     const { key } = await h.account({ credits: 100 });
@@ -259,4 +260,121 @@ describe('logprobs', () => {
     ).rejects.toMatchObject({ status: 400, param: 'top_logprobs' });
     expect(await settledBalance(key)).toBe(100);
   });
+});
+
+describe('n choices in a batch line', () => {
+  type Line = { custom_id: string; response: { status_code: number; body: Record<string, unknown> } };
+  const linesOf = (text: string) =>
+    text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Line);
+  const line = (customId: string, content: string) => ({
+    custom_id: customId,
+    method: 'POST',
+    url: '/v1/chat/completions',
+    body: { model: 'gpt-5.5', messages: user(content), max_tokens: 40, n: 3 },
+  });
+
+  it('charges a line all or none: a line one of whose choices fails charges none of them, the others all of theirs, once', async () => {
+    const { key, accountId } = await h.account({ credits: 100 });
+    const client = clientFor(key);
+    // The upstream refuses the second request of a failing line's prompt: at once (its two other
+    // choices would take 19 s; they are stopped), or after 3 s (they have ended and wait for it).
+    const lines = [
+      line('good-6', 'Batch takes one up:tokens=6'),
+      line('fails-first', 'Batch takes two up:tokens=20 up:pace=1000 up:status=400 up:nth=2'),
+      line('fails-last', 'Batch takes three up:tokens=4 up:status=400 up:nth=2 up:late=3000'),
+      line('good-4', 'Batch takes four up:tokens=4'),
+    ];
+    const file = await client.files.create({
+      file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'),
+      purpose: 'batch',
+    });
+    const created = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    const done = await eventually(
+      async () => {
+        const b = await client.batches.retrieve(created.id);
+        return b.status === 'completed' ? b : undefined;
+      },
+      90_000,
+      300,
+    );
+    expect(done.request_counts).toEqual({ total: 4, completed: 2, failed: 2 });
+
+    const output = linesOf(await (await client.files.content(done.output_file_id!)).text());
+    expect(output.map((l) => [l.custom_id, l.response.status_code])).toEqual([
+      ['good-6', 200],
+      ['good-4', 200],
+    ]);
+    for (const l of output) expect(l.response.body.choices).toHaveLength(3);
+    const errors = linesOf(await (await client.files.content(done.error_file_id!)).text());
+    expect(errors.map((l) => l.custom_id)).toEqual(['fails-first', 'fails-last']);
+    for (const l of errors) {
+      expect(l.response.status_code).toBeGreaterThanOrEqual(400);
+      // The line answers the choice's own failure, not the others' `choice_failed`.
+      expect(JSON.stringify(l.response.body)).not.toContain('choice_failed');
+    }
+
+    // The ledger: the batch held once; each choice of a failing line released whole, with the
+    // failure for one and `choice_failed` for the others; each choice of a good line charged once.
+    const rate = atPercent(findOpenAiChatModel('gpt-5.5')!.priceMc, 50);
+    const quote = chargeForTokens(40, rate);
+    const entries = (
+      await h.pool.query<{ entry: string; amount_mc: number; note: string | null; custom_id: string | null }>(
+        `SELECT e.entry, e.amount_mc, e.note, l.custom_id
+           FROM ledger_entries e LEFT JOIN generations g ON g.id = e.generation_id
+                LEFT JOIN batch_lines l ON l.batch_id = g.batch_id AND l.line = g.batch_line
+          WHERE e.account_id = $1 AND e.entry <> 'credit' ORDER BY e.id`,
+        [accountId],
+      )
+    ).rows;
+    const of = (entry: string, customId: string | null) =>
+      entries.filter((e) => e.entry === entry && e.custom_id === customId);
+    expect(of('hold', null).map((e) => e.amount_mc)).toEqual([12 * quote]);
+    expect(entries.filter((e) => e.entry === 'hold')).toHaveLength(1);
+    for (const failing of ['fails-first', 'fails-last']) {
+      expect(of('charge', failing)).toEqual([]);
+      expect(of('release', failing).map((e) => e.amount_mc)).toEqual([quote, quote, quote]);
+      expect(
+        of('release', failing)
+          .map((e) => (e.note === 'choice_failed' ? e.note : 'own'))
+          .sort(),
+      ).toEqual(['choice_failed', 'choice_failed', 'own']);
+    }
+    for (const [good, tokens] of [
+      ['good-6', 6],
+      ['good-4', 4],
+    ] as const) {
+      expect(of('charge', good).map((e) => e.amount_mc)).toEqual([1, 2, 3].map(() => chargeForTokens(tokens, rate)));
+      expect(of('release', good).map((e) => e.amount_mc)).toEqual(
+        [1, 2, 3].map(() => quote - chargeForTokens(tokens, rate)),
+      );
+    }
+    const charged = 3 * chargeForTokens(6, rate) + 3 * chargeForTokens(4, rate);
+    const moved = entries.reduce((sum, e) => sum + (e.entry === 'hold' ? e.amount_mc : -e.amount_mc), 0);
+    expect(moved).toBe(0);
+    const balance = (await h.call('GET', '/api/v1/balance', { key })).json<{ balance: number; holdsActive: number }>();
+    expect(balance).toEqual(expect.objectContaining({ balance: mcToCredits(100_000 - charged), holdsActive: 0 }));
+
+    // The choices still running when their line failed were stopped, as a reply's are: their
+    // upstream calls were cut off rather than run to their end.
+    // (The workflow ends at once; its activity hears of the cancel with its next heartbeat.)
+    const failingFirst = openaiUp.received.filter((r) => JSON.stringify(r.body).includes('Batch takes two'));
+    expect(failingFirst).toHaveLength(3);
+    const cut = await eventually(async () => {
+      const closed = failingFirst.filter((r) => r.closedAfterMs !== undefined);
+      return closed.length === 2 ? closed : undefined;
+    }, 20_000);
+    for (const r of cut) expect(r.closedAfterMs).toBeLessThan(15_000);
+
+    const records = await chatRecords(key);
+    expect(records).toHaveLength(12);
+    expect(records.filter((r) => r.status === 'succeeded')).toHaveLength(6);
+    for (const r of records.filter((x) => x.status !== 'succeeded')) expect(r.creditsCharged).toBe(0);
+  }, 120_000);
 });
