@@ -74,7 +74,7 @@ export type Admission =
   /** Every generation held and recorded; `createdAt` is their rows' (the transaction's start). */
   | { outcome: 'admitted'; generations: AdmittedGeneration[]; createdAt: Date }
   /** The Idempotency-Key was claimed by this same request before: its first generation. */
-  | { outcome: 'replay'; firstId: string }
+  | { outcome: 'repeat'; firstId: string }
   /** Too little money for the whole request: nothing was held, claimed or recorded. */
   | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits }
   /** The key's budget for its period has too little left for the whole request: nothing was held. */
@@ -189,7 +189,7 @@ async function admitAll(
   if (keyed) {
     const claim = await claimIdempotencyKey(tx, { ...keyed, job: { generationId: generations[0]!.id } });
     if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
-    if (claim.outcome === 'repeat') return { outcome: 'replay', firstId: claim.id };
+    if (claim.outcome === 'repeat') return { outcome: 'repeat', firstId: claim.id };
   }
   const admitted: AdmittedGeneration[] = [];
   let heldMc = 0;

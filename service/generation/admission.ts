@@ -151,7 +151,7 @@ export function createAdmission(deps: AdmissionDeps) {
           keyedOf(principal, opts),
         ),
       );
-      if (admission.outcome === 'replay') return { repeatOf: admission.firstId };
+      if (admission.outcome === 'repeat') return { repeatOf: admission.firstId };
       if (admission.outcome !== 'admitted') throw refusalOf(admission);
       const inputs = admission.generations.map((a, i) => inputOfAdmitted(priced[i]!, a, deps.deadlines));
       for (const input of inputs) {
@@ -185,7 +185,7 @@ export type Admission = ReturnType<typeof createAdmission>;
 type LedgerAdmission = Awaited<ReturnType<typeof admit>>;
 
 /** The error a refused admission answers: 402 for the whole request, naming what fell short. */
-function refusalOf(admission: Exclude<LedgerAdmission, { outcome: 'admitted' | 'replay' }>): DomainError {
+function refusalOf(admission: Exclude<LedgerAdmission, { outcome: 'admitted' | 'repeat' }>): DomainError {
   if (admission.outcome === 'refused')
     return new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
   if (admission.outcome === 'over_budget') {
