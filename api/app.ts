@@ -54,7 +54,7 @@ export interface AppParts {
   limiter: RateLimiter;
   generations: GenerationService;
   batches: BatchService;
-  /** Outgoing webhooks: endpoints, deliveries and replays. */
+  /** Outgoing webhooks: endpoints, deliveries and redeliveries. */
   webhooks: WebhookService;
   /** Long-lived answers (event streams, MCP requests that wait) check their key or session while open. */
   standing: StandingMonitor;
@@ -90,6 +90,44 @@ export interface RequestTracing {
   onRequest: (request: FastifyRequest, reply: FastifyReply, done: () => void) => void;
 }
 
+/** Each request gets its span first (when tracing is on), and its answer names its id. */
+function identifyRequests(app: FastifyInstance, tracing: RequestTracing | undefined): void {
+  if (tracing) app.addHook('onRequest', tracing.onRequest);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+}
+
+/**
+ * Route schemas are zod: they validate requests and generate the OpenAPI document. Responses are
+ * written as plain JSON; their schemas type-check the handlers and the document, and a test holds
+ * real responses to the document.
+ */
+function useZodSchemas(app: FastifyInstance): void {
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+}
+
+/**
+ * JSON bodies, parsed without prototype pollution. An empty JSON body (a bodiless POST such as
+ * cancel, from a client that sets the header anyway) means no body, not a parse error.
+ */
+function parseJsonBodies(app: FastifyInstance): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+    } catch (err) {
+      done(
+        Object.assign(new Error(`The request body is not valid JSON: ${(err as Error).message}`), { statusCode: 400 }),
+        undefined,
+      );
+    }
+  });
+}
+
 /** Builds the HTTP API without listening: runtime/api-server.ts listens, tests call `app.inject()`. */
 export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   /** The route index, built once the app exists: the parser's refusals of a method are answered from it. */
@@ -112,31 +150,10 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     ...(parts.tracing ? { childLoggerFactory: parts.tracing.childLoggerFactory } : {}),
   });
   app.addConstraintStrategy(clientProtocolStrategy);
-  if (parts.tracing) app.addHook('onRequest', parts.tracing.onRequest);
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
+  identifyRequests(app, parts.tracing);
   instrumentRequests(app);
-  // Route schemas are zod: they validate requests and generate the OpenAPI document. Responses are
-  // written as plain JSON; their schemas type-check the handlers and the document, and a test holds
-  // real responses to the document.
-  app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  // An empty JSON body (a bodiless POST such as cancel, from a client that sets the header anyway)
-  // means no body, not a parse error.
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text.trim() === '') return done(null, undefined);
-    try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
-    } catch (err) {
-      done(
-        Object.assign(new Error(`The request body is not valid JSON: ${(err as Error).message}`), { statusCode: 400 }),
-        undefined,
-      );
-    }
-  });
+  useZodSchemas(app);
+  parseJsonBodies(app);
 
   const methods = trackRouteMethods(app);
   routes.methods = methods;
@@ -146,27 +163,49 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   // Open live views would hold the server's close until the browsers leave.
   app.addHook('preClose', async () => endEventStreams());
 
-  const { pool, limiter, generations: service, batches, standing, sessions, billing } = parts;
-  const publicBaseUrl = parts.publicOrigin;
+  // The OpenAPI document lists the paths in the order they are mounted here.
+  await mountOperatorRoutes(app, parts);
+  await mountRestDoors(app, parts);
+  await mountDashboard(app, parts);
+  await mountProtocolDoors(app, parts);
+  return app;
+}
+
+/** What the operator and the platform reach: health, output files, the admin API and metrics. */
+async function mountOperatorRoutes(app: FastifyInstance, parts: AppParts): Promise<void> {
+  const { pool } = parts;
   await app.register(healthRoutes, { pool, client: parts.client });
   await app.register(fileRoutes, { store: parts.store });
   await app.register(adminRoutes, {
     pool,
     adminToken: parts.adminToken,
     defaultChatCap: parts.defaultChatCap,
-    publicBaseUrl,
+    publicBaseUrl: parts.publicOrigin,
   });
   await app.register(metricsRoutes, { pool, adminToken: parts.adminToken });
+}
+
+/**
+ * The service's own REST doors, groups C and A, with what an API key manages beside them (billing,
+ * webhooks, customers, the audit log) and the upstreams' callbacks.
+ */
+async function mountRestDoors(app: FastifyInstance, parts: AppParts): Promise<void> {
+  const { pool, limiter, generations: service, batches, standing, sessions, billing } = parts;
   await app.register(groupCRoutes, { pool, limiter, service, sessions });
   await app.register(groupARoutes, { pool, limiter, service, standing, batchRates: batches.rates });
   await app.register(groupABatchRoutes, { pool, limiter, service, batches });
-  if (billing) await app.register(billingRoutes, { pool, limiter, billing, publicBaseUrl });
+  if (billing) await app.register(billingRoutes, { pool, limiter, billing, publicBaseUrl: parts.publicOrigin });
   if (parts.upstreamCallbacks) await app.register(upstreamCallbackRoutes, { callbacks: parts.upstreamCallbacks });
 
   await app.register(webhookRoutes, { door: keyedWebhookDoor({ pool, limiter }), webhooks: parts.webhooks });
   const keyed = { pool, limiter };
   await app.register(customerRoutes, { pool, door: keyedManagementDoor(keyed, 'customers', ['Customers']) });
   await app.register(auditRoutes, { pool, door: keyedManagementDoor(keyed, 'audit', ['Audit log']) });
+}
+
+/** The dashboard's pages and the JSON API they call, with a session instead of a key. */
+async function mountDashboard(app: FastifyInstance, parts: AppParts): Promise<void> {
+  const { pool, limiter, generations: service, batches, standing, sessions, billing } = parts;
   await app.register(dashboardPages, {
     sessions,
     signupOpen: parts.signup !== undefined,
@@ -184,8 +223,13 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     limits: parts.dashboardLimits,
     signup: parts.signup,
     billing,
-    publicBaseUrl,
+    publicBaseUrl: parts.publicOrigin,
   });
+}
+
+/** The doors that speak other protocols: MCP, OpenAI's (group B) and Anthropic's. */
+async function mountProtocolDoors(app: FastifyInstance, parts: AppParts): Promise<void> {
+  const { pool, limiter, generations: service, batches, standing } = parts;
   await app.register(mcpRoutes, {
     pool,
     limiter,
@@ -197,6 +241,5 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     taskPollIntervalMs: parts.mcp.taskPollIntervalMs,
   });
   await app.register(groupBRoutes, { pool, limiter, service, batches, store: parts.store });
-  await app.register(anthropicRoutes, { pool, limiter, service, batches, publicBaseUrl });
-  return app;
+  await app.register(anthropicRoutes, { pool, limiter, service, batches, publicBaseUrl: parts.publicOrigin });
 }

@@ -48,7 +48,7 @@ export interface ApiInputs {
   provider?: Provider;
   deadlines?: GenerationServiceDeps['deadlines'];
   logger?: FastifyServerOptions['logger'];
-  /** Outgoing webhooks' registration and replays; without it creating or rotating an endpoint answers 503. */
+  /** Outgoing webhooks' registration and redeliveries; without it creating or rotating an endpoint answers 503. */
   webhooks?: WebhookOptions;
   /** Hands new deliveries to Temporal; the process's own (runtime/services.ts) when it runs workers too. */
   dispatcher?: WebhookDispatcher;

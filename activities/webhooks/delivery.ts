@@ -68,105 +68,17 @@ export function excerptOf(res: Pick<SafeResponse, 'body' | 'remoteAddress'>): st
  * by Temporal, which may send the same delivery twice: receivers drop duplicates by its id.
  */
 export function createWebhookActivities(deps: WebhookActivityDeps) {
-  const { pool, store, secretBox, http } = deps;
-  const clock = deps.clock ?? Date.now;
+  const attempt: AttemptDeps = {
+    pool: deps.pool,
+    store: deps.store,
+    secretBox: deps.secretBox,
+    http: deps.http,
+    clock: deps.clock ?? Date.now,
+    disableAfterMs: deps.disableAfterMs,
+  };
+  const { pool } = deps;
   const perEndpoint = deps.perEndpointConcurrency ?? 4;
   const inFlight = new Map<string, number>();
-
-  const send = async (target: DeliveryTarget, secretSealed: string, req: AttemptRequest): Promise<AttemptOutcome> => {
-    const { endpoint, secretOwner } = target;
-    const now = clock();
-    const secrets = [secretBox.open(secretSealed, secretOwner)];
-    if (
-      endpoint.previousSecretSealed &&
-      endpoint.previousSecretExpiresAt &&
-      endpoint.previousSecretExpiresAt.getTime() > now
-    ) {
-      secrets.push(secretBox.open(endpoint.previousSecretSealed, secretOwner));
-    }
-    const generation = target.generationId
-      ? await getGeneration(pool, endpoint.accountId, target.generationId)
-      : undefined;
-    const alert = target.alertId ? await getAlert(pool, target.alertId) : undefined;
-    const batchRow = target.batchId ? await getBatchById(pool, target.batchId) : undefined;
-    const batch = batchRow && { row: batchRow, counts: await countsOfBatch(pool, batchRow.id) };
-    const body = JSON.stringify(
-      await deliveryPayload(
-        {
-          deliveryId: target.id,
-          event: target.event,
-          format: endpoint.format,
-          endpointId: endpoint.id,
-          createdAt: target.createdAt,
-          generation,
-          progress: target.progress,
-          alert,
-          batch,
-        },
-        store,
-      ),
-    );
-    const headers = deliveryHeaders({
-      deliveryId: target.id,
-      event: target.event,
-      timestamp: Math.floor(now / 1000),
-      body,
-      secrets,
-    });
-
-    const started = performance.now();
-    let statusCode: number | null = null;
-    let error: string | null = null;
-    let excerpt: string | null = null;
-    try {
-      // Linked to the span that wrote the event, not its child: the delivery is retried for days
-      // after that trace ended, each attempt on its own (docs/decisions/0057-tracing.md).
-      const attributes = {
-        'gensvc.delivery_id': target.id,
-        'gensvc.endpoint_id': endpoint.id,
-        'gensvc.event': target.event,
-      };
-      const res = await inSpanFollowing('webhook attempt', attributes, target.traceParent, () =>
-        http.request(endpoint.url, {
-          ...WEBHOOK_DELIVERY,
-          headers,
-          body,
-          signal: Context.current().cancellationSignal,
-        }),
-      );
-      statusCode = res.status;
-      excerpt = excerptOf(res);
-      if (res.status >= 300 && res.status < 400)
-        error = 'The receiver answered with a redirect; redirects are not followed.';
-    } catch (err) {
-      if (!(err instanceof OutboundRequestError)) throw err;
-      error = err.message;
-    }
-    const durationMs = Math.round(performance.now() - started);
-    const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
-    const after = clock();
-    const recorded = await inTransaction(pool, (tx) =>
-      recordAttempt(tx, {
-        deliveryId: target.id,
-        endpointId: endpoint.id,
-        startedAt: new Date(now),
-        durationMs,
-        statusCode,
-        error,
-        responseExcerpt: excerpt,
-        delivered,
-        gone: statusCode === 410,
-        nextRetryAt: req.retryInMs === null ? null : new Date(after + req.retryInMs),
-        now: new Date(after),
-        disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_FAILING_MS,
-      }),
-    );
-    if (!recorded) return { outcome: 'stopped', reason: 'the endpoint was deleted' };
-    if (recorded.disabledReason !== null) return { outcome: 'stopped', reason: recorded.disabledReason };
-    const outcome = delivered ? 'delivered' : req.retryInMs === null ? 'failed' : 'retry';
-    metrics.webhookDeliveries.inc({ outcome });
-    return { outcome, attempt: recorded.attempt, statusCode, error };
-  };
 
   return {
     async attemptWebhookDelivery(req: AttemptRequest): Promise<AttemptOutcome> {
@@ -188,7 +100,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       if (busy >= perEndpoint) return { outcome: 'deferred' };
       inFlight.set(target.endpoint.id, busy + 1);
       try {
-        return await send(target, secretSealed, req);
+        return await send(attempt, target, secretSealed, req);
       } finally {
         const left = (inFlight.get(target.endpoint.id) ?? 1) - 1;
         if (left > 0) inFlight.set(target.endpoint.id, left);
@@ -199,3 +111,134 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
 }
 
 export type WebhookActivities = ReturnType<typeof createWebhookActivities>;
+
+interface AttemptDeps {
+  pool: pg.Pool;
+  store: OutputStore;
+  secretBox: SecretBox;
+  http: SafeHttpClient;
+  clock: () => number;
+  disableAfterMs: number | undefined;
+}
+
+/** Sends one attempt and records it: its answer, the delivery's state and the endpoint's run of failures. */
+async function send(
+  d: AttemptDeps,
+  target: DeliveryTarget,
+  secretSealed: string,
+  req: AttemptRequest,
+): Promise<AttemptOutcome> {
+  const { endpoint } = target;
+  const now = d.clock();
+  const secrets = secretsAt(d.secretBox, target, secretSealed, now);
+  const body = JSON.stringify(await payloadOf(d, target));
+  const headers = deliveryHeaders({
+    deliveryId: target.id,
+    event: target.event,
+    timestamp: Math.floor(now / 1000),
+    body,
+    secrets,
+  });
+  const { statusCode, error, excerpt, durationMs } = await post(d.http, target, headers, body);
+  const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
+  const after = d.clock();
+  const recorded = await inTransaction(d.pool, (tx) =>
+    recordAttempt(tx, {
+      deliveryId: target.id,
+      endpointId: endpoint.id,
+      startedAt: new Date(now),
+      durationMs,
+      statusCode,
+      error,
+      responseExcerpt: excerpt,
+      delivered,
+      gone: statusCode === 410,
+      nextRetryAt: req.retryInMs === null ? null : new Date(after + req.retryInMs),
+      now: new Date(after),
+      disableAfterMs: d.disableAfterMs ?? DISABLE_AFTER_FAILING_MS,
+    }),
+  );
+  if (!recorded) return { outcome: 'stopped', reason: 'the endpoint was deleted' };
+  if (recorded.disabledReason !== null) return { outcome: 'stopped', reason: recorded.disabledReason };
+  const outcome = delivered ? 'delivered' : req.retryInMs === null ? 'failed' : 'retry';
+  metrics.webhookDeliveries.inc({ outcome });
+  return { outcome, attempt: recorded.attempt, statusCode, error };
+}
+
+/** The secrets that sign now: the current one, and the previous one while its rotation overlap lasts. */
+function secretsAt(secretBox: SecretBox, target: DeliveryTarget, secretSealed: string, now: number): string[] {
+  const { endpoint, secretOwner } = target;
+  const secrets = [secretBox.open(secretSealed, secretOwner)];
+  if (
+    endpoint.previousSecretSealed &&
+    endpoint.previousSecretExpiresAt &&
+    endpoint.previousSecretExpiresAt.getTime() > now
+  ) {
+    secrets.push(secretBox.open(endpoint.previousSecretSealed, secretOwner));
+  }
+  return secrets;
+}
+
+/** The event's payload in the endpoint's format, with the generation, alert or batch it is about as they are now. */
+async function payloadOf({ pool, store }: AttemptDeps, target: DeliveryTarget) {
+  const { endpoint } = target;
+  const generation = target.generationId
+    ? await getGeneration(pool, endpoint.accountId, target.generationId)
+    : undefined;
+  const alert = target.alertId ? await getAlert(pool, target.alertId) : undefined;
+  const batchRow = target.batchId ? await getBatchById(pool, target.batchId) : undefined;
+  const batch = batchRow && { row: batchRow, counts: await countsOfBatch(pool, batchRow.id) };
+  return deliveryPayload(
+    {
+      deliveryId: target.id,
+      event: target.event,
+      format: endpoint.format,
+      endpointId: endpoint.id,
+      createdAt: target.createdAt,
+      generation,
+      progress: target.progress,
+      alert,
+      batch,
+    },
+    store,
+  );
+}
+
+/** POSTs the signed body through the safe client; a failure to reach the receiver is an answer, not an exception. */
+async function post(
+  http: SafeHttpClient,
+  target: DeliveryTarget,
+  headers: ReturnType<typeof deliveryHeaders>,
+  body: string,
+): Promise<{ statusCode: number | null; error: string | null; excerpt: string | null; durationMs: number }> {
+  const { endpoint } = target;
+  const started = performance.now();
+  let statusCode: number | null = null;
+  let error: string | null = null;
+  let excerpt: string | null = null;
+  try {
+    // Linked to the span that wrote the event, not its child: the delivery is retried for days
+    // after that trace ended, each attempt on its own (docs/decisions/0057-tracing.md).
+    const attributes = {
+      'gensvc.delivery_id': target.id,
+      'gensvc.endpoint_id': endpoint.id,
+      'gensvc.event': target.event,
+    };
+    const res = await inSpanFollowing('webhook attempt', attributes, target.traceParent, () =>
+      http.request(endpoint.url, {
+        ...WEBHOOK_DELIVERY,
+        headers,
+        body,
+        signal: Context.current().cancellationSignal,
+      }),
+    );
+    statusCode = res.status;
+    excerpt = excerptOf(res);
+    if (res.status >= 300 && res.status < 400)
+      error = 'The receiver answered with a redirect; redirects are not followed.';
+  } catch (err) {
+    if (!(err instanceof OutboundRequestError)) throw err;
+    error = err.message;
+  }
+  return { statusCode, error, excerpt, durationMs: Math.round(performance.now() - started) };
+}

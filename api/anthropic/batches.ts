@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvalidRequestError, markAfterAdmission, NotFoundError } from '../../core/errors';
 import { BATCH_ID_PATTERN } from '../../core/ids';
@@ -141,19 +141,31 @@ export function messageBatchOf(b: BatchView, base: string): z.infer<typeof messa
   };
 }
 
-export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
+interface AnthropicBatchDeps {
   batches: BatchService;
   publicBaseUrl?: string | undefined;
-}> = async (app, deps) => {
-  const route = app.withTypeProvider<ZodTypeProvider>();
-  const batches = deps.batches;
-  const baseOf = (request: FastifyRequest) => deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
-  const shown = (request: FastifyRequest, b: BatchView) => messageBatchOf(b, baseOf(request));
+}
+type AnthropicBatchApp = Parameters<FastifyPluginAsyncZod<AnthropicBatchDeps>>[0];
 
-  route.post(
+/** The Message Batches API, in the document's order: create, read and list, cancel and delete, results. */
+export const anthropicBatchRoutes: FastifyPluginAsyncZod<AnthropicBatchDeps> = async (app, deps) => {
+  createBatchRoute(app, deps);
+  readBatchRoutes(app, deps);
+  endBatchRoutes(app, deps);
+  batchResultsRoute(app, deps);
+};
+
+/** A batch as the request's caller sees it: its results_url on the service's address, or the request's own. */
+function shown(deps: AnthropicBatchDeps, request: FastifyRequest, b: BatchView): z.infer<typeof messageBatch> {
+  return messageBatchOf(b, deps.publicBaseUrl ?? `${request.protocol}://${request.host}`);
+}
+
+/** Making a batch: every request read and priced, the whole batch held once. */
+function createBatchRoute(app: AnthropicBatchApp, deps: AnthropicBatchDeps): void {
+  app.post(
     '/v1/messages/batches',
     {
-      bodyLimit: batches.files.limits.maxBytes,
+      bodyLimit: deps.batches.files.limits.maxBytes,
       schema: {
         operationId: 'anthropicCreateMessageBatch',
         tags,
@@ -174,7 +186,7 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
     async (request) => {
       const principal = principalOf(request);
       const made = await inAnthropicWords(() =>
-        batches.create(principal, {
+        deps.batches.create(principal, {
           input: { format: 'anthropic', requests: request.body.requests },
           endpoint: ANTHROPIC_BATCH_ENDPOINT,
           door: 'anthropic',
@@ -189,14 +201,17 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
         }),
       );
       // The batch is held: a failure from here on must not make the SDK send it again.
-      const view = await batches.get(principal, made.id, 'anthropic').catch((err: unknown) => {
+      const view = await deps.batches.get(principal, made.id, 'anthropic').catch((err: unknown) => {
         throw markAfterAdmission(err);
       });
-      return shown(request, view);
+      return shown(deps, request, view);
     },
   );
+}
 
-  route.get(
+/** Reading one batch, and the account's batches a page at a time. */
+function readBatchRoutes(app: AnthropicBatchApp, deps: AnthropicBatchDeps): void {
+  app.get(
     '/v1/messages/batches/:id',
     {
       schema: {
@@ -209,10 +224,11 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
         response: { 200: messageBatch, ...onOneBatch(401, 404, 429, 500, 503) },
       },
     },
-    async (request) => shown(request, await batches.get(principalOf(request), request.params.id, 'anthropic')),
+    async (request) =>
+      shown(deps, request, await deps.batches.get(principalOf(request), request.params.id, 'anthropic')),
   );
 
-  route.get(
+  app.get(
     '/v1/messages/batches',
     {
       schema: {
@@ -230,13 +246,16 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
       const { limit, after_id: after, before_id: before } = request.query;
       if (after !== undefined && before !== undefined)
         throw new InvalidRequestError('after_id and before_id cannot both be given.', 'before_id');
-      const page = await batches.list(principalOf(request), { limit, after, before, format: 'anthropic' });
-      const data = page.data.map((b) => shown(request, b));
+      const page = await deps.batches.list(principalOf(request), { limit, after, before, format: 'anthropic' });
+      const data = page.data.map((b) => shown(deps, request, b));
       return { data, has_more: page.hasMore, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
     },
   );
+}
 
-  route.post(
+/** Ending a batch: cancelling one that runs, deleting one that has ended. */
+function endBatchRoutes(app: AnthropicBatchApp, deps: AnthropicBatchDeps): void {
+  app.post(
     '/v1/messages/batches/:id/cancel',
     {
       schema: {
@@ -252,10 +271,11 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
         response: { 200: messageBatch, ...onOneBatch(401, 404, 409, 429, 500, 503) },
       },
     },
-    async (request) => shown(request, await batches.cancel(principalOf(request), request.params.id, 'anthropic')),
+    async (request) =>
+      shown(deps, request, await deps.batches.cancel(principalOf(request), request.params.id, 'anthropic')),
   );
 
-  route.delete(
+  app.delete(
     '/v1/messages/batches/:id',
     {
       schema: {
@@ -277,12 +297,15 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (request) => {
-      const { id } = await batches.remove(principalOf(request), request.params.id, 'anthropic');
+      const { id } = await deps.batches.remove(principalOf(request), request.params.id, 'anthropic');
       return { id, type: 'message_batch_deleted' as const };
     },
   );
+}
 
-  route.get(
+/** A batch's results once it has ended, as JSONL. */
+function batchResultsRoute(app: AnthropicBatchApp, deps: AnthropicBatchDeps): void {
+  app.get(
     '/v1/messages/batches/:id/results',
     {
       schema: {
@@ -306,9 +329,9 @@ export const anthropicBatchRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (request, reply) =>
-      sendResults(reply, batches, await batches.own(principalOf(request), request.params.id, 'anthropic')),
+      sendResults(reply, deps.batches, await deps.batches.own(principalOf(request), request.params.id, 'anthropic')),
   );
-};
+}
 
 /** Every request's result, once the batch has ended; 404 while it runs. */
 async function sendResults(

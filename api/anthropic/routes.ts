@@ -123,8 +123,8 @@ export const anthropicRoutes: FastifyPluginAsyncZod<AnthropicDeps> = async (app,
           streamed: body.stream === true,
         }),
       );
-      if (run.replay?.status === 'failed') {
-        const e = run.replay.error;
+      if (run.repeatOf?.status === 'failed') {
+        const e = run.repeatOf.error;
         throw markAfterAdmission(
           new ProviderFailedError(
             `The reply failed (${e?.code ?? 'failed'}): ${e?.message ?? ''} Nothing was charged.`,

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { GenerationService } from '../../service/generation/service';
 import { principalOf } from '../shared/auth';
 import { inDoorWords } from '../shared/errors';
@@ -17,11 +17,21 @@ import {
 } from '../shared/schemas';
 import { GROUP_A_PARAMS, security, tags } from './route-docs';
 
-/** The account's generations (mounted inside the key's scope): the list, one, a remix, extension or edit of a video, and cancel. */
-export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationService }> = async (app, deps) => {
-  const route = app.withTypeProvider<ZodTypeProvider>();
+interface GenerationDeps {
+  service: GenerationService;
+}
+type GenerationApp = Parameters<FastifyPluginAsyncZod<GenerationDeps>>[0];
 
-  route.get(
+/** The account's generations (mounted inside the key's scope): the list, one, a remix, extension or edit of a video, and cancel. */
+export const generationRoutes: FastifyPluginAsyncZod<GenerationDeps> = async (app, deps) => {
+  readGenerationRoutes(app, deps);
+  videoDerivationRoutes(app, deps);
+  cancelGenerationRoute(app, deps);
+};
+
+/** The account's generations a page at a time, and one generation. */
+function readGenerationRoutes(app: GenerationApp, deps: GenerationDeps): void {
+  app.get(
     '/api/v1/generations',
     {
       schema: {
@@ -36,7 +46,7 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
     async (request) => generationListOf(await deps.service.list(principalOf(request), request.query)),
   );
 
-  route.get(
+  app.get(
     '/api/v1/generations/:id',
     {
       schema: {
@@ -50,64 +60,69 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
     },
     async (request) => generationOf(await deps.service.get(principalOf(request), request.params.id)),
   );
+}
 
-  /**
-   * A new video from a succeeded one of the account (a remix, an extension, an edit): 202 with the
-   * new generation and a Location to poll. The source is part of what an Idempotency-Key stands
-   * for: the same key on another video is a conflict.
-   */
-  const fromVideo = <
-    B extends z.ZodType<{
-      prompt: string;
-      max_credits?: number | null | undefined;
-      customer?: string | undefined;
-      webhook?: string | undefined;
-      webhook_events_filter?: string[] | undefined;
-    }>,
-  >(
-    action: 'remix' | 'extend' | 'edit',
-    docs: { operationId: string; summary: string; description: string; body: B },
-    submit: (principal: Principal, id: string, body: z.infer<B>, options: SubmitOptions) => Promise<Submitted>,
-  ): void => {
-    const path = `/api/v1/generations/{id}/${action}`;
-    route.post(
-      `/api/v1/generations/:id/${action}`,
-      {
-        schema: {
-          ...docs,
-          tags,
-          security,
-          params: idParams,
-          headers: generateHeaders,
-          response: {
-            202: generation.describe('Accepted and in flight: poll the Location'),
-            ...errorResponses(400, 401, 402, 403, 404, 409, 413, 429, 500, 503),
-          },
+/**
+ * A new video from a succeeded one of the account (a remix, an extension, an edit): 202 with the
+ * new generation and a Location to poll. The source is part of what an Idempotency-Key stands
+ * for: the same key on another video is a conflict.
+ */
+function fromVideoRoute<
+  B extends z.ZodType<{
+    prompt: string;
+    max_credits?: number | null | undefined;
+    customer?: string | undefined;
+    webhook?: string | undefined;
+    webhook_events_filter?: string[] | undefined;
+  }>,
+>(
+  app: GenerationApp,
+  action: 'remix' | 'extend' | 'edit',
+  docs: { operationId: string; summary: string; description: string; body: B },
+  submit: (principal: Principal, id: string, body: z.infer<B>, options: SubmitOptions) => Promise<Submitted>,
+): void {
+  const path = `/api/v1/generations/{id}/${action}`;
+  app.post(
+    `/api/v1/generations/:id/${action}`,
+    {
+      schema: {
+        ...docs,
+        tags,
+        security,
+        params: idParams,
+        headers: generateHeaders,
+        response: {
+          202: generation.describe('Accepted and in flight: poll the Location'),
+          ...errorResponses(400, 401, 402, 403, 404, 409, 413, 429, 500, 503),
         },
       },
-      async (request, reply) => {
-        const operation = `POST ${path}`;
-        const { id } = request.params;
-        // Validated by `docs.body`; the type provider cannot see through the generic schema.
-        const body = request.body as z.infer<B>;
-        const options = {
-          ...generateOptionsOf(request, 'group-a', operation, { customer: body.customer }),
-          idempotency: idempotencyOf(request, operation, { id, ...body }),
-          ...spendCapOption(body.max_credits, 'max_credits'),
-          ...groupACallbackOption(body),
-        };
-        const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
-          submit(principalOf(request), id, body, options),
-        );
-        if (g.status === 'queued' || g.status === 'running')
-          reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
-        return generationOf(g);
-      },
-    );
-  };
+    },
+    async (request, reply) => {
+      const operation = `POST ${path}`;
+      const { id } = request.params;
+      // Validated by `docs.body`; the type provider cannot see through the generic schema.
+      const body = request.body as z.infer<B>;
+      const options = {
+        ...generateOptionsOf(request, 'group-a', operation, { customer: body.customer }),
+        idempotency: idempotencyOf(request, operation, { id, ...body }),
+        ...spendCapOption(body.max_credits, 'max_credits'),
+        ...groupACallbackOption(body),
+      };
+      const { generation: g } = await inDoorWords(GROUP_A_PARAMS, () =>
+        submit(principalOf(request), id, body, options),
+      );
+      if (g.status === 'queued' || g.status === 'running')
+        reply.code(202).header('Location', `/api/v1/generations/${g.id}`);
+      return generationOf(g);
+    },
+  );
+}
 
+/** A remix, an extension and an edit of a succeeded video, each a new generation. */
+function videoDerivationRoutes(app: GenerationApp, deps: GenerationDeps): void {
   const notSucceeded = '404: not a video of this account; 409 generation_not_succeeded: the video has not succeeded.';
-  fromVideo(
+  fromVideoRoute(
+    app,
     'remix',
     {
       operationId: 'remixGeneration',
@@ -120,7 +135,8 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
     },
     (principal, id, body, options) => deps.service.remix(principal, id, body.prompt, options),
   );
-  fromVideo(
+  fromVideoRoute(
+    app,
     'extend',
     {
       operationId: 'extendGeneration',
@@ -135,7 +151,8 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
     (principal, id, body, options) =>
       deps.service.extend(principal, id, { prompt: body.prompt, seconds: body.seconds }, options),
   );
-  fromVideo(
+  fromVideoRoute(
+    app,
     'edit',
     {
       operationId: 'editGeneration',
@@ -148,8 +165,11 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
     },
     (principal, id, body, options) => deps.service.edit(principal, id, body.prompt, options),
   );
+}
 
-  route.post(
+/** Cancelling a queued or running generation. */
+function cancelGenerationRoute(app: GenerationApp, deps: GenerationDeps): void {
+  app.post(
     '/api/v1/generations/:id/cancel',
     {
       schema: {
@@ -165,4 +185,4 @@ export const generationRoutes: FastifyPluginAsyncZod<{ service: GenerationServic
     },
     async (request) => generationOf(await deps.service.cancel(principalOf(request), request.params.id)),
   );
-};
+}

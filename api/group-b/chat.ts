@@ -161,9 +161,9 @@ export const groupBChatRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
       );
       const [run] = runs as [ChatRun, ...ChatRun[]];
       const created = unixSeconds(run.createdAt);
-      const failed = runs.find((r) => r.replay?.status === 'failed');
+      const failed = runs.find((r) => r.repeatOf?.status === 'failed');
       // A repeat of a request that failed answers the same failure (nothing was charged either time).
-      if (failed) throw markAfterAdmission(failedRunError('reply', failed.replay!.error));
+      if (failed) throw markAfterAdmission(failedRunError('reply', failed.repeatOf!.error));
       const events = runs.map((r) => r.events[Symbol.asyncIterator]());
       // The first events (or a failure before them) decide the status: errors before any token are
       // ordinary error answers; after it they travel inside the stream.

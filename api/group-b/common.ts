@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { OutputStore } from '../../core/storage/output-store';
 import type { BatchService } from '../../service/batches/service';
@@ -23,6 +24,9 @@ export interface GroupBDeps extends AuthDeps {
   batches: BatchService;
   store: OutputStore;
 }
+
+/** The app a group B plugin is given; its route groups register on it. */
+export type GroupBApp = Parameters<FastifyPluginAsyncZod<GroupBDeps>>[0];
 
 /** Refuses a body naming an argument OpenAI's API does not have (assertKnownFields), before validation. */
 export function refuseUnknownFields(allowed: readonly string[]) {

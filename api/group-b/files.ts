@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvalidRequestError } from '../../core/errors';
 import { FILE_ID_PATTERN } from '../../core/ids';
@@ -8,7 +8,7 @@ import { batchFileLines, fileObject, fileObjectOf } from '../shared/openai/batch
 import { idParams } from '../shared/schemas';
 import { errorsB, openaiPage, pageLimit, pageOrder, security, tags } from './common';
 import { acceptForms } from './forms';
-import type { GroupBDeps } from './common';
+import type { GroupBApp, GroupBDeps } from './common';
 
 /**
  * Group B's files (`/v1/files`), as the official SDK's `client.files` calls them: JSONL uploaded
@@ -46,42 +46,58 @@ const listQuery = z.object({
   purpose: z.enum(['batch', 'batch_output'], { error: "purpose must be 'batch' or 'batch_output'" }).optional(),
 });
 
+type Principal = ReturnType<typeof principalOf>;
+
+/** Uploading, listing, reading and deleting files, in the document's order. */
 export const groupBFileRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
-  const files = deps.batches.files;
-  // The SDK uploads as multipart/form-data; the file is kept with its name.
+  await acceptUploads(app, deps);
+  uploadFileRoute(app, deps);
+  readFileRoutes(app, deps);
+  fileContentRoute(app, deps);
+  deleteFileRoute(app, deps);
+};
+
+/** The SDK uploads as multipart/form-data; the file is kept with its name. A JSON body is refused, saying how to send one. */
+async function acceptUploads(app: GroupBApp, deps: GroupBDeps): Promise<void> {
   await acceptForms(app, {
-    limits: { fileSize: files.limits.maxBytes, files: 1, fields: 5 },
+    limits: { fileSize: deps.batches.files.limits.maxBytes, files: 1, fields: 5 },
     fileValue: async (part): Promise<Upload> => ({ filename: part.filename, data: await part.toBuffer() }),
   });
-  // A JSON body is not a file: say how to send one.
   app.addHook('preValidation', async (request) => {
     if (request.method === 'POST' && request.url === '/v1/files' && !request.isMultipart())
       throw new InvalidRequestError('Send the file as multipart/form-data with fields file and purpose.', 'file');
   });
-  const route = app.withTypeProvider<ZodTypeProvider>();
+}
 
-  /** A file's size: an output file is measured once, the first time it is read. */
-  const bytesOf = async (principal: ReturnType<typeof principalOf>, id: string): Promise<number> => {
-    const content = await files.content(principal, id);
-    if ('data' in content) return content.data.length;
-    if (content.file.bytes !== null) return content.file.bytes;
-    let bytes = 0;
-    for await (const chunk of render(principal, content.batch, content.role)) bytes += Buffer.byteLength(chunk);
-    await files.recordBytes(content.file.id, bytes);
-    return bytes;
-  };
+/** A file's size: an output file is measured once, the first time it is read. */
+async function bytesOf(deps: GroupBDeps, principal: Principal, id: string): Promise<number> {
+  const files = deps.batches.files;
+  const content = await files.content(principal, id);
+  if ('data' in content) return content.data.length;
+  if (content.file.bytes !== null) return content.file.bytes;
+  let bytes = 0;
+  for await (const chunk of renderBatchFile(deps, principal, content.batch, content.role))
+    bytes += Buffer.byteLength(chunk);
+  await files.recordBytes(content.file.id, bytes);
+  return bytes;
+}
 
-  const render = (
-    principal: ReturnType<typeof principalOf>,
-    batch: Parameters<typeof batchFileLines>[1],
-    role: 'output' | 'errors',
-  ) =>
-    batchFileLines(deps.batches, batch, role, async (generationId) => {
-      const { file } = await deps.service.output(principal, generationId);
-      return file?.data;
-    });
+/** A batch's output or error file, line by line, from its requests' records. */
+function renderBatchFile(
+  deps: GroupBDeps,
+  principal: Principal,
+  batch: Parameters<typeof batchFileLines>[1],
+  role: 'output' | 'errors',
+) {
+  return batchFileLines(deps.batches, batch, role, async (generationId) => {
+    const { file } = await deps.service.output(principal, generationId);
+    return file?.data;
+  });
+}
 
-  route.post(
+/** Uploading a JSONL file for a batch. */
+function uploadFileRoute(app: GroupBApp, deps: GroupBDeps): void {
+  app.post(
     '/v1/files',
     {
       schema: {
@@ -90,8 +106,8 @@ export const groupBFileRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
         security,
         summary: 'Upload a JSONL file for a batch (client.files.create, purpose "batch")',
         description:
-          `multipart/form-data with \`file\` and \`purpose: "batch"\`. At most ${files.limits.maxBytes} bytes and ` +
-          `${files.limits.maxLines} requests, each line at most ${files.limits.maxLineBytes} bytes; its lines are read when a batch is made from it.`,
+          `multipart/form-data with \`file\` and \`purpose: "batch"\`. At most ${deps.batches.files.limits.maxBytes} bytes and ` +
+          `${deps.batches.files.limits.maxLines} requests, each line at most ${deps.batches.files.limits.maxLineBytes} bytes; its lines are read when a batch is made from it.`,
         consumes: ['multipart/form-data'],
         body: uploadBody,
         response: { 200: fileObject, ...errorsB(400, 401, 413, 429, 500, 503) },
@@ -99,12 +115,19 @@ export const groupBFileRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
     },
     async (request) => {
       const { file, purpose } = request.body;
-      const row = await files.upload(principalOf(request), { filename: file.filename, purpose, data: file.data });
+      const row = await deps.batches.files.upload(principalOf(request), {
+        filename: file.filename,
+        purpose,
+        data: file.data,
+      });
       return fileObjectOf(row, row.bytes ?? file.data.length);
     },
   );
+}
 
-  route.get(
+/** The account's files, a page at a time, and one file. */
+function readFileRoutes(app: GroupBApp, deps: GroupBDeps): void {
+  app.get(
     '/v1/files',
     {
       schema: {
@@ -118,9 +141,9 @@ export const groupBFileRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
     },
     async (request) => {
       const principal = principalOf(request);
-      const page = await files.list(principal, request.query);
+      const page = await deps.batches.files.list(principal, request.query);
       const data = await Promise.all(
-        page.data.map(async (f) => fileObjectOf(f, f.bytes ?? (await bytesOf(principal, f.id)))),
+        page.data.map(async (f) => fileObjectOf(f, f.bytes ?? (await bytesOf(deps, principal, f.id)))),
       );
       return {
         object: 'list' as const,
@@ -132,7 +155,7 @@ export const groupBFileRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
     },
   );
 
-  route.get(
+  app.get(
     '/v1/files/:id',
     {
       schema: {
@@ -146,12 +169,15 @@ export const groupBFileRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
     },
     async (request) => {
       const principal = principalOf(request);
-      const file = await files.get(principal, request.params.id);
-      return fileObjectOf(file, file.bytes ?? (await bytesOf(principal, file.id)));
+      const file = await deps.batches.files.get(principal, request.params.id);
+      return fileObjectOf(file, file.bytes ?? (await bytesOf(deps, principal, file.id)));
     },
   );
+}
 
-  route.get(
+/** A file's content: an upload as sent, a batch's output or error file as JSONL. */
+function fileContentRoute(app: GroupBApp, deps: GroupBDeps): void {
+  app.get(
     '/v1/files/:id/content',
     {
       schema: {
@@ -175,15 +201,20 @@ export const groupBFileRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const content = await files.content(principal, request.params.id);
+      const content = await deps.batches.files.content(principal, request.params.id);
       reply.header('content-type', 'application/jsonl');
       reply.header('content-disposition', `attachment; filename="${content.file.filename.replace(/["\\]/g, '_')}"`);
       if ('data' in content) return reply.send(content.data as unknown as string);
-      return reply.send(Readable.from(render(principal, content.batch, content.role)) as unknown as string);
+      return reply.send(
+        Readable.from(renderBatchFile(deps, principal, content.batch, content.role)) as unknown as string,
+      );
     },
   );
+}
 
-  route.delete(
+/** Deleting a file; batches made from it keep their lines. */
+function deleteFileRoute(app: GroupBApp, deps: GroupBDeps): void {
+  app.delete(
     '/v1/files/:id',
     {
       schema: {
@@ -199,8 +230,8 @@ export const groupBFileRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, d
       },
     },
     async (request) => {
-      await files.remove(principalOf(request), request.params.id);
+      await deps.batches.files.remove(principalOf(request), request.params.id);
       return { id: request.params.id, object: 'file' as const, deleted: true as const };
     },
   );
-};
+}

@@ -1,9 +1,11 @@
 import { Readable } from 'node:stream';
-import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { ResponseRecord } from '../../core/generation/params';
 import { z } from 'zod';
 import { InvalidRequestError, markAfterAdmission } from '../../core/errors';
 import { wholeReply } from '../../service/chat/whole-reply';
 import type { StoredItem } from '../../service/chat/responses';
+import type { ChatRunEvent } from '../../service/chat/reply-stream';
 import { principalOf } from '../shared/auth';
 import { clientGone } from '../shared/sse';
 import { cancelAfterHeader, idempotencyKey } from '../shared/fields';
@@ -30,7 +32,7 @@ import {
   submitOptionsOf,
   tags,
 } from './common';
-import type { GroupBDeps } from './common';
+import type { GroupBApp, GroupBDeps } from './common';
 
 /**
  * Group B's Responses API (`POST /v1/responses`, `GET /v1/responses/{id}`, `POST
@@ -113,11 +115,20 @@ function inputItemOf(item: StoredItem): z.infer<typeof listedItem> {
   }
 }
 
-export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
-  const route = app.withTypeProvider<ZodTypeProvider>();
-  const ROUTE = 'POST /v1/responses';
+type ResponseBody = z.infer<typeof responseCreateBody>;
+type ChatRequest = Awaited<ReturnType<typeof responseRequestOf>>;
+type ChatRun = Awaited<ReturnType<GroupBDeps['service']['runChat']>>;
 
-  route.post(
+export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
+  createResponseRoute(app, deps);
+  storedResponseRoutes(app, deps);
+  inputItemsRoute(app, deps);
+};
+
+/** A response: queued in the background, or run here and answered whole or as a stream. */
+function createResponseRoute(app: GroupBApp, deps: GroupBDeps): void {
+  const ROUTE = 'POST /v1/responses';
+  app.post(
     '/v1/responses',
     {
       preValidation: refuseUnknownFields(RESPONSE_FIELDS),
@@ -158,19 +169,9 @@ export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (ap
     async (request, reply) => {
       const body = request.body;
       const record = recordOf(body);
-      if (record.background && body.stream)
-        throw new InvalidRequestError(
-          `stream: a background response ${UNSUPPORTED} as a stream; poll GET /v1/responses/{id}.`,
-          'stream',
-        );
-      if (record.background && !record.store)
-        throw new InvalidRequestError(
-          'store: a background response must be stored (store: true) to be polled.',
-          'store',
-        );
+      refuseUnpolledBackground(record, body);
       const principal = principalOf(request);
       const chat = await responseRequestOf(body, (input) => deps.service.responses.conversation(principal, input));
-      const { tools, responseFormat } = chat;
       const options = { ...submitOptionsOf(request, ROUTE, body), log: request.log };
 
       if (record.background) {
@@ -179,6 +180,7 @@ export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (ap
           () => deps.service.submit(chat, principal, { ...options, respondAsync: true }),
           RESPONSE_PARAMS,
         );
+        const { tools, responseFormat } = chat;
         return responseObject(
           partsOfView({ ...generation, record, sampling: chat.sampling ?? {}, tools, toolCalls: [], responseFormat }),
         );
@@ -189,27 +191,11 @@ export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (ap
         () => deps.service.runChat(chat, principal, { ...options, signal, streamed: body.stream === true }),
         RESPONSE_PARAMS,
       );
-      if (run.replay?.status === 'failed') {
+      if (run.repeatOf?.status === 'failed') {
         // A repeat of a request that failed answers the same failure (nothing was charged either time).
-        throw markAfterAdmission(failedRunError('response', run.replay.error));
+        throw markAfterAdmission(failedRunError('response', run.repeatOf.error));
       }
-      const start: ResponseParts = {
-        id: run.id,
-        createdAt: run.createdAt,
-        model: run.model,
-        status: 'in_progress',
-        record,
-        maxOutputTokens: run.maxTokens,
-        temperature: body.temperature ?? 1,
-        topP: body.top_p ?? 1,
-        text: null,
-        toolCalls: [],
-        tools: tools ?? null,
-        format: responseFormat ?? null,
-        usage: null,
-        error: null,
-        completedAt: null,
-      };
+      const start = startingParts(run, record, body, chat);
       const events = run.events[Symbol.asyncIterator]();
       // The first event (or a failure before it) decides the status: errors before any token are
       // ordinary error answers; after it they travel inside the stream.
@@ -227,22 +213,66 @@ export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (ap
           Readable.from(responseEvents(first, events, start), { objectMode: false }) as unknown as string,
         );
       }
-
-      const whole = await inGroupBWords(() => wholeReply(run, first, events), RESPONSE_PARAMS);
-      if (!whole) throw new InvalidRequestError('The response ended early.');
-      const status = whole.finishReason === 'length' ? 'incomplete' : 'completed';
-      return responseObject({
-        ...start,
-        status,
-        text: whole.text,
-        toolCalls: whole.toolCalls,
-        usage: whole.usage,
-        completedAt: new Date(),
-      });
+      return wholeResponse(run, first, events, start);
     },
   );
+}
 
-  route.get(
+/** A background response is polled, so it cannot be a stream and must be stored. */
+function refuseUnpolledBackground(record: ResponseRecord, body: ResponseBody): void {
+  if (record.background && body.stream)
+    throw new InvalidRequestError(
+      `stream: a background response ${UNSUPPORTED} as a stream; poll GET /v1/responses/{id}.`,
+      'stream',
+    );
+  if (record.background && !record.store)
+    throw new InvalidRequestError('store: a background response must be stored (store: true) to be polled.', 'store');
+}
+
+/** A response run here as it begins: in progress, with the request's settings and nothing produced yet. */
+function startingParts(run: ChatRun, record: ResponseRecord, body: ResponseBody, chat: ChatRequest): ResponseParts {
+  return {
+    id: run.id,
+    createdAt: run.createdAt,
+    model: run.model,
+    status: 'in_progress',
+    record,
+    maxOutputTokens: run.maxTokens,
+    temperature: body.temperature ?? 1,
+    topP: body.top_p ?? 1,
+    text: null,
+    toolCalls: [],
+    tools: chat.tools ?? null,
+    format: chat.responseFormat ?? null,
+    usage: null,
+    error: null,
+    completedAt: null,
+  };
+}
+
+/** A response run here, answered whole once the reply has ended. */
+async function wholeResponse(
+  run: ChatRun,
+  first: IteratorResult<ChatRunEvent>,
+  events: AsyncIterator<ChatRunEvent>,
+  start: ResponseParts,
+) {
+  const whole = await inGroupBWords(() => wholeReply(run, first, events), RESPONSE_PARAMS);
+  if (!whole) throw new InvalidRequestError('The response ended early.');
+  const status = whole.finishReason === 'length' ? 'incomplete' : 'completed';
+  return responseObject({
+    ...start,
+    status,
+    text: whole.text,
+    toolCalls: whole.toolCalls,
+    usage: whole.usage,
+    completedAt: new Date(),
+  });
+}
+
+/** A stored response: read, cancelled (in the background), deleted. */
+function storedResponseRoutes(app: GroupBApp, deps: GroupBDeps): void {
+  app.get(
     '/v1/responses/:id',
     {
       schema: {
@@ -266,7 +296,7 @@ export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (ap
       responseObject(partsOfView(await deps.service.responses.get(principalOf(request), request.params.id))),
   );
 
-  route.post(
+  app.post(
     '/v1/responses/:id/cancel',
     {
       schema: {
@@ -285,7 +315,7 @@ export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (ap
       responseObject(partsOfView(await deps.service.responses.cancel(principalOf(request), request.params.id))),
   );
 
-  route.delete(
+  app.delete(
     '/v1/responses/:id',
     {
       schema: {
@@ -310,8 +340,11 @@ export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (ap
       return { id, object: 'response' as const, deleted: true as const };
     },
   );
+}
 
-  route.get(
+/** The items a stored response was given, a page at a time. */
+function inputItemsRoute(app: GroupBApp, deps: GroupBDeps): void {
+  app.get(
     '/v1/responses/:id/input_items',
     {
       schema: {
@@ -344,4 +377,4 @@ export const groupBResponseRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (ap
       };
     },
   );
-};
+}

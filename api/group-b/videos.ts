@@ -32,7 +32,7 @@ import {
   submitOptionsOf,
   tags,
 } from './common';
-import type { GroupBDeps } from './common';
+import type { GroupBApp, GroupBDeps } from './common';
 import { acceptForms } from './forms';
 
 const VARIANTS = ['video', ...VIDEO_PREVIEWS] as const;
@@ -115,76 +115,54 @@ const OPENAI_VIDEOS: VideoApi<typeof video> = {
     'Priced, held and charged like any video; remixed_from_video_id names the source. 404: not a video of this account; 409: the video has not completed.',
 };
 
+type Principal = ReturnType<typeof principalOf>;
+
 /** Group B's videos in both spellings, the spec's and OpenAI's: each video is a generation like any other door's. */
 export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, deps) => {
-  const route = app.withTypeProvider<ZodTypeProvider>();
+  createVideoGenerationRoute(app, deps);
+  await createVideoRoute(app, deps);
+  listVideosRoute(app, deps);
+  readAndRemixRoutes(app, deps, VIDEO_GENERATIONS);
+  readAndRemixRoutes(app, deps, OPENAI_VIDEOS);
+  deleteVideoRoute(app, deps);
+  videoContentRoute(app, deps);
+};
 
-  /** A video generation of the key's account; another kind (or account) is not found here. */
-  const readVideo = async (principal: ReturnType<typeof principalOf>, id: string): Promise<GenerationView> => {
-    const g = await deps.service.get(principal, id);
-    if (g.kind !== 'video') throw new NotFoundError(`Video '${id}' not found.`, { param: 'id' });
-    return g;
-  };
+/** A video generation of the key's account; another kind (or account) is not found here. */
+async function readVideo(deps: GroupBDeps, principal: Principal, id: string): Promise<GenerationView> {
+  const g = await deps.service.get(principal, id);
+  if (g.kind !== 'video') throw new NotFoundError(`Video '${id}' not found.`, { param: 'id' });
+  return g;
+}
 
-  /** Both spellings of a video submit: one generation, an Idempotency-Key per route. */
-  const submitVideo = async (
-    principal: ReturnType<typeof principalOf>,
-    options: ReturnType<typeof submitOptionsOf>,
-    request: Extract<GenerationRequest, { kind: 'video' }>,
-  ): Promise<GenerationView> =>
-    (await inGroupBWords(() => deps.service.submit(request, principal, options))).generation;
+/** Both spellings of a video submit: one generation, an Idempotency-Key per route. */
+async function submitVideo(
+  deps: GroupBDeps,
+  principal: Principal,
+  options: ReturnType<typeof submitOptionsOf>,
+  request: Extract<GenerationRequest, { kind: 'video' }>,
+): Promise<GenerationView> {
+  return (await inGroupBWords(() => deps.service.submit(request, principal, options))).generation;
+}
 
-  /** Both spellings of a remix: a new video of the source's account, an Idempotency-Key per route. */
-  const remixVideo = (
-    principal: ReturnType<typeof principalOf>,
-    request: { params: { id: string }; body: { prompt: string }; headers: { 'idempotency-key'?: string | undefined } },
-    route: string,
-  ): Promise<GenerationView> =>
-    inGroupBWords(async () => {
-      const { id } = request.params;
-      // The source is part of what the key stands for: the same key on another video is a conflict.
-      const options = submitOptionsOf(request, route, { id, ...request.body });
-      return (await deps.service.remix(principal, id, request.body.prompt, options)).generation;
-    });
+/** Both spellings of a remix: a new video of the source's account, an Idempotency-Key per route. */
+function remixVideo(
+  deps: GroupBDeps,
+  principal: Principal,
+  request: { params: { id: string }; body: { prompt: string }; headers: { 'idempotency-key'?: string | undefined } },
+  route: string,
+): Promise<GenerationView> {
+  return inGroupBWords(async () => {
+    const { id } = request.params;
+    // The source is part of what the key stands for: the same key on another video is a conflict.
+    const options = submitOptionsOf(request, route, { id, ...request.body });
+    return (await deps.service.remix(principal, id, request.body.prompt, options)).generation;
+  });
+}
 
-  /** Both spellings read a video and remix it alike; each shows the video its own way. */
-  const readAndRemix = (api: VideoApi<typeof video> | VideoApi<typeof videoGeneration>): void => {
-    route.get(
-      `${api.path}/:id`,
-      {
-        schema: {
-          operationId: `openaiGet${api.noun}`,
-          tags,
-          security,
-          summary: api.readSummary,
-          params: idParams,
-          response: { 200: api.schema, ...errorsB(401, 404, 429, 500, 503) },
-        },
-      },
-      async (request) => api.view(await readVideo(principalOf(request), request.params.id)),
-    );
-    route.post(
-      `${api.path}/:id/remix`,
-      {
-        preValidation: refuseUnknownFields(Object.keys(remixBody.shape)),
-        schema: {
-          operationId: `openaiRemix${api.noun}`,
-          tags,
-          security,
-          summary: api.remixSummary,
-          description: api.remixDescription,
-          params: idParams,
-          body: remixBody,
-          headers: idempotencyHeaders,
-          response: { 200: api.schema, ...errorsB(400, 401, 402, 403, 404, 409, 413, 429, 500, 503) },
-        },
-      },
-      async (request) => api.view(await remixVideo(principalOf(request), request, `POST ${api.path}/{id}/remix`)),
-    );
-  };
-
-  /** An image's file, for a b64_json answer. */
-  route.post(
+/** The spec's video submit, or an extension of a previous video (OpenRouter's `previous_job_id`). */
+function createVideoGenerationRoute(app: GroupBApp, deps: GroupBDeps): void {
+  app.post(
     '/v1/video/generations',
     {
       preValidation: refuseUnknownFields(Object.keys(videoGenerationBody.shape)),
@@ -205,7 +183,7 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
       const options = submitOptionsOf(request, 'POST /v1/video/generations', body, body.deadline_seconds);
       const principal = principalOf(request);
       if (!body.previous_job_id)
-        return videoGenerationOf(await submitVideo(principal, options, videoGenerationRequestOf(body)));
+        return videoGenerationOf(await submitVideo(deps, principal, options, videoGenerationRequestOf(body)));
       // OpenRouter's spelling of an extension: the previous job continued by `duration` seconds.
       if (body.image_url)
         throw new InvalidRequestError(
@@ -219,8 +197,10 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
       );
     },
   );
+}
 
-  // OpenAI's SDK sends video creation as multipart/form-data: the one route that reads forms.
+/** OpenAI's SDK sends video creation as multipart/form-data: the one route that reads forms. */
+async function createVideoRoute(app: GroupBApp, deps: GroupBDeps): Promise<void> {
   await app.register(async (forms) => {
     await acceptForms(forms);
     forms.withTypeProvider<ZodTypeProvider>().post(
@@ -252,12 +232,15 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
           ...submitOptionsOf(request, 'POST /v1/videos', keyed, body.deadline_seconds),
           inputFile: file,
         };
-        return videoOf(await submitVideo(principalOf(request), options, videosRequestOf(body, reference)));
+        return videoOf(await submitVideo(deps, principalOf(request), options, videosRequestOf(body, reference)));
       },
     );
   });
+}
 
-  route.get(
+/** The account's videos, a page at a time, whichever API made them. */
+function listVideosRoute(app: GroupBApp, deps: GroupBDeps): void {
+  app.get(
     '/v1/videos',
     {
       schema: {
@@ -286,11 +269,51 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
       };
     },
   );
+}
 
-  readAndRemix(VIDEO_GENERATIONS);
-  readAndRemix(OPENAI_VIDEOS);
+/** Both spellings read a video and remix it alike; each shows the video its own way. */
+function readAndRemixRoutes(
+  app: GroupBApp,
+  deps: GroupBDeps,
+  api: VideoApi<typeof video> | VideoApi<typeof videoGeneration>,
+): void {
+  app.get(
+    `${api.path}/:id`,
+    {
+      schema: {
+        operationId: `openaiGet${api.noun}`,
+        tags,
+        security,
+        summary: api.readSummary,
+        params: idParams,
+        response: { 200: api.schema, ...errorsB(401, 404, 429, 500, 503) },
+      },
+    },
+    async (request) => api.view(await readVideo(deps, principalOf(request), request.params.id)),
+  );
+  app.post(
+    `${api.path}/:id/remix`,
+    {
+      preValidation: refuseUnknownFields(Object.keys(remixBody.shape)),
+      schema: {
+        operationId: `openaiRemix${api.noun}`,
+        tags,
+        security,
+        summary: api.remixSummary,
+        description: api.remixDescription,
+        params: idParams,
+        body: remixBody,
+        headers: idempotencyHeaders,
+        response: { 200: api.schema, ...errorsB(400, 401, 402, 403, 404, 409, 413, 429, 500, 503) },
+      },
+    },
+    async (request) => api.view(await remixVideo(deps, principalOf(request), request, `POST ${api.path}/{id}/remix`)),
+  );
+}
 
-  route.delete(
+/** Deleting a finished video and its files; its charge stays. */
+function deleteVideoRoute(app: GroupBApp, deps: GroupBDeps): void {
+  app.delete(
     '/v1/videos/:id',
     {
       schema: {
@@ -307,13 +330,16 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
     async (request) => {
       const principal = principalOf(request);
       const { id } = request.params;
-      await readVideo(principal, id);
+      await readVideo(deps, principal, id);
       await inGroupBWords(() => deps.service.delete(principal, id));
       return { id, object: 'video.deleted' as const, deleted: true as const };
     },
   );
+}
 
-  route.get(
+/** A succeeded video's file, or one of its previews. */
+function videoContentRoute(app: GroupBApp, deps: GroupBDeps): void {
+  app.get(
     '/v1/videos/:id/content',
     {
       schema: {
@@ -339,7 +365,7 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
       const principal = principalOf(request);
       const { id } = request.params;
       const variant = request.query.variant ?? 'video';
-      const g = await readVideo(principal, id);
+      const g = await readVideo(deps, principal, id);
       const { file } = await deps.service.output(principal, id, variant === 'video' ? undefined : variant);
       if (!file) {
         throw new NotFoundError(
@@ -352,4 +378,4 @@ export const groupBVideoRoutes: FastifyPluginAsyncZod<GroupBDeps> = async (app, 
       return reply.header('content-type', file.contentType).send(file.data as unknown as string);
     },
   );
-};
+}

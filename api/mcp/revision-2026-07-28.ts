@@ -33,113 +33,146 @@ const updateParams = z.looseObject({
  * kept in the same table as the 2025-11-25 tasks; one that does not gets the generation at once.
  */
 export function createModernMcpServer(deps: McpServerDeps, principal: Principal, log: FastifyBaseLogger): Server {
-  const { service } = deps;
-  const tasks = taskStoreFor(deps, principal);
+  const request: ModernRequest = {
+    deps,
+    principal,
+    log,
+    tasks: taskStoreFor(deps, principal),
+    guarded: guardedBy((err) => internalError(log, err)),
+  };
   const server = new Server(
     { name: 'generation-service', title: 'Generation service', version },
     { capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } }, instructions: INSTRUCTIONS },
   );
   server.onerror = (err) => log.debug({ err }, 'mcp protocol error');
+  answerTools(server, request);
+  answerTasks(server, request);
+  return server;
+}
 
-  // The SDK types the lifted envelope as an empty object; the capabilities are under their wire key.
-  const capabilitiesOf = (ctx: ServerContext): unknown =>
-    (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES];
+/** What one HTTP request's server answers with: its caller, its task table, and how a tool's failure is reported. */
+interface ModernRequest {
+  deps: McpServerDeps;
+  principal: Principal;
+  log: FastifyBaseLogger;
+  tasks: ReturnType<typeof taskStoreFor>;
+  guarded: ReturnType<typeof guardedBy>;
+}
 
-  const contextOf = (ctx: ServerContext): ToolContext => {
-    const token = ctx.mcpReq._meta?.progressToken;
-    return {
-      service,
-      batches: deps.batches,
-      principal,
-      syncWaitMs: deps.syncWaitMs,
-      customer: deps.customer,
-      onStatus:
-        token === undefined
-          ? undefined
-          : async (g) => {
-              await ctx.mcpReq
-                .notify({ method: 'notifications/progress', params: { progressToken: token, ...progressOf(g) } })
-                .catch(() => undefined);
-            },
-      signal: ctx.mcpReq.signal,
-      log,
-    };
+/** The caller's capabilities. The SDK types the lifted envelope as an empty object; they are under their wire key. */
+function capabilitiesOf(ctx: ServerContext): unknown {
+  return (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES];
+}
+
+/** What a tool runs with: the services, the caller, and progress notifications when the caller asked for them. */
+function contextOf({ deps, principal, log }: ModernRequest, ctx: ServerContext): ToolContext {
+  const token = ctx.mcpReq._meta?.progressToken;
+  return {
+    service: deps.service,
+    batches: deps.batches,
+    principal,
+    syncWaitMs: deps.syncWaitMs,
+    customer: deps.customer,
+    onStatus:
+      token === undefined
+        ? undefined
+        : async (g) => {
+            await ctx.mcpReq
+              .notify({ method: 'notifications/progress', params: { progressToken: token, ...progressOf(g) } })
+              .catch(() => undefined);
+          },
+    signal: ctx.mcpReq.signal,
+    log,
   };
+}
 
-  const internal = (err: unknown): ProtocolError => {
-    log.error({ err }, 'mcp tool failed');
-    return new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error; retry shortly.');
-  };
+/** A failure that is not the caller's: logged, and answered without its message. */
+function internalError(log: FastifyBaseLogger, err: unknown): ProtocolError {
+  log.error({ err }, 'mcp tool failed');
+  return new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error; retry shortly.');
+}
 
-  const guarded = guardedBy(internal);
-
-  /** generate_video with the extension declared: the generation is submitted, a task follows it (durably created before the answer). */
-  const startTask = async (tool: McpTool, submit: NonNullable<McpTool['submit']>, args: unknown, ctx: ServerContext) =>
-    guarded(async () => {
-      const g = await submit(args, contextOf(ctx));
-      const progressToken = ctx.mcpReq._meta?.progressToken;
-      const created = await tasks.createTask({ context: { generationId: g.id } }, ctx.mcpReq.id, {
-        method: 'tools/call',
-        params: { name: tool.definition.name, ...(progressToken === undefined ? {} : { _meta: { progressToken } }) },
-      });
-      log.info(
-        { taskId: created.taskId, tool: tool.definition.name, accountId: principal.accountId },
-        'mcp task created',
-      );
-      const row = await tasks.row(created.taskId);
-      if (!row) throw new Error(`task ${created.taskId} vanished`);
-      const task = await detailedTask(tasks, row);
-      return {
-        resultType: 'task',
-        ...task,
-        statusMessage: `Generation ${g.id} is ${g.status}; tasks/get follows it to its end.`,
-      };
+/** generate_video with the extension declared: the generation is submitted, a task follows it (durably created before the answer). */
+async function startTask(
+  request: ModernRequest,
+  tool: McpTool,
+  submit: NonNullable<McpTool['submit']>,
+  args: unknown,
+  ctx: ServerContext,
+) {
+  const { tasks, log, principal } = request;
+  return request.guarded(async () => {
+    const g = await submit(args, contextOf(request, ctx));
+    const progressToken = ctx.mcpReq._meta?.progressToken;
+    const created = await tasks.createTask({ context: { generationId: g.id } }, ctx.mcpReq.id, {
+      method: 'tools/call',
+      params: { name: tool.definition.name, ...(progressToken === undefined ? {} : { _meta: { progressToken } }) },
     });
+    log.info(
+      { taskId: created.taskId, tool: tool.definition.name, accountId: principal.accountId },
+      'mcp task created',
+    );
+    const row = await tasks.row(created.taskId);
+    if (!row) throw new Error(`task ${created.taskId} vanished`);
+    const task = await detailedTask(tasks, row);
+    return {
+      resultType: 'task',
+      ...task,
+      statusMessage: `Generation ${g.id} is ${g.status}; tasks/get follows it to its end.`,
+    };
+  });
+}
 
+/** tools/list and tools/call: a tool answers at once, or (generate_video with the extension declared) with a task. */
+function answerTools(server: Server, request: ModernRequest): void {
   // Tasks moved to an extension in 2026-07-28: the tool's execution.taskSupport is 2025-11-25's field.
   const definitions: Tool[] = [...TOOLS.values()].map(
     ({ definition: { execution: _execution, ...rest } }) => rest as Tool,
   );
   server.setRequestHandler('tools/list', () => ({ tools: definitions }));
 
-  server.setRequestHandler('tools/call', async (request, ctx) => {
-    const { name, arguments: args } = request.params;
+  server.setRequestHandler('tools/call', async (call, ctx) => {
+    const { name, arguments: args } = call.params;
     const tool = TOOLS.get(name);
     if (!tool)
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool '${name}'; tools/list names the tools.`);
     if (tool.submit && declaresTasks(capabilitiesOf(ctx))) {
       // A CreateTaskResult is the extension's polymorphic answer; the SDK's typed handler knows only CallToolResult.
-      return (await startTask(tool, tool.submit, args, ctx)) as CallToolResult;
+      return (await startTask(request, tool, tool.submit, args, ctx)) as CallToolResult;
     }
-    return guarded(() => tool.call(args, contextOf(ctx)));
+    return request.guarded(() => tool.call(args, contextOf(request, ctx)));
   });
+}
 
-  const readTask = async (taskId: string) => {
-    const row = await tasks.row(taskId);
-    if (!row) throw extensionTaskNotFound(taskId);
-    return row;
-  };
+/** A task of the caller's account; another's, or none, is the extension's not-found error. */
+async function readTask(tasks: ModernRequest['tasks'], taskId: string) {
+  const row = await tasks.row(taskId);
+  if (!row) throw extensionTaskNotFound(taskId);
+  return row;
+}
 
+/** The tasks extension's methods, for a caller that declares it: get, update, cancel. */
+function answerTasks(server: Server, { tasks, log }: ModernRequest): void {
   server.setRequestHandler(
     'tasks/get',
     { params: taskIdParams },
     async (params, ctx): Promise<DetailedTask & Record<string, unknown>> => {
       requireTasksCapability(capabilitiesOf(ctx));
-      return { ...(await detailedTask(tasks, await readTask(params.taskId))) };
+      return { ...(await detailedTask(tasks, await readTask(tasks, params.taskId))) };
     },
   );
 
   // No task of ours ever asks for input; responses to keys never issued are ignored, as the extension says.
   server.setRequestHandler('tasks/update', { params: updateParams }, async (params, ctx) => {
     requireTasksCapability(capabilitiesOf(ctx));
-    await readTask(params.taskId);
+    await readTask(tasks, params.taskId);
     return {};
   });
 
   // Cancels the generation through the service (released hold), then the task stays cancelled.
   server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params, ctx) => {
     requireTasksCapability(capabilitiesOf(ctx));
-    await readTask(params.taskId);
+    await readTask(tasks, params.taskId);
     try {
       await tasks.updateTaskStatus(params.taskId, 'cancelled');
     } catch (err) {
@@ -147,10 +180,8 @@ export function createModernMcpServer(deps: McpServerDeps, principal: Principal,
       const refused = refusalOf(err);
       if (refused)
         throw new ProtocolError(ProtocolErrorCode.InternalError, 'The cancel could not be completed; retry shortly.');
-      throw internal(err);
+      throw internalError(log, err);
     }
     return {};
   });
-
-  return server;
 }

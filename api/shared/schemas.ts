@@ -243,7 +243,7 @@ export function generationOf(g: GenerationView): z.infer<typeof generation> {
     startedAt: g.startedAt?.toISOString() ?? null,
     finishedAt: g.finishedAt?.toISOString() ?? null,
     ...liveFieldsOf(g),
-    provider: g.provider,
+    provider: g.servedBy,
     batchId: g.batchId,
     usage: g.usage,
   };

@@ -1,10 +1,10 @@
-import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   ALERT_EVENTS,
   BATCH_EVENTS,
-  CATALOGUES,
   FLAT_EVENTS,
+  FORMAT_EVENTS,
   NESTED_EVENTS,
   PROGRESS_EVENT,
   WEBHOOK_FORMATS,
@@ -32,7 +32,7 @@ const events = z
   .min(1)
   .max(16)
   .describe(
-    `Events to receive, within the format's catalogue: nested ${NESTED_EVENTS.join(', ')}; flat ${FLAT_EVENTS.join(', ')}; openai ${CATALOGUES.openai.join(', ')}. Default: all of them. ` +
+    `Events to receive, within the format's catalogue: nested ${NESTED_EVENTS.join(', ')}; flat ${FLAT_EVENTS.join(', ')}; openai ${FORMAT_EVENTS.openai.join(', ')}. Default: all of them. ` +
       `Either format may also list ${PROGRESS_EVENT} (never sent without being listed): one delivery per 10 % step of a video or upscale run; ` +
       `the account alerts ${ALERT_EVENTS.join(', ')}; and the batch events ${BATCH_EVENTS.join(', ')} (a batch ended; its lines send no generation events). ` +
       'Those are never sent without being listed',
@@ -131,20 +131,33 @@ export function keyedWebhookDoor(deps: AuthDeps): ManagementDoor {
   };
 }
 
-export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhooks: WebhookService }> = async (
-  app,
-  deps,
-) => {
-  const { door, webhooks } = deps;
-  app.addHook('onRequest', door.authenticate);
-  const route = app.withTypeProvider<ZodTypeProvider>();
-  const { security, tags } = door;
-  const prefix = `${door.base}/webhooks`;
-  const { operationId, errors, changeErrors } = doorWords(door);
-  // The account's callback secret and the log of its jobs' callbacks, before `/:id` reads them as an endpoint id.
-  await app.register(callbackRoutes, { door, callbacks: webhooks.callbacks });
+interface WebhookDeps {
+  door: ManagementDoor;
+  webhooks: WebhookService;
+}
+type WebhookApp = Parameters<FastifyPluginAsyncZod<WebhookDeps>>[0];
 
-  route.post(
+/** What each webhook route takes from its door: its path, its documentation and its error answers. */
+function wordsOf(door: ManagementDoor) {
+  return { ...doorWords(door), prefix: `${door.base}/webhooks`, security: door.security, tags: door.tags };
+}
+type DoorWords = ReturnType<typeof wordsOf>;
+
+/** The webhook API of a door; the groups register in the document's order. */
+export const webhookRoutes: FastifyPluginAsyncZod<WebhookDeps> = async (app, deps) => {
+  app.addHook('onRequest', deps.door.authenticate);
+  // The account's callback secret and the log of its jobs' callbacks, before `/:id` reads them as an endpoint id.
+  await app.register(callbackRoutes, { door: deps.door, callbacks: deps.webhooks.callbacks });
+  const words = wordsOf(deps.door);
+  registrationRoutes(app, deps, words);
+  changeRoutes(app, deps, words);
+  deliveryRoutes(app, deps, words);
+};
+
+/** Registering an endpoint, and reading the account's endpoints. */
+function registrationRoutes(app: WebhookApp, deps: WebhookDeps, words: DoorWords): void {
+  const { prefix, security, tags, operationId, errors, changeErrors } = words;
+  app.post(
     prefix,
     {
       schema: {
@@ -158,13 +171,13 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhoo
       },
     },
     async (request, reply) => {
-      const { endpoint: e, secret } = await webhooks.create(principalOf(request), request.body);
+      const { endpoint: e, secret } = await deps.webhooks.create(principalOf(request), request.body);
       reply.code(201).header('Location', `${prefix}/${e.id}`);
       return { ...endpointOf(e), secret };
     },
   );
 
-  route.get(
+  app.get(
     prefix,
     {
       schema: {
@@ -175,10 +188,10 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhoo
         response: { 200: endpointList, ...errors() },
       },
     },
-    async (request) => ({ data: (await webhooks.list(principalOf(request))).map(endpointOf) }),
+    async (request) => ({ data: (await deps.webhooks.list(principalOf(request))).map(endpointOf) }),
   );
 
-  route.get(
+  app.get(
     `${prefix}/:id`,
     {
       schema: {
@@ -190,10 +203,14 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhoo
         response: { 200: endpoint, ...errors(404) },
       },
     },
-    async (request) => endpointOf(await webhooks.get(principalOf(request), request.params.id)),
+    async (request) => endpointOf(await deps.webhooks.get(principalOf(request), request.params.id)),
   );
+}
 
-  route.patch(
+/** Changing an endpoint: its settings, its removal, a new secret. */
+function changeRoutes(app: WebhookApp, deps: WebhookDeps, words: DoorWords): void {
+  const { prefix, security, tags, operationId, changeErrors } = words;
+  app.patch(
     `${prefix}/:id`,
     {
       schema: {
@@ -206,10 +223,10 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhoo
         response: { 200: endpoint, ...changeErrors(400, 404) },
       },
     },
-    async (request) => endpointOf(await webhooks.update(principalOf(request), request.params.id, request.body)),
+    async (request) => endpointOf(await deps.webhooks.update(principalOf(request), request.params.id, request.body)),
   );
 
-  route.delete(
+  app.delete(
     `${prefix}/:id`,
     {
       schema: {
@@ -222,12 +239,12 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhoo
       },
     },
     async (request) => {
-      await webhooks.remove(principalOf(request), request.params.id);
+      await deps.webhooks.remove(principalOf(request), request.params.id);
       return { id: request.params.id, deleted: true as const };
     },
   );
 
-  route.post(
+  app.post(
     `${prefix}/:id/rotate-secret`,
     {
       schema: {
@@ -240,12 +257,16 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhoo
       },
     },
     async (request) => {
-      const { endpoint: e, secret } = await webhooks.rotate(principalOf(request), request.params.id);
+      const { endpoint: e, secret } = await deps.webhooks.rotate(principalOf(request), request.params.id);
       return { ...endpointOf(e), secret };
     },
   );
+}
 
-  route.get(
+/** An endpoint's deliveries: the log, a delivery sent again, a test ping. */
+function deliveryRoutes(app: WebhookApp, deps: WebhookDeps, words: DoorWords): void {
+  const { prefix, security, tags, operationId, errors, changeErrors } = words;
+  app.get(
     `${prefix}/:id/deliveries`,
     {
       schema: {
@@ -262,12 +283,12 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhoo
       },
     },
     async (request) => {
-      const page = await webhooks.deliveries(principalOf(request), request.params.id, request.query);
+      const page = await deps.webhooks.deliveries(principalOf(request), request.params.id, request.query);
       return { data: page.data.map(deliveryOf), next_cursor: page.nextCursor };
     },
   );
 
-  route.post(
+  app.post(
     `${prefix}/:id/deliveries/:deliveryId/redeliver`,
     {
       schema: {
@@ -280,13 +301,13 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhoo
       },
     },
     async (request, reply) => {
-      const d = await webhooks.redeliver(principalOf(request), request.params.id, request.params.deliveryId);
+      const d = await deps.webhooks.redeliver(principalOf(request), request.params.id, request.params.deliveryId);
       reply.code(202);
       return deliveryOf(d);
     },
   );
 
-  route.post(
+  app.post(
     `${prefix}/:id/test`,
     {
       schema: {
@@ -299,9 +320,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ door: ManagementDoor; webhoo
       },
     },
     async (request, reply) => {
-      const d = await webhooks.test(principalOf(request), request.params.id);
+      const d = await deps.webhooks.test(principalOf(request), request.params.id);
       reply.code(202);
       return deliveryOf(d);
     },
   );
-};
+}

@@ -5,7 +5,7 @@ import type { GenerationFailure, GenerationKind, GenerationStatus, TokenUsage, V
 import { tokenUsageOfColumn } from './token-usage';
 import { withEstimates } from './estimates';
 import { PREVIEW_KEYS_COLUMN } from './previews';
-import { PROVIDER_COLUMN } from './upstreams';
+import { SERVED_BY_COLUMN } from './upstreams';
 
 export interface GenerationRow {
   id: string;
@@ -42,7 +42,7 @@ export interface GenerationRow {
   /** The median of measured durations of this model and size, in seconds; null until enough samples, or once finished. */
   measuredSeconds: number | null;
   /** The configured upstream that served it (core/db/upstreams.ts); null for the simulator or before. */
-  provider: string | null;
+  servedBy: string | null;
   /** The batch whose line it runs (and the line), or null. */
   batchId: string | null;
   batchLine: number | null;
@@ -51,7 +51,7 @@ export interface GenerationRow {
 }
 
 export const GENERATION_COLUMNS = `id, account_id, api_key_id, customer_id, kind, model, status, params, internal, prompt, quote_mc, charged_mc, free_chat,
-  output_key, output_text, error, created_at, started_at, finished_at, batch_id, batch_line, token_usage, ${PREVIEW_KEYS_COLUMN}, ${PROVIDER_COLUMN}`;
+  output_key, output_text, error, created_at, started_at, finished_at, batch_id, batch_line, token_usage, ${PREVIEW_KEYS_COLUMN}, ${SERVED_BY_COLUMN}`;
 
 export interface GenerationDbRow {
   id: string;
@@ -77,7 +77,7 @@ export interface GenerationDbRow {
   batch_id: string | null;
   batch_line: number | null;
   token_usage: unknown;
-  provider: string | null;
+  served_by: string | null;
 }
 
 export function fromRow(r: GenerationDbRow): GenerationRow {
@@ -105,7 +105,7 @@ export function fromRow(r: GenerationDbRow): GenerationRow {
     progressPercent: null,
     queuePosition: null,
     measuredSeconds: null,
-    provider: r.provider,
+    servedBy: r.served_by,
     batchId: r.batch_id,
     batchLine: r.batch_line,
     tokenUsage: tokenUsageOfColumn(r.token_usage),

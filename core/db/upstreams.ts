@@ -99,7 +99,7 @@ export async function recordRoute(q: Queryable, generationId: string, entry: Rou
 }
 
 /** The column that reads the upstream that served a generation with it (null: the simulator, or none yet). */
-export const PROVIDER_COLUMN = `(SELECT u.served_by FROM generation_upstreams u WHERE u.generation_id = generations.id) AS provider`;
+export const SERVED_BY_COLUMN = `(SELECT u.served_by FROM generation_upstreams u WHERE u.generation_id = generations.id) AS served_by`;
 
 /** What the operator sees of a generation's routing. */
 export interface GenerationRouting {

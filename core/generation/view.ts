@@ -49,7 +49,7 @@ export interface GenerationView {
   /** When it is expected to finish: now plus etaSeconds; null once finished. */
   expectedAt: Date | null;
   /** The configured upstream that served it; null when the simulator did, or nothing has yet. */
-  provider: string | null;
+  servedBy: string | null;
   /** The batch whose line it ran (group B's Batch API), or null. */
   batchId: string | null;
   /**
@@ -105,7 +105,7 @@ export async function viewOf(g: GenerationRow, store: OutputStore): Promise<Gene
     startedAt: g.startedAt,
     finishedAt: g.finishedAt,
     ...estimateOf(g, Date.now()),
-    provider: g.status === 'succeeded' ? g.provider : null,
+    servedBy: g.status === 'succeeded' ? g.servedBy : null,
     batchId: g.batchId,
     usage: chatUsageOf(g),
   };
@@ -122,7 +122,7 @@ async function previewUrl(g: GenerationRow, name: VideoPreviewName, store: Outpu
   return shown && key ? store.signedUrl(key) : null;
 }
 
-/** The spec's generation record: group C's answer and the `generation` of catalogue-A webhooks. */
+/** The spec's generation record: group C's answer and the `generation` of `nested` webhooks. */
 export type GenerationRecord = Pick<
   GenerationView,
   'id' | 'kind' | 'model' | 'status' | 'outputUrl' | 'creditsCharged' | 'error'

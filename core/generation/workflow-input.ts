@@ -51,7 +51,7 @@ export function inputOfAdmitted(
   };
 }
 
-/** Everything a generation's workflow needs, rebuilt from its record (replays, cancels, a batch's lines). */
+/** Everything a generation's workflow needs, rebuilt from its record (Idempotency-Key repeats, cancels, a batch's lines). */
 export function inputOfRecord(g: GenerationRow, deadlines: Deadlines | undefined): GenerationWorkflowInput {
   const deadlineMs = deadlineOf(g.kind, g.internal, deadlines);
   // Running with no slot to hold: it was admitted so, and its workflow starts it no further.

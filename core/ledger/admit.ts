@@ -74,7 +74,7 @@ export type Admission =
   /** Every generation held and recorded; `createdAt` is their rows' (the transaction's start). */
   | { outcome: 'admitted'; generations: AdmittedGeneration[]; createdAt: Date }
   /** The Idempotency-Key was claimed by this same request before: its first generation. */
-  | { outcome: 'replay'; firstId: string }
+  | { outcome: 'repeat'; firstId: string }
   /** Too little money for the whole request: nothing was held, claimed or recorded. */
   | { outcome: 'refused'; requiredMc: Millicredits; availableMc: Millicredits }
   /** The key's budget for its period has too little left for the whole request: nothing was held. */
@@ -189,7 +189,7 @@ async function admitAll(
   if (keyed) {
     const claim = await claimIdempotencyKey(tx, { ...keyed, job: { generationId: generations[0]!.id } });
     if (claim.outcome === 'conflict') throw new IdempotencyConflictError();
-    if (claim.outcome === 'repeat') return { outcome: 'replay', firstId: claim.id };
+    if (claim.outcome === 'repeat') return { outcome: 'repeat', firstId: claim.id };
   }
   const admitted: AdmittedGeneration[] = [];
   let heldMc = 0;
@@ -266,8 +266,8 @@ async function admitOne(tx: Queryable, g: NewGeneration, alerting: boolean): Pro
 
   // Counted before the account's money (key-budgets.ts); a retried step whose hold exists fits.
   const keyBudget = await checkKeyBudget(tx, g, async () => {
-    const replayed = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
-    return (replayed.rowCount ?? 0) > 0;
+    const held = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
+    return (held.rowCount ?? 0) > 0;
   });
   if (!keyBudget.fits) return { overBudget: keyBudget.budget };
   // The customer's row is locked after the key's budget row, always in this order, so two

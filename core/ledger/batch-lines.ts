@@ -139,7 +139,7 @@ async function admitLinesIn(
     [req.batchId, req.claim, JSON.stringify(lines)],
   );
   metrics.admissions.inc({ kind: batch.kind }, rows.length);
-  return state(inserted.rows.map((r) => fromRow({ ...r, preview_keys: null, provider: null })));
+  return state(inserted.rows.map((r) => fromRow({ ...r, preview_keys: null, served_by: null })));
 }
 
 /** A generation row as the statement that starts lines inserts it (jsonb_to_recordset). */

@@ -29,8 +29,8 @@ export async function checkCustomerBudget(
   await ensureCustomer(tx, g.accountId, g.customerId);
   const budget = await readCustomerBudget(tx, g.accountId, g.customerId, { lock: true });
   if (!budget || budget.spentMc + g.quoteMc <= budget.maxMc) return { fits: true, budget };
-  const replayed = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
-  return (replayed.rowCount ?? 0) > 0 ? { fits: true, budget: undefined } : { fits: false, budget };
+  const held = await tx.query('SELECT 1 FROM holds WHERE generation_id = $1', [g.id]);
+  return (held.rowCount ?? 0) > 0 ? { fits: true, budget: undefined } : { fits: false, budget };
 }
 
 /** After a hold counted against `budget`: the hold that brings the customer's spending to its maximum records the alert. */

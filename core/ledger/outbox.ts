@@ -10,7 +10,7 @@ import {
   callbackEventFor,
   eventFor,
   FLAT_KINDS,
-  formatsCataloguing,
+  formatsSendingByDefault,
   PROGRESS_EVENT,
 } from '../webhooks/events';
 import type { BatchEvent } from '../webhooks/events';
@@ -115,7 +115,7 @@ export async function recordAlertEvent(tx: Queryable, alert: AlertRow): Promise<
 
 /**
  * One delivery of a batch's event per enabled endpoint of its account that lists it, or that has no
- * list and a format whose catalogue holds it (OpenAI's); to the others batch events are opt-in. The
+ * list and a format that sends it by default (OpenAI's); to the others batch events are opt-in. The
  * batch's own callback gets every batch event, or those its filter lists.
  */
 export async function recordBatchEvent(
@@ -130,7 +130,7 @@ export async function recordBatchEvent(
      UNION ALL
      SELECT id, account_id FROM webhook_endpoints
       WHERE job_batch_id = $4 AND enabled AND (events IS NULL OR $2 = ANY (events)) AND $2 = ANY ($5::text[])`,
-    [batch.accountId, event, formatsCataloguing(event), batch.id, BATCH_EVENTS],
+    [batch.accountId, event, formatsSendingByDefault(event), batch.id, BATCH_EVENTS],
   );
   await enqueueDeliveries(
     tx,

@@ -22,81 +22,8 @@ import type { UpstreamEndpoint } from './upstream-http';
  * reply (the activity path) is the same stream gathered. Billing uses the upstream's usage when it
  * sends one (`stream_options.include_usage`); otherwise each content delta counts as one token.
  */
-export function createOpenAiUpstream(
-  endpoint: UpstreamEndpoint & { models: Record<string, string> },
-  http: SafeHttpClient,
-): Provider {
-  const upstreamModel = (job: ProviderJob): string => {
-    const name = endpoint.models[job.model];
-    if (!name)
-      throw new ProviderRejectedError(
-        `The upstream ${endpoint.name} is not configured for ${job.model}.`,
-        'provider_rejected',
-      );
-    return name;
-  };
-
-  async function* streamChat(job: ProviderJob, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
-    const messages: ChatMessage[] = job.internal.messages ?? [{ role: 'user', content: job.prompt }];
-    const sampling = job.internal.sampling ?? {};
-    const tools = job.internal.tools;
-    const res = await callUpstream(endpoint, '/chat/completions', {
-      signal,
-      body: {
-        ...sampling,
-        ...(tools ? openAiTools(tools) : {}),
-        ...(job.internal.responseFormat ? { response_format: openAiResponseFormat(job.internal.responseFormat) } : {}),
-        model: upstreamModel(job),
-        messages: openAiChatMessages(messages),
-        stream: true,
-        stream_options: { include_usage: true },
-        ...(job.params.maxTokens === undefined ? {} : { max_tokens: job.params.maxTokens }),
-      },
-    });
-    for await (const data of sseData(endpoint, res, signal)) {
-      if (data === '[DONE]') return;
-      let chunk: UpstreamChunk;
-      try {
-        chunk = JSON.parse(data) as UpstreamChunk;
-      } catch {
-        throw new UpstreamUnavailableError(`The upstream ${endpoint.name} sent an event that is not JSON.`);
-      }
-      if (chunk.error)
-        throw new UpstreamUnavailableError(
-          `The upstream ${endpoint.name} failed mid-stream: ${chunk.error.message ?? 'unknown error'}`,
-        );
-      const delta = chunk.choices?.[0]?.delta;
-      const content = delta?.content;
-      const logprobs = chunk.choices?.[0]?.logprobs?.content;
-      if (typeof content === 'string' && content !== '')
-        yield { type: 'delta', text: content, ...(logprobs ? { logprobs: logprobs.map(tokenLogprobOf) } : {}) };
-      for (const call of delta?.tool_calls ?? []) {
-        yield {
-          type: 'tool_call',
-          index: call.index ?? 0,
-          id: call.id,
-          name: call.function?.name,
-          arguments: call.function?.arguments ?? '',
-        };
-      }
-      const usage = chunk.usage ? openAiUsageOf(chunk.usage) : undefined;
-      if (usage) yield { type: 'usage', ...usage };
-    }
-  }
-
-  /** The image of an images answer: its base64, or the file at its URL. */
-  const imageOf = async (res: Response, signal: AbortSignal) => {
-    const body = (await res.json()) as { data?: { b64_json?: string; url?: string }[] };
-    const image = body.data?.[0];
-    if (image?.b64_json)
-      return { data: Buffer.from(image.b64_json, 'base64'), contentType: 'image/png', extension: 'png' };
-    if (image?.url) {
-      const file = await downloadOutput(endpoint, image.url, http, signal);
-      return { ...file, extension: extensionOf(file.contentType, 'png') };
-    }
-    throw new UpstreamUnavailableError(`The upstream ${endpoint.name} answered without an image.`);
-  };
-
+export function createOpenAiUpstream(endpoint: OpenAiEndpoint, http: SafeHttpClient): Provider {
+  const streamChat = (job: ProviderJob, signal: AbortSignal) => streamOpenAiChat(endpoint, job, signal);
   return {
     streamChat,
     // Function tools, structured output and log probabilities are passed on as OpenAI's chat
@@ -104,47 +31,142 @@ export function createOpenAiUpstream(
     serves: (_model, feature) => !VIDEO_FEATURES.includes(feature),
     async run(job: ProviderJob, ctx: ProviderContext): Promise<ProviderResult> {
       if (job.kind === 'chat') return gatheredChat(streamChat(job, ctx.signal), ctx);
-      if (job.kind === 'image' && job.inputs?.length) {
-        // An edit: OpenAI's multipart /images/edits, one image as `image`, several as `image[]`.
-        const form = new FormData();
-        const model = upstreamModel(job);
-        form.append('model', model);
-        form.append('prompt', job.prompt);
-        form.append('n', '1');
-        const blob = (b: Buffer) => new Blob([new Uint8Array(b)], { type: b[0] === 0xff ? 'image/jpeg' : 'image/png' });
-        for (const [i, image] of job.inputs.entries())
-          form.append(job.inputs.length === 1 ? 'image' : 'image[]', blob(image), `image-${i}.png`);
-        if (job.mask) form.append('mask', blob(job.mask), 'mask.png');
-        // The size asked, where it is not the input's own (which an edit keeps by default).
-        const { width, height, inputWidth, inputHeight } = job.params;
-        if (width !== undefined && height !== undefined && (width !== inputWidth || height !== inputHeight))
-          form.append('size', `${width}x${height}`);
-        if (!/(^|\/)gpt-image/.test(model)) form.append('response_format', 'b64_json');
-        if (job.params.outputFormat) form.append('output_format', job.params.outputFormat);
-        const res = await callUpstream(endpoint, '/images/edits', { signal: ctx.signal, form });
-        return { file: await imageOf(res, ctx.signal) };
-      }
-      if (job.kind === 'image') {
-        const res = await callUpstream(endpoint, '/images/generations', {
-          signal: ctx.signal,
-          body: {
-            model: upstreamModel(job),
-            prompt: job.prompt,
-            n: 1,
-            size: `${job.params.width ?? 1024}x${job.params.height ?? 1024}`,
-            // gpt-image models answer base64 by themselves and take no response_format.
-            ...(/(^|\/)gpt-image/.test(upstreamModel(job)) ? {} : { response_format: 'b64_json' }),
-            ...(job.params.outputFormat ? { output_format: job.params.outputFormat } : {}),
-          },
-        });
-        return { file: await imageOf(res, ctx.signal) };
-      }
+      if (job.kind === 'image' && job.inputs?.length) return editImage(endpoint, http, job, job.inputs, ctx.signal);
+      if (job.kind === 'image') return generateImage(endpoint, http, job, ctx.signal);
       throw new ProviderRejectedError(
         `The upstream ${endpoint.name} speaks OpenAI's API, which has no ${job.kind} jobs here.`,
         'provider_rejected',
       );
     },
   };
+}
+
+type OpenAiEndpoint = UpstreamEndpoint & { models: Record<string, string> };
+
+/** The upstream's own name of the job's model; a model it is not configured for is refused. */
+function upstreamModel(endpoint: OpenAiEndpoint, job: ProviderJob): string {
+  const name = endpoint.models[job.model];
+  if (!name)
+    throw new ProviderRejectedError(
+      `The upstream ${endpoint.name} is not configured for ${job.model}.`,
+      'provider_rejected',
+    );
+  return name;
+}
+
+/** A chat as the upstream streams it: content deltas (with their log probabilities), tool calls, usage. */
+async function* streamOpenAiChat(
+  endpoint: OpenAiEndpoint,
+  job: ProviderJob,
+  signal: AbortSignal,
+): AsyncGenerator<ChatStreamEvent> {
+  const messages: ChatMessage[] = job.internal.messages ?? [{ role: 'user', content: job.prompt }];
+  const sampling = job.internal.sampling ?? {};
+  const tools = job.internal.tools;
+  const res = await callUpstream(endpoint, '/chat/completions', {
+    signal,
+    body: {
+      ...sampling,
+      ...(tools ? openAiTools(tools) : {}),
+      ...(job.internal.responseFormat ? { response_format: openAiResponseFormat(job.internal.responseFormat) } : {}),
+      model: upstreamModel(endpoint, job),
+      messages: openAiChatMessages(messages),
+      stream: true,
+      stream_options: { include_usage: true },
+      ...(job.params.maxTokens === undefined ? {} : { max_tokens: job.params.maxTokens }),
+    },
+  });
+  for await (const data of sseData(endpoint, res, signal)) {
+    if (data === '[DONE]') return;
+    let chunk: UpstreamChunk;
+    try {
+      chunk = JSON.parse(data) as UpstreamChunk;
+    } catch {
+      throw new UpstreamUnavailableError(`The upstream ${endpoint.name} sent an event that is not JSON.`);
+    }
+    if (chunk.error)
+      throw new UpstreamUnavailableError(
+        `The upstream ${endpoint.name} failed mid-stream: ${chunk.error.message ?? 'unknown error'}`,
+      );
+    const delta = chunk.choices?.[0]?.delta;
+    const content = delta?.content;
+    const logprobs = chunk.choices?.[0]?.logprobs?.content;
+    if (typeof content === 'string' && content !== '')
+      yield { type: 'delta', text: content, ...(logprobs ? { logprobs: logprobs.map(tokenLogprobOf) } : {}) };
+    for (const call of delta?.tool_calls ?? []) {
+      yield {
+        type: 'tool_call',
+        index: call.index ?? 0,
+        id: call.id,
+        name: call.function?.name,
+        arguments: call.function?.arguments ?? '',
+      };
+    }
+    const usage = chunk.usage ? openAiUsageOf(chunk.usage) : undefined;
+    if (usage) yield { type: 'usage', ...usage };
+  }
+}
+
+/** An edit: OpenAI's multipart /images/edits, one image as `image`, several as `image[]`. */
+async function editImage(
+  endpoint: OpenAiEndpoint,
+  http: SafeHttpClient,
+  job: ProviderJob,
+  inputs: NonNullable<ProviderJob['inputs']>,
+  signal: AbortSignal,
+): Promise<ProviderResult> {
+  const form = new FormData();
+  const model = upstreamModel(endpoint, job);
+  form.append('model', model);
+  form.append('prompt', job.prompt);
+  form.append('n', '1');
+  const blob = (b: Buffer) => new Blob([new Uint8Array(b)], { type: b[0] === 0xff ? 'image/jpeg' : 'image/png' });
+  for (const [i, image] of inputs.entries())
+    form.append(inputs.length === 1 ? 'image' : 'image[]', blob(image), `image-${i}.png`);
+  if (job.mask) form.append('mask', blob(job.mask), 'mask.png');
+  // The size asked, where it is not the input's own (which an edit keeps by default).
+  const { width, height, inputWidth, inputHeight } = job.params;
+  if (width !== undefined && height !== undefined && (width !== inputWidth || height !== inputHeight))
+    form.append('size', `${width}x${height}`);
+  if (!/(^|\/)gpt-image/.test(model)) form.append('response_format', 'b64_json');
+  if (job.params.outputFormat) form.append('output_format', job.params.outputFormat);
+  const res = await callUpstream(endpoint, '/images/edits', { signal, form });
+  return { file: await imageOf(endpoint, http, res, signal) };
+}
+
+/** A new image: OpenAI's /images/generations. */
+async function generateImage(
+  endpoint: OpenAiEndpoint,
+  http: SafeHttpClient,
+  job: ProviderJob,
+  signal: AbortSignal,
+): Promise<ProviderResult> {
+  const res = await callUpstream(endpoint, '/images/generations', {
+    signal,
+    body: {
+      model: upstreamModel(endpoint, job),
+      prompt: job.prompt,
+      n: 1,
+      size: `${job.params.width ?? 1024}x${job.params.height ?? 1024}`,
+      // gpt-image models answer base64 by themselves and take no response_format.
+      ...(/(^|\/)gpt-image/.test(upstreamModel(endpoint, job)) ? {} : { response_format: 'b64_json' }),
+      ...(job.params.outputFormat ? { output_format: job.params.outputFormat } : {}),
+    },
+  });
+  return { file: await imageOf(endpoint, http, res, signal) };
+}
+
+/** The image of an images answer: its base64, or the file at its URL. */
+async function imageOf(endpoint: OpenAiEndpoint, http: SafeHttpClient, res: Response, signal: AbortSignal) {
+  const body = (await res.json()) as { data?: { b64_json?: string; url?: string }[] };
+  const image = body.data?.[0];
+  if (image?.b64_json)
+    return { data: Buffer.from(image.b64_json, 'base64'), contentType: 'image/png', extension: 'png' };
+  if (image?.url) {
+    const file = await downloadOutput(endpoint, image.url, http, signal);
+    return { ...file, extension: extensionOf(file.contentType, 'png') };
+  }
+  throw new UpstreamUnavailableError(`The upstream ${endpoint.name} answered without an image.`);
 }
 
 interface UpstreamChunk {

@@ -1,11 +1,12 @@
 import type { GenerationKind, GenerationStatus } from '../vocabulary';
 
 /**
- * The event catalogues. An endpoint's `format` picks one: `nested` endpoints get catalogue A (a
- * generation finished, every kind, the group C record nested in the payload); `flat` endpoints get
- * catalogue B (every state change of long-running jobs, flat payload); `openai` endpoints get
- * OpenAI's events (a batch, a response or a generation ended) in OpenAI's shape, which the official
- * SDKs' `webhooks.unwrap()` verify and parse.
+ * The events each format sends. An endpoint's `format` picks one set: `nested` endpoints get a
+ * generation finished, every kind, the group C record nested in the payload; `flat` endpoints get
+ * every state change of long-running jobs, flat payload; `openai` endpoints get OpenAI's events (a
+ * batch, a response or a generation ended) in OpenAI's shape, which the official SDKs'
+ * `webhooks.unwrap()` verify and parse. The spec and the API's documents call the first two
+ * catalogues A and B; the code names them by their formats, as its catalogue is the models'.
  */
 export type WebhookFormat = 'nested' | 'flat' | 'openai';
 export const WEBHOOK_FORMATS = ['nested', 'flat', 'openai'] as const satisfies readonly WebhookFormat[];
@@ -33,14 +34,14 @@ export type WebhookEvent =
   | (typeof OPENAI_GENERATION_EVENTS)[number]
   | BatchEvent;
 /**
- * Opt-in in both catalogues: sent only to an endpoint whose `events` list names it (never to one
- * without a list, which gets its catalogue's state changes), once per 10 % step a video or upscale
+ * Opt-in in both formats: sent only to an endpoint whose `events` list names it (never to one
+ * without a list, which gets its format's state changes), once per 10 % step a video or upscale
  * run crosses (PROGRESS_EVENT_STEP).
  */
 export const PROGRESS_EVENT = 'generation.progress';
 export const PROGRESS_EVENT_STEP = 10;
 /**
- * Account alerts, opt-in in both catalogues like progress (docs/decisions/0043-account-alerts.md): sent only
+ * Account alerts, opt-in in both formats like progress (docs/decisions/0043-account-alerts.md): sent only
  * to an endpoint whose `events` list names them. `balance.low`: the account's available credits
  * fell below its threshold (once per crossing); `key.budget_reached`: a key's budget for its
  * period is used up or refused a hold (once per key, period and budget).
@@ -52,7 +53,7 @@ export const CUSTOMER_BUDGET_REACHED_EVENT = 'customer.budget_reached';
 export const ALERT_EVENTS = [BALANCE_LOW_EVENT, BUDGET_REACHED_EVENT, CUSTOMER_BUDGET_REACHED_EVENT] as const;
 export type AlertEvent = (typeof ALERT_EVENTS)[number];
 /**
- * A batch ended (docs/decisions/0073-batch-events.md), opt-in in both catalogues like progress:
+ * A batch ended (docs/decisions/0073-batch-events.md), opt-in in both formats like progress:
  * sent only to an endpoint whose `events` list names it; its lines send no generation events.
  */
 export const BATCH_EVENTS = ['batch.completed', 'batch.failed', 'batch.cancelled', 'batch.expired'] as const;
@@ -60,7 +61,7 @@ export type BatchEvent = (typeof BATCH_EVENTS)[number];
 /** Sent by POST /api/v1/webhooks/:id/test whatever the endpoint's filter. */
 export const PING_EVENT = 'ping';
 
-export const CATALOGUES: Record<WebhookFormat, readonly WebhookEvent[]> = {
+export const FORMAT_EVENTS: Record<WebhookFormat, readonly WebhookEvent[]> = {
   nested: NESTED_EVENTS,
   flat: FLAT_EVENTS,
   // OpenAI's endpoints are sent batch events without listing them, as OpenAI sends them.
@@ -68,8 +69,8 @@ export const CATALOGUES: Record<WebhookFormat, readonly WebhookEvent[]> = {
 };
 
 /** The formats whose endpoints get `event` without listing it. */
-export const formatsCataloguing = (event: string): WebhookFormat[] =>
-  WEBHOOK_FORMATS.filter((format) => (CATALOGUES[format] as readonly string[]).includes(event));
+export const formatsSendingByDefault = (event: string): WebhookFormat[] =>
+  WEBHOOK_FORMATS.filter((format) => (FORMAT_EVENTS[format] as readonly string[]).includes(event));
 
 /** What an ended generation was, beyond its status: what OpenAI's event names tell apart. */
 export interface GenerationOutcome {
@@ -82,7 +83,7 @@ export interface GenerationOutcome {
 }
 const ORDINARY: GenerationOutcome = { response: false, cancelled: false, incomplete: false };
 
-/** Catalogue B is about jobs that take a while (spec: "such as video and upscale"). */
+/** The `flat` events are about jobs that take a while (spec: "such as video and upscale"). */
 export const FLAT_KINDS: readonly GenerationKind[] = ['video', 'upscale'];
 
 /** The event a generation entering `status` means to an endpoint of `format`, if any. */
@@ -113,8 +114,8 @@ function openAiEventFor(status: GenerationStatus, o: GenerationOutcome): Webhook
 
 /**
  * The event a generation entering `status` means to its own callback (a URL named on the job):
- * catalogue B's, for every kind; a kind that finishes within the call (image, chat) sends only its
- * end, which every catalogue already owes, so a callback adds no lookup to their admission.
+ * the `flat` format's, for every kind; a kind that finishes within the call (image, chat) sends only
+ * its end, which every format already owes, so a callback adds no lookup to their admission.
  */
 export function callbackEventFor(kind: GenerationKind, status: GenerationStatus): WebhookEvent | undefined {
   if (FLAT_KINDS.includes(kind) || status === 'succeeded' || status === 'failed') return `generation.${status}`;
@@ -126,9 +127,9 @@ export function anyEventFor(kind: GenerationKind, status: GenerationStatus): boo
   return WEBHOOK_FORMATS.some((format) => eventFor(format, kind, status) !== undefined);
 }
 
-/** What an endpoint of `format` may list: its catalogue (what it gets without a list), the opt-in progress, alerts and batch events. */
+/** What an endpoint of `format` may list: its format's events (what it gets without a list), the opt-in progress, alerts and batch events. */
 export const subscribable = (format: WebhookFormat): readonly string[] => [
-  ...new Set([...CATALOGUES[format], PROGRESS_EVENT, ...ALERT_EVENTS, ...BATCH_EVENTS]),
+  ...new Set([...FORMAT_EVENTS[format], PROGRESS_EVENT, ...ALERT_EVENTS, ...BATCH_EVENTS]),
 ];
 
 /** Events outside what the format's endpoints may list, for a 400 that names them. */

@@ -2,8 +2,8 @@ import { InvalidRequestError } from '../errors';
 import { BATCH_EVENTS, FLAT_EVENTS, PROGRESS_EVENT } from './events';
 
 /**
- * A job's callback: a URL named on the submit itself, which gets that job's events (catalogue B's
- * shape, signed with the account's callback secret). Doors name the URL and its event filter their
+ * A job's callback: a URL named on the submit itself, which gets that job's events (the `flat`
+ * format's shape, signed with the account's callback secret). Doors name the URL and its event filter their
  * own way; the filter takes our event names, the statuses alone, and Replicate's words for them.
  */
 
@@ -20,14 +20,14 @@ export interface RequestedCallback {
   eventsParam: string;
 }
 
-/** A checked callback, as it is recorded with its job: where, and which events (null: all of its catalogue). */
+/** A checked callback, as it is recorded with its job: where, and which events (null: all of its job's). */
 export interface JobCallback {
   url: string;
   events: string[] | null;
 }
 
 /** What the callback of each job receives without a filter. */
-export const CALLBACK_CATALOGUES: Record<CallbackJob, readonly string[]> = {
+export const CALLBACK_EVENTS: Record<CallbackJob, readonly string[]> = {
   generation: FLAT_EVENTS,
   batch: BATCH_EVENTS,
 };
@@ -49,9 +49,9 @@ const BATCH_ALIASES: Record<string, readonly string[]> = Object.fromEntries(
   BATCH_EVENTS.map((e) => [e.slice('batch.'.length), [e]]),
 );
 
-/** The event names a filter of `job`'s callback may use: its catalogue, and for a generation the opt-in progress. */
+/** The event names a filter of `job`'s callback may use: its job's events, and for a generation the opt-in progress. */
 const eventsOf = (job: CallbackJob): readonly string[] =>
-  job === 'generation' ? [...CALLBACK_CATALOGUES.generation, PROGRESS_EVENT] : CALLBACK_CATALOGUES.batch;
+  job === 'generation' ? [...CALLBACK_EVENTS.generation, PROGRESS_EVENT] : CALLBACK_EVENTS.batch;
 const aliasesOf = (job: CallbackJob): Record<string, readonly string[]> =>
   job === 'generation' ? GENERATION_ALIASES : BATCH_ALIASES;
 
@@ -59,7 +59,7 @@ const aliasesOf = (job: CallbackJob): Record<string, readonly string[]> =>
 export const callbackFilterWords = (job: CallbackJob): string[] => [...eventsOf(job), ...Object.keys(aliasesOf(job))];
 
 /**
- * The stored filter of a callback: null without one (every event of its catalogue), else the
+ * The stored filter of a callback: null without one (every event of its job), else the
  * event names its words stand for. An unknown word is a 400 naming `param`.
  */
 export function callbackEventFilter(

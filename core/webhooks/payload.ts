@@ -28,11 +28,11 @@ export interface PayloadSource {
 /**
  * The JSON body of a delivery, built when it is sent, so that `outputUrl` is a fresh signed URL
  * (valid 24 h) even on a retry days later. Finished generations never change, so a terminal event
- * shows the record as it ended; a `queued` or `running` event (catalogue B) shows nothing that
+ * shows the record as it ended; a `queued` or `running` event (`flat`) shows nothing that
  * only exists later.
  *
- * - catalogue A (`nested`): `{ event, generation: <the group C record> }`
- * - catalogue B (`flat`): `{ event, generation_id, kind, output_url, credits_charged, created_at }`,
+ * - `nested`: `{ event, generation: <the group C record> }`
+ * - `flat`: `{ event, generation_id, kind, output_url, credits_charged, created_at }`,
  *   `created_at` being the time of the state change.
  * - a generation made for a customer of the platform carries its id in both: the record's
  *   `customer`, the flat payload's `customer`.
@@ -106,7 +106,7 @@ const customerField = (customer: string | null) => (customer === null ? {} : { c
 /**
  * An account alert as it was detected: nested `{ event, alert: { id, accountId, … } }` (camelCase,
  * like the group C record), flat `{ event, alert_id, account_id, …, created_at }` (snake_case,
- * like catalogue B). Amounts in credits.
+ * like the `flat` generation events). Amounts in credits.
  */
 export function alertPayload(a: AlertRow, format: WebhookFormat): Record<string, unknown> {
   const fields: [string, string, unknown][] =
@@ -147,7 +147,7 @@ export function alertPayload(a: AlertRow, format: WebhookFormat): Record<string,
  * A batch's event (`batch.completed`, `batch.failed`, `batch.cancelled`, `batch.expired`): nested
  * `{ event, batch: { id, endpoint, status, requestCounts, … } }` (camelCase, like the group C record),
  * flat `{ event, batch_id, endpoint, status, request_counts, …, created_at }` (snake_case, like
- * catalogue B; `created_at` the time of the event). Credits charged are the batch's lines' charges.
+ * the `flat` generation events; `created_at` the time of the event). Credits charged are the batch's lines' charges.
  */
 export function batchPayload(
   event: string,

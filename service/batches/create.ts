@@ -110,31 +110,6 @@ function refusal(problems: LineProblem[]): InvalidRequestError {
 export function createBatchCreation(deps: CreateDeps) {
   const limits: InputLimits = { maxLineBytes: deps.files.limits.maxLineBytes, maxLines: deps.files.limits.maxLines };
 
-  async function read(principal: Principal, req: NewBatchRequest): Promise<ReadInput> {
-    if (req.input.format === 'anthropic')
-      return {
-        inputFileId: null,
-        ...readMessageRequests(req.input.requests, limits),
-        at: (line) => `${requestAt(line)}.params`,
-        paramAt: (line, param) => `${requestAt(line)}.params${param === null ? '' : `.${param}`}`,
-      };
-    const { file, data } = await deps.files.input(principal, req.input.inputFileId);
-    return {
-      inputFileId: file.id,
-      ...readInput(data, req.endpoint, limits),
-      at: (line) => `Line ${line}`,
-      paramAt: (_line, param) => param,
-    };
-  }
-
-  /** The batch an Idempotency-Key repeat stands for (the first request's; nothing is read, priced or held again). */
-  async function repeated(principal: Principal, keyed: KeyedRequest | undefined): Promise<BatchRow | undefined> {
-    if (!keyed) return undefined;
-    const prior = await findIdempotencyClaim(deps.pool, keyed, 'batch');
-    if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
-    return prior && (await getBatch(deps.pool, principal.accountId, prior.id));
-  }
-
   return async function create(principal: Principal, req: NewBatchRequest): Promise<BatchRow> {
     // A key that may not make what the endpoint makes is refused whole, before its requests are read.
     assertScope(principal, BATCH_ENDPOINTS[req.endpoint]);
@@ -143,38 +118,14 @@ export function createBatchCreation(deps: CreateDeps) {
       key: req.idempotency.key,
       requestHash: requestHash(req.idempotency.route, req.idempotency.body),
     };
-    const first = await repeated(principal, keyed);
+    const first = await repeated(deps.pool, principal, keyed);
     if (first) return first;
     const callback =
       req.callback && (await (deps.prepareCallback ?? refuseCallbacks)(principal, req.callback, 'batch'));
-    const input = await read(principal, req);
-    const problems: BatchProblem[] = [...input.problems];
-    const lines: { line: number; customId: string; request: LineRequest; quoteMc: number }[] = [];
-    for (const l of input.lines) {
-      try {
-        const parsed = await req.parse(l.body);
-        const request = await req.inWords(async () =>
-          Array.from({ length: parsed.count ?? 1 }, () => {
-            // A batch's chat lines are never free replies: they are billed per token, as group B's are.
-            const p = priceRequest(parsed.request, principal, req.door, deps.serves);
-            const g = { kind: p.kind, model: p.model, prompt: p.prompt, params: p.params, internal: p.internal };
-            return atBatchRate({ ...g, quoteMc: p.quoteMc }, deps.rates);
-          }),
-        );
-        const lineRequest: LineRequest = { generations: request, ...(parsed.answer ? { answer: parsed.answer } : {}) };
-        const quoteMc = lineQuoteMc(lineRequest);
-        if (parsed.spendCap !== undefined && quoteMc > creditsToMc(parsed.spendCap))
-          throw new QuoteAboveSpendCapError(mcToCredits(quoteMc), parsed.spendCap, 'max_credits');
-        lines.push({ line: l.line, customId: l.customId, request: lineRequest, quoteMc });
-      } catch (err) {
-        if (!(err instanceof DomainError)) throw err;
-        const param = input.paramAt(l.line, typeof err.details.param === 'string' ? err.details.param : null);
-        problems.push({ code: err.type, message: `${input.at(l.line)}: ${err.message}`, param, line: l.line });
-      }
-    }
-    problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+    const input = await read(deps.files, limits, principal, req);
+    const { lines, problems } = await priceLines(deps, principal, req, input);
 
-    const base = {
+    const base: BatchBase = {
       id: newId('batch'),
       accountId: principal.accountId,
       apiKeyId: principal.apiKeyId,
@@ -185,51 +136,140 @@ export function createBatchCreation(deps: CreateDeps) {
       callback,
     };
     if (problems.length > 0 && req.input.format === 'anthropic') throw refusal(problems);
-    if (problems.length > 0) {
-      const shown = problems.slice(0, MAX_PROBLEMS);
-      if (problems.length > MAX_PROBLEMS)
-        shown.push({
-          code: 'too_many_errors',
-          message: `${problems.length - MAX_PROBLEMS} more lines have problems; fix these and try again.`,
-          param: null,
-          line: null,
-        });
-      return recordFailedBatch(deps.pool, {
-        ...base,
-        total: input.lines.length + input.problems.length,
-        errors: shown,
-      });
-    }
+    if (problems.length > 0) return recordFailed(deps.pool, base, input, problems);
 
     const quoteMc = lines.reduce((sum, l) => sum + l.quoteMc, 0);
     if (req.spendCap && quoteMc > creditsToMc(req.spendCap.credits))
       throw new QuoteAboveSpendCapError(mcToCredits(quoteMc), req.spendCap.credits, req.spendCap.param);
-    const held = await holdBatch(deps.pool, {
-      ...base,
-      completionWindowMs: deps.completionWindowMs,
-      lines,
-      budgeted: principal.budgeted === true,
-      keyed,
-    });
-    // The same request made the batch meanwhile (two repeats at once): answer that one.
-    if (held.outcome === 'repeat') {
-      const made = await getBatch(deps.pool, principal.accountId, held.batchId);
-      if (made) return made;
-      throw new IdempotencyConflictError();
-    }
-    if (held.outcome === 'refused')
-      throw new InsufficientCreditsError(mcToCredits(held.requiredMc), mcToCredits(held.availableMc));
-    if (held.outcome === 'over_budget')
-      throw new BudgetExceededError({
-        keyId: held.keyId,
-        requiredCredits: mcToCredits(held.requiredMc),
-        availableCredits: mcToCredits(held.availableMc),
-        budgetCredits: mcToCredits(held.maxMc),
-        period: held.period,
-      });
-    await deps.gateway.start(held.batch).catch((err: unknown) => {
-      deps.log(`batch ${held.batch.id}: its workflow could not be started now; the reconciler will start it`, err);
-    });
-    return held.batch;
+    return holdAndStart(deps, principal, base, lines, keyed);
   };
+}
+
+/** What a batch is recorded with, failed or held. */
+type BatchBase = Omit<Parameters<typeof holdBatch>[1], 'lines' | 'budgeted' | 'completionWindowMs' | 'keyed'>;
+
+type PricedLine = { line: number; customId: string; request: LineRequest; quoteMc: number };
+
+/** The batch's requests: its uploaded file's lines, or the call's own `requests`. */
+async function read(
+  files: FileService,
+  limits: InputLimits,
+  principal: Principal,
+  req: NewBatchRequest,
+): Promise<ReadInput> {
+  if (req.input.format === 'anthropic')
+    return {
+      inputFileId: null,
+      ...readMessageRequests(req.input.requests, limits),
+      at: (line) => `${requestAt(line)}.params`,
+      paramAt: (line, param) => `${requestAt(line)}.params${param === null ? '' : `.${param}`}`,
+    };
+  const { file, data } = await files.input(principal, req.input.inputFileId);
+  return {
+    inputFileId: file.id,
+    ...readInput(data, req.endpoint, limits),
+    at: (line) => `Line ${line}`,
+    paramAt: (_line, param) => param,
+  };
+}
+
+/** The batch an Idempotency-Key repeat stands for (the first request's; nothing is read, priced or held again). */
+async function repeated(
+  pool: pg.Pool,
+  principal: Principal,
+  keyed: KeyedRequest | undefined,
+): Promise<BatchRow | undefined> {
+  if (!keyed) return undefined;
+  const prior = await findIdempotencyClaim(pool, keyed, 'batch');
+  if (prior?.outcome === 'conflict') throw new IdempotencyConflictError();
+  return prior && (await getBatch(pool, principal.accountId, prior.id));
+}
+
+/** Every line parsed and priced as its endpoint would, at the batch rate; a line that is wrong is a problem naming it. */
+async function priceLines(
+  deps: CreateDeps,
+  principal: Principal,
+  req: NewBatchRequest,
+  input: ReadInput,
+): Promise<{ lines: PricedLine[]; problems: BatchProblem[] }> {
+  const problems: BatchProblem[] = [...input.problems];
+  const lines: PricedLine[] = [];
+  for (const l of input.lines) {
+    try {
+      const parsed = await req.parse(l.body);
+      const request = await req.inWords(async () =>
+        Array.from({ length: parsed.count ?? 1 }, () => {
+          // A batch's chat lines are never free replies: they are billed per token, as group B's are.
+          const p = priceRequest(parsed.request, principal, req.door, deps.serves);
+          const g = { kind: p.kind, model: p.model, prompt: p.prompt, params: p.params, internal: p.internal };
+          return atBatchRate({ ...g, quoteMc: p.quoteMc }, deps.rates);
+        }),
+      );
+      const lineRequest: LineRequest = { generations: request, ...(parsed.answer ? { answer: parsed.answer } : {}) };
+      const quoteMc = lineQuoteMc(lineRequest);
+      if (parsed.spendCap !== undefined && quoteMc > creditsToMc(parsed.spendCap))
+        throw new QuoteAboveSpendCapError(mcToCredits(quoteMc), parsed.spendCap, 'max_credits');
+      lines.push({ line: l.line, customId: l.customId, request: lineRequest, quoteMc });
+    } catch (err) {
+      if (!(err instanceof DomainError)) throw err;
+      const param = input.paramAt(l.line, typeof err.details.param === 'string' ? err.details.param : null);
+      problems.push({ code: err.type, message: `${input.at(l.line)}: ${err.message}`, param, line: l.line });
+    }
+  }
+  problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+  return { lines, problems };
+}
+
+/** Records the batch `failed` with its problems (the first MAX_PROBLEMS, then how many more); nothing is held. */
+function recordFailed(pool: pg.Pool, base: BatchBase, input: ReadInput, problems: BatchProblem[]): Promise<BatchRow> {
+  const shown = problems.slice(0, MAX_PROBLEMS);
+  if (problems.length > MAX_PROBLEMS)
+    shown.push({
+      code: 'too_many_errors',
+      message: `${problems.length - MAX_PROBLEMS} more lines have problems; fix these and try again.`,
+      param: null,
+      line: null,
+    });
+  return recordFailedBatch(pool, {
+    ...base,
+    total: input.lines.length + input.problems.length,
+    errors: shown,
+  });
+}
+
+/** Holds the whole price in one ledger movement and starts the batch's workflow (the reconciler starts it should that fail). */
+async function holdAndStart(
+  deps: CreateDeps,
+  principal: Principal,
+  base: BatchBase,
+  lines: PricedLine[],
+  keyed: KeyedRequest | undefined,
+): Promise<BatchRow> {
+  const held = await holdBatch(deps.pool, {
+    ...base,
+    completionWindowMs: deps.completionWindowMs,
+    lines,
+    budgeted: principal.budgeted === true,
+    keyed,
+  });
+  // The same request made the batch meanwhile (two repeats at once): answer that one.
+  if (held.outcome === 'repeat') {
+    const made = await getBatch(deps.pool, principal.accountId, held.batchId);
+    if (made) return made;
+    throw new IdempotencyConflictError();
+  }
+  if (held.outcome === 'refused')
+    throw new InsufficientCreditsError(mcToCredits(held.requiredMc), mcToCredits(held.availableMc));
+  if (held.outcome === 'over_budget')
+    throw new BudgetExceededError({
+      keyId: held.keyId,
+      requiredCredits: mcToCredits(held.requiredMc),
+      availableCredits: mcToCredits(held.availableMc),
+      budgetCredits: mcToCredits(held.maxMc),
+      period: held.period,
+    });
+  await deps.gateway.start(held.batch).catch((err: unknown) => {
+    deps.log(`batch ${held.batch.id}: its workflow could not be started now; the reconciler will start it`, err);
+  });
+  return held.batch;
 }

@@ -42,7 +42,7 @@ export interface AdmissionDeps {
 
 export type Admitted =
   /** The Idempotency-Key was claimed by this same request: its first generation. */
-  | { replayOf: string }
+  | { repeatOf: string }
   /** Every generation held and recorded, ready for its workflow; `createdAt` is their rows'. */
   | { inputs: GenerationWorkflowInput[]; createdAt: Date };
 
@@ -76,7 +76,7 @@ export function createAdmission(deps: AdmissionDeps) {
   };
 
   /** An Idempotency-Key repeat: the first request's generations, whose workflows are made sure of. */
-  const replay = async (accountId: string, firstId: string, opts: SubmitOptions): Promise<SubmittedMany> => {
+  const firstGenerations = async (accountId: string, firstId: string, opts: SubmitOptions): Promise<SubmittedMany> => {
     const rows = await readRequest(pool, accountId, firstId);
     // The first request may have died between its hold and its start; starting again is harmless.
     // If Temporal cannot be reached, the hold stays: the workflow may well be running already, and
@@ -98,12 +98,12 @@ export function createAdmission(deps: AdmissionDeps) {
       await new Promise((r) => setTimeout(r, RECORD_POLL_MS));
       after = await readRequest(pool, accountId, firstId);
     }
-    return { generations: await Promise.all(after.map((g) => viewOf(g, store))), replayed: true };
+    return { generations: await Promise.all(after.map((g) => viewOf(g, store))), repeated: true };
   };
 
   return {
     waitIfSync,
-    replay,
+    firstGenerations,
 
     /**
      * Counts a request for a customer in the customer's rate limit (the account's default or the
@@ -151,7 +151,7 @@ export function createAdmission(deps: AdmissionDeps) {
           keyedOf(principal, opts),
         ),
       );
-      if (admission.outcome === 'replay') return { replayOf: admission.firstId };
+      if (admission.outcome === 'repeat') return { repeatOf: admission.firstId };
       if (admission.outcome !== 'admitted') throw refusalOf(admission);
       const inputs = admission.generations.map((a, i) => inputOfAdmitted(priced[i]!, a, deps.deadlines));
       for (const input of inputs) {
@@ -185,7 +185,7 @@ export type Admission = ReturnType<typeof createAdmission>;
 type LedgerAdmission = Awaited<ReturnType<typeof admit>>;
 
 /** The error a refused admission answers: 402 for the whole request, naming what fell short. */
-function refusalOf(admission: Exclude<LedgerAdmission, { outcome: 'admitted' | 'replay' }>): DomainError {
+function refusalOf(admission: Exclude<LedgerAdmission, { outcome: 'admitted' | 'repeat' }>): DomainError {
   if (admission.outcome === 'refused')
     return new InsufficientCreditsError(mcToCredits(admission.requiredMc), mcToCredits(admission.availableMc));
   if (admission.outcome === 'over_budget') {

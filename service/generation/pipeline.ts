@@ -7,7 +7,7 @@ import type { PrepareCallback, SubmitOptions, SubmittedMany } from './types';
 import { ServiceUnavailableError } from '../../core/errors';
 
 /** Every generation of a request held and recorded, each with its workflow input. */
-export type Held = Exclude<Admitted, { replayOf: string }>;
+export type Held = Exclude<Admitted, { repeatOf: string }>;
 
 /**
  * What one kind of submit adds to the pipeline: the work before the hold that is its own (an
@@ -27,14 +27,14 @@ export interface SubmitKind<Options extends SubmitOptions, Ready, Answer> {
   /** Starts the held generations (their workflows, or the run the API does itself) and answers. */
   start(held: Held, ready: Ready, opts: Options): Answer | Promise<Answer>;
   /** An Idempotency-Key repeat: the first request's generations, as this kind answers them. */
-  replayed(first: SubmittedMany): Answer;
+  answerRepeat(first: SubmittedMany): Answer;
 }
 
 export interface PipelineDeps {
   /** Checks a callback URL named on the request; without it such a request is refused. */
   prepareCallback?: PrepareCallback | undefined;
   /** The gate and the hold (admission.ts). */
-  admission: Pick<Admission, 'limitCustomer' | 'priorClaim' | 'admit' | 'replay'>;
+  admission: Pick<Admission, 'limitCustomer' | 'priorClaim' | 'admit' | 'firstGenerations'>;
   /** What the models' providers can do beyond the basics (function tools), as pricing asks. */
   serves: Serves;
 }
@@ -55,7 +55,8 @@ export function createPipeline({ admission, serves, prepareCallback }: PipelineD
     await admission.limitCustomer(principal, opts);
     // A true repeat is answered without pricing (or fetching) anything again.
     const prior = await admission.priorClaim(principal, opts);
-    if (prior !== undefined) return kind.replayed(await admission.replay(principal.accountId, prior, opts));
+    if (prior !== undefined)
+      return kind.answerRepeat(await admission.firstGenerations(principal.accountId, prior, opts));
 
     // A bad callback URL is refused before anything is priced, fetched or held.
     const callback =
@@ -70,9 +71,9 @@ export function createPipeline({ admission, serves, prepareCallback }: PipelineD
       kind.notHeld?.(ready, 'not admitted');
       throw err;
     }
-    if ('replayOf' in admitted) {
+    if ('repeatOf' in admitted) {
       kind.notHeld?.(ready, 'a repeat');
-      return kind.replayed(await admission.replay(principal.accountId, admitted.replayOf, opts));
+      return kind.answerRepeat(await admission.firstGenerations(principal.accountId, admitted.repeatOf, opts));
     }
     return kind.start(admitted, ready, opts);
   };

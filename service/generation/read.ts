@@ -34,67 +34,23 @@ function contentTypeOf(key: string): string {
   return CONTENT_TYPES[key.slice(key.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
 }
 
-/** Reading and following an account's generations, its balance and what a request would cost. */
-export function createReads({
-  pool,
-  gateway,
-  store,
-  serves,
-}: {
+interface ReadDeps {
   pool: pg.Pool;
   gateway: GenerationGateway;
   store: OutputStore;
   serves: Serves;
-}) {
-  const credits = async (principal: Principal) => {
-    const c = await getAccountCredits(pool, principal.accountId);
-    if (!c) throw new NotFoundError('Account not found.');
-    return c;
-  };
+}
 
+/** Reading and following an account's generations, its balance and what a request would cost. */
+export function createReads(deps: ReadDeps) {
+  const { pool, store } = deps;
   return {
     async get(principal: Principal, id: string): Promise<GenerationView> {
       return viewOf(await readOwn(pool, principal.accountId, id), store);
     },
 
-    /**
-     * Waits for a generation to finish, up to `waitMs`, and answers it as it then is. The end is
-     * pushed by Temporal (the workflow's result), so a plain wait costs no polling. The record is
-     * also read every FOLLOW_POLL_MS while a caller watches the status (`onStatus`, e.g. to send
-     * progress as it starts running), and once Temporal has nothing to say (a workflow it does not
-     * know, such as one whose start was lost) until the deadline.
-     */
-    async follow(principal: Principal, id: string, opts: FollowOptions): Promise<GenerationView> {
-      let g = await readOwn(pool, principal.accountId, id);
-      let seen = g.status;
-      await opts.onStatus?.(await viewOf(g, store));
-      if (isFinal(g.status)) return viewOf(g, store);
-      const watch = new AbortController();
-      const forward = () => watch.abort();
-      opts.signal?.addEventListener('abort', forward, { once: true });
-      let pushed = false;
-      const finished = gateway.awaitFinish(id, opts.waitMs, watch.signal).finally(() => {
-        pushed = true;
-      });
-      const deadline = Date.now() + opts.waitMs;
-      const tick = () => delay(Math.max(0, Math.min(FOLLOW_POLL_MS, deadline - Date.now())));
-      try {
-        while (!isFinal(g.status) && Date.now() < deadline && !watch.signal.aborted) {
-          if (pushed) await tick();
-          else await (opts.onStatus ? Promise.race([finished, tick()]) : finished);
-          g = await readOwn(pool, principal.accountId, id);
-          if (g.status !== seen) {
-            seen = g.status;
-            await opts.onStatus?.(await viewOf(g, store));
-          }
-        }
-        return await viewOf(g, store);
-      } finally {
-        watch.abort();
-        opts.signal?.removeEventListener('abort', forward);
-        await finished;
-      }
-    },
+    follow: (principal: Principal, id: string, opts: FollowOptions): Promise<GenerationView> =>
+      follow(deps, principal, id, opts),
 
     /**
      * A generation with its output file's bytes (once it has succeeded), or those of one of a
@@ -132,7 +88,7 @@ export function createReads({
     },
 
     async balance(principal: Principal): Promise<Balance> {
-      const c = await credits(principal);
+      const c = await credits(pool, principal);
       return {
         // What can be spent now: the ledger balance less active holds (DESIGN §4).
         balance: mcToCredits(c.balanceMc - c.heldMc),
@@ -142,27 +98,85 @@ export function createReads({
       };
     },
 
-    /**
-     * Prices a request without admitting it: the same `priceRequest` as submit (scope, safety
-     * guard, price, model allow-list), then the balance and the free allowance as they are now.
-     * Nothing is held, claimed or recorded; an upscale's input is not fetched.
-     */
-    async quote(request: GenerationRequest, principal: Principal, door: Door): Promise<Quote> {
-      const priced = priceRequest(request, principal, door, serves);
-      const c = await credits(principal);
-      const free = priced.freeChat !== undefined && c.chatUsed < c.chatCap;
-      const credited = free ? 0 : mcToCredits(priced.quoteMc);
-      const balance = mcToCredits(c.balanceMc - c.heldMc);
-      const { imageUrl: _imageUrl, ...params } = priced.params;
-      return {
-        kind: priced.kind,
-        model: free ? priced.freeChat!.model : priced.model,
-        credits: credited,
-        free,
-        params,
-        balance,
-        affordable: free || balance >= credited,
-      };
-    },
+    quote: (request: GenerationRequest, principal: Principal, door: Door): Promise<Quote> =>
+      quote(deps, request, principal, door),
+  };
+}
+
+async function credits(pool: pg.Pool, principal: Principal) {
+  const c = await getAccountCredits(pool, principal.accountId);
+  if (!c) throw new NotFoundError('Account not found.');
+  return c;
+}
+
+/**
+ * Waits for a generation to finish, up to `waitMs`, and answers it as it then is. The end is
+ * pushed by Temporal (the workflow's result), so a plain wait costs no polling. The record is
+ * also read every FOLLOW_POLL_MS while a caller watches the status (`onStatus`, e.g. to send
+ * progress as it starts running), and once Temporal has nothing to say (a workflow it does not
+ * know, such as one whose start was lost) until the deadline.
+ */
+async function follow(
+  { pool, gateway, store }: ReadDeps,
+  principal: Principal,
+  id: string,
+  opts: FollowOptions,
+): Promise<GenerationView> {
+  let g = await readOwn(pool, principal.accountId, id);
+  let seen = g.status;
+  await opts.onStatus?.(await viewOf(g, store));
+  if (isFinal(g.status)) return viewOf(g, store);
+  const watch = new AbortController();
+  const forward = () => watch.abort();
+  opts.signal?.addEventListener('abort', forward, { once: true });
+  let pushed = false;
+  const finished = gateway.awaitFinish(id, opts.waitMs, watch.signal).finally(() => {
+    pushed = true;
+  });
+  const deadline = Date.now() + opts.waitMs;
+  const tick = () => delay(Math.max(0, Math.min(FOLLOW_POLL_MS, deadline - Date.now())));
+  try {
+    while (!isFinal(g.status) && Date.now() < deadline && !watch.signal.aborted) {
+      if (pushed) await tick();
+      else await (opts.onStatus ? Promise.race([finished, tick()]) : finished);
+      g = await readOwn(pool, principal.accountId, id);
+      if (g.status !== seen) {
+        seen = g.status;
+        await opts.onStatus?.(await viewOf(g, store));
+      }
+    }
+    return await viewOf(g, store);
+  } finally {
+    watch.abort();
+    opts.signal?.removeEventListener('abort', forward);
+    await finished;
+  }
+}
+
+/**
+ * Prices a request without admitting it: the same `priceRequest` as submit (scope, safety
+ * guard, price, model allow-list), then the balance and the free allowance as they are now.
+ * Nothing is held, claimed or recorded; an upscale's input is not fetched.
+ */
+async function quote(
+  { pool, serves }: ReadDeps,
+  request: GenerationRequest,
+  principal: Principal,
+  door: Door,
+): Promise<Quote> {
+  const priced = priceRequest(request, principal, door, serves);
+  const c = await credits(pool, principal);
+  const free = priced.freeChat !== undefined && c.chatUsed < c.chatCap;
+  const credited = free ? 0 : mcToCredits(priced.quoteMc);
+  const balance = mcToCredits(c.balanceMc - c.heldMc);
+  const { imageUrl: _imageUrl, ...params } = priced.params;
+  return {
+    kind: priced.kind,
+    model: free ? priced.freeChat!.model : priced.model,
+    credits: credited,
+    free,
+    params,
+    balance,
+    affordable: free || balance >= credited,
   };
 }

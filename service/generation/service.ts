@@ -82,8 +82,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     principal: Principal,
     opts: SubmitOptions,
   ): Promise<Submitted> => {
-    const { generations, replayed } = await submitMany(request, principal, opts);
-    return { generation: generations[0]!, replayed };
+    const { generations, repeated } = await submitMany(request, principal, opts);
+    return { generation: generations[0]!, repeated };
   };
 
   return {

@@ -93,13 +93,13 @@ export interface SubmitOptions {
 export interface Submitted {
   generation: GenerationView;
   /** True when an Idempotency-Key repeat returned an earlier generation. */
-  replayed: boolean;
+  repeated: boolean;
 }
 
 export interface SubmittedMany {
   /** In request order. */
   generations: GenerationView[];
-  replayed: boolean;
+  repeated: boolean;
 }
 
 export interface ListQuery {

@@ -19,7 +19,7 @@ import { actorOf, assertWebhooksScope } from '../../core/accounts/principal';
 import { insertAuditEvent } from '../../core/db/audit';
 import { audited } from '../accounts/audit';
 import type { Principal } from '../../core/accounts/principal';
-import { CATALOGUES, subscribable, unknownEvents } from '../../core/webhooks/events';
+import { FORMAT_EVENTS, subscribable, unknownEvents } from '../../core/webhooks/events';
 import type { WebhookFormat } from '../../core/webhooks/events';
 import { ROTATION_OVERLAP_MS } from '../../core/webhooks/schedule';
 import type { SecretBox } from '../../core/webhooks/secret-box';
@@ -75,71 +75,96 @@ export interface EndpointUpdate {
   enabled?: boolean | undefined;
 }
 
-/** Registration, secrets, the delivery log and replays of an account's webhook endpoints, and of its jobs' callbacks. */
+/** What the service's pieces share: the dependencies, with the clock defaulted. */
+interface WebhookContext {
+  pool: pg.Pool;
+  dispatcher: Pick<WebhookDispatcher, 'redeliver'>;
+  urlRules: WebhookUrlRules;
+  secretBox: SecretBox | undefined;
+  clock: () => number;
+}
+
+/** Registration, secrets, the delivery log and redeliveries of an account's webhook endpoints, and of its jobs' callbacks. */
 export function createWebhookService(deps: WebhookServiceDeps) {
-  const { pool, dispatcher, urlRules } = deps;
-  const clock = deps.clock ?? Date.now;
-
-  const box = (): SecretBox => {
-    if (!deps.secretBox) throw new ServiceUnavailableError('Webhooks are not configured on this instance.');
-    return deps.secretBox;
+  const ctx: WebhookContext = {
+    pool: deps.pool,
+    dispatcher: deps.dispatcher,
+    urlRules: deps.urlRules,
+    secretBox: deps.secretBox,
+    clock: deps.clock ?? Date.now,
   };
-
-  const viewOf = (e: EndpointRow): EndpointView => ({
-    id: e.id,
-    url: e.url,
-    format: e.format,
-    events: e.events ?? [...CATALOGUES[e.format]],
-    description: e.description,
-    enabled: e.enabled,
-    disabledReason: e.disabledReason,
-    disabledAt: e.disabledAt,
-    previousSecretExpiresAt:
-      e.previousSecretExpiresAt && e.previousSecretExpiresAt.getTime() > clock() ? e.previousSecretExpiresAt : null,
-    createdAt: e.createdAt,
-    updatedAt: e.updatedAt,
-  });
-
-  const find = async (principal: Principal, id: string): Promise<EndpointRow> => {
-    const e = WEBHOOK_ID_PATTERN.test(id) ? await getEndpoint(pool, principal.accountId, id) : undefined;
-    if (!e) throw new NotFoundError(`Webhook endpoint '${id}' not found.`, { param: 'id' });
-    return e;
-  };
-
-  /** The filter as stored: null for exactly the catalogue (the opt-in progress is never in it). Unknown names are a 400 that lists the valid ones. */
-  const eventFilter = (format: WebhookFormat, events: string[] | undefined): string[] | null => {
-    if (events === undefined) return null;
-    const unknown = unknownEvents(format, events);
-    if (unknown.length > 0) {
-      throw new InvalidRequestError(
-        `events: ${unknown.map((e) => `'${e}'`).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not in the ${format} catalogue; use ${subscribable(format).join(', ')}.`,
-        'events',
-      );
-    }
-    const unique = [...new Set(events)];
-    const all = unique.length === CATALOGUES[format].length && CATALOGUES[format].every((e) => unique.includes(e));
-    return all ? null : unique;
-  };
-
-  const deliveryViews = async (rows: DeliveryRow[]): Promise<DeliveryView[]> => {
-    const attempts = await attemptsOf(
-      pool,
-      rows.map((d) => d.id),
-    );
-    return rows.map((d) => ({ ...d, attemptLog: attempts.filter((a) => a.deliveryId === d.id) }));
-  };
-
-  const sendable = (e: EndpointRow): void => {
-    if (!e.enabled) throw new WebhookDisabledError(e.id, e.disabledReason);
-  };
-
   return {
     /** Callback URLs named on jobs: the check each submit makes, the account's callback secret, their log (job-callbacks.ts). */
     callbacks: createJobCallbacks(deps),
+    ...endpointRegistration(ctx),
+    ...endpointSecrets(ctx),
+    ...deliveryLog(ctx),
+  };
+}
 
+export type WebhookService = ReturnType<typeof createWebhookService>;
+
+const box = (secretBox: SecretBox | undefined): SecretBox => {
+  if (!secretBox) throw new ServiceUnavailableError('Webhooks are not configured on this instance.');
+  return secretBox;
+};
+
+const viewOf = (e: EndpointRow, clock: () => number): EndpointView => ({
+  id: e.id,
+  url: e.url,
+  format: e.format,
+  events: e.events ?? [...FORMAT_EVENTS[e.format]],
+  description: e.description,
+  enabled: e.enabled,
+  disabledReason: e.disabledReason,
+  disabledAt: e.disabledAt,
+  previousSecretExpiresAt:
+    e.previousSecretExpiresAt && e.previousSecretExpiresAt.getTime() > clock() ? e.previousSecretExpiresAt : null,
+  createdAt: e.createdAt,
+  updatedAt: e.updatedAt,
+});
+
+const notFound = (id: string) => new NotFoundError(`Webhook endpoint '${id}' not found.`, { param: 'id' });
+
+async function find(pool: pg.Pool, principal: Principal, id: string): Promise<EndpointRow> {
+  const e = WEBHOOK_ID_PATTERN.test(id) ? await getEndpoint(pool, principal.accountId, id) : undefined;
+  if (!e) throw notFound(id);
+  return e;
+}
+
+/** The filter as stored: null for exactly the format's events (the opt-in progress is never in it). Unknown names are a 400 that lists the valid ones. */
+function eventFilter(format: WebhookFormat, events: string[] | undefined): string[] | null {
+  if (events === undefined) return null;
+  const unknown = unknownEvents(format, events);
+  if (unknown.length > 0) {
+    throw new InvalidRequestError(
+      `events: ${unknown.map((e) => `'${e}'`).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not in the ${format} catalogue; use ${subscribable(format).join(', ')}.`,
+      'events',
+    );
+  }
+  const unique = [...new Set(events)];
+  const all = unique.length === FORMAT_EVENTS[format].length && FORMAT_EVENTS[format].every((e) => unique.includes(e));
+  return all ? null : unique;
+}
+
+async function deliveryViews(pool: pg.Pool, rows: DeliveryRow[]): Promise<DeliveryView[]> {
+  const attempts = await attemptsOf(
+    pool,
+    rows.map((d) => d.id),
+  );
+  return rows.map((d) => ({ ...d, attemptLog: attempts.filter((a) => a.deliveryId === d.id) }));
+}
+
+const sendable = (e: EndpointRow): void => {
+  if (!e.enabled) throw new WebhookDisabledError(e.id, e.disabledReason);
+};
+
+/** Creating, reading, changing and deleting an account's endpoints. */
+function endpointRegistration({ pool, urlRules, secretBox, clock }: WebhookContext) {
+  return {
     async create(principal: Principal, req: NewEndpointRequest): Promise<{ endpoint: EndpointView; secret: string }> {
       assertWebhooksScope(principal);
-      const secretBox = box();
+      const sealer = box(secretBox);
       const format = req.format ?? 'nested';
       const events = eventFilter(format, req.events);
       const url = await checkWebhookUrl(req.url, urlRules);
@@ -158,7 +183,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
           format,
           events,
           description: req.description ?? null,
-          secretSealed: secretBox.seal(secret, id),
+          secretSealed: sealer.seal(secret, id),
         });
         await insertAuditEvent(tx, {
           accountId: principal.accountId,
@@ -169,22 +194,22 @@ export function createWebhookService(deps: WebhookServiceDeps) {
         });
         return created;
       });
-      return { endpoint: viewOf(endpoint), secret };
+      return { endpoint: viewOf(endpoint, clock), secret };
     },
 
     async list(principal: Principal): Promise<EndpointView[]> {
       assertWebhooksScope(principal);
-      return (await listEndpoints(pool, principal.accountId)).map(viewOf);
+      return (await listEndpoints(pool, principal.accountId)).map((e) => viewOf(e, clock));
     },
 
     async get(principal: Principal, id: string): Promise<EndpointView> {
       assertWebhooksScope(principal);
-      return viewOf(await find(principal, id));
+      return viewOf(await find(pool, principal, id), clock);
     },
 
     async update(principal: Principal, id: string, req: EndpointUpdate): Promise<EndpointView> {
       assertWebhooksScope(principal);
-      const current = await find(principal, id);
+      const current = await find(pool, principal, id);
       const patch: EndpointPatch = {
         url: req.url === undefined ? undefined : await checkWebhookUrl(req.url, urlRules),
         events: req.events === undefined ? undefined : eventFilter(current.format, req.events),
@@ -202,8 +227,8 @@ export function createWebhookService(deps: WebhookServiceDeps) {
           details: Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)),
         }),
       );
-      if (!updated) throw new NotFoundError(`Webhook endpoint '${id}' not found.`, { param: 'id' });
-      return viewOf(updated);
+      if (!updated) throw notFound(id);
+      return viewOf(updated, clock);
     },
 
     async remove(principal: Principal, id: string): Promise<void> {
@@ -222,15 +247,20 @@ export function createWebhookService(deps: WebhookServiceDeps) {
           }),
         ));
       if (!deleted) {
-        throw new NotFoundError(`Webhook endpoint '${id}' not found.`, { param: 'id' });
+        throw notFound(id);
       }
     },
+  };
+}
 
+/** Rotating an endpoint's signing secret. */
+function endpointSecrets({ pool, secretBox, clock }: WebhookContext) {
+  return {
     /** A new secret; the one it replaces keeps signing (beside it) for 24 hours. */
     async rotate(principal: Principal, id: string): Promise<{ endpoint: EndpointView; secret: string }> {
       assertWebhooksScope(principal);
-      const secretBox = box();
-      await find(principal, id);
+      const sealer = box(secretBox);
+      await find(pool, principal, id);
       const secret = generateSecret();
       const rotated = await audited(
         pool,
@@ -239,7 +269,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
             tx,
             principal.accountId,
             id,
-            secretBox.seal(secret, id),
+            sealer.seal(secret, id),
             new Date(clock() + ROTATION_OVERLAP_MS),
           ),
         () => ({
@@ -250,23 +280,28 @@ export function createWebhookService(deps: WebhookServiceDeps) {
           details: {},
         }),
       );
-      if (!rotated) throw new NotFoundError(`Webhook endpoint '${id}' not found.`, { param: 'id' });
-      return { endpoint: viewOf(rotated), secret };
+      if (!rotated) throw notFound(id);
+      return { endpoint: viewOf(rotated, clock), secret };
     },
+  };
+}
 
+/** An endpoint's delivery log: reading it, sending a delivery again, sending a test ping. */
+function deliveryLog({ pool, dispatcher, clock }: WebhookContext) {
+  return {
     async deliveries(
       principal: Principal,
       id: string,
       q: { limit: number; cursor?: string | undefined; status?: DeliveryStatus | undefined },
     ): Promise<{ data: DeliveryView[]; nextCursor: string | null }> {
       assertWebhooksScope(principal);
-      await find(principal, id);
+      await find(pool, principal, id);
       const before = q.cursor === undefined ? undefined : decodeCursor(q.cursor, DELIVERY_ID_PATTERN);
       const rows = await listDeliveries(pool, id, { limit: q.limit + 1, before, status: q.status });
       const page = rows.slice(0, q.limit);
       const last = page[page.length - 1];
       return {
-        data: await deliveryViews(page),
+        data: await deliveryViews(pool, page),
         nextCursor: rows.length > q.limit && last ? encodeCursor(last.id) : null,
       };
     },
@@ -274,27 +309,25 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     /** Sends a delivery again now, with the same delivery id; its attempts go on in the same log. */
     async redeliver(principal: Principal, id: string, deliveryId: string): Promise<DeliveryView> {
       assertWebhooksScope(principal);
-      const endpoint = await find(principal, id);
+      const endpoint = await find(pool, principal, id);
       const delivery = DELIVERY_ID_PATTERN.test(deliveryId) ? await getDelivery(pool, id, deliveryId) : undefined;
       if (!delivery) throw new NotFoundError(`Delivery '${deliveryId}' not found.`, { param: 'deliveryId' });
       sendable(endpoint);
       await reopenDelivery(pool, deliveryId, new Date(clock()));
       await dispatcher.redeliver(deliveryId);
-      const [view] = await deliveryViews([(await getDelivery(pool, id, deliveryId)) ?? delivery]);
+      const [view] = await deliveryViews(pool, [(await getDelivery(pool, id, deliveryId)) ?? delivery]);
       return view!;
     },
 
     /** Sends a signed `ping` to the endpoint through the same path as every event. */
     async test(principal: Principal, id: string): Promise<DeliveryView> {
       assertWebhooksScope(principal);
-      const endpoint = await find(principal, id);
+      const endpoint = await find(pool, principal, id);
       sendable(endpoint);
       const deliveryId = await inTransaction(pool, (tx) => enqueuePing(tx, endpoint, activeTraceparent()));
       const delivery = await getDelivery(pool, id, deliveryId);
-      const [view] = await deliveryViews([delivery!]);
+      const [view] = await deliveryViews(pool, [delivery!]);
       return view!;
     },
   };
 }
-
-export type WebhookService = ReturnType<typeof createWebhookService>;

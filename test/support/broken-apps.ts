@@ -1,9 +1,9 @@
 import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
-import { composeApi } from '../../runtime/api-app';
 import { freePort } from '../../runtime/process';
-import { ADMIN_TOKEN, withScratchDatabase } from './harness';
+import { withScratchDatabase } from './harness';
 import type { Harness } from './harness';
+import { productionApi } from './production-api';
 
 /**
  * The app on a PostgreSQL that cannot be reached (every keyed or session call answers 503), then on
@@ -13,16 +13,7 @@ export async function withBrokenDatabases(
   h: Harness,
   each: (app: FastifyInstance, status: 503 | 500) => Promise<void>,
 ): Promise<void> {
-  const build = (pool: pg.Pool) =>
-    composeApi({
-      pool,
-      client: h.client,
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1_000,
-      defaultChatCap: 0,
-    });
+  const build = (pool: pg.Pool) => productionApi(h, { pool });
   const unreachable = new pg.Pool({
     connectionString: `postgresql://nobody@127.0.0.1:${await freePort()}/nowhere`,
     connectionTimeoutMillis: 2_000,

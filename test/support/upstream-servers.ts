@@ -585,6 +585,9 @@ export async function startReplicateUpstream(): Promise<
       const hook = body.webhook;
       const timer = setTimeout(() => {
         timers.delete(timer);
+        // Due now: a timer may fire before Date.now() reaches the end set beside it (it counts from
+        // the event loop's cached time), and the webhook would then say "processing" and be ignored.
+        endsAt.set(id, Date.now());
         const raw = Buffer.from(JSON.stringify(advance(id)));
         void callBack(
           webhooks,

@@ -36,7 +36,7 @@ export function createAdmittedViews({ pool, store }: { pool: pg.Pool; store: Out
         progressPercent: null,
         queuePosition: null,
         measuredSeconds: null,
-        provider: null,
+        servedBy: null,
         batchId: null,
         batchLine: null,
         tokenUsage: null,

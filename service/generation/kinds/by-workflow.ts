@@ -104,7 +104,7 @@ export function createByWorkflow(deps: ByWorkflowDeps) {
     await Promise.all(held.inputs.map((input) => admission.waitIfSync(input.generationId, input.kind, opts)));
     return {
       generations: await Promise.all(held.inputs.map((input) => views.current(input, held.createdAt, opts))),
-      replayed: false,
+      repeated: false,
     };
   };
 
@@ -132,7 +132,7 @@ export function createByWorkflow(deps: ByWorkflowDeps) {
         // (docs/decisions/0011-workflow-start.md).
         ready.admitted();
         startInBackground(only, opts);
-        return { generations: [await views.queued(only, held.createdAt, opts)], replayed: false };
+        return { generations: [await views.queued(only, held.createdAt, opts)], repeated: false };
       }
       // Admitted: an error now must not make a client send the request again (and hold again).
       return startAll(held, ready, opts).catch((err: unknown) => {
@@ -140,7 +140,7 @@ export function createByWorkflow(deps: ByWorkflowDeps) {
       });
     },
 
-    replayed: (first) => first,
+    answerRepeat: (first) => first,
   };
 
   return {

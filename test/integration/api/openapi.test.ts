@@ -11,12 +11,12 @@ import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../runtime/api-app';
 import { PLAN_RATE_LIMITS } from '../../../core/plans';
 import { PLANS } from '../../../core/plans';
 import { freePort } from '../../../runtime/process';
 import { ADMIN_TOKEN, eventually, startHarness, withScratchDatabase } from '../../support/harness';
 import type { Harness } from '../../support/harness';
+import { productionApi } from '../../support/production-api';
 import { download } from '../../support/api';
 import { vp8Keyframes } from '../../../core/media/webm-frames';
 import type { GenerationRecord } from '../../support/api';
@@ -1267,14 +1267,8 @@ describe('failures of the services behind the API', () => {
       connectionTimeoutMillis: 2_000,
       max: 1,
     });
-    const broken = await composeApi({
+    const broken = await productionApi(h, {
       pool: unreachable,
-      client: h.client,
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1_000,
-      defaultChatCap: 0,
     });
     try {
       expect(c.conforms(await broken.inject({ method: 'GET', url: '/health' }), 'get', '/health', 503)).toEqual({
@@ -1298,14 +1292,8 @@ describe('failures of the services behind the API', () => {
     const { key } = await h.account({ credits: 10 });
     await withScratchDatabase(async (pool) => {
       await pool.query('DROP TABLE ledger_entries, holds, idempotency_keys, generations, api_keys, accounts CASCADE');
-      const broken = await composeApi({
+      const broken = await productionApi(h, {
         pool,
-        client: h.client,
-        taskQueue: h.taskQueue,
-        store: h.store,
-        adminToken: ADMIN_TOKEN,
-        syncWaitMs: 1_000,
-        defaultChatCap: 0,
       });
       try {
         for (const [method, path, url, token, body] of everyDatabaseRoute(key)) {
@@ -1335,14 +1323,8 @@ describe('failures of the services behind the API', () => {
       202,
     );
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await composeApi({
-      pool: h.pool,
+    const app = await productionApi(h, {
       client: new Client({ connection }),
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1_000,
-      defaultChatCap: 0,
     });
     try {
       const [c1, c2, cancel] = await Promise.all([

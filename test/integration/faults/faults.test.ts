@@ -1,10 +1,10 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../runtime/api-app';
 import { createPool } from '../../../core/db/pool';
 import { freePort } from '../../../runtime/process';
-import { ADMIN_TOKEN, startHarness } from '../../support/harness';
+import { startHarness } from '../../support/harness';
 import type { Harness } from '../../support/harness';
+import { productionApi } from '../../support/production-api';
 import { credits, generate, untilFinished } from '../../support/api';
 import { startTcpProxy } from '../../support/tcp-proxy';
 
@@ -31,14 +31,8 @@ describe('a Temporal server that cannot be reached', () => {
     expect(first.status).toBe(200);
     const id = first.body.generation.id;
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await composeApi({
-      pool: h.pool,
+    const app = await productionApi(h, {
       client: new Client({ connection }),
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1000,
-      defaultChatCap: 0,
     });
     try {
       const again = await app.inject({
@@ -88,14 +82,9 @@ describe('PostgreSQL going away in the middle of a request', () => {
         ],
       },
     });
-    const app = await composeApi({
+    const app = await productionApi(h, {
       pool,
       client,
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1000,
-      defaultChatCap: 0,
     });
     try {
       const res = await app.inject({

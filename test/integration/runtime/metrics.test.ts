@@ -1,11 +1,11 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../runtime/api-app';
 import { freePort } from '../../../runtime/process';
 import { jsonLogger } from '../../../runtime/json-logger';
 import { startMetricsServer } from '../../../runtime/metrics-server';
 import { ADMIN_TOKEN, eventually, startHarness } from '../../support/harness';
 import type { Harness } from '../../support/harness';
+import { productionApi } from '../../support/production-api';
 import { generate } from '../../support/api';
 import { createConformance, loadDocument } from '../../support/openapi';
 
@@ -124,14 +124,8 @@ describe('JSON logs', () => {
         done();
       },
     });
-    const app = await composeApi({
-      pool: h.pool,
-      client: h.client,
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
+    const app = await productionApi(h, {
       syncWaitMs: 20_000,
-      defaultChatCap: 0,
       logger: { level: 'info', stream },
     });
     try {

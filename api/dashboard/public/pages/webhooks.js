@@ -6,7 +6,7 @@ import { Alert, api, Loading, may, Secret, useLoad, when } from '../lib.js';
 
 const ALERT_EVENTS = ['balance.low', 'key.budget_reached', 'customer.budget_reached'];
 const BATCH_EVENTS = ['batch.completed', 'batch.failed', 'batch.cancelled', 'batch.expired'];
-const CATALOGUES = {
+const FORMAT_EVENTS = {
   nested: ['generation.completed', 'generation.failed'],
   flat: ['generation.queued', 'generation.running', 'generation.succeeded', 'generation.failed'],
   openai: [
@@ -26,13 +26,13 @@ const FORMATS = [
   ['openai', 'OpenAI’s events and shape, for the openai SDKs’ webhooks.unwrap()'],
 ];
 // Opt-in in any format that does not send them anyway: sent only to an endpoint that ticks them.
-const optIn = (format) => [...ALERT_EVENTS, ...BATCH_EVENTS].filter((ev) => !CATALOGUES[format].includes(ev));
+const optIn = (format) => [...ALERT_EVENTS, ...BATCH_EVENTS].filter((ev) => !FORMAT_EVENTS[format].includes(ev));
 
 function EventChoices({ format, chosen }) {
   return html`<fieldset>
     <legend>Events <span class="muted small">(none ticked: all of them)</span></legend>
     <div class="checks">
-      ${CATALOGUES[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}
+      ${FORMAT_EVENTS[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}
     </div>
     <div class="checks">
       ${optIn(format).map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}
@@ -129,7 +129,7 @@ function Endpoint({ e, onChange, onRemove, onSecret, onError }) {
           url: String(form.get('url')),
           description: String(form.get('description') ?? '') || null,
           enabled: form.get('enabled') === 'on',
-          events: events.length ? events : CATALOGUES[e.format],
+          events: events.length ? events : FORMAT_EVENTS[e.format],
         }),
       );
       setEditing(false);

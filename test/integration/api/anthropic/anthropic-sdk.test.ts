@@ -17,17 +17,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeForTokens } from '../../../../core/catalogue/pricing';
 import { PLAN_RATE_LIMITS } from '../../../../core/plans';
 import pg from 'pg';
-import { composeApi } from '../../../../runtime/api-app';
 import { freePort } from '../../../../runtime/process';
-import {
-  ADMIN_TOKEN,
-  createDatabase,
-  databaseUrlFor,
-  dropDatabase,
-  eventually,
-  startHarness,
-} from '../../../support/harness';
+import { createDatabase, databaseUrlFor, dropDatabase, eventually, startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { createConformance, loadDocument } from '../../../support/openapi';
 import type { Method } from '../../../support/openapi';
 
@@ -400,14 +393,8 @@ describe('the /v1/messages routes conform to the OpenAPI document', () => {
         [unreachable, 503, 'overloaded_error'],
         [broken, 500, 'api_error'],
       ] as const) {
-        const app = await composeApi({
+        const app = await productionApi(h, {
           pool,
-          client: h.client,
-          taskQueue: h.taskQueue,
-          store: h.store,
-          adminToken: ADMIN_TOKEN,
-          syncWaitMs: 1_000,
-          defaultChatCap: 0,
         });
         try {
           for (const [path, body] of [

@@ -6,7 +6,6 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../../runtime/api-app';
 import { PLAN_RATE_LIMITS } from '../../../../core/plans';
 import { hashToken } from '../../../../core/accounts/passwords';
 import { SCOPES } from '../../../../core/accounts/api-keys';
@@ -18,6 +17,7 @@ import { mayDo, ROLE_PERMISSIONS, ROLES } from '../../../../core/roles';
 import type { DashboardUser } from '../../../support/dashboard';
 import { ADMIN_TOKEN, startHarness, withScratchDatabase } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { createConformance, loadDocument, servedRoutes } from '../../../support/openapi';
 import type { Method } from '../../../support/openapi';
 
@@ -854,14 +854,8 @@ describe('every documented answer of the session routes', () => {
       connectionTimeoutMillis: 2_000,
       max: 1,
     });
-    const down = await composeApi({
+    const down = await productionApi(h, {
       pool: unreachable,
-      client: h.client,
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1_000,
-      defaultChatCap: 0,
     });
     try {
       for (const [method, path, url, body] of everyDashboardRoute()) {
@@ -894,14 +888,8 @@ describe('every documented answer of the session routes', () => {
       await pool.query(
         'DROP TABLE sessions, password_links, users, ledger_entries, holds, idempotency_keys, generations, api_keys, accounts CASCADE',
       );
-      const broken = await composeApi({
+      const broken = await productionApi(h, {
         pool,
-        client: h.client,
-        taskQueue: h.taskQueue,
-        store: h.store,
-        adminToken: ADMIN_TOKEN,
-        syncWaitMs: 1_000,
-        defaultChatCap: 0,
       });
       try {
         for (const [method, path, url, body] of everyDashboardRoute()) {

@@ -9,20 +9,13 @@ import OpenAI, { APIError, toFile } from 'openai';
 import type { VideoSeconds } from 'openai/resources/videos';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../../runtime/api-app';
 import { PLAN_RATE_LIMITS } from '../../../../core/plans';
 import { chargeForTokens } from '../../../../core/catalogue/pricing';
 import { GenerationStatus } from '../../../../core/search-attributes';
 import { freePort } from '../../../../runtime/process';
-import {
-  ADMIN_TOKEN,
-  createDatabase,
-  databaseUrlFor,
-  dropDatabase,
-  eventually,
-  startHarness,
-} from '../../../support/harness';
+import { createDatabase, databaseUrlFor, dropDatabase, eventually, startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { download } from '../../../support/api';
 import sharp from 'sharp';
 import { vp8Keyframes, webpOfVp8Keyframe } from '../../../../core/media/webm-frames';
@@ -268,7 +261,7 @@ describe('chat completions (per-token billing)', () => {
     }
     expect(await generationCount(failing.accountId)).toBe(2);
 
-    // The answer is lost on the way back (the connection drops): the SDK resends, the key replays.
+    // The answer is lost on the way back (the connection drops): the SDK resends, the key answers the repeat.
     const lost = await h.account({ credits: 10 });
     let attempts = 0;
     const dropFirstAnswer: typeof fetch = async (input, init) => {
@@ -1977,14 +1970,9 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
         [unreachable, 503],
         [brokenPool, 500],
       ] as const) {
-        const app = await composeApi({
+        const app = await productionApi(h, {
           pool,
           client: new Client({ connection }),
-          taskQueue: h.taskQueue,
-          store: h.store,
-          adminToken: ADMIN_TOKEN,
-          syncWaitMs: 1_000,
-          defaultChatCap: 0,
         });
         try {
           for (const [method, path, url, body] of everyRoute()) {
@@ -2011,14 +1999,8 @@ describe('the /v1 routes conform to the OpenAPI document', () => {
   it('Temporal unreachable: images are refused with 503, nothing held; a streamed chat still runs and is settled by the API itself', async () => {
     const { key, accountId } = await h.account({ credits: 10 });
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await composeApi({
-      pool: h.pool,
+    const app = await productionApi(h, {
       client: new Client({ connection }),
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1_000,
-      defaultChatCap: 0,
     });
     try {
       const images = await inject(app, 'post', '/v1/images/generations', key, { model: 'flux', prompt: 'x', n: 2 });

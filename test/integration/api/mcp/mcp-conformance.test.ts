@@ -12,17 +12,18 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../../runtime/api-app';
-import { ADMIN_TOKEN, startHarness } from '../../../support/harness';
+import { startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 
 let h: Harness;
 let proxy: http.Server;
 let target: URL;
 let out: string;
 
-let app: Awaited<ReturnType<typeof composeApi>> | undefined;
+let app: FastifyInstance | undefined;
 
 beforeAll(async () => {
   h = await startHarness({ syncWaitMs: 20_000 });
@@ -50,14 +51,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   target = new URL(`http://localhost:${(proxy.address() as AddressInfo).port}/api/mcp`);
   // The endpoint as deployed at that address: its own origin is the one browsers' pages may use (DNS-rebinding check).
-  app = await composeApi({
-    pool: h.pool,
-    client: h.client,
-    taskQueue: h.taskQueue,
-    store: h.store,
-    adminToken: ADMIN_TOKEN,
+  app = await productionApi(h, {
     syncWaitMs: 20_000,
-    defaultChatCap: 0,
     mcpAllowedOrigins: [target.origin],
   });
   endpoint.base = new URL(await app.listen({ port: 0, host: '127.0.0.1' }));

@@ -19,21 +19,14 @@ import type { CallToolResult, Progress, ResourceLink, Task } from '@modelcontext
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../../runtime/api-app';
 import { PLAN_RATE_LIMITS } from '../../../../core/plans';
 import { failureMessage } from '../../../../core/vocabulary';
 import { freePort } from '../../../../runtime/process';
 import { download } from '../../../support/api';
 import type { Credits, GenerationRecord } from '../../../support/api';
-import {
-  ADMIN_TOKEN,
-  createDatabase,
-  databaseUrlFor,
-  dropDatabase,
-  eventually,
-  startHarness,
-} from '../../../support/harness';
+import { createDatabase, databaseUrlFor, dropDatabase, eventually, startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { createConformance, loadDocument } from '../../../support/openapi';
 
 let h: Harness;
@@ -177,14 +170,8 @@ const eventsOf = (res: LightMyRequestResponse) =>
 async function secondInstance(
   opts: { mcpAllowedOrigins?: string[] } = {},
 ): Promise<{ app: FastifyInstance; url: URL }> {
-  const app = await composeApi({
-    pool: h.pool,
-    client: h.client,
-    taskQueue: h.taskQueue,
-    store: h.store,
-    adminToken: ADMIN_TOKEN,
+  const app = await productionApi(h, {
     syncWaitMs: 20_000,
-    defaultChatCap: 0,
     ...opts,
   });
   return { app, url: new URL('/api/mcp', await app.listen({ port: 0, host: '127.0.0.1' })) };
@@ -903,14 +890,8 @@ describe('HTTP answers conform to the OpenAPI document', () => {
     await broken.query('DROP TABLE api_keys CASCADE');
     const apps = await Promise.all(
       [unreachable, broken].map((pool) =>
-        composeApi({
+        productionApi(h, {
           pool,
-          client: h.client,
-          taskQueue: h.taskQueue,
-          store: h.store,
-          adminToken: ADMIN_TOKEN,
-          syncWaitMs: 1_000,
-          defaultChatCap: 0,
         }),
       ),
     );

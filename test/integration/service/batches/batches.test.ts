@@ -17,6 +17,7 @@ import { PLAN_RATE_LIMITS } from '../../../../core/plans';
 import { withBrokenDatabases } from '../../../support/broken-apps';
 import { eventually, startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { dashboardUser, login } from '../../../support/dashboard';
 import { createConformance, loadDocument } from '../../../support/openapi';
 import type { Method } from '../../../support/openapi';
@@ -453,15 +454,8 @@ describe('every documented answer', () => {
     for (const [method, path, url] of dashboardRoutes(MISSING)) {
       c.conforms(await h.app.inject({ method: method.toUpperCase() as 'GET', url }), method, path, 401);
     }
-    const { composeApi } = await import('../../../../runtime/api-app');
-    const strict = await composeApi({
-      pool: h.pool,
-      client: h.client,
-      taskQueue: h.taskQueue,
-      store: h.store,
+    const strict = await productionApi(h, {
       adminToken: 'unused-admin-token-0123456789',
-      syncWaitMs: 1_000,
-      defaultChatCap: 0,
       dashboardLimits: { requestsPerMinute: 1 },
     });
     try {

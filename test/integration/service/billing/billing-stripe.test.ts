@@ -5,9 +5,9 @@
 import Stripe from 'stripe';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../../runtime/api-app';
-import { ADMIN_TOKEN, startHarness } from '../../../support/harness';
+import { startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { startStripeMock } from '../../../support/stripe-mock-server';
 import type { StripeMockServer } from '../../../support/stripe-mock-server';
 
@@ -19,14 +19,8 @@ let app: FastifyInstance;
 
 beforeAll(async () => {
   [h, mock] = await Promise.all([startHarness({ syncWaitMs: 20_000 }), startStripeMock()]);
-  app = await composeApi({
-    pool: h.pool,
-    client: h.client,
-    taskQueue: h.taskQueue,
-    store: h.store,
-    adminToken: ADMIN_TOKEN,
+  app = await productionApi(h, {
     syncWaitMs: 20_000,
-    defaultChatCap: 0,
     billing: {
       secretKey: 'sk_test_123',
       webhookSecret: WEBHOOK_SECRET,

@@ -1,11 +1,11 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../../runtime/api-app';
 import { admit } from '../../../../core/ledger';
 import { newId } from '../../../../core/ids';
 import { freePort } from '../../../../runtime/process';
-import { ADMIN_TOKEN, eventually, startHarness } from '../../../support/harness';
+import { eventually, startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { credits, generate, untilFinished } from '../../../support/api';
 
 /**
@@ -50,14 +50,8 @@ describe('admission by the API', () => {
     const { key, accountId } = await h.account({ credits: 20 });
     // The same app on a Temporal address where nothing listens.
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const app = await composeApi({
-      pool: h.pool,
+    const app = await productionApi(h, {
       client: new Client({ connection }),
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1000,
-      defaultChatCap: 0,
     });
     let videoId: string;
     try {

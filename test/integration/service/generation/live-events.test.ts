@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventSource } from 'eventsource';
-import { composeApi } from '../../../../runtime/api-app';
 import { generate } from '../../../support/api';
-import { ADMIN_TOKEN, eventually, startHarness } from '../../../support/harness';
+import { eventually, startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { readEvents as readSse } from '../../../support/sse';
 import type { ReadOptions } from '../../../support/sse';
 
@@ -115,14 +115,8 @@ describe('the account, live', () => {
   let second: FastifyInstance;
   let secondUrl: string;
   beforeAll(async () => {
-    second = await composeApi({
-      pool: h.pool,
-      client: h.client,
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
+    second = await productionApi(h, {
       syncWaitMs: 20_000,
-      defaultChatCap: 0,
     });
     secondUrl = await second.listen({ port: 0, host: '127.0.0.1' });
   });

@@ -4,11 +4,11 @@ import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../../runtime/api-app';
 import { createSafeHttpClient } from '../../../../core/net/safe-http';
 import { createInputPreparer } from '../../../../service/generation/inputs';
-import { ADMIN_TOKEN, FILES_BASE_URL, startHarness } from '../../../support/harness';
+import { FILES_BASE_URL, startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { credits, download, generate, untilFinished } from '../../../support/api';
 
 /** A loopback web server with the inputs the tests upscale, and the ways an input can be wrong. */
@@ -157,14 +157,7 @@ describe('upscale inputs outside development mode (SSRF)', () => {
     // 127.0.0.2 stands for a public origin: trusted by the policy, so only the redirect is refused.
     const origin = await startImageServer('127.0.0.2');
     const http = createSafeHttpClient({ policy: { allowPrivateNetworks: false, trustedAddresses: ['127.0.0.2'] } });
-    const app = await composeApi({
-      pool: h.pool,
-      client: h.client,
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1000,
-      defaultChatCap: 0,
+    const app = await productionApi(h, {
       prepareInput: createInputPreparer({ http, store: h.store, publicBaseUrl: FILES_BASE_URL }),
     });
     try {

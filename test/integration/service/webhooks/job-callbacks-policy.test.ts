@@ -9,14 +9,14 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../../runtime/api-app';
 import { createSafeHttpClient } from '../../../../core/net/safe-http';
 import type { SafeHttpClient } from '../../../../core/net/safe-http';
 import { newId } from '../../../../core/ids';
 import { startWebhookRelay } from '../../../../runtime/webhook-relay';
 import { createWebhookDispatcher } from '../../../../service/webhooks/dispatch';
-import { ADMIN_TOKEN, eventually, startHarness, WEBHOOK_SECRET_KEY } from '../../../support/harness';
+import { eventually, startHarness, WEBHOOK_SECRET_KEY } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { startReceiver } from '../../../support/webhook-receiver';
 import type { TestReceiver } from '../../../support/webhook-receiver';
 
@@ -32,14 +32,7 @@ beforeAll(async () => {
   // The worker delivers as in production: loopback and private addresses are refused at connect time.
   http = createSafeHttpClient({ policy: { allowPrivateNetworks: false, trustedAddresses: [PUBLIC_STAND_IN] } });
   h = await startHarness({ webhooks: { http, retryScheduleMs: [60_000] } });
-  production = await composeApi({
-    pool: h.pool,
-    client: h.client,
-    taskQueue: h.taskQueue,
-    store: h.store,
-    adminToken: ADMIN_TOKEN,
-    syncWaitMs: 1_000,
-    defaultChatCap: 0,
+  production = await productionApi(h, {
     webhooks: { secretKey: WEBHOOK_SECRET_KEY, taskQueue: h.webhookTaskQueue, developmentMode: false },
   });
   internal = await startReceiver({ host: '127.0.0.1' });

@@ -9,11 +9,11 @@ import * as dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../../runtime/api-app';
 import { createSafeHttpClient } from '../../../../core/net/safe-http';
 import type { SafeHttpClient } from '../../../../core/net/safe-http';
-import { ADMIN_TOKEN, eventually, startHarness, WEBHOOK_SECRET_KEY } from '../../../support/harness';
+import { eventually, startHarness, WEBHOOK_SECRET_KEY } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { startReceiver } from '../../../support/webhook-receiver';
 import type { TestReceiver } from '../../../support/webhook-receiver';
 
@@ -53,14 +53,7 @@ beforeAll(async () => {
     lookup: deliveryLookup,
   });
   h = await startHarness({ webhooks: { http, retryScheduleMs: [60_000] } });
-  production = await composeApi({
-    pool: h.pool,
-    client: h.client,
-    taskQueue: h.taskQueue,
-    store: h.store,
-    adminToken: ADMIN_TOKEN,
-    syncWaitMs: 1_000,
-    defaultChatCap: 0,
+  production = await productionApi(h, {
     webhooks: {
       secretKey: WEBHOOK_SECRET_KEY,
       taskQueue: h.webhookTaskQueue,

@@ -8,7 +8,6 @@ import { createHmac } from 'node:crypto';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeApi } from '../../../../runtime/api-app';
 import { PLAN_RATE_LIMITS } from '../../../../core/plans';
 import { freePort } from '../../../../runtime/process';
 import {
@@ -19,6 +18,7 @@ import {
   withScratchDatabase,
 } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
+import { productionApi } from '../../../support/production-api';
 import { createConformance, loadDocument } from '../../../support/openapi';
 import type { Method } from '../../../support/openapi';
 import { eventOf, receiverPool } from '../../../support/webhook-receiver';
@@ -750,14 +750,8 @@ describe('the webhook routes conform to the document', () => {
       connectionTimeoutMillis: 2_000,
       max: 1,
     });
-    const broken = await composeApi({
+    const broken = await productionApi(h, {
       pool: unreachable,
-      client: h.client,
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1_000,
-      defaultChatCap: 0,
     });
     try {
       for (const [method, path, url, body] of everyRoute(ID, DELIVERY))
@@ -766,15 +760,7 @@ describe('the webhook routes conform to the document', () => {
       await broken.close();
       await unreachable.end();
     }
-    const unconfigured = await composeApi({
-      pool: h.pool,
-      client: h.client,
-      taskQueue: h.taskQueue,
-      store: h.store,
-      adminToken: ADMIN_TOKEN,
-      syncWaitMs: 1_000,
-      defaultChatCap: 0,
-    });
+    const unconfigured = await productionApi(h);
     try {
       const { error } = c.conforms<{ error: { message: string } }>(
         await inject(unconfigured, 'post', WH, key, { url: 'https://localhost/x' }),
@@ -790,14 +776,8 @@ describe('the webhook routes conform to the document', () => {
 
   it('500 without internals when the database answers but is broken', async () => {
     await withScratchDatabase(async (pool) => {
-      const broken = await composeApi({
+      const broken = await productionApi(h, {
         pool,
-        client: h.client,
-        taskQueue: h.taskQueue,
-        store: h.store,
-        adminToken: ADMIN_TOKEN,
-        syncWaitMs: 1_000,
-        defaultChatCap: 0,
         webhooks: { secretKey: WEBHOOK_SECRET_KEY, developmentMode: true },
       });
       try {

@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import type { GenerationRow } from '../../../../core/db/generations';
 import type { OutputStore } from '../../../../core/storage/output-store';
 import {
-  CATALOGUES,
+  FORMAT_EVENTS,
   eventFor,
-  formatsCataloguing,
+  formatsSendingByDefault,
   progressStepCrossed,
   unknownEvents,
 } from '../../../../core/webhooks/events';
@@ -137,8 +137,8 @@ describe('the catalogues', () => {
     expect(eventFor('openai', 'video', 'succeeded')).toBe('generation.completed');
     expect(eventFor('openai', 'image', 'failed', outcome({ cancelled: true }))).toBe('generation.cancelled');
     expect(eventFor('openai', 'video', 'running')).toBeUndefined();
-    expect(CATALOGUES.openai).toEqual(expect.arrayContaining(['batch.completed', 'batch.expired']));
-    expect(formatsCataloguing('batch.failed')).toEqual(['openai']);
+    expect(FORMAT_EVENTS.openai).toEqual(expect.arrayContaining(['batch.completed', 'batch.expired']));
+    expect(formatsSendingByDefault('batch.failed')).toEqual(['openai']);
     expect(unknownEvents('openai', ['response.completed', 'generation.succeeded'])).toEqual(['generation.succeeded']);
   });
 
@@ -150,7 +150,7 @@ describe('the catalogues', () => {
     }
     for (const kind of ['video', 'upscale'] as const) {
       expect((['queued', 'running', 'succeeded', 'failed'] as const).map((s) => eventFor('flat', kind, s))).toEqual([
-        ...CATALOGUES.flat,
+        ...FORMAT_EVENTS.flat,
       ]);
     }
     expect(eventFor('flat', 'image', 'succeeded')).toBeUndefined();
@@ -158,7 +158,7 @@ describe('the catalogues', () => {
     expect(unknownEvents('nested', ['generation.completed', 'generation.queued'])).toEqual(['generation.queued']);
     expect(unknownEvents('flat', ['generation.completed'])).toEqual(['generation.completed']);
     // Progress is in neither catalogue (what an endpoint without a list gets) but either may list it.
-    expect(CATALOGUES.nested).not.toContain('generation.progress');
+    expect(FORMAT_EVENTS.nested).not.toContain('generation.progress');
     expect(unknownEvents('nested', ['generation.progress'])).toEqual([]);
     expect(unknownEvents('flat', ['generation.progress', 'generation.queued'])).toEqual([]);
   });
@@ -215,7 +215,7 @@ describe('payloads', () => {
     progressPercent: null,
     queuePosition: null,
     measuredSeconds: null,
-    provider: null,
+    servedBy: null,
     batchId: null,
     batchLine: null,
     tokenUsage: null,

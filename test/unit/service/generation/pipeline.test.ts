@@ -11,7 +11,7 @@ import type { SubmitOptions, SubmittedMany } from '../../../../service/generatio
 const principal: Principal = { accountId: 'acc_1', apiKeyId: 'key_1', scopes: ['image'], models: null };
 const request = { kind: 'image' as const, model: 'flux', prompt: 'a lighthouse at dusk' };
 const opts: SubmitOptions = { door: 'group-a' };
-const earlier: SubmittedMany = { generations: [{ id: 'gen_earlier' } as GenerationView], replayed: true };
+const earlier: SubmittedMany = { generations: [{ id: 'gen_earlier' } as GenerationView], repeated: true };
 
 /** The steps each stage was asked to take, in order. */
 function recorder(admitted: Awaited<ReturnType<PipelineDeps['admission']['admit']>> | Error, prior?: string) {
@@ -29,8 +29,8 @@ function recorder(admitted: Awaited<ReturnType<PipelineDeps['admission']['admit'
       steps.push(`hold ${priced.length}`);
       return admitted instanceof Error ? Promise.reject(admitted) : Promise.resolve(admitted);
     },
-    replay: (_account, firstId) => {
-      steps.push(`replay ${firstId}`);
+    firstGenerations: (_account, firstId) => {
+      steps.push(`first generations ${firstId}`);
       return Promise.resolve(earlier);
     },
   };
@@ -44,7 +44,7 @@ function recorder(admitted: Awaited<ReturnType<PipelineDeps['admission']['admit'
       steps.push(`start ${held.inputs.length} with ${ready}`);
       return 'started';
     },
-    replayed: (first) => `replayed ${first.generations[0]!.id}`,
+    answerRepeat: (first) => `repeat of ${first.generations[0]!.id}`,
   };
   return { steps, submit: createPipeline({ admission, serves: () => false }), kind };
 }
@@ -67,8 +67,8 @@ describe('the submit pipeline', () => {
 
   it('answers a true repeat from the first request, pricing and holding nothing', async () => {
     const { steps, submit, kind } = recorder(held, 'gen_earlier');
-    await expect(submit(kind, request, principal, opts)).resolves.toBe('replayed gen_earlier');
-    expect(steps).toEqual(['rate limit', 'idempotency', 'replay gen_earlier']);
+    await expect(submit(kind, request, principal, opts)).resolves.toBe('repeat of gen_earlier');
+    expect(steps).toEqual(['rate limit', 'idempotency', 'first generations gen_earlier']);
   });
 
   it('undoes the kind’s work when the hold is refused, and throws the refusal', async () => {
@@ -78,9 +78,9 @@ describe('the submit pipeline', () => {
   });
 
   it('answers a repeat that claimed the key meanwhile as a repeat, undoing the kind’s work', async () => {
-    const { steps, submit, kind } = recorder({ replayOf: 'gen_earlier' });
-    await expect(submit(kind, request, principal, opts)).resolves.toBe('replayed gen_earlier');
-    expect(steps.slice(-2)).toEqual(['undo ready: a repeat', 'replay gen_earlier']);
+    const { steps, submit, kind } = recorder({ repeatOf: 'gen_earlier' });
+    await expect(submit(kind, request, principal, opts)).resolves.toBe('repeat of gen_earlier');
+    expect(steps.slice(-2)).toEqual(['undo ready: a repeat', 'first generations gen_earlier']);
   });
 
   it('refuses a key without the kind’s scope before anything is held', async () => {
