@@ -40,8 +40,10 @@ export function release(pool: pg.Pool, generationId: string, failure: Generation
     const resolution = await classified(() =>
       inTransaction(pool, async (tx) => {
         moves.others.length = 0;
+        const released = await releaseHeld(tx, generationId, failure, ALONE);
+        if (released) return released;
         const choice = await lineChoiceOf(tx, generationId);
-        return choice ? releaseChoice(tx, choice, generationId, failure, moves) : releaseIn(tx, generationId, failure);
+        return choice ? releaseChoice(tx, choice, generationId, failure, moves) : alreadyResolved(tx, generationId);
       }),
     );
     moves.others.forEach(counted);
@@ -53,8 +55,7 @@ const choiceMoves = (): ChoiceMoves => ({ charge: chargeIn, release: releaseIn, 
 
 async function settleIn(tx: Queryable, req: SettleRequest, moves: ChoiceMoves): Promise<Resolution> {
   moves.others.length = 0;
-  const choice = await lineChoiceOf(tx, req.generationId);
-  const resolution = choice ? await settleChoice(tx, choice, req, moves) : await chargeIn(tx, req);
+  const resolution = (await chargeHeld(tx, req, ALONE)) ?? (await settleNotAlone(tx, req, moves));
   // The router's own write of it is best effort and may have met the database down; this one is
   // retried with the charge. Each entry merges once (by its call), so a repeat adds nothing; it is
   // written even when the hold had moved: the upstream cost us the run either way.
@@ -62,16 +63,41 @@ async function settleIn(tx: Queryable, req: SettleRequest, moves: ChoiceMoves): 
   return resolution;
 }
 
+/**
+ * Which holds a move takes. A chat choice of a batch line moves only with its line's others
+ * (line-choices.ts), so the first move of a settle or a release leaves it (`ALONE`): the common
+ * case then costs one statement, and only a hold that did not move is asked why.
+ */
+type Holds = 'alone' | 'any';
+const ALONE: Holds = 'alone';
+const NOT_A_LINE_CHOICE = `AND NOT EXISTS (SELECT 1 FROM generations g
+      WHERE g.id = holds.generation_id AND g.batch_id IS NOT NULL AND g.kind = 'chat' AND g.internal->'siblings' IS NOT NULL)`;
+
+/** A hold that did not move alone: a line's choice, or one already resolved. */
+async function settleNotAlone(tx: Queryable, req: SettleRequest, moves: ChoiceMoves): Promise<Resolution> {
+  const choice = await lineChoiceOf(tx, req.generationId);
+  return choice ? settleChoice(tx, choice, req, moves) : alreadyResolved(tx, req.generationId);
+}
+
 async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> {
+  return (await chargeHeld(tx, req, 'any')) ?? alreadyResolved(tx, req.generationId);
+}
+
+async function releaseIn(tx: Queryable, generationId: string, failure: GenerationFailure): Promise<Resolution> {
+  return (await releaseHeld(tx, generationId, failure, 'any')) ?? alreadyResolved(tx, generationId);
+}
+
+/** Charges the hold if it is still held (and one `holds` takes); undefined when it did not move. */
+async function chargeHeld(tx: Queryable, req: SettleRequest, holds: Holds): Promise<Resolution | undefined> {
   const moved = await tx.query<{ account_id: string; amount_mc: number; charged_mc: number }>(
     `UPDATE holds SET state = 'settled', resolved_at = now(),
             charged_mc = LEAST(COALESCE($2::bigint, amount_mc), amount_mc)
-      WHERE generation_id = $1 AND state = 'held'
+      WHERE generation_id = $1 AND state = 'held' ${holds === ALONE ? NOT_A_LINE_CHOICE : ''}
       RETURNING account_id, amount_mc, charged_mc`,
     [req.generationId, req.chargeMc ?? null],
   );
   const hold = moved.rows[0];
-  if (!hold) return alreadyResolved(tx, req.generationId);
+  if (!hold) return undefined;
 
   const rest = hold.amount_mc - hold.charged_mc;
   const after = await moveAccount(tx, hold.account_id, { heldDelta: -hold.amount_mc, balanceDelta: -hold.charged_mc });
@@ -103,15 +129,21 @@ async function chargeIn(tx: Queryable, req: SettleRequest): Promise<Resolution> 
   return { outcome: 'settled', kind, chargedMc: hold.charged_mc, releasedMc: rest, ...batchOf(g.rows[0]) };
 }
 
-async function releaseIn(tx: Queryable, generationId: string, failure: GenerationFailure): Promise<Resolution> {
+/** Releases the hold if it is still held (and one `holds` takes); undefined when it did not move. */
+async function releaseHeld(
+  tx: Queryable,
+  generationId: string,
+  failure: GenerationFailure,
+  holds: Holds,
+): Promise<Resolution | undefined> {
   const moved = await tx.query<{ account_id: string; amount_mc: number; free_chat: boolean }>(
     `UPDATE holds SET state = 'released', resolved_at = now()
-      WHERE generation_id = $1 AND state = 'held'
+      WHERE generation_id = $1 AND state = 'held' ${holds === ALONE ? NOT_A_LINE_CHOICE : ''}
       RETURNING account_id, amount_mc, free_chat`,
     [generationId],
   );
   const hold = moved.rows[0];
-  if (!hold) return alreadyResolved(tx, generationId);
+  if (!hold) return undefined;
 
   // A failed free reply gives its allowance back: a failure costs nothing, not even a trial reply.
   const after = await moveAccount(tx, hold.account_id, {
