@@ -5,9 +5,10 @@
 // (Fastify, zod, keys, rate limits, pricing, XState, files) is what the bench's ratios measure.
 // Beside it, two more references on the same server: Temporal's floor (`POST /floor`: a workflow
 // that completes in its first task, search attributes at start) and the service's own workflow
-// shapes with nothing else of the service around them (`POST /shape/chat`, `POST /shape/image`:
-// the real `generation` workflow, started by the service's own gateway, its activities no-ops),
-// so that what the service's orchestration costs Temporal and the SDK reads against the floor.
+// shapes with nothing else of the service around them (`POST /shape/chat`, `/shape/image`,
+// `/shape/video`: the real `generation` workflow, started by the service's own gateway, its
+// activities no-ops, a video's slot free at once), so that what the service's orchestration costs
+// Temporal and the SDK reads against the floor (`POST /floor/timer` for a video: the floor with a timer).
 //
 //   node --import tsx bench/reference-process.ts   (env: DATABASE_URL, TEMPORAL_ADDRESS, PORT, TASK_QUEUE)
 // Prints `reference listening on <port>` once the worker polls and the server listens.
@@ -104,6 +105,8 @@ async function main(): Promise<void> {
       release: async () => ({ outcome: 'released', kind: 'image', releasedMc: 0, code: 'failed' }) as const,
       // The run in place, as the service's worker has it when a provider permit is free (decision 0143).
       runProviderInPlace: async () => ({ output: { outputKey: 'none', outputText: null } }),
+      // A video's slot, free at once.
+      claimVideoSlot: async () => 'granted' as const,
     },
     maxConcurrentActivityTaskExecutions: 200,
     maxCachedWorkflows: WORKFLOW_CACHE,
@@ -112,7 +115,11 @@ async function main(): Promise<void> {
   const shapeProvider = await Worker.create({
     connection: native,
     taskQueue: providerTaskQueueOf(shapeQueue),
-    activities: { runProvider: async () => ({ outputKey: 'none', outputText: null }) },
+    activities: {
+      runProvider: async () => ({ outputKey: 'none', outputText: null }),
+      // A video's run: an upstream that answers in the one call (the simulator's way).
+      startProviderRun: async () => ({ output: { outputKey: 'none', outputText: null } }),
+    },
     maxConcurrentActivityTaskExecutions: 200,
     shutdownGraceTime: '5 seconds',
   });
@@ -166,10 +173,13 @@ async function main(): Promise<void> {
     return [200, { generation: { id, status: 'succeeded' } }];
   };
 
-  /** The floor: started with its search attributes; `wait`: its result awaited, as an image's is. */
-  const startFloor = async (accountId: string, wait: boolean): Promise<[number, unknown]> => {
+  /**
+   * The floor: started with its search attributes; `wait`: its result awaited, as an image's is.
+   * `timer`: the floor with a timer, a video's floor.
+   */
+  const startFloor = async (accountId: string, wait: boolean, timer = false): Promise<[number, unknown]> => {
     const id = `floor_${randomBytes(12).toString('hex')}`;
-    const handle = await client.workflow.start('floor', {
+    const handle = await client.workflow.start(timer ? 'floorTimer' : 'floor', {
       workflowId: id,
       taskQueue,
       args: ['succeeded'],
@@ -186,7 +196,7 @@ async function main(): Promise<void> {
   };
 
   /** The service's own workflow for a kind, started as the service starts it, with nothing else around it. */
-  const startShape = async (kind: 'chat' | 'image', accountId: string): Promise<[number, unknown]> => {
+  const startShape = async (kind: ShapeKind, accountId: string): Promise<[number, unknown]> => {
     const input = shapeInput(kind, accountId, `gen_${randomBytes(13).toString('hex')}`);
     if (kind === 'chat') {
       // What the API does once a reply has ended: the outcome, recorded, at the start.
@@ -208,12 +218,11 @@ async function main(): Promise<void> {
         } else if (req.method === 'POST' && (req.url === '/floor' || req.url === '/floor?wait=1')) {
           const [status, answer] = await startFloor(accountOf(body, 'acct_floor'), req.url.endsWith('wait=1'));
           send(res, status, answer);
-        } else if (req.method === 'POST' && (req.url === '/shape/chat' || req.url === '/shape/image')) {
-          const [status, answer] = await startShape(
-            req.url === '/shape/chat' ? 'chat' : 'image',
-            accountOf(body, 'acct_shape'),
-          );
-          send(res, status, answer);
+        } else if (req.method === 'POST' && req.url === '/floor/timer?wait=1') {
+          send(res, ...(await startFloor(accountOf(body, 'acct_floor'), true, true)));
+        } else if (req.method === 'POST' && SHAPE_PATH.test(req.url ?? '')) {
+          const kind = SHAPE_PATH.exec(req.url ?? '')![1] as ShapeKind;
+          send(res, ...(await startShape(kind, accountOf(body, 'acct_shape'))));
         } else if (req.method === 'POST' && req.url === '/accounts') {
           const id = `bacct_${randomBytes(8).toString('hex')}`;
           await pool.query('INSERT INTO bench_bare_accounts (id, balance) VALUES ($1, $2::bigint)', [
@@ -253,6 +262,9 @@ async function main(): Promise<void> {
   }, 1000).unref();
 }
 
+type ShapeKind = 'chat' | 'image' | 'video';
+const SHAPE_PATH = /^\/shape\/(chat|image|video)$/;
+
 const accountOf = (body: Record<string, unknown>, otherwise: string): string =>
   typeof body.account === 'string' ? body.account : otherwise;
 
@@ -263,8 +275,8 @@ const chatOutcome = {
   recorded: 'settled',
 } as const;
 
-/** The workflow input the service gives a chat (group B, per token) or an image, as admitted. */
-function shapeInput(kind: 'chat' | 'image', accountId: string, generationId: string): GenerationWorkflowInput {
+/** The workflow input the service gives a chat (group B, per token), an image or a video, as admitted. */
+function shapeInput(kind: ShapeKind, accountId: string, generationId: string): GenerationWorkflowInput {
   const common = {
     generationId,
     accountId,
@@ -272,6 +284,20 @@ function shapeInput(kind: 'chat' | 'image', accountId: string, generationId: str
     admittedRunning: true,
     deadlineMs: DEADLINE_MS.image,
   };
+  // A video is admitted queued for one of its account's slots, with its deadline's timer.
+  if (kind === 'video')
+    return {
+      ...common,
+      admittedRunning: false,
+      deadlineMs: DEADLINE_MS.video,
+      kind,
+      model: 'kling',
+      prompt: 'a lighthouse at dusk',
+      params: { width: 320, height: 180, seconds: 5 },
+      internal: {},
+      quoteMc: PRICE.video,
+      admitted: { free: false, model: 'kling' },
+    };
   return kind === 'chat'
     ? {
         ...common,

@@ -238,3 +238,29 @@ export function shapeImageConcurrent(ctx: Context, concurrency: number): Promise
     total,
   );
 }
+
+/** Temporal's floor with a timer (a video's floor: it waits once), `concurrency` clients, results awaited. */
+export function floorTimerConcurrent(ctx: Context, concurrency: number): Promise<ScenarioResult> {
+  const { total } = ctx.sizes.imageConcurrent;
+  return refStarts(
+    ctx,
+    `floor.timer.c${concurrency}`,
+    `Temporal's floor with a timer: concurrency ${concurrency} (total ${total})`,
+    '/floor/timer?wait=1',
+    concurrency,
+    total,
+  );
+}
+
+/** Our video's workflow alone (its slot free at once, its activities no-ops), awaited to its end, `concurrency` clients. */
+export function shapeVideoConcurrent(ctx: Context, concurrency: number): Promise<ScenarioResult> {
+  const { total } = ctx.sizes.imageConcurrent;
+  return refStarts(
+    ctx,
+    `shape.video.c${concurrency}`,
+    `our video's workflow alone: concurrency ${concurrency} (total ${total})`,
+    '/shape/video',
+    concurrency,
+    total,
+  );
+}

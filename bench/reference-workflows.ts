@@ -47,6 +47,15 @@ export async function floor(outcome: string): Promise<string> {
   return outcome;
 }
 
+/**
+ * The floor of a job that waits (a video): a timer started in the first task, and the workflow
+ * completed in the second, when it fires. What a durable wait costs at the least.
+ */
+export async function floorTimer(outcome: string): Promise<string> {
+  await sleep(1);
+  return outcome;
+}
+
 export async function bareGeneration(input: BareInput): Promise<string> {
   const deadline = new CancellationScope();
   deadline.run(() => sleep(input.deadlineMs)).catch(() => undefined);

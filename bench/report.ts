@@ -55,6 +55,7 @@ export function flatMetrics(
     const cpu = m[`image.c${c}.cpuPerOp`];
     if (cpu !== undefined) m[`image.c${c}.cpuLessRender`] = round(cpu - simulatorCost.image.cpuMs);
   }
+  ratioOf('video.c20.temporalSdkRatio', 'shape.video.c20.cpuTemporalSdk', 'floor.timer.c20.cpuTemporalSdk');
   m.serviceInBench = serviceInBench ? 1 : 0;
   m['sim.image.cpuMs'] = simulatorCost.image.cpuMs;
   m['sim.video.cpuMs'] = simulatorCost.video.cpuMs;
@@ -190,6 +191,12 @@ export function comparisonRows(m: Record<string, number>, targets: TargetResult[
       verdict('image.c20.temporalSdkRatio'),
     ),
     row('CPU per video admitted, 32 clients, stack (ms)', 'video.c32.cpuPerOp', 'ref.video.c32.cpuPerOp'),
+    row(
+      'Temporal + SDK per video: our workflow alone beside the floor with a timer (ms)',
+      'shape.video.c20.cpuTemporalSdk',
+      'floor.timer.c20.cpuTemporalSdk',
+      verdict('video.c20.temporalSdkRatio'),
+    ),
     row('CPU per 402, stack (ms)', 'refusal.402.cpuPerOp', 'ref.refusal.402.cpuPerOp'),
     row(
       'peak RSS, videos in flight (MB)',

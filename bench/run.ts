@@ -31,6 +31,8 @@ import {
   refRefusal,
   refVideo,
   shapeImageConcurrent,
+  shapeVideoConcurrent,
+  floorTimerConcurrent,
 } from './reference-scenarios';
 import { waitUntilIdle } from './cpu-breakdown';
 import { openWalReader } from './wal';
@@ -172,6 +174,8 @@ function parseArgs(argv: string[]): {
 const log = (line: string) => console.error(`[bench] ${line}`);
 /** A scenario's tail (workflows finishing after the last answer) is counted for this long at most. */
 const DRAIN_LIMIT_MS = 60_000;
+/** Clients of the video's shape and its floor: as many as the image's first level. */
+const SHAPE_CLIENTS = 20;
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
@@ -364,6 +368,9 @@ async function main(): Promise<number> {
       await run('ref.video.c1', () => refVideo(ctx, 1));
       await run(`video.c${sizes.videoSpread.concurrency}`, () => videoSpread(ctx));
       await run(`ref.video.c${sizes.videoSpread.concurrency}`, () => refVideo(ctx, sizes.videoSpread.concurrency));
+      // A video's workflow alone beside the floor with a timer, on the same server.
+      await run(`floor.timer.c${SHAPE_CLIENTS}`, () => floorTimerConcurrent(ctx, SHAPE_CLIENTS));
+      await run(`shape.video.c${SHAPE_CLIENTS}`, () => shapeVideoConcurrent(ctx, SHAPE_CLIENTS));
       await run('video.fifo', () => videoFifo(ctx));
       await run('chat.sequential', () => chatSequential(ctx));
       await run('refusal.402', () => refusal(ctx));
