@@ -105,7 +105,8 @@ async function main(): Promise<void> {
       release: async () => ({ outcome: 'released', kind: 'image', releasedMc: 0, code: 'failed' }) as const,
       // The run in place, as the service's worker has it when a provider permit is free (decision 0143).
       runProviderInPlace: async () => ({ output: { outputKey: 'none', outputText: null } }),
-      // A video's slot, free at once.
+      // A video's slot, free at once: its first look in place finds it.
+      claimVideoSlotInPlace: async () => 'granted' as const,
       claimVideoSlot: async () => 'granted' as const,
     },
     maxConcurrentActivityTaskExecutions: 200,

@@ -2,7 +2,7 @@ import { CompleteAsyncError, Context } from '@temporalio/activity';
 import { ActivityNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { claimFreedVideoSlots, claimVideoSlotOrPark, release } from '../../core/ledger';
+import { claimFreedVideoSlots, claimVideoSlotIfFree, claimVideoSlotOrPark, release } from '../../core/ledger';
 import type { ClaimedWaiter, Resolution } from '../../core/ledger';
 import { metrics } from '../../core/metrics';
 import { closedWorkflowReason } from './closed-workflows';
@@ -41,6 +41,20 @@ export function createSlotActivities(deps: SlotDeps) {
       if (outcome === 'finished') return 'finished';
       metrics.videoSlotParks.inc();
       throw new CompleteAsyncError();
+    },
+
+    /**
+     * The video's first look, from its own workflow task (a local activity): `granted` when a slot
+     * of its account is free for it, `waiting` when not, and the workflow then waits with
+     * `claimVideoSlot`. A slot free at once costs no activity task and no second workflow task.
+     */
+    async claimVideoSlotInPlace(req: {
+      accountId: string;
+      generationId: string;
+    }): Promise<'granted' | 'finished' | 'waiting'> {
+      const { outcome, woken } = await claimVideoSlotIfFree(pool, { ...req, slotLimit: videoConcurrency });
+      await handOn(deps, await completeWaits(deps, woken));
+      return outcome === 'running' ? 'granted' : outcome;
     },
   };
 }

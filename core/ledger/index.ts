@@ -23,6 +23,6 @@ export { release, settle } from './resolve';
 export type { Resolution, SettleRequest } from './resolution';
 export { startRunning } from './running';
 export type { StartOutcome, StartRequest } from './running';
-export { claimFreedVideoSlots, claimVideoSlotOrPark } from './video-slots';
+export { claimFreedVideoSlots, claimVideoSlotIfFree, claimVideoSlotOrPark } from './video-slots';
 export type { ClaimedWaiter } from './video-slots';
 export { creditPurchase, debitRefund } from './purchases';

@@ -40,6 +40,35 @@ export async function claimVideoSlotOrPark(
   req: VideoSlotRequest,
   taskToken: Uint8Array,
 ): Promise<VideoSlotLook> {
+  return look(pool, req, async (tx) => {
+    const parked = await tx.query(
+      `INSERT INTO video_slot_waits (generation_id, account_id, task_token)
+       SELECT id, account_id, $2 FROM generations WHERE id = $1 AND status = 'queued'
+       ON CONFLICT (generation_id) DO UPDATE SET task_token = EXCLUDED.task_token, parked_at = now()`,
+      [req.generationId, Buffer.from(taskToken)],
+    );
+    return (parked.rowCount ?? 0) > 0;
+  });
+}
+
+/**
+ * The same look without a wait to park: the first, from the video's own workflow task (a local
+ * activity), which answers `waiting` when no slot is free for it, and the workflow then waits with
+ * `claimVideoSlotOrPark`. Most videos find their account's slot free, and cost no activity task.
+ */
+export function claimVideoSlotIfFree(pool: pg.Pool, req: VideoSlotRequest): Promise<VideoSlotLook> {
+  return look(pool, req, async (tx) => {
+    const r = await tx.query(`SELECT 1 FROM generations WHERE id = $1 AND status = 'queued'`, [req.generationId]);
+    return (r.rowCount ?? 0) > 0;
+  });
+}
+
+/** One look under the account's lock; `waits` answers whether the video, not claimed, still waits (and parks it). */
+function look(
+  pool: pg.Pool,
+  req: VideoSlotRequest,
+  waits: (tx: Queryable) => Promise<boolean>,
+): Promise<VideoSlotLook> {
   return ledgerSpan('start running', { 'gensvc.generation_id': req.generationId }, () =>
     classified(() =>
       inTransaction(pool, async (tx) => {
@@ -47,13 +76,7 @@ export async function claimVideoSlotOrPark(
         const claimedNow = await claimForOldest(tx, req.accountId, req.slotLimit);
         const woken = claimedNow.filter((w) => w.generationId !== req.generationId);
         if (woken.length < claimedNow.length) return { outcome: 'running', woken };
-        const parked = await tx.query(
-          `INSERT INTO video_slot_waits (generation_id, account_id, task_token)
-       SELECT id, account_id, $2 FROM generations WHERE id = $1 AND status = 'queued'
-       ON CONFLICT (generation_id) DO UPDATE SET task_token = EXCLUDED.task_token, parked_at = now()`,
-          [req.generationId, Buffer.from(taskToken)],
-        );
-        if ((parked.rowCount ?? 0) > 0) return { outcome: 'waiting', woken };
+        if (await waits(tx)) return { outcome: 'waiting', woken };
         // Not queued: claimed on its behalf before this look, or ended before it could run.
         const r = await tx.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [
           req.generationId,

@@ -39,6 +39,13 @@ export const slots = proxyActivities<GenerationActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 1, nonRetryableErrorTypes: ['LedgerPermanentError'] },
 });
 
+/** A video's first look for a free slot, inside its workflow task: one attempt; `slots` waits when none is free. */
+export const slotInPlace = proxyLocalActivities<GenerationActivities>({
+  summary: 'look for a free video slot of the account (the hold stays held)',
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+});
+
 const runTimeouts = (kind: GenerationKind, deadlineMs: number | undefined) => ({
   startToCloseTimeout: kind === 'video' || kind === 'upscale' ? '1 hour' : '10 minutes',
   ...(deadlineMs === undefined ? {} : { scheduleToCloseTimeout: deadlineMs }),

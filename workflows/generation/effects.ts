@@ -14,7 +14,7 @@ import { creditsText } from '../../core/money';
 import { failureMessage } from '../../core/vocabulary';
 import type { GenerationFailure, GenerationKind, RunOutput } from '../../core/vocabulary';
 import type { EffectName, EffectParams, GenerationEvent } from '../../machines/generation';
-import { ledgerStep, pastDeadline, slots } from './activity-options';
+import { ledgerStep, pastDeadline, slotInPlace, slots } from './activity-options';
 import { deadlineMessage } from './deadline';
 import { RELEASED_BEFORE_SETTLE } from './run';
 import type { GenerationRun } from './run';
@@ -70,7 +70,9 @@ async function startRunning({ input, events }: GenerationRun): Promise<void> {
 async function waitForSlot(run: GenerationRun): Promise<void> {
   const { input } = run;
   inBackground(run, async () => {
-    const claim = await slots.claimVideoSlot({ accountId: input.accountId, generationId: input.generationId });
+    const req = { accountId: input.accountId, generationId: input.generationId };
+    const first = patched(SLOT_IN_PLACE_PATCH) ? await firstLook(req) : 'waiting';
+    const claim = first === 'waiting' ? await slots.claimVideoSlot(req) : first;
     return claim === 'granted'
       ? { type: 'SLOT_GRANTED' }
       : {
@@ -78,6 +80,22 @@ async function waitForSlot(run: GenerationRun): Promise<void> {
           error: { code: 'slot_lost', message: 'the generation ended while queued', retryable: true },
         };
   });
+}
+
+/** Since this, a video first looks for its slot in place, and waits with an activity only when none is free. */
+const SLOT_IN_PLACE_PATCH = 'video-slot-in-place';
+
+/** The first look in place; one that fails leaves the look to the wait, which has the retries. */
+async function firstLook(req: {
+  accountId: string;
+  generationId: string;
+}): Promise<'granted' | 'finished' | 'waiting'> {
+  try {
+    return await slotInPlace.claimVideoSlotInPlace(req);
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    return 'waiting';
+  }
 }
 
 async function runProvider(run: GenerationRun): Promise<void> {

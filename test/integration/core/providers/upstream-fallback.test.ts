@@ -210,13 +210,14 @@ describe('fallback to the next upstream', () => {
     expect(attribute).toBe('fal-b');
 
     // The attribute's upsert is a plain command now that the patch that introduced it is retired
-    // (no marker): its history replays on this code.
+    // (no marker of its own; the one marker is the video's first look for its slot in place): its
+    // history replays on this code.
     const { stdout } = await promisify(execFile)(
       inject('temporalCliPath'),
       ['workflow', 'show', '--address', inject('temporalAddress'), '--workflow-id', g.id, '--output', 'json'],
       { maxBuffer: 16 * 1024 * 1024 },
     );
-    expect(patchIdsOf(stdout)).toEqual([]);
+    expect(patchIdsOf(stdout)).toEqual(['video-slot-in-place']);
     const history = await h.client.workflow.getHandle(g.id).fetchHistory();
     await Worker.runReplayHistory(
       { workflowBundle: { code: await readFile(inject('workflowBundlePath'), 'utf8') } },

@@ -1,6 +1,7 @@
 /**
- * A video waiting for one of its account's slots holds no worker activity slot (benchmark finding
- * 7): each look claims or parks its task token in PostgreSQL, and whoever frees a slot claims it
+ * A video first looks for one of its account's slots in place, inside its workflow task; one that
+ * finds none waits holding no worker activity slot (benchmark finding 7): each look claims or parks
+ * its task token in PostgreSQL, and whoever frees a slot claims it
  * for the oldest queued video and completes that video's wait. Against a workflow worker whose
  * activity slots are far fewer than the videos waiting, first in first out per account, each video
  * charged once; a parked waiter cancelled never runs and costs nothing; a wake that finds the
@@ -174,14 +175,31 @@ describe('videos waiting for their account slots', () => {
     paths.set('video-succeeded-slot-park-stale-token', waiter);
   }, 120_000);
 
-  it('records the parked paths, with no replay-only patch marker left in them', async () => {
+  it('a video whose account has a slot free claims it in its first workflow task, with no slot activity', async () => {
+    const { key } = await h.account({ credits: 1000, scopes: ['video'] });
+    const id = (await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'free slot sim:delay=100' }))
+      .body.generation.id;
+    expect(await untilFinished(h, key, id)).toMatchObject({ status: 'succeeded', creditsCharged: PRICE });
+    expect(await charges([id])).toEqual([{ generation_id: id, n: 1 }]);
+    const events = (await h.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const activities = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(activities).not.toContain('claimVideoSlot');
+    expect(events.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(2);
+    const parked = await h.client.workflow.getHandle(paths.get('video-failed-cancelled-while-parked')!).fetchHistory();
+    expect(
+      (parked.events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
+    ).toContain('claimVideoSlot');
+  });
+
+  it('records the paths, with no replay-only patch marker left in them', async () => {
     expect([...paths.keys()]).toHaveLength(3);
     for (const id of paths.values()) {
       const history = await h.client.workflow.getHandle(id).fetchHistory();
       const markers = (history.events ?? [])
         .flatMap((e) => e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? [])
         .map((p) => JSON.parse(Buffer.from(p.data!).toString('utf8')) as { id: string });
-      expect(markers.map((m) => m.id)).toEqual([]);
+      // The one marker: the first look in place, whose patch keeps older videos replaying.
+      expect(markers.map((m) => m.id)).toEqual(['video-slot-in-place']);
     }
     // RECORD_HISTORIES=1 adds these paths to the fixtures test/unit/workflows/replay-fixtures.test.ts replays.
     if (process.env.RECORD_HISTORIES === '1') for (const [name, id] of paths) await keepHistory(id, name);
