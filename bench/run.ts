@@ -435,7 +435,7 @@ async function main(): Promise<number> {
     const comparison = comparisonRows(metrics, targets);
     const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
     console.log(
-      `\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, Temporal persistence ${args.temporalDb}`,
+      `\nBenchmark (${mode}) — ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, worker ${args.workerMode}, ${args.topology === 'cluster' ? `Temporal server on PostgreSQL, ${args.historyShards ?? 4} history shards` : `Temporal dev server, persistence ${args.temporalDb}`}`,
     );
     console.log(
       `load average before ${load(loadBefore)}, after ${load(loadavg())} (other processes' CPU use shows in the CPU table as 'other')\n`,
