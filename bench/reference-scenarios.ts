@@ -213,54 +213,37 @@ export async function floorSequential(ctx: Context): Promise<ScenarioResult> {
   });
 }
 
-/** Temporal's floor with `concurrency` clients, results awaited. */
-export function floorConcurrent(ctx: Context, concurrency: number): Promise<ScenarioResult> {
+/** `path` started and awaited by `concurrency` clients, as many times as the image scenario of that size. */
+function refStartsLikeImages(
+  ctx: Context,
+  id: string,
+  title: string,
+  path: string,
+  concurrency: number,
+): Promise<ScenarioResult> {
   const { total } = ctx.sizes.imageConcurrent;
   return refStarts(
     ctx,
-    `floor.c${concurrency}`,
-    `Temporal's floor: concurrency ${concurrency} (total ${total})`,
-    '/floor?wait=1',
+    `${id}.c${concurrency}`,
+    `${title}: concurrency ${concurrency} (total ${total})`,
+    path,
     concurrency,
     total,
   );
 }
+
+/** Temporal's floor with `concurrency` clients, results awaited. */
+export const floorConcurrent = (ctx: Context, concurrency: number): Promise<ScenarioResult> =>
+  refStartsLikeImages(ctx, 'floor', "Temporal's floor", '/floor?wait=1', concurrency);
 
 /** Our image's workflow alone (its activities no-ops), started and awaited as the service does, `concurrency` clients. */
-export function shapeImageConcurrent(ctx: Context, concurrency: number): Promise<ScenarioResult> {
-  const { total } = ctx.sizes.imageConcurrent;
-  return refStarts(
-    ctx,
-    `shape.image.c${concurrency}`,
-    `our image's workflow alone: concurrency ${concurrency} (total ${total})`,
-    '/shape/image',
-    concurrency,
-    total,
-  );
-}
+export const shapeImageConcurrent = (ctx: Context, concurrency: number): Promise<ScenarioResult> =>
+  refStartsLikeImages(ctx, 'shape.image', "our image's workflow alone", '/shape/image', concurrency);
 
 /** Temporal's floor with a timer (a video's floor: it waits once), `concurrency` clients, results awaited. */
-export function floorTimerConcurrent(ctx: Context, concurrency: number): Promise<ScenarioResult> {
-  const { total } = ctx.sizes.imageConcurrent;
-  return refStarts(
-    ctx,
-    `floor.timer.c${concurrency}`,
-    `Temporal's floor with a timer: concurrency ${concurrency} (total ${total})`,
-    '/floor/timer?wait=1',
-    concurrency,
-    total,
-  );
-}
+export const floorTimerConcurrent = (ctx: Context, concurrency: number): Promise<ScenarioResult> =>
+  refStartsLikeImages(ctx, 'floor.timer', "Temporal's floor with a timer", '/floor/timer?wait=1', concurrency);
 
 /** Our video's workflow alone (its slot free at once, its activities no-ops), awaited to its end, `concurrency` clients. */
-export function shapeVideoConcurrent(ctx: Context, concurrency: number): Promise<ScenarioResult> {
-  const { total } = ctx.sizes.imageConcurrent;
-  return refStarts(
-    ctx,
-    `shape.video.c${concurrency}`,
-    `our video's workflow alone: concurrency ${concurrency} (total ${total})`,
-    '/shape/video',
-    concurrency,
-    total,
-  );
-}
+export const shapeVideoConcurrent = (ctx: Context, concurrency: number): Promise<ScenarioResult> =>
+  refStartsLikeImages(ctx, 'shape.video', "our video's workflow alone", '/shape/video', concurrency);
