@@ -3,8 +3,8 @@ import type { AnthropicHeaders, ChatMessage, ChatTools, ResponseFormat } from '.
 import { gatheredChat } from './gathered-chat';
 import { VIDEO_FEATURES } from './types';
 import type { ChatStreamEvent, Provider, ProviderContext, ProviderJob, ProviderResult, ProviderUsage } from './types';
-import { callUpstream, sseData, UpstreamUnavailableError } from './upstream-http';
-import type { UpstreamEndpoint } from './upstream-http';
+import { callUpstream, sseData, upstreamModel, UpstreamUnavailableError } from './upstream-http';
+import type { ModelMappedEndpoint } from './upstream-http';
 
 /**
  * Anthropic's Messages API as an upstream (`protocol: "anthropic"`; base URL as Anthropic's SDK
@@ -31,17 +31,7 @@ function anthropicProtocolHeaders(client: AnthropicHeaders | undefined): Record<
   };
 }
 
-export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: Record<string, string> }): Provider {
-  const upstreamModel = (job: ProviderJob): string => {
-    const name = endpoint.models[job.model];
-    if (!name)
-      throw new ProviderRejectedError(
-        `The upstream ${endpoint.name} is not configured for ${job.model}.`,
-        'provider_rejected',
-      );
-    return name;
-  };
-
+export function createAnthropicUpstream(endpoint: ModelMappedEndpoint): Provider {
   async function* streamChat(job: ProviderJob, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
     if (job.kind !== 'chat')
       throw new ProviderRejectedError(
@@ -54,7 +44,7 @@ export function createAnthropicUpstream(endpoint: UpstreamEndpoint & { models: R
       signal,
       headers: anthropicProtocolHeaders(job.internal.anthropicHeaders),
       body: {
-        model: upstreamModel(job),
+        model: upstreamModel(endpoint, job),
         max_tokens: job.params.maxTokens ?? 4096,
         ...(system ? { system } : {}),
         messages,

@@ -13,8 +13,15 @@ import type {
   TokenLogprob,
 } from './types';
 import type { ChatMessage } from '../generation/params';
-import { callUpstream, downloadOutput, extensionOf, sseData, UpstreamUnavailableError } from './upstream-http';
-import type { UpstreamEndpoint } from './upstream-http';
+import {
+  callUpstream,
+  downloadOutput,
+  extensionOf,
+  sseData,
+  upstreamModel,
+  UpstreamUnavailableError,
+} from './upstream-http';
+import type { ModelMappedEndpoint } from './upstream-http';
 
 /**
  * An OpenAI-compatible upstream (OpenAI itself, OpenRouter, vLLM, LiteLLM…) for chat and images.
@@ -22,7 +29,7 @@ import type { UpstreamEndpoint } from './upstream-http';
  * reply (the activity path) is the same stream gathered. Billing uses the upstream's usage when it
  * sends one (`stream_options.include_usage`); otherwise each content delta counts as one token.
  */
-export function createOpenAiUpstream(endpoint: OpenAiEndpoint, http: SafeHttpClient): Provider {
+export function createOpenAiUpstream(endpoint: ModelMappedEndpoint, http: SafeHttpClient): Provider {
   const streamChat = (job: ProviderJob, signal: AbortSignal) => streamOpenAiChat(endpoint, job, signal);
   return {
     streamChat,
@@ -41,22 +48,9 @@ export function createOpenAiUpstream(endpoint: OpenAiEndpoint, http: SafeHttpCli
   };
 }
 
-type OpenAiEndpoint = UpstreamEndpoint & { models: Record<string, string> };
-
-/** The upstream's own name of the job's model; a model it is not configured for is refused. */
-function upstreamModel(endpoint: OpenAiEndpoint, job: ProviderJob): string {
-  const name = endpoint.models[job.model];
-  if (!name)
-    throw new ProviderRejectedError(
-      `The upstream ${endpoint.name} is not configured for ${job.model}.`,
-      'provider_rejected',
-    );
-  return name;
-}
-
 /** A chat as the upstream streams it: content deltas (with their log probabilities), tool calls, usage. */
 async function* streamOpenAiChat(
-  endpoint: OpenAiEndpoint,
+  endpoint: ModelMappedEndpoint,
   job: ProviderJob,
   signal: AbortSignal,
 ): AsyncGenerator<ChatStreamEvent> {
@@ -109,7 +103,7 @@ async function* streamOpenAiChat(
 
 /** An edit: OpenAI's multipart /images/edits, one image as `image`, several as `image[]`. */
 async function editImage(
-  endpoint: OpenAiEndpoint,
+  endpoint: ModelMappedEndpoint,
   http: SafeHttpClient,
   job: ProviderJob,
   inputs: NonNullable<ProviderJob['inputs']>,
@@ -136,7 +130,7 @@ async function editImage(
 
 /** A new image: OpenAI's /images/generations. */
 async function generateImage(
-  endpoint: OpenAiEndpoint,
+  endpoint: ModelMappedEndpoint,
   http: SafeHttpClient,
   job: ProviderJob,
   signal: AbortSignal,
@@ -157,7 +151,7 @@ async function generateImage(
 }
 
 /** The image of an images answer: its base64, or the file at its URL. */
-async function imageOf(endpoint: OpenAiEndpoint, http: SafeHttpClient, res: Response, signal: AbortSignal) {
+async function imageOf(endpoint: ModelMappedEndpoint, http: SafeHttpClient, res: Response, signal: AbortSignal) {
   const body = (await res.json()) as { data?: { b64_json?: string; url?: string }[] };
   const image = body.data?.[0];
   if (image?.b64_json)

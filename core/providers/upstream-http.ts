@@ -1,6 +1,6 @@
 import { ProviderRejectedError } from '../errors';
 import type { SafeHttpClient } from '../net/safe-http';
-import type { ProviderResult } from './types';
+import type { ProviderJob, ProviderResult } from './types';
 
 /**
  * What the real adapters share: calls to an operator-configured upstream, and how its answers
@@ -31,6 +31,20 @@ export interface UpstreamEndpoint {
 }
 
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 409, 425, 429]);
+
+/** An upstream that names each of our models its own way (OpenAI-compatible and Anthropic endpoints). */
+export type ModelMappedEndpoint = UpstreamEndpoint & { models: Record<string, string> };
+
+/** The upstream's own name of the job's model; a model it is not configured for is refused. */
+export function upstreamModel(endpoint: ModelMappedEndpoint, job: ProviderJob): string {
+  const name = endpoint.models[job.model];
+  if (!name)
+    throw new ProviderRejectedError(
+      `The upstream ${endpoint.name} is not configured for ${job.model}.`,
+      'provider_rejected',
+    );
+  return name;
+}
 
 /** Calls the upstream: JSON in, the Response out (status already judged), with a time limit to the answer. */
 export async function callUpstream(
