@@ -192,16 +192,20 @@ function usageRange({ from, to }) {
   return `from=${from}T00:00:00Z&to=${isoDay(Date.parse(`${to}T00:00:00Z`) + DAY_MS)}T00:00:00Z`;
 }
 
-// The period a platform invoices its users for: the last 30 days until another is chosen.
+// The period a platform invoices its users for: the last 30 days until another is chosen. What is
+// typed lives in the form's own state, so a re-render of the page (a list loading) keeps it.
 function PeriodForm({ period, onChange }) {
+  const [draft, setDraft] = useState(period);
+  const set = (name) => (event) => setDraft((d) => ({ ...d, [name]: event.currentTarget.value }));
   const submit = (event) => {
     event.preventDefault();
-    const form = new FormData(event.currentTarget);
-    onChange({ from: String(form.get('from')), to: String(form.get('to')) });
+    onChange(draft);
   };
   return html`<form class="threshold" aria-label="Spend period" onSubmit=${submit}>
-    <label>From <input type="date" name="from" required value=${period.from} max=${period.to} /></label>
-    <label>To (included) <input type="date" name="to" required value=${period.to} /></label>
+    <label
+      >From <input type="date" name="from" required value=${draft.from} max=${draft.to} onInput=${set('from')}
+    /></label>
+    <label>To (included) <input type="date" name="to" required value=${draft.to} onInput=${set('to')} /></label>
     <button type="submit">Show</button>
   </form>`;
 }
