@@ -46,7 +46,7 @@ function KeyBudget({ k, onChange, onError }) {
           ? html`<form class="stack" onSubmit=${save} aria-label=${`Budget of ${k.hint}`}>
               <label
                 >Max credits
-                <input name="maxCredits" type="number" min="0" step="any" required value=${b?.maxCredits ?? ''}
+                <input name="maxCredits" type="number" min="0" step="any" required defaultValue=${b?.maxCredits ?? ''}
               /></label>
               <label
                 >Period

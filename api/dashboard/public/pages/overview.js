@@ -102,7 +102,7 @@ function Alerts({ moves }) {
                       min="0"
                       step="any"
                       placeholder="no alert"
-                      value=${a.thresholdCredits ?? ''}
+                      defaultValue=${a.thresholdCredits ?? ''}
                   /></label>
                   <button type="submit" class="small">Save</button>
                 </form>`
