@@ -47,6 +47,8 @@ export interface ApiInputs {
   /** Runs the chats the API streams itself (group B): the configured upstreams, or the simulator. */
   provider?: Provider;
   deadlines?: GenerationServiceDeps['deadlines'];
+  /** How an account's starts past what it can run are spread: room is PROVIDER_CONCURRENCY. None when absent. */
+  startPace?: GenerationServiceDeps['startPace'];
   logger?: FastifyServerOptions['logger'];
   /** Outgoing webhooks' registration and redeliveries; without it creating or rotating an endpoint answers 503. */
   webhooks?: WebhookOptions;
@@ -124,6 +126,7 @@ export async function composeApi(inputs: ApiInputs): Promise<FastifyInstance> {
     rateWindows: limiter,
     ...(inputs.prepareInput ? { prepareInput: inputs.prepareInput } : {}),
     ...(inputs.deadlines ? { deadlines: inputs.deadlines } : {}),
+    ...(inputs.startPace ? { startPace: inputs.startPace } : {}),
     ...(inputs.provider ? { provider: inputs.provider } : {}),
     prepareCallback: webhooks.callbacks.prepare,
     log,

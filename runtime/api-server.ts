@@ -30,6 +30,7 @@ export async function startApiServer(s: Services): Promise<FastifyInstance> {
     // Browser pages of the API's own origin, and of the configured ones, may call /api/mcp.
     mcpAllowedOrigins: [s.publicBaseUrl, ...s.config.MCP_ALLOWED_ORIGINS],
     deadlines: deadlinesOf(s.config),
+    startPace: { room: s.config.PROVIDER_CONCURRENCY },
     batches: { rates: batchRatesOf(s.config), fileLimits: batchFileLimitsOf(s.config) },
     prepareInput: createInputPreparer({
       // Inputs on the developer's own machine or LAN are fine in development; never elsewhere.

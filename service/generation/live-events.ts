@@ -15,6 +15,8 @@ const RETRY_MS = 1_000;
  */
 export function createLiveEvents({ pool, log }: { pool: pg.Pool; log?: (message: string, err: unknown) => void }) {
   const byAccount = new Map<string, Set<(notice: LiveNotice) => void>>();
+  /** Listeners to every account's changes (the start pace). */
+  const anyAccount = new Set<(notice: LiveNotice) => void>();
   let client: pg.PoolClient | undefined;
   let connecting: Promise<void> | undefined;
   let retry: NodeJS.Timeout | undefined;
@@ -22,6 +24,7 @@ export function createLiveEvents({ pool, log }: { pool: pg.Pool; log?: (message:
 
   const everyone = (notice: LiveNotice): void => {
     for (const set of byAccount.values()) for (const listener of set) listener(notice);
+    for (const listener of anyAccount) listener(notice);
   };
 
   const connect = (): Promise<void> =>
@@ -31,7 +34,9 @@ export function createLiveEvents({ pool, log }: { pool: pg.Pool; log?: (message:
         c.on('notification', (message) => {
           const notice =
             message.channel === STATUS_CHANNEL && message.payload ? parseNotice(message.payload) : undefined;
-          if (notice) for (const listener of byAccount.get(notice.accountId) ?? []) listener(notice);
+          if (!notice) return;
+          for (const listener of byAccount.get(notice.accountId) ?? []) listener(notice);
+          for (const listener of anyAccount) listener(notice);
         });
         c.on('error', (err) => {
           if (client !== c) return;
@@ -56,7 +61,7 @@ export function createLiveEvents({ pool, log }: { pool: pg.Pool; log?: (message:
     })());
 
   const reconnectLater = (): void => {
-    if (closed || retry || byAccount.size === 0) return;
+    if (closed || retry || (byAccount.size === 0 && anyAccount.size === 0)) return;
     retry = setTimeout(() => {
       retry = undefined;
       void connect();
@@ -78,6 +83,13 @@ export function createLiveEvents({ pool, log }: { pool: pg.Pool; log?: (message:
         set.delete(listener);
         if (set.size === 0) byAccount.delete(accountId);
       };
+    },
+
+    /** Calls `listener` for every account's changes from now on; resolves once listening, like `subscribe`. */
+    async subscribeAll(listener: (notice: LiveNotice) => void): Promise<() => void> {
+      anyAccount.add(listener);
+      if (!client && !closed) await connect();
+      return () => void anyAccount.delete(listener);
     },
 
     async close(): Promise<void> {

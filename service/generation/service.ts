@@ -8,6 +8,10 @@ import { createByWorkflow } from './kinds/by-workflow';
 import type { ByWorkflowOptions } from './kinds/by-workflow';
 import { createStreamedChat } from './kinds/streamed-chat';
 import { createLiveEvents } from './live-events';
+import type { LiveEvents } from './live-events';
+import { createStartPace } from './start-pace';
+import type { StartPaceOptions } from './start-pace';
+import type { GenerationGateway } from './temporal-gateway';
 import { createPipeline } from './pipeline';
 import { createReads } from './read';
 import { createRemix } from './remix';
@@ -35,7 +39,9 @@ export type {
  * (read and follow), cancel.ts, delete.ts — and money moves only through core/ledger.
  */
 export function createGenerationService(deps: GenerationServiceDeps) {
-  const { pool, gateway, store } = deps;
+  const { pool, store } = deps;
+  const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
+  const gateway = deps.startPace === undefined ? deps.gateway : pacedGateway(deps.gateway, live, deps.startPace);
   const admission = createAdmission({
     pool,
     gateway,
@@ -64,7 +70,6 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     ...(deps.log ? { log: deps.log } : {}),
   });
   const reads = createReads({ pool, gateway, store, serves });
-  const live = createLiveEvents({ pool, ...(deps.log ? { log: deps.log } : {}) });
   const cancel = createCancel({ pool, gateway, store, cancelWaitMs: deps.cancelWaitMs, deadlines: deps.deadlines });
 
   /**
@@ -118,3 +123,23 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 }
 
 export type GenerationService = ReturnType<typeof createGenerationService>;
+
+/** The gateway whose starts are paced per account (service/generation/start-pace.ts). */
+function pacedGateway(
+  gateway: GenerationGateway,
+  live: LiveEvents,
+  options: Omit<StartPaceOptions, 'now'>,
+): GenerationGateway {
+  const pace = createStartPace(live, options);
+  return {
+    ...gateway,
+    async start(input) {
+      try {
+        await gateway.start(input, pace.delayFor(input.accountId, input.generationId));
+      } catch (err) {
+        pace.dropped(input.accountId, input.generationId);
+        throw err;
+      }
+    },
+  };
+}

@@ -22,6 +22,14 @@ const START_DEADLINE_MS = 5_000;
 
 export function createGenerationGateway({ client, taskQueue }: { client: Client; taskQueue: string }) {
   const startOptions = (input: GenerationWorkflowInput) => generationStartOptions(input, taskQueue);
+  // A delayed workflow exists at once but takes its first task later; its deadline still counts
+  // from the submit, so the delay comes off it (and never takes more than half of it).
+  const delayedStartOptions = (input: GenerationWorkflowInput, delayMs: number) => {
+    const delay = Math.min(delayMs, input.deadlineMs === undefined ? delayMs : Math.floor(input.deadlineMs / 2));
+    if (delay <= 0) return startOptions(input);
+    const deadlineMs = input.deadlineMs === undefined ? undefined : input.deadlineMs - delay;
+    return { ...startOptions(deadlineMs === undefined ? input : { ...input, deadlineMs }), startDelay: delay };
+  };
   // The server takes starts one at a time per history shard: one account's burst of starts waits
   // in its own lane rather than in front of every other account's.
   const lanes = createAccountLanes();
@@ -46,12 +54,13 @@ export function createGenerationGateway({ client, taskQueue }: { client: Client;
     /**
      * Starts the workflow of an admitted generation; a generation that already has one is left as it
      * is. A server that cannot be reached is a ServiceUnavailableError (503), like a cancel's.
+     * `delayMs` puts off its first task (service/generation/start-pace.ts).
      */
-    async start(input: GenerationWorkflowInput): Promise<void> {
+    async start(input: GenerationWorkflowInput, delayMs = 0): Promise<void> {
       try {
         await lanes.through(input.accountId, () =>
           client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-            client.workflow.start<GenerationWorkflow>(GENERATION_WORKFLOW_TYPE, startOptions(input)),
+            client.workflow.start<GenerationWorkflow>(GENERATION_WORKFLOW_TYPE, delayedStartOptions(input, delayMs)),
           ),
         );
       } catch (err) {

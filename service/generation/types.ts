@@ -9,6 +9,7 @@ import type { GenerationView } from '../../core/generation/view';
 import type { GenerationGateway } from './temporal-gateway';
 import type { PricedGeneration } from '../../core/generation/workflow-input';
 import type { CallbackJob, JobCallback, RequestedCallback } from '../../core/webhooks/job-callbacks';
+import type { StartPaceOptions } from './start-pace';
 
 /** What the generation service takes and gives: shared by its parts and by the doors that call it. */
 
@@ -35,6 +36,8 @@ export interface GenerationServiceDeps {
   rateWindows?: RateWindows;
   /** Where trouble that no client hears of is told (e.g. a report Temporal did not take). */
   log?: (message: string, err: unknown) => void;
+  /** How an account's starts past what it can run are spread (service/generation/start-pace.ts); without it none is. */
+  startPace?: Omit<StartPaceOptions, 'now'>;
   /** Checks a callback URL named on a submit (service/webhooks/job-callbacks.ts); without it such a submit is refused. */
   prepareCallback?: PrepareCallback;
 }

@@ -84,6 +84,8 @@ export interface HarnessOptions {
   /** Which in-process workers run: `workflows` leaves provider runs to a worker process the test starts. */
   workerRole?: WorkerRole;
   providerConcurrency?: number;
+  /** How an account's starts are paced; by default as in production, its room the provider concurrency. */
+  startPace?: ApiInputs['startPace'];
   /** The workflow worker's activity slots (200 as in production when absent). */
   activitySlots?: number;
   /** The rate limit's window (the real in-process limiter; 60 s as in production when absent). */
@@ -226,6 +228,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.upstreamCallbacks ? { upstreamCallbacks: options.upstreamCallbacks } : {}),
     ...(options.batches ? { batches: options.batches } : {}),
+    startPace: options.startPace ?? { room: options.providerConcurrency ?? loadConfig({}).PROVIDER_CONCURRENCY },
   });
   if (port !== undefined) await app.listen({ port, host: '127.0.0.1' });
 

@@ -181,6 +181,8 @@ describe('videos waiting for their account slots', () => {
       .body.generation.id;
     expect(await untilFinished(h, key, id)).toMatchObject({ status: 'succeeded', creditsCharged: PRICE });
     expect(await charges([id])).toEqual([{ generation_id: id, n: 1 }]);
+    // The record is settled from within the last workflow task: its history is whole once the workflow has closed.
+    await h.client.workflow.getHandle(id).result();
     const events = (await h.client.workflow.getHandle(id).fetchHistory()).events ?? [];
     const activities = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
     expect(activities).not.toContain('claimVideoSlot');
