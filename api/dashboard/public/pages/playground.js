@@ -33,9 +33,13 @@ export function Playground({ words }) {
 
   const choices = (models.data?.data ?? []).filter((m) => m.kind === kind && (kind !== 'chat' || m.unit === 'reply'));
   const model = choices.find((m) => m.id === form.model);
+  // Decided on the form as it is when the effect runs, not as it was rendered: effects run after
+  // paint, and a model picked in between must stand.
   useEffect(() => {
-    if (choices.length && !model)
-      setForm((f) => ({ ...f, model: choices[0].id, quality: '', aspect: '', seconds: '' }));
+    if (!choices.length) return;
+    setForm((f) =>
+      choices.some((m) => m.id === f.model) ? f : { ...f, model: choices[0].id, quality: '', aspect: '', seconds: '' },
+    );
   }, [kind, models.data]);
 
   const body = () => {
