@@ -106,7 +106,10 @@ async function handOn(deps: SlotDeps, freed: readonly string[]): Promise<void> {
  * Completes the parked waits of videos whose slots were claimed on their behalf. A token whose
  * attempt has timed out meanwhile answers ActivityNotFoundError: harmless while its workflow runs
  * (the claim stands and the next attempt finds the video `running`); a workflow that has closed
- * gets its hold released here. Any other failure is left to the next look. Resolves the videos
+ * gets its hold released here. A video claimed before it ever parked is harmless too while its
+ * workflow runs (its first look finds it `running`), but one terminated before that look (a start
+ * still delayed, a first task not yet taken) would keep the slot until the reconciler: its hold is
+ * released here as well. Any other failure is left to the next look. Resolves the videos
  * released, whose slots are free again.
  */
 async function completeWaits(deps: SlotDeps, woken: readonly ClaimedWaiter[]): Promise<string[]> {
@@ -114,14 +117,18 @@ async function completeWaits(deps: SlotDeps, woken: readonly ClaimedWaiter[]): P
   const deadline = Date.now() + WAKE_TIMEOUT_MS;
   const released: string[] = [];
   for (const { generationId, taskToken } of woken) {
-    if (taskToken === undefined) continue;
+    if (taskToken === undefined) {
+      // Not found may be a start still on its way (the record is admitted before its workflow starts).
+      if (await releaseIfClosed(deps, generationId, { notFound: 'running' })) released.push(generationId);
+      continue;
+    }
     try {
       await client.withDeadline(deadline, () => client.activity.complete(taskToken, 'granted'));
       metrics.videoSlotWakes.inc({ outcome: 'completed' });
     } catch (err) {
       const stale = err instanceof ActivityNotFoundError;
       metrics.videoSlotWakes.inc({ outcome: stale ? 'stale' : 'failed' });
-      if (stale && (await releaseIfClosed(deps, generationId))) released.push(generationId);
+      if (stale && (await releaseIfClosed(deps, generationId, { notFound: 'closed' }))) released.push(generationId);
       else if (!stale)
         Context.current().log.warn('a claimed video could not be woken; its next look finds it running', {
           generationId,
@@ -132,21 +139,36 @@ async function completeWaits(deps: SlotDeps, woken: readonly ClaimedWaiter[]): P
   return released;
 }
 
-/** Releases the hold of a video whose workflow has closed; true when this released it. */
-async function releaseIfClosed({ pool, client }: SlotDeps, generationId: string): Promise<boolean> {
+/**
+ * Releases the hold of a video whose workflow has closed; true when this released it. A workflow
+ * not found counts as closed only for a video that has parked (its workflow existed). Never
+ * throws: what it cannot settle now is the reconciler's.
+ */
+async function releaseIfClosed(
+  { pool, client }: SlotDeps,
+  generationId: string,
+  { notFound }: { notFound: 'closed' | 'running' },
+): Promise<boolean> {
   let status: string;
   try {
     status = (await client.workflow.getHandle(generationId).describe()).status.name;
   } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) return false;
+    if (!(err instanceof WorkflowNotFoundError) || notFound === 'running') return false;
     status = 'NOT_FOUND';
   }
   if (status === 'RUNNING') return false;
-  const closed = closedWorkflowReason(status);
-  const outcome = await release(pool, generationId, {
-    code: closed,
-    message: `The workflow of this generation ended (${status.toLowerCase()}) while it waited for a video slot; its hold was released.`,
-    retryable: true,
-  });
-  return outcome.outcome === 'released';
+  try {
+    const outcome = await release(pool, generationId, {
+      code: closedWorkflowReason(status),
+      message: `The workflow of this generation ended (${status.toLowerCase()}) while it waited for a video slot; its hold was released.`,
+      retryable: true,
+    });
+    return outcome.outcome === 'released';
+  } catch (err) {
+    Context.current().log.warn('the hold of a video whose workflow closed could not be released here', {
+      generationId,
+      error: (err as Error).message,
+    });
+    return false;
+  }
 }

@@ -9,6 +9,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { credits, generate, generateV1, untilFinished, untilFinishedV1, untilStarted } from '../../../support/api';
+import { newId } from '../../../../core/ids';
+import { admit } from '../../../../core/ledger';
+import { createGenerationGateway } from '../../../../service/generation/temporal-gateway';
 import { eventually, startHarness } from '../../../support/harness';
 import type { Harness } from '../../../support/harness';
 
@@ -40,6 +43,12 @@ const holdOf = async (id: string) =>
   (await h.pool.query<{ state: string }>('SELECT state FROM holds WHERE generation_id = $1', [id])).rows[0]?.state;
 const statusOf = async (id: string) =>
   (await h.pool.query<{ status: string }>('SELECT status FROM generations WHERE id = $1', [id])).rows[0]?.status;
+/** A queued video's wait, once its workflow has parked it in PostgreSQL. */
+const parkedWait = (id: string) =>
+  eventually(async () => {
+    const r = await h.pool.query('SELECT 1 FROM video_slot_waits WHERE generation_id = $1', [id]);
+    return r.rowCount ? true : undefined;
+  });
 const closed = (id: string) =>
   eventually(async () => {
     const d = await h.client.workflow.getHandle(id).describe();
@@ -149,8 +158,8 @@ describe('operator actions and money', () => {
     await eventually(async () => ((await statusOf(busy)) === 'running' ? true : undefined));
     const doomed = (await video('terminated while queued')).body.generation.id;
     const next = (await video('next in line sim:delay=100')).body.generation.id;
-    await untilStarted(h, doomed);
-    await untilStarted(h, next);
+    await parkedWait(doomed);
+    await parkedWait(next);
     await temporal('workflow', 'terminate', '--workflow-id', doomed, '--reason', 'operator');
 
     // No reconciler runs here: the slot the busy video frees is handed past the terminated one.
@@ -162,6 +171,45 @@ describe('operator actions and money', () => {
       error: { code: 'terminated' },
     });
     expect(await holdOf(doomed)).toBe('released');
+    expect(await credits(h, key)).toMatchObject({ balance: 1000 - 2 * VIDEO_PRICE, holdsActive: 0 });
+  });
+
+  it('a queued video terminated before its workflow first looked (its start put off) gives its slot on too', async () => {
+    const { key, accountId } = await h.account({ credits: 1000, scopes: ['video'] });
+    const busy = (await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'busy sim:delay=3000' })).body
+      .generation.id;
+    await eventually(async () => ((await statusOf(busy)) === 'running' ? true : undefined));
+    // Admitted and started as a paced start is, with its first workflow task a minute away.
+    const doomed = {
+      id: newId('gen'),
+      accountId,
+      apiKeyId: null,
+      kind: 'video' as const,
+      model: 'seedance-lite',
+      prompt: 'terminated before it ever looked',
+      params: {},
+      internal: {},
+      quoteMc: VIDEO_PRICE * 1000,
+    };
+    expect((await admit(h.pool, [doomed])).outcome).toBe('admitted');
+    const { id: doomedId, ...generation } = doomed;
+    await createGenerationGateway({ client: h.client, taskQueue: h.taskQueue }).start(
+      { ...generation, generationId: doomedId, admitted: { free: false, model: generation.model } },
+      60_000,
+    );
+    const next = (await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'next sim:delay=100' })).body
+      .generation.id;
+    await parkedWait(next);
+    await temporal('workflow', 'terminate', '--workflow-id', doomedId, '--reason', 'operator');
+
+    expect(await untilFinished(h, key, busy)).toMatchObject({ status: 'succeeded' });
+    expect(await untilFinished(h, key, next, 30_000)).toMatchObject({ status: 'succeeded' });
+    expect(await untilFinished(h, key, doomedId)).toMatchObject({
+      status: 'failed',
+      creditsCharged: 0,
+      error: { code: 'terminated' },
+    });
+    expect(await holdOf(doomedId)).toBe('released');
     expect(await credits(h, key)).toMatchObject({ balance: 1000 - 2 * VIDEO_PRICE, holdsActive: 0 });
   });
 
