@@ -28,14 +28,15 @@ const FORMATS = [
 // Opt-in in any format that does not send them anyway: sent only to an endpoint that ticks them.
 const optIn = (format) => [...ALERT_EVENTS, ...BATCH_EVENTS].filter((ev) => !FORMAT_EVENTS[format].includes(ev));
 
+// Uncontrolled: the page re-renders when its lists load or reload, and that must not untick what was ticked.
 function EventChoices({ format, chosen }) {
   return html`<fieldset>
     <legend>Events <span class="muted small">(none ticked: all of them)</span></legend>
     <div class="checks">
-      ${FORMAT_EVENTS[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}
+      ${FORMAT_EVENTS[format].map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} defaultChecked=${chosen?.includes(ev) ?? false} /> ${ev}</label>`)}
     </div>
     <div class="checks">
-      ${optIn(format).map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} checked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}
+      ${optIn(format).map((ev) => html`<label class="check"><input type="checkbox" name="events" value=${ev} defaultChecked=${chosen?.includes(ev) ?? false} /> ${ev} <span class="muted small">(only when ticked)</span></label>`)}
     </div>
   </fieldset>`;
 }
@@ -192,10 +193,10 @@ function Endpoint({ e, onChange, onRemove, onSecret, onError }) {
     ${
       editing
         ? html`<form class="stack edit" onSubmit=${save} aria-label=${`Edit ${e.url}`}>
-            <label>URL<input name="url" type="url" required value=${e.url} /></label>
-            <label>Description<input name="description" value=${e.description ?? ''} maxlength="500" /></label>
+            <label>URL<input name="url" type="url" required defaultValue=${e.url} /></label>
+            <label>Description<input name="description" defaultValue=${e.description ?? ''} maxlength="500" /></label>
             <${EventChoices} format=${e.format} chosen=${e.events} />
-            <label class="check"><input type="checkbox" name="enabled" checked=${e.enabled} /> Enabled</label>
+            <label class="check"><input type="checkbox" name="enabled" defaultChecked=${e.enabled} /> Enabled</label>
             <div class="actions">
               <button type="submit">Save</button
               ><button type="button" class="secondary" onClick=${() => setEditing(false)}>Cancel</button>
@@ -316,7 +317,7 @@ export function Webhooks() {
                   )}
                 </div>
               </fieldset>
-              <${EventChoices} format=${format} />
+              <${EventChoices} key=${format} format=${format} />
               <label
                 >Description <span class="muted small">(optional)</span><input name="description" maxlength="500"
               /></label>
