@@ -129,6 +129,29 @@ describe('what the Temporal UI shows an operator', () => {
   }, 120_000);
 });
 
+/** A video that takes the account's one slot for a few seconds, once it is running. */
+async function busyVideo(key: string): Promise<string> {
+  const { id } = (await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'busy sim:delay=3000' })).body
+    .generation;
+  await eventually(async () => ((await statusOf(id)) === 'running' ? true : undefined));
+  return id;
+}
+/**
+ * No reconciler runs here: the slot the busy video frees is handed past the terminated one to the
+ * next, and the terminated one's hold is released.
+ */
+async function expectSlotPassedOn(key: string, { busy, next, doomed }: { busy: string; next: string; doomed: string }) {
+  expect(await untilFinished(h, key, busy)).toMatchObject({ status: 'succeeded' });
+  expect(await untilFinished(h, key, next, 30_000)).toMatchObject({ status: 'succeeded' });
+  expect(await untilFinished(h, key, doomed)).toMatchObject({
+    status: 'failed',
+    creditsCharged: 0,
+    error: { code: 'terminated' },
+  });
+  expect(await holdOf(doomed)).toBe('released');
+  expect(await credits(h, key)).toMatchObject({ balance: 1000 - 2 * VIDEO_PRICE, holdsActive: 0 });
+}
+
 describe('operator actions and money', () => {
   it('reset to the first workflow task of a succeeded image runs it again and charges it once', async () => {
     const { key } = await h.account({ credits: 100, scopes: ['image'] });
@@ -154,31 +177,18 @@ describe('operator actions and money', () => {
   it('a queued video terminated gives its slot to the next one as soon as it frees, its hold released', async () => {
     const { key } = await h.account({ credits: 1000, scopes: ['video'] });
     const video = (prompt: string) => generate(h, key, { kind: 'video', model: 'seedance-lite', prompt });
-    const busy = (await video('busy sim:delay=4000')).body.generation.id;
-    await eventually(async () => ((await statusOf(busy)) === 'running' ? true : undefined));
+    const busy = await busyVideo(key);
     const doomed = (await video('terminated while queued')).body.generation.id;
     const next = (await video('next in line sim:delay=100')).body.generation.id;
     await parkedWait(doomed);
     await parkedWait(next);
     await temporal('workflow', 'terminate', '--workflow-id', doomed, '--reason', 'operator');
-
-    // No reconciler runs here: the slot the busy video frees is handed past the terminated one.
-    expect(await untilFinished(h, key, busy)).toMatchObject({ status: 'succeeded' });
-    expect(await untilFinished(h, key, next, 30_000)).toMatchObject({ status: 'succeeded' });
-    expect(await untilFinished(h, key, doomed)).toMatchObject({
-      status: 'failed',
-      creditsCharged: 0,
-      error: { code: 'terminated' },
-    });
-    expect(await holdOf(doomed)).toBe('released');
-    expect(await credits(h, key)).toMatchObject({ balance: 1000 - 2 * VIDEO_PRICE, holdsActive: 0 });
+    await expectSlotPassedOn(key, { busy, next, doomed });
   });
 
   it('a queued video terminated before its workflow first looked (its start put off) gives its slot on too', async () => {
     const { key, accountId } = await h.account({ credits: 1000, scopes: ['video'] });
-    const busy = (await generate(h, key, { kind: 'video', model: 'seedance-lite', prompt: 'busy sim:delay=3000' })).body
-      .generation.id;
-    await eventually(async () => ((await statusOf(busy)) === 'running' ? true : undefined));
+    const busy = await busyVideo(key);
     // Admitted and started as a paced start is, with its first workflow task a minute away.
     const doomed = {
       id: newId('gen'),
@@ -202,15 +212,7 @@ describe('operator actions and money', () => {
     await parkedWait(next);
     await temporal('workflow', 'terminate', '--workflow-id', doomedId, '--reason', 'operator');
 
-    expect(await untilFinished(h, key, busy)).toMatchObject({ status: 'succeeded' });
-    expect(await untilFinished(h, key, next, 30_000)).toMatchObject({ status: 'succeeded' });
-    expect(await untilFinished(h, key, doomedId)).toMatchObject({
-      status: 'failed',
-      creditsCharged: 0,
-      error: { code: 'terminated' },
-    });
-    expect(await holdOf(doomedId)).toBe('released');
-    expect(await credits(h, key)).toMatchObject({ balance: 1000 - 2 * VIDEO_PRICE, holdsActive: 0 });
+    await expectSlotPassedOn(key, { busy, next, doomed: doomedId });
   });
 
   it('a paused provider run keeps its hold and its video slot; unpaused, it finishes and is charged once', async () => {
